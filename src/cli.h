@@ -1,0 +1,56 @@
+/* Command line, environment and config file → one validated struct opts.
+ * cli_parse() exits 64 with one line on stderr for bad input (before any network). */
+#ifndef RLOCK_CLI_H
+#define RLOCK_CLI_H
+
+#include <stdint.h>
+
+#include "conn.h"
+#include "parse.h"
+
+enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST };
+
+enum on_lost {
+	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
+	LOST_KILL,   /* SIGKILL at once */
+	LOST_SIGNAL, /* lost_signal, SIGKILL after kill_after */
+	LOST_IGNORE, /* warn only */
+};
+
+struct opts {
+	enum mode mode;
+	const char *name;   /* lock name (-k) */
+	const char *prefix; /* key prefix */
+	char key[1024];     /* PREFIX{NAME} */
+
+	int64_t wait_ms;    /* -1: forever; 0: -n */
+	int conflict_exit;  /* -E */
+	int64_t ttl_ms;
+	enum on_lost on_lost;
+	int lost_signal;
+	int64_t kill_after_ms;
+	int64_t min_hold_ms;
+
+	struct url url;
+	const char *url_source; /* "--url", "RLOCK_URL", ... for messages */
+	const char *user;       /* overrides the URL's user */
+	char *password;         /* heap copy, wiped after AUTH; NULL if none */
+	struct tls_opts tls;
+	int64_t connect_timeout_ms;
+	int64_t io_timeout_ms;
+
+	int json;
+	int verbose; /* -1 quiet, 0 default, 1.. -v count */
+
+	char **argv;     /* command to run (NULL-terminated), MODE_RUN */
+	const char *shell_command; /* -c STRING, or NULL */
+};
+
+/* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
+ * print and exit(0). */
+void cli_parse(int argc, char **argv, struct opts *o);
+
+/* Wipe and free the password. */
+void cli_forget_password(struct opts *o);
+
+#endif

@@ -1,0 +1,89 @@
+/* The one place with sockets and OpenSSL.
+ *
+ * A conn is a non-blocking, close-on-exec stream to one server: TCP (IPv4/IPv6), a
+ * Unix socket, optionally wrapped in TLS. Every blocking call takes an absolute
+ * deadline on the monotonic clock (clock_ms()); nothing here can raise SIGPIPE.
+ *
+ * Two layers: the *_some() primitives never block and report what they wait for, so
+ * one caller can drive N conns with one poll() (Redlock); the deadline wrappers are
+ * built on them for the common one-server case.
+ *
+ * Thread-safety: a conn is used by one thread at a time. conn_tls_init() is called
+ * once, before any thread starts. */
+#ifndef RLOCK_CONN_H
+#define RLOCK_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Monotonic clock in milliseconds. */
+int64_t clock_ms(void);
+
+struct tls_opts {
+	int enabled;
+	int insecure;          /* skip chain and host-name verification (warned about) */
+	const char *cacert;    /* CA bundle file, or NULL */
+	const char *cacertdir; /* CA directory, or NULL */
+	const char *cert;      /* client certificate (PEM), or NULL */
+	const char *key;       /* client private key (PEM), or NULL */
+	const char *sni;       /* server name to send and verify instead of the host */
+};
+
+struct endpoint {
+	const char *host; /* TCP host name or IP literal; NULL for a Unix socket */
+	int port;
+	const char *path; /* Unix socket path; NULL for TCP */
+	const struct tls_opts *tls; /* NULL or !enabled: plain */
+};
+
+struct conn;
+
+enum {
+	CONN_OK = 0,
+	CONN_ERR = -1,     /* error; reason in err */
+	CONN_AGAIN = -2,   /* would block; see conn_events() */
+	CONN_TIMEOUT = -3, /* deadline passed; reason in err */
+	CONN_EOF = -4,     /* peer closed */
+};
+
+/* Connect (resolve, TCP/Unix connect, TLS handshake with chain and host-name checks),
+ * all before deadline_ms. On success *out owns a connected conn. */
+int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
+              char *err, size_t errlen);
+
+/* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
+ * CONN_ERR. */
+ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, size_t errlen);
+
+/* Non-blocking: read up to cap bytes; returns bytes read (> 0), CONN_AGAIN, CONN_EOF
+ * or CONN_ERR. */
+ssize_t conn_read_some(struct conn *c, void *buf, size_t cap, char *err, size_t errlen);
+
+/* poll() events (POLLIN/POLLOUT) the last CONN_AGAIN waits for (TLS may need the other
+ * direction), and the fd to poll. */
+short conn_events(const struct conn *c);
+int conn_fd(const struct conn *c);
+
+/* True when decrypted bytes are already buffered (poll would not see them). */
+int conn_pending(const struct conn *c);
+
+/* Write all of buf before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR. */
+int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms,
+                   char *err, size_t errlen);
+
+/* Read some bytes (> 0 returned) before the deadline, else CONN_TIMEOUT, CONN_EOF or
+ * CONN_ERR. */
+ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, char *err,
+                  size_t errlen);
+
+/* Close and free; NULL is fine. Does not block (no TLS close_notify wait). */
+void conn_close(struct conn *c);
+
+/* Describe the peer for messages, e.g. "127.0.0.1:6379" or "/tmp/r.sock". */
+const char *conn_peer(const struct conn *c);
+
+/* One-time OpenSSL setup; safe to call more than once. */
+void conn_tls_init(void);
+
+#endif

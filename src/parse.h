@@ -1,0 +1,61 @@
+/* Pure parsers: no I/O, no allocation, never exit. Each returns 0 on success or -1
+ * with a one-line reason (no trailing newline, no secrets) in err[errlen]. */
+#ifndef RLOCK_PARSE_H
+#define RLOCK_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define URL_HOST_MAX 256
+#define URL_USER_MAX 256
+#define URL_PASS_MAX 512
+#define URL_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+
+enum url_scheme {
+	URL_REDIS,  /* redis://  plain TCP */
+	URL_REDISS, /* rediss:// TLS */
+	URL_UNIX,   /* unix:///path/to.sock[?db=N] */
+};
+
+struct url {
+	enum url_scheme scheme;
+	char host[URL_HOST_MAX]; /* hostname or IP literal, brackets removed; "" for unix */
+	int port;                /* 1..65535; 6379 when absent; 0 for unix */
+	char path[URL_PATH_MAX]; /* unix socket path; "" otherwise */
+	int db;                  /* 0 when absent */
+	int has_user, has_password;
+	char user[URL_USER_MAX];     /* percent-decoded */
+	char password[URL_PASS_MAX]; /* percent-decoded; caller wipes with explicit_bzero */
+};
+
+/* Parse a URL of SPEC §2 into *u (zeroed first). Accepts
+ *   redis://[[user]:password@]host[:port][/db]   (also user@host, :password@host)
+ *   rediss://...                                 (same, TLS)
+ *   unix:///abs/path.sock[?db=N]                 (also unix:/abs/path)
+ * IPv6 literals in brackets; percent-decoding in user, password and path; a decoded
+ * NUL is rejected. The reason never contains the password. */
+int parse_url(const char *s, struct url *u, char *err, size_t errlen);
+
+/* Duration: "500ms", "30s", "5m", "2h", "1d" or a bare number of seconds; fractions
+ * allowed ("1.5", "0.25s"); result in milliseconds, rounded up to a whole ms when a
+ * fraction of a millisecond remains. Rejects empty, negative, trailing garbage and
+ * anything above 100 years. 0 is a valid result (callers decide). */
+int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen);
+
+/* Whole number in [min, max], decimal, no sign unless min < 0, no trailing garbage. */
+int parse_int(const char *s, long long min, long long max, long long *out, char *err,
+              size_t errlen);
+
+/* Signal name: "TERM", "SIGTERM", "term", or a number 1..64. */
+int parse_signal(const char *s, int *sig, char *err, size_t errlen);
+
+/* Name of a signal for messages: "TERM" for SIGTERM; a static string, "?" if unknown. */
+const char *signal_name(int sig);
+
+/* Lock name: 1..512 bytes, printable, no '{' or '}' (the name is the hash tag). */
+int parse_lock_name(const char *s, char *err, size_t errlen);
+
+/* Key prefix: 0..128 bytes, printable, no '{' or '}'. */
+int parse_prefix(const char *s, char *err, size_t errlen);
+
+#endif
