@@ -1,0 +1,52 @@
+# Install rules: binary, man page and shell completions (GNUInstallDirs paths).
+# Included from the top-level CMakeLists.txt, which already includes GNUInstallDirs.
+#
+# The completion directories are cache variables so that distributions can move them,
+# e.g. Debian's zsh searches share/zsh/vendor-completions, not share/zsh/site-functions:
+#   cmake -DRLOCK_ZSH_COMPLETION_DIR=share/zsh/vendor-completions ...
+# Relative paths are taken relative to CMAKE_INSTALL_PREFIX; an empty value skips
+# that shell.
+
+set(RLOCK_BASH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions"
+    CACHE STRING "where to install the bash completion (empty: do not install)")
+set(RLOCK_ZSH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/zsh/site-functions"
+    CACHE STRING "where to install the zsh completion (empty: do not install)")
+set(RLOCK_FISH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d"
+    CACHE STRING "where to install the fish completion (empty: do not install)")
+option(RLOCK_INSTALL_DOCS "install README, CHANGELOG and SECURITY into DOCDIR" ON)
+
+install(TARGETS rlock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+install(FILES ${PROJECT_SOURCE_DIR}/man/rlock.1
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+
+if(RLOCK_BASH_COMPLETION_DIR)
+  # bash-completion loads completions/NAME on demand: the file is called just "rlock".
+  install(FILES ${PROJECT_SOURCE_DIR}/completions/rlock.bash
+          DESTINATION ${RLOCK_BASH_COMPLETION_DIR} RENAME rlock)
+endif()
+if(RLOCK_ZSH_COMPLETION_DIR)
+  install(FILES ${PROJECT_SOURCE_DIR}/completions/_rlock
+          DESTINATION ${RLOCK_ZSH_COMPLETION_DIR})
+endif()
+if(RLOCK_FISH_COMPLETION_DIR)
+  install(FILES ${PROJECT_SOURCE_DIR}/completions/rlock.fish
+          DESTINATION ${RLOCK_FISH_COMPLETION_DIR})
+endif()
+
+if(RLOCK_INSTALL_DOCS)
+  foreach(doc README.md CHANGELOG.md SECURITY.md)
+    if(EXISTS ${PROJECT_SOURCE_DIR}/${doc})
+      install(FILES ${PROJECT_SOURCE_DIR}/${doc} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+    endif()
+  endforeach()
+endif()
+
+# Release tarball: `cpack --config CPackSourceConfig.cmake` (or packaging/make-tarball,
+# which uses git archive and is what the Homebrew/Arch/Alpine recipes expect).
+set(CPACK_PACKAGE_NAME rlock)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_SOURCE_GENERATOR TGZ)
+set(CPACK_SOURCE_PACKAGE_FILE_NAME "rlock-${PROJECT_VERSION}")
+set(CPACK_SOURCE_IGNORE_FILES "/\\\\.git/" "/build[^/]*/" "/\\\\.cache/" "\\\\.o$")
+include(CPack)
