@@ -1,0 +1,588 @@
+/* Pure parsers (see parse.h): no I/O, no allocation, never exit, never print.
+ *
+ * Digits are parsed by hand rather than with strtol/strtod: those accept leading
+ * blanks, signs, hex, "inf", "nan", exponents and locale decimal points, all of which
+ * we would then have to reject again. */
+#include "parse.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* 100 Julian years: far beyond any sane lease or wait, far below int64 overflow. */
+#define DURATION_MAX_MS (36525LL * 86400000LL)
+
+#define LOCK_NAME_MAX 512
+#define PREFIX_MAX 128
+
+/* Longest user input echoed into a message; longer input is cut and marked "...". */
+#define ECHO_MAX 40
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		/* A truncated reason is still a reason: the result is deliberately unused. */
+		(void)vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* Copy n bytes of untrusted p into dst for a message: non-printable bytes become \xNN
+ * so the reason stays one line and cannot carry terminal escapes. */
+static void echo(char *dst, size_t dstsz, const char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0, i;
+
+	for (i = 0; i < n && i < ECHO_MAX; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\') {
+			if (o + 1 >= dstsz)
+				break;
+			dst[o++] = (char)c;
+		} else {
+			if (o + 4 >= dstsz)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[c >> 4];
+			dst[o++] = hex[c & 15];
+		}
+	}
+	if (i < n && o + 3 < dstsz) {
+		memcpy(dst + o, "...", 3);
+		o += 3;
+	}
+	dst[o] = '\0';
+}
+
+#define ECHO_BUF (ECHO_MAX * 4 + 4)
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int all_digits(const char *p, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!is_digit(p[i]))
+			return 0;
+	return 1;
+}
+
+/* Decimal digits p[0..n) into *out, at most max. Returns -1 on anything else. */
+static int digits_value(const char *p, size_t n, long long max, long long *out)
+{
+	long long v = 0;
+	size_t i;
+
+	if (!all_digits(p, n))
+		return -1;
+	for (i = 0; i < n; i++) {
+		int d = p[i] - '0';
+		if (v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- URLs */
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode p[0..n) into out[outsz] (NUL-terminated). what names the field for
+ * the reason; the field's content is never echoed (it may be the password). */
+static int pct_decode(const char *p, size_t n, char *out, size_t outsz, const char *what,
+                      char *err, size_t errlen)
+{
+	size_t i = 0, o = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)p[i];
+		if (c == '%') {
+			int hi, lo;
+			if (n - i < 3 || (hi = hex_value(p[i + 1])) < 0 ||
+			    (lo = hex_value(p[i + 2])) < 0)
+				return fail(err, errlen, "bad %%-escape in URL %s (use %%XX)", what);
+			c = (unsigned char)(hi << 4 | lo);
+			if (c == 0)
+				return fail(err, errlen, "%%00 (NUL byte) not allowed in URL %s", what);
+			i += 3;
+		} else {
+			i++;
+		}
+		if (o + 1 >= outsz)
+			return fail(err, errlen, "URL %s too long (max %zu bytes)", what, outsz - 1);
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* userinfo = [user][:password]; an empty user or password counts as absent, as in
+ * redis-py and redis-cli. */
+static int parse_userinfo(const char *p, size_t n, struct url *u, char *err, size_t errlen)
+{
+	const char *colon = memchr(p, ':', n);
+	size_t ulen = colon ? (size_t)(colon - p) : n;
+
+	if (pct_decode(p, ulen, u->user, sizeof u->user, "user", err, errlen) < 0)
+		return -1;
+	u->has_user = u->user[0] != '\0';
+	if (colon) {
+		if (pct_decode(colon + 1, n - ulen - 1, u->password, sizeof u->password,
+		               "password", err, errlen) < 0)
+			return -1;
+		u->has_password = u->password[0] != '\0';
+	}
+	return 0;
+}
+
+static int host_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '-' ||
+	       c == '.' || c == '_';
+}
+
+/* Ports and db numbers are echoed only when they are short digit strings: with a
+ * missing '@' ("redis://:secret"), the "port" may be the password. */
+static int bad_number(const char *what, const char *range, const char *p, size_t n,
+                      char *err, size_t errlen)
+{
+	char q[ECHO_BUF];
+
+	if (n == 0)
+		return fail(err, errlen, "empty %s in URL (%s)", what, range);
+	if (all_digits(p, n) && n <= 8) {
+		echo(q, sizeof q, p, n);
+		return fail(err, errlen, "bad %s '%s' in URL (%s)", what, q, range);
+	}
+	return fail(err, errlen, "bad %s in URL (not a number; %s)", what, range);
+}
+
+/* host[:port] or [v6]:port, p[0..n). */
+static int parse_hostport(const char *p, size_t n, struct url *u, char *err, size_t errlen)
+{
+	const char *end = p + n, *port = NULL;
+	long long v;
+
+	if (n == 0)
+		return fail(err, errlen, "empty host in URL");
+	if (*p == '[') {
+		const char *close = memchr(p, ']', n);
+		const char *zone;
+		size_t alen, i;
+		char addr[INET6_ADDRSTRLEN];
+		unsigned char bin[16];
+
+		if (!close)
+			return fail(err, errlen, "unterminated '[' in URL host");
+		zone = memchr(p + 1, '%', (size_t)(close - p - 1));
+		alen = (size_t)((zone ? zone : close) - p - 1);
+		if (alen == 0 || alen >= sizeof addr)
+			return fail(err, errlen, "bad IPv6 address in URL");
+		memcpy(addr, p + 1, alen);
+		addr[alen] = '\0';
+		if (inet_pton(AF_INET6, addr, bin) != 1)
+			return fail(err, errlen, "bad IPv6 address in URL");
+		memcpy(u->host, addr, alen + 1);
+		if (zone) {
+			/* RFC 6874: the zone's '%' is itself escaped as "%25". */
+			const char *z = zone + 3;
+			size_t zlen = (size_t)(close - z);
+			if (close - zone < 4 || strncmp(zone, "%25", 3) != 0)
+				return fail(err, errlen, "bad IPv6 zone in URL (use [addr%%25zone])");
+			for (i = 0; i < zlen; i++)
+				if (!host_char(z[i]) && z[i] != '~')
+					return fail(err, errlen, "bad IPv6 zone in URL");
+			if (alen + 1 + zlen >= sizeof u->host)
+				return fail(err, errlen, "URL host too long");
+			u->host[alen] = '%';
+			memcpy(u->host + alen + 1, z, zlen);
+			u->host[alen + 1 + zlen] = '\0';
+		}
+		if (close + 1 < end) {
+			if (close[1] != ':')
+				return fail(err, errlen, "unexpected text after ']' in URL host");
+			port = close + 2;
+		}
+	} else {
+		const char *colon = memchr(p, ':', n);
+		size_t hlen = colon ? (size_t)(colon - p) : n, i;
+
+		if (hlen == 0)
+			return fail(err, errlen, "empty host in URL");
+		if (hlen >= sizeof u->host)
+			return fail(err, errlen, "URL host too long (max %zu bytes)",
+			            sizeof u->host - 1);
+		for (i = 0; i < hlen; i++)
+			if (!host_char(p[i]))
+				return fail(err, errlen,
+				            "bad character in URL host (IPv6 addresses go in [])");
+		memcpy(u->host, p, hlen);
+		u->host[hlen] = '\0';
+		if (colon)
+			port = colon + 1;
+	}
+	u->port = 6379;
+	if (port) {
+		size_t plen = (size_t)(end - port);
+		if (digits_value(port, plen, 65535, &v) < 0 || v < 1)
+			return bad_number("port", "1..65535", port, plen, err, errlen);
+		u->port = (int)v;
+	}
+	return 0;
+}
+
+static int parse_db(const char *p, size_t n, struct url *u, char *err, size_t errlen)
+{
+	long long v;
+
+	if (digits_value(p, n, INT_MAX, &v) < 0)
+		return bad_number("db", "0..2147483647", p, n, err, errlen);
+	u->db = (int)v;
+	return 0;
+}
+
+/* redis:// and rediss://; s points after "//". */
+static int parse_tcp(const char *s, struct url *u, char *err, size_t errlen)
+{
+	/* Redis URLs have no '@' after the authority, so the last '@' ends the userinfo:
+	 * a raw '/', '?', '#' or '@' in a password then still works. */
+	const char *at = strrchr(s, '@');
+	const char *host = at ? at + 1 : s;
+	size_t hlen = strcspn(host, "/?#");
+	const char *rest = host + hlen;
+
+	if (at && parse_userinfo(s, (size_t)(at - s), u, err, errlen) < 0)
+		return -1;
+	if (parse_hostport(host, hlen, u, err, errlen) < 0)
+		return -1;
+	if (*rest == '?' || *rest == '#')
+		return fail(err, errlen,
+		            "query or fragment not supported in redis:// URLs (use /DB for the db)");
+	if (*rest == '/') {
+		rest++;
+		if (*rest != '\0' && parse_db(rest, strlen(rest), u, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* unix:///path[?db=N], unix:/path, and unix://[user[:password]]@/path as redis-py
+ * writes it; s points after "unix:". */
+static int parse_unix(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *path = s, *q;
+	size_t plen;
+
+	if (strncmp(s, "//", 2) == 0) {
+		path = s + 2;
+		if (*path != '/') {
+			/* Only "user:password@/path" may come between "//" and the path. */
+			const char *at = strstr(path, "@/");
+			if (!at)
+				return fail(err, errlen,
+				            "unix socket path in URL must be absolute (unix:///path/to.sock)");
+			if (parse_userinfo(path, (size_t)(at - path), u, err, errlen) < 0)
+				return -1;
+			path = at + 1;
+		}
+	}
+	if (*path != '/')
+		return fail(err, errlen,
+		            "unix socket path in URL must be absolute (unix:///path/to.sock)");
+	plen = strcspn(path, "?#");
+	q = path + plen;
+	if (pct_decode(path, plen, u->path, sizeof u->path, "socket path", err, errlen) < 0)
+		return -1;
+	if (*q == '#')
+		return fail(err, errlen, "fragment not supported in unix:// URLs");
+	if (*q == '?') {
+		char name[ECHO_BUF];
+		q++;
+		if (strncmp(q, "db=", 3) != 0) {
+			echo(name, sizeof name, q, strcspn(q, "=&#"));
+			return fail(err, errlen, "unknown URL parameter '%s' (only db=N)", name);
+		}
+		q += 3;
+		if (parse_db(q, strlen(q), u, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int parse_url(const char *s, struct url *u, char *err, size_t errlen)
+{
+	const char *p;
+	size_t slen;
+	int rc;
+
+	memset(u, 0, sizeof *u);
+	if (!s || !*s)
+		return fail(err, errlen, "empty URL");
+	/* Control bytes are never legitimate raw; reject them up front so no field (and no
+	 * reason) can carry one. */
+	for (p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return fail(err, errlen, "control character in URL");
+	slen = strcspn(s, ":");
+	for (p = s; p < s + slen; p++)
+		if (!host_char(*p) && *p != '+')
+			break;
+	if (slen == 0 || s[slen] != ':' || p < s + slen || slen > 20)
+		return fail(err, errlen,
+		            "missing URL scheme (expected redis://, rediss:// or unix://)");
+
+	if (slen == 5 && strncasecmp(s, "redis", 5) == 0 && strncmp(s + 5, "://", 3) == 0) {
+		u->scheme = URL_REDIS;
+		rc = parse_tcp(s + 8, u, err, errlen);
+	} else if (slen == 6 && strncasecmp(s, "rediss", 6) == 0 &&
+	           strncmp(s + 6, "://", 3) == 0) {
+		u->scheme = URL_REDISS;
+		rc = parse_tcp(s + 9, u, err, errlen);
+	} else if (slen == 4 && strncasecmp(s, "unix", 4) == 0) {
+		u->scheme = URL_UNIX;
+		rc = parse_unix(s + 5, u, err, errlen);
+	} else if (slen == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
+		rc = fail(err, errlen,
+		          "redis-sentinel:// URLs are not supported yet; give the master's redis:// URL");
+	} else if ((slen == 5 || slen == 6) && strncasecmp(s, "rediss", slen) == 0) {
+		rc = fail(err, errlen, "expected '//' after '%.*s:' in URL", (int)slen, s);
+	} else {
+		char q[ECHO_BUF];
+		echo(q, sizeof q, s, slen);
+		rc = fail(err, errlen,
+		          "unknown URL scheme '%s' (expected redis://, rediss:// or unix://)", q);
+	}
+	if (rc < 0)
+		explicit_bzero(u, sizeof *u); /* a half-parsed password must not linger */
+	return rc;
+}
+
+/* ---------------------------------------------------------------- durations */
+
+int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		int64_t ms;
+	} units[] = {
+		{ "", 1000 },   { "ms", 1 },        { "s", 1000 },
+		{ "m", 60000 }, { "h", 3600000 },   { "d", 86400000 },
+	};
+	const char *ip, *fp = NULL, *unit;
+	size_t ilen, flen = 0, i;
+	int64_t mult = -1, whole = 0, frac = 0;
+	int remainder = 0, too_big = 0;
+	char q[ECHO_BUF];
+
+	if (!s || !*s)
+		return fail(err, errlen, "empty duration");
+	echo(q, sizeof q, s, strlen(s));
+	if (*s == '-')
+		return fail(err, errlen, "negative duration '%s'", q);
+
+	ip = s;
+	ilen = strspn(ip, "0123456789");
+	unit = ip + ilen;
+	if (*unit == '.') {
+		fp = unit + 1;
+		flen = strspn(fp, "0123456789");
+		unit = fp + flen;
+	}
+	for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (strcmp(unit, units[i].name) == 0)
+			mult = units[i].ms;
+	if ((ilen == 0 && flen == 0) || mult < 0)
+		return fail(err, errlen, "bad duration '%s' (e.g. 500ms, 30s, 5m, 2h, 1d)", q);
+
+	for (i = 0; i < ilen; i++) {
+		whole = whole * 10 + (ip[i] - '0');
+		if (whole > DURATION_MAX_MS) {
+			too_big = 1;
+			break;
+		}
+	}
+	/* The fraction times the unit, exactly: long multiplication from the last digit
+	 * keeps the carry below mult, and any non-zero low digit means a sub-ms rest. */
+	for (i = flen; i-- > 0;) {
+		int64_t t = (fp[i] - '0') * mult + frac;
+		if (t % 10)
+			remainder = 1;
+		frac = t / 10;
+	}
+	if (too_big || whole > DURATION_MAX_MS / mult ||
+	    whole * mult + frac + remainder > DURATION_MAX_MS)
+		return fail(err, errlen, "duration '%s' too large (max 100 years)", q);
+	*ms = whole * mult + frac + remainder;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- integers */
+
+int parse_int(const char *s, long long min, long long max, long long *out, char *err,
+              size_t errlen)
+{
+	unsigned long long mag = 0, limit;
+	const char *p = s;
+	int neg = 0;
+	char q[ECHO_BUF];
+
+	if (!s || !*s)
+		return fail(err, errlen, "empty number");
+	echo(q, sizeof q, s, strlen(s));
+	if (*p == '-' && min < 0) {
+		neg = 1;
+		p++;
+	}
+	if (!all_digits(p, strlen(p)))
+		return fail(err, errlen, "'%s' is not a whole number", q);
+	/* Accumulate the magnitude unsigned so LLONG_MIN is reachable without overflow. */
+	limit = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	for (; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (mag > (limit - d) / 10)
+			goto range;
+		mag = mag * 10 + d;
+	}
+	if (neg) {
+		long long v = mag == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)mag;
+		if (v < min || v > max)
+			goto range;
+		*out = v;
+	} else {
+		if ((long long)mag < min || (long long)mag > max)
+			goto range;
+		*out = (long long)mag;
+	}
+	return 0;
+range:
+	return fail(err, errlen, "%s is out of range (%lld..%lld)", q, min, max);
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static const struct {
+	const char *name;
+	int sig;
+} signals[] = {
+	{ "HUP", SIGHUP },     { "INT", SIGINT },       { "QUIT", SIGQUIT },   { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP },   { "ABRT", SIGABRT },     { "BUS", SIGBUS },     { "FPE", SIGFPE },
+	{ "KILL", SIGKILL },   { "USR1", SIGUSR1 },     { "SEGV", SIGSEGV },   { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE },   { "ALRM", SIGALRM },     { "TERM", SIGTERM },   { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT },   { "STOP", SIGSTOP },     { "TSTP", SIGTSTP },   { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU },   { "URG", SIGURG },       { "XCPU", SIGXCPU },   { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },   { "WINCH", SIGWINCH },
+#ifdef SIGIO
+	{ "IO", SIGIO },
+#endif
+#ifdef SIGPWR
+	{ "PWR", SIGPWR },
+#endif
+	{ "SYS", SIGSYS },
+};
+
+int parse_signal(const char *s, int *sig, char *err, size_t errlen)
+{
+	const char *name = s;
+	long long v;
+	size_t i;
+	char q[ECHO_BUF];
+
+	if (!s || !*s)
+		return fail(err, errlen, "empty signal name");
+	echo(q, sizeof q, s, strlen(s));
+	if (is_digit(*s)) {
+		if (parse_int(s, 1, 64, &v, NULL, 0) < 0)
+			return fail(err, errlen, "bad signal number '%s' (1..64)", q);
+		*sig = (int)v;
+		return 0;
+	}
+	if (strncasecmp(name, "SIG", 3) == 0)
+		name += 3;
+	for (i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+		if (strcasecmp(name, signals[i].name) == 0) {
+			*sig = signals[i].sig;
+			return 0;
+		}
+	}
+	return fail(err, errlen, "unknown signal '%s' (e.g. TERM, KILL, HUP, USR1 or 1..64)", q);
+}
+
+const char *signal_name(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof signals / sizeof signals[0]; i++)
+		if (signals[i].sig == sig)
+			return signals[i].name;
+	return "?";
+}
+
+/* ---------------------------------------------------------------- key parts */
+
+/* Printable ASCII without space: the name is part of a Redis key, an environment
+ * variable and --list output, and '{' '}' would move the hash tag. */
+static int key_part(const char *s, size_t min, size_t max, const char *what, char *err,
+                    size_t errlen)
+{
+	size_t n, i;
+
+	if (!s)
+		s = "";
+	n = strlen(s);
+	if (n < min)
+		return fail(err, errlen, "empty %s", what);
+	if (n > max)
+		return fail(err, errlen, "%s too long (%zu bytes; max %zu)", what, n, max);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '{' || c == '}')
+			return fail(err, errlen, "'%c' not allowed in %s (it delimits the hash tag)",
+			            c, what);
+		if (c <= 0x20 || c >= 0x7f)
+			return fail(err, errlen,
+			            "bad byte 0x%02x in %s (printable ASCII without spaces only)", c,
+			            what);
+	}
+	return 0;
+}
+
+int parse_lock_name(const char *s, char *err, size_t errlen)
+{
+	return key_part(s, 1, LOCK_NAME_MAX, "lock name", err, errlen);
+}
+
+int parse_prefix(const char *s, char *err, size_t errlen)
+{
+	return key_part(s, 0, PREFIX_MAX, "key prefix", err, errlen);
+}
