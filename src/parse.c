@@ -238,6 +238,8 @@ static int parse_hostport(const char *p, size_t n, struct url *u, char *err, siz
 		const char *colon = memchr(p, ':', n);
 		size_t hlen = colon ? (size_t)(colon - p) : n, i;
 
+		if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+			return fail(err, errlen, "bad URL host (IPv6 addresses go in [])");
 		if (hlen == 0)
 			return fail(err, errlen, "empty host in URL");
 		if (hlen >= sizeof u->host)
