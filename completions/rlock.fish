@@ -1,0 +1,105 @@
+# fish completion for rlock(1). Installed into share/fish/vendor_completions.d.
+
+# Lock names held on the server the command line points at; quietly nothing when the
+# server is unreachable or slow (more than a second).
+function __rlock_locks
+    set -l tokens (commandline -opc)
+    set -l server
+    set -l i 2
+    while test $i -le (count $tokens)
+        set -l w $tokens[$i]
+        switch $w
+            case --
+                break
+            case -u --url --prefix --config --user --password-file --cacert --cacertdir --cert --tls-key --sni
+                set i (math $i + 1)
+                if test $i -le (count $tokens)
+                    set -a server $w $tokens[$i]
+                end
+            case '--url=*' '--prefix=*' '--config=*' '--user=*' '--password-file=*' '--cacert=*' '--cacertdir=*' '--cert=*' '--tls-key=*' '--sni=*' --tls --insecure
+                set -a server $w
+        end
+        set i (math $i + 1)
+    end
+    command -q timeout; or return 0
+    set -l rlock $tokens[1]
+    # Text output: one lock per line, the name (or the full key PREFIX{NAME}) first.
+    for line in (timeout 1 $rlock $server -q --list 2>/dev/null </dev/null)
+        set -l name (string split -f1 -- ' ' (string trim -- $line))
+        if string match -q -- '*{*}*' $name
+            set name (string replace -r -- '^[^{]*\{(.*)\}[^}]*$' '$1' $name)
+        end
+        contains -- $name '' NAME KEY LOCK; and continue
+        printf '%s\n' $name
+    end
+end
+
+# Options that take a value as the next word.
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config
+
+# True once the wrapped command has started on the command line (after "--" or the
+# first word that is neither an option nor an option's value).
+function __rlock_in_command
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l skip 0
+    for w in $tokens
+        if test $skip -eq 1
+            set skip 0
+        else if test "$w" = --
+            return 0
+        else if contains -- $w $__rlock_opts_with_arg
+            set skip 1
+        else if not string match -q -- '-*' $w
+            return 0
+        end
+    end
+    return 1
+end
+
+set -l durations '500ms\tduration' '5s\tduration' '30s\tduration' '5m\tduration'
+set -l modes '__fish_seen_argument -l status -l break -l list'
+
+complete -c rlock -f
+# Lock
+complete -c rlock -n "not __rlock_in_command" -s k -l key -x -a '(__rlock_locks)' -d 'Lock name'
+complete -c rlock -n "not __rlock_in_command" -l prefix -x -d 'Key prefix (default rlock:)'
+complete -c rlock -n "not __rlock_in_command" -s n -l no-wait -d 'Fail at once when the lock is busy'
+complete -c rlock -n "not __rlock_in_command" -s w -l wait -x -a "$durations" -d 'Wait at most this long'
+complete -c rlock -n "not __rlock_in_command" -l timeout -x -a "$durations" -d 'Same as --wait'
+complete -c rlock -n "not __rlock_in_command" -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when not acquired'
+complete -c rlock -n "not __rlock_in_command" -s t -l ttl -x -a "$durations" -d 'Lease length (default 30s)'
+complete -c rlock -n "not __rlock_in_command" -l on-lost -x -d 'When the lock is lost' -a '
+    term\t"SIGTERM, SIGKILL after --kill-after"
+    kill\t"SIGKILL at once"
+    ignore\t"Only warn"
+    HUP\tSignal INT\tSignal QUIT\tSignal USR1\tSignal USR2\tSignal'
+complete -c rlock -n "not __rlock_in_command" -l kill-after -x -a "$durations" -d 'Grace before SIGKILL (default 10s)'
+complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 'Hold the lock at least this long'
+complete -c rlock -n "not __rlock_in_command" -s c -l command -x -a '(__fish_complete_command)' -d 'Run with /bin/sh -c'
+# Server
+complete -c rlock -n "not __rlock_in_command" -s u -l url -x -a 'redis:// rediss:// unix:///' -d 'Redis server URL'
+complete -c rlock -n "not __rlock_in_command" -l user -x -a '(__fish_complete_users)' -d 'ACL user name'
+complete -c rlock -n "not __rlock_in_command" -l password-file -r -F -d 'Read the password from a file'
+complete -c rlock -n "not __rlock_in_command" -l tls -d 'Use TLS'
+complete -c rlock -n "not __rlock_in_command" -l cacert -r -F -d 'CA certificate file'
+complete -c rlock -n "not __rlock_in_command" -l cacertdir -x -a '(__fish_complete_directories)' -d 'CA certificate directory'
+complete -c rlock -n "not __rlock_in_command" -l cert -r -F -d 'Client certificate'
+complete -c rlock -n "not __rlock_in_command" -l tls-key -r -F -d 'Client certificate private key'
+complete -c rlock -n "not __rlock_in_command" -l sni -x -a '(__fish_print_hostnames)' -d 'TLS server name'
+complete -c rlock -n "not __rlock_in_command" -l insecure -d 'Do not verify the server certificate'
+complete -c rlock -n "not __rlock_in_command" -l connect-timeout -x -a "$durations" -d 'Connect deadline (default 2s)'
+complete -c rlock -n "not __rlock_in_command" -l io-timeout -x -a "$durations" -d 'Per-request deadline (default 2s)'
+complete -c rlock -n "not __rlock_in_command" -l wait-replicas -x -a '1 2' -d 'WAIT for N replicas after acquiring'
+# Other
+complete -c rlock -n "not __rlock_in_command" -l config -r -F -d 'Config file'
+complete -c rlock -n "not __rlock_in_command" -s v -l verbose -d 'More diagnostics (repeatable)'
+complete -c rlock -n "not __rlock_in_command" -s q -l quiet -d 'Only fatal errors'
+complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status and --list'
+complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
+complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
+complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
+complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
+complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
+# The wrapped command and its arguments.
+complete -c rlock -n "not $modes" -a "(__fish_complete_subcommand -- $__rlock_opts_with_arg)"
