@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# Documentation stays in step with the program: every option that `rlock --help`
+# shows is in the man page and in the bash, zsh and fish completions, and none of
+# those offers an option that --help does not know. The man page lints clean.
+# shellcheck shell=bash
+
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+: "${BATS_TEST_TIMEOUT:=60}"
+export BATS_TEST_TIMEOUT
+
+RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+RLOCK_BUILD_DIR=${RLOCK_BUILD_DIR:-$RLOCK_SOURCE_DIR/build}
+RLOCK=${RLOCK:-$RLOCK_BUILD_DIR/rlock}
+MAN=$RLOCK_SOURCE_DIR/man/rlock.1
+COMP=$RLOCK_SOURCE_DIR/completions
+export LC_ALL=C
+
+# Sorted, unique long options (--name) in rlock --help; skips when rlock isn't built.
+help_long() {
+	"$RLOCK" --help | grep -oE -- '(^|[^[:alnum:]-])--[a-z][a-z0-9-]*' |
+		sed 's/^[^-]*//' | sort -u
+}
+# Sorted short options (-x) from --help lines shaped like "  -k, --key NAME".
+help_short() {
+	"$RLOCK" --help | grep -oE -- '^[[:space:]]+-[[:alnum:]],' | tr -d ' \t,' | sort -u
+}
+need_rlock() {
+	[[ -x $RLOCK ]] || skip "rlock is not built ($RLOCK): cannot read --help"
+	"$RLOCK" --help >/dev/null 2>&1 || fail "rlock --help failed"
+	[[ -n $(help_long) ]] || fail "rlock --help lists no long options"
+}
+need() {
+	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
+}
+
+# same_options WHAT EXPECTED ACTUAL: both sorted lists; fail naming the differences.
+same_options() {
+	local missing stale
+	missing=$(comm -23 <(printf '%s\n' "$2") <(printf '%s\n' "$3") | tr '\n' ' ')
+	stale=$(comm -13 <(printf '%s\n' "$2") <(printf '%s\n' "$3") | tr '\n' ' ')
+	if [[ -n $missing || -n $stale ]]; then
+		fail "$1: missing from it: [${missing}] -- not in --help: [${stale}]"
+	fi
+}
+
+@test "man page documents exactly the options of --help" {
+	need_rlock
+	local man_long man_short
+	# .Fl \-name (mdoc) and \-\-name (man(7) style), wherever they appear.
+	man_long=$(grep -oE -- '(Fl |\\-)\\-[a-z][a-z0-9-]*' "$MAN" |
+		sed -E 's/^(Fl |\\-)\\-/--/' | sort -u)
+	same_options "man/rlock.1 long options" "$(help_long)" "$man_long"
+	man_short=$(grep -oE -- '^\.It Fl [[:alnum:]] ' "$MAN" | awk '{print "-" $3}' | sort -u)
+	same_options "man/rlock.1 short options" "$(help_short)" "$man_short"
+}
+
+@test "bash completion offers exactly the options of --help" {
+	need_rlock
+	local long all short
+	# Ask the completion function itself, as bash would on TAB.
+	# shellcheck disable=SC2016
+	long=$(bash -c 'source "$1"; COMP_WORDS=(rlock --); COMP_CWORD=1; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash" | sort -u)
+	same_options "completions/rlock.bash (rlock --<TAB>)" "$(help_long)" "$long"
+	# shellcheck disable=SC2016
+	all=$(bash -c 'source "$1"; COMP_WORDS=(rlock -); COMP_CWORD=1; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash" | sort -u)
+	short=$(grep -E '^-[[:alnum:]]$' <<<"$all" || true)
+	same_options "completions/rlock.bash (rlock -<TAB>)" "$(help_short)" "$short"
+}
+
+@test "zsh completion names exactly the options of --help" {
+	need_rlock
+	local long short
+	# The _arguments specs, descriptions and the --list call all count.
+	long=$(grep -oE -- '(^|[^[:alnum:]-])--[a-z][a-z0-9-]*' "$COMP/_rlock" |
+		sed 's/^[^-]*//' | sort -u)
+	same_options "completions/_rlock" "$(help_long)" "$long"
+	short=$(grep -oE -- "[{' (]-[[:alnum:]][+,}]" "$COMP/_rlock" | tr -d "{}'( ,+" | sort -u)
+	same_options "completions/_rlock short options" "$(help_short)" "$short"
+}
+
+@test "fish completion offers exactly the options of --help" {
+	need_rlock
+	need fish
+	local long short
+	# shellcheck disable=SC2016
+	long=$(fish -c 'source $argv[1]; complete -C "rlock --"' "$COMP/rlock.fish" |
+		cut -f1 | sed 's/=$//' | sort -u)
+	same_options "completions/rlock.fish (rlock --<TAB>)" "$(help_long)" "$long"
+	short=$(grep -oE -- ' -s [[:alnum:]] ' "$COMP/rlock.fish" | awk '{print "-" $2}' | sort -u)
+	same_options "completions/rlock.fish short options" "$(help_short)" "$short"
+}
+
+@test "man page: mandoc -Tlint -Werror is clean, -Wall finds nothing but missing Xr" {
+	need mandoc
+	run mandoc -Tlint -Werror "$MAN"
+	assert_success
+	# STYLE messages about cross-references depend on which manuals this machine has.
+	run bash -c 'mandoc -Tlint -Wall "$1" 2>&1 |
+		grep -v -e "referenced manual not found" -e "mandoc.db"' _ "$MAN"
+	assert_output ""
+}
+
+@test "man page: man --warnings renders it without warnings" {
+	need man
+	run --separate-stderr man --warnings -l "$MAN"
+	assert_success
+	# shellcheck disable=SC2154 # set by run --separate-stderr
+	assert_equal "$stderr" ""
+	assert_output --partial "EXIT STATUS"
+}
+
+@test "man page has the sections a user looks for" {
+	local s
+	for s in NAME SYNOPSIS DESCRIPTION ENVIRONMENT FILES "EXIT STATUS" PROTOCOL SAFETY \
+		EXAMPLES "SEE ALSO"; do
+		grep -qx "\.Sh $s" "$MAN" || fail "man/rlock.1 has no $s section"
+	done
+}
+
+@test "man page lists every exit status of src/exitcodes.h" {
+	local codes c
+	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || skip "no src/exitcodes.h"
+	codes=$(grep -oE '= [0-9]+' "$RLOCK_SOURCE_DIR/src/exitcodes.h" | tr -dc '0-9\n')
+	for c in $codes; do
+		grep -qx "\.It $c" "$MAN" || fail "man/rlock.1 EXIT STATUS lacks $c"
+	done
+}
