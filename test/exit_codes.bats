@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Exit status (SPEC §3): the command's own, 128+N for a signal, 69, 75 / -E, 126, 127.
+
+load helpers
+
+@test "command's own status is passed through" {
+	run -0 rlock -k e -- true
+	run -1 rlock -k e -- false
+	run -42 rlock -k e -- sh -c 'exit 42'
+	run -255 rlock -k e -- sh -c 'exit 255'
+	key_absent 'rlock:{e}'
+}
+
+@test "-c runs a shell command" {
+	run -7 rlock -k e -c 'echo "hello $((6 * 7))"; exit 7'
+	assert_output 'hello 42'
+	key_absent 'rlock:{e}'
+}
+
+@test "stdout and stderr of the command pass through" {
+	run -0 --separate-stderr rlock -k e -- sh -c 'echo out; echo err >&2'
+	assert_output out
+	assert_equal "$stderr" err
+}
+
+@test "command killed by a signal: 128+N" {
+	run -143 rlock -k e -- sh -c 'kill -TERM $$'
+	run -137 rlock -k e -- sh -c 'kill -KILL $$'
+	run -134 rlock -k e -- sh -c 'kill -ABRT $$'
+	key_absent 'rlock:{e}'
+}
+
+@test "command not found: 127, lock released" {
+	run -127 rlock -k e -- /nonexistent/definitely-not-here
+	run -127 rlock -k e -- definitely-not-a-command-rlock-test
+	key_absent 'rlock:{e}'
+}
+
+@test "command not executable: 126, lock released" {
+	printf '#!/bin/sh\necho should not run\n' >notexec
+	chmod 644 notexec
+	run -126 rlock -k e -- ./notexec
+	refute_output --partial 'should not run'
+	mkdir adir
+	run -126 rlock -k e -- ./adir
+	key_absent 'rlock:{e}'
+}
+
+@test "redis unavailable (connection refused): 69, command not run" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" -k e -- touch ran
+	[[ ! -e ran ]]
+	assert_regex "$stderr" '^rlock:'
+}
+
+@test "redis unavailable (missing unix socket): 69" {
+	run -69 rlock -u "unix://$BATS_TEST_TMPDIR/no.sock" -k e -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "redis unavailable via REDIS_URL: 69" {
+	local port
+	port=$(dead_port)
+	REDIS_URL="redis://127.0.0.1:$port" run -69 rlock -k e -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "lock busy with -n: 75, command not run; -E changes the status" {
+	rcli SET 'rlock:{e}' someone-else PX 30000
+	run -75 rlock -n -k e -- touch ran
+	[[ ! -e ran ]]
+	run -3 rlock -n -E 3 -k e -- touch ran
+	[[ ! -e ran ]]
+	run -3 rlock -n --conflict-exit-code 3 -k e -- touch ran
+	[[ ! -e ran ]]
+	# the foreign lock is untouched
+	assert_equal "$(rcli GET 'rlock:{e}')" someone-else
+}
+
+@test "-E 0: skip silently, exit 0, command not run" {
+	rcli SET 'rlock:{e}' someone-else PX 30000
+	run -0 --separate-stderr rlock -n -E 0 -k e -- touch ran
+	[[ ! -e ran ]]
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+}
+
+@test "--wait expired: 75 (and -E)" {
+	rcli SET 'rlock:{e}' someone-else PX 30000
+	run -75 rlock -w 300ms -k e -- touch ran
+	[[ ! -e ran ]]
+	run -9 rlock -w 0.2 -E 9 -k e -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "--status: 0 when free, 75 when held, -E applies" {
+	run -0 rlock -k e --status
+	rcli SET 'rlock:{e}' someone-else PX 30000
+	run -75 rlock -k e --status
+	run -5 rlock -E 5 -k e --status
+}
+
+@test "--status on an unreachable server: 69" {
+	local port
+	port=$(dead_port)
+	run -69 rlock -u "redis://127.0.0.1:$port" -k e --status
+}
+
+@test "a non-zero exit still releases the lock" {
+	run -1 rlock -k e -- false
+	run -0 rlock -n -k e -- true
+	key_absent 'rlock:{e}'
+}

@@ -1,0 +1,385 @@
+# Shared helpers for rlock's command-line tests. Every test/*.bats does `load helpers`.
+#
+# - one real redis-server per .bats file (setup_file → redis_start, teardown_file →
+#   redis_stop_all), on a free loopback port or a Unix socket, FLUSHALL before each test;
+# - bounded polling (wait_until), never a fixed sleep-and-hope;
+# - processes are only ever killed by PID (never pkill/killall);
+# - proc_alive treats zombies as dead (PID 1 reaps slowly on CI machines).
+# shellcheck shell=bash disable=SC2034  # RLOCK_STATUS, REDIS_* etc. are for the caller
+
+bats_require_minimum_version 1.5.0
+load /usr/lib/bats/bats-support/load
+load /usr/lib/bats/bats-assert/load
+
+# Every test is bounded; a file may lower or raise this before its first test.
+: "${BATS_TEST_TIMEOUT:=60}"
+export BATS_TEST_TIMEOUT
+
+RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+RLOCK_BUILD_DIR=${RLOCK_BUILD_DIR:-$RLOCK_SOURCE_DIR/build}
+RLOCK=${RLOCK:-$RLOCK_BUILD_DIR/rlock}
+export RLOCK RLOCK_SOURCE_DIR RLOCK_BUILD_DIR
+
+# Isolate rlock from the caller's environment and config files: the tests say which
+# server to use (REDIS_URL, exported by redis_start) and nothing else leaks in.
+unset RLOCK_URL RLOCK_PREFIX RLOCK_CONFIG RLOCK_PASSWORD REDISCLI_AUTH \
+	RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_TTL_MS
+export XDG_CONFIG_HOME="${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/xdg-config"
+export LC_ALL=C
+
+# ---------------------------------------------------------------------------------
+# time and polling
+
+# now_ms: wall-clock milliseconds since the epoch (no fork).
+now_ms() {
+	local t=${EPOCHREALTIME/,/.}
+	local frac=${t#*.}
+	echo $((${t%.*} * 1000 + 10#${frac:0:3}))
+}
+
+# _to_ms SECONDS (fractions allowed) → milliseconds
+_to_ms() {
+	local s=$1 int frac
+	int=${s%%.*}
+	[[ $s == *.* ]] && frac=${s#*.} || frac=0
+	frac=${frac}000
+	echo $((10#${int:-0} * 1000 + 10#${frac:0:3}))
+}
+
+# wait_until TIMEOUT_S CMD [ARG...]: poll CMD every 20 ms until it succeeds; fail
+# (return 1, with a message on stderr) if it has not succeeded within TIMEOUT_S.
+wait_until() {
+	local timeout=$1 deadline
+	shift
+	deadline=$(($(now_ms) + $(_to_ms "$timeout")))
+	while ! "$@"; do
+		if (($(now_ms) >= deadline)); then
+			echo "wait_until: '$*' not true after ${timeout}s" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
+# not CMD...: negate, for use with wait_until (wait_until 5 not proc_alive "$pid").
+not() { ! "$@"; }
+
+# proc_alive PID: the process exists and is not a zombie (or dead, state X).
+proc_alive() {
+	local stat state
+	[[ -n ${1:-} ]] || return 1
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $stat ]] || return 1
+	state=${stat##*) }
+	state=${state%% *}
+	[[ $state != Z && $state != X ]]
+}
+
+# file_has_lines FILE N: FILE exists and has at least N lines.
+file_has_lines() {
+	[[ -f $1 ]] && (($(wc -l <"$1") >= $2))
+}
+
+# ---------------------------------------------------------------------------------
+# redis-server per test file
+
+_redis_port_counter=0
+
+# _port_free PORT: nothing can be listening on 127.0.0.1:PORT (we can bind it).
+_port_free() {
+	perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ARGV[0],
+			Proto => "tcp", Listen => 1, ReuseAddr => 1) or exit 1;
+		close $s; exit 0' "$1"
+}
+
+# free_port: print a free loopback port in [20000, 55535], derived from $$ and a
+# counter so that parallel bats files start from different places.
+free_port() {
+	local i port
+	for ((i = 0; i < 200; i++)); do
+		_redis_port_counter=$((_redis_port_counter + 1))
+		port=$((20000 + ($$ * 37 + _redis_port_counter * 101 + RANDOM) % 35000))
+		if _port_free "$port"; then
+			echo "$port"
+			return 0
+		fi
+	done
+	echo "free_port: no free port found" >&2
+	return 1
+}
+
+_redis_ready() {
+	redis-cli "$@" ping 2>/dev/null | grep -q PONG
+}
+
+# redis_start [--unix] [EXTRA REDIS-SERVER ARGS...]
+# Start a redis-server in the background, wait (bounded) until it answers PING, and
+# export REDIS_PID, REDIS_PORT (0 for --unix), REDIS_SOCKET (empty for TCP),
+# REDIS_URL and REDIS_DIR. Every started PID is also remembered for redis_stop_all.
+redis_start() {
+	local unix=0 attempt dir port sock pid i cli_args=() listen_args=()
+	if [[ ${1:-} == --unix ]]; then
+		unix=1
+		shift
+	fi
+	for ((attempt = 0; attempt < 5; attempt++)); do
+		dir=$(mktemp -d "${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/redis.XXXXXX")
+		if ((unix)); then
+			sock=$dir/redis.sock
+			# sun_path is 108 bytes; fall back to a short directory under /tmp.
+			if ((${#sock} > 100)); then
+				dir=$(mktemp -d /tmp/rlt.XXXXXX)
+				sock=$dir/redis.sock
+			fi
+			port=0
+			listen_args=(--port 0 --unixsocket "$sock" --unixsocketperm 700)
+			cli_args=(-s "$sock")
+		else
+			port=$(free_port) || return 1
+			sock=
+			listen_args=(--port "$port" --bind 127.0.0.1)
+			cli_args=(-p "$port")
+		fi
+		redis-server "${listen_args[@]}" --save '' --appendonly no --daemonize no \
+			--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+		pid=$!
+		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+		for ((i = 0; i < 200; i++)); do
+			if _redis_ready "${cli_args[@]}"; then
+				export REDIS_PID=$pid REDIS_PORT=$port REDIS_SOCKET=$sock REDIS_DIR=$dir
+				if ((unix)); then
+					export REDIS_URL="unix://$sock"
+				else
+					export REDIS_URL="redis://127.0.0.1:$port"
+				fi
+				return 0
+			fi
+			proc_alive "$pid" || break # e.g. the port was taken meanwhile: retry
+			sleep 0.05
+		done
+		if proc_alive "$pid"; then
+			echo "redis_start: redis-server (pid $pid) never answered PING" >&2
+			cat "$dir/redis.log" >&2
+			kill -KILL "$pid" 2>/dev/null
+			return 1
+		fi
+		wait "$pid" 2>/dev/null || true
+	done
+	echo "redis_start: redis-server failed to start 5 times; last log:" >&2
+	cat "$dir/redis.log" >&2
+	return 1
+}
+
+# rcli ARGS...: redis-cli against the current test server.
+rcli() {
+	if [[ -n ${REDIS_SOCKET:-} ]]; then
+		redis-cli -s "$REDIS_SOCKET" "$@"
+	else
+		redis-cli -p "$REDIS_PORT" "$@"
+	fi
+}
+
+# redis_stop [PID]: SIGTERM the server (default $REDIS_PID), wait for it, SIGKILL if
+# it lingers. Resumes it first in case a test left it stopped.
+redis_stop() {
+	local pid=${1:-${REDIS_PID:-}}
+	[[ -n $pid ]] || return 0
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! wait_until 10 not proc_alive "$pid" 2>/dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_until 5 not proc_alive "$pid" || true
+	fi
+	wait "$pid" 2>/dev/null || true
+}
+
+redis_stop_all() {
+	local f=${BATS_FILE_TMPDIR:-/tmp}/redis.pids pid
+	[[ -f $f ]] || return 0
+	while read -r pid; do
+		redis_stop "$pid"
+	done <"$f"
+	rm -f "$f"
+}
+
+# dead_port: a loopback port with nothing listening (for "Redis unavailable" tests).
+dead_port() { free_port; }
+
+# ---------------------------------------------------------------------------------
+# running rlock
+
+# rlock ARGS...: the binary under test (for `run rlock ...`).
+rlock() { "$RLOCK" "$@"; }
+
+# Launcher for background runs: closes every inherited fd ≥ 3 except $RL_KEEP_FDS
+# (bats keeps fds 3 and 4 open in tests), resets every signal to its default and
+# unblocks all (bash makes INT and QUIT ignored in background jobs), optionally puts
+# the process into its own process group ($RL_NEWPGRP), then execs.
+# shellcheck disable=SC2016
+_RL_LAUNCHER='
+use POSIX ();
+my %keep = map { $_ => 1 } split /,/, ($ENV{RL_KEEP_FDS} // "");
+for my $fd (3 .. 1023) { POSIX::close($fd) unless $keep{$fd}; }
+for my $sig (1 .. 31) {
+	next if $sig == 9 || $sig == 19;
+	POSIX::sigaction($sig, POSIX::SigAction->new("DEFAULT"));
+}
+POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
+setpgrp(0, 0) if $ENV{RL_NEWPGRP};
+delete @ENV{qw(RL_KEEP_FDS RL_NEWPGRP)};
+exec { $ARGV[0] } @ARGV or do { print STDERR "exec $ARGV[0]: $!\n"; exit 127 };
+'
+
+_bg_counter=0
+
+# clean_exec [--pgrp] [--keep-fds N,M] CMD ARGS...: exec CMD via the launcher
+# (in the foreground; use in a subshell or with &).
+clean_exec() {
+	local keep='' pgrp=''
+	while :; do
+		case ${1:-} in
+		--pgrp) pgrp=1 && shift ;;
+		--keep-fds) keep=$2 && shift 2 ;;
+		*) break ;;
+		esac
+	done
+	RL_KEEP_FDS=$keep RL_NEWPGRP=$pgrp exec perl -e "$_RL_LAUNCHER" "$@"
+}
+
+# rlock_bg [--pgrp] [--keep-fds N,M] [--stdin FILE] RLOCK-ARGS...
+# Start rlock in the background with a clean fd table and default signal handling.
+# Sets RLOCK_PID, RLOCK_OUT, RLOCK_ERR (stdout/stderr files). Stdin is /dev/null
+# unless --stdin is given. The PID is remembered and killed in teardown if still alive.
+rlock_bg() {
+	local launch=() stdin=/dev/null
+	while :; do
+		case ${1:-} in
+		--pgrp) launch+=(--pgrp) && shift ;;
+		--keep-fds) launch+=(--keep-fds "$2") && shift 2 ;;
+		--stdin) stdin=$2 && shift 2 ;;
+		*) break ;;
+		esac
+	done
+	_bg_counter=$((_bg_counter + 1))
+	RLOCK_OUT=$BATS_TEST_TMPDIR/rlock.$_bg_counter.out
+	RLOCK_ERR=$BATS_TEST_TMPDIR/rlock.$_bg_counter.err
+	(clean_exec "${launch[@]}" "$RLOCK" "$@") <"$stdin" >"$RLOCK_OUT" 2>"$RLOCK_ERR" &
+	RLOCK_PID=$!
+	track_pid "$RLOCK_PID"
+}
+
+# rlock_wait [PID] [TIMEOUT_S]: wait (bounded, default 20 s) for a background rlock
+# to exit; sets RLOCK_STATUS. Fails the test if it is still running.
+rlock_wait() {
+	local pid=${1:-$RLOCK_PID} timeout=${2:-20}
+	if ! wait_until "$timeout" not proc_alive "$pid"; then
+		echo "rlock_wait: pid $pid still running after ${timeout}s" >&2
+		return 1
+	fi
+	RLOCK_STATUS=0
+	wait "$pid" || RLOCK_STATUS=$?
+}
+
+# track_pid PID...: remember processes to kill in teardown (by PID, never by name).
+track_pid() {
+	local p
+	for p in "$@"; do
+		echo "$p" >>"$BATS_TEST_TMPDIR/tracked.pids"
+	done
+}
+
+# track_pidfile FILE: remember the PID written into FILE (by a test's command).
+track_pidfile() {
+	[[ -s $1 ]] && track_pid "$(cat "$1")"
+}
+
+# kill_tracked: SIGKILL every tracked process (and its group, if it leads one).
+kill_tracked() {
+	local f=$BATS_TEST_TMPDIR/tracked.pids pid
+	[[ -f $f ]] || return 0
+	while read -r pid; do
+		[[ $pid =~ ^[0-9]+$ ]] || continue
+		if proc_alive "$pid"; then
+			if [[ $(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ') == "$pid" ]]; then
+				kill -KILL -- "-$pid" 2>/dev/null || true
+			fi
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done <"$f"
+	rm -f "$f"
+}
+
+# children_of PID: direct child PIDs of PID.
+children_of() {
+	ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '
+}
+
+# key_exists KEY / key_absent KEY
+key_exists() { [[ $(rcli EXISTS "$1") == 1 ]]; }
+key_absent() { [[ $(rcli EXISTS "$1") == 0 ]]; }
+
+# ---------------------------------------------------------------------------------
+# default per-file / per-test fixtures (a file may override and call these)
+
+rlock_require_binary() {
+	if [[ ! -x $RLOCK ]]; then
+		echo "rlock binary not found at '$RLOCK' (build first: cmake -B build && cmake --build build)" >&2
+		return 1
+	fi
+}
+
+common_setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	redis_start "$@"
+}
+
+common_teardown_file() {
+	redis_stop_all
+}
+
+common_setup() {
+	# Resume the server in case an earlier test stopped it and failed before resuming.
+	kill -CONT "$REDIS_PID" 2>/dev/null || true
+	rcli FLUSHALL >/dev/null
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+}
+
+# make_hold_script: write $BATS_TEST_TMPDIR/hold, a command to run under rlock:
+#   hold TAG [STATUS]
+# records RLOCK_* (TAG.env), its pid (TAG.pid) and start time in ms (TAG.start),
+# creates TAG.started, waits (at most 30 s) until TAG.release exists, records the end
+# time (TAG.end) and exits STATUS (default 0). Files live in $BATS_TEST_TMPDIR.
+make_hold_script() {
+	HOLD=$BATS_TEST_TMPDIR/hold
+	cat >"$HOLD" <<EOF
+#!/bin/sh
+cd '$BATS_TEST_TMPDIR' || exit 99
+tag=\${1:-h}
+env | grep '^RLOCK_' | sort >"\$tag.env"
+echo \$\$ >"\$tag.pid"
+date +%s%3N >"\$tag.start"
+touch "\$tag.started"
+i=0
+while [ ! -e "\$tag.release" ] && [ \$i -lt 1500 ]; do sleep 0.02; i=\$((i + 1)); done
+date +%s%3N >"\$tag.end"
+exit \${2:-0}
+EOF
+	chmod +x "$HOLD"
+}
+
+# env_of TAG VAR: the value of VAR recorded by `hold TAG`.
+env_of() {
+	sed -n "s/^$2=//p" "$BATS_TEST_TMPDIR/$1.env"
+}
+
+common_teardown() {
+	kill_tracked
+}
+
+setup_file() { common_setup_file "$@"; }
+teardown_file() { common_teardown_file; }
+setup() { common_setup; }
+teardown() { common_teardown; }

@@ -1,0 +1,199 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# The lock protocol as seen in Redis (SPEC §1, §7): key layout, token, TTL, fence,
+# owner metadata, release (compare-and-delete), release notification, conflicts.
+
+load helpers
+
+@test "while held: key holds a 32-hex token with a TTL; env matches" {
+	rlock_bg -t 5s -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	local token
+	token=$(rcli GET 'rlock:{p}')
+	assert_regex "$token" '^[0-9a-fA-F]{32}$'
+	assert_equal "$(env_of a RLOCK_TOKEN)" "$token"
+	assert_equal "$(env_of a RLOCK_KEY)" 'rlock:{p}'
+	assert_equal "$(env_of a RLOCK_TTL_MS)" 5000
+	assert_equal "$(env_of a RLOCK_FENCE)" "$(rcli GET 'rlock:{p}:fence')"
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{p}')
+	((pttl > 0 && pttl <= 5000)) || fail "lock PTTL $pttl not in (0, 5000]"
+	touch a.release
+	rlock_wait
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "owner hash: host, pid, user, cmd, start, ttl, with the lock's expiry" {
+	rlock_bg -t 5s -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	local field v
+	for field in host pid user cmd start ttl; do
+		v=$(rcli HGET 'rlock:{p}:owner' "$field")
+		[[ -n $v ]] || fail "owner hash has no '$field'"
+	done
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' host)" "$(hostname)"
+	v=$(rcli HGET 'rlock:{p}:owner' pid)
+	[[ $v == "$RLOCK_PID" || $v == "$(cat a.pid)" ]] ||
+		fail "owner pid $v is neither rlock ($RLOCK_PID) nor the command ($(cat a.pid))"
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' user)" "$(id -un)"
+	assert_regex "$(rcli HGET 'rlock:{p}:owner' cmd)" 'hold'
+	v=$(rcli PTTL 'rlock:{p}:owner')
+	((v > 0 && v <= 5000)) || fail "owner PTTL $v not in (0, 5000]"
+	touch a.release
+	rlock_wait
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "after release: lock and owner keys gone, fence kept without expiry" {
+	run -0 rlock -k p -- true
+	key_absent 'rlock:{p}'
+	key_absent 'rlock:{p}:owner'
+	assert_equal "$(rcli GET 'rlock:{p}:fence')" 1
+	assert_equal "$(rcli TTL 'rlock:{p}:fence')" -1
+}
+
+@test "fence strictly increases across runs; tokens differ" {
+	local f prev=0 t tokens=()
+	for _ in 1 2 3 4; do
+		run -0 rlock -k p -- sh -c 'echo "$RLOCK_FENCE $RLOCK_TOKEN"'
+		f=${output%% *}
+		t=${output#* }
+		[[ $f =~ ^[0-9]+$ ]] || fail "RLOCK_FENCE '$f' is not a number"
+		((f > prev)) || fail "fence $f not greater than previous $prev"
+		prev=$f
+		tokens+=("$t")
+	done
+	assert_equal "$(rcli GET 'rlock:{p}:fence')" "$prev"
+	assert_equal "$(printf '%s\n' "${tokens[@]}" | sort -u | wc -l)" 4
+}
+
+@test "release publishes on rlock:{NAME}:released" {
+	redis-cli -p "$REDIS_PORT" SUBSCRIBE 'rlock:{p}:released' >sub.out 2>&1 </dev/null 3>&- 4>&- &
+	track_pid $!
+	wait_until 5 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
+	run -0 rlock -k p -- true
+	wait_until 5 grep -qx message sub.out
+}
+
+@test "--prefix and RLOCK_PREFIX change the key" {
+	run -0 rlock --prefix 'app:' -k p -- sh -c 'echo "$RLOCK_KEY"; redis-cli -p "$REDIS_PORT" EXISTS "$RLOCK_KEY"'
+	assert_output $'app:{p}\n1'
+	assert_equal "$(rcli GET 'app:{p}:fence')" 1
+	RLOCK_PREFIX='env:' run -0 rlock -k p -- sh -c 'echo "$RLOCK_KEY"'
+	assert_output 'env:{p}'
+	key_absent 'rlock:{p}:fence'
+}
+
+@test "the lease is renewed: key keeps our token well past the TTL" {
+	rlock_bg -t 1s -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	local token end
+	token=$(env_of a RLOCK_TOKEN)
+	end=$(($(now_ms) + 2500))
+	while (($(now_ms) < end)); do
+		assert_equal "$(rcli GET 'rlock:{p}')" "$token"
+		sleep 0.1
+	done
+	touch a.release
+	rlock_wait
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{p}'
+}
+
+@test "release never deletes a foreign token (--on-lost ignore)" {
+	run -0 rlock --on-lost ignore -k p -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" foreign-token >/dev/null'
+	assert_equal "$(rcli GET 'rlock:{p}')" foreign-token
+}
+
+@test "renewal never extends a foreign token (--on-lost ignore)" {
+	# The command replaces the token with a long-lived foreign one and outlives several
+	# renewal periods (ttl/3 = 400 ms). A renewal that ignored the token would cut the
+	# foreign key's TTL down to 1.2 s.
+	run -0 --separate-stderr rlock --on-lost ignore -t 1200ms -k p -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" foreign-token PX 60000 >/dev/null; sleep 1.5'
+	assert_equal "$(rcli GET 'rlock:{p}')" foreign-token
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{p}')
+	((pttl > 50000)) || fail "foreign key's PTTL changed to $pttl"
+	[[ -n $stderr ]] || fail "--on-lost ignore should still warn on stderr"
+}
+
+@test "-n on a held lock: 75 at once, command not run" {
+	rlock_bg -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	local t0 t1
+	t0=$(now_ms)
+	run -75 rlock -n -k p -- touch ran
+	t1=$(now_ms)
+	[[ ! -e ran ]]
+	((t1 - t0 < 3000)) || fail "-n took $((t1 - t0)) ms"
+	touch a.release
+	rlock_wait
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "-w DUR on a held lock: 75 after at least DUR" {
+	rlock_bg -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	local t0 t1
+	t0=$(now_ms)
+	run -75 rlock -w 1s -k p -- touch ran
+	t1=$(now_ms)
+	[[ ! -e ran ]]
+	echo "# -w 1s gave up after $((t1 - t0)) ms" >&3
+	((t1 - t0 >= 1000)) || fail "-w 1s gave up after only $((t1 - t0)) ms"
+	((t1 - t0 < 10000)) || fail "-w 1s took $((t1 - t0)) ms"
+	t0=$(now_ms)
+	run -75 rlock --timeout 0.5 -k p -- touch ran
+	t1=$(now_ms)
+	((t1 - t0 >= 500)) || fail "--timeout 0.5 gave up after only $((t1 - t0)) ms"
+	[[ ! -e ran ]]
+	touch a.release
+	rlock_wait
+}
+
+@test "-w DUR acquires when the holder releases within DUR" {
+	rlock_bg -k p -- "$HOLD" a
+	local holder=$RLOCK_PID
+	wait_until 10 test -e a.started
+	rlock_bg -w 20s -k p -- "$HOLD" b
+	local waiter=$RLOCK_PID
+	wait_until 10 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) -ge 1 ]]'
+	[[ ! -e b.started ]] || fail "waiter ran while the lock was held"
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 10 test -e b.started
+	touch b.release
+	rlock_wait "$waiter"
+	assert_equal "$RLOCK_STATUS" 0
+	(($(cat b.start) >= $(cat a.end))) || fail "waiter started before the holder ended"
+}
+
+@test "--status reports the holder" {
+	rlock_bg -k p -- "$HOLD" a
+	wait_until 10 test -e a.started
+	run -75 rlock -k p --status
+	[[ -n $output ]] || fail "--status printed nothing for a held lock"
+	touch a.release
+	rlock_wait
+	run -0 rlock -k p --status
+}
+
+@test "--min-hold keeps the lock after a short command" {
+	rlock_bg --min-hold 3s -k p -- true
+	local t0
+	t0=$(now_ms)
+	wait_until 5 key_exists 'rlock:{p}:fence'
+	# within the min-hold window the lock is busy
+	run rlock -n -k p -- true
+	if (($(now_ms) - t0 < 2500)); then
+		assert_equal "$status" 75
+	fi
+	# and it becomes free afterwards (released or expired), without a manual DEL
+	wait_until 15 key_absent 'rlock:{p}'
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 0
+	run -0 rlock -n -k p -- true
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Lost lease (SPEC §1.5, §5): when the token is gone or changed, or renewal cannot be
+# confirmed, rlock signals the command's whole process group before the lease could
+# expire (per --on-lost) and exits 79.
+
+load helpers
+
+setup() {
+	common_setup
+	# victim TAG [exit|ignore]: logs TERM/USR1/HUP with a timestamp (ms) to TAG.sig,
+	# exits 128+N on them (or keeps running with "ignore"), writes TAG.pid, starts a
+	# grandchild `sleep` in its process group (TAG.gpid), creates TAG.started, and
+	# runs until TAG.release exists (at most 30 s).
+	VICTIM=$BATS_TEST_TMPDIR/victim
+	cat >"$VICTIM" <<'EOF_VICTIM'
+#!/bin/bash
+tag=$1 mode=${2:-exit}
+on() {
+	echo "$1 $(date +%s%3N)" >>"$tag.sig"
+	[[ $mode == ignore ]] || exit $((128 + $2))
+}
+trap 'on TERM 15' TERM
+trap 'on USR1 10' USR1
+trap 'on HUP 1' HUP
+echo $$ >"$tag.pid"
+sleep 300 </dev/null >/dev/null 2>&1 &
+echo $! >"$tag.gpid"
+touch "$tag.started"
+for ((i = 0; i < 1500; i++)); do
+	[[ -e $tag.release ]] && break
+	sleep 0.02
+done
+exit 0
+EOF_VICTIM
+	chmod +x "$VICTIM"
+}
+
+teardown() {
+	kill -CONT "$REDIS_PID" 2>/dev/null || true
+	track_pidfile v.pid
+	track_pidfile v.gpid
+	common_teardown
+}
+
+start_victim() {
+	rlock_bg "$@" -k l -- "$VICTIM" v "${VICTIM_MODE:-exit}"
+	wait_until 10 test -e v.started
+	track_pidfile v.pid
+	track_pidfile v.gpid
+}
+
+assert_victim_gone() {
+	wait_until 10 not proc_alive "$(cat v.pid)" || fail "the command survived the lost lock"
+	wait_until 10 not proc_alive "$(cat v.gpid)" ||
+		fail "a process in the command's group survived the lost lock"
+}
+
+@test "token replaced while running: command TERMed (whole group), exit 79" {
+	start_victim -t 1500ms
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	run grep -c '^TERM ' v.sig
+	assert_output 1
+	# the thief's lock is not touched
+	assert_equal "$(rcli GET 'rlock:{l}')" stolen
+	[[ -s $RLOCK_ERR ]] || fail "nothing on stderr about the lost lock"
+}
+
+@test "lock deleted while running: exit 79, key not recreated" {
+	start_victim -t 1500ms
+	rcli DEL 'rlock:{l}' >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	grep -q '^TERM ' v.sig
+	key_absent 'rlock:{l}'
+}
+
+@test "TERM ignored: SIGKILL after --kill-after" {
+	VICTIM_MODE=ignore start_victim -t 1500ms --kill-after 1s
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	local t_exit
+	t_exit=$(now_ms)
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	local t_term
+	t_term=$(awk '/^TERM /{print $2; exit}' v.sig)
+	[[ -n $t_term ]] || fail "the command never got SIGTERM"
+	echo "# TERM → rlock exit: $((t_exit - t_term)) ms (kill-after 1s)" >&3
+	((t_exit - t_term >= 900)) || fail "SIGKILL came $((t_exit - t_term)) ms after TERM, before --kill-after 1s"
+}
+
+@test "--on-lost kill: SIGKILL at once, no TERM" {
+	start_victim -t 1500ms --on-lost kill
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	[[ ! -e v.sig ]] || fail "the command got a catchable signal: $(cat v.sig)"
+}
+
+@test "--on-lost USR1: that signal is sent" {
+	start_victim -t 1500ms --on-lost USR1
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	grep -q '^USR1 ' v.sig
+}
+
+@test "--on-lost SIGHUP: SIG-prefixed names work" {
+	start_victim -t 1500ms --on-lost SIGHUP
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+	grep -q '^HUP ' v.sig
+}
+
+@test "--on-lost ignore: warn only, command finishes, its status is returned" {
+	start_victim -t 900ms --on-lost ignore
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	# the warning appears once rlock notices (next renewal, ≤ ttl/3)
+	wait_until 10 test -s "$RLOCK_ERR"
+	proc_alive "$(cat v.pid)" || fail "command was stopped despite --on-lost ignore"
+	touch v.release
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -e v.sig ]] || fail "the command got a signal: $(cat v.sig)"
+	assert_equal "$(rcli GET 'rlock:{l}')" stolen
+}
+
+@test "server frozen: command signalled before the lease can expire, exit 79" {
+	start_victim -t 3s
+	local pttl t_stop
+	pttl=$(rcli PTTL 'rlock:{l}')
+	t_stop=$(now_ms)
+	kill -STOP "$REDIS_PID"
+	# the lease on the server expires at the latest at t_stop + pttl
+	if ! wait_until 15 test -s v.sig; then
+		kill -CONT "$REDIS_PID"
+		fail "the command was never signalled while the server was frozen"
+	fi
+	kill -CONT "$REDIS_PID"
+	local t_term
+	t_term=$(awk '{print $2; exit}' v.sig)
+	echo "# frozen server: command signalled $((t_term - t_stop)) ms after freeze (lease had $pttl ms)" >&3
+	((t_term < t_stop + pttl)) ||
+		fail "signalled $((t_term - t_stop)) ms after the freeze; the lease had only $pttl ms left"
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+}
+
+@test "server killed: command signalled, exit 79; lock gone" {
+	# Run against a private server so that the per-file one survives.
+	local main_pid=$REDIS_PID main_port=$REDIS_PORT main_url=$REDIS_URL
+	redis_start
+	local mine=$REDIS_PID
+	start_victim -t 1500ms -u "$REDIS_URL"
+	redis_stop "$mine"
+	rlock_wait "$RLOCK_PID" 15
+	REDIS_PID=$main_pid REDIS_PORT=$main_port REDIS_URL=$main_url
+	assert_equal "$RLOCK_STATUS" 79
+	assert_victim_gone
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Signals (SPEC §5): INT TERM HUP QUIT USR1 USR2 reach the command exactly once, also
+# when sent to the whole process group; rlock then exits with the command's status.
+# If rlock itself is SIGKILLed, the command dies and the lock expires by its TTL.
+
+load helpers
+
+# sigcatch LOG READY: a tiny C program (bash traps coalesce repeated signals, so they
+# cannot count deliveries). Logs one line per delivery of INT TERM HUP QUIT USR1 USR2
+# with write(2) from the handler; after the first one it lingers 500 ms to catch a
+# duplicate, then exits 3. Writes its pid to READY once the handlers are installed.
+setup_file() {
+	common_setup_file
+	export SIGCATCH=$BATS_FILE_TMPDIR/sigcatch
+	"${CC:-cc}" -O -o "$SIGCATCH" -x c - <<'EOF_C'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int logfd = -1;
+static volatile sig_atomic_t got;
+
+static void on_signal(int sig)
+{
+	const char *s = sig == SIGINT ? "INT\n" : sig == SIGTERM ? "TERM\n" :
+		sig == SIGHUP ? "HUP\n" : sig == SIGQUIT ? "QUIT\n" :
+		sig == SIGUSR1 ? "USR1\n" : sig == SIGUSR2 ? "USR2\n" : "OTHER\n";
+	ssize_t n = write(logfd, s, strlen(s));
+	(void)n;
+	got = 1;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	struct sigaction sa;
+	FILE *f;
+	int i;
+
+	if (argc != 3)
+		return 2;
+	logfd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (logfd < 0)
+		return 2;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 6; i++)
+		sigaction(sigs[i], &sa, NULL);
+	f = fopen(argv[2], "w");
+	if (!f)
+		return 2;
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	for (i = 0; i < 3000 && !got; i++)
+		nap_ms(10);
+	if (!got)
+		return 4;
+	for (i = 0; i < 50; i++)
+		nap_ms(10);
+	return 3;
+}
+EOF_C
+}
+
+teardown() {
+	track_pidfile c.pid
+	track_pidfile g.pid
+	track_pidfile s.ready
+	common_teardown
+}
+
+# forward_once SIG [--group]: SIG sent to rlock (or to its whole process group) reaches
+# the command exactly once; rlock exits with the command's status (3).
+forward_once() {
+	local sig=$1 target
+	if [[ ${2:-} == --group ]]; then
+		rlock_bg --pgrp -k s -- "$SIGCATCH" s.log s.ready
+		target=-$RLOCK_PID
+	else
+		rlock_bg -k s -- "$SIGCATCH" s.log s.ready
+		target=$RLOCK_PID
+	fi
+	wait_until 10 test -s s.ready
+	kill -s "$sig" -- "$target"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$(cat s.log)" "$sig"
+	assert_equal "$RLOCK_STATUS" 3
+	key_absent 'rlock:{s}'
+}
+
+@test "SIGINT to rlock reaches the command exactly once" { forward_once INT; }
+@test "SIGTERM to rlock reaches the command exactly once" { forward_once TERM; }
+@test "SIGHUP to rlock reaches the command exactly once" { forward_once HUP; }
+@test "SIGQUIT to rlock reaches the command exactly once" { forward_once QUIT; }
+@test "SIGUSR1 to rlock reaches the command exactly once" { forward_once USR1; }
+@test "SIGUSR2 to rlock reaches the command exactly once" { forward_once USR2; }
+
+@test "SIGINT to the whole process group (terminal ^C) reaches the command once" {
+	forward_once INT --group
+}
+@test "SIGTERM to the whole process group reaches the command once" {
+	forward_once TERM --group
+}
+@test "SIGQUIT to the whole process group reaches the command once" {
+	forward_once QUIT --group
+}
+@test "SIGHUP to the whole process group reaches the command once" {
+	forward_once HUP --group
+}
+
+@test "forwarded signal with default action: rlock exits 128+N" {
+	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 143
+	rm -f c.pid
+	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	kill -INT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 130
+	key_absent 'rlock:{s}'
+}
+
+@test "the command starts with default signal dispositions and an empty mask" {
+	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	local st
+	st=$(cat "/proc/$(cat c.pid)/status")
+	assert_regex "$st" $'SigBlk:\t0+\n'
+	assert_regex "$st" $'SigIgn:\t0+\n'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+}
+
+@test "SIGKILL of rlock: the command dies promptly, the lock expires by its TTL" {
+	rlock_bg -t 1s -k s -- sh -c 'echo $$ >c.pid; exec sleep 60'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	track_pidfile c.pid
+	key_exists 'rlock:{s}'
+	local t0 t1
+	t0=$(now_ms)
+	kill -KILL "$RLOCK_PID"
+	wait_until 5 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	t1=$(now_ms)
+	echo "# command died $((t1 - t0)) ms after rlock was SIGKILLed" >&3
+	wait_until 5 key_absent 'rlock:{s}'
+	run -0 rlock -n -k s -- true
+}
+
+@test "SIGKILL of rlock: the command's background children die too" {
+	rlock_bg -t 1s -k s -- sh -c 'sleep 60 & echo $! >g.pid; echo $$ >c.pid; wait'
+	wait_until 10 eval '[[ -s c.pid && -s g.pid ]]'
+	track_pidfile c.pid
+	track_pidfile g.pid
+	kill -KILL "$RLOCK_PID"
+	wait_until 5 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 5 not proc_alive "$(cat g.pid)" ||
+		fail "the command's child (pid $(cat g.pid)) kept running unprotected"
+}
+
+@test "a signal while waiting for the lock: rlock exits, the command never runs" {
+	rcli SET 'rlock:{s}' someone-else PX 30000 >/dev/null
+	rlock_bg -k s -- touch ran
+	wait_until 10 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{s}:released" | tail -1) -ge 1 ]]'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 10
+	((RLOCK_STATUS != 0)) || fail "rlock exited 0 after SIGTERM while waiting"
+	[[ ! -e ran ]]
+	assert_equal "$(rcli GET 'rlock:{s}')" someone-else
+}

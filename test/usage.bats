@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Command-line validation: bad input exits 64 with one "rlock:" line on stderr, before
+# any network traffic; --help and --version.
+
+load helpers
+
+# usage_error ARGS...: rlock ARGS must exit 64, print nothing on stdout and exactly one
+# line on stderr that starts with "rlock:". The command must not have run.
+usage_error() {
+	run -64 --separate-stderr rlock "$@"
+	assert_equal "$output" ""
+	if ((${#stderr_lines[@]} != 1)); then
+		fail "expected exactly one line on stderr, got ${#stderr_lines[@]}: $stderr"
+	fi
+	assert_regex "${stderr_lines[0]}" '^rlock:'
+	[[ ! -e ran ]] || fail "the command ran despite a usage error"
+}
+
+@test "unknown long option: 64, one line naming it" {
+	usage_error --bogus-option -k u -- touch ran
+	assert_regex "$stderr" 'bogus-option'
+}
+
+@test "unknown short option: 64" {
+	usage_error -Z -k u -- touch ran
+}
+
+@test "missing -k: 64" {
+	usage_error -- touch ran
+}
+
+@test "empty lock name: 64" {
+	usage_error -k '' -- touch ran
+}
+
+@test "missing command: 64" {
+	usage_error -k u
+}
+
+@test "option missing its argument: 64" {
+	usage_error -k u --ttl
+}
+
+@test "bad --ttl duration: 64, one line naming the value" {
+	usage_error -t 5x -k u -- touch ran
+	assert_regex "$stderr" '5x'
+}
+
+@test "bad durations for --wait, --timeout, --kill-after, --min-hold: 64" {
+	usage_error -w abc -k u -- touch ran
+	assert_regex "$stderr" 'abc'
+	usage_error --timeout 1y -k u -- touch ran
+	assert_regex "$stderr" '1y'
+	usage_error --kill-after=-3s -k u -- touch ran
+	usage_error --min-hold 10qs -k u -- touch ran
+	assert_regex "$stderr" '10qs'
+	usage_error -t '' -k u -- touch ran
+}
+
+@test "bad --on-lost action: 64" {
+	usage_error --on-lost sometimes -k u -- touch ran
+	assert_regex "$stderr" 'sometimes'
+	usage_error --on-lost SIGNOPE -k u -- touch ran
+}
+
+@test "bad --conflict-exit-code: 64" {
+	usage_error -E abc -k u -- touch ran
+	usage_error -E 256 -k u -- touch ran
+	usage_error -E -1 -k u -- touch ran
+}
+
+@test "bad URL on the command line: 64, one line naming it" {
+	usage_error -u 'http://127.0.0.1:6379' -k u -- touch ran
+	assert_regex "$stderr" 'http://127.0.0.1:6379'
+	usage_error -u 'redis://127.0.0.1:99999' -k u -- touch ran
+	usage_error -u 'redis://127.0.0.1:12ab' -k u -- touch ran
+	usage_error -u 'redis://[::1' -k u -- touch ran
+}
+
+@test "bad URL from RLOCK_URL or REDIS_URL: 64" {
+	RLOCK_URL='nope://x' usage_error -k u -- touch ran
+	REDIS_URL='nope://y' usage_error -k u -- touch ran
+}
+
+@test "usage errors win over an unreachable server (validated before connecting)" {
+	local port
+	port=$(dead_port)
+	usage_error -u "redis://127.0.0.1:$port" -t 5x -k u -- touch ran
+}
+
+@test "URL precedence: --url, then RLOCK_URL, then REDIS_URL" {
+	local port good=$REDIS_URL
+	port=$(dead_port)
+	# --url beats both environment variables
+	RLOCK_URL="redis://127.0.0.1:$port" REDIS_URL="redis://127.0.0.1:$port" \
+		run -0 rlock -u "$good" -k u -- true
+	# RLOCK_URL beats REDIS_URL
+	RLOCK_URL="$good" REDIS_URL="redis://127.0.0.1:$port" run -0 rlock -k u -- true
+	RLOCK_URL="redis://127.0.0.1:$port" run -69 rlock -k u -- touch ran
+	[[ ! -e ran ]]
+	# REDIS_URL alone
+	run -0 rlock -k u -- true
+}
+
+@test "default URL is redis://127.0.0.1:6379" {
+	_port_free 6379 || skip "something listens on 127.0.0.1:6379"
+	run -69 env -u REDIS_URL "$RLOCK" -k u -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "durations: ms, s, m, h, d, bare and fractional seconds are accepted" {
+	run -0 rlock -t 500ms -k u -- true
+	run -0 rlock -t 30s -k u -- true
+	run -0 rlock -t 5m -k u -- true
+	run -0 rlock -t 2h -k u -- true
+	run -0 rlock -t 1d -k u -- true
+	run -0 rlock -t 3 -k u -- true
+	run -0 rlock -t 1.5 -k u -- true
+	run -0 rlock -w 0.25 -k u -- true
+	run -0 rlock --timeout 2s --kill-after 1s --min-hold 0 -k u -- true
+	run -0 rlock -t 1.5 -k u -- sh -c 'echo "$RLOCK_TTL_MS"'
+	assert_output 1500
+	run -0 rlock -t 500ms -k u -- sh -c 'echo "$RLOCK_TTL_MS"'
+	assert_output 500
+	run -0 rlock -t 2m -k u -- sh -c 'echo "$RLOCK_TTL_MS"'
+	assert_output 120000
+}
+
+@test "long options with = and separate argument forms" {
+	run -0 rlock --key=u --ttl=10s --wait=1s --prefix=p: -- true
+	run -0 rlock --key u --ttl 10s --wait 1s --prefix p: -- true
+}
+
+@test "options after the command belong to the command (no permutation)" {
+	run -0 rlock -k u printf '%s\n' -n --ttl 5x
+	assert_output $'-n\n--ttl\n5x'
+	run -0 rlock -k u -- printf '%s\n' -k
+	assert_output -- '-k'
+}
+
+@test "-q and repeated -v are accepted; quiet on success" {
+	run -0 --separate-stderr rlock -q -k u -- true
+	assert_equal "$stderr" ""
+	run -0 --separate-stderr rlock -k u -- true
+	assert_equal "$stderr" ""
+	run -0 rlock -v -v -k u -- true
+	run -0 rlock -vv -k u -- true
+}
+
+@test "--help: exit 0, usage and the exit-status table" {
+	run -0 rlock --help
+	assert_output --partial 'Usage'
+	assert_output --partial '--key'
+	assert_output --partial '--no-wait'
+	assert_output --partial '--on-lost'
+	local code
+	for code in 64 69 70 71 75 79 126 127; do
+		grep -Eq "(^|[^0-9])$code([^0-9]|$)" <<<"$output" ||
+			fail "--help does not mention exit status $code"
+	done
+	run -0 rlock -h
+	assert_output --partial '--key'
+}
+
+@test "--version: exit 0, names the version, hiredis and OpenSSL" {
+	run -0 rlock --version
+	assert_regex "$output" '[0-9]+\.[0-9]+\.[0-9]+'
+	grep -qi hiredis <<<"$output" || fail "--version does not name hiredis: $output"
+	grep -qi openssl <<<"$output" || fail "--version does not name OpenSSL: $output"
+	run -0 rlock -V
+	grep -qi hiredis <<<"$output"
+}
+
+@test "--help and --version need no server" {
+	local port
+	port=$(dead_port)
+	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --help
+	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --version
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Waiting (SPEC §4): waiters subscribe to the release notification and take over about
+# one round trip after the holder releases; they also take over when a dead holder's
+# lease expires. Latencies are printed (# handoff ms), only the order is asserted.
+
+load helpers
+
+# numsub: how many clients subscribe to the release channel of lock w
+numsub() { rcli PUBSUB NUMSUB 'rlock:{w}:released' | tail -1; }
+subscribed() { (($(numsub) >= ${1:-1})); }
+
+@test "hand-off: waiter starts right after the holder releases" {
+	local a_pid b_pid ms all=()
+	for _ in 1 2 3 4 5; do
+		rm -f a.* b.*
+		rlock_bg -k w -- "$HOLD" a
+		a_pid=$RLOCK_PID
+		wait_until 10 test -e a.started
+		rlock_bg -k w -- sh -c 'date +%s%3N >b.start'
+		b_pid=$RLOCK_PID
+		wait_until 10 subscribed
+		[[ ! -e b.start ]] || fail "waiter ran while the lock was held"
+		touch a.release
+		rlock_wait "$a_pid" 15
+		assert_equal "$RLOCK_STATUS" 0
+		rlock_wait "$b_pid" 15
+		assert_equal "$RLOCK_STATUS" 0
+		(($(cat b.start) >= $(cat a.end))) || fail "waiter started before the holder ended"
+		ms=$(($(cat b.start) - $(cat a.end)))
+		all+=("$ms")
+	done
+	echo "# handoff ms: ${all[*]} (holder's command ends → waiter's command starts)" >&3
+}
+
+@test "waiters are quiet on stderr unless -v (non-interactive)" {
+	rlock_bg -k w -- "$HOLD" a
+	local a_pid=$RLOCK_PID
+	wait_until 10 test -e a.started
+	rlock_bg -k w -- true
+	local b_pid=$RLOCK_PID b_err=$RLOCK_ERR
+	rlock_bg -v -k w -- true
+	local c_pid=$RLOCK_PID c_err=$RLOCK_ERR
+	wait_until 10 subscribed 2
+	touch a.release
+	rlock_wait "$a_pid" 15
+	rlock_wait "$b_pid" 15
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$c_pid" 15
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $b_err ]] || fail "a waiter without -v wrote to stderr: $(cat "$b_err")"
+	[[ -s $c_err ]] || fail "a waiter with -v said nothing on stderr"
+}
+
+@test "holder SIGKILLed: the waiter takes over once the lease expires" {
+	rlock_bg -t 1s -k w -- "$HOLD" a
+	local a_pid=$RLOCK_PID
+	wait_until 10 test -e a.started
+	track_pidfile a.pid
+	rlock_bg -k w -- sh -c 'date +%s%3N >b.start'
+	local b_pid=$RLOCK_PID
+	wait_until 10 subscribed
+	local t_kill
+	t_kill=$(now_ms)
+	kill -KILL "$a_pid"
+	rlock_wait "$b_pid" 15
+	assert_equal "$RLOCK_STATUS" 0
+	(($(cat b.start) >= t_kill)) || fail "waiter started before the holder was killed"
+	echo "# takeover after SIGKILLed holder (ttl 1s): $(($(cat b.start) - t_kill)) ms" >&3
+}
+
+@test "foreign holder without notification: the waiter takes over at expiry" {
+	local t_set
+	rcli SET 'rlock:{w}' foreign PX 1500 >/dev/null
+	t_set=$(now_ms)
+	run -0 rlock -w 20s -k w -- sh -c 'date +%s%3N'
+	local started=$output
+	echo "# takeover at expiry of a 1500 ms foreign lock: $((started - t_set)) ms after SET" >&3
+	((started - t_set >= 1400)) || fail "acquired after only $((started - t_set)) ms"
+}
+
+@test "several waiters all run, one after the other" {
+	rlock_bg -k w -- "$HOLD" a
+	local a_pid=$RLOCK_PID pids=() i
+	wait_until 10 test -e a.started
+	for i in 1 2 3 4; do
+		# shellcheck disable=SC2016
+		rlock_bg -k w -- sh -c 'mkdir in.cs || echo overlap >>overlaps; date +%s%3N >>starts; sleep 0.1; rmdir in.cs'
+		pids+=("$RLOCK_PID")
+	done
+	wait_until 10 subscribed 4
+	touch a.release
+	rlock_wait "$a_pid" 15
+	for i in "${pids[@]}"; do
+		rlock_wait "$i" 20
+		assert_equal "$RLOCK_STATUS" 0
+	done
+	assert_equal "$(wc -l <starts)" 4
+	[[ ! -e overlaps ]] || fail "two waiters were in the critical section at once"
+}
+
+@test "no lost wake-up: 30 short holders and waiters back to back" {
+	local i pids=()
+	for i in $(seq 30); do
+		rlock_bg -w 20s -k w -- sh -c 'n=$(cat n 2>/dev/null || echo 0); echo $((n + 1)) >n'
+		pids+=("$RLOCK_PID")
+	done
+	for i in "${pids[@]}"; do
+		rlock_wait "$i" 40
+		assert_equal "$RLOCK_STATUS" 0
+	done
+	assert_equal "$(cat n)" 30
+}
