@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,11 +37,24 @@ struct conn {
 	int tls_ready;    /* handshake completed */
 	int tls_broken;   /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
 	int sys_errno;    /* errno of the last failed send/recv inside our BIO */
+	int heard;        /* the peer has sent us at least one byte */
 	char peer[320];   /* "host:port", "[v6]:port" or the socket path */
 };
 
 static BIO_METHOD *bio_method;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+/* One cached SSL_CTX. Loading the system trust store costs 30-40 ms; without the cache
+ * a Redlock over N servers and every reconnect of the renewal thread would pay it
+ * again. It is rebuilt after CTX_CACHE_MS so rotated certificates are picked up. */
+#define CTX_CACHE_MS 60000
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	SSL_CTX *ctx;
+	int64_t born;
+	int insecure;
+	char *file[4]; /* cacert, cacertdir, cert, key */
+} ctx_cache;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -323,6 +337,8 @@ static int bio_read(BIO *b, char *buf, int len)
 		}
 		return -1;
 	}
+	if (n > 0)
+		c->heard = 1;
 	return (int)n; /* 0: end of stream */
 }
 
@@ -382,6 +398,9 @@ static const char *ssl_queue_reason(char *buf, size_t len)
 
 	if (e == 0)
 		return NULL;
+	/* Missing or unreadable files come as system errors: say what errno says. */
+	if (ERR_GET_LIB(e) == ERR_LIB_SYS && ERR_GET_REASON(e) != 0)
+		return strerror(ERR_GET_REASON(e));
 	r = ERR_reason_error_string(e);
 	if (r)
 		return r;
@@ -389,13 +408,14 @@ static const char *ssl_queue_reason(char *buf, size_t len)
 	return buf;
 }
 
-/* A passphrase-protected key must fail, not prompt: rlock runs from cron and CI. */
+/* A passphrase-protected key must fail, not prompt: rlock runs from cron and CI.
+ * Noting the request lets the error say why the key did not load. */
 static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
 {
 	(void)buf;
 	(void)size;
 	(void)rwflag;
-	(void)userdata;
+	*(int *)userdata = 1;
 	return 0;
 }
 
@@ -403,12 +423,15 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 {
 	SSL_CTX *ctx = NULL, *ret = NULL;
 	const char *key = t->key ? t->key : t->cert; /* one PEM may hold both */
+	const char *r;
+	struct stat st;
 	char buf[256];
+	int asked = 0;
 
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (!ctx) {
 		set_err(err, errlen, "TLS: cannot create context: %s",
-		        ssl_queue_reason(buf, sizeof buf) ? buf : "out of memory");
+		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "out of memory");
 		goto cleanup;
 	}
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
@@ -424,20 +447,32 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
 	if (t->insecure) {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
 	} else {
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		/* OpenSSL reads a CA directory lazily and would report a missing one only
+		 * as "unable to get local issuer certificate" later. */
+		if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
+			set_err(err, errlen, "TLS: CA directory %s: %s", t->cacertdir,
+			        strerror(errno));
+			goto cleanup;
+		}
+		if (t->cacertdir && !S_ISDIR(st.st_mode)) {
+			set_err(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
+			goto cleanup;
+		}
 		if (t->cacert || t->cacertdir) {
 			if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
 				set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
 				        t->cacert ? t->cacert : t->cacertdir,
-				        ssl_queue_reason(buf, sizeof buf) ? buf : "unknown error");
+				        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 				goto cleanup;
 			}
 		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
 			set_err(err, errlen, "TLS: cannot load the system trust store: %s",
-			        ssl_queue_reason(buf, sizeof buf) ? buf : "unknown error");
+			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			goto cleanup;
 		}
 	}
@@ -448,12 +483,13 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 	if (t->cert) {
 		if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
 			set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
-			        ssl_queue_reason(buf, sizeof buf) ? buf : "unknown error");
+			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			goto cleanup;
 		}
 		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
 			set_err(err, errlen, "TLS: cannot load client key %s: %s", key,
-			        ssl_queue_reason(buf, sizeof buf) ? buf : "unknown error");
+			        asked ? "it is encrypted (passphrase-protected keys are not supported)"
+			        : (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			goto cleanup;
 		}
 		if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -462,12 +498,61 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 			goto cleanup;
 		}
 	}
+	/* The callback's userdata points at this stack frame: unhook it. */
+	SSL_CTX_set_default_passwd_cb(ctx, NULL);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
 	ret = ctx;
 	ctx = NULL;
 cleanup:
 	SSL_CTX_free(ctx);
 	ERR_clear_error();
 	return ret;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A context for these options, cached or new; the caller owns one reference. */
+static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
+{
+	const char *want[4] = { t->cacert, t->cacertdir, t->cert, t->key };
+	char *copy[4] = { NULL, NULL, NULL, NULL };
+	SSL_CTX *ctx = NULL;
+	int i, hit;
+
+	(void)pthread_mutex_lock(&ctx_lock);
+	hit = ctx_cache.ctx && clock_ms() - ctx_cache.born < CTX_CACHE_MS &&
+	      ctx_cache.insecure == !!t->insecure;
+	for (i = 0; hit && i < 4; i++)
+		hit = same_str(ctx_cache.file[i], want[i]);
+	if (hit && SSL_CTX_up_ref(ctx_cache.ctx) == 1) {
+		ctx = ctx_cache.ctx;
+		goto cleanup;
+	}
+	ctx = tls_ctx_new(t, err, errlen);
+	if (!ctx)
+		goto cleanup;
+	for (i = 0; i < 4; i++)
+		if (want[i] && !(copy[i] = strdup(want[i])))
+			goto cleanup; /* no memory to cache: still usable */
+	if (SSL_CTX_up_ref(ctx) != 1)
+		goto cleanup;
+	SSL_CTX_free(ctx_cache.ctx); /* conns still using it hold their own reference */
+	ctx_cache.ctx = ctx;
+	ctx_cache.born = clock_ms();
+	ctx_cache.insecure = !!t->insecure;
+	for (i = 0; i < 4; i++) {
+		free(ctx_cache.file[i]);
+		ctx_cache.file[i] = copy[i];
+		copy[i] = NULL;
+	}
+cleanup:
+	(void)pthread_mutex_unlock(&ctx_lock);
+	for (i = 0; i < 4; i++)
+		free(copy[i]);
+	return ctx;
 }
 
 /* Why the last SSL_* call failed with SSL_get_error() == e, as one phrase. */
@@ -486,6 +571,15 @@ static const char *tls_reason(const struct conn *c, int e, char *buf, size_t len
 		return "connection closed by peer";
 	(void)snprintf(buf, len, "TLS error %d", e);
 	return buf;
+}
+
+/* Does the queued error say the bytes we got were not TLS records? */
+static int plaintext_reply(void)
+{
+	unsigned long e = ERR_peek_error();
+
+	return ERR_GET_LIB(e) == ERR_LIB_SSL && (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
+	                                         ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG);
 }
 
 static int is_ip_literal(const char *s)
@@ -523,15 +617,19 @@ static int tls_handshake(struct conn *c, const char *name, int verify, int64_t s
 				        c->peer, X509_verify_cert_error_string(vr),
 				        mismatch ? "; expected " : "", mismatch ? name : "");
 			else
-				set_err(err, errlen, "TLS handshake with %s: %s", c->peer,
-				        tls_reason(c, e, buf, sizeof buf));
+				set_err(err, errlen, "TLS handshake with %s: %s%s", c->peer,
+				        tls_reason(c, e, buf, sizeof buf),
+				        plaintext_reply() ? " (is it a TLS port?)" : "");
 			goto cleanup;
 		}
 		w = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline_ms);
 		if (w == 0) {
 			rc = CONN_TIMEOUT;
-			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms",
-			        c->peer, budget_ms(start, deadline_ms));
+			/* A plaintext Redis swallows a ClientHello silently, waiting for a
+			 * newline: silence is the usual sign of a non-TLS port. */
+			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s",
+			        c->peer, budget_ms(start, deadline_ms),
+			        c->heard ? "" : " (no reply; is it a TLS port?)");
 			goto cleanup;
 		}
 		if (w < 0) {
@@ -585,7 +683,7 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start,
 		        c->peer);
 		goto cleanup;
 	}
-	ctx = tls_ctx_new(t, err, errlen);
+	ctx = tls_ctx_get(t, err, errlen);
 	if (!ctx)
 		goto cleanup;
 	c->ssl = SSL_new(ctx);
@@ -663,6 +761,32 @@ cleanup:
 	return rc;
 }
 
+/* With TLS 1.3 the server judges our client certificate only after the handshake; it
+ * sends an alert and closes, and our next write meets a reset. The alert is usually
+ * still queued on our side and says far more ("certificate required", "unknown ca")
+ * than "Connection reset by peer": fetch it into buf. */
+static int peer_alert(struct conn *c, char *buf, size_t len)
+{
+	char byte;
+	unsigned long e;
+	int found = 0;
+
+	if (c->sys_errno != ECONNRESET && c->sys_errno != EPIPE)
+		return 0;
+	ERR_clear_error();
+	if (SSL_peek(c->ssl, &byte, 1) > 0)
+		goto cleanup;
+	e = ERR_peek_error();
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET &&
+	    ERR_reason_error_string(e)) {
+		(void)snprintf(buf, len, "%s", ERR_reason_error_string(e));
+		found = 1;
+	}
+cleanup:
+	ERR_clear_error();
+	return found;
+}
+
 ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, size_t errlen)
 {
 	char ebuf[256];
@@ -697,6 +821,11 @@ ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, 
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 		c->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		return CONN_AGAIN;
+	}
+	if (e == SSL_ERROR_SYSCALL && peer_alert(c, ebuf, sizeof ebuf)) {
+		c->tls_broken = 1;
+		set_err(err, errlen, "write to %s: %s", c->peer, ebuf);
+		return CONN_ERR;
 	}
 	if (e != SSL_ERROR_ZERO_RETURN)
 		c->tls_broken = 1;

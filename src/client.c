@@ -1,0 +1,162 @@
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct client {
+	struct conn *conn;
+	struct resp_reader *rd;
+	const struct server *srv;
+};
+
+int client_send(struct client *c, int argc, const char **argv, const size_t *lens,
+                int64_t deadline_ms, char *err, size_t errlen)
+{
+	char *cmd;
+	size_t len;
+
+	if (resp_format(&cmd, &len, argc, argv, lens) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int rc = conn_write_all(c->conn, cmd, len, deadline_ms, err, errlen);
+	free(cmd);
+	return rc == CONN_OK ? 0 : -1;
+}
+
+int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
+                size_t errlen)
+{
+	char buf[4096];
+
+	for (;;) {
+		int got = resp_reader_get(c->rd, reply, err, errlen);
+		if (got != 0)
+			return got;
+		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);
+		if (n == CONN_TIMEOUT)
+			return 0;
+		if (n == CONN_EOF) {
+			snprintf(err, errlen, "%s closed the connection", c->srv->name);
+			return -1;
+		}
+		if (n < 0)
+			return -1;
+		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
+			snprintf(err, errlen, "protocol error: reply from %s exceeds %d bytes",
+			         c->srv->name, RESP_MAX_REPLY);
+			return -1;
+		}
+	}
+}
+
+int client_call(struct client *c, int argc, const char **argv, const size_t *lens,
+                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
+{
+	*reply = NULL;
+	if (client_send(c, argc, argv, lens, deadline_ms, err, errlen) < 0)
+		return -1;
+	int got = client_recv(c, deadline_ms, reply, err, errlen);
+	if (got == 0)
+		snprintf(err, errlen, "%s did not answer %s in time", c->srv->name, argv[0]);
+	if (got != 1)
+		return -1;
+	/* One request, one reply: anything more is a confused or hostile server. */
+	if (resp_reader_pending(c->rd) != 0) {
+		snprintf(err, errlen, "protocol error: unexpected data after the reply from %s",
+		         c->srv->name);
+		resp_free(*reply);
+		*reply = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int auth_error(const struct resp_reply *r)
+{
+	return resp_is_error(r, "WRONGPASS") || resp_is_error(r, "NOAUTH") ||
+	       resp_is_error(r, "NOPERM") || resp_is_error(r, "ERR");
+}
+
+int client_open(struct client **out, const struct server *srv, char *err, size_t errlen)
+{
+	struct client *c = calloc(1, sizeof *c);
+	struct resp_reply *r = NULL;
+	char dbbuf[16];
+	int rc = CLIENT_ERR;
+
+	*out = NULL;
+	if (!c || !(c->rd = resp_reader_new())) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	c->srv = srv;
+	int64_t deadline = clock_ms() + srv->connect_timeout_ms;
+	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
+		goto fail;
+	deadline = clock_ms() + srv->io_timeout_ms;
+	if (srv->password) {
+		const char *argv[3] = {"AUTH", srv->user, srv->password};
+		size_t lens[3] = {4, srv->user ? strlen(srv->user) : 0, strlen(srv->password)};
+		int argc = 3;
+		if (!srv->user) {
+			argv[1] = srv->password;
+			lens[1] = lens[2];
+			argc = 2;
+		}
+		if (client_call(c, argc, argv, lens, deadline, &r, err, errlen) < 0)
+			goto fail;
+		if (r->type == RESP_ERROR) {
+			/* Never echo the server's text blindly: it is about our secret. */
+			snprintf(err, errlen, "authentication to %s failed: %s", srv->name,
+			         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
+			         : resp_is_error(r, "NOPERM") ? "permission denied (NOPERM)"
+			                                      : "server refused AUTH");
+			rc = auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
+			goto fail;
+		}
+		resp_free(r);
+		r = NULL;
+	}
+	if (srv->db != 0) {
+		int n = snprintf(dbbuf, sizeof dbbuf, "%d", srv->db);
+		const char *argv[2] = {"SELECT", dbbuf};
+		size_t lens[2] = {6, (size_t)n};
+		if (client_call(c, 2, argv, lens, deadline, &r, err, errlen) < 0)
+			goto fail;
+		if (r->type == RESP_ERROR) {
+			snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
+			rc = (resp_is_error(r, "NOAUTH") || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH
+			                                                                 : CLIENT_ERR;
+			goto fail;
+		}
+		resp_free(r);
+		r = NULL;
+	}
+	*out = c;
+	return CLIENT_OK;
+fail:
+	resp_free(r);
+	client_close(c);
+	return rc;
+}
+
+int client_fd(const struct client *c)
+{
+	return conn_fd(c->conn);
+}
+
+int client_buffered(const struct client *c)
+{
+	return resp_reader_pending(c->rd) > 0 || conn_pending(c->conn);
+}
+
+void client_close(struct client *c)
+{
+	if (!c)
+		return;
+	conn_close(c->conn);
+	resp_reader_free(c->rd);
+	free(c);
+}

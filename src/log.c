@@ -1,0 +1,61 @@
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int log_verbosity = 0;
+
+void log_escape(char *dst, size_t n, const char *src, size_t srclen)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < srclen; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+			if (o + 1 >= n)
+				break;
+			dst[o++] = (char)ch;
+		} else {
+			if (o + 4 >= n)
+				break;
+			dst[o++] = '\\';
+			dst[o++] = 'x';
+			dst[o++] = hex[ch >> 4];
+			dst[o++] = hex[ch & 15];
+		}
+	}
+	dst[o] = '\0';
+}
+
+void log_msg(int level, const char *fmt, ...)
+{
+	char raw[1024], line[2048];
+	va_list ap;
+	int saved = errno;
+
+	if (level > log_verbosity && !(level == LOG_ERROR))
+		return;
+	va_start(ap, fmt);
+	int len = vsnprintf(raw, sizeof raw, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof raw)
+		len = sizeof raw - 1;
+	memcpy(line, "rlock: ", 7);
+	log_escape(line + 7, sizeof line - 8, raw, (size_t)len);
+	size_t n = strlen(line);
+	line[n++] = '\n';
+	/* One write, so lines from the renewal thread never interleave mid-line. */
+	ssize_t w;
+	do
+		w = write(STDERR_FILENO, line, n);
+	while (w < 0 && errno == EINTR);
+	errno = saved;
+}

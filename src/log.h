@@ -1,0 +1,31 @@
+/* Diagnostics on stderr: one write(2) per message, prefixed "rlock: ", control
+ * characters escaped, never a secret (callers never pass one). Thread-safe. */
+#ifndef RLOCK_LOG_H
+#define RLOCK_LOG_H
+
+#include <stddef.h>
+
+enum log_level {
+	LOG_ERROR = -1, /* shown even with -q */
+	LOG_WARN = 0,   /* shown unless -q */
+	LOG_INFO = 1,   /* -v */
+	LOG_DEBUG = 2,  /* -vv */
+	LOG_TRACE = 3,  /* -vvv */
+};
+
+/* -1 for -q, 0 by default, the -v count otherwise. Set once before threads start. */
+extern int log_verbosity;
+
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_trace(...) log_msg(LOG_TRACE, __VA_ARGS__)
+
+/* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
+ * terminates. For untrusted text: server replies, holder metadata, file names. */
+void log_escape(char *dst, size_t n, const char *src, size_t srclen);
+
+#endif

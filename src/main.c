@@ -1,0 +1,234 @@
+/* rlock: run a command while holding a lock in Redis.
+ * The story: options → connect → acquire (or wait) → run → release → exit. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "cli.h"
+#include "client.h"
+#include "exitcodes.h"
+#include "lock.h"
+#include "log.h"
+#include "renew.h"
+#include "report.h"
+#include "wait.h"
+
+static void server_from_opts(struct server *srv, const struct opts *o)
+{
+	memset(srv, 0, sizeof *srv);
+	srv->tls = o->tls;
+	if (o->url.scheme == URL_UNIX) {
+		srv->ep.path = o->url.path;
+		snprintf(srv->name, sizeof srv->name, "%s", o->url.path);
+	} else {
+		srv->ep.host = o->url.host;
+		srv->ep.port = o->url.port;
+		srv->ep.tls = &srv->tls;
+		snprintf(srv->name, sizeof srv->name, strchr(o->url.host, ':') ? "[%s]:%d" : "%s:%d",
+		         o->url.host, o->url.port);
+	}
+	srv->user = o->user;
+	srv->password = o->password;
+	srv->db = o->url.db;
+	srv->connect_timeout_ms = o->connect_timeout_ms;
+	srv->io_timeout_ms = o->io_timeout_ms;
+}
+
+static void describe_command(char *buf, size_t n, const struct opts *o)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (o->shell_command) {
+		snprintf(buf, n, "%s", o->shell_command);
+		return;
+	}
+	for (char **a = o->argv; *a && used + 1 < n; a++) {
+		int w = snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* Environment of the command: the lock's details in, rlock's secrets out. */
+static void child_environment(const struct lock *l)
+{
+	char v[32];
+
+	setenv("RLOCK_KEY", l->key, 1);
+	setenv("RLOCK_TOKEN", l->token, 1);
+	snprintf(v, sizeof v, "%lld", l->fence);
+	setenv("RLOCK_FENCE", v, 1);
+	snprintf(v, sizeof v, "%lld", (long long)l->ttl_ms);
+	setenv("RLOCK_TTL_MS", v, 1);
+	unsetenv("RLOCK_PASSWORD");
+	unsetenv("REDISCLI_AUTH");
+	const char *u;
+	if ((u = getenv("RLOCK_URL")) && strchr(u, '@'))
+		unsetenv("RLOCK_URL");
+	if ((u = getenv("REDIS_URL")) && strchr(u, '@'))
+		unsetenv("REDIS_URL");
+}
+
+/* A nested rlock for the same key whose token is the live holder runs the command
+ * directly instead of deadlocking against its parent. */
+static void reenter_if_holder(struct client *c, const struct opts *o, const struct lock *l)
+{
+	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN");
+	struct resp_reply *r = NULL;
+	char err[300];
+
+	if (!k || !t || strcmp(k, l->key) != 0)
+		return;
+	const char *argv[] = {"GET", l->key};
+	size_t lens[] = {3, strlen(l->key)};
+	if (client_call(c, 2, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) < 0)
+		return;
+	int ours = r->type == RESP_STRING && strcmp(r->str, t) == 0;
+	resp_free(r);
+	if (!ours)
+		return;
+	log_info("lock '%s' is already held by this process tree: running the command directly", o->name);
+	client_close(c);
+	if (o->shell_command)
+		execl("/bin/sh", "sh", "-c", o->shell_command, (char *)NULL);
+	else
+		execvp(o->argv[0], o->argv);
+	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
+	          errno == ENOENT ? "command not found" : strerror(errno));
+	exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+}
+
+static int busy(const struct opts *o, const struct holder *h)
+{
+	if (o->conflict_exit != 0)
+		log_msg(LOG_WARN, "lock '%s' is busy%s%s%s%s%s", o->name, h->host[0] ? ": held by " : "",
+		        h->host, h->pid[0] ? " pid " : "", h->pid,
+		        o->wait_ms > 0 ? " (gave up waiting)" : "");
+	return o->conflict_exit;
+}
+
+static void release(struct client **c, const struct server *srv, const struct lock *l,
+                    int64_t keep_ms)
+{
+	char err[300];
+	int rc = LOCK_ERR;
+
+	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR; attempt++) {
+		if (!*c && client_open(c, srv, err, sizeof err) != CLIENT_OK) {
+			*c = NULL;
+			continue;
+		}
+		rc = lock_release(*c, l, keep_ms, clock_ms() + srv->io_timeout_ms, err, sizeof err);
+		if (rc == LOCK_ERR) {
+			client_close(*c);
+			*c = NULL;
+		}
+	}
+	if (rc == LOCK_ERR)
+		log_warn("cannot release the lock (%s); it expires within %lld ms", err,
+		         (long long)l->ttl_ms);
+	else if (rc == LOCK_NOTOURS)
+		log_debug("the lock was no longer ours at release");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct server srv;
+	struct client *c = NULL;
+	struct lock l;
+	struct holder h;
+	sigset_t orig;
+	char err[512], cmdline[512], host[256] = "";
+	int signo = 0, rc;
+
+	cli_parse(argc, argv, &o);
+	int sigfd = child_signals_block(&orig);
+	if (sigfd < 0) {
+		log_error("cannot set up signal handling: %s", strerror(errno));
+		return RL_EX_OSERR;
+	}
+	if (o.tls.enabled)
+		conn_tls_init();
+	server_from_opts(&srv, &o);
+	if (lock_init(&l, o.prefix, o.name ? o.name : "", o.ttl_ms) < 0) {
+		log_error("no randomness for the lock token: %s", strerror(errno));
+		return RL_EX_OSERR;
+	}
+	/* The password stays in memory while connections may need reopening (renewal,
+	 * waiting, release); it is wiped at exit. */
+	rc = client_open(&c, &srv, err, sizeof err);
+	if (rc != CLIENT_OK) {
+		log_error("%s", err);
+		return RL_EX_UNAVAILABLE;
+	}
+	if (o.mode == MODE_STATUS)
+		return report_status(c, &o);
+	if (o.mode == MODE_BREAK)
+		return report_break(c, &o);
+	if (o.mode == MODE_LIST)
+		return report_list(c, &o);
+
+	reenter_if_holder(c, &o, &l);
+	gethostname(host, sizeof host - 1);
+	describe_command(cmdline, sizeof cmdline, &o);
+	struct passwd *pw = getpwuid(geteuid());
+	const char *user = pw ? pw->pw_name : getenv("USER");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
+	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
+	struct wait_args wa = {&srv, &l, &meta, o.name, o.wait_ms, sigfd,
+	                       isatty(STDERR_FILENO) && o.verbose >= 0};
+	int64_t sent;
+	switch (wait_acquire(&c, &wa, &sent, &h, &signo, err, sizeof err)) {
+	case WAIT_ACQUIRED:
+		break;
+	case WAIT_BUSY:
+		client_close(c);
+		return busy(&o, &h);
+	case WAIT_SIGNAL:
+		client_close(c);
+		child_die_of(signo);
+	default:
+		log_error("%s", err);
+		client_close(c);
+		return RL_EX_UNAVAILABLE;
+	}
+	log_debug("acquired %s (fence %lld, ttl %lld ms)", l.key, l.fence, (long long)l.ttl_ms);
+
+	child_environment(&l);
+	struct child ch;
+	int64_t started = clock_ms();
+	rc = child_spawn(&ch, o.argv, o.shell_command, &orig);
+	if (rc != 0) {
+		release(&c, &srv, &l, 0);
+		client_close(c);
+		return rc;
+	}
+	struct renew *rn = NULL;
+	if (renew_start(&rn, &srv, &l, sent, err, sizeof err) < 0)
+		log_error("%s: the lock will not be renewed", err);
+	struct supervise_args sa = {
+		.sigfd = sigfd,
+		.lost_fd = rn ? renew_fd(rn) : -1,
+		.lost_reason = (const char *(*)(const void *))renew_reason,
+		.lost_ctx = rn,
+		.action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
+		.lost_signal = o.lost_signal,
+		.kill_after_ms = o.kill_after_ms,
+	};
+	rc = child_supervise(&ch, &sa);
+	renew_stop(rn);
+	release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started));
+	child_finish(&ch);
+	client_close(c);
+	return rc;
+}

@@ -1,0 +1,159 @@
+#include "resp.h"
+
+#include <hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct resp_reader {
+	redisReader *r;
+	size_t fed; /* bytes fed since the last complete reply */
+};
+
+void resp_free(struct resp_reply *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->elements; i++)
+		resp_free(r->element[i]);
+	free(r->element);
+	free(r->str);
+	free(r);
+}
+
+int resp_format(char **out, size_t *outlen, int argc, const char **argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	/* int in hiredis 0.14/1.0, long long from 1.1: long long holds both. */
+	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+
+	if (n <= 0 || !cmd)
+		return -1;
+	*out = cmd;
+	*outlen = (size_t)n;
+	return 0;
+}
+
+struct resp_reader *resp_reader_new(void)
+{
+	struct resp_reader *rd = calloc(1, sizeof *rd);
+
+	if (!rd)
+		return NULL;
+	rd->r = redisReaderCreate();
+	if (!rd->r) {
+		free(rd);
+		return NULL;
+	}
+	return rd;
+}
+
+void resp_reader_free(struct resp_reader *rd)
+{
+	if (!rd)
+		return;
+	redisReaderFree(rd->r);
+	free(rd);
+}
+
+int resp_reader_feed(struct resp_reader *rd, const char *buf, size_t len)
+{
+	rd->fed += len;
+	if (rd->fed > RESP_MAX_REPLY)
+		return -1;
+	return redisReaderFeed(rd->r, buf, len) == REDIS_OK ? 0 : -1;
+}
+
+static struct resp_reply *convert(const redisReply *in, int depth)
+{
+	struct resp_reply *r = calloc(1, sizeof *r);
+
+	if (!r)
+		return NULL;
+	switch (in->type) {
+	case REDIS_REPLY_STRING:
+	case REDIS_REPLY_STATUS:
+	case REDIS_REPLY_ERROR:
+		r->type = in->type == REDIS_REPLY_STRING   ? RESP_STRING
+		          : in->type == REDIS_REPLY_STATUS ? RESP_STATUS
+		                                           : RESP_ERROR;
+		r->str = malloc((size_t)in->len + 1);
+		if (!r->str)
+			goto fail;
+		memcpy(r->str, in->str, (size_t)in->len);
+		r->str[in->len] = '\0';
+		r->len = (size_t)in->len;
+		break;
+	case REDIS_REPLY_INTEGER:
+		r->type = RESP_INTEGER;
+		r->integer = in->integer;
+		break;
+	case REDIS_REPLY_NIL:
+		r->type = RESP_NIL;
+		break;
+	case REDIS_REPLY_ARRAY:
+		r->type = RESP_ARRAY;
+		if (depth > 4)
+			goto fail;
+		if (in->elements) {
+			r->element = calloc(in->elements, sizeof *r->element);
+			if (!r->element)
+				goto fail;
+		}
+		for (size_t i = 0; i < in->elements; i++) {
+			r->element[i] = convert(in->element[i], depth + 1);
+			r->elements = i + 1;
+			if (!r->element[i])
+				goto fail;
+		}
+		break;
+	default: /* RESP3 types never appear: rlock speaks RESP2 */
+		goto fail;
+	}
+	return r;
+fail:
+	resp_free(r);
+	return NULL;
+}
+
+int resp_reader_get(struct resp_reader *rd, struct resp_reply **out, char *err, size_t errlen)
+{
+	void *raw = NULL;
+
+	*out = NULL;
+	if (redisReaderGetReply(rd->r, &raw) != REDIS_OK) {
+		snprintf(err, errlen, "protocol error: %s", rd->r->errstr[0] ? rd->r->errstr : "bad reply");
+		return -1;
+	}
+	if (!raw)
+		return 0;
+	struct resp_reply *r = convert(raw, 0);
+	freeReplyObject(raw);
+	if (!r) {
+		snprintf(err, errlen, "protocol error: unexpected reply");
+		return -1;
+	}
+	rd->fed = resp_reader_pending(rd);
+	*out = r;
+	return 1;
+}
+
+size_t resp_reader_pending(const struct resp_reader *rd)
+{
+	return rd->r->len - rd->r->pos;
+}
+
+int resp_is_error(const struct resp_reply *r, const char *code)
+{
+	size_t n = strlen(code);
+
+	return r && r->type == RESP_ERROR && r->len >= n && memcmp(r->str, code, n) == 0 &&
+	       (r->len == n || r->str[n] == ' ');
+}
+
+const char *resp_hiredis_version(void)
+{
+#define RL_STR2(x) #x
+#define RL_STR(x) RL_STR2(x)
+	return RL_STR(HIREDIS_MAJOR) "." RL_STR(HIREDIS_MINOR) "." RL_STR(HIREDIS_PATCH);
+}

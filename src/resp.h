@@ -1,0 +1,51 @@
+/* The one place that includes hiredis: format commands, parse replies into rlock's
+ * own small reply type, classify errors by their code. No I/O here.
+ *
+ * rlock's replies are tiny, so the reader caps what it will buffer for one reply
+ * (hiredis itself has no cap on bulk length) and reports leftovers. */
+#ifndef RLOCK_RESP_H
+#define RLOCK_RESP_H
+
+#include <stddef.h>
+
+#define RESP_MAX_REPLY (1024 * 1024) /* bytes buffered for one reply */
+
+enum resp_type { RESP_STRING, RESP_STATUS, RESP_ERROR, RESP_INTEGER, RESP_NIL, RESP_ARRAY };
+
+struct resp_reply {
+	enum resp_type type;
+	long long integer;
+	size_t len; /* STRING, STATUS, ERROR */
+	char *str;  /* NUL-terminated copy */
+	size_t elements;
+	struct resp_reply **element;
+};
+
+void resp_free(struct resp_reply *r);
+
+/* Format a command into a freshly allocated buffer (*out, free with free()).
+ * Returns 0 or -1 (out of memory). */
+int resp_format(char **out, size_t *outlen, int argc, const char **argv, const size_t *lens);
+
+struct resp_reader;
+
+struct resp_reader *resp_reader_new(void);
+void resp_reader_free(struct resp_reader *rd);
+
+/* Feed bytes from the server. -1 when the reply being read exceeds RESP_MAX_REPLY. */
+int resp_reader_feed(struct resp_reader *rd, const char *buf, size_t len);
+
+/* 1 and *out when a whole reply is available, 0 when more bytes are needed, -1 on a
+ * protocol error (reason in err). */
+int resp_reader_get(struct resp_reader *rd, struct resp_reply **out, char *err, size_t errlen);
+
+/* Bytes fed but not yet consumed by a complete reply. */
+size_t resp_reader_pending(const struct resp_reader *rd);
+
+/* For an ERROR reply: does its code (first word, e.g. "NOSCRIPT") equal code? */
+int resp_is_error(const struct resp_reply *r, const char *code);
+
+/* The hiredis version string, for --version. */
+const char *resp_hiredis_version(void);
+
+#endif
