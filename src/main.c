@@ -114,18 +114,21 @@ static int busy(const struct opts *o, const struct holder *h)
 	return o->conflict_exit;
 }
 
+/* Release with one deadline for everything (a second, fresh connection included):
+ * at worst the lease simply expires by its TTL. */
 static void release(struct client **c, const struct server *srv, const struct lock *l,
                     int64_t keep_ms)
 {
-	char err[300];
+	char err[300] = "";
 	int rc = LOCK_ERR;
+	int64_t deadline = clock_ms() + srv->io_timeout_ms;
 
-	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR; attempt++) {
+	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR && clock_ms() < deadline; attempt++) {
 		if (!*c && client_open(c, srv, err, sizeof err) != CLIENT_OK) {
 			*c = NULL;
 			continue;
 		}
-		rc = lock_release(*c, l, keep_ms, clock_ms() + srv->io_timeout_ms, err, sizeof err);
+		rc = lock_release(*c, l, keep_ms, deadline, err, sizeof err);
 		if (rc == LOCK_ERR) {
 			client_close(*c);
 			*c = NULL;
