@@ -111,7 +111,8 @@ static long long budget_ms(int64_t start, int64_t deadline_ms)
 /* ---- plain sockets ------------------------------------------------------------- */
 
 /* Connect fd before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR with errno set. */
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline_ms)
+static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen,
+                      int64_t deadline_ms)
 {
 	int soerr = 0;
 	socklen_t len = sizeof soerr;
@@ -440,7 +441,8 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 	}
 	/* Partial writes suit write_some(); a moving buffer lets callers retry from a
 	 * reallocated buffer holding the same bytes. */
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(ctx,
+	                 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
 	/* Redis often closes without close_notify. RESP frames itself, so a truncated
 	 * reply is caught by the parser: report plain EOF, as OpenSSL 1.1.1 does. */
@@ -577,9 +579,10 @@ static const char *tls_reason(const struct conn *c, int e, char *buf, size_t len
 static int plaintext_reply(void)
 {
 	unsigned long e = ERR_peek_error();
+	int r = ERR_GET_REASON(e);
 
-	return ERR_GET_LIB(e) == ERR_LIB_SSL && (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
-	                                         ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG);
+	return ERR_GET_LIB(e) == ERR_LIB_SSL &&
+	       (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG);
 }
 
 static int is_ip_literal(const char *s)
@@ -615,7 +618,7 @@ static int tls_handshake(struct conn *c, const char *name, int verify, int64_t s
 				set_err(err, errlen,
 				        "TLS handshake with %s: certificate verify failed (%s%s%s)",
 				        c->peer, X509_verify_cert_error_string(vr),
-				        mismatch ? "; expected " : "", mismatch ? name : "");
+				        mismatch ? ": certificate not valid for " : "", mismatch ? name : "");
 			else
 				set_err(err, errlen, "TLS handshake with %s: %s%s", c->peer,
 				        tls_reason(c, e, buf, sizeof buf),
