@@ -259,7 +259,7 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char
 {
 	char ttl[24];
 	struct resp_reply *r;
-	long long v;
+	long long v = 0;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	const char *keys[] = {l->key, l->owner_key};
@@ -277,7 +277,7 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 {
 	char keep[24];
 	struct resp_reply *r;
-	long long v;
+	long long v = 0;
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
 	const char *keys[] = {l->key, l->owner_key};
