@@ -59,6 +59,8 @@ static const char usage_text[] =
 	"      --insecure              do not verify the server's certificate (unsafe)\n"
 	"      --connect-timeout DUR   deadline to connect (default 2s)\n"
 	"      --io-timeout DUR        deadline for each request (default 2s)\n"
+	"      --wait-replicas N       after acquiring, wait (up to --io-timeout) until N\n"
+	"                              replicas have the lock; otherwise release, exit 69\n"
 	"      --config FILE           config file (default: $RLOCK_CONFIG,\n"
 	"                              $XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)\n"
 	"\n"
@@ -90,7 +92,7 @@ static const char usage_text[] =
 enum {
 	O_PREFIX = 256, O_TIMEOUT, O_ON_LOST, O_KILL_AFTER, O_MIN_HOLD, O_USER, O_PASSWORD_FILE,
 	O_TLS, O_CACERT, O_CACERTDIR, O_CERT, O_TLS_KEY, O_SNI, O_INSECURE, O_CONNECT_TIMEOUT,
-	O_IO_TIMEOUT, O_CONFIG, O_STATUS, O_BREAK, O_LIST, O_JSON,
+	O_IO_TIMEOUT, O_WAIT_REPLICAS, O_CONFIG, O_STATUS, O_BREAK, O_LIST, O_JSON,
 	O_PASSWORD, /* config file only: never on the command line */
 };
 
@@ -118,6 +120,7 @@ static const struct option long_opts[] = {
 	{"insecure", no_argument, NULL, O_INSECURE},
 	{"connect-timeout", required_argument, NULL, O_CONNECT_TIMEOUT},
 	{"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
+	{"wait-replicas", required_argument, NULL, O_WAIT_REPLICAS},
 	{"config", required_argument, NULL, O_CONFIG},
 	{"status", no_argument, NULL, O_STATUS},
 	{"break", no_argument, NULL, O_BREAK},
@@ -356,6 +359,11 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		o->io_timeout_ms = duration_arg(src, val);
 		if (o->io_timeout_ms == 0)
 			usage_error("%s: must be more than 0", src);
+		break;
+	case O_WAIT_REPLICAS:
+		if (parse_int(val, 0, 1000, &n, err, sizeof err) < 0)
+			usage_error("%s: %s", src, err);
+		o->wait_replicas = (int)n;
 		break;
 	case O_STATUS:
 		o->mode = MODE_STATUS;

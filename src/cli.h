@@ -38,6 +38,7 @@ struct opts {
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
+	int wait_replicas; /* WAIT for this many replicas after acquiring */
 
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */

@@ -141,6 +141,35 @@ static void release(struct client **c, const struct server *srv, const struct lo
 		log_debug("the lock was no longer ours at release");
 }
 
+/* --wait-replicas: WAIT narrows the window in which a failover to a replica that never
+ * saw the lock hands it to someone else. Returns 0, or the exit status. */
+static int wait_replicas(struct client **c, const struct server *srv, const struct lock *l,
+                         int n)
+{
+	char cnt[16], ms[24], err[300];
+	struct resp_reply *r = NULL;
+
+	snprintf(cnt, sizeof cnt, "%d", n);
+	snprintf(ms, sizeof ms, "%lld", (long long)srv->io_timeout_ms);
+	const char *argv[] = {"WAIT", cnt, ms};
+	size_t lens[] = {4, strlen(cnt), strlen(ms)};
+	int64_t deadline = clock_ms() + 2 * srv->io_timeout_ms;
+	if (client_call(*c, 3, argv, lens, deadline, &r, err, sizeof err) < 0) {
+		log_error("WAIT for replicas: %s", err);
+	} else if (r->type != RESP_INTEGER) {
+		log_error("WAIT for replicas: %.300s", r->type == RESP_ERROR ? r->str : "unexpected reply");
+	} else if (r->integer < n) {
+		log_error("only %lld of %d replicas acknowledged the lock within %s ms: not running the command",
+		          r->integer, n, ms);
+	} else {
+		resp_free(r);
+		return 0;
+	}
+	resp_free(r);
+	release(c, srv, l, 0);
+	return RL_EX_UNAVAILABLE;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -206,6 +235,10 @@ int main(int argc, char **argv)
 		return RL_EX_UNAVAILABLE;
 	}
 	log_debug("acquired %s (fence %lld, ttl %lld ms)", l.key, l.fence, (long long)l.ttl_ms);
+	if (o.wait_replicas > 0 && (rc = wait_replicas(&c, &srv, &l, o.wait_replicas)) != 0) {
+		client_close(c);
+		return rc;
+	}
 
 	child_environment(&l);
 	struct child ch;

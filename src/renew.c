@@ -47,6 +47,32 @@ static int nap(struct renew *r, int64_t until)
 	}
 }
 
+/* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
+ * pressure: another client then acquires it while we still run. Say so, once. Done
+ * here, off the fast path; a server that refuses INFO (ACL) is not second-guessed. */
+static void check_eviction(struct client *c, const struct server *srv)
+{
+	struct resp_reply *rep = NULL;
+	char err[300];
+	const char *argv[] = {"INFO", "memory"};
+	size_t lens[] = {4, 6};
+
+	if (client_call(c, 2, argv, lens, clock_ms() + srv->io_timeout_ms, &rep, err, sizeof err) < 0)
+		return;
+	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
+	if (p) {
+		char policy[64];
+		p += strlen("maxmemory_policy:");
+		size_t n = strcspn(p, "\r\n");
+		snprintf(policy, sizeof policy, "%.*s", (int)(n < 63 ? n : 63), p);
+		if (strcmp(policy, "noeviction") != 0)
+			log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock "
+			         "can be evicted and taken by another holder; use noeviction",
+			         srv->name, policy);
+	}
+	resp_free(rep);
+}
+
 static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
@@ -54,6 +80,10 @@ static void *renew_main(void *arg)
 	const int64_t ttl = r->lock->ttl_ms;
 	char err[300] = "";
 
+	if (client_open(&c, r->srv, err, sizeof err) == CLIENT_OK)
+		check_eviction(c, r->srv);
+	else
+		c = NULL;
 	for (;;) {
 		int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 		int64_t next = r->confirmed_sent + ttl / 3;
