@@ -30,8 +30,8 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 }
 
 @test "short TTL (renewals during the critical section): still exact" {
-	run -0 "$CHECK" --rlock "$RLOCK" -p 4 -i 10 -s 0.4 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
+	run -0 "$CHECK" --rlock "$RLOCK" -p 4 -i 6 -s 0.4 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
 		-- -t 600ms
 	echo "# with rlock -t 600ms, 400 ms critical sections: $output" >&3
-	assert_output --partial 'count=40 expected=40 overlaps=0 errors=0 fences=ok'
+	assert_output --partial 'count=24 expected=24 overlaps=0 errors=0 fences=ok'
 }

@@ -30,7 +30,16 @@ subscribed() { (($(numsub) >= ${1:-1})); }
 		ms=$(($(cat b.start) - $(cat a.end)))
 		all+=("$ms")
 	done
+	# baseline: an uncontended run, rlock start → command start (process start-up,
+	# connect, acquire, fork/exec): hand-off minus this is the wake-up cost
+	local t0 base=()
+	for _ in 1 2 3; do
+		t0=$(now_ms)
+		run -0 rlock -k other -- sh -c 'date +%s%3N'
+		base+=("$((output - t0))")
+	done
 	echo "# handoff ms: ${all[*]} (holder's command ends → waiter's command starts)" >&3
+	echo "# uncontended start ms: ${base[*]} (rlock starts → command starts)" >&3
 }
 
 @test "waiters are quiet on stderr unless -v (non-interactive)" {
