@@ -142,15 +142,15 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 	int64_t start = clock_ms();
 	int64_t deadline = a->wait_ms < 0 ? INT64_MAX : start + a->wait_ms;
 	int64_t backoff = BACKOFF_FIRST_MS;
-	int drawn = 0, announced = 0, rc;
+	int drawn = 0, announced = 0, slept = 0, rc;
 
 	for (;;) {
 		*sent_ms = clock_ms();
 		int64_t io_deadline = *sent_ms + a->srv->io_timeout_ms;
 		rc = lock_acquire(*c, a->lock, a->meta, io_deadline, h, err, errlen);
-		if (rc == LOCK_ERR) {
-			/* One fresh connection before giving up: the old one may have been
-			 * closed by the server's idle timeout while we waited. */
+		if (rc == LOCK_ERR && slept) {
+			/* After a wait, one fresh connection before giving up: the server may
+			 * have closed the idle one (its `timeout` setting). */
 			struct client *fresh;
 			char err2[256];
 			if (client_open(&fresh, a->srv, err2, sizeof err2) == CLIENT_OK) {
@@ -193,6 +193,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			nap = 1000; /* keep the live line's clock moving */
 		int64_t until = now + nap < deadline ? now + nap : deadline;
 		int s = sleep_until(sub, a->sigfd, until, signo);
+		slept = 1;
 		if (s == -4) {
 			rc = WAIT_SIGNAL;
 			break;

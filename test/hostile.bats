@@ -1,0 +1,86 @@
+#!/usr/bin/env bats
+# A hostile server (the suite's only fake one) answers with bad replies: rlock must
+# fail with exit 69 and one line on stderr, never run the command, never hang, and
+# never buffer without bound (hiredis has no cap on bulk length: TRAPS.md).
+
+load helpers
+
+setup_file() { rlock_require_binary; }
+teardown_file() { :; }
+setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
+teardown() { kill_tracked; }
+
+# hostile MODE: start the fake server; sets HPORT.
+hostile() {
+	HPORT=$(free_port)
+	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$HPORT" "$1" "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
+	track_pid $!
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+}
+
+# expect_69: run rlock against the hostile server; it must refuse, in time, quietly.
+expect_69() {
+	local start=$SECONDS
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s -k h -- touch ran
+	[[ ! -e ran ]] || fail "the command ran against a hostile server"
+	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
+	assert_regex "$stderr" '^rlock: '
+	((SECONDS - start < 10)) || fail "took $((SECONDS - start))s"
+}
+
+@test "garbage instead of a reply" {
+	hostile garbage
+	expect_69
+	assert_regex "$stderr" 'protocol error'
+}
+
+@test "two replies to one request" {
+	hostile extra
+	expect_69
+	assert_regex "$stderr" 'unexpected data after the reply'
+}
+
+@test "wrong reply type to the acquire script" {
+	hostile status
+	expect_69
+	assert_regex "$stderr" 'unexpected reply'
+}
+
+@test "reply nested deeper than any real one" {
+	hostile deep
+	expect_69
+}
+
+@test "bulk string with a broken terminator" {
+	hostile badcrlf
+	expect_69
+}
+
+@test "NOAUTH is reported as a missing password" {
+	hostile noauth
+	expect_69
+	assert_regex "$stderr" 'requires a password'
+}
+
+@test "enormous bulk length: bounded buffering" {
+	hostile bigbulk
+	expect_69
+	assert_regex "$stderr" 'exceeds'
+}
+
+@test "enormous array: bounded buffering" {
+	hostile bigarray
+	expect_69
+}
+
+@test "server closes the connection at once" {
+	hostile close
+	expect_69
+	assert_regex "$stderr" 'closed the connection'
+}
+
+@test "server never answers: the io deadline" {
+	hostile hang
+	expect_69
+	assert_regex "$stderr" 'did not answer'
+}
