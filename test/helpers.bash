@@ -383,3 +383,156 @@ setup_file() { common_setup_file "$@"; }
 teardown_file() { common_teardown_file; }
 setup() { common_setup; }
 teardown() { common_teardown; }
+
+# =================================================================================
+# TLS and credential fixtures (used by tls.bats and credentials.bats; appended
+# section, owned by the TLS/credentials tests).
+
+# tls_make_certs DIR: generate test certificates with openssl into DIR (EC P-256,
+# fast). Exports TLS_CERTS=DIR. Files:
+#   ca.pem/ca.key          the test CA
+#   server.pem/server.key  server cert signed by ca, SAN IP:127.0.0.1, DNS:localhost
+#   expired.pem            same key and SAN, signed by ca, valid only in January 2020
+#   client.pem/client.key  client cert (clientAuth) signed by ca
+#   other-ca.pem/.key      an unrelated CA
+#   cadir/                 ca.pem in a hashed directory (for --cacertdir)
+tls_make_certs() {
+	local d=$1
+	mkdir -p "$d/newcerts" "$d/cadir" || return 1
+	: >"$d/index.txt"
+	echo 1000 >"$d/serial"
+	cat >"$d/openssl.cnf" <<CNF
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = placeholder
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+subjectKeyIdentifier = hash
+[srv]
+basicConstraints = CA:FALSE
+keyUsage = critical,digitalSignature,keyAgreement
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,DNS:localhost
+[cli]
+basicConstraints = CA:FALSE
+keyUsage = critical,digitalSignature,keyAgreement
+extendedKeyUsage = clientAuth
+[ca]
+default_ca = testca
+[testca]
+database = $d/index.txt
+new_certs_dir = $d/newcerts
+serial = $d/serial
+certificate = $d/ca.pem
+private_key = $d/ca.key
+default_md = sha256
+policy = pol_any
+unique_subject = no
+copy_extensions = none
+[pol_any]
+commonName = supplied
+CNF
+	(
+		set -e
+		cd "$d"
+		export OPENSSL_CONF=$d/openssl.cnf
+		ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+		for ca in ca other-ca; do
+			openssl req -x509 "${ec[@]}" -config openssl.cnf -extensions v3_ca \
+				-keyout "$ca.key" -out "$ca.pem" -days 3650 -subj "/CN=rlock test $ca"
+		done
+		openssl req -new "${ec[@]}" -config openssl.cnf -keyout server.key \
+			-out server.csr -subj "/CN=rlock test server"
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-days 3650 -extfile openssl.cnf -extensions srv -out server.pem
+		openssl ca -batch -config openssl.cnf -notext -startdate 20200101000000Z \
+			-enddate 20200201000000Z -extfile openssl.cnf -extensions srv \
+			-subj "/CN=rlock expired server" -in server.csr -out expired.pem
+		openssl req -new "${ec[@]}" -config openssl.cnf -keyout client.key \
+			-out client.csr -subj "/CN=rlock test client"
+		openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-days 3650 -extfile openssl.cnf -extensions cli -out client.pem
+		chmod 600 ./*.key
+		cp ca.pem cadir/ca.pem
+		openssl rehash cadir 2>/dev/null || c_rehash cadir
+	) >"$d/gen.log" 2>&1 || {
+		cat "$d/gen.log" >&2
+		return 1
+	}
+	export TLS_CERTS=$d
+}
+
+# tls_cli PORT ARGS...: redis-cli over TLS (test CA + client cert) to 127.0.0.1:PORT.
+tls_cli() {
+	local port=$1
+	shift
+	redis-cli --tls --cacert "$TLS_CERTS/ca.pem" --cert "$TLS_CERTS/client.pem" \
+		--key "$TLS_CERTS/client.key" -h 127.0.0.1 -p "$port" "$@"
+}
+
+# tls_redis_start [--cert FILE] [REDIS-SERVER ARGS...]: start a TLS-only redis-server
+# (--port 0 --tls-port P) on a free loopback port serving FILE (default server.pem,
+# key server.key), CA ca.pem, --tls-auth-clients no unless ARGS say otherwise. Waits
+# (bounded) until it answers PING over TLS. Exports TLS_PORT, TLS_PID, TLS_DIR; the
+# PID is stopped by redis_stop_all. Readiness uses the client certificate, so the
+# same helper works with --tls-auth-clients yes.
+tls_redis_start() {
+	local cert=$TLS_CERTS/server.pem attempt dir port pid i ready
+	if [[ ${1:-} == --cert ]]; then
+		cert=$2
+		shift 2
+	fi
+	for ((attempt = 0; attempt < 5; attempt++)); do
+		dir=$(mktemp -d "${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/tlsredis.XXXXXX")
+		port=$(free_port) || return 1
+		redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 \
+			--tls-cert-file "$cert" --tls-key-file "$TLS_CERTS/server.key" \
+			--tls-ca-cert-file "$TLS_CERTS/ca.pem" --tls-auth-clients no \
+			--save '' --appendonly no --daemonize no --dir "$dir" "$@" \
+			</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+		pid=$!
+		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+		ready=0
+		for ((i = 0; i < 200; i++)); do
+			# An expired server certificate fails verification: skip it for PING.
+			if tls_cli "$port" ping 2>/dev/null | grep -q PONG ||
+				redis-cli --tls --insecure --cert "$TLS_CERTS/client.pem" \
+					--key "$TLS_CERTS/client.key" -h 127.0.0.1 -p "$port" ping 2>/dev/null |
+				grep -q PONG; then
+				ready=1
+				break
+			fi
+			proc_alive "$pid" || break
+			sleep 0.05
+		done
+		if ((ready)); then
+			export TLS_PORT=$port TLS_PID=$pid TLS_DIR=$dir
+			return 0
+		fi
+		if proc_alive "$pid"; then
+			echo "tls_redis_start: redis-server (pid $pid) never answered PING" >&2
+			cat "$dir/redis.log" >&2
+			kill -KILL "$pid" 2>/dev/null
+			return 1
+		fi
+		wait "$pid" 2>/dev/null || true
+	done
+	echo "tls_redis_start: redis-server failed to start 5 times; last log:" >&2
+	cat "$dir/redis.log" >&2
+	return 1
+}
+
+# assert_one_line_error: $stderr (from run --separate-stderr) is exactly one line
+# starting with "rlock: ".
+assert_one_line_error() {
+	local n
+	n=$(printf '%s\n' "$stderr" | grep -c '')
+	if [[ -z $stderr || $n -ne 1 || $stderr != "rlock: "* ]]; then
+		echo "expected one line starting 'rlock: ' on stderr, got $n line(s):" >&2
+		printf '%s\n' "$stderr" >&2
+		return 1
+	fi
+}

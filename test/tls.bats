@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# TLS (SPEC §2, issue 3): rediss:// and --tls against a real TLS redis-server with
+# certificates generated here by openssl. Chain and host name (or IP) are verified;
+# every refusal is exit 69 with one line on stderr; the handshake is bounded by the
+# connect deadline; TLS ≥ 1.2.
+
+load helpers
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	tls_make_certs "$BATS_FILE_TMPDIR/certs"
+	# A plaintext server (the default fixture: FLUSHALL, TLS-to-plaintext test).
+	redis_start
+	# A: TLS only, no client certificates, reachable on 127.0.0.1 and 127.0.0.2.
+	tls_redis_start --bind 127.0.0.1 127.0.0.2
+	export TLS_A_PORT=$TLS_PORT TLS_A_PID=$TLS_PID
+	# B: TLS only, client certificate required.
+	tls_redis_start --tls-auth-clients yes
+	export TLS_B_PORT=$TLS_PORT TLS_B_PID=$TLS_PID
+	# C: TLS only, serving an expired certificate.
+	tls_redis_start --cert "$TLS_CERTS/expired.pem"
+	export TLS_C_PORT=$TLS_PORT TLS_C_PID=$TLS_PID
+	export CA=$TLS_CERTS/ca.pem OTHER_CA=$TLS_CERTS/other-ca.pem
+}
+
+setup() {
+	common_setup
+	tls_cli "$TLS_A_PORT" FLUSHALL >/dev/null
+	tls_cli "$TLS_B_PORT" FLUSHALL >/dev/null
+}
+
+# elapsed_since START_MS → ms
+elapsed_since() { echo $(($(now_ms) - $1)); }
+
+@test "valid chain accepted: rediss://127.0.0.1 with --cacert" {
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" \
+		-k t -- sh -c 'echo "ran $RLOCK_KEY"'
+	assert_output 'ran rlock:{t}'
+	assert_equal "$stderr" ''
+	# the lock really went through the TLS server (fence counter there), and is released
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 1
+	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
+	key_absent 'rlock:{t}:fence'
+}
+
+@test "valid chain accepted: rediss://localhost (DNS name in SAN)" {
+	run -0 --separate-stderr rlock -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" \
+		-k t -- echo ran
+	assert_output ran
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 1
+}
+
+@test "valid chain accepted: --tls with a redis:// URL" {
+	run -0 --separate-stderr rlock --tls -u "redis://127.0.0.1:$TLS_A_PORT" --cacert "$CA" \
+		-k t -- echo ran
+	assert_output ran
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 1
+	# the same with the URL from the environment
+	RLOCK_URL="redis://127.0.0.1:$TLS_A_PORT" run -0 rlock --tls --cacert "$CA" -k t -- echo ran
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 2
+}
+
+@test "valid chain accepted: --cacertdir (hashed directory)" {
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir "$TLS_CERTS/cadir" -k t -- echo ran
+	assert_output ran
+	# a hashed directory holding only the unrelated CA: refused
+	mkdir otherdir
+	cp "$OTHER_CA" otherdir/
+	openssl rehash otherdir 2>/dev/null || c_rehash otherdir >/dev/null
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir otherdir -k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+	# a missing directory: refused (69 or 64), with a one-line reason
+	run --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir "$BATS_TEST_TMPDIR/nope" -k t -- touch ran
+	[[ $status == 69 || $status == 64 ]]
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "a lease renewed and a waiter woken over TLS (all connections verified)" {
+	# -t 1s: renewals every ~333 ms on the renewal thread's own TLS connection; the
+	# holder runs ~2.5 s, so without working renewals the lease would expire (79).
+	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 1s -k r -- "$HOLD" a
+	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
+	wait_until 10 test -e a.started
+	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 1s -k r -- "$HOLD" b
+	local waiter=$RLOCK_PID
+	sleep 2.5 # let the lease go through several renewals (the point of this test)
+	[[ ! -e b.started ]]
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{r}:fence')" 1
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0 || cat "$holder_err"
+	wait_until 5 test -e b.started
+	touch b.release
+	rlock_wait "$waiter"
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{r}:fence')" 2
+}
+
+@test "wrong CA: 69, one line, command not run" {
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$OTHER_CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Cc]ertificate|verif|issuer'
+	[[ ! -e ran ]]
+	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}:fence')" 0
+}
+
+@test "no --cacert: the system trust store does not know the test CA: 69" {
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "wrong host: cert for 127.0.0.1 only, connecting to 127.0.0.2: 69 mismatch" {
+	# (redis-cli --tls and hiredis accept this; rlock must not)
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.2:$TLS_A_PORT" --cacert "$CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Mm]ismatch'
+	assert_regex "$stderr" '127\.0\.0\.2'
+	[[ ! -e ran ]]
+	run -69 --separate-stderr rlock --tls -u "redis://127.0.0.2:$TLS_A_PORT" --cacert "$CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "wrong name via --sni: 69 mismatch" {
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" \
+		--sni wrong.example -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Mm]ismatch'
+	assert_regex "$stderr" 'wrong\.example'
+	[[ ! -e ran ]]
+}
+
+@test "--sni localhost to 127.0.0.2: accepted (the name is verified, not the address)" {
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.2:$TLS_A_PORT" --cacert "$CA" \
+		--sni localhost -k t -- echo ran
+	assert_output ran
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 1
+}
+
+@test "expired server certificate: 69, one line" {
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_C_PORT" --cacert "$CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Ee]xpired'
+	[[ ! -e ran ]]
+}
+
+@test "plaintext client to a TLS port: 69 within the connect deadline" {
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$TLS_A_PORT" \
+		--connect-timeout 1s --io-timeout 1s -k t -- touch ran
+	local ms
+	ms=$(elapsed_since "$t0")
+	assert_one_line_error
+	[[ ! -e ran ]]
+	((ms < 3000)) || fail "took ${ms} ms"
+}
+
+@test "TLS client to a plaintext port: 69, one line, within the connect deadline" {
+	local t0 ms
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
+		--connect-timeout 1s --io-timeout 10s -k t -- touch ran
+	ms=$(elapsed_since "$t0")
+	assert_one_line_error
+	[[ ! -e ran ]]
+	# the handshake is bounded by the connect deadline, not the (longer) io deadline
+	((ms < 2500)) || fail "took ${ms} ms (connect deadline 1 s)"
+	key_absent 'rlock:{t}:fence'
+}
+
+@test "TLS handshake to a silent server is bounded by --connect-timeout" {
+	# A listener that completes TCP (kernel backlog) but never speaks.
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 5, ReuseAddr => 1) or die "listen: $!";
+		open my $f, ">", "$ARGV[0].tmp" or die; print $f $s->sockport, "\n"; close $f;
+		rename "$ARGV[0].tmp", $ARGV[0]; sleep 60' "$BATS_TEST_TMPDIR/silent.port") &
+	track_pid $!
+	wait_until 5 test -s silent.port
+	local port t0 ms
+	port=$(cat silent.port)
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$port" --cacert "$CA" \
+		--connect-timeout 1s --io-timeout 20s -k t -- touch ran
+	ms=$(elapsed_since "$t0")
+	assert_one_line_error
+	[[ ! -e ran ]]
+	((ms >= 900 && ms < 2500)) || fail "took ${ms} ms (connect deadline 1 s)"
+}
+
+@test "client certificate required by the server: without it 69, with it accepted" {
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" --tls-key "$TLS_CERTS/client.key" -k t -- echo ran
+	assert_output ran
+	assert_equal "$(tls_cli "$TLS_B_PORT" GET 'rlock:{t}:fence')" 1
+	# a certificate the server's CA did not sign: refused
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" -k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "--cert and --tls-key go together; TLS options need TLS: 64" {
+	run -64 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" -k t -- touch ran
+	assert_one_line_error
+	run -64 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--tls-key "$TLS_CERTS/client.key" -k t -- touch ran
+	assert_one_line_error
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
+		-k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "client key file missing or not matching: 69 or 64 with one line, never run" {
+	run --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" --tls-key "$TLS_CERTS/server.key" -k t -- touch ran
+	[[ $status == 69 || $status == 64 ]] || fail "status $status"
+	assert_one_line_error
+	run --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" --tls-key "$BATS_TEST_TMPDIR/none.key" -k t -- touch ran
+	[[ $status == 69 || $status == 64 ]] || fail "status $status"
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "--insecure accepts the wrong CA, a host mismatch and an expired certificate" {
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$OTHER_CA" \
+		--insecure -k t -- echo ran
+	assert_output ran
+	# a warning is allowed, but at most one line and not an error
+	(($(printf '%s' "$stderr" | grep -c '') <= 1))
+	run -0 rlock -u "rediss://127.0.0.2:$TLS_A_PORT" --insecure -k t -- echo ran
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_C_PORT" --insecure -k t -- echo ran
+	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{t}:fence')" 2
+}
+
+@test "TLS below 1.2 is refused even when the system OpenSSL config allows it" {
+	# OPENSSL_CONF=/dev/null drops Debian's system-wide MinProtocol = TLSv1.2, so
+	# only rlock's own minimum stands between it and a TLS 1.1 server.
+	local port
+	port=$(free_port)
+	(exec 3>&- 4>&- env OPENSSL_CONF=/dev/null openssl s_server -quiet \
+		-accept "127.0.0.1:$port" -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' \
+		-cert "$TLS_CERTS/server.pem" -key "$TLS_CERTS/server.key" \
+		</dev/null >"$BATS_TEST_TMPDIR/s_server.log" 2>&1) &
+	track_pid $!
+	# ready, and really speaking TLS 1.1 (else this test would prove nothing)
+	wait_until 10 sh -c "echo | OPENSSL_CONF=/dev/null openssl s_client \
+		-connect 127.0.0.1:$port -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' 2>/dev/null |
+		grep -q 'Protocol.*TLSv1.1'"
+	OPENSSL_CONF=/dev/null run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$port" \
+		--cacert "$CA" --connect-timeout 2s -k t -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
