@@ -7,12 +7,12 @@
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
 -t --ttl --on-lost --kill-after --min-hold -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
---io-timeout --config'
+--io-timeout --wait-replicas --config'
 
 _rlock_long_opts='--key --prefix --no-wait --wait --timeout --conflict-exit-code --ttl
 --on-lost --kill-after --min-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
---config --verbose --quiet --json --status --break --list --help
+--wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version'
 _rlock_short_opts='-k -n -w -E -t -c -u -v -q -h -V'
 
@@ -147,6 +147,10 @@ _rlock() {
 		;;
 	-E | --conflict-exit-code)
 		_rlock_compreply_words $'0\n75' "$cur"
+		return 0
+		;;
+	--wait-replicas)
+		_rlock_compreply_words $'1\n2' "$cur"
 		return 0
 		;;
 	--prefix | --user | --sni | -c | --command)
