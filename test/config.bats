@@ -1,0 +1,396 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Config file (SPEC §6): search path (--config, $RLOCK_CONFIG, $XDG_CONFIG_HOME/rlock/config,
+# ~/.config/rlock/config, /etc/rlock.conf), `long-option = value` syntax, comments,
+# flags, errors naming FILE:LINE, refusal of a secret-bearing file readable by others,
+# and precedence: command line > environment > config file. Cron's bare environment
+# (env -i) still finds the user's config.
+#
+# Never touches the real /etc or ~: every config lives under $BATS_TEST_TMPDIR.
+
+load helpers
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	# A password-protected server first (its coordinates saved), then the main one.
+	# (redis_start polls PING, which a requirepass server refuses: set it afterwards)
+	redis_start
+	rcli CONFIG SET requirepass s3cret-pw >/dev/null
+	export AUTH_PORT=$REDIS_PORT AUTH_PID=$REDIS_PID
+	redis_start
+}
+
+setup() {
+	common_setup
+	# Each test gets its own XDG dir and HOME, both empty unless the test writes them.
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/xdg
+	export HOME=$BATS_TEST_TMPDIR/home
+	mkdir -p "$XDG_CONFIG_HOME" "$HOME"
+}
+
+# write_conf FILE [MODE]: write stdin to FILE (parent dirs created), mode 600 unless told.
+write_conf() {
+	mkdir -p "$(dirname "$1")"
+	cat >"$1"
+	chmod "${2:-600}" "$1"
+}
+
+# show_env: a shell command printing the RLOCK_KEY and RLOCK_TTL_MS it was given.
+show_env='echo "key=$RLOCK_KEY ttl=$RLOCK_TTL_MS"'
+
+# ---------------------------------------------------------------------------------
+# search path
+
+@test "--config FILE: settings are applied (url, prefix, ttl)" {
+	write_conf my.conf <<EOF
+url = $REDIS_URL
+prefix = cfg:
+ttl = 7s
+EOF
+	run -0 env -u REDIS_URL "$RLOCK" --config my.conf -k x -c "$show_env"
+	assert_output 'key=cfg:{x} ttl=7000'
+}
+
+@test "\$RLOCK_CONFIG names the config file" {
+	write_conf "$BATS_TEST_TMPDIR/env.conf" <<EOF
+url = $REDIS_URL
+prefix = viaenv:
+EOF
+	RLOCK_CONFIG=$BATS_TEST_TMPDIR/env.conf run -0 env -u REDIS_URL "$RLOCK" -k x -c "$show_env"
+	assert_output --partial 'key=viaenv:{x}'
+}
+
+@test "--config beats \$RLOCK_CONFIG" {
+	printf 'prefix = fromenv:\n' | write_conf env.conf
+	printf 'prefix = fromcli:\n' | write_conf cli.conf
+	RLOCK_CONFIG=env.conf run -0 rlock --config cli.conf -k x -c "$show_env"
+	assert_output --partial 'key=fromcli:{x}'
+}
+
+@test "\$XDG_CONFIG_HOME/rlock/config is read" {
+	printf 'prefix = xdg:\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=xdg:{x}'
+}
+
+@test "\$RLOCK_CONFIG beats \$XDG_CONFIG_HOME/rlock/config" {
+	printf 'prefix = xdg:\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	printf 'prefix = named:\n' | write_conf named.conf
+	RLOCK_CONFIG=$PWD/named.conf run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=named:{x}'
+}
+
+@test "~/.config/rlock/config is read when XDG_CONFIG_HOME is unset" {
+	printf 'prefix = home:\n' | write_conf "$HOME/.config/rlock/config"
+	run -0 env -u XDG_CONFIG_HOME "$RLOCK" -k x -c "$show_env"
+	assert_output --partial 'key=home:{x}'
+}
+
+@test "~/.config/rlock/config is not read when XDG_CONFIG_HOME is set" {
+	# a broken file there would make rlock exit 64 if it were read
+	printf 'no-such-setting = 1\n' | write_conf "$HOME/.config/rlock/config"
+	run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=rlock:{x}'
+}
+
+@test "no config file anywhere: defaults" {
+	run -0 rlock -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+}
+
+@test "cron's bare environment (env -i HOME=...): ~/.config/rlock/config is found" {
+	write_conf "$HOME/.config/rlock/config" <<EOF
+# as written for cron
+url = $REDIS_URL
+prefix = cron:
+EOF
+	run -0 env -i HOME="$HOME" "$RLOCK" -k nightly -c 'echo "key=$RLOCK_KEY"; touch ran'
+	assert_output 'key=cron:{nightly}'
+	[[ -e ran ]]
+	key_absent 'cron:{nightly}'
+	# the fence counter proves it really went through the configured server
+	assert_equal "$(rcli GET 'cron:{nightly}:fence')" 1
+}
+
+@test "cron's bare environment: XDG_CONFIG_HOME alone is enough too" {
+	write_conf "$XDG_CONFIG_HOME/rlock/config" <<EOF
+url = $REDIS_URL
+prefix = xcron:
+EOF
+	run -0 env -i XDG_CONFIG_HOME="$XDG_CONFIG_HOME" "$RLOCK" -k nightly -c 'echo "key=$RLOCK_KEY"'
+	assert_output 'key=xcron:{nightly}'
+}
+
+@test "env -i with no HOME at all: no crash (HOME falls back to the passwd entry)" {
+	local pwhome
+	pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+	[[ ! -e $pwhome/.config/rlock/config ]] || skip "the real user has a ~/.config/rlock/config"
+	[[ ! -e /etc/rlock.conf ]] || skip "this machine has an /etc/rlock.conf"
+	run -0 env -i "$RLOCK" -u "$REDIS_URL" -k x -c 'echo "key=$RLOCK_KEY"'
+	assert_output 'key=rlock:{x}'
+}
+
+@test "--config naming a missing file: 64" {
+	run -64 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/nope.conf" -k x -- touch ran
+	assert_regex "$stderr" "^rlock: .*nope.conf"
+	[[ ! -e ran ]]
+}
+
+@test "\$RLOCK_CONFIG naming a missing file: 64" {
+	RLOCK_CONFIG=$BATS_TEST_TMPDIR/nope.conf run -64 --separate-stderr rlock -k x -- touch ran
+	assert_regex "$stderr" "nope.conf"
+	[[ ! -e ran ]]
+}
+
+@test "--config naming a directory: 64" {
+	mkdir confdir
+	run -64 rlock --config confdir -k x -- touch ran
+	[[ ! -e ran ]]
+}
+
+# ---------------------------------------------------------------------------------
+# syntax
+
+@test "comments, blank lines, indentation, tabs, no spaces around '=' and CRLF" {
+	printf '# a comment\n\n   # indented comment\n\tprefix\t=\tsyn:\n\nttl=4s\r\n  \n' |
+		write_conf c.conf
+	run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output 'key=syn:{x} ttl=4000'
+}
+
+@test "a later line overrides an earlier one" {
+	printf 'ttl = 4s\nttl = 9s\n' | write_conf c.conf
+	run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'ttl=9000'
+}
+
+@test "flags: 'no-wait' and 'no-wait = true' both apply" {
+	rcli SET 'rlock:{f}' someone-else PX 30000
+	local form
+	for form in 'no-wait' 'no-wait = true' 'no-wait = yes' 'no-wait = 1'; do
+		printf '%s\n' "$form" | write_conf c.conf
+		# without the flag this would wait forever; -w bounds it should the flag be ignored
+		run -75 timeout 10 "$RLOCK" --config c.conf -k f -- touch ran
+		[[ ! -e ran ]]
+	done
+}
+
+@test "flags: 'tls' and 'tls = true' switch TLS on (refused by a plaintext server: 69)" {
+	local form
+	for form in 'tls' 'tls = true'; do
+		printf '%s\ninsecure\nconnect-timeout = 2s\n' "$form" | write_conf c.conf
+		run -69 rlock --config c.conf -k t -- touch ran
+		[[ ! -e ran ]]
+	done
+	# and without it, the same server is fine
+	run -0 rlock -k t -- touch ran
+}
+
+@test "a flag with a value other than true/yes/1: 64 naming FILE:LINE" {
+	printf '# x\ntls = false\n' | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+	assert_regex "$stderr" "c\.conf:2:"
+	[[ ! -e ran ]]
+}
+
+@test "conflict-exit-code, wait and on-lost are accepted in a config file" {
+	rcli SET 'rlock:{b}' someone-else PX 30000
+	printf 'conflict-exit-code = 3\nwait = 300ms\non-lost = kill\nkill-after = 1s\n' | write_conf c.conf
+	run -3 timeout 10 "$RLOCK" --config c.conf -k b -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "unknown setting: 64, one line 'FILE:LINE: unknown setting'" {
+	printf '# comment\n\nprefix = ok:\nbogus-thing = 1\n' | write_conf "$BATS_TEST_TMPDIR/u.conf"
+	run -64 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/u.conf" -k x -- touch ran
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "${stderr_lines[0]}" "^rlock: .*$BATS_TEST_TMPDIR/u\.conf:4: unknown setting 'bogus-thing'"
+	[[ ! -e ran ]]
+}
+
+@test "unknown setting in the XDG config is reported with its path" {
+	printf 'nope\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	run -64 --separate-stderr rlock -k x -- touch ran
+	assert_regex "$stderr" "$XDG_CONFIG_HOME/rlock/config:1: unknown setting 'nope'"
+	[[ ! -e ran ]]
+}
+
+@test "options that name one run are not allowed in a config file" {
+	local opt
+	for opt in 'key = x' 'command = true' 'config = other.conf' 'status' 'break' 'list' \
+		'help' 'version' 'verbose' 'quiet' 'json' 'k = x' 'v'; do
+		printf '# first\n%s\n' "$opt" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_regex "$stderr" "c\.conf:2: unknown setting '${opt%% *}'"
+		[[ ! -e ran ]]
+	done
+}
+
+@test "a setting that needs a value without one: 64 naming FILE:LINE" {
+	local line
+	for line in 'ttl' 'ttl =' 'prefix = '; do
+		printf '%s\n' "$line" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_regex "$stderr" "c\.conf:1:"
+		[[ ! -e ran ]]
+	done
+}
+
+@test "a bad value: 64 naming FILE:LINE" {
+	local line
+	for line in 'ttl = soon' 'conflict-exit-code = 300' 'on-lost = sometimes' \
+		'min-hold = -1s' 'connect-timeout = 0'; do
+		printf '\n\n%s\n' "$line" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_regex "$stderr" "c\.conf:3:"
+		[[ ! -e ran ]]
+	done
+	# a bad url in the config (used when no URL comes from the environment) names the file
+	printf '\n\nurl = http://example.com\n' | write_conf c.conf
+	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k x -- touch ran
+	assert_regex "$stderr" "c\.conf.*http"
+	[[ ! -e ran ]]
+}
+
+@test "config errors are reported before any network traffic" {
+	printf 'url = redis://127.0.0.1:%s\nbogus = 1\n' "$(dead_port)" | write_conf c.conf
+	run -64 rlock --config c.conf -k x -- touch ran
+}
+
+# ---------------------------------------------------------------------------------
+# secrets
+
+@test "password = SECRET in a mode-600 config authenticates" {
+	write_conf c.conf 600 <<EOF
+url = redis://127.0.0.1:$AUTH_PORT
+password = s3cret-pw
+EOF
+	run -0 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+	refute_output --partial s3cret-pw
+	[[ $stderr != *s3cret-pw* ]]
+}
+
+@test "password in a config accessible by group or others: refused, 64" {
+	local mode
+	for mode in 644 640 604 660 620 602 610 601; do
+		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
+		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		assert_regex "$stderr" 'c\.conf.*(accessible|readable)'
+		[[ $stderr != *s3cret-pw* ]]
+		[[ ! -e ran ]]
+	done
+	# owner-only modes are accepted
+	for mode in 400 600 700; do
+		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
+		run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		[[ -e ran ]]
+		rm ran
+	done
+}
+
+@test "a url with user:password@ in a world-readable config: refused, 64" {
+	printf 'url = redis://default:s3cret-pw@127.0.0.1:%s\n' "$AUTH_PORT" | write_conf c.conf 644
+	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	assert_regex "$stderr" 'c\.conf'
+	[[ $stderr != *s3cret-pw* ]]
+	[[ ! -e ran ]]
+	chmod 600 c.conf
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+}
+
+@test "a world-readable config without a secret is fine (password-file points elsewhere)" {
+	printf 's3cret-pw\n' >pw && chmod 600 pw
+	write_conf c.conf 644 <<EOF
+url = redis://127.0.0.1:$AUTH_PORT
+password-file = $PWD/pw
+EOF
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+}
+
+@test "password-file named in a config must itself be private" {
+	printf 's3cret-pw\n' >pw && chmod 644 pw
+	printf 'password-file = %s/pw\n' "$PWD" | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k p -- touch ran
+	assert_regex "$stderr" 'pw'
+	[[ $stderr != *s3cret-pw* ]]
+	[[ ! -e ran ]]
+}
+
+@test "wrong password from the config: 69 with a clear message, never the password" {
+	printf 'url = redis://127.0.0.1:%s\npassword = wrong-pw\n' "$AUTH_PORT" | write_conf c.conf
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	[[ $stderr != *wrong-pw* ]]
+	assert_regex "$stderr" '^rlock:'
+	[[ ! -e ran ]]
+}
+
+@test "the config's password is not in the command's environment" {
+	printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- sh -c 'cat /proc/$$/environ | tr "\0" "\n"'
+	refute_output --partial s3cret-pw
+	assert_output --partial 'RLOCK_KEY=rlock:{p}'
+}
+
+@test "the config file's descriptor does not leak into the command" {
+	printf 'prefix = fd:\n' | write_conf c.conf
+	run -0 rlock --config c.conf -k x -- sh -c 'ls -l /proc/$$/fd/'
+	refute_output --partial 'c.conf'
+}
+
+# ---------------------------------------------------------------------------------
+# precedence: command line > environment > config file
+
+@test "url: config < REDIS_URL < RLOCK_URL < --url" {
+	local dead
+	dead=$(dead_port)
+	printf 'url = redis://127.0.0.1:%s\nconnect-timeout = 1s\n' "$dead" | write_conf c.conf
+	# config only → the dead port
+	run -69 env -u REDIS_URL "$RLOCK" --config c.conf -k u -- true
+	# REDIS_URL beats the config
+	REDIS_URL=$REDIS_URL run -0 rlock --config c.conf -k u -- true
+	# RLOCK_URL beats REDIS_URL
+	RLOCK_URL=redis://127.0.0.1:$dead run -69 rlock --config c.conf -k u -- true
+	RLOCK_URL=$REDIS_URL REDIS_URL=redis://127.0.0.1:$dead run -0 rlock --config c.conf -k u -- true
+	# --url beats both
+	RLOCK_URL=redis://127.0.0.1:$dead REDIS_URL=redis://127.0.0.1:$dead \
+		run -0 rlock --config c.conf -u "$REDIS_URL" -k u -- true
+}
+
+@test "prefix: config < RLOCK_PREFIX < --prefix" {
+	printf 'prefix = conf:\n' | write_conf c.conf
+	run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'key=conf:{x}'
+	RLOCK_PREFIX=env: run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'key=env:{x}'
+	RLOCK_PREFIX=env: run -0 rlock --config c.conf --prefix cli: -k x -c "$show_env"
+	assert_output --partial 'key=cli:{x}'
+}
+
+@test "ttl: --ttl beats the config" {
+	printf 'ttl = 5s\n' | write_conf c.conf
+	run -0 rlock --config c.conf -t 7s -k x -c "$show_env"
+	assert_output --partial 'ttl=7000'
+}
+
+@test "password: config < REDISCLI_AUTH / RLOCK_PASSWORD < --password-file" {
+	printf 'url = redis://127.0.0.1:%s\npassword = wrong-pw\n' "$AUTH_PORT" | write_conf c.conf
+	run -69 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- true
+	run -0 env -u REDIS_URL REDISCLI_AUTH=s3cret-pw "$RLOCK" --config c.conf -k p -- true
+	run -0 env -u REDIS_URL RLOCK_PASSWORD=s3cret-pw "$RLOCK" --config c.conf -k p -- true
+	printf 's3cret-pw\n' >pw && chmod 600 pw
+	run -0 env -u REDIS_URL REDISCLI_AUTH=wrong-env "$RLOCK" --config c.conf --password-file pw -k p -- true
+	printf 'wrong-file\n' >pw2 && chmod 600 pw2
+	run -69 env -u REDIS_URL REDISCLI_AUTH=s3cret-pw "$RLOCK" --config c.conf --password-file pw2 -k p -- true
+}
+
+@test "password-file in the config + url from the environment" {
+	printf 's3cret-pw\n' >pw && chmod 600 pw
+	printf 'password-file = %s/pw\n' "$PWD" | write_conf c.conf
+	REDIS_URL=redis://127.0.0.1:$AUTH_PORT run -0 rlock --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+}
