@@ -53,7 +53,7 @@ redis_start() {
 	need redis-cli
 	REDIS_SOCK=$BATS_FILE_TMPDIR/redis.sock
 	redis-server --port 0 --unixsocket "$REDIS_SOCK" --save '' --appendonly no \
-		--dir "$BATS_FILE_TMPDIR" >"$BATS_FILE_TMPDIR/redis.log" 2>&1 &
+		--dir "$BATS_FILE_TMPDIR" >"$BATS_FILE_TMPDIR/redis.log" 2>&1 3>&- &
 	REDIS_PID=$!
 	local i
 	for ((i = 0; i < 250; i++)); do
