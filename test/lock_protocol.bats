@@ -197,3 +197,31 @@ load helpers
 	assert_equal "$RLOCK_STATUS" 0
 	run -0 rlock -n -k p -- true
 }
+
+@test "default TTL is 30s" {
+	run -0 rlock -k p -- sh -c 'echo "$RLOCK_TTL_MS"'
+	assert_output 30000
+}
+
+@test "re-entrant: a nested rlock for the same key runs its command directly" {
+	run -0 rlock -k p -- "$RLOCK" -n -k p -- sh -c 'echo "inner fence $RLOCK_FENCE"'
+	assert_output 'inner fence 1'
+	# no second acquisition happened
+	assert_equal "$(rcli GET 'rlock:{p}:fence')" 1
+	key_absent 'rlock:{p}'
+}
+
+@test "a nested rlock for another key acquires it normally" {
+	run -0 rlock -k p -- "$RLOCK" -n -k q -- sh -c 'echo "$RLOCK_KEY"'
+	assert_output 'rlock:{q}'
+	key_absent 'rlock:{p}'
+	key_absent 'rlock:{q}'
+}
+
+@test "a forged or stale RLOCK_TOKEN does not bypass a held lock" {
+	rcli SET 'rlock:{p}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	RLOCK_KEY='rlock:{p}' RLOCK_TOKEN=ffffffffffffffffffffffffffffffff \
+		run -75 rlock -n -k p -- touch ran
+	[[ ! -e ran ]]
+	assert_equal "$(rcli GET 'rlock:{p}')" 0123456789abcdef0123456789abcdef
+}

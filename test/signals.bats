@@ -126,9 +126,11 @@ forward_once() {
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 143
+	key_absent 'rlock:{s}' || fail "lock not released: $(rcli GET 'rlock:{s}') pttl $(rcli PTTL 'rlock:{s}')"
 	rm -f c.pid
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]' ||
+		fail "second command did not start; rlock stderr: $(cat "$RLOCK_ERR"); lock: $(rcli GET 'rlock:{s}') pttl $(rcli PTTL 'rlock:{s}')"
 	kill -INT "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 130
