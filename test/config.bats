@@ -355,10 +355,11 @@ EOF
 	REDIS_URL=$REDIS_URL run -0 rlock --config c.conf -k u -- true
 	# RLOCK_URL beats REDIS_URL
 	RLOCK_URL=redis://127.0.0.1:$dead run -69 rlock --config c.conf -k u -- true
-	RLOCK_URL=$REDIS_URL REDIS_URL=redis://127.0.0.1:$dead run -0 rlock --config c.conf -k u -- true
+	local good=$REDIS_URL
+	RLOCK_URL=$good REDIS_URL=redis://127.0.0.1:$dead run -0 rlock --config c.conf -k u -- true
 	# --url beats both
 	RLOCK_URL=redis://127.0.0.1:$dead REDIS_URL=redis://127.0.0.1:$dead \
-		run -0 rlock --config c.conf -u "$REDIS_URL" -k u -- true
+		run -0 rlock --config c.conf -u "$good" -k u -- true
 }
 
 @test "prefix: config < RLOCK_PREFIX < --prefix" {
@@ -392,5 +393,14 @@ EOF
 	printf 's3cret-pw\n' >pw && chmod 600 pw
 	printf 'password-file = %s/pw\n' "$PWD" | write_conf c.conf
 	REDIS_URL=redis://127.0.0.1:$AUTH_PORT run -0 rlock --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+}
+
+@test "password values keep '#', '=' and inner spaces (no inline comments)" {
+	redis-cli -p "$AUTH_PORT" -a s3cret-pw --no-auth-warning CONFIG SET requirepass 'p#w=x y' >/dev/null
+	printf 'url = redis://127.0.0.1:%s\npassword =  p#w=x y  \n' "$AUTH_PORT" | write_conf c.conf
+	run env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	redis-cli -p "$AUTH_PORT" -a 'p#w=x y' --no-auth-warning CONFIG SET requirepass s3cret-pw >/dev/null
+	assert_equal "$status" 0
 	[[ -e ran ]]
 }

@@ -515,3 +515,26 @@ eviction_pending() {
 	assert_output ran
 	assert_equal "$stderr" ""
 }
+
+@test "--list: glob characters in the prefix match literally (SCAN MATCH is escaped)" {
+	start_holder one --prefix 'ab:' -t 10s
+	local pid1=$HOLDER_PID
+	local p
+	for p in 'a*' 'a?' 'a[b]:' "a\\" '*'; do
+		run -0 rlock --prefix "$p" --list --json
+		assert_equal "$(jq -r '.locks | length' <<<"$output")" 0
+	done
+	run -0 rlock --prefix 'ab:' --list --json
+	assert_equal "$(jq -r '.locks[0].name' <<<"$output")" one
+	touch one.release
+	rlock_wait "$pid1"
+}
+
+@test "--list: lock names with glob characters are listed as they are" {
+	start_holder 'x*' -t 10s
+	local pid1=$HOLDER_PID
+	run -0 rlock --list --json
+	assert_equal "$(jq -r '[.locks[].name] | join(",")' <<<"$output")" 'x*'
+	touch 'x*.release'
+	rlock_wait "$pid1"
+}
