@@ -94,6 +94,12 @@ EOF
 	assert_output --partial 'key=rlock:{x}'
 }
 
+@test "an empty XDG_CONFIG_HOME counts as unset: ~/.config/rlock/config is read" {
+	printf 'prefix = home:\n' | write_conf "$HOME/.config/rlock/config"
+	XDG_CONFIG_HOME='' run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=home:{x}'
+}
+
 @test "no config file anywhere: defaults" {
 	run -0 rlock -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'

@@ -431,6 +431,18 @@ run_on_tty() {
 	[[ $out == *$'\r\033[Kacquired'* ]] || fail "line not cleared: $(cat -A tty.out)"
 }
 
+@test "waiting on a terminal, --wait expires: the line is cleared before the error" {
+	start_holder w -t 10s
+	run_on_tty tty.out "$RLOCK" -w 1.5s -k w -- echo acquired
+	rlock_wait "$TTY_PID" 10
+	assert_equal "$RLOCK_STATUS" 75
+	grep -q 'rlock: waiting' tty.out || fail "no status line: $(cat -A tty.out)"
+	grep -q $'\r\033\\[Krlock: lock .w. is busy' tty.out || fail "not cleared before the error: $(cat -A tty.out)"
+	run ! grep -q acquired tty.out
+	touch w.release
+	rlock_wait "$HOLDER_PID"
+}
+
 @test "waiting on a terminal with -q: no status line" {
 	start_holder w -t 10s
 	run_on_tty tty.out "$RLOCK" -q -k w -- echo acquired
