@@ -384,6 +384,73 @@ teardown_file() { common_teardown_file; }
 setup() { common_setup; }
 teardown() { common_teardown; }
 
+# ---------------------------------------------------------------------------------
+# delay_proxy_start DELAY_MS [UPSTREAM_PORT]: a loopback TCP proxy to the test server
+# (default $REDIS_PORT) that forwards requests at once but holds every reply back for
+# DELAY_MS: the server has acted, the client hears of it late (a paused or slow
+# network path). Exports PROXY_PORT, PROXY_PID, PROXY_URL. Stop it with kill_tracked
+# (it is tracked) or kill "$PROXY_PID".
+# shellcheck disable=SC2016
+_DELAY_PROXY='
+use strict; use warnings;
+use IO::Socket::INET; use IO::Select; use Time::HiRes qw(time);
+my ($lport, $uport, $delay, $ready) = @ARGV;
+$delay /= 1000;
+my $l = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $lport,
+	Listen => 64, ReuseAddr => 1) or die "listen: $!";
+my $sel = IO::Select->new($l);
+my (%peer, %up, %q, %fh);
+sub drop { my $c = shift; for my $x ($c, $peer{$c}) { next unless $x; $sel->remove($x); close $x;
+	delete $q{$x}; delete $up{$x}; delete $fh{$x}; } delete $peer{$peer{$c}} if $peer{$c}; delete $peer{$c}; }
+open my $r, ">", $ready or die; print $r "$$\n"; close $r;
+for (;;) {
+	my $now = time; my $wait = 0.05;
+	for my $k (keys %q) { next unless @{$q{$k}}; my $d = $q{$k}[0][0] - $now;
+		$wait = $d if $d < $wait; }
+	$wait = 0 if $wait < 0;
+	for my $h ($sel->can_read($wait)) {
+		if ($h == $l) {
+			my $c = $l->accept or next;
+			my $u = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $uport)
+				or do { close $c; next };
+			$peer{$c} = $u; $peer{$u} = $c; $up{$u} = 1; $fh{$c} = $c; $fh{$u} = $u;
+			$q{$c} = []; $sel->add($c, $u); next;
+		}
+		next unless $fh{$h};
+		my $n = sysread($h, my $buf, 65536);
+		my $o = $peer{$h};
+		if ($up{$h}) { push @{$q{$o}}, [time + $delay, $n ? $buf : undef]; next; }
+		if (!$n) { drop($h); next; }
+		syswrite($o, $buf);
+	}
+	$now = time;
+	for my $k (keys %q) {
+		my $c = $fh{$k} or next;
+		while ($q{$k} && @{$q{$k}} && $q{$k}[0][0] <= $now) {
+			my $item = shift @{$q{$k}};
+			if (!defined $item->[1]) { drop($c); last; }
+			syswrite($c, $item->[1]);
+		}
+	}
+}
+'
+
+delay_proxy_start() {
+	local delay=$1 upstream=${2:-$REDIS_PORT} port ready
+	port=$(free_port) || return 1
+	ready=$BATS_TEST_TMPDIR/proxy.$port.ready
+	perl -e "$_DELAY_PROXY" "$port" "$upstream" "$delay" "$ready" </dev/null \
+		>"$BATS_TEST_TMPDIR/proxy.$port.log" 2>&1 3>&- 4>&- &
+	PROXY_PID=$!
+	disown "$PROXY_PID" # no "Killed" job message when teardown stops it
+	track_pid "$PROXY_PID"
+	if ! wait_until 10 test -s "$ready"; then
+		cat "$BATS_TEST_TMPDIR/proxy.$port.log" >&2
+		return 1
+	fi
+	export PROXY_PORT=$port PROXY_PID PROXY_URL="redis://127.0.0.1:$port"
+}
+
 # =================================================================================
 # TLS and credential fixtures (used by tls.bats and credentials.bats; appended
 # section, owned by the TLS/credentials tests).

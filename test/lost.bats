@@ -168,3 +168,14 @@ assert_victim_gone() {
 	assert_equal "$RLOCK_STATUS" 79
 	assert_victim_gone
 }
+
+@test "acquire reply arrives after the lease expired: the command must not run" {
+	# Every reply is held back 1.5 s: by the time rlock hears "acquired", its 1 s lease
+	# has already expired on the server and another client may hold the lock. The lease
+	# is only valid from when the request was sent: rlock must not start the command.
+	delay_proxy_start 1500
+	run rlock -u "$PROXY_URL" -t 1s -w 4s --io-timeout 5s -k l -- touch ran
+	echo "# rlock exit status with 1.5 s reply delay and a 1 s lease: $status" >&3
+	[[ ! -e ran ]] || fail "the command ran on a lease that had already expired (exit $status)"
+	((status != 0)) || fail "exit 0 without holding the lock"
+}

@@ -30,8 +30,30 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 }
 
 @test "short TTL (renewals during the critical section): still exact" {
-	run -0 "$CHECK" --rlock "$RLOCK" -p 4 -i 6 -s 0.4 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
-		-- -t 600ms
-	echo "# with rlock -t 600ms, 400 ms critical sections: $output" >&3
-	assert_output --partial 'count=24 expected=24 overlaps=0 errors=0 fences=ok'
+	run -0 "$CHECK" --rlock "$RLOCK" -p 4 -i 5 -s 0.5 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
+		-- -t 1s
+	echo "# with rlock -t 1s, 500 ms critical sections: $output" >&3
+	assert_output --partial 'count=20 expected=20 overlaps=0 errors=0 fences=ok'
+}
+
+@test "server paused longer than the TTL mid-run: still never two holders at once" {
+	# Each pause outlives every lease: holders must stop their command before the
+	# lease expires (lost lease, exit 79), or a waiter would enter the critical section
+	# while they are still in it. Failed runs (79, 69) are expected; overlaps are not.
+	"$CHECK" --chaos --rlock "$RLOCK" -p 4 -i 8 -s 0.3 -k mutex-chaos \
+		-d "$BATS_TEST_TMPDIR/chaos" -- -t 1s --kill-after 200ms \
+		>chaos.out 2>chaos.err 3>&- &
+	local checker=$!
+	track_pid "$checker"
+	for _ in 1 2; do
+		sleep 1
+		kill -STOP "$REDIS_PID"
+		sleep 1.5
+		kill -CONT "$REDIS_PID"
+	done
+	local st=0
+	wait "$checker" || st=$?
+	echo "# with server pauses: $(cat chaos.out); $(grep -c . chaos.err || true) failed runs" >&3
+	assert_equal "$st" 0
+	grep -q 'overlaps=0 ' chaos.out
 }
