@@ -147,6 +147,7 @@ enum pw_rank { PW_NONE, PW_CONFIG_URL, PW_CONFIG, PW_ENV_URL, PW_ENV, PW_CLI_URL
 struct state {
 	struct opts *o;
 	const char *url_cli, *url_config;
+	char url_config_src[600];
 	int url_cli_count;
 	enum pw_rank pw_rank;
 	int user_set;
@@ -316,7 +317,15 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 			s->url_cli = val;
 			s->url_cli_count++;
 		} else {
+			char err2[300];
+			struct url probe;
+			/* Checked even when the environment overrides it: a broken config file
+			 * is reported, not silently carried around. */
+			if (parse_url(val, &probe, err2, sizeof err2) < 0)
+				usage_error("%s: %s", src, err2);
+			explicit_bzero(&probe, sizeof probe);
 			s->url_config = val;
+			snprintf(s->url_config_src, sizeof s->url_config_src, "%s", src);
 		}
 		break;
 	case O_USER:
@@ -430,7 +439,7 @@ static char *trim(char *s)
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	FILE *f = fopen(path, "re");
-	struct stat st;
+	struct stat st = {0};
 	char line[4096];
 	int lineno = 0;
 
@@ -439,9 +448,11 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			return;
 		usage_error("cannot read config file '%s': %s", path, strerror(errno));
 	}
-	if (fstat(fileno(f), &st) < 0) {
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = errno;
 		fclose(f);
-		usage_error("cannot stat config file '%s': %s", path, strerror(errno));
+		usage_error("cannot read config file '%s': %s", path,
+		            e && !S_ISDIR(st.st_mode) ? strerror(e) : "not a regular file");
 	}
 	s->config_path = path;
 	while (fgets(line, sizeof line, f)) {
@@ -519,7 +530,7 @@ static void choose_url(struct state *s)
 		rank = PW_ENV_URL;
 	} else if (s->url_config) {
 		url = s->url_config;
-		src = s->config_path;
+		src = s->url_config_src;
 		rank = PW_CONFIG_URL;
 	} else {
 		url = "redis://127.0.0.1:6379";
