@@ -426,6 +426,25 @@ static const char *find_config(const char *cli_path, int *explicit)
 	return NULL;
 }
 
+/* Config values live as long as the process; kept reachable here (a value set twice
+ * is not a leak). */
+static char **kept;
+static size_t nkept;
+
+static const char *keep_string(const char *v)
+{
+	char **grown = realloc(kept, (nkept + 1) * sizeof *kept);
+	char *copy = strdup(v);
+
+	if (!grown || !copy) {
+		log_error("out of memory");
+		exit(RL_EX_SOFTWARE);
+	}
+	kept = grown;
+	kept[nkept++] = copy;
+	return copy;
+}
+
 static char *trim(char *s)
 {
 	while (*s == ' ' || *s == '\t')
@@ -489,15 +508,15 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: '%s' takes no value (or 'true')", src, key);
 		if (id == 'u' && strchr(val, '@'))
 			s->config_has_secret = 1;
-		/* Values must outlive this function: the config file is read once. */
-		char *copy = val ? strdup(val) : NULL;
-		if (val && !copy) {
-			log_error("out of memory");
-			exit(RL_EX_SOFTWARE);
+		if (id == O_PASSWORD || id == O_PASSWORD_FILE) {
+			/* Consumed at once (copied or read): no copy of a secret lingers. */
+			apply(s, id, val, src, 0);
+			explicit_bzero(line, sizeof line);
+			continue;
 		}
-		explicit_bzero(line, sizeof line);
-		apply(s, id, copy, src, 0);
+		apply(s, id, val ? keep_string(val) : NULL, src, 0);
 	}
+	explicit_bzero(line, sizeof line);
 	fclose(f);
 	if (s->config_has_secret && (st.st_mode & (S_IRWXG | S_IRWXO)))
 		usage_error("config file '%s' holds a password and is accessible by others (mode %03o); chmod 600 it",
