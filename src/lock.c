@@ -1,94 +1,30 @@
 #include "lock.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-/* ---- The protocol, on one screen ------------------------------------------------
- * Each script checks and changes in one atomic step: no check-then-set race, no SET
- * without a TTL, no delete or extension of a lease whose token is not ours. */
-
-/* KEYS: lock fence owner; ARGV: token ttl_ms field value ... */
-static const char acquire_lua[] =
-	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-	"  local fence = redis.call('INCR', KEYS[2])\n"
-	"  redis.call('DEL', KEYS[3])\n"
-	"  redis.call('HSET', KEYS[3], 'fence', fence, unpack(ARGV, 3))\n"
-	"  redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
-	"  return {1, fence}\n"
-	"end\n"
-	"local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')\n"
-	"return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}\n";
-
-/* KEYS: lock owner; ARGV: token ttl_ms */
-static const char renew_lua[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"return 1\n";
-
-/* KEYS: lock owner; ARGV: token keep_ms channel. The PUBLISH wakes waiters; it is
- * inside the script so no waiter can miss it between the DEL and the notification. */
-static const char release_lua[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-	"if tonumber(ARGV[2]) > 0 then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-	"  return 2\n"
-	"end\n"
-	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"redis.call('PUBLISH', ARGV[3], ARGV[1])\n"
-	"return 1\n";
-
-/* KEYS: lock owner fence */
-static const char status_lua[] =
-	"local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')\n"
-	"return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),\n"
-	"        o[1], o[2], o[3], o[4], o[5], o[6], o[7] or redis.call('GET', KEYS[3])}\n";
-
-/* KEYS: lock owner fence; ARGV: channel */
-static const char break_lua[] =
-	"local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')\n"
-	"local t = redis.call('GET', KEYS[1])\n"
-	"local p = redis.call('PTTL', KEYS[1])\n"
-	"redis.call('DEL', KEYS[1], KEYS[2])\n"
-	"if t then redis.call('PUBLISH', ARGV[1], 'break') end\n"
-	"return {t, p, o[1], o[2], o[3], o[4], o[5], o[6], o[7] or redis.call('GET', KEYS[3])}\n";
-/* ---------------------------------------------------------------------------------- */
+/* The protocol is the five scripts in src/lua/ (one screen): each checks and changes
+ * in one atomic step, so there is no check-then-set race, no SET without a TTL, and no
+ * delete or extension of a lease whose token is not ours. The build embeds them with
+ * their SHA-1 (scripts.h), so the fast path needs no hashing at run time. */
+#include "scripts.h"
 
 enum { S_ACQUIRE, S_RENEW, S_RELEASE, S_STATUS, S_BREAK, S_COUNT };
 
 static const struct {
 	const char *text;
 	size_t len;
+	const char *sha;
 } scripts[S_COUNT] = {
-	{acquire_lua, sizeof acquire_lua - 1}, {renew_lua, sizeof renew_lua - 1},
-	{release_lua, sizeof release_lua - 1}, {status_lua, sizeof status_lua - 1},
-	{break_lua, sizeof break_lua - 1},
+	{lua_acquire, sizeof lua_acquire - 1, LUA_ACQUIRE_SHA},
+	{lua_renew, sizeof lua_renew - 1, LUA_RENEW_SHA},
+	{lua_release, sizeof lua_release - 1, LUA_RELEASE_SHA},
+	{lua_status, sizeof lua_status - 1, LUA_STATUS_SHA},
+	{lua_break, sizeof lua_break - 1, LUA_BREAK_SHA},
 };
-static char script_sha[S_COUNT][41];
-static pthread_once_t sha_once = PTHREAD_ONCE_INIT;
-
-static void compute_shas(void)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (int i = 0; i < S_COUNT; i++) {
-		unsigned char md[EVP_MAX_MD_SIZE];
-		unsigned int n = 0;
-		if (!EVP_Digest(scripts[i].text, scripts[i].len, md, &n, EVP_sha1(), NULL))
-			abort(); /* SHA-1 unavailable: nothing sane to do */
-		for (unsigned j = 0; j < n && j < 20; j++) {
-			script_sha[i][2 * j] = hex[md[j] >> 4];
-			script_sha[i][2 * j + 1] = hex[md[j] & 15];
-		}
-		script_sha[i][40] = '\0';
-	}
-}
 
 /* Run script s: EVALSHA first (one small request), EVAL when the server lost its
  * script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply (possibly a
@@ -102,13 +38,12 @@ static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs
 	char nk[16];
 	int argc = 0;
 
-	pthread_once(&sha_once, compute_shas);
 	if (3 + nkeys + nargs > 24) {
 		snprintf(err, errlen, "internal error: too many script arguments");
 		return -1;
 	}
 	argv[argc++] = "EVALSHA";
-	argv[argc++] = script_sha[s];
+	argv[argc++] = scripts[s].sha;
 	snprintf(nk, sizeof nk, "%d", nkeys);
 	argv[argc++] = nk;
 	for (int i = 0; i < nkeys; i++)
@@ -169,7 +104,6 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 		l->token[2 * i + 1] = hex[rnd[i] & 15];
 	}
 	l->token[LOCK_TOKEN_LEN] = '\0';
-	pthread_once(&sha_once, compute_shas);
 	return 0;
 }
 

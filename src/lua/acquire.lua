@@ -1,0 +1,13 @@
+-- Acquire: set the lock only if it is free, with a TTL, in one step; count the
+-- acquisition in the fence and record who holds it. When busy, say who holds it
+-- and for how long, so a waiter knows when the lease can run out.
+-- KEYS: lock fence owner   ARGV: token ttl_ms field value ...
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local fence = redis.call('INCR', KEYS[2])
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'fence', fence, unpack(ARGV, 3))
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  return {1, fence}
+end
+local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
+return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}

@@ -1,0 +1,6 @@
+-- Renew: extend the lease only while the token is still the holder.
+-- KEYS: lock owner   ARGV: token ttl_ms
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
