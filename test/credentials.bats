@@ -1,0 +1,358 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Credentials (SPEC §2, issue 3): password from the URL (warned about), --password-file
+# (refused when group/other can read or write it), REDISCLI_AUTH, RLOCK_PASSWORD;
+# ACL users with and without permission; NOAUTH/WRONGPASS/NOPERM → 69 with a clear
+# one-line message; the password never reaches the command's environment, `ps`, or
+# any output (even at -vvv).
+
+load helpers
+
+# Distinctive secrets, so that a grep cannot match anything else by accident. Not
+# exported: they must reach rlock only where a test says so.
+PW='Dflt-s3cret-Q7x9' # the default user's password (requirepass)
+LPW='Lckr-s3cret-K4m2' # ACL user "locker" (least privilege)
+BADPW='Wrng-s3cret-Z8p5' # a wrong password
+SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
+SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
+# The least-privilege ACL line for rlock (README "Production"): keys and channels
+# under the prefix, the commands rlock sends and those its Lua scripts call.
+LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +get +scan +info +select +set +incr +del +hset +hmget +pexpire +pttl +publish'
+
+# The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
+rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	redis_start
+	rcli CONFIG SET requirepass "$PW" >/dev/null
+	# shellcheck disable=SC2086  # LOCKER_ACL is a list of ACL rules
+	rcli ACL SETUSER locker reset on ">$LPW" $LOCKER_ACL >/dev/null
+	# same commands, but keys and channels elsewhere
+	rcli ACL SETUSER nokeys reset on ">$LPW" '~other:*' '&other:*' \
+		+evalsha +eval +subscribe +get +scan +info +set +incr +del +hset +hmget \
+		+pexpire +pttl +publish >/dev/null
+	# keys right, but no script execution at all
+	rcli ACL SETUSER noeval reset on ">$LPW" '~rlock:*' '&rlock:*' +get +set +info \
+		+scan +subscribe >/dev/null
+	rcli ACL SETUSER special reset on ">$SPW" '~*' '&*' +@all >/dev/null
+	export URL="redis://127.0.0.1:$REDIS_PORT"
+}
+
+setup() {
+	common_setup
+	umask 022
+}
+
+# no_secret TEXT...: none of the secrets (raw or URL-encoded) appears in TEXT.
+no_secret() {
+	local s
+	for s in "$PW" "$LPW" "$BADPW" "$SPW" "$SPW_ENC"; do
+		if [[ "$*" == *"$s"* ]]; then
+			echo "secret '$s' leaked in:" >&2
+			printf '%s\n' "$*" >&2
+			return 1
+		fi
+	done
+}
+
+# pwfile NAME MODE CONTENT: write a password file, return its path in $PWFILE.
+pwfile() {
+	PWFILE=$BATS_TEST_TMPDIR/$1
+	printf '%s\n' "$3" >"$PWFILE"
+	chmod "$2" "$PWFILE"
+}
+
+@test "password in the URL: works, with a warning that does not echo it" {
+	run -0 --separate-stderr rlock -u "redis://:$PW@127.0.0.1:$REDIS_PORT" -k c -- echo ran
+	assert_output ran
+	[[ -n $stderr ]] || fail "no warning about the password on the command line"
+	assert_regex "$stderr" '^rlock: '
+	assert_regex "$stderr" '[Pp]assword'
+	no_secret "$output" "$stderr"
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 1
+	# user and password in the URL
+	run -0 --separate-stderr rlock -u "redis://locker:$LPW@127.0.0.1:$REDIS_PORT" -k c -- echo ran
+	assert_output ran
+	assert_regex "$stderr" '[Pp]assword'
+	no_secret "$output" "$stderr"
+	# percent-encoded special characters
+	run -0 --separate-stderr rlock -u "redis://special:$SPW_ENC@127.0.0.1:$REDIS_PORT" -k c -- echo ran
+	assert_output ran
+	no_secret "$output" "$stderr"
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 3
+}
+
+@test "password from the environment: no warning" {
+	REDISCLI_AUTH=$PW run -0 --separate-stderr rlock -u "$URL" -k c -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	RLOCK_PASSWORD=$PW run -0 --separate-stderr rlock -u "$URL" -k c -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	RLOCK_PASSWORD=$LPW run -0 --separate-stderr rlock -u "$URL" --user locker -k c -- echo ran
+	assert_equal "$stderr" ''
+	REDISCLI_AUTH=$SPW run -0 --separate-stderr rlock -u "redis://special@127.0.0.1:$REDIS_PORT" -k c -- echo ran
+	assert_equal "$stderr" ''
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 4
+}
+
+@test "--password-file with mode 0600 or 0400 works (trailing newline ignored)" {
+	pwfile pw 600 "$PW"
+	run -0 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	pwfile pw2 400 "$LPW"
+	run -0 --separate-stderr rlock -u "$URL" --user locker --password-file "$PWFILE" -k c -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	# raw special characters, no encoding needed in a file
+	pwfile pw3 600 "$SPW"
+	run -0 rlock -u "$URL" --user special --password-file "$PWFILE" -k c -- echo ran
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 3
+}
+
+@test "--password-file readable or writable by group/others: 64, nothing sent" {
+	local mode
+	for mode in 644 640 604 660 620 602 666; do
+		pwfile "pw$mode" "$mode" "$PW"
+		run -64 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
+		assert_one_line_error
+		no_secret "$output" "$stderr"
+		[[ ! -e ran ]] || fail "mode $mode: command ran"
+	done
+	key_absent 'rlock:{c}:fence'
+}
+
+@test "--password-file missing: 64, one line" {
+	run -64 --separate-stderr rlock -u "$URL" --password-file "$BATS_TEST_TMPDIR/none" -k c -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]]
+}
+
+@test "command line wins over the environment (SPEC §6 precedence)" {
+	pwfile pw 600 "$PW"
+	RLOCK_PASSWORD=$BADPW REDISCLI_AUTH=$BADPW run -0 --separate-stderr \
+		rlock -u "$URL" --password-file "$PWFILE" -k c -- echo ran
+	assert_output ran
+	no_secret "$output" "$stderr"
+}
+
+@test "wrong password: 69, one clear line without the password" {
+	RLOCK_PASSWORD=$BADPW run -69 --separate-stderr rlock -u "$URL" -k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'WRONGPASS|[Ii]nvalid.*password|wrong.*password|password.*(wrong|invalid)'
+	no_secret "$output" "$stderr"
+	[[ ! -e ran ]]
+	# wrong password for an ACL user, from the URL
+	run -69 --separate-stderr rlock -u "redis://locker:$BADPW@127.0.0.1:$REDIS_PORT" -k c -- touch ran
+	assert_regex "$stderr" 'WRONGPASS|[Ii]nvalid.*password|wrong.*password|password.*(wrong|invalid)'
+	no_secret "$output" "$stderr"
+	# unknown user
+	RLOCK_PASSWORD=$LPW run -69 --separate-stderr rlock -u "$URL" --user nosuchuser -k c -- touch ran
+	assert_one_line_error
+	no_secret "$output" "$stderr"
+	[[ ! -e ran ]]
+	key_absent 'rlock:{c}:fence'
+}
+
+@test "no password: 69, one line mentioning NOAUTH or the password" {
+	run -69 --separate-stderr rlock -u "$URL" -k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'NOAUTH|[Pp]assword|[Aa]uthentication'
+	[[ ! -e ran ]]
+	run -69 --separate-stderr rlock -u "$URL" -k c --status
+	assert_one_line_error
+	assert_regex "$stderr" 'NOAUTH|[Pp]assword|[Aa]uthentication'
+	run -69 --separate-stderr rlock -u "$URL" -k c --break
+	assert_one_line_error
+	assert_regex "$stderr" 'NOAUTH|[Pp]assword|[Aa]uthentication'
+	run -69 --separate-stderr rlock -u "$URL" --list
+	assert_one_line_error
+	assert_regex "$stderr" 'NOAUTH|[Pp]assword|[Aa]uthentication'
+	assert_output '' # no table header before the error
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT/2" -k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'NOAUTH|[Pp]assword|[Aa]uthentication'
+	[[ ! -e ran ]]
+}
+
+@test "least-privilege ACL user: run, wait, status, list, break, nested, db" {
+	rcli SCRIPT FLUSH >/dev/null # the first call must go through NOSCRIPT → EVAL
+	export RLOCK_PASSWORD=$LPW
+	run -0 --separate-stderr rlock -u "$URL" --user locker -k acl -- echo ran
+	assert_output ran
+	assert_equal "$stderr" ''
+	# a holder and a waiter (SUBSCRIBE on the release channel)
+	rlock_bg -u "$URL" --user locker -t 1s -k acl -- "$HOLD" a
+	local holder=$RLOCK_PID
+	wait_until 10 test -e a.started
+	rlock_bg -u "$URL" --user locker -k acl -w 20 -- "$HOLD" b
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	run -75 --separate-stderr rlock -u "$URL" --user locker -k acl --status --json
+	no_secret "$output" "$stderr"
+	run -0 rlock -u "$URL" --user locker --list
+	assert_output --partial acl
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 10 test -e b.started || cat "$waiter_err"
+	run -0 --separate-stderr rlock -u "$URL" --user locker -k acl --break
+	touch b.release
+	rlock_wait "$waiter"
+	# nested re-entry (GET of the live token) does not deadlock; the inner rlock
+	# needs its own password source (RLOCK_PASSWORD is removed from its environment)
+	pwfile lpw 600 "$LPW"
+	run -0 rlock -u "$URL" --user locker -k nest -- \
+		"$RLOCK" -u "$URL" --user locker --password-file "$PWFILE" -k nest -w 5 -- echo inner
+	assert_output inner
+	# another database (SELECT)
+	run -0 rlock -u "redis://locker@127.0.0.1:$REDIS_PORT/3" -k acl -- echo ran
+	assert_equal "$(rcli -n 3 GET 'rlock:{acl}:fence')" 1
+}
+
+@test "ACL user without access to the lock's keys: 69, NOPERM-ish message" {
+	RLOCK_PASSWORD=$LPW run -69 --separate-stderr rlock -u "$URL" --user nokeys -k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'NOPERM|[Pp]ermission'
+	no_secret "$output" "$stderr"
+	[[ ! -e ran ]]
+	key_absent 'rlock:{c}'
+	key_absent 'rlock:{c}:fence'
+	# but it works under a prefix the user may access
+	RLOCK_PASSWORD=$LPW run -0 rlock -u "$URL" --user nokeys --prefix other: -k c -- echo ran
+	assert_output ran
+}
+
+@test "ACL user not allowed to run scripts: 69, NOPERM-ish message" {
+	RLOCK_PASSWORD=$LPW run -69 --separate-stderr rlock -u "$URL" --user noeval -k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'NOPERM|[Pp]ermission'
+	[[ ! -e ran ]]
+}
+
+@test "the password is not in the command's environment (/proc/<child>/environ)" {
+	local f
+	pwfile pw 600 "$PW"
+	RLOCK_PASSWORD=$PW run -0 rlock -u "$URL" -k c -c "tr '\\0' '\\n' </proc/self/environ >env1"
+	REDISCLI_AUTH=$PW run -0 rlock -u "$URL" -k c -c "tr '\\0' '\\n' </proc/self/environ >env2"
+	RLOCK_URL="redis://:$PW@127.0.0.1:$REDIS_PORT" run -0 rlock -k c -c "tr '\\0' '\\n' </proc/self/environ >env3"
+	REDIS_URL="redis://locker:$LPW@127.0.0.1:$REDIS_PORT" run -0 rlock -k c -c "tr '\\0' '\\n' </proc/self/environ >env4"
+	run -0 rlock -u "redis://:$PW@127.0.0.1:$REDIS_PORT" -k c -c "tr '\\0' '\\n' </proc/self/environ >env5"
+	run -0 rlock -u "$URL" --password-file "$PWFILE" -k c -c "tr '\\0' '\\n' </proc/self/environ >env6"
+	RLOCK_PASSWORD=$PW REDISCLI_AUTH=$PW RLOCK_URL="redis://:$PW@127.0.0.1:$REDIS_PORT" \
+		REDIS_URL="redis://:$PW@127.0.0.1:$REDIS_PORT" run -0 rlock -k c -c "tr '\\0' '\\n' </proc/self/environ >env7"
+	for f in env1 env2 env3 env4 env5 env6 env7; do
+		[[ -s $f ]] || fail "$f not written"
+		grep -q '^RLOCK_KEY=rlock:{c}$' "$f" || fail "$f: no RLOCK_KEY"
+		no_secret "$(cat "$f")" || fail "password in the environment ($f)"
+		! grep -Eq '^(RLOCK_PASSWORD|REDISCLI_AUTH)=' "$f" || fail "$f: password variable kept"
+	done
+}
+
+@test "the password is not in ps output while rlock runs (env and file)" {
+	local pid f args
+	pwfile pw 600 "$PW"
+	RLOCK_PASSWORD=$PW rlock_bg -u "$URL" -k p1 -- "$HOLD" a
+	local p1=$RLOCK_PID
+	rlock_bg -u "$URL" --password-file "$PWFILE" -k p2 -- "$HOLD" b
+	local p2=$RLOCK_PID
+	RLOCK_URL="redis://:$PW@127.0.0.1:$REDIS_PORT" rlock_bg -k p3 -- "$HOLD" c
+	local p3=$RLOCK_PID
+	wait_until 10 test -e a.started
+	wait_until 10 test -e b.started
+	wait_until 10 test -e c.started
+	for pid in "$p1" "$p2" "$p3"; do
+		args=$(ps -ww -o args= -p "$pid")
+		[[ $args == *rlock* ]] || fail "ps did not show rlock ($pid): $args"
+		no_secret "$args" || fail "password in ps args of rlock"
+		no_secret "$(tr '\0' ' ' <"/proc/$pid/cmdline")" || fail "password in cmdline"
+	done
+	# nor in the whole process table (the command, its shell...)
+	no_secret "$(ps -ww -e -o args=)" || fail "password somewhere in ps -e"
+	touch a.release b.release c.release
+	for pid in "$p1" "$p2" "$p3"; do
+		rlock_wait "$pid"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
+@test "the password never appears in any output at -vvv, success or failure" {
+	local src ok pw args=() envs=()
+	pwfile good 600 "$PW"
+	pwfile bad 600 "$BADPW"
+	for ok in 1 0; do
+		[[ $ok == 1 ]] && pw=$PW || pw=$BADPW
+		for src in url env-rlock env-cli file url-env; do
+			args=(-u "$URL") envs=()
+			case $src in
+			url) args=(-u "redis://:$pw@127.0.0.1:$REDIS_PORT") ;;
+			env-rlock) envs=(RLOCK_PASSWORD="$pw") ;;
+			env-cli) envs=(REDISCLI_AUTH="$pw") ;;
+			file) args+=(--password-file "$([[ $ok == 1 ]] && echo good || echo bad)") ;;
+			url-env) args=() envs=(RLOCK_URL="redis://:$pw@127.0.0.1:$REDIS_PORT") ;;
+			esac
+			run --separate-stderr env "${envs[@]}" "$RLOCK" -vvv "${args[@]}" -k v -- echo ran
+			if [[ $ok == 1 ]]; then
+				[[ $status == 0 ]] || fail "$src: status $status: $stderr"
+			else
+				[[ $status == 69 ]] || fail "$src (wrong password): status $status: $stderr"
+			fi
+			no_secret "$output" "$stderr" || fail "leak with $src (ok=$ok)"
+			for op in --status --list --break; do
+				run --separate-stderr env "${envs[@]}" "$RLOCK" -vvv "${args[@]}" -k v $op
+				no_secret "$output" "$stderr" || fail "leak with $src $op (ok=$ok)"
+			done
+		done
+	done
+}
+
+@test "--status / --list of a lock taken with a password in the URL show no password" {
+	rlock_bg -vvv -u "redis://:$PW@127.0.0.1:$REDIS_PORT" -k st -- "$HOLD" a
+	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
+	wait_until 10 test -e a.started
+	RLOCK_PASSWORD=$PW run -75 --separate-stderr rlock -u "$URL" -k st --status
+	no_secret "$output" "$stderr"
+	RLOCK_PASSWORD=$PW run -75 --separate-stderr rlock -u "$URL" -k st --status --json
+	no_secret "$output" "$stderr"
+	RLOCK_PASSWORD=$PW run -0 --separate-stderr rlock -u "$URL" --list --json
+	no_secret "$output" "$stderr"
+	no_secret "$(rcli HGETALL 'rlock:{st}:owner')" || fail "password stored in the owner hash"
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	no_secret "$(cat "$holder_err")" || fail "password in the holder's -vvv log"
+}
+
+@test "the password is wiped from rlock's memory after AUTH (file source)" {
+	# Read the running rlock's writable mappings (same user; needs ptrace access).
+	pwfile pw 600 "$PW"
+	rlock_bg -u "$URL" --password-file "$PWFILE" -t 1s -k mem -- "$HOLD" a
+	local pid=$RLOCK_PID
+	wait_until 10 test -e a.started
+	sleep 0.5 # let the renewal thread connect and authenticate too
+	run perl -e '
+		my ($pid, $needle) = @ARGV;
+		open my $maps, "<", "/proc/$pid/maps" or exit 3;
+		open my $mem, "<:raw", "/proc/$pid/mem" or exit 3;
+		my $found = 0;
+		while (<$maps>) {
+			my ($lo, $hi, $perm, $path) = /^(\w+)-(\w+) (\S+) \S+ \S+ \S+\s*(.*)$/ or next;
+			next unless $perm =~ /^rw/;
+			next if $path =~ /^\[(vvar|vsyscall)/;
+			my ($a, $b) = (hex $lo, hex $hi);
+			sysseek($mem, $a, 0) or next;
+			my $buf = ""; my $n = sysread($mem, $buf, $b - $a) // next;
+			if (index($buf, $needle) >= 0) { print "found in $_"; $found = 1 }
+		}
+		exit $found;' "$pid" "$PW"
+	touch a.release
+	if [[ $status == 3 ]]; then
+		rlock_wait "$pid"
+		skip "cannot read /proc/$pid/mem here"
+	fi
+	[[ $status == 0 ]] || fail "password still in memory: $output"
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
