@@ -525,6 +525,28 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 
 /* ---- validation ------------------------------------------------------------------- */
 
+/* Overwrite the password inside a URL given on the command line (it lives in argv, so
+ * in /proc/PID/cmdline): this only narrows the window in which ps shows it. */
+static void scrub_argv_password(char *url)
+{
+	char *p = strstr(url, "://");
+	char *slash, *at, *colon;
+
+	if (!p)
+		return;
+	p += 3;
+	slash = strchr(p, '/');
+	at = NULL;
+	for (char *q = p; *q && (!slash || q < slash); q++)
+		if (*q == '@')
+			at = q; /* the last '@' ends user:password */
+	if (!at)
+		return;
+	colon = memchr(p, ':', (size_t)(at - p));
+	if (colon)
+		memset(colon + 1, '*', (size_t)(at - colon - 1));
+}
+
 static void choose_url(struct state *s)
 {
 	struct opts *o = s->o;
@@ -561,9 +583,11 @@ static void choose_url(struct state *s)
 		usage_error("%s: %s", src, err);
 	o->url_source = src;
 	if (o->url.has_password) {
-		if (rank == PW_CLI_URL)
+		if (rank == PW_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
 			         "use --password-file or REDISCLI_AUTH");
+			scrub_argv_password((char *)s->url_cli);
+		}
 		set_password(s, o->url.password, strlen(o->url.password), rank);
 	}
 	explicit_bzero(o->url.password, sizeof o->url.password);
