@@ -36,6 +36,9 @@ setup_file() {
 	# keys right, but no script execution at all
 	rcli ACL SETUSER noeval reset on ">$LPW" '~rlock:*' '&rlock:*' +get +set +info \
 		+scan +subscribe >/dev/null
+	# the lock's keys, but one command its acquire script calls (INCR) missing
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER noincr reset on ">$LPW" ${LOCKER_ACL/+incr /} >/dev/null
 	rcli ACL SETUSER special reset on ">$SPW" '~*' '&*' +@all >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
@@ -230,6 +233,23 @@ pwfile() {
 	assert_one_line_error
 	assert_regex "$stderr" 'NOPERM|[Pp]ermission'
 	[[ ! -e ran ]]
+}
+
+@test "ACL user denied a command inside the script (no +incr): 69 at once, no stale lock" {
+	# Redis 7 reports this as "ERR The user executing the script can't run this
+	# command"; the SET before the INCR is not rolled back. rlock must fail clearly,
+	# not mistake its own half-acquired key for someone else's lock and wait forever.
+	local t0 ms
+	t0=$(now_ms)
+	RLOCK_PASSWORD=$LPW run --separate-stderr timeout 10 "$RLOCK" -u "$URL" --user noincr \
+		-k c -- touch ran
+	ms=$(($(now_ms) - t0))
+	[[ $status != 124 ]] || fail "rlock still waiting after 10 s: $stderr"
+	assert_equal "$status" 69
+	assert_one_line_error
+	assert_regex "$stderr" 'NOPERM|[Pp]ermission|can.t run'
+	[[ ! -e ran ]]
+	((ms < 5000)) || fail "took ${ms} ms"
 }
 
 @test "the password is not in the command's environment (/proc/<child>/environ)" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2153  # quoted $: for rlock; bats sets $stderr; TLS_* from helpers
 # TLS (SPEC §2, issue 3): rediss:// and --tls against a real TLS redis-server with
 # certificates generated here by openssl. Chain and host name (or IP) are verified;
 # every refusal is exit 69 with one line on stderr; the handshake is bounded by the
