@@ -113,3 +113,10 @@ load helpers
 	run -0 rlock -n -k e -- true
 	key_absent 'rlock:{e}'
 }
+
+@test "-E 0 with --wait expired: exit 0 silently, command not run" {
+	rcli SET 'rlock:{e}' someone-else PX 30000
+	run -0 --separate-stderr rlock -w 300ms -E 0 -k e -- touch ran
+	[[ ! -e ran ]]
+	assert_equal "$stderr" ""
+}

@@ -8,8 +8,8 @@ load helpers
 
 setup() {
 	common_setup
-	# victim TAG [exit|ignore]: logs TERM/USR1/HUP with a timestamp (ms) to TAG.sig,
-	# exits 128+N on them (or keeps running with "ignore"), writes TAG.pid, starts a
+	# victim TAG [exit|exit0|ignore]: logs TERM/USR1/HUP with a timestamp (ms) to TAG.sig,
+	# exits 128+N on them (0 with "exit0"; keeps running with "ignore"), writes TAG.pid, starts a
 	# grandchild `sleep` in its process group (TAG.gpid), creates TAG.started, and
 	# runs until TAG.release exists (at most 30 s).
 	VICTIM=$BATS_TEST_TMPDIR/victim
@@ -18,7 +18,9 @@ setup() {
 tag=$1 mode=${2:-exit}
 on() {
 	echo "$1 $(date +%s%3N)" >>"$tag.sig"
-	[[ $mode == ignore ]] || exit $((128 + $2))
+	[[ $mode == ignore ]] && return
+	[[ $mode == exit0 ]] && exit 0
+	exit $((128 + $2))
 }
 trap 'on TERM 15' TERM
 trap 'on USR1 10' USR1
@@ -58,15 +60,29 @@ assert_victim_gone() {
 
 @test "token replaced while running: command TERMed (whole group), exit 79" {
 	start_victim -t 1500ms
+	local t0 t1
+	t0=$(now_ms)
 	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
 	rlock_wait "$RLOCK_PID" 15
+	t1=$(now_ms)
 	assert_equal "$RLOCK_STATUS" 79
+	echo "# stolen token → rlock exit 79: $((t1 - t0)) ms (ttl 1.5s)" >&3
+	# the command exits on TERM: no need to wait for --kill-after (10 s)
+	((t1 - t0 < 8000)) || fail "rlock took $((t1 - t0)) ms after the theft"
 	assert_victim_gone
 	run grep -c '^TERM ' v.sig
 	assert_output 1
 	# the thief's lock is not touched
 	assert_equal "$(rcli GET 'rlock:{l}')" stolen
 	[[ -s $RLOCK_ERR ]] || fail "nothing on stderr about the lost lock"
+}
+
+@test "lost lease: 79 even when the command exits 0 on SIGTERM" {
+	VICTIM_MODE=exit0 start_victim -t 1500ms
+	rcli SET 'rlock:{l}' stolen KEEPTTL >/dev/null
+	rlock_wait "$RLOCK_PID" 15
+	grep -q '^TERM ' v.sig
+	assert_equal "$RLOCK_STATUS" 79
 }
 
 @test "lock deleted while running: exit 79, key not recreated" {
