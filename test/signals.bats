@@ -184,3 +184,30 @@ forward_once() {
 	[[ ! -e ran ]]
 	assert_equal "$(rcli GET 'rlock:{s}')" someone-else
 }
+
+@test "no helper process outlives a normal rlock exit" {
+	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
+	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	local kids
+	kids=$(children_of "$RLOCK_PID")
+	# shellcheck disable=SC2086 # one pid per word
+	track_pid $kids
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	local k
+	for k in $kids; do
+		wait_until 5 not proc_alive "$k" ||
+			fail "rlock's child $k ($(cat "/proc/$k/comm" 2>/dev/null)) outlived it"
+	done
+}
+
+@test "two signals sent apart are both delivered" {
+	rlock_bg -k s -- "$SIGCATCH" s.log s.ready
+	wait_until 10 test -s s.ready
+	kill -USR1 "$RLOCK_PID"
+	wait_until 5 test -s s.log
+	kill -USR2 "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$(cat s.log)" $'USR1\nUSR2'
+	assert_equal "$RLOCK_STATUS" 3
+}
