@@ -126,9 +126,12 @@ int client_open(struct client **out, const struct server *srv, char *err, size_t
 		if (client_call(c, 2, argv, lens, deadline, &r, err, errlen) < 0)
 			goto fail;
 		if (r->type == RESP_ERROR) {
-			snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
-			rc = (resp_is_error(r, "NOAUTH") || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH
-			                                                                 : CLIENT_ERR;
+			if (resp_is_noauth(r))
+				snprintf(err, errlen, "SELECT %d on %s: the server requires a password (NOAUTH); see --password-file",
+				         srv->db, srv->name);
+			else
+				snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
+			rc = (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH : CLIENT_ERR;
 			goto fail;
 		}
 		resp_free(r);

@@ -67,7 +67,7 @@ static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs
 /* A server error reply → LOCK_ERR or LOCK_DENIED with a readable reason. */
 static int server_error(const struct resp_reply *r, const char *what, char *err, size_t errlen)
 {
-	if (resp_is_error(r, "NOAUTH")) {
+	if (resp_is_noauth(r)) {
 		snprintf(err, errlen, "%s: the server requires a password (NOAUTH); see --password-file", what);
 		return LOCK_DENIED;
 	}

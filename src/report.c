@@ -167,13 +167,7 @@ int report_list(struct client *c, const struct opts *o)
 
 	glob_escape(match, sizeof match - 4, o->prefix);
 	strcat(match, "{*}");
-	if (o->json) {
-		fputs("{\"prefix\":", stdout);
-		json_str(stdout, o->prefix);
-		fputs(",\"locks\":[", stdout);
-	} else {
-		printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD", "TTL", "COMMAND");
-	}
+	int started = 0;
 	do {
 		struct resp_reply *r;
 		const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "200"};
@@ -183,12 +177,26 @@ int report_list(struct client *c, const struct opts *o)
 		if (client_call(c, 6, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) < 0 ||
 		    r->type != RESP_ARRAY || r->elements != 2 || r->element[0]->type != RESP_STRING ||
 		    r->element[1]->type != RESP_ARRAY) {
-			if (r && r->type == RESP_ERROR)
+			if (r && resp_is_noauth(r))
+				snprintf(err, sizeof err, "SCAN: the server requires a password (NOAUTH); see --password-file");
+			else if (r && r->type == RESP_ERROR)
 				snprintf(err, sizeof err, "SCAN: %.300s", r->str);
 			resp_free(r);
 			log_error("%s", err);
 			rc = RL_EX_UNAVAILABLE;
 			goto out;
+		}
+		if (!started) {
+			/* Only once the server answered: an error leaves stdout empty. */
+			started = 1;
+			if (o->json) {
+				fputs("{\"prefix\":", stdout);
+				json_str(stdout, o->prefix);
+				fputs(",\"locks\":[", stdout);
+			} else {
+				printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD", "TTL",
+				       "COMMAND");
+			}
 		}
 		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
 		for (size_t i = 0; i < r->element[1]->elements; i++) {
@@ -232,7 +240,7 @@ int report_list(struct client *c, const struct opts *o)
 	} while (strcmp(cursor, "0") != 0);
 out:
 	client_close(c);
-	if (o->json)
+	if (o->json && started)
 		fputs("]}\n", stdout);
 	int w = finish_output();
 	return rc ? rc : w;

@@ -151,6 +151,14 @@ int resp_is_error(const struct resp_reply *r, const char *code)
 	       (r->len == n || r->str[n] == ' ');
 }
 
+int resp_is_noauth(const struct resp_reply *r)
+{
+	static const char unauth[] = "ERR Protocol error: unauthenticated";
+
+	return resp_is_error(r, "NOAUTH") ||
+	       (r && r->type == RESP_ERROR && strncmp(r->str, unauth, sizeof unauth - 1) == 0);
+}
+
 const char *resp_hiredis_version(void)
 {
 #define RL_STR2(x) #x

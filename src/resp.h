@@ -45,6 +45,11 @@ size_t resp_reader_pending(const struct resp_reader *rd);
 /* For an ERROR reply: does its code (first word, e.g. "NOSCRIPT") equal code? */
 int resp_is_error(const struct resp_reply *r, const char *code);
 
+/* Does this error say the connection must authenticate first? NOAUTH, or the reply
+ * Redis 7 gives instead of NOAUTH to a long command from an unauthenticated client
+ * ("ERR Protocol error: unauthenticated multibulk length": no code of its own). */
+int resp_is_noauth(const struct resp_reply *r);
+
 /* The hiredis version string, for --version. */
 const char *resp_hiredis_version(void);
 

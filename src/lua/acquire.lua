@@ -2,12 +2,21 @@
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out.
 -- KEYS: lock fence owner   ARGV: token ttl_ms field value ...
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local fence = redis.call('INCR', KEYS[2])
-  redis.call('DEL', KEYS[3])
-  redis.call('HSET', KEYS[3], 'fence', fence, unpack(ARGV, 3))
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  return {1, fence}
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
+  return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
 end
-local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
-return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
+-- Redis does not roll a script back: if anything below fails (an ACL without INCR, a
+-- fence key of the wrong type), undo the SET rather than leave a lock nobody holds.
+local ok, fence = pcall(function()
+  local f = redis.call('INCR', KEYS[2])
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'fence', f, unpack(ARGV, 3))
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  return f
+end)
+if not ok then
+  redis.call('DEL', KEYS[1])
+  return redis.error_reply(type(fence) == 'table' and fence.err or tostring(fence))
+end
+return {1, fence}
