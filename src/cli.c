@@ -16,6 +16,7 @@
 #include "exitcodes.h"
 #include "log.h"
 #include "resp.h"
+#include "secret.h"
 #include "version.h"
 
 static const char usage_text[] =
@@ -169,42 +170,22 @@ static void usage_error(const char *fmt, ...)
 	exit(RL_EX_USAGE);
 }
 
-static struct opts *wipe_at_exit;
-
-static void wipe_password(void)
-{
-	if (wipe_at_exit)
-		cli_forget_password(wipe_at_exit);
-}
-
 static void set_password(struct state *s, const char *pw, size_t len, enum pw_rank rank)
 {
-	struct opts *o = s->o;
+	static int registered;
 
 	if (rank < s->pw_rank)
 		return;
-	cli_forget_password(o);
-	o->password = malloc(len + 1);
-	if (!o->password) {
-		log_error("out of memory");
-		exit(RL_EX_SOFTWARE);
+	if (secret_set(pw, len) < 0) {
+		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
+		exit(RL_EX_USAGE);
 	}
-	memcpy(o->password, pw, len);
-	o->password[len] = '\0';
+	s->o->has_password = 1;
 	s->pw_rank = rank;
-	if (!wipe_at_exit) {
-		wipe_at_exit = o;
-		atexit(wipe_password);
+	if (!registered) {
+		registered = 1;
+		atexit(secret_wipe);
 	}
-}
-
-void cli_forget_password(struct opts *o)
-{
-	if (!o->password)
-		return;
-	explicit_bzero(o->password, strlen(o->password));
-	free(o->password);
-	o->password = NULL;
 }
 
 static void read_password_file(struct state *s, const char *path, const char *src,
@@ -459,7 +440,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	FILE *f = fopen(path, "re");
 	struct stat st = {0};
-	char line[4096];
+	char line[4096], iobuf[8192];
 	int lineno = 0;
 
 	if (!f) {
@@ -474,6 +455,8 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		            e && !S_ISDIR(st.st_mode) ? strerror(e) : "not a regular file");
 	}
 	s->config_path = path;
+	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
+	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
 	while (fgets(line, sizeof line, f)) {
 		char src[600], *key, *val, *eq;
 		lineno++;
@@ -518,6 +501,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	}
 	explicit_bzero(line, sizeof line);
 	fclose(f);
+	explicit_bzero(iobuf, sizeof iobuf);
 	if (s->config_has_secret && (st.st_mode & (S_IRWXG | S_IRWXO)))
 		usage_error("config file '%s' holds a password and is accessible by others (mode %03o); chmod 600 it",
 		            path, (unsigned)(st.st_mode & 0777));
@@ -525,9 +509,10 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 
 /* ---- validation ------------------------------------------------------------------- */
 
-/* Overwrite the password inside a URL given on the command line (it lives in argv, so
- * in /proc/PID/cmdline): this only narrows the window in which ps shows it. */
-static void scrub_argv_password(char *url)
+/* Overwrite the password inside a URL string in place (argv lives in /proc/PID/cmdline,
+ * the environment in /proc/PID/environ): this only narrows the window in which another
+ * user could read it there. */
+static void scrub_url_password(char *url)
 {
 	char *p = strstr(url, "://");
 	char *slash, *at, *colon;
@@ -586,11 +571,20 @@ static void choose_url(struct state *s)
 		if (rank == PW_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
 			         "use --password-file or REDISCLI_AUTH");
-			scrub_argv_password((char *)s->url_cli);
 		}
 		set_password(s, o->url.password, strlen(o->url.password), rank);
 	}
 	explicit_bzero(o->url.password, sizeof o->url.password);
+	/* Every URL string we were given (argv, environment, config copy) keeps no plain
+	 * password once parsed: argv and environ are visible in /proc/PID. */
+	if (s->url_cli)
+		scrub_url_password((char *)s->url_cli);
+	if (s->url_config)
+		scrub_url_password((char *)s->url_config);
+	if ((e = getenv("RLOCK_URL")))
+		scrub_url_password((char *)e);
+	if ((e = getenv("REDIS_URL")))
+		scrub_url_password((char *)e);
 	if (!o->user && o->url.has_user)
 		o->user = o->url.user;
 	if (o->url.scheme == URL_REDISS)
@@ -601,12 +595,18 @@ static void choose_url(struct state *s)
 
 static void env_passwords(struct state *s)
 {
-	const char *p;
+	char *p;
 
-	if ((p = getenv("REDISCLI_AUTH")) && *p)
+	/* Stored masked, then wiped in place: no plain copy stays in our environment (nor
+	 * in /proc/PID/environ); the variables are removed from the command's. */
+	if ((p = getenv("REDISCLI_AUTH")) && *p) {
 		set_password(s, p, strlen(p), PW_ENV);
-	if ((p = getenv("RLOCK_PASSWORD")) && *p)
+		explicit_bzero(p, strlen(p));
+	}
+	if ((p = getenv("RLOCK_PASSWORD")) && *p) {
 		set_password(s, p, strlen(p), PW_ENV);
+		explicit_bzero(p, strlen(p));
+	}
 }
 
 static void print_version(void)

@@ -34,7 +34,7 @@ struct opts {
 	struct url url;
 	const char *url_source; /* "--url", "RLOCK_URL", ... for messages */
 	const char *user;       /* overrides the URL's user */
-	char *password;         /* heap copy, wiped after AUTH; NULL if none */
+	int has_password;       /* the password itself is in secret.h's vault */
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
@@ -50,8 +50,5 @@ struct opts {
 /* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
  * print and exit(0). */
 void cli_parse(int argc, char **argv, struct opts *o);
-
-/* Wipe and free the password. */
-void cli_forget_password(struct opts *o);
 
 #endif

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "secret.h"
+
 struct client {
 	struct conn *conn;
 	struct resp_reader *rd;
@@ -21,6 +23,7 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 		return -1;
 	}
 	int rc = conn_write_all(c->conn, cmd, len, deadline_ms, err, errlen);
+	explicit_bzero(cmd, len); /* it may be AUTH: no copy of the password stays behind */
 	free(cmd);
 	return rc == CONN_OK ? 0 : -1;
 }
@@ -96,16 +99,20 @@ int client_open(struct client **out, const struct server *srv, char *err, size_t
 	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
 		goto fail;
 	deadline = clock_ms() + srv->io_timeout_ms;
-	if (srv->password) {
-		const char *argv[3] = {"AUTH", srv->user, srv->password};
-		size_t lens[3] = {4, srv->user ? strlen(srv->user) : 0, strlen(srv->password)};
+	if (srv->has_password) {
+		char pw[SECRET_MAX + 1];
+		size_t pwlen = secret_reveal(pw, sizeof pw);
+		const char *argv[3] = {"AUTH", srv->user, pw};
+		size_t lens[3] = {4, srv->user ? strlen(srv->user) : 0, pwlen};
 		int argc = 3;
 		if (!srv->user) {
-			argv[1] = srv->password;
-			lens[1] = lens[2];
+			argv[1] = pw;
+			lens[1] = pwlen;
 			argc = 2;
 		}
-		if (client_call(c, argc, argv, lens, deadline, &r, err, errlen) < 0)
+		int called = client_call(c, argc, argv, lens, deadline, &r, err, errlen);
+		explicit_bzero(pw, sizeof pw);
+		if (called < 0)
 			goto fail;
 		if (r->type == RESP_ERROR) {
 			/* Never echo the server's text blindly: it is about our secret. */

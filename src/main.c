@@ -33,7 +33,7 @@ static void server_from_opts(struct server *srv, const struct opts *o)
 		         o->url.host, o->url.port);
 	}
 	srv->user = o->user;
-	srv->password = o->password;
+	srv->has_password = o->has_password;
 	srv->db = o->url.db;
 	srv->connect_timeout_ms = o->connect_timeout_ms;
 	srv->io_timeout_ms = o->io_timeout_ms;
