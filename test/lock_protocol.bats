@@ -225,3 +225,15 @@ load helpers
 	[[ ! -e ran ]]
 	assert_equal "$(rcli GET 'rlock:{p}')" 0123456789abcdef0123456789abcdef
 }
+
+@test "the URL's database is used (redis://host:port/N, unix://path?db=N)" {
+	run -0 rlock -u "$REDIS_URL/2" -k p -- sh -c 'redis-cli -p "$REDIS_PORT" -n 2 EXISTS "$RLOCK_KEY"'
+	assert_output 1
+	assert_equal "$(rcli -n 2 GET 'rlock:{p}:fence')" 1
+	key_absent 'rlock:{p}:fence'
+	redis_start --unix
+	run -0 rlock -u "unix://$REDIS_SOCKET?db=3" -k p -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 1
+	assert_equal "$(rcli -n 3 GET 'rlock:{p}:fence')" 1
+	redis_stop "$REDIS_PID"
+}
