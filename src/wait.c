@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "renew.h"
 
 #define BACKOFF_FIRST_MS 200
 #define BACKOFF_MAX_MS 5000
@@ -134,6 +135,13 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 	}
 }
 
+/* How long after the request was sent a granted lease is still worth using: the point
+ * at which the renewal thread would give it up (renew.h). */
+static int64_t lease_floor(const struct lock *l)
+{
+	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+}
+
 int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
                  struct holder *h, int *signo, char *err, size_t errlen)
 {
@@ -160,6 +168,24 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 				rc = lock_acquire(*c, a->lock, a->meta, *sent_ms + a->srv->io_timeout_ms, h,
 				                  err, errlen);
 			}
+		}
+		if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
+			/* Granted, but the reply came so late that the lease, which runs from
+			 * when the request was sent, is (nearly) over: someone else may hold it
+			 * by now. Give it back and treat the attempt as failed. */
+			char err2[256];
+			int64_t late = clock_ms() - *sent_ms;
+			lock_release(*c, a->lock, 0, clock_ms() + a->srv->io_timeout_ms, err2, sizeof err2);
+			snprintf(err, errlen,
+			         "%s answered after %lld ms, too late for a %lld ms lease: increase --ttl",
+			         a->srv->name, (long long)late, (long long)a->lock->ttl_ms);
+			log_debug("%s", err);
+			if (clock_ms() >= deadline) {
+				rc = LOCK_ERR;
+				break;
+			}
+			h->pttl_ms = -1;
+			rc = LOCK_BUSY;
 		}
 		if (rc != LOCK_BUSY)
 			break;
