@@ -47,7 +47,7 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		if (n < 0)
 			return -1;
 		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
-			snprintf(err, errlen, "protocol error: reply from %s exceeds %d bytes",
+			snprintf(err, errlen, "protocol error: reply from %s exceeds %zu bytes",
 			         c->srv->name, RESP_MAX_REPLY);
 			return -1;
 		}
@@ -82,7 +82,13 @@ static int auth_error(const struct resp_reply *r)
 	       resp_is_error(r, "NOPERM") || resp_is_error(r, "ERR");
 }
 
-int client_open(struct client **out, const struct server *srv, char *err, size_t errlen)
+static int64_t capped(int64_t t, int64_t cap)
+{
+	return t < cap ? t : cap;
+}
+
+int client_open(struct client **out, const struct server *srv, int64_t cap_ms, char *err,
+                size_t errlen)
 {
 	struct client *c = calloc(1, sizeof *c);
 	struct resp_reply *r = NULL;
@@ -95,10 +101,10 @@ int client_open(struct client **out, const struct server *srv, char *err, size_t
 		goto fail;
 	}
 	c->srv = srv;
-	int64_t deadline = clock_ms() + srv->connect_timeout_ms;
+	int64_t deadline = capped(clock_ms() + srv->connect_timeout_ms, cap_ms);
 	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
 		goto fail;
-	deadline = clock_ms() + srv->io_timeout_ms;
+	deadline = capped(clock_ms() + srv->io_timeout_ms, cap_ms);
 	if (srv->has_password) {
 		char pw[SECRET_MAX + 1];
 		size_t pwlen = secret_reveal(pw, sizeof pw);

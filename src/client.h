@@ -25,9 +25,13 @@ struct client;
 
 enum { CLIENT_OK = 0, CLIENT_ERR = -1, CLIENT_AUTH = -2 /* NOAUTH/WRONGPASS/NOPERM on AUTH */ };
 
-/* Connect, AUTH (when a password is set), SELECT (when db != 0), all before
- * now + connect_timeout + io_timeout. Returns CLIENT_OK, CLIENT_AUTH or CLIENT_ERR. */
-int client_open(struct client **out, const struct server *srv, char *err, size_t errlen);
+/* Connect, AUTH (when a password is set), SELECT (when db != 0): the connection
+ * within connect_timeout, the rest within io_timeout, and everything before cap_ms
+ * (CLIENT_NO_CAP for none; the renewal thread caps by its loss deadline). Returns
+ * CLIENT_OK, CLIENT_AUTH or CLIENT_ERR. */
+#define CLIENT_NO_CAP INT64_MAX
+int client_open(struct client **out, const struct server *srv, int64_t cap_ms, char *err,
+                size_t errlen);
 
 /* Send one command and read its reply before the deadline. An ERROR reply is a
  * successful call (*reply has type RESP_ERROR). Returns 0, or -1 with the reason

@@ -124,7 +124,7 @@ static void release(struct client **c, const struct server *srv, const struct lo
 	int64_t deadline = clock_ms() + srv->io_timeout_ms;
 
 	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR && clock_ms() < deadline; attempt++) {
-		if (!*c && client_open(c, srv, err, sizeof err) != CLIENT_OK) {
+		if (!*c && client_open(c, srv, deadline, err, sizeof err) != CLIENT_OK) {
 			*c = NULL;
 			continue;
 		}
@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 	}
 	/* The password stays in memory while connections may need reopening (renewal,
 	 * waiting, release); it is wiped at exit. */
-	rc = client_open(&c, &srv, err, sizeof err);
+	rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
 	if (rc != CLIENT_OK) {
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;

@@ -50,14 +50,15 @@ static int nap(struct renew *r, int64_t until)
 /* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
  * pressure: another client then acquires it while we still run. Say so, once. Done
  * here, off the fast path; a server that refuses INFO (ACL) is not second-guessed. */
-static void check_eviction(struct client *c, const struct server *srv)
+static void check_eviction(struct client *c, const struct server *srv, int64_t cap)
 {
 	struct resp_reply *rep = NULL;
 	char err[300];
 	const char *argv[] = {"INFO", "memory"};
 	size_t lens[] = {4, 6};
 
-	if (client_call(c, 2, argv, lens, clock_ms() + srv->io_timeout_ms, &rep, err, sizeof err) < 0)
+	int64_t deadline = clock_ms() + srv->io_timeout_ms;
+	if (client_call(c, 2, argv, lens, deadline < cap ? deadline : cap, &rep, err, sizeof err) < 0)
 		return;
 	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
 	if (p) {
@@ -73,6 +74,8 @@ static void check_eviction(struct client *c, const struct server *srv)
 	resp_free(rep);
 }
 
+/* Every wait of this thread, connecting included, ends by the loss deadline: that is
+ * what lets it report a loss before the server-side lease can expire. */
 static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
@@ -80,18 +83,18 @@ static void *renew_main(void *arg)
 	const int64_t ttl = r->lock->ttl_ms;
 	char err[300] = "";
 
-	if (client_open(&c, r->srv, err, sizeof err) == CLIENT_OK)
-		check_eviction(c, r->srv);
+	/* Connect now, while there is time, and look at the eviction policy once. */
+	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+	if (client_open(&c, r->srv, lost_at, err, sizeof err) == CLIENT_OK)
+		check_eviction(c, r->srv, lost_at);
 	else
 		c = NULL;
 	for (;;) {
-		int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-		int64_t next = r->confirmed_sent + ttl / 3;
-		if (nap(r, next))
+		if (nap(r, r->confirmed_sent + ttl / 3))
 			break;
+		lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 		/* Try until confirmed or the lease can no longer be trusted. */
-		int renewed = 0;
-		while (!renewed) {
+		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
 				signal_loss(r, "no renewal confirmed in time", err);
@@ -100,7 +103,7 @@ static void *renew_main(void *arg)
 			int64_t deadline = now + r->srv->io_timeout_ms;
 			if (deadline > lost_at)
 				deadline = lost_at;
-			if (!c && client_open(&c, r->srv, err, sizeof err) != CLIENT_OK) {
+			if (!c && client_open(&c, r->srv, lost_at, err, sizeof err) != CLIENT_OK) {
 				c = NULL;
 				log_debug("renewal: %s", err);
 			} else {
@@ -108,7 +111,6 @@ static void *renew_main(void *arg)
 				int rc = lock_renew(c, r->lock, deadline, err, sizeof err);
 				if (rc == LOCK_OK) {
 					r->confirmed_sent = sent;
-					renewed = 1;
 					log_trace("renewed %s", r->lock->key);
 					break;
 				}

@@ -166,7 +166,7 @@ int report_list(struct client *c, const struct opts *o)
 	size_t plen = strlen(o->prefix);
 
 	glob_escape(match, sizeof match - 4, o->prefix);
-	strcat(match, "{*}");
+	memcpy(match + strlen(match), "{*}", 4); /* room kept by the - 4 above */
 	int started = 0;
 	do {
 		struct resp_reply *r;

@@ -72,7 +72,7 @@ static struct client *subscribe(const struct wait_args *a, char *err, size_t err
 	const char *argv[] = {"SUBSCRIBE", a->lock->channel};
 	size_t lens[] = {9, strlen(a->lock->channel)};
 
-	if (client_open(&sub, a->srv, err, errlen) != CLIENT_OK)
+	if (client_open(&sub, a->srv, CLIENT_NO_CAP, err, errlen) != CLIENT_OK)
 		return NULL;
 	int64_t deadline = clock_ms() + a->srv->io_timeout_ms;
 	if (client_send(sub, 2, argv, lens, deadline, err, errlen) < 0 ||
@@ -161,7 +161,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			 * have closed the idle one (its `timeout` setting). */
 			struct client *fresh;
 			char err2[256];
-			if (client_open(&fresh, a->srv, err2, sizeof err2) == CLIENT_OK) {
+			if (client_open(&fresh, a->srv, CLIENT_NO_CAP, err2, sizeof err2) == CLIENT_OK) {
 				client_close(*c);
 				*c = fresh;
 				*sent_ms = clock_ms();

@@ -1,0 +1,25 @@
+#!/usr/bin/env bats
+# The renewal thread decides loss by its deadline even when reconnecting hangs: a
+# connect to a black-holed port (SYNs dropped) with a 20 s --connect-timeout must not
+# delay the loss decision past the lease.
+
+load helpers
+
+@test "reconnect that hangs: loss still decided before the lease ends" {
+	local main_pid=$REDIS_PID main_port=$REDIS_PORT main_url=$REDIS_URL
+	redis_start
+	local port=$REDIS_PORT mine=$REDIS_PID
+	rlock_bg -u "redis://127.0.0.1:$port" -t 2s --connect-timeout 20s --kill-after 1s \
+		-k bh -- sh -c 'touch started; sleep 60'
+	wait_until 10 test -e started
+	redis_stop "$mine"
+	perl "$BATS_TEST_DIRNAME/blackhole.pl" "$port" bh.ready 3>&- 4>&- &
+	track_pid $!
+	wait_until 10 test -e bh.ready
+	local t0=$SECONDS
+	rlock_wait "$RLOCK_PID" 15
+	REDIS_PID=$main_pid REDIS_PORT=$main_port REDIS_URL=$main_url
+	assert_equal "$RLOCK_STATUS" 79
+	# 2 s lease: lost by 1.6 s after the last renewal, SIGKILL 1 s later at worst.
+	((SECONDS - t0 <= 6)) || fail "loss took $((SECONDS - t0)) s: the reconnect was not bounded"
+}
