@@ -30,8 +30,8 @@ static int ref_duration(const char *s, int64_t *ms)
 	static const struct {
 		const char *u;
 		unsigned mult;
-	} units[] = { { "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 },
-		      { "h", 3600000 }, { "d", 86400000 } };
+	} units[] = {{"", 1000},   {"ms", 1},      {"s", 1000},
+	             {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
 	unsigned __int128 num = 0, den = 1, v;
 	const char *p = s;
 	int nint = 0, nfrac = 0;
@@ -113,7 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (rc == 0 && strcmp(signal_name(sig), "?") != 0) {
 			int back = -5;
-			if (parse_signal(signal_name(sig), &back, err, sizeof err) != 0 || back != sig)
+			if (parse_signal(signal_name(sig), &back, err, sizeof err) != 0 ||
+			    back != sig)
 				abort();
 		}
 		break;

@@ -54,12 +54,12 @@ static void check_url(const char *s, int planted)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const prefixes[] = {
-		"redis://u:" MARKER "@",
-		"rediss://:" MARKER "@",
-		"unix://u:" MARKER "@",
-		/* a forgotten '@' makes the password look like a port or a db */
-		"redis://u:" MARKER,
-		"redis://h/" MARKER,
+	    "redis://u:" MARKER "@",
+	    "rediss://:" MARKER "@",
+	    "unix://u:" MARKER "@",
+	    /* a forgotten '@' makes the password look like a port or a db */
+	    "redis://u:" MARKER,
+	    "redis://h/" MARKER,
 	};
 	char *s;
 	size_t i, plen;

@@ -165,7 +165,8 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	}
 	ch->watchdog = start_watchdog(pid, &ch->watch_fd);
 	if (!ch->watchdog)
-		log_warn("cannot start the watchdog (%s): if rlock is killed, only the command itself is stopped",
+		log_warn("cannot start the watchdog (%s): if rlock is killed, only the command "
+		         "itself is stopped",
 		         strerror(errno));
 	return 0;
 }
@@ -227,7 +228,8 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			lost_fd = -1;
 			const char *why = a->lost_reason(a->lost_ctx);
 			if (a->action == ACT_IGNORE) {
-				log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
+				log_warn("lock lost: %s; the command goes on (--on-lost ignore)",
+				         why);
 				continue;
 			}
 			log_error("lock lost: %s; sending SIG%s to the command", why,

@@ -35,11 +35,11 @@ enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
 struct supervise_args {
 	int sigfd;
-	int lost_fd;        /* readable on lock loss, or -1 */
+	int lost_fd; /* readable on lock loss, or -1 */
 	const char *(*lost_reason)(const void *ctx);
 	const void *lost_ctx;
 	enum lost_action action;
-	int lost_signal;    /* first signal on loss (SIGTERM, SIGKILL, ...) */
+	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
 	int64_t kill_after_ms;
 };
 

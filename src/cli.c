@@ -20,118 +20,137 @@
 #include "version.h"
 
 static const char usage_text[] =
-	"Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
-	"       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
-	"       rlock [OPTIONS] -k NAME --status [--json]\n"
-	"       rlock [OPTIONS] -k NAME --break\n"
-	"       rlock [OPTIONS] --list [--json]\n"
-	"\n"
-	"Run COMMAND while holding the lock NAME in Redis, so that it runs in one place at\n"
-	"a time across machines. The lease is renewed while COMMAND runs and released when\n"
-	"it exits; rlock exits with COMMAND's status.\n"
-	"\n"
-	"Lock:\n"
-	"  -k, --key NAME              lock name; the Redis key is PREFIX{NAME}\n"
-	"      --prefix STR            key prefix (env RLOCK_PREFIX; default \"rlock:\")\n"
-	"  -n, --no-wait               fail at once when the lock is busy\n"
-	"  -w, --wait DUR              wait at most DUR for the lock (default: forever)\n"
-	"      --timeout DUR           same as --wait\n"
-	"  -E, --conflict-exit-code N  exit status when the lock is not acquired (default 75)\n"
-	"  -t, --ttl DUR               lease length, renewed every ttl/3 (default 30s)\n"
-	"      --on-lost ACTION        when the lease can no longer be guaranteed: term, kill,\n"
-	"                              a signal name, or ignore (default term)\n"
-	"      --kill-after DUR        grace between the first signal and SIGKILL (default 10s)\n"
-	"      --min-hold DUR          keep the lock at least DUR after the command started\n"
-	"  -c, --command STR           run STR with /bin/sh -c\n"
-	"\n"
-	"Server:\n"
-	"  -u, --url URL               redis://[[user]:password@]host[:port][/db], rediss://...,\n"
-	"                              unix:///path[?db=N] (env RLOCK_URL, then REDIS_URL;\n"
-	"                              default redis://127.0.0.1:6379)\n"
-	"      --user NAME             ACL user name\n"
-	"      --password-file FILE    read the password from FILE (must not be readable by\n"
-	"                              others); env REDISCLI_AUTH or RLOCK_PASSWORD also work\n"
-	"      --tls                   connect with TLS (as rediss://)\n"
-	"      --cacert FILE           CA certificates that verify the server\n"
-	"      --cacertdir DIR         directory of CA certificates\n"
-	"      --cert FILE             client certificate\n"
-	"      --tls-key FILE          client certificate's private key\n"
-	"      --sni NAME              server name to send and verify\n"
-	"      --insecure              do not verify the server's certificate (unsafe)\n"
-	"      --connect-timeout DUR   deadline to connect (default 2s)\n"
-	"      --io-timeout DUR        deadline for each request (default 2s)\n"
-	"      --wait-replicas N       after acquiring, wait (up to --io-timeout) until N\n"
-	"                              replicas have the lock; otherwise release, exit 69\n"
-	"      --config FILE           config file (default: $RLOCK_CONFIG,\n"
-	"                              $XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)\n"
-	"\n"
-	"Operator:\n"
-	"      --status                show who holds NAME; exit 0 if free, else the\n"
-	"                              conflict status\n"
-	"      --break                 force-release NAME and wake its waiters\n"
-	"      --list                  list the locks held under the prefix\n"
-	"      --json                  machine-readable --status and --list\n"
-	"  -v, --verbose               more diagnostics on stderr (repeat for more)\n"
-	"  -q, --quiet                 only errors on stderr\n"
-	"  -h, --help                  show this help\n"
-	"  -V, --version               show the version of rlock, hiredis and OpenSSL\n"
-	"\n"
-	"Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
-	"\n"
-	"The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-	"\n"
-	"Exit status:\n"
-	"  N        the command's own status; 128+N if it died of signal N\n"
-	"  64       usage error: bad option, URL, duration, config\n"
-	"  69       Redis unavailable before the command started (connect, TLS, auth)\n"
-	"  70       internal error\n"
-	"  71       cannot fork or set up the command\n"
-	"  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
-	"  79       the lock was lost while the command ran, and it was terminated\n"
-	"  126/127  command not executable / not found\n";
+    "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
+    "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
+    "       rlock [OPTIONS] -k NAME --status [--json]\n"
+    "       rlock [OPTIONS] -k NAME --break\n"
+    "       rlock [OPTIONS] --list [--json]\n"
+    "\n"
+    "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place at\n"
+    "a time across machines. The lease is renewed while COMMAND runs and released when\n"
+    "it exits; rlock exits with COMMAND's status.\n"
+    "\n"
+    "Lock:\n"
+    "  -k, --key NAME              lock name; the Redis key is PREFIX{NAME}\n"
+    "      --prefix STR            key prefix (env RLOCK_PREFIX; default \"rlock:\")\n"
+    "  -n, --no-wait               fail at once when the lock is busy\n"
+    "  -w, --wait DUR              wait at most DUR for the lock (default: forever)\n"
+    "      --timeout DUR           same as --wait\n"
+    "  -E, --conflict-exit-code N  exit status when the lock is not acquired (default 75)\n"
+    "  -t, --ttl DUR               lease length, renewed every ttl/3 (default 30s)\n"
+    "      --on-lost ACTION        when the lease can no longer be guaranteed: term, kill,\n"
+    "                              a signal name, or ignore (default term)\n"
+    "      --kill-after DUR        grace between the first signal and SIGKILL (default 10s)\n"
+    "      --min-hold DUR          keep the lock at least DUR after the command started\n"
+    "  -c, --command STR           run STR with /bin/sh -c\n"
+    "\n"
+    "Server:\n"
+    "  -u, --url URL               redis://[[user]:password@]host[:port][/db], rediss://...,\n"
+    "                              unix:///path[?db=N] (env RLOCK_URL, then REDIS_URL;\n"
+    "                              default redis://127.0.0.1:6379)\n"
+    "      --user NAME             ACL user name\n"
+    "      --password-file FILE    read the password from FILE (must not be readable by\n"
+    "                              others); env REDISCLI_AUTH or RLOCK_PASSWORD also work\n"
+    "      --tls                   connect with TLS (as rediss://)\n"
+    "      --cacert FILE           CA certificates that verify the server\n"
+    "      --cacertdir DIR         directory of CA certificates\n"
+    "      --cert FILE             client certificate\n"
+    "      --tls-key FILE          client certificate's private key\n"
+    "      --sni NAME              server name to send and verify\n"
+    "      --insecure              do not verify the server's certificate (unsafe)\n"
+    "      --connect-timeout DUR   deadline to connect (default 2s)\n"
+    "      --io-timeout DUR        deadline for each request (default 2s)\n"
+    "      --wait-replicas N       after acquiring, wait (up to --io-timeout) until N\n"
+    "                              replicas have the lock; otherwise release, exit 69\n"
+    "      --config FILE           config file (default: $RLOCK_CONFIG,\n"
+    "                              $XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)\n"
+    "\n"
+    "Operator:\n"
+    "      --status                show who holds NAME; exit 0 if free, else the\n"
+    "                              conflict status\n"
+    "      --break                 force-release NAME and wake its waiters\n"
+    "      --list                  list the locks held under the prefix\n"
+    "      --json                  machine-readable --status and --list\n"
+    "  -v, --verbose               more diagnostics on stderr (repeat for more)\n"
+    "  -q, --quiet                 only errors on stderr\n"
+    "  -h, --help                  show this help\n"
+    "  -V, --version               show the version of rlock, hiredis and OpenSSL\n"
+    "\n"
+    "Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
+    "\n"
+    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+    "\n"
+    "Exit status:\n"
+    "  N        the command's own status; 128+N if it died of signal N\n"
+    "  64       usage error: bad option, URL, duration, config\n"
+    "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
+    "  70       internal error\n"
+    "  71       cannot fork or set up the command\n"
+    "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
+    "  79       the lock was lost while the command ran, and it was terminated\n"
+    "  126/127  command not executable / not found\n";
 
 enum {
-	O_PREFIX = 256, O_TIMEOUT, O_ON_LOST, O_KILL_AFTER, O_MIN_HOLD, O_USER, O_PASSWORD_FILE,
-	O_TLS, O_CACERT, O_CACERTDIR, O_CERT, O_TLS_KEY, O_SNI, O_INSECURE, O_CONNECT_TIMEOUT,
-	O_IO_TIMEOUT, O_WAIT_REPLICAS, O_CONFIG, O_STATUS, O_BREAK, O_LIST, O_JSON,
+	O_PREFIX = 256,
+	O_TIMEOUT,
+	O_ON_LOST,
+	O_KILL_AFTER,
+	O_MIN_HOLD,
+	O_USER,
+	O_PASSWORD_FILE,
+	O_TLS,
+	O_CACERT,
+	O_CACERTDIR,
+	O_CERT,
+	O_TLS_KEY,
+	O_SNI,
+	O_INSECURE,
+	O_CONNECT_TIMEOUT,
+	O_IO_TIMEOUT,
+	O_WAIT_REPLICAS,
+	O_CONFIG,
+	O_STATUS,
+	O_BREAK,
+	O_LIST,
+	O_JSON,
 	O_PASSWORD, /* config file only: never on the command line */
 };
 
 static const struct option long_opts[] = {
-	{"key", required_argument, NULL, 'k'},
-	{"prefix", required_argument, NULL, O_PREFIX},
-	{"no-wait", no_argument, NULL, 'n'},
-	{"wait", required_argument, NULL, 'w'},
-	{"timeout", required_argument, NULL, O_TIMEOUT},
-	{"conflict-exit-code", required_argument, NULL, 'E'},
-	{"ttl", required_argument, NULL, 't'},
-	{"on-lost", required_argument, NULL, O_ON_LOST},
-	{"kill-after", required_argument, NULL, O_KILL_AFTER},
-	{"min-hold", required_argument, NULL, O_MIN_HOLD},
-	{"command", required_argument, NULL, 'c'},
-	{"url", required_argument, NULL, 'u'},
-	{"user", required_argument, NULL, O_USER},
-	{"password-file", required_argument, NULL, O_PASSWORD_FILE},
-	{"tls", no_argument, NULL, O_TLS},
-	{"cacert", required_argument, NULL, O_CACERT},
-	{"cacertdir", required_argument, NULL, O_CACERTDIR},
-	{"cert", required_argument, NULL, O_CERT},
-	{"tls-key", required_argument, NULL, O_TLS_KEY},
-	{"sni", required_argument, NULL, O_SNI},
-	{"insecure", no_argument, NULL, O_INSECURE},
-	{"connect-timeout", required_argument, NULL, O_CONNECT_TIMEOUT},
-	{"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
-	{"wait-replicas", required_argument, NULL, O_WAIT_REPLICAS},
-	{"config", required_argument, NULL, O_CONFIG},
-	{"status", no_argument, NULL, O_STATUS},
-	{"break", no_argument, NULL, O_BREAK},
-	{"list", no_argument, NULL, O_LIST},
-	{"json", no_argument, NULL, O_JSON},
-	{"verbose", no_argument, NULL, 'v'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{NULL, 0, NULL, 0},
+    {"key", required_argument, NULL, 'k'},
+    {"prefix", required_argument, NULL, O_PREFIX},
+    {"no-wait", no_argument, NULL, 'n'},
+    {"wait", required_argument, NULL, 'w'},
+    {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"conflict-exit-code", required_argument, NULL, 'E'},
+    {"ttl", required_argument, NULL, 't'},
+    {"on-lost", required_argument, NULL, O_ON_LOST},
+    {"kill-after", required_argument, NULL, O_KILL_AFTER},
+    {"min-hold", required_argument, NULL, O_MIN_HOLD},
+    {"command", required_argument, NULL, 'c'},
+    {"url", required_argument, NULL, 'u'},
+    {"user", required_argument, NULL, O_USER},
+    {"password-file", required_argument, NULL, O_PASSWORD_FILE},
+    {"tls", no_argument, NULL, O_TLS},
+    {"cacert", required_argument, NULL, O_CACERT},
+    {"cacertdir", required_argument, NULL, O_CACERTDIR},
+    {"cert", required_argument, NULL, O_CERT},
+    {"tls-key", required_argument, NULL, O_TLS_KEY},
+    {"sni", required_argument, NULL, O_SNI},
+    {"insecure", no_argument, NULL, O_INSECURE},
+    {"connect-timeout", required_argument, NULL, O_CONNECT_TIMEOUT},
+    {"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
+    {"wait-replicas", required_argument, NULL, O_WAIT_REPLICAS},
+    {"config", required_argument, NULL, O_CONFIG},
+    {"status", no_argument, NULL, O_STATUS},
+    {"break", no_argument, NULL, O_BREAK},
+    {"list", no_argument, NULL, O_LIST},
+    {"json", no_argument, NULL, O_JSON},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
 };
 static const char short_opts[] = "+k:nw:E:t:c:u:vqhV";
 
@@ -203,8 +222,9 @@ static void read_password_file(struct state *s, const char *path, const char *sr
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
-		usage_error("%s: password file '%s' is accessible by others (mode %03o); chmod 600 it",
-		            src, path, (unsigned)(st.st_mode & 0777));
+		usage_error(
+		    "%s: password file '%s' is accessible by others (mode %03o); chmod 600 it", src,
+		    path, (unsigned)(st.st_mode & 0777));
 	}
 	ssize_t n = read(fd, buf, sizeof buf - 1);
 	close(fd);
@@ -279,7 +299,8 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		} else {
 			int sig;
 			if (parse_signal(val, &sig, err, sizeof err) < 0)
-				usage_error("%s: '%s' is not term, kill, ignore or a signal name", src, val);
+				usage_error("%s: '%s' is not term, kill, ignore or a signal name",
+				            src, val);
 			o->on_lost = LOST_SIGNAL;
 			o->lost_signal = sig;
 		}
@@ -487,7 +508,8 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: unknown setting '%.100s'", src, key);
 		if (has_arg && (!val || !*val))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
-		if (!has_arg && val && strcmp(val, "true") && strcmp(val, "yes") && strcmp(val, "1"))
+		if (!has_arg && val && strcmp(val, "true") && strcmp(val, "yes") &&
+		    strcmp(val, "1"))
 			usage_error("%s: '%s' takes no value (or 'true')", src, key);
 		if (id == 'u' && strchr(val, '@'))
 			s->config_has_secret = 1;
@@ -503,7 +525,8 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	fclose(f);
 	explicit_bzero(iobuf, sizeof iobuf);
 	if (s->config_has_secret && (st.st_mode & (S_IRWXG | S_IRWXO)))
-		usage_error("config file '%s' holds a password and is accessible by others (mode %03o); chmod 600 it",
+		usage_error("config file '%s' holds a password and is accessible by others (mode "
+		            "%03o); chmod 600 it",
 		            path, (unsigned)(st.st_mode & 0777));
 }
 
@@ -668,7 +691,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		char src[64];
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
-			if (optopt && optopt < 256 && strchr("kwEtcu", optopt) && bad[0] == '-' && bad[1] == optopt)
+			if (optopt && optopt < 256 && strchr("kwEtcu", optopt) && bad[0] == '-' &&
+			    bad[1] == optopt)
 				usage_error("option -%c needs a value", optopt);
 			if (bad && strchr(bad, '=') == NULL && bad[0] == '-' && bad[1] == '-') {
 				for (const struct option *op = long_opts; op->name; op++)
@@ -710,7 +734,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		if (!o->name)
 			usage_error("no lock name: give -k NAME");
 		if (o->shell_command && nargs > 0)
-			usage_error("give either -c 'COMMAND' or a command after the options, not both");
+			usage_error(
+			    "give either -c 'COMMAND' or a command after the options, not both");
 		if (!o->shell_command && nargs == 0)
 			usage_error("no command to run");
 		o->argv = argv + optind;
@@ -718,7 +743,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	case MODE_STATUS:
 	case MODE_BREAK:
 		if (!o->name)
-			usage_error("%s needs -k NAME", o->mode == MODE_STATUS ? "--status" : "--break");
+			usage_error("%s needs -k NAME",
+			            o->mode == MODE_STATUS ? "--status" : "--break");
 		/* fall through */
 	case MODE_LIST:
 		if (nargs > 0 || o->shell_command)

@@ -23,8 +23,8 @@ struct opts {
 	const char *prefix; /* key prefix */
 	char key[1024];     /* PREFIX{NAME} */
 
-	int64_t wait_ms;    /* -1: forever; 0: -n */
-	int conflict_exit;  /* -E */
+	int64_t wait_ms;   /* -1: forever; 0: -n */
+	int conflict_exit; /* -E */
 	int64_t ttl_ms;
 	enum on_lost on_lost;
 	int lost_signal;
@@ -43,7 +43,7 @@ struct opts {
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */
 
-	char **argv;     /* command to run (NULL-terminated), MODE_RUN */
+	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */
 };
 

@@ -124,8 +124,8 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 			/* Never echo the server's text blindly: it is about our secret. */
 			snprintf(err, errlen, "authentication to %s failed: %s", srv->name,
 			         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
-			         : resp_is_error(r, "NOPERM") ? "permission denied (NOPERM)"
-			                                      : "server refused AUTH");
+			         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+			                                       : "server refused AUTH");
 			rc = auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
 			goto fail;
 		}
@@ -140,11 +140,15 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 			goto fail;
 		if (r->type == RESP_ERROR) {
 			if (resp_is_noauth(r))
-				snprintf(err, errlen, "SELECT %d on %s: the server requires a password (NOAUTH); see --password-file",
+				snprintf(err, errlen,
+				         "SELECT %d on %s: the server requires a password "
+				         "(NOAUTH); see --password-file",
 				         srv->db, srv->name);
 			else
-				snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
-			rc = (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH : CLIENT_ERR;
+				snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db,
+				         srv->name, r->str);
+			rc = (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH
+			                                                       : CLIENT_ERR;
 			goto fail;
 		}
 		resp_free(r);

@@ -13,8 +13,8 @@
 struct server {
 	struct endpoint ep;
 	struct tls_opts tls;
-	const char *user;     /* ACL user, or NULL */
-	int has_password;     /* AUTH with the password held by secret.h */
+	const char *user; /* ACL user, or NULL */
+	int has_password; /* AUTH with the password held by secret.h */
 	int db;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;

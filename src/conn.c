@@ -32,13 +32,13 @@
 
 struct conn {
 	int fd;
-	SSL *ssl;         /* NULL for a plain connection */
-	short events;     /* what the last CONN_AGAIN waits for */
-	int tls_ready;    /* handshake completed */
-	int tls_broken;   /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
-	int sys_errno;    /* errno of the last failed send/recv inside our BIO */
-	int heard;        /* the peer has sent us at least one byte */
-	char peer[320];   /* "host:port", "[v6]:port" or the socket path */
+	SSL *ssl;       /* NULL for a plain connection */
+	short events;   /* what the last CONN_AGAIN waits for */
+	int tls_ready;  /* handshake completed */
+	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
+	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
+	int heard;      /* the peer has sent us at least one byte */
+	char peer[320]; /* "host:port", "[v6]:port" or the socket path */
 };
 
 static BIO_METHOD *bio_method;
@@ -57,7 +57,7 @@ static struct {
 } ctx_cache;
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -86,7 +86,7 @@ int64_t clock_ms(void)
  * reports the actual error. */
 static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p = {.fd = fd, .events = events};
 	int64_t left;
 	int rc;
 
@@ -111,8 +111,7 @@ static long long budget_ms(int64_t start, int64_t deadline_ms)
 /* ---- plain sockets ------------------------------------------------------------- */
 
 /* Connect fd before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR with errno set. */
-static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen,
-                      int64_t deadline_ms)
+static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline_ms)
 {
 	int soerr = 0;
 	socklen_t len = sizeof soerr;
@@ -191,8 +190,8 @@ cleanup:
 }
 
 /* Resolve host; *numeric tells whether it was an IP literal (then no DNS was used). */
-static int resolve(const char *host, int port, struct addrinfo **res, int *numeric,
-                   char *err, size_t errlen)
+static int resolve(const char *host, int port, struct addrinfo **res, int *numeric, char *err,
+                   size_t errlen)
 {
 	struct addrinfo hints;
 	char service[8];
@@ -222,8 +221,8 @@ static int resolve(const char *host, int port, struct addrinfo **res, int *numer
 	return CONN_OK;
 }
 
-static int open_tcp(struct conn *c, const char *host, int port, int64_t start,
-                    int64_t deadline_ms, char *err, size_t errlen)
+static int open_tcp(struct conn *c, const char *host, int port, int64_t start, int64_t deadline_ms,
+                    char *err, size_t errlen)
 {
 	struct addrinfo *res = NULL, *ai;
 	char addr[NI_MAXHOST], what[NI_MAXHOST + 4];
@@ -234,8 +233,7 @@ static int open_tcp(struct conn *c, const char *host, int port, int64_t start,
 		goto cleanup;
 	}
 	/* IPv6 literals get brackets so the port stays readable. */
-	n = snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
-	             port);
+	n = snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 	if (n < 0 || (size_t)n >= sizeof c->peer) {
 		set_err(err, errlen, "connect: host name too long");
 		goto cleanup;
@@ -252,8 +250,8 @@ static int open_tcp(struct conn *c, const char *host, int port, int64_t start,
 	for (ai = res; ai; ai = ai->ai_next) {
 		/* For a name, say which of its addresses failed. */
 		what[0] = '\0';
-		if (!numeric && getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL,
-		                            0, NI_NUMERICHOST) == 0)
+		if (!numeric && getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0,
+		                            NI_NUMERICHOST) == 0)
 			(void)snprintf(what, sizeof what, " (%s)", addr);
 		if (clock_ms() >= deadline_ms) {
 			rc = CONN_TIMEOUT;
@@ -441,8 +439,7 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 	}
 	/* Partial writes suit write_some(); a moving buffer lets callers retry from a
 	 * reallocated buffer holding the same bytes. */
-	SSL_CTX_set_mode(ctx,
-	                 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
 	/* Redis often closes without close_notify. RESP frames itself, so a truncated
 	 * reply is caught by the parser: report plain EOF, as OpenSSL 1.1.1 does. */
@@ -469,7 +466,8 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 			if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
 				set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
 				        t->cacert ? t->cacert : t->cacertdir,
-				        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+				        (r = ssl_queue_reason(buf, sizeof buf)) ? r
+				                                                : "unknown error");
 				goto cleanup;
 			}
 		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
@@ -489,14 +487,16 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 			goto cleanup;
 		}
 		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-			set_err(err, errlen, "TLS: cannot load client key %s: %s", key,
-			        asked ? "it is encrypted (passphrase-protected keys are not supported)"
-			        : (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			set_err(
+			    err, errlen, "TLS: cannot load client key %s: %s", key,
+			    asked ? "it is encrypted (passphrase-protected keys are not supported)"
+			    : (r = ssl_queue_reason(buf, sizeof buf)) ? r
+			                                              : "unknown error");
 			goto cleanup;
 		}
 		if (SSL_CTX_check_private_key(ctx) != 1) {
-			set_err(err, errlen, "TLS: client key %s does not match certificate %s", key,
-			        t->cert);
+			set_err(err, errlen, "TLS: client key %s does not match certificate %s",
+			        key, t->cert);
 			goto cleanup;
 		}
 	}
@@ -519,8 +519,8 @@ static int same_str(const char *a, const char *b)
 /* A context for these options, cached or new; the caller owns one reference. */
 static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
 {
-	const char *want[4] = { t->cacert, t->cacertdir, t->cert, t->key };
-	char *copy[4] = { NULL, NULL, NULL, NULL };
+	const char *want[4] = {t->cacert, t->cacertdir, t->cert, t->key};
+	char *copy[4] = {NULL, NULL, NULL, NULL};
 	SSL_CTX *ctx = NULL;
 	int i, hit;
 
@@ -618,7 +618,8 @@ static int tls_handshake(struct conn *c, const char *name, int verify, int64_t s
 				set_err(err, errlen,
 				        "TLS handshake with %s: certificate verify failed (%s%s%s)",
 				        c->peer, X509_verify_cert_error_string(vr),
-				        mismatch ? ": certificate not valid for " : "", mismatch ? name : "");
+				        mismatch ? ": certificate not valid for " : "",
+				        mismatch ? name : "");
 			else
 				set_err(err, errlen, "TLS handshake with %s: %s%s", c->peer,
 				        tls_reason(c, e, buf, sizeof buf),
@@ -651,8 +652,8 @@ static int tls_handshake(struct conn *c, const char *name, int verify, int64_t s
 #endif
 		vr = SSL_get_verify_result(c->ssl);
 		if (!cert || vr != X509_V_OK) {
-			set_err(err, errlen, "TLS handshake with %s: certificate verify failed (%s)",
-			        c->peer,
+			set_err(err, errlen,
+			        "TLS handshake with %s: certificate verify failed (%s)", c->peer,
 			        cert ? X509_verify_cert_error_string(vr) : "no certificate");
 			goto cleanup;
 		}
@@ -665,8 +666,8 @@ cleanup:
 	return rc;
 }
 
-static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start,
-                     int64_t deadline_ms, char *err, size_t errlen)
+static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
+                     char *err, size_t errlen)
 {
 	const struct tls_opts *t = ep->tls;
 	const char *name = t->sni ? t->sni : ep->host;
@@ -731,8 +732,8 @@ cleanup:
 
 /* ---- the contract -------------------------------------------------------------- */
 
-int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
-              char *err, size_t errlen)
+int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
+              size_t errlen)
 {
 	struct conn *c = NULL;
 	int64_t start = clock_ms();
@@ -910,8 +911,8 @@ int conn_pending(const struct conn *c)
 	return c->ssl && SSL_pending(c->ssl) > 0;
 }
 
-int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms,
-                   char *err, size_t errlen)
+int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms, char *err,
+                   size_t errlen)
 {
 	const char *p = buf;
 	int64_t start = clock_ms();

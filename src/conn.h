@@ -33,7 +33,7 @@ struct tls_opts {
 struct endpoint {
 	const char *host; /* TCP host name or IP literal; NULL for a Unix socket */
 	int port;
-	const char *path; /* Unix socket path; NULL for TCP */
+	const char *path;           /* Unix socket path; NULL for TCP */
 	const struct tls_opts *tls; /* NULL or !enabled: plain */
 };
 
@@ -49,8 +49,8 @@ enum {
 
 /* Connect (resolve, TCP/Unix connect, TLS handshake with chain and host-name checks),
  * all before deadline_ms. On success *out owns a connected conn. */
-int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
-              char *err, size_t errlen);
+int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
+              size_t errlen);
 
 /* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
  * CONN_ERR. */
@@ -69,8 +69,8 @@ int conn_fd(const struct conn *c);
 int conn_pending(const struct conn *c);
 
 /* Write all of buf before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR. */
-int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms,
-                   char *err, size_t errlen);
+int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms, char *err,
+                   size_t errlen);
 
 /* Read some bytes (> 0 returned) before the deadline, else CONN_TIMEOUT, CONN_EOF or
  * CONN_ERR. */

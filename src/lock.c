@@ -19,19 +19,18 @@ static const struct {
 	size_t len;
 	const char *sha;
 } scripts[S_COUNT] = {
-	{lua_acquire, sizeof lua_acquire - 1, LUA_ACQUIRE_SHA},
-	{lua_renew, sizeof lua_renew - 1, LUA_RENEW_SHA},
-	{lua_release, sizeof lua_release - 1, LUA_RELEASE_SHA},
-	{lua_status, sizeof lua_status - 1, LUA_STATUS_SHA},
-	{lua_break, sizeof lua_break - 1, LUA_BREAK_SHA},
+    {lua_acquire, sizeof lua_acquire - 1, LUA_ACQUIRE_SHA},
+    {lua_renew, sizeof lua_renew - 1, LUA_RENEW_SHA},
+    {lua_release, sizeof lua_release - 1, LUA_RELEASE_SHA},
+    {lua_status, sizeof lua_status - 1, LUA_STATUS_SHA},
+    {lua_break, sizeof lua_break - 1, LUA_BREAK_SHA},
 };
 
 /* Run script s: EVALSHA first (one small request), EVAL when the server lost its
  * script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply (possibly a
  * server ERROR reply other than NOSCRIPT), or -1. */
-static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs,
-                const char **args, int64_t deadline_ms, struct resp_reply **reply, char *err,
-                size_t errlen)
+static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs, const char **args,
+                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
 {
 	const char *argv[24];
 	size_t lens[24];
@@ -68,7 +67,8 @@ static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs
 static int server_error(const struct resp_reply *r, const char *what, char *err, size_t errlen)
 {
 	if (resp_is_noauth(r)) {
-		snprintf(err, errlen, "%s: the server requires a password (NOAUTH); see --password-file", what);
+		snprintf(err, errlen,
+		         "%s: the server requires a password (NOAUTH); see --password-file", what);
 		return LOCK_DENIED;
 	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
@@ -140,8 +140,8 @@ static int is_array(const struct resp_reply *r, size_t n)
 	return r->type == RESP_ARRAY && r->elements == n;
 }
 
-int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m,
-                 int64_t deadline_ms, struct holder *h, char *err, size_t errlen)
+int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
+                 struct holder *h, char *err, size_t errlen)
 {
 	char ttl[24], pid[24], start[24];
 	struct resp_reply *r = NULL;
@@ -151,8 +151,8 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m,
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	const char *keys[] = {l->key, l->fence_key, l->owner_key};
-	const char *args[] = {l->token, ttl, "host", m->host, "pid", pid, "user", m->user,
-	                      "cmd", m->cmd, "start", start, "ttl", ttl};
+	const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
+	                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
 	if (eval(c, S_ACQUIRE, 3, keys, 14, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	if (r->type == RESP_ERROR) {

@@ -14,7 +14,7 @@
 
 #include "client.h"
 
-#define LOCK_KEY_MAX 1100
+#define LOCK_KEY_MAX   1100
 #define LOCK_TOKEN_LEN 32 /* 128 bits, hex */
 
 struct lock {
@@ -38,10 +38,10 @@ struct holder {
 };
 
 enum lock_rc {
-	LOCK_OK = 0,     /* acquired / renewed / released */
-	LOCK_BUSY = 1,   /* acquire: someone else holds it (holder filled) */
+	LOCK_OK = 0,      /* acquired / renewed / released */
+	LOCK_BUSY = 1,    /* acquire: someone else holds it (holder filled) */
 	LOCK_NOTOURS = 2, /* renew/release: the token is no longer the holder */
-	LOCK_ERR = -1,   /* connection or server error; reason in err */
+	LOCK_ERR = -1,    /* connection or server error; reason in err */
 	LOCK_DENIED = -3, /* NOAUTH / NOPERM / WRONGPASS */
 };
 
@@ -56,8 +56,8 @@ struct lock_meta {
 };
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED. */
-int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m,
-                 int64_t deadline_ms, struct holder *h, char *err, size_t errlen);
+int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
+                 struct holder *h, char *err, size_t errlen);
 
 /* Extend the lease to ttl if the token still holds it: LOCK_OK, LOCK_NOTOURS, LOCK_ERR. */
 int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,

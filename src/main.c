@@ -29,8 +29,8 @@ static void server_from_opts(struct server *srv, const struct opts *o)
 		srv->ep.host = o->url.host;
 		srv->ep.port = o->url.port;
 		srv->ep.tls = &srv->tls;
-		snprintf(srv->name, sizeof srv->name, strchr(o->url.host, ':') ? "[%s]:%d" : "%s:%d",
-		         o->url.host, o->url.port);
+		snprintf(srv->name, sizeof srv->name,
+		         strchr(o->url.host, ':') ? "[%s]:%d" : "%s:%d", o->url.host, o->url.port);
 	}
 	srv->user = o->user;
 	srv->has_password = o->has_password;
@@ -94,7 +94,8 @@ static void reenter_if_holder(struct client *c, const struct opts *o, const stru
 	resp_free(r);
 	if (!ours)
 		return;
-	log_info("lock '%s' is already held by this process tree: running the command directly", o->name);
+	log_info("lock '%s' is already held by this process tree: running the command directly",
+	         o->name);
 	client_close(c);
 	if (o->shell_command)
 		execl("/bin/sh", "sh", "-c", o->shell_command, (char *)NULL);
@@ -108,8 +109,8 @@ static void reenter_if_holder(struct client *c, const struct opts *o, const stru
 static int busy(const struct opts *o, const struct holder *h)
 {
 	if (o->conflict_exit != 0)
-		log_msg(LOG_WARN, "lock '%s' is busy%s%s%s%s%s", o->name, h->host[0] ? ": held by " : "",
-		        h->host, h->pid[0] ? " pid " : "", h->pid,
+		log_msg(LOG_WARN, "lock '%s' is busy%s%s%s%s%s", o->name,
+		        h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
 		        o->wait_ms > 0 ? " (gave up waiting)" : "");
 	return o->conflict_exit;
 }
@@ -143,8 +144,7 @@ static void release(struct client **c, const struct server *srv, const struct lo
 
 /* --wait-replicas: WAIT narrows the window in which a failover to a replica that never
  * saw the lock hands it to someone else. Returns 0, or the exit status. */
-static int wait_replicas(struct client **c, const struct server *srv, const struct lock *l,
-                         int n)
+static int wait_replicas(struct client **c, const struct server *srv, const struct lock *l, int n)
 {
 	char cnt[16], ms[24], err[300];
 	struct resp_reply *r = NULL;
@@ -157,9 +157,11 @@ static int wait_replicas(struct client **c, const struct server *srv, const stru
 	if (client_call(*c, 3, argv, lens, deadline, &r, err, sizeof err) < 0) {
 		log_error("WAIT for replicas: %s", err);
 	} else if (r->type != RESP_INTEGER) {
-		log_error("WAIT for replicas: %.300s", r->type == RESP_ERROR ? r->str : "unexpected reply");
+		log_error("WAIT for replicas: %.300s",
+		          r->type == RESP_ERROR ? r->str : "unexpected reply");
 	} else if (r->integer < n) {
-		log_error("only %lld of %d replicas acknowledged the lock within %s ms: not running the command",
+		log_error("only %lld of %d replicas acknowledged the lock within %s ms: not "
+		          "running the command",
 		          r->integer, n, ms);
 	} else {
 		resp_free(r);
@@ -217,8 +219,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
 	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
-	struct wait_args wa = {&srv, &l, &meta, o.name, o.wait_ms, sigfd,
-	                       isatty(STDERR_FILENO) && o.verbose >= 0};
+	struct wait_args wa = {
+	    &srv, &l, &meta, o.name, o.wait_ms, sigfd, isatty(STDERR_FILENO) && o.verbose >= 0};
 	int64_t sent;
 	switch (wait_acquire(&c, &wa, &sent, &h, &signo, err, sizeof err)) {
 	case WAIT_ACQUIRED:
@@ -253,13 +255,13 @@ int main(int argc, char **argv)
 	if (renew_start(&rn, &srv, &l, sent, err, sizeof err) < 0)
 		log_error("%s: the lock will not be renewed", err);
 	struct supervise_args sa = {
-		.sigfd = sigfd,
-		.lost_fd = rn ? renew_fd(rn) : -1,
-		.lost_reason = (const char *(*)(const void *))renew_reason,
-		.lost_ctx = rn,
-		.action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
-		.lost_signal = o.lost_signal,
-		.kill_after_ms = o.kill_after_ms,
+	    .sigfd = sigfd,
+	    .lost_fd = rn ? renew_fd(rn) : -1,
+	    .lost_reason = (const char *(*)(const void *))renew_reason,
+	    .lost_ctx = rn,
+	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
+	    .lost_signal = o.lost_signal,
+	    .kill_after_ms = o.kill_after_ms,
 	};
 	rc = child_supervise(&ch, &sa);
 	renew_stop(rn);

@@ -19,7 +19,7 @@
 #define DURATION_MAX_MS (36525LL * 86400000LL)
 
 #define LOCK_NAME_MAX 512
-#define PREFIX_MAX 128
+#define PREFIX_MAX    128
 
 /* Longest user input echoed into a message; longer input is cut and marked "...". */
 #define ECHO_MAX 40
@@ -120,8 +120,8 @@ static int hex_value(char c)
 
 /* Percent-decode p[0..n) into out[outsz] (NUL-terminated). what names the field for
  * the reason; the field's content is never echoed (it may be the password). */
-static int pct_decode(const char *p, size_t n, char *out, size_t outsz, const char *what,
-                      char *err, size_t errlen)
+static int pct_decode(const char *p, size_t n, char *out, size_t outsz, const char *what, char *err,
+                      size_t errlen)
 {
 	size_t i = 0, o = 0;
 
@@ -131,16 +131,19 @@ static int pct_decode(const char *p, size_t n, char *out, size_t outsz, const ch
 			int hi, lo;
 			if (n - i < 3 || (hi = hex_value(p[i + 1])) < 0 ||
 			    (lo = hex_value(p[i + 2])) < 0)
-				return fail(err, errlen, "bad %%-escape in URL %s (use %%XX)", what);
+				return fail(err, errlen, "bad %%-escape in URL %s (use %%XX)",
+				            what);
 			c = (unsigned char)(hi << 4 | lo);
 			if (c == 0)
-				return fail(err, errlen, "%%00 (NUL byte) not allowed in URL %s", what);
+				return fail(err, errlen, "%%00 (NUL byte) not allowed in URL %s",
+				            what);
 			i += 3;
 		} else {
 			i++;
 		}
 		if (o + 1 >= outsz)
-			return fail(err, errlen, "URL %s too long (max %zu bytes)", what, outsz - 1);
+			return fail(err, errlen, "URL %s too long (max %zu bytes)", what,
+			            outsz - 1);
 		out[o++] = (char)c;
 	}
 	out[o] = '\0';
@@ -158,8 +161,8 @@ static int parse_userinfo(const char *p, size_t n, struct url *u, char *err, siz
 		return -1;
 	u->has_user = u->user[0] != '\0';
 	if (colon) {
-		if (pct_decode(colon + 1, n - ulen - 1, u->password, sizeof u->password,
-		               "password", err, errlen) < 0)
+		if (pct_decode(colon + 1, n - ulen - 1, u->password, sizeof u->password, "password",
+		               err, errlen) < 0)
 			return -1;
 		u->has_password = u->password[0] != '\0';
 	}
@@ -174,8 +177,8 @@ static int host_char(char c)
 
 /* Ports and db numbers are echoed only when they are short digit strings: with a
  * missing '@' ("redis://:secret"), the "port" may be the password. */
-static int bad_number(const char *what, const char *range, const char *p, size_t n,
-                      char *err, size_t errlen)
+static int bad_number(const char *what, const char *range, const char *p, size_t n, char *err,
+                      size_t errlen)
 {
 	char q[ECHO_BUF];
 
@@ -219,7 +222,8 @@ static int parse_hostport(const char *p, size_t n, struct url *u, char *err, siz
 			const char *z = zone + 3;
 			size_t zlen = (size_t)(close - z);
 			if (close - zone < 4 || strncmp(zone, "%25", 3) != 0)
-				return fail(err, errlen, "bad IPv6 zone in URL (use [addr%%25zone])");
+				return fail(err, errlen,
+				            "bad IPv6 zone in URL (use [addr%%25zone])");
 			for (i = 0; i < zlen; i++)
 				if (!host_char(z[i]) && z[i] != '~')
 					return fail(err, errlen, "bad IPv6 zone in URL");
@@ -289,8 +293,9 @@ static int parse_tcp(const char *s, struct url *u, char *err, size_t errlen)
 	if (parse_hostport(host, hlen, u, err, errlen) < 0)
 		return -1;
 	if (*rest == '?' || *rest == '#')
-		return fail(err, errlen,
-		            "query or fragment not supported in redis:// URLs (use /DB for the db)");
+		return fail(
+		    err, errlen,
+		    "query or fragment not supported in redis:// URLs (use /DB for the db)");
 	if (*rest == '/') {
 		rest++;
 		if (*rest != '\0' && parse_db(rest, strlen(rest), u, err, errlen) < 0)
@@ -313,7 +318,8 @@ static int parse_unix(const char *s, struct url *u, char *err, size_t errlen)
 			const char *at = strstr(path, "@/");
 			if (!at)
 				return fail(err, errlen,
-				            "unix socket path in URL must be absolute (unix:///path/to.sock)");
+				            "unix socket path in URL must be absolute "
+				            "(unix:///path/to.sock)");
 			if (parse_userinfo(path, (size_t)(at - path), u, err, errlen) < 0)
 				return -1;
 			path = at + 1;
@@ -367,16 +373,16 @@ int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 	if (slen == 5 && strncasecmp(s, "redis", 5) == 0 && strncmp(s + 5, "://", 3) == 0) {
 		u->scheme = URL_REDIS;
 		rc = parse_tcp(s + 8, u, err, errlen);
-	} else if (slen == 6 && strncasecmp(s, "rediss", 6) == 0 &&
-	           strncmp(s + 6, "://", 3) == 0) {
+	} else if (slen == 6 && strncasecmp(s, "rediss", 6) == 0 && strncmp(s + 6, "://", 3) == 0) {
 		u->scheme = URL_REDISS;
 		rc = parse_tcp(s + 9, u, err, errlen);
 	} else if (slen == 4 && strncasecmp(s, "unix", 4) == 0) {
 		u->scheme = URL_UNIX;
 		rc = parse_unix(s + 5, u, err, errlen);
 	} else if (slen == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
-		rc = fail(err, errlen,
-		          "redis-sentinel:// URLs are not supported yet; give the master's redis:// URL");
+		rc = fail(
+		    err, errlen,
+		    "redis-sentinel:// URLs are not supported yet; give the master's redis:// URL");
 	} else if ((slen == 5 || slen == 6) && strncasecmp(s, "rediss", slen) == 0) {
 		rc = fail(err, errlen, "expected '//' after '%.*s:' in URL", (int)slen, s);
 	} else {
@@ -398,8 +404,7 @@ int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
 		const char *name;
 		int64_t ms;
 	} units[] = {
-		{ "", 1000 },   { "ms", 1 },        { "s", 1000 },
-		{ "m", 60000 }, { "h", 3600000 },   { "d", 86400000 },
+	    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
 	};
 	const char *ip, *fp = NULL, *unit;
 	size_t ilen, flen = 0, i;
@@ -451,8 +456,7 @@ int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
 
 /* ---------------------------------------------------------------- integers */
 
-int parse_int(const char *s, long long min, long long max, long long *out, char *err,
-              size_t errlen)
+int parse_int(const char *s, long long min, long long max, long long *out, char *err, size_t errlen)
 {
 	unsigned long long mag = 0, limit;
 	const char *p = s;
@@ -477,7 +481,8 @@ int parse_int(const char *s, long long min, long long max, long long *out, char 
 		mag = mag * 10 + d;
 	}
 	if (neg) {
-		long long v = mag == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)mag;
+		long long v =
+		    mag == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)mag;
 		if (v < min || v > max)
 			goto range;
 		*out = v;
@@ -497,20 +502,20 @@ static const struct {
 	const char *name;
 	int sig;
 } signals[] = {
-	{ "HUP", SIGHUP },     { "INT", SIGINT },       { "QUIT", SIGQUIT },   { "ILL", SIGILL },
-	{ "TRAP", SIGTRAP },   { "ABRT", SIGABRT },     { "BUS", SIGBUS },     { "FPE", SIGFPE },
-	{ "KILL", SIGKILL },   { "USR1", SIGUSR1 },     { "SEGV", SIGSEGV },   { "USR2", SIGUSR2 },
-	{ "PIPE", SIGPIPE },   { "ALRM", SIGALRM },     { "TERM", SIGTERM },   { "CHLD", SIGCHLD },
-	{ "CONT", SIGCONT },   { "STOP", SIGSTOP },     { "TSTP", SIGTSTP },   { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU },   { "URG", SIGURG },       { "XCPU", SIGXCPU },   { "XFSZ", SIGXFSZ },
-	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },   { "WINCH", SIGWINCH },
+    {"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+    {"TRAP", SIGTRAP},     {"ABRT", SIGABRT}, {"BUS", SIGBUS},     {"FPE", SIGFPE},
+    {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+    {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
 #ifdef SIGIO
-	{ "IO", SIGIO },
+    {"IO", SIGIO},
 #endif
 #ifdef SIGPWR
-	{ "PWR", SIGPWR },
+    {"PWR", SIGPWR},
 #endif
-	{ "SYS", SIGSYS },
+    {"SYS", SIGSYS},
 };
 
 int parse_signal(const char *s, int *sig, char *err, size_t errlen)
@@ -569,12 +574,12 @@ static int key_part(const char *s, size_t min, size_t max, const char *what, cha
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '{' || c == '}')
-			return fail(err, errlen, "'%c' not allowed in %s (it delimits the hash tag)",
-			            c, what);
+			return fail(err, errlen,
+			            "'%c' not allowed in %s (it delimits the hash tag)", c, what);
 		if (c <= 0x20 || c >= 0x7f)
 			return fail(err, errlen,
-			            "bad byte 0x%02x in %s (printable ASCII without spaces only)", c,
-			            what);
+			            "bad byte 0x%02x in %s (printable ASCII without spaces only)",
+			            c, what);
 	}
 	return 0;
 }

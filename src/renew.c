@@ -58,7 +58,8 @@ static void check_eviction(struct client *c, const struct server *srv, int64_t c
 	size_t lens[] = {4, 6};
 
 	int64_t deadline = clock_ms() + srv->io_timeout_ms;
-	if (client_call(c, 2, argv, lens, deadline < cap ? deadline : cap, &rep, err, sizeof err) < 0)
+	if (client_call(c, 2, argv, lens, deadline < cap ? deadline : cap, &rep, err, sizeof err) <
+	    0)
 		return;
 	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
 	if (p) {
@@ -67,9 +68,10 @@ static void check_eviction(struct client *c, const struct server *srv, int64_t c
 		size_t n = strcspn(p, "\r\n");
 		snprintf(policy, sizeof policy, "%.*s", (int)(n < 63 ? n : 63), p);
 		if (strcmp(policy, "noeviction") != 0)
-			log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock "
-			         "can be evicted and taken by another holder; use noeviction",
-			         srv->name, policy);
+			log_warn(
+			    "warning: %s has maxmemory-policy %s: under memory pressure the lock "
+			    "can be evicted and taken by another holder; use noeviction",
+			    srv->name, policy);
 	}
 	resp_free(rep);
 }
@@ -115,7 +117,10 @@ static void *renew_main(void *arg)
 					break;
 				}
 				if (rc == LOCK_NOTOURS) {
-					signal_loss(r, "the lock is no longer ours (expired, broken or taken over)", "");
+					signal_loss(r,
+					            "the lock is no longer ours (expired, broken "
+					            "or taken over)",
+					            "");
 					goto out;
 				}
 				log_debug("renewal failed: %s", err);

@@ -58,7 +58,8 @@ static void holder_json(FILE *f, const char *name, const char *key, const struct
 		json_str(f, h->user);
 		fputs(",\"command\":", f);
 		json_str(f, h->cmd);
-		fprintf(f, ",\"start_ms\":%lld,\"held_ms\":%lld,\"ttl_ms\":%lld,\"ttl_left_ms\":%lld",
+		fprintf(f,
+		        ",\"start_ms\":%lld,\"held_ms\":%lld,\"ttl_ms\":%lld,\"ttl_left_ms\":%lld",
 		        start, start > 0 ? now_unix_ms() - start : -1, strtoll(h->ttl, NULL, 10),
 		        h->pttl_ms);
 	}
@@ -174,11 +175,14 @@ int report_list(struct client *c, const struct opts *o)
 		size_t lens[6];
 		for (int i = 0; i < 6; i++)
 			lens[i] = strlen(argv[i]);
-		if (client_call(c, 6, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) < 0 ||
-		    r->type != RESP_ARRAY || r->elements != 2 || r->element[0]->type != RESP_STRING ||
-		    r->element[1]->type != RESP_ARRAY) {
+		if (client_call(c, 6, argv, lens, clock_ms() + o->io_timeout_ms, &r, err,
+		                sizeof err) < 0 ||
+		    r->type != RESP_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != RESP_STRING || r->element[1]->type != RESP_ARRAY) {
 			if (r && resp_is_noauth(r))
-				snprintf(err, sizeof err, "SCAN: the server requires a password (NOAUTH); see --password-file");
+				snprintf(err, sizeof err,
+				         "SCAN: the server requires a password (NOAUTH); see "
+				         "--password-file");
 			else if (r && r->type == RESP_ERROR)
 				snprintf(err, sizeof err, "SCAN: %.300s", r->str);
 			resp_free(r);
@@ -194,8 +198,8 @@ int report_list(struct client *c, const struct opts *o)
 				json_str(stdout, o->prefix);
 				fputs(",\"locks\":[", stdout);
 			} else {
-				printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD", "TTL",
-				       "COMMAND");
+				printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID",
+				       "HELD", "TTL", "COMMAND");
 			}
 		}
 		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
@@ -211,7 +215,8 @@ int report_list(struct client *c, const struct opts *o)
 			struct lock l;
 			struct holder h;
 			lock_init(&l, o->prefix, name, o->ttl_ms);
-			if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
+			if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err,
+			                sizeof err) != LOCK_OK) {
 				resp_free(r);
 				log_error("%s", err);
 				rc = RL_EX_UNAVAILABLE;
@@ -231,8 +236,8 @@ int report_list(struct client *c, const struct opts *o)
 				esc(cmd, sizeof cmd, h.cmd);
 				human_ms(held, sizeof held, start > 0 ? now_unix_ms() - start : -1);
 				human_ms(left, sizeof left, h.pttl_ms);
-				printf("%-24s %-20s %-8s %-9s %-9s %s\n", ename, host, h.pid[0] ? h.pid : "?",
-				       held, left, cmd);
+				printf("%-24s %-20s %-8s %-9s %-9s %s\n", ename, host,
+				       h.pid[0] ? h.pid : "?", held, left, cmd);
 			}
 			count++;
 		}

@@ -122,7 +122,8 @@ int resp_reader_get(struct resp_reader *rd, struct resp_reply **out, char *err, 
 
 	*out = NULL;
 	if (redisReaderGetReply(rd->r, &raw) != REDIS_OK) {
-		snprintf(err, errlen, "protocol error: %s", rd->r->errstr[0] ? rd->r->errstr : "bad reply");
+		snprintf(err, errlen, "protocol error: %s",
+		         rd->r->errstr[0] ? rd->r->errstr : "bad reply");
 		return -1;
 	}
 	if (!raw)
@@ -162,6 +163,6 @@ int resp_is_noauth(const struct resp_reply *r)
 const char *resp_hiredis_version(void)
 {
 #define RL_STR2(x) #x
-#define RL_STR(x) RL_STR2(x)
+#define RL_STR(x)  RL_STR2(x)
 	return RL_STR(HIREDIS_MAJOR) "." RL_STR(HIREDIS_MINOR) "." RL_STR(HIREDIS_PATCH);
 }

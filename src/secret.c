@@ -17,7 +17,8 @@ int secret_set(const char *pw, size_t len)
 	if (len > SECRET_MAX)
 		return -1;
 	if (!v) {
-		void *p = mmap(NULL, sizeof *v, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *p = mmap(NULL, sizeof *v, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		               -1, 0);
 		if (p == MAP_FAILED)
 			return -1;
 		v = p;

@@ -15,7 +15,7 @@
 #include "renew.h"
 
 #define BACKOFF_FIRST_MS 200
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS   5000
 
 static uint32_t jitter_seed(void)
 {
@@ -49,15 +49,17 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	}
 	int n;
 	if (h->host[0])
-		n = snprintf(line, sizeof line,
-		             "\r\033[Krlock: waiting %llds for '%s': held by %s pid %s (%s) for %llds",
-		             (long long)(waited_ms / 1000), a->name, host, h->pid, cmd,
-		             held_s < 0 ? 0 : held_s);
+		n = snprintf(
+		    line, sizeof line,
+		    "\r\033[Krlock: waiting %llds for '%s': held by %s pid %s (%s) for %llds",
+		    (long long)(waited_ms / 1000), a->name, host, h->pid, cmd,
+		    held_s < 0 ? 0 : held_s);
 	else
 		n = snprintf(line, sizeof line, "\r\033[Krlock: waiting %llds for '%s'",
 		             (long long)(waited_ms / 1000), a->name);
 	if (n > 0)
-		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		(void)!write(STDERR_FILENO, line,
+		             (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 static void status_clear(void)
@@ -111,8 +113,8 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 			continue;
 		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD &&
-			    si.ssi_signo != SIGWINCH) {
+			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si &&
+			    si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH) {
 				*signo = (int)si.ssi_signo;
 				return -4;
 			}
@@ -127,7 +129,8 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 			log_debug("release notifications interrupted: %s", err);
 			return -1;
 		}
-		int msg = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING &&
+		int msg = r->type == RESP_ARRAY && r->elements == 3 &&
+		          r->element[0]->type == RESP_STRING &&
 		          strcmp(r->element[0]->str, "message") == 0;
 		resp_free(r);
 		if (msg)
@@ -142,8 +145,8 @@ static int64_t lease_floor(const struct lock *l)
 	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 }
 
-int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
-                 struct holder *h, int *signo, char *err, size_t errlen)
+int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
+                 int *signo, char *err, size_t errlen)
 {
 	struct client *sub = NULL;
 	uint32_t seed = jitter_seed();
@@ -161,12 +164,13 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			 * have closed the idle one (its `timeout` setting). */
 			struct client *fresh;
 			char err2[256];
-			if (client_open(&fresh, a->srv, CLIENT_NO_CAP, err2, sizeof err2) == CLIENT_OK) {
+			if (client_open(&fresh, a->srv, CLIENT_NO_CAP, err2, sizeof err2) ==
+			    CLIENT_OK) {
 				client_close(*c);
 				*c = fresh;
 				*sent_ms = clock_ms();
-				rc = lock_acquire(*c, a->lock, a->meta, *sent_ms + a->srv->io_timeout_ms, h,
-				                  err, errlen);
+				rc = lock_acquire(*c, a->lock, a->meta,
+				                  *sent_ms + a->srv->io_timeout_ms, h, err, errlen);
 			}
 		}
 		if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
@@ -175,9 +179,11 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			 * by now. Give it back and treat the attempt as failed. */
 			char err2[256];
 			int64_t late = clock_ms() - *sent_ms;
-			lock_release(*c, a->lock, 0, clock_ms() + a->srv->io_timeout_ms, err2, sizeof err2);
+			lock_release(*c, a->lock, 0, clock_ms() + a->srv->io_timeout_ms, err2,
+			             sizeof err2);
 			snprintf(err, errlen,
-			         "%s answered after %lld ms, too late for a %lld ms lease: increase --ttl",
+			         "%s answered after %lld ms, too late for a %lld ms lease: "
+			         "increase --ttl",
 			         a->srv->name, (long long)late, (long long)a->lock->ttl_ms);
 			log_debug("%s", err);
 			if (clock_ms() >= deadline) {

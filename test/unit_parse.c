@@ -9,14 +9,14 @@
 
 static int passed, failed;
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (cond) {                                                          \
-			passed++;                                                    \
-		} else {                                                             \
-			failed++;                                                    \
-			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-		}                                                                    \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			passed++;                                                                  \
+		} else {                                                                           \
+			failed++;                                                                  \
+			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);         \
+		}                                                                                  \
 	} while (0)
 
 static char err[256];
@@ -345,7 +345,7 @@ static int dur_bad(const char *s, const char *want)
 	return 1;
 }
 
-#define DAY 86400000LL
+#define DAY    86400000LL
 #define MAX_MS (36525LL * DAY)
 
 static void test_duration(void)
@@ -428,7 +428,8 @@ static int int_is(const char *s, long long min, long long max, long long want)
 	long long v = -42;
 
 	if (parse_int(s, min, max, &v, err, sizeof err) != 0 || v != want) {
-		fprintf(stderr, "  parse_int(\"%s\", %lld, %lld) = %lld (%s)\n", s, min, max, v, err);
+		fprintf(stderr, "  parse_int(\"%s\", %lld, %lld) = %lld (%s)\n", s, min, max, v,
+		        err);
 		return 0;
 	}
 	return 1;
@@ -509,9 +510,9 @@ static int sig_bad(const char *s, const char *want)
 static void test_signal(void)
 {
 	static const char *names[] = {
-		"HUP",  "INT",  "QUIT", "ILL",  "TRAP", "ABRT", "BUS",    "FPE",  "KILL", "USR1",
-		"SEGV", "USR2", "PIPE", "ALRM", "TERM", "CHLD", "CONT",   "STOP", "TSTP", "TTIN",
-		"TTOU", "URG",  "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "PWR",  "SYS",
+	    "HUP",  "INT",  "QUIT", "ILL",  "TRAP",   "ABRT", "BUS",   "FPE",  "KILL", "USR1",
+	    "SEGV", "USR2", "PIPE", "ALRM", "TERM",   "CHLD", "CONT",  "STOP", "TSTP", "TTIN",
+	    "TTOU", "URG",  "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO",   "PWR",  "SYS",
 	};
 	size_t i;
 	int sig;
