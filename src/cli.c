@@ -589,7 +589,6 @@ static void choose_url(struct state *s)
 		usage_error("%s: several servers (Redlock) are not supported by this version", src);
 	if (parse_url(url, &o->url, err, sizeof err) < 0)
 		usage_error("%s: %s", src, err);
-	o->url_source = src;
 	if (o->url.has_password) {
 		if (rank == PW_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
@@ -753,5 +752,4 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST)
 		usage_error("--json goes with --status or --list");
-	snprintf(o->key, sizeof o->key, "%s{%s}", o->prefix, o->name ? o->name : "");
 }

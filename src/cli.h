@@ -21,7 +21,6 @@ struct opts {
 	enum mode mode;
 	const char *name;   /* lock name (-k) */
 	const char *prefix; /* key prefix */
-	char key[1024];     /* PREFIX{NAME} */
 
 	int64_t wait_ms;   /* -1: forever; 0: -n */
 	int conflict_exit; /* -E */
@@ -32,9 +31,8 @@ struct opts {
 	int64_t min_hold_ms;
 
 	struct url url;
-	const char *url_source; /* "--url", "RLOCK_URL", ... for messages */
-	const char *user;       /* overrides the URL's user */
-	int has_password;       /* the password itself is in secret.h's vault */
+	const char *user; /* overrides the URL's user */
+	int has_password; /* the password itself is in secret.h's vault */
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;

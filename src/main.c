@@ -172,6 +172,11 @@ static int wait_replicas(struct client **c, const struct server *srv, const stru
 	return RL_EX_UNAVAILABLE;
 }
 
+static const char *lost_reason(const void *renewal)
+{
+	return renew_reason(renewal);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -257,7 +262,7 @@ int main(int argc, char **argv)
 	struct supervise_args sa = {
 	    .sigfd = sigfd,
 	    .lost_fd = rn ? renew_fd(rn) : -1,
-	    .lost_reason = (const char *(*)(const void *))renew_reason,
+	    .lost_reason = lost_reason,
 	    .lost_ctx = rn,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
