@@ -1,4 +1,5 @@
-# Install rules: binary, man page and shell completions (GNUInstallDirs paths).
+# Install rules: binary, TLS module, man page and shell completions (GNUInstallDirs
+# paths).
 # Included from the top-level CMakeLists.txt, which already includes GNUInstallDirs.
 #
 # The completion directories are cache variables so that distributions can move them,
@@ -16,6 +17,9 @@ set(RLOCK_FISH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completi
 option(RLOCK_INSTALL_DOCS "install README, CHANGELOG and SECURITY into DOCDIR" ON)
 
 install(TARGETS rlock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The TLS module is private to rlock (no SONAME, not for linking): LIBDIR/rlock, the
+# directory compiled into rlock as RLOCK_TLS_MODULE_DIR.
+install(TARGETS rlock-tls LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/rlock)
 
 install(FILES ${PROJECT_SOURCE_DIR}/man/rlock.1
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <openssl/crypto.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +16,8 @@
 #include "log.h"
 #include "resp.h"
 #include "secret.h"
+#include "tls.h"
+#include "tlsload.h"
 #include "version.h"
 
 static const char usage_text[] =
@@ -633,8 +634,17 @@ static void env_passwords(struct state *s)
 
 static void print_version(void)
 {
-	printf("rlock %s (hiredis %s, %s)\n", RLOCK_VERSION, resp_hiredis_version(),
-	       OpenSSL_version(OPENSSL_VERSION));
+	const struct tls_ops *tls;
+	char why[512];
+
+	/* OpenSSL lives in the TLS module: loading it here also shows it works. */
+	tls = tlsload(why, sizeof why);
+	if (tls)
+		printf("rlock %s (hiredis %s, %s)\n", RLOCK_VERSION, resp_hiredis_version(),
+		       tls->version());
+	else
+		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
+		       resp_hiredis_version(), why);
 }
 
 void cli_parse(int argc, char **argv, struct opts *o)

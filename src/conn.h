@@ -1,7 +1,8 @@
-/* The one place with sockets and OpenSSL.
+/* The one place with sockets.
  *
  * A conn is a non-blocking, close-on-exec stream to one server: TCP (IPv4/IPv6), a
- * Unix socket, optionally wrapped in TLS. Every blocking call takes an absolute
+ * Unix socket, optionally wrapped in TLS by the TLS module (tls.h), which is loaded
+ * only when a connection asks for TLS. Every blocking call takes an absolute
  * deadline on the monotonic clock (clock_ms()); nothing here can raise SIGPIPE.
  *
  * Two layers: the *_some() primitives never block and report what they wait for, so
@@ -83,7 +84,9 @@ void conn_close(struct conn *c);
 /* Describe the peer for messages, e.g. "127.0.0.1:6379" or "/tmp/r.sock". */
 const char *conn_peer(const struct conn *c);
 
-/* One-time OpenSSL setup; safe to call more than once. */
+/* Load the TLS module and set up OpenSSL, before threads start; safe to call more
+ * than once. A failure is reported by conn_open() of a TLS endpoint ("TLS support is
+ * not available: ..."). */
 void conn_tls_init(void);
 
 #endif

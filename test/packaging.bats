@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# Packaging: `cmake --install` into a DESTDIR puts the binary, man page and shell
-# completions in place; the completions load and complete in bash, zsh and fish
+# Packaging: `cmake --install` into a DESTDIR puts the binary, TLS module, man page
+# and shell completions in place; the completions load and complete in bash, zsh and fish
 # (including lock names from a live server, and quietly nothing from a dead or hung
 # one); packaging recipes agree on the version; scripts pass shellcheck.
 # shellcheck shell=bash
@@ -87,16 +87,20 @@ hold_lock() {
 	fail "rlock --list never showed lock $1"
 }
 
-@test "DESTDIR install puts binary, man page and completions in place" {
+@test "DESTDIR install puts binary, TLS module, man page and completions in place" {
 	need_rlock
 	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || skip "no CMake build directory"
-	local root=$BATS_FILE_TMPDIR/root cache zsh_dir
+	local root=$BATS_FILE_TMPDIR/root cache zsh_dir libdir
 	run env DESTDIR="$root" cmake --install "$RLOCK_BUILD_DIR" --prefix /usr
 	assert_success
 	cache=$RLOCK_BUILD_DIR/CMakeCache.txt
 	zsh_dir=$(sed -n 's/^RLOCK_ZSH_COMPLETION_DIR:[A-Z]*=//p' "$cache")
 	[[ $zsh_dir == /* ]] || zsh_dir=/usr/$zsh_dir
+	libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$cache")
+	[[ -n $libdir ]] || fail "no CMAKE_INSTALL_LIBDIR in $cache"
+	[[ $libdir == /* ]] || libdir=/usr/$libdir
 	[[ -x $root/usr/bin/rlock ]] || fail "no usr/bin/rlock"
+	[[ -f $root$libdir/rlock/rlock-tls.so ]] || fail "no TLS module in $libdir/rlock"
 	[[ -f $root/usr/share/man/man1/rlock.1 ]] || fail "no man page"
 	[[ -f $root/usr/share/bash-completion/completions/rlock ]] || fail "no bash completion"
 	[[ -f $root$zsh_dir/_rlock ]] || fail "no zsh completion in $zsh_dir"
@@ -109,6 +113,13 @@ hold_lock() {
 	run "$root/usr/bin/rlock" --version
 	assert_success
 	assert_output --partial "rlock"
+	# The installed binary does not link OpenSSL; the installed module provides it.
+	run ldd "$root/usr/bin/rlock"
+	refute_output --regexp 'libssl|libcrypto'
+	RLOCK_TLS_MODULE=$root$libdir/rlock/rlock-tls.so run -0 "$root/usr/bin/rlock" --version
+	assert_output --regexp '^rlock .*OpenSSL [0-9]'
+	RLOCK_TLS_MODULE=$root/nowhere/rlock-tls.so run -0 "$root/usr/bin/rlock" --version
+	assert_output --partial "TLS: unavailable (cannot load $root/nowhere/rlock-tls.so"
 }
 
 @test "completion directories can be overridden at configure time" {

@@ -27,7 +27,9 @@ class Rlock < Formula
   end
 
   test do
-    assert_match version.to_s, shell_output("#{bin}/rlock --version")
+    # The TLS module is found where it was installed: --version names OpenSSL.
+    assert_path_exists lib/"rlock/rlock-tls.so"
+    assert_match(/rlock #{version}.*OpenSSL/, shell_output("#{bin}/rlock --version"))
     # Nothing listens on port 1: "Redis unavailable" (69), and the command never runs.
     shell_output("#{bin}/rlock -u redis://127.0.0.1:1 --connect-timeout 1 -k t -- touch ran", 69)
     refute_path_exists testpath/"ran"

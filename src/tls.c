@@ -1,0 +1,682 @@
+/* TLS over rlock's sockets: the one file that includes OpenSSL. It is built as the
+ * module rlock-tls.so, which tlsload.c loads only when a connection wants TLS, so
+ * plain connections never pay for relocating libssl and libcrypto (see tls.h).
+ *
+ * Nothing here blocks or waits: conn.c owns the socket, the deadlines and poll().
+ * SIGPIPE cannot fire from here: TLS goes through a small BIO of our own that writes
+ * with send(MSG_NOSIGNAL) (OpenSSL's socket BIO writes with write()). */
+#include "tls.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+struct tls_session {
+	int fd; /* owned by the caller */
+	SSL *ssl;
+	short events;   /* what the last CONN_AGAIN waits for */
+	int verify;     /* check the chain and the name */
+	int tls_ready;  /* handshake completed */
+	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
+	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
+	int heard;      /* the peer has sent us at least one byte */
+	char *name;     /* the name the certificate must match, or NULL */
+	char peer[320]; /* for messages */
+};
+
+static BIO_METHOD *bio_method;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+/* One cached SSL_CTX. Loading the system trust store costs 30-40 ms; without the cache
+ * a Redlock over N servers and every reconnect of the renewal thread would pay it
+ * again. It is rebuilt after CTX_CACHE_MS so rotated certificates are picked up. */
+#define CTX_CACHE_MS 60000
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	SSL_CTX *ctx;
+	int64_t born;
+	int insecure;
+	char *file[4]; /* cacert, cacertdir, cert, key */
+} ctx_cache;
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	/* Truncating a diagnostic is harmless; it stays NUL-terminated. */
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* The module cannot call back into rlock's clock_ms(): the same monotonic clock. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Our BIO: the socket BIO's job, but with send(MSG_NOSIGNAL), EINTR retried, and the
+ * errno kept in the session (OpenSSL may clobber errno before the caller looks). */
+static int bio_write(BIO *b, const char *buf, int len)
+{
+	struct tls_session *s = BIO_get_data(b);
+	ssize_t n;
+
+	BIO_clear_retry_flags(b);
+	do
+		n = send(s->fd, buf, (size_t)len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		s->sys_errno = errno;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			s->sys_errno = 0;
+			BIO_set_retry_write(b);
+		}
+		return -1;
+	}
+	return (int)n;
+}
+
+static int bio_read(BIO *b, char *buf, int len)
+{
+	struct tls_session *s = BIO_get_data(b);
+	ssize_t n;
+
+	BIO_clear_retry_flags(b);
+	do
+		n = recv(s->fd, buf, (size_t)len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		s->sys_errno = errno;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			s->sys_errno = 0;
+			BIO_set_retry_read(b);
+		}
+		return -1;
+	}
+	if (n > 0)
+		s->heard = 1;
+	return (int)n; /* 0: end of stream */
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct tls_session *s = BIO_get_data(b);
+
+	(void)num;
+	switch (cmd) {
+	case BIO_CTRL_FLUSH:
+		/* Nothing is buffered here; OpenSSL treats a 0 from flush as failure. */
+		return 1;
+	case BIO_C_GET_FD:
+		if (!s)
+			return -1;
+		if (ptr)
+			*(int *)ptr = s->fd;
+		return s->fd;
+	default:
+		return 0;
+	}
+}
+
+static void tls_init_once(void)
+{
+	BIO_METHOD *m = NULL;
+	int idx;
+
+	(void)OPENSSL_init_ssl(0, NULL);
+	idx = BIO_get_new_index();
+	if (idx == -1)
+		goto cleanup;
+	m = BIO_meth_new(idx | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "rlock socket");
+	if (!m)
+		goto cleanup;
+	if (!BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) ||
+	    !BIO_meth_set_ctrl(m, bio_ctrl))
+		goto cleanup;
+	bio_method = m;
+	m = NULL;
+cleanup:
+	if (m)
+		BIO_meth_free(m);
+}
+
+/* The most useful OpenSSL error text for the queue's oldest entry, or NULL. */
+static const char *ssl_queue_reason(char *buf, size_t len)
+{
+	unsigned long e = ERR_peek_error();
+	const char *r;
+
+	if (e == 0)
+		return NULL;
+	/* Missing or unreadable files come as system errors: say what errno says. */
+	if (ERR_GET_LIB(e) == ERR_LIB_SYS && ERR_GET_REASON(e) != 0)
+		return strerror(ERR_GET_REASON(e));
+	r = ERR_reason_error_string(e);
+	if (r)
+		return r;
+	ERR_error_string_n(e, buf, len);
+	return buf;
+}
+
+/* A passphrase-protected key must fail, not prompt: rlock runs from cron and CI.
+ * Noting the request lets the error say why the key did not load. */
+static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	*(int *)userdata = 1;
+	return 0;
+}
+
+static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = NULL, *ret = NULL;
+	const char *key = t->key ? t->key : t->cert; /* one PEM may hold both */
+	const char *r;
+	struct stat st;
+	char buf[256];
+	int asked = 0;
+
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (!ctx) {
+		set_err(err, errlen, "TLS: cannot create context: %s",
+		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "out of memory");
+		goto cleanup;
+	}
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
+		set_err(err, errlen, "TLS: cannot require TLS 1.2");
+		goto cleanup;
+	}
+	/* Partial writes suit write_some(); a moving buffer lets callers retry from a
+	 * reallocated buffer holding the same bytes. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	/* Redis often closes without close_notify. RESP frames itself, so a truncated
+	 * reply is caught by the parser: report plain EOF, as OpenSSL 1.1.1 does. */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
+	if (t->insecure) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		/* OpenSSL reads a CA directory lazily and would report a missing one only
+		 * as "unable to get local issuer certificate" later. */
+		if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
+			set_err(err, errlen, "TLS: CA directory %s: %s", t->cacertdir,
+			        strerror(errno));
+			goto cleanup;
+		}
+		if (t->cacertdir && !S_ISDIR(st.st_mode)) {
+			set_err(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
+			goto cleanup;
+		}
+		if (t->cacert || t->cacertdir) {
+			if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
+				set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
+				        t->cacert ? t->cacert : t->cacertdir,
+				        (r = ssl_queue_reason(buf, sizeof buf)) ? r
+				                                                : "unknown error");
+				goto cleanup;
+			}
+		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+			set_err(err, errlen, "TLS: cannot load the system trust store: %s",
+			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			goto cleanup;
+		}
+	}
+	if (t->key && !t->cert) {
+		set_err(err, errlen, "TLS: a client key (%s) needs a client certificate", t->key);
+		goto cleanup;
+	}
+	if (t->cert) {
+		if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+			set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
+			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			goto cleanup;
+		}
+		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+			set_err(
+			    err, errlen, "TLS: cannot load client key %s: %s", key,
+			    asked ? "it is encrypted (passphrase-protected keys are not supported)"
+			    : (r = ssl_queue_reason(buf, sizeof buf)) ? r
+			                                              : "unknown error");
+			goto cleanup;
+		}
+		if (SSL_CTX_check_private_key(ctx) != 1) {
+			set_err(err, errlen, "TLS: client key %s does not match certificate %s",
+			        key, t->cert);
+			goto cleanup;
+		}
+	}
+	/* The callback's userdata points at this stack frame: unhook it. */
+	SSL_CTX_set_default_passwd_cb(ctx, NULL);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
+	ret = ctx;
+	ctx = NULL;
+cleanup:
+	SSL_CTX_free(ctx);
+	ERR_clear_error();
+	return ret;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* A context for these options, cached or new; the caller owns one reference. */
+static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
+{
+	const char *want[4] = {t->cacert, t->cacertdir, t->cert, t->key};
+	char *copy[4] = {NULL, NULL, NULL, NULL};
+	SSL_CTX *ctx = NULL;
+	int i, hit;
+
+	(void)pthread_mutex_lock(&ctx_lock);
+	hit = ctx_cache.ctx && mono_ms() - ctx_cache.born < CTX_CACHE_MS &&
+	      ctx_cache.insecure == !!t->insecure;
+	for (i = 0; hit && i < 4; i++)
+		hit = same_str(ctx_cache.file[i], want[i]);
+	if (hit && SSL_CTX_up_ref(ctx_cache.ctx) == 1) {
+		ctx = ctx_cache.ctx;
+		goto cleanup;
+	}
+	ctx = tls_ctx_new(t, err, errlen);
+	if (!ctx)
+		goto cleanup;
+	for (i = 0; i < 4; i++)
+		if (want[i] && !(copy[i] = strdup(want[i])))
+			goto cleanup; /* no memory to cache: still usable */
+	if (SSL_CTX_up_ref(ctx) != 1)
+		goto cleanup;
+	SSL_CTX_free(ctx_cache.ctx); /* conns still using it hold their own reference */
+	ctx_cache.ctx = ctx;
+	ctx_cache.born = mono_ms();
+	ctx_cache.insecure = !!t->insecure;
+	for (i = 0; i < 4; i++) {
+		free(ctx_cache.file[i]);
+		ctx_cache.file[i] = copy[i];
+		copy[i] = NULL;
+	}
+cleanup:
+	(void)pthread_mutex_unlock(&ctx_lock);
+	for (i = 0; i < 4; i++)
+		free(copy[i]);
+	return ctx;
+}
+
+/* Why the last SSL_* call failed with SSL_get_error() == e, as one phrase. */
+static const char *tls_reason(const struct tls_session *s, int e, char *buf, size_t len)
+{
+	const char *r;
+
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return "connection closed by peer";
+	if (e == SSL_ERROR_SYSCALL && s->sys_errno != 0)
+		return strerror(s->sys_errno);
+	r = ssl_queue_reason(buf, len);
+	if (r)
+		return r;
+	if (e == SSL_ERROR_SYSCALL)
+		return "connection closed by peer";
+	(void)snprintf(buf, len, "TLS error %d", e);
+	return buf;
+}
+
+/* Does the queued error say the bytes we got were not TLS records? */
+static int plaintext_reply(void)
+{
+	unsigned long e = ERR_peek_error();
+	int r = ERR_GET_REASON(e);
+
+	return ERR_GET_LIB(e) == ERR_LIB_SSL &&
+	       (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG);
+}
+
+static int is_ip_literal(const char *s)
+{
+	unsigned char a[sizeof(struct in6_addr)];
+
+	return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+static int tls_init(char *err, size_t errlen)
+{
+	(void)pthread_once(&tls_once, tls_init_once);
+	if (!bio_method) {
+		set_err(err, errlen, "TLS: cannot initialise OpenSSL");
+		return CONN_ERR;
+	}
+	return CONN_OK;
+}
+
+static const char *tls_version(void)
+{
+	return OpenSSL_version(OPENSSL_VERSION);
+}
+
+static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
+{
+	X509 *cert = NULL;
+	long vr;
+	char buf[256];
+	int rc = CONN_ERR, r, e, mismatch;
+
+	if (s->tls_ready)
+		return CONN_OK;
+	if (s->tls_broken) {
+		set_err(err, errlen, "TLS handshake with %s: failed earlier", s->peer);
+		return CONN_ERR;
+	}
+	ERR_clear_error();
+	s->sys_errno = 0;
+	r = SSL_connect(s->ssl);
+	if (r != 1) {
+		e = SSL_get_error(s->ssl, r);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			s->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+			rc = CONN_AGAIN;
+			goto cleanup;
+		}
+		s->tls_broken = 1;
+		vr = SSL_get_verify_result(s->ssl);
+		/* The verify result names the cause; the error queue only says "certificate
+		 * verify failed". For a name mismatch, also say which name was expected. */
+		mismatch =
+		    vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH;
+		if (s->verify && vr != X509_V_OK)
+			set_err(err, errlen,
+			        "TLS handshake with %s: certificate verify failed (%s%s%s)",
+			        s->peer, X509_verify_cert_error_string(vr),
+			        mismatch ? ": certificate not valid for " : "",
+			        mismatch && s->name ? s->name : "");
+		else
+			set_err(err, errlen, "TLS handshake with %s: %s%s", s->peer,
+			        tls_reason(s, e, buf, sizeof buf),
+			        plaintext_reply() ? " (is it a TLS port?)" : "");
+		goto cleanup;
+	}
+	if (s->verify) {
+		/* Belt and braces: X509_V_OK is also what a peer without a certificate
+		 * leaves behind. */
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+		cert = SSL_get1_peer_certificate(s->ssl);
+#else
+		cert = SSL_get_peer_certificate(s->ssl);
+#endif
+		vr = SSL_get_verify_result(s->ssl);
+		if (!cert || vr != X509_V_OK) {
+			s->tls_broken = 1;
+			set_err(err, errlen,
+			        "TLS handshake with %s: certificate verify failed (%s)", s->peer,
+			        cert ? X509_verify_cert_error_string(vr) : "no certificate");
+			goto cleanup;
+		}
+	}
+	s->tls_ready = 1;
+	rc = CONN_OK;
+cleanup:
+	X509_free(cert);
+	ERR_clear_error();
+	return rc;
+}
+
+static int tls_heard(const struct tls_session *s)
+{
+	return s->heard;
+}
+
+static void tls_close(struct tls_session *s)
+{
+	if (!s)
+		return;
+	if (s->ssl) {
+		/* One non-blocking close_notify, so the server logs a clean close; never
+		 * wait for the peer's. */
+		if (s->tls_ready && !s->tls_broken) {
+			ERR_clear_error();
+			(void)SSL_shutdown(s->ssl);
+		}
+		SSL_free(s->ssl);
+		ERR_clear_error();
+	}
+	free(s->name);
+	free(s);
+}
+
+static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
+                                    const struct tls_opts *t, char *err, size_t errlen)
+{
+	const char *name = t->sni ? t->sni : host;
+	struct tls_session *s = NULL, *ret = NULL;
+	SSL_CTX *ctx = NULL;
+	BIO *bio = NULL;
+	int ip;
+
+	if (tls_init(err, errlen) != CONN_OK)
+		goto cleanup;
+	if (!name && !t->insecure) {
+		/* No name, nothing to check the certificate against: refuse rather than
+		 * accept any certificate from a trusted CA. */
+		set_err(err, errlen, "TLS over %s: a server name to verify (--sni) is required",
+		        peer);
+		goto cleanup;
+	}
+	s = calloc(1, sizeof *s);
+	if (!s || (name && !(s->name = strdup(name)))) {
+		set_err(err, errlen, "TLS: out of memory");
+		goto cleanup;
+	}
+	s->fd = fd;
+	s->events = POLLOUT;
+	s->verify = !t->insecure;
+	/* A longer peer name is cut short in messages only. */
+	(void)snprintf(s->peer, sizeof s->peer, "%s", peer);
+	ctx = tls_ctx_get(t, err, errlen);
+	if (!ctx)
+		goto cleanup;
+	s->ssl = SSL_new(ctx);
+	bio = BIO_new(bio_method);
+	if (!s->ssl || !bio) {
+		set_err(err, errlen, "TLS: out of memory");
+		goto cleanup;
+	}
+	BIO_set_data(bio, s);
+	BIO_set_init(bio, 1);
+	SSL_set_bio(s->ssl, bio, bio); /* one reference, now owned by the SSL */
+	bio = NULL;
+	ip = name && is_ip_literal(name);
+	/* SNI carries host names only (RFC 6066); an IP literal there is a protocol
+	 * error some servers reject. */
+	if (name && !ip && SSL_set_tlsext_host_name(s->ssl, name) != 1) {
+		set_err(err, errlen, "TLS: invalid server name %s", name);
+		goto cleanup;
+	}
+	if (s->verify) {
+		if (ip) {
+			if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s->ssl), name) != 1) {
+				set_err(err, errlen, "TLS: cannot verify IP address %s", name);
+				goto cleanup;
+			}
+		} else {
+			SSL_set_hostflags(s->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			if (SSL_set1_host(s->ssl, name) != 1) {
+				set_err(err, errlen, "TLS: cannot verify host name %s", name);
+				goto cleanup;
+			}
+		}
+	}
+	SSL_set_connect_state(s->ssl);
+	ret = s;
+	s = NULL;
+cleanup:
+	BIO_free(bio);
+	SSL_CTX_free(ctx); /* the SSL keeps its own reference */
+	tls_close(s);
+	ERR_clear_error();
+	return ret;
+}
+
+/* With TLS 1.3 the server judges our client certificate only after the handshake; it
+ * sends an alert and closes, and our next write meets a reset. The alert is usually
+ * still queued on our side and says far more ("certificate required", "unknown ca")
+ * than "Connection reset by peer": fetch it into buf. */
+static int peer_alert(struct tls_session *s, char *buf, size_t len)
+{
+	char byte;
+	unsigned long e;
+	int found = 0;
+
+	if (s->sys_errno != ECONNRESET && s->sys_errno != EPIPE)
+		return 0;
+	ERR_clear_error();
+	if (SSL_peek(s->ssl, &byte, 1) > 0)
+		goto cleanup;
+	e = ERR_peek_error();
+	if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET &&
+	    ERR_reason_error_string(e)) {
+		(void)snprintf(buf, len, "%s", ERR_reason_error_string(e));
+		found = 1;
+	}
+cleanup:
+	ERR_clear_error();
+	return found;
+}
+
+static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len, char *err,
+                              size_t errlen)
+{
+	char ebuf[256];
+	ssize_t n;
+	int e;
+
+	if (len == 0)
+		return 0;
+	if (s->tls_broken) {
+		set_err(err, errlen, "write to %s: TLS session failed earlier", s->peer);
+		return CONN_ERR;
+	}
+	ERR_clear_error();
+	s->sys_errno = 0;
+	n = SSL_write(s->ssl, buf, len > INT_MAX ? INT_MAX : (int)len);
+	if (n > 0)
+		return n;
+	e = SSL_get_error(s->ssl, (int)n);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		s->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+		return CONN_AGAIN;
+	}
+	if (e == SSL_ERROR_SYSCALL && peer_alert(s, ebuf, sizeof ebuf)) {
+		s->tls_broken = 1;
+		set_err(err, errlen, "write to %s: %s", s->peer, ebuf);
+		return CONN_ERR;
+	}
+	if (e != SSL_ERROR_ZERO_RETURN)
+		s->tls_broken = 1;
+	set_err(err, errlen, "write to %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	ERR_clear_error();
+	return CONN_ERR;
+}
+
+static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char *err, size_t errlen)
+{
+	char ebuf[256];
+	ssize_t n;
+	int e;
+
+	if (cap == 0)
+		return 0;
+	if (s->tls_broken) {
+		set_err(err, errlen, "read from %s: TLS session failed earlier", s->peer);
+		return CONN_ERR;
+	}
+	ERR_clear_error();
+	s->sys_errno = 0;
+	n = SSL_read(s->ssl, buf, cap > INT_MAX ? INT_MAX : (int)cap);
+	if (n > 0)
+		return n;
+	e = SSL_get_error(s->ssl, (int)n);
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+		s->events = POLLIN;
+		return CONN_AGAIN;
+	case SSL_ERROR_WANT_WRITE:
+		s->events = POLLOUT;
+		return CONN_AGAIN;
+	case SSL_ERROR_ZERO_RETURN:
+		return CONN_EOF;
+	case SSL_ERROR_SYSCALL:
+		/* OpenSSL 1.1.1's way of saying the peer closed without close_notify. */
+		if (s->sys_errno == 0 && ERR_peek_error() == 0) {
+			s->tls_broken = 1;
+			return CONN_EOF;
+		}
+		break;
+	default:
+		break;
+	}
+	s->tls_broken = 1;
+	set_err(err, errlen, "read from %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	ERR_clear_error();
+	return CONN_ERR;
+}
+
+static int tls_pending(const struct tls_session *s)
+{
+	return SSL_pending(s->ssl) > 0;
+}
+
+static short tls_events(const struct tls_session *s)
+{
+	return s->events;
+}
+
+static const struct tls_ops ops = {
+    .abi = RLOCK_TLS_ABI,
+    .version = tls_version,
+    .init = tls_init,
+    .wrap = tls_wrap,
+    .handshake = tls_handshake,
+    .heard = tls_heard,
+    .read_some = tls_read_some,
+    .write_some = tls_write_some,
+    .pending = tls_pending,
+    .events = tls_events,
+    .close = tls_close,
+};
+
+/* The module's only exported symbol (everything else is hidden by -fvisibility). */
+__attribute__((visibility("default"))) const struct tls_ops *rlock_tls_ops(int abi_version)
+{
+	return abi_version == RLOCK_TLS_ABI ? &ops : NULL;
+}
