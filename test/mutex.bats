@@ -42,7 +42,10 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 	# Each pause outlives every lease: holders must stop their command before the
 	# lease expires (lost lease, exit 79), or a waiter would enter the critical section
 	# while they are still in it. Failed runs (79, 69) are expected; overlaps are not.
-	"$CHECK" --chaos --rlock "$RLOCK" -p 4 -i 8 -s 0.3 -k mutex-chaos \
+	# Critical sections (3 s) outlast a pause (1.5 s, starting 1 s in): whoever is
+	# inside when the server pauses must be stopped. (Checked: with --on-lost ignore
+	# instead, this test finds the overlap.)
+	"$CHECK" --chaos --rlock "$RLOCK" -p 3 -i 2 -s 3 -k mutex-chaos \
 		-d "$BATS_TEST_TMPDIR/chaos" -- -t 1s --kill-after 200ms \
 		>chaos.out 2>chaos.err 3>&- &
 	local checker=$!
@@ -58,4 +61,6 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 	echo "# with server pauses: $(cat chaos.out); $(grep -c "exit" chaos.err || true) failed runs shown" >&3
 	((st == 0)) || fail "checker failed (exit $st): $(cat chaos.out chaos.err)"
 	grep -q 'overlaps=0 ' chaos.out
+	# the pauses must actually have cost someone the lease (79), or nothing was tested
+	grep -q 'exit 79' chaos.err || fail "no lease was lost during the pauses: $(cat chaos.out chaos.err)"
 }
