@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
 # Documentation stays in step with the program: every option that `rlock --help`
 # shows is in the man page and in the bash, zsh and fish completions, and none of
 # those offers an option that --help does not know. The man page lints clean.
