@@ -1,6 +1,7 @@
 #include "resp.h"
 
 #include <hiredis.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,39 @@
 struct resp_reader {
 	redisReader *r;
 	size_t fed; /* bytes fed since the last complete reply */
+	redisReplyObjectFunctions fn;
 };
+
+/* hiredis allocates an array's element table as soon as it reads the header, so a
+ * hostile "*2147483647" costs 16 GiB of address space before a single element
+ * arrives; no reply of rlock's comes close to RESP_MAX_ELEMENTS. The element count is
+ * an int in hiredis 0.14 and a size_t from 1.0. */
+#if HIREDIS_MAJOR >= 1
+typedef size_t array_len_t;
+#else
+typedef int array_len_t;
+#endif
+static void *(*default_create_array)(const redisReadTask *, array_len_t);
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+static redisReplyObjectFunctions defaults;
+
+static void save_defaults(void)
+{
+	redisReader *r = redisReaderCreate();
+
+	if (r) {
+		defaults = *r->fn;
+		default_create_array = r->fn->createArray;
+		redisReaderFree(r);
+	}
+}
+
+static void *capped_create_array(const redisReadTask *task, array_len_t elements)
+{
+	if ((size_t)elements > RESP_MAX_ELEMENTS)
+		return NULL; /* hiredis reports it as an error: the reply is refused */
+	return default_create_array(task, elements);
+}
 
 void resp_free(struct resp_reply *r)
 {
@@ -40,7 +73,14 @@ struct resp_reader *resp_reader_new(void)
 
 	if (!rd)
 		return NULL;
-	rd->r = redisReaderCreate();
+	pthread_once(&defaults_once, save_defaults);
+	if (!default_create_array) {
+		free(rd);
+		return NULL;
+	}
+	rd->fn = defaults;
+	rd->fn.createArray = capped_create_array;
+	rd->r = redisReaderCreateWithFunctions(&rd->fn);
 	if (!rd->r) {
 		free(rd);
 		return NULL;

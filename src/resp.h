@@ -8,7 +8,8 @@
 
 #include <stddef.h>
 
-#define RESP_MAX_REPLY ((size_t)1024 * 1024) /* bytes buffered for one reply */
+#define RESP_MAX_REPLY    ((size_t)1024 * 1024) /* bytes buffered for one reply */
+#define RESP_MAX_ELEMENTS ((size_t)65536)       /* elements in one array */
 
 enum resp_type { RESP_STRING, RESP_STATUS, RESP_ERROR, RESP_INTEGER, RESP_NIL, RESP_ARRAY };
 
