@@ -279,23 +279,27 @@ make_job() {
 
 @test "ACL: a database other than 0 needs +select; --wait-replicas needs +wait" {
 	export REDISCLI_AUTH=locker-pw
-	local tls=(--cacert "$TLS_CERTS/ca.pem")
-	run -69 --separate-stderr rlock -u "rediss://locker@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
+	local tls=(--cacert "$TLS_CERTS/ca.pem") acl
+	# The README's user (with +select) works on database 1 ...
+	run -0 rlock -u "rediss://locker@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
+	[[ -e ran ]]
+	rm -f ran
+	assert_equal "$(tcli -n 1 GET 'rlock:{x}:fence')" 1
+	# ... and the same line without +select does not: it is needed.
+	acl=$(readme_acl)
+	[[ $acl == *" +select"* ]] || fail "README's ACL line lacks +select"
+	acl=${acl/SETUSER locker /SETUSER nosel }
+	acl=${acl/ +select/}
+	# shellcheck disable=SC2086
+	tcli ${acl//>PASSWORD/>locker-pw} | grep -qx OK
+	run -69 --separate-stderr rlock -u "rediss://nosel@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
 	assert_regex "$stderr" "NOPERM.*'select'"
 	[[ ! -e ran ]]
+	# --wait-replicas needs +wait, which the README says to add for it.
 	run -69 --separate-stderr rlock -u "rediss://locker@localhost:$PORT" "${tls[@]}" --wait-replicas 1 \
 		-k x -- touch ran
 	assert_regex "$stderr" "NOPERM.*'wait'"
 	[[ ! -e ran ]]
-	# the same user with +select added: database 1 works
-	local acl
-	acl=$(readme_acl)
-	acl=${acl/SETUSER locker /SETUSER locker2 }
-	# shellcheck disable=SC2086
-	tcli ${acl//>PASSWORD/>locker-pw} +select | grep -qx OK
-	run -0 rlock -u "rediss://locker2@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
-	[[ -e ran ]]
-	assert_equal "$(tcli -n 1 GET 'rlock:{x}:fence')" 1
 }
 
 @test "wrong password: 69, a clear message, never the password" {
