@@ -3,6 +3,7 @@
 # fail with exit 69 and one line on stderr, never run the command, never hang, and
 # never buffer without bound (hiredis has no cap on bulk length: TRAPS.md).
 
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
 load helpers
 
 setup_file() { rlock_require_binary; }

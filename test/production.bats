@@ -8,6 +8,7 @@
 # The README's config block, crontab line and ACL line are extracted from README.md, so
 # the test breaks if the documentation drifts from what works.
 
+# shellcheck disable=SC2030,SC2031  # each @test runs in its own subshell: exports are per test
 load helpers
 
 README=$RLOCK_SOURCE_DIR/README.md
