@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016  # $-expressions are for the shells the tests start
+# The Debian package as a user gets it (issue 4). On CI, scripts/test builds the .deb
+# from this commit and installs it with dpkg -i before the last ctest run; this file
+# then checks what `apt install ./rlock_*.deb` promises: the binary (and its TLS
+# module), the man page, and completions that the three shells actually load from
+# their system directories. It skips when the package is not installed.
+
+load helpers
+
+package_installed() {
+	dpkg-query -W -f='${Status}' rlock 2>/dev/null | grep -q 'install ok installed'
+}
+
+setup_file() {
+	if package_installed; then
+		common_setup_file
+	fi
+}
+
+setup() {
+	package_installed || skip "the rlock package is not installed (scripts/test installs it on CI)"
+	common_setup
+}
+
+@test "installed rlock: --version names hiredis and OpenSSL (the TLS module loads)" {
+	run -0 /usr/bin/rlock --version
+	assert_regex "$output" '^rlock [0-9.]+ \(hiredis [0-9.]+, OpenSSL [0-9]'
+	run -0 dpkg -L rlock
+	assert_regex "$output" '/rlock/rlock-tls\.so'
+}
+
+@test "installed rlock takes and releases a lock on a real server" {
+	run -0 /usr/bin/rlock -u "$REDIS_URL" -k pkg -- sh -c 'echo "fence $RLOCK_FENCE"'
+	assert_output 'fence 1'
+	key_absent 'rlock:{pkg}'
+}
+
+@test "man -w rlock finds the installed page, and it renders" {
+	run -0 man -w rlock
+	assert_regex "$output" '^/usr/share/man/man1/rlock\.1'
+	run -0 sh -c 'MANWIDTH=80 man rlock 2>&1 | grep -c "EXIT STATUS"'
+}
+
+@test "bash: the system completion completes rlock --no-w<TAB> to --no-wait" {
+	[[ -r /usr/share/bash-completion/bash_completion ]] || skip "bash-completion not installed"
+	run -0 bash -c '
+		source /usr/share/bash-completion/bash_completion
+		__load_completion rlock || exit 3
+		COMP_WORDS=(rlock --no-w); COMP_CWORD=1; COMP_LINE="rlock --no-w"; COMP_POINT=${#COMP_LINE}
+		fn=$(complete -p rlock | sed -nE "s/.*-F ([^ ]+).*/\1/p")
+		"$fn" rlock --no-w rlock
+		printf "%s\n" "${COMPREPLY[@]}"'
+	assert_output --partial -- '--no-wait'
+}
+
+@test "zsh: the completion loads from Debian's vendor-completions" {
+	command -v zsh >/dev/null || skip "zsh not installed"
+	[[ -f /usr/share/zsh/vendor-completions/_rlock ]] || fail "no _rlock in vendor-completions"
+	run -0 zsh -fc 'fpath=(/usr/share/zsh/vendor-completions $fpath); autoload -U compinit
+		compinit -u -d "$1/zcd"; print -r -- $_comps[rlock]' _ "$BATS_TEST_TMPDIR"
+	assert_output "_rlock"
+}
+
+@test "fish: the completion loads from vendor_completions.d" {
+	command -v fish >/dev/null || skip "fish not installed"
+	run -0 fish -c 'complete -C "rlock --no-w"'
+	assert_output --partial -- '--no-wait'
+}
