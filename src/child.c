@@ -180,6 +180,20 @@ static int exit_status(int st)
 	return RL_EX_SOFTWARE;
 }
 
+/* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
+ * of its foreground job and stop too, after taking the terminal back, so that the
+ * shell regains control. On `fg` the shell continues us: hand the terminal back and
+ * continue the command. While rlock is stopped its lease is not renewed: a suspension
+ * longer than the lease loses the lock (exit 79 after `fg`). */
+static void follow_stop(struct child *ch)
+{
+	tcsetpgrp(ch->tty, getpgrp());
+	kill(getpid(), SIGTSTP);
+	/* Continued. */
+	tcsetpgrp(ch->tty, ch->pid);
+	kill(-ch->pid, SIGCONT);
+}
+
 int child_supervise(struct child *ch, const struct supervise_args *a)
 {
 	int lost = 0, st = 0;
@@ -217,8 +231,14 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 				kill(-ch->pid, sig);
 			}
 			pid_t w;
-			while ((w = waitpid(ch->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+			/* On a terminal, also hear about the command being stopped (Ctrl-Z). */
+			int flags = WNOHANG | (ch->tty >= 0 ? WUNTRACED : 0);
+			while ((w = waitpid(ch->pid, &st, flags)) < 0 && errno == EINTR)
 				;
+			if (w == ch->pid && WIFSTOPPED(st)) {
+				follow_stop(ch);
+				continue;
+			}
 			if (w == ch->pid)
 				break;
 		}

@@ -64,3 +64,42 @@ PL
 	exec 5>&-
 	assert_equal "$(cat after)" "got-back"
 }
+
+# cat_foreground: the `cat` run by rlock owns the terminal again (after fg).
+cat_foreground() {
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{tstp}:owner' pid)
+	cpid=$(ps -o pid=,comm= --ppid "$rpid" 2>/dev/null | awk '$2 == "cat" {print $1}')
+	[[ -n $cpid ]] || return 1
+	[[ $(ps -o tpgid= -p "$cpid" | tr -d ' ') == "$(ps -o pgid= -p "$cpid" | tr -d ' ')" ]]
+}
+
+@test "Ctrl-Z stops the command and rlock with it (the shell gets control back); fg resumes" {
+	(clean_exec script -qfec "bash --norc --noprofile -i" /dev/null) <tty-in >tty-out 2>&1 &
+	track_pid $!
+	exec 5>tty-in
+	# One command per line: when a job stops, bash goes on with the rest of a `;` list.
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k tstp -- cat > catted" >&5
+	wait_until 10 key_exists 'rlock:{tstp}'
+	wait_until 10 cat_foreground
+	printf 'one\n' >&5
+	wait_until 10 grep -q one catted
+	printf '\032' >&5 # Ctrl-Z
+	wait_until 10 grep -q Stopped tty-out
+	printf 'echo shell-back > back\n' >&5
+	wait_until 10 test -e back # the shell has the terminal again
+	key_exists 'rlock:{tstp}'  # suspended, not released
+	printf 'fg\n' >&5
+	wait_until 10 cat_foreground
+	printf 'two\n' >&5
+	wait_until 10 grep -q two catted
+	printf '\004' >&5 # Ctrl-D: end of cat's input
+	wait_until 10 key_absent 'rlock:{tstp}'
+	printf 'echo rlock-exit=$? > exitcode\n' >&5 # $? of fg: the job's status
+	wait_until 10 test -s exitcode
+	printf 'exit\n' >&5
+	exec 5>&-
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+	assert_equal "$(cat catted)" "$(printf 'one\ntwo')"
+	key_absent 'rlock:{tstp}'
+}
