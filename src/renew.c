@@ -87,10 +87,13 @@ static void *renew_main(void *arg)
 
 	/* Connect now, while there is time, and look at the eviction policy once. */
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-	if (client_open(&c, r->srv, lost_at, err, sizeof err) == CLIENT_OK)
+	if (client_open(&c, r->srv, lost_at, err, sizeof err) == CLIENT_OK) {
 		check_eviction(c, r->srv, lost_at);
-	else
+	} else {
+		log_debug("renewal: %s", err);
 		c = NULL;
+	}
+	err[0] = '\0';
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
 			break;
@@ -99,6 +102,8 @@ static void *renew_main(void *arg)
 		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
+				/* Name the last failure only if one happened since the last
+				 * confirmation (after a stop, e.g. Ctrl-Z, none did). */
 				signal_loss(r, "no renewal confirmed in time", err);
 				goto out;
 			}
@@ -113,6 +118,7 @@ static void *renew_main(void *arg)
 				int rc = lock_renew(c, r->lock, deadline, err, sizeof err);
 				if (rc == LOCK_OK) {
 					r->confirmed_sent = sent;
+					err[0] = '\0';
 					log_trace("renewed %s", r->lock->key);
 					break;
 				}
