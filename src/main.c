@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +178,11 @@ static const char *lost_reason(const void *renewal)
 	return renew_reason(renewal);
 }
 
+static const char *no_renewal_reason(const void *unused)
+{
+	return "the lease cannot be renewed";
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -257,12 +263,17 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	struct renew *rn = NULL;
-	if (renew_start(&rn, &srv, &l, sent, err, sizeof err) < 0)
-		log_error("%s: the lock will not be renewed", err);
+	int no_renewal = -1;
+	if (renew_start(&rn, &srv, &l, sent, err, sizeof err) < 0) {
+		/* Unrenewed, the lease would end under the running command: treat it as
+		 * lost at once (an eventfd that is already readable), per --on-lost. */
+		log_error("%s", err);
+		no_renewal = eventfd(1, EFD_CLOEXEC);
+	}
 	struct supervise_args sa = {
 	    .sigfd = sigfd,
-	    .lost_fd = rn ? renew_fd(rn) : -1,
-	    .lost_reason = lost_reason,
+	    .lost_fd = rn ? renew_fd(rn) : no_renewal,
+	    .lost_reason = rn ? lost_reason : no_renewal_reason,
 	    .lost_ctx = rn,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
