@@ -214,17 +214,23 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 				continue;
 			log_debug("cannot subscribe to release notifications: %s", err2);
 		}
-		if (a->status_line) {
-			status_draw(a, h, now - start);
-			drawn = 1;
-		}
 		int64_t nap = jittered(backoff, &seed);
 		if (h->pttl_ms >= 0 && h->pttl_ms + 1 < nap)
 			nap = h->pttl_ms + 1; /* the lease can have run out by then */
-		if (a->status_line && nap > 1000)
-			nap = 1000; /* keep the live line's clock moving */
 		int64_t until = now + nap < deadline ? now + nap : deadline;
-		int s = sleep_until(sub, a->sigfd, until, signo);
+		/* Sleep until the next attempt; the live line is redrawn every second in
+		 * between, without a request to the server. */
+		int s;
+		do {
+			int64_t tick = until;
+			if (a->status_line) {
+				status_draw(a, h, clock_ms() - start);
+				drawn = 1;
+				if (clock_ms() + 1000 < tick)
+					tick = clock_ms() + 1000;
+			}
+			s = sleep_until(sub, a->sigfd, tick, signo);
+		} while (s == 0 && clock_ms() < until);
 		slept = 1;
 		if (s == -4) {
 			rc = WAIT_SIGNAL;
@@ -234,7 +240,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			client_close(sub);
 			sub = NULL;
 		}
-		if (s == 0 && backoff < BACKOFF_MAX_MS && !(a->status_line && nap == 1000))
+		if (s == 0 && backoff < BACKOFF_MAX_MS)
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
 	if (drawn)
