@@ -113,12 +113,34 @@ _redis_ready() {
 	redis-cli "$@" ping 2>/dev/null | grep -q PONG
 }
 
+# _await_server WHO PID DIR PROBE [ARGS...]: poll PROBE ARGS (bounded: 200 x 50 ms)
+# until the redis-server PID in DIR answers. Returns 0 when ready; 2 when the server
+# died (e.g. its port was taken meanwhile: the caller retries on another); 1, after
+# reporting its log and killing it, when it lives but never answers.
+_await_server() {
+	local who=$1 pid=$2 dir=$3 i
+	shift 3
+	for ((i = 0; i < 200; i++)); do
+		"$@" && return 0
+		proc_alive "$pid" || break
+		sleep 0.05
+	done
+	if proc_alive "$pid"; then
+		echo "$who: redis-server (pid $pid) never answered PING" >&2
+		cat "$dir/redis.log" >&2
+		kill -KILL "$pid" 2>/dev/null
+		return 1
+	fi
+	wait "$pid" 2>/dev/null || true
+	return 2
+}
+
 # redis_start [--unix] [EXTRA REDIS-SERVER ARGS...]
 # Start a redis-server in the background, wait (bounded) until it answers PING, and
 # export REDIS_PID, REDIS_PORT (0 for --unix), REDIS_SOCKET (empty for TCP),
 # REDIS_URL and REDIS_DIR. Every started PID is also remembered for redis_stop_all.
 redis_start() {
-	local unix=0 attempt dir port sock pid i cli_args=() listen_args=()
+	local unix=0 attempt dir port sock pid cli_args=() listen_args=()
 	if [[ ${1:-} == --unix ]]; then
 		unix=1
 		shift
@@ -145,26 +167,20 @@ redis_start() {
 			--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 		pid=$!
 		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
-		for ((i = 0; i < 200; i++)); do
-			if _redis_ready "${cli_args[@]}"; then
-				export REDIS_PID=$pid REDIS_PORT=$port REDIS_SOCKET=$sock REDIS_DIR=$dir
-				if ((unix)); then
-					export REDIS_URL="unix://$sock"
-				else
-					export REDIS_URL="redis://127.0.0.1:$port"
-				fi
-				return 0
+		local st=0
+		_await_server redis_start "$pid" "$dir" _redis_ready "${cli_args[@]}" || st=$? # set -e
+		case $st in
+		0)
+			export REDIS_PID=$pid REDIS_PORT=$port REDIS_SOCKET=$sock REDIS_DIR=$dir
+			if ((unix)); then
+				export REDIS_URL="unix://$sock"
+			else
+				export REDIS_URL="redis://127.0.0.1:$port"
 			fi
-			proc_alive "$pid" || break # e.g. the port was taken meanwhile: retry
-			sleep 0.05
-		done
-		if proc_alive "$pid"; then
-			echo "redis_start: redis-server (pid $pid) never answered PING" >&2
-			cat "$dir/redis.log" >&2
-			kill -KILL "$pid" 2>/dev/null
-			return 1
-		fi
-		wait "$pid" 2>/dev/null || true
+			return 0
+			;;
+		1) return 1 ;;
+		esac
 	done
 	echo "redis_start: redis-server failed to start 5 times; last log:" >&2
 	cat "$dir/redis.log" >&2
@@ -546,8 +562,17 @@ tls_cli() {
 # (bounded) until it answers PING over TLS. Exports TLS_PORT, TLS_PID, TLS_DIR; the
 # PID is stopped by redis_stop_all. Readiness uses the client certificate, so the
 # same helper works with --tls-auth-clients yes.
+# _tls_ready PORT: the TLS server answers PING (an expired server certificate fails
+# verification: then ask without verifying).
+_tls_ready() {
+	tls_cli "$1" ping 2>/dev/null | grep -q PONG ||
+		redis-cli --tls --insecure --cert "$TLS_CERTS/client.pem" \
+			--key "$TLS_CERTS/client.key" -h 127.0.0.1 -p "$1" ping 2>/dev/null |
+		grep -q PONG
+}
+
 tls_redis_start() {
-	local cert=$TLS_CERTS/server.pem attempt dir port pid i ready
+	local cert=$TLS_CERTS/server.pem attempt dir port pid
 	if [[ ${1:-} == --cert ]]; then
 		cert=$2
 		shift 2
@@ -562,30 +587,15 @@ tls_redis_start() {
 			</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 		pid=$!
 		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
-		ready=0
-		for ((i = 0; i < 200; i++)); do
-			# An expired server certificate fails verification: skip it for PING.
-			if tls_cli "$port" ping 2>/dev/null | grep -q PONG ||
-				redis-cli --tls --insecure --cert "$TLS_CERTS/client.pem" \
-					--key "$TLS_CERTS/client.key" -h 127.0.0.1 -p "$port" ping 2>/dev/null |
-				grep -q PONG; then
-				ready=1
-				break
-			fi
-			proc_alive "$pid" || break
-			sleep 0.05
-		done
-		if ((ready)); then
+		local st=0
+		_await_server tls_redis_start "$pid" "$dir" _tls_ready "$port" || st=$? # set -e
+		case $st in
+		0)
 			export TLS_PORT=$port TLS_PID=$pid TLS_DIR=$dir
 			return 0
-		fi
-		if proc_alive "$pid"; then
-			echo "tls_redis_start: redis-server (pid $pid) never answered PING" >&2
-			cat "$dir/redis.log" >&2
-			kill -KILL "$pid" 2>/dev/null
-			return 1
-		fi
-		wait "$pid" 2>/dev/null || true
+			;;
+		1) return 1 ;;
+		esac
 	done
 	echo "tls_redis_start: redis-server failed to start 5 times; last log:" >&2
 	cat "$dir/redis.log" >&2
