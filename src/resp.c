@@ -8,14 +8,22 @@
 
 struct resp_reader {
 	redisReader *r;
-	size_t fed; /* bytes fed since the last complete reply */
+	size_t fed;          /* bytes fed since the last complete reply */
+	const char *refused; /* why capped_create_array refused an array, or NULL */
 	redisReplyObjectFunctions fn;
 };
 
 /* hiredis allocates an array's element table as soon as it reads the header, so a
  * hostile "*2147483647" costs 16 GiB of address space before a single element
  * arrives; no reply of rlock's comes close to RESP_MAX_ELEMENTS. The element count is
- * an int in hiredis 0.14 and a size_t from 1.0. */
+ * an int in hiredis 0.14 and a size_t from 1.0.
+ *
+ * hiredis 1.0-1.4 also has no nesting limit (0.14 stops at 7): its task stack grows
+ * with each "*1", and the finished or abandoned reply is freed recursively, so 262 000
+ * nested arrays under the 1 MiB cap overflow the stack (sooner in the renewal
+ * thread). The same callback refuses an array nested deeper than RESP_MAX_DEPTH, before
+ * hiredis descends into it: the tree hiredis builds, and later frees, stays that
+ * shallow whatever the version. */
 #if HIREDIS_MAJOR >= 1
 typedef size_t array_len_t;
 #else
@@ -38,8 +46,21 @@ static void save_defaults(void)
 
 static void *capped_create_array(const redisReadTask *task, array_len_t elements)
 {
-	if ((size_t)elements > RESP_MAX_ELEMENTS)
-		return NULL; /* hiredis reports it as an error: the reply is refused */
+	struct resp_reader *rd = task->privdata;
+	size_t depth = 0;
+
+	for (const redisReadTask *t = task->parent; t; t = t->parent)
+		depth++;
+	/* NULL makes hiredis fail the reply (it calls that "out of memory"; rd->refused
+	 * says what really happened). */
+	if ((size_t)elements > RESP_MAX_ELEMENTS) {
+		rd->refused = "array too long";
+		return NULL;
+	}
+	if (depth > RESP_MAX_DEPTH) {
+		rd->refused = "reply nested too deeply";
+		return NULL;
+	}
 	return default_create_array(task, elements);
 }
 
@@ -85,6 +106,7 @@ struct resp_reader *resp_reader_new(void)
 		free(rd);
 		return NULL;
 	}
+	rd->r->privdata = rd; /* handed to every task: capped_create_array's rd */
 	return rd;
 }
 
@@ -133,7 +155,7 @@ static struct resp_reply *convert(const redisReply *in, int depth)
 		break;
 	case REDIS_REPLY_ARRAY:
 		r->type = RESP_ARRAY;
-		if (depth > 4)
+		if (depth > (int)RESP_MAX_DEPTH) /* capped_create_array already refused it */
 			goto fail;
 		if (in->elements) {
 			r->element = calloc(in->elements, sizeof *r->element);
@@ -163,7 +185,9 @@ int resp_reader_get(struct resp_reader *rd, struct resp_reply **out, char *err, 
 	*out = NULL;
 	if (redisReaderGetReply(rd->r, &raw) != REDIS_OK) {
 		snprintf(err, errlen, "protocol error: %s",
-		         rd->r->errstr[0] ? rd->r->errstr : "bad reply");
+		         rd->refused        ? rd->refused
+		         : rd->r->errstr[0] ? rd->r->errstr
+		                            : "bad reply");
 		return -1;
 	}
 	if (!raw)
