@@ -33,6 +33,38 @@ static void *(*default_create_array)(const redisReadTask *, array_len_t);
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
 static redisReplyObjectFunctions defaults;
 
+/* Run, once, every path through libhiredis that rlock uses, before any password is
+ * revealed. A libhiredis built without -z now (hiredis' own Makefile, Homebrew, a
+ * self-built 1.x) binds its calls lazily: the first call through each of its PLT slots
+ * enters the dynamic linker's trampoline, which saves *all* vector registers on the
+ * stack. Right after AUTH those registers still hold the password (secret_reveal's
+ * and memcpy's SIMD copies), so the trampoline left a copy far below rlock's frames,
+ * and again at any later first call; wiping rlock's own buffers cannot catch that.
+ * Bound here first, the trampoline never runs once a secret exists. (rlock itself is
+ * linked with -z now; musl and distribution packages bind at load anyway.) */
+static void bind_hiredis(redisReader *r)
+{
+	const char *argv[3] = {"AUTH", "user", "password"};
+	const size_t lens[3] = {4, 4, 8};
+	char *cmd = NULL;
+
+	if (redisFormatCommandArgv(&cmd, 3, argv, lens) > 0)
+		free(cmd);
+	/* every reply type rlock reads, and more than 1 KiB, so that the reader also
+	 * compacts its buffer (sdsrange) */
+	static const char replies[] = "+OK\r\n-ERR x\r\n:1\r\n$1\r\nx\r\n$-1\r\n*-1\r\n*0\r\n"
+	                              "*2\r\n$1\r\nx\r\n*1\r\n:2\r\n";
+	for (int i = 0; i < 64; i++) {
+		void *reply = NULL;
+		if (redisReaderFeed(r, replies, sizeof replies - 1) != REDIS_OK)
+			return;
+		while (redisReaderGetReply(r, &reply) == REDIS_OK && reply) {
+			freeReplyObject(reply);
+			reply = NULL;
+		}
+	}
+}
+
 static void save_defaults(void)
 {
 	redisReader *r = redisReaderCreate();
@@ -40,6 +72,7 @@ static void save_defaults(void)
 	if (r) {
 		defaults = *r->fn;
 		default_create_array = r->fn->createArray;
+		bind_hiredis(r);
 		redisReaderFree(r);
 	}
 }
@@ -78,6 +111,7 @@ void resp_free(struct resp_reply *r)
 int resp_format(char **out, size_t *outlen, int argc, const char **argv, const size_t *lens)
 {
 	char *cmd = NULL;
+	pthread_once(&defaults_once, save_defaults); /* before the first AUTH */
 	/* int in hiredis 0.14/1.0, long long from 1.1: long long holds both. */
 	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
 
