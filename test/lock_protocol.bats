@@ -70,9 +70,9 @@ load helpers
 @test "release publishes on rlock:{NAME}:released" {
 	redis-cli -p "$REDIS_PORT" SUBSCRIBE 'rlock:{p}:released' >sub.out 2>&1 </dev/null 3>&- 4>&- &
 	track_pid $!
-	wait_until 5 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
+	wait_until 15 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
 	run -0 rlock -k p -- true
-	wait_until 5 grep -qx message sub.out
+	wait_until 15 grep -qx message sub.out
 }
 
 @test "--prefix and RLOCK_PREFIX change the key" {
@@ -191,7 +191,7 @@ load helpers
 	rlock_bg --min-hold 3s -k p -- true
 	local t0
 	t0=$(now_ms)
-	wait_until 5 key_exists 'rlock:{p}:fence'
+	wait_until 15 key_exists 'rlock:{p}:fence'
 	# within the min-hold window the lock is busy
 	run rlock -n -k p -- true
 	if (($(now_ms) - t0 < 2500)); then

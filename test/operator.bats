@@ -163,7 +163,7 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	run -0 rlock -k b --break
 	rlock_wait "$HOLDER_PID" 10
 	assert_equal "$RLOCK_STATUS" 79
-	wait_until 5 not proc_alive "$(cat b.pid)"
+	wait_until 15 not proc_alive "$(cat b.pid)"
 	[[ ! -e b.end ]] || fail "the command ran to its end after the lock was broken"
 	assert_regex "$(cat "$HOLDER_ERR")" 'lost'
 }
@@ -207,7 +207,7 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	track_pid "$sub"
 	wait_until 10 has_waiter b
 	run -0 rlock -k b --break
-	wait_until 5 file_has_lines sub.out 6
+	wait_until 15 file_has_lines sub.out 6
 	kill "$sub"
 	touch b.release
 	rlock_wait "$HOLDER_PID"

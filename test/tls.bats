@@ -97,7 +97,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	touch a.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0 || cat "$holder_err"
-	wait_until 5 test -e b.started
+	wait_until 15 test -e b.started
 	touch b.release
 	rlock_wait "$waiter"
 	assert_equal "$RLOCK_STATUS" 0
@@ -194,7 +194,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		open my $f, ">", "$ARGV[0].tmp" or die; print $f $s->sockport, "\n"; close $f;
 		rename "$ARGV[0].tmp", $ARGV[0]; sleep 60' "$BATS_TEST_TMPDIR/silent.port") &
 	track_pid $!
-	wait_until 5 test -s silent.port
+	wait_until 15 test -s silent.port
 	local port t0 ms
 	port=$(cat silent.port)
 	t0=$(now_ms)
