@@ -205,13 +205,19 @@ static int take_signal(int sigfd, int *signo)
 	return 0;
 }
 
+/* After a terminating signal, the give-back waits this long at most: rlock is asked
+ * to stop now. The release still runs after an acquire left unanswered on the same
+ * connection (the server keeps a connection's order), reply or not. */
+#define SIGNAL_GIVE_BACK_MS 500
+
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
- * within one io-timeout. On *c the release runs after anything still unanswered (see
- * client_call); a broken or missing connection gets one fresh one. At worst the lease
- * expires by its TTL. */
-static void give_back(struct client **c, const struct wait_args *a)
+ * within budget_ms (and one io-timeout). On *c the release runs after anything still
+ * unanswered (see client_call); a broken or missing connection gets one fresh one. At
+ * worst the lease expires by its TTL. */
+static void give_back(struct client **c, const struct wait_args *a, int64_t budget_ms)
 {
-	int64_t deadline = clock_ms() + a->srv->io_timeout_ms;
+	int64_t deadline =
+	    clock_ms() + (budget_ms < a->srv->io_timeout_ms ? budget_ms : a->srv->io_timeout_ms);
 	char err[300] = "";
 	int rc = LOCK_ERR;
 
@@ -271,7 +277,7 @@ static int attempt(struct client **c, const struct wait_args *a, int64_t deadlin
 		 * the request was sent, is (nearly) over: someone else may hold it by now.
 		 * Give it back and treat the attempt as failed. */
 		int64_t late = clock_ms() - *sent_ms;
-		give_back(c, a);
+		give_back(c, a, a->srv->io_timeout_ms);
 		snprintf(err, errlen,
 		         "%s answered after %lld ms, too late for a %lld ms lease: increase --ttl",
 		         a->srv->name, (long long)late, (long long)a->lock->ttl_ms);
@@ -301,7 +307,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 		if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(a->sigfd, signo)) {
 			/* Interrupted (the conn layer's waits watch the signalfd): the
 			 * request may have been taken all the same. */
-			give_back(c, a);
+			give_back(c, a, SIGNAL_GIVE_BACK_MS);
 			rc = WAIT_SIGNAL;
 			break;
 		}
@@ -344,12 +350,12 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 				    backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 			continue;
 		}
-		if (rc != LOCK_BUSY)
-			break;
-		if (outage) {
+		if (outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
 			log_info("lock '%s': reconnected to %s", a->name, a->srv->name);
 			outage = 0;
 		}
+		if (rc != LOCK_BUSY)
+			break;
 		waiting = 1;
 		int64_t now = clock_ms();
 		if (now >= deadline) {
@@ -451,17 +457,17 @@ int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, in
 {
 	if (replicas > 0 && wait_replicas(*c, a, replicas, err, errlen) < 0) {
 		if (take_signal(a->sigfd, signo)) {
-			give_back(c, a);
+			give_back(c, a, SIGNAL_GIVE_BACK_MS);
 			return WAIT_SIGNAL;
 		}
-		give_back(c, a);
+		give_back(c, a, a->srv->io_timeout_ms);
 		return WAIT_ERR;
 	}
 	/* The same rule as for a late acquire reply: the lease runs from the send time,
 	 * and the renewal thread would give it up at this point anyway. */
 	int64_t used = clock_ms() - sent_ms;
 	if (used >= lease_floor(a->lock)) {
-		give_back(c, a);
+		give_back(c, a, a->srv->io_timeout_ms);
 		snprintf(err, errlen,
 		         "%lld ms of the %lld ms lease were gone before the command could start: "
 		         "not running it (increase --ttl)",
@@ -469,7 +475,7 @@ int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, in
 		return WAIT_ERR;
 	}
 	if (take_signal(a->sigfd, signo)) {
-		give_back(c, a);
+		give_back(c, a, SIGNAL_GIVE_BACK_MS);
 		return WAIT_SIGNAL;
 	}
 	return WAIT_ACQUIRED;
