@@ -457,6 +457,9 @@ int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, in
 {
 	if (replicas > 0 && wait_replicas(*c, a, replicas, err, errlen) < 0) {
 		if (take_signal(a->sigfd, signo)) {
+			/* The server holds this connection in WAIT: release on a fresh one. */
+			client_close(*c);
+			*c = NULL;
 			give_back(c, a, SIGNAL_GIVE_BACK_MS);
 			return WAIT_SIGNAL;
 		}
