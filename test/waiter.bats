@@ -18,7 +18,7 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 restart_redis() {
 	redis_stop "$REDIS_PID"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-		--daemonize no --dir "${REDIS_DIR:?}" </dev/null >>"$REDIS_DIR/redis.log" 2>&1 3>&- 4>&- &
+		--daemonize no --dir "${REDIS_DIR:?}" </dev/null >>"${REDIS_DIR:?}/redis.log" 2>&1 3>&- 4>&- &
 	REDIS_PID=$!
 	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
 	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
