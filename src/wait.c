@@ -363,13 +363,9 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			break;
 		}
 		if (!announced) {
-			char host[128], pid[40];
-			log_escape(host, sizeof host, h->host[0] ? h->host : "?",
-			           strlen(h->host[0] ? h->host : "?"));
-			log_escape(pid, sizeof pid, h->pid[0] ? h->pid : "?",
-			           strlen(h->pid[0] ? h->pid : "?"));
-			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name, host,
-			         pid);
+			/* log_msg escapes holder text itself */
+			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
+			         h->host[0] ? h->host : "?", h->pid[0] ? h->pid : "?");
 			announced = 1;
 		}
 		if (!sub) {
@@ -436,10 +432,8 @@ static int wait_replicas(struct client *c, const struct wait_args *a, int n, cha
 		snprintf(why, sizeof why, "%s", err);
 		snprintf(err, errlen, "WAIT for replicas: %s", why);
 	} else if (r->type != RESP_INTEGER) {
-		char why[300];
-		log_escape(why, sizeof why, r->type == RESP_ERROR ? r->str : "unexpected reply",
-		           r->type == RESP_ERROR ? r->len : strlen("unexpected reply"));
-		snprintf(err, errlen, "WAIT for replicas: %s", why);
+		snprintf(err, errlen, "WAIT for replicas: %.300s",
+		         r->type == RESP_ERROR ? r->str : "unexpected reply");
 	} else if (r->integer < n) {
 		snprintf(err, errlen,
 		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
