@@ -26,6 +26,9 @@ my %reply = (
 	extra   => ":1\r\n:1\r\n",
 	status  => "+OK\r\n",
 	deep    => ("*1\r\n" x 12) . ":1\r\n",
+	# 262 000 levels, just under rlock's 1 MiB reply cap: hiredis 1.0-1.4 has no
+	# nesting limit and frees replies recursively (a stack overflow)
+	verydeep => ("*1\r\n" x 262000) . ":1\r\n",
 	noauth  => "-NOAUTH Authentication required.\r\n",
 	badcrlf => "\$3\r\nabcXY:1\r\n",
 );
