@@ -141,7 +141,7 @@ hostile_busy() {
 # server on its own socket, killed in teardown). The pane's shell lingers after CMD:
 # tmux may drop the last output of a pane whose process has exited.
 tmux_start() {
-	command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps)"
+	require_tool tmux
 	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
 	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -x "$1" -y 20 "$2; sleep 60"
 }
