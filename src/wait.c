@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +136,18 @@ static struct client *subscribe(const struct wait_args *a, char *err, size_t err
 	return sub;
 }
 
+/* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
+static int take_signal(int sigfd, int *signo)
+{
+	struct signalfd_siginfo si;
+
+	if (sigfd >= 0 && read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		*signo = (int)si.ssi_signo;
+		return 1;
+	}
+	return 0;
+}
+
 /* Sleep until `until` or a wake-up: 1 woken by a release, 0 timeout, -1 the
  * subscription broke, -4 a signal (*signo). */
 static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
@@ -159,14 +170,8 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 			return -1;
 		if (rc <= 0)
 			continue;
-		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si &&
-			    si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH) {
-				*signo = (int)si.ssi_signo;
-				return -4;
-			}
-		}
+		if ((p[0].revents & POLLIN) && take_signal(sigfd, signo))
+			return -4;
 		if (n < 2 || !p[1].revents)
 			continue;
 	read_sub:;
@@ -191,18 +196,6 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 static int64_t lease_floor(const struct lock *l)
 {
 	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-}
-
-/* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
-static int take_signal(int sigfd, int *signo)
-{
-	struct signalfd_siginfo si;
-
-	if (sigfd >= 0 && read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-		*signo = (int)si.ssi_signo;
-		return 1;
-	}
-	return 0;
 }
 
 /* After a terminating signal, the give-back waits this long at most: rlock is asked
