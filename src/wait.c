@@ -46,14 +46,15 @@ static int status_visible(void)
 	return !(term && strcmp(term, "dumb") == 0) && fg >= 0 && fg == getpgrp();
 }
 
-/* Columns of the terminal now (asked at every redraw, so a resize is followed). */
+/* Columns of the terminal now (asked at every redraw, so a resize is followed), or 0
+ * when it does not say (a pty nobody sized). */
 static size_t status_width(void)
 {
 	struct winsize ws;
 
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
 		return ws.ws_col;
-	return 80;
+	return 0;
 }
 
 /* Milliseconds since start_unix_ms (holder text: untrusted), or -1 when unknown. */
@@ -103,7 +104,7 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	/* One row: text reaching the last column would wrap (or leave the cursor there) and
 	 * the next \r would redraw below it. The text is ASCII after escaping. */
 	size_t width = status_width();
-	if (len - pre > width - 1)
+	if (width > 0 && len - pre > width - 1)
 		len = pre + width - 1;
 	(void)!write(STDERR_FILENO, line, len);
 }
