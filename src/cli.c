@@ -114,7 +114,8 @@ enum {
 	O_BREAK,
 	O_LIST,
 	O_JSON,
-	O_PASSWORD, /* config file only: never on the command line */
+	O_PASSWORD,         /* config file only: never on the command line */
+	O_EVICTION_WARNING, /* config file only: the operator's acknowledgement */
 };
 
 static const struct option long_opts[] = {
@@ -337,6 +338,15 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case O_PASSWORD_FILE:
 		read_password_file(s, val, src, cli ? PW_CLI : PW_CONFIG);
 		break;
+	case O_EVICTION_WARNING:
+		if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "false"))
+			o->eviction_warning = 0;
+		else if (!strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "true"))
+			o->eviction_warning = 1;
+		else
+			usage_error("%s: eviction-warning is 'on' or 'off', not '%.100s'", src,
+			            val);
+		break;
 	case O_PASSWORD:
 		set_password(s, val, strlen(val), PW_CONFIG);
 		s->config_has_secret = 1;
@@ -498,6 +508,10 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		int id = -1, has_arg = 0;
 		if (!strcmp(key, "password")) {
 			id = O_PASSWORD;
+			has_arg = 1;
+		}
+		if (!strcmp(key, "eviction-warning")) {
+			id = O_EVICTION_WARNING;
 			has_arg = 1;
 		}
 		for (const struct option *op = long_opts; id < 0 && op->name; op++)
@@ -663,6 +677,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->kill_after_ms = 10000;
 	o->connect_timeout_ms = 2000;
 	o->io_timeout_ms = 2000;
+	o->eviction_warning = 1;
 
 	/* Pass 1: --help, --version, --config, -v/-q (so config errors are reported in the
 	 * right voice). Errors are left to pass 2. */
