@@ -14,7 +14,6 @@
 #include "log.h"
 
 #define RETRY_MS       100     /* between failed renewal attempts, bounded by lost_at */
-#define STOP_WAIT_MS   500     /* renew_stop: how long a renewal in flight may finish */
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
 struct renew {
@@ -253,10 +252,12 @@ struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
 {
 	uint64_t one = 1;
 	struct pollfd p;
-	int64_t until = clock_ms() + STOP_WAIT_MS;
 
 	if (!r)
 		return NULL;
+	/* Long enough for any bounded call of the thread (a connect, then a command). */
+	int64_t wait_ms = r->srv->connect_timeout_ms + r->srv->io_timeout_ms;
+	int64_t until = clock_ms() + wait_ms;
 	(void)!write(r->stop_fd, &one, sizeof one);
 	*confirmed_sent = r->confirmed_sent; /* a renewal in flight may only push it later */
 	p.fd = r->done_fd;
@@ -269,8 +270,8 @@ struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
 		if (left <= 0 || (rc < 0 && errno != EINTR)) {
 			/* Stuck in something unbounded: leave it (and r) to the process exit;
 			 * the release goes on a fresh connection. */
-			log_debug("the renewal thread did not stop within %d ms; not waiting",
-			          STOP_WAIT_MS);
+			log_debug("the renewal thread did not stop within %lld ms; not waiting",
+			          (long long)wait_ms);
 			pthread_detach(r->thread);
 			return NULL;
 		}

@@ -41,10 +41,10 @@ int64_t renew_confirmed_sent(const struct renew *r);
  * Thread-safe. */
 void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
 
-/* Stop renewing and wait (briefly: the thread's calls are bounded, but a stuck one
- * is not waited for) for the thread. Returns its connection, which was in use within
- * the last ttl/3, for the release (the caller closes it), or NULL; *confirmed_sent
- * gets the final renew_confirmed_sent(). Frees r unless the thread did not stop in
+/* Stop renewing and wait for the thread, as long as a bounded call of it can take
+ * (connect + io timeout), not for one stuck in something unbounded. Returns its connection, which
+ * was in use within the last ttl/3, for the release (the caller closes it), or NULL;
+ * *confirmed_sent gets the final renew_confirmed_sent(). Frees r unless the thread did not stop in
  * time (then it is left to the process exit). r NULL: returns NULL, *confirmed_sent
  * untouched. */
 struct client *renew_stop(struct renew *r, int64_t *confirmed_sent);
