@@ -10,7 +10,14 @@ struct client {
 	struct conn *conn;
 	struct resp_reader *rd;
 	const struct server *srv;
+	int unanswered; /* requests sent whose reply an abort left unread */
+	int broken;     /* a request was cut short: nothing more can be sent */
 };
+
+int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
+{
+	return conn_resolve(&srv->ep, deadline_ms, err, errlen) == CONN_OK ? CLIENT_OK : CLIENT_ERR;
+}
 
 int client_send(struct client *c, int argc, const char **argv, const size_t *lens,
                 int64_t deadline_ms, char *err, size_t errlen)
@@ -18,6 +25,10 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 	char *cmd;
 	size_t len;
 
+	if (c->broken) {
+		snprintf(err, errlen, "the connection to %s was cut short", c->srv->name);
+		return -1;
+	}
 	if (resp_format(&cmd, &len, argc, argv, lens) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -25,6 +36,8 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 	int rc = conn_write_all(c->conn, cmd, len, deadline_ms, err, errlen);
 	explicit_bzero(cmd, len); /* it may be AUTH: no copy of the password stays behind */
 	free(cmd);
+	if (rc != CONN_OK)
+		c->broken = 1; /* part of a request may be on its way */
 	return rc == CONN_OK ? 0 : -1;
 }
 
@@ -40,6 +53,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);
 		if (n == CONN_TIMEOUT)
 			return 0;
+		if (n == CONN_ABORT)
+			return CONN_ABORT;
 		if (n == CONN_EOF) {
 			snprintf(err, errlen, "%s closed the connection", c->srv->name);
 			return -1;
@@ -60,13 +75,24 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 	*reply = NULL;
 	if (client_send(c, argc, argv, lens, deadline_ms, err, errlen) < 0)
 		return -1;
-	int got = client_recv(c, deadline_ms, reply, err, errlen);
+	/* Replies come in request order: first skip those an abort left unread. */
+	int got;
+	while ((got = client_recv(c, deadline_ms, reply, err, errlen)) == 1 && c->unanswered > 0) {
+		c->unanswered--;
+		resp_free(*reply);
+		*reply = NULL;
+	}
 	if (got == 0)
 		snprintf(err, errlen, "%s did not answer %s in time", c->srv->name, argv[0]);
+	if (got == 0 || got == CONN_ABORT)
+		c->unanswered++; /* sent in full; only the reply is missing */
+	else if (got != 1)
+		c->broken = 1;
 	if (got != 1)
 		return -1;
 	/* One request, one reply: anything more is a confused or hostile server. */
 	if (resp_reader_pending(c->rd) != 0) {
+		c->broken = 1;
 		snprintf(err, errlen, "protocol error: unexpected data after the reply from %s",
 		         c->srv->name);
 		resp_free(*reply);

@@ -75,6 +75,14 @@ static int finish_output(void)
 	return 0;
 }
 
+/* A failed request: say why, unless a terminating signal cut it short (main then
+ * dies of the signal, as an interrupted program does, without a word). */
+static void request_failed(const char *err)
+{
+	if (!conn_abort_pending())
+		log_error("%s", err);
+}
+
 static void esc(char *dst, size_t n, const char *s)
 {
 	log_escape(dst, n, s, strlen(s));
@@ -88,7 +96,7 @@ int report_status(struct client *c, const struct opts *o)
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
 	if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
-		log_error("%s", err);
+		request_failed(err);
 		client_close(c);
 		return RL_EX_UNAVAILABLE;
 	}
@@ -128,7 +136,7 @@ int report_break(struct client *c, const struct opts *o)
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
 	if (lock_break(c, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
-		log_error("%s", err);
+		request_failed(err);
 		client_close(c);
 		return RL_EX_UNAVAILABLE;
 	}
@@ -146,6 +154,8 @@ int report_break(struct client *c, const struct opts *o)
 	          h.pid[0] ? h.pid : "?", cmd, h.fence);
 	return 0;
 }
+
+#define SCAN_ROUNDS_MAX 1000000L
 
 /* SCAN MATCH needs the prefix's glob characters escaped. */
 static void glob_escape(char *dst, size_t n, const char *s)
@@ -169,7 +179,16 @@ int report_list(struct client *c, const struct opts *o)
 	glob_escape(match, sizeof match - 4, o->prefix);
 	memcpy(match + strlen(match), "{*}", 4); /* room kept by the - 4 above */
 	int started = 0;
+	/* A server whose cursor never comes back to 0 must not keep --list going forever:
+	 * SCAN ... COUNT 200 walks 200 million keys in this many rounds. */
+	long rounds = 0;
 	do {
+		if (++rounds > SCAN_ROUNDS_MAX) {
+			log_error("SCAN did not finish after %ld rounds: giving up",
+			          SCAN_ROUNDS_MAX);
+			rc = RL_EX_UNAVAILABLE;
+			goto out;
+		}
 		struct resp_reply *r;
 		const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "200"};
 		size_t lens[6];
@@ -186,7 +205,7 @@ int report_list(struct client *c, const struct opts *o)
 			else if (r && r->type == RESP_ERROR)
 				snprintf(err, sizeof err, "SCAN: %.300s", r->str);
 			resp_free(r);
-			log_error("%s", err);
+			request_failed(err);
 			rc = RL_EX_UNAVAILABLE;
 			goto out;
 		}
@@ -218,7 +237,7 @@ int report_list(struct client *c, const struct opts *o)
 			if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err,
 			                sizeof err) != LOCK_OK) {
 				resp_free(r);
-				log_error("%s", err);
+				request_failed(err);
 				rc = RL_EX_UNAVAILABLE;
 				goto out;
 			}

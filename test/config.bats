@@ -131,8 +131,8 @@ EOF
 @test "env -i with no HOME at all: no crash (HOME falls back to the passwd entry)" {
 	local pwhome
 	pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
-	[[ ! -e $pwhome/.config/rlock/config ]] || skip "the real user has a ~/.config/rlock/config"
-	[[ ! -e /etc/rlock.conf ]] || skip "this machine has an /etc/rlock.conf"
+	[[ ! -e $pwhome/.config/rlock/config ]] || ci_skip "the real user has a ~/.config/rlock/config"
+	[[ ! -e /etc/rlock.conf ]] || ci_skip "this machine has an /etc/rlock.conf"
 	run -0 env -i "$RLOCK" -u "$REDIS_URL" -k x -c 'echo "key=$RLOCK_KEY"'
 	assert_output 'key=rlock:{x}'
 }

@@ -8,6 +8,7 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
+load skip
 
 : "${BATS_TEST_TIMEOUT:=60}"
 export BATS_TEST_TIMEOUT
@@ -29,13 +30,11 @@ help_short() {
 	"$RLOCK" --help | grep -oE -- '^[[:space:]]+-[[:alnum:]],' | tr -d ' \t,' | sort -u
 }
 need_rlock() {
-	[[ -x $RLOCK ]] || skip "rlock is not built ($RLOCK): cannot read --help"
+	[[ -x $RLOCK ]] || ci_skip "rlock is not built ($RLOCK): cannot read --help"
 	"$RLOCK" --help >/dev/null 2>&1 || fail "rlock --help failed"
 	[[ -n $(help_long) ]] || fail "rlock --help lists no long options"
 }
-need() {
-	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
-}
+need() { require_tool "$1"; }
 
 # same_options WHAT EXPECTED ACTUAL: both sorted lists; fail naming the differences.
 same_options() {
@@ -125,7 +124,7 @@ same_options() {
 
 @test "man page lists every exit status of src/exitcodes.h" {
 	local codes c
-	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || skip "no src/exitcodes.h"
+	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || ci_skip "no src/exitcodes.h"
 	codes=$(grep -oE '= [0-9]+' "$RLOCK_SOURCE_DIR/src/exitcodes.h" | tr -dc '0-9\n')
 	for c in $codes; do
 		grep -qx "\.It $c" "$MAN" || fail "man/rlock.1 EXIT STATUS lacks $c"
