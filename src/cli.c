@@ -82,13 +82,15 @@ static const char usage_text[] =
     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
     "\n"
     "Exit status:\n"
-    "  N        the command's own status; 128+N if it died of signal N\n"
+    "  N        the command's own status; if it died of signal N, rlock dies of\n"
+    "           it too (the shell shows 128+N)\n"
     "  64       usage error: bad option, URL, duration, config\n"
     "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
     "  70       internal error\n"
     "  71       cannot fork or set up the command\n"
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
-    "  79       the lock was lost while the command ran, and it was terminated\n"
+    "  79       the lock was lost while the command ran (its group was terminated,\n"
+    "           or the release found the lock gone)\n"
     "  126/127  command not executable / not found\n";
 
 enum {
