@@ -212,9 +212,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 /* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
  * of its foreground job and stop too, after taking the terminal back, so that the
  * shell regains control. When the shell continues us: on `fg` (our group has the
- * terminal) hand it to the command; on `bg` leave it with the shell. Then continue the
- * command. While rlock is stopped its lease is not renewed: a suspension longer than
- * the lease loses the lock (exit 79 when continued). */
+ * terminal) hand it to the command; on `bg` leave it with the shell. The caller then
+ * continues the command, unless the lease ran out meanwhile: while rlock is stopped
+ * its lease is not renewed, and a suspension longer than the lease loses the lock
+ * (exit 79 when continued). */
 static void follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
@@ -229,7 +230,6 @@ static void follow_stop(struct child *ch, int stopsig)
 	kill(getpid(), sig);
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
-	kill(-ch->pid, SIGCONT);
 }
 
 /* Reap every exited child: the command (its status into *st), the orphans of its
@@ -389,6 +389,11 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		int stopped = reap(ch, &st);
 		if (stopped) {
 			follow_stop(ch, stopped);
+			/* Not one instruction of the command after the lease ran out. */
+			if (s.watching &&
+			    clock_ms() >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
+				on_loss(&s, 1);
+			kill(-ch->pid, SIGCONT);
 			continue;
 		}
 		if (ch->reaped && (group_check < 0 || now >= group_check || s.killed >= 0)) {

@@ -81,3 +81,25 @@ running() { [[ $(state "$1") != T ]]; }
 	assert_equal "$(cat after)" "status=130"
 	key_absent 'rlock:{loop}'
 }
+
+@test "Ctrl-Z past the lease, then fg: the command is stopped for good, never resumed; exit 79" {
+	cat >beat <<'PL'
+#!/usr/bin/perl
+# one line per 20 ms into hb while running
+open my $f, '>>', 'hb' or die; $f->autoflush(1);
+while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
+PL
+	chmod +x beat
+	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k stale -- ./beat" >&5
+	wait_until 10 file_has_lines hb 3
+	printf '\032' >&5 # Ctrl-Z
+	wait_until 10 grep -q Stopped tty-out
+	wait_until 10 key_absent 'rlock:{stale}' # the lease has ended on the server
+	local before
+	before=$(wc -l <hb)
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 10 test -e after
+	assert_equal "$(cat after)" "status=79"
+	assert_equal "$(wc -l <hb)" "$before" # not one more beat after the lease ran out
+}
