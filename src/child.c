@@ -466,13 +466,27 @@ void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	if (ch->watch_fd >= 0) {
-		(void)!write(ch->watch_fd, "k", 1);
+		/* Disarm it only when nothing is left to kill (not after a supervision that
+		 * failed): otherwise the end of its pipe makes it kill the group. */
+		if (!group_live(ch->pid))
+			(void)!write(ch->watch_fd, "k", 1);
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
 	}
 	if (ch->watchdog > 0) {
-		while (waitpid(ch->watchdog, NULL, 0) < 0 && errno == EINTR)
-			;
+		/* It exits at once; a stopped one is not waited for (1 s). */
+		for (int i = 0;; i++) {
+			pid_t w = waitpid(ch->watchdog, NULL, WNOHANG);
+			if (w > 0 || (w < 0 && errno != EINTR))
+				break;
+			if (i == 100) {
+				kill(ch->watchdog, SIGKILL);
+				while (waitpid(ch->watchdog, NULL, 0) < 0 && errno == EINTR)
+					;
+				break;
+			}
+			poll(NULL, 0, 10);
+		}
 		ch->watchdog = 0;
 	}
 }
