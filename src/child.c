@@ -462,6 +462,31 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	return exit_status(st, &ch->term_sig);
 }
 
+/* The watchdog exits at once when told; one that does not within a second (stopped)
+ * is killed. A pidfd wakes us the moment it exits, without polling. */
+static void reap_watchdog(pid_t w)
+{
+	int pfd = -1;
+#ifdef SYS_pidfd_open
+	pfd = (int)syscall(SYS_pidfd_open, w, 0);
+#endif
+	if (pfd >= 0) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		while (poll(&p, 1, 1000) < 0 && errno == EINTR)
+			;
+		close(pfd);
+	}
+	for (int i = 0; i < 1000; i++) {
+		pid_t r = waitpid(w, NULL, WNOHANG);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return;
+		poll(NULL, 0, 1);
+	}
+	kill(w, SIGKILL);
+	while (waitpid(w, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
@@ -474,19 +499,7 @@ void child_finish(struct child *ch)
 		ch->watch_fd = -1;
 	}
 	if (ch->watchdog > 0) {
-		/* It exits at once; a stopped one is not waited for (1 s). */
-		for (int i = 0;; i++) {
-			pid_t w = waitpid(ch->watchdog, NULL, WNOHANG);
-			if (w > 0 || (w < 0 && errno != EINTR))
-				break;
-			if (i == 100) {
-				kill(ch->watchdog, SIGKILL);
-				while (waitpid(ch->watchdog, NULL, 0) < 0 && errno == EINTR)
-					;
-				break;
-			}
-			poll(NULL, 0, 10);
-		}
+		reap_watchdog(ch->watchdog);
 		ch->watchdog = 0;
 	}
 }
