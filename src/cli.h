@@ -31,6 +31,7 @@ struct opts {
 	int64_t min_hold_ms;
 
 	struct url url;
+	char server[400]; /* the server's URL without a password, for messages */
 	const char *user; /* overrides the URL's user */
 	int has_password; /* the password itself is in secret.h's vault */
 	struct tls_opts tls;
@@ -45,6 +46,14 @@ struct opts {
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */
 };
+
+/* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were
+ * closed), so no socket or file of ours takes their numbers. */
+void cli_open_std_fds(void);
+
+/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
+ * pipe). For --status, --list, --help and --version. */
+int cli_close_stdout(void);
 
 /* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
  * print and exit(0). */

@@ -133,6 +133,7 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	copy_field(h->ttl, sizeof h->ttl, r->element[7]);
 	copy_field(fence, sizeof fence, r->element[8]);
 	h->fence = strtoll(fence, NULL, 10);
+	h->kept = r->elements > 9 && r->element[9]->type == RESP_STRING;
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -236,7 +237,7 @@ static int holder_script(struct client *c, int s, const struct lock *l, int64_t 
 		return LOCK_ERR;
 	if (r->type == RESP_ERROR) {
 		rc = server_error(r, s == S_BREAK ? "break" : "status", err, errlen);
-	} else if (is_array(r, 9)) {
+	} else if (is_array(r, 10)) {
 		fill_holder(h, r);
 		rc = LOCK_OK;
 	} else {

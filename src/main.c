@@ -58,7 +58,9 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 	}
 }
 
-/* Environment of the command: the lock's details in, rlock's secrets out. */
+/* Environment of the command: the user's own, untouched (as flock and timeout pass
+ * it), plus the lock's details. A secret rlock read from a file or the config is never
+ * added. */
 static void child_environment(const struct lock *l)
 {
 	char v[32];
@@ -69,13 +71,6 @@ static void child_environment(const struct lock *l)
 	setenv("RLOCK_FENCE", v, 1);
 	snprintf(v, sizeof v, "%lld", (long long)l->ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
-	unsetenv("RLOCK_PASSWORD");
-	unsetenv("REDISCLI_AUTH");
-	const char *u;
-	if ((u = getenv("RLOCK_URL")) && strchr(u, '@'))
-		unsetenv("RLOCK_URL");
-	if ((u = getenv("REDIS_URL")) && strchr(u, '@'))
-		unsetenv("REDIS_URL");
 }
 
 /* A nested rlock for the same key whose token is the live holder runs the command
@@ -117,10 +112,11 @@ static void reenter_if_holder(struct client **c, const struct server *srv, const
 
 static int busy(const struct opts *o, const struct holder *h)
 {
-	if (o->conflict_exit != 0)
-		log_msg(LOG_WARN, "lock '%s' is busy%s%s%s%s%s", o->name,
-		        h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
-		        o->wait_ms > 0 ? " (gave up waiting)" : "");
+	/* -E 0 skips silently; -v still says so. */
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s",
+	        o->name, h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
+	        o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
 
@@ -159,6 +155,11 @@ static int release(struct client **c, const struct server *srv, const struct loc
 	if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
 		log_warn("cannot release the lock (%s); it expires by its TTL", err);
 		rc = LOCK_ERR;
+	} else if (rc == LOCK_OK && keep_ms > 0) {
+		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
+		         (double)keep_ms / 1000);
+	} else if (rc == LOCK_OK) {
+		log_info("released %s", l->key);
 	}
 	return rc;
 }
@@ -206,6 +207,7 @@ int main(int argc, char **argv)
 	char err[512], cmdline[512], host[256] = "";
 	int signo = 0, rc;
 
+	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	int sigfd = child_signals_block(&orig);
 	if (sigfd < 0) {
@@ -258,7 +260,7 @@ int main(int argc, char **argv)
 	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
 	struct wait_args wa = {
 	    &srv, &l, &meta, o.name, o.wait_ms, termfd, isatty(STDERR_FILENO) && o.verbose >= 0};
-	int64_t sent;
+	int64_t sent, asked = clock_ms();
 	switch (wait_acquire(&c, &wa, &sent, &h, &signo, err, sizeof err)) {
 	case WAIT_ACQUIRED:
 		break;
@@ -273,7 +275,9 @@ int main(int argc, char **argv)
 		client_close(c);
 		return RL_EX_UNAVAILABLE;
 	}
-	log_debug("acquired %s (fence %lld, ttl %lld ms)", l.key, l.fence, (long long)l.ttl_ms);
+	/* As flock -v: how long getting the lock took. */
+	log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l.key,
+	         (double)(clock_ms() - asked) / 1000, l.fence, (long long)l.ttl_ms);
 	rc = wait_ready(&c, &wa, sent, o.wait_replicas, &signo, err, sizeof err);
 	if (rc != WAIT_ACQUIRED) {
 		client_close(c);

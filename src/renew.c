@@ -149,7 +149,7 @@ static void *renew_main(void *arg)
 				if (rc == LOCK_OK) {
 					r->confirmed_sent = sent;
 					set_text(r, r->last_err, "");
-					log_trace("renewed %s", r->lock->key);
+					log_debug("renewed %s", r->lock->key);
 					break;
 				}
 				if (rc == LOCK_NOTOURS) {
