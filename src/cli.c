@@ -458,6 +458,46 @@ static char *trim(char *s)
 	return s;
 }
 
+int cli_config_line(char *line, int *id, const char **val, char *err, size_t errlen)
+{
+	char *key = trim(line), *eq, *v = NULL;
+	int has_arg = 0;
+
+	*id = -1;
+	*val = NULL;
+	if (*key == '#' || *key == '\0')
+		return 0;
+	eq = strchr(key, '=');
+	if (eq) {
+		*eq = '\0';
+		v = trim(eq + 1);
+		key = trim(key);
+	}
+	if (!strcmp(key, "password")) {
+		*id = O_PASSWORD;
+		has_arg = 1;
+	}
+	for (const struct option *op = long_opts; *id < 0 && op->name; op++)
+		if (!strcmp(op->name, key)) {
+			*id = op->val;
+			has_arg = op->has_arg == required_argument;
+		}
+	if (*id < 0 || config_forbidden(*id)) {
+		snprintf(err, errlen, "unknown setting '%.100s'", key);
+		return -1;
+	}
+	if (has_arg && (!v || !*v)) {
+		snprintf(err, errlen, "'%.100s' needs a value ('%.100s = VALUE')", key, key);
+		return -1;
+	}
+	if (!has_arg && v && strcmp(v, "true") && strcmp(v, "yes") && strcmp(v, "1")) {
+		snprintf(err, errlen, "'%.100s' takes no value (or 'true')", key);
+		return -1;
+	}
+	*val = v;
+	return 1;
+}
+
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	FILE *f = fopen(path, "re");
@@ -480,38 +520,19 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
 	while (fgets(line, sizeof line, f)) {
-		char src[600], *key, *val, *eq;
+		char src[600];
 		lineno++;
 		snprintf(src, sizeof src, "%s:%d", path, lineno);
 		if (!strchr(line, '\n') && !feof(f))
 			usage_error("%s: line too long", src);
-		key = trim(line);
-		if (*key == '#' || *key == '\0')
+		int id;
+		const char *val;
+		char why[300];
+		int kind = cli_config_line(line, &id, &val, why, sizeof why);
+		if (kind < 0)
+			usage_error("%s: %s", src, why);
+		if (kind == 0)
 			continue;
-		eq = strchr(key, '=');
-		val = NULL;
-		if (eq) {
-			*eq = '\0';
-			val = trim(eq + 1);
-			key = trim(key);
-		}
-		int id = -1, has_arg = 0;
-		if (!strcmp(key, "password")) {
-			id = O_PASSWORD;
-			has_arg = 1;
-		}
-		for (const struct option *op = long_opts; id < 0 && op->name; op++)
-			if (!strcmp(op->name, key)) {
-				id = op->val;
-				has_arg = op->has_arg == required_argument;
-			}
-		if (id < 0 || config_forbidden(id))
-			usage_error("%s: unknown setting '%.100s'", src, key);
-		if (has_arg && (!val || !*val))
-			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
-		if (!has_arg && val && strcmp(val, "true") && strcmp(val, "yes") &&
-		    strcmp(val, "1"))
-			usage_error("%s: '%s' takes no value (or 'true')", src, key);
 		if (id == 'u' && strchr(val, '@'))
 			s->config_has_secret = 1;
 		if (id == O_PASSWORD || id == O_PASSWORD_FILE) {

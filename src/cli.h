@@ -3,6 +3,7 @@
 #ifndef RLOCK_CLI_H
 #define RLOCK_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "conn.h"
@@ -48,5 +49,11 @@ struct opts {
 /* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
  * print and exit(0). */
 void cli_parse(int argc, char **argv, struct opts *o);
+
+/* One line of a config file ("long-option = value", "# comment"), parsed in place
+ * (line is modified; *val points into it). Returns 0 for a blank or comment line, 1 for
+ * a setting (*id: the option's getopt value, *val: its value or NULL), -1 for a bad
+ * line with the reason in err (no location). Pure: no I/O, never exits. */
+int cli_config_line(char *line, int *id, const char **val, char *err, size_t errlen);
 
 #endif
