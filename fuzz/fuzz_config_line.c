@@ -1,39 +1,50 @@
-/* Fuzz the config-file line parser (cli_config_line) with arbitrary lines. Properties:
- * no crash; a setting's value (if any) points into the line and has no leading or
- * trailing blanks; an error always comes with a NUL-terminated reason. */
+/* Fuzz the config-file line parser (parse_config_line) with arbitrary lines. Properties:
+ * no crash; for a setting, the name and the value (if any) point into the line and
+ * have no blank at either end, and the name is not empty; an error always comes with a
+ * reason; nothing is reported but -1, 0 or 1. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int inside(const char *p, const char *line, size_t len)
+{
+	return p >= line && p <= line + len;
+}
+
+static int blank_ends(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t');
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char line[4096], err[300];
-	const char *val = NULL;
-	int id = 0;
+	char *key = NULL, *val = NULL;
 
-	/* load_config hands over at most one fgets() line: no NUL inside, < 4096 bytes. */
+	/* load_config hands over at most one fgets() line: < 4096 bytes, NUL-terminated. */
 	if (size >= sizeof line)
 		size = sizeof line - 1;
 	memcpy(line, data, size);
 	line[size] = '\0';
 	size_t len = strlen(line);
 	err[0] = '\0';
-	int kind = cli_config_line(line, &id, &val, err, sizeof err);
-	if (kind == 1 && val) {
-		if (val < line || val > line + len)
+	int got = parse_config_line(line, &key, &val, err, sizeof err);
+	if (got == 1) {
+		if (!key || !inside(key, line, len) || !*key || blank_ends(key))
 			abort();
-		size_t n = strlen(val);
-		if (n &&
-		    (val[0] == ' ' || val[0] == '\t' || val[n - 1] == ' ' || val[n - 1] == '\t'))
+		if (val && (!inside(val, line, len) || blank_ends(val)))
 			abort();
+	} else if (got == -1) {
+		if (!err[0] || !memchr(err, '\0', sizeof err))
+			abort();
+	} else if (got != 0) {
+		abort();
 	}
-	if (kind < 0 && (!err[0] || !memchr(err, '\0', sizeof err)))
-		abort();
-	if (kind < -1 || kind > 1)
-		abort();
 	return 0;
 }

@@ -38,6 +38,16 @@ int child_signals_block(sigset_t *orig)
 	return signalfd(-1, &fdset, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+int child_term_fd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&set, forwarded[i]);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
 void child_die_of(int sig)
 {
 	sigset_t s;

@@ -15,6 +15,11 @@
  * the original mask, restored in the child before exec. */
 int child_signals_block(sigset_t *orig);
 
+/* A close-on-exec, non-blocking signalfd of the terminating signals alone (those of
+ * child_signals_block() without SIGCHLD), for the waits before the command starts:
+ * readable means "stop now". Call after child_signals_block(); -1 on error. */
+int child_term_fd(void);
+
 /* Die of signal sig (after cleanup), as the shell expects of an interrupted program. */
 void child_die_of(int sig) __attribute__((noreturn));
 

@@ -3,7 +3,6 @@
 #ifndef RLOCK_CLI_H
 #define RLOCK_CLI_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "conn.h"
@@ -32,6 +31,7 @@ struct opts {
 	int64_t min_hold_ms;
 
 	struct url url;
+	char server[400]; /* the server's URL without a password, for messages */
 	const char *user; /* overrides the URL's user */
 	int has_password; /* the password itself is in secret.h's vault */
 	struct tls_opts tls;
@@ -46,14 +46,16 @@ struct opts {
 	const char *shell_command; /* -c STRING, or NULL */
 };
 
+/* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were
+ * closed), so no socket or file of ours takes their numbers. */
+void cli_open_std_fds(void);
+
+/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
+ * pipe). For --status, --list, --help and --version. */
+int cli_close_stdout(void);
+
 /* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
  * print and exit(0). */
 void cli_parse(int argc, char **argv, struct opts *o);
-
-/* One line of a config file ("long-option = value", "# comment"), parsed in place
- * (line is modified; *val points into it). Returns 0 for a blank or comment line, 1 for
- * a setting (*id: the option's getopt value, *val: its value or NULL), -1 for a bad
- * line with the reason in err (no location). Pure: no I/O, never exits. */
-int cli_config_line(char *line, int *id, const char **val, char *err, size_t errlen);
 
 #endif

@@ -25,6 +25,12 @@ struct client;
 
 enum { CLIENT_OK = 0, CLIENT_ERR = -1, CLIENT_AUTH = -2 /* NOAUTH/WRONGPASS/NOPERM on AUTH */ };
 
+/* Look srv's host name up once, before deadline_ms, and keep its addresses for every
+ * later client_open() of srv in any thread (conn_resolve()): after this, no connect
+ * waits on a resolver. Call before threads that share srv start. CLIENT_OK or
+ * CLIENT_ERR. */
+int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen);
+
 /* Connect, AUTH (when a password is set), SELECT (when db != 0): the connection
  * within connect_timeout, the rest within io_timeout, and everything before cap_ms
  * (CLIENT_NO_CAP for none; the renewal thread caps by its loss deadline). Returns
@@ -34,14 +40,19 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
                 size_t errlen);
 
 /* Send one command and read its reply before the deadline. An ERROR reply is a
- * successful call (*reply has type RESP_ERROR). Returns 0, or -1 with the reason
- * (the connection is then unusable: close it). Leftover bytes after the reply are a
- * protocol error. */
+ * successful call (*reply has type RESP_ERROR). Returns 0, or -1 with the reason.
+ * Leftover bytes after the reply are a protocol error.
+ * After a failure the connection is done with (close it), with one exception: when
+ * the request went out in full and only its reply is missing (deadline, or the
+ * thread's abort fd), one more call may follow: the server runs it after the
+ * unanswered request, and the stale reply is skipped (how a release follows an
+ * acquire whose outcome is unknown). Any other failure makes later calls fail at once. */
 int client_call(struct client *c, int argc, const char **argv, const size_t *lens,
                 int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen);
 
 /* Pub/sub: send without waiting for the reply, and read one pushed reply. recv
- * returns 1 with *reply, 0 at the deadline, -1 on error. */
+ * returns 1 with *reply, 0 at the deadline, CONN_ABORT when the thread's abort fd
+ * became readable, -1 on error. */
 int client_send(struct client *c, int argc, const char **argv, const size_t *lens,
                 int64_t deadline_ms, char *err, size_t errlen);
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,

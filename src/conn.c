@@ -13,10 +13,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -58,25 +61,47 @@ int64_t clock_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Wait until fd is ready for events or the deadline passes: 1 ready, 0 timed out,
- * -1 poll failed (errno). Readiness includes POLLERR/POLLHUP: the next I/O call
- * reports the actual error. */
+/* The calling thread's abort fd (conn_set_abort_fd), or -1. */
+static _Thread_local int abort_fd = -1;
+
+void conn_set_abort_fd(int fd)
+{
+	abort_fd = fd;
+}
+
+int conn_abort_pending(void)
+{
+	struct pollfd p = {.fd = abort_fd, .events = POLLIN};
+
+	return abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+enum { WAIT_READY = 1, WAIT_TIMEOUT = 0, WAIT_FAILED = -1, WAIT_ABORT = -2 };
+
+/* Wait until fd is ready for events or the deadline passes, watching the thread's
+ * abort fd too: WAIT_READY, WAIT_TIMEOUT, WAIT_ABORT, or WAIT_FAILED (poll failed,
+ * errno). Readiness includes POLLERR/POLLHUP: the next I/O call reports the actual
+ * error. */
 static int wait_fd(int fd, short events, int64_t deadline_ms)
 {
-	struct pollfd p = {.fd = fd, .events = events};
+	struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = abort_fd, .events = POLLIN}};
+	nfds_t n = abort_fd >= 0 ? 2 : 1;
 	int64_t left;
 	int rc;
 
 	for (;;) {
 		left = deadline_ms - clock_ms();
+		/* An abort wins even over a deadline already passed. */
+		rc = poll(p, n, left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left);
+		if (rc > 0 && n == 2 && p[1].revents)
+			return WAIT_ABORT;
+		if (rc > 0 && p[0].revents)
+			return WAIT_READY;
 		if (left <= 0)
-			return 0;
-		rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (rc > 0)
-			return 1;
+			return WAIT_TIMEOUT;
 		/* rc == 0: poll may wake a little early; the clock decides. */
 		if (rc < 0 && errno != EINTR)
-			return -1;
+			return WAIT_FAILED;
 	}
 }
 
@@ -87,7 +112,8 @@ static long long budget_ms(int64_t start, int64_t deadline_ms)
 
 /* ---- plain sockets ------------------------------------------------------------- */
 
-/* Connect fd before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR with errno set. */
+/* Connect fd before the deadline: CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR with
+ * errno set. */
 static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline_ms)
 {
 	int soerr = 0;
@@ -106,15 +132,18 @@ static int connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_
 		left = deadline_ms - clock_ms();
 		if (left <= 0)
 			return CONN_TIMEOUT;
-		(void)poll(NULL, 0, left < 10 ? (int)left : 10);
+		if (wait_fd(-1, 0, clock_ms() + (left < 10 ? left : 10)) == WAIT_ABORT)
+			return CONN_ABORT;
 	}
 	/* After EINTR the connection carries on in the background, as with EINPROGRESS;
 	 * calling connect() again would only say EALREADY. */
 	if (errno != EINPROGRESS && errno != EINTR)
 		return CONN_ERR;
 	rc = wait_fd(fd, POLLOUT, deadline_ms);
-	if (rc == 0)
+	if (rc == WAIT_TIMEOUT)
 		return CONN_TIMEOUT;
+	if (rc == WAIT_ABORT)
+		return CONN_ABORT;
 	if (rc < 0)
 		return CONN_ERR;
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
@@ -154,6 +183,8 @@ static int open_unix(struct conn *c, const char *path, int64_t start, int64_t de
 	if (rc == CONN_TIMEOUT)
 		set_err(err, errlen, "connect to %s: timed out after %lld ms", c->peer,
 		        budget_ms(start, deadline_ms));
+	else if (rc == CONN_ABORT)
+		set_err(err, errlen, "connect to %s: interrupted", c->peer);
 	else if (rc != CONN_OK)
 		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
 	else {
@@ -166,78 +197,232 @@ cleanup:
 	return rc;
 }
 
-/* Resolve host; *numeric tells whether it was an IP literal (then no DNS was used). */
-static int resolve(const char *host, int port, struct addrinfo **res, int *numeric, char *err,
-                   size_t errlen)
+/* ---- name lookup with a deadline ------------------------------------------------ */
+
+/* getaddrinfo() has no deadline of its own, so a name is looked up in a detached helper
+ * thread that the caller waits for no longer than its deadline. Whichever of the two
+ * lets go last frees the lookup: an abandoned thread finishes (or hangs) harmlessly. */
+struct lookup {
+	pthread_mutex_t mu;
+	int refs; /* the caller and the thread */
+	int fd;   /* eventfd, written by the thread when done */
+	int rc;   /* getaddrinfo's result */
+	int errnum;
+	char host[NI_MAXHOST];
+	char service[8];
+	struct conn_addrs out;
+};
+
+static void lookup_put(struct lookup *lk)
+{
+	pthread_mutex_lock(&lk->mu);
+	int last = --lk->refs == 0;
+	pthread_mutex_unlock(&lk->mu);
+	if (!last)
+		return;
+	close(lk->fd);
+	pthread_mutex_destroy(&lk->mu);
+	free(lk);
+}
+
+/* Copy up to CONN_ADDRS_MAX addresses of res into out. */
+static void copy_addrs(struct conn_addrs *out, const struct addrinfo *res)
+{
+	out->n = 0;
+	for (const struct addrinfo *ai = res; ai && out->n < CONN_ADDRS_MAX; ai = ai->ai_next) {
+		if (ai->ai_addrlen > sizeof out->a[0].sa)
+			continue;
+		memcpy(&out->a[out->n].sa, ai->ai_addr, ai->ai_addrlen);
+		out->a[out->n].len = ai->ai_addrlen;
+		out->n++;
+	}
+}
+
+static struct addrinfo name_hints(int numeric)
 {
 	struct addrinfo hints;
-	char service[8];
-	int rc;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_protocol = IPPROTO_TCP;
-	hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
-	(void)snprintf(service, sizeof service, "%d", port);
-	rc = getaddrinfo(host, service, &hints, res);
-	*numeric = rc == 0;
-	if (rc == EAI_NONAME) {
-		/* A name: the resolver has no deadline of its own, so this lookup is the one
-		 * step the caller's deadline cannot bound. No AI_ADDRCONFIG: it hides ::1 on
-		 * hosts whose only IPv6 address is loopback. */
-		hints.ai_flags = AI_NUMERICSERV;
-		rc = getaddrinfo(host, service, &hints, res);
+	/* No AI_ADDRCONFIG: it hides ::1 on hosts whose only IPv6 address is loopback. */
+	hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0);
+	return hints;
+}
+
+static void *lookup_main(void *arg)
+{
+	struct lookup *lk = arg;
+	struct addrinfo hints = name_hints(0), *res = NULL;
+	uint64_t one = 1;
+
+	int rc = getaddrinfo(lk->host, lk->service, &hints, &res);
+	int saved = errno;
+	pthread_mutex_lock(&lk->mu);
+	lk->rc = rc;
+	lk->errnum = saved;
+	if (rc == 0)
+		copy_addrs(&lk->out, res);
+	pthread_mutex_unlock(&lk->mu);
+	if (res)
+		freeaddrinfo(res);
+	(void)!write(lk->fd, &one, sizeof one);
+	lookup_put(lk);
+	return NULL;
+}
+
+/* Look a host name up in a helper thread, waiting for it until the deadline. */
+static int lookup_name(const char *host, const char *service, struct conn_addrs *out, int64_t start,
+                       int64_t deadline_ms, char *err, size_t errlen)
+{
+	struct lookup *lk = calloc(1, sizeof *lk);
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+	int rc;
+
+	if (!lk) {
+		set_err(err, errlen, "resolve %s: out of memory", host);
+		return CONN_ERR;
 	}
+	(void)snprintf(lk->host, sizeof lk->host, "%s", host);
+	(void)snprintf(lk->service, sizeof lk->service, "%s", service);
+	lk->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (lk->fd < 0) {
+		set_err(err, errlen, "resolve %s: eventfd: %s", host, strerror(errno));
+		free(lk);
+		return CONN_ERR;
+	}
+	pthread_mutex_init(&lk->mu, NULL);
+	lk->refs = 2;
+	/* The helper takes no signals (they are read from rlock's signalfd) and is never
+	 * joined: the caller may stop waiting for it. */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, &attr, lookup_main, lk);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (rc != 0) {
+		set_err(err, errlen, "resolve %s: cannot start the lookup thread: %s", host,
+		        strerror(rc));
+		lk->refs = 1;
+		lookup_put(lk);
+		return CONN_ERR;
+	}
+	int w = wait_fd(lk->fd, POLLIN, deadline_ms);
+	pthread_mutex_lock(&lk->mu);
+	int done = w == WAIT_READY;
+	int grc = lk->rc, gerr = lk->errnum;
+	if (done && grc == 0)
+		*out = lk->out;
+	pthread_mutex_unlock(&lk->mu);
+	lookup_put(lk);
+	if (w == WAIT_ABORT) {
+		set_err(err, errlen, "resolve %s: interrupted", host);
+		return CONN_ABORT;
+	}
+	if (!done) {
+		set_err(err, errlen, "resolve %s: no answer from the resolver within %lld ms", host,
+		        budget_ms(start, deadline_ms));
+		return w == WAIT_TIMEOUT ? CONN_TIMEOUT : CONN_ERR;
+	}
+	if (grc != 0) {
 		set_err(err, errlen, "resolve %s: %s", host,
-		        rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-		*res = NULL;
+		        grc == EAI_SYSTEM ? strerror(gerr) : gai_strerror(grc));
+		return CONN_ERR;
+	}
+	if (out->n == 0) {
+		set_err(err, errlen, "resolve %s: no usable address", host);
 		return CONN_ERR;
 	}
 	return CONN_OK;
 }
 
-static int open_tcp(struct conn *c, const char *host, int port, int64_t start, int64_t deadline_ms,
+/* Fill *out for host: an IP literal at once, a name by lookup_name(). */
+static int resolve(const char *host, int port, struct conn_addrs *out, int64_t start,
+                   int64_t deadline_ms, char *err, size_t errlen)
+{
+	struct addrinfo hints = name_hints(1), *res = NULL;
+	char service[8];
+
+	memset(out, 0, sizeof *out);
+	if (!host || !*host) {
+		set_err(err, errlen, "connect: no host given");
+		return CONN_ERR;
+	}
+	if (port < 1 || port > 65535) {
+		set_err(err, errlen, "connect to %s: port out of range", host);
+		return CONN_ERR;
+	}
+	(void)snprintf(service, sizeof service, "%d", port);
+	/* An IP literal: getaddrinfo answers without asking anyone. */
+	if (getaddrinfo(host, service, &hints, &res) == 0) {
+		copy_addrs(out, res);
+		freeaddrinfo(res);
+		out->numeric = 1;
+		if (out->n > 0)
+			return CONN_OK;
+	}
+	return lookup_name(host, service, out, start, deadline_ms, err, errlen);
+}
+
+int conn_resolve(struct endpoint *ep, int64_t deadline_ms, char *err, size_t errlen)
+{
+	struct conn_addrs found;
+
+	if (ep->path || ep->addrs.n > 0)
+		return CONN_OK;
+	int rc = resolve(ep->host, ep->port, &found, clock_ms(), deadline_ms, err, errlen);
+	if (rc == CONN_OK)
+		ep->addrs = found;
+	return rc;
+}
+
+static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
                     char *err, size_t errlen)
 {
-	struct addrinfo *res = NULL, *ai;
+	struct conn_addrs looked_up;
+	const struct conn_addrs *addrs = &ep->addrs;
 	char addr[NI_MAXHOST], what[NI_MAXHOST + 4];
-	int numeric = 0, rc = CONN_ERR, one = 1, fd, saved, n;
+	const char *host = ep->host;
+	int rc = CONN_ERR, one = 1, fd, saved, n;
 
 	if (!host || !*host) {
 		set_err(err, errlen, "connect: no host given");
-		goto cleanup;
+		return CONN_ERR;
 	}
 	/* IPv6 literals get brackets so the port stays readable. */
-	n = snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+	n = snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+	             ep->port);
 	if (n < 0 || (size_t)n >= sizeof c->peer) {
 		set_err(err, errlen, "connect: host name too long");
-		goto cleanup;
+		return CONN_ERR;
 	}
-	if (port < 1 || port > 65535) {
-		set_err(err, errlen, "connect to %s: port out of range", c->peer);
-		goto cleanup;
+	if (addrs->n == 0) {
+		rc = resolve(host, ep->port, &looked_up, start, deadline_ms, err, errlen);
+		if (rc != CONN_OK)
+			return rc;
+		addrs = &looked_up;
 	}
-	rc = resolve(host, port, &res, &numeric, err, errlen);
-	if (rc != CONN_OK)
-		goto cleanup;
 	rc = CONN_ERR;
 	set_err(err, errlen, "connect to %s: no address", c->peer);
-	for (ai = res; ai; ai = ai->ai_next) {
+	for (int i = 0; i < addrs->n; i++) {
+		const struct sockaddr *sa = (const struct sockaddr *)&addrs->a[i].sa;
+		socklen_t salen = addrs->a[i].len;
 		/* For a name, say which of its addresses failed. */
 		what[0] = '\0';
-		if (!numeric && getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0,
-		                            NI_NUMERICHOST) == 0)
+		if (!addrs->numeric &&
+		    getnameinfo(sa, salen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST) == 0)
 			(void)snprintf(what, sizeof what, " (%s)", addr);
 		if (clock_ms() >= deadline_ms) {
-			rc = CONN_TIMEOUT;
 			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
 			        what, budget_ms(start, deadline_ms));
-			goto cleanup;
+			return CONN_TIMEOUT;
 		}
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		            ai->ai_protocol);
+		fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 		if (fd < 0) {
 			set_err(err, errlen, "connect to %s%s: socket: %s", c->peer, what,
 			        strerror(errno));
@@ -251,10 +436,10 @@ static int open_tcp(struct conn *c, const char *host, int port, int64_t start, i
 			        strerror(saved));
 			continue;
 		}
-		rc = connect_fd(fd, ai->ai_addr, ai->ai_addrlen, deadline_ms);
+		rc = connect_fd(fd, sa, salen, deadline_ms);
 		if (rc == CONN_OK) {
 			c->fd = fd;
-			goto cleanup;
+			return CONN_OK;
 		}
 		saved = errno;
 		close(fd);
@@ -262,13 +447,14 @@ static int open_tcp(struct conn *c, const char *host, int port, int64_t start, i
 			/* The whole budget is spent; later addresses would get none of it. */
 			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
 			        what, budget_ms(start, deadline_ms));
-			goto cleanup;
+			return rc;
+		}
+		if (rc == CONN_ABORT) {
+			set_err(err, errlen, "connect to %s: interrupted", c->peer);
+			return rc;
 		}
 		set_err(err, errlen, "connect to %s%s: %s", c->peer, what, strerror(saved));
 	}
-cleanup:
-	if (res)
-		freeaddrinfo(res);
 	return rc;
 }
 
@@ -305,7 +491,11 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 		if (rc != CONN_AGAIN)
 			return rc;
 		w = wait_fd(c->fd, ops->events(c->tls), deadline_ms);
-		if (w == 0) {
+		if (w == WAIT_ABORT) {
+			set_err(err, errlen, "TLS handshake with %s: interrupted", c->peer);
+			return CONN_ABORT;
+		}
+		if (w == WAIT_TIMEOUT) {
 			/* A plaintext Redis swallows a ClientHello silently, waiting for a
 			 * newline: silence is the usual sign of a non-TLS port. */
 			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s",
@@ -341,7 +531,7 @@ int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
 	if (ep->path)
 		rc = open_unix(c, ep->path, start, deadline_ms, err, errlen);
 	else
-		rc = open_tcp(c, ep->host, ep->port, start, deadline_ms, err, errlen);
+		rc = open_tcp(c, ep, start, deadline_ms, err, errlen);
 	if (rc != CONN_OK)
 		goto cleanup;
 	if (ep->tls && ep->tls->enabled) {
@@ -441,7 +631,11 @@ int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline
 		if (n != CONN_AGAIN)
 			return CONN_ERR;
 		w = wait_fd(c->fd, c->events, deadline_ms);
-		if (w == 0) {
+		if (w == WAIT_ABORT) {
+			set_err(err, errlen, "write to %s: interrupted", c->peer);
+			return CONN_ABORT;
+		}
+		if (w == WAIT_TIMEOUT) {
 			set_err(err, errlen, "write to %s: timed out after %lld ms", c->peer,
 			        budget_ms(start, deadline_ms));
 			return CONN_TIMEOUT;
@@ -467,7 +661,11 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, ch
 		if (n != CONN_AGAIN)
 			return n;
 		w = wait_fd(c->fd, c->events, deadline_ms);
-		if (w == 0) {
+		if (w == WAIT_ABORT) {
+			set_err(err, errlen, "read from %s: interrupted", c->peer);
+			return CONN_ABORT;
+		}
+		if (w == WAIT_TIMEOUT) {
 			set_err(err, errlen, "read from %s: timed out after %lld ms", c->peer,
 			        budget_ms(start, deadline_ms));
 			return CONN_TIMEOUT;

@@ -9,13 +9,23 @@
  * one caller can drive N conns with one poll() (Redlock); the deadline wrappers are
  * built on them for the common one-server case.
  *
+ * No wait here can outlast its deadline, host-name lookups included: a lookup runs in
+ * a helper thread the caller stops waiting for at the deadline. conn_resolve() looks a
+ * name up once, so that later connects (renewal, waiting, release) need no resolver.
+ *
+ * A thread may also name an abort fd (conn_set_abort_fd): every wait then ends as soon
+ * as that fd is readable, with CONN_ABORT (rlock's main thread passes the signalfd of
+ * the terminating signals before the command starts).
+ *
  * Thread-safety: a conn is used by one thread at a time. conn_tls_init() is called
- * once, before any thread starts. */
+ * once, before any thread starts. An endpoint is changed only by conn_resolve(), before
+ * other threads use it; after that it is shared read-only. */
 #ifndef RLOCK_CONN_H
 #define RLOCK_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* Monotonic clock in milliseconds. */
@@ -31,11 +41,24 @@ struct tls_opts {
 	const char *sni;       /* server name to send and verify instead of the host */
 };
 
+#define CONN_ADDRS_MAX 8
+
+/* The addresses of a TCP host, as conn_resolve() found them. */
+struct conn_addrs {
+	int n;       /* 0: not looked up (conn_open then looks up each time) */
+	int numeric; /* the host was an IP literal: no resolver was asked */
+	struct {
+		struct sockaddr_storage sa;
+		socklen_t len;
+	} a[CONN_ADDRS_MAX];
+};
+
 struct endpoint {
 	const char *host; /* TCP host name or IP literal; NULL for a Unix socket */
 	int port;
 	const char *path;           /* Unix socket path; NULL for TCP */
 	const struct tls_opts *tls; /* NULL or !enabled: plain */
+	struct conn_addrs addrs;    /* filled by conn_resolve(); zeroed by the caller */
 };
 
 struct conn;
@@ -46,10 +69,27 @@ enum {
 	CONN_AGAIN = -2,   /* would block; see conn_events() */
 	CONN_TIMEOUT = -3, /* deadline passed; reason in err */
 	CONN_EOF = -4,     /* peer closed */
+	CONN_ABORT = -5,   /* the thread's abort fd became readable; reason in err */
 };
 
-/* Connect (resolve, TCP/Unix connect, TLS handshake with chain and host-name checks),
- * all before deadline_ms. On success *out owns a connected conn. */
+/* In the calling thread only: every later wait of conn (lookup, connect, handshake,
+ * read, write) also watches fd and returns CONN_ABORT as soon as it is readable;
+ * nothing is read from it. -1 (the default) watches nothing. */
+void conn_set_abort_fd(int fd);
+
+/* True when the calling thread's abort fd is readable now: a failure just seen may be
+ * that interruption rather than a fault worth reporting. */
+int conn_abort_pending(void);
+
+/* Look ep's host up once, before deadline_ms, and keep up to CONN_ADDRS_MAX of its
+ * addresses in ep->addrs for every later conn_open() of ep, in any thread. Nothing to
+ * do for a Unix socket. A lookup still running at the deadline is abandoned to its
+ * helper thread. CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR (reason in err). */
+int conn_resolve(struct endpoint *ep, int64_t deadline_ms, char *err, size_t errlen);
+
+/* Connect (TCP/Unix connect, TLS handshake with chain and host-name checks; a lookup
+ * first if conn_resolve() has not filled ep->addrs), all before deadline_ms. On success
+ * *out owns a connected conn. Returns CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR. */
 int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
               size_t errlen);
 
@@ -69,12 +109,13 @@ int conn_fd(const struct conn *c);
 /* True when decrypted bytes are already buffered (poll would not see them). */
 int conn_pending(const struct conn *c);
 
-/* Write all of buf before the deadline: CONN_OK, CONN_TIMEOUT or CONN_ERR. */
+/* Write all of buf before the deadline: CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR
+ * (after anything but CONN_OK, part of buf may have been sent). */
 int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline_ms, char *err,
                    size_t errlen);
 
-/* Read some bytes (> 0 returned) before the deadline, else CONN_TIMEOUT, CONN_EOF or
- * CONN_ERR. */
+/* Read some bytes (> 0 returned) before the deadline, else CONN_TIMEOUT, CONN_EOF,
+ * CONN_ABORT or CONN_ERR. */
 ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, char *err,
                   size_t errlen);
 

@@ -133,6 +133,7 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	copy_field(h->ttl, sizeof h->ttl, r->element[7]);
 	copy_field(fence, sizeof fence, r->element[8]);
 	h->fence = strtoll(fence, NULL, 10);
+	h->kept = r->elements > 9 && r->element[9]->type == RESP_STRING;
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -178,7 +179,7 @@ int lock_decode_holder(const struct resp_reply *r, const char *what, struct hold
 {
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
-	if (!is_array(r, 9)) {
+	if (!is_array(r, 10)) {
 		snprintf(err, errlen, "unexpected reply from the server");
 		return LOCK_ERR;
 	}

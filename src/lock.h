@@ -4,7 +4,8 @@
  *
  *   PREFIX{NAME}           token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition, never expires -> RLOCK_FENCE
- *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence, same expiry as the lock
+ *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence [kept], same expiry as the
+ *                          lock (kept: the command exited, --min-hold keeps the lock)
  *   PREFIX{NAME}:released  pub/sub channel: the token is published on release
  */
 #ifndef RLOCK_LOCK_H
@@ -31,6 +32,7 @@ struct lock {
  * the holder left no metadata; text is untrusted (escape before printing). */
 struct holder {
 	int held;
+	int kept;          /* released by its command, kept by --min-hold until the lease ends */
 	long long pttl_ms; /* -1: no expiry (set by hand), -2: gone */
 	long long fence;
 	char token[80];

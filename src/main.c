@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,7 +58,9 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 	}
 }
 
-/* Environment of the command: the lock's details in, rlock's secrets out. */
+/* Environment of the command: the user's own, untouched (as flock and timeout pass
+ * it), plus the lock's details. A secret rlock read from a file or the config is never
+ * added. */
 static void child_environment(const struct lock *l)
 {
 	char v[32];
@@ -68,13 +71,6 @@ static void child_environment(const struct lock *l)
 	setenv("RLOCK_FENCE", v, 1);
 	snprintf(v, sizeof v, "%lld", (long long)l->ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
-	unsetenv("RLOCK_PASSWORD");
-	unsetenv("REDISCLI_AUTH");
-	const char *u;
-	if ((u = getenv("RLOCK_URL")) && strchr(u, '@'))
-		unsetenv("RLOCK_URL");
-	if ((u = getenv("REDIS_URL")) && strchr(u, '@'))
-		unsetenv("REDIS_URL");
 }
 
 /* A nested rlock for the same key whose token is the live holder runs the command
@@ -109,10 +105,11 @@ static void reenter_if_holder(struct client *c, const struct opts *o, const stru
 
 static int busy(const struct opts *o, const struct holder *h)
 {
-	if (o->conflict_exit != 0)
-		log_msg(LOG_WARN, "lock '%s' is busy%s%s%s%s%s", o->name,
-		        h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
-		        o->wait_ms > 0 ? " (gave up waiting)" : "");
+	/* -E 0 skips silently; -v still says so. */
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s",
+	        o->name, h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
+	        o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
 
@@ -141,36 +138,21 @@ static void release(struct client **c, const struct server *srv, const struct lo
 		         (long long)l->ttl_ms);
 	else if (rc == LOCK_NOTOURS)
 		log_debug("the lock was no longer ours at release");
+	else if (keep_ms > 0)
+		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
+		         (double)keep_ms / 1000);
+	else
+		log_info("released %s", l->key);
 }
 
-/* --wait-replicas: WAIT narrows the window in which a failover to a replica that never
- * saw the lock hands it to someone else. Returns 0, or the exit status. */
-static int wait_replicas(struct client **c, const struct server *srv, const struct lock *l, int n)
+/* Before the command starts: a terminating signal that cut a wait short ends rlock
+ * as that signal would have. */
+static void die_if_signalled(int termfd)
 {
-	char cnt[16], ms[24], err[300];
-	struct resp_reply *r = NULL;
+	struct signalfd_siginfo si;
 
-	snprintf(cnt, sizeof cnt, "%d", n);
-	snprintf(ms, sizeof ms, "%lld", (long long)srv->io_timeout_ms);
-	const char *argv[] = {"WAIT", cnt, ms};
-	size_t lens[] = {4, strlen(cnt), strlen(ms)};
-	int64_t deadline = clock_ms() + 2 * srv->io_timeout_ms;
-	if (client_call(*c, 3, argv, lens, deadline, &r, err, sizeof err) < 0) {
-		log_error("WAIT for replicas: %s", err);
-	} else if (r->type != RESP_INTEGER) {
-		log_error("WAIT for replicas: %.300s",
-		          r->type == RESP_ERROR ? r->str : "unexpected reply");
-	} else if (r->integer < n) {
-		log_error("only %lld of %d replicas acknowledged the lock within %s ms: not "
-		          "running the command",
-		          r->integer, n, ms);
-	} else {
-		resp_free(r);
-		return 0;
-	}
-	resp_free(r);
-	release(c, srv, l, 0);
-	return RL_EX_UNAVAILABLE;
+	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si)
+		child_die_of((int)si.ssi_signo);
 }
 
 static const char *lost_reason(const void *renewal)
@@ -194,12 +176,21 @@ int main(int argc, char **argv)
 	char err[512], cmdline[512], host[256] = "";
 	int signo = 0, rc;
 
+	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	int sigfd = child_signals_block(&orig);
 	if (sigfd < 0) {
 		log_error("cannot set up signal handling: %s", strerror(errno));
 		return RL_EX_OSERR;
 	}
+	/* Until the command starts, every wait (lookup, connect, reply, sleep) ends at once
+	 * on a terminating signal: rlock then gives back what it may hold and dies of it. */
+	int termfd = child_term_fd();
+	if (termfd < 0) {
+		log_error("cannot set up signal handling: %s", strerror(errno));
+		return RL_EX_OSERR;
+	}
+	conn_set_abort_fd(termfd);
 	if (o.tls.enabled)
 		conn_tls_init();
 	server_from_opts(&srv, &o);
@@ -209,17 +200,23 @@ int main(int argc, char **argv)
 	}
 	/* The password stays in memory while connections may need reopening (renewal,
 	 * waiting, release); it is wiped at exit. */
-	rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
+	/* The name is looked up once, here: later connects (renewal, waiting, release)
+	 * reuse its addresses and never wait on a resolver. */
+	rc = client_resolve(&srv, clock_ms() + o.connect_timeout_ms, err, sizeof err);
+	if (rc == CLIENT_OK)
+		rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
 	if (rc != CLIENT_OK) {
+		die_if_signalled(termfd);
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
 	}
-	if (o.mode == MODE_STATUS)
-		return report_status(c, &o);
-	if (o.mode == MODE_BREAK)
-		return report_break(c, &o);
-	if (o.mode == MODE_LIST)
-		return report_list(c, &o);
+	if (o.mode != MODE_RUN) {
+		rc = o.mode == MODE_STATUS  ? report_status(c, &o)
+		     : o.mode == MODE_BREAK ? report_break(c, &o)
+		                            : report_list(c, &o);
+		die_if_signalled(termfd);
+		return rc;
+	}
 
 	reenter_if_holder(c, &o, &l);
 	gethostname(host, sizeof host - 1);
@@ -231,8 +228,8 @@ int main(int argc, char **argv)
 	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
 	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
 	struct wait_args wa = {
-	    &srv, &l, &meta, o.name, o.wait_ms, sigfd, isatty(STDERR_FILENO) && o.verbose >= 0};
-	int64_t sent;
+	    &srv, &l, &meta, o.name, o.wait_ms, termfd, isatty(STDERR_FILENO) && o.verbose >= 0};
+	int64_t sent, asked = clock_ms();
 	switch (wait_acquire(&c, &wa, &sent, &h, &signo, err, sizeof err)) {
 	case WAIT_ACQUIRED:
 		break;
@@ -247,11 +244,20 @@ int main(int argc, char **argv)
 		client_close(c);
 		return RL_EX_UNAVAILABLE;
 	}
-	log_debug("acquired %s (fence %lld, ttl %lld ms)", l.key, l.fence, (long long)l.ttl_ms);
-	if (o.wait_replicas > 0 && (rc = wait_replicas(&c, &srv, &l, o.wait_replicas)) != 0) {
+	/* As flock -v: how long getting the lock took. */
+	log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l.key,
+	         (double)(clock_ms() - asked) / 1000, l.fence, (long long)l.ttl_ms);
+	rc = wait_ready(&c, &wa, sent, o.wait_replicas, &signo, err, sizeof err);
+	if (rc != WAIT_ACQUIRED) {
 		client_close(c);
-		return rc;
+		if (rc == WAIT_SIGNAL)
+			child_die_of(signo);
+		log_error("%s", err);
+		return RL_EX_UNAVAILABLE;
 	}
+	/* From here on, signals are the supervisor's to forward. */
+	conn_set_abort_fd(-1);
+	close(termfd);
 
 	child_environment(&l);
 	struct child ch;

@@ -119,7 +119,7 @@ static void *renew_main(void *arg)
 				if (rc == LOCK_OK) {
 					r->confirmed_sent = sent;
 					err[0] = '\0';
-					log_trace("renewed %s", r->lock->key);
+					log_debug("renewed %s", r->lock->key);
 					break;
 				}
 				if (rc == LOCK_NOTOURS) {

@@ -8,14 +8,22 @@
 
 struct resp_reader {
 	redisReader *r;
-	size_t fed; /* bytes fed since the last complete reply */
+	size_t fed;          /* bytes fed since the last complete reply */
+	const char *refused; /* why capped_create_array refused an array, or NULL */
 	redisReplyObjectFunctions fn;
 };
 
 /* hiredis allocates an array's element table as soon as it reads the header, so a
  * hostile "*2147483647" costs 16 GiB of address space before a single element
  * arrives; no reply of rlock's comes close to RESP_MAX_ELEMENTS. The element count is
- * an int in hiredis 0.14 and a size_t from 1.0. */
+ * an int in hiredis 0.14 and a size_t from 1.0.
+ *
+ * hiredis 1.0-1.4 also has no nesting limit (0.14 stops at 7): its task stack grows
+ * with each "*1", and the finished or abandoned reply is freed recursively, so 262 000
+ * nested arrays under the 1 MiB cap overflow the stack (sooner in the renewal
+ * thread). The same callback refuses an array nested deeper than RESP_MAX_DEPTH, before
+ * hiredis descends into it: the tree hiredis builds, and later frees, stays that
+ * shallow whatever the version. */
 #if HIREDIS_MAJOR >= 1
 typedef size_t array_len_t;
 #else
@@ -25,6 +33,38 @@ static void *(*default_create_array)(const redisReadTask *, array_len_t);
 static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
 static redisReplyObjectFunctions defaults;
 
+/* Run, once, every path through libhiredis that rlock uses, before any password is
+ * revealed. A libhiredis built without -z now (hiredis' own Makefile, Homebrew, a
+ * self-built 1.x) binds its calls lazily: the first call through each of its PLT slots
+ * enters the dynamic linker's trampoline, which saves *all* vector registers on the
+ * stack. Right after AUTH those registers still hold the password (secret_reveal's
+ * and memcpy's SIMD copies), so the trampoline left a copy far below rlock's frames,
+ * and again at any later first call; wiping rlock's own buffers cannot catch that.
+ * Bound here first, the trampoline never runs once a secret exists. (rlock itself is
+ * linked with -z now; musl and distribution packages bind at load anyway.) */
+static void bind_hiredis(redisReader *r)
+{
+	const char *argv[3] = {"AUTH", "user", "password"};
+	const size_t lens[3] = {4, 4, 8};
+	char *cmd = NULL;
+
+	if (redisFormatCommandArgv(&cmd, 3, argv, lens) > 0)
+		free(cmd);
+	/* every reply type rlock reads, and more than 1 KiB, so that the reader also
+	 * compacts its buffer (sdsrange) */
+	static const char replies[] = "+OK\r\n-ERR x\r\n:1\r\n$1\r\nx\r\n$-1\r\n*-1\r\n*0\r\n"
+	                              "*2\r\n$1\r\nx\r\n*1\r\n:2\r\n";
+	for (int i = 0; i < 64; i++) {
+		void *reply = NULL;
+		if (redisReaderFeed(r, replies, sizeof replies - 1) != REDIS_OK)
+			return;
+		while (redisReaderGetReply(r, &reply) == REDIS_OK && reply) {
+			freeReplyObject(reply);
+			reply = NULL;
+		}
+	}
+}
+
 static void save_defaults(void)
 {
 	redisReader *r = redisReaderCreate();
@@ -32,14 +72,28 @@ static void save_defaults(void)
 	if (r) {
 		defaults = *r->fn;
 		default_create_array = r->fn->createArray;
+		bind_hiredis(r);
 		redisReaderFree(r);
 	}
 }
 
 static void *capped_create_array(const redisReadTask *task, array_len_t elements)
 {
-	if ((size_t)elements > RESP_MAX_ELEMENTS)
-		return NULL; /* hiredis reports it as an error: the reply is refused */
+	struct resp_reader *rd = task->privdata;
+	size_t depth = 0;
+
+	for (const redisReadTask *t = task->parent; t; t = t->parent)
+		depth++;
+	/* NULL makes hiredis fail the reply (it calls that "out of memory"; rd->refused
+	 * says what really happened). */
+	if ((size_t)elements > RESP_MAX_ELEMENTS) {
+		rd->refused = "array too long";
+		return NULL;
+	}
+	if (depth > RESP_MAX_DEPTH) {
+		rd->refused = "reply nested too deeply";
+		return NULL;
+	}
 	return default_create_array(task, elements);
 }
 
@@ -57,6 +111,7 @@ void resp_free(struct resp_reply *r)
 int resp_format(char **out, size_t *outlen, int argc, const char **argv, const size_t *lens)
 {
 	char *cmd = NULL;
+	pthread_once(&defaults_once, save_defaults); /* before the first AUTH */
 	/* int in hiredis 0.14/1.0, long long from 1.1: long long holds both. */
 	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
 
@@ -85,6 +140,7 @@ struct resp_reader *resp_reader_new(void)
 		free(rd);
 		return NULL;
 	}
+	rd->r->privdata = rd; /* handed to every task: capped_create_array's rd */
 	return rd;
 }
 
@@ -133,7 +189,7 @@ static struct resp_reply *convert(const redisReply *in, int depth)
 		break;
 	case REDIS_REPLY_ARRAY:
 		r->type = RESP_ARRAY;
-		if (depth > 4)
+		if (depth > (int)RESP_MAX_DEPTH) /* capped_create_array already refused it */
 			goto fail;
 		if (in->elements) {
 			r->element = calloc(in->elements, sizeof *r->element);
@@ -163,7 +219,9 @@ int resp_reader_get(struct resp_reader *rd, struct resp_reply **out, char *err, 
 	*out = NULL;
 	if (redisReaderGetReply(rd->r, &raw) != REDIS_OK) {
 		snprintf(err, errlen, "protocol error: %s",
-		         rd->r->errstr[0] ? rd->r->errstr : "bad reply");
+		         rd->refused        ? rd->refused
+		         : rd->r->errstr[0] ? rd->r->errstr
+		                            : "bad reply");
 		return -1;
 	}
 	if (!raw)

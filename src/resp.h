@@ -10,6 +10,9 @@
 
 #define RESP_MAX_REPLY    ((size_t)1024 * 1024) /* bytes buffered for one reply */
 #define RESP_MAX_ELEMENTS ((size_t)65536)       /* elements in one array */
+/* Arrays nested inside the outermost one. rlock's deepest reply is --list's SCAN
+ * (cursor, [names]): depth 1; 4 leaves room and stays far from any stack limit. */
+#define RESP_MAX_DEPTH ((size_t)4)
 
 enum resp_type { RESP_STRING, RESP_STATUS, RESP_ERROR, RESP_INTEGER, RESP_NIL, RESP_ARRAY };
 

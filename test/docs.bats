@@ -8,6 +8,7 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
+load skip
 
 : "${BATS_TEST_TIMEOUT:=60}"
 export BATS_TEST_TIMEOUT
@@ -29,13 +30,11 @@ help_short() {
 	"$RLOCK" --help | grep -oE -- '^[[:space:]]+-[[:alnum:]],' | tr -d ' \t,' | sort -u
 }
 need_rlock() {
-	[[ -x $RLOCK ]] || skip "rlock is not built ($RLOCK): cannot read --help"
+	[[ -x $RLOCK ]] || ci_skip "rlock is not built ($RLOCK): cannot read --help"
 	"$RLOCK" --help >/dev/null 2>&1 || fail "rlock --help failed"
 	[[ -n $(help_long) ]] || fail "rlock --help lists no long options"
 }
-need() {
-	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
-}
+need() { require_tool "$1"; }
 
 # same_options WHAT EXPECTED ACTUAL: both sorted lists; fail naming the differences.
 same_options() {
@@ -125,9 +124,42 @@ same_options() {
 
 @test "man page lists every exit status of src/exitcodes.h" {
 	local codes c
-	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || skip "no src/exitcodes.h"
+	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || ci_skip "no src/exitcodes.h"
 	codes=$(grep -oE '= [0-9]+' "$RLOCK_SOURCE_DIR/src/exitcodes.h" | tr -dc '0-9\n')
 	for c in $codes; do
 		grep -qx "\.It $c" "$MAN" || fail "man/rlock.1 EXIT STATUS lacks $c"
 	done
+}
+
+@test "--help fits in 80 columns" {
+	need_rlock
+	local long
+	long=$("$RLOCK" --help | awk 'length > 80 { printf "%d: %s\n", length, $0 }')
+	[[ -z $long ]] || fail "--help lines longer than 80 columns:"$'\n'"$long"
+}
+
+@test "man page renders no nested quotes (Ql inside Ql or Pq)" {
+	need mandoc
+	local nested
+	# ASCII output quotes as `...'; an opening quote before the previous one closed
+	# is a nested quote (the text is joined: a quote may span lines).
+	nested=$(mandoc -Tascii "$MAN" | col -b | tr '\n' ' ' | grep -o "\`[^']*\`" || true)
+	[[ -z $nested ]] || fail "nested quotes in the rendered man page:"$'\n'"$nested"
+}
+
+@test "bash completion completes the command without '--' (rlock -k x sle<TAB>)" {
+	local out
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -k x sle); COMP_CWORD=3; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	grep -qx sleep <<<"$out" || fail "rlock -k x sle<TAB> offered: [$out]"
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -n -w 5s -k x --json sle); COMP_CWORD=7; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	grep -qx sleep <<<"$out" || fail "after flags and values: [$out]"
+	# still options where an option is being typed, and a value after -k
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -k x --no-w); COMP_CWORD=3; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	assert_equal "$out" --no-wait
 }

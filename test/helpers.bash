@@ -10,6 +10,7 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
+load skip # ci_skip, require_tool
 
 # Every test is bounded; a file may lower or raise this before its first test.
 : "${BATS_TEST_TIMEOUT:=60}"

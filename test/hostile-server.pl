@@ -3,6 +3,11 @@
 # request with a bad reply, to prove rlock fails cleanly (exit 69, one line, command
 # never run, memory bounded). Bounded: serves at most 5 connections, exits after 20 s.
 #   hostile-server.pl PORT MODE READYFILE
+# Two modes answer every request on every connection (up to 20 s):
+#   busy  the acquire script's "busy" reply, with PTTL $HOSTILE_PTTL (default
+#         INT64_MAX) and holder pid $HOSTILE_PID; each acquire request adds a line
+#         to READYFILE.count (how often rlock tried)
+#   scan  a SCAN reply whose cursor never returns to 0
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -20,9 +25,45 @@ my %reply = (
 	extra   => ":1\r\n:1\r\n",
 	status  => "+OK\r\n",
 	deep    => ("*1\r\n" x 12) . ":1\r\n",
+	# 262 000 levels, just under rlock's 1 MiB reply cap: hiredis 1.0-1.4 has no
+	# nesting limit and frees replies recursively (a stack overflow)
+	verydeep => ("*1\r\n" x 262000) . ":1\r\n",
 	noauth  => "-NOAUTH Authentication required.\r\n",
 	badcrlf => "\$3\r\nabcXY:1\r\n",
+	tlsalert => "\x15\x03\x03\x00\x02\x02\x32",    # a TLS port's answer to plain text
 );
+
+if ($mode eq 'busy' || $mode eq 'scan') {
+	require IO::Select;
+	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
+	my $pid = $ENV{HOSTILE_PID} // '4242';
+	my $bulk = sub { my $v = shift; '$' . length($v) . "\r\n$v\r\n" };
+	my $busy = "*9\r\n:0\r\n:$pttl\r\n" . join('', map { $bulk->($_) }
+		('evil.example', $pid, 'mallory', 'sleep forever', '1700000000000', '30000', '7'));
+	my $scan = "*2\r\n" . $bulk->('1') . "*0\r\n";
+	my $sel = IO::Select->new($srv);
+	for (;;) {
+		for my $h ($sel->can_read(1)) {
+			if ($h == $srv) {
+				my $c = $srv->accept or next;
+				$sel->add($c) if $sel->count < 20;
+				next;
+			}
+			my $n = $h->sysread(my $buf, 65536);
+			if (!$n) {
+				$sel->remove($h);
+				close $h;
+				next;
+			}
+			if ($buf =~ /EVAL/) {
+				open(my $cf, '>>', "$ready.count") or die;
+				print $cf "x\n";
+				close $cf;
+			}
+			$h->syswrite($mode eq 'scan' ? $scan : $busy);
+		}
+	}
+}
 
 for (1 .. 5) {
 	my $c = $srv->accept or next;

@@ -52,6 +52,14 @@ expect_69() {
 	expect_69
 }
 
+@test "reply nested 262 000 deep (under the size cap): refused, no stack overflow" {
+	# hiredis 1.0-1.4 has no nesting limit and frees a reply recursively: before
+	# resp.c capped the depth, rlock linked against hiredis 1.2 died of SIGSEGV here.
+	hostile verydeep
+	expect_69
+	assert_regex "$stderr" 'nested too deeply'
+}
+
 @test "bulk string with a broken terminator" {
 	hostile badcrlf
 	expect_69

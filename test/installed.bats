@@ -4,7 +4,7 @@
 # from this commit and installs it with dpkg -i before the last ctest run; this file
 # then checks what `apt install ./rlock_*.deb` promises: the binary (and its TLS
 # module), the man page, and completions that the three shells actually load from
-# their system directories. It skips when the package is not installed.
+# their system directories. It skips when the package is not installed (fails on CI).
 
 load helpers
 
@@ -19,7 +19,7 @@ setup_file() {
 }
 
 setup() {
-	package_installed || skip "the rlock package is not installed (scripts/test installs it on CI)"
+	package_installed || ci_skip "the rlock package is not installed (scripts/test installs it on CI)"
 	common_setup
 }
 
@@ -43,7 +43,7 @@ setup() {
 }
 
 @test "bash: the system completion completes rlock --no-w<TAB> to --no-wait" {
-	[[ -r /usr/share/bash-completion/bash_completion ]] || skip "bash-completion not installed"
+	[[ -r /usr/share/bash-completion/bash_completion ]] || ci_skip "bash-completion not installed"
 	run -0 bash -c '
 		source /usr/share/bash-completion/bash_completion
 		__load_completion rlock || exit 3
@@ -55,7 +55,7 @@ setup() {
 }
 
 @test "zsh: the completion loads from Debian's vendor-completions" {
-	command -v zsh >/dev/null || skip "zsh not installed"
+	require_tool zsh
 	[[ -f /usr/share/zsh/vendor-completions/_rlock ]] || fail "no _rlock in vendor-completions"
 	run -0 zsh -fc 'fpath=(/usr/share/zsh/vendor-completions $fpath); autoload -U compinit
 		compinit -u -d "$1/zcd"; print -r -- $_comps[rlock]' _ "$BATS_TEST_TMPDIR"
@@ -63,7 +63,7 @@ setup() {
 }
 
 @test "fish: the completion loads from vendor_completions.d" {
-	command -v fish >/dev/null || skip "fish not installed"
+	require_tool fish
 	run -0 fish -c 'complete -C "rlock --no-w"'
 	assert_output --partial -- '--no-wait'
 }

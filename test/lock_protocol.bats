@@ -70,9 +70,9 @@ load helpers
 @test "release publishes on rlock:{NAME}:released" {
 	redis-cli -p "$REDIS_PORT" SUBSCRIBE 'rlock:{p}:released' >sub.out 2>&1 </dev/null 3>&- 4>&- &
 	track_pid $!
-	wait_until 5 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
+	wait_until 15 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
 	run -0 rlock -k p -- true
-	wait_until 5 grep -qx message sub.out
+	wait_until 15 grep -qx message sub.out
 }
 
 @test "--prefix and RLOCK_PREFIX change the key" {
@@ -85,11 +85,13 @@ load helpers
 }
 
 @test "the lease is renewed: key keeps our token well past the TTL" {
-	rlock_bg -t 1s -k p -- "$HOLD" a
+	# 2 s, watched for 5 s: renewals every ~670 ms, loss decided 1.6 s after the last
+	# confirmed one (a 1 s lease left a slow valgrind/TSan pass too little slack)
+	rlock_bg -t 2s -k p -- "$HOLD" a
 	wait_until 10 test -e a.started
 	local token end
 	token=$(env_of a RLOCK_TOKEN)
-	end=$(($(now_ms) + 2500))
+	end=$(($(now_ms) + 5000))
 	while (($(now_ms) < end)); do
 		assert_equal "$(rcli GET 'rlock:{p}')" "$token"
 		sleep 0.1
@@ -127,7 +129,10 @@ load helpers
 	run -75 rlock -n -k p -- touch ran
 	t1=$(now_ms)
 	[[ ! -e ran ]]
-	((t1 - t0 < 3000)) || fail "-n took $((t1 - t0)) ms"
+	# "at once" = while the holder still holds (a waiting rlock would get the lock
+	# after it and exit 0); the figure is printed, not bounded (slow passes)
+	proc_alive "$RLOCK_PID" || fail "-n returned only after the holder ended"
+	echo "# -n on a held lock: 75 after $((t1 - t0)) ms" >&3
 	touch a.release
 	rlock_wait
 	assert_equal "$RLOCK_STATUS" 0
@@ -143,7 +148,8 @@ load helpers
 	[[ ! -e ran ]]
 	echo "# -w 1s gave up after $((t1 - t0)) ms" >&3
 	((t1 - t0 >= 1000)) || fail "-w 1s gave up after only $((t1 - t0)) ms"
-	((t1 - t0 < 10000)) || fail "-w 1s took $((t1 - t0)) ms"
+	# an rlock that ignored -w would have waited for the holder (and exited 0)
+	proc_alive "$RLOCK_PID" || fail "-w 1s returned only after the holder ended"
 	t0=$(now_ms)
 	run -75 rlock --timeout 0.5 -k p -- touch ran
 	t1=$(now_ms)
@@ -185,7 +191,7 @@ load helpers
 	rlock_bg --min-hold 3s -k p -- true
 	local t0
 	t0=$(now_ms)
-	wait_until 5 key_exists 'rlock:{p}:fence'
+	wait_until 15 key_exists 'rlock:{p}:fence'
 	# within the min-hold window the lock is busy
 	run rlock -n -k p -- true
 	if (($(now_ms) - t0 < 2500)); then

@@ -31,9 +31,11 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 }
 
 @test "short TTL (renewals during the critical section): still exact" {
-	run --separate-stderr "$CHECK" --rlock "$RLOCK" -p 4 -i 5 -s 0.5 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
-		-- -t 1s
-	echo "# with rlock -t 1s, 500 ms critical sections: $output" >&3
+	# renewals every ~670 ms inside 800 ms sections; a 1 s lease was lost now and then
+	# in a slow (TSan) pass, which is correct behaviour (79) but fails the count
+	run --separate-stderr "$CHECK" --rlock "$RLOCK" -p 4 -i 5 -s 0.8 -k mutex-ttl -d "$BATS_TEST_TMPDIR/ttl" \
+		-- -t 2s
+	echo "# with rlock -t 2s, 800 ms critical sections: $output" >&3
 	((status == 0)) || fail "checker failed (exit $status): $output"$'\n'"$stderr"
 	assert_output --partial 'count=20 expected=20 overlaps=0 errors=0 fences=ok'
 }
@@ -51,7 +53,8 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 	local checker=$!
 	track_pid "$checker"
 	for _ in 1 2; do
-		sleep 1
+		# pause only while someone holds the lock (and so is in its critical section)
+		wait_until 30 key_exists 'rlock:{mutex-chaos}'
 		kill -STOP "$REDIS_PID"
 		sleep 1.5
 		kill -CONT "$REDIS_PID"

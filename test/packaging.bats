@@ -9,6 +9,7 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
+load skip
 
 : "${BATS_TEST_TIMEOUT:=60}"
 export BATS_TEST_TIMEOUT
@@ -21,11 +22,9 @@ export LC_ALL=C
 unset RLOCK_URL REDIS_URL RLOCK_PREFIX RLOCK_CONFIG RLOCK_PASSWORD REDISCLI_AUTH RLOCK_TOKEN
 export XDG_CONFIG_HOME=$BATS_FILE_TMPDIR/xdg-config
 
-need() {
-	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
-}
+need() { require_tool "$1"; }
 need_rlock() {
-	[[ -x $RLOCK ]] || skip "rlock is not built ($RLOCK)"
+	[[ -x $RLOCK ]] || ci_skip "rlock is not built ($RLOCK)"
 }
 
 # A directory on PATH holding "rlock", so completions that run `rlock --list` find it.
@@ -89,7 +88,7 @@ hold_lock() {
 
 @test "DESTDIR install puts binary, TLS module, man page and completions in place" {
 	need_rlock
-	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || skip "no CMake build directory"
+	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || ci_skip "no CMake build directory"
 	local root=$BATS_FILE_TMPDIR/root cache zsh_dir libdir
 	run env DESTDIR="$root" cmake --install "$RLOCK_BUILD_DIR" --prefix /usr
 	assert_success
@@ -124,7 +123,7 @@ hold_lock() {
 
 @test "completion directories can be overridden at configure time" {
 	need cmake
-	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || skip "no CMake build directory"
+	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || ci_skip "no CMake build directory"
 	grep -q '^RLOCK_ZSH_COMPLETION_DIR:' "$RLOCK_BUILD_DIR/CMakeCache.txt" ||
 		fail "RLOCK_ZSH_COMPLETION_DIR is not a cache variable"
 	grep -q '^RLOCK_BASH_COMPLETION_DIR:' "$RLOCK_BUILD_DIR/CMakeCache.txt" ||
@@ -160,7 +159,7 @@ hold_lock() {
 }
 
 @test "bash: the installed completion loads on demand through bash-completion" {
-	[[ -r /usr/share/bash-completion/bash_completion ]] || skip "bash-completion is not installed"
+	[[ -r /usr/share/bash-completion/bash_completion ]] || ci_skip "bash-completion is not installed"
 	local dir=$BATS_TEST_TMPDIR/share/bash-completion/completions
 	mkdir -p "$dir"
 	cp "$COMP/rlock.bash" "$dir/rlock"

@@ -156,10 +156,10 @@ forward_once() {
 	local t0 t1
 	t0=$(now_ms)
 	kill -KILL "$RLOCK_PID"
-	wait_until 5 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 15 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
 	t1=$(now_ms)
 	echo "# command died $((t1 - t0)) ms after rlock was SIGKILLed" >&3
-	wait_until 5 key_absent 'rlock:{s}'
+	wait_until 15 key_absent 'rlock:{s}'
 	run -0 rlock -n -k s -- true
 }
 
@@ -169,8 +169,8 @@ forward_once() {
 	track_pidfile c.pid
 	track_pidfile g.pid
 	kill -KILL "$RLOCK_PID"
-	wait_until 5 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
-	wait_until 5 not proc_alive "$(cat g.pid)" ||
+	wait_until 15 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 15 not proc_alive "$(cat g.pid)" ||
 		fail "the command's child (pid $(cat g.pid)) kept running unprotected"
 }
 
@@ -196,7 +196,7 @@ forward_once() {
 	rlock_wait "$RLOCK_PID" 15
 	local k
 	for k in $kids; do
-		wait_until 5 not proc_alive "$k" ||
+		wait_until 15 not proc_alive "$k" ||
 			fail "rlock's child $k ($(cat "/proc/$k/comm" 2>/dev/null)) outlived it"
 	done
 }
@@ -205,7 +205,7 @@ forward_once() {
 	rlock_bg -k s -- "$SIGCATCH" s.log s.ready
 	wait_until 10 test -s s.ready
 	kill -USR1 "$RLOCK_PID"
-	wait_until 5 test -s s.log
+	wait_until 15 test -s s.log
 	kill -USR2 "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$(cat s.log)" $'USR1\nUSR2'

@@ -106,8 +106,12 @@ usage_error() {
 }
 
 @test "default URL is redis://127.0.0.1:6379" {
-	_port_free 6379 || skip "something listens on 127.0.0.1:6379"
-	run -69 env -u REDIS_URL "$RLOCK" -k u -- touch ran
+	# In a network namespace of its own (only a loopback, nothing listening), so that
+	# a redis-server on this machine's port 6379 changes nothing.
+	require_tool unshare ip
+	unshare -n true 2>/dev/null || ci_skip "no network namespaces here (unshare -n)"
+	run -69 --separate-stderr unshare -n sh -c 'ip link set lo up && exec env -u REDIS_URL "$0" -k u -- touch ran' "$RLOCK"
+	assert_regex "$stderr" '127\.0\.0\.1:6379'
 	[[ ! -e ran ]]
 }
 
@@ -157,7 +161,7 @@ usage_error() {
 	assert_output --partial '--no-wait'
 	assert_output --partial '--on-lost'
 	local code
-	for code in 64 69 70 71 75 79 126 127; do
+	for code in 64 69 70 71 74 75 79 126 127; do
 		grep -Eq "(^|[^0-9])$code([^0-9]|$)" <<<"$output" ||
 			fail "--help does not mention exit status $code"
 	done
@@ -179,4 +183,43 @@ usage_error() {
 	port=$(dead_port)
 	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --help
 	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --version
+}
+
+# ---------------------------------------------------------------------------------
+# issue 7 items 10, 13, 15; issue 14 item 16
+
+@test "-x / --exclusive are accepted (flock habit; the default)" {
+	run -0 rlock -x -k u -- echo ran
+	assert_output ran
+	run -0 rlock --exclusive -k u -- echo ran
+	assert_output ran
+}
+
+@test "contradictory operator modes are refused: --status --break, --status --list, --list -k" {
+	usage_error -k u --status --break
+	assert_regex "$stderr" -- '--status and --break do not go together'
+	usage_error -k u --break --status
+	usage_error -k u --status --list
+	assert_regex "$stderr" -- '--status and --list do not go together'
+	usage_error --list -k a
+	assert_regex "$stderr" -- '--list .*no -k NAME'
+	# the same mode twice is fine
+	run -0 rlock -k u --status --status
+}
+
+@test "-u HOST:PORT gets a hint to write redis://HOST:PORT" {
+	usage_error -u 127.0.0.1:6379 -k u -- touch ran
+	assert_regex "$stderr" 'write redis://HOST:PORT'
+	usage_error -u localhost -k u -- touch ran
+	assert_regex "$stderr" 'write redis://HOST:PORT'
+}
+
+@test "with stdout and stderr closed, rlock's messages do not go into the Redis socket (regression, issue 7.10)" {
+	# -v writes several lines; with fd 2 closed they went to the socket (exit 69).
+	run -0 bash -c '"$RLOCK" -v -k u -- sh -c "echo ok >ran" >&- 2>&-'
+	[[ -e ran ]] || fail "the command did not run"
+	rm ran
+	run -0 bash -c '"$RLOCK" -v -k u -- touch ran <&- >&- 2>&-'
+	[[ -e ran ]]
+	run -75 bash -c 'redis-cli -p "$REDIS_PORT" SET "rlock:{b}" x PX 30000 >/dev/null; "$RLOCK" -n -k b -- true >&- 2>&-'
 }

@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# A waiter: survives a Redis restart within its --wait (and names the lock when it
+# gives up), keeps its backoff against a hostile PTTL, and draws its live line only
+# where it belongs: one row of the terminal's width, in the foreground, never with
+# TERM=dumb, holder text escaped.
+
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+load helpers
+
+# foreign KEY: make the lock busy by hand (a holder that never releases, long TTL).
+foreign() { rcli SET "rlock:{$1}" foreign-token PX 600000 >/dev/null; }
+
+subscribers() { rcli PUBSUB NUMSUB "$1" | sed -n 2p; }
+has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
+
+# restart_redis: stop the test server and start a fresh one on the same port (no
+# persistence: the keyspace comes back empty, as after a crash).
+restart_redis() {
+	redis_stop "$REDIS_PID"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize no --dir "$REDIS_DIR" </dev/null >>"$REDIS_DIR/redis.log" 2>&1 3>&- 4>&- &
+	REDIS_PID=$!
+	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
+	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
+	wait_until 10 _redis_ready -p "$REDIS_PORT"
+}
+
+setup() {
+	# a test may have restarted the server (same port, new pid)
+	if [[ -s $BATS_FILE_TMPDIR/redis.current ]]; then
+		REDIS_PID=$(cat "$BATS_FILE_TMPDIR/redis.current")
+	fi
+	common_setup
+}
+
+teardown() {
+	[[ -z ${TMUX_SOCK:-} ]] || tmux -S "$TMUX_SOCK" kill-server 2>/dev/null || true
+	common_teardown
+	# a test that stopped the server (and failed before restarting it) leaves one
+	# for the next test
+	_redis_ready -p "$REDIS_PORT" || restart_redis
+}
+
+# ---------------------------------------------------------------------------------
+# a Redis blip while waiting (issue 14 item 9)
+
+@test "a waiter survives a Redis restart within --wait and acquires afterwards" {
+	foreign w
+	rlock_bg -w 30s -k w -- touch ran
+	wait_until 10 has_waiter w
+	restart_redis
+	# the restarted server is empty: the lock is free, the waiter takes it
+	rlock_wait "$RLOCK_PID" 25
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the command did not run"
+	assert_equal "$(cat "$RLOCK_ERR")" ""
+}
+
+@test "a waiter without --wait survives a server that is down for a while" {
+	foreign w
+	rlock_bg -v -k w -- touch ran
+	wait_until 10 has_waiter w
+	redis_stop "$REDIS_PID"
+	# down long enough for several failed reconnects
+	wait_until 10 grep -q "reconnecting" "$RLOCK_ERR"
+	sleep 1.5 # the outage lasts: attempts fail while nothing listens
+	proc_alive "$RLOCK_PID" || fail "the waiter gave up: $(cat "$RLOCK_ERR")"
+	restart_redis
+	rlock_wait "$RLOCK_PID" 25
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]]
+	grep -q "lock 'w': reconnected" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+}
+
+@test "a waiter whose server never comes back exits 69 at the --wait deadline, naming the lock" {
+	foreign w
+	local t0
+	t0=$(now_ms)
+	rlock_bg -w 3s -k w -- touch ran
+	wait_until 10 has_waiter w
+	redis_stop "$REDIS_PID"
+	rlock_wait "$RLOCK_PID" 20
+	local took=$(($(now_ms) - t0))
+	echo "exited after ${took} ms (wait 3000 ms)"
+	assert_equal "$RLOCK_STATUS" 69
+	((took >= 2900)) || fail "gave up before the --wait deadline: $took ms"
+	[[ ! -e ran ]]
+	run cat "$RLOCK_ERR"
+	assert_output --regexp "^rlock: lock 'w': Redis unavailable while waiting"
+	assert_equal "${#lines[@]}" 1
+}
+
+@test "before the first successful connect, a dead server is 69 at once" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" -w 30s -k w -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+}
+
+# ---------------------------------------------------------------------------------
+# a hostile PTTL (issue 7 item 11)
+
+# hostile_busy PTTL: the fake server of hostile-server.pl answering every acquire
+# "busy, PTTL ms left"; sets HPORT and HCOUNT (one line per acquire attempt).
+hostile_busy() {
+	HPORT=$(free_port)
+	HOSTILE_PTTL=$1 HOSTILE_PID=${2:-4242} perl "$BATS_TEST_DIRNAME/hostile-server.pl" \
+		"$HPORT" busy "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
+	track_pid $!
+	HCOUNT=$BATS_TEST_TMPDIR/ready.count
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+}
+
+@test "PTTL INT64_MAX: no overflow, the backoff holds" {
+	hostile_busy 9223372036854775807
+	run --separate-stderr rlock -u "redis://127.0.0.1:$HPORT" -w 3s -k h -- touch ran
+	local n
+	n=$(wc -l <"$HCOUNT")
+	echo "$n acquire attempts in 3 s; exit $status; $stderr"
+	[[ ! -e ran ]]
+	# backoff 200 ms doubling to 5 s: about 5; a spin makes thousands
+	((n <= 30)) || fail "$n attempts in 3 s: the backoff does not hold"
+	assert_equal "$status" 75
+}
+
+@test "PTTL 0 again and again: the backoff holds" {
+	hostile_busy 0
+	run --separate-stderr rlock -u "redis://127.0.0.1:$HPORT" -w 3s -k h -- touch ran
+	local n
+	n=$(wc -l <"$HCOUNT")
+	echo "$n acquire attempts in 3 s; exit $status; $stderr"
+	((n <= 40)) || fail "$n attempts in 3 s: the backoff does not hold"
+	assert_equal "$status" 75
+}
+
+# ---------------------------------------------------------------------------------
+# the live line (issue 14 item 4, issue 7 item 14)
+
+# tmux_start W CMD: run CMD in a detached tmux pane W columns wide (a private tmux
+# server on its own socket, killed in teardown). The pane's shell lingers after CMD:
+# tmux may drop the last output of a pane whose process has exited.
+tmux_start() {
+	command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps)"
+	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
+	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -x "$1" -y 20 "$2; sleep 60"
+}
+pane() { tmux -S "$TMUX_SOCK" capture-pane -p; }
+pane_has() { pane | grep -q "$1"; }
+
+# A holder whose recorded command line is long: the live line is ~150 columns.
+long_holder() {
+	rlock_bg -k w -- "$HOLD" w 0 "this-argument-makes-the-command-line-long-enough-to-wrap-an-80-column-terminal-twice-over"
+	HOLDER_PID=$RLOCK_PID
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/w.started"
+	track_pidfile "$BATS_TEST_TMPDIR/w.pid"
+}
+
+@test "an 80-column pane holds the live line on one row, redrawn in place" {
+	long_holder
+	tmux_start 80 "env TERM=xterm '$RLOCK' -k w -- echo acquired"
+	wait_until 10 pane_has "rlock: waiting"
+	wait_until 10 pane_has "waiting 3s"
+	pane
+	local rows
+	rows=$(pane | grep -c .)
+	assert_equal "$rows" 1
+	(($(pane | awk '{ print length }' | sort -n | tail -1) <= 80))
+	touch w.release
+	wait_until 10 pane_has acquired
+	run ! pane_has "rlock: waiting"
+}
+
+@test "a background waiter draws nothing over the prompt" {
+	long_holder
+	# job control: the waiter runs in its own process group, not the terminal's
+	tmux_start 200 "bash --norc -c 'set -m; env TERM=xterm \"$RLOCK\" -k w -- echo acquired & sleep 2.5; echo observed; wait'"
+	wait_until 10 has_waiter w
+	wait_until 10 pane_has observed
+	pane
+	run ! pane_has "rlock: waiting"
+	touch w.release
+	wait_until 10 pane_has acquired
+}
+
+@test "TERM=dumb: no live line" {
+	long_holder
+	tmux_start 200 "env TERM=dumb '$RLOCK' -k w -- echo acquired"
+	wait_until 10 has_waiter w
+	sleep 1.5 # observation window: the line would have been drawn by now
+	pane
+	run ! pane_has "rlock: waiting"
+	touch w.release
+	wait_until 10 pane_has acquired
+}
+
+@test "holder fields are escaped in the live line (pid too)" {
+	hostile_busy 60000 $'66\e]2;pwned\a\e[31mRED'
+	(clean_exec script -qfec "env TERM=xterm $RLOCK -u redis://127.0.0.1:$HPORT -w 2s -k h -- true" /dev/null) \
+		</dev/null >tty.out 2>&1 &
+	local tty_pid=$!
+	track_pid "$tty_pid"
+	rlock_wait "$tty_pid" 15
+	cat -A tty.out
+	grep -q 'rlock: waiting' tty.out || fail "no live line"
+	# the only escape sequence is rlock's own "erase line"
+	run ! grep -q $'\e]' tty.out
+	run ! grep -q $'\e\\[31m' tty.out
+	grep -q 'pid 66\\x1b' tty.out || fail "pid not shown escaped"
+}
