@@ -15,10 +15,11 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 
 # restart_redis: stop the test server and start a fresh one on the same port (no
 # persistence: the keyspace comes back empty, as after a crash).
+# shellcheck disable=SC2153  # REDIS_DIR is exported by redis_start
 restart_redis() {
 	redis_stop "$REDIS_PID"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-		--daemonize no --dir "$REDIS_DIR" </dev/null >>"$REDIS_DIR/redis.log" 2>&1 3>&- 4>&- &
+		--daemonize no --dir "${REDIS_DIR:?}" </dev/null >>"${REDIS_DIR:?}/redis.log" 2>&1 3>&- 4>&- &
 	REDIS_PID=$!
 	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
 	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
@@ -141,7 +142,7 @@ hostile_busy() {
 # server on its own socket, killed in teardown). The pane's shell lingers after CMD:
 # tmux may drop the last output of a pane whose process has exited.
 tmux_start() {
-	command -v tmux >/dev/null || fail "tmux is not installed (scripts/deps)"
+	require_tool tmux
 	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
 	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -x "$1" -y 20 "$2; sleep 60"
 }
@@ -151,7 +152,6 @@ pane_has() { pane | grep -q "$1"; }
 # A holder whose recorded command line is long: the live line is ~150 columns.
 long_holder() {
 	rlock_bg -k w -- "$HOLD" w 0 "this-argument-makes-the-command-line-long-enough-to-wrap-an-80-column-terminal-twice-over"
-	HOLDER_PID=$RLOCK_PID
 	wait_until 10 test -e "$BATS_TEST_TMPDIR/w.started"
 	track_pidfile "$BATS_TEST_TMPDIR/w.pid"
 }
