@@ -13,7 +13,7 @@ load /usr/lib/bats/bats-assert/load
 load skip # ci_skip, require_tool
 
 # Every test is bounded; a file may lower or raise this before its first test.
-: "${BATS_TEST_TIMEOUT:=60}"
+: "${BATS_TEST_TIMEOUT:=180}"
 export BATS_TEST_TIMEOUT
 
 RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}

@@ -12,7 +12,7 @@ load helpers
 	local port=$REDIS_PORT mine=$REDIS_PID
 	rlock_bg -u "redis://127.0.0.1:$port" -t 2s --connect-timeout 20s --kill-after 1s \
 		-k bh -- sh -c 'echo $$ >c.pid; touch started; exec sleep 60'
-	wait_until 10 test -e started
+	wait_until 30 test -e started
 	track_pidfile c.pid
 	redis_stop "$mine"
 	# no renewal can reach the server after this: the lease ends by t_gone + 2 s
@@ -20,10 +20,10 @@ load helpers
 	t_gone=$(now_ms)
 	perl "$BATS_TEST_DIRNAME/blackhole.pl" "$port" bh.ready 3>&- 4>&- &
 	track_pid $!
-	wait_until 10 test -e bh.ready
-	wait_until 15 not proc_alive "$(cat c.pid)" || fail "the command outlived the lease"
+	wait_until 30 test -e bh.ready
+	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived the lease"
 	t_dead=$(now_ms)
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	REDIS_PID=$main_pid REDIS_PORT=$main_port REDIS_URL=$main_url
 	assert_equal "$RLOCK_STATUS" 79
 	# The guarantee: the command is dead before the lease can end on the server (loss
