@@ -167,7 +167,7 @@ assert_victim_gone() {
 	# no renewal reaches the server after t_stop: the lease ends by t_stop + 3 s
 	if ! wait_until 30 test -s v.sig; then
 		kill -CONT "$REDIS_PID"
-		fail "the command was never signalled while the server was frozen"
+		fail "the command was never signalled while the server was frozen; rlock said: $(cat "$RLOCK_ERR")"
 	fi
 	kill -CONT "$REDIS_PID"
 	local t_term
