@@ -341,16 +341,23 @@ static void on_loss(struct sup *s, int timed_out)
 	s->lost = 1;
 	s->signalled = now;
 	kill(-s->ch->pid, a->lost_signal);
+	char when[160] = "";
 	if (a->lost_signal == SIGKILL) {
 		s->killed = now;
 	} else {
 		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
+		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		int64_t by = sent + a->kill_by_ms;
 		s->kill_at = now + a->kill_after_ms < by ? now + a->kill_after_ms : by;
+		if (s->kill_at < now + a->kill_after_ms)
+			snprintf(when, sizeof when,
+			         ", SIGKILL in %lld ms (before the lease can end; not after "
+			         "--kill-after %lld ms)",
+			         (long long)(s->kill_at - now), (long long)a->kill_after_ms);
 	}
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
-	log_error("lock lost: %s; sending SIG%s to the command's process group", why,
-	          signal_name(a->lost_signal));
+	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
+	          signal_name(a->lost_signal), when);
 }
 
 static int64_t min_left(int64_t cur, int64_t at, int64_t now)
@@ -368,12 +375,6 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	int64_t group_wait = GROUP_POLL_FIRST_MS, group_check = -1;
 	int lost_fd = a->lost_fd;
 
-	if (a->action == ACT_SIGNAL && a->lost_signal != SIGKILL &&
-	    a->kill_after_ms > a->kill_by_ms - a->loss_after_ms)
-		log_info("--kill-after %lld ms is longer than a lost lease leaves: SIGKILL "
-		         "follows SIG%s after at most %lld ms, before the lease can end",
-		         (long long)a->kill_after_ms, signal_name(a->lost_signal),
-		         (long long)(a->kill_by_ms - a->loss_after_ms));
 	for (;;) {
 		int64_t now = clock_ms();
 		if (s.watching && now >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
