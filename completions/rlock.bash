@@ -9,12 +9,12 @@ _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-c
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
 --io-timeout --wait-replicas --config'
 
-_rlock_long_opts='--key --prefix --no-wait --wait --timeout --conflict-exit-code --ttl
+_rlock_long_opts='--key --prefix --exclusive --no-wait --wait --timeout --conflict-exit-code --ttl
 --on-lost --kill-after --min-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version'
-_rlock_short_opts='-k -n -w -E -t -c -u -v -q -h -V'
+_rlock_short_opts='-k -x -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {
 	local o
@@ -89,10 +89,15 @@ _rlock() {
 		prev=${cur%%=*}
 		cur=${cur#*=}
 	else
-		# Where does the wrapped command start?
-		for ((i = 1; i < COMP_CWORD; i++)); do
+		# Where does the wrapped command start? After "--", or at the first word that
+		# is not an option or its value, the word being completed included
+		# (rlock -k x sle<TAB>), as in zsh and fish.
+		for ((i = 1; i <= COMP_CWORD; i++)); do
 			w=${COMP_WORDS[i]}
-			if [[ $w == -- ]]; then
+			if ((i == COMP_CWORD)); then
+				[[ $w != -* ]] && cmd_start=$i
+				break
+			elif [[ $w == -- ]]; then
 				cmd_start=$((i + 1))
 				break
 			elif [[ ${COMP_WORDS[i + 1]} == = ]]; then

@@ -64,6 +64,7 @@ complete -c rlock -f
 # Lock
 complete -c rlock -n "not __rlock_in_command" -s k -l key -x -a '(__rlock_locks)' -d 'Lock name'
 complete -c rlock -n "not __rlock_in_command" -l prefix -x -d 'Key prefix (default rlock:)'
+complete -c rlock -n "not __rlock_in_command" -s x -l exclusive -d 'Exclusive lock (the default, as flock -x)'
 complete -c rlock -n "not __rlock_in_command" -s n -l no-wait -d 'Fail at once when the lock is busy'
 complete -c rlock -n "not __rlock_in_command" -s w -l wait -x -a "$durations" -d 'Wait at most this long'
 complete -c rlock -n "not __rlock_in_command" -l timeout -x -a "$durations" -d 'Same as --wait'

@@ -20,76 +20,10 @@
 #include "tlsload.h"
 #include "version.h"
 
-static const char usage_text[] =
-    "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
-    "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
-    "       rlock [OPTIONS] -k NAME --status [--json]\n"
-    "       rlock [OPTIONS] -k NAME --break\n"
-    "       rlock [OPTIONS] --list [--json]\n"
-    "\n"
-    "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place at\n"
-    "a time across machines. The lease is renewed while COMMAND runs and released when\n"
-    "it exits; rlock exits with COMMAND's status.\n"
-    "\n"
-    "Lock:\n"
-    "  -k, --key NAME              lock name; the Redis key is PREFIX{NAME}\n"
-    "      --prefix STR            key prefix (env RLOCK_PREFIX; default \"rlock:\")\n"
-    "  -n, --no-wait               fail at once when the lock is busy\n"
-    "  -w, --wait DUR              wait at most DUR for the lock (default: forever)\n"
-    "      --timeout DUR           same as --wait\n"
-    "  -E, --conflict-exit-code N  exit status when the lock is not acquired (default 75)\n"
-    "  -t, --ttl DUR               lease length, renewed every ttl/3 (default 30s)\n"
-    "      --on-lost ACTION        when the lease can no longer be guaranteed: term, kill,\n"
-    "                              a signal name, or ignore (default term)\n"
-    "      --kill-after DUR        grace between the first signal and SIGKILL (default 10s)\n"
-    "      --min-hold DUR          keep the lock at least DUR after the command started\n"
-    "  -c, --command STR           run STR with /bin/sh -c\n"
-    "\n"
-    "Server:\n"
-    "  -u, --url URL               redis://[[user]:password@]host[:port][/db], rediss://...,\n"
-    "                              unix:///path[?db=N] (env RLOCK_URL, then REDIS_URL;\n"
-    "                              default redis://127.0.0.1:6379)\n"
-    "      --user NAME             ACL user name\n"
-    "      --password-file FILE    read the password from FILE (must not be readable by\n"
-    "                              others); env REDISCLI_AUTH or RLOCK_PASSWORD also work\n"
-    "      --tls                   connect with TLS (as rediss://)\n"
-    "      --cacert FILE           CA certificates that verify the server\n"
-    "      --cacertdir DIR         directory of CA certificates\n"
-    "      --cert FILE             client certificate\n"
-    "      --tls-key FILE          client certificate's private key\n"
-    "      --sni NAME              server name to send and verify\n"
-    "      --insecure              do not verify the server's certificate (unsafe)\n"
-    "      --connect-timeout DUR   deadline to connect (default 2s)\n"
-    "      --io-timeout DUR        deadline for each request (default 2s)\n"
-    "      --wait-replicas N       after acquiring, wait (up to --io-timeout) until N\n"
-    "                              replicas have the lock; otherwise release, exit 69\n"
-    "      --config FILE           config file (default: $RLOCK_CONFIG,\n"
-    "                              $XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)\n"
-    "\n"
-    "Operator:\n"
-    "      --status                show who holds NAME; exit 0 if free, else the\n"
-    "                              conflict status\n"
-    "      --break                 force-release NAME and wake its waiters\n"
-    "      --list                  list the locks held under the prefix\n"
-    "      --json                  machine-readable --status and --list\n"
-    "  -v, --verbose               more diagnostics on stderr (repeat for more)\n"
-    "  -q, --quiet                 only errors on stderr\n"
-    "  -h, --help                  show this help\n"
-    "  -V, --version               show the version of rlock, hiredis and OpenSSL\n"
-    "\n"
-    "Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
-    "\n"
-    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-    "\n"
-    "Exit status:\n"
-    "  N        the command's own status; 128+N if it died of signal N\n"
-    "  64       usage error: bad option, URL, duration, config\n"
-    "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
-    "  70       internal error\n"
-    "  71       cannot fork or set up the command\n"
-    "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
-    "  79       the lock was lost while the command ran, and it was terminated\n"
-    "  126/127  command not executable / not found\n";
+/* ---- the option table -------------------------------------------------------------
+ * One row per option: getopt_long's tables, the config-file keys and --help are all
+ * built from it (and docs.bats checks the man page and the completions against
+ * --help). A new option is one row here and its case in apply(). */
 
 enum {
 	O_PREFIX = 256,
@@ -114,66 +48,226 @@ enum {
 	O_BREAK,
 	O_LIST,
 	O_JSON,
-	O_PASSWORD, /* config file only: never on the command line */
+	O_PASSWORD,
+	O_EVICTION_WARNING,
 };
 
-static const struct option long_opts[] = {
-    {"key", required_argument, NULL, 'k'},
-    {"prefix", required_argument, NULL, O_PREFIX},
-    {"no-wait", no_argument, NULL, 'n'},
-    {"wait", required_argument, NULL, 'w'},
-    {"timeout", required_argument, NULL, O_TIMEOUT},
-    {"conflict-exit-code", required_argument, NULL, 'E'},
-    {"ttl", required_argument, NULL, 't'},
-    {"on-lost", required_argument, NULL, O_ON_LOST},
-    {"kill-after", required_argument, NULL, O_KILL_AFTER},
-    {"min-hold", required_argument, NULL, O_MIN_HOLD},
-    {"command", required_argument, NULL, 'c'},
-    {"url", required_argument, NULL, 'u'},
-    {"user", required_argument, NULL, O_USER},
-    {"password-file", required_argument, NULL, O_PASSWORD_FILE},
-    {"tls", no_argument, NULL, O_TLS},
-    {"cacert", required_argument, NULL, O_CACERT},
-    {"cacertdir", required_argument, NULL, O_CACERTDIR},
-    {"cert", required_argument, NULL, O_CERT},
-    {"tls-key", required_argument, NULL, O_TLS_KEY},
-    {"sni", required_argument, NULL, O_SNI},
-    {"insecure", no_argument, NULL, O_INSECURE},
-    {"connect-timeout", required_argument, NULL, O_CONNECT_TIMEOUT},
-    {"io-timeout", required_argument, NULL, O_IO_TIMEOUT},
-    {"wait-replicas", required_argument, NULL, O_WAIT_REPLICAS},
-    {"config", required_argument, NULL, O_CONFIG},
-    {"status", no_argument, NULL, O_STATUS},
-    {"break", no_argument, NULL, O_BREAK},
-    {"list", no_argument, NULL, O_LIST},
-    {"json", no_argument, NULL, O_JSON},
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
+enum {
+	F_ARG = 1,    /* takes a value */
+	F_RUN = 2,    /* names one run (or is about this invocation): not in a config file */
+	F_CONFIG = 4, /* config file only: never on the command line, not in --help */
 };
-static const char short_opts[] = "+k:nw:E:t:c:u:vqhV";
 
-/* Options that make no sense in a config file (they name one run). */
-static int config_forbidden(int id)
+struct optdef {
+	const char *heading; /* a --help section heading instead of an option */
+	const char *name;    /* long option = config-file key */
+	int id;              /* short letter, or an O_* */
+	int flags;
+	const char *arg;  /* the value's name in --help */
+	const char *help; /* --help text; '\n' starts a continuation line */
+};
+
+#define HEADING(h)                                                                                 \
+	{                                                                                          \
+		h, NULL, 0, 0, NULL, NULL                                                          \
+	}
+#define OPT(name, id, flags, arg, help)                                                            \
+	{                                                                                          \
+		NULL, name, id, flags, arg, help                                                   \
+	}
+#define OPT_HIDDEN(name, id, flags)                                                                \
+	{                                                                                          \
+		NULL, name, id, flags, NULL, NULL                                                  \
+	}
+
+static const struct optdef options[] = {
+    HEADING("Lock:"),
+    OPT("key", 'k', F_ARG | F_RUN, "NAME",
+        "lock name (printable ASCII, no space or braces);\n"
+        "the Redis key is PREFIX{NAME}"),
+    OPT("prefix", O_PREFIX, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")"),
+    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)"),
+    OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy"),
+    OPT("wait", 'w', F_ARG, "DUR", "wait at most DUR for the lock (default: forever)"),
+    OPT("timeout", O_TIMEOUT, F_ARG, "DUR", "same as --wait"),
+    OPT("conflict-exit-code", 'E', F_ARG, "N",
+        "exit status when the lock is not acquired\n(default 75; 0: skip silently)"),
+    OPT("ttl", 't', F_ARG, "DUR", "lease length, renewed every ttl/3 (default 30s)"),
+    OPT("on-lost", O_ON_LOST, F_ARG, "ACTION",
+        "when the lease can no longer be guaranteed: term,\n"
+        "kill, a signal name, or ignore (default term)"),
+    OPT("kill-after", O_KILL_AFTER, F_ARG, "DUR",
+        "grace between the first signal and SIGKILL\n(default 10s)"),
+    OPT("min-hold", O_MIN_HOLD, F_ARG, "DUR",
+        "keep the lock at least DUR after the command\nstarted"),
+    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c"),
+    HEADING("Server:"),
+    OPT("url", 'u', F_ARG, "URL",
+        "redis://[[user]:password@]host[:port][/db],\n"
+        "rediss://..., unix:///path[?db=N]; default:\n"
+        "env RLOCK_URL, the config file, env REDIS_URL,\n"
+        "then redis://127.0.0.1:6379"),
+    OPT("user", O_USER, F_ARG, "NAME", "ACL user name"),
+    OPT("password-file", O_PASSWORD_FILE, F_ARG, "FILE",
+        "read the password from FILE (must not be\n"
+        "accessible by others); env REDISCLI_AUTH or\n"
+        "RLOCK_PASSWORD also work"),
+    OPT("tls", O_TLS, 0, NULL, "connect with TLS (as rediss://)"),
+    OPT("cacert", O_CACERT, F_ARG, "FILE", "CA certificates that verify the server"),
+    OPT("cacertdir", O_CACERTDIR, F_ARG, "DIR", "directory of CA certificates"),
+    OPT("cert", O_CERT, F_ARG, "FILE", "client certificate"),
+    OPT("tls-key", O_TLS_KEY, F_ARG, "FILE", "client certificate's private key"),
+    OPT("sni", O_SNI, F_ARG, "NAME", "server name to send and verify"),
+    OPT("insecure", O_INSECURE, 0, NULL, "do not verify the server's certificate (unsafe)"),
+    OPT("connect-timeout", O_CONNECT_TIMEOUT, F_ARG, "DUR", "deadline to connect (default 2s)"),
+    OPT("io-timeout", O_IO_TIMEOUT, F_ARG, "DUR", "deadline for each request (default 2s)"),
+    OPT("wait-replicas", O_WAIT_REPLICAS, F_ARG, "N",
+        "after acquiring, wait (up to --io-timeout) until\n"
+        "N replicas have the lock; else release, exit 69"),
+    OPT("config", O_CONFIG, F_ARG | F_RUN, "FILE",
+        "config file (default: $RLOCK_CONFIG,\n"
+        "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)"),
+    OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
+    OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
+    HEADING("Operator:"),
+    OPT("status", O_STATUS, F_RUN, NULL,
+        "show who holds NAME; exit 0 if free, 75 (or the\n"
+        "non-zero -E) if held"),
+    OPT("break", O_BREAK, F_RUN, NULL, "force-release NAME and wake its waiters"),
+    OPT("list", O_LIST, F_RUN, NULL, "list the locks held under the prefix"),
+    OPT("json", O_JSON, F_RUN, NULL, "machine-readable --status and --list"),
+    OPT("verbose", 'v', F_RUN, NULL,
+        "say what happens on stderr: server, wait,\n"
+        "release (-vv: renewals too)"),
+    OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr"),
+    OPT("help", 'h', F_RUN, NULL, "show this help"),
+    OPT("version", 'V', F_RUN, NULL, "show the version of rlock, hiredis and OpenSSL"),
+};
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+static const char usage_head[] =
+    "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
+    "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
+    "       rlock [OPTIONS] -k NAME --status [--json]\n"
+    "       rlock [OPTIONS] -k NAME --break\n"
+    "       rlock [OPTIONS] --list [--json]\n"
+    "\n"
+    "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
+    "at a time across machines. The lease is renewed while COMMAND runs and released\n"
+    "when it exits; rlock exits with COMMAND's status.\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
+    "\n"
+    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+    "\n"
+    "Exit status:\n"
+    "  N        the command's own status; if it died of signal N, rlock dies of\n"
+    "           it too (the shell shows 128+N)\n"
+    "  64       usage error: bad option, URL, duration, config\n"
+    "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
+    "  70       internal error\n"
+    "  71       cannot fork or set up the command\n"
+    "  74       cannot write the output of --status, --list, --help, --version\n"
+    "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
+    "  79       the lock was lost while the command ran (its group was terminated,\n"
+    "           or the release found the lock gone)\n"
+    "  126/127  command not executable / not found\n";
+
+#define HELP_COLUMN 30
+
+static void print_help(FILE *f)
 {
-	return id == 'k' || id == 'c' || id == O_CONFIG || id == O_STATUS || id == O_BREAK ||
-	       id == O_LIST || id == 'h' || id == 'V' || id == 'v' || id == 'q' || id == O_JSON;
+	fputs(usage_head, f);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		char left[64];
+		if (d->heading) {
+			fprintf(f, "\n%s\n", d->heading);
+			continue;
+		}
+		if (!d->help)
+			continue;
+		int n = snprintf(left, sizeof left, "  %c%c%c --%s%s%s", d->id < 256 ? '-' : ' ',
+		                 d->id < 256 ? d->id : ' ', d->id < 256 ? ',' : ' ', d->name,
+		                 d->arg ? " " : "", d->arg ? d->arg : "");
+		fprintf(f, "%-*s", HELP_COLUMN, left);
+		if (n >= HELP_COLUMN - 1)
+			fprintf(f, "\n%*s", HELP_COLUMN, "");
+		for (const char *p = d->help; *p;) {
+			size_t len = strcspn(p, "\n");
+			fprintf(f, "%.*s\n", (int)len, p);
+			p += len;
+			if (*p == '\n' && *++p)
+				fprintf(f, "%*s", HELP_COLUMN, "");
+		}
+	}
+	fputs(usage_tail, f);
 }
 
-/* Where a password came from; a later, stronger source replaces an earlier one. */
-enum pw_rank { PW_NONE, PW_CONFIG_URL, PW_CONFIG, PW_ENV_URL, PW_ENV, PW_CLI_URL, PW_CLI };
+static const struct optdef *option_by_id(int id)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].name && options[i].id == id)
+			return &options[i];
+	return NULL;
+}
+
+static const struct optdef *option_by_name(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].name && !strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
+/* getopt_long's tables, from the option table. */
+static struct option long_opts[NOPTIONS + 1];
+static char short_opts[2 * NOPTIONS + 2];
+
+static void build_getopt_tables(void)
+{
+	size_t nl = 0, ns = 0;
+
+	short_opts[ns++] = '+'; /* stop at the command: its options are its own */
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		if (!d->name || (d->flags & F_CONFIG))
+			continue;
+		long_opts[nl++] = (struct option){
+		    d->name, d->flags & F_ARG ? required_argument : no_argument, NULL, d->id};
+		if (d->id < 256) {
+			short_opts[ns++] = (char)d->id;
+			if (d->flags & F_ARG)
+				short_opts[ns++] = ':';
+		}
+	}
+	long_opts[nl] = (struct option){NULL, 0, NULL, 0};
+	short_opts[ns] = '\0';
+}
+
+/* Where a password or user name came from; a stronger source replaces a weaker one.
+ * The order is SPEC §6's precedence: REDIS_URL (usually the application's own Redis)
+ * is below the config file. */
+enum rank {
+	R_NONE,
+	R_REDIS_URL,
+	R_CONFIG_URL,
+	R_CONFIG,
+	R_ENV_URL,
+	R_ENV,
+	R_CLI_URL,
+	R_CLI,
+};
 
 struct state {
 	struct opts *o;
 	const char *url_cli, *url_config;
 	char url_config_src[600];
 	int url_cli_count;
-	enum pw_rank pw_rank;
-	int user_set;
-	int has_command;
-	const char *config_path;
+	enum rank pw_rank, user_rank;
+	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int config_has_secret;
 };
 
@@ -190,7 +284,22 @@ static void usage_error(const char *fmt, ...)
 	exit(RL_EX_USAGE);
 }
 
-static void set_password(struct state *s, const char *pw, size_t len, enum pw_rank rank)
+void cli_open_std_fds(void)
+{
+	/* With fd 0, 1 or 2 closed, the next open() (a Redis socket) would take its number
+	 * and our messages would be written into the protocol. */
+	for (;;) {
+		int fd = open("/dev/null", O_RDWR | O_NOCTTY);
+		if (fd < 0)
+			_exit(RL_EX_OSERR); /* nowhere to say so */
+		if (fd > 2) {
+			close(fd);
+			return;
+		}
+	}
+}
+
+static void set_password(struct state *s, const char *pw, size_t len, enum rank rank)
 {
 	static int registered;
 
@@ -208,26 +317,70 @@ static void set_password(struct state *s, const char *pw, size_t len, enum pw_ra
 	}
 }
 
-static void read_password_file(struct state *s, const char *path, const char *src,
-                               enum pw_rank rank)
+static void set_user(struct state *s, const char *user, enum rank rank)
+{
+	if (rank < s->user_rank)
+		return;
+	s->o->user = user;
+	s->user_rank = rank;
+}
+
+/* Open a config or password file without blocking (a FIFO would hang us forever) and
+ * refuse anything but a regular file. Returns the fd, or -1 with errno ENOENT when
+ * missing_ok and the file does not exist; exits 64 otherwise. */
+static int open_regular(const char *what, const char *path, const char *src, struct stat *st,
+                        int missing_ok)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0) {
+		if (missing_ok && errno == ENOENT)
+			return -1;
+		usage_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
+		            path, strerror(errno));
+	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		int dir = S_ISDIR(st->st_mode);
+		close(fd);
+		usage_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
+		            dir ? "a directory" : "not a regular file");
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		close(fd);
+		usage_error("cannot read %s '%s': %s", what, path, strerror(errno));
+	}
+	return fd;
+}
+
+/* A file holding a secret: others must have no access at all; its group may read it
+ * (a shared /etc/rlock.conf, 0640 root:rlock) but not change it. */
+static void check_secret_mode(const char *what, const char *path, const char *src,
+                              const struct stat *st)
+{
+	unsigned mode = (unsigned)(st->st_mode & 0777);
+
+	if (mode & S_IRWXO)
+		usage_error("%s%s%s '%s' holds a password and is accessible by others (mode "
+		            "%03o); chmod o-rwx it",
+		            src ? src : "", src ? ": " : "", what, path, mode);
+	if (mode & S_IWGRP)
+		usage_error("%s%s%s '%s' holds a password and is writable by its group (mode "
+		            "%03o); chmod g-w it",
+		            src ? src : "", src ? ": " : "", what, path, mode);
+}
+
+static void read_password_file(struct state *s, const char *path, const char *src, enum rank rank)
 {
 	char buf[URL_PASS_MAX + 2];
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = open_regular("password file", path, src, &st, 0);
 
-	if (fd < 0)
-		usage_error("%s: cannot read password file '%s': %s", src, path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		usage_error("%s: '%s' is not a regular file", src, path);
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		close(fd);
-		usage_error(
-		    "%s: password file '%s' is accessible by others (mode %03o); chmod 600 it", src,
-		    path, (unsigned)(st.st_mode & 0777));
-	}
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+	check_secret_mode("password file", path, src, &st);
+	ssize_t n;
+	do
+		n = read(fd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n < 0)
 		usage_error("%s: cannot read '%s': %s", src, path, strerror(errno));
@@ -252,8 +405,16 @@ static int64_t duration_arg(const char *src, const char *val)
 	return ms;
 }
 
+static void set_mode(struct state *s, enum mode m, const char *name)
+{
+	if (s->mode_opt && s->o->mode != m)
+		usage_error("--%s and --%s do not go together", s->mode_opt, name);
+	s->o->mode = m;
+	s->mode_opt = name;
+}
+
 /* Apply one option from the command line (src "--ttl") or the config file
- * (src "FILE:LINE"). `cli` tells which, for password ranking. */
+ * (src "FILE:LINE"). `cli` tells which, for the precedence of secrets. */
 static void apply(struct state *s, int id, const char *val, const char *src, int cli)
 {
 	struct opts *o = s->o;
@@ -271,6 +432,8 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 			usage_error("%s: %s", src, err);
 		o->prefix = val;
 		break;
+	case 'x':
+		break; /* exclusive is the only kind of lock there is */
 	case 'n':
 		o->wait_ms = 0;
 		break;
@@ -332,13 +495,22 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		}
 		break;
 	case O_USER:
-		o->user = val;
+		set_user(s, val, cli ? R_CLI : R_CONFIG);
 		break;
 	case O_PASSWORD_FILE:
-		read_password_file(s, val, src, cli ? PW_CLI : PW_CONFIG);
+		read_password_file(s, val, src, cli ? R_CLI : R_CONFIG);
+		break;
+	case O_EVICTION_WARNING: /* the operator acknowledged the eviction policy */
+		if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "false"))
+			o->eviction_warning = 0;
+		else if (!strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "true"))
+			o->eviction_warning = 1;
+		else
+			usage_error("%s: eviction-warning is 'on' or 'off', not '%.100s'", src,
+			            val);
 		break;
 	case O_PASSWORD:
-		set_password(s, val, strlen(val), PW_CONFIG);
+		set_password(s, val, strlen(val), R_CONFIG);
 		s->config_has_secret = 1;
 		break;
 	case O_TLS:
@@ -378,13 +550,13 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		o->wait_replicas = (int)n;
 		break;
 	case O_STATUS:
-		o->mode = MODE_STATUS;
+		set_mode(s, MODE_STATUS, "status");
 		break;
 	case O_BREAK:
-		o->mode = MODE_BREAK;
+		set_mode(s, MODE_BREAK, "break");
 		break;
 	case O_LIST:
-		o->mode = MODE_LIST;
+		set_mode(s, MODE_LIST, "list");
 		break;
 	case O_JSON:
 		o->json = 1;
@@ -448,120 +620,124 @@ static const char *keep_string(const char *v)
 	return copy;
 }
 
-static char *trim(char *s)
+/* A flag's value in a config file: 1 on, 0 off, -1 neither. */
+static int flag_value(const char *v)
 {
-	while (*s == ' ' || *s == '\t')
-		s++;
-	char *e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
-		*--e = '\0';
-	return s;
+	static const char *const on[] = {"true", "yes", "on", "1"};
+	static const char *const off[] = {"false", "no", "off", "0"};
+
+	if (!v)
+		return 1;
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, on[i]))
+			return 1;
+		if (!strcasecmp(v, off[i]))
+			return 0;
+	}
+	return -1;
 }
 
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
-	FILE *f = fopen(path, "re");
 	struct stat st = {0};
 	char line[4096], iobuf[8192];
 	int lineno = 0;
+	int fd = open_regular("config file", path, NULL, &st, !explicit_path);
 
+	if (fd < 0)
+		return;
+	FILE *f = fdopen(fd, "r");
 	if (!f) {
-		if (!explicit_path && errno == ENOENT)
-			return;
+		close(fd);
 		usage_error("cannot read config file '%s': %s", path, strerror(errno));
 	}
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = errno;
-		fclose(f);
-		usage_error("cannot read config file '%s': %s", path,
-		            e && !S_ISDIR(st.st_mode) ? strerror(e) : "not a regular file");
-	}
-	s->config_path = path;
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
 	while (fgets(line, sizeof line, f)) {
-		char src[600], *key, *val, *eq;
+		char src[600], err[300], *key, *val;
 		lineno++;
 		snprintf(src, sizeof src, "%s:%d", path, lineno);
 		if (!strchr(line, '\n') && !feof(f))
 			usage_error("%s: line too long", src);
-		key = trim(line);
-		if (*key == '#' || *key == '\0')
+		int got = parse_config_line(line, &key, &val, err, sizeof err);
+		if (got < 0)
+			usage_error("%s: %s", src, err);
+		if (got == 0)
 			continue;
-		eq = strchr(key, '=');
-		val = NULL;
-		if (eq) {
-			*eq = '\0';
-			val = trim(eq + 1);
-			key = trim(key);
+		const struct optdef *d = option_by_name(key);
+		if (!d) {
+			char q[120];
+			log_escape(q, sizeof q, key, strlen(key));
+			usage_error("%s: unknown setting '%.100s'", src, q);
 		}
-		int id = -1, has_arg = 0;
-		if (!strcmp(key, "password")) {
-			id = O_PASSWORD;
-			has_arg = 1;
-		}
-		for (const struct option *op = long_opts; id < 0 && op->name; op++)
-			if (!strcmp(op->name, key)) {
-				id = op->val;
-				has_arg = op->has_arg == required_argument;
-			}
-		if (id < 0 || config_forbidden(id))
-			usage_error("%s: unknown setting '%.100s'", src, key);
-		if (has_arg && (!val || !*val))
+		if (d->flags & F_RUN)
+			usage_error("%s: '%s' is not allowed in a config file (give it on the "
+			            "command line)",
+			            src, key);
+		if ((d->flags & F_ARG) && (!val || !*val))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
-		if (!has_arg && val && strcmp(val, "true") && strcmp(val, "yes") &&
-		    strcmp(val, "1"))
-			usage_error("%s: '%s' takes no value (or 'true')", src, key);
-		if (id == 'u' && strchr(val, '@'))
+		if (!(d->flags & F_ARG)) {
+			int on = flag_value(val);
+			if (on < 0)
+				usage_error(
+				    "%s: '%s' is a switch: its value is true, yes, on or 1 (on), "
+				    "or false, no, off or 0 (off)",
+				    src, key);
+			if (!on)
+				continue;
+		}
+		if (d->id == 'u' && strchr(val, '@'))
 			s->config_has_secret = 1;
-		if (id == O_PASSWORD || id == O_PASSWORD_FILE) {
+		if (d->id == O_PASSWORD || d->id == O_PASSWORD_FILE) {
 			/* Consumed at once (copied or read): no copy of a secret lingers. */
-			apply(s, id, val, src, 0);
+			apply(s, d->id, val, src, 0);
 			explicit_bzero(line, sizeof line);
 			continue;
 		}
-		apply(s, id, val ? keep_string(val) : NULL, src, 0);
+		apply(s, d->id, val ? keep_string(val) : NULL, src, 0);
 	}
 	explicit_bzero(line, sizeof line);
 	fclose(f);
 	explicit_bzero(iobuf, sizeof iobuf);
-	if (s->config_has_secret && (st.st_mode & (S_IRWXG | S_IRWXO)))
-		usage_error("config file '%s' holds a password and is accessible by others (mode "
-		            "%03o); chmod 600 it",
-		            path, (unsigned)(st.st_mode & 0777));
+	if (s->config_has_secret)
+		check_secret_mode("config file", path, NULL, &st);
 }
 
 /* ---- validation ------------------------------------------------------------------- */
 
-/* Overwrite the password inside a URL string in place (argv lives in /proc/PID/cmdline,
- * the environment in /proc/PID/environ): this only narrows the window in which another
- * user could read it there. */
+/* Overwrite the password inside a URL string in place (argv lives in /proc/PID/cmdline):
+ * this only narrows the window in which another user could read it there. */
 static void scrub_url_password(char *url)
 {
-	char *p = strstr(url, "://");
-	char *slash, *at, *colon;
+	size_t off, len;
 
-	if (!p)
+	if (url_password_span(url, &off, &len))
+		memset(url + off, '*', len);
+}
+
+/* The server, for -v: the URL without its password. */
+static void describe_server(char *buf, size_t n, const struct url *u)
+{
+	char db[24] = "";
+
+	if (u->scheme == URL_UNIX) {
+		if (u->db)
+			snprintf(db, sizeof db, "?db=%d", u->db);
+		snprintf(buf, n, "unix://%s%s", u->path, db);
 		return;
-	p += 3;
-	slash = strchr(p, '/');
-	at = NULL;
-	for (char *q = p; *q && (!slash || q < slash); q++)
-		if (*q == '@')
-			at = q; /* the last '@' ends user:password */
-	if (!at)
-		return;
-	colon = memchr(p, ':', (size_t)(at - p));
-	if (colon)
-		memset(colon + 1, '*', (size_t)(at - colon - 1));
+	}
+	if (u->db)
+		snprintf(db, sizeof db, "/%d", u->db);
+	snprintf(buf, n, strchr(u->host, ':') ? "%s://[%s]:%d%s" : "%s://%s:%d%s",
+	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
 }
 
 static void choose_url(struct state *s)
 {
 	struct opts *o = s->o;
 	const char *url = NULL, *src = NULL;
-	enum pw_rank rank = PW_NONE;
-	char err[300];
+	enum rank rank = R_NONE;
+	char err[300], where[700];
 	const char *e;
 
 	if (s->url_cli_count > 1)
@@ -569,19 +745,19 @@ static void choose_url(struct state *s)
 	if (s->url_cli) {
 		url = s->url_cli;
 		src = "--url";
-		rank = PW_CLI_URL;
+		rank = R_CLI_URL;
 	} else if ((e = getenv("RLOCK_URL")) && *e) {
 		url = e;
 		src = "RLOCK_URL";
-		rank = PW_ENV_URL;
-	} else if ((e = getenv("REDIS_URL")) && *e) {
-		url = e;
-		src = "REDIS_URL";
-		rank = PW_ENV_URL;
+		rank = R_ENV_URL;
 	} else if (s->url_config) {
 		url = s->url_config;
 		src = s->url_config_src;
-		rank = PW_CONFIG_URL;
+		rank = R_CONFIG_URL;
+	} else if ((e = getenv("REDIS_URL")) && *e) {
+		url = e;
+		src = "REDIS_URL";
+		rank = R_REDIS_URL;
 	} else {
 		url = "redis://127.0.0.1:6379";
 		src = "default URL";
@@ -591,45 +767,44 @@ static void choose_url(struct state *s)
 	if (parse_url(url, &o->url, err, sizeof err) < 0)
 		usage_error("%s: %s", src, err);
 	if (o->url.has_password) {
-		if (rank == PW_CLI_URL) {
+		if (rank == R_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
 			         "use --password-file or REDISCLI_AUTH");
 		}
 		set_password(s, o->url.password, strlen(o->url.password), rank);
 	}
 	explicit_bzero(o->url.password, sizeof o->url.password);
-	/* Every URL string we were given (argv, environment, config copy) keeps no plain
-	 * password once parsed: argv and environ are visible in /proc/PID. */
+	/* The URL strings that are ours keep no plain password once parsed: argv is visible
+	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
+	 * untouched (SPEC §5). */
 	if (s->url_cli)
 		scrub_url_password((char *)s->url_cli);
 	if (s->url_config)
 		scrub_url_password((char *)s->url_config);
-	if ((e = getenv("RLOCK_URL")))
-		scrub_url_password((char *)e);
-	if ((e = getenv("REDIS_URL")))
-		scrub_url_password((char *)e);
-	if (!o->user && o->url.has_user)
-		o->user = o->url.user;
+	if (o->url.has_user)
+		set_user(s, o->url.user, rank);
 	if (o->url.scheme == URL_REDISS)
 		o->tls.enabled = 1;
 	if (o->url.scheme == URL_UNIX && o->tls.enabled)
 		usage_error("%s: TLS over a Unix socket is not supported", src);
+	describe_server(o->server, sizeof o->server, &o->url);
+	if (rank == R_CONFIG_URL)
+		snprintf(where, sizeof where, "config %s", src);
+	else
+		snprintf(where, sizeof where, "%s", rank == R_NONE ? "default" : src);
+	log_info("server %s%s (URL from %s)", o->server, o->tls.enabled ? " with TLS" : "", where);
 }
 
 static void env_passwords(struct state *s)
 {
 	char *p;
 
-	/* Stored masked, then wiped in place: no plain copy stays in our environment (nor
-	 * in /proc/PID/environ); the variables are removed from the command's. */
-	if ((p = getenv("REDISCLI_AUTH")) && *p) {
-		set_password(s, p, strlen(p), PW_ENV);
-		explicit_bzero(p, strlen(p));
-	}
-	if ((p = getenv("RLOCK_PASSWORD")) && *p) {
-		set_password(s, p, strlen(p), PW_ENV);
-		explicit_bzero(p, strlen(p));
-	}
+	/* Copied (masked) into the vault; the variables themselves are the user's and stay
+	 * as they are, for the command (SPEC §5). */
+	if ((p = getenv("REDISCLI_AUTH")) && *p)
+		set_password(s, p, strlen(p), R_ENV);
+	if ((p = getenv("RLOCK_PASSWORD")) && *p)
+		set_password(s, p, strlen(p), R_ENV);
 }
 
 static void print_version(void)
@@ -645,6 +820,33 @@ static void print_version(void)
 	else
 		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
 		       resp_hiredis_version(), why);
+}
+
+int cli_close_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		log_error("cannot write to standard output: %s",
+		          errno ? strerror(errno) : "write error");
+		return RL_EX_IOERR;
+	}
+	return 0;
+}
+
+/* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
+static void bad_option(char **argv)
+{
+	const char *bad = argv[optind - 1];
+	const struct optdef *d;
+
+	if (optopt && optopt < 256 && (d = option_by_id(optopt)) && (d->flags & F_ARG) && bad &&
+	    bad[0] == '-' && bad[1] != '-')
+		usage_error("option -%c needs a value", optopt);
+	if (bad && bad[0] == '-' && bad[1] == '-' && !strchr(bad, '=') &&
+	    (d = option_by_name(bad + 2)) && (d->flags & F_ARG) && !(d->flags & F_CONFIG))
+		usage_error("option --%s needs a value", d->name);
+	if (optopt && optopt < 256)
+		usage_error("unknown option -%c", optopt);
+	usage_error("unknown option '%.100s'", bad ? bad : "?");
 }
 
 void cli_parse(int argc, char **argv, struct opts *o)
@@ -663,18 +865,19 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->kill_after_ms = 10000;
 	o->connect_timeout_ms = 2000;
 	o->io_timeout_ms = 2000;
+	o->eviction_warning = 1;
+	build_getopt_tables();
 
-	/* Pass 1: --help, --version, --config, -v/-q (so config errors are reported in the
-	 * right voice). Errors are left to pass 2. */
+	/* Pass 1: --help, --version and --config. Errors are left to pass 2. */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
 		if (c == 'h') {
-			fputs(usage_text, stdout);
-			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
+			print_help(stdout);
+			exit(cli_close_stdout());
 		}
 		if (c == 'V') {
 			print_version();
-			exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
+			exit(cli_close_stdout());
 		}
 		if (c == O_CONFIG)
 			config_cli = optarg;
@@ -697,34 +900,14 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	opterr = 0;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		const struct optdef *d = option_by_id(c);
 		char src[64];
-		if (c == '?' || c == ':') {
-			const char *bad = argv[optind - 1];
-			if (optopt && optopt < 256 && strchr("kwEtcu", optopt) && bad[0] == '-' &&
-			    bad[1] == optopt)
-				usage_error("option -%c needs a value", optopt);
-			if (bad && strchr(bad, '=') == NULL && bad[0] == '-' && bad[1] == '-') {
-				for (const struct option *op = long_opts; op->name; op++)
-					if (!strcmp(bad + 2, op->name) && op->has_arg)
-						usage_error("option --%s needs a value", op->name);
-			}
-			if (optopt && optopt < 256)
-				usage_error("unknown option -%c", optopt);
-			usage_error("unknown option '%.100s'", bad ? bad : "?");
-		}
-		if (c >= 256 || c == 'k' || c == 'n' || c == 'w' || c == 'E' || c == 't' ||
-		    c == 'c' || c == 'u' || c == 'v' || c == 'q') {
-			const char *lname = "?";
-			for (const struct option *op = long_opts; op->name; op++)
-				if (op->val == c) {
-					lname = op->name;
-					break;
-				}
-			snprintf(src, sizeof src, "--%s", lname);
-			if (c == O_CONFIG)
-				continue;
-			apply(&s, c, optarg, src, 1);
-		}
+		if (c == '?' || c == ':' || !d)
+			bad_option(argv);
+		if (c == O_CONFIG)
+			continue;
+		snprintf(src, sizeof src, "--%s", d->name);
+		apply(&s, c, optarg, src, 1);
 	}
 	log_verbosity = o->verbose;
 
@@ -736,6 +919,10 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
+	if (o->user && !o->has_password)
+		log_warn("user '%s' has no password, so rlock does not log in as that user (it "
+		         "connects as the default user); give its password or drop the user name",
+		         o->user);
 
 	int nargs = argc - optind;
 	switch (o->mode) {
@@ -752,10 +939,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	case MODE_STATUS:
 	case MODE_BREAK:
 		if (!o->name)
-			usage_error("%s needs -k NAME",
-			            o->mode == MODE_STATUS ? "--status" : "--break");
+			usage_error("--%s needs -k NAME", s.mode_opt);
 		/* fall through */
 	case MODE_LIST:
+		if (o->mode == MODE_LIST && o->name)
+			usage_error(
+			    "--list shows every lock under the prefix: it takes no -k NAME");
 		if (nargs > 0 || o->shell_command)
 			usage_error("no command is run with --status, --break or --list");
 		break;

@@ -31,12 +31,14 @@ struct opts {
 	int64_t min_hold_ms;
 
 	struct url url;
+	char server[400]; /* the server's URL without a password, for messages */
 	const char *user; /* overrides the URL's user */
 	int has_password; /* the password itself is in secret.h's vault */
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
-	int wait_replicas; /* WAIT for this many replicas after acquiring */
+	int wait_replicas;    /* WAIT for this many replicas after acquiring */
+	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */
@@ -45,8 +47,19 @@ struct opts {
 	const char *shell_command; /* -c STRING, or NULL */
 };
 
-/* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
- * print and exit(0). */
+/* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were
+ * closed), so no socket or file of ours takes their numbers. */
+void cli_open_std_fds(void);
+
+/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
+ * pipe). For --status, --list, --help and --version. */
+int cli_close_stdout(void);
+
+/* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in
+ * SPEC §6's precedence); on bad input print "rlock: ..." and exit(64). --help and
+ * --version print and exit (0, or 74 when stdout cannot be written). Warns about a
+ * password on the command line and a user name without a password; with -v, says
+ * which server is used and where its URL came from. */
 void cli_parse(int argc, char **argv, struct opts *o);
 
 #endif

@@ -12,11 +12,29 @@ struct client {
 	const struct server *srv;
 	int unanswered; /* requests sent whose reply an abort left unread */
 	int broken;     /* a request was cut short: nothing more can be sent */
+	int replied;    /* a reply has been read: the server speaks RESP */
 };
 
 int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
 {
 	return conn_resolve(&srv->ep, deadline_ms, err, errlen) == CONN_OK ? CLIENT_OK : CLIENT_ERR;
+}
+
+/* A plain connection to a TLS port: the server answers our first command with a TLS
+ * alert record (0x15 0x03 ...) or resets the connection. */
+static const char tls_hint[] = " (is it a TLS port? then use rediss:// or --tls)";
+
+static int tls_alert(const struct client *c, const char *buf, ssize_t n)
+{
+	return !c->replied && !c->srv->tls.enabled && n >= 2 && buf[0] == 0x15 && buf[1] == 0x03;
+}
+
+static void add_tls_hint(const struct client *c, char *err, size_t errlen)
+{
+	size_t used = strlen(err);
+
+	if (!c->replied && !c->srv->tls.enabled && used < errlen)
+		snprintf(err + used, errlen - used, "%s", tls_hint);
 }
 
 int client_send(struct client *c, int argc, const char **argv, const size_t *lens,
@@ -48,6 +66,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 
 	for (;;) {
 		int got = resp_reader_get(c->rd, reply, err, errlen);
+		if (got == 1)
+			c->replied = 1;
 		if (got != 0)
 			return got;
 		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);
@@ -57,10 +77,17 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 			return CONN_ABORT;
 		if (n == CONN_EOF) {
 			snprintf(err, errlen, "%s closed the connection", c->srv->name);
+			add_tls_hint(c, err, errlen);
 			return -1;
 		}
-		if (n < 0)
+		if (n < 0) {
+			add_tls_hint(c, err, errlen);
 			return -1;
+		}
+		if (tls_alert(c, buf, n)) {
+			snprintf(err, errlen, "%s answered with TLS%s", c->srv->name, tls_hint);
+			return -1;
+		}
 		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
 			snprintf(err, errlen, "protocol error: reply from %s exceeds %zu bytes",
 			         c->srv->name, RESP_MAX_REPLY);
@@ -143,14 +170,20 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 			argc = 2;
 		}
 		int called = client_call(c, argc, argv, lens, deadline, &r, err, errlen);
+		/* Never echo the server's text blindly: it is about our secret. Redis's own
+		 * words are passed on only when they do not contain it (e.g. "AUTH <password>
+		 * called without any password configured"). */
+		int echo = called == 0 && r->type == RESP_ERROR && !resp_is_error(r, "WRONGPASS") &&
+		           !resp_is_error(r, "NOPERM") && pwlen > 0 &&
+		           !memmem(r->str, strlen(r->str), pw, pwlen);
 		explicit_bzero(pw, sizeof pw);
 		if (called < 0)
 			goto fail;
 		if (r->type == RESP_ERROR) {
-			/* Never echo the server's text blindly: it is about our secret. */
-			snprintf(err, errlen, "authentication to %s failed: %s", srv->name,
+			snprintf(err, errlen, "authentication to %s failed: %.300s", srv->name,
 			         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
 			         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+			         : echo                        ? r->str
 			                                       : "server refused AUTH");
 			rc = auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
 			goto fail;

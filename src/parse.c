@@ -18,8 +18,7 @@
 /* 100 Julian years: far beyond any sane lease or wait, far below int64 overflow. */
 #define DURATION_MAX_MS (36525LL * 86400000LL)
 
-#define LOCK_NAME_MAX 512
-#define PREFIX_MAX    128
+#define PREFIX_MAX 128
 
 /* Longest user input echoed into a message; longer input is cut and marked "...". */
 #define ECHO_MAX 40
@@ -362,6 +361,10 @@ int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 	for (p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return fail(err, errlen, "control character in URL");
+	if (!strstr(s, "://") && strncasecmp(s, "unix:", 5) != 0)
+		return fail(err, errlen,
+		            "missing URL scheme: write redis://HOST:PORT (or rediss://HOST:PORT "
+		            "for TLS, unix:///path/to.sock)");
 	slen = strcspn(s, ":");
 	for (p = s; p < s + slen; p++)
 		if (!host_char(*p) && *p != '+')
@@ -394,6 +397,94 @@ int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 	if (rc < 0)
 		explicit_bzero(u, sizeof *u); /* a half-parsed password must not linger */
 	return rc;
+}
+
+int url_password_span(const char *s, size_t *off, size_t *len)
+{
+	const char *rest = strstr(s, "://"), *at, *colon;
+
+	if (!rest || rest[3] == '/')
+		return 0;
+	rest += 3;
+	/* As the parsers read it: the last '@' ends a redis:// userinfo (a raw '/' may be
+	 * in the password); a unix:// userinfo ends at the first "@/". */
+	if (rest - s == 7 && strncasecmp(s, "unix", 4) == 0) {
+		at = strstr(rest, "@/");
+	} else {
+		at = strrchr(rest, '@');
+	}
+	if (!at)
+		return 0;
+	colon = memchr(rest, ':', (size_t)(at - rest));
+	if (!colon)
+		return 0;
+	*off = (size_t)(colon + 1 - s);
+	*len = (size_t)(at - colon - 1);
+	return 1;
+}
+
+/* ---------------------------------------------------------------- config lines */
+
+static int blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static char *trim(char *s)
+{
+	while (*s && blank(*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && blank(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int parse_config_line(char *line, char **key, char **val, char *err, size_t errlen)
+{
+	char *k = trim(line), *eq, *v = NULL;
+
+	*key = *val = NULL;
+	if (*k == '#' || *k == '\0')
+		return 0;
+	eq = strchr(k, '=');
+	if (eq) {
+		*eq = '\0';
+		v = trim(eq + 1);
+		k = trim(k);
+	} else {
+		/* "verbose # comment": a flag with a trailing comment. */
+		char *hash = strchr(k, '#');
+		if (hash && hash > k && blank(hash[-1])) {
+			*hash = '\0';
+			k = trim(k);
+		}
+	}
+	if (*k == '\0')
+		return fail(err, errlen, "no setting name before '=' (expected 'NAME = VALUE')");
+	for (char *p = k; *p; p++) {
+		if (blank(*p)) {
+			char q[ECHO_BUF];
+			echo(q, sizeof q, k, strlen(k));
+			return fail(err, errlen,
+			            "'%s' is not a setting (expected 'NAME = VALUE', one per line)",
+			            q);
+		}
+	}
+	/* A blank then '#' starts a comment, except in a password, which is taken as it
+	 * stands ('#' and blanks included). */
+	if (v && strcmp(k, "password") != 0) {
+		for (char *p = v; *p; p++) {
+			if (*p == '#' && (p == v || blank(p[-1]))) {
+				*p = '\0';
+				v = trim(v);
+				break;
+			}
+		}
+	}
+	*key = k;
+	*val = v;
+	return 1;
 }
 
 /* ---------------------------------------------------------------- durations */

@@ -6,10 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define URL_HOST_MAX 256
-#define URL_USER_MAX 256
-#define URL_PASS_MAX 512
-#define URL_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+#define URL_HOST_MAX  256
+#define URL_USER_MAX  256
+#define URL_PASS_MAX  512
+#define URL_PATH_MAX  108 /* sizeof(sockaddr_un.sun_path) */
+#define LOCK_NAME_MAX 512
 
 enum url_scheme {
 	URL_REDIS,  /* redis://  plain TCP */
@@ -35,6 +36,18 @@ struct url {
  * IPv6 literals in brackets; percent-decoding in user, password and path; a decoded
  * NUL is rejected. The reason never contains the password. */
 int parse_url(const char *s, struct url *u, char *err, size_t errlen);
+
+/* Where the password of URL s is, as parse_url reads it: 1 with the byte offset and
+ * length of its raw (still percent-encoded) text, or 0 when there is none. For
+ * overwriting it in place (argv is visible in /proc/PID/cmdline). */
+int url_password_span(const char *s, size_t *off, size_t *len);
+
+/* One line of a config file, split in place: 0 for a blank or comment line; 1 with
+ * *key and *val for "NAME = VALUE" or a bare "NAME" (*val NULL). Blanks around both
+ * are trimmed; a blank then '#' starts a trailing comment, except in the value of
+ * "password", which is taken as it stands. -1 with a reason for a line that is not a
+ * setting ("= x", "ttl 5s"). The caller checks the name and the value. */
+int parse_config_line(char *line, char **key, char **val, char *err, size_t errlen);
 
 /* Duration: "500ms", "30s", "5m", "2h", "1d" or a bare number of seconds; fractions
  * allowed ("1.5", "0.25s"); result in milliseconds, rounded up to a whole ms when a

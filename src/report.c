@@ -8,6 +8,7 @@
 #include "exitcodes.h"
 #include "lock.h"
 #include "log.h"
+#include "parse.h"
 
 static void json_str(FILE *f, const char *s)
 {
@@ -43,6 +44,35 @@ static void human_ms(char *buf, size_t n, long long ms)
 		snprintf(buf, n, "%lldh%02lldm", ms / 3600000, ms / 60000 % 60);
 }
 
+/* Unknown holder fields are null in JSON, never "" or a made-up number. */
+static void json_str_or_null(FILE *f, const char *s)
+{
+	if (*s)
+		json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+static void json_int_or_null(FILE *f, int known, long long v)
+{
+	if (known)
+		fprintf(f, "%lld", v);
+	else
+		fputs("null", f);
+}
+
+/* A holder's numeric field as it was stored (anyone who can write the hash can put
+ * anything there): 1 with *v for a plain decimal number, else 0. */
+static int field_number(const char *s, long long *v)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 18 || strspn(s, "0123456789") != n)
+		return 0;
+	*v = strtoll(s, NULL, 10);
+	return 1;
+}
+
 static void holder_json(FILE *f, const char *name, const char *key, const struct holder *h)
 {
 	fputs("{\"name\":", f);
@@ -51,28 +81,31 @@ static void holder_json(FILE *f, const char *name, const char *key, const struct
 	json_str(f, key);
 	fprintf(f, ",\"held\":%s", h->held ? "true" : "false");
 	if (h->held) {
-		long long start = strtoll(h->start, NULL, 10);
+		long long start = 0, pid = 0, ttl = 0;
+		int has_start = field_number(h->start, &start) && start > 0;
+		int has_pid = field_number(h->pid, &pid);
+		int has_ttl = field_number(h->ttl, &ttl);
+		long long now = now_unix_ms();
 		fputs(",\"host\":", f);
-		json_str(f, h->host);
-		fprintf(f, ",\"pid\":%lld,\"user\":", strtoll(h->pid, NULL, 10));
-		json_str(f, h->user);
+		json_str_or_null(f, h->host);
+		fputs(",\"pid\":", f);
+		json_int_or_null(f, has_pid, pid);
+		fputs(",\"user\":", f);
+		json_str_or_null(f, h->user);
 		fputs(",\"command\":", f);
-		json_str(f, h->cmd);
-		fprintf(f,
-		        ",\"start_ms\":%lld,\"held_ms\":%lld,\"ttl_ms\":%lld,\"ttl_left_ms\":%lld",
-		        start, start > 0 ? now_unix_ms() - start : -1, strtoll(h->ttl, NULL, 10),
-		        h->pttl_ms);
+		json_str_or_null(f, h->cmd);
+		fputs(",\"start_ms\":", f);
+		json_int_or_null(f, has_start, start);
+		fputs(",\"held_ms\":", f);
+		json_int_or_null(f, has_start, now - start);
+		fputs(",\"ttl_ms\":", f);
+		json_int_or_null(f, has_ttl, ttl);
+		fputs(",\"ttl_left_ms\":", f);
+		json_int_or_null(f, h->pttl_ms >= 0, h->pttl_ms);
+		fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
+		json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
 	}
 	fprintf(f, ",\"fence\":%lld}", h->fence);
-}
-
-static int finish_output(void)
-{
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_error("cannot write the report to standard output");
-		return RL_EX_SOFTWARE;
-	}
-	return 0;
 }
 
 /* A failed request: say why, unless a terminating signal cut it short (main then
@@ -83,9 +116,24 @@ static void request_failed(const char *err)
 		log_error("%s", err);
 }
 
+/* Holder text for a terminal: every field is untrusted (escape sequences), and an
+ * empty one is shown as "?". */
 static void esc(char *dst, size_t n, const char *s)
 {
+	if (!*s)
+		s = "?";
 	log_escape(dst, n, s, strlen(s));
+}
+
+/* Local wall-clock time of unix_ms, "YYYY-MM-DD HH:MM:SS", or "?". */
+static void local_time(char *buf, size_t n, long long unix_ms)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+
+	snprintf(buf, n, "?");
+	if (unix_ms > 0 && localtime_r(&t, &tm))
+		strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
 int report_status(struct client *c, const struct opts *o)
@@ -107,25 +155,36 @@ int report_status(struct client *c, const struct opts *o)
 	} else if (!h.held) {
 		printf("%s is free (last fence %lld)\n", l.key, h.fence);
 	} else {
-		char host[300], cmd[600], user[100], held[32], left[32], when[64] = "?";
-		long long start = strtoll(h.start, NULL, 10);
-		time_t t = (time_t)(start / 1000);
-		struct tm tm;
-		if (start > 0 && localtime_r(&t, &tm))
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-		esc(host, sizeof host, h.host[0] ? h.host : "?");
-		esc(cmd, sizeof cmd, h.cmd[0] ? h.cmd : "?");
-		esc(user, sizeof user, h.user[0] ? h.user : "?");
-		human_ms(held, sizeof held, start > 0 ? now_unix_ms() - start : -1);
+		char host[300], cmd[600], user[100], pid[100], held[32], left[32], when[64];
+		char until[64], state[200] = "";
+		long long start = 0, now = now_unix_ms();
+		int has_start = field_number(h.start, &start) && start > 0;
+		local_time(when, sizeof when, has_start ? start : 0);
+		esc(host, sizeof host, h.host);
+		esc(cmd, sizeof cmd, h.cmd);
+		esc(user, sizeof user, h.user);
+		esc(pid, sizeof pid, h.pid);
+		human_ms(held, sizeof held, has_start ? now - start : -1);
 		human_ms(left, sizeof left, h.pttl_ms);
-		printf("%s is held\n"
-		       "  host     %s\n  pid      %s\n  user     %s\n  command  %s\n"
-		       "  since    %s (%s)\n  ttl left %s%s\n  fence    %lld\n",
-		       l.key, host, h.pid[0] ? h.pid : "?", user, cmd, when, held, left,
+		if (h.kept && h.pttl_ms >= 0) {
+			/* The command has exited; --min-hold keeps the lock so that the same job
+			 * fired elsewhere does not run again: not a stuck lock to break. */
+			local_time(until, sizeof until, now + h.pttl_ms);
+			snprintf(state, sizeof state,
+			         "  kept     by --min-hold until %s: its command has exited\n",
+			         until);
+		}
+		printf("%s is held%s\n"
+		       "  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n"
+		       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %lld\n",
+		       l.key, h.kept ? " (kept by --min-hold)" : "", host, pid,
+		       h.kept ? " (exited)" : "", user, cmd, when, held, state, left,
 		       h.pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h.fence);
 	}
-	int rc = finish_output();
-	return rc ? rc : h.held ? o->conflict_exit : 0;
+	int rc = cli_close_stdout();
+	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
+	 * skip code would make a held lock look free). */
+	return rc ? rc : !h.held ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
 }
 
 int report_break(struct client *c, const struct opts *o)
@@ -145,13 +204,10 @@ int report_break(struct client *c, const struct opts *o)
 		log_warn("%s was not held: nothing removed", l.key);
 		return 0;
 	}
-	char host[300], cmd[600], token[100];
-	esc(host, sizeof host, h.host[0] ? h.host : "?");
-	esc(cmd, sizeof cmd, h.cmd[0] ? h.cmd : "?");
-	esc(token, sizeof token, h.token);
-	/* Operator action: always say what was removed, even with -q. */
-	log_error("broke %s: token %s, held by %s pid %s (%s), fence %lld", l.key, token, host,
-	          h.pid[0] ? h.pid : "?", cmd, h.fence);
+	/* Operator action: always say what was removed, even with -q (log_msg escapes). */
+	log_error("broke %s: token %s, held by %s pid %s (%s), fence %lld", l.key,
+	          h.token[0] ? h.token : "?", h.host[0] ? h.host : "?", h.pid[0] ? h.pid : "?",
+	          h.cmd[0] ? h.cmd : "?", h.fence);
 	return 0;
 }
 
@@ -224,9 +280,10 @@ int report_list(struct client *c, const struct opts *o)
 		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
 		for (size_t i = 0; i < r->element[1]->elements; i++) {
 			const struct resp_reply *k = r->element[1]->element[i];
-			if (k->type != RESP_STRING || k->len < plen + 2 || k->len - plen - 2 >= 512)
+			if (k->type != RESP_STRING || k->len < plen + 2 ||
+			    k->len - plen - 2 > LOCK_NAME_MAX)
 				continue;
-			char name[512];
+			char name[LOCK_NAME_MAX + 1];
 			memcpy(name, k->str + plen + 1, k->len - plen - 2);
 			name[k->len - plen - 2] = '\0';
 			if (strpbrk(name, "{}"))
@@ -248,15 +305,17 @@ int report_list(struct client *c, const struct opts *o)
 					fputc(',', stdout);
 				holder_json(stdout, name, l.key, &h);
 			} else {
-				char ename[200], host[100], cmd[300], held[32], left[32];
-				long long start = strtoll(h.start, NULL, 10);
+				char ename[200], host[100], pid[100], cmd[300], held[32], left[32];
+				long long start = 0;
+				int has_start = field_number(h.start, &start) && start > 0;
 				esc(ename, sizeof ename, name);
-				esc(host, sizeof host, h.host[0] ? h.host : "?");
+				esc(host, sizeof host, h.host);
+				esc(pid, sizeof pid, h.pid);
 				esc(cmd, sizeof cmd, h.cmd);
-				human_ms(held, sizeof held, start > 0 ? now_unix_ms() - start : -1);
+				human_ms(held, sizeof held, has_start ? now_unix_ms() - start : -1);
 				human_ms(left, sizeof left, h.pttl_ms);
-				printf("%-24s %-20s %-8s %-9s %-9s %s\n", ename, host,
-				       h.pid[0] ? h.pid : "?", held, left, cmd);
+				printf("%-24s %-20s %-8s %-9s %-9s %s%s\n", ename, host, pid, held,
+				       left, h.kept ? "[kept by --min-hold] " : "", cmd);
 			}
 			count++;
 		}
@@ -266,6 +325,6 @@ out:
 	client_close(c);
 	if (o->json && started)
 		fputs("]}\n", stdout);
-	int w = finish_output();
+	int w = cli_close_stdout();
 	return rc ? rc : w;
 }

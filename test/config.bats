@@ -193,10 +193,18 @@ EOF
 	run -0 rlock -k t -- touch ran
 }
 
-@test "a flag with a value other than true/yes/1: 64 naming FILE:LINE" {
-	printf '# x\ntls = false\n' | write_conf c.conf
+@test "a switch: true/yes/on/1 set it, false/no/off/0 leave it off, else 64 listing them" {
+	local v
+	for v in false no off 0 FALSE No; do
+		printf '# x\ntls = %s\n' "$v" | write_conf c.conf
+		run -0 rlock --config c.conf -k x -- touch ran
+		[[ -e ran ]] || fail "tls = $v: did not run"
+		rm ran
+	done
+	printf '# x\ntls = maybe\n' | write_conf c.conf
 	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
-	assert_regex "$stderr" "c\.conf:2:"
+	assert_regex "$stderr" "c\.conf:2: 'tls' is a switch"
+	assert_regex "$stderr" "true, yes, on or 1 \(on\), or false, no, off or 0 \(off\)"
 	[[ ! -e ran ]]
 }
 
@@ -226,7 +234,14 @@ EOF
 @test "options that name one run are not allowed in a config file" {
 	local opt
 	for opt in 'key = x' 'command = true' 'config = other.conf' 'status' 'break' 'list' \
-		'help' 'version' 'verbose' 'quiet' 'json' 'k = x' 'v'; do
+		'help' 'version' 'verbose' 'quiet' 'json'; do
+		printf '# first\n%s\n' "$opt" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_regex "$stderr" "c\.conf:2: '${opt%% *}' is not allowed in a config file"
+		[[ ! -e ran ]]
+	done
+	# short letters are not setting names at all
+	for opt in 'k = x' 'v'; do
 		printf '# first\n%s\n' "$opt" | write_conf c.conf
 		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
 		assert_regex "$stderr" "c\.conf:2: unknown setting '${opt%% *}'"
@@ -279,17 +294,24 @@ EOF
 	[[ $stderr != *s3cret-pw* ]]
 }
 
-@test "password in a config accessible by group or others: refused, 64" {
+@test "password in a config accessible by others or writable by its group: refused, 64" {
 	local mode
-	for mode in 644 640 604 660 620 602 610 601; do
+	for mode in 644 604 602 601 666; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
 		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
-		assert_regex "$stderr" 'c\.conf.*(accessible|readable)'
+		assert_regex "$stderr" "c\.conf.*accessible by others \(mode $mode\)"
 		[[ $stderr != *s3cret-pw* ]]
 		[[ ! -e ran ]]
 	done
-	# owner-only modes are accepted
-	for mode in 400 600 700; do
+	for mode in 660 620; do
+		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
+		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		assert_regex "$stderr" "c\.conf.*writable by its group \(mode $mode\)"
+		[[ ! -e ran ]]
+	done
+	# owner-only modes, and a group that may only read (a shared /etc/rlock.conf,
+	# 0640 root:rlock), are accepted
+	for mode in 400 600 700 640 440 610; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
 		run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 		[[ -e ran ]]
@@ -351,21 +373,29 @@ EOF
 # ---------------------------------------------------------------------------------
 # precedence: command line > environment > config file
 
-@test "url: config < REDIS_URL < RLOCK_URL < --url" {
-	local dead
+@test "url: REDIS_URL < config < RLOCK_URL < --url (REDIS_URL never beats the config)" {
+	local dead good=$REDIS_URL
 	dead=$(dead_port)
+	printf 'url = %s\nconnect-timeout = 1s\n' "$good" | write_conf c.conf
+	# the config beats REDIS_URL (the application's own Redis): regression, issue 14.6
+	REDIS_URL=redis://127.0.0.1:$dead run -0 --separate-stderr rlock -v --config c.conf -k u -- true
+	assert_regex "$stderr" "server $good \(URL from config c\.conf:1\)"
+	# REDIS_URL is still used when nothing else names a server
+	printf 'connect-timeout = 1s\n' | write_conf c2.conf
+	REDIS_URL=$good run -0 --separate-stderr rlock -v --config c2.conf -k u -- true
+	assert_regex "$stderr" "server $good \(URL from REDIS_URL\)"
+	# RLOCK_URL beats the config
 	printf 'url = redis://127.0.0.1:%s\nconnect-timeout = 1s\n' "$dead" | write_conf c.conf
-	# config only → the dead port
-	run -69 env -u REDIS_URL "$RLOCK" --config c.conf -k u -- true
-	# REDIS_URL beats the config
-	REDIS_URL=$REDIS_URL run -0 rlock --config c.conf -k u -- true
-	# RLOCK_URL beats REDIS_URL
-	RLOCK_URL=redis://127.0.0.1:$dead run -69 rlock --config c.conf -k u -- true
-	local good=$REDIS_URL
-	RLOCK_URL=$good REDIS_URL=redis://127.0.0.1:$dead run -0 rlock --config c.conf -k u -- true
+	run -69 rlock --config c.conf -k u -- true
+	RLOCK_URL=$good REDIS_URL=redis://127.0.0.1:$dead run -0 --separate-stderr rlock -v --config c.conf -k u -- true
+	assert_regex "$stderr" "server $good \(URL from RLOCK_URL\)"
 	# --url beats both
 	RLOCK_URL=redis://127.0.0.1:$dead REDIS_URL=redis://127.0.0.1:$dead \
-		run -0 rlock --config c.conf -u "$good" -k u -- true
+		run -0 --separate-stderr rlock -v --config c.conf -u "$good" -k u -- true
+	assert_regex "$stderr" "server $good \(URL from --url\)"
+	# the default, named as such
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" -v --connect-timeout 1s -k u -- true
+	assert_regex "$stderr" "server redis://127\.0\.0\.1:6379 \(URL from default\)"
 }
 
 @test "prefix: config < RLOCK_PREFIX < --prefix" {
@@ -409,4 +439,91 @@ EOF
 	redis-cli -p "$AUTH_PORT" -a 'p#w=x y' --no-auth-warning CONFIG SET requirepass s3cret-pw >/dev/null
 	assert_equal "$status" 0
 	[[ -e ran ]]
+}
+
+# ---------------------------------------------------------------------------------
+# issue 7 item 9, issue 14 items 6, 7, 11, 13
+
+@test "a FIFO as the config file (--config or the XDG path cron uses): 64 at once (regression, issue 7.9)" {
+	mkfifo "$BATS_TEST_TMPDIR/c.fifo"
+	run -64 --separate-stderr timeout 10 "$RLOCK" --config "$BATS_TEST_TMPDIR/c.fifo" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "c\.fifo' is not a regular file"
+	mkdir -p "$XDG_CONFIG_HOME/rlock"
+	mkfifo "$XDG_CONFIG_HOME/rlock/config"
+	run -64 --separate-stderr timeout 10 env -i HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
+		"$RLOCK" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "rlock/config' is not a regular file"
+	[[ ! -e ran ]]
+}
+
+@test "a directory as the config file: 64, 'is a directory'" {
+	mkdir cdir
+	run -64 --separate-stderr rlock --config cdir -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "cdir' is a directory"
+}
+
+@test "trailing ' #' comments after a value (regression, issue 14.13)" {
+	write_conf c.conf <<EOF
+url = $REDIS_URL # the lock server
+ttl = 1m # one minute
+prefix = c#1: # a '#' inside a value stays
+no-wait # a switch with a comment
+tls = no	# tab before the comment
+EOF
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k x -c "$show_env"
+	assert_output 'key=c#1:{x} ttl=60000'
+}
+
+@test "a line that is not 'NAME = VALUE' says so (not 'unknown setting')" {
+	printf 'ttl 5s\n' | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "c\.conf:1: 'ttl 5s' is not a setting \(expected 'NAME = VALUE'"
+	printf '= 5s\n' | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+	assert_regex "$stderr" "c\.conf:1: no setting name before '='"
+}
+
+@test "user = in the config does not override the user of a --url or RLOCK_URL (regression, issue 7.15)" {
+	local a=(redis-cli -p "$AUTH_PORT" -a s3cret-pw --no-auth-warning)
+	"${a[@]}" ACL SETUSER cfguser on '>cfg-pw' '~*' '&*' +@all >/dev/null
+	"${a[@]}" ACL SETUSER urluser on '>url-pw' '~*' '&*' +@all >/dev/null
+	printf 'user = cfguser\npassword = cfg-pw\n' | write_conf c.conf
+	# the config alone: its user and password
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf -u "redis://127.0.0.1:$AUTH_PORT" -k p -- true
+	# a URL with its own user:password (command line or RLOCK_URL) beats the config's
+	run -0 env -u REDIS_URL "$RLOCK" --config c.conf \
+		-u "redis://urluser:url-pw@127.0.0.1:$AUTH_PORT" -k p -- true
+	RLOCK_URL="redis://urluser:url-pw@127.0.0.1:$AUTH_PORT" run -0 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- true
+	# and --user on the command line beats the URL's user
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf --user cfguser \
+		-u "redis://urluser:url-pw@127.0.0.1:$AUTH_PORT" -k p -- true
+	assert_regex "$stderr" "wrong user name or password"
+}
+
+@test "a user name without a password: one warning line (issue 14.7)" {
+	run -0 --separate-stderr rlock -u "redis://weak@${REDIS_URL#redis://}" -k w -- echo ran
+	assert_output ran
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^rlock: user 'weak' has no password"
+	run -0 --separate-stderr rlock --user weak -k w -- echo ran
+	assert_regex "$stderr" "^rlock: user 'weak' has no password"
+	# with a password source: no such warning
+	RLOCK_PASSWORD=x run -69 --separate-stderr rlock --user weak -k w -- true
+	refute_regex "$stderr" "has no password"
+}
+
+@test "conflict-exit-code = 0 in the config: --status of a held lock still exits 75 (regression, issue 14.11)" {
+	rcli SET 'rlock:{s}' someone PX 60000 >/dev/null
+	printf 'conflict-exit-code = 0\n' | write_conf c.conf
+	run -75 rlock --config c.conf -k s --status
+	run -0 rlock --config c.conf -k free --status
+	# -E 0 on the command line too; a non-zero -E is --status's held code
+	run -75 rlock -E 0 -k s --status
+	run -3 rlock -E 3 -k s --status
+	printf 'conflict-exit-code = 4\n' | write_conf c.conf
+	run -4 rlock --config c.conf -k s --status
 }

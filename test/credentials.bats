@@ -116,16 +116,44 @@ pwfile() {
 	assert_equal "$(rcli GET 'rlock:{c}:fence')" 3
 }
 
-@test "--password-file readable or writable by group/others: 64, nothing sent" {
+@test "--password-file accessible by others or writable by its group: 64, nothing sent" {
 	local mode
-	for mode in 644 640 604 660 620 602 666; do
+	for mode in 644 604 602 666 601; do
 		pwfile "pw$mode" "$mode" "$PW"
 		run -64 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
 		assert_one_line_error
+		assert_regex "$stderr" "accessible by others \(mode $mode\)"
 		no_secret "$output" "$stderr"
 		[[ ! -e ran ]] || fail "mode $mode: command ran"
 	done
+	for mode in 660 620; do
+		pwfile "pw$mode" "$mode" "$PW"
+		run -64 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" "writable by its group \(mode $mode\)"
+		[[ ! -e ran ]] || fail "mode $mode: command ran"
+	done
 	key_absent 'rlock:{c}:fence'
+}
+
+@test "--password-file readable by its group (0640 root:rlock): accepted (regression, issue 14.8)" {
+	local mode
+	for mode in 640 440; do
+		pwfile "pw$mode" "$mode" "$PW"
+		run -0 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- echo ran
+		assert_output ran
+		assert_equal "$stderr" ''
+	done
+}
+
+@test "a FIFO as the password file: 64 at once, one line (regression, issue 7.9)" {
+	mkfifo "$BATS_TEST_TMPDIR/pw.fifo"
+	chmod 600 "$BATS_TEST_TMPDIR/pw.fifo"
+	run -64 --separate-stderr timeout 10 "$RLOCK" -u "$URL" --password-file "$BATS_TEST_TMPDIR/pw.fifo" \
+		-k c -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "pw\.fifo' is not a regular file"
+	[[ ! -e ran ]]
 }
 
 @test "--password-file missing: 64, one line" {
@@ -266,9 +294,26 @@ pwfile() {
 	for f in env1 env2 env3 env4 env5 env6 env7; do
 		[[ -s $f ]] || fail "$f not written"
 		grep -q '^RLOCK_KEY=rlock:{c}$' "$f" || fail "$f: no RLOCK_KEY"
-		no_secret "$(cat "$f")" || fail "password in the environment ($f)"
-		! grep -Eq '^(RLOCK_PASSWORD|REDISCLI_AUTH)=' "$f" || fail "$f: password variable kept"
 	done
+	# rlock never adds a secret: from the URL on its command line or a password file
+	for f in env5 env6; do
+		no_secret "$(cat "$f")" || fail "password added to the environment ($f)"
+	done
+	# the user's own variables pass through untouched (a nested rlock, a redis-cli in
+	# the job need them): regression, issue 7.16
+	grep -qx "RLOCK_PASSWORD=$PW" env1 || fail "env1: RLOCK_PASSWORD not passed through"
+	grep -qx "REDISCLI_AUTH=$PW" env2 || fail "env2: REDISCLI_AUTH not passed through"
+	grep -qx "RLOCK_URL=redis://:$PW@127.0.0.1:$REDIS_PORT" env3 || fail "env3: RLOCK_URL changed"
+	grep -qx "REDIS_URL=redis://locker:$LPW@127.0.0.1:$REDIS_PORT" env4 || fail "env4: REDIS_URL changed"
+	grep -qx "REDIS_URL=redis://:$PW@127.0.0.1:$REDIS_PORT" env7 || fail "env7: REDIS_URL changed"
+}
+
+@test "a nested rlock and a redis-cli inside the job use the exported credentials" {
+	# the inner rlock authenticates with the exported variable, and the job's
+	# redis-cli too (regression, issue 7.16: both were refused with NOAUTH)
+	REDISCLI_AUTH=$PW run -0 rlock -u "$URL" -k outer -- "$RLOCK" -u "$URL" -k inner -- \
+		redis-cli --no-auth-warning -p "$REDIS_PORT" EXISTS 'rlock:{inner}'
+	assert_output 1
 }
 
 @test "the password is not in ps output while rlock runs (env and file)" {
@@ -392,4 +437,27 @@ renewed_once() {
 	[[ $status == 0 ]] || fail "password still in memory: $output"
 	rlock_wait "$pid"
 	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "a URL password with a raw '/' and '@' is scrubbed from /proc/PID/cmdline (regression, issue 7.13)" {
+	local pid args raw='sp@c:i/al%25-s3cret-R2'
+	rlock_bg -u "redis://special:$raw@127.0.0.1:$REDIS_PORT" -k sc -- "$HOLD" sc
+	pid=$RLOCK_PID
+	wait_until 10 test -e sc.started || fail "$(cat "$RLOCK_ERR")"
+	args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+	[[ $args != *s3cret* && $args != *'i/al'* ]] || fail "password in cmdline: $args"
+	[[ $args == *"redis://special:"*"@127.0.0.1:$REDIS_PORT "* ]] || fail "URL mangled: $args"
+	touch sc.release
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "AUTH to a server without a password: Redis's own message is passed on" {
+	redis_start
+	RLOCK_PASSWORD=whatever run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'AUTH <password> called without any password configured'
+	[[ $stderr != *whatever* ]]
+	[[ ! -e ran ]]
+	redis_stop "$REDIS_PID"
 }

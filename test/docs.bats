@@ -130,3 +130,36 @@ same_options() {
 		grep -qx "\.It $c" "$MAN" || fail "man/rlock.1 EXIT STATUS lacks $c"
 	done
 }
+
+@test "--help fits in 80 columns" {
+	need_rlock
+	local long
+	long=$("$RLOCK" --help | awk 'length > 80 { printf "%d: %s\n", length, $0 }')
+	[[ -z $long ]] || fail "--help lines longer than 80 columns:"$'\n'"$long"
+}
+
+@test "man page renders no nested quotes (Ql inside Ql or Pq)" {
+	need mandoc
+	local nested
+	# ASCII output quotes as `...'; an opening quote before the previous one closed
+	# is a nested quote (the text is joined: a quote may span lines).
+	nested=$(mandoc -Tascii "$MAN" | col -b | tr '\n' ' ' | grep -o "\`[^']*\`" || true)
+	[[ -z $nested ]] || fail "nested quotes in the rendered man page:"$'\n'"$nested"
+}
+
+@test "bash completion completes the command without '--' (rlock -k x sle<TAB>)" {
+	local out
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -k x sle); COMP_CWORD=3; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	grep -qx sleep <<<"$out" || fail "rlock -k x sle<TAB> offered: [$out]"
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -n -w 5s -k x --json sle); COMP_CWORD=7; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	grep -qx sleep <<<"$out" || fail "after flags and values: [$out]"
+	# still options where an option is being typed, and a value after -k
+	# shellcheck disable=SC2016
+	out=$(bash -c 'source "$1"; COMP_WORDS=(rlock -k x --no-w); COMP_CWORD=3; _rlock
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash")
+	assert_equal "$out" --no-wait
+}

@@ -58,7 +58,8 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	assert_line --regexp "^ +fence +$(env_of s RLOCK_FENCE)\$"
 	# -E changes the status, as for a busy lock
 	run -3 rlock -E 3 -k s --status
-	run -0 rlock -E 0 -k s --status
+	# ... but a held lock never reads as free: -E 0 leaves it 75
+	run -75 rlock -E 0 -k s --status
 	touch s.release
 	rlock_wait "$HOLDER_PID"
 	assert_equal "$RLOCK_STATUS" 0
@@ -424,7 +425,8 @@ drawn_at_least() {
 
 @test "waiting on a terminal: one live line, redrawn with \\r, cleared when acquired" {
 	start_holder w -t 10s
-	run_on_tty tty.out "$RLOCK" -k w -- echo acquired
+	# a wide terminal: the line is cut to the terminal's width (waiter.bats tests that)
+	run_on_tty tty.out "stty cols 250; exec $RLOCK -k w -- echo acquired"
 	# let it redraw at least once (about every second); slow under valgrind
 	wait_until 30 drawn_at_least 2 tty.out
 	touch w.release
@@ -554,4 +556,97 @@ drawn_at_least() {
 	assert_equal "$(jq -r '[.locks[].name] | join(",")' <<<"$output")" 'x*'
 	touch 'x*.release'
 	rlock_wait "$pid1"
+}
+
+# ---------------------------------------------------------------------------------
+# issue 7 items 14, 15; issue 14 items 10, 16
+
+# forge_holder NAME PID: a lock whose owner hash carries an escape sequence in every
+# text field (anyone with write access to the hash could do this).
+forge_holder() {
+	rcli SET "rlock:{$1}" forged PX 60000 >/dev/null
+	rcli HSET "rlock:{$1}:owner" host $'h\e]0;pwned\a' pid "$2" user $'u\e[2J' \
+		cmd $'c\e[31mred' start 1700000000000 ttl 60000 >/dev/null
+	rcli PEXPIRE "rlock:{$1}:owner" 60000 >/dev/null
+}
+
+@test "--status and --list escape every holder field, the pid too (regression, issue 7.14)" {
+	forge_holder esc $'12\e[2J\e]0;x\a'
+	run -75 rlock -k esc --status
+	[[ $output != *$'\e'* && $output != *$'\a'* ]] || fail "raw escape in --status: $(cat -v <<<"$output")"
+	assert_line --regexp '^ +pid +12\\x1b\[2J\\x1b\]0;x\\x07$'
+	assert_line --regexp '^ +host +h\\x1b\]0;pwned\\x07$'
+	run -0 rlock --list
+	[[ $output != *$'\e'* && $output != *$'\a'* ]] || fail "raw escape in --list: $(cat -v <<<"$output")"
+	assert_line --regexp '^esc +h\\x1b.* +12\\x1b\[2J'
+}
+
+@test "--status --json: unknown holder fields are null, a non-numeric pid too (issue 14.16)" {
+	rcli SET 'rlock:{f}' foreign-token PX 30000 >/dev/null
+	run -75 rlock -k f --status --json
+	assert_equal "$(jq -c '[.host, .pid, .user, .command, .start_ms, .held_ms, .ttl_ms]' <<<"$output")" \
+		'[null,null,null,null,null,null,null]'
+	jq -e '(.ttl_left_ms|type)=="number" and .min_hold==false and .kept_until_ms==null' <<<"$output" >/dev/null
+	# a lock without expiry: ttl_left_ms null, not -1
+	rcli SET 'rlock:{f}' foreign-token >/dev/null
+	run -75 rlock -k f --status --json
+	assert_equal "$(jq -c .ttl_left_ms <<<"$output")" null
+	forge_holder g 'not-a-pid'
+	run -75 rlock -k g --status --json
+	assert_equal "$(jq -c .pid <<<"$output")" null
+	assert_equal "$(jq -r .host <<<"$output")" $'h\e]0;pwned\a'
+	run -0 rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | .pid]' <<<"$output")" '[null,null]'
+}
+
+@test "--list shows a lock whose name is exactly 512 bytes (regression, issue 7.15)" {
+	local name
+	name=$(printf 'n%.0s' {1..512})
+	rlock_bg -k "$name" -t 20s -- "$HOLD" long
+	local pid=$RLOCK_PID
+	wait_until 10 test -e long.started
+	run -0 rlock --list --json
+	assert_equal "$(jq -r '.locks[0].name | length' <<<"$output")" 512
+	run -0 rlock --list
+	assert_equal "${#lines[@]}" 2
+	touch long.release
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "--status / --list / --help to a full disk: 74 and one line, not 70 (regression, issue 7.15)" {
+	[[ -w /dev/full ]] || skip "no /dev/full"
+	run -74 --separate-stderr bash -c '"$RLOCK" -k s --status >/dev/full'
+	assert_one_line_error
+	assert_regex "$stderr" 'cannot write to standard output'
+	run -74 --separate-stderr bash -c '"$RLOCK" --list >/dev/full'
+	assert_one_line_error
+	run -74 --separate-stderr bash -c '"$RLOCK" --list --json >/dev/full'
+	run -74 --separate-stderr bash -c '"$RLOCK" --help >/dev/full'
+	assert_one_line_error
+}
+
+@test "--status during --min-hold: kept by --min-hold until T, the command has exited (issue 14.10)" {
+	run -0 rlock -k m --min-hold 30s -- true
+	run -75 rlock -k m --status
+	assert_line --index 0 'rlock:{m} is held (kept by --min-hold)'
+	assert_line --regexp '^ +pid +[0-9]+ \(exited\)$'
+	assert_line --regexp '^ +kept +by --min-hold until [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}: its command has exited$'
+	run -75 rlock -k m --status --json
+	jq -e '.min_hold == true and (.kept_until_ms|type) == "number"' <<<"$output" >/dev/null
+	local now until
+	now=$(now_ms)
+	until=$(jq -r .kept_until_ms <<<"$output")
+	((until > now && until <= now + 31000)) || fail "kept_until_ms $until vs now $now"
+	run -0 rlock --list
+	assert_line --regexp '^m .*\[kept by --min-hold\] true$'
+	# a held lock that is not kept says nothing of the kind
+	start_holder s -t 10s
+	run -75 rlock -k s --status
+	assert_line --index 0 'rlock:{s} is held'
+	refute_output --partial 'min-hold'
+	run -75 rlock -k s --status --json
+	jq -e '.min_hold == false and .kept_until_ms == null' <<<"$output" >/dev/null
+	touch s.release
+	rlock_wait "$HOLDER_PID"
 }

@@ -161,7 +161,7 @@ usage_error() {
 	assert_output --partial '--no-wait'
 	assert_output --partial '--on-lost'
 	local code
-	for code in 64 69 70 71 75 79 126 127; do
+	for code in 64 69 70 71 74 75 79 126 127; do
 		grep -Eq "(^|[^0-9])$code([^0-9]|$)" <<<"$output" ||
 			fail "--help does not mention exit status $code"
 	done
@@ -183,4 +183,57 @@ usage_error() {
 	port=$(dead_port)
 	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --help
 	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --version
+}
+
+# ---------------------------------------------------------------------------------
+# issue 7 items 10, 13, 15; issue 14 item 16
+
+@test "-x / --exclusive are accepted (flock habit; the default)" {
+	run -0 rlock -x -k u -- echo ran
+	assert_output ran
+	run -0 rlock --exclusive -k u -- echo ran
+	assert_output ran
+}
+
+@test "contradictory operator modes are refused: --status --break, --status --list, --list -k" {
+	usage_error -k u --status --break
+	assert_regex "$stderr" -- '--status and --break do not go together'
+	usage_error -k u --break --status
+	usage_error -k u --status --list
+	assert_regex "$stderr" -- '--status and --list do not go together'
+	usage_error --list -k a
+	assert_regex "$stderr" -- '--list .*no -k NAME'
+	# the same mode twice is fine
+	run -0 rlock -k u --status --status
+}
+
+@test "-u HOST:PORT gets a hint to write redis://HOST:PORT" {
+	usage_error -u 127.0.0.1:6379 -k u -- touch ran
+	assert_regex "$stderr" 'write redis://HOST:PORT'
+	usage_error -u localhost -k u -- touch ran
+	assert_regex "$stderr" 'write redis://HOST:PORT'
+}
+
+@test "with stdout and stderr closed, rlock's messages do not go into the Redis socket (regression, issue 7.10)" {
+	# A waiter's -v "busy; waiting" line is written after the connection is open: with
+	# fds 1 and 2 closed, the socket took fd 2 and the line went to the server.
+	rlock_bg -k b -t 20s -- "$HOLD" first
+	local holder=$RLOCK_PID
+	wait_until 10 test -e first.started
+	bash -c '"$RLOCK" -v -k b -w 15s -- touch ran >&- 2>&-; echo $? >waiter.status' 3>&- 4>&- &
+	track_pid $!
+	# until it waits (subscribed to the release channel) or has already given up
+	waiting_or_done() {
+		[[ -s waiter.status || $(rcli PUBSUB NUMSUB 'rlock:{b}:released' | sed -n 2p) -ge 1 ]]
+	}
+	wait_until 10 waiting_or_done
+	touch first.release
+	rlock_wait "$holder"
+	wait_until 20 test -s waiter.status
+	assert_equal "$(cat waiter.status)" 0
+	[[ -e ran ]] || fail "the command did not run"
+	# and a plain run with every standard fd closed
+	rm ran
+	run -0 bash -c '"$RLOCK" -v -k u -- touch ran <&- >&- 2>&-'
+	[[ -e ran ]]
 }

@@ -3,6 +3,8 @@
 -- KEYS: lock owner   ARGV: token keep_ms channel
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if tonumber(ARGV[2]) > 0 then
+  -- Marked, so that --status says the command has exited (not a stuck lock to break).
+  redis.call('HSET', KEYS[2], 'kept', '1')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
