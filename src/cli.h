@@ -37,7 +37,8 @@ struct opts {
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
-	int wait_replicas; /* WAIT for this many replicas after acquiring */
+	int wait_replicas;    /* WAIT for this many replicas after acquiring */
+	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */
@@ -54,8 +55,11 @@ void cli_open_std_fds(void);
  * pipe). For --status, --list, --help and --version. */
 int cli_close_stdout(void);
 
-/* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
- * print and exit(0). */
+/* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in
+ * SPEC §6's precedence); on bad input print "rlock: ..." and exit(64). --help and
+ * --version print and exit (0, or 74 when stdout cannot be written). Warns about a
+ * password on the command line and a user name without a password; with -v, says
+ * which server is used and where its URL came from. */
 void cli_parse(int argc, char **argv, struct opts *o);
 
 #endif
