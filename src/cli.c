@@ -267,8 +267,7 @@ struct state {
 	char url_config_src[600];
 	int url_cli_count;
 	enum rank pw_rank, user_rank;
-	const char *mode_opt; /* the option that chose o->mode, for conflicts */
-	const char *config_path;
+	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int config_has_secret;
 };
 
@@ -406,12 +405,12 @@ static int64_t duration_arg(const char *src, const char *val)
 	return ms;
 }
 
-static void set_mode(struct state *s, enum mode m, const char *src)
+static void set_mode(struct state *s, enum mode m, const char *name)
 {
 	if (s->mode_opt && s->o->mode != m)
-		usage_error("%s and %s do not go together", s->mode_opt, src);
+		usage_error("--%s and --%s do not go together", s->mode_opt, name);
 	s->o->mode = m;
-	s->mode_opt = src;
+	s->mode_opt = name;
 }
 
 /* Apply one option from the command line (src "--ttl") or the config file
@@ -551,13 +550,13 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		o->wait_replicas = (int)n;
 		break;
 	case O_STATUS:
-		set_mode(s, MODE_STATUS, src);
+		set_mode(s, MODE_STATUS, "status");
 		break;
 	case O_BREAK:
-		set_mode(s, MODE_BREAK, src);
+		set_mode(s, MODE_BREAK, "break");
 		break;
 	case O_LIST:
-		set_mode(s, MODE_LIST, src);
+		set_mode(s, MODE_LIST, "list");
 		break;
 	case O_JSON:
 		o->json = 1;
@@ -652,7 +651,6 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		close(fd);
 		usage_error("cannot read config file '%s': %s", path, strerror(errno));
 	}
-	s->config_path = path;
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
 	while (fgets(line, sizeof line, f)) {
@@ -941,7 +939,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	case MODE_STATUS:
 	case MODE_BREAK:
 		if (!o->name)
-			usage_error("%s needs -k NAME", s.mode_opt);
+			usage_error("--%s needs -k NAME", s.mode_opt);
 		/* fall through */
 	case MODE_LIST:
 		if (o->mode == MODE_LIST && o->name)

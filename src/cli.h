@@ -55,8 +55,11 @@ void cli_open_std_fds(void);
  * pipe). For --status, --list, --help and --version. */
 int cli_close_stdout(void);
 
-/* Parse everything; on bad input print "rlock: ..." and exit(64). --help/--version
- * print and exit(0). */
+/* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in
+ * SPEC §6's precedence); on bad input print "rlock: ..." and exit(64). --help and
+ * --version print and exit (0, or 74 when stdout cannot be written). Warns about a
+ * password on the command line and a user name without a password; with -v, says
+ * which server is used and where its URL came from. */
 void cli_parse(int argc, char **argv, struct opts *o);
 
 #endif

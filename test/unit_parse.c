@@ -612,6 +612,75 @@ static void test_key_parts(void)
 	CHECK(parse_prefix("a\r", err, sizeof err) == -1);
 }
 
+/* The raw password of a URL, as url_password_span finds it ("" if none). */
+static const char *span(const char *url)
+{
+	static char out[256];
+	size_t off, len;
+
+	out[0] = '\0';
+	if (url_password_span(url, &off, &len))
+		snprintf(out, sizeof out, "%.*s", (int)len, url + off);
+	return out;
+}
+
+static void test_password_span(void)
+{
+	CHECK(strcmp(span("redis://:secret@h:1"), "secret") == 0);
+	CHECK(strcmp(span("redis://u:secret@h"), "secret") == 0);
+	/* a raw '/' and '@' in the password: the last '@' ends it, as parse_url reads it */
+	CHECK(strcmp(span("redis://u:pa/ss@wo/rd@h:6379/2"), "pa/ss@wo/rd") == 0);
+	CHECK(strcmp(span("rediss://u:a:b@h"), "a:b") == 0);
+	CHECK(strcmp(span("unix://u:p/w@/tmp/r.sock?db=1"), "p/w") == 0);
+	CHECK(strcmp(span("redis://u@h"), "") == 0);
+	CHECK(strcmp(span("redis://h:6379"), "") == 0);
+	CHECK(strcmp(span("unix:///tmp/a@b.sock"), "") == 0);
+	CHECK(strcmp(span("127.0.0.1:6379"), "") == 0);
+	/* whatever parse_url takes as the password is what the span covers */
+	struct url pu;
+	CHECK(parse_url("redis://u:pa/ss@wo/rd@h:6379/2", &pu, err, sizeof err) == 0 &&
+	      strcmp(pu.password, "pa/ss@wo/rd") == 0 && strcmp(pu.host, "h") == 0);
+}
+
+/* Split a config line; returns the parse result, key and value in k and v. */
+static int cfg(const char *line, const char **k, const char **v)
+{
+	static char buf[256];
+	char *key, *val;
+
+	snprintf(buf, sizeof buf, "%s", line);
+	int rc = parse_config_line(buf, &key, &val, err, sizeof err);
+	*k = key ? key : "(null)";
+	*v = val ? val : "(null)";
+	return rc;
+}
+
+static void test_config_line(void)
+{
+	const char *k, *v;
+
+	CHECK(cfg("", &k, &v) == 0);
+	CHECK(cfg("   \t\r\n", &k, &v) == 0);
+	CHECK(cfg("# comment", &k, &v) == 0);
+	CHECK(cfg("  # indented", &k, &v) == 0);
+	CHECK(cfg("ttl = 5s", &k, &v) == 1 && !strcmp(k, "ttl") && !strcmp(v, "5s"));
+	CHECK(cfg("\tttl=5s\r\n", &k, &v) == 1 && !strcmp(k, "ttl") && !strcmp(v, "5s"));
+	CHECK(cfg("ttl = 1m # one minute", &k, &v) == 1 && !strcmp(v, "1m"));
+	CHECK(cfg("ttl = 1m\t# tab", &k, &v) == 1 && !strcmp(v, "1m"));
+	CHECK(cfg("prefix = a#b: # c", &k, &v) == 1 && !strcmp(v, "a#b:"));
+	CHECK(cfg("url = redis://h:1 # the server", &k, &v) == 1 && !strcmp(v, "redis://h:1"));
+	CHECK(cfg("tls", &k, &v) == 1 && !strcmp(k, "tls") && !strcmp(v, "(null)"));
+	CHECK(cfg("tls # on", &k, &v) == 1 && !strcmp(k, "tls") && !strcmp(v, "(null)"));
+	CHECK(cfg("ttl =", &k, &v) == 1 && !strcmp(v, ""));
+	CHECK(cfg("ttl = # nothing", &k, &v) == 1 && !strcmp(v, ""));
+	/* a password is taken as it stands */
+	CHECK(cfg("password =  p#w=x y # z ", &k, &v) == 1 && !strcmp(k, "password") &&
+	      !strcmp(v, "p#w=x y # z"));
+	CHECK(cfg("= 5s", &k, &v) == -1 && strstr(err, "no setting name"));
+	CHECK(cfg("ttl 5s", &k, &v) == -1 && strstr(err, "not a setting"));
+	CHECK(cfg("a b = c", &k, &v) == -1);
+}
+
 int main(void)
 {
 	test_url_accept();
@@ -620,6 +689,8 @@ int main(void)
 	test_int();
 	test_signal();
 	test_key_parts();
+	test_password_span();
+	test_config_line();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
