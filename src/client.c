@@ -15,6 +15,11 @@ struct client {
 	int replied;    /* a reply has been read: the server speaks RESP */
 };
 
+int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
+{
+	return conn_resolve(&srv->ep, deadline_ms, err, errlen) == CONN_OK ? CLIENT_OK : CLIENT_ERR;
+}
+
 /* A plain connection to a TLS port: the server answers our first command with a TLS
  * alert record (0x15 0x03 ...) or resets the connection. */
 static const char tls_hint[] = " (is it a TLS port? then use rediss:// or --tls)";
@@ -30,11 +35,6 @@ static void add_tls_hint(const struct client *c, char *err, size_t errlen)
 
 	if (!c->replied && !c->srv->tls.enabled && used < errlen)
 		snprintf(err + used, errlen - used, "%s", tls_hint);
-}
-
-int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
-{
-	return conn_resolve(&srv->ep, deadline_ms, err, errlen) == CONN_OK ? CLIENT_OK : CLIENT_ERR;
 }
 
 int client_send(struct client *c, int argc, const char **argv, const size_t *lens,

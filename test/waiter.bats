@@ -15,6 +15,7 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 
 # restart_redis: stop the test server and start a fresh one on the same port (no
 # persistence: the keyspace comes back empty, as after a crash).
+# shellcheck disable=SC2153  # REDIS_DIR is exported by redis_start
 restart_redis() {
 	redis_stop "$REDIS_PID"
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -151,7 +152,6 @@ pane_has() { pane | grep -q "$1"; }
 # A holder whose recorded command line is long: the live line is ~150 columns.
 long_holder() {
 	rlock_bg -k w -- "$HOLD" w 0 "this-argument-makes-the-command-line-long-enough-to-wrap-an-80-column-terminal-twice-over"
-	HOLDER_PID=$RLOCK_PID
 	wait_until 10 test -e "$BATS_TEST_TMPDIR/w.started"
 	track_pidfile "$BATS_TEST_TMPDIR/w.pid"
 }
