@@ -1,5 +1,6 @@
 #include "child.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,6 +21,11 @@
 
 /* Signals that reach the command exactly once. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+#define GROUP_POLL_FIRST_MS 10    /* re-check a group whose last member left silently */
+#define GROUP_POLL_MAX_MS   500   /* (its parent outside the group reaped it, no SIGCHLD) */
+#define KILL_REPEAT_MS      100   /* SIGKILL again while the group is not yet empty */
+#define KILL_GIVE_UP_MS     10000 /* after SIGKILL, stop waiting for an unkillable process */
 
 int child_signals_block(sigset_t *orig)
 {
@@ -51,13 +58,27 @@ int child_term_fd(void)
 void child_die_of(int sig)
 {
 	sigset_t s;
+	/* As timeout(1): the shell must see the signal, not a core file. */
+	struct rlimit no_core = {0, 0};
 
+	setrlimit(RLIMIT_CORE, &no_core);
 	signal(sig, SIG_DFL);
 	sigemptyset(&s);
 	sigaddset(&s, sig);
 	sigprocmask(SIG_UNBLOCK, &s, NULL);
 	raise(sig);
 	_exit(128 + sig);
+}
+
+void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig)
+{
+	/* rlock changes no signal disposition (it blocks and reads a signalfd), so the
+	 * caller's mask is all there is to give back. */
+	sigprocmask(SIG_SETMASK, orig, NULL);
+	if (shell_command)
+		execl("/bin/sh", "sh", "-c", shell_command, (char *)NULL);
+	else
+		execvp(argv[0], argv);
 }
 
 static void close_from(int lowfd, int keep)
@@ -108,6 +129,14 @@ static pid_t start_watchdog(pid_t pgid, int *write_fd)
 	return w;
 }
 
+/* Give the terminal to group `to` only if `from` has it: a job continued in the
+ * background (bg) must not take the terminal from the shell. */
+static void hand_terminal(int tty, pid_t from, pid_t to)
+{
+	if (tty >= 0 && tcgetpgrp(tty) == from)
+		tcsetpgrp(tty, to);
+}
+
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig)
 {
@@ -120,6 +149,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->tty = -1;
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
 		ch->tty = STDIN_FILENO;
+	/* What the command leaves behind when it exits (`job &`) is reparented to rlock,
+	 * so rlock can wait for its group and reap it. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		log_debug("cannot become a child subreaper: %s", strerror(errno));
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		log_error("cannot create a pipe: %s", strerror(errno));
 		return RL_EX_OSERR;
@@ -140,11 +173,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 			tcsetpgrp(ch->tty, getpid());
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			raise(SIGKILL); /* rlock is already gone: never run unprotected */
-		sigprocmask(SIG_SETMASK, orig, NULL);
-		if (shell_command)
-			execl("/bin/sh", "sh", "-c", shell_command, (char *)NULL);
-		else
-			execvp(argv[0], argv);
+		child_exec(argv, shell_command, orig);
 		e = errno;
 		(void)!write(ep[1], &e, sizeof e);
 		_exit(e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
@@ -166,8 +195,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
-		if (ch->tty >= 0)
-			tcsetpgrp(ch->tty, getpgrp());
+		hand_terminal(ch->tty, pid, getpgrp());
 		char name[300];
 		log_escape(name, sizeof name, what, strlen(what));
 		log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
@@ -181,53 +209,231 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	return 0;
 }
 
-static int exit_status(int st)
+/* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
+ * of its foreground job and stop too, after taking the terminal back, so that the
+ * shell regains control. When the shell continues us: on `fg` (our group has the
+ * terminal) hand it to the command; on `bg` leave it with the shell. The caller then
+ * continues the command, unless the lease ran out meanwhile: while rlock is stopped
+ * its lease is not renewed, and a suspension longer than the lease loses the lock
+ * (exit 79 when continued). */
+static void follow_stop(struct child *ch, int stopsig)
 {
+	struct sigaction sa;
+	int sig = stopsig;
+
+	hand_terminal(ch->tty, ch->pid, getpgrp());
+	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
+	 * ignored stop signal would not stop us at all. */
+	if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
+	    sa.sa_handler == SIG_IGN)
+		sig = SIGSTOP;
+	kill(getpid(), sig);
+	/* Continued. */
+	hand_terminal(ch->tty, getpgrp(), ch->pid);
+}
+
+/* Reap every exited child: the command (its status into *st), the orphans of its
+ * group reparented to us, the watchdog if someone killed it. Returns the command's
+ * stop signal when it was stopped on a terminal, else 0. */
+static int reap(struct child *ch, int *st)
+{
+	int flags = WNOHANG | (ch->tty >= 0 && !ch->reaped ? WUNTRACED : 0);
+
+	for (;;) {
+		int s;
+		pid_t w = waitpid(-1, &s, flags);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return 0;
+		if (w == ch->pid && !ch->reaped) {
+			if (WIFSTOPPED(s))
+				return WSTOPSIG(s);
+			ch->reaped = 1;
+			*st = s;
+		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
+			ch->watchdog = 0;
+			log_warn("the watchdog process died: if rlock is killed, only the "
+			         "command itself is stopped");
+		}
+	}
+}
+
+/* Does process group pgid still hold a process that can run? Zombies cannot: ours are
+ * reaped before this is asked, and one whose parent left the group (setsid) and never
+ * reaps it must not hold the lock forever. */
+static int group_live(pid_t pgid)
+{
+	if (kill(-pgid, 0) < 0 && errno == ESRCH)
+		return 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 1;
+	int live = 0;
+	struct dirent *e;
+	while (!live && (e = readdir(d))) {
+		char path[300], buf[512];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio
+		 * nice num_threads: a zombie leader with live threads still runs. */
+		const char *p = strrchr(buf, ')');
+		char state;
+		int pgrp, threads;
+		if (p &&
+		    sscanf(p + 1,
+		           " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+		           "%*d %*d %d",
+		           &state, &pgrp, &threads) == 3 &&
+		    pgrp == pgid && ((state != 'Z' && state != 'X') || threads > 1))
+			live = 1;
+	}
+	closedir(d);
+	return live;
+}
+
+static int exit_status(int st, int *term_sig)
+{
+	*term_sig = 0;
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
+	if (WIFSIGNALED(st)) {
+		*term_sig = WTERMSIG(st);
 		return 128 + WTERMSIG(st);
+	}
 	return RL_EX_SOFTWARE;
 }
 
-/* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
- * of its foreground job and stop too, after taking the terminal back, so that the
- * shell regains control. On `fg` the shell continues us: hand the terminal back and
- * continue the command. While rlock is stopped its lease is not renewed: a suspension
- * longer than the lease loses the lock (exit 79 after `fg`). */
-static void follow_stop(struct child *ch)
+struct sup {
+	struct child *ch;
+	const struct supervise_args *a;
+	int watching;      /* the loss deadline is still being enforced */
+	int lost;          /* lost, and the group was signalled for it */
+	int64_t signalled; /* when the group got the first signal for the loss */
+	int64_t kill_at;   /* pending SIGKILL escalation, or -1 */
+	int64_t killed;    /* when SIGKILL was first sent, or -1 */
+};
+
+/* The lease is lost: signal the group first (nothing may delay that, not even a log
+ * line to a stderr that blocks), then say so. */
+static void on_loss(struct sup *s, int timed_out)
 {
-	tcsetpgrp(ch->tty, getpgrp());
-	kill(getpid(), SIGTSTP);
-	/* Continued. */
-	tcsetpgrp(ch->tty, ch->pid);
-	kill(-ch->pid, SIGCONT);
+	const struct supervise_args *a = s->a;
+	char why[400];
+	int64_t now = clock_ms(), sent = a->confirmed_sent(a->ctx);
+
+	s->watching = 0;
+	s->ch->lost = 1;
+	if (a->action == ACT_IGNORE) {
+		a->lost_reason(a->ctx, timed_out, why, sizeof why);
+		log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
+		return;
+	}
+	s->lost = 1;
+	s->signalled = now;
+	kill(-s->ch->pid, a->lost_signal);
+	if (a->lost_signal == SIGKILL) {
+		s->killed = now;
+	} else {
+		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
+		int64_t by = sent + a->kill_by_ms;
+		s->kill_at = now + a->kill_after_ms < by ? now + a->kill_after_ms : by;
+	}
+	a->lost_reason(a->ctx, timed_out, why, sizeof why);
+	log_error("lock lost: %s; sending SIG%s to the command's process group", why,
+	          signal_name(a->lost_signal));
+}
+
+static int64_t min_left(int64_t cur, int64_t at, int64_t now)
+{
+	int64_t left = at - now;
+	if (left < 0)
+		left = 0;
+	return cur < 0 || left < cur ? left : cur;
 }
 
 int child_supervise(struct child *ch, const struct supervise_args *a)
 {
-	int lost = 0, st = 0;
-	int64_t kill_at = -1;
+	struct sup s = {ch, a, 1, 0, -1, -1, -1};
+	int st = 0, announced = 0;
+	int64_t group_wait = GROUP_POLL_FIRST_MS, group_check = -1;
 	int lost_fd = a->lost_fd;
 
+	if (a->action == ACT_SIGNAL && a->lost_signal != SIGKILL &&
+	    a->kill_after_ms > a->kill_by_ms - a->loss_after_ms)
+		log_info("--kill-after %lld ms is longer than a lost lease leaves: SIGKILL "
+		         "follows SIG%s after at most %lld ms, before the lease can end",
+		         (long long)a->kill_after_ms, signal_name(a->lost_signal),
+		         (long long)(a->kill_by_ms - a->loss_after_ms));
 	for (;;) {
+		int64_t now = clock_ms();
+		if (s.watching && now >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
+			on_loss(&s, 1);
+		if (s.kill_at >= 0 && now >= s.kill_at) {
+			kill(-ch->pid, SIGKILL);
+			s.kill_at = -1;
+			s.killed = now;
+			log_warn("the command's group still runs %lld ms after SIG%s: sending "
+			         "SIGKILL",
+			         (long long)(now - s.signalled), signal_name(a->lost_signal));
+		}
+		int stopped = reap(ch, &st);
+		if (stopped) {
+			follow_stop(ch, stopped);
+			/* Not one instruction of the command after the lease ran out. */
+			if (s.watching &&
+			    clock_ms() >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
+				on_loss(&s, 1);
+			kill(-ch->pid, SIGCONT);
+			continue;
+		}
+		if (ch->reaped && (group_check < 0 || now >= group_check || s.killed >= 0)) {
+			if (!group_live(ch->pid))
+				break;
+			if (!announced++)
+				log_debug("the command exited; waiting for the rest of its process "
+				          "group");
+			group_check = now + group_wait;
+			group_wait =
+			    group_wait * 2 > GROUP_POLL_MAX_MS ? GROUP_POLL_MAX_MS : group_wait * 2;
+		}
+		if (s.killed >= 0) {
+			if (now - s.killed >= KILL_GIVE_UP_MS) {
+				log_warn("processes of the command's group survive SIGKILL: not "
+				         "waiting for them");
+				break;
+			}
+			kill(-ch->pid, SIGKILL); /* anything forked meanwhile */
+		}
+
+		int64_t timeout = -1;
+		if (s.watching)
+			timeout =
+			    min_left(timeout, a->confirmed_sent(a->ctx) + a->loss_after_ms, now);
+		if (s.kill_at >= 0)
+			timeout = min_left(timeout, s.kill_at, now);
+		if (ch->reaped)
+			timeout = min_left(timeout, group_check, now);
+		if (s.killed >= 0)
+			timeout = min_left(timeout, now + KILL_REPEAT_MS, now);
 		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
 		                      {.fd = lost_fd, .events = POLLIN}};
-		int timeout = -1;
-		if (kill_at >= 0) {
-			int64_t left = kill_at - clock_ms();
-			timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
-		}
-		int rc = poll(p, lost_fd >= 0 ? 2 : 1, timeout);
+		int rc = poll(p, lost_fd >= 0 ? 2 : 1,
+		              timeout < 0       ? -1
+		              : timeout > 60000 ? 60000
+		                                : (int)timeout);
 		if (rc < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */
-		}
-		if (kill_at >= 0 && clock_ms() >= kill_at) {
-			log_warn("command still running %lld ms after SIG%s: sending SIGKILL",
-			         (long long)a->kill_after_ms, signal_name(a->lost_signal));
-			kill(-ch->pid, SIGKILL);
-			kill_at = -1;
 		}
 		if (rc <= 0)
 			continue;
@@ -237,57 +443,63 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 				int sig = (int)si.ssi_signo;
 				if (sig == SIGCHLD)
 					continue;
-				log_debug("forwarding SIG%s to the command", signal_name(sig));
+				/* As timeout(1): a stopped group would never see it otherwise. */
 				kill(-ch->pid, sig);
+				kill(-ch->pid, SIGCONT);
+				log_debug("forwarded SIG%s to the command", signal_name(sig));
 			}
-			pid_t w;
-			/* On a terminal, also hear about the command being stopped (Ctrl-Z). */
-			int flags = WNOHANG | (ch->tty >= 0 ? WUNTRACED : 0);
-			while ((w = waitpid(ch->pid, &st, flags)) < 0 && errno == EINTR)
-				;
-			if (w == ch->pid && WIFSTOPPED(st)) {
-				follow_stop(ch);
-				continue;
-			}
-			if (w == ch->pid)
-				break;
 		}
 		if (lost_fd >= 0 && (p[1].revents & POLLIN)) {
 			uint64_t v;
 			(void)!read(lost_fd, &v, sizeof v);
 			lost_fd = -1;
-			const char *why = a->lost_reason(a->lost_ctx);
-			if (a->action == ACT_IGNORE) {
-				log_warn("lock lost: %s; the command goes on (--on-lost ignore)",
-				         why);
-				continue;
-			}
-			log_error("lock lost: %s; sending SIG%s to the command", why,
-			          signal_name(a->lost_signal));
-			lost = 1;
-			kill(-ch->pid, a->lost_signal);
-			if (a->lost_signal != SIGKILL)
-				kill_at = clock_ms() + a->kill_after_ms;
+			if (s.watching)
+				on_loss(&s, 0);
 		}
 	}
-	ch->pid = -ch->pid; /* reaped: never signal that id again */
-	if (lost)
+	if (s.lost)
 		return RL_EX_LOST;
-	return exit_status(st);
+	return exit_status(st, &ch->term_sig);
+}
+
+/* The watchdog exits at once when told; one that does not within a second (stopped)
+ * is killed. A pidfd wakes us the moment it exits, without polling. */
+static void reap_watchdog(pid_t w)
+{
+	int pfd = -1;
+#ifdef SYS_pidfd_open
+	pfd = (int)syscall(SYS_pidfd_open, w, 0);
+#endif
+	if (pfd >= 0) {
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		while (poll(&p, 1, 1000) < 0 && errno == EINTR)
+			;
+		close(pfd);
+	}
+	for (int i = 0; i < 1000; i++) {
+		pid_t r = waitpid(w, NULL, WNOHANG);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return;
+		poll(NULL, 0, 1);
+	}
+	kill(w, SIGKILL);
+	while (waitpid(w, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 void child_finish(struct child *ch)
 {
-	if (ch->tty >= 0)
-		tcsetpgrp(ch->tty, getpgrp());
+	hand_terminal(ch->tty, ch->pid, getpgrp());
 	if (ch->watch_fd >= 0) {
-		(void)!write(ch->watch_fd, "k", 1);
+		/* Disarm it only when nothing is left to kill (not after a supervision that
+		 * failed): otherwise the end of its pipe makes it kill the group. */
+		if (!group_live(ch->pid))
+			(void)!write(ch->watch_fd, "k", 1);
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
 	}
 	if (ch->watchdog > 0) {
-		while (waitpid(ch->watchdog, NULL, 0) < 0 && errno == EINTR)
-			;
+		reap_watchdog(ch->watchdog);
 		ch->watchdog = 0;
 	}
 }

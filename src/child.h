@@ -3,7 +3,9 @@
  * child_signals_block() runs first, before any thread exists: the terminating signals
  * rlock forwards, SIGCHLD and SIGPIPE are blocked in every thread and read from one
  * signalfd. The command runs in its own process group (owning the terminal when rlock
- * did), so a terminal's Ctrl-C reaches it once, and lock loss can signal the whole group. */
+ * did), so a terminal's Ctrl-C reaches it once, and lock loss can signal the whole group.
+ * rlock is a child subreaper: what the command leaves behind in its group is reparented
+ * to rlock, reaped, and waited for; the lock covers the group until it is empty. */
 #ifndef RLOCK_CHILD_H
 #define RLOCK_CHILD_H
 
@@ -20,11 +22,20 @@ int child_signals_block(sigset_t *orig);
  * readable means "stop now". Call after child_signals_block(); -1 on error. */
 int child_term_fd(void);
 
-/* Die of signal sig (after cleanup), as the shell expects of an interrupted program. */
+/* Die of signal sig (after cleanup), as the shell expects of an interrupted program;
+ * no core dump. Falls back to exit(128 + sig) for a signal that cannot kill. */
 void child_die_of(int sig) __attribute__((noreturn));
+
+/* Exec argv (or /bin/sh -c shell_command) in this process with the original signal
+ * mask restored: used by the forked child and by a re-entered (nested) rlock. Returns
+ * only on failure, with errno set. Async-signal-safe apart from execvp's PATH search. */
+void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig);
 
 struct child {
 	pid_t pid;      /* the command; also its process group id */
+	int reaped;     /* the command itself has been waited for */
+	int term_sig;   /* the signal it died of, or 0 */
+	int lost;       /* the lease was found lost while it ran (--on-lost ignore too) */
 	pid_t watchdog; /* kills the group if rlock itself dies; 0 if none */
 	int watch_fd;   /* write end kept by rlock */
 	int tty;        /* terminal fd handed to the command's group, or -1 */
@@ -38,22 +49,34 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
+/* The lease, as the supervisor sees it. The main thread decides loss on its own clock
+ * (nothing it waits on can delay that): the lease granted by a request sent at time s
+ * cannot end on the server before s + lease_ms; with no renewal confirmed since s, the
+ * lease counts as lost at s + loss_after_ms, and the group's SIGKILL lands by
+ * s + kill_by_ms at the latest, whatever kill_after_ms says. */
 struct supervise_args {
 	int sigfd;
-	int lost_fd; /* readable on lock loss, or -1 */
-	const char *(*lost_reason)(const void *ctx);
-	const void *lost_ctx;
+	int lost_fd; /* readable when the lock is known not to be ours, or -1 */
+	/* Send time (monotonic ms) of the last confirmed acquire/renewal; thread-safe. */
+	int64_t (*confirmed_sent)(const void *ctx);
+	/* Why the lease is lost (copied into buf). */
+	void (*lost_reason)(const void *ctx, int timed_out, char *buf, size_t n);
+	const void *ctx;
+	int64_t loss_after_ms, kill_by_ms;
 	enum lost_action action;
 	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
 	int64_t kill_after_ms;
 };
 
-/* Forward signals, act on lock loss, reap. Returns rlock's exit status: the
- * command's status, 128+N if it died of signal N, or 79 if the lock was lost and the
- * command was signalled for it. */
+/* Forward signals (SIGCONT after each, so a stopped group hears them), act on lock
+ * loss, reap, and return once the command has exited and its process group is empty
+ * (after a loss: once SIGKILL has emptied it). Returns rlock's exit status: the
+ * command's status, 128+N if it died of signal N (ch->term_sig = N), or 79 if the lock
+ * was lost and the group was signalled for it. */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
-/* Tell the watchdog all is well, give the terminal back, reap the watchdog. */
+/* Tell the watchdog all is well, give the terminal back if the command's group has
+ * it, reap the watchdog. */
 void child_finish(struct child *ch);
 
 #endif

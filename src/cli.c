@@ -49,6 +49,7 @@ enum {
 	O_LIST,
 	O_JSON,
 	O_PASSWORD,
+	O_EVICTION_WARNING,
 };
 
 enum {
@@ -127,6 +128,7 @@ static const struct optdef options[] = {
         "config file (default: $RLOCK_CONFIG,\n"
         "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)"),
     OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
+    OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
     HEADING("Operator:"),
     OPT("status", O_STATUS, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -161,14 +163,16 @@ static const char usage_tail[] =
     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
     "\n"
     "Exit status:\n"
-    "  N        the command's own status; 128+N if it died of signal N\n"
+    "  N        the command's own status; if it died of signal N, rlock dies of\n"
+    "           it too (the shell shows 128+N)\n"
     "  64       usage error: bad option, URL, duration, config\n"
     "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
     "  70       internal error\n"
     "  71       cannot fork or set up the command\n"
     "  74       cannot write the output of --status, --list, --help, --version\n"
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
-    "  79       the lock was lost while the command ran, and it was terminated\n"
+    "  79       the lock was lost while the command ran (its group was terminated,\n"
+    "           or the release found the lock gone)\n"
     "  126/127  command not executable / not found\n";
 
 #define HELP_COLUMN 30
@@ -495,6 +499,15 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_PASSWORD_FILE:
 		read_password_file(s, val, src, cli ? R_CLI : R_CONFIG);
+		break;
+	case O_EVICTION_WARNING: /* the operator acknowledged the eviction policy */
+		if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "false"))
+			o->eviction_warning = 0;
+		else if (!strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "true"))
+			o->eviction_warning = 1;
+		else
+			usage_error("%s: eviction-warning is 'on' or 'off', not '%.100s'", src,
+			            val);
 		break;
 	case O_PASSWORD:
 		set_password(s, val, strlen(val), R_CONFIG);
@@ -852,6 +865,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->kill_after_ms = 10000;
 	o->connect_timeout_ms = 2000;
 	o->io_timeout_ms = 2000;
+	o->eviction_warning = 1;
 	build_getopt_tables();
 
 	/* Pass 1: --help, --version and --config. Errors are left to pass 2. */

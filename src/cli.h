@@ -37,7 +37,8 @@ struct opts {
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
-	int wait_replicas; /* WAIT for this many replicas after acquiring */
+	int wait_replicas;    /* WAIT for this many replicas after acquiring */
+	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */

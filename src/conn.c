@@ -436,6 +436,11 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			        strerror(saved));
 			continue;
 		}
+		/* A flow dropped silently (NAT, firewall) while a connection idles is noticed:
+		 * probes after 60 s idle (the kernel default is 2 h). Best effort. */
+		int idle = 60;
+		(void)!setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+		(void)!setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
 		rc = connect_fd(fd, sa, salen, deadline_ms);
 		if (rc == CONN_OK) {
 			c->fd = fd;

@@ -141,12 +141,58 @@ static int is_array(const struct resp_reply *r, size_t n)
 	return r->type == RESP_ARRAY && r->elements == n;
 }
 
+int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
+                        size_t errlen)
+{
+	if (r->type == RESP_ERROR)
+		return server_error(r, "acquire", err, errlen);
+	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 1 &&
+	    r->element[1]->type == RESP_INTEGER) {
+		l->fence = r->element[1]->integer;
+		return LOCK_OK;
+	}
+	if (is_array(r, 9) && r->element[0]->type == RESP_INTEGER) {
+		fill_holder(h, r);
+		h->held = 1;
+		h->token[0] = '\0';
+		return LOCK_BUSY;
+	}
+	snprintf(err, errlen, "acquire: unexpected reply from the server");
+	return LOCK_ERR;
+}
+
+int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,
+                    size_t errlen)
+{
+	if (r->type == RESP_ERROR)
+		return server_error(r, what, err, errlen);
+	if (r->type != RESP_INTEGER) {
+		snprintf(err, errlen, "%s: unexpected reply from the server", what);
+		return LOCK_ERR;
+	}
+	*v = r->integer;
+	return LOCK_OK;
+}
+
+int lock_decode_holder(const struct resp_reply *r, const char *what, struct holder *h, char *err,
+                       size_t errlen)
+{
+	if (r->type == RESP_ERROR)
+		return server_error(r, what, err, errlen);
+	if (!is_array(r, 10)) {
+		snprintf(err, errlen, "unexpected reply from the server");
+		return LOCK_ERR;
+	}
+	fill_holder(h, r);
+	return LOCK_OK;
+}
+
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen)
 {
 	char ttl[24], pid[24], start[24];
 	struct resp_reply *r = NULL;
-	int rc = LOCK_ERR;
+	int rc;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
@@ -156,35 +202,15 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, in
 	                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
 	if (eval(c, S_ACQUIRE, 3, keys, 14, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	if (r->type == RESP_ERROR) {
-		rc = server_error(r, "acquire", err, errlen);
-	} else if (is_array(r, 2) && r->element[0]->integer == 1) {
-		l->fence = r->element[1]->integer;
-		rc = LOCK_OK;
-	} else if (is_array(r, 9) && r->element[0]->type == RESP_INTEGER) {
-		fill_holder(h, r);
-		h->held = 1;
-		h->token[0] = '\0';
-		rc = LOCK_BUSY;
-	} else {
-		snprintf(err, errlen, "acquire: unexpected reply from the server");
-	}
+	rc = lock_decode_acquire(r, l, h, err, errlen);
 	resp_free(r);
 	return rc;
 }
 
 static int check_int(struct resp_reply *r, const char *what, char *err, size_t errlen, long long *v)
 {
-	int rc = LOCK_ERR;
+	int rc = lock_decode_int(r, what, v, err, errlen);
 
-	if (r->type == RESP_ERROR)
-		rc = server_error(r, what, err, errlen);
-	else if (r->type != RESP_INTEGER)
-		snprintf(err, errlen, "%s: unexpected reply from the server", what);
-	else {
-		*v = r->integer;
-		rc = LOCK_OK;
-	}
 	resp_free(r);
 	return rc;
 }
@@ -229,20 +255,13 @@ static int holder_script(struct client *c, int s, const struct lock *l, int64_t 
                          struct holder *h, char *err, size_t errlen)
 {
 	struct resp_reply *r;
-	int rc = LOCK_ERR;
+	int rc;
 	const char *keys[] = {l->key, l->owner_key, l->fence_key};
 	const char *args[] = {l->channel};
 
 	if (eval(c, s, 3, keys, s == S_BREAK ? 1 : 0, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	if (r->type == RESP_ERROR) {
-		rc = server_error(r, s == S_BREAK ? "break" : "status", err, errlen);
-	} else if (is_array(r, 10)) {
-		fill_holder(h, r);
-		rc = LOCK_OK;
-	} else {
-		snprintf(err, errlen, "unexpected reply from the server");
-	}
+	rc = lock_decode_holder(r, s == S_BREAK ? "break" : "status", h, err, errlen);
 	resp_free(r);
 	return rc;
 }

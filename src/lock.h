@@ -57,6 +57,20 @@ struct lock_meta {
 	long long start_unix_ms;
 };
 
+/* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are
+ * fuzzed on their own (fuzz/fuzz_lock_reply.c). Any reply shape is handled: an
+ * unexpected one is LOCK_ERR with the reason in err, a server error LOCK_ERR or
+ * LOCK_DENIED.
+ * acquire: LOCK_OK (l->fence set from {1, fence}), LOCK_BUSY (*h filled from the
+ *          holder's 9 fields); int (renew, release): LOCK_OK with *v; holder (status,
+ *          break; what names it in err): LOCK_OK with *h filled. */
+int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
+                        size_t errlen);
+int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,
+                    size_t errlen);
+int lock_decode_holder(const struct resp_reply *r, const char *what, struct holder *h, char *err,
+                       size_t errlen);
+
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED. */
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen);

@@ -75,7 +75,8 @@ static void child_environment(const struct lock *l)
 
 /* A nested rlock for the same key whose token is the live holder runs the command
  * directly instead of deadlocking against its parent. */
-static void reenter_if_holder(struct client *c, const struct opts *o, const struct lock *l)
+static void reenter_if_holder(struct client **c, const struct server *srv, const struct opts *o,
+                              const struct lock *l, const sigset_t *orig)
 {
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN");
 	struct resp_reply *r = NULL;
@@ -85,19 +86,25 @@ static void reenter_if_holder(struct client *c, const struct opts *o, const stru
 		return;
 	const char *argv[] = {"GET", l->key};
 	size_t lens[] = {3, strlen(l->key)};
-	if (client_call(c, 2, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) < 0)
+	if (client_call(*c, 2, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) <
+	    0) {
+		/* The connection is unusable after a failed call (client.h): a fresh one for
+		 * the acquire. */
+		client_close(*c);
+		if (client_open(c, srv, CLIENT_NO_CAP, err, sizeof err) != CLIENT_OK) {
+			log_error("%s", err);
+			exit(RL_EX_UNAVAILABLE);
+		}
 		return;
+	}
 	int ours = r->type == RESP_STRING && strcmp(r->str, t) == 0;
 	resp_free(r);
 	if (!ours)
 		return;
 	log_info("lock '%s' is already held by this process tree: running the command directly",
 	         o->name);
-	client_close(c);
-	if (o->shell_command)
-		execl("/bin/sh", "sh", "-c", o->shell_command, (char *)NULL);
-	else
-		execvp(o->argv[0], o->argv);
+	client_close(*c);
+	child_exec(o->argv, o->shell_command, orig);
 	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
 	          errno == ENOENT ? "command not found" : strerror(errno));
 	exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
@@ -113,36 +120,48 @@ static int busy(const struct opts *o, const struct holder *h)
 	return o->conflict_exit;
 }
 
-/* Release with one deadline for everything (a second, fresh connection included):
- * at worst the lease simply expires by its TTL. */
-static void release(struct client **c, const struct server *srv, const struct lock *l,
-                    int64_t keep_ms)
+/* Release on *c (a live connection: the renewal thread's, used within the last ttl/3,
+ * or the main one before the command ran), then once more on a fresh connection with
+ * its own deadline; nothing after lease_end (the lease cannot outlive it on the server,
+ * so a release that late is not needed: at worst the lock expires by its TTL).
+ * Returns LOCK_OK, LOCK_NOTOURS (the lock was no longer ours) or LOCK_ERR. */
+static int release(struct client **c, const struct server *srv, const struct lock *l,
+                   int64_t keep_ms, int64_t lease_end)
 {
 	char err[300] = "";
 	int rc = LOCK_ERR;
-	int64_t deadline = clock_ms() + srv->io_timeout_ms;
 
-	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR && clock_ms() < deadline; attempt++) {
-		if (!*c && client_open(c, srv, deadline, err, sizeof err) != CLIENT_OK) {
+	if (clock_ms() >= lease_end) {
+		log_debug("the lease is over (lost): nothing to release");
+		return LOCK_ERR;
+	}
+	for (int attempt = 0; attempt < 2 && rc != LOCK_OK && rc != LOCK_NOTOURS; attempt++) {
+		if (clock_ms() >= lease_end) {
+			snprintf(err, sizeof err, "the lease ended meanwhile");
+			break;
+		}
+		if (!*c && client_open(c, srv, lease_end, err, sizeof err) != CLIENT_OK) {
 			*c = NULL;
 			continue;
 		}
-		rc = lock_release(*c, l, keep_ms, deadline, err, sizeof err);
-		if (rc == LOCK_ERR) {
+		int64_t deadline = clock_ms() + srv->io_timeout_ms;
+		rc = lock_release(*c, l, keep_ms, deadline < lease_end ? deadline : lease_end, err,
+		                  sizeof err);
+		if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
 			client_close(*c);
 			*c = NULL;
 		}
 	}
-	if (rc == LOCK_ERR)
-		log_warn("cannot release the lock (%s); it expires within %lld ms", err,
-		         (long long)l->ttl_ms);
-	else if (rc == LOCK_NOTOURS)
-		log_debug("the lock was no longer ours at release");
-	else if (keep_ms > 0)
+	if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
+		log_warn("cannot release the lock (%s); it expires by its TTL", err);
+		rc = LOCK_ERR;
+	} else if (rc == LOCK_OK && keep_ms > 0) {
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
-	else
+	} else if (rc == LOCK_OK) {
 		log_info("released %s", l->key);
+	}
+	return rc;
 }
 
 /* Before the command starts: a terminating signal that cut a wait short ends rlock
@@ -155,14 +174,26 @@ static void die_if_signalled(int termfd)
 		child_die_of((int)si.ssi_signo);
 }
 
-static const char *lost_reason(const void *renewal)
+/* The lease as the supervisor sees it: renewed by the thread, or (when the thread
+ * could not start) only the acquire. */
+struct lease {
+	struct renew *rn;
+	int64_t acquired_sent;
+};
+
+static int64_t lease_sent(const void *ctx)
 {
-	return renew_reason(renewal);
+	const struct lease *s = ctx;
+	return s->rn ? renew_confirmed_sent(s->rn) : s->acquired_sent;
 }
 
-static const char *no_renewal_reason(const void *unused)
+static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
-	return "the lease cannot be renewed";
+	const struct lease *s = ctx;
+	if (s->rn)
+		renew_reason(s->rn, timed_out, buf, n);
+	else
+		snprintf(buf, n, "the lease cannot be renewed");
 }
 
 int main(int argc, char **argv)
@@ -218,7 +249,7 @@ int main(int argc, char **argv)
 		return rc;
 	}
 
-	reenter_if_holder(c, &o, &l);
+	reenter_if_holder(&c, &srv, &o, &l, &orig);
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
 	struct passwd *pw = getpwuid(geteuid());
@@ -264,13 +295,16 @@ int main(int argc, char **argv)
 	int64_t started = clock_ms();
 	rc = child_spawn(&ch, o.argv, o.shell_command, &orig);
 	if (rc != 0) {
-		release(&c, &srv, &l, 0);
+		release(&c, &srv, &l, 0, sent + l.ttl_ms);
 		client_close(c);
 		return rc;
 	}
-	struct renew *rn = NULL;
+	char warn_key[300];
+	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
+	struct lease ls = {NULL, sent};
 	int no_renewal = -1;
-	if (renew_start(&rn, &srv, &l, sent, err, sizeof err) < 0) {
+	if (renew_start(&ls.rn, &srv, &l, sent, o.eviction_warning ? warn_key : NULL, err,
+	                sizeof err) < 0) {
 		/* Unrenewed, the lease would end under the running command: treat it as
 		 * lost at once (an eventfd that is already readable), per --on-lost. */
 		log_error("%s", err);
@@ -278,17 +312,43 @@ int main(int argc, char **argv)
 	}
 	struct supervise_args sa = {
 	    .sigfd = sigfd,
-	    .lost_fd = rn ? renew_fd(rn) : no_renewal,
-	    .lost_reason = rn ? lost_reason : no_renewal_reason,
-	    .lost_ctx = rn,
+	    .lost_fd = ls.rn ? renew_fd(ls.rn) : no_renewal,
+	    .confirmed_sent = lease_sent,
+	    .lost_reason = lease_lost,
+	    .ctx = &ls,
+	    .loss_after_ms = l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN,
+	    .kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
 	    .kill_after_ms = o.kill_after_ms,
 	};
 	rc = child_supervise(&ch, &sa);
-	renew_stop(rn);
-	release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started));
+	/* Release on the renewal thread's connection: the main one sat idle for the
+	 * whole run, and a NAT or firewall may have dropped it silently. */
+	int64_t confirmed = sent;
+	struct client *live = renew_stop(ls.rn, &confirmed);
+	if (live) {
+		client_close(c);
+		c = live;
+	}
+	if (release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
+	        LOCK_NOTOURS &&
+	    !ch.lost) {
+		/* Broken, deleted, expired or flushed while the command ran, and not seen by
+		 * a renewal before it ended: mutual exclusion did not hold. */
+		if (o.on_lost == LOST_IGNORE) {
+			log_warn(
+			    "lock lost: it was no longer held when the command ended (expired, "
+			    "broken or taken over while it ran); --on-lost ignore");
+		} else {
+			log_error("lock lost: it was no longer held when the command ended "
+			          "(expired, broken or taken over while it ran)");
+			rc = RL_EX_LOST;
+		}
+	}
 	child_finish(&ch);
 	client_close(c);
+	if (rc != RL_EX_LOST && ch.term_sig)
+		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	return rc;
 }

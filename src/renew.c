@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +13,29 @@
 
 #include "log.h"
 
-#define RETRY_MS 100 /* between failed renewal attempts, bounded by the loss deadline */
+#define RETRY_MS       100     /* between failed renewal attempts, bounded by lost_at */
+#define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
 struct renew {
 	pthread_t thread;
 	const struct server *srv;
 	const struct lock *lock;
-	int64_t confirmed_sent; /* send time of the last confirmed acquire/renewal */
-	int lost_fd;            /* eventfd: written once by the thread on loss */
-	int stop_fd;            /* eventfd: written by renew_stop */
+	const char *warn_key;
+	_Atomic int64_t confirmed_sent; /* send time of the last confirmed acquire/renewal */
+	int lost_fd;                    /* eventfd: written once when the token is not ours */
+	int stop_fd;                    /* eventfd: written by renew_stop */
+	int done_fd;                    /* eventfd: written by the thread as it ends */
+	struct client *conn;            /* handed to renew_stop */
+	pthread_mutex_t mu;             /* guards reason and last_err */
 	char reason[300];
+	char last_err[300];
 };
 
-static void signal_loss(struct renew *r, const char *why, const char *detail)
+static void set_text(struct renew *r, char *dst, const char *s)
 {
-	snprintf(r->reason, sizeof r->reason, "%s%s%s", why, detail[0] ? ": " : "", detail);
-	uint64_t one = 1;
-	(void)!write(r->lost_fd, &one, sizeof one);
+	pthread_mutex_lock(&r->mu);
+	snprintf(dst, 300, "%s", s);
+	pthread_mutex_unlock(&r->mu);
 }
 
 /* Sleep until `until` (monotonic ms) unless asked to stop: returns 1 on stop. */
@@ -47,37 +54,58 @@ static int nap(struct renew *r, int64_t until)
 	}
 }
 
+/* A call failed: the connection is unusable (client.h). */
+static void drop(struct client **c)
+{
+	client_close(*c);
+	*c = NULL;
+}
+
 /* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
- * pressure: another client then acquires it while we still run. Say so, once. Done
- * here, off the fast path; a server that refuses INFO (ACL) is not second-guessed. */
-static void check_eviction(struct client *c, const struct server *srv, int64_t cap)
+ * pressure: another client then acquires it while we still run. Say so, at most once
+ * a day per server (the first run to SET the marker says it). Done here, off the
+ * main thread's fast path; a server that refuses INFO (ACL) is not second-guessed. */
+static void check_eviction(struct client **c, const struct renew *r, int64_t cap)
 {
 	struct resp_reply *rep = NULL;
-	char err[300];
-	const char *argv[] = {"INFO", "memory"};
-	size_t lens[] = {4, 6};
+	char err[300], policy[64];
+	const char *info[] = {"INFO", "memory"};
+	size_t info_lens[] = {4, 6};
+	int64_t deadline = clock_ms() + r->srv->io_timeout_ms;
 
-	int64_t deadline = clock_ms() + srv->io_timeout_ms;
-	if (client_call(c, 2, argv, lens, deadline < cap ? deadline : cap, &rep, err, sizeof err) <
-	    0)
+	if (deadline > cap)
+		deadline = cap;
+	if (client_call(*c, 2, info, info_lens, deadline, &rep, err, sizeof err) < 0) {
+		drop(c);
 		return;
+	}
 	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
+	policy[0] = '\0';
 	if (p) {
-		char policy[64];
 		p += strlen("maxmemory_policy:");
 		size_t n = strcspn(p, "\r\n");
 		snprintf(policy, sizeof policy, "%.*s", (int)(n < 63 ? n : 63), p);
-		if (strcmp(policy, "noeviction") != 0)
-			log_warn(
-			    "warning: %s has maxmemory-policy %s: under memory pressure the lock "
-			    "can be evicted and taken by another holder; use noeviction",
-			    srv->name, policy);
 	}
 	resp_free(rep);
+	if (!policy[0] || strcmp(policy, "noeviction") == 0)
+		return;
+	const char *set[] = {"SET", r->warn_key, "1", "NX", "EX", WARN_EVERY_SEC};
+	size_t set_lens[] = {3, strlen(r->warn_key), 1, 2, 2, strlen(WARN_EVERY_SEC)};
+	rep = NULL;
+	if (client_call(*c, 6, set, set_lens, deadline, &rep, err, sizeof err) < 0)
+		drop(c); /* warn anyway */
+	else if (rep->type == RESP_NIL)
+		policy[0] = '\0'; /* another run warned within the day */
+	resp_free(rep);
+	if (policy[0])
+		log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock can "
+		         "be evicted and taken by another holder; use noeviction (said once a "
+		         "day; 'eviction-warning = off' in the config file acknowledges it)",
+		         r->srv->name, policy);
 }
 
-/* Every wait of this thread, connecting included, ends by the loss deadline: that is
- * what lets it report a loss before the server-side lease can expire. */
+/* Every call of this thread is bounded by the time the lease can no longer be trusted;
+ * the main thread does not rely on that, but a renewal that late would be useless. */
 static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
@@ -88,23 +116,24 @@ static void *renew_main(void *arg)
 	/* Connect now, while there is time, and look at the eviction policy once. */
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 	if (client_open(&c, r->srv, lost_at, err, sizeof err) == CLIENT_OK) {
-		check_eviction(c, r->srv, lost_at);
+		if (r->warn_key)
+			check_eviction(&c, r, lost_at);
 	} else {
 		log_debug("renewal: %s", err);
+		set_text(r, r->last_err, err);
 		c = NULL;
 	}
-	err[0] = '\0';
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
-			break;
+			goto out;
 		lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 		/* Try until confirmed or the lease can no longer be trusted. */
 		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
-				/* Name the last failure only if one happened since the last
-				 * confirmation (after a stop, e.g. Ctrl-Z, none did). */
-				signal_loss(r, "no renewal confirmed in time", err);
+				/* The main thread decides the loss; nothing more to do here. */
+				drop(&c);
+				nap(r, INT64_MAX);
 				goto out;
 			}
 			int64_t deadline = now + r->srv->io_timeout_ms;
@@ -113,25 +142,28 @@ static void *renew_main(void *arg)
 			if (!c && client_open(&c, r->srv, lost_at, err, sizeof err) != CLIENT_OK) {
 				c = NULL;
 				log_debug("renewal: %s", err);
+				set_text(r, r->last_err, err);
 			} else {
 				int64_t sent = clock_ms();
 				int rc = lock_renew(c, r->lock, deadline, err, sizeof err);
 				if (rc == LOCK_OK) {
 					r->confirmed_sent = sent;
-					err[0] = '\0';
+					set_text(r, r->last_err, "");
 					log_debug("renewed %s", r->lock->key);
 					break;
 				}
 				if (rc == LOCK_NOTOURS) {
-					signal_loss(r,
-					            "the lock is no longer ours (expired, broken "
-					            "or taken over)",
-					            "");
+					set_text(r, r->reason,
+					         "the lock is no longer ours (expired, broken or "
+					         "taken over)");
+					uint64_t one = 1;
+					(void)!write(r->lost_fd, &one, sizeof one);
+					nap(r, INT64_MAX);
 					goto out;
 				}
 				log_debug("renewal failed: %s", err);
-				client_close(c);
-				c = NULL;
+				set_text(r, r->last_err, err);
+				drop(&c);
 			}
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
@@ -139,12 +171,14 @@ static void *renew_main(void *arg)
 		}
 	}
 out:
-	client_close(c);
+	r->conn = c;
+	uint64_t one = 1;
+	(void)!write(r->done_fd, &one, sizeof one);
 	return NULL;
 }
 
 int renew_start(struct renew **out, const struct server *srv, const struct lock *l,
-                int64_t confirmed_sent_ms, char *err, size_t errlen)
+                int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen)
 {
 	struct renew *r = calloc(1, sizeof *r);
 	sigset_t all, old;
@@ -156,10 +190,13 @@ int renew_start(struct renew **out, const struct server *srv, const struct lock 
 	}
 	r->srv = srv;
 	r->lock = l;
+	r->warn_key = warn_key;
 	r->confirmed_sent = confirmed_sent_ms;
+	pthread_mutex_init(&r->mu, NULL);
 	r->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->lost_fd < 0 || r->stop_fd < 0) {
+	r->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->lost_fd < 0 || r->stop_fd < 0 || r->done_fd < 0) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
@@ -179,6 +216,9 @@ fail:
 		close(r->lost_fd);
 	if (r->stop_fd >= 0)
 		close(r->stop_fd);
+	if (r->done_fd >= 0)
+		close(r->done_fd);
+	pthread_mutex_destroy(&r->mu);
 	free(r);
 	return -1;
 }
@@ -188,20 +228,61 @@ int renew_fd(const struct renew *r)
 	return r->lost_fd;
 }
 
-const char *renew_reason(const struct renew *r)
+int64_t renew_confirmed_sent(const struct renew *r)
 {
-	return r->reason;
+	return r->confirmed_sent;
 }
 
-void renew_stop(struct renew *r)
+void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
+{
+	struct renew *w = (struct renew *)r; /* the mutex is not part of the value */
+
+	pthread_mutex_lock(&w->mu);
+	if (timed_out)
+		/* Name a failure only if one happened since the last confirmation (after a
+		 * stop, e.g. Ctrl-Z, none did). */
+		snprintf(buf, n, "no renewal confirmed in time%s%s", r->last_err[0] ? ": " : "",
+		         r->last_err);
+	else
+		snprintf(buf, n, "%s", r->reason);
+	pthread_mutex_unlock(&w->mu);
+}
+
+struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
 {
 	uint64_t one = 1;
+	struct pollfd p;
 
 	if (!r)
-		return;
+		return NULL;
+	/* Long enough for any bounded call of the thread (a connect, then a command). */
+	int64_t wait_ms = r->srv->connect_timeout_ms + r->srv->io_timeout_ms;
+	int64_t until = clock_ms() + wait_ms;
 	(void)!write(r->stop_fd, &one, sizeof one);
+	*confirmed_sent = r->confirmed_sent; /* a renewal in flight may only push it later */
+	p.fd = r->done_fd;
+	p.events = POLLIN;
+	for (;;) {
+		int64_t left = until - clock_ms();
+		int rc = poll(&p, 1, left < 0 ? 0 : (int)left);
+		if (rc > 0)
+			break;
+		if (left <= 0 || (rc < 0 && errno != EINTR)) {
+			/* Stuck in something unbounded: leave it (and r) to the process exit;
+			 * the release goes on a fresh connection. */
+			log_debug("the renewal thread did not stop within %lld ms; not waiting",
+			          (long long)wait_ms);
+			pthread_detach(r->thread);
+			return NULL;
+		}
+	}
 	pthread_join(r->thread, NULL);
+	*confirmed_sent = r->confirmed_sent;
+	struct client *c = r->conn;
 	close(r->lost_fd);
 	close(r->stop_fd);
+	close(r->done_fd);
+	pthread_mutex_destroy(&r->mu);
 	free(r);
+	return c;
 }

@@ -1,36 +1,52 @@
-/* The only thread: keeps the lease alive with its own connection and decides, on the
- * monotonic clock, when the lease can no longer be guaranteed.
+/* The only thread: keeps the lease alive with its own connection and publishes, for
+ * the supervisor, when the last renewal confirmed by the server was sent.
  *
  * The lease granted by a request sent at time s cannot end on the server before
- * s + ttl. The thread renews every ttl/3; when no renewal sent after s has been
- * confirmed by s + ttl * LOSS_FRACTION, or the server says the token is no longer the
- * holder, it reports the loss — early enough that the command is signalled before the
- * server-side lease can expire. */
+ * s + ttl. The thread renews every ttl/3 and stops trying at s + ttl * LOSS_FRACTION
+ * when nothing sent after s was confirmed. It does not decide that the lease is lost
+ * by time: the main thread does, from renew_confirmed_sent(), on its own clock, so
+ * nothing this thread waits on (a lookup, a connect, a reply) can delay that. It
+ * reports only what the server says: the token is no longer the holder. */
 #ifndef RLOCK_RENEW_H
 #define RLOCK_RENEW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "client.h"
 #include "lock.h"
 
-#define RENEW_LOSS_NUM 4 /* act at 4/5 of the ttl since the last confirmed send */
+#define RENEW_LOSS_NUM 4 /* lost at 4/5 of the ttl since the last confirmed send */
 #define RENEW_LOSS_DEN 5
+#define RENEW_KILL_NUM 9 /* the group's SIGKILL lands by 9/10 of it */
+#define RENEW_KILL_DEN 10
 
 struct renew;
 
 /* Start the thread. confirmed_sent_ms: when the acquire that succeeded was sent.
- * srv and l must outlive renew_stop(). Returns 0, or -1 with the reason. */
+ * warn_key: where to remember, for a day, that this server's eviction policy was
+ * warned about (NULL: the operator acknowledged it; don't look). srv, l and warn_key
+ * must outlive renew_stop(). Returns 0, or -1 with the reason. */
 int renew_start(struct renew **out, const struct server *srv, const struct lock *l,
-                int64_t confirmed_sent_ms, char *err, size_t errlen);
+                int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen);
 
-/* Readable (poll POLLIN) once the lease is lost. */
+/* Readable (poll POLLIN) once the server said the token is no longer the holder. */
 int renew_fd(const struct renew *r);
 
-/* After renew_fd became readable: why (a static-lifetime string inside r). */
-const char *renew_reason(const struct renew *r);
+/* Send time (monotonic ms) of the last confirmed acquire or renewal. Thread-safe. */
+int64_t renew_confirmed_sent(const struct renew *r);
 
-/* Stop renewing, join the thread, free. NULL is fine. */
-void renew_stop(struct renew *r);
+/* Why the lease is lost, into buf: the server's verdict, or (timed_out) that no
+ * renewal was confirmed in time, with the last failure since the last confirmation.
+ * Thread-safe. */
+void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
+
+/* Stop renewing and wait for the thread, as long as a bounded call of it can take
+ * (connect + io timeout), not for one stuck in something unbounded. Returns its connection, which
+ * was in use within the last ttl/3, for the release (the caller closes it), or NULL;
+ * *confirmed_sent gets the final renew_confirmed_sent(). Frees r unless the thread did not stop in
+ * time (then it is left to the process exit). r NULL: returns NULL, *confirmed_sent
+ * untouched. */
+struct client *renew_stop(struct renew *r, int64_t *confirmed_sent);
 
 #endif

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,14 +46,15 @@ static int status_visible(void)
 	return !(term && strcmp(term, "dumb") == 0) && fg >= 0 && fg == getpgrp();
 }
 
-/* Columns of the terminal now (asked at every redraw, so a resize is followed). */
+/* Columns of the terminal now (asked at every redraw, so a resize is followed), or 0
+ * when it does not say (a pty nobody sized). */
 static size_t status_width(void)
 {
 	struct winsize ws;
 
-	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
 		return ws.ws_col;
-	return 80;
+	return 0;
 }
 
 /* Milliseconds since start_unix_ms (holder text: untrusted), or -1 when unknown. */
@@ -104,7 +104,7 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	/* One row: text reaching the last column would wrap (or leave the cursor there) and
 	 * the next \r would redraw below it. The text is ASCII after escaping. */
 	size_t width = status_width();
-	if (len - pre > width - 1)
+	if (width > 0 && len - pre > width - 1)
 		len = pre + width - 1;
 	(void)!write(STDERR_FILENO, line, len);
 }
@@ -137,6 +137,18 @@ static struct client *subscribe(const struct wait_args *a, char *err, size_t err
 	return sub;
 }
 
+/* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
+static int take_signal(int sigfd, int *signo)
+{
+	struct signalfd_siginfo si;
+
+	if (sigfd >= 0 && read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		*signo = (int)si.ssi_signo;
+		return 1;
+	}
+	return 0;
+}
+
 /* Sleep until `until` or a wake-up: 1 woken by a release, 0 timeout, -1 the
  * subscription broke, -4 a signal (*signo). */
 static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
@@ -159,14 +171,8 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 			return -1;
 		if (rc <= 0)
 			continue;
-		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si &&
-			    si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH) {
-				*signo = (int)si.ssi_signo;
-				return -4;
-			}
-		}
+		if ((p[0].revents & POLLIN) && take_signal(sigfd, signo))
+			return -4;
 		if (n < 2 || !p[1].revents)
 			continue;
 	read_sub:;
@@ -191,18 +197,6 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 static int64_t lease_floor(const struct lock *l)
 {
 	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-}
-
-/* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
-static int take_signal(int sigfd, int *signo)
-{
-	struct signalfd_siginfo si;
-
-	if (sigfd >= 0 && read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-		*signo = (int)si.ssi_signo;
-		return 1;
-	}
-	return 0;
 }
 
 /* After a terminating signal, the give-back waits this long at most: rlock is asked
@@ -363,13 +357,9 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			break;
 		}
 		if (!announced) {
-			char host[128], pid[40];
-			log_escape(host, sizeof host, h->host[0] ? h->host : "?",
-			           strlen(h->host[0] ? h->host : "?"));
-			log_escape(pid, sizeof pid, h->pid[0] ? h->pid : "?",
-			           strlen(h->pid[0] ? h->pid : "?"));
-			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name, host,
-			         pid);
+			/* log_msg escapes holder text itself */
+			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
+			         h->host[0] ? h->host : "?", h->pid[0] ? h->pid : "?");
 			announced = 1;
 		}
 		if (!sub) {
@@ -436,10 +426,8 @@ static int wait_replicas(struct client *c, const struct wait_args *a, int n, cha
 		snprintf(why, sizeof why, "%s", err);
 		snprintf(err, errlen, "WAIT for replicas: %s", why);
 	} else if (r->type != RESP_INTEGER) {
-		char why[300];
-		log_escape(why, sizeof why, r->type == RESP_ERROR ? r->str : "unexpected reply",
-		           r->type == RESP_ERROR ? r->len : strlen("unexpected reply"));
-		snprintf(err, errlen, "WAIT for replicas: %s", why);
+		snprintf(err, errlen, "WAIT for replicas: %.300s",
+		         r->type == RESP_ERROR ? r->str : "unexpected reply");
 	} else if (r->integer < n) {
 		snprintf(err, errlen,
 		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
@@ -457,6 +445,9 @@ int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, in
 {
 	if (replicas > 0 && wait_replicas(*c, a, replicas, err, errlen) < 0) {
 		if (take_signal(a->sigfd, signo)) {
+			/* The server holds this connection in WAIT: release on a fresh one. */
+			client_close(*c);
+			*c = NULL;
 			give_back(c, a, SIGNAL_GIVE_BACK_MS);
 			return WAIT_SIGNAL;
 		}

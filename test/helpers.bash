@@ -332,6 +332,22 @@ children_of() {
 	ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '
 }
 
+# renewed N KEY CLI...: for wait_until: true once the PTTL of KEY (read with `CLI...
+# PTTL KEY`) has gone up N times since renewed_reset, i.e. N renewals were seen. A
+# condition to poll for, instead of sleeping through a window and hoping that a
+# lease short enough to need renewals got them in time on a slow machine.
+renewed_reset() { _renew_last=-1 _renew_ups=0; }
+renewed() {
+	local n=$1 key=$2 p
+	shift 2
+	p=$("$@" PTTL "$key") || return 1
+	if ((_renew_last >= 0 && p > _renew_last)); then
+		_renew_ups=$((_renew_ups + 1))
+	fi
+	_renew_last=$p
+	((_renew_ups >= n))
+}
+
 # key_exists KEY / key_absent KEY
 key_exists() { [[ $(rcli EXISTS "$1") == 1 ]]; }
 key_absent() { [[ $(rcli EXISTS "$1") == 0 ]]; }

@@ -7,7 +7,8 @@
 #   busy  the acquire script's "busy" reply, with PTTL $HOSTILE_PTTL (default
 #         INT64_MAX) and holder pid $HOSTILE_PID; each acquire request adds a line
 #         to READYFILE.count (how often rlock tried)
-#   scan  a SCAN reply whose cursor never returns to 0
+#   scan  a SCAN reply whose cursor never returns to 0 (each SCAN adds a line to
+#         READYFILE.count too)
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -55,7 +56,7 @@ if ($mode eq 'busy' || $mode eq 'scan') {
 				close $h;
 				next;
 			}
-			if ($buf =~ /EVAL/) {
+			if ($buf =~ /EVAL|SCAN/) {
 				open(my $cf, '>>', "$ready.count") or die;
 				print $cf "x\n";
 				close $cf;

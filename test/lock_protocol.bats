@@ -85,17 +85,20 @@ load helpers
 }
 
 @test "the lease is renewed: key keeps our token well past the TTL" {
-	# 2 s, watched for 5 s: renewals every ~670 ms, loss decided 1.6 s after the last
-	# confirmed one (a 1 s lease left a slow valgrind/TSan pass too little slack)
-	rlock_bg -t 2s -k p -- "$HOLD" a
+	# 3 s: renewals every second; watched until four renewals were seen (more than a
+	# lease). Loss would be decided 2.4 s after the last confirmed renewal: slack for
+	# a slow (valgrind) pass, where a 1 s lease was too short.
+	rlock_bg -t 3s -k p -- "$HOLD" a
 	wait_until 10 test -e a.started
-	local token end
+	local token i
 	token=$(env_of a RLOCK_TOKEN)
-	end=$(($(now_ms) + 5000))
-	while (($(now_ms) < end)); do
+	renewed_reset
+	for ((i = 0; i < 1500; i++)); do
 		assert_equal "$(rcli GET 'rlock:{p}')" "$token"
-		sleep 0.1
+		renewed 4 'rlock:{p}' rcli && break
+		sleep 0.02
 	done
+	((_renew_ups >= 4)) || fail "only $_renew_ups renewals seen"
 	touch a.release
 	rlock_wait
 	assert_equal "$RLOCK_STATUS" 0

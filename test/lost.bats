@@ -33,6 +33,7 @@ for ((i = 0; i < 1500; i++)); do
 	[[ -e $tag.release ]] && break
 	sleep 0.02
 done
+kill "$(cat "$tag.gpid")" 2>/dev/null # the lock covers the group until it is empty
 exit 0
 EOF_VICTIM
 	chmod +x "$VICTIM"

@@ -83,20 +83,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 }
 
 @test "a lease renewed and a waiter woken over TLS (all connections verified)" {
-	# -t 2s: renewals every ~670 ms on the renewal thread's own TLS connection; the
-	# holder runs ~5 s, so without working renewals the lease would expire (79).
-	# (1 s left a TSan pass, with a TLS handshake per reconnect, too little slack.)
-	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 2s -k r -- "$HOLD" a
+	# Renewals every ~1.3 s on the renewal thread's own TLS connection: wait until four
+	# were seen (more than one lease), so the lease lived on only through them. A 4 s
+	# lease leaves a loaded TSan pass slack (1 s and 2 s leases were lost there).
+	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 4s -k r -- "$HOLD" a
 	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
 	wait_until 10 test -e a.started
-	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 1s -k r -- "$HOLD" b
+	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 4s -k r -- "$HOLD" b
 	local waiter=$RLOCK_PID
-	sleep 5 # observation window: 2.5 leases, several renewals (the point of this test)
+	renewed_reset
+	wait_until 30 renewed 4 'rlock:{r}' tls_cli "$TLS_A_PORT"
 	[[ ! -e b.started ]]
 	assert_equal "$(tls_cli "$TLS_A_PORT" GET 'rlock:{r}:fence')" 1
 	touch a.release
 	rlock_wait "$holder"
-	assert_equal "$RLOCK_STATUS" 0 || cat "$holder_err"
+	[[ $RLOCK_STATUS == 0 ]] || fail "holder exit $RLOCK_STATUS: $(cat "$holder_err")"
 	wait_until 15 test -e b.started
 	touch b.release
 	rlock_wait "$waiter"

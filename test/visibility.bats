@@ -64,12 +64,21 @@ setup_file() {
 }
 
 @test "-vv adds the renewals; -v does not show them" {
-	run -0 --separate-stderr rlock -vv -t 600ms -k r -- sleep 1.2
+	# The command runs until two renewals happened (the key's PTTL went up twice; the
+	# first is logged before the second is sent): a fixed run over a lease short
+	# enough to renew in it could lose the lease on a slow pass.
+	local until_renewed='p0=$(redis-cli -u "$REDIS_URL" PTTL "$RLOCK_KEY"); i=0 ups=0
+		while [ $i -lt 1000 ]; do
+			p=$(redis-cli -u "$REDIS_URL" PTTL "$RLOCK_KEY")
+			[ "$p" -gt "$p0" ] && ups=$((ups + 1)) && [ $ups -ge 2 ] && exit 0
+			p0=$p; sleep 0.02; i=$((i + 1))
+		done; exit 1'
+	run -0 --separate-stderr rlock -vv -t 1500ms -k r -c "$until_renewed"
 	local n
 	n=$(grep -c '^rlock: renewed rlock:{r}$' <<<"$stderr" || true)
-	echo "# $n renewals shown in 1.2 s with a 600 ms lease" >&3
+	echo "# $n renewals shown" >&3
 	((n >= 1)) || fail "no renewal shown: $stderr"
-	run -0 --separate-stderr rlock -v -t 600ms -k r -- sleep 1.2
+	run -0 --separate-stderr rlock -v -t 1500ms -k r -c "$until_renewed"
 	refute_output --partial renewed
 	[[ $stderr != *renewed* ]]
 }

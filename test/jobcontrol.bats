@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# Job control in an interactive bash on a real pty (script(1)): Ctrl-Z then `bg` leaves
+# the shell alive and the job running (rlock must not take the terminal back when
+# continued in the background); one Ctrl-C ends a loop of rlock runs (rlock dies of
+# the command's SIGINT, so bash knows the user interrupted).
+
+# shellcheck disable=SC2016,SC2154  # quoted $: typed into the shell; bats sets $stderr
+load helpers
+
+setup() {
+	common_setup
+	mkfifo tty-in
+	# An interactive bash on a pty, its input from the FIFO (fd 5 of the test).
+	(clean_exec script -qfec "bash --norc --noprofile -i" /dev/null) <tty-in >tty-out 2>&1 &
+	SHELL_PID=$!
+	track_pid "$SHELL_PID"
+	exec 5>tty-in
+	printf 'PS1="$ "\n' >&5
+}
+
+teardown() {
+	exec 5>&- || true
+	common_teardown
+}
+
+# cmd_pid KEY: the pid of the command (comm sleep) run by the holder of KEY.
+cmd_pid() {
+	local rpid
+	rpid=$(rcli HGET "rlock:{$1}:owner" pid)
+	[[ -n $rpid ]] || return 1
+	ps -o pid=,comm= --ppid "$rpid" 2>/dev/null | awk '$2 == "sleep" {print $1}'
+}
+
+# foreground KEY: the holder's command owns the terminal.
+foreground() {
+	local c
+	c=$(cmd_pid "$1")
+	[[ -n $c ]] || return 1
+	[[ $(ps -o tpgid= -p "$c" | tr -d ' ') == "$(ps -o pgid= -p "$c" | tr -d ' ')" ]]
+}
+
+# state PID: the process state letter (R, S, T, ...).
+state() { ps -o stat= -p "$1" | cut -c1; }
+
+running() { [[ $(state "$1") != T ]]; }
+
+@test "Ctrl-Z then bg: the shell stays alive and the job runs on in the background" {
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k bgz -- sleep 300" >&5
+	wait_until 10 key_exists 'rlock:{bgz}'
+	wait_until 10 foreground bgz
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{bgz}:owner' pid)
+	cpid=$(cmd_pid bgz)
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z
+	wait_until 10 grep -q Stopped tty-out
+	wait_until 10 not running "$cpid"
+	printf 'bg\n' >&5
+	wait_until 10 running "$cpid"
+	wait_until 10 running "$rpid"
+	printf 'echo alive > alive\n' >&5
+	wait_until 10 test -e alive || fail "the shell did not survive bg: $(cat -v tty-out)"
+	proc_alive "$SHELL_PID" || fail "the shell exited"
+	key_exists 'rlock:{bgz}'
+	# and it is a normal background job: kill %1 ends it, the lock is released
+	printf 'kill %%1\n' >&5
+	wait_until 10 key_absent 'rlock:{bgz}'
+	wait_until 10 not proc_alive "$rpid"
+	printf 'echo still-here > still\n' >&5
+	wait_until 10 test -e still
+}
+
+@test "one Ctrl-C ends a loop of rlock runs (rlock dies of the command's SIGINT)" {
+	printf '%s\n' "for i in 1 2 3; do $RLOCK -u $REDIS_URL -k loop -- sleep 20; echo iter\$i >> iters; done" >&5
+	wait_until 10 key_exists 'rlock:{loop}'
+	wait_until 10 foreground loop
+	printf '\003' >&5 # Ctrl-C
+	printf 'echo status=$? > after\n' >&5
+	wait_until 10 test -e after || fail "the loop went on after Ctrl-C: $(cat -v tty-out)"
+	[[ ! -e iters ]] || fail "the loop body went on after Ctrl-C: $(cat iters)"
+	assert_equal "$(cat after)" "status=130"
+	key_absent 'rlock:{loop}'
+}
+
+@test "Ctrl-Z past the lease, then fg: the command is stopped for good, never resumed; exit 79" {
+	cat >beat <<'PL'
+#!/usr/bin/perl
+# one line per 20 ms into hb while running
+open my $f, '>>', 'hb' or die; $f->autoflush(1);
+while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
+PL
+	chmod +x beat
+	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k stale -- ./beat" >&5
+	wait_until 10 file_has_lines hb 3
+	printf '\032' >&5 # Ctrl-Z
+	wait_until 10 grep -q Stopped tty-out
+	wait_until 10 key_absent 'rlock:{stale}' # the lease has ended on the server
+	local before
+	before=$(wc -l <hb)
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 10 test -e after
+	assert_equal "$(cat after)" "status=79"
+	assert_equal "$(wc -l <hb)" "$before" # not one more beat after the lease ran out
+}
