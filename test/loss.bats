@@ -17,9 +17,10 @@ teardown() {
 	common_teardown
 }
 
-# renewal_connected: the renewal thread has its connection (its first command is INFO).
+# renewal_connected: the renewal thread has its connection: rlock's main connection
+# and the thread's (its first command is INFO, later ones EVALSHA) besides our own.
 renewal_connected() {
-	rcli CLIENT LIST | grep -q 'cmd=info'
+	(($(rcli CLIENT LIST | grep -vc 'cmd=client') >= 2))
 }
 
 # death_watch: an observer outside the command's group that records (wall clock, ms)
