@@ -615,7 +615,7 @@ forge_holder() {
 }
 
 @test "--status / --list / --help to a full disk: 74 and one line, not 70 (regression, issue 7.15)" {
-	[[ -w /dev/full ]] || skip "no /dev/full"
+	[[ -w /dev/full ]] || ci_skip "no /dev/full"
 	run -74 --separate-stderr bash -c '"$RLOCK" -k s --status >/dev/full'
 	assert_one_line_error
 	assert_regex "$stderr" 'cannot write to standard output'
