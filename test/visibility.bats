@@ -18,10 +18,10 @@ setup_file() {
 
 @test "-v: server and URL source, got the lock after N s, released" {
 	run -0 --separate-stderr rlock -v -k v -- true
-	((${#stderr_lines[@]} == 3)) || fail "expected 3 lines on stderr, got: $stderr"
+	# (other -v lines, e.g. about --kill-after, may come between)
 	assert_equal "${stderr_lines[0]}" "rlock: server $REDIS_URL (URL from REDIS_URL)"
 	assert_regex "${stderr_lines[1]}" '^rlock: got the lock rlock:\{v\} after [0-9]+\.[0-9] s \(fence 1, ttl 30000 ms\)$'
-	assert_equal "${stderr_lines[2]}" 'rlock: released rlock:{v}'
+	assert_equal "${stderr_lines[-1]}" 'rlock: released rlock:{v}'
 	# without -v: nothing
 	run -0 --separate-stderr rlock -k v -- true
 	assert_equal "$stderr" ''
@@ -30,10 +30,10 @@ setup_file() {
 @test "-v: a wait is announced, and 'got the lock after' says how long it took" {
 	rlock_bg -k w -t 20s -- "$HOLD" first
 	local holder=$RLOCK_PID
-	wait_until 30 test -e first.started
+	wait_until 10 test -e first.started
 	rlock_bg -v -k w -- "$HOLD" second
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
-	wait_until 30 grep -q 'is busy' "$waiter_err"
+	wait_until 10 grep -q 'is busy' "$waiter_err"
 	sleep 0.3 # a wait long enough to show up in the figure
 	touch first.release second.release
 	rlock_wait "$holder"
@@ -95,7 +95,7 @@ setup_file() {
 	HPORT=$(free_port)
 	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$HPORT" tlsalert "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
 	track_pid $!
-	wait_until 30 test -e "$BATS_TEST_TMPDIR/ready"
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
 	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$HPORT" --io-timeout 2s -k t -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "127\.0\.0\.1:$HPORT answered with TLS \(is it a TLS port\? then use rediss:// or --tls\)"
