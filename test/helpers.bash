@@ -630,3 +630,35 @@ assert_one_line_error() {
 		return 1
 	fi
 }
+
+# ---------------------------------------------------------------------------------
+# the guarantee "the command's group is dead before the lease can end", measured
+
+# death_watch: an observer outside the command's group that records (wall clock, ms)
+# the moment the last holder of the write end of FIFO `dw` dies: the command opens it
+# (`exec 9>dw`) and every process of its group inherits it. Precise, unlike polling.
+death_watch() {
+	mkfifo dw
+	perl -MTime::HiRes=time -e 'open my $f, "<", "dw" or die; 1 while sysread $f, my $b, 1;
+		printf "%d\n", time * 1000' >dead.ms 2>&1 3>&- 4>&- &
+	track_pid $!
+}
+
+# dead_before LEASE_END_MS WHAT: the group was dead before LEASE_END_MS (wall clock);
+# print the margin.
+dead_before() {
+	local lease_end=$1 what=$2 t_dead
+	wait_until 30 test -s dead.ms || fail "$what: the command's group survived"
+	t_dead=$(cat dead.ms)
+	echo "# $what: command's group dead $((lease_end - t_dead)) ms before the lease could end" >&3
+	((t_dead < lease_end)) || fail "$what: group dead $((t_dead - lease_end)) ms AFTER the lease end"
+}
+
+# lease_end [REDIS-CLI ARGS...] KEY: when (wall clock, ms) KEY expires on the server
+# if nothing renews it: PEXPIRETIME, on the same machine's clock.
+lease_end() {
+	local t
+	t=$(redis-cli -p "$REDIS_PORT" "${@:1:$#-1}" PEXPIRETIME "${@: -1}" 2>/dev/null | tail -1)
+	((t > 0)) || return 1
+	echo "$t"
+}
