@@ -94,10 +94,18 @@ static void close_from(int lowfd, int keep)
 			close(fd);
 }
 
-/* A tiny process that outlives rlock: if rlock dies without saying goodbye (even by
- * SIGKILL), it kills the command's whole process group. PR_SET_PDEATHSIG covers only
- * the direct child, not what a shell command started. */
-static pid_t start_watchdog(pid_t pgid, int *write_fd)
+/* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
+ * pipe), or WATCHDOG_DISARM. */
+#define WATCHDOG_DISARM INT64_MIN
+#define WATCHDOG_NONE   INT64_MAX /* no deadline (--on-lost ignore) */
+
+/* A tiny process that outlives rlock and runs while rlock cannot: if rlock dies without
+ * saying goodbye (even by SIGKILL), it kills the command's whole process group
+ * (PR_SET_PDEATHSIG covers only the direct child, not what a shell command started);
+ * and if rlock is stopped or stuck past the last deadline it was told (the moment the
+ * group must be dead before the lease can end), it kills the group then. The
+ * supervisor moves that deadline on after every confirmed renewal. */
+static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 {
 	int p[2];
 
@@ -115,18 +123,45 @@ static pid_t start_watchdog(pid_t pgid, int *write_fd)
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		char b;
-		ssize_t n;
-		do
-			n = read(p[0], &b, 1);
-		while (n < 0 && errno == EINTR);
-		if (n == 0)
-			kill(-pgid, SIGKILL);
-		_exit(0);
+		for (;;) {
+			int timeout = -1;
+			if (kill_by != WATCHDOG_NONE) {
+				int64_t left = kill_by - clock_ms();
+				if (left <= 0) {
+					kill(-pgid, SIGKILL);
+					kill_by = WATCHDOG_NONE;
+					continue;
+				}
+				timeout = left > 60000 ? 60000 : (int)left;
+			}
+			struct pollfd pf = {.fd = p[0], .events = POLLIN};
+			if (poll(&pf, 1, timeout) <= 0)
+				continue;
+			int64_t v;
+			ssize_t n = read(p[0], &v, sizeof v);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
+				_exit(0);
+			if (n == (ssize_t)sizeof v) {
+				kill_by = v;
+				continue;
+			}
+			kill(-pgid, SIGKILL); /* rlock is gone (end of the pipe) */
+			_exit(0);
+		}
 	}
 	close(p[0]);
 	*write_fd = p[1];
 	return w;
+}
+
+static void tell_watchdog(struct child *ch, int64_t v)
+{
+	if (ch->watch_fd >= 0 && v != ch->watch_by) {
+		(void)!write(ch->watch_fd, &v, sizeof v);
+		ch->watch_by = v;
+	}
 }
 
 /* Give the terminal to group `to` only if `from` has it: a job continued in the
@@ -138,7 +173,7 @@ static void hand_terminal(int tty, pid_t from, pid_t to)
 }
 
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
-                const sigset_t *orig)
+                const sigset_t *orig, int64_t kill_by)
 {
 	int ep[2];
 	pid_t parent = getpid();
@@ -201,7 +236,8 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
 		return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 	}
-	ch->watchdog = start_watchdog(pid, &ch->watch_fd);
+	ch->watchdog = start_watchdog(pid, kill_by < 0 ? WATCHDOG_NONE : kill_by, &ch->watch_fd);
+	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
 	if (!ch->watchdog)
 		log_warn("cannot start the watchdog (%s): if rlock is killed, only the command "
 		         "itself is stopped",
@@ -334,6 +370,7 @@ static void on_loss(struct sup *s, int timed_out)
 	s->watching = 0;
 	s->ch->lost = 1;
 	if (a->action == ACT_IGNORE) {
+		tell_watchdog(s->ch, WATCHDOG_NONE);
 		a->lost_reason(a->ctx, timed_out, why, sizeof why);
 		log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
 		return;
@@ -341,16 +378,23 @@ static void on_loss(struct sup *s, int timed_out)
 	s->lost = 1;
 	s->signalled = now;
 	kill(-s->ch->pid, a->lost_signal);
+	char when[160] = "";
 	if (a->lost_signal == SIGKILL) {
 		s->killed = now;
 	} else {
 		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
+		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		int64_t by = sent + a->kill_by_ms;
 		s->kill_at = now + a->kill_after_ms < by ? now + a->kill_after_ms : by;
+		if (s->kill_at < now + a->kill_after_ms)
+			snprintf(when, sizeof when,
+			         ", SIGKILL in %lld ms (before the lease can end; not after "
+			         "--kill-after %lld ms)",
+			         (long long)(s->kill_at - now), (long long)a->kill_after_ms);
 	}
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
-	log_error("lock lost: %s; sending SIG%s to the command's process group", why,
-	          signal_name(a->lost_signal));
+	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
+	          signal_name(a->lost_signal), when);
 }
 
 static int64_t min_left(int64_t cur, int64_t at, int64_t now)
@@ -368,14 +412,10 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	int64_t group_wait = GROUP_POLL_FIRST_MS, group_check = -1;
 	int lost_fd = a->lost_fd;
 
-	if (a->action == ACT_SIGNAL && a->lost_signal != SIGKILL &&
-	    a->kill_after_ms > a->kill_by_ms - a->loss_after_ms)
-		log_info("--kill-after %lld ms is longer than a lost lease leaves: SIGKILL "
-		         "follows SIG%s after at most %lld ms, before the lease can end",
-		         (long long)a->kill_after_ms, signal_name(a->lost_signal),
-		         (long long)(a->kill_by_ms - a->loss_after_ms));
 	for (;;) {
 		int64_t now = clock_ms();
+		if (s.watching && a->action == ACT_SIGNAL)
+			tell_watchdog(ch, a->confirmed_sent(a->ctx) + a->kill_by_ms);
 		if (s.watching && now >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
 			on_loss(&s, 1);
 		if (s.kill_at >= 0 && now >= s.kill_at) {
@@ -459,7 +499,16 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	}
 	if (s.lost)
 		return RL_EX_LOST;
-	return exit_status(st, &ch->term_sig);
+	int rc = exit_status(st, &ch->term_sig);
+	if (ch->term_sig == SIGKILL && ch->watch_by != WATCHDOG_NONE &&
+	    clock_ms() >= ch->watch_by) {
+		/* rlock was stopped (or starved) past the lease: the watchdog did its job. */
+		log_error("lock lost: rlock could not renew in time (stopped?); the watchdog "
+		          "killed the command's process group before the lease could end");
+		ch->term_sig = 0;
+		return RL_EX_LOST;
+	}
+	return rc;
 }
 
 /* The watchdog exits at once when told; one that does not within a second (stopped)
@@ -494,7 +543,7 @@ void child_finish(struct child *ch)
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */
 		if (!group_live(ch->pid))
-			(void)!write(ch->watch_fd, "k", 1);
+			tell_watchdog(ch, WATCHDOG_DISARM);
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
 	}

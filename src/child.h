@@ -32,20 +32,23 @@ void child_die_of(int sig) __attribute__((noreturn));
 void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig);
 
 struct child {
-	pid_t pid;      /* the command; also its process group id */
-	int reaped;     /* the command itself has been waited for */
-	int term_sig;   /* the signal it died of, or 0 */
-	int lost;       /* the lease was found lost while it ran (--on-lost ignore too) */
-	pid_t watchdog; /* kills the group if rlock itself dies; 0 if none */
-	int watch_fd;   /* write end kept by rlock */
-	int tty;        /* terminal fd handed to the command's group, or -1 */
+	pid_t pid;        /* the command; also its process group id */
+	int reaped;       /* the command itself has been waited for */
+	int term_sig;     /* the signal it died of, or 0 */
+	int lost;         /* the lease was found lost while it ran (--on-lost ignore too) */
+	pid_t watchdog;   /* kills the group if rlock itself dies; 0 if none */
+	int watch_fd;     /* write end kept by rlock */
+	int64_t watch_by; /* the group's SIGKILL deadline the watchdog holds */
+	int tty;          /* terminal fd handed to the command's group, or -1 */
 };
 
-/* Fork and exec argv (or /bin/sh -c shell_command). On success returns 0 with *ch.
+/* Fork and exec argv (or /bin/sh -c shell_command). kill_by: the monotonic time by
+ * which the watchdog kills the group unless the supervisor moves it on (the lease's
+ * SIGKILL deadline; -1 for none, with --on-lost ignore). On success returns 0 with *ch.
  * On failure prints one line and returns the exit status to use: 71 (fork/setup),
  * 126 (not executable) or 127 (not found); the child is then already reaped. */
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
-                const sigset_t *orig);
+                const sigset_t *orig, int64_t kill_by);
 
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 

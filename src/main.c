@@ -293,7 +293,9 @@ int main(int argc, char **argv)
 	child_environment(&l);
 	struct child ch;
 	int64_t started = clock_ms();
-	rc = child_spawn(&ch, o.argv, o.shell_command, &orig);
+	int64_t kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN;
+	rc = child_spawn(&ch, o.argv, o.shell_command, &orig,
+	                 o.on_lost == LOST_IGNORE ? -1 : sent + kill_by_ms);
 	if (rc != 0) {
 		release(&c, &srv, &l, 0, sent + l.ttl_ms);
 		client_close(c);
@@ -317,7 +319,7 @@ int main(int argc, char **argv)
 	    .lost_reason = lease_lost,
 	    .ctx = &ls,
 	    .loss_after_ms = l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN,
-	    .kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN,
+	    .kill_by_ms = kill_by_ms,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
 	    .kill_after_ms = o.kill_after_ms,

@@ -218,7 +218,7 @@ pwfile() {
 	# a holder and a waiter (SUBSCRIBE on the release channel)
 	rlock_bg -u "$URL" --user locker -t 3s -k acl -- "$HOLD" a
 	local holder=$RLOCK_PID
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	rlock_bg -u "$URL" --user locker -k acl -w 20 -- "$HOLD" b
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
 	run -75 --separate-stderr rlock -u "$URL" --user locker -k acl --status --json
@@ -228,7 +228,7 @@ pwfile() {
 	touch a.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0
-	wait_until 10 test -e b.started || cat "$waiter_err"
+	wait_until 30 test -e b.started || cat "$waiter_err"
 	run -0 --separate-stderr rlock -u "$URL" --user locker -k acl --break
 	touch b.release
 	rlock_wait "$waiter"
@@ -325,9 +325,9 @@ pwfile() {
 	local p2=$RLOCK_PID
 	RLOCK_URL="redis://:$PW@127.0.0.1:$REDIS_PORT" rlock_bg -k p3 -- "$HOLD" c
 	local p3=$RLOCK_PID
-	wait_until 10 test -e a.started
-	wait_until 10 test -e b.started
-	wait_until 10 test -e c.started
+	wait_until 30 test -e a.started
+	wait_until 30 test -e b.started
+	wait_until 30 test -e c.started
 	for pid in "$p1" "$p2" "$p3"; do
 		args=$(ps -ww -o args= -p "$pid")
 		[[ $args == *rlock* ]] || fail "ps did not show rlock ($pid): $args"
@@ -376,7 +376,7 @@ pwfile() {
 @test "--status / --list of a lock taken with a password in the URL show no password" {
 	rlock_bg -vvv -u "redis://:$PW@127.0.0.1:$REDIS_PORT" -k st -- "$HOLD" a
 	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	RLOCK_PASSWORD=$PW run -75 --separate-stderr rlock -u "$URL" -k st --status
 	no_secret "$output" "$stderr"
 	RLOCK_PASSWORD=$PW run -75 --separate-stderr rlock -u "$URL" -k st --status --json
@@ -404,7 +404,7 @@ renewed_once() {
 	rcli CONFIG RESETSTAT >/dev/null
 	rlock_bg -u "$URL" --password-file "$PWFILE" -t 1s -k mem -- "$HOLD" a
 	local pid=$RLOCK_PID
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	# the renewal thread has authenticated on its own connection and renewed once
 	wait_until 20 renewed_once
 	run perl -e '
@@ -443,7 +443,7 @@ renewed_once() {
 	local pid args raw='sp@c:i/al%25-s3cret-R2'
 	rlock_bg -u "redis://special:$raw@127.0.0.1:$REDIS_PORT" -k sc -- "$HOLD" sc
 	pid=$RLOCK_PID
-	wait_until 10 test -e sc.started || fail "$(cat "$RLOCK_ERR")"
+	wait_until 30 test -e sc.started || fail "$(cat "$RLOCK_ERR")"
 	args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
 	[[ $args != *s3cret* && $args != *'i/al'* ]] || fail "password in cmdline: $args"
 	[[ $args == *"redis://special:"*"@127.0.0.1:$REDIS_PORT "* ]] || fail "URL mangled: $args"

@@ -10,7 +10,7 @@ load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
 load skip
 
-: "${BATS_TEST_TIMEOUT:=60}"
+: "${BATS_TEST_TIMEOUT:=180}"
 export BATS_TEST_TIMEOUT
 
 RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}

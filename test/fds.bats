@@ -21,12 +21,12 @@ child_fds() {
 }
 
 wait_for_sleep() {
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 }
 
 finish() {
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 }
 
 @test "the command sees only fds 0, 1, 2" {

@@ -9,20 +9,20 @@ load helpers
 
 @test "a background job of the command keeps the lock until it ends (rlock -c 'job &')" {
 	rlock_bg -k bg -c "$HOLD job & echo \$\$ > sh.pid; exit 0"
-	wait_until 10 test -e job.started
+	wait_until 30 test -e job.started
 	track_pidfile job.pid
-	wait_until 10 not proc_alive "$(cat sh.pid)" # the command itself has exited
+	wait_until 30 not proc_alive "$(cat sh.pid)" # the command itself has exited
 	proc_alive "$RLOCK_PID" || fail "rlock exited while the job it started still runs"
 	key_exists 'rlock:{bg}' || fail "lock released while the job still runs"
 	touch job.release
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{bg}'
 }
 
 @test "a daemon that starts its own session leaves the group: rlock does not wait for it" {
 	rlock_bg -k daemon -c 'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > d.pid; exit 0'
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	track_pidfile d.pid
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{daemon}'
@@ -35,7 +35,7 @@ load helpers
 	# reaps it: B stays a zombie in the group, running nothing.
 	rlock_bg -k zombie -c 'perl -MPOSIX -e '\''my $p = fork; exit 0 unless $p; POSIX::setsid();
 		open my $f, ">", "a.pid"; print $f "$$\n"; close $f; sleep 300'\'' & exit 0'
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	track_pidfile a.pid
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{zombie}'
@@ -43,20 +43,20 @@ load helpers
 
 @test "rlock SIGKILLed while a background job of the command runs: the watchdog kills the group" {
 	rlock_bg -k wd -c 'sleep 300 & echo $! > bg.pid; exit 0'
-	wait_until 10 test -s bg.pid
+	wait_until 30 test -s bg.pid
 	track_pidfile bg.pid
-	wait_until 10 proc_alive "$(cat bg.pid)"
+	wait_until 30 proc_alive "$(cat bg.pid)"
 	proc_alive "$RLOCK_PID" || fail "rlock exited while the job it started still runs"
 	kill -KILL "$RLOCK_PID"
-	wait_until 10 not proc_alive "$(cat bg.pid)" || fail "the background job survived rlock"
+	wait_until 30 not proc_alive "$(cat bg.pid)" || fail "the background job survived rlock"
 }
 
 @test "a forwarded signal reaches the background job left in the group" {
 	rlock_bg -k fwd -c 'sleep 300 & echo $! > bg.pid; exit 0'
-	wait_until 10 test -s bg.pid
+	wait_until 30 test -s bg.pid
 	track_pidfile bg.pid
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0 # the command's own status: sh had exited 0
 	not proc_alive "$(cat bg.pid)"
 	key_absent 'rlock:{fwd}'
@@ -64,11 +64,11 @@ load helpers
 
 @test "a signal forwarded to a stopped command arrives (SIGCONT follows): no lock held forever" {
 	rlock_bg -k stopped -- sh -c 'echo $$ > cmd.pid; exec sleep 300'
-	wait_until 10 test -s cmd.pid
+	wait_until 30 test -s cmd.pid
 	track_pidfile cmd.pid
 	kill -STOP "$(cat cmd.pid)"
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 143
 	key_absent 'rlock:{stopped}'
 }

@@ -13,7 +13,7 @@ load /usr/lib/bats/bats-assert/load
 load skip # ci_skip, require_tool
 
 # Every test is bounded; a file may lower or raise this before its first test.
-: "${BATS_TEST_TIMEOUT:=60}"
+: "${BATS_TEST_TIMEOUT:=180}"
 export BATS_TEST_TIMEOUT
 
 RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
@@ -629,4 +629,36 @@ assert_one_line_error() {
 		printf '%s\n' "$stderr" >&2
 		return 1
 	fi
+}
+
+# ---------------------------------------------------------------------------------
+# the guarantee "the command's group is dead before the lease can end", measured
+
+# death_watch: an observer outside the command's group that records (wall clock, ms)
+# the moment the last holder of the write end of FIFO `dw` dies: the command opens it
+# (`exec 9>dw`) and every process of its group inherits it. Precise, unlike polling.
+death_watch() {
+	mkfifo dw
+	perl -MTime::HiRes=time -e 'open my $f, "<", "dw" or die; 1 while sysread $f, my $b, 1;
+		printf "%d\n", time * 1000' >dead.ms 2>&1 3>&- 4>&- &
+	track_pid $!
+}
+
+# dead_before LEASE_END_MS WHAT: the group was dead before LEASE_END_MS (wall clock);
+# print the margin.
+dead_before() {
+	local lease_end=$1 what=$2 t_dead
+	wait_until 30 test -s dead.ms || fail "$what: the command's group survived"
+	t_dead=$(cat dead.ms)
+	echo "# $what: command's group dead $((lease_end - t_dead)) ms before the lease could end" >&3
+	((t_dead < lease_end)) || fail "$what: group dead $((t_dead - lease_end)) ms AFTER the lease end"
+}
+
+# lease_end [REDIS-CLI ARGS...] KEY: when (wall clock, ms) KEY expires on the server
+# if nothing renews it: PEXPIRETIME, on the same machine's clock.
+lease_end() {
+	local t
+	t=$(redis-cli -p "$REDIS_PORT" "${@:1:$#-1}" PEXPIRETIME "${@: -1}" 2>/dev/null | tail -1)
+	((t > 0)) || return 1
+	echo "$t"
 }

@@ -16,7 +16,7 @@ hostile() {
 	HPORT=$(free_port)
 	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$HPORT" "$1" "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
 	track_pid $!
-	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/ready"
 }
 
 # expect_69: run rlock against the hostile server; it must refuse, in time, quietly.

@@ -46,37 +46,37 @@ running() { [[ $(state "$1") != T ]]; }
 
 @test "Ctrl-Z then bg: the shell stays alive and the job runs on in the background" {
 	printf '%s\n' "$RLOCK -u $REDIS_URL -k bgz -- sleep 300" >&5
-	wait_until 10 key_exists 'rlock:{bgz}'
-	wait_until 10 foreground bgz
+	wait_until 30 key_exists 'rlock:{bgz}'
+	wait_until 30 foreground bgz
 	local rpid cpid
 	rpid=$(rcli HGET 'rlock:{bgz}:owner' pid)
 	cpid=$(cmd_pid bgz)
 	track_pid "$rpid" "$cpid"
 	printf '\032' >&5 # Ctrl-Z
-	wait_until 10 grep -q Stopped tty-out
-	wait_until 10 not running "$cpid"
+	wait_until 30 grep -q Stopped tty-out
+	wait_until 30 not running "$cpid"
 	printf 'bg\n' >&5
-	wait_until 10 running "$cpid"
-	wait_until 10 running "$rpid"
+	wait_until 30 running "$cpid"
+	wait_until 30 running "$rpid"
 	printf 'echo alive > alive\n' >&5
-	wait_until 10 test -e alive || fail "the shell did not survive bg: $(cat -v tty-out)"
+	wait_until 30 test -e alive || fail "the shell did not survive bg: $(cat -v tty-out)"
 	proc_alive "$SHELL_PID" || fail "the shell exited"
 	key_exists 'rlock:{bgz}'
 	# and it is a normal background job: kill %1 ends it, the lock is released
 	printf 'kill %%1\n' >&5
-	wait_until 10 key_absent 'rlock:{bgz}'
-	wait_until 10 not proc_alive "$rpid"
+	wait_until 30 key_absent 'rlock:{bgz}'
+	wait_until 30 not proc_alive "$rpid"
 	printf 'echo still-here > still\n' >&5
-	wait_until 10 test -e still
+	wait_until 30 test -e still
 }
 
 @test "one Ctrl-C ends a loop of rlock runs (rlock dies of the command's SIGINT)" {
 	printf '%s\n' "for i in 1 2 3; do $RLOCK -u $REDIS_URL -k loop -- sleep 20; echo iter\$i >> iters; done" >&5
-	wait_until 10 key_exists 'rlock:{loop}'
-	wait_until 10 foreground loop
+	wait_until 30 key_exists 'rlock:{loop}'
+	wait_until 30 foreground loop
 	printf '\003' >&5 # Ctrl-C
 	printf 'echo status=$? > after\n' >&5
-	wait_until 10 test -e after || fail "the loop went on after Ctrl-C: $(cat -v tty-out)"
+	wait_until 30 test -e after || fail "the loop went on after Ctrl-C: $(cat -v tty-out)"
 	[[ ! -e iters ]] || fail "the loop body went on after Ctrl-C: $(cat iters)"
 	assert_equal "$(cat after)" "status=130"
 	key_absent 'rlock:{loop}'
@@ -91,15 +91,15 @@ while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
 PL
 	chmod +x beat
 	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k stale -- ./beat" >&5
-	wait_until 10 file_has_lines hb 3
+	wait_until 30 file_has_lines hb 3
 	printf '\032' >&5 # Ctrl-Z
-	wait_until 10 grep -q Stopped tty-out
-	wait_until 10 key_absent 'rlock:{stale}' # the lease has ended on the server
+	wait_until 30 grep -q Stopped tty-out
+	wait_until 30 key_absent 'rlock:{stale}' # the lease has ended on the server
 	local before
 	before=$(wc -l <hb)
 	printf 'fg\n' >&5
 	printf 'echo status=$? > after\n' >&5
-	wait_until 10 test -e after
+	wait_until 30 test -e after
 	assert_equal "$(cat after)" "status=79"
 	assert_equal "$(wc -l <hb)" "$before" # not one more beat after the lease ran out
 }

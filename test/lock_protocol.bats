@@ -7,7 +7,7 @@ load helpers
 
 @test "while held: key holds a 32-hex token with a TTL; env matches" {
 	rlock_bg -t 5s -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	local token
 	token=$(rcli GET 'rlock:{p}')
 	assert_regex "$token" '^[0-9a-fA-F]{32}$'
@@ -25,7 +25,7 @@ load helpers
 
 @test "owner hash: host, pid, user, cmd, start, ttl, with the lock's expiry" {
 	rlock_bg -t 5s -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	local field v
 	for field in host pid user cmd start ttl; do
 		v=$(rcli HGET 'rlock:{p}:owner' "$field")
@@ -70,9 +70,9 @@ load helpers
 @test "release publishes on rlock:{NAME}:released" {
 	redis-cli -p "$REDIS_PORT" SUBSCRIBE 'rlock:{p}:released' >sub.out 2>&1 </dev/null 3>&- 4>&- &
 	track_pid $!
-	wait_until 15 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
 	run -0 rlock -k p -- true
-	wait_until 15 grep -qx message sub.out
+	wait_until 30 grep -qx message sub.out
 }
 
 @test "--prefix and RLOCK_PREFIX change the key" {
@@ -89,7 +89,7 @@ load helpers
 	# lease). Loss would be decided 2.4 s after the last confirmed renewal: slack for
 	# a slow (valgrind) pass, where a 1 s lease was too short.
 	rlock_bg -t 3s -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	local token i
 	token=$(env_of a RLOCK_TOKEN)
 	renewed_reset
@@ -126,7 +126,7 @@ load helpers
 
 @test "-n on a held lock: 75 at once, command not run" {
 	rlock_bg -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	local t0 t1
 	t0=$(now_ms)
 	run -75 rlock -n -k p -- touch ran
@@ -143,7 +143,7 @@ load helpers
 
 @test "-w DUR on a held lock: 75 after at least DUR" {
 	rlock_bg -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	local t0 t1
 	t0=$(now_ms)
 	run -75 rlock -w 1s -k p -- touch ran
@@ -165,15 +165,15 @@ load helpers
 @test "-w DUR acquires when the holder releases within DUR" {
 	rlock_bg -k p -- "$HOLD" a
 	local holder=$RLOCK_PID
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	rlock_bg -w 20s -k p -- "$HOLD" b
 	local waiter=$RLOCK_PID
-	wait_until 10 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) -ge 1 ]]'
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) -ge 1 ]]'
 	[[ ! -e b.started ]] || fail "waiter ran while the lock was held"
 	touch a.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0
-	wait_until 10 test -e b.started
+	wait_until 30 test -e b.started
 	touch b.release
 	rlock_wait "$waiter"
 	assert_equal "$RLOCK_STATUS" 0
@@ -182,7 +182,7 @@ load helpers
 
 @test "--status reports the holder" {
 	rlock_bg -k p -- "$HOLD" a
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	run -75 rlock -k p --status
 	[[ -n $output ]] || fail "--status printed nothing for a held lock"
 	touch a.release
@@ -194,15 +194,15 @@ load helpers
 	rlock_bg --min-hold 3s -k p -- true
 	local t0
 	t0=$(now_ms)
-	wait_until 15 key_exists 'rlock:{p}:fence'
+	wait_until 30 key_exists 'rlock:{p}:fence'
 	# within the min-hold window the lock is busy
 	run rlock -n -k p -- true
 	if (($(now_ms) - t0 < 2500)); then
 		assert_equal "$status" 75
 	fi
 	# and it becomes free afterwards (released or expired), without a manual DEL
-	wait_until 15 key_absent 'rlock:{p}'
-	rlock_wait "$RLOCK_PID" 15
+	wait_until 30 key_absent 'rlock:{p}'
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0
 	run -0 rlock -n -k p -- true
 }

@@ -24,7 +24,7 @@ start_holder() {
 	shift
 	rlock_bg "$@" -k "$tag" -- "$HOLD" "$tag"
 	HOLDER_PID=$RLOCK_PID HOLDER_ERR=$RLOCK_ERR
-	wait_until 10 test -e "$BATS_TEST_TMPDIR/$tag.started"
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/$tag.started"
 	track_pidfile "$BATS_TEST_TMPDIR/$tag.pid"
 }
 
@@ -162,9 +162,9 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 @test "--break: the holder loses its lease, its command is terminated, rlock exits 79" {
 	start_holder b -t 1s --kill-after 2s
 	run -0 rlock -k b --break
-	rlock_wait "$HOLDER_PID" 10
+	rlock_wait "$HOLDER_PID" 30
 	assert_equal "$RLOCK_STATUS" 79
-	wait_until 15 not proc_alive "$(cat b.pid)"
+	wait_until 30 not proc_alive "$(cat b.pid)"
 	[[ ! -e b.end ]] || fail "the command ran to its end after the lock was broken"
 	assert_regex "$(cat "$HOLDER_ERR")" 'lost'
 }
@@ -173,7 +173,7 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	start_holder b -t 30s
 	rlock_bg -k b -- touch got
 	local waiter=$RLOCK_PID
-	wait_until 10 has_waiter b
+	wait_until 30 has_waiter b
 	local t0
 	t0=$(now_ms)
 	run -0 rlock -k b --break
@@ -206,9 +206,9 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	rcli SUBSCRIBE 'rlock:{b}:released' >sub.out &
 	local sub=$!
 	track_pid "$sub"
-	wait_until 10 has_waiter b
+	wait_until 30 has_waiter b
 	run -0 rlock -k b --break
-	wait_until 15 file_has_lines sub.out 6
+	wait_until 30 file_has_lines sub.out 6
 	kill "$sub"
 	touch b.release
 	rlock_wait "$HOLDER_PID"
@@ -286,11 +286,11 @@ has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
 	rcli MONITOR >monitor.out &
 	local mon=$!
 	track_pid "$mon"
-	wait_until 10 grep -q OK monitor.out
+	wait_until 30 grep -q OK monitor.out
 	run -0 rlock --list --json
 	assert_equal "$(jq -r '[.locks[].name] | sort | join(",")' <<<"$output")" 'one,two'
 	rcli SET end-of-list-marker 1 >/dev/null
-	wait_until 10 grep -q end-of-list-marker monitor.out
+	wait_until 30 grep -q end-of-list-marker monitor.out
 	kill "$mon"
 	grep -qi '"scan"' monitor.out || fail "no SCAN seen"
 	! grep -qi '"keys"' monitor.out || fail "KEYS was used"
@@ -430,7 +430,7 @@ drawn_at_least() {
 	# let it redraw at least once (about every second); slow under valgrind
 	wait_until 30 drawn_at_least 2 tty.out
 	touch w.release
-	rlock_wait "$TTY_PID" 10
+	rlock_wait "$TTY_PID" 30
 	assert_equal "$RLOCK_STATUS" 0
 	local out
 	out=$(cat tty.out)
@@ -449,7 +449,7 @@ drawn_at_least() {
 @test "waiting on a terminal, --wait expires: the line is cleared before the error" {
 	start_holder w -t 10s
 	run_on_tty tty.out "$RLOCK" -w 1.5s -k w -- echo acquired
-	rlock_wait "$TTY_PID" 10
+	rlock_wait "$TTY_PID" 30
 	assert_equal "$RLOCK_STATUS" 75
 	grep -q 'rlock: waiting' tty.out || fail "no status line: $(cat -A tty.out)"
 	grep -q $'\r\033\\[Krlock: lock .w. is busy' tty.out || fail "not cleared before the error: $(cat -A tty.out)"
@@ -461,10 +461,10 @@ drawn_at_least() {
 @test "waiting on a terminal with -q: no status line" {
 	start_holder w -t 10s
 	run_on_tty tty.out "$RLOCK" -q -k w -- echo acquired
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	sleep 1.2 # observation window: the line would have been drawn by now
 	touch w.release
-	rlock_wait "$TTY_PID" 10
+	rlock_wait "$TTY_PID" 30
 	assert_equal "$RLOCK_STATUS" 0
 	grep -q acquired tty.out
 	! grep -q 'waiting' tty.out || fail "status line shown with -q: $(cat -A tty.out)"
@@ -474,10 +474,10 @@ drawn_at_least() {
 	start_holder w -t 10s
 	rlock_bg -k w -- echo acquired
 	local waiter=$RLOCK_PID werr=$RLOCK_ERR
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	sleep 1.2 # observation window
 	touch w.release
-	rlock_wait "$waiter" 10
+	rlock_wait "$waiter" 30
 	assert_equal "$RLOCK_STATUS" 0
 	assert_equal "$(cat "$werr")" ""
 }
@@ -485,10 +485,10 @@ drawn_at_least() {
 @test "waiting on a terminal but stderr redirected to a file: no status line" {
 	start_holder w -t 10s
 	run_on_tty tty.out "$RLOCK -k w -- echo acquired 2>$BATS_TEST_TMPDIR/w.err"
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	sleep 1.2 # observation window
 	touch w.release
-	rlock_wait "$TTY_PID" 10
+	rlock_wait "$TTY_PID" 30
 	grep -q acquired tty.out
 	! grep -q 'waiting' tty.out w.err || fail "status line shown: $(cat -A tty.out w.err)"
 }
@@ -497,10 +497,10 @@ drawn_at_least() {
 	start_holder w -t 10s
 	rlock_bg -v -k w -- echo acquired
 	local waiter=$RLOCK_PID werr=$RLOCK_ERR
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	sleep 1.2 # observation window: no redraws must follow
 	touch w.release
-	rlock_wait "$waiter" 10
+	rlock_wait "$waiter" 30
 	assert_equal "$RLOCK_STATUS" 0
 	assert_equal "$(grep -c "lock 'w' is busy.*waiting" "$werr")" 1
 	! grep -q $'\r' "$werr" || fail "carriage return in a non-terminal log: $(cat -A "$werr")"
@@ -604,7 +604,7 @@ forge_holder() {
 	name=$(printf 'n%.0s' {1..512})
 	rlock_bg -k "$name" -t 20s -- "$HOLD" long
 	local pid=$RLOCK_PID
-	wait_until 10 test -e long.started
+	wait_until 30 test -e long.started
 	run -0 rlock --list --json
 	assert_equal "$(jq -r '.locks[0].name | length' <<<"$output")" 512
 	run -0 rlock --list
@@ -615,7 +615,7 @@ forge_holder() {
 }
 
 @test "--status / --list / --help to a full disk: 74 and one line, not 70 (regression, issue 7.15)" {
-	[[ -w /dev/full ]] || skip "no /dev/full"
+	[[ -w /dev/full ]] || ci_skip "no /dev/full"
 	run -74 --separate-stderr bash -c '"$RLOCK" -k s --status >/dev/full'
 	assert_one_line_error
 	assert_regex "$stderr" 'cannot write to standard output'

@@ -30,9 +30,9 @@ term_and_expect() {
 	port=$(free_port)
 	perl "$BATS_TEST_DIRNAME/blackhole.pl" "$port" bh.ready 3>&- 4>&- &
 	track_pid $!
-	wait_until 10 test -e bh.ready
+	wait_until 30 test -e bh.ready
 	rlock_bg -u "redis://127.0.0.1:$port" --connect-timeout 30s -k p -- touch ran
-	wait_until 10 sh -c "ss -Htn state syn-sent '( dport = :$port )' | grep -q ."
+	wait_until 30 sh -c "ss -Htn state syn-sent '( dport = :$port )' | grep -q ."
 	term_and_expect TERM 143
 	[[ ! -e ran ]]
 }
@@ -41,22 +41,22 @@ term_and_expect() {
 	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
 	kill -STOP "$REDIS_PID"
 	rlock_bg --io-timeout 30s -k p -- touch ran
-	wait_until 10 server_has_request
+	wait_until 30 server_has_request
 	term_and_expect TERM 143
 	kill -CONT "$REDIS_PID"
 	[[ ! -e ran ]]
 	# the server ran the acquire (the fence counts it), then the release sent after it
-	wait_until 10 sh -c "[ \"\$(redis-cli -p $REDIS_PORT GET 'rlock:{p}:fence')\" = 1 ]"
+	wait_until 30 sh -c "[ \"\$(redis-cli -p $REDIS_PORT GET 'rlock:{p}:fence')\" = 1 ]"
 	key_absent 'rlock:{p}'
 }
 
 @test "SIGINT during --status and --break against a stopped server: dies of it at once" {
 	kill -STOP "$REDIS_PID"
 	rlock_bg --io-timeout 30s -k p --status
-	wait_until 10 server_has_request
+	wait_until 30 server_has_request
 	term_and_expect INT 130
 	rlock_bg --io-timeout 30s -k p --break
-	wait_until 10 server_has_request # the first connection is closed by now
+	wait_until 30 server_has_request # the first connection is closed by now
 	term_and_expect TERM 143
 	kill -CONT "$REDIS_PID"
 }
@@ -66,15 +66,15 @@ term_and_expect() {
 	port=$(free_port)
 	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$port" scan "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
 	track_pid $!
-	wait_until 10 test -e ready
+	wait_until 30 test -e ready
 	rlock_bg -u "redis://127.0.0.1:$port" --list
-	wait_until 10 file_has_lines ready.count 50
+	wait_until 30 file_has_lines ready.count 50
 	term_and_expect TERM 143
 }
 
 @test "SIGTERM during WAIT for replicas: dies at once, the lock is given back" {
 	rlock_bg --wait-replicas 1 --io-timeout 30s -k p -- touch ran
-	wait_until 10 key_exists 'rlock:{p}'
+	wait_until 30 key_exists 'rlock:{p}'
 	term_and_expect TERM 143
 	[[ ! -e ran ]]
 	key_absent 'rlock:{p}'
@@ -83,7 +83,7 @@ term_and_expect() {
 @test "SIGTERM while waiting for a busy lock: dies of it, nothing on stderr" {
 	rcli SET 'rlock:{p}' foreign PX 600000 >/dev/null
 	rlock_bg -k p -- touch ran
-	wait_until 10 sh -c "[ \"\$(redis-cli -p $REDIS_PORT PUBSUB NUMSUB 'rlock:{p}:released' | sed -n 2p)\" = 1 ]"
+	wait_until 30 sh -c "[ \"\$(redis-cli -p $REDIS_PORT PUBSUB NUMSUB 'rlock:{p}:released' | sed -n 2p)\" = 1 ]"
 	term_and_expect TERM 143
 	[[ ! -e ran ]]
 }
@@ -101,6 +101,6 @@ term_and_expect() {
 	assert_one_line_error
 	assert_regex "$stderr" 'lease'
 	# given back
-	wait_until 5 sh -c "[ \"\$(redis-cli -p $master_port EXISTS 'rlock:{late}')\" = 0 ]"
+	wait_until 30 sh -c "[ \"\$(redis-cli -p $master_port EXISTS 'rlock:{late}')\" = 0 ]"
 	redis_stop "$REDIS_PID"
 }

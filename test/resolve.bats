@@ -43,14 +43,14 @@ printf '127.0.0.1 localhost\n' >hosts
 mount --bind hosts /etc/hosts
 EOF
 	cat ns-prologue.sh "$1" >ns-run.sh
-	timeout 40 unshare -m -n -p -f --kill-child --mount-proc bash ns-run.sh
+	timeout -s KILL 45 unshare -m -n -p -f --kill-child --mount-proc bash ns-run.sh
 }
 
 @test "a resolver that never answers: the first connect ends at --connect-timeout, exit 69" {
 	cat >t.sh <<'EOF'
 if timeout 2 getent hosts redis.rlock-test.example >/dev/null; then echo "lookup did not hang"; exit 3; fi
 t0=$(date +%s%3N)
-"$RLOCK" -u redis://redis.rlock-test.example:6379 --connect-timeout 1s -k r -- touch ran 2>err
+timeout -s KILL 20 "$RLOCK" -u redis://redis.rlock-test.example:6379 --connect-timeout 1s -k r -- touch ran 2>err
 echo "status=$?"
 echo "took=$(($(date +%s%3N) - t0))"
 cat err
@@ -89,8 +89,14 @@ sleep 1.5
 touch go
 t0=$(date +%s%3N)
 for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-wait "$pid"
-echo "status=$?"
+if kill -0 "$pid" 2>/dev/null; then
+	echo "status=still-running"
+	kill -KILL "$pid"
+	wait "$pid"
+else
+	wait "$pid"
+	echo "status=$?"
+fi
 echo "after_end=$(($(date +%s%3N) - t0))"
 echo "key=$(redis-cli EXISTS 'rlock:{r}')"
 cat err
@@ -99,4 +105,43 @@ EOF
 	echo "$output"
 	assert_line status=0
 	assert_line key=0
+}
+
+@test "a waiter reconnects without a lookup (the addresses found at start)" {
+	cat >t.sh <<'EOF2'
+redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --daemonize no >redis.log 2>&1 &
+for _ in $(seq 100); do redis-cli ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+echo '127.0.0.1 redis.rlock-test.example' >>hosts
+redis-cli SET 'rlock:{r}' foreign PX 600000 >/dev/null
+"$RLOCK" -u redis://redis.rlock-test.example:6379 -w 20s -k r -- touch ran 2>err &
+pid=$!
+for _ in $(seq 200); do
+	[ "$(redis-cli PUBSUB NUMSUB 'rlock:{r}:released' | sed -n 2p)" = 1 ] && break
+	sleep 0.05
+done
+# From now on the name can only be looked up through the black hole.
+printf '127.0.0.1 localhost\n' >hosts
+if timeout 2 getent hosts redis.rlock-test.example >/dev/null; then echo "lookup did not hang"; exit 3; fi
+# Drop the waiter's connections, then free the lock: it must reconnect to take it.
+redis-cli CLIENT KILL TYPE normal SKIPME yes >/dev/null
+redis-cli CLIENT KILL TYPE pubsub >/dev/null
+redis-cli DEL 'rlock:{r}' >/dev/null
+t0=$(date +%s%3N)
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$pid" 2>/dev/null; then
+	echo "status=still-running"
+	kill -KILL "$pid"
+	wait "$pid"
+else
+	wait "$pid"
+	echo "status=$?"
+fi
+echo "took=$(($(date +%s%3N) - t0))"
+[ -e ran ] && echo ran
+cat err
+EOF2
+	run -0 in_namespace t.sh
+	echo "$output"
+	assert_line status=0
+	assert_line ran
 }

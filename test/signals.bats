@@ -92,9 +92,9 @@ forward_once() {
 		rlock_bg -k s -- "$SIGCATCH" s.log s.ready
 		target=$RLOCK_PID
 	fi
-	wait_until 10 test -s s.ready
+	wait_until 30 test -s s.ready
 	kill -s "$sig" -- "$target"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$(cat s.log)" "$sig"
 	assert_equal "$RLOCK_STATUS" 3
 	key_absent 'rlock:{s}'
@@ -122,64 +122,64 @@ forward_once() {
 
 @test "forwarded signal with default action: rlock exits 128+N" {
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 143
 	key_absent 'rlock:{s}' || fail "lock not released: $(rcli GET 'rlock:{s}') pttl $(rcli PTTL 'rlock:{s}')"
 	rm -f c.pid
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]' ||
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]' ||
 		fail "second command did not start; rlock stderr: $(cat "$RLOCK_ERR"); lock: $(rcli GET 'rlock:{s}') pttl $(rcli PTTL 'rlock:{s}')"
 	kill -INT "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 130
 	key_absent 'rlock:{s}'
 }
 
 @test "the command starts with default signal dispositions and an empty mask" {
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 	local st
 	st=$(cat "/proc/$(cat c.pid)/status")
 	assert_regex "$st" $'SigBlk:\t0+\n'
 	assert_regex "$st" $'SigIgn:\t0+\n'
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 }
 
 @test "SIGKILL of rlock: the command dies promptly, the lock expires by its TTL" {
 	rlock_bg -t 1s -k s -- sh -c 'echo $$ >c.pid; exec sleep 60'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 	track_pidfile c.pid
 	key_exists 'rlock:{s}'
 	local t0 t1
 	t0=$(now_ms)
 	kill -KILL "$RLOCK_PID"
-	wait_until 15 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
 	t1=$(now_ms)
 	echo "# command died $((t1 - t0)) ms after rlock was SIGKILLed" >&3
-	wait_until 15 key_absent 'rlock:{s}'
+	wait_until 30 key_absent 'rlock:{s}'
 	run -0 rlock -n -k s -- true
 }
 
 @test "SIGKILL of rlock: the command's background children die too" {
 	rlock_bg -t 1s -k s -- sh -c 'sleep 60 & echo $! >g.pid; echo $$ >c.pid; wait'
-	wait_until 10 eval '[[ -s c.pid && -s g.pid ]]'
+	wait_until 30 eval '[[ -s c.pid && -s g.pid ]]'
 	track_pidfile c.pid
 	track_pidfile g.pid
 	kill -KILL "$RLOCK_PID"
-	wait_until 15 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
-	wait_until 15 not proc_alive "$(cat g.pid)" ||
+	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 30 not proc_alive "$(cat g.pid)" ||
 		fail "the command's child (pid $(cat g.pid)) kept running unprotected"
 }
 
 @test "a signal while waiting for the lock: rlock exits, the command never runs" {
 	rcli SET 'rlock:{s}' someone-else PX 30000 >/dev/null
 	rlock_bg -k s -- touch ran
-	wait_until 10 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{s}:released" | tail -1) -ge 1 ]]'
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{s}:released" | tail -1) -ge 1 ]]'
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 10
+	rlock_wait "$RLOCK_PID" 30
 	((RLOCK_STATUS != 0)) || fail "rlock exited 0 after SIGTERM while waiting"
 	[[ ! -e ran ]]
 	assert_equal "$(rcli GET 'rlock:{s}')" someone-else
@@ -187,27 +187,27 @@ forward_once() {
 
 @test "no helper process outlives a normal rlock exit" {
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
-	wait_until 10 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
+	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 	local kids
 	kids=$(children_of "$RLOCK_PID")
 	# shellcheck disable=SC2086 # one pid per word
 	track_pid $kids
 	kill -TERM "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	local k
 	for k in $kids; do
-		wait_until 15 not proc_alive "$k" ||
+		wait_until 30 not proc_alive "$k" ||
 			fail "rlock's child $k ($(cat "/proc/$k/comm" 2>/dev/null)) outlived it"
 	done
 }
 
 @test "two signals sent apart are both delivered" {
 	rlock_bg -k s -- "$SIGCATCH" s.log s.ready
-	wait_until 10 test -s s.ready
+	wait_until 30 test -s s.ready
 	kill -USR1 "$RLOCK_PID"
-	wait_until 15 test -s s.log
+	wait_until 30 test -s s.log
 	kill -USR2 "$RLOCK_PID"
-	rlock_wait "$RLOCK_PID" 15
+	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$(cat s.log)" $'USR1\nUSR2'
 	assert_equal "$RLOCK_STATUS" 3
 }

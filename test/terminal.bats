@@ -40,12 +40,12 @@ PL
 		/dev/null) <tty-in >tty-out 2>&1 &
 	track_pid $!
 	exec 5>tty-in
-	wait_until 10 test -e prompted
+	wait_until 30 test -e prompted
 	printf 'bob\n' >&5
-	wait_until 10 test -e readdone
+	wait_until 30 test -e readdone
 	assert_equal "$(cat answer)" "hello bob"
 	printf '\003' >&5
-	wait_until 15 test -s exitcode
+	wait_until 30 test -s exitcode
 	exec 5>&-
 	assert_equal "$(cat sigs)" "INT"
 	assert_equal "$(cat exitcode)" "rlock-exit=5"
@@ -60,7 +60,7 @@ PL
 	track_pid $!
 	exec 5>tty-in
 	printf 'back\n' >&5
-	wait_until 15 test -s after
+	wait_until 30 test -s after
 	exec 5>&-
 	assert_equal "$(cat after)" "got-back"
 }
@@ -80,23 +80,23 @@ cat_foreground() {
 	exec 5>tty-in
 	# One command per line: when a job stops, bash goes on with the rest of a `;` list.
 	printf '%s\n' "$RLOCK -u $REDIS_URL -k tstp -- cat > catted" >&5
-	wait_until 10 key_exists 'rlock:{tstp}'
-	wait_until 10 cat_foreground
+	wait_until 30 key_exists 'rlock:{tstp}'
+	wait_until 30 cat_foreground
 	printf 'one\n' >&5
-	wait_until 10 grep -q one catted
+	wait_until 30 grep -q one catted
 	printf '\032' >&5 # Ctrl-Z
-	wait_until 10 grep -q Stopped tty-out
+	wait_until 30 grep -q Stopped tty-out
 	printf 'echo shell-back > back\n' >&5
-	wait_until 10 test -e back # the shell has the terminal again
+	wait_until 30 test -e back # the shell has the terminal again
 	key_exists 'rlock:{tstp}'  # suspended, not released
 	printf 'fg\n' >&5
-	wait_until 10 cat_foreground
+	wait_until 30 cat_foreground
 	printf 'two\n' >&5
-	wait_until 10 grep -q two catted
+	wait_until 30 grep -q two catted
 	printf '\004' >&5 # Ctrl-D: end of cat's input
-	wait_until 10 key_absent 'rlock:{tstp}'
+	wait_until 30 key_absent 'rlock:{tstp}'
 	printf 'echo rlock-exit=$? > exitcode\n' >&5 # $? of fg: the job's status
-	wait_until 10 test -s exitcode
+	wait_until 30 test -s exitcode
 	printf 'exit\n' >&5
 	exec 5>&-
 	assert_equal "$(cat exitcode)" "rlock-exit=0"

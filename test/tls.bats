@@ -88,7 +88,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	# lease leaves a loaded TSan pass slack (1 s and 2 s leases were lost there).
 	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 4s -k r -- "$HOLD" a
 	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	rlock_bg -u "rediss://localhost:$TLS_A_PORT" --cacert "$CA" -t 4s -k r -- "$HOLD" b
 	local waiter=$RLOCK_PID
 	renewed_reset
@@ -98,7 +98,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	touch a.release
 	rlock_wait "$holder"
 	[[ $RLOCK_STATUS == 0 ]] || fail "holder exit $RLOCK_STATUS: $(cat "$holder_err")"
-	wait_until 15 test -e b.started
+	wait_until 30 test -e b.started
 	touch b.release
 	rlock_wait "$waiter"
 	assert_equal "$RLOCK_STATUS" 0
@@ -195,7 +195,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		open my $f, ">", "$ARGV[0].tmp" or die; print $f $s->sockport, "\n"; close $f;
 		rename "$ARGV[0].tmp", $ARGV[0]; sleep 60' "$BATS_TEST_TMPDIR/silent.port") &
 	track_pid $!
-	wait_until 15 test -s silent.port
+	wait_until 30 test -s silent.port
 	local port t0 ms
 	port=$(cat silent.port)
 	t0=$(now_ms)
@@ -272,7 +272,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		</dev/null >"$BATS_TEST_TMPDIR/s_server.log" 2>&1) &
 	track_pid $!
 	# ready, and really speaking TLS 1.1 (else this test would prove nothing)
-	wait_until 10 sh -c "echo | OPENSSL_CONF=/dev/null openssl s_client \
+	wait_until 30 sh -c "echo | OPENSSL_CONF=/dev/null openssl s_client \
 		-connect 127.0.0.1:$port -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' 2>/dev/null |
 		grep -q 'Protocol.*TLSv1.1'"
 	OPENSSL_CONF=/dev/null run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$port" \

@@ -219,14 +219,14 @@ usage_error() {
 	# fds 1 and 2 closed, the socket took fd 2 and the line went to the server.
 	rlock_bg -k b -t 20s -- "$HOLD" first
 	local holder=$RLOCK_PID
-	wait_until 10 test -e first.started
+	wait_until 30 test -e first.started
 	bash -c '"$RLOCK" -v -k b -w 15s -- touch ran >&- 2>&-; echo $? >waiter.status' 3>&- 4>&- &
 	track_pid $!
 	# until it waits (subscribed to the release channel) or has already given up
 	waiting_or_done() {
 		[[ -s waiter.status || $(rcli PUBSUB NUMSUB 'rlock:{b}:released' | sed -n 2p) -ge 1 ]]
 	}
-	wait_until 10 waiting_or_done
+	wait_until 30 waiting_or_done
 	touch first.release
 	rlock_wait "$holder"
 	wait_until 20 test -s waiter.status

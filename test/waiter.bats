@@ -23,7 +23,7 @@ restart_redis() {
 	REDIS_PID=$!
 	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
 	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
-	wait_until 10 _redis_ready -p "$REDIS_PORT"
+	wait_until 30 _redis_ready -p "$REDIS_PORT"
 }
 
 setup() {
@@ -48,7 +48,7 @@ teardown() {
 @test "a waiter survives a Redis restart within --wait and acquires afterwards" {
 	foreign w
 	rlock_bg -w 30s -k w -- touch ran
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	restart_redis
 	# the restarted server is empty: the lock is free, the waiter takes it
 	rlock_wait "$RLOCK_PID" 25
@@ -60,10 +60,10 @@ teardown() {
 @test "a waiter without --wait survives a server that is down for a while" {
 	foreign w
 	rlock_bg -v -k w -- touch ran
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	redis_stop "$REDIS_PID"
 	# down long enough for several failed reconnects
-	wait_until 10 grep -q "reconnecting" "$RLOCK_ERR"
+	wait_until 30 grep -q "reconnecting" "$RLOCK_ERR"
 	sleep 1.5 # the outage lasts: attempts fail while nothing listens
 	proc_alive "$RLOCK_PID" || fail "the waiter gave up: $(cat "$RLOCK_ERR")"
 	restart_redis
@@ -78,7 +78,7 @@ teardown() {
 	local t0
 	t0=$(now_ms)
 	rlock_bg -w 3s -k w -- touch ran
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	redis_stop "$REDIS_PID"
 	rlock_wait "$RLOCK_PID" 20
 	local took=$(($(now_ms) - t0))
@@ -110,7 +110,7 @@ hostile_busy() {
 		"$HPORT" busy "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
 	track_pid $!
 	HCOUNT=$BATS_TEST_TMPDIR/ready.count
-	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/ready"
 }
 
 @test "PTTL INT64_MAX: no overflow, the backoff holds" {
@@ -152,14 +152,14 @@ pane_has() { pane | grep -q "$1"; }
 # A holder whose recorded command line is long: the live line is ~150 columns.
 long_holder() {
 	rlock_bg -k w -- "$HOLD" w 0 "this-argument-makes-the-command-line-long-enough-to-wrap-an-80-column-terminal-twice-over"
-	wait_until 10 test -e "$BATS_TEST_TMPDIR/w.started"
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/w.started"
 	track_pidfile "$BATS_TEST_TMPDIR/w.pid"
 }
 
 @test "an 80-column pane holds the live line on one row, redrawn in place" {
 	long_holder
 	tmux_start 80 "env TERM=xterm '$RLOCK' -k w -- echo acquired"
-	wait_until 10 pane_has "rlock: waiting"
+	wait_until 30 pane_has "rlock: waiting"
 	# a few redraws later (a loaded machine may skip a second: any count from 3 s on)
 	wait_until 20 pane_has "waiting \([3-9]\|[1-9][0-9]\+\)s"
 	pane
@@ -168,7 +168,7 @@ long_holder() {
 	assert_equal "$rows" 1
 	(($(pane | awk '{ print length }' | sort -n | tail -1) <= 80))
 	touch w.release
-	wait_until 10 pane_has acquired
+	wait_until 30 pane_has acquired
 	run ! pane_has "rlock: waiting"
 }
 
@@ -176,23 +176,23 @@ long_holder() {
 	long_holder
 	# job control: the waiter runs in its own process group, not the terminal's
 	tmux_start 200 "bash --norc -c 'set -m; env TERM=xterm \"$RLOCK\" -k w -- echo acquired & sleep 2.5; echo observed; wait'"
-	wait_until 10 has_waiter w
-	wait_until 10 pane_has observed
+	wait_until 30 has_waiter w
+	wait_until 30 pane_has observed
 	pane
 	run ! pane_has "rlock: waiting"
 	touch w.release
-	wait_until 10 pane_has acquired
+	wait_until 30 pane_has acquired
 }
 
 @test "TERM=dumb: no live line" {
 	long_holder
 	tmux_start 200 "env TERM=dumb '$RLOCK' -k w -- echo acquired"
-	wait_until 10 has_waiter w
+	wait_until 30 has_waiter w
 	sleep 1.5 # observation window: the line would have been drawn by now
 	pane
 	run ! pane_has "rlock: waiting"
 	touch w.release
-	wait_until 10 pane_has acquired
+	wait_until 30 pane_has acquired
 }
 
 @test "holder fields are escaped in the live line (pid too)" {
@@ -201,7 +201,7 @@ long_holder() {
 		</dev/null >tty.out 2>&1 &
 	local tty_pid=$!
 	track_pid "$tty_pid"
-	rlock_wait "$tty_pid" 15
+	rlock_wait "$tty_pid" 30
 	cat -A tty.out
 	grep -q 'rlock: waiting' tty.out || fail "no live line"
 	# the only escape sequence is rlock's own "erase line"

@@ -16,15 +16,15 @@ subscribed() { (($(numsub) >= ${1:-1})); }
 		rm -f a.* b.*
 		rlock_bg -k w -- "$HOLD" a
 		a_pid=$RLOCK_PID
-		wait_until 10 test -e a.started
+		wait_until 30 test -e a.started
 		rlock_bg -k w -- sh -c 'date +%s%3N >b.start'
 		b_pid=$RLOCK_PID
-		wait_until 10 subscribed
+		wait_until 30 subscribed
 		[[ ! -e b.start ]] || fail "waiter ran while the lock was held"
 		touch a.release
-		rlock_wait "$a_pid" 15
+		rlock_wait "$a_pid" 30
 		assert_equal "$RLOCK_STATUS" 0
-		rlock_wait "$b_pid" 15
+		rlock_wait "$b_pid" 30
 		assert_equal "$RLOCK_STATUS" 0
 		(($(cat b.start) >= $(cat a.end))) || fail "waiter started before the holder ended"
 		ms=$(($(cat b.start) - $(cat a.end)))
@@ -45,17 +45,17 @@ subscribed() { (($(numsub) >= ${1:-1})); }
 @test "waiters are quiet on stderr unless -v (non-interactive)" {
 	rlock_bg -k w -- "$HOLD" a
 	local a_pid=$RLOCK_PID
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	rlock_bg -k w -- true
 	local b_pid=$RLOCK_PID b_err=$RLOCK_ERR
 	rlock_bg -v -k w -- true
 	local c_pid=$RLOCK_PID c_err=$RLOCK_ERR
-	wait_until 10 subscribed 2
+	wait_until 30 subscribed 2
 	touch a.release
-	rlock_wait "$a_pid" 15
-	rlock_wait "$b_pid" 15
+	rlock_wait "$a_pid" 30
+	rlock_wait "$b_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
-	rlock_wait "$c_pid" 15
+	rlock_wait "$c_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
 	[[ ! -s $b_err ]] || fail "a waiter without -v wrote to stderr: $(cat "$b_err")"
 	[[ -s $c_err ]] || fail "a waiter with -v said nothing on stderr"
@@ -64,15 +64,15 @@ subscribed() { (($(numsub) >= ${1:-1})); }
 @test "holder SIGKILLed: the waiter takes over once the lease expires" {
 	rlock_bg -t 1s -k w -- "$HOLD" a
 	local a_pid=$RLOCK_PID
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	track_pidfile a.pid
 	rlock_bg -k w -- sh -c 'date +%s%3N >b.start'
 	local b_pid=$RLOCK_PID
-	wait_until 10 subscribed
+	wait_until 30 subscribed
 	local t_kill
 	t_kill=$(now_ms)
 	kill -KILL "$a_pid"
-	rlock_wait "$b_pid" 15
+	rlock_wait "$b_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
 	(($(cat b.start) >= t_kill)) || fail "waiter started before the holder was killed"
 	echo "# takeover after SIGKILLed holder (ttl 1s): $(($(cat b.start) - t_kill)) ms" >&3
@@ -91,15 +91,15 @@ subscribed() { (($(numsub) >= ${1:-1})); }
 @test "several waiters all run, one after the other" {
 	rlock_bg -k w -- "$HOLD" a
 	local a_pid=$RLOCK_PID pids=() i
-	wait_until 10 test -e a.started
+	wait_until 30 test -e a.started
 	for i in 1 2 3 4; do
 		# shellcheck disable=SC2016
 		rlock_bg -k w -- sh -c 'mkdir in.cs || echo overlap >>overlaps; date +%s%3N >>starts; sleep 0.1; rmdir in.cs'
 		pids+=("$RLOCK_PID")
 	done
-	wait_until 10 subscribed 4
+	wait_until 30 subscribed 4
 	touch a.release
-	rlock_wait "$a_pid" 15
+	rlock_wait "$a_pid" 30
 	for i in "${pids[@]}"; do
 		rlock_wait "$i" 20
 		assert_equal "$RLOCK_STATUS" 0

@@ -1,0 +1,35 @@
+#!/usr/bin/env bats
+# rlock itself stopped (SIGSTOP, a debugger, a starved VM) while its command runs: the
+# renewal thread and the supervisor stand still, so the watchdog, a separate process,
+# kills the command's group by the lease's SIGKILL deadline (SPEC §5: the command never
+# runs unprotected); after SIGCONT, rlock reports the loss (79).
+
+# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+load helpers
+
+@test "rlock stopped past the lease: the watchdog kills the group before the lease can end; 79 after SIGCONT" {
+	death_watch # first: else the command makes dw a plain file
+	rlock_bg -t 3s -k st -- sh -c 'exec 9>dw; echo $$ > cmd.pid; sleep 60 & touch started; wait'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	kill -STOP "$RLOCK_PID"
+	local end
+	end=$(lease_end 'rlock:{st}') || fail "no lease left to measure against"
+	dead_before "$end" "rlock stopped, ttl 3s"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	grep -q 'lock lost' "$RLOCK_ERR"
+}
+
+@test "--on-lost ignore: a stopped rlock's command goes on (the user chose to run unprotected)" {
+	rlock_bg -t 1s --on-lost ignore -k ig -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 60'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	kill -STOP "$RLOCK_PID"
+	wait_until 15 key_absent 'rlock:{ig}'
+	proc_alive "$(cat cmd.pid)" || fail "the command was killed despite --on-lost ignore"
+	kill -CONT "$RLOCK_PID"
+	kill -TERM "$(cat cmd.pid)"
+	rlock_wait "$RLOCK_PID" 15
+}
