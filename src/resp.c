@@ -50,18 +50,20 @@ static void bind_hiredis(redisReader *r)
 
 	if (redisFormatCommandArgv(&cmd, 3, argv, lens) > 0)
 		free(cmd);
-	/* every reply type rlock reads, and more than 1 KiB, so that the reader also
-	 * compacts its buffer (sdsrange) */
+	/* every reply type rlock reads, then a bulk string long enough (the reader keeps
+	 * more than 1 KiB consumed) that it also compacts its buffer (sdsrange) */
 	static const char replies[] = "+OK\r\n-ERR x\r\n:1\r\n$1\r\nx\r\n$-1\r\n*-1\r\n*0\r\n"
-	                              "*2\r\n$1\r\nx\r\n*1\r\n:2\r\n";
-	for (int i = 0; i < 64; i++) {
-		void *reply = NULL;
-		if (redisReaderFeed(r, replies, sizeof replies - 1) != REDIS_OK)
-			return;
-		while (redisReaderGetReply(r, &reply) == REDIS_OK && reply) {
-			freeReplyObject(reply);
-			reply = NULL;
-		}
+	                              "*2\r\n$1\r\nx\r\n*1\r\n:2\r\n$1100\r\n";
+	char pad[1100 + 2 + sizeof "+OK\r\n" - 1];
+	memset(pad, 'x', 1100);
+	memcpy(pad + 1100, "\r\n+OK\r\n", 7);
+	void *reply = NULL;
+	if (redisReaderFeed(r, replies, sizeof replies - 1) != REDIS_OK ||
+	    redisReaderFeed(r, pad, sizeof pad) != REDIS_OK)
+		return;
+	while (redisReaderGetReply(r, &reply) == REDIS_OK && reply) {
+		freeReplyObject(reply);
+		reply = NULL;
 	}
 }
 
