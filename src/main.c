@@ -79,15 +79,12 @@ static void reenter_if_holder(struct client **c, const struct server *srv, const
                               const struct lock *l, const sigset_t *orig)
 {
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN");
-	struct resp_reply *r = NULL;
 	char err[300];
 
 	if (!k || !t || strcmp(k, l->key) != 0)
 		return;
-	const char *argv[] = {"GET", l->key};
-	size_t lens[] = {3, strlen(l->key)};
-	if (client_call(*c, 2, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) <
-	    0) {
+	int ours = lock_holds(*c, l, t, clock_ms() + o->io_timeout_ms, err, sizeof err);
+	if (ours < 0) {
 		/* The connection is unusable after a failed call (client.h): a fresh one for
 		 * the acquire. */
 		client_close(*c);
@@ -97,8 +94,6 @@ static void reenter_if_holder(struct client **c, const struct server *srv, const
 		}
 		return;
 	}
-	int ours = r->type == RESP_STRING && strcmp(r->str, t) == 0;
-	resp_free(r);
 	if (!ours)
 		return;
 	log_info("lock '%s' is already held by this process tree: running the command directly",
@@ -113,8 +108,12 @@ static void reenter_if_holder(struct client **c, const struct server *srv, const
 static int busy(const struct opts *o, const struct holder *h)
 {
 	/* -E 0 skips silently; -v still says so. */
-	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s",
-	        o->name, h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
+	char pid[32] = "";
+
+	if (h->pid >= 0)
+		snprintf(pid, sizeof pid, " pid %lld", h->pid);
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s", o->name,
+	        h->host[0] ? ": held by " : "", h->host, pid,
 	        o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
@@ -229,6 +228,11 @@ int main(int argc, char **argv)
 		log_error("no randomness for the lock token: %s", strerror(errno));
 		return RL_EX_OSERR;
 	}
+	lock_set_mode(&l,
+	              o.kind == KIND_SHARED  ? LOCK_SHARED
+	              : o.kind == KIND_LIMIT ? LOCK_LIMIT
+	                                     : LOCK_EXCLUSIVE,
+	              o.limit, o.fair, o.wait_ms == 0);
 	/* The password stays in memory while connections may need reopening (renewal,
 	 * waiting, release); it is wiped at exit. */
 	/* The name is looked up once, here: later connects (renewal, waiting, release)
@@ -270,6 +274,11 @@ int main(int argc, char **argv)
 	case WAIT_SIGNAL:
 		client_close(c);
 		child_die_of(signo);
+	case WAIT_MISMATCH:
+		/* Holders that disagree on the kind of lock or on N: a usage error. */
+		log_error("lock '%s': %s", o.name, err);
+		client_close(c);
+		return RL_EX_USAGE;
 	default:
 		log_error("%s", err);
 		client_close(c);

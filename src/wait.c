@@ -57,16 +57,12 @@ static size_t status_width(void)
 	return 0;
 }
 
-/* Milliseconds since start_unix_ms (holder text: untrusted), or -1 when unknown. */
-static long long held_ms(const char *start_text)
+/* Milliseconds since start_ms (unix ms, -1 unknown), or -1 when unknown. */
+static long long held_ms(long long start)
 {
 	struct timespec now;
-	char *end;
 
-	errno = 0;
-	long long start = strtoll(start_text, &end, 10);
-	if (!start_text[0] || *end || errno || start <= 0 ||
-	    clock_gettime(CLOCK_REALTIME, &now) != 0)
+	if (start <= 0 || clock_gettime(CLOCK_REALTIME, &now) != 0)
 		return -1;
 	long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	return start <= now_ms ? now_ms - start : -1;
@@ -75,7 +71,7 @@ static long long held_ms(const char *start_text)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[800], host[128], pid[40], cmd[160];
+	char line[800], host[128], cmd[160];
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
@@ -84,16 +80,15 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 		return;
 	/* Everything the holder wrote is escaped: it could hold terminal escapes. */
 	log_escape(host, sizeof host, h->host, strlen(h->host));
-	log_escape(pid, sizeof pid, h->pid, strlen(h->pid));
 	log_escape(cmd, sizeof cmd, h->cmd, strlen(h->cmd));
-	long long held = held_ms(h->start);
+	long long held = held_ms(h->start_ms);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
 		             (long long)(waited_ms / 1000), a->name, note);
 	else if (h->host[0])
 		n = snprintf(line, sizeof line,
-		             "%srlock: waiting %llds for '%s': held by %s pid %s (%s) for %llds",
-		             clear, (long long)(waited_ms / 1000), a->name, host, pid, cmd,
+		             "%srlock: waiting %llds for '%s': held by %s pid %lld (%s) for %llds",
+		             clear, (long long)(waited_ms / 1000), a->name, host, h->pid, cmd,
 		             held < 0 ? 0 : held / 1000);
 	else
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s'", clear,
@@ -115,26 +110,36 @@ static void status_clear(void)
 		(void)!write(STDERR_FILENO, "\r\033[K", 4);
 }
 
+/* Subscribe to the release channel and, when this waiter may queue (any mode but a
+ * plain exclusive lock: a queue binds everyone while it exists), to its own wake-up
+ * channel: a release with a queue wakes only the head. */
 static struct client *subscribe(const struct wait_args *a, char *err, size_t errlen)
 {
 	struct client *sub = NULL;
 	struct resp_reply *r = NULL;
-	const char *argv[] = {"SUBSCRIBE", a->lock->channel};
-	size_t lens[] = {9, strlen(a->lock->channel)};
+	const struct lock *l = a->lock;
+	int n = l->mode != LOCK_EXCLUSIVE || l->fair ? 3 : 2;
+	const char *argv[] = {"SUBSCRIBE", l->channel, l->wake_channel};
+	size_t lens[] = {9, strlen(l->channel), strlen(l->wake_channel)};
 
 	if (client_open(&sub, a->srv, CLIENT_NO_CAP, err, errlen) != CLIENT_OK)
 		return NULL;
 	int64_t deadline = clock_ms() + a->srv->io_timeout_ms;
-	if (client_send(sub, 2, argv, lens, deadline, err, errlen) < 0 ||
-	    client_recv(sub, deadline, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
-		if (r && r->type == RESP_ERROR)
-			snprintf(err, errlen, "SUBSCRIBE failed: %.200s", r->str);
+	if (client_send(sub, n, argv, lens, deadline, err, errlen) < 0)
+		goto fail;
+	for (int i = 1; i < n; i++) {
+		if (client_recv(sub, deadline, &r, err, errlen) != 1 || r->type != RESP_ARRAY)
+			goto fail;
 		resp_free(r);
-		client_close(sub);
-		return NULL;
+		r = NULL;
 	}
-	resp_free(r);
 	return sub;
+fail:
+	if (r && r->type == RESP_ERROR)
+		snprintf(err, errlen, "SUBSCRIBE failed: %.200s", r->str);
+	resp_free(r);
+	client_close(sub);
+	return NULL;
 }
 
 /* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
@@ -229,6 +234,25 @@ static void give_back(struct client **c, const struct wait_args *a, int64_t budg
 	if (rc == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
+}
+
+/* A waiter that gives up leaves the fair queue and drops its writer mark at once (not
+ * by the end of its lease), within one io-timeout; at worst they expire by the ttl. */
+static void leave(struct client **c, const struct wait_args *a)
+{
+	char err[300];
+	int64_t deadline = clock_ms() + a->srv->io_timeout_ms;
+
+	if (!*c && client_open(c, a->srv, deadline, err, sizeof err) != CLIENT_OK) {
+		*c = NULL;
+		return;
+	}
+	if (lock_leave(*c, a->lock, deadline, err, sizeof err) != LOCK_OK) {
+		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
+		          (long long)a->lock->ttl_ms);
+		client_close(*c);
+		*c = NULL;
+	}
 }
 
 /* Sleep until `until`, redrawing the live line every second: what sleep_until says. */
@@ -358,8 +382,8 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 		}
 		if (!announced) {
 			/* log_msg escapes holder text itself */
-			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
-			         h->host[0] ? h->host : "?", h->pid[0] ? h->pid : "?");
+			log_info("lock '%s' is busy (held by %s pid %lld); waiting", a->name,
+			         h->host[0] ? h->host : "?", h->pid);
 			announced = 1;
 		}
 		if (!sub) {
@@ -376,6 +400,9 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			log_debug("cannot subscribe to release notifications: %s", err2);
 		}
 		int64_t nap = jittered(backoff, &seed);
+		/* The place in the queue and the writer mark are leases of the ttl. */
+		if (nap > a->lock->ttl_ms / 3)
+			nap = a->lock->ttl_ms / 3;
 		/* Wake when the holder's lease can have run out, but not twice in a row:
 		 * a PTTL that keeps saying "now" (or a hostile one) cannot defeat the
 		 * backoff. Compared, not added to: a PTTL near INT64_MAX must not wrap. */
@@ -398,8 +425,12 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 	if (drawn)
 		status_clear();
 	client_close(sub);
+	if (waiting && (rc == WAIT_BUSY || rc == WAIT_SIGNAL))
+		leave(c, a);
 	if (rc == LOCK_OK)
 		return WAIT_ACQUIRED;
+	if (rc == LOCK_MISMATCH)
+		return WAIT_MISMATCH;
 	if (rc == LOCK_DENIED)
 		return WAIT_DENIED;
 	if (rc == WAIT_SIGNAL || rc == WAIT_BUSY)
