@@ -217,6 +217,20 @@ commands_per_acquisition() {
 	((gap < 2000 + 2000)) || fail "stalled $gap ms, beyond the 2 s queue lease (+ its refresh)"
 }
 
+@test "--fair: a waiter that gives up (-w) leaves the queue at once; -n never queues" {
+	rlock_bg --fair -k ql -- "$HOLD" h
+	wait_until 20 test -e h.started
+	run -75 rlock --fair -n -k ql -- true
+	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue')" 0
+	# a 60 s lease on its place: only leaving can empty the queue this soon
+	rlock_bg --fair -t 60s -w 1s -k ql -- true
+	wait_until 20 queue_len ql 1
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 75
+	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue' 'rlock:{ql}:qlease')" 0
+	touch h.release
+}
+
 @test "--limit: SIGKILL of a holder frees its permit within one lease" {
 	rlock_bg -l 2 -t 2s -k dead -- "$HOLD" a
 	local victim=$RLOCK_PID
