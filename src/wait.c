@@ -71,7 +71,7 @@ static long long held_ms(long long start)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[800], host[128], cmd[160];
+	char line[800], host[128], cmd[160], pid[32] = "?";
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
@@ -82,13 +82,15 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	log_escape(host, sizeof host, h->host, strlen(h->host));
 	log_escape(cmd, sizeof cmd, h->cmd, strlen(h->cmd));
 	long long held = held_ms(h->start_ms);
+	if (h->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", h->pid);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
 		             (long long)(waited_ms / 1000), a->name, note);
 	else if (h->host[0])
 		n = snprintf(line, sizeof line,
-		             "%srlock: waiting %llds for '%s': held by %s pid %lld (%s) for %llds",
-		             clear, (long long)(waited_ms / 1000), a->name, host, h->pid, cmd,
+		             "%srlock: waiting %llds for '%s': held by %s pid %s (%s) for %llds",
+		             clear, (long long)(waited_ms / 1000), a->name, host, pid, cmd,
 		             held < 0 ? 0 : held / 1000);
 	else
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s'", clear,
@@ -382,8 +384,11 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 		}
 		if (!announced) {
 			/* log_msg escapes holder text itself */
-			log_info("lock '%s' is busy (held by %s pid %lld); waiting", a->name,
-			         h->host[0] ? h->host : "?", h->pid);
+			char pid[32] = "?";
+			if (h->pid >= 0)
+				snprintf(pid, sizeof pid, "%lld", h->pid);
+			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
+			         h->host[0] ? h->host : "?", pid);
 			announced = 1;
 		}
 		if (!sub) {
