@@ -92,12 +92,16 @@ struct holders {
 };
 
 enum lock_rc {
-	LOCK_OK = 0,        /* acquired / renewed / released */
-	LOCK_BUSY = 1,      /* acquire: someone else holds it (holder filled) */
-	LOCK_NOTOURS = 2,   /* renew/release: the token is no longer the holder */
-	LOCK_ERR = -1,      /* connection or server error; reason in err */
-	LOCK_DENIED = -3,   /* NOAUTH / NOPERM / WRONGPASS */
-	LOCK_MISMATCH = -4, /* holders of another mode or limit (reason in err): exit 64 */
+	LOCK_OK = 0,      /* acquired / renewed / released */
+	LOCK_BUSY = 1,    /* acquire: someone else holds it (holder filled) */
+	LOCK_NOTOURS = 2, /* renew/release: the token is no longer the holder */
+	LOCK_ERR = -1,    /* connection or server error; reason in err */
+	LOCK_DENIED = -3, /* NOAUTH / NOPERM / WRONGPASS */
+	/* A routing error (MOVED, ASK, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
+	 * LOADING): another node, or later, may take it; err holds the reply verbatim
+	 * for the store's route (store.h). */
+	LOCK_REDIRECT = -4,
+	LOCK_MISMATCH = -5, /* holders of another mode or limit (reason in err): exit 64 */
 };
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
@@ -106,6 +110,11 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
  * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */
 void lock_set_mode(struct lock *l, enum lock_mode mode, int limit, int fair, int nowait);
+
+/* The pub/sub channels a waiter of l subscribes to, into ch[0..1]: the release
+ * channel, and its own wake-up channel when it may wait in a queue (any mode but a
+ * plain exclusive lock, which never joins one). Returns how many (1 or 2). */
+int lock_channels(const struct lock *l, const char **ch);
 
 /* Owner metadata recorded with the lock. */
 struct lock_meta {
