@@ -91,6 +91,7 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->owner_key, sizeof l->owner_key, "%.700s:owner", l->key);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
 	l->ttl_ms = ttl_ms;
+	l->publish_cmd = "PUBLISH";
 	while (got < sizeof rnd) {
 		ssize_t n = getrandom(rnd + got, sizeof rnd - got, 0);
 		if (n < 0 && errno == EINTR)
@@ -242,8 +243,8 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
 	const char *keys[] = {l->key, l->owner_key};
-	const char *args[] = {l->token, keep, l->channel};
-	if (eval(c, S_RELEASE, 2, keys, 3, args, deadline_ms, &r, err, errlen) < 0)
+	const char *args[] = {l->token, keep, l->channel, l->publish_cmd};
+	if (eval(c, S_RELEASE, 2, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	int rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
@@ -257,9 +258,9 @@ static int holder_script(struct client *c, int s, const struct lock *l, int64_t 
 	struct resp_reply *r;
 	int rc;
 	const char *keys[] = {l->key, l->owner_key, l->fence_key};
-	const char *args[] = {l->channel};
+	const char *args[] = {l->channel, l->publish_cmd};
 
-	if (eval(c, s, 3, keys, s == S_BREAK ? 1 : 0, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, s, 3, keys, s == S_BREAK ? 2 : 0, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	rc = lock_decode_holder(r, s == S_BREAK ? "break" : "status", h, err, errlen);
 	resp_free(r);
