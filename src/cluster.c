@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 /* CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the one Redis Cluster uses.
  * Bit by bit: lock names are short, and this is easy to check against the spec. */
 static unsigned crc16(const char *buf, size_t len)
@@ -181,3 +183,269 @@ int cluster_map_master(const struct cluster_map *m, int i)
 	}
 	return -1;
 }
+
+/* ------------------------------------------------------------------ the route */
+
+/* What one store handle knows about the cluster; allocated at the first sign of one
+ * (a MOVED or ASK, or a probe), so that a single server costs nothing. */
+struct cluster_state {
+	struct cluster_map map;
+	int loaded;  /* map read from CLUSTER SLOTS at least once */
+	int refresh; /* read it again before the next locate */
+	int hint;    /* the node to ask first (the last redirect's), or -1 */
+	struct server srv[CLUSTER_NODES_MAX]; /* node i's server: stable addresses */
+};
+
+struct cluster_ctx {
+	const struct server *seed; /* the URL given */
+	int plain;                 /* a probe found a server without cluster support */
+	int seed_down;             /* in a cluster, the URL's node stopped answering */
+	struct cluster_state *st;
+};
+
+static void *route_open(const void *arg)
+{
+	struct cluster_ctx *x = calloc(1, sizeof *x);
+
+	if (x)
+		x->seed = arg;
+	return x;
+}
+
+static void route_close(void *ctx)
+{
+	struct cluster_ctx *x = ctx;
+
+	if (x)
+		free(x->st);
+	free(x);
+}
+
+static struct cluster_state *state(struct cluster_ctx *x)
+{
+	if (!x->st && (x->st = malloc(sizeof *x->st))) {
+		cluster_map_init(&x->st->map);
+		x->st->loaded = 0;
+		x->st->refresh = 1;
+		x->st->hint = -1;
+	}
+	return x->st;
+}
+
+/* Node i's server: the seed's settings (TLS, user, password, timeouts) at i's address.
+ * Node addresses are IP literals (what nodes announce), so this looks nothing up. */
+static void make_server(struct cluster_ctx *x, int i)
+{
+	struct server *s = &x->st->srv[i];
+	const struct cluster_addr *a = &x->st->map.node[i];
+
+	*s = *x->seed;
+	memset(&s->ep, 0, sizeof s->ep);
+	s->ep.host = a->host;
+	s->ep.port = a->port;
+	s->ep.tls = &s->tls;
+	snprintf(s->name, sizeof s->name, strchr(a->host, ':') ? "[%s]:%d" : "%s:%d", a->host,
+	         a->port);
+}
+
+/* The node index for an address some node gave (an empty host: that node's). */
+static int node_index(struct cluster_ctx *x, struct cluster_addr *a, const struct server *from)
+{
+	int n = x->st->map.n;
+
+	if (!a->host[0] && from && from->ep.host)
+		snprintf(a->host, sizeof a->host, "%s", from->ep.host);
+	int i = cluster_map_node(&x->st->map, a);
+	for (int j = n; j < x->st->map.n; j++)
+		make_server(x, j);
+	return i;
+}
+
+/* Ask srv for CLUSTER SLOTS into the map. 1 read, 0 srv is no cluster node, -1 failed. */
+static int read_slots(struct cluster_ctx *x, const struct server *srv, int64_t cap_ms, char *err,
+                      size_t errlen)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[] = {"CLUSTER", "SLOTS"};
+	size_t lens[] = {7, 5};
+	int rc = -1;
+
+	if (client_open(&c, srv, cap_ms, err, errlen) != CLIENT_OK)
+		return -1;
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) == 0) {
+		if (r->type == RESP_ERROR) {
+			/* "ERR This instance has cluster support disabled"; or an ACL without
+			 * CLUSTER: then the URL's node is all we can use. */
+			log_debug("%s: CLUSTER SLOTS: %s", srv->name, r->str);
+			rc = 0;
+		} else if (state(x)) {
+			struct cluster_map *m = &x->st->map;
+			struct cluster_addr asked = {"", srv->ep.port};
+			int n = m->n;
+			snprintf(asked.host, sizeof asked.host, "%s",
+			         srv->ep.host ? srv->ep.host : "");
+			if (cluster_map_parse(m, r, &asked, err, errlen) == 0) {
+				for (int j = n; j < m->n; j++)
+					make_server(x, j);
+				x->st->loaded = 1;
+				rc = 1;
+			}
+		}
+	}
+	resp_free(r);
+	client_close(c);
+	return rc;
+}
+
+/* Read the slot map again, from the node of the last redirect, then any other known
+ * node, then the seed: best effort within cap_ms. 1 read, 0 not a cluster, -1 no node
+ * answered (err). */
+static int refresh(struct cluster_ctx *x, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct cluster_state *st = x->st;
+	int rc = -1;
+
+	if (st) {
+		st->refresh = 0;
+		if (st->hint >= 0)
+			rc = read_slots(x, &st->srv[st->hint], cap_ms, err, errlen);
+		for (int i = 0; rc < 0 && i < st->map.n && clock_ms() < cap_ms; i++)
+			if (i != st->hint)
+				rc = read_slots(x, &st->srv[i], cap_ms, err, errlen);
+		st->hint = -1;
+	}
+	if (rc < 0 && clock_ms() < cap_ms)
+		rc = read_slots(x, x->seed, cap_ms, err, errlen);
+	if (rc == 0)
+		x->plain = 1;
+	return rc;
+}
+
+static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
+                        char *err, size_t errlen)
+{
+	struct cluster_ctx *x = ctx;
+	struct cluster_state *st = x->st;
+
+	*srv = x->seed;
+	if (!st)
+		return STORE_OK;
+	if (st->refresh) {
+		char why[300];
+		if (refresh(x, cap_ms, why, sizeof why) < 0)
+			log_debug("cluster: slot map not refreshed: %s", why);
+	}
+	int i = key ? st->map.owner[cluster_keyslot(key, strlen(key))]
+	            : cluster_map_master(&st->map, 0);
+	if (i < 0 && x->seed_down && st->map.n > 0)
+		i = cluster_map_master(&st->map, 0) >= 0 ? cluster_map_master(&st->map, 0) : 0;
+	if (i >= 0)
+		*srv = &st->srv[i];
+	(void)err;
+	(void)errlen;
+	return STORE_OK;
+}
+
+static int route_redirect(void *ctx, const char *key, const struct server *srv, const char *errtext,
+                          const struct server **ask)
+{
+	struct cluster_ctx *x = ctx;
+	struct cluster_addr to;
+	unsigned slot;
+	int is_ask;
+
+	if (!errtext) {
+		/* srv is unreachable (a failed master?): forget its slots and ask another node. */
+		int dead = -1;
+		for (int i = 0; x->st && i < x->st->map.n; i++)
+			if (&x->st->srv[i] == srv)
+				dead = i;
+		if (dead < 0 && (!x->st || srv != x->seed))
+			return STORE_ROUTE_FAIL; /* a single server's failure stands */
+		if (dead < 0) {
+			x->seed_down = 1; /* the cluster has other nodes to ask */
+			x->st->refresh = 1;
+			return STORE_ROUTE_RETRY;
+		}
+		for (int s = 0; s < CLUSTER_SLOTS; s++)
+			if (x->st->map.owner[s] == dead)
+				x->st->map.owner[s] = -1;
+		x->st->refresh = 1;
+		return STORE_ROUTE_RETRY;
+	}
+	int rc = cluster_parse_redirect(errtext, &is_ask, &slot, &to);
+	if (rc > 0 && state(x)) {
+		int i = node_index(x, &to, srv);
+		if (i < 0)
+			return STORE_ROUTE_FAIL;
+		if (is_ask) {
+			*ask = &x->st->srv[i];
+			return STORE_ROUTE_ASK;
+		}
+		x->st->map.owner[slot] = (int16_t)i;
+		if (!x->st->loaded)
+			x->st->refresh = 1, x->st->hint = i;
+		return STORE_ROUTE_RETRY;
+	}
+	/* A failover or resharding in progress: another try will find the new owner. */
+	if (x->st &&
+	    (cluster_error_is(errtext, "TRYAGAIN") || cluster_error_is(errtext, "READONLY") ||
+	     cluster_error_is(errtext, "LOADING"))) {
+		if (key)
+			x->st->map.owner[cluster_keyslot(key, strlen(key))] = -1;
+		x->st->refresh = 1;
+		return STORE_ROUTE_RETRY;
+	}
+	return STORE_ROUTE_FAIL; /* CLUSTERDOWN, MASTERDOWN, anything else: the error stands */
+}
+
+static const struct server *route_master(void *ctx, int i, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct cluster_ctx *x = ctx;
+
+	err[0] = '\0';
+	if (i == 0) {
+		if (x->st)
+			x->st->refresh = 1;
+		int rc = refresh(x, cap_ms, err, errlen);
+		if (rc < 0)
+			return NULL;
+		if (rc == 0) {
+			err[0] = '\0';
+			return x->seed;
+		}
+	}
+	if (x->plain || !x->st)
+		return NULL;
+	int n = cluster_map_master(&x->st->map, i);
+	return n < 0 ? NULL : &x->st->srv[n];
+}
+
+static void route_probe(void *ctx, int64_t cap_ms)
+{
+	struct cluster_ctx *x = ctx;
+	char err[300];
+
+	if (!x->plain && (!x->st || !x->st->loaded) && refresh(x, cap_ms, err, sizeof err) < 0)
+		log_debug("cluster: no slot map: %s", err);
+}
+
+static const char *route_subscribe_cmd(void *ctx, const char *key)
+{
+	struct cluster_ctx *x = ctx;
+
+	(void)key;
+	return x->st && x->st->loaded && x->st->map.sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
+}
+
+const struct store_route cluster_route = {
+    .open = route_open,
+    .close = route_close,
+    .locate = route_locate,
+    .redirect = route_redirect,
+    .master = route_master,
+    .subscribe_cmd = route_subscribe_cmd,
+    .probe = route_probe,
+};

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "resp.h"
+#include "store.h"
 
 #define CLUSTER_SLOTS     16384
 #define CLUSTER_NODES_MAX 64 /* nodes one map remembers; a bigger cluster is refused */
@@ -57,5 +58,14 @@ int cluster_map_parse(struct cluster_map *m, const struct resp_reply *r,
 
 /* The i-th node that owns at least one slot (i from 0): its index, or -1 after the last. */
 int cluster_map_master(const struct cluster_map *m, int i);
+
+/* The store's route (store.h) for one URL: the URL's server until a node answers
+ * MOVED or ASK, then the slot map (read with CLUSTER SLOTS after the first MOVED, when
+ * a connection to a node failed, and for --list: every master). Redirects are
+ * followed (ASK with ASKING), TRYAGAIN/READONLY/LOADING retried after forgetting the
+ * slot's owner (a failover), CLUSTERDOWN stands. SSUBSCRIBE when the nodes are Redis
+ * >= 7 (their CLUSTER SLOTS says so), SUBSCRIBE otherwise. The route's arg is the
+ * URL's `const struct server *`. */
+extern const struct store_route cluster_route;
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "log.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
@@ -41,6 +42,11 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->db = u->db;
 		srv->connect_timeout_ms = o->connect_timeout_ms;
 		srv->io_timeout_ms = o->io_timeout_ms;
+	}
+	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED. */
+	if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
+		cfg->route = &cluster_route;
+		cfg->route_arg = &cfg->srv[0];
 	}
 }
 
@@ -397,19 +403,35 @@ int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *
 struct release_args {
 	const struct lock *l;
 	int64_t keep_ms;
+	struct store *s;
 };
+
+/* l, or a copy of it that announces its release with SPUBLISH when the route says
+ * waiters listen on the shard (subscribe_cmd). */
+static const struct lock *announcing(struct store *s, const struct lock *l, struct lock *copy)
+{
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->subscribe_cmd ||
+	    strcmp(rt->subscribe_cmd(s->route, l->channel), "SSUBSCRIBE") != 0)
+		return l;
+	*copy = *l;
+	copy->publish_cmd = "SPUBLISH";
+	return copy;
+}
 
 static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct release_args *a = arg;
+	struct lock copy;
 
-	return lock_release(c, a->l, a->keep_ms, d, err, errlen);
+	return lock_release(c, announcing(a->s, a->l, &copy), a->keep_ms, d, err, errlen);
 }
 
 int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
                   size_t errlen)
 {
-	struct release_args a = {l, keep_ms};
+	struct release_args a = {l, keep_ms, s};
 
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
@@ -417,6 +439,7 @@ int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_
 struct holder_args {
 	const struct lock *l;
 	struct holder *h;
+	struct store *s;
 };
 
 static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -429,14 +452,15 @@ static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t e
 static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct holder_args *a = arg;
+	struct lock copy;
 
-	return lock_break(c, a->l, d, a->h, err, errlen);
+	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
 }
 
 int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
                  size_t errlen)
 {
-	struct holder_args a = {l, h};
+	struct holder_args a = {l, h, s};
 
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
@@ -444,7 +468,7 @@ int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct h
 int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
                 size_t errlen)
 {
-	struct holder_args a = {l, h};
+	struct holder_args a = {l, h, s};
 
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
 }
@@ -608,6 +632,8 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
 
 	store_unsubscribe(s);
+	if (rt && rt->probe)
+		rt->probe(s->route, cap);
 	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
 		return STORE_ERR;
 	if (rt && rt->subscribe_cmd)
@@ -616,7 +642,12 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 		s->sub = NULL;
 		return STORE_ERR;
 	}
-	if (subscribe(s->sub, cmd, l, clock_ms() + srv->io_timeout_ms, err, errlen) < 0) {
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
+	 * redirected (or an older rlock) reaches. */
+	if (subscribe(s->sub, cmd, l, d, err, errlen) < 0 ||
+	    (strcmp(cmd, "SSUBSCRIBE") == 0 &&
+	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) < 0)) {
 		store_unsubscribe(s);
 		return STORE_ERR;
 	}

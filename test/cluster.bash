@@ -88,3 +88,16 @@ cluster_owner() {
 	done
 	return 1
 }
+
+# cluster_replica_of PORT: the port of a replica of the master at PORT.
+cluster_replica_of() {
+	redis-cli -p "$1" CLUSTER NODES | awk -v p="$1" '
+		{ split($2, a, "[:@]"); port[$1] = a[2]; master[$1] = $4 }
+		END { for (id in port) if (port[id] == p) m = id
+		      for (id in port) if (master[id] == m) { print port[id]; exit } }'
+}
+
+# cluster_is_master PORT: the node at PORT is a master now.
+cluster_is_master() {
+	[[ $(redis-cli -p "$1" ROLE 2>/dev/null | head -1) == master ]]
+}
