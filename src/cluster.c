@@ -389,16 +389,17 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 			x->st->refresh = 1, x->st->hint = i;
 		return STORE_ROUTE_RETRY;
 	}
-	/* A failover or resharding in progress: another try will find the new owner. */
+	/* A failover in progress: another try will find the new owner. (TRYAGAIN, a slot
+	 * being migrated, lasts until the migration ends: the error stands, and the
+	 * waiting and renewal loops retry at their own pace.) */
 	if (x->st &&
-	    (cluster_error_is(errtext, "TRYAGAIN") || cluster_error_is(errtext, "READONLY") ||
-	     cluster_error_is(errtext, "LOADING"))) {
+	    (cluster_error_is(errtext, "READONLY") || cluster_error_is(errtext, "LOADING"))) {
 		if (key)
 			x->st->map.owner[cluster_keyslot(key, strlen(key))] = -1;
 		x->st->refresh = 1;
 		return STORE_ROUTE_RETRY;
 	}
-	return STORE_ROUTE_FAIL; /* CLUSTERDOWN, MASTERDOWN, anything else: the error stands */
+	return STORE_ROUTE_FAIL; /* CLUSTERDOWN, TRYAGAIN, anything else: the error stands */
 }
 
 static const struct server *route_master(void *ctx, int i, int64_t cap_ms, char *err, size_t errlen)

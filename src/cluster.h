@@ -62,8 +62,9 @@ int cluster_map_master(const struct cluster_map *m, int i);
 /* The store's route (store.h) for one URL: the URL's server until a node answers
  * MOVED or ASK, then the slot map (read with CLUSTER SLOTS after the first MOVED, when
  * a connection to a node failed, and for --list: every master). Redirects are
- * followed (ASK with ASKING), TRYAGAIN/READONLY/LOADING retried after forgetting the
- * slot's owner (a failover), CLUSTERDOWN stands. SSUBSCRIBE when the nodes are Redis
+ * followed (ASK with ASKING), READONLY/LOADING retried after forgetting the slot's
+ * owner (a failover); CLUSTERDOWN and TRYAGAIN (a slot in migration) stand. SSUBSCRIBE when the
+ * nodes are Redis
  * >= 7 (their CLUSTER SLOTS says so), SUBSCRIBE otherwise. The route's arg is the
  * URL's `const struct server *`. */
 extern const struct store_route cluster_route;

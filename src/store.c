@@ -247,20 +247,12 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 				return rc;
 			opened = 1;
 		}
-		if (ask) {
-			struct resp_reply *r = NULL;
-			const char *argv[] = {"ASKING"};
-			size_t lens[] = {6};
-			int64_t d = capped(clock_ms() + srv->io_timeout_ms, cap_ms);
-			int called = client_call(s->c, 1, argv, lens, d, &r, err, errlen);
-			resp_free(r);
-			if (called < 0) {
-				failed(s);
-				return LOCK_ERR;
-			}
-		}
+		/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
+		client_set_asking(s->c, ask != NULL);
 		int64_t d = clock_ms() + srv->io_timeout_ms;
 		int rc = op(s->c, arg, flags & RUN_FULL_IO ? d : capped(d, cap_ms), err, errlen);
+		if (s->c)
+			client_set_asking(s->c, 0);
 		ask = NULL;
 		if (rc == LOCK_REDIRECT) {
 			int what =

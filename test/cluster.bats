@@ -120,6 +120,35 @@ shard_subscribed() {
 	echo "# $output" >&3
 }
 
+@test "ASK: a lock whose keys migrate to another master is released there" {
+	local m to name pid slot p
+	m=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$m" | head -1)
+	name=$(name_on "$m")
+	slot=$(redis-cli -p "$m" CLUSTER KEYSLOT "rlock:{$name}")
+	rlock_bg -k "$name" -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	# move the slot's keys (the target's script cache empty: EVAL after NOSCRIPT needs
+	# its own ASKING), then release while the slot is still migrating
+	redis-cli -p "$to" SCRIPT FLUSH >/dev/null
+	redis-cli -p "$to" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$m" CLUSTER MYID)"
+	redis-cli -p "$m" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$to" CLUSTER MYID)"
+	redis-cli -p "$m" MIGRATE 127.0.0.1 "$to" "" 0 5000 KEYS "rlock:{$name}" \
+		"rlock:{$name}:owner" "rlock:{$name}:fence"
+	touch a.release
+	rlock_wait "$pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# end the migration: the slot is the target's
+	for p in $(cluster_masters); do
+		redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(redis-cli -p "$to" CLUSTER MYID)"
+	done
+	[[ $(redis-cli -p "$to" EXISTS "rlock:{$name}" "rlock:{$name}:owner") == 0 ]]
+	[[ $(redis-cli -p "$to" EXISTS "rlock:{$name}:fence") == 1 ]]
+	run -0 rlock -k "$name" -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+}
+
 # Last: it changes the topology (a replica becomes master).
 @test "CLUSTER FAILOVER while held: the renewal follows the new master" {
 	local m name replica pid
