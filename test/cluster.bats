@@ -120,6 +120,20 @@ shard_subscribed() {
 	echo "# $output" >&3
 }
 
+@test "a slot no master serves (CLUSTERDOWN): exit 69 with one clear line" {
+	local name slot
+	name=$(name_on "$REDIS_PORT")
+	slot=$(redis-cli -p "$REDIS_PORT" CLUSTER KEYSLOT "rlock:{$name}")
+	redis-cli -p "$REDIS_PORT" CLUSTER DELSLOTS "$slot" >/dev/null
+	run -69 --separate-stderr rlock -k "$name" -- true
+	redis-cli -p "$REDIS_PORT" CLUSTER ADDSLOTS "$slot" >/dev/null
+	assert_one_line_error
+	[[ $stderr == *CLUSTERDOWN* ]]
+	# shellcheck disable=SC2086 # one port a word
+	wait_until 30 _cluster_ok $CLUSTER_PORTS
+	run -0 rlock -k "$name" -- true
+}
+
 @test "ASK: a lock whose keys migrate to another master is released there" {
 	local m to name pid slot p
 	m=$(cluster_masters | head -1)
