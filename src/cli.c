@@ -766,6 +766,10 @@ static void choose_url(struct state *s)
 		usage_error("%s: several servers (Redlock) are not supported by this version", src);
 	if (parse_url(url, &o->url, err, sizeof err) < 0)
 		usage_error("%s: %s", src, err);
+	if (o->url.nsentinels)
+		usage_error("%s: redis-sentinel:// URLs are not supported yet; give the master's "
+		            "redis:// URL",
+		            src);
 	if (o->url.has_password) {
 		if (rank == R_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
