@@ -18,6 +18,7 @@
 #include "log.h"
 #include "renew.h"
 #include "report.h"
+#include "sentinel.h"
 #include "wait.h"
 
 static void server_from_opts(struct server *srv, const struct opts *o)
@@ -233,9 +234,26 @@ int main(int argc, char **argv)
 	 * waiting, release); it is wiped at exit. */
 	/* The name is looked up once, here: later connects (renewal, waiting, release)
 	 * reuse its addresses and never wait on a resolver. */
-	rc = client_resolve(&srv, clock_ms() + o.connect_timeout_ms, err, sizeof err);
-	if (rc == CLIENT_OK)
-		rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
+	static struct sentinel sentinels;
+	static char master_host[URL_HOST_MAX];
+	if (o.url.nsentinels) {
+		/* Sentinel: the master is whichever server the sentinels name and ROLE
+		 * confirms. */
+		sentinel_init(&sentinels, &o.url, &o.tls, o.sentinel_user, o.has_sentinel_password,
+		              o.connect_timeout_ms, o.io_timeout_ms,
+		              clock_ms() + o.connect_timeout_ms);
+		rc = sentinel_discover(&sentinels, &srv, master_host, &c,
+		                       clock_ms() + sentinel_budget_ms(&sentinels), err,
+		                       sizeof err) == 0
+		         ? CLIENT_OK
+		         : CLIENT_ERR;
+		if (rc == CLIENT_OK)
+			log_info("master '%s' is %s", sentinels.master, srv.name);
+	} else {
+		rc = client_resolve(&srv, clock_ms() + o.connect_timeout_ms, err, sizeof err);
+		if (rc == CLIENT_OK)
+			rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
+	}
 	if (rc != CLIENT_OK) {
 		die_if_signalled(termfd);
 		log_error("%s", err);

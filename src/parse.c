@@ -548,7 +548,7 @@ int parse_config_line(char *line, char **key, char **val, char *err, size_t errl
 	}
 	/* A blank then '#' starts a comment, except in a password, which is taken as it
 	 * stands ('#' and blanks included). */
-	if (v && strcmp(k, "password") != 0) {
+	if (v && strcmp(k, "password") != 0 && strcmp(k, "sentinel-password") != 0) {
 		for (char *p = v; *p; p++) {
 			if (*p == '#' && (p == v || blank(p[-1]))) {
 				*p = '\0';

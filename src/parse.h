@@ -62,8 +62,8 @@ int url_password_span(const char *s, size_t *off, size_t *len);
 /* One line of a config file, split in place: 0 for a blank or comment line; 1 with
  * *key and *val for "NAME = VALUE" or a bare "NAME" (*val NULL). Blanks around both
  * are trimmed; a blank then '#' starts a trailing comment, except in the value of
- * "password", which is taken as it stands. -1 with a reason for a line that is not a
- * setting ("= x", "ttl 5s"). The caller checks the name and the value. */
+ * "password" and "sentinel-password", taken as they stand. -1 with a reason for a line that is not
+ * a setting ("= x", "ttl 5s"). The caller checks the name and the value. */
 int parse_config_line(char *line, char **key, char **val, char *err, size_t errlen);
 
 /* Duration: "500ms", "30s", "5m", "2h", "1d" or a bare number of seconds; fractions

@@ -731,6 +731,7 @@ static void test_config_line(void)
 	/* a password is taken as it stands */
 	CHECK(cfg("password =  p#w=x y # z ", &k, &v) == 1 && !strcmp(k, "password") &&
 	      !strcmp(v, "p#w=x y # z"));
+	CHECK(cfg("sentinel-password = s#x # y", &k, &v) == 1 && !strcmp(v, "s#x # y"));
 	CHECK(cfg("= 5s", &k, &v) == -1 && strstr(err, "no setting name"));
 	CHECK(cfg("ttl 5s", &k, &v) == -1 && strstr(err, "not a setting"));
 	CHECK(cfg("a b = c", &k, &v) == -1);

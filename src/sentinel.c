@@ -1,0 +1,250 @@
+#include "sentinel.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "secret.h"
+
+/* Pause between two rounds over the sentinels: a failover is under way (no sentinel
+ * named a master that answers as one), so give them time to agree on a new one. */
+#define ROUND_PAUSE_MIN_MS 100
+#define ROUND_PAUSE_MAX_MS 1000
+
+static void hostport_name(char *buf, size_t n, const char *host, int port)
+{
+	snprintf(buf, n, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
+                   const char *user, int has_password, int64_t connect_timeout_ms,
+                   int64_t io_timeout_ms, int64_t deadline_ms)
+{
+	char err[300];
+
+	memset(s, 0, sizeof *s);
+	snprintf(s->master, sizeof s->master, "%s", u->master);
+	s->user = user;
+	s->has_password = has_password;
+	s->n = u->nsentinels;
+	for (int i = 0; i < s->n; i++) {
+		struct server *srv = &s->sent[i];
+		memcpy(s->host[i], u->sentinel[i].host, sizeof s->host[i]);
+		if (tls)
+			srv->tls = *tls;
+		srv->ep.host = s->host[i];
+		srv->ep.port = u->sentinel[i].port;
+		srv->ep.tls = &srv->tls;
+		srv->connect_timeout_ms = connect_timeout_ms;
+		srv->io_timeout_ms = io_timeout_ms;
+		hostport_name(srv->name, sizeof srv->name, s->host[i], srv->ep.port);
+		/* A name that cannot be looked up now is looked up again at each connect. */
+		if (client_resolve(srv, deadline_ms, err, sizeof err) != CLIENT_OK)
+			log_debug("sentinel %s: %s", srv->name, err);
+	}
+}
+
+int64_t sentinel_budget_ms(const struct sentinel *s)
+{
+	int64_t one = s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms;
+
+	return s->n * one + one + s->sent[0].io_timeout_ms;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Open a connection to sentinel srv and log in with the sentinels' credentials. */
+static int sentinel_open(const struct sentinel *s, const struct server *srv, struct client **c,
+                         int64_t cap_ms, char *err, size_t errlen)
+{
+	struct resp_reply *r = NULL;
+
+	if (client_open(c, srv, cap_ms, err, errlen) != CLIENT_OK)
+		return -1;
+	if (!s->has_password)
+		return 0;
+	char pw[SECRET_MAX + 1];
+	size_t pwlen = secret_reveal_slot(SECRET_SENTINEL, pw, sizeof pw);
+	const char *argv[3] = {"AUTH", s->user ? s->user : pw, pw};
+	size_t lens[3] = {4, s->user ? strlen(s->user) : pwlen, pwlen};
+	int rc = client_call(*c, s->user ? 3 : 2, argv, lens,
+	                     min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, err, errlen);
+	explicit_bzero(pw, sizeof pw);
+	if (rc == 0 && r->type == RESP_ERROR) {
+		/* The server's text is about our secret: never echoed. */
+		snprintf(err, errlen, "authentication to sentinel %.100s failed: %.300s", srv->name,
+		         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
+		         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+		                                       : "server refused AUTH");
+		rc = -1;
+	}
+	resp_free(r);
+	if (rc < 0) {
+		client_close(*c);
+		*c = NULL;
+	}
+	return rc;
+}
+
+enum ask { ASK_FOUND, ASK_UNKNOWN /* the sentinel does not know MASTER */, ASK_FAILED };
+
+/* Ask one sentinel where the master is: host[URL_HOST_MAX] and *port. */
+static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv, char *host,
+                             int *port, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->master};
+	size_t lens[3] = {8, 23, strlen(s->master)};
+	enum ask rc = ASK_FAILED;
+	char e[300];
+
+	if (sentinel_open(s, srv, &c, cap_ms, e, sizeof e) < 0) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		return ASK_FAILED;
+	}
+	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
+	                sizeof e) < 0) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		goto out;
+	}
+	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
+		snprintf(err, errlen, "no sentinel knows master '%.100s' (asked %.100s last)",
+		         s->master, srv->name);
+		rc = ASK_UNKNOWN;
+		goto out;
+	}
+	if (r->type == RESP_ERROR) {
+		char q[200];
+		log_escape(q, sizeof q, r->str, r->len);
+		if (resp_is_noauth(r))
+			snprintf(err, errlen,
+			         "sentinel %.100s requires a password (NOAUTH); see "
+			         "--sentinel-password-file",
+			         srv->name);
+		else
+			snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, q);
+		goto out;
+	}
+	long long p = 0;
+	if (r->type != RESP_ARRAY || r->elements != 2 || r->element[0]->type != RESP_STRING ||
+	    r->element[1]->type != RESP_STRING || r->element[0]->len == 0 ||
+	    r->element[0]->len >= URL_HOST_MAX || r->element[1]->len > 5 ||
+	    sscanf(r->element[1]->str, "%lld", &p) != 1 || p < 1 || p > 65535) {
+		snprintf(err, errlen,
+		         "sentinel %.100s: unexpected reply to get-master-addr-by-name", srv->name);
+		goto out;
+	}
+	memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+	*port = (int)p;
+	rc = ASK_FOUND;
+out:
+	resp_free(r);
+	client_close(c);
+	return rc;
+}
+
+/* Connect to the candidate in srv as a data client and confirm ROLE says master. */
+static int confirm_master(const struct server *srv, struct client **out, int64_t cap_ms, char *err,
+                          size_t errlen)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[1] = {"ROLE"};
+	size_t lens[1] = {4};
+	char e[300];
+	int rc = -1;
+
+	if (client_open(&c, srv, cap_ms, e, sizeof e) != CLIENT_OK) {
+		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		return -1;
+	}
+	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
+	                sizeof e) < 0) {
+		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+	} else if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING &&
+	           strcmp(r->element[0]->str, "master") == 0) {
+		rc = 0;
+	} else if (r->type == RESP_ERROR) {
+		char q[200];
+		log_escape(q, sizeof q, r->str, r->len);
+		snprintf(err, errlen, "master %.100s: ROLE: %.300s", srv->name, q);
+	} else {
+		char q[64] = "?";
+		if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING)
+			log_escape(q, sizeof q, r->element[0]->str, r->element[0]->len);
+		snprintf(err, errlen, "%.100s, named master by the sentinels, says it is a %.300s",
+		         srv->name, q);
+	}
+	resp_free(r);
+	if (rc == 0 && out)
+		*out = c;
+	else
+		client_close(c);
+	return rc;
+}
+
+static void pause_until(int64_t until_ms)
+{
+	int64_t left = until_ms - clock_ms();
+
+	if (left <= 0 || conn_abort_pending())
+		return;
+	struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, struct client **c,
+                      int64_t cap_ms, char *err, size_t errlen)
+{
+	int64_t pause = ROUND_PAUSE_MIN_MS;
+	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time";
+	int port;
+
+	if (c)
+		*c = NULL;
+	for (;;) {
+		int unknown = 0;
+		for (int i = 0; i < s->n; i++) {
+			if (clock_ms() >= cap_ms || conn_abort_pending()) {
+				snprintf(err, errlen,
+				         "no master found for '%.300s' in time (%.300s)", s->master,
+				         last);
+				return -1;
+			}
+			enum ask a =
+			    ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, last, sizeof last);
+			if (a == ASK_UNKNOWN)
+				unknown++;
+			if (a != ASK_FOUND) {
+				log_debug("%s", last);
+				continue;
+			}
+			memcpy(host, cand, URL_HOST_MAX);
+			srv->ep.host = host;
+			srv->ep.port = port;
+			srv->ep.path = NULL;
+			srv->ep.tls = &srv->tls;
+			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
+			hostport_name(srv->name, sizeof srv->name, host, port);
+			if (client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
+			                   last, sizeof last) == CLIENT_OK &&
+			    confirm_master(srv, c, cap_ms, last, sizeof last) == 0) {
+				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
+				          s->sent[i].name, s->master, srv->name);
+				return 0;
+			}
+			log_debug("%s", last);
+		}
+		if (unknown == s->n) {
+			snprintf(err, errlen, "no sentinel knows master '%.300s'", s->master);
+			return -1;
+		}
+		pause_until(min64(clock_ms() + pause, cap_ms));
+		pause = min64(pause * 2, ROUND_PAUSE_MAX_MS);
+	}
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bats
+# Sentinel (SPEC §8): rlock finds the master through any sentinel of a
+# redis-sentinel:// URL, confirms its ROLE, and follows a failover (or reports the
+# loss). One real topology for the file: master + replica + 3 sentinels (sentinel.bash).
+
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+load helpers
+load sentinel
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	sentinel_topology_start
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+	# The master may have moved in an earlier test: use whichever it is now.
+	MASTER_PORT=$(sentinel_master_port)
+	sent_cli "$MASTER_PORT" FLUSHALL >/dev/null
+}
+
+teardown() { kill_tracked; }
+
+@test "the lock is taken on the master that the sentinels name" {
+	run -0 --separate-stderr rlock -v -u "$SENT_URL" -k s -- \
+		sh -c "redis-cli -p $MASTER_PORT GET \"\$RLOCK_KEY\" >seen; echo \"\$RLOCK_TOKEN\" >token"
+	[[ -s token && $(cat seen) == "$(cat token)" ]]
+	assert_regex "$stderr" "master 'mymaster' is 127\.0\.0\.1:$MASTER_PORT"
+	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
+}
+
+@test "any one live sentinel is enough; none, or an unknown master: 69 with one line" {
+	local d1 d2 live=${SENT_PORTS##* }
+	d1=$(dead_port) && d2=$(dead_port)
+	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
+		-k s -- "$HOLD" a
+	[[ -e a.started ]]
+	run -69 --separate-stderr rlock --connect-timeout 300ms --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster" -k s -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "no master found for 'mymaster'"
+	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$live/nosuch" -k s -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "no sentinel knows master 'nosuch'"
+	[[ ! -e ran ]]
+}
+
+@test "bad Sentinel URLs and options are usage errors" {
+	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1" -k s -- true
+	assert_regex "$stderr" 'missing master name'
+	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1,/m" -k s -- true
+	assert_regex "$stderr" 'empty sentinel address'
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$MASTER_PORT" \
+		--sentinel-user u -k s -- true
+	assert_regex "$stderr" 'go with a redis-sentinel:// URL'
+}
