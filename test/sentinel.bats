@@ -49,6 +49,36 @@ teardown() { kill_tracked; }
 	[[ ! -e ran ]]
 }
 
+@test "the sentinels' own password: from a file, the URL or the environment; never shown" {
+	local port dir pid
+	# A fourth sentinel, alone, with a password of its own (the data servers have none).
+	port=$(free_port)
+	dir=$(mktemp -d "$BATS_TEST_TMPDIR/sentinel.XXXXXX")
+	printf 'port %s\nbind 127.0.0.1\ndir %s\nrequirepass Sent1nelPw\nsentinel monitor %s 127.0.0.1 %s 1\n' \
+		"$port" "$dir" "$SENT_MASTER" "$MASTER_PORT" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/log" 2>&1 3>&- 4>&- &
+	pid=$!
+	track_pid "$pid"
+	wait_until 30 sh -c "redis-cli -p $port -a Sent1nelPw --no-auth-warning SENTINEL master $SENT_MASTER | grep -q ^flags"
+	local url="redis-sentinel://127.0.0.1:$port/$SENT_MASTER"
+	run -69 --separate-stderr rlock -u "$url" -k p -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'requires a password \(NOAUTH\); see --sentinel-password-file'
+	printf 'Sent1nelPw\n' >pw && chmod 600 pw
+	run -0 --separate-stderr rlock -u "$url" --sentinel-password-file pw -k p -- touch ran
+	[[ -e ran && -z $stderr ]]
+	RLOCK_SENTINEL_PASSWORD=Sent1nelPw run -0 rlock -u "$url" -k p -- true
+	run -0 --separate-stderr rlock -u "redis-sentinel://:Sent1nelPw@127.0.0.1:$port/$SENT_MASTER" \
+		-k p -- true
+	assert_regex "$stderr" 'visible to other users in ps; use --sentinel-password-file'
+	printf 'wrong\n' >bad && chmod 600 bad
+	run -69 --separate-stderr rlock -u "$url" --sentinel-password-file bad -k p -- true
+	assert_one_line_error
+	assert_regex "$stderr" 'authentication to sentinel .* failed: wrong user name or password'
+	[[ $stderr != *Sent1nelPw* ]]
+	kill "$pid"
+}
+
 @test "bad Sentinel URLs and options are usage errors" {
 	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1" -k s -- true
 	assert_regex "$stderr" 'missing master name'
