@@ -57,40 +57,53 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* Open a connection to sentinel srv and log in with the sentinels' credentials. */
+/* Open a connection to sentinel srv and log in with the sentinels' credentials:
+ * CLIENT_OK, CLIENT_AUTH (refused) or CLIENT_ERR, with the reason in err. */
 static int sentinel_open(const struct sentinel *s, const struct server *srv, struct client **c,
                          int64_t cap_ms, char *err, size_t errlen)
 {
 	struct resp_reply *r = NULL;
+	char e[300];
 
-	if (client_open(c, srv, cap_ms, err, errlen) != CLIENT_OK)
-		return -1;
+	int rc = client_open(c, srv, cap_ms, e, sizeof e);
+	if (rc != CLIENT_OK) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		return rc;
+	}
 	if (!s->has_password)
-		return 0;
+		return CLIENT_OK;
 	char pw[SECRET_MAX + 1];
 	size_t pwlen = secret_reveal_slot(SECRET_SENTINEL, pw, sizeof pw);
 	const char *argv[3] = {"AUTH", s->user ? s->user : pw, pw};
 	size_t lens[3] = {4, s->user ? strlen(s->user) : pwlen, pwlen};
-	int rc = client_call(*c, s->user ? 3 : 2, argv, lens,
-	                     min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, err, errlen);
+	rc = client_call(*c, s->user ? 3 : 2, argv, lens,
+	                 min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e, sizeof e);
 	explicit_bzero(pw, sizeof pw);
-	if (rc == 0 && r->type == RESP_ERROR) {
+	if (rc < 0) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		rc = CLIENT_ERR;
+	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
 		snprintf(err, errlen, "authentication to sentinel %.100s failed: %.300s", srv->name,
 		         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
 		         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
 		                                       : "server refused AUTH");
-		rc = -1;
+		rc = CLIENT_AUTH;
 	}
 	resp_free(r);
-	if (rc < 0) {
+	if (rc != CLIENT_OK) {
 		client_close(*c);
 		*c = NULL;
 	}
 	return rc;
 }
 
-enum ask { ASK_FOUND, ASK_UNKNOWN /* the sentinel does not know MASTER */, ASK_FAILED };
+enum ask {
+	ASK_FOUND,
+	ASK_UNKNOWN, /* the sentinel does not know MASTER */
+	ASK_DENIED,  /* it refused us (NOAUTH, WRONGPASS, NOPERM): asking again will not help */
+	ASK_FAILED,
+};
 
 /* Ask one sentinel where the master is: host[URL_HOST_MAX] and *port. */
 static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv, char *host,
@@ -103,10 +116,9 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	enum ask rc = ASK_FAILED;
 	char e[300];
 
-	if (sentinel_open(s, srv, &c, cap_ms, e, sizeof e) < 0) {
-		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
-		return ASK_FAILED;
-	}
+	int opened = sentinel_open(s, srv, &c, cap_ms, err, errlen);
+	if (opened != CLIENT_OK)
+		return opened == CLIENT_AUTH ? ASK_DENIED : ASK_FAILED;
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
@@ -128,6 +140,8 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 			         srv->name);
 		else
 			snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, q);
+		if (resp_is_noauth(r) || resp_is_error(r, "NOPERM"))
+			rc = ASK_DENIED;
 		goto out;
 	}
 	long long p = 0;
@@ -208,7 +222,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 	if (c)
 		*c = NULL;
 	for (;;) {
-		int unknown = 0;
+		int unknown = 0, denied = 0;
 		for (int i = 0; i < s->n; i++) {
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
 				snprintf(err, errlen,
@@ -218,8 +232,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			}
 			enum ask a =
 			    ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, last, sizeof last);
-			if (a == ASK_UNKNOWN)
-				unknown++;
+			unknown += a == ASK_UNKNOWN;
+			denied += a == ASK_DENIED;
 			if (a != ASK_FOUND) {
 				log_debug("%s", last);
 				continue;
@@ -240,8 +254,13 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			}
 			log_debug("%s", last);
 		}
+		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {
 			snprintf(err, errlen, "no sentinel knows master '%.300s'", s->master);
+			return -1;
+		}
+		if (unknown + denied == s->n) {
+			snprintf(err, errlen, "%s", last);
 			return -1;
 		}
 		pause_until(min64(clock_ms() + pause, cap_ms));

@@ -37,8 +37,8 @@ teardown() { kill_tracked; }
 	local d1 d2 live=${SENT_PORTS##* }
 	d1=$(dead_port) && d2=$(dead_port)
 	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
-		-k s -- "$HOLD" a
-	[[ -e a.started ]]
+		-k s -- touch a
+	[[ -e a ]]
 	run -69 --separate-stderr rlock --connect-timeout 300ms --io-timeout 300ms \
 		-u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster" -k s -- touch ran
 	assert_one_line_error
