@@ -1,11 +1,13 @@
 #include "sentinel.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "log.h"
 #include "secret.h"
+#include "store.h"
 
 /* Pause between two rounds over the sentinels: a failover is under way (no sentinel
  * named a master that answers as one), so give them time to agree on a new one. */
@@ -19,10 +21,8 @@ static void hostport_name(char *buf, size_t n, const char *host, int port)
 
 void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
                    const char *user, int has_password, int64_t connect_timeout_ms,
-                   int64_t io_timeout_ms, int64_t deadline_ms)
+                   int64_t io_timeout_ms)
 {
-	char err[300];
-
 	memset(s, 0, sizeof *s);
 	snprintf(s->master, sizeof s->master, "%s", u->master);
 	s->user = user;
@@ -39,9 +39,6 @@ void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opt
 		srv->connect_timeout_ms = connect_timeout_ms;
 		srv->io_timeout_ms = io_timeout_ms;
 		hostport_name(srv->name, sizeof srv->name, s->host[i], srv->ep.port);
-		/* A name that cannot be looked up now is looked up again at each connect. */
-		if (client_resolve(srv, deadline_ms, err, sizeof err) != CLIENT_OK)
-			log_debug("sentinel %s: %s", srv->name, err);
 	}
 }
 
@@ -266,4 +263,154 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		pause_until(min64(clock_ms() + pause, cap_ms));
 		pause = min64(pause * 2, ROUND_PAUSE_MAX_MS);
 	}
+}
+
+/* ---- the store's route --------------------------------------------------------- */
+
+/* Shared by every handle, read-only once the threads start. */
+static struct {
+	struct sentinel s;
+	struct server data; /* the master's settings: user, password, db, TLS, deadlines */
+	int64_t recheck_ms;
+	char label[URL_MASTER_MAX + 16];
+} shared;
+
+/* One handle's view of the master. A new master goes into the other slot: the store
+ * reconnects when the server's address (the pointer) changes. */
+struct route {
+	struct server srv[2];
+	char host[2][URL_HOST_MAX];
+	int cur;  /* srv[cur] is the master; -1: to be found */
+	int last; /* the slot found last */
+	int64_t checked_ms;
+	char name[sizeof shared.label + 320];
+};
+
+static void *route_open(const void *arg)
+{
+	struct route *x = calloc(1, sizeof *x);
+
+	(void)arg;
+	if (x) {
+		x->cur = -1;
+		x->last = 1;
+	}
+	return x;
+}
+
+static void route_close(void *ctx)
+{
+	free(ctx);
+}
+
+/* Ask the sentinels in turn, once each, where the master is: 1 with host and *port
+ * from the first that knows, 0 when none could say. */
+static int ask_once(char *host, int *port, int64_t cap_ms)
+{
+	char err[512];
+
+	for (int i = 0; i < shared.s.n && clock_ms() < cap_ms; i++)
+		if (ask_sentinel(&shared.s, &shared.s.sent[i], host, port, cap_ms, err,
+		                 sizeof err) == ASK_FOUND)
+			return 1;
+	return 0;
+}
+
+static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
+                        char *err, size_t errlen)
+{
+	struct route *x = ctx;
+	char host[URL_HOST_MAX];
+	int port;
+
+	(void)key;
+	if (x->cur >= 0 && clock_ms() - x->checked_ms >= shared.recheck_ms) {
+		/* A master that lost a failover goes on taking writes until a sentinel
+		 * reconfigures it (~10 s): only the sentinels know it is no longer the
+		 * master. When none answers, the master known stays. */
+		x->checked_ms = clock_ms();
+		if (ask_once(host, &port, cap_ms) &&
+		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
+			log_info("the sentinels name a new master for '%s' (was %s)",
+			         shared.s.master, x->srv[x->cur].name);
+			x->cur = -1;
+		}
+	}
+	if (x->cur < 0) {
+		int slot = 1 - x->last;
+		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&shared.s));
+		x->srv[slot] = shared.data;
+		if (sentinel_discover(&shared.s, &x->srv[slot], x->host[slot], NULL, cap, err,
+		                      errlen) < 0)
+			return STORE_ERR;
+		x->cur = x->last = slot;
+		x->checked_ms = clock_ms();
+		log_info("master '%s' is %s", shared.s.master, x->srv[slot].name);
+	}
+	*srv = &x->srv[x->cur];
+	return STORE_OK;
+}
+
+static int code_is(const char *text, const char *code)
+{
+	size_t n = strlen(code);
+
+	return strncmp(text, code, n) == 0 && (text[n] == ' ' || text[n] == '\0');
+}
+
+static int route_redirect(void *ctx, const char *key, const struct server *srv, const char *errtext,
+                          const struct server **ask)
+{
+	struct route *x = ctx;
+
+	(void)key;
+	(void)srv;
+	(void)ask;
+	/* A demoted master (READONLY), a replica that lost its master (MASTERDOWN) or
+	 * one we cannot reach: ask the sentinels again. */
+	if (!errtext || code_is(errtext, "READONLY") || code_is(errtext, "MASTERDOWN")) {
+		x->cur = -1;
+		return STORE_ROUTE_RETRY;
+	}
+	return STORE_ROUTE_FAIL;
+}
+
+static const char *route_name(void *ctx)
+{
+	struct route *x = ctx;
+
+	if (x->cur < 0)
+		return shared.label;
+	snprintf(x->name, sizeof x->name, "%s (master '%s')", x->srv[x->cur].name, shared.s.master);
+	return x->name;
+}
+
+static void route_resolve(int64_t deadline_ms)
+{
+	char err[300];
+
+	for (int i = 0; i < shared.s.n; i++)
+		if (client_resolve(&shared.s.sent[i], deadline_ms, err, sizeof err) != CLIENT_OK)
+			log_debug("sentinel %s: %s", shared.s.sent[i].name, err);
+}
+
+static const struct store_route sentinel_route = {
+    .open = route_open,
+    .close = route_close,
+    .locate = route_locate,
+    .redirect = route_redirect,
+    .name = route_name,
+    .resolve = route_resolve,
+};
+
+void sentinel_store_config(struct store_config *cfg, const struct opts *o)
+{
+	shared.data = cfg->srv[0];
+	sentinel_init(&shared.s, &o->url, &o->tls, o->sentinel_user, o->has_sentinel_password,
+	              o->connect_timeout_ms, o->io_timeout_ms);
+	shared.recheck_ms = o->ttl_ms / 4;
+	snprintf(shared.label, sizeof shared.label, "master '%s'", o->url.master);
+	snprintf(cfg->srv[0].name, sizeof cfg->srv[0].name, "%s", shared.label);
+	cfg->route = &sentinel_route;
+	cfg->route_arg = &shared;
 }

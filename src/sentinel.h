@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "cli.h"
 #include "client.h"
 #include "parse.h"
 
@@ -30,13 +31,14 @@ struct sentinel {
 	int has_password; /* AUTH to the sentinels with SECRET_SENTINEL */
 };
 
-/* The settings of the sentinels of u (a URL_SENTINEL/URL_SENTINELS url, which must
- * outlive nothing: names are copied), with tls (NULL or !enabled: plain; the struct
- * is copied) and the per-server deadlines; their names are looked up before
- * deadline_ms (one that cannot be is only skipped later, with a message). */
+/* The settings of the sentinels of u (a URL_SENTINEL/URL_SENTINELS url; names are
+ * copied), with tls (NULL or !enabled: plain; copied) and the per-server deadlines.
+ * No I/O: a sentinel's name is looked up at each connect unless its endpoint has
+ * been resolved (client_resolve() on s->sent[i]) before the threads start. The struct
+ * must not be moved afterwards (each endpoint points at its own TLS settings). */
 void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
                    const char *user, int has_password, int64_t connect_timeout_ms,
-                   int64_t io_timeout_ms, int64_t deadline_ms);
+                   int64_t io_timeout_ms);
 
 /* How long a discovery may take when nothing else bounds it: one pass over every
  * sentinel and the master, each with its connect and io deadlines. */
@@ -52,5 +54,15 @@ int64_t sentinel_budget_ms(const struct sentinel *s);
  * discovery cut short by the thread's abort fd (conn.h) also returns -1. */
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, struct client **c,
                       int64_t cap_ms, char *err, size_t errlen);
+
+/* The store's route (store.h) for a redis-sentinel:// URL: fill cfg's route from o
+ * (no I/O; the sentinels' shared settings live here, one set per process). Each store
+ * handle then finds the master on first use (within sentinel_budget_ms() when its
+ * caller gives no closer deadline), asks the sentinels again, at most every ttl/4,
+ * whether it is still the master (a master that lost a failover keeps taking writes
+ * until a sentinel reconfigures it), and finds it anew after READONLY, MASTERDOWN or
+ * a failed connection. */
+struct store_config;
+void sentinel_store_config(struct store_config *cfg, const struct opts *o);
 
 #endif

@@ -88,3 +88,49 @@ teardown() { kill_tracked; }
 		--sentinel-user u -k s -- true
 	assert_regex "$stderr" 'go with a redis-sentinel:// URL'
 }
+# failover_now: force a failover and wait (bounded) until the former replica is the
+# master and every sentinel says so. Sets OLD_PORT and NEW_PORT. The former master
+# stays a master for ~10 s more, until a sentinel reconfigures it (it is then a
+# replica of the new one).
+failover_now() {
+	OLD_PORT=$MASTER_PORT
+	NEW_PORT=$SENT_REPLICA_PORT
+	[[ $NEW_PORT != "$OLD_PORT" ]] || NEW_PORT=$SENT_MASTER_PORT
+	# The replica must be in sync first (an earlier failover's former master takes
+	# ~10 s to become one).
+	wait_until 60 replica_linked "$NEW_PORT"
+	sent_cli "${SENT_PORTS%% *}" SENTINEL failover "$SENT_MASTER" >/dev/null
+	wait_until 30 is_master "$NEW_PORT"
+	wait_until 30 sentinels_agree "$NEW_PORT"
+}
+
+@test "failover while held, --wait-replicas 1: the holder goes on on the new master, exit 0" {
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 3s -k f -- "$HOLD" a
+	wait_until 30 test -e a.started
+	[[ $(sent_cli "$MASTER_PORT" GET 'rlock:{f}') == "$(env_of a RLOCK_TOKEN)" ]]
+	failover_now
+	# Renewals reach the new master: its PTTL goes up (the former master still
+	# takes writes for a while, but the sentinels say it is no longer the master).
+	renewed_reset
+	wait_until 30 renewed 2 'rlock:{f}' sent_cli "$NEW_PORT"
+	[[ $(sent_cli "$NEW_PORT" GET 'rlock:{f}') == "$(env_of a RLOCK_TOKEN)" ]]
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 0))
+	[[ $(sent_cli "$NEW_PORT" EXISTS 'rlock:{f}') == 0 ]] # released on the new master
+}
+
+@test "failover that lost the lock (key gone on the new master): detected, 79" {
+	rlock_bg -u "$SENT_URL" -t 3s -k g -- "$HOLD" b
+	wait_until 30 test -e b.started
+	failover_now
+	# What asynchronous replication can lose: the new master never got the key.
+	sent_cli "$NEW_PORT" DEL 'rlock:{g}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 79))
+	grep -q 'lost' "$RLOCK_ERR"
+	[[ ! -e b.end ]] # the command was stopped, not left to finish
+}
+
