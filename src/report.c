@@ -73,12 +73,18 @@ static int field_number(const char *s, long long *v)
 	return 1;
 }
 
-static void holder_json(FILE *f, const char *name, const char *key, const struct holder *h)
+/* master: the server that answered (Sentinel), or NULL. */
+static void holder_json(FILE *f, const char *name, const char *key, const char *master,
+                        const struct holder *h)
 {
 	fputs("{\"name\":", f);
 	json_str(f, name);
 	fputs(",\"key\":", f);
 	json_str(f, key);
+	if (master) {
+		fputs(",\"master\":", f);
+		json_str(f, master);
+	}
 	fprintf(f, ",\"held\":%s", h->held ? "true" : "false");
 	if (h->held) {
 		long long start = 0, pid = 0, ttl = 0;
@@ -148,12 +154,18 @@ int report_status(struct store *s, const struct opts *o)
 		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
+	/* Sentinel: which server the sentinels named (and answered). */
+	char master[320];
+	snprintf(master, sizeof master, "%s", store_name(s));
+	const char *via = o->url.nsentinels ? master : NULL;
 	store_close(s);
 	if (o->json) {
-		holder_json(stdout, o->name, l.key, &h);
+		holder_json(stdout, o->name, l.key, via, &h);
 		fputc('\n', stdout);
 	} else if (!h.held) {
 		printf("%s is free (last fence %lld)\n", l.key, h.fence);
+		if (via)
+			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
 	} else {
 		char host[300], cmd[600], user[100], pid[100], held[32], left[32], when[64];
 		char until[64], state[200] = "";
@@ -180,6 +192,8 @@ int report_status(struct store *s, const struct opts *o)
 		       l.key, h.kept ? " (kept by --min-hold)" : "", host, pid,
 		       h.kept ? " (exited)" : "", user, cmd, when, held, state, left,
 		       h.pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h.fence);
+		if (via)
+			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
@@ -271,7 +285,7 @@ static int list_page(void *arg, const struct resp_reply *names)
 		if (o->json) {
 			if (w->count)
 				fputc(',', stdout);
-			holder_json(stdout, name, l.key, &h);
+			holder_json(stdout, name, l.key, NULL, &h);
 		} else {
 			char ename[200], host[100], pid[100], cmd[300], held[32], left[32];
 			long long start = 0;

@@ -283,7 +283,6 @@ struct route {
 	int cur;  /* srv[cur] is the master; -1: to be found */
 	int last; /* the slot found last */
 	int64_t checked_ms;
-	char name[sizeof shared.label + 320];
 };
 
 static void *route_open(const void *arg)
@@ -379,10 +378,7 @@ static const char *route_name(void *ctx)
 {
 	struct route *x = ctx;
 
-	if (x->cur < 0)
-		return shared.label;
-	snprintf(x->name, sizeof x->name, "%s (master '%s')", x->srv[x->cur].name, shared.s.master);
-	return x->name;
+	return x->cur < 0 ? shared.label : x->srv[x->cur].name;
 }
 
 static void route_resolve(int64_t deadline_ms)

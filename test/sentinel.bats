@@ -30,6 +30,16 @@ teardown() { kill_tracked; }
 		sh -c "redis-cli -p $MASTER_PORT GET \"\$RLOCK_KEY\" >seen; echo \"\$RLOCK_TOKEN\" >token"
 	[[ -s token && $(cat seen) == "$(cat token)" ]]
 	assert_regex "$stderr" "master 'mymaster' is 127\.0\.0\.1:$MASTER_PORT"
+	# --status and --json say which server the sentinels named.
+	rlock_bg -u "$SENT_URL" -k st -- "$HOLD" st
+	wait_until 30 test -e st.started
+	run -75 rlock -u "$SENT_URL" -k st --status
+	assert_regex "$output" "master   127\.0\.0\.1:$MASTER_PORT \(Sentinel 'mymaster'\)"
+	run -75 rlock -u "$SENT_URL" -k st --status --json
+	[[ $(jq -r '.master + " " + (.held | tostring)' <<<"$output") == "127.0.0.1:$MASTER_PORT true" ]]
+	touch st.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
 	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
 }
 
