@@ -144,3 +144,27 @@ failover_now() {
 	[[ ! -e b.end ]] # the command was stopped, not left to finish
 }
 
+
+# Last: it leaves the set without its former master.
+@test "the master goes away while held: renewals find the promoted replica, exit 0" {
+	local new
+	new=$SENT_REPLICA_PORT
+	[[ $new != "$MASTER_PORT" ]] || new=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$new"
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 20s -k d -- "$HOLD" d
+	wait_until 30 test -e d.started
+	local t0 pid
+	t0=$(now_ms)
+	pid=$(sent_cli "$MASTER_PORT" INFO server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')
+	kill -TERM "$pid"
+	wait_until 60 sentinels_agree "$new"
+	echo "# sentinels named the new master $(($(now_ms) - t0)) ms after it went" >&3
+	renewed_reset
+	wait_until 30 renewed 1 'rlock:{d}' sent_cli "$new"
+	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 20 s)" >&3
+	touch d.release
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 0))
+	[[ $(sent_cli "$new" EXISTS 'rlock:{d}') == 0 ]]
+}
