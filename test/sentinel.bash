@@ -27,10 +27,10 @@ _sentinel_ready() {
 _sentinel_id() { printf '%040x' "$1"; }
 
 # sentinel_start_one PORT ALL_PORTS: a sentinel on PORT monitoring $SENT_MASTER at
-# $SENT_MASTER_PORT (quorum 2, down after 1 s, failover timeout 5 s). The replica and
-# the other sentinels (ALL_PORTS, with their fixed run ids) are written into its
-# config, so that it does not first spend 10 s discovering them. Appends its PID to
-# SENT_PIDS and its directory to SENT_DIRS.
+# $SENT_MASTER_PORT (quorum 2, down after 1 s, failover timeout 3 s: a failed
+# election is retried after 6 s). The replica and the other sentinels (ALL_PORTS,
+# with their fixed run ids) are written into its config, so that it does not first
+# spend 10 s discovering them. Appends its PID to SENT_PIDS, its dir to SENT_DIRS.
 sentinel_start_one() {
 	local port=$1 all=$2 dir p
 	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
@@ -44,7 +44,7 @@ sentinel myid $(_sentinel_id "$port")
 sentinel resolve-hostnames no
 sentinel monitor $SENT_MASTER 127.0.0.1 $SENT_MASTER_PORT 2
 sentinel down-after-milliseconds $SENT_MASTER 1000
-sentinel failover-timeout $SENT_MASTER 5000
+sentinel failover-timeout $SENT_MASTER 3000
 sentinel parallel-syncs $SENT_MASTER 1
 sentinel known-replica $SENT_MASTER 127.0.0.1 $SENT_REPLICA_PORT
 EOF

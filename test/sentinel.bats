@@ -151,7 +151,7 @@ failover_now() {
 	new=$SENT_REPLICA_PORT
 	[[ $new != "$MASTER_PORT" ]] || new=$SENT_MASTER_PORT
 	wait_until 60 replica_linked "$new"
-	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 20s -k d -- "$HOLD" d
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 30s -k d -- "$HOLD" d
 	wait_until 30 test -e d.started
 	local t0 pid
 	t0=$(now_ms)
@@ -160,8 +160,8 @@ failover_now() {
 	wait_until 60 sentinels_agree "$new"
 	echo "# sentinels named the new master $(($(now_ms) - t0)) ms after it went" >&3
 	renewed_reset
-	wait_until 30 renewed 1 'rlock:{d}' sent_cli "$new"
-	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 20 s)" >&3
+	wait_until 40 renewed 1 'rlock:{d}' sent_cli "$new"
+	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 30 s)" >&3
 	touch d.release
 	rlock_wait "$RLOCK_PID" 30
 	cat "$RLOCK_ERR"
