@@ -44,7 +44,7 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
 	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED. */
-	if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
+	if (cfg->n == 1 && (o->url.scheme == URL_REDIS || o->url.scheme == URL_REDISS)) {
 		cfg->route = &cluster_route;
 		cfg->route_arg = &cfg->srv[0];
 	}
