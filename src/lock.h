@@ -51,10 +51,9 @@ struct lock {
 	int64_t ttl_ms;
 	long long fence; /* set by a successful acquire */
 	enum lock_mode mode;
-	int limit;               /* LOCK_LIMIT: N */
-	int fair;                /* --fair: join the FIFO queue when busy */
-	int nowait;              /* -n: never join the queue */
-	const char *publish_cmd; /* "PUBLISH" (or "SPUBLISH" on a cluster) */
+	int limit;  /* LOCK_LIMIT: N */
+	int fair;   /* --fair: join the FIFO queue when busy */
+	int nowait; /* -n: never join the queue */
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and

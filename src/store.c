@@ -6,6 +6,7 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -44,16 +45,23 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
 	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED. */
-	if (cfg->n == 1 && (o->url.scheme == URL_REDIS || o->url.scheme == URL_REDISS)) {
+	if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
 		cfg->route = &cluster_route;
 		cfg->route_arg = &cfg->srv[0];
 	}
+	/* A Sentinel URL names the master through the sentinels instead. */
+	if (o->url.nsentinels)
+		sentinel_store_config(cfg, o);
 }
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
 {
 	int ok = 0;
 
+	if (cfg->route && cfg->route->resolve) {
+		cfg->route->resolve(deadline_ms);
+		return STORE_OK;
+	}
 	/* A quorum goes on without the nodes it cannot look up (they count as down). */
 	for (int i = 0; i < cfg->n; i++) {
 		if (client_resolve(&cfg->srv[i], deadline_ms, err, errlen) == CLIENT_OK)
@@ -326,22 +334,14 @@ int store_connected(const struct store *s)
 
 const char *store_name(const struct store *s)
 {
+	if (s->route && s->cfg->route->name)
+		return s->cfg->route->name(s->route);
 	return s->name;
 }
 
 const struct store_config *store_config(const struct store *s)
 {
 	return s->cfg;
-}
-
-/* Do waiters of l listen on its shard (the route's subscribe_cmd says SSUBSCRIBE)?
- * Then every script that publishes uses SPUBLISH (lock.h). */
-static int sharded(struct store *s, const struct lock *l)
-{
-	const struct store_route *rt = s->cfg->route;
-
-	return rt && rt->subscribe_cmd &&
-	       strcmp(rt->subscribe_cmd(s->route, l->channel), "SSUBSCRIBE") == 0;
 }
 
 struct acquire_args {
@@ -352,12 +352,16 @@ struct acquire_args {
 	struct store *s;
 };
 
+static const struct lock *announcing(struct store *s, const struct lock *l, struct lock *copy);
+
 static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct acquire_args *a = arg;
 
-	/* Kept in l for the later scripts of this lock (leave, release). */
-	a->l->publish_cmd = sharded(a->s, a->l) ? "SPUBLISH" : "PUBLISH";
+	struct lock copy;
+
+	/* a semaphore's acquire may wake the next waiter of a fair queue */
+	a->l->publish_cmd = announcing(a->s, a->l, &copy)->publish_cmd;
 	a->sent = clock_ms();
 	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
 }
@@ -405,7 +409,10 @@ struct release_args {
  * waiters listen on the shard (subscribe_cmd). */
 static const struct lock *announcing(struct store *s, const struct lock *l, struct lock *copy)
 {
-	if (!sharded(s, l))
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->subscribe_cmd ||
+	    strcmp(rt->subscribe_cmd(s->route, l->channel), "SSUBSCRIBE") != 0)
 		return l;
 	*copy = *l;
 	copy->publish_cmd = "SPUBLISH";
@@ -467,12 +474,17 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
 
 static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
-	return lock_leave(c, arg, d, err, errlen);
+	struct release_args *a = arg;
+	struct lock copy;
+
+	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
 }
 
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
 {
-	return run(s, l->key, NULL, RUN_RETRY, op_leave, (void *)l, cap_ms, err, errlen);
+	struct release_args a = {l, 0, s};
+
+	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }
 
 struct holder_check {
