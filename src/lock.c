@@ -12,7 +12,7 @@
  * their SHA-1 (scripts.h), so the fast path needs no hashing at run time. */
 #include "scripts.h"
 
-enum { S_ACQUIRE, S_RENEW, S_RELEASE, S_STATUS, S_BREAK, S_COUNT };
+enum { S_ACQUIRE, S_RENEW, S_RELEASE, S_STATUS, S_BREAK, S_FENCE, S_COUNT };
 
 static const struct {
 	const char *text;
@@ -24,42 +24,103 @@ static const struct {
     {lua_release, sizeof lua_release - 1, LUA_RELEASE_SHA},
     {lua_status, sizeof lua_status - 1, LUA_STATUS_SHA},
     {lua_break, sizeof lua_break - 1, LUA_BREAK_SHA},
+    {lua_fence, sizeof lua_fence - 1, LUA_FENCE_SHA},
 };
 
-/* Run script s: EVALSHA first (one small request), EVAL when the server lost its
- * script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply (possibly a
- * server ERROR reply other than NOSCRIPT), or -1. */
-static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs, const char **args,
-                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
+int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens)
 {
-	const char *argv[24];
-	size_t lens[24];
-	char nk[16];
 	int argc = 0;
 
-	if (3 + nkeys + nargs > 24) {
-		snprintf(err, errlen, "internal error: too many script arguments");
-		return -1;
-	}
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = scripts[s].sha;
-	snprintf(nk, sizeof nk, "%d", nkeys);
-	argv[argc++] = nk;
-	for (int i = 0; i < nkeys; i++)
-		argv[argc++] = keys[i];
-	for (int i = 0; i < nargs; i++)
-		argv[argc++] = args[i];
+	argv[argc++] = full ? "EVAL" : "EVALSHA";
+	argv[argc++] = full ? scripts[q->script].text : scripts[q->script].sha;
+	argv[argc++] = q->nk;
+	for (int i = 0; i < q->nkeys; i++)
+		argv[argc++] = q->keys[i];
+	for (int i = 0; i < q->nargs; i++)
+		argv[argc++] = q->args[i];
 	for (int i = 0; i < argc; i++)
 		lens[i] = strlen(argv[i]);
+	if (full)
+		lens[1] = scripts[q->script].len;
+	return argc;
+}
+
+static void request(struct lock_request *q, int script, int nkeys, int nargs)
+{
+	q->script = script;
+	q->nkeys = nkeys;
+	q->nargs = nargs;
+	snprintf(q->nk, sizeof q->nk, "%d", nkeys);
+}
+
+void lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m)
+{
+	snprintf(q->num[0], sizeof q->num[0], "%lld", (long long)l->ttl_ms);
+	snprintf(q->num[1], sizeof q->num[1], "%ld", m->pid);
+	snprintf(q->num[2], sizeof q->num[2], "%lld", m->start_unix_ms);
+	const char *keys[] = {l->key, l->fence_key, l->owner_key};
+	const char *args[] = {l->token,  q->num[0], "host",  m->host,  "pid",
+	                      q->num[1], "user",    m->user, "cmd",    m->cmd,
+	                      "start",   q->num[2], "ttl",   q->num[0]};
+	request(q, S_ACQUIRE, 3, 14);
+	memcpy(q->keys, keys, sizeof keys);
+	memcpy(q->args, args, sizeof args);
+}
+
+void lock_request_renew(struct lock_request *q, const struct lock *l)
+{
+	snprintf(q->num[0], sizeof q->num[0], "%lld", (long long)l->ttl_ms);
+	request(q, S_RENEW, 2, 2);
+	q->keys[0] = l->key;
+	q->keys[1] = l->owner_key;
+	q->args[0] = l->token;
+	q->args[1] = q->num[0];
+}
+
+void lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms)
+{
+	snprintf(q->num[0], sizeof q->num[0], "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
+	request(q, S_RELEASE, 2, 3);
+	q->keys[0] = l->key;
+	q->keys[1] = l->owner_key;
+	q->args[0] = l->token;
+	q->args[1] = q->num[0];
+	q->args[2] = l->channel;
+}
+
+void lock_request_holder(struct lock_request *q, const struct lock *l, int brk)
+{
+	request(q, brk ? S_BREAK : S_STATUS, 3, brk ? 1 : 0);
+	q->keys[0] = l->key;
+	q->keys[1] = l->owner_key;
+	q->keys[2] = l->fence_key;
+	q->args[0] = l->channel;
+}
+
+void lock_request_fence(struct lock_request *q, const struct lock *l, long long fence)
+{
+	snprintf(q->num[0], sizeof q->num[0], "%lld", fence);
+	request(q, S_FENCE, 1, 1);
+	q->keys[0] = l->fence_key;
+	q->args[0] = q->num[0];
+}
+
+/* Run a script: EVALSHA first (one small request), EVAL when the server lost its
+ * script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply (possibly a
+ * server ERROR reply other than NOSCRIPT), or -1. */
+static int eval(struct client *c, const struct lock_request *q, int64_t deadline_ms,
+                struct resp_reply **reply, char *err, size_t errlen)
+{
+	const char *argv[LOCK_ARGV_MAX];
+	size_t lens[LOCK_ARGV_MAX];
+
+	int argc = lock_request_argv(q, 0, argv, lens);
 	if (client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen) < 0)
 		return -1;
 	if (!resp_is_error(*reply, "NOSCRIPT"))
 		return 0;
 	resp_free(*reply);
-	argv[0] = "EVAL";
-	lens[0] = 4;
-	argv[1] = scripts[s].text;
-	lens[1] = scripts[s].len;
+	argc = lock_request_argv(q, 1, argv, lens);
 	return client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen);
 }
 
@@ -200,78 +261,61 @@ int lock_decode_holder(const struct resp_reply *r, const char *what, struct hold
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen)
 {
-	char ttl[24], pid[24], start[24];
+	struct lock_request q;
 	struct resp_reply *r = NULL;
-	int rc;
 
-	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	snprintf(pid, sizeof pid, "%ld", m->pid);
-	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
-	const char *keys[] = {l->key, l->fence_key, l->owner_key};
-	const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
-	                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
-	if (eval(c, S_ACQUIRE, 3, keys, 14, args, deadline_ms, &r, err, errlen) < 0)
+	lock_request_acquire(&q, l, m);
+	if (eval(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = lock_decode_acquire(r, l, h, err, errlen);
+	int rc = lock_decode_acquire(r, l, h, err, errlen);
 	resp_free(r);
 	return rc;
 }
 
-static int check_int(struct resp_reply *r, const char *what, char *err, size_t errlen, long long *v)
+/* A script that answers 0 (not ours), 1 or 2 (done). */
+static int int_script(struct client *c, const struct lock_request *q, const char *what,
+                      int64_t deadline_ms, char *err, size_t errlen)
 {
-	int rc = lock_decode_int(r, what, v, err, errlen);
+	struct resp_reply *r = NULL;
+	long long v = 0;
 
+	if (eval(c, q, deadline_ms, &r, err, errlen) < 0)
+		return LOCK_ERR;
+	int rc = lock_decode_int(r, what, &v, err, errlen);
 	resp_free(r);
-	return rc;
-}
-
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
-{
-	char ttl[24];
-	struct resp_reply *r;
-	long long v = 0;
-
-	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	const char *keys[] = {l->key, l->owner_key};
-	const char *args[] = {l->token, ttl};
-	if (eval(c, S_RENEW, 2, keys, 2, args, deadline_ms, &r, err, errlen) < 0)
-		return LOCK_ERR;
-	int rc = check_int(r, "renew", err, errlen, &v);
-	if (rc != LOCK_OK)
-		return rc;
-	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
-}
-
-int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
-                 char *err, size_t errlen)
-{
-	char keep[24];
-	struct resp_reply *r;
-	long long v = 0;
-
-	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
-	const char *keys[] = {l->key, l->owner_key};
-	const char *args[] = {l->token, keep, l->channel};
-	if (eval(c, S_RELEASE, 2, keys, 3, args, deadline_ms, &r, err, errlen) < 0)
-		return LOCK_ERR;
-	int rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
 	return v == 0 ? LOCK_NOTOURS : LOCK_OK;
 }
 
-static int holder_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
+               size_t errlen)
+{
+	struct lock_request q;
+
+	lock_request_renew(&q, l);
+	return int_script(c, &q, "renew", deadline_ms, err, errlen);
+}
+
+int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
+                 char *err, size_t errlen)
+{
+	struct lock_request q;
+
+	lock_request_release(&q, l, keep_ms);
+	return int_script(c, &q, "release", deadline_ms, err, errlen);
+}
+
+static int holder_script(struct client *c, int brk, const struct lock *l, int64_t deadline_ms,
                          struct holder *h, char *err, size_t errlen)
 {
+	struct lock_request q;
 	struct resp_reply *r;
-	int rc;
-	const char *keys[] = {l->key, l->owner_key, l->fence_key};
-	const char *args[] = {l->channel};
 
-	if (eval(c, s, 3, keys, s == S_BREAK ? 1 : 0, args, deadline_ms, &r, err, errlen) < 0)
+	lock_request_holder(&q, l, brk);
+	if (eval(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = lock_decode_holder(r, s == S_BREAK ? "break" : "status", h, err, errlen);
+	int rc = lock_decode_holder(r, brk ? "break" : "status", h, err, errlen);
 	resp_free(r);
 	return rc;
 }
@@ -279,11 +323,11 @@ static int holder_script(struct client *c, int s, const struct lock *l, int64_t 
 int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
                 char *err, size_t errlen)
 {
-	return holder_script(c, S_STATUS, l, deadline_ms, h, err, errlen);
+	return holder_script(c, 0, l, deadline_ms, h, err, errlen);
 }
 
 int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
                char *err, size_t errlen)
 {
-	return holder_script(c, S_BREAK, l, deadline_ms, h, err, errlen);
+	return holder_script(c, 1, l, deadline_ms, h, err, errlen);
 }

@@ -37,6 +37,7 @@ struct holder {
 	long long fence;
 	char token[80];
 	char host[256], pid[32], user[64], cmd[512], start[32], ttl[32];
+	int nodes_ok, nodes_total; /* Redlock: nodes that answered, of all (0, 0 otherwise) */
 };
 
 enum lock_rc {
@@ -74,6 +75,27 @@ int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, 
                     size_t errlen);
 int lock_decode_holder(const struct resp_reply *r, const char *what, struct holder *h, char *err,
                        size_t errlen);
+
+/* One script call, built but not sent: for callers that drive several servers at once
+ * (quorum.c). The constructors keep pointers to l and m (and into q: do not copy q).
+ * lock_request_argv fills argv/lens (room for LOCK_ARGV_MAX) for EVALSHA, or (full)
+ * for EVAL after a NOSCRIPT reply, and returns argc. Decode the reply with
+ * lock_decode_*: acquire; int (renew, release: 0 is not ours; fence: the counter
+ * after the merge); holder (status, break). */
+#define LOCK_ARGV_MAX 20
+struct lock_request {
+	int script, nkeys, nargs;
+	const char *keys[3];
+	const char *args[14];
+	char num[3][24], nk[4];
+};
+void lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m);
+void lock_request_renew(struct lock_request *q, const struct lock *l);
+void lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms);
+void lock_request_holder(struct lock_request *q, const struct lock *l, int brk);
+/* Redlock's fence: raise PREFIX{NAME}:fence to `fence` if it is lower (a max-merge). */
+void lock_request_fence(struct lock_request *q, const struct lock *l, long long fence);
+int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED. */
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,

@@ -105,7 +105,10 @@ static void holder_json(FILE *f, const char *name, const char *key, const struct
 		fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
 		json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
 	}
-	fprintf(f, ",\"fence\":%lld}", h->fence);
+	fprintf(f, ",\"fence\":%lld", h->fence);
+	if (h->nodes_total > 0) /* Redlock */
+		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", h->nodes_ok, h->nodes_total);
+	fputc('}', f);
 }
 
 /* A failed request: say why, unless a terminating signal cut it short (main then
@@ -181,6 +184,8 @@ int report_status(struct store *s, const struct opts *o)
 		       h.kept ? " (exited)" : "", user, cmd, when, held, state, left,
 		       h.pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h.fence);
 	}
+	if (!o->json && h.nodes_total > 0)
+		printf("  nodes    %d of %d Redlock nodes answered\n", h.nodes_ok, h.nodes_total);
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
 	 * skip code would make a held lock look free). */

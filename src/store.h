@@ -107,7 +107,7 @@ int store_connected(const struct store *s);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
  * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
- * moved later by the clock-drift allowance): it cannot end before *sent_ms + ttl.
+ * moved earlier by the clock-drift allowance): it cannot end before *sent_ms + ttl.
  * cap_ms bounds connecting; the request itself always gets its full io-timeout (one
  * cut short would leave a lock nobody knows to give back). Never retried here (an
  * acquire whose reply was lost may have taken the lock: store_release gives it back). */

@@ -34,6 +34,7 @@ int main(void)
 	CHECK(release, RELEASE);
 	CHECK(status, STATUS);
 	CHECK(break, BREAK);
+	CHECK(fence, FENCE);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
