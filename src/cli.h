@@ -31,6 +31,9 @@ struct opts {
 	int lost_signal;
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
+	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
+	int limit;                                             /* -l N */
+	int fair;                                              /* --fair */
 
 	struct url url; /* the server (the first of urls when several) */
 	struct url urls[CLI_URLS_MAX];

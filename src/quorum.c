@@ -243,26 +243,27 @@ static void release_all(struct quorum *q, const struct lock *l)
 {
 	struct lock_request rl;
 	struct req rq = {.script = &rl};
+	char err[200];
 
-	lock_request_release(&rl, l, 0);
-	round_all(q, &rq, STORE_NO_CAP);
+	if (lock_request_release(&rl, l, 0, err, sizeof err) == 0)
+		round_all(q, &rq, STORE_NO_CAP);
 }
 
 int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
                    int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	struct lock_request ra;
+	static _Thread_local struct lock_request ra, rf; /* large: not on the stack */
 	struct req rq = {.script = &ra};
-	int ok = 0, busy = 0, denied = 0;
+	int ok = 0, busy = 0, denied = 0, mismatch = 0;
 	long long fence = 0;
 	char why[300] = "";
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
-	lock_request_acquire(&ra, l, m);
+	if (lock_request_acquire(&ra, l, m, err, errlen) < 0)
+		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	const struct req *fq[STORE_NODES_MAX] = {0};
-	struct lock_request rf;
 	struct req fr = {.script = &rf};
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -279,6 +280,7 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 				*h = nh;
 		} else {
 			denied += rc == LOCK_DENIED;
+			mismatch += rc == LOCK_MISMATCH;
 		}
 	}
 	if (ok >= q->need) {
@@ -286,8 +288,8 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 		 * back (SET if larger) into a majority, is seen by any later majority, whose
 		 * INCR then counts past it: strictly increasing across shifting majorities. */
 		int merged = 0;
-		lock_request_fence(&rf, l, fence);
-		round_trip(q, fq, STORE_NO_CAP);
+		if (lock_request_fence(&rf, l, fence, why, sizeof why) == 0)
+			round_trip(q, fq, STORE_NO_CAP);
 		for (int i = 0; i < q->n; i++) {
 			long long v = 0;
 			if (fq[i] && q->node[i].reply &&
@@ -304,7 +306,9 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 			          (long long)elapsed);
 			return LOCK_OK;
 		}
-		if (merged < q->need)
+		if (why[0])
+			;
+		else if (merged < q->need)
 			no_quorum(q, merged, "took the fence", why, sizeof why);
 		else
 			snprintf(why, sizeof why,
@@ -315,6 +319,12 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 	if (why[0]) {
 		snprintf(err, errlen, "%s", why);
 		return LOCK_ERR;
+	}
+	if (mismatch && ok + busy < q->need) {
+		for (int i = 0; i < q->n; i++)
+			if (q->node[i].err[0])
+				snprintf(err, errlen, "%s", q->node[i].err);
+		return LOCK_MISMATCH;
 	}
 	if (denied && ok + busy < q->need) {
 		no_quorum(q, ok + busy, "let us in", err, errlen);
@@ -334,7 +344,7 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
                  char *err, size_t errlen)
 {
-	struct lock_request rr, ra;
+	static _Thread_local struct lock_request rr, ra; /* large: not on the stack */
 	struct req rq = {.script = &rr}, aq = {.script = &ra};
 	const struct req *again[STORE_NODES_MAX] = {0};
 	struct lock_meta none = {"", "", "", 0, 0};
@@ -342,7 +352,8 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 	struct holder h;
 	int ok = 0, taken = 0, lost = 0;
 
-	lock_request_renew(&rr, l);
+	if (lock_request_renew(&rr, l, err, errlen) < 0)
+		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
@@ -362,8 +373,8 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 		/* A node that restarted without the key (no persistence) is locked again with
 		 * the same token; one that another holder took stays lost. The owner fields
 		 * are the majority's to show. */
-		lock_request_acquire(&ra, &relock, &none);
-		round_trip(q, again, cap_ms);
+		if (lock_request_acquire(&ra, &relock, &none, err, errlen) == 0)
+			round_trip(q, again, cap_ms);
 		for (int i = 0; i < q->n; i++) {
 			if (!again[i] || !q->node[i].reply)
 				continue;
@@ -391,11 +402,12 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
                    char *err, size_t errlen)
 {
-	struct lock_request rl;
+	static _Thread_local struct lock_request rl; /* large: not on the stack */
 	struct req rq = {.script = &rl};
 	int ok = 0, notours = 0;
 
-	lock_request_release(&rl, l, keep_ms);
+	if (lock_request_release(&rl, l, keep_ms, err, errlen) < 0)
+		return LOCK_ERR;
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -416,36 +428,41 @@ int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int6
 	return LOCK_ERR;
 }
 
-/* Status or break on every node: the holder whose token a quorum has (else the first
- * held one, for break), the largest fence, nodes_ok/nodes_total. */
+/* Status or break on every node: the exclusive holder whose token a quorum has (else,
+ * for break, the first one seen), the largest fence, nodes_ok/nodes_total. */
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
-                   struct holder *h, char *err, size_t errlen)
+                   struct holders *hs, char *err, size_t errlen)
 {
-	struct lock_request rs;
+	static _Thread_local struct lock_request rs; /* large: not on the stack */
 	struct req rq = {.script = &rs};
-	struct holder nh[STORE_NODES_MAX];
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
 	int answered = 0, best = -1, best_votes = 0;
 	long long fence = 0;
 
-	lock_request_holder(&rs, l, brk);
+	if (!nh || lock_request_holders(&rs, l, brk, err, errlen) < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
+		return LOCK_ERR;
+	}
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
-		nh[i].held = -1;
-		if (!nd->reply || lock_decode_holder(nd->reply, brk ? "break" : "status", &nh[i],
-		                                     nd->err, sizeof nd->err) != LOCK_OK) {
-			nh[i].held = -1;
+		if (!nd->reply || lock_decode_holders(nd->reply, brk ? "break" : "status", &nh[i],
+		                                      nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
-		}
+		ok[i] = 1;
 		answered++;
-		fence = nh[i].fence > fence ? nh[i].fence : fence;
+		fence = nh[i].last_fence > fence ? nh[i].last_fence : fence;
 	}
 	for (int i = 0; i < q->n; i++) {
 		int votes = 0;
-		if (nh[i].held != 1)
+		if (!ok[i] || nh[i].n == 0)
 			continue;
 		for (int j = 0; j < q->n; j++)
-			votes += nh[j].held == 1 && strcmp(nh[j].token, nh[i].token) == 0;
+			votes +=
+			    ok[j] && nh[j].n > 0 && strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0;
 		if (votes > best_votes) {
 			best = i;
 			best_votes = votes;
@@ -453,24 +470,28 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	}
 	if (answered < q->need) {
 		no_quorum(q, answered, "answered", err, errlen);
+		free(nh);
 		return LOCK_ERR;
 	}
-	memset(h, 0, sizeof *h);
+	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
-		*h = nh[best];
-	h->fence = fence;
-	h->nodes_ok = answered;
-	h->nodes_total = q->n;
+		*hs = nh[best];
+	hs->last_fence = fence;
+	for (int i = 0; i < hs->n; i++)
+		hs->h[i].fence = hs->h[i].fence > fence ? hs->h[i].fence : fence;
+	hs->nodes_ok = answered;
+	hs->nodes_total = q->n;
+	free(nh);
 	return LOCK_OK;
 }
 
-int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holder *h,
+int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
                   char *err, size_t errlen)
 {
 	return holders(q, l, 0, cap_ms, h, err, errlen);
 }
 
-int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holder *h,
+int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
                  char *err, size_t errlen)
 {
 	return holders(q, l, 1, cap_ms, h, err, errlen);

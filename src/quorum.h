@@ -26,9 +26,9 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
                  char *err, size_t errlen);
 int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
                    char *err, size_t errlen);
-int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holder *h,
+int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
                   char *err, size_t errlen);
-int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holder *h,
+int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
                  char *err, size_t errlen);
 int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, int64_t cap_ms,
                      char *err, size_t errlen);

@@ -186,9 +186,11 @@ teardown() {
 	echo "# $output" >&3
 }
 
-@test "usage: --wait-replicas is refused with several URLs; nodes share one password" {
+@test "usage: --wait-replicas and other modes are refused with several URLs; one password" {
 	run -64 --separate-stderr rlock --wait-replicas 1 -k u -- true
 	assert_regex "$stderr" 'Redlock'
 	run -64 --separate-stderr rlock -u redis://:a@127.0.0.1:1 -u redis://:b@127.0.0.1:2 -k u -- true
 	assert_regex "$stderr" 'share one password'
+	run -64 --separate-stderr rlock -s -k u -- true
+	assert_regex "$stderr" 'not Redlock'
 }
