@@ -38,8 +38,8 @@
  *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub).
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
- * Redlock (several URLs) is not a route but a quorum of single-server handles:
- * quorum.c, selected by store_config_from_opts() too. */
+ * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
+ * which drives N connections in one poll loop per round (see quorum.h). */
 #ifndef RLOCK_STORE_H
 #define RLOCK_STORE_H
 
