@@ -37,10 +37,12 @@ struct opts {
 
 	struct url url; /* the server (the first of urls when several) */
 	struct url urls[CLI_URLS_MAX];
-	int nurls;        /* > 1: Redlock over these independent masters */
-	char server[400]; /* the server's URL without a password, for messages */
-	const char *user; /* overrides the URL's user */
-	int has_password; /* the password itself is in secret.h's vault */
+	int nurls;                 /* > 1: Redlock over these independent masters */
+	char server[400];          /* the server's URL without a password, for messages */
+	const char *user;          /* overrides the URL's user */
+	int has_password;          /* the password itself is in secret.h's vault */
+	const char *sentinel_user; /* Sentinel URLs: the sentinels' ACL user, or NULL */
+	int has_sentinel_password; /* in the vault's SECRET_SENTINEL slot */
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
