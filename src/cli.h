@@ -8,6 +8,8 @@
 #include "conn.h"
 #include "parse.h"
 
+#define CLI_URLS_MAX 16 /* Redlock nodes */
+
 enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST };
 
 enum on_lost {
@@ -33,7 +35,9 @@ struct opts {
 	int limit;                                             /* -l N */
 	int fair;                                              /* --fair */
 
-	struct url url;
+	struct url url; /* the server (the first of urls when several) */
+	struct url urls[CLI_URLS_MAX];
+	int nurls;                 /* > 1: Redlock over these independent masters */
 	char server[400];          /* the server's URL without a password, for messages */
 	const char *user;          /* overrides the URL's user */
 	int has_password;          /* the password itself is in secret.h's vault */
@@ -42,8 +46,9 @@ struct opts {
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
-	int wait_replicas;    /* WAIT for this many replicas after acquiring */
-	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
+	int64_t node_timeout_ms; /* Redlock: deadline of one round of requests */
+	int wait_replicas;       /* WAIT for this many replicas after acquiring */
+	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
 	int verbose; /* -1 quiet, 0 default, 1.. -v count */
