@@ -48,6 +48,10 @@ struct lock {
 	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
 	char wake_channel[LOCK_KEY_MAX]; /* wake_prefix + token: this waiter's own */
 	char token[LOCK_TOKEN_LEN + 1];
+	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
+	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
+	 * publishes takes it as an argument; waiters subscribe to match. */
+	const char *publish_cmd;
 	int64_t ttl_ms;
 	long long fence; /* set by a successful acquire */
 	enum lock_mode mode;
