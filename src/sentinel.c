@@ -144,8 +144,8 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	long long p = 0;
 	if (r->type != RESP_ARRAY || r->elements != 2 || r->element[0]->type != RESP_STRING ||
 	    r->element[1]->type != RESP_STRING || r->element[0]->len == 0 ||
-	    r->element[0]->len >= URL_HOST_MAX || r->element[1]->len > 5 ||
-	    sscanf(r->element[1]->str, "%lld", &p) != 1 || p < 1 || p > 65535) {
+	    r->element[0]->len >= URL_HOST_MAX ||
+	    parse_int(r->element[1]->str, 1, 65535, &p, e, sizeof e) < 0) {
 		snprintf(err, errlen,
 		         "sentinel %.100s: unexpected reply to get-master-addr-by-name", srv->name);
 		goto out;
@@ -160,8 +160,7 @@ out:
 }
 
 /* Connect to the candidate in srv as a data client and confirm ROLE says master. */
-static int confirm_master(const struct server *srv, struct client **out, int64_t cap_ms, char *err,
-                          size_t errlen)
+static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, size_t errlen)
 {
 	struct client *c = NULL;
 	struct resp_reply *r = NULL;
@@ -192,10 +191,7 @@ static int confirm_master(const struct server *srv, struct client **out, int64_t
 		         srv->name, q);
 	}
 	resp_free(r);
-	if (rc == 0 && out)
-		*out = c;
-	else
-		client_close(c);
+	client_close(c);
 	return rc;
 }
 
@@ -209,15 +205,13 @@ static void pause_until(int64_t until_ms)
 	nanosleep(&ts, NULL);
 }
 
-int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, struct client **c,
-                      int64_t cap_ms, char *err, size_t errlen)
+int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
+                      char *err, size_t errlen)
 {
 	int64_t pause = ROUND_PAUSE_MIN_MS;
 	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time";
 	int port;
 
-	if (c)
-		*c = NULL;
 	for (;;) {
 		int unknown = 0, denied = 0;
 		for (int i = 0; i < s->n; i++) {
@@ -244,7 +238,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			hostport_name(srv->name, sizeof srv->name, host, port);
 			if (client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
 			                   last, sizeof last) == CLIENT_OK &&
-			    confirm_master(srv, c, cap_ms, last, sizeof last) == 0) {
+			    confirm_master(srv, cap_ms, last, sizeof last) == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
 				          s->sent[i].name, s->master, srv->name);
 				return 0;
@@ -280,8 +274,9 @@ static struct {
 struct route {
 	struct server srv[2];
 	char host[2][URL_HOST_MAX];
-	int cur;  /* srv[cur] is the master; -1: to be found */
-	int last; /* the slot found last */
+	int cur;   /* srv[cur] is the master; -1: to be found */
+	int last;  /* the slot found last */
+	int first; /* the sentinel that answered the last re-check */
 	int64_t checked_ms;
 };
 
@@ -302,16 +297,22 @@ static void route_close(void *ctx)
 	free(ctx);
 }
 
-/* Ask the sentinels in turn, once each, where the master is: 1 with host and *port
- * from the first that knows, 0 when none could say. */
-static int ask_once(char *host, int *port, int64_t cap_ms)
+/* Ask the sentinels in turn, once each, where the master is, starting with the one
+ * that answered last time (*first): 1 with host and *port from the first that knows,
+ * 0 when none could say before cap_ms. */
+static int ask_once(int *first, char *host, int *port, int64_t cap_ms)
 {
 	char err[512];
 
-	for (int i = 0; i < shared.s.n && clock_ms() < cap_ms; i++)
+	for (int k = 0; k < shared.s.n && clock_ms() < cap_ms; k++) {
+		int i = (*first + k) % shared.s.n;
 		if (ask_sentinel(&shared.s, &shared.s.sent[i], host, port, cap_ms, err,
-		                 sizeof err) == ASK_FOUND)
+		                 sizeof err) == ASK_FOUND) {
+			*first = i;
 			return 1;
+		}
+		log_debug("%s", err);
+	}
 	return 0;
 }
 
@@ -327,8 +328,15 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		/* A master that lost a failover goes on taking writes until a sentinel
 		 * reconfigures it (~10 s): only the sentinels know it is no longer the
 		 * master. When none answers, the master known stays. */
-		x->checked_ms = clock_ms();
-		if (ask_once(host, &port, cap_ms) &&
+		int64_t now = clock_ms();
+		/* Bounded, so that sentinels that do not answer cannot delay a renewal
+		 * much: one sentinel's deadlines, at most half the time the caller has. */
+		int64_t cap = min64(cap_ms, now + shared.s.sent[0].connect_timeout_ms +
+		                                shared.s.sent[0].io_timeout_ms);
+		if (cap_ms != STORE_NO_CAP && cap_ms > now)
+			cap = min64(cap, now + (cap_ms - now) / 2);
+		x->checked_ms = now;
+		if (ask_once(&x->first, host, &port, cap) &&
 		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
 			log_info("the sentinels name a new master for '%s' (was %s)",
 			         shared.s.master, x->srv[x->cur].name);
@@ -339,8 +347,8 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		int slot = 1 - x->last;
 		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&shared.s));
 		x->srv[slot] = shared.data;
-		if (sentinel_discover(&shared.s, &x->srv[slot], x->host[slot], NULL, cap, err,
-		                      errlen) < 0)
+		if (sentinel_discover(&shared.s, &x->srv[slot], x->host[slot], cap, err, errlen) <
+		    0)
 			return STORE_ERR;
 		x->cur = x->last = slot;
 		x->checked_ms = clock_ms();

@@ -47,21 +47,21 @@ int64_t sentinel_budget_ms(const struct sentinel *s);
 /* Find the master, before cap_ms. srv comes in with the data servers' settings
  * (user, password, db, tls, timeouts: as for client_open); on success it points at
  * the confirmed master: srv->ep.host is host (the caller's buffer of URL_HOST_MAX
- * bytes), srv->ep.port, srv->ep.addrs looked up, srv->name "HOST:PORT"; and, when c
- * is not NULL, *c is the open, confirmed connection to it (the caller closes it).
- * Returns 0, or -1 with one line in err: the last reason a sentinel or a master
- * candidate failed ("no sentinel knows master 'X'", connect errors, NOAUTH...). A
- * discovery cut short by the thread's abort fd (conn.h) also returns -1. */
-int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, struct client **c,
-                      int64_t cap_ms, char *err, size_t errlen);
+ * bytes), srv->ep.port, srv->ep.addrs looked up, srv->name "HOST:PORT". Returns 0,
+ * or -1 with one line in err: the last reason a sentinel or a master candidate failed
+ * ("no sentinel knows master 'X'", connect errors, NOAUTH...). A discovery cut short
+ * by the thread's abort fd (conn.h) also returns -1. */
+int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
+                      char *err, size_t errlen);
 
 /* The store's route (store.h) for a redis-sentinel:// URL: fill cfg's route from o
  * (no I/O; the sentinels' shared settings live here, one set per process). Each store
  * handle then finds the master on first use (within sentinel_budget_ms() when its
  * caller gives no closer deadline), asks the sentinels again, at most every ttl/4,
  * whether it is still the master (a master that lost a failover keeps taking writes
- * until a sentinel reconfigures it), and finds it anew after READONLY, MASTERDOWN or
- * a failed connection. */
+ * until a sentinel reconfigures it; that re-check takes at most one sentinel's
+ * deadlines and half the time its caller has, and keeps the master when no sentinel
+ * answers), and finds it anew after READONLY, MASTERDOWN or a failed connection. */
 struct store_config;
 void sentinel_store_config(struct store_config *cfg, const struct opts *o);
 

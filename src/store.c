@@ -44,14 +44,14 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->connect_timeout_ms = o->connect_timeout_ms;
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
-	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED. */
-	if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
+	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
+	 * Sentinel URLs name sentinels, not the server: their own route. */
+	if (o->url.nsentinels) {
+		sentinel_store_config(cfg, o);
+	} else if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
 		cfg->route = &cluster_route;
 		cfg->route_arg = &cfg->srv[0];
 	}
-	/* A Sentinel URL names the master through the sentinels instead. */
-	if (o->url.nsentinels)
-		sentinel_store_config(cfg, o);
 }
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
