@@ -390,8 +390,8 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
 		rc = eval(c, S_RELEASE_SEM, 4, keys, 5, args, deadline_ms, &r, err, errlen);
 	} else {
-		const char *keys[] = {l->key, l->owner_key, l->queue_key};
-		rc = eval(c, S_RELEASE, 3, keys, 5, args, deadline_ms, &r, err, errlen);
+		const char *keys[] = {l->key, l->owner_key};
+		rc = eval(c, S_RELEASE, 2, keys, 5, args, deadline_ms, &r, err, errlen);
 	}
 	if (rc < 0)
 		return LOCK_ERR;
