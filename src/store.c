@@ -6,6 +6,7 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -43,8 +44,11 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->connect_timeout_ms = o->connect_timeout_ms;
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
-	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED. */
-	if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
+	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
+	 * Sentinel URLs name sentinels, not the server: their own route. */
+	if (o->url.nsentinels) {
+		sentinel_store_config(cfg, o);
+	} else if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
 		cfg->route = &cluster_route;
 		cfg->route_arg = &cfg->srv[0];
 	}
@@ -54,6 +58,10 @@ int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size
 {
 	int ok = 0;
 
+	if (cfg->route && cfg->route->resolve) {
+		cfg->route->resolve(deadline_ms);
+		return STORE_OK;
+	}
 	/* A quorum goes on without the nodes it cannot look up (they count as down). */
 	for (int i = 0; i < cfg->n; i++) {
 		if (client_resolve(&cfg->srv[i], deadline_ms, err, errlen) == CLIENT_OK)
@@ -326,6 +334,8 @@ int store_connected(const struct store *s)
 
 const char *store_name(const struct store *s)
 {
+	if (s->route && s->cfg->route->name)
+		return s->cfg->route->name(s->route);
 	return s->name;
 }
 
