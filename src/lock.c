@@ -440,8 +440,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
 		return request(q, S_RELEASE_SEM, 4, keys, 5, args, err, errlen);
 	}
-	const char *keys[] = {l->key, l->owner_key, l->queue_key};
-	return request(q, S_RELEASE, 3, keys, 5, args, err, errlen);
+	const char *keys[] = {l->key, l->owner_key};
+	return request(q, S_RELEASE, 2, keys, 5, args, err, errlen);
 }
 
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,

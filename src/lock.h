@@ -61,7 +61,8 @@ struct lock {
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
- * untrusted (escape before printing); numbers are -1 when unknown. */
+ * untrusted (escape before printing); pid, start_ms and ttl_ms are -1 when unknown
+ * (or not a plain number), fence 0. */
 struct holder {
 	int held;
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
