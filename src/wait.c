@@ -343,6 +343,11 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			log_debug("cannot subscribe to release notifications: %s", err2);
 		}
 		int64_t nap = jittered(backoff, &seed);
+		const char *ch[2];
+		/* Where a release wakes this waiter on its own channel (a queue's head), the
+		 * timer is only the safety net (a head that died): no short backoff. */
+		if (sub && lock_channels(a->lock, ch) == 2)
+			nap = jittered(BACKOFF_MAX_MS, &seed);
 		/* The place in the queue and the writer mark are leases of the ttl. */
 		if (nap > a->lock->ttl_ms / 3)
 			nap = a->lock->ttl_ms / 3;
