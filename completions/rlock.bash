@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bash completion for rlock(1)                                  -*- shell-script -*-
 # Installed as share/bash-completion/completions/rlock (loaded on demand by
 # bash-completion); it also works when sourced on its own, without bash-completion.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fish completion for rlock(1). Installed into share/fish/vendor_completions.d.
 
 # Lock names held on the server the command line points at; quietly nothing when the

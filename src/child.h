@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* All process and signal logic: the supervisor pattern of timeout(1) and tini.
  *
  * child_signals_block() runs first, before any thread exists: the terminating signals

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
 #include <errno.h>
@@ -141,7 +142,8 @@ static const struct optdef options[] = {
         "release (-vv: renewals too)"),
     OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr"),
     OPT("help", 'h', F_RUN, NULL, "show this help"),
-    OPT("version", 'V', F_RUN, NULL, "show the version of rlock, hiredis and OpenSSL"),
+    OPT("version", 'V', F_RUN, NULL,
+        "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)"),
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -820,6 +822,7 @@ static void print_version(void)
 	else
 		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
 		       resp_hiredis_version(), why);
+	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 
 int cli_close_stdout(void)

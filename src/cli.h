@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command line, environment and config file → one validated struct opts.
  * cli_parse() exits 64 with one line on stderr for bad input (before any network). */
 #ifndef RLOCK_CLI_H

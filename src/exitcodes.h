@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exit-status table of SPEC §3, once. --help and the man page print it. */
 #ifndef RLOCK_EXITCODES_H
 #define RLOCK_EXITCODES_H

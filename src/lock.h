@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lock protocol: every state change is one Lua script, sent with EVALSHA and
  * retried with EVAL on NOSCRIPT. Keys of one lock share the {NAME} hash tag, so every
  * script runs on one node of a cluster.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Diagnostics on stderr: one write(2) per message, prefixed "rlock: ", control
  * characters escaped, never a secret (callers never pass one). Thread-safe. */
 #ifndef RLOCK_LOG_H

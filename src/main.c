@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rlock: run a command while holding a lock in Redis.
  * The story: options → connect → acquire (or wait) → run → release → exit. */
 #include <errno.h>

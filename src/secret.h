@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one password rlock holds. Reconnecting (renewal, waiting, release) needs it for
  * the whole run, so it is never kept in plain text: it is XOR-masked with a random pad
  * in a page excluded from core dumps, revealed only into a caller's stack buffer for

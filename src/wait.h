@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting for a busy lock without polling blindly: subscribe to the lock's release
  * channel, retry at once after subscribing (so a release between the failed attempt
  * and the subscription is not missed), then retry when woken, when the holder's TTL can

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Acquire: set the lock only if it is free, with a TTL, in one step; count the
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Break (operator): remove whoever holds the lock, wake waiters, say what was removed.
 -- KEYS: lock owner fence   ARGV: channel
 local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',

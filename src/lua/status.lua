@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Status: who holds the lock, for how long, and the fence; changes nothing.
 -- KEYS: lock owner fence
 local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
