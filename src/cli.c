@@ -32,6 +32,7 @@ enum {
 	O_ON_LOST,
 	O_KILL_AFTER,
 	O_MIN_HOLD,
+	O_MAX_HOLD,
 	O_USER,
 	O_PASSWORD_FILE,
 	O_TLS,
@@ -101,6 +102,8 @@ static const struct optdef options[] = {
         "grace between the first signal and SIGKILL\n(default 10s)"),
     OPT("min-hold", O_MIN_HOLD, F_ARG, "DUR",
         "keep the lock at least DUR after the command\nstarted"),
+    OPT("max-hold", O_MAX_HOLD, F_ARG, "DUR",
+        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)"),
     OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c"),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
@@ -175,6 +178,7 @@ static const char usage_tail[] =
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
     "  79       the lock was lost while the command ran (its group was terminated,\n"
     "           or the release found the lock gone)\n"
+    "  124      --max-hold expired and the command was stopped (as timeout(1))\n"
     "  126/127  command not executable / not found\n";
 
 #define HELP_COLUMN 30
@@ -476,6 +480,9 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_MIN_HOLD:
 		o->min_hold_ms = duration_arg(src, val);
+		break;
+	case O_MAX_HOLD:
+		o->max_hold_ms = duration_arg(src, val);
 		break;
 	case 'c':
 		o->shell_command = val;

@@ -30,6 +30,7 @@ struct opts {
 	int lost_signal;
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
+	int64_t max_hold_ms; /* --max-hold; 0: no limit */
 
 	struct url url;
 	char server[400]; /* the server's URL without a password, for messages */

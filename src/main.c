@@ -324,6 +324,7 @@ int main(int argc, char **argv)
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
 	    .kill_after_ms = o.kill_after_ms,
+	    .stop_at = o.max_hold_ms > 0 ? started + o.max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
 	/* Release on the renewal thread's connection: the main one sat idle for the
