@@ -364,7 +364,10 @@ rlock_require_binary() {
 
 common_setup_file() {
 	rlock_require_binary
-	mkdir -p "$XDG_CONFIG_HOME"
+	mkdir -p "$XDG_CONFIG_HOME/rlock"
+	# An installed and configured rlock's /etc/rlock.conf comes before REDIS_URL and
+	# would send the tests to its server: an empty file earlier in the search shields it.
+	[[ ! -e /etc/rlock.conf ]] || : >"$XDG_CONFIG_HOME/rlock/config"
 	redis_start "$@"
 }
 

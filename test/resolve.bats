@@ -41,6 +41,19 @@ printf 'nameserver 127.0.0.1\noptions timeout:30 attempts:2\n' >resolv.conf
 mount --bind resolv.conf /etc/resolv.conf
 printf '127.0.0.1 localhost\n' >hosts
 mount --bind hosts /etc/hosts
+# await_exit PID N: wait for rlock to end (at most N x 50 ms); print status=CODE, or
+# status=still-running (and kill it).
+await_exit() {
+	for _ in $(seq "$2"); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+	if kill -0 "$1" 2>/dev/null; then
+		echo "status=still-running"
+		kill -KILL "$1"
+		wait "$1"
+	else
+		wait "$1"
+		echo "status=$?"
+	fi
+}
 EOF
 	cat ns-prologue.sh "$1" >ns-run.sh
 	timeout -s KILL 45 unshare -m -n -p -f --kill-child --mount-proc bash ns-run.sh
@@ -88,15 +101,7 @@ done
 sleep 1.5
 touch go
 t0=$(date +%s%3N)
-for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$pid" 2>/dev/null; then
-	echo "status=still-running"
-	kill -KILL "$pid"
-	wait "$pid"
-else
-	wait "$pid"
-	echo "status=$?"
-fi
+await_exit "$pid" 200
 echo "after_end=$(($(date +%s%3N) - t0))"
 echo "key=$(redis-cli EXISTS 'rlock:{r}')"
 cat err
@@ -127,15 +132,7 @@ redis-cli CLIENT KILL TYPE normal SKIPME yes >/dev/null
 redis-cli CLIENT KILL TYPE pubsub >/dev/null
 redis-cli DEL 'rlock:{r}' >/dev/null
 t0=$(date +%s%3N)
-for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-if kill -0 "$pid" 2>/dev/null; then
-	echo "status=still-running"
-	kill -KILL "$pid"
-	wait "$pid"
-else
-	wait "$pid"
-	echo "status=$?"
-fi
+await_exit "$pid" 300
 echo "took=$(($(date +%s%3N) - t0))"
 [ -e ran ] && echo ran
 cat err
