@@ -8,13 +8,13 @@
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
 -t --ttl --on-lost --kill-after --min-hold --max-hold -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
---io-timeout --wait-replicas --config'
+--io-timeout --wait-replicas --config --format --log-file --token'
 
 _rlock_long_opts='--key --prefix --exclusive --no-wait --wait --timeout --conflict-exit-code --ttl
 --on-lost --kill-after --min-hold --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --wait-replicas --config --verbose --quiet --json --status --break --list --help
---version'
+--version --acquire --release --format --log-file --token'
 _rlock_short_opts='-k -x -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {
@@ -132,6 +132,10 @@ _rlock() {
 	-w | --wait | --timeout | -t | --ttl | --kill-after | --min-hold | --max-hold | \
 		--connect-timeout | --io-timeout)
 		_rlock_compreply_words $'500ms\n5s\n30s\n5m' "$cur"
+		return 0
+		;;
+	--format)
+		_rlock_compreply_words $'sh\ngithub' "$cur"
 		return 0
 		;;
 	--on-lost)

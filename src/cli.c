@@ -52,6 +52,11 @@ enum {
 	O_JSON,
 	O_PASSWORD,
 	O_EVICTION_WARNING,
+	O_ACQUIRE,
+	O_RELEASE,
+	O_TOKEN,
+	O_FORMAT,
+	O_LOG_FILE,
 };
 
 enum {
@@ -133,6 +138,18 @@ static const struct optdef options[] = {
         "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)"),
     OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
     OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
+    HEADING("Across steps (a detached keeper holds the lock):"),
+    OPT("acquire", O_ACQUIRE, F_RUN, NULL,
+        "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
+        "eval"),
+    OPT("format", O_FORMAT, F_ARG | F_RUN, "FMT",
+        "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)"),
+    OPT("log-file", O_LOG_FILE, F_ARG, "FILE", "the keeper's log (default: syslog)"),
+    OPT("release", O_RELEASE, F_RUN, NULL,
+        "stop the keeper and release NAME; 79 if the\nlock was lost (or the token is not the "
+        "holder)"),
+    OPT("token", O_TOKEN, F_ARG | F_RUN, "TOKEN",
+        "--release: the holder's token (default:\n$RLOCK_TOKEN)"),
     HEADING("Operator:"),
     OPT("status", O_STATUS, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -156,6 +173,8 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break\n"
     "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
+    "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
     "\n"
     "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
     "at a time across machines. The lease is renewed while COMMAND runs and released\n"
@@ -570,6 +589,23 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case O_JSON:
 		o->json = 1;
 		break;
+	case O_ACQUIRE:
+		set_mode(s, MODE_ACQUIRE, "acquire");
+		break;
+	case O_RELEASE:
+		set_mode(s, MODE_RELEASE, "release");
+		break;
+	case O_TOKEN:
+		o->token = val;
+		break;
+	case O_FORMAT:
+		if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
+			usage_error("%s: '%.100s' is not sh or github", src, val);
+		o->format_github = !strcmp(val, "github");
+		break;
+	case O_LOG_FILE:
+		o->log_file = val;
+		break;
 	case 'v':
 		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
 		break;
@@ -842,6 +878,22 @@ int cli_close_stdout(void)
 	return 0;
 }
 
+/* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
+ * the shape rlock gives its tokens. */
+static void release_token(struct opts *o)
+{
+	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
+
+	if (!o->token)
+		o->token = getenv("RLOCK_TOKEN");
+	if (!o->token || !*o->token)
+		usage_error("--release needs the holder's token: --token TOKEN or RLOCK_TOKEN (as "
+		            "printed by --acquire)");
+	size_t n = strspn(o->token, "0123456789abcdef");
+	if (n != 32 || o->token[n])
+		usage_error("%s: not an rlock token (32 hex digits)", src);
+}
+
 /* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
 static void bad_option(char **argv)
 {
@@ -946,6 +998,17 @@ void cli_parse(int argc, char **argv, struct opts *o)
 			usage_error("no command to run");
 		o->argv = argv + optind;
 		break;
+	case MODE_ACQUIRE:
+	case MODE_RELEASE:
+		if (!o->name)
+			usage_error("--%s needs -k NAME", s.mode_opt);
+		if (nargs > 0 || o->shell_command)
+			usage_error("--%s runs no command (the next steps of your script run "
+			            "under the lock)",
+			            s.mode_opt);
+		if (o->mode == MODE_RELEASE)
+			release_token(o);
+		break;
 	case MODE_STATUS:
 	case MODE_BREAK:
 		if (!o->name)
@@ -961,4 +1024,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST)
 		usage_error("--json goes with --status or --list");
+	if (o->token && o->mode != MODE_RELEASE)
+		usage_error("--token goes with --release");
+	if (o->format_github && o->mode != MODE_ACQUIRE)
+		usage_error("--format goes with --acquire");
 }

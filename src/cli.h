@@ -9,7 +9,7 @@
 #include "conn.h"
 #include "parse.h"
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST };
+enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
@@ -43,7 +43,10 @@ struct opts {
 	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
-	int verbose; /* -1 quiet, 0 default, 1.. -v count */
+	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
+	int format_github;    /* --acquire --format github: KEY=VALUE lines */
+	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
+	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */

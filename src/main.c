@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "client.h"
 #include "exitcodes.h"
+#include "keeper.h"
 #include "lock.h"
 #include "log.h"
 #include "renew.h"
@@ -47,6 +48,10 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 	size_t used = 0;
 
 	buf[0] = '\0';
+	if (o->mode == MODE_ACQUIRE) {
+		snprintf(buf, n, "%s", KEEPER_CMD);
+		return;
+	}
 	if (o->shell_command) {
 		snprintf(buf, n, "%s", o->shell_command);
 		return;
@@ -210,6 +215,8 @@ int main(int argc, char **argv)
 
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
+	if (o.mode == MODE_ACQUIRE)
+		keeper_detach(&o); /* from here on, this process is the keeper */
 	int sigfd = child_signals_block(&orig);
 	if (sigfd < 0) {
 		log_error("cannot set up signal handling: %s", strerror(errno));
@@ -242,15 +249,17 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
 	}
-	if (o.mode != MODE_RUN) {
-		rc = o.mode == MODE_STATUS  ? report_status(c, &o)
-		     : o.mode == MODE_BREAK ? report_break(c, &o)
-		                            : report_list(c, &o);
+	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE) {
+		rc = o.mode == MODE_STATUS    ? report_status(c, &o)
+		     : o.mode == MODE_BREAK   ? report_break(c, &o)
+		     : o.mode == MODE_RELEASE ? keeper_release(c, &srv, &l, &o)
+		                              : report_list(c, &o);
 		die_if_signalled(termfd);
 		return rc;
 	}
 
-	reenter_if_holder(&c, &srv, &o, &l, &orig);
+	if (o.mode == MODE_RUN)
+		reenter_if_holder(&c, &srv, &o, &l, &orig);
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
 	struct passwd *pw = getpwuid(geteuid());
@@ -290,6 +299,8 @@ int main(int argc, char **argv)
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);
+	if (o.mode == MODE_ACQUIRE)
+		return keeper_hold(&c, &srv, &l, sent, sigfd, &o);
 
 	child_environment(&l);
 	struct child ch;
