@@ -91,7 +91,8 @@ static const struct optdef options[] = {
     HEADING("Lock:"),
     OPT("key", 'k', F_ARG | F_RUN, "NAME",
         "lock name (printable ASCII, no space or braces);\n"
-        "the Redis key is PREFIX{NAME}"),
+        "the Redis key is PREFIX{NAME}; repeat it to hold\n"
+        "several locks, all or nothing"),
     OPT("prefix", O_PREFIX, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)"),
     OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy"),
@@ -450,6 +451,12 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case 'k':
 		if (parse_lock_name(val, err, sizeof err) < 0)
 			usage_error("%s: %s", src, err);
+		for (int i = 0; i < o->nnames; i++)
+			if (!strcmp(o->names[i], val))
+				usage_error("%s: lock '%s' is given twice", src, val);
+		if (o->nnames == OPTS_NAMES_MAX)
+			usage_error("%s: at most %d locks at once", src, OPTS_NAMES_MAX);
+		o->names[o->nnames++] = val;
 		o->name = val;
 		break;
 	case O_PREFIX:
@@ -878,6 +885,11 @@ int cli_close_stdout(void)
 	return 0;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
  * the shape rlock gives its tokens. */
 static void release_token(struct opts *o)
@@ -987,6 +999,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		         o->user);
 
 	int nargs = argc - optind;
+	if (o->nnames > 1) {
+		if (o->mode != MODE_RUN)
+			usage_error("several -k go with a command, not with --%s", s.mode_opt);
+		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
+		o->name = o->names[0];
+	}
 	switch (o->mode) {
 	case MODE_RUN:
 		if (!o->name)

@@ -9,6 +9,8 @@
 #include "conn.h"
 #include "parse.h"
 
+#define OPTS_NAMES_MAX 16 /* -k given several times */
+
 enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
 
 enum on_lost {
@@ -20,7 +22,11 @@ enum on_lost {
 
 struct opts {
 	enum mode mode;
-	const char *name;   /* lock name (-k) */
+	const char *name; /* lock name (-k): the first of names */
+	/* Several -k: all of them, all or nothing, in this (sorted, canonical) order, so
+	 * that `-k A -k B` and `-k B -k A` never deadlock. */
+	const char *names[OPTS_NAMES_MAX];
+	int nnames;
 	const char *prefix; /* key prefix */
 
 	int64_t wait_ms;   /* -1: forever; 0: -n */

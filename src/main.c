@@ -2,11 +2,11 @@
 /* rlock: run a command while holding a lock in Redis.
  * The story: options → connect → acquire (or wait) → run → release → exit. */
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
+#include "multi.h"
 #include "renew.h"
 #include "report.h"
 #include "wait.h"
@@ -180,26 +181,44 @@ static void die_if_signalled(int termfd)
 		child_die_of((int)si.ssi_signo);
 }
 
-/* The lease as the supervisor sees it: renewed by the thread, or (when the thread
- * could not start) only the acquire. */
+/* The lease as the supervisor sees it: the first lock's, renewed by its thread, and
+ * with several -k the oldest of every lock's (the loss of one is the loss of all). */
 struct lease {
 	struct renew *rn;
-	int64_t acquired_sent;
+	struct multi *more;
+	int64_t loss_after_ms;
 };
 
 static int64_t lease_sent(const void *ctx)
 {
 	const struct lease *s = ctx;
-	return s->rn ? renew_confirmed_sent(s->rn) : s->acquired_sent;
+	return multi_confirmed_sent(s->more, renew_confirmed_sent(s->rn));
 }
 
 static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
 	const struct lease *s = ctx;
-	if (s->rn)
+
+	if (!multi_lost_reason(s->more, timed_out, s->loss_after_ms, buf, n))
 		renew_reason(s->rn, timed_out, buf, n);
-	else
-		snprintf(buf, n, "the lease cannot be renewed");
+}
+
+/* Before the command ran (it could not start, or not every lock was taken): stop the
+ * renewals and give every lock back. */
+static void give_back_all(struct client **c, const struct server *srv, const struct lock *l,
+                          struct lease *ls, int64_t sent)
+{
+	int64_t confirmed = sent;
+
+	multi_release(ls->more, srv, 0);
+	struct client *live = renew_stop(ls->rn, &confirmed);
+	if (live) {
+		client_close(*c);
+		*c = live;
+	}
+	release(c, srv, l, 0, confirmed + l->ttl_ms);
+	client_close(*c);
+	*c = NULL;
 }
 
 int main(int argc, char **argv)
@@ -296,41 +315,62 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
 	}
+	if (o.mode == MODE_ACQUIRE) {
+		conn_set_abort_fd(-1);
+		close(termfd);
+		return keeper_hold(&c, &srv, &l, sent, sigfd, &o);
+	}
+	char warn_key[300];
+	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
+	struct multi more;
+	struct lease ls = {NULL, &more, l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN};
+	if (renew_start(&ls.rn, &srv, &l, sent, o.eviction_warning ? warn_key : NULL, err,
+	                sizeof err) < 0) {
+		log_error("%s", err);
+		release(&c, &srv, &l, 0, sent + l.ttl_ms);
+		client_close(c);
+		return RL_EX_OSERR;
+	}
+	/* Several -k: the others, in order, each renewed from the moment it is taken. */
+	rc = multi_acquire(&more, &c, &srv, &o, &meta, termfd, asked, &h, &signo, err, sizeof err);
+	int lost_fd = rc == WAIT_ACQUIRED ? multi_lost_fd(&more, renew_fd(ls.rn)) : -1;
+	struct pollfd lp = {.fd = lost_fd, .events = POLLIN};
+	if (rc == WAIT_ACQUIRED && (lost_fd < 0 || poll(&lp, 1, 0) != 0 ||
+	                            clock_ms() >= lease_sent(&ls) + ls.loss_after_ms)) {
+		snprintf(err, sizeof err, "a lock was lost while waiting for the others");
+		rc = WAIT_ERR;
+	}
+	if (rc != WAIT_ACQUIRED) {
+		give_back_all(&c, &srv, &l, &ls, sent);
+		if (rc == WAIT_SIGNAL)
+			child_die_of(signo);
+		if (rc == WAIT_BUSY)
+			return busy(&o, &h);
+		log_error("%s", err);
+		return RL_EX_UNAVAILABLE;
+	}
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);
-	if (o.mode == MODE_ACQUIRE)
-		return keeper_hold(&c, &srv, &l, sent, sigfd, &o);
 
 	child_environment(&l);
+	multi_environment(&more, &l);
 	struct child ch;
 	int64_t started = clock_ms();
 	int64_t kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN;
 	rc = child_spawn(&ch, o.argv, o.shell_command, &orig,
-	                 o.on_lost == LOST_IGNORE ? -1 : sent + kill_by_ms);
+	                 o.on_lost == LOST_IGNORE ? -1 : lease_sent(&ls) + kill_by_ms);
 	if (rc != 0) {
-		release(&c, &srv, &l, 0, sent + l.ttl_ms);
-		client_close(c);
+		give_back_all(&c, &srv, &l, &ls, sent);
 		return rc;
-	}
-	char warn_key[300];
-	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
-	struct lease ls = {NULL, sent};
-	int no_renewal = -1;
-	if (renew_start(&ls.rn, &srv, &l, sent, o.eviction_warning ? warn_key : NULL, err,
-	                sizeof err) < 0) {
-		/* Unrenewed, the lease would end under the running command: treat it as
-		 * lost at once (an eventfd that is already readable), per --on-lost. */
-		log_error("%s", err);
-		no_renewal = eventfd(1, EFD_CLOEXEC);
 	}
 	struct supervise_args sa = {
 	    .sigfd = sigfd,
-	    .lost_fd = ls.rn ? renew_fd(ls.rn) : no_renewal,
+	    .lost_fd = lost_fd,
 	    .confirmed_sent = lease_sent,
 	    .lost_reason = lease_lost,
 	    .ctx = &ls,
-	    .loss_after_ms = l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN,
+	    .loss_after_ms = ls.loss_after_ms,
 	    .kill_by_ms = kill_by_ms,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
@@ -338,6 +378,7 @@ int main(int argc, char **argv)
 	    .stop_at = o.max_hold_ms > 0 ? started + o.max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
+	int more_lost = multi_release(&more, &srv, o.min_hold_ms - (clock_ms() - started));
 	/* Release on the renewal thread's connection: the main one sat idle for the
 	 * whole run, and a NAT or firewall may have dropped it silently. */
 	int64_t confirmed = sent;
@@ -346,8 +387,9 @@ int main(int argc, char **argv)
 		client_close(c);
 		c = live;
 	}
-	if (release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
-	        LOCK_NOTOURS &&
+	if ((release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
+	         LOCK_NOTOURS ||
+	     more_lost) &&
 	    !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */
