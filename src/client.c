@@ -222,6 +222,11 @@ fail:
 	return rc;
 }
 
+int client_broken(const struct client *c)
+{
+	return c->broken;
+}
+
 int client_fd(const struct client *c)
 {
 	return conn_fd(c->conn);

@@ -59,6 +59,10 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
                 size_t errlen);
 
+/* True once a call failed in a way that leaves nothing more to send on c (see
+ * client_call): close it. */
+int client_broken(const struct client *c);
+
 int client_fd(const struct client *c);
 /* True when a reply may already be buffered (check before polling the fd). */
 int client_buffered(const struct client *c);

@@ -165,32 +165,32 @@ static int detach_stderr(const struct opts *o)
 
 enum { HOLD_LOST, HOLD_RELEASE, HOLD_LEAVE };
 
-int keeper_hold(struct client **c, const struct server *srv, const struct lock *l, int64_t sent_ms,
-                int sigfd, const struct opts *o)
+int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
+                int64_t sent_ms, int sigfd, const struct opts *o)
 {
 	struct renew *rn = NULL;
 	char err[400], msg[1300];
 	int64_t started = clock_ms(), confirmed = sent_ms;
 	int rc = 0, what = HOLD_RELEASE;
 
-	client_close(*c); /* the renewal thread has its own connection */
-	*c = NULL;
+	store_close(s); /* the renewal thread has its own handle */
+	s = NULL;
 	if (!o->log_file)
 		log_to_syslog();
-	if (renew_start(&rn, srv, l, sent_ms, NULL, err, sizeof err) < 0) {
+	if (renew_start(&rn, cfg, l, sent_ms, NULL, err, sizeof err) < 0) {
 		log_error("%s", err);
 		rc = RL_EX_OSERR;
 		goto release;
 	}
 	if (detach_stderr(o) < 0) {
-		renew_stop(rn, &confirmed);
+		s = renew_stop(rn, &confirmed);
 		rc = RL_EX_USAGE;
 		goto release;
 	}
 	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
 	if (write(report_fd, msg, (size_t)n) != n) {
 		rc = RL_EX_OSERR; /* the parent is gone: nobody knows the token */
-		renew_stop(rn, &confirmed);
+		s = renew_stop(rn, &confirmed);
 		goto release;
 	}
 	close(report_fd);
@@ -230,24 +230,21 @@ int keeper_hold(struct client **c, const struct server *srv, const struct lock *
 		         what == HOLD_LEAVE ? "stopping (rlock --release releases)" : "releasing");
 		break;
 	}
-	struct client *live = renew_stop(rn, &confirmed);
+	s = renew_stop(rn, &confirmed);
 	if (what != HOLD_RELEASE) {
-		client_close(live);
+		store_close(s);
 		if (what == HOLD_LOST)
 			log_error("lock lost: %s; the keeper exits", err);
 		return what == HOLD_LOST ? RL_EX_LOST : 0;
 	}
-	*c = live;
 release:;
-	int64_t lease_end = confirmed + l->ttl_ms, now = clock_ms();
+	int64_t lease_end = confirmed + l->ttl_ms;
 	int r = LOCK_ERR;
-	if (now < lease_end && (*c || client_open(c, srv, lease_end, err, sizeof err) == CLIENT_OK))
-		r = lock_release(*c, l, 0,
-		                 now + srv->io_timeout_ms < lease_end ? now + srv->io_timeout_ms
-		                                                      : lease_end,
-		                 err, sizeof err);
-	client_close(*c);
-	*c = NULL;
+	snprintf(err, sizeof err, "the lease is over");
+	if (clock_ms() < lease_end &&
+	    (s || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
+		r = store_release(s, l, 0, lease_end, err, sizeof err);
+	store_close(s);
 	if (r == LOCK_OK) {
 		log_info("keeper released %s", l->key);
 	} else if (r == LOCK_NOTOURS) {
@@ -286,7 +283,7 @@ static int is_keeper(long pid)
 /* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
  * when it runs on this host; wait for it, bounded (a renewal in flight ends within
  * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal. */
-static void stop_keeper(const struct holder *h, const struct server *srv)
+static void stop_keeper(const struct holder *h, const struct opts *o)
 {
 	char host[256] = "";
 	long pid = strtol(h->pid, NULL, 10);
@@ -300,7 +297,7 @@ static void stop_keeper(const struct holder *h, const struct server *srv)
 	if (kill((pid_t)pid, SIGUSR1) < 0)
 		return;
 	/* Not so long that the lease (no longer renewed) runs out before the release. */
-	int64_t wait = srv->connect_timeout_ms + srv->io_timeout_ms + 1000;
+	int64_t wait = o->connect_timeout_ms + o->io_timeout_ms + 1000;
 	if (h->pttl_ms > 0 && wait > h->pttl_ms / 2)
 		wait = h->pttl_ms / 2;
 	int64_t until = clock_ms() + wait;
@@ -312,51 +309,40 @@ static void stop_keeper(const struct holder *h, const struct server *srv)
 		log_info("keeper pid %ld stopped", pid);
 }
 
-static int release_by_token(struct client **c, const struct server *srv, const struct lock *l,
-                            const struct opts *o)
+int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 {
 	struct holder h;
 	struct lock mine = *l;
 	char err[400];
+	int rc;
 
 	snprintf(mine.token, sizeof mine.token, "%s", o->token);
-	int rc = lock_status(*c, l, clock_ms() + srv->io_timeout_ms, &h, err, sizeof err);
+	rc = store_status(s, l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err);
 	if (rc != LOCK_OK) {
 		log_error("%s", err);
-		return RL_EX_UNAVAILABLE;
-	}
-	if (!h.held || strcmp(h.token, o->token) != 0) {
+		rc = RL_EX_UNAVAILABLE;
+	} else if (!h.held || strcmp(h.token, o->token) != 0) {
 		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
 		          "taken over) since --acquire, or the token is wrong; nothing released",
 		          o->name);
-		return RL_EX_LOST;
-	}
-	stop_keeper(&h, srv);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (!*c && client_open(c, srv, CLIENT_NO_CAP, err, sizeof err) != CLIENT_OK)
-			continue;
-		rc = lock_release(*c, &mine, 0, clock_ms() + srv->io_timeout_ms, err, sizeof err);
+		rc = RL_EX_LOST;
+	} else {
+		stop_keeper(&h, o);
+		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
 			log_info("released %s", l->key);
-			return 0;
-		}
-		if (rc == LOCK_NOTOURS) {
+			rc = 0;
+		} else if (rc == LOCK_NOTOURS) {
 			log_error("lock lost: '%s' was no longer held by this token at the release",
 			          o->name);
-			return RL_EX_LOST;
+			rc = RL_EX_LOST;
+		} else {
+			log_error("cannot release '%s' (%s); it expires by its TTL (the keeper is "
+			          "stopped)",
+			          o->name, err);
+			rc = RL_EX_UNAVAILABLE;
 		}
-		client_close(*c);
-		*c = NULL;
 	}
-	log_error("cannot release '%s' (%s); it expires by its TTL (the keeper is stopped)",
-	          o->name, err);
-	return RL_EX_UNAVAILABLE;
-}
-
-int keeper_release(struct client *c, const struct server *srv, const struct lock *l,
-                   const struct opts *o)
-{
-	int rc = release_by_token(&c, srv, l, o);
-	client_close(c);
+	store_close(s);
 	return rc;
 }

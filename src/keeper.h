@@ -21,8 +21,8 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "client.h"
 #include "lock.h"
+#include "store.h"
 
 #define KEEPER_CMD  "(rlock --acquire keeper)" /* the owner record's cmd */
 #define KEEPER_COMM "rlock-keeper"             /* its process name (/proc/PID/comm) */
@@ -37,15 +37,14 @@ void keeper_detach(const struct opts *o);
 /* In the keeper, once the lock is held (acquired at sent_ms) and checked (wait_ready):
  * report it to the parent, detach from the caller's stderr, renew until a signal on
  * sigfd (child_signals_block) or --max-hold, then release (or not: SIGUSR1), or exit
- * on loss. Closes *c. Returns the keeper's exit status (0, 79 lost, 124 --max-hold). */
-int keeper_hold(struct client **c, const struct server *srv, const struct lock *l, int64_t sent_ms,
-                int sigfd, const struct opts *o);
+ * on loss. Closes s. Returns the keeper's exit status (0, 79 lost, 124 --max-hold). */
+int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
+                int64_t sent_ms, int sigfd, const struct opts *o);
 
 /* --release: if o->token holds the lock, stop its keeper (when it runs on this host) and
- * release by compare-token-then-delete. Closes c (as report.h's commands do). Returns 0 (released),
+ * release by compare-token-then-delete. Closes s (as report.h's commands do). Returns 0 (released),
  * 79 (the token does not hold the lock: lost — expired, broken, taken over — or a wrong token;
  * nothing is touched) or 69 (Redis unavailable). */
-int keeper_release(struct client *c, const struct server *srv, const struct lock *l,
-                   const struct opts *o);
+int keeper_release(struct store *s, const struct lock *l, const struct opts *o);
 
 #endif

@@ -64,9 +64,19 @@ static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs
 	return client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen);
 }
 
-/* A server error reply → LOCK_ERR or LOCK_DENIED with a readable reason. */
+/* A server error reply → LOCK_ERR, LOCK_DENIED with a readable reason, or
+ * LOCK_REDIRECT with the reply itself (matched by code, never by text). */
 static int server_error(const struct resp_reply *r, const char *what, char *err, size_t errlen)
 {
+	static const char *const routing[] = {"MOVED",    "ASK",         "READONLY", "MASTERDOWN",
+	                                      "TRYAGAIN", "CLUSTERDOWN", "LOADING"};
+
+	for (size_t i = 0; i < sizeof routing / sizeof routing[0]; i++) {
+		if (resp_is_error(r, routing[i])) {
+			snprintf(err, errlen, "%.300s", r->str);
+			return LOCK_REDIRECT;
+		}
+	}
 	if (resp_is_noauth(r)) {
 		snprintf(err, errlen,
 		         "%s: the server requires a password (NOAUTH); see --password-file", what);

@@ -46,6 +46,10 @@ enum lock_rc {
 	LOCK_NOTOURS = 2, /* renew/release: the token is no longer the holder */
 	LOCK_ERR = -1,    /* connection or server error; reason in err */
 	LOCK_DENIED = -3, /* NOAUTH / NOPERM / WRONGPASS */
+	/* A routing error (MOVED, ASK, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
+	 * LOADING): another node, or later, may take it; err holds the reply verbatim
+	 * for the store's route (store.h). */
+	LOCK_REDIRECT = -4,
 };
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */

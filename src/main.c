@@ -13,7 +13,6 @@
 
 #include "child.h"
 #include "cli.h"
-#include "client.h"
 #include "exitcodes.h"
 #include "keeper.h"
 #include "lock.h"
@@ -21,28 +20,8 @@
 #include "multi.h"
 #include "renew.h"
 #include "report.h"
+#include "store.h"
 #include "wait.h"
-
-static void server_from_opts(struct server *srv, const struct opts *o)
-{
-	memset(srv, 0, sizeof *srv);
-	srv->tls = o->tls;
-	if (o->url.scheme == URL_UNIX) {
-		srv->ep.path = o->url.path;
-		snprintf(srv->name, sizeof srv->name, "%s", o->url.path);
-	} else {
-		srv->ep.host = o->url.host;
-		srv->ep.port = o->url.port;
-		srv->ep.tls = &srv->tls;
-		snprintf(srv->name, sizeof srv->name,
-		         strchr(o->url.host, ':') ? "[%s]:%d" : "%s:%d", o->url.host, o->url.port);
-	}
-	srv->user = o->user;
-	srv->has_password = o->has_password;
-	srv->db = o->url.db;
-	srv->connect_timeout_ms = o->connect_timeout_ms;
-	srv->io_timeout_ms = o->io_timeout_ms;
-}
 
 static void describe_command(char *buf, size_t n, const struct opts *o)
 {
@@ -81,36 +60,21 @@ static void child_environment(const struct lock *l)
 }
 
 /* A nested rlock for the same key whose token is the live holder runs the command
- * directly instead of deadlocking against its parent. */
-static void reenter_if_holder(struct client **c, const struct server *srv, const struct opts *o,
-                              const struct lock *l, const sigset_t *orig)
+ * directly instead of deadlocking against its parent. When the store cannot say, the
+ * acquire goes on (and reports what is wrong). */
+static void reenter_if_holder(struct store *s, const struct opts *o, const struct lock *l,
+                              const sigset_t *orig)
 {
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN");
-	struct resp_reply *r = NULL;
 	char err[300];
 
 	if (!k || !t || strcmp(k, l->key) != 0)
 		return;
-	const char *argv[] = {"GET", l->key};
-	size_t lens[] = {3, strlen(l->key)};
-	if (client_call(*c, 2, argv, lens, clock_ms() + o->io_timeout_ms, &r, err, sizeof err) <
-	    0) {
-		/* The connection is unusable after a failed call (client.h): a fresh one for
-		 * the acquire. */
-		client_close(*c);
-		if (client_open(c, srv, CLIENT_NO_CAP, err, sizeof err) != CLIENT_OK) {
-			log_error("%s", err);
-			exit(RL_EX_UNAVAILABLE);
-		}
-		return;
-	}
-	int ours = r->type == RESP_STRING && strcmp(r->str, t) == 0;
-	resp_free(r);
-	if (!ours)
+	if (store_is_holder(s, l, t, clock_ms() + o->io_timeout_ms, err, sizeof err) != 1)
 		return;
 	log_info("lock '%s' is already held by this process tree: running the command directly",
 	         o->name);
-	client_close(*c);
+	store_close(s);
 	child_exec(o->argv, o->shell_command, orig);
 	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
 	          errno == ENOENT ? "command not found" : strerror(errno));
@@ -127,39 +91,23 @@ static int busy(const struct opts *o, const struct holder *h)
 	return o->conflict_exit;
 }
 
-/* Release on *c (a live connection: the renewal thread's, used within the last ttl/3,
- * or the main one before the command ran), then once more on a fresh connection with
- * its own deadline; nothing after lease_end (the lease cannot outlive it on the server,
- * so a release that late is not needed: at worst the lock expires by its TTL).
- * Returns LOCK_OK, LOCK_NOTOURS (the lock was no longer ours) or LOCK_ERR. */
-static int release(struct client **c, const struct server *srv, const struct lock *l,
-                   int64_t keep_ms, int64_t lease_end)
+/* Release (the store retries once on a fresh connection); nothing after lease_end
+ * (the lease cannot outlive it on the server, so a release that late is not needed: at
+ * worst the lock expires by its TTL). Returns LOCK_OK, LOCK_NOTOURS (the lock was no
+ * longer ours) or LOCK_ERR. */
+static int release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t lease_end)
 {
 	char err[300] = "";
-	int rc = LOCK_ERR;
+	int rc;
 
 	if (clock_ms() >= lease_end) {
 		log_debug("the lease is over (lost): nothing to release");
 		return LOCK_ERR;
 	}
-	for (int attempt = 0; attempt < 2 && rc != LOCK_OK && rc != LOCK_NOTOURS; attempt++) {
-		if (clock_ms() >= lease_end) {
-			snprintf(err, sizeof err, "the lease ended meanwhile");
-			break;
-		}
-		if (!*c && client_open(c, srv, lease_end, err, sizeof err) != CLIENT_OK) {
-			*c = NULL;
-			continue;
-		}
-		int64_t deadline = clock_ms() + srv->io_timeout_ms;
-		rc = lock_release(*c, l, keep_ms, deadline < lease_end ? deadline : lease_end, err,
-		                  sizeof err);
-		if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
-			client_close(*c);
-			*c = NULL;
-		}
-	}
+	rc = store_release(s, l, keep_ms, lease_end, err, sizeof err);
 	if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
+		if (clock_ms() >= lease_end)
+			snprintf(err, sizeof err, "the lease ended meanwhile");
 		log_warn("cannot release the lock (%s); it expires by its TTL", err);
 		rc = LOCK_ERR;
 	} else if (rc == LOCK_OK && keep_ms > 0) {
@@ -205,27 +153,23 @@ static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 
 /* Before the command ran (it could not start, or not every lock was taken): stop the
  * renewals and give every lock back. */
-static void give_back_all(struct client **c, const struct server *srv, const struct lock *l,
+static void give_back_all(struct store *c, const struct store_config *cfg, const struct lock *l,
                           struct lease *ls, int64_t sent)
 {
 	int64_t confirmed = sent;
 
-	multi_release(ls->more, srv, 0);
-	struct client *live = renew_stop(ls->rn, &confirmed);
-	if (live) {
-		client_close(*c);
-		*c = live;
-	}
-	release(c, srv, l, 0, confirmed + l->ttl_ms);
-	client_close(*c);
-	*c = NULL;
+	multi_release(ls->more, cfg, 0);
+	struct store *live = renew_stop(ls->rn, &confirmed);
+	release(live ? live : c, l, 0, confirmed + l->ttl_ms);
+	store_close(live);
+	store_close(c);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o;
-	struct server srv;
-	struct client *c = NULL;
+	struct store_config cfg;
+	struct store *c = NULL;
 	struct lock l;
 	struct holder h;
 	sigset_t orig;
@@ -251,7 +195,7 @@ int main(int argc, char **argv)
 	conn_set_abort_fd(termfd);
 	if (o.tls.enabled)
 		conn_tls_init();
-	server_from_opts(&srv, &o);
+	store_config_from_opts(&cfg, &o);
 	if (lock_init(&l, o.prefix, o.name ? o.name : "", o.ttl_ms) < 0) {
 		log_error("no randomness for the lock token: %s", strerror(errno));
 		return RL_EX_OSERR;
@@ -260,10 +204,10 @@ int main(int argc, char **argv)
 	 * waiting, release); it is wiped at exit. */
 	/* The name is looked up once, here: later connects (renewal, waiting, release)
 	 * reuse its addresses and never wait on a resolver. */
-	rc = client_resolve(&srv, clock_ms() + o.connect_timeout_ms, err, sizeof err);
-	if (rc == CLIENT_OK)
-		rc = client_open(&c, &srv, CLIENT_NO_CAP, err, sizeof err);
-	if (rc != CLIENT_OK) {
+	rc = store_resolve(&cfg, clock_ms() + o.connect_timeout_ms, err, sizeof err);
+	if (rc == STORE_OK)
+		rc = store_open(&c, &cfg, 1, STORE_NO_CAP, err, sizeof err);
+	if (rc != STORE_OK) {
 		die_if_signalled(termfd);
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
@@ -271,14 +215,14 @@ int main(int argc, char **argv)
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE) {
 		rc = o.mode == MODE_STATUS    ? report_status(c, &o)
 		     : o.mode == MODE_BREAK   ? report_break(c, &o)
-		     : o.mode == MODE_RELEASE ? keeper_release(c, &srv, &l, &o)
+		     : o.mode == MODE_RELEASE ? keeper_release(c, &l, &o)
 		                              : report_list(c, &o);
 		die_if_signalled(termfd);
 		return rc;
 	}
 
 	if (o.mode == MODE_RUN)
-		reenter_if_holder(&c, &srv, &o, &l, &orig);
+		reenter_if_holder(c, &o, &l, &orig);
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
 	struct passwd *pw = getpwuid(geteuid());
@@ -287,29 +231,34 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
 	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
-	struct wait_args wa = {
-	    &srv, &l, &meta, o.name, o.wait_ms, termfd, isatty(STDERR_FILENO) && o.verbose >= 0};
+	struct wait_args wa = {&l,
+	                       &meta,
+	                       o.name,
+	                       o.wait_ms,
+	                       o.io_timeout_ms,
+	                       termfd,
+	                       isatty(STDERR_FILENO) && o.verbose >= 0};
 	int64_t sent, asked = clock_ms();
-	switch (wait_acquire(&c, &wa, &sent, &h, &signo, err, sizeof err)) {
+	switch (wait_acquire(c, &wa, &sent, &h, &signo, err, sizeof err)) {
 	case WAIT_ACQUIRED:
 		break;
 	case WAIT_BUSY:
-		client_close(c);
+		store_close(c);
 		return busy(&o, &h);
 	case WAIT_SIGNAL:
-		client_close(c);
+		store_close(c);
 		child_die_of(signo);
 	default:
 		log_error("%s", err);
-		client_close(c);
+		store_close(c);
 		return RL_EX_UNAVAILABLE;
 	}
 	/* As flock -v: how long getting the lock took. */
 	log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l.key,
 	         (double)(clock_ms() - asked) / 1000, l.fence, (long long)l.ttl_ms);
-	rc = wait_ready(&c, &wa, sent, o.wait_replicas, &signo, err, sizeof err);
+	rc = wait_ready(c, &wa, sent, o.wait_replicas, &signo, err, sizeof err);
 	if (rc != WAIT_ACQUIRED) {
-		client_close(c);
+		store_close(c);
 		if (rc == WAIT_SIGNAL)
 			child_die_of(signo);
 		log_error("%s", err);
@@ -318,21 +267,21 @@ int main(int argc, char **argv)
 	if (o.mode == MODE_ACQUIRE) {
 		conn_set_abort_fd(-1);
 		close(termfd);
-		return keeper_hold(&c, &srv, &l, sent, sigfd, &o);
+		return keeper_hold(c, &cfg, &l, sent, sigfd, &o);
 	}
 	char warn_key[300];
 	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
 	struct multi more;
 	struct lease ls = {NULL, &more, l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN};
-	if (renew_start(&ls.rn, &srv, &l, sent, o.eviction_warning ? warn_key : NULL, err,
+	if (renew_start(&ls.rn, &cfg, &l, sent, o.eviction_warning ? warn_key : NULL, err,
 	                sizeof err) < 0) {
 		log_error("%s", err);
-		release(&c, &srv, &l, 0, sent + l.ttl_ms);
-		client_close(c);
+		release(c, &l, 0, sent + l.ttl_ms);
+		store_close(c);
 		return RL_EX_OSERR;
 	}
 	/* Several -k: the others, in order, each renewed from the moment it is taken. */
-	rc = multi_acquire(&more, &c, &srv, &o, &meta, termfd, asked, &h, &signo, err, sizeof err);
+	rc = multi_acquire(&more, c, &cfg, &o, &meta, termfd, asked, &h, &signo, err, sizeof err);
 	int lost_fd = rc == WAIT_ACQUIRED ? multi_lost_fd(&more, renew_fd(ls.rn)) : -1;
 	struct pollfd lp = {.fd = lost_fd, .events = POLLIN};
 	if (rc == WAIT_ACQUIRED && (lost_fd < 0 || poll(&lp, 1, 0) != 0 ||
@@ -341,7 +290,7 @@ int main(int argc, char **argv)
 		rc = WAIT_ERR;
 	}
 	if (rc != WAIT_ACQUIRED) {
-		give_back_all(&c, &srv, &l, &ls, sent);
+		give_back_all(c, &cfg, &l, &ls, sent);
 		if (rc == WAIT_SIGNAL)
 			child_die_of(signo);
 		if (rc == WAIT_BUSY)
@@ -361,7 +310,7 @@ int main(int argc, char **argv)
 	rc = child_spawn(&ch, o.argv, o.shell_command, &orig,
 	                 o.on_lost == LOST_IGNORE ? -1 : lease_sent(&ls) + kill_by_ms);
 	if (rc != 0) {
-		give_back_all(&c, &srv, &l, &ls, sent);
+		give_back_all(c, &cfg, &l, &ls, sent);
 		return rc;
 	}
 	struct supervise_args sa = {
@@ -378,16 +327,16 @@ int main(int argc, char **argv)
 	    .stop_at = o.max_hold_ms > 0 ? started + o.max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
-	int more_lost = multi_release(&more, &srv, o.min_hold_ms - (clock_ms() - started));
-	/* Release on the renewal thread's connection: the main one sat idle for the
-	 * whole run, and a NAT or firewall may have dropped it silently. */
+	int more_lost = multi_release(&more, &cfg, o.min_hold_ms - (clock_ms() - started));
+	/* Release on the renewal thread's store: the main one sat idle for the whole run,
+	 * and a NAT or firewall may have dropped its connection silently. */
 	int64_t confirmed = sent;
-	struct client *live = renew_stop(ls.rn, &confirmed);
+	struct store *live = renew_stop(ls.rn, &confirmed);
 	if (live) {
-		client_close(c);
+		store_close(c);
 		c = live;
 	}
-	if ((release(&c, &srv, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
+	if ((release(c, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
 	         LOCK_NOTOURS ||
 	     more_lost) &&
 	    !ch.lost) {
@@ -404,7 +353,7 @@ int main(int argc, char **argv)
 		}
 	}
 	child_finish(&ch);
-	client_close(c);
+	store_close(c);
 	if (rc != RL_EX_LOST && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	return rc;

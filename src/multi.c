@@ -14,21 +14,19 @@
 /* Give back lock l (renewed by rn, or not yet: rn NULL with its acquire sent at sent):
  * on the renewal thread's connection, or a fresh one, never after the lease ended.
  * LOCK_OK, LOCK_NOTOURS or LOCK_ERR. */
-static int give_back(struct renew *rn, int64_t sent, const struct server *srv, const struct lock *l,
-                     int64_t keep_ms)
+static int give_back(struct renew *rn, int64_t sent, const struct store_config *cfg,
+                     const struct lock *l, int64_t keep_ms)
 {
 	char err[300] = "";
 	int64_t confirmed = sent;
-	struct client *c = renew_stop(rn, &confirmed);
-	int64_t lease_end = confirmed + l->ttl_ms, now = clock_ms();
+	struct store *s = renew_stop(rn, &confirmed);
+	int64_t lease_end = confirmed + l->ttl_ms;
 	int rc = LOCK_ERR;
 
-	if (now < lease_end && (c || client_open(&c, srv, lease_end, err, sizeof err) == CLIENT_OK))
-		rc = lock_release(c, l, keep_ms,
-		                  now + srv->io_timeout_ms < lease_end ? now + srv->io_timeout_ms
-		                                                       : lease_end,
-		                  err, sizeof err);
-	client_close(c);
+	if (clock_ms() < lease_end &&
+	    (s || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
+		rc = store_release(s, l, keep_ms, lease_end, err, sizeof err);
+	store_close(s);
 	if (rc == LOCK_ERR)
 		log_warn("cannot release %s (%s); it expires by its TTL", l->key,
 		         err[0] ? err : "the lease is over");
@@ -37,7 +35,7 @@ static int give_back(struct renew *rn, int64_t sent, const struct server *srv, c
 	return rc;
 }
 
-int multi_acquire(struct multi *m, struct client **c, const struct server *srv,
+int multi_acquire(struct multi *m, struct store *s, const struct store_config *cfg,
                   const struct opts *o, const struct lock_meta *meta, int termfd,
                   int64_t started_ms, struct holder *h, int *signo, char *err, size_t errlen)
 {
@@ -58,25 +56,30 @@ int multi_acquire(struct multi *m, struct client **c, const struct server *srv,
 			left = started_ms + o->wait_ms - clock_ms();
 			left = left < 0 ? 0 : left;
 		}
-		struct wait_args wa = {
-		    srv, l, meta, o->names[i], left, termfd, isatty(2) && o->verbose >= 0};
+		struct wait_args wa = {l,
+		                       meta,
+		                       o->names[i],
+		                       left,
+		                       o->io_timeout_ms,
+		                       termfd,
+		                       isatty(2) && o->verbose >= 0};
 		int64_t sent;
-		rc = wait_acquire(c, &wa, &sent, h, signo, err, errlen);
+		rc = wait_acquire(s, &wa, &sent, h, signo, err, errlen);
 		if (rc == WAIT_ACQUIRED)
-			rc = wait_ready(c, &wa, sent, o->wait_replicas, signo, err, errlen);
+			rc = wait_ready(s, &wa, sent, o->wait_replicas, signo, err, errlen);
 		if (rc != WAIT_ACQUIRED)
 			break;
 		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
 		m->sent[m->n] = sent;
-		if (renew_start(&m->rn[m->n], srv, l, sent, NULL, err, errlen) < 0) {
-			give_back(NULL, sent, srv, l, 0);
+		if (renew_start(&m->rn[m->n], cfg, l, sent, NULL, err, errlen) < 0) {
+			give_back(NULL, sent, cfg, l, 0);
 			rc = WAIT_ERR;
 			break;
 		}
 		m->n++;
 	}
 	if (rc != WAIT_ACQUIRED)
-		multi_release(m, srv, 0);
+		multi_release(m, cfg, 0);
 	return rc;
 }
 
@@ -145,13 +148,13 @@ void multi_environment(const struct multi *m, const struct lock *first)
 	free(keys);
 }
 
-int multi_release(struct multi *m, const struct server *srv, int64_t keep_ms)
+int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms)
 {
 	int lost = 0;
 
 	/* In the reverse order of acquisition. */
 	for (int i = m->n - 1; i >= 0; i--) {
-		if (give_back(m->rn[i], m->sent[i], srv, &m->l[i], keep_ms) == LOCK_NOTOURS) {
+		if (give_back(m->rn[i], m->sent[i], cfg, &m->l[i], keep_ms) == LOCK_NOTOURS) {
 			log_error("lock lost: %s was no longer held at the release", m->l[i].key);
 			lost = 1;
 		}

@@ -16,9 +16,9 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "client.h"
 #include "lock.h"
 #include "renew.h"
+#include "store.h"
 #include "wait.h"
 
 struct multi {
@@ -34,7 +34,7 @@ struct multi {
  * m->n = 0 and nothing to do for a single name. On anything but WAIT_ACQUIRED, what
  * was taken here is released (the caller releases the first lock) and *h / err /
  * *signo say why, as from wait_acquire(). */
-int multi_acquire(struct multi *m, struct client **c, const struct server *srv,
+int multi_acquire(struct multi *m, struct store *s, const struct store_config *cfg,
                   const struct opts *o, const struct lock_meta *meta, int termfd,
                   int64_t started_ms, struct holder *h, int *signo, char *err, size_t errlen);
 
@@ -55,6 +55,6 @@ void multi_environment(const struct multi *m, const struct lock *first);
 
 /* Stop the renewals and release every lock of m (keep_ms: --min-hold). Returns 1 when
  * a lock was found no longer ours (lost), else 0. */
-int multi_release(struct multi *m, const struct server *srv, int64_t keep_ms);
+int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms);
 
 #endif

@@ -14,19 +14,18 @@
 
 #include "log.h"
 
-#define RETRY_MS       100     /* between failed renewal attempts, bounded by lost_at */
-#define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
+#define RETRY_MS 100 /* between failed renewal attempts, bounded by lost_at */
 
 struct renew {
 	pthread_t thread;
-	const struct server *srv;
+	const struct store_config *cfg;
 	const struct lock *lock;
 	const char *warn_key;
 	_Atomic int64_t confirmed_sent; /* send time of the last confirmed acquire/renewal */
 	int lost_fd;                    /* eventfd: written once when the token is not ours */
 	int stop_fd;                    /* eventfd: written by renew_stop */
 	int done_fd;                    /* eventfd: written by the thread as it ends */
-	struct client *conn;            /* handed to renew_stop */
+	struct store *store;            /* handed to renew_stop */
 	pthread_mutex_t mu;             /* guards reason and last_err */
 	char reason[300];
 	char last_err[300];
@@ -55,74 +54,28 @@ static int nap(struct renew *r, int64_t until)
 	}
 }
 
-/* A call failed: the connection is unusable (client.h). */
-static void drop(struct client **c)
-{
-	client_close(*c);
-	*c = NULL;
-}
-
-/* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
- * pressure: another client then acquires it while we still run. Say so, at most once
- * a day per server (the first run to SET the marker says it). Done here, off the
- * main thread's fast path; a server that refuses INFO (ACL) is not second-guessed. */
-static void check_eviction(struct client **c, const struct renew *r, int64_t cap)
-{
-	struct resp_reply *rep = NULL;
-	char err[300], policy[64];
-	const char *info[] = {"INFO", "memory"};
-	size_t info_lens[] = {4, 6};
-	int64_t deadline = clock_ms() + r->srv->io_timeout_ms;
-
-	if (deadline > cap)
-		deadline = cap;
-	if (client_call(*c, 2, info, info_lens, deadline, &rep, err, sizeof err) < 0) {
-		drop(c);
-		return;
-	}
-	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
-	policy[0] = '\0';
-	if (p) {
-		p += strlen("maxmemory_policy:");
-		size_t n = strcspn(p, "\r\n");
-		snprintf(policy, sizeof policy, "%.*s", (int)(n < 63 ? n : 63), p);
-	}
-	resp_free(rep);
-	if (!policy[0] || strcmp(policy, "noeviction") == 0)
-		return;
-	const char *set[] = {"SET", r->warn_key, "1", "NX", "EX", WARN_EVERY_SEC};
-	size_t set_lens[] = {3, strlen(r->warn_key), 1, 2, 2, strlen(WARN_EVERY_SEC)};
-	rep = NULL;
-	if (client_call(*c, 6, set, set_lens, deadline, &rep, err, sizeof err) < 0)
-		drop(c); /* warn anyway */
-	else if (rep->type == RESP_NIL)
-		policy[0] = '\0'; /* another run warned within the day */
-	resp_free(rep);
-	if (policy[0])
-		log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock can "
-		         "be evicted and taken by another holder; use noeviction (said once a "
-		         "day; 'eviction-warning = off' in the config file acknowledges it)",
-		         r->srv->name, policy);
-}
-
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;
  * the main thread does not rely on that, but a renewal that late would be useless. */
 static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
-	struct client *c = NULL;
+	struct store *s = NULL;
 	const int64_t ttl = r->lock->ttl_ms;
 	char err[300] = "";
 
 	/* Connect now, while there is time, and look at the eviction policy once. */
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-	if (client_open(&c, r->srv, lost_at, err, sizeof err) == CLIENT_OK) {
-		if (r->warn_key)
-			check_eviction(&c, r, lost_at);
-	} else {
+	if (store_open(&s, r->cfg, 1, lost_at, err, sizeof err) != STORE_OK) {
 		log_debug("renewal: %s", err);
 		set_text(r, r->last_err, err);
-		c = NULL;
+		if (store_open(&s, r->cfg, 0, lost_at, err, sizeof err) != STORE_OK) {
+			/* Out of memory: the main thread sees the lease run out. */
+			set_text(r, r->last_err, err);
+			nap(r, INT64_MAX);
+			goto out;
+		}
+	} else if (r->warn_key) {
+		store_check_eviction(s, r->warn_key, lost_at);
 	}
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
@@ -133,52 +86,43 @@ static void *renew_main(void *arg)
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
 				/* The main thread decides the loss; nothing more to do here. */
-				drop(&c);
+				store_close(s);
+				s = NULL;
 				nap(r, INT64_MAX);
 				goto out;
 			}
-			int64_t deadline = now + r->srv->io_timeout_ms;
-			if (deadline > lost_at)
-				deadline = lost_at;
-			if (!c && client_open(&c, r->srv, lost_at, err, sizeof err) != CLIENT_OK) {
-				c = NULL;
-				log_debug("renewal: %s", err);
-				set_text(r, r->last_err, err);
-			} else {
-				int64_t sent = clock_ms();
-				int rc = lock_renew(c, r->lock, deadline, err, sizeof err);
-				if (rc == LOCK_OK) {
-					r->confirmed_sent = sent;
-					set_text(r, r->last_err, "");
-					log_debug("renewed %s", r->lock->key);
-					break;
-				}
-				if (rc == LOCK_NOTOURS) {
-					set_text(r, r->reason,
-					         "the lock is no longer ours (expired, broken or "
-					         "taken over)");
-					uint64_t one = 1;
-					(void)!write(r->lost_fd, &one, sizeof one);
-					nap(r, INT64_MAX);
-					goto out;
-				}
-				log_debug("renewal failed: %s", err);
-				set_text(r, r->last_err, err);
-				drop(&c);
+			int64_t sent = now;
+			int rc = store_renew(s, r->lock, lost_at, &sent, err, sizeof err);
+			if (rc == LOCK_OK) {
+				r->confirmed_sent = sent;
+				set_text(r, r->last_err, "");
+				log_debug("renewed %s", r->lock->key);
+				break;
 			}
+			if (rc == LOCK_NOTOURS) {
+				set_text(
+				    r, r->reason,
+				    "the lock is no longer ours (expired, broken or taken over)");
+				uint64_t one = 1;
+				(void)!write(r->lost_fd, &one, sizeof one);
+				nap(r, INT64_MAX);
+				goto out;
+			}
+			log_debug("renewal failed: %s", err);
+			set_text(r, r->last_err, err);
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;
 		}
 	}
 out:
-	r->conn = c;
+	r->store = s;
 	uint64_t one = 1;
 	(void)!write(r->done_fd, &one, sizeof one);
 	return NULL;
 }
 
-int renew_start(struct renew **out, const struct server *srv, const struct lock *l,
+int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
                 int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen)
 {
 	struct renew *r = calloc(1, sizeof *r);
@@ -189,7 +133,7 @@ int renew_start(struct renew **out, const struct server *srv, const struct lock 
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	r->srv = srv;
+	r->cfg = cfg;
 	r->lock = l;
 	r->warn_key = warn_key;
 	r->confirmed_sent = confirmed_sent_ms;
@@ -249,7 +193,7 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
 	pthread_mutex_unlock(&w->mu);
 }
 
-struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
+struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 {
 	uint64_t one = 1;
 	struct pollfd p;
@@ -257,7 +201,7 @@ struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
 	if (!r)
 		return NULL;
 	/* Long enough for any bounded call of the thread (a connect, then a command). */
-	int64_t wait_ms = r->srv->connect_timeout_ms + r->srv->io_timeout_ms;
+	int64_t wait_ms = r->cfg->srv[0].connect_timeout_ms + r->cfg->srv[0].io_timeout_ms;
 	int64_t until = clock_ms() + wait_ms;
 	(void)!write(r->stop_fd, &one, sizeof one);
 	*confirmed_sent = r->confirmed_sent; /* a renewal in flight may only push it later */
@@ -279,11 +223,11 @@ struct client *renew_stop(struct renew *r, int64_t *confirmed_sent)
 	}
 	pthread_join(r->thread, NULL);
 	*confirmed_sent = r->confirmed_sent;
-	struct client *c = r->conn;
+	struct store *s = r->store;
 	close(r->lost_fd);
 	close(r->stop_fd);
 	close(r->done_fd);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
-	return c;
+	return s;
 }

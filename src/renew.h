@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The only thread: keeps the lease alive with its own connection and publishes, for
+/* The only thread: keeps the lease alive with its own store handle and publishes, for
  * the supervisor, when the last renewal confirmed by the server was sent.
  *
  * The lease granted by a request sent at time s cannot end on the server before
@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client.h"
 #include "lock.h"
+#include "store.h"
 
 #define RENEW_LOSS_NUM 4 /* lost at 4/5 of the ttl since the last confirmed send */
 #define RENEW_LOSS_DEN 5
@@ -24,11 +24,12 @@
 
 struct renew;
 
-/* Start the thread. confirmed_sent_ms: when the acquire that succeeded was sent.
- * warn_key: where to remember, for a day, that this server's eviction policy was
- * warned about (NULL: the operator acknowledged it; don't look). srv, l and warn_key
- * must outlive renew_stop(). Returns 0, or -1 with the reason. */
-int renew_start(struct renew **out, const struct server *srv, const struct lock *l,
+/* Start the thread, which opens its own handle on cfg. confirmed_sent_ms: when the
+ * acquire that succeeded was sent (store_acquire's *sent_ms). warn_key: where to
+ * remember, for a day, that this server's eviction policy was warned about (NULL: the
+ * operator acknowledged it; don't look). cfg, l and warn_key must outlive
+ * renew_stop(). Returns 0, or -1 with the reason. */
+int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
                 int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen);
 
 /* Readable (poll POLLIN) once the server said the token is no longer the holder. */
@@ -43,11 +44,12 @@ int64_t renew_confirmed_sent(const struct renew *r);
 void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
 
 /* Stop renewing and wait for the thread, as long as a bounded call of it can take
- * (connect + io timeout), not for one stuck in something unbounded. Returns its connection, which
- * was in use within the last ttl/3, for the release (the caller closes it), or NULL;
+ * (connect + io timeout), not for one stuck in something unbounded. Returns its store
+ * handle, whose connection was in use within the last ttl/3, for the release (the
+ * caller closes it), or NULL;
  * *confirmed_sent gets the final renew_confirmed_sent(). Frees r unless the thread did not stop in
  * time (then it is left to the process exit). r NULL: returns NULL, *confirmed_sent
  * untouched. */
-struct client *renew_stop(struct renew *r, int64_t *confirmed_sent);
+struct store *renew_stop(struct renew *r, int64_t *confirmed_sent);
 
 #endif

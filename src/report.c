@@ -137,19 +137,19 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 		strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-int report_status(struct client *c, const struct opts *o)
+int report_status(struct store *s, const struct opts *o)
 {
 	struct lock l;
 	struct holder h;
 	char err[400];
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
-	if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
+	if (store_status(s, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
-		client_close(c);
+		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
-	client_close(c);
+	store_close(s);
 	if (o->json) {
 		holder_json(stdout, o->name, l.key, &h);
 		fputc('\n', stdout);
@@ -188,19 +188,19 @@ int report_status(struct client *c, const struct opts *o)
 	return rc ? rc : !h.held ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
 }
 
-int report_break(struct client *c, const struct opts *o)
+int report_break(struct store *s, const struct opts *o)
 {
 	struct lock l;
 	struct holder h;
 	char err[400];
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
-	if (lock_break(c, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
+	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
-		client_close(c);
+		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
-	client_close(c);
+	store_close(s);
 	if (!h.held) {
 		log_warn("%s was not held: nothing removed", l.key);
 		return 0;
@@ -211,8 +211,6 @@ int report_break(struct client *c, const struct opts *o)
 	          h.cmd[0] ? h.cmd : "?", h.fence);
 	return 0;
 }
-
-#define SCAN_ROUNDS_MAX 1000000L
 
 /* SCAN MATCH needs the prefix's glob characters escaped. */
 static void glob_escape(char *dst, size_t n, const char *s)
@@ -227,105 +225,87 @@ static void glob_escape(char *dst, size_t n, const char *s)
 	dst[o] = '\0';
 }
 
-int report_list(struct client *c, const struct opts *o)
+struct list_walk {
+	struct store *s;
+	const struct opts *o;
+	int started, count;
+	char err[400];
+};
+
+/* One page of SCAN's names: print the locks still held. */
+static int list_page(void *arg, const struct resp_reply *names)
 {
-	char cursor[32] = "0", match[300], err[400];
-	int count = 0, rc = 0;
+	struct list_walk *w = arg;
+	const struct opts *o = w->o;
 	size_t plen = strlen(o->prefix);
+
+	if (!w->started) {
+		/* Only once the server answered: an error leaves stdout empty. */
+		w->started = 1;
+		if (o->json) {
+			fputs("{\"prefix\":", stdout);
+			json_str(stdout, o->prefix);
+			fputs(",\"locks\":[", stdout);
+		} else {
+			printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
+			       "TTL", "COMMAND");
+		}
+	}
+	for (size_t i = 0; i < names->elements; i++) {
+		const struct resp_reply *k = names->element[i];
+		if (k->type != RESP_STRING || k->len < plen + 2 ||
+		    k->len - plen - 2 > LOCK_NAME_MAX)
+			continue;
+		char name[LOCK_NAME_MAX + 1];
+		memcpy(name, k->str + plen + 1, k->len - plen - 2);
+		name[k->len - plen - 2] = '\0';
+		if (strpbrk(name, "{}"))
+			continue;
+		struct lock l;
+		struct holder h;
+		lock_init(&l, o->prefix, name, o->ttl_ms);
+		if (store_status(w->s, &l, clock_ms() + o->io_timeout_ms, &h, w->err,
+		                 sizeof w->err) != LOCK_OK)
+			return -1;
+		if (!h.held)
+			continue; /* released between SCAN and now */
+		if (o->json) {
+			if (w->count)
+				fputc(',', stdout);
+			holder_json(stdout, name, l.key, &h);
+		} else {
+			char ename[200], host[100], pid[100], cmd[300], held[32], left[32];
+			long long start = 0;
+			int has_start = field_number(h.start, &start) && start > 0;
+			esc(ename, sizeof ename, name);
+			esc(host, sizeof host, h.host);
+			esc(pid, sizeof pid, h.pid);
+			esc(cmd, sizeof cmd, h.cmd);
+			human_ms(held, sizeof held, has_start ? now_unix_ms() - start : -1);
+			human_ms(left, sizeof left, h.pttl_ms);
+			printf("%-24s %-20s %-8s %-9s %-9s %s%s\n", ename, host, pid, held, left,
+			       h.kept ? "[kept by --min-hold] " : "", cmd);
+		}
+		w->count++;
+	}
+	return 0;
+}
+
+int report_list(struct store *s, const struct opts *o)
+{
+	struct list_walk w = {.s = s, .o = o};
+	char match[300];
+	int rc = 0;
 
 	glob_escape(match, sizeof match - 4, o->prefix);
 	memcpy(match + strlen(match), "{*}", 4); /* room kept by the - 4 above */
-	int started = 0;
-	/* A server whose cursor never comes back to 0 must not keep --list going forever:
-	 * SCAN ... COUNT 200 walks 200 million keys in this many rounds. */
-	long rounds = 0;
-	do {
-		if (++rounds > SCAN_ROUNDS_MAX) {
-			log_error("SCAN did not finish after %ld rounds: giving up",
-			          SCAN_ROUNDS_MAX);
-			rc = RL_EX_UNAVAILABLE;
-			goto out;
-		}
-		struct resp_reply *r;
-		const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "200"};
-		size_t lens[6];
-		for (int i = 0; i < 6; i++)
-			lens[i] = strlen(argv[i]);
-		if (client_call(c, 6, argv, lens, clock_ms() + o->io_timeout_ms, &r, err,
-		                sizeof err) < 0 ||
-		    r->type != RESP_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != RESP_STRING || r->element[1]->type != RESP_ARRAY) {
-			if (r && resp_is_noauth(r))
-				snprintf(err, sizeof err,
-				         "SCAN: the server requires a password (NOAUTH); see "
-				         "--password-file");
-			else if (r && r->type == RESP_ERROR)
-				snprintf(err, sizeof err, "SCAN: %.300s", r->str);
-			resp_free(r);
-			request_failed(err);
-			rc = RL_EX_UNAVAILABLE;
-			goto out;
-		}
-		if (!started) {
-			/* Only once the server answered: an error leaves stdout empty. */
-			started = 1;
-			if (o->json) {
-				fputs("{\"prefix\":", stdout);
-				json_str(stdout, o->prefix);
-				fputs(",\"locks\":[", stdout);
-			} else {
-				printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID",
-				       "HELD", "TTL", "COMMAND");
-			}
-		}
-		snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
-		for (size_t i = 0; i < r->element[1]->elements; i++) {
-			const struct resp_reply *k = r->element[1]->element[i];
-			if (k->type != RESP_STRING || k->len < plen + 2 ||
-			    k->len - plen - 2 > LOCK_NAME_MAX)
-				continue;
-			char name[LOCK_NAME_MAX + 1];
-			memcpy(name, k->str + plen + 1, k->len - plen - 2);
-			name[k->len - plen - 2] = '\0';
-			if (strpbrk(name, "{}"))
-				continue;
-			struct lock l;
-			struct holder h;
-			lock_init(&l, o->prefix, name, o->ttl_ms);
-			if (lock_status(c, &l, clock_ms() + o->io_timeout_ms, &h, err,
-			                sizeof err) != LOCK_OK) {
-				resp_free(r);
-				request_failed(err);
-				rc = RL_EX_UNAVAILABLE;
-				goto out;
-			}
-			if (!h.held)
-				continue; /* released between SCAN and now */
-			if (o->json) {
-				if (count)
-					fputc(',', stdout);
-				holder_json(stdout, name, l.key, &h);
-			} else {
-				char ename[200], host[100], pid[100], cmd[300], held[32], left[32];
-				long long start = 0;
-				int has_start = field_number(h.start, &start) && start > 0;
-				esc(ename, sizeof ename, name);
-				esc(host, sizeof host, h.host);
-				esc(pid, sizeof pid, h.pid);
-				esc(cmd, sizeof cmd, h.cmd);
-				human_ms(held, sizeof held, has_start ? now_unix_ms() - start : -1);
-				human_ms(left, sizeof left, h.pttl_ms);
-				printf("%-24s %-20s %-8s %-9s %-9s %s%s\n", ename, host, pid, held,
-				       left, h.kept ? "[kept by --min-hold] " : "", cmd);
-			}
-			count++;
-		}
-		resp_free(r);
-	} while (strcmp(cursor, "0") != 0);
-out:
-	client_close(c);
-	if (o->json && started)
+	if (store_list(s, match, list_page, &w, w.err, sizeof w.err) != 0) {
+		request_failed(w.err);
+		rc = RL_EX_UNAVAILABLE;
+	}
+	store_close(s);
+	if (o->json && w.started)
 		fputs("]}\n", stdout);
-	int w = cli_close_stdout();
-	return rc ? rc : w;
+	int wr = cli_close_stdout();
+	return rc ? rc : wr;
 }

@@ -116,28 +116,6 @@ static void status_clear(void)
 		(void)!write(STDERR_FILENO, "\r\033[K", 4);
 }
 
-static struct client *subscribe(const struct wait_args *a, char *err, size_t errlen)
-{
-	struct client *sub = NULL;
-	struct resp_reply *r = NULL;
-	const char *argv[] = {"SUBSCRIBE", a->lock->channel};
-	size_t lens[] = {9, strlen(a->lock->channel)};
-
-	if (client_open(&sub, a->srv, CLIENT_NO_CAP, err, errlen) != CLIENT_OK)
-		return NULL;
-	int64_t deadline = clock_ms() + a->srv->io_timeout_ms;
-	if (client_send(sub, 2, argv, lens, deadline, err, errlen) < 0 ||
-	    client_recv(sub, deadline, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
-		if (r && r->type == RESP_ERROR)
-			snprintf(err, errlen, "SUBSCRIBE failed: %.200s", r->str);
-		resp_free(r);
-		client_close(sub);
-		return NULL;
-	}
-	resp_free(r);
-	return sub;
-}
-
 /* A terminating signal waiting in the signalfd: read it into *signo, return 1. */
 static int take_signal(int sigfd, int *signo)
 {
@@ -152,15 +130,15 @@ static int take_signal(int sigfd, int *signo)
 
 /* Sleep until `until` or a wake-up: 1 woken by a release, 0 timeout, -1 the
  * subscription broke, -4 a signal (*signo). */
-static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
+static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 {
 	for (;;) {
 		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = -1}};
 		int n = 1;
-		if (sub) {
-			if (client_buffered(sub))
+		if (store_notify_fd(s) >= 0) {
+			if (store_notify_buffered(s))
 				goto read_sub;
-			p[1].fd = client_fd(sub);
+			p[1].fd = store_notify_fd(s);
 			p[1].events = POLLIN;
 			n = 2;
 		}
@@ -177,18 +155,13 @@ static int sleep_until(struct client *sub, int sigfd, int64_t until, int *signo)
 		if (n < 2 || !p[1].revents)
 			continue;
 	read_sub:;
-		struct resp_reply *r = NULL;
 		char err[256];
-		int got = client_recv(sub, clock_ms() + 1000, &r, err, sizeof err);
-		if (got != 1) {
+		int got = store_notify_read(s, clock_ms() + 1000, err, sizeof err);
+		if (got < 0) {
 			log_debug("release notifications interrupted: %s", err);
 			return -1;
 		}
-		int msg = r->type == RESP_ARRAY && r->elements == 3 &&
-		          r->element[0]->type == RESP_STRING &&
-		          strcmp(r->element[0]->str, "message") == 0;
-		resp_free(r);
-		if (msg)
+		if (got == 1)
 			return 1;
 	}
 }
@@ -206,34 +179,22 @@ static int64_t lease_floor(const struct lock *l)
 #define SIGNAL_GIVE_BACK_MS 500
 
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
- * within budget_ms (and one io-timeout). On *c the release runs after anything still
- * unanswered (see client_call); a broken or missing connection gets one fresh one. At
- * worst the lease expires by its TTL. */
-static void give_back(struct client **c, const struct wait_args *a, int64_t budget_ms)
+ * within budget_ms (and one io-timeout). The store runs the release after anything
+ * still unanswered on its connection (store.h). At worst the lease expires by its
+ * TTL. */
+static void give_back(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
 	int64_t deadline =
-	    clock_ms() + (budget_ms < a->srv->io_timeout_ms ? budget_ms : a->srv->io_timeout_ms);
+	    clock_ms() + (budget_ms < a->io_timeout_ms ? budget_ms : a->io_timeout_ms);
 	char err[300] = "";
-	int rc = LOCK_ERR;
 
-	for (int attempt = 0; attempt < 2 && rc == LOCK_ERR && clock_ms() < deadline; attempt++) {
-		if (!*c && client_open(c, a->srv, deadline, err, sizeof err) != CLIENT_OK) {
-			*c = NULL;
-			break;
-		}
-		rc = lock_release(*c, a->lock, 0, deadline, err, sizeof err);
-		if (rc == LOCK_ERR) {
-			client_close(*c);
-			*c = NULL;
-		}
-	}
-	if (rc == LOCK_ERR)
+	if (store_release(s, a->lock, 0, deadline, err, sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
 
 /* Sleep until `until`, redrawing the live line every second: what sleep_until says. */
-static int nap_until(const struct wait_args *a, struct client *sub, const struct holder *h,
+static int nap_until(const struct wait_args *a, struct store *sub, const struct holder *h,
                      int64_t start, int64_t until, const char *note, int *drawn, int *signo)
 {
 	int s;
@@ -251,31 +212,21 @@ static int nap_until(const struct wait_args *a, struct client *sub, const struct
 	return s;
 }
 
-/* One attempt: connect if *c is NULL (never past the wait's deadline), then acquire. A
- * grant whose reply came too late to use is given back and counts as busy. */
-static int attempt(struct client **c, const struct wait_args *a, int64_t deadline, int64_t *sent_ms,
+/* One attempt (connecting never past the wait's deadline). A grant whose reply came
+ * too late to use is given back and counts as busy. */
+static int attempt(struct store *s, const struct wait_args *a, int64_t deadline, int64_t *sent_ms,
                    struct holder *h, char *err, size_t errlen)
 {
-	if (!*c) {
-		int64_t cap = deadline == INT64_MAX ? CLIENT_NO_CAP : deadline;
-		int rc = client_open(c, a->srv, cap, err, errlen);
-		if (rc != CLIENT_OK) {
-			*c = NULL;
-			return rc == CLIENT_AUTH ? LOCK_DENIED : LOCK_ERR;
-		}
-	}
-	*sent_ms = clock_ms();
-	int rc =
-	    lock_acquire(*c, a->lock, a->meta, *sent_ms + a->srv->io_timeout_ms, h, err, errlen);
+	int rc = store_acquire(s, a->lock, a->meta, deadline, sent_ms, h, err, errlen);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
 		 * the request was sent, is (nearly) over: someone else may hold it by now.
 		 * Give it back and treat the attempt as failed. */
 		int64_t late = clock_ms() - *sent_ms;
-		give_back(c, a, a->srv->io_timeout_ms);
+		give_back(s, a, a->io_timeout_ms);
 		snprintf(err, errlen,
 		         "%s answered after %lld ms, too late for a %lld ms lease: increase --ttl",
-		         a->srv->name, (long long)late, (long long)a->lock->ttl_ms);
+		         store_name(s), (long long)late, (long long)a->lock->ttl_ms);
 		log_debug("%s", err);
 		if (clock_ms() >= deadline)
 			return LOCK_ERR;
@@ -285,42 +236,42 @@ static int attempt(struct client **c, const struct wait_args *a, int64_t deadlin
 	return rc;
 }
 
-int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
+int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
                  int *signo, char *err, size_t errlen)
 {
-	struct client *sub = NULL;
+	int sub = 0;
 	uint32_t seed = jitter_seed();
 	int64_t start = clock_ms();
 	int64_t deadline = a->wait_ms < 0 ? INT64_MAX : start + a->wait_ms;
 	int64_t backoff = BACKOFF_FIRST_MS;
-	int drawn = 0, announced = 0, waiting = 0, outage = 0, pttl_woke = 0, rc;
+	int drawn = 0, announced = 0, waiting = 0, outage = 0, pttl_woke = 0, again = 0, rc;
 
 	memset(h, 0, sizeof *h);
 	for (;;) {
-		int fresh = *c == NULL;
-		rc = attempt(c, a, deadline, sent_ms, h, err, errlen);
+		/* A retry at once (below) counts as fresh: one per failure. */
+		int fresh = again || !store_connected(s);
+		again = 0;
+		rc = attempt(s, a, deadline, sent_ms, h, err, errlen);
 		if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(a->sigfd, signo)) {
 			/* Interrupted (the conn layer's waits watch the signalfd): the
 			 * request may have been taken all the same. */
-			give_back(c, a, SIGNAL_GIVE_BACK_MS);
+			give_back(s, a, SIGNAL_GIVE_BACK_MS);
 			rc = WAIT_SIGNAL;
 			break;
 		}
 		if (rc == LOCK_ERR && waiting && !fresh) {
 			/* The connection that sat idle may simply have been closed (the
-			 * server's `timeout`, a restart): retry at once on a fresh one. */
-			client_close(*c);
-			*c = NULL;
+			 * server's `timeout`, a restart): retry at once on a fresh one
+			 * (the store never reuses a connection that failed). */
+			again = 1;
 			continue;
 		}
 		if (rc == LOCK_ERR && waiting) {
 			/* The server is gone while we wait: keep trying with backoff until
 			 * the wait's deadline. Only a failure before the first successful
 			 * connect is 69 at once. */
-			client_close(*c);
-			*c = NULL;
-			client_close(sub);
-			sub = NULL;
+			store_unsubscribe(s);
+			sub = 0;
 			if (!outage)
 				log_info("lock '%s': %s; reconnecting", a->name, err);
 			outage = 1;
@@ -334,9 +285,9 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 				break;
 			}
 			int64_t until = clock_ms() + jittered(backoff, &seed);
-			int s = nap_until(a, NULL, h, start, until < deadline ? until : deadline,
-			                  "reconnecting", &drawn, signo);
-			if (s == -4) {
+			int slept = nap_until(a, s, h, start, until < deadline ? until : deadline,
+			                      "reconnecting", &drawn, signo);
+			if (slept == -4) {
 				rc = WAIT_SIGNAL;
 				break;
 			}
@@ -346,7 +297,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			continue;
 		}
 		if (outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
-			log_info("lock '%s': reconnected to %s", a->name, a->srv->name);
+			log_info("lock '%s': reconnected to %s", a->name, store_name(s));
 			outage = 0;
 		}
 		if (rc != LOCK_BUSY)
@@ -367,7 +318,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 			/* Subscribe, then loop to try again at once: a release that happened
 			 * before the subscription was active is seen by that attempt. */
 			char err2[256];
-			sub = subscribe(a, err2, sizeof err2);
+			sub = store_subscribe(s, a->lock, err2, sizeof err2) == STORE_OK;
 			if (sub)
 				continue;
 			if (take_signal(a->sigfd, signo)) {
@@ -384,21 +335,21 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 		if (pttl_woke)
 			nap = h->pttl_ms + 1;
 		int64_t until = now + nap < deadline ? now + nap : deadline;
-		int s = nap_until(a, sub, h, start, until, NULL, &drawn, signo);
-		if (s == -4) {
+		int slept = nap_until(a, s, h, start, until, NULL, &drawn, signo);
+		if (slept == -4) {
 			rc = WAIT_SIGNAL;
 			break;
 		}
-		if (s == -1) {
-			client_close(sub);
-			sub = NULL;
+		if (slept == -1) {
+			store_unsubscribe(s);
+			sub = 0;
 		}
-		if (s == 0 && backoff < BACKOFF_MAX_MS)
+		if (slept == 0 && backoff < BACKOFF_MAX_MS)
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
 	if (drawn)
 		status_clear();
-	client_close(sub);
+	store_unsubscribe(s);
 	if (rc == LOCK_OK)
 		return WAIT_ACQUIRED;
 	if (rc == LOCK_DENIED)
@@ -409,57 +360,25 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
 }
 
 /* --wait-replicas: WAIT narrows the window in which a failover to a replica that never
- * saw the lock hands it to someone else. 0, or -1 with the reason. */
-static int wait_replicas(struct client *c, const struct wait_args *a, int n, char *err,
-                         size_t errlen)
-{
-	char cnt[16], ms[24];
-	struct resp_reply *r = NULL;
-	int rc = -1;
-
-	snprintf(cnt, sizeof cnt, "%d", n);
-	snprintf(ms, sizeof ms, "%lld", (long long)a->srv->io_timeout_ms);
-	const char *argv[] = {"WAIT", cnt, ms};
-	size_t lens[] = {4, strlen(cnt), strlen(ms)};
-	int64_t deadline = clock_ms() + 2 * a->srv->io_timeout_ms;
-	if (client_call(c, 3, argv, lens, deadline, &r, err, errlen) < 0) {
-		char why[300];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "WAIT for replicas: %s", why);
-	} else if (r->type != RESP_INTEGER) {
-		snprintf(err, errlen, "WAIT for replicas: %.300s",
-		         r->type == RESP_ERROR ? r->str : "unexpected reply");
-	} else if (r->integer < n) {
-		snprintf(err, errlen,
-		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
-		         "running the command",
-		         r->integer, n, ms);
-	} else {
-		rc = 0;
-	}
-	resp_free(r);
-	return rc;
-}
-
-int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, int replicas,
+ * saw the lock hands it to someone else. */
+int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int replicas,
                int *signo, char *err, size_t errlen)
 {
-	if (replicas > 0 && wait_replicas(*c, a, replicas, err, errlen) < 0) {
+	if (replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0) {
+		/* The server may hold that connection in WAIT: the store closed it, and the
+		 * release goes on a fresh one. */
 		if (take_signal(a->sigfd, signo)) {
-			/* The server holds this connection in WAIT: release on a fresh one. */
-			client_close(*c);
-			*c = NULL;
-			give_back(c, a, SIGNAL_GIVE_BACK_MS);
+			give_back(s, a, SIGNAL_GIVE_BACK_MS);
 			return WAIT_SIGNAL;
 		}
-		give_back(c, a, a->srv->io_timeout_ms);
+		give_back(s, a, a->io_timeout_ms);
 		return WAIT_ERR;
 	}
 	/* The same rule as for a late acquire reply: the lease runs from the send time,
 	 * and the renewal thread would give it up at this point anyway. */
 	int64_t used = clock_ms() - sent_ms;
 	if (used >= lease_floor(a->lock)) {
-		give_back(c, a, a->srv->io_timeout_ms);
+		give_back(s, a, a->io_timeout_ms);
 		snprintf(err, errlen,
 		         "%lld ms of the %lld ms lease were gone before the command could start: "
 		         "not running it (increase --ttl)",
@@ -467,7 +386,7 @@ int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, in
 		return WAIT_ERR;
 	}
 	if (take_signal(a->sigfd, signo)) {
-		give_back(c, a, SIGNAL_GIVE_BACK_MS);
+		give_back(s, a, SIGNAL_GIVE_BACK_MS);
 		return WAIT_SIGNAL;
 	}
 	return WAIT_ACQUIRED;

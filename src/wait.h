@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "client.h"
 #include "lock.h"
+#include "store.h"
 
 enum wait_rc {
 	WAIT_ACQUIRED = 0,
@@ -20,24 +20,24 @@ enum wait_rc {
 };
 
 struct wait_args {
-	const struct server *srv;
 	struct lock *lock;
 	const struct lock_meta *meta;
 	const char *name; /* lock name, for the status line */
 	int64_t wait_ms;  /* -1 forever, 0 no wait */
-	int sigfd;        /* signalfd of the terminating signals only (child_term_fd) */
-	int status_line;  /* draw a live status line on stderr (a terminal) */
+	int64_t io_timeout_ms;
+	int sigfd;       /* signalfd of the terminating signals only (child_term_fd) */
+	int status_line; /* draw a live status line on stderr (a terminal) */
 };
 
-/* Acquire l with *c (which may be replaced by a fresh connection after an error, or
- * be NULL on return). On WAIT_ACQUIRED, *sent_ms is the monotonic time the winning
+/* Acquire l in the store s (its connection and subscription are its own business).
+ * On WAIT_ACQUIRED, *sent_ms is the monotonic time the winning
  * request was sent: the server-side lease cannot end before sent_ms + ttl.
  * A failure of the first attempt is WAIT_ERR at once; once waiting, a lost server is
  * retried with backoff until the wait's deadline (forever without one).
  * A terminating signal (sigfd; the conn layer's waits must watch it too, see
  * conn_set_abort_fd) ends it at once with WAIT_SIGNAL, after giving back a lock an
  * interrupted request may have taken. */
-int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
+int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
                  int *signo, char *err, size_t errlen);
 
 /* After WAIT_ACQUIRED, the last checks before the command starts: WAIT for `replicas`
@@ -45,7 +45,7 @@ int wait_acquire(struct client **c, const struct wait_args *a, int64_t *sent_ms,
  * rule of a late acquire reply) and no terminating signal arrived. On failure the
  * lock is given back (bounded by the io-timeout). WAIT_ACQUIRED (start the command),
  * WAIT_ERR (reason in err) or WAIT_SIGNAL (*signo). */
-int wait_ready(struct client **c, const struct wait_args *a, int64_t sent_ms, int replicas,
+int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int replicas,
                int *signo, char *err, size_t errlen);
 
 #endif

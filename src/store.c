@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
+
+struct store {
+	const struct store_config *cfg;
+	void *route;             /* the route's per-handle state */
+	struct client *c;        /* the connection of the calls */
+	const struct server *at; /* where c goes */
+	int suspect;             /* c has an unanswered request: only a release may follow */
+	struct client *sub;      /* release notifications */
+	char name[64];
+};
+
+void store_config_from_opts(struct store_config *cfg, const struct opts *o)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->n = 1;
+	for (int i = 0; i < cfg->n; i++) {
+		struct server *srv = &cfg->srv[i];
+		const struct url *u = &o->url;
+		srv->tls = o->tls;
+		if (u->scheme == URL_UNIX) {
+			srv->ep.path = u->path;
+			snprintf(srv->name, sizeof srv->name, "%s", u->path);
+		} else {
+			srv->ep.host = u->host;
+			srv->ep.port = u->port;
+			srv->ep.tls = &srv->tls;
+			snprintf(srv->name, sizeof srv->name,
+			         strchr(u->host, ':') ? "[%s]:%d" : "%s:%d", u->host, u->port);
+		}
+		srv->user = o->user;
+		srv->has_password = o->has_password;
+		srv->db = u->db;
+		srv->connect_timeout_ms = o->connect_timeout_ms;
+		srv->io_timeout_ms = o->io_timeout_ms;
+	}
+}
+
+int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
+{
+	int ok = 0;
+
+	/* A quorum goes on without the nodes it cannot look up (they count as down). */
+	for (int i = 0; i < cfg->n; i++) {
+		if (client_resolve(&cfg->srv[i], deadline_ms, err, errlen) == CLIENT_OK)
+			ok++;
+		else if (cfg->n > 1)
+			log_debug("%s", err);
+	}
+	return ok > 0 && (cfg->n == 1 || ok > cfg->n / 2) ? STORE_OK : STORE_ERR;
+}
+
+/* Commands that are not the lock protocol's scripts: re-entry, --wait-replicas, the
+ * eviction check, release notifications. */
+
+/* 1 when token holds l->key, 0 when not, -1 on error. */
+static int get_is(struct client *c, const struct lock *l, const char *token, int64_t d, char *err,
+                  size_t errlen)
+{
+	struct resp_reply *r = NULL;
+	const char *argv[] = {"GET", l->key};
+	size_t lens[] = {3, strlen(l->key)};
+
+	if (client_call(c, 2, argv, lens, d, &r, err, errlen) < 0)
+		return -1;
+	if (r->type == RESP_ERROR) {
+		snprintf(err, errlen, "GET: %.300s", r->str);
+		resp_free(r);
+		return -1;
+	}
+	int ours = r->type == RESP_STRING && strcmp(r->str, token) == 0;
+	resp_free(r);
+	return ours;
+}
+
+/* WAIT n io_ms: 0, or -1 with the reason. */
+static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, size_t errlen)
+{
+	char cnt[16], ms[24];
+	struct resp_reply *r = NULL;
+	int rc = -1;
+
+	snprintf(cnt, sizeof cnt, "%d", n);
+	snprintf(ms, sizeof ms, "%lld", (long long)io_ms);
+	const char *argv[] = {"WAIT", cnt, ms};
+	size_t lens[] = {4, strlen(cnt), strlen(ms)};
+	if (client_call(c, 3, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "WAIT for replicas: %s", why);
+	} else if (r->type != RESP_INTEGER) {
+		snprintf(err, errlen, "WAIT for replicas: %.300s",
+		         r->type == RESP_ERROR ? r->str : "unexpected reply");
+	} else if (r->integer < n) {
+		snprintf(err, errlen,
+		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
+		         "running the command",
+		         r->integer, n, ms);
+	} else {
+		rc = 0;
+	}
+	resp_free(r);
+	return rc;
+}
+
+/* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
+ * pressure: another client then acquires it while we still run. *policy gets the
+ * policy to warn about, or "" (none, or another run warned within the day: the first
+ * run to SET the marker says it). A server that refuses INFO (ACL) is not
+ * second-guessed. LOCK_OK or LOCK_ERR. */
+static int eviction_policy(struct client *c, const char *warn_key, int64_t d, char *policy,
+                           size_t n, char *err, size_t errlen)
+{
+	struct resp_reply *rep = NULL;
+	const char *info[] = {"INFO", "memory"};
+	size_t info_lens[] = {4, 6};
+
+	policy[0] = '\0';
+	if (client_call(c, 2, info, info_lens, d, &rep, err, errlen) < 0)
+		return LOCK_ERR;
+	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
+	if (p) {
+		p += strlen("maxmemory_policy:");
+		size_t len = strcspn(p, "\r\n");
+		snprintf(policy, n, "%.*s", (int)(len < 63 ? len : 63), p);
+	}
+	resp_free(rep);
+	if (!policy[0] || strcmp(policy, "noeviction") == 0) {
+		policy[0] = '\0';
+		return LOCK_OK;
+	}
+	const char *set[] = {"SET", warn_key, "1", "NX", "EX", WARN_EVERY_SEC};
+	size_t set_lens[] = {3, strlen(warn_key), 1, 2, 2, strlen(WARN_EVERY_SEC)};
+	rep = NULL;
+	if (client_call(c, 6, set, set_lens, d, &rep, err, errlen) < 0)
+		return LOCK_OK; /* warn anyway */
+	if (rep->type == RESP_NIL)
+		policy[0] = '\0';
+	resp_free(rep);
+	return LOCK_OK;
+}
+
+/* (S)SUBSCRIBE to l's release channel and read the confirmation: 0 or -1. */
+static int subscribe(struct client *c, const char *cmd, const struct lock *l, int64_t d, char *err,
+                     size_t errlen)
+{
+	struct resp_reply *r = NULL;
+	const char *argv[] = {cmd, l->channel};
+	size_t lens[] = {strlen(cmd), strlen(l->channel)};
+
+	if (client_send(c, 2, argv, lens, d, err, errlen) < 0 ||
+	    client_recv(c, d, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
+		if (r && r->type == RESP_ERROR)
+			snprintf(err, errlen, "%s failed: %.200s", cmd, r->str);
+		resp_free(r);
+		return -1;
+	}
+	resp_free(r);
+	return 0;
+}
+
+static void drop(struct store *s)
+{
+	client_close(s->c);
+	s->c = NULL;
+	s->at = NULL;
+	s->suspect = 0;
+}
+
+/* A call on s->c failed: never reuse it, except for an ordered release (store.h). */
+static void failed(struct store *s)
+{
+	if (s->c && !client_broken(s->c))
+		s->suspect = 1;
+	else
+		drop(s);
+}
+
+static int connect_to(struct store *s, const struct server *srv, int64_t cap_ms, char *err,
+                      size_t errlen)
+{
+	drop(s);
+	int rc = client_open(&s->c, srv, cap_ms, err, errlen);
+	if (rc != CLIENT_OK) {
+		s->c = NULL;
+		return rc == CLIENT_AUTH ? LOCK_DENIED : LOCK_ERR;
+	}
+	s->at = srv;
+	return LOCK_OK;
+}
+
+static int64_t capped(int64_t t, int64_t cap)
+{
+	return t < cap ? t : cap;
+}
+
+typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err, size_t errlen);
+
+#define RUN_RETRY   1 /* safe to repeat on a fresh connection */
+#define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
+#define RUN_FULL_IO 4 /* the request's deadline is not capped (an acquire) */
+
+/* The one place that reconnects and retries: op on the server that owns key (or on
+ * `fixed`), following the route's redirects, repeated once on a fresh connection when
+ * flags allow and the connection that failed was not opened by this call. */
+static int run(struct store *s, const char *key, const struct server *fixed, int flags, op_fn op,
+               void *arg, int64_t cap_ms, char *err, size_t errlen)
+{
+	const struct store_route *rt = s->cfg->route;
+	const struct server *ask = NULL;
+	int retried = 0;
+
+	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
+		const struct server *srv = fixed ? fixed : ask;
+		if (!srv && !rt)
+			srv = &s->cfg->srv[0];
+		if (!srv) {
+			int rc = rt->locate(s->route, key, cap_ms, &srv, err, errlen);
+			if (rc != STORE_OK)
+				return rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
+		}
+		if (s->c && (s->at != srv || (s->suspect && !(flags & RUN_ORDERED))))
+			drop(s);
+		int opened = 0;
+		if (!s->c) {
+			int rc = connect_to(s, srv, cap_ms, err, errlen);
+			if (rc == LOCK_ERR && rt && !conn_abort_pending() && clock_ms() < cap_ms &&
+			    rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
+				ask = NULL;
+				continue;
+			}
+			if (rc != LOCK_OK)
+				return rc;
+			opened = 1;
+		}
+		if (ask) {
+			struct resp_reply *r = NULL;
+			const char *argv[] = {"ASKING"};
+			size_t lens[] = {6};
+			int64_t d = capped(clock_ms() + srv->io_timeout_ms, cap_ms);
+			int called = client_call(s->c, 1, argv, lens, d, &r, err, errlen);
+			resp_free(r);
+			if (called < 0) {
+				failed(s);
+				return LOCK_ERR;
+			}
+		}
+		int64_t d = clock_ms() + srv->io_timeout_ms;
+		int rc = op(s->c, arg, flags & RUN_FULL_IO ? d : capped(d, cap_ms), err, errlen);
+		ask = NULL;
+		if (rc == LOCK_REDIRECT) {
+			int what =
+			    rt ? rt->redirect(s->route, key, srv, err, &ask) : STORE_ROUTE_FAIL;
+			if (what == STORE_ROUTE_FAIL) {
+				char why[300];
+				snprintf(why, sizeof why, "%s", err);
+				snprintf(err, errlen, "%s: server error: %s", srv->name, why);
+				return LOCK_ERR;
+			}
+			if (what != STORE_ROUTE_ASK)
+				ask = NULL;
+			continue;
+		}
+		if (rc != LOCK_ERR)
+			return rc;
+		failed(s);
+		if (conn_abort_pending() || clock_ms() >= cap_ms)
+			return LOCK_ERR;
+		if (rt && rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
+			ask = NULL;
+			continue;
+		}
+		if (!(flags & RUN_RETRY) || opened || retried)
+			return LOCK_ERR;
+		retried = 1;
+		drop(s);
+		log_debug("%s; retrying on a fresh connection", err);
+	}
+	snprintf(err, errlen, "more than %d redirects for one request", STORE_HOPS_MAX);
+	return LOCK_ERR;
+}
+
+int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+               char *err, size_t errlen)
+{
+	struct store *s = calloc(1, sizeof *s);
+
+	*out = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return STORE_ERR;
+	}
+	s->cfg = cfg;
+	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
+	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
+		snprintf(err, errlen, "out of memory");
+		free(s);
+		return STORE_ERR;
+	}
+	if (connect) {
+		const struct server *srv = &cfg->srv[0];
+		int rc = cfg->route ? cfg->route->locate(s->route, NULL, cap_ms, &srv, err, errlen)
+		                    : STORE_OK;
+		if (rc == STORE_OK)
+			rc = connect_to(s, srv, cap_ms, err, errlen);
+		if (rc != STORE_OK) {
+			store_close(s);
+			return rc == LOCK_DENIED ? STORE_DENIED : STORE_ERR;
+		}
+	}
+	*out = s;
+	return STORE_OK;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	store_unsubscribe(s);
+	drop(s);
+	if (s->route)
+		s->cfg->route->close(s->route);
+	free(s);
+}
+
+int store_connected(const struct store *s)
+{
+	return s->c && !s->suspect;
+}
+
+const char *store_name(const struct store *s)
+{
+	return s->name;
+}
+
+const struct store_config *store_config(const struct store *s)
+{
+	return s->cfg;
+}
+
+struct acquire_args {
+	struct lock *l;
+	const struct lock_meta *m;
+	struct holder *h;
+	int64_t sent;
+};
+
+static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct acquire_args *a = arg;
+
+	a->sent = clock_ms();
+	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
+}
+
+int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	struct acquire_args a = {l, m, h, clock_ms()};
+
+	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
+	*sent_ms = a.sent;
+	return rc;
+}
+
+struct renew_args {
+	const struct lock *l;
+	int64_t sent;
+};
+
+static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct renew_args *a = arg;
+
+	a->sent = clock_ms();
+	return lock_renew(c, a->l, d, err, errlen);
+}
+
+int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
+                size_t errlen)
+{
+	struct renew_args a = {l, clock_ms()};
+
+	int rc = run(s, l->key, NULL, RUN_RETRY, op_renew, &a, cap_ms, err, errlen);
+	*sent_ms = a.sent;
+	return rc;
+}
+
+struct release_args {
+	const struct lock *l;
+	int64_t keep_ms;
+};
+
+static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct release_args *a = arg;
+
+	return lock_release(c, a->l, a->keep_ms, d, err, errlen);
+}
+
+int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
+                  size_t errlen)
+{
+	struct release_args a = {l, keep_ms};
+
+	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
+}
+
+struct holder_args {
+	const struct lock *l;
+	struct holder *h;
+};
+
+static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_args *a = arg;
+
+	return lock_status(c, a->l, d, a->h, err, errlen);
+}
+
+static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_args *a = arg;
+
+	return lock_break(c, a->l, d, a->h, err, errlen);
+}
+
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+                 size_t errlen)
+{
+	struct holder_args a = {l, h};
+
+	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
+}
+
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+                size_t errlen)
+{
+	struct holder_args a = {l, h};
+
+	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
+}
+
+struct holder_check {
+	const struct lock *l;
+	const char *token;
+	int ours;
+};
+
+static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_check *a = arg;
+
+	a->ours = get_is(c, a->l, a->token, d, err, errlen);
+	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
+}
+
+int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
+                    char *err, size_t errlen)
+{
+	struct holder_check a = {l, token, 0};
+
+	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
+	return rc == LOCK_OK ? a.ours : -1;
+}
+
+int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
+{
+	/* WAIT counts the writes of this connection: the one that took the lock. */
+	if (!s->c || s->suspect) {
+		snprintf(err, errlen,
+		         "WAIT for replicas: the connection that took the lock is gone");
+		return -1;
+	}
+	int rc = wait_for_replicas(s->c, n, s->at->io_timeout_ms, err, errlen);
+	if (rc < 0)
+		drop(s);
+	return rc;
+}
+
+struct scan_args {
+	const char *cursor, *match;
+	struct resp_reply *r;
+};
+
+static int op_scan(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct scan_args *a = arg;
+	const char *argv[] = {"SCAN", a->cursor, "MATCH", a->match, "COUNT", "200"};
+	size_t lens[6];
+
+	for (int i = 0; i < 6; i++)
+		lens[i] = strlen(argv[i]);
+	resp_free(a->r);
+	a->r = NULL;
+	if (client_call(c, 6, argv, lens, d, &a->r, err, errlen) < 0)
+		return LOCK_ERR;
+	const struct resp_reply *r = a->r;
+	if (r->type == RESP_ARRAY && r->elements == 2 && r->element[0]->type == RESP_STRING &&
+	    r->element[1]->type == RESP_ARRAY)
+		return LOCK_OK;
+	if (resp_is_noauth(r))
+		snprintf(err, errlen,
+		         "SCAN: the server requires a password (NOAUTH); see "
+		         "--password-file");
+	else if (r->type == RESP_ERROR)
+		snprintf(err, errlen, "SCAN: %.300s", r->str);
+	else
+		snprintf(err, errlen, "SCAN: unexpected reply from the server");
+	return LOCK_ERR;
+}
+
+#define SCAN_ROUNDS_MAX 1000000L
+
+/* SCAN one server to the end. */
+static int scan_server(struct store *s, const struct server *srv, const char *match,
+                       int (*page)(void *, const struct resp_reply *), void *arg, char *err,
+                       size_t errlen)
+{
+	char cursor[32] = "0";
+	struct scan_args a = {cursor, match, NULL};
+	int rc = 0;
+
+	/* A server whose cursor never comes back to 0 must not keep --list going forever:
+	 * SCAN ... COUNT 200 walks 200 million keys in this many rounds. */
+	for (long rounds = 0;; rounds++) {
+		if (rounds >= SCAN_ROUNDS_MAX) {
+			snprintf(err, errlen, "SCAN did not finish after %ld rounds: giving up",
+			         SCAN_ROUNDS_MAX);
+			rc = -1;
+			break;
+		}
+		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a, clock_ms() + srv->io_timeout_ms, err,
+		        errlen) != LOCK_OK) {
+			rc = -1;
+			break;
+		}
+		snprintf(cursor, sizeof cursor, "%s", a.r->element[0]->str);
+		rc = page(arg, a.r->element[1]);
+		if (rc != 0 || strcmp(cursor, "0") == 0)
+			break;
+	}
+	resp_free(a.r);
+	return rc;
+}
+
+int store_list(struct store *s, const char *match,
+               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+               size_t errlen)
+{
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->master)
+		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
+	for (int i = 0;; i++) {
+		const struct server *m = rt->master(
+		    s->route, i, clock_ms() + s->cfg->srv[0].connect_timeout_ms, err, errlen);
+		if (!m)
+			return err[0] ? -1 : 0;
+		int rc = scan_server(s, m, match, page, arg, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+struct eviction_args {
+	struct store *s;
+	const char *warn_key;
+};
+
+static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct eviction_args *a = arg;
+	char policy[64];
+
+	int rc = eviction_policy(c, a->warn_key, d, policy, sizeof policy, err, errlen);
+	if (rc == LOCK_OK && policy[0])
+		log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock can "
+		         "be evicted and taken by another holder; use noeviction (said once a "
+		         "day; 'eviction-warning = off' in the config file acknowledges it)",
+		         a->s->at->name, policy);
+	return rc;
+}
+
+void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+{
+	struct eviction_args a = {s, warn_key};
+	char err[300];
+
+	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
+	        sizeof err) != LOCK_OK)
+		log_debug("eviction policy: %s", err);
+}
+
+int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+{
+	const struct store_route *rt = s->cfg->route;
+	const struct server *srv = &s->cfg->srv[0];
+	const char *cmd = "SUBSCRIBE";
+	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+
+	store_unsubscribe(s);
+	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
+		return STORE_ERR;
+	if (rt && rt->subscribe_cmd)
+		cmd = rt->subscribe_cmd(s->route, l->channel);
+	if (client_open(&s->sub, srv, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+		s->sub = NULL;
+		return STORE_ERR;
+	}
+	if (subscribe(s->sub, cmd, l, clock_ms() + srv->io_timeout_ms, err, errlen) < 0) {
+		store_unsubscribe(s);
+		return STORE_ERR;
+	}
+	return STORE_OK;
+}
+
+int store_notify_fd(const struct store *s)
+{
+	return s->sub ? client_fd(s->sub) : -1;
+}
+
+int store_notify_buffered(const struct store *s)
+{
+	return s->sub && client_buffered(s->sub);
+}
+
+int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen)
+{
+	struct resp_reply *r = NULL;
+
+	if (!s->sub) {
+		snprintf(err, errlen, "not subscribed");
+		return -1;
+	}
+	int got = client_recv(s->sub, deadline_ms, &r, err, errlen);
+	if (got == 0)
+		return 0;
+	if (got != 1) {
+		store_unsubscribe(s);
+		return -1;
+	}
+	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}. */
+	int msg = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING &&
+	          (strcmp(r->element[0]->str, "message") == 0 ||
+	           strcmp(r->element[0]->str, "smessage") == 0);
+	resp_free(r);
+	return msg;
+}
+
+void store_unsubscribe(struct store *s)
+{
+	client_close(s->sub);
+	s->sub = NULL;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* The store: where locks live. main, wait, renew and report talk only to this layer;
+ * it owns the connections, decides where each command goes, and retries once on a
+ * fresh connection where that is safe. lock.c is the protocol it speaks.
+ *
+ * Handles and threads. A struct store is one thread's handle (main has one, the
+ * renewal thread opens its own with store_open() on the same config): a handle and
+ * everything it owns (connections, the route's state) is used by one thread at a
+ * time. The config is shared read-only once store_resolve() has run.
+ *
+ * Connections. A call that fails marks its connection broken: it is closed and the
+ * next call opens a fresh one. One exception keeps a connection's order: after a
+ * request that went out in full but whose reply never came (deadline, abort fd), the
+ * connection is kept for a store_release() only, which the server then runs after
+ * the unanswered request (how a lock an interrupted acquire may have taken is given
+ * back); any other call replaces it. Calls that are safe to repeat (renew, release,
+ * status, is-holder, --list's SCAN) are retried once on a fresh connection when they
+ * failed on one opened earlier (a NAT, a server `timeout`, a restart may have closed
+ * it while idle), never after a terminating signal (conn_abort_pending()).
+ *
+ * Deadlines. Every call takes cap_ms, an absolute monotonic time nothing it does
+ * goes past (STORE_NO_CAP: none); each request also has its own io-timeout.
+ *
+ * How a backend plugs in (Sentinel, Cluster). The single-server backend here is
+ * connections + retries around one `struct server`. A backend that must find the
+ * server first, or follow redirects, supplies a `struct store_route` (its own file,
+ * e.g. sentinel.c, cluster.c) and a case in store_config_from_opts():
+ *   - locate(key): the server that owns key (the Sentinel master; the node of key's
+ *     slot) before every request; the store reconnects when the pointer it returns
+ *     differs from the connected one, so keep servers at stable addresses;
+ *   - redirect(key, srv, errtext): srv answered with a routing error (MOVED, ASK,
+ *     READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, LOADING: lock.c returns
+ *     LOCK_REDIRECT with the error text verbatim), or, errtext NULL, the connection
+ *     to srv failed. Return STORE_ROUTE_RETRY (forget what you knew: the store calls
+ *     locate again and repeats, at most STORE_HOPS_MAX times within cap_ms),
+ *     STORE_ROUTE_ASK with *ask set (repeat once on *ask after ASKING) or
+ *     STORE_ROUTE_FAIL (the error stands);
+ *   - master(i): the i-th master for --list (NULL after the last);
+ *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub).
+ * Each handle gets its own route state from open(arg) (so routes need no locks);
+ * state that must outlive one handle belongs in arg, shared read-only.
+ * Redlock (several URLs) is not a route but a quorum of single-server handles:
+ * quorum.c, selected by store_config_from_opts() too. */
+#ifndef RLOCK_STORE_H
+#define RLOCK_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "client.h"
+#include "lock.h"
+
+#define STORE_NO_CAP   INT64_MAX
+#define STORE_HOPS_MAX 5 /* redirects followed by one call */
+
+enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2 };
+
+struct store_route {
+	void *(*open)(const void *arg); /* per-handle state, NULL: out of memory */
+	void (*close)(void *ctx);
+	/* key NULL: any master (WAIT, INFO). STORE_OK with *srv, or STORE_ERR (reason in
+	 * err), STORE_DENIED; nothing past cap_ms. */
+	int (*locate)(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
+	              char *err, size_t errlen);
+	int (*redirect)(void *ctx, const char *key, const struct server *srv, const char *errtext,
+	                const struct server **ask);
+	const struct server *(*master)(void *ctx, int i, int64_t cap_ms, char *err,
+	                               size_t errlen);            /* optional */
+	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
+};
+
+/* What every handle of one run shares. Built once by store_config_from_opts(). */
+#define STORE_NODES_MAX 16
+struct store_config {
+	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
+	int n;
+	int64_t node_timeout_ms;         /* Redlock: one node's deadline per request */
+	const struct store_route *route; /* NULL: srv[0] as given */
+	const void *route_arg;
+};
+
+enum { STORE_OK = 0, STORE_ERR = -1, STORE_DENIED = -3 };
+
+struct store;
+
+/* Fill *cfg from the options (no I/O). */
+void store_config_from_opts(struct store_config *cfg, const struct opts *o);
+
+/* Look the servers' names up once, before the threads start and before deadline_ms
+ * (client_resolve()). STORE_OK or STORE_ERR. */
+int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen);
+
+/* A new handle on cfg (which must outlive it). connect: open a connection now (main:
+ * fail early, exit 69), else on first use. STORE_OK, STORE_ERR, STORE_DENIED; on
+ * failure *out is NULL. */
+int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+               char *err, size_t errlen);
+void store_close(struct store *s);
+
+/* The server for messages ("127.0.0.1:6379", "3 nodes"). */
+const char *store_name(const struct store *s);
+const struct store_config *store_config(const struct store *s);
+
+/* True when s has a connection that served a call and may serve the next (a failure
+ * on it may be an idle connection the server or a NAT dropped: worth one retry). */
+int store_connected(const struct store *s);
+
+/* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
+ * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
+ * moved later by the clock-drift allowance): it cannot end before *sent_ms + ttl.
+ * cap_ms bounds connecting; the request itself always gets its full io-timeout (one
+ * cut short would leave a lock nobody knows to give back). Never retried here (an
+ * acquire whose reply was lost may have taken the lock: store_release gives it back). */
+int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen);
+
+/* Extend the lease: LOCK_OK (*sent_ms as for store_acquire), LOCK_NOTOURS, LOCK_ERR. */
+int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
+                size_t errlen);
+
+/* Give back (keep_ms > 0: let it run keep_ms more, --min-hold): LOCK_OK, LOCK_NOTOURS,
+ * LOCK_ERR. */
+int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
+                  size_t errlen);
+
+/* Read the holder (status) or remove it whoever it is (break): LOCK_OK with *h. */
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+                 size_t errlen);
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+                size_t errlen);
+
+/* Re-entry: 1 when token holds l->key now, 0 when not, -1 when the store cannot say. */
+int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
+                    char *err, size_t errlen);
+
+/* After an acquire on this handle: WAIT until n replicas have the writes of its
+ * connection (0, or -1 with the reason; fewer than n is a failure). After a failure
+ * the connection is closed (the server may still hold it in WAIT). */
+int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
+
+/* --list: SCAN every master for keys matching `match` and hand each page of names to
+ * page(arg, names) (an array reply; may be empty), which may call store_status on s.
+ * page's non-zero return stops the walk and is returned. 0, or -1 with the reason. */
+int store_list(struct store *s, const char *match,
+               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+               size_t errlen);
+
+/* The eviction policy of the server(s), warned about once a day per server (warn_key:
+ * the marker). Best effort, nothing past cap_ms. */
+void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
+
+/* Release notifications, on a connection of their own. subscribe: STORE_OK or
+ * STORE_ERR. fd: poll it for POLLIN (-1 when not subscribed); check buffered first.
+ * read: 1 a release was published, 0 nothing yet (or another message), -1 the
+ * subscription broke (it is closed; subscribe again). */
+int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen);
+int store_notify_fd(const struct store *s);
+int store_notify_buffered(const struct store *s);
+int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);
+void store_unsubscribe(struct store *s);
+
+#endif
