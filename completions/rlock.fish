@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --format --log-file --token
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --format --log-file --token
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -66,6 +66,9 @@ complete -c rlock -f
 complete -c rlock -n "not __rlock_in_command" -s k -l key -x -a '(__rlock_locks)' -d 'Lock name'
 complete -c rlock -n "not __rlock_in_command" -l prefix -x -d 'Key prefix (default rlock:)'
 complete -c rlock -n "not __rlock_in_command" -s x -l exclusive -d 'Exclusive lock (the default, as flock -x)'
+complete -c rlock -n "not __rlock_in_command" -s s -l shared -d 'Shared lock: many shared holders, no exclusive one'
+complete -c rlock -n "not __rlock_in_command" -s l -l limit -x -d 'At most N holders at once (a semaphore)'
+complete -c rlock -n "not __rlock_in_command" -l fair -d 'Waiters acquire in arrival order'
 complete -c rlock -n "not __rlock_in_command" -s n -l no-wait -d 'Fail at once when the lock is busy'
 complete -c rlock -n "not __rlock_in_command" -s w -l wait -x -a "$durations" -d 'Wait at most this long'
 complete -c rlock -n "not __rlock_in_command" -l timeout -x -a "$durations" -d 'Same as --wait'

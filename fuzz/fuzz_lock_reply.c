@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Fuzz the decoders of the Lua scripts' replies (lock_decode_*: what turns a script's
- * reply into a fence, a struct holder or a renew/release verdict) with every reply a
- * hostile server could send: the bytes go through the real reply reader first (resp.c),
+ * reply into a fence, a struct holder, the holders list or a renew/release verdict) with every
+ * reply a hostile server could send: the bytes go through the real reply reader first (resp.c),
  * then each reply through every decoder. Properties: no crash, no read past a reply;
  * the holder's text fields stay NUL-terminated inside their buffers; LOCK_OK from the
  * acquire decoder only with {1, integer}. */
@@ -22,17 +22,15 @@ static void check_holder(const struct holder *h)
 {
 	terminated(h->token, sizeof h->token);
 	terminated(h->host, sizeof h->host);
-	terminated(h->pid, sizeof h->pid);
 	terminated(h->user, sizeof h->user);
 	terminated(h->cmd, sizeof h->cmd);
-	terminated(h->start, sizeof h->start);
-	terminated(h->ttl, sizeof h->ttl);
 }
 
 static void decode_all(const struct resp_reply *r)
 {
 	struct lock l;
 	struct holder h;
+	static struct holders hs;
 	char err[512];
 	long long v = 0;
 	int rc;
@@ -52,10 +50,15 @@ static void decode_all(const struct resp_reply *r)
 	rc = lock_decode_int(r, "renew", &v, err, sizeof err);
 	if (rc == LOCK_OK && (r->type != RESP_INTEGER || v != r->integer))
 		abort();
-	memset(&h, 0, sizeof h);
-	rc = lock_decode_holder(r, "status", &h, err, sizeof err);
-	if (rc == LOCK_OK)
-		check_holder(&h);
+	rc = lock_decode_holders(r, "status", &hs, err, sizeof err);
+	if (rc == LOCK_OK) {
+		if (hs.n > HOLDERS_MAX || hs.nq > WAITERS_MAX || hs.total < hs.n)
+			abort();
+		for (int i = 0; i < hs.n; i++)
+			check_holder(&hs.h[i]);
+		terminated(hs.limit, sizeof hs.limit);
+		terminated(hs.writer, sizeof hs.writer);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

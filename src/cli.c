@@ -57,6 +57,7 @@ enum {
 	O_TOKEN,
 	O_FORMAT,
 	O_LOG_FILE,
+	O_FAIR,
 };
 
 enum {
@@ -95,6 +96,9 @@ static const struct optdef options[] = {
         "several locks, all or nothing"),
     OPT("prefix", O_PREFIX, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)"),
+    OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one"),
+    OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)"),
+    OPT("fair", O_FAIR, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)"),
     OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy"),
     OPT("wait", 'w', F_ARG, "DUR", "wait at most DUR for the lock (default: forever)"),
     OPT("timeout", O_TIMEOUT, F_ARG, "DUR", "same as --wait"),
@@ -294,6 +298,7 @@ struct state {
 	int url_cli_count;
 	enum rank pw_rank, user_rank;
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
+	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
 };
 
@@ -465,7 +470,21 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		o->prefix = val;
 		break;
 	case 'x':
-		break; /* exclusive is the only kind of lock there is */
+	case 's':
+	case 'l':
+		if (s->kind_opt && s->kind_opt != id)
+			usage_error("-%c and -%c do not go together", s->kind_opt, id);
+		s->kind_opt = id;
+		o->kind = id == 's' ? KIND_SHARED : id == 'l' ? KIND_LIMIT : KIND_EXCLUSIVE;
+		if (id == 'l') {
+			if (parse_int(val, 1, 100000, &n, err, sizeof err) < 0)
+				usage_error("%s: %s", src, err);
+			o->limit = (int)n;
+		}
+		break;
+	case O_FAIR:
+		o->fair = 1;
+		break;
 	case 'n':
 		o->wait_ms = 0;
 		break;

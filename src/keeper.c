@@ -286,7 +286,7 @@ static int is_keeper(long pid)
 static void stop_keeper(const struct holder *h, const struct opts *o)
 {
 	char host[256] = "";
-	long pid = strtol(h->pid, NULL, 10);
+	long pid = (long)h->pid;
 
 	gethostname(host, sizeof host - 1);
 	if (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || pid <= 1 ||
@@ -311,23 +311,27 @@ static void stop_keeper(const struct holder *h, const struct opts *o)
 
 int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 {
-	struct holder h;
+	static struct holders hs; /* large */
+	const struct holder *h = NULL;
 	struct lock mine = *l;
 	char err[400];
 	int rc;
 
 	snprintf(mine.token, sizeof mine.token, "%s", o->token);
-	rc = store_status(s, l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err);
+	rc = store_status(s, l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err);
+	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
+		if (hs.h[i].held && !strcmp(hs.h[i].token, o->token))
+			h = &hs.h[i];
 	if (rc != LOCK_OK) {
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
-	} else if (!h.held || strcmp(h.token, o->token) != 0) {
+	} else if (!h) {
 		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
 		          "taken over) since --acquire, or the token is wrong; nothing released",
 		          o->name);
 		rc = RL_EX_LOST;
 	} else {
-		stop_keeper(&h, o);
+		stop_keeper(h, o);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
 			log_info("released %s", l->key);

@@ -7,13 +7,27 @@
 #include <string.h>
 #include <sys/random.h>
 
-/* The protocol is the five scripts in src/lua/ (one screen): each checks and changes
+/* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
  * in one atomic step, so there is no check-then-set race, no SET without a TTL, and no
  * delete or extension of a lease whose token is not ours. The build embeds them with
- * their SHA-1 (scripts.h), so the fast path needs no hashing at run time. */
+ * their SHA-1 (scripts.h), so the fast path needs no hashing at run time.
+ * The plain exclusive lock has its own small set (acquire, renew, release); shared
+ * holders, permits and the fair queue share the *_sem set (a fair exclusive lock is
+ * taken by acquire_sem, then held, renewed and released as a plain one). */
 #include "scripts.h"
 
-enum { S_ACQUIRE, S_RENEW, S_RELEASE, S_STATUS, S_BREAK, S_COUNT };
+enum {
+	S_ACQUIRE,
+	S_RENEW,
+	S_RELEASE,
+	S_STATUS,
+	S_BREAK,
+	S_ACQUIRE_SEM,
+	S_RENEW_SEM,
+	S_RELEASE_SEM,
+	S_LEAVE,
+	S_COUNT
+};
 
 static const struct {
 	const char *text;
@@ -25,6 +39,10 @@ static const struct {
     {lua_release, sizeof lua_release - 1, LUA_RELEASE_SHA},
     {lua_status, sizeof lua_status - 1, LUA_STATUS_SHA},
     {lua_break, sizeof lua_break - 1, LUA_BREAK_SHA},
+    {lua_acquire_sem, sizeof lua_acquire_sem - 1, LUA_ACQUIRE_SEM_SHA},
+    {lua_renew_sem, sizeof lua_renew_sem - 1, LUA_RENEW_SEM_SHA},
+    {lua_release_sem, sizeof lua_release_sem - 1, LUA_RELEASE_SEM_SHA},
+    {lua_leave, sizeof lua_leave - 1, LUA_LEAVE_SHA},
 };
 
 /* Run script s: EVALSHA first (one small request), EVAL when the server lost its
@@ -82,6 +100,10 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		         "%s: the server requires a password (NOAUTH); see --password-file", what);
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "RLOCKMODE")) {
+		snprintf(err, errlen, "%s: %.300s", what, r->str + strlen("RLOCKMODE "));
+		return LOCK_MISMATCH;
+	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
@@ -100,8 +122,16 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->key, sizeof l->key, "%.128s{%.512s}", prefix, name);
 	snprintf(l->fence_key, sizeof l->fence_key, "%.700s:fence", l->key);
 	snprintf(l->owner_key, sizeof l->owner_key, "%.700s:owner", l->key);
+	snprintf(l->holders_key, sizeof l->holders_key, "%.700s:holders", l->key);
+	snprintf(l->meta_key, sizeof l->meta_key, "%.700s:meta", l->key);
+	snprintf(l->limit_key, sizeof l->limit_key, "%.700s:limit", l->key);
+	snprintf(l->queue_key, sizeof l->queue_key, "%.700s:queue", l->key);
+	snprintf(l->qlease_key, sizeof l->qlease_key, "%.700s:qlease", l->key);
+	snprintf(l->writer_key, sizeof l->writer_key, "%.700s:writer", l->key);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
+	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
 	l->ttl_ms = ttl_ms;
+	l->publish_cmd = "PUBLISH";
 	while (got < sizeof rnd) {
 		ssize_t n = getrandom(rnd + got, sizeof rnd - got, 0);
 		if (n < 0 && errno == EINTR)
@@ -115,7 +145,29 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 		l->token[2 * i + 1] = hex[rnd[i] & 15];
 	}
 	l->token[LOCK_TOKEN_LEN] = '\0';
+	snprintf(l->wake_channel, sizeof l->wake_channel, "%.700s%s", l->wake_prefix, l->token);
 	return 0;
+}
+
+void lock_set_mode(struct lock *l, enum lock_mode mode, int limit, int fair, int nowait)
+{
+	l->mode = mode;
+	l->limit = mode == LOCK_LIMIT ? limit : 0;
+	l->fair = fair;
+	l->nowait = nowait;
+}
+
+int lock_channels(const struct lock *l, const char **ch)
+{
+	ch[0] = l->channel;
+	ch[1] = l->wake_channel;
+	return l->mode != LOCK_EXCLUSIVE || l->fair ? 2 : 1;
+}
+
+/* Held in the zset of shared holders / permits (else: the plain exclusive key). */
+static int sem_held(const struct lock *l)
+{
+	return l->mode != LOCK_EXCLUSIVE;
 }
 
 static void copy_field(char *dst, size_t n, const struct resp_reply *r)
@@ -127,24 +179,44 @@ static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 		snprintf(dst, n, "%lld", r->integer);
 }
 
-/* Fill *h from {token-or-flag, pttl, host, pid, user, cmd, start, ttl, fence}. */
+/* A number as stored (anyone who can write the keys can put anything there): the
+ * value for a plain decimal number, else -1. */
+static long long field_number(const struct resp_reply *r)
+{
+	char buf[32];
+
+	copy_field(buf, sizeof buf, r);
+	size_t n = strlen(buf);
+	if (n == 0 || n > 18 || strspn(buf, "0123456789") != n)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+/* Fill *h from the 8 fields {host, pid, user, cmd, start, ttl, fence, kept} at e. */
+static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
+{
+	copy_field(h->host, sizeof h->host, e[0]);
+	h->pid = field_number(e[1]);
+	copy_field(h->user, sizeof h->user, e[2]);
+	copy_field(h->cmd, sizeof h->cmd, e[3]);
+	h->start_ms = field_number(e[4]);
+	if (h->start_ms == 0)
+		h->start_ms = -1;
+	h->ttl_ms = field_number(e[5]);
+	h->fence = field_number(e[6]);
+	if (h->fence < 0)
+		h->fence = 0;
+	h->kept = n > 7 && (e[7]->type == RESP_STRING || e[7]->type == RESP_INTEGER);
+}
+
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
-	char fence[32];
-
 	memset(h, 0, sizeof *h);
-	copy_field(h->token, sizeof h->token, r->element[0]);
+	h->mode = 'x';
 	h->pttl_ms = r->element[1]->type == RESP_INTEGER ? r->element[1]->integer : -2;
-	h->held = h->pttl_ms != -2;
-	copy_field(h->host, sizeof h->host, r->element[2]);
-	copy_field(h->pid, sizeof h->pid, r->element[3]);
-	copy_field(h->user, sizeof h->user, r->element[4]);
-	copy_field(h->cmd, sizeof h->cmd, r->element[5]);
-	copy_field(h->start, sizeof h->start, r->element[6]);
-	copy_field(h->ttl, sizeof h->ttl, r->element[7]);
-	copy_field(fence, sizeof fence, r->element[8]);
-	h->fence = strtoll(fence, NULL, 10);
-	h->kept = r->elements > 9 && r->element[9]->type == RESP_STRING;
+	h->held = 1;
+	fill_meta(h, r->element + 2, 7);
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -164,8 +236,6 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 	}
 	if (is_array(r, 9) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
-		h->held = 1;
-		h->token[0] = '\0';
 		return LOCK_BUSY;
 	}
 	snprintf(err, errlen, "acquire: unexpected reply from the server");
@@ -185,33 +255,89 @@ int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, 
 	return LOCK_OK;
 }
 
-int lock_decode_holder(const struct resp_reply *r, const char *what, struct holder *h, char *err,
-                       size_t errlen)
+int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
+                        size_t errlen)
 {
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
-	if (!is_array(r, 10)) {
-		snprintf(err, errlen, "unexpected reply from the server");
+	memset(hs, 0, sizeof *hs);
+	if (!is_array(r, 7) || r->element[3]->type != RESP_ARRAY ||
+	    r->element[3]->elements % 11 != 0 || r->element[4]->type != RESP_ARRAY ||
+	    r->element[4]->elements % 2 != 0) {
+		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
 	}
-	fill_holder(h, r);
+	hs->last_fence = field_number(r->element[0]);
+	if (hs->last_fence < 0)
+		hs->last_fence = 0;
+	copy_field(hs->limit, sizeof hs->limit, r->element[1]);
+	long long v = field_number(r->element[2]);
+	const struct resp_reply *a = r->element[3];
+	for (size_t i = 0; i + 11 <= a->elements && hs->n < HOLDERS_MAX; i += 11) {
+		struct holder *h = &hs->h[hs->n++];
+		char mode[4];
+		copy_field(mode, sizeof mode, a->element[i]);
+		h->mode = mode[0] == 's' || mode[0] == 'l' ? mode[0] : 'x';
+		h->held = 1;
+		copy_field(h->token, sizeof h->token, a->element[i + 1]);
+		h->pttl_ms =
+		    a->element[i + 2]->type == RESP_INTEGER ? a->element[i + 2]->integer : -1;
+		fill_meta(h, a->element + i + 3, 8);
+	}
+	hs->total = v > hs->n ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->n;
+	a = r->element[4];
+	for (size_t i = 0; i + 2 <= a->elements && hs->nq < WAITERS_MAX; i += 2) {
+		struct waiter *w = &hs->q[hs->nq++];
+		copy_field(w->token, sizeof w->token, a->element[i]);
+		w->lease_left_ms = field_number(a->element[i + 1]);
+	}
+	v = field_number(r->element[5]);
+	hs->queued = v > hs->nq ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->nq;
+	copy_field(hs->writer, sizeof hs->writer, r->element[6]);
 	return LOCK_OK;
 }
 
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen)
 {
-	char ttl[24], pid[24], start[24];
+	char ttl[24], pid[24], start[24], kind[24];
 	struct resp_reply *r = NULL;
 	int rc;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
-	const char *keys[] = {l->key, l->fence_key, l->owner_key};
-	const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
-	                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
-	if (eval(c, S_ACQUIRE, 3, keys, 14, args, deadline_ms, &r, err, errlen) < 0)
+	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
+		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
+		                      l->queue_key, l->writer_key, l->meta_key};
+		const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
+		                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
+		rc = eval(c, S_ACQUIRE, 7, keys, 14, args, deadline_ms, &r, err, errlen);
+	} else {
+		if (l->mode == LOCK_SHARED)
+			snprintf(kind, sizeof kind, "shared");
+		else if (l->mode == LOCK_LIMIT)
+			snprintf(kind, sizeof kind, "%d", l->limit);
+		else
+			snprintf(kind, sizeof kind, "x");
+		const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
+		                      l->holders_key, l->meta_key,   l->limit_key,
+		                      l->queue_key,   l->qlease_key, l->writer_key};
+		const char *args[] = {l->token,
+		                      ttl,
+		                      kind,
+		                      l->fair ? "1" : "0",
+		                      l->nowait ? "1" : "0",
+		                      l->publish_cmd,
+		                      l->wake_prefix,
+		                      m->host,
+		                      pid,
+		                      m->user,
+		                      m->cmd,
+		                      start};
+		rc = eval(c, S_ACQUIRE_SEM, 9, keys, 12, args, deadline_ms, &r, err, errlen);
+	}
+	if (rc < 0)
 		return LOCK_ERR;
 	rc = lock_decode_acquire(r, l, h, err, errlen);
 	resp_free(r);
@@ -232,13 +358,20 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char
 	char ttl[24];
 	struct resp_reply *r;
 	long long v = 0;
+	int rc;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	const char *keys[] = {l->key, l->owner_key};
 	const char *args[] = {l->token, ttl};
-	if (eval(c, S_RENEW, 2, keys, 2, args, deadline_ms, &r, err, errlen) < 0)
+	if (sem_held(l)) {
+		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key};
+		rc = eval(c, S_RENEW_SEM, 3, keys, 2, args, deadline_ms, &r, err, errlen);
+	} else {
+		const char *keys[] = {l->key, l->owner_key};
+		rc = eval(c, S_RENEW, 2, keys, 2, args, deadline_ms, &r, err, errlen);
+	}
+	if (rc < 0)
 		return LOCK_ERR;
-	int rc = check_int(r, "renew", err, errlen, &v);
+	rc = check_int(r, "renew", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
 	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
@@ -250,41 +383,83 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	char keep[24];
 	struct resp_reply *r;
 	long long v = 0;
+	int rc;
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
-	const char *keys[] = {l->key, l->owner_key};
-	const char *args[] = {l->token, keep, l->channel};
-	if (eval(c, S_RELEASE, 2, keys, 3, args, deadline_ms, &r, err, errlen) < 0)
+	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix};
+	if (sem_held(l)) {
+		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
+		rc = eval(c, S_RELEASE_SEM, 4, keys, 5, args, deadline_ms, &r, err, errlen);
+	} else {
+		const char *keys[] = {l->key, l->owner_key, l->queue_key};
+		rc = eval(c, S_RELEASE, 3, keys, 5, args, deadline_ms, &r, err, errlen);
+	}
+	if (rc < 0)
 		return LOCK_ERR;
-	int rc = check_int(r, "release", err, errlen, &v);
+	rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
 	return v == 0 ? LOCK_NOTOURS : LOCK_OK;
 }
 
-static int holder_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
-                         struct holder *h, char *err, size_t errlen)
+int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
+               size_t errlen)
+{
+	struct resp_reply *r;
+	long long v = 0;
+	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key};
+	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix};
+
+	if (eval(c, S_LEAVE, 3, keys, 3, args, deadline_ms, &r, err, errlen) < 0)
+		return LOCK_ERR;
+	return check_int(r, "leave the queue", err, errlen, &v);
+}
+
+static int holders_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
+                          struct holders *hs, char *err, size_t errlen)
 {
 	struct resp_reply *r;
 	int rc;
-	const char *keys[] = {l->key, l->owner_key, l->fence_key};
-	const char *args[] = {l->channel};
+	const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
+	                      l->holders_key, l->meta_key,   l->limit_key,
+	                      l->queue_key,   l->qlease_key, l->writer_key};
+	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
-	if (eval(c, s, 3, keys, s == S_BREAK ? 1 : 0, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, s, 9, keys, s == S_BREAK ? 3 : 0, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = lock_decode_holder(r, s == S_BREAK ? "break" : "status", h, err, errlen);
+	rc = lock_decode_holders(r, s == S_BREAK ? "break" : "status", hs, err, errlen);
 	resp_free(r);
 	return rc;
 }
 
-int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
+int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
                 char *err, size_t errlen)
 {
-	return holder_script(c, S_STATUS, l, deadline_ms, h, err, errlen);
+	return holders_script(c, S_STATUS, l, deadline_ms, hs, err, errlen);
 }
 
-int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
+int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
                char *err, size_t errlen)
 {
-	return holder_script(c, S_BREAK, l, deadline_ms, h, err, errlen);
+	return holders_script(c, S_BREAK, l, deadline_ms, hs, err, errlen);
+}
+
+int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
+               char *err, size_t errlen)
+{
+	struct holders *hs = malloc(sizeof *hs);
+	int held = 0;
+
+	if (!hs) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (lock_status(c, l, deadline_ms, hs, err, errlen) != LOCK_OK) {
+		free(hs);
+		return -1;
+	}
+	for (int i = 0; i < hs->n; i++)
+		held |= strcmp(hs->h[i].token, token) == 0;
+	free(hs);
+	return held;
 }

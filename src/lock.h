@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* The lock protocol: every state change is one Lua script, sent with EVALSHA and
  * retried with EVAL on NOSCRIPT. Keys of one lock share the {NAME} hash tag, so every
- * script runs on one node of a cluster.
+ * script runs on one node of a cluster. Each mode has its script set (lock.c).
  *
- *   PREFIX{NAME}           token, PX ttl (plain SET NX PX compatible)
- *   PREFIX{NAME}:fence     INCR per acquisition, never expires -> RLOCK_FENCE
+ *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
+ *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
+ *                          expires -> RLOCK_FENCE
  *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence [kept], same expiry as the
  *                          lock (kept: the command exited, --min-hold keeps the lock)
- *   PREFIX{NAME}:released  pub/sub channel: the token is published on release
+ *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
+ *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence [kept]}
+ *   PREFIX{NAME}:limit     "shared" or N: what the holders agreed on
+ *   PREFIX{NAME}:queue     zset token -> arrival (server us): the fair queue
+ *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms)
+ *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
+ *   PREFIX{NAME}:released  pub/sub channel: a release wakes everyone (no queue)
+ *   PREFIX{NAME}:wake:TOK  pub/sub channel of one queued waiter: wakes the head only
+ * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
 #define RLOCK_LOCK_H
@@ -18,26 +27,69 @@
 
 #define LOCK_KEY_MAX   1100
 #define LOCK_TOKEN_LEN 32 /* 128 bits, hex */
+#define LOCK_LIMIT_MAX 100000
+
+enum lock_mode {
+	LOCK_EXCLUSIVE = 0, /* the default */
+	LOCK_SHARED,        /* -s: many shared holders, no exclusive one */
+	LOCK_LIMIT,         /* -l N: at most N holders, each its own permit */
+};
 
 struct lock {
 	char key[LOCK_KEY_MAX];
 	char fence_key[LOCK_KEY_MAX];
 	char owner_key[LOCK_KEY_MAX];
+	char holders_key[LOCK_KEY_MAX];
+	char meta_key[LOCK_KEY_MAX];
+	char limit_key[LOCK_KEY_MAX];
+	char queue_key[LOCK_KEY_MAX];
+	char qlease_key[LOCK_KEY_MAX];
+	char writer_key[LOCK_KEY_MAX];
 	char channel[LOCK_KEY_MAX];
+	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
+	char wake_channel[LOCK_KEY_MAX]; /* wake_prefix + token: this waiter's own */
 	char token[LOCK_TOKEN_LEN + 1];
 	int64_t ttl_ms;
 	long long fence; /* set by a successful acquire */
+	enum lock_mode mode;
+	int limit;               /* LOCK_LIMIT: N */
+	int fair;                /* --fair: join the FIFO queue when busy */
+	int nowait;              /* -n: never join the queue */
+	const char *publish_cmd; /* "PUBLISH" (or "SPUBLISH" on a cluster) */
 };
 
-/* Who holds it: what a failed acquire or a status query reports. Fields are "" when
- * the holder left no metadata; text is untrusted (escape before printing). */
+/* One holder, parsed once from a script's reply. Text fields are "" when unknown and
+ * untrusted (escape before printing); numbers are -1 when unknown. */
 struct holder {
 	int held;
+	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
 	int kept;          /* released by its command, kept by --min-hold until the lease ends */
-	long long pttl_ms; /* -1: no expiry (set by hand), -2: gone */
+	long long pttl_ms; /* -1: no expiry (set by hand) or unknown, -2: gone */
 	long long fence;
+	long long pid, start_ms, ttl_ms;
 	char token[80];
-	char host[256], pid[32], user[64], cmd[512], start[32], ttl[32];
+	char host[256], user[64], cmd[512];
+};
+
+struct waiter {
+	char token[80];
+	long long lease_left_ms;
+};
+
+#define HOLDERS_MAX 32
+#define WAITERS_MAX 32
+
+/* Everything --status and --break show: every holder and the queue. */
+struct holders {
+	int total; /* live holders (h keeps the first HOLDERS_MAX) */
+	int n;     /* entries in h */
+	struct holder h[HOLDERS_MAX];
+	int queued; /* live waiters in the fair queue */
+	int nq;     /* entries in q, in queue order */
+	struct waiter q[WAITERS_MAX];
+	long long last_fence;
+	char limit[16];  /* "shared", N, or "" */
+	char writer[80]; /* token of a waiting exclusive request, or "" */
 };
 
 enum lock_rc {
@@ -50,10 +102,20 @@ enum lock_rc {
 	 * LOADING): another node, or later, may take it; err holds the reply verbatim
 	 * for the store's route (store.h). */
 	LOCK_REDIRECT = -4,
+	LOCK_MISMATCH = -5, /* holders of another mode or limit (reason in err): exit 64 */
 };
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms);
+
+/* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
+ * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */
+void lock_set_mode(struct lock *l, enum lock_mode mode, int limit, int fair, int nowait);
+
+/* The pub/sub channels a waiter of l subscribes to, into ch[0..1]: the release
+ * channel, and its own wake-up channel when it may wait in a queue (any mode but a
+ * plain exclusive lock, which never joins one). Returns how many (1 or 2). */
+int lock_channels(const struct lock *l, const char **ch);
 
 /* Owner metadata recorded with the lock. */
 struct lock_meta {
@@ -67,16 +129,18 @@ struct lock_meta {
  * unexpected one is LOCK_ERR with the reason in err, a server error LOCK_ERR or
  * LOCK_DENIED.
  * acquire: LOCK_OK (l->fence set from {1, fence}), LOCK_BUSY (*h filled from the
- *          holder's 9 fields); int (renew, release): LOCK_OK with *v; holder (status,
- *          break; what names it in err): LOCK_OK with *h filled. */
+ *          holder's 9 fields), LOCK_MISMATCH (RLOCKMODE: holders of another mode);
+ *          int (renew, release): LOCK_OK with *v; holders (status, break; what names
+ *          it in err): LOCK_OK with *hs filled. */
 int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
                         size_t errlen);
 int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,
                     size_t errlen);
-int lock_decode_holder(const struct resp_reply *r, const char *what, struct holder *h, char *err,
-                       size_t errlen);
+int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
+                        size_t errlen);
 
-/* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED. */
+/* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled; with --fair, l's place in
+ * the queue is taken or refreshed), LOCK_MISMATCH, LOCK_ERR, LOCK_DENIED. */
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen);
 
@@ -90,12 +154,21 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
                  char *err, size_t errlen);
 
-/* Read the holder of l->key without changing anything. */
-int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
+/* A waiter that gives up: leave the queue (waking the next if it was the head) and
+ * drop its writer mark. LOCK_OK or LOCK_ERR. */
+int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
+               size_t errlen);
+
+/* Read every holder of the lock and its queue without changing anything. */
+int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
                 char *err, size_t errlen);
 
-/* Force release whoever holds it (operator use); *h says what was removed. */
-int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *h,
+/* Force release every holder (operator use); *hs says what was removed. */
+int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
+               char *err, size_t errlen);
+
+/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not, -1 error. */
+int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
                char *err, size_t errlen);
 
 #endif

@@ -84,8 +84,12 @@ static void reenter_if_holder(struct store *s, const struct opts *o, const struc
 static int busy(const struct opts *o, const struct holder *h)
 {
 	/* -E 0 skips silently; -v still says so. */
-	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s",
-	        o->name, h->host[0] ? ": held by " : "", h->host, h->pid[0] ? " pid " : "", h->pid,
+	char pid[32] = "";
+
+	if (h->pid >= 0)
+		snprintf(pid, sizeof pid, " pid %lld", h->pid);
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s", o->name,
+	        h->host[0] ? ": held by " : "", h->host, pid,
 	        o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
@@ -200,6 +204,11 @@ int main(int argc, char **argv)
 		log_error("no randomness for the lock token: %s", strerror(errno));
 		return RL_EX_OSERR;
 	}
+	lock_set_mode(&l,
+	              o.kind == KIND_SHARED  ? LOCK_SHARED
+	              : o.kind == KIND_LIMIT ? LOCK_LIMIT
+	                                     : LOCK_EXCLUSIVE,
+	              o.limit, o.fair, o.wait_ms == 0);
 	/* The password stays in memory while connections may need reopening (renewal,
 	 * waiting, release); it is wiped at exit. */
 	/* The name is looked up once, here: later connects (renewal, waiting, release)
@@ -248,6 +257,11 @@ int main(int argc, char **argv)
 	case WAIT_SIGNAL:
 		store_close(c);
 		child_die_of(signo);
+	case WAIT_MISMATCH:
+		/* Holders that disagree on the kind of lock or on N: a usage error. */
+		log_error("lock '%s': %s", o.name, err);
+		store_close(c);
+		return RL_EX_USAGE;
 	default:
 		log_error("%s", err);
 		store_close(c);

@@ -51,6 +51,11 @@ int multi_acquire(struct multi *m, struct store *s, const struct store_config *c
 			rc = WAIT_ERR;
 			break;
 		}
+		lock_set_mode(l,
+		              o->kind == KIND_SHARED  ? LOCK_SHARED
+		              : o->kind == KIND_LIMIT ? LOCK_LIMIT
+		                                      : LOCK_EXCLUSIVE,
+		              o->limit, o->fair, o->wait_ms == 0);
 		int64_t left = -1;
 		if (o->wait_ms >= 0) {
 			left = started_ms + o->wait_ms - clock_ms();

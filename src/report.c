@@ -62,51 +62,69 @@ static void json_int_or_null(FILE *f, int known, long long v)
 		fputs("null", f);
 }
 
-/* A holder's numeric field as it was stored (anyone who can write the hash can put
- * anything there): 1 with *v for a plain decimal number, else 0. */
-static int field_number(const char *s, long long *v)
+/* One holder's fields (after "name", "key", "held"). */
+static void holder_fields(FILE *f, const struct holder *h)
 {
-	size_t n = strlen(s);
+	long long now = now_unix_ms();
 
-	if (n == 0 || n > 18 || strspn(s, "0123456789") != n)
-		return 0;
-	*v = strtoll(s, NULL, 10);
-	return 1;
+	fputs("\"host\":", f);
+	json_str_or_null(f, h->host);
+	fputs(",\"pid\":", f);
+	json_int_or_null(f, h->pid >= 0, h->pid);
+	fputs(",\"user\":", f);
+	json_str_or_null(f, h->user);
+	fputs(",\"command\":", f);
+	json_str_or_null(f, h->cmd);
+	fputs(",\"start_ms\":", f);
+	json_int_or_null(f, h->start_ms > 0, h->start_ms);
+	fputs(",\"held_ms\":", f);
+	json_int_or_null(f, h->start_ms > 0, now - h->start_ms);
+	fputs(",\"ttl_ms\":", f);
+	json_int_or_null(f, h->ttl_ms >= 0, h->ttl_ms);
+	fputs(",\"ttl_left_ms\":", f);
+	json_int_or_null(f, h->pttl_ms >= 0, h->pttl_ms);
+	fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
+	json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
 }
 
-static void holder_json(FILE *f, const char *name, const char *key, const struct holder *h)
+/* The lock as one object: the first holder's fields at the top (all there is for a
+ * plain exclusive lock), then, in the other modes or with a queue, every holder and
+ * the queue. */
+static void holders_json(FILE *f, const char *name, const char *key, const struct holders *hs)
 {
 	fputs("{\"name\":", f);
 	json_str(f, name);
 	fputs(",\"key\":", f);
 	json_str(f, key);
-	fprintf(f, ",\"held\":%s", h->held ? "true" : "false");
-	if (h->held) {
-		long long start = 0, pid = 0, ttl = 0;
-		int has_start = field_number(h->start, &start) && start > 0;
-		int has_pid = field_number(h->pid, &pid);
-		int has_ttl = field_number(h->ttl, &ttl);
-		long long now = now_unix_ms();
-		fputs(",\"host\":", f);
-		json_str_or_null(f, h->host);
-		fputs(",\"pid\":", f);
-		json_int_or_null(f, has_pid, pid);
-		fputs(",\"user\":", f);
-		json_str_or_null(f, h->user);
-		fputs(",\"command\":", f);
-		json_str_or_null(f, h->cmd);
-		fputs(",\"start_ms\":", f);
-		json_int_or_null(f, has_start, start);
-		fputs(",\"held_ms\":", f);
-		json_int_or_null(f, has_start, now - start);
-		fputs(",\"ttl_ms\":", f);
-		json_int_or_null(f, has_ttl, ttl);
-		fputs(",\"ttl_left_ms\":", f);
-		json_int_or_null(f, h->pttl_ms >= 0, h->pttl_ms);
-		fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
-		json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
+	fprintf(f, ",\"held\":%s", hs->n ? "true" : "false");
+	if (hs->n) {
+		fputc(',', f);
+		holder_fields(f, &hs->h[0]);
 	}
-	fprintf(f, ",\"fence\":%lld}", h->fence);
+	fprintf(f, ",\"fence\":%lld", hs->n ? hs->h[0].fence : hs->last_fence);
+	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
+		fputc('}', f);
+		return;
+	}
+	fprintf(f, ",\"mode\":\"%s\",\"limit\":",
+	        !hs->n || hs->h[0].mode == 'x' ? "exclusive"
+	        : hs->h[0].mode == 's'         ? "shared"
+	                                       : "limit");
+	if (strcmp(hs->limit, "shared") == 0 || !hs->limit[0])
+		fputs("null", f);
+	else
+		fputs(hs->limit, f);
+	fprintf(f, ",\"holder_count\":%d,\"holders\":[", hs->total);
+	for (int i = 0; i < hs->n; i++) {
+		fputs(i ? ",{" : "{", f);
+		holder_fields(f, &hs->h[i]);
+		fprintf(f, ",\"fence\":%lld}", hs->h[i].fence);
+	}
+	fprintf(f, "],\"queue_length\":%d,\"queue\":[", hs->queued);
+	for (int i = 0; i < hs->nq; i++)
+		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":%lld}", i ? "," : "", i + 1,
+		        hs->q[i].lease_left_ms);
+	fprintf(f, "],\"writer_waiting\":%s}", hs->writer[0] ? "true" : "false");
 }
 
 /* A failed request: say why, unless a terminating signal cut it short (main then
@@ -137,78 +155,122 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 		strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* One holder's block of --status. */
+static void print_holder(const struct holder *h)
+{
+	char host[300], cmd[600], user[100], held[32], left[32], when[64], until[64];
+	char state[200] = "", pid[32] = "?";
+	long long now = now_unix_ms();
+
+	local_time(when, sizeof when, h->start_ms);
+	esc(host, sizeof host, h->host);
+	esc(cmd, sizeof cmd, h->cmd);
+	esc(user, sizeof user, h->user);
+	if (h->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", h->pid);
+	human_ms(held, sizeof held, h->start_ms > 0 ? now - h->start_ms : -1);
+	human_ms(left, sizeof left, h->pttl_ms);
+	if (h->kept && h->pttl_ms >= 0) {
+		/* The command has exited; --min-hold keeps the lock so that the same job
+		 * fired elsewhere does not run again: not a stuck lock to break. */
+		local_time(until, sizeof until, now + h->pttl_ms);
+		snprintf(state, sizeof state,
+		         "  kept     by --min-hold until %s: its command has exited\n", until);
+	}
+	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n"
+	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %lld\n",
+	       host, pid, h->kept ? " (exited)" : "", user, cmd, when, held, state, left,
+	       h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h->fence);
+}
+
+static void print_holders(const char *key, const struct holders *hs)
+{
+	if (!hs->n) {
+		printf("%s is free (last fence %lld)\n", key, hs->last_fence);
+	} else if (hs->h[0].mode == 'x') {
+		printf("%s is held%s\n", key, hs->h[0].kept ? " (kept by --min-hold)" : "");
+		print_holder(&hs->h[0]);
+	} else {
+		if (hs->h[0].mode == 's')
+			printf("%s is held by %d shared holder%s\n", key, hs->total,
+			       hs->total == 1 ? "" : "s");
+		else
+			printf("%s is held by %d of %s permits (--limit)\n", key, hs->total,
+			       hs->limit[0] ? hs->limit : "?");
+		for (int i = 0; i < hs->n; i++) {
+			printf("holder %d%s\n", i + 1,
+			       hs->h[i].kept ? " (kept by --min-hold)" : "");
+			print_holder(&hs->h[i]);
+		}
+		if (hs->total > hs->n)
+			printf("... and %d more\n", hs->total - hs->n);
+	}
+	if (hs->writer[0])
+		printf("an exclusive request is waiting: new shared holders queue behind it\n");
+	if (hs->queued)
+		printf("queue    %d waiting (--fair)\n", hs->queued);
+	for (int i = 0; i < hs->nq; i++) {
+		char lease[32];
+		human_ms(lease, sizeof lease, hs->q[i].lease_left_ms);
+		printf("  #%-3d    token %.8s... queue lease left %s\n", i + 1, hs->q[i].token,
+		       lease);
+	}
+}
+
 int report_status(struct store *s, const struct opts *o)
 {
 	struct lock l;
-	struct holder h;
+	struct holders hs;
 	char err[400];
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
-	if (store_status(s, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
+	if (store_status(s, &l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
 		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
 	if (o->json) {
-		holder_json(stdout, o->name, l.key, &h);
+		holders_json(stdout, o->name, l.key, &hs);
 		fputc('\n', stdout);
-	} else if (!h.held) {
-		printf("%s is free (last fence %lld)\n", l.key, h.fence);
 	} else {
-		char host[300], cmd[600], user[100], pid[100], held[32], left[32], when[64];
-		char until[64], state[200] = "";
-		long long start = 0, now = now_unix_ms();
-		int has_start = field_number(h.start, &start) && start > 0;
-		local_time(when, sizeof when, has_start ? start : 0);
-		esc(host, sizeof host, h.host);
-		esc(cmd, sizeof cmd, h.cmd);
-		esc(user, sizeof user, h.user);
-		esc(pid, sizeof pid, h.pid);
-		human_ms(held, sizeof held, has_start ? now - start : -1);
-		human_ms(left, sizeof left, h.pttl_ms);
-		if (h.kept && h.pttl_ms >= 0) {
-			/* The command has exited; --min-hold keeps the lock so that the same job
-			 * fired elsewhere does not run again: not a stuck lock to break. */
-			local_time(until, sizeof until, now + h.pttl_ms);
-			snprintf(state, sizeof state,
-			         "  kept     by --min-hold until %s: its command has exited\n",
-			         until);
-		}
-		printf("%s is held%s\n"
-		       "  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n"
-		       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %lld\n",
-		       l.key, h.kept ? " (kept by --min-hold)" : "", host, pid,
-		       h.kept ? " (exited)" : "", user, cmd, when, held, state, left,
-		       h.pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h.fence);
+		print_holders(l.key, &hs);
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
 	 * skip code would make a held lock look free). */
-	return rc ? rc : !h.held ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
+	return rc ? rc : !hs.n ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
 }
 
 int report_break(struct store *s, const struct opts *o)
 {
 	struct lock l;
-	struct holder h;
+	struct holders hs;
 	char err[400];
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
-	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &h, err, sizeof err) != LOCK_OK) {
+	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
 		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
-	if (!h.held) {
+	if (!hs.n) {
 		log_warn("%s was not held: nothing removed", l.key);
 		return 0;
 	}
 	/* Operator action: always say what was removed, even with -q (log_msg escapes). */
-	log_error("broke %s: token %s, held by %s pid %s (%s), fence %lld", l.key,
-	          h.token[0] ? h.token : "?", h.host[0] ? h.host : "?", h.pid[0] ? h.pid : "?",
-	          h.cmd[0] ? h.cmd : "?", h.fence);
+	for (int i = 0; i < hs.n; i++) {
+		const struct holder *h = &hs.h[i];
+		char pid[32] = "?";
+		if (h->pid >= 0)
+			snprintf(pid, sizeof pid, "%lld", h->pid);
+		log_error("broke %s: token %s, held by %s pid %s (%s), fence %lld", l.key,
+		          h->token[0] ? h->token : "?", h->host[0] ? h->host : "?", pid,
+		          h->cmd[0] ? h->cmd : "?", h->fence);
+	}
+	if (hs.total > hs.n)
+		log_error("broke %s: and %d more holders", l.key, hs.total - hs.n);
 	return 0;
 }
 
@@ -253,38 +315,52 @@ static int list_page(void *arg, const struct resp_reply *names)
 	}
 	for (size_t i = 0; i < names->elements; i++) {
 		const struct resp_reply *k = names->element[i];
-		if (k->type != RESP_STRING || k->len < plen + 2 ||
-		    k->len - plen - 2 > LOCK_NAME_MAX)
+		static const char hsuf[] = ":holders";
+		size_t klen = k->len;
+		if (k->type == RESP_STRING && klen > sizeof hsuf - 1 &&
+		    memcmp(k->str + klen - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
+			klen -= sizeof hsuf - 1;
+		if (k->type != RESP_STRING || klen < plen + 2 || k->str[klen - 1] != '}' ||
+		    klen - plen - 2 > LOCK_NAME_MAX)
 			continue;
 		char name[LOCK_NAME_MAX + 1];
-		memcpy(name, k->str + plen + 1, k->len - plen - 2);
-		name[k->len - plen - 2] = '\0';
+		memcpy(name, k->str + plen + 1, klen - plen - 2);
+		name[klen - plen - 2] = '\0';
 		if (strpbrk(name, "{}"))
 			continue;
 		struct lock l;
-		struct holder h;
+		struct holders hs;
 		lock_init(&l, o->prefix, name, o->ttl_ms);
-		if (store_status(w->s, &l, clock_ms() + o->io_timeout_ms, &h, w->err,
+		if (store_status(w->s, &l, clock_ms() + o->io_timeout_ms, &hs, w->err,
 		                 sizeof w->err) != LOCK_OK)
 			return -1;
-		if (!h.held)
+		if (!hs.n)
 			continue; /* released between SCAN and now */
 		if (o->json) {
 			if (w->count)
 				fputc(',', stdout);
-			holder_json(stdout, name, l.key, &h);
+			holders_json(stdout, name, l.key, &hs);
 		} else {
-			char ename[200], host[100], pid[100], cmd[300], held[32], left[32];
-			long long start = 0;
-			int has_start = field_number(h.start, &start) && start > 0;
-			esc(ename, sizeof ename, name);
-			esc(host, sizeof host, h.host);
-			esc(pid, sizeof pid, h.pid);
-			esc(cmd, sizeof cmd, h.cmd);
-			human_ms(held, sizeof held, has_start ? now_unix_ms() - start : -1);
-			human_ms(left, sizeof left, h.pttl_ms);
-			printf("%-24s %-20s %-8s %-9s %-9s %s%s\n", ename, host, pid, held, left,
-			       h.kept ? "[kept by --min-hold] " : "", cmd);
+			/* One row per holder (shared holders and permits too). */
+			for (int j = 0; j < hs.n; j++) {
+				const struct holder *h = &hs.h[j];
+				char ename[200], host[100], pid[32] = "?", cmd[300], held[32],
+				                            left[32];
+				esc(ename, sizeof ename, name);
+				esc(host, sizeof host, h->host);
+				if (h->pid >= 0)
+					snprintf(pid, sizeof pid, "%lld", h->pid);
+				esc(cmd, sizeof cmd, h->cmd);
+				human_ms(held, sizeof held,
+				         h->start_ms > 0 ? now_unix_ms() - h->start_ms : -1);
+				human_ms(left, sizeof left, h->pttl_ms);
+				printf("%-24s %-20s %-8s %-9s %-9s %s%s%s\n", ename, host, pid,
+				       held, left, h->kept ? "[kept by --min-hold] " : "",
+				       h->mode == 's'   ? "[shared] "
+				       : h->mode == 'l' ? "[permit] "
+				                        : "",
+				       cmd);
+			}
 		}
 		w->count++;
 	}
@@ -297,8 +373,9 @@ int report_list(struct store *s, const struct opts *o)
 	char match[300];
 	int rc = 0;
 
-	glob_escape(match, sizeof match - 4, o->prefix);
-	memcpy(match + strlen(match), "{*}", 4); /* room kept by the - 4 above */
+	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
+	glob_escape(match, sizeof match - 5, o->prefix);
+	memcpy(match + strlen(match), "{*}*", 5); /* room kept by the - 5 above */
 	if (store_list(s, match, list_page, &w, w.err, sizeof w.err) != 0) {
 		request_failed(w.err);
 		rc = RL_EX_UNAVAILABLE;

@@ -63,25 +63,6 @@ int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size
  * eviction check, release notifications. */
 
 /* 1 when token holds l->key, 0 when not, -1 on error. */
-static int get_is(struct client *c, const struct lock *l, const char *token, int64_t d, char *err,
-                  size_t errlen)
-{
-	struct resp_reply *r = NULL;
-	const char *argv[] = {"GET", l->key};
-	size_t lens[] = {3, strlen(l->key)};
-
-	if (client_call(c, 2, argv, lens, d, &r, err, errlen) < 0)
-		return -1;
-	if (r->type == RESP_ERROR) {
-		snprintf(err, errlen, "GET: %.300s", r->str);
-		resp_free(r);
-		return -1;
-	}
-	int ours = r->type == RESP_STRING && strcmp(r->str, token) == 0;
-	resp_free(r);
-	return ours;
-}
-
 /* WAIT n io_ms: 0, or -1 with the reason. */
 static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, size_t errlen)
 {
@@ -154,17 +135,26 @@ static int subscribe(struct client *c, const char *cmd, const struct lock *l, in
                      size_t errlen)
 {
 	struct resp_reply *r = NULL;
-	const char *argv[] = {cmd, l->channel};
-	size_t lens[] = {strlen(cmd), strlen(l->channel)};
+	const char *argv[3] = {cmd};
+	size_t lens[3] = {strlen(cmd)};
+	/* The release channel, and this waiter's own where a release wakes only the head
+	 * of a queue (lock.h): one reply per channel. */
+	int n = lock_channels(l, argv + 1);
 
-	if (client_send(c, 2, argv, lens, d, err, errlen) < 0 ||
-	    client_recv(c, d, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
-		if (r && r->type == RESP_ERROR)
-			snprintf(err, errlen, "%s failed: %.200s", cmd, r->str);
-		resp_free(r);
+	for (int i = 1; i <= n; i++)
+		lens[i] = strlen(argv[i]);
+	if (client_send(c, n + 1, argv, lens, d, err, errlen) < 0)
 		return -1;
+	for (int i = 0; i < n; i++) {
+		if (client_recv(c, d, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
+			if (r && r->type == RESP_ERROR)
+				snprintf(err, errlen, "%s failed: %.200s", cmd, r->str);
+			resp_free(r);
+			return -1;
+		}
+		resp_free(r);
+		r = NULL;
 	}
-	resp_free(r);
 	return 0;
 }
 
@@ -417,7 +407,7 @@ int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_
 
 struct holder_args {
 	const struct lock *l;
-	struct holder *h;
+	struct holders *h;
 };
 
 static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -434,20 +424,30 @@ static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_break(c, a->l, d, a->h, err, errlen);
 }
 
-int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
-                 size_t errlen)
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen)
 {
 	struct holder_args a = {l, h};
 
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
 
-int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
                 size_t errlen)
 {
 	struct holder_args a = {l, h};
 
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
+}
+
+static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	return lock_leave(c, arg, d, err, errlen);
+}
+
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	return run(s, l->key, NULL, RUN_RETRY, op_leave, (void *)l, cap_ms, err, errlen);
 }
 
 struct holder_check {
@@ -460,7 +460,7 @@ static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_
 {
 	struct holder_check *a = arg;
 
-	a->ours = get_is(c, a->l, a->token, d, err, errlen);
+	a->ours = lock_holds(c, a->l, a->token, d, err, errlen);
 	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
 }
 

@@ -124,13 +124,19 @@ int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *
 int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
                   size_t errlen);
 
-/* Read the holder (status) or remove it whoever it is (break): LOCK_OK with *h. */
-int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
-                 size_t errlen);
-int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *h, char *err,
+/* Read every holder and the queue (status) or remove the holders whoever they are
+ * (break): LOCK_OK with *h. */
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen);
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
                 size_t errlen);
 
-/* Re-entry: 1 when token holds l->key now, 0 when not, -1 when the store cannot say. */
+/* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK
+ * or LOCK_ERR. */
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
+
+/* Re-entry: 1 when token is a live holder of l now (exclusive, shared or a permit), 0
+ * when not, -1 when the store cannot say. */
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
                     char *err, size_t errlen);
 

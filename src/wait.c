@@ -58,16 +58,12 @@ static size_t status_width(void)
 	return 0;
 }
 
-/* Milliseconds since start_unix_ms (holder text: untrusted), or -1 when unknown. */
-static long long held_ms(const char *start_text)
+/* Milliseconds since start_ms (unix ms, -1 unknown), or -1 when unknown. */
+static long long held_ms(long long start)
 {
 	struct timespec now;
-	char *end;
 
-	errno = 0;
-	long long start = strtoll(start_text, &end, 10);
-	if (!start_text[0] || *end || errno || start <= 0 ||
-	    clock_gettime(CLOCK_REALTIME, &now) != 0)
+	if (start <= 0 || clock_gettime(CLOCK_REALTIME, &now) != 0)
 		return -1;
 	long long now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	return start <= now_ms ? now_ms - start : -1;
@@ -76,7 +72,7 @@ static long long held_ms(const char *start_text)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[800], host[128], pid[40], cmd[160];
+	char line[800], host[128], cmd[160], pid[32] = "?";
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
@@ -85,9 +81,10 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 		return;
 	/* Everything the holder wrote is escaped: it could hold terminal escapes. */
 	log_escape(host, sizeof host, h->host, strlen(h->host));
-	log_escape(pid, sizeof pid, h->pid, strlen(h->pid));
 	log_escape(cmd, sizeof cmd, h->cmd, strlen(h->cmd));
-	long long held = held_ms(h->start);
+	long long held = held_ms(h->start_ms);
+	if (h->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", h->pid);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
 		             (long long)(waited_ms / 1000), a->name, note);
@@ -190,6 +187,17 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 
 	if (store_release(s, a->lock, 0, deadline, err, sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
+		          (long long)a->lock->ttl_ms);
+}
+
+/* A waiter that gives up leaves the fair queue and drops its writer mark at once (not
+ * by the end of its lease), within one io-timeout; at worst they expire by the ttl. */
+static void leave(struct store *s, const struct wait_args *a)
+{
+	char err[300];
+
+	if (store_leave(s, a->lock, clock_ms() + a->io_timeout_ms, err, sizeof err) != LOCK_OK)
+		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
 
@@ -310,8 +318,11 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		}
 		if (!announced) {
 			/* log_msg escapes holder text itself */
+			char pid[32] = "?";
+			if (h->pid >= 0)
+				snprintf(pid, sizeof pid, "%lld", h->pid);
 			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
-			         h->host[0] ? h->host : "?", h->pid[0] ? h->pid : "?");
+			         h->host[0] ? h->host : "?", pid);
 			announced = 1;
 		}
 		if (!sub) {
@@ -328,6 +339,9 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			log_debug("cannot subscribe to release notifications: %s", err2);
 		}
 		int64_t nap = jittered(backoff, &seed);
+		/* The place in the queue and the writer mark are leases of the ttl. */
+		if (nap > a->lock->ttl_ms / 3)
+			nap = a->lock->ttl_ms / 3;
 		/* Wake when the holder's lease can have run out, but not twice in a row:
 		 * a PTTL that keeps saying "now" (or a hostile one) cannot defeat the
 		 * backoff. Compared, not added to: a PTTL near INT64_MAX must not wrap. */
@@ -350,8 +364,12 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 	if (drawn)
 		status_clear();
 	store_unsubscribe(s);
+	if (waiting && (rc == WAIT_BUSY || rc == WAIT_SIGNAL))
+		leave(s, a);
 	if (rc == LOCK_OK)
 		return WAIT_ACQUIRED;
+	if (rc == LOCK_MISMATCH)
+		return WAIT_MISMATCH;
 	if (rc == LOCK_DENIED)
 		return WAIT_DENIED;
 	if (rc == WAIT_SIGNAL || rc == WAIT_BUSY)

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Waiting for a busy lock without polling blindly: subscribe to the lock's release
- * channel, retry at once after subscribing (so a release between the failed attempt
+ * channel (and, in the queued modes, this waiter's own wake-up channel: a release wakes
+ * only the queue's head), retry at once after subscribing (so a release between the failed attempt
  * and the subscription is not missed), then retry when woken, when the holder's TTL can
- * have run out, or after a jittered backoff (the safety net). */
+ * have run out, or after a jittered backoff (the safety net). Every attempt refreshes
+ * the waiter's place in the queue (or its writer mark), a lease of its ttl: the naps
+ * never exceed ttl/3. A waiter that gives up leaves the queue. */
 #ifndef RLOCK_WAIT_H
 #define RLOCK_WAIT_H
 
@@ -13,10 +16,11 @@
 
 enum wait_rc {
 	WAIT_ACQUIRED = 0,
-	WAIT_BUSY = 1,    /* -n, or the wait expired; *h says who holds it */
-	WAIT_ERR = -1,    /* Redis unavailable; reason in err */
-	WAIT_DENIED = -3, /* NOAUTH/NOPERM */
-	WAIT_SIGNAL = -4, /* a terminating signal arrived; *signo set */
+	WAIT_BUSY = 1,      /* -n, or the wait expired; *h says who holds it */
+	WAIT_ERR = -1,      /* Redis unavailable; reason in err */
+	WAIT_DENIED = -3,   /* NOAUTH/NOPERM */
+	WAIT_SIGNAL = -4,   /* a terminating signal arrived; *signo set */
+	WAIT_MISMATCH = -5, /* holders of another mode or limit (LOCK_MISMATCH); reason in err */
 };
 
 struct wait_args {

@@ -35,6 +35,10 @@ int main(void)
 	CHECK(release, RELEASE);
 	CHECK(status, STATUS);
 	CHECK(break, BREAK);
+	CHECK(acquire_sem, ACQUIRE_SEM);
+	CHECK(renew_sem, RENEW_SEM);
+	CHECK(release_sem, RELEASE_SEM);
+	CHECK(leave, LEAVE);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

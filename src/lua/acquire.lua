@@ -2,11 +2,23 @@
 -- Acquire: set the lock only if it is free, with a TTL, in one step; count the
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out.
--- KEYS: lock fence owner   ARGV: token ttl_ms field value ...
+-- KEYS: lock fence owner holders queue writer meta
+-- ARGV: token ttl_ms field value ...
+-- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
+-- waiting, so that new shared holders queue behind it (writer preference).
+if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
+  redis.call('SET', KEYS[6], ARGV[1], 'PX', ARGV[2])
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[7], first) or '{}')
+  if not ok or type(m) ~= 'table' then m = {} end
+  return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
+          m.start or false, m.ttl or false, m.fence or false}
+end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
   return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
 end
+if redis.call('GET', KEYS[6]) == ARGV[1] then redis.call('DEL', KEYS[6]) end
 -- Redis does not roll a script back: if anything below fails (an ACL without INCR, a
 -- fence key of the wrong type), undo the SET rather than leave a lock nobody holds.
 local ok, fence = pcall(function()

@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- Release: delete only our own lock and wake waiters in the same step, so no
 -- waiter can miss the notification; with keep_ms > 0 (--min-hold) let it expire.
--- KEYS: lock owner   ARGV: token keep_ms channel
+-- With a fair queue, only its head is woken (its own channel), not everyone.
+-- KEYS: lock owner queue   ARGV: token keep_ms channel publish wake_prefix
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if tonumber(ARGV[2]) > 0 then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
@@ -11,5 +12,10 @@ if tonumber(ARGV[2]) > 0 then
   return 2
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[3], ARGV[1])
+local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+if head then
+  redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
+else
+  redis.call(ARGV[4], ARGV[3], ARGV[1])
+end
 return 1

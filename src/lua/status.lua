@@ -1,7 +1,40 @@
 -- SPDX-License-Identifier: MIT
--- Status: who holds the lock, for how long, and the fence; changes nothing.
--- KEYS: lock owner fence
-local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
-                    'kept')
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]),
-        o[1], o[2], o[3], o[4], o[5], o[6], o[7] or redis.call('GET', KEYS[3]), o[8]}
+-- Status: every holder (the exclusive one, shared holders or permits, live by the
+-- server's clock), the queue and the fence; changes nothing.
+-- KEYS: lock owner fence holders meta limit queue qlease writer
+-- Reply: {last_fence, limit, holders_total, {11 fields per holder}, {token, lease_left
+-- per waiter}, queue_total, writer}; holder fields: mode token pttl host pid user cmd
+-- start ttl fence kept.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lim = redis.call('GET', KEYS[6])
+local hs, n = {}, 0
+local function add(mode, tok, pttl, o)
+  local row = {mode, tok, pttl, o[1] or false, o[2] or false, o[3] or false, o[4] or false,
+               o[5] or false, o[6] or false, o[7] or false, o[8] or false}
+  for i = 1, 11 do hs[#hs + 1] = row[i] end
+end
+local tok = redis.call('GET', KEYS[1])
+if tok then
+  n = 1
+  add('x', tok, redis.call('PTTL', KEYS[1]), redis.call('HMGET', KEYS[2], 'host', 'pid', 'user',
+      'cmd', 'start', 'ttl', 'fence', 'kept'))
+end
+n = n + redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')
+local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
+for i = 1, #live, 2 do
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], live[i]) or '{}')
+  if not ok or type(m) ~= 'table' then m = {} end
+  add(lim == 'shared' and 's' or 'l', live[i], tonumber(live[i + 1]) - now,
+      {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept})
+end
+local q = {}
+for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+  local e = tonumber(redis.call('ZSCORE', KEYS[8], w) or 0)
+  if e > now and #q < 64 then
+    q[#q + 1] = w
+    q[#q + 1] = e - now
+  end
+end
+return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, q,
+        redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false}

@@ -1,0 +1,95 @@
+-- SPDX-License-Identifier: MIT
+-- Acquire in the modes beyond a plain exclusive lock: shared (-s), N permits (-l N),
+-- and the fair queue (--fair; kind x is then the exclusive lock itself). Leases are
+-- judged by the server's clock (TIME): a holder or waiter whose lease ended is dropped.
+-- KEYS: lock owner fence holders meta limit queue qlease writer
+-- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
+local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function extend(k, ms)
+  local p = redis.call('PTTL', k)
+  if p == -1 or (p >= 0 and p < ms) then redis.call('PEXPIRE', k, ms) end
+end
+local function prune(z, cmd, other)
+  local dead = redis.call('ZRANGEBYSCORE', z, '-inf', now, 'LIMIT', 0, 500)
+  if #dead > 0 then
+    redis.call('ZREM', z, unpack(dead))
+    redis.call(cmd, other, unpack(dead))
+  end
+end
+local function meta(m)
+  local ok, v = pcall(cjson.decode, m or '{}')
+  if ok and type(v) == 'table' then return v end
+  return {}
+end
+prune(KEYS[4], 'HDEL', KEYS[5])
+prune(KEYS[8], 'ZREM', KEYS[7])
+local n = redis.call('ZCARD', KEYS[4])
+if kind ~= 'x' and n > 0 then
+  local lim = redis.call('GET', KEYS[6])
+  if lim and lim ~= kind then
+    local function name(k) return k == 'shared' and '--shared' or '--limit ' .. k end
+    return redis.error_reply('RLOCKMODE the lock is held with ' .. name(lim) ..
+                             ', this request asks for ' .. name(kind))
+  end
+end
+local free
+if redis.call('EXISTS', KEYS[1]) == 1 then free = false
+elseif kind == 'x' then free = n == 0
+elseif kind == 'shared' then free = true
+else free = n < tonumber(kind) end
+-- A queue binds everyone while it exists; without one, a waiting exclusive request
+-- (the writer mark) keeps new shared holders out: writers are preferred.
+local queued = ARGV[4] == '1' or redis.call('EXISTS', KEYS[7]) == 1
+if queued then
+  local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
+  if head and head ~= tok then free = false end
+elseif kind ~= 'x' and redis.call('EXISTS', KEYS[9]) == 1 then
+  free = false
+end
+if not free then
+  if queued and ARGV[5] ~= '1' then
+    if not redis.call('ZSCORE', KEYS[7], tok) then
+      redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
+    end
+    redis.call('ZADD', KEYS[8], now + ttl, tok)
+    extend(KEYS[7], ttl)
+    extend(KEYS[8], ttl)
+  end
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
+    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
+  end
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
+  local m = meta(redis.call('HGET', KEYS[5], first[1]))
+  return {0, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
+          m.cmd or false, m.start or false, m.ttl or false, m.fence or false}
+end
+if queued then
+  redis.call('ZREM', KEYS[7], tok)
+  redis.call('ZREM', KEYS[8], tok)
+end
+local f = redis.call('INCR', KEYS[3])
+if kind == 'x' then
+  redis.call('SET', KEYS[1], tok, 'PX', ttl)
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
+             'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  return {1, f}
+end
+redis.call('ZADD', KEYS[4], now + ttl, tok)
+redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
+           cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = tostring(f)}))
+redis.call('SET', KEYS[6], kind, 'KEEPTTL')
+extend(KEYS[4], ttl)
+extend(KEYS[5], ttl)
+extend(KEYS[6], ttl)
+-- Pass the wake-up on: the next in line may fit too (only it is woken, not everyone).
+local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
+if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then
+  redis.call(ARGV[6], ARGV[7] .. nxt, 'next')
+end
+return {1, f}

@@ -1,0 +1,43 @@
+-- SPDX-License-Identifier: MIT
+-- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
+-- --min-hold) and wake the head of the queue only, or everyone when there is none.
+-- KEYS: holders meta limit queue   ARGV: token keep_ms channel publish wake_prefix
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tok, keep = ARGV[1], tonumber(ARGV[2])
+-- The keys live as long as the longest lease in them, no longer.
+local function expire_with_leases()
+  local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2]
+  if top and tonumber(top) > now then
+    for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], tonumber(top) - now) end
+  end
+end
+local s = redis.call('ZSCORE', KEYS[1], tok)
+if not s or tonumber(s) <= now then return 0 end
+if keep > 0 then
+  redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+  if ok and type(m) == 'table' then
+    m.kept = '1'
+    redis.call('HSET', KEYS[2], tok, cjson.encode(m))
+  end
+  expire_with_leases()
+  return 2
+end
+redis.call('ZREM', KEYS[1], tok)
+redis.call('HDEL', KEYS[2], tok)
+-- Dead holders too, so that the last one out leaves no key behind.
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 500)
+if #dead > 0 then
+  redis.call('ZREM', KEYS[1], unpack(dead))
+  redis.call('HDEL', KEYS[2], unpack(dead))
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[3]) end
+expire_with_leases()
+local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+if head then
+  redis.call(ARGV[4], ARGV[5] .. head, tok)
+else
+  redis.call(ARGV[4], ARGV[3], tok)
+end
+return 1

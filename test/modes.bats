@@ -1,0 +1,302 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the commands rlock runs; bats sets $output
+# Lock modes (issue 9): shared locks (-s, writers preferred), counting semaphores
+# (-l N, each permit its own lease), the fair queue (--fair), and how they mix.
+# A probe command logs "+ TAG NS" on entry and "- TAG NS" on exit (appends of one
+# short line are atomic): the occupancy is replayed from the log. After every test the
+# keys under the prefix return to the baseline: the fence counters only.
+
+load helpers
+
+export BATS_TEST_TIMEOUT=90
+
+setup() {
+	common_setup
+	PROBE=$BATS_TEST_TMPDIR/probe
+	LOG=$BATS_TEST_TMPDIR/occupancy.log
+	cat >"$PROBE" <<EOF
+#!/bin/sh
+# probe TAG SECONDS
+echo "+ \$1 \$(date +%s%N)" >>'$LOG'
+sleep "\$2"
+echo "- \$1 \$(date +%s%N)" >>'$LOG'
+EOF
+	chmod +x "$PROBE"
+	: >"$LOG"
+}
+
+# Only fence counters left (the one documented key that never expires). Writer marks
+# of waiters that gave up and --min-hold leases end by their ttl: polled.
+only_fences() {
+	local keys
+	keys=$(rcli --scan --pattern '*' | grep -v ':fence$' || true)
+	[[ -z $keys ]]
+}
+
+teardown() {
+	common_teardown
+	wait_until 15 only_fences || {
+		rcli --scan --pattern '*' >&2
+		return 1
+	}
+}
+
+# max_occupancy [TAG-REGEX]: the most probes inside at once (exits before entries at
+# the same instant, so a hand-off is not counted as an overlap).
+max_occupancy() {
+	sort -k3,3n -k1,1r "$LOG" | awk -v re="${1:-.}" '
+		$2 ~ re { n += ($1 == "+") ? 1 : -1; if (n > max) max = n }
+		END { print max + 0 }'
+}
+
+# overlaps_with TAG: entries of other probes while TAG was inside (0 = never overlapped).
+overlaps_with() {
+	sort -k3,3n -k1,1r "$LOG" | awk -v t="$1" '
+		$2 == t { inside = ($1 == "+"); if (inside) bad += others; next }
+		{ others += ($1 == "+") ? 1 : -1; if (inside && $1 == "+") bad++ }
+		END { print bad + 0 }'
+}
+
+start_probe() { # start_probe TAG SECONDS RLOCK-ARGS...
+	local tag=$1 secs=$2
+	shift 2
+	rlock_bg "$@" -- "$PROBE" "$tag" "$secs"
+	eval "PID_$tag=$RLOCK_PID"
+}
+
+entered() { grep -q "^+ $1 " "$LOG"; }
+queue_len() { [[ $(rcli ZCARD 'rlock:{'"$1"'}:queue') == "$2" ]]; }
+
+# commands_per_acquisition P RLOCK-ARGS...: P contenders, one short run each; prints
+# the script requests (EVALSHA and EVAL, not counting NOSCRIPT retries nor the
+# commands inside the scripts) per acquisition, as issue 10 counts them.
+commands_per_acquisition() {
+	local p=$1 i total st=0 pids=()
+	shift
+	rcli CONFIG RESETSTAT >/dev/null
+	# plain background jobs (each bounded by timeout(1)): cheaper than rlock_bg's
+	# launcher and tracking for 32 processes at a time
+	for ((i = 0; i < p; i++)); do
+		timeout -s KILL 60 "$RLOCK" "$@" -- sleep 0.02 3>&- 4>&- &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || st=$?
+	done
+	((st == 0)) || fail "a contender exited $st"
+	total=$(rcli INFO commandstats | tr -d '\r' |
+		awk -F'[:=,]' '$1 == "cmdstat_evalsha" || $1 == "cmdstat_eval" { s += $3 - $11 } END { print s + 0 }')
+	echo "scale=1; $total / $p" | bc
+}
+
+@test "shared: readers overlap, a writer never overlaps anyone, keys back to baseline" {
+	local i
+	for i in 1 2 3; do start_probe "r$i" 1 -s -k rw; done
+	wait_until 20 entered r3
+	start_probe w 0.3 -k rw
+	for i in 4 5 6; do start_probe "r$i" 1 -s -k rw; done
+	for p in "$PID_r1" "$PID_r2" "$PID_r3" "$PID_w" "$PID_r4" "$PID_r5" "$PID_r6"; do
+		rlock_wait "$p" 40
+		((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS"
+	done
+	local readers
+	readers=$(max_occupancy '^r')
+	echo "# shared: max readers inside at once $readers; entries while the writer was in: $(overlaps_with w)" >&3
+	((readers >= 2)) || fail "readers never overlapped: $(cat "$LOG")"
+	assert_equal "$(overlaps_with w)" 0
+	assert_equal "$(rcli GET 'rlock:{rw}:fence')" 7
+}
+
+@test "shared: a writer waiting behind a stream of readers gets in (writers preferred)" {
+	# Readers arrive every 0.2 s and stay 0.6 s: without writer preference the lock is
+	# never free of readers until the stream ends.
+	local i pids=()
+	for i in $(seq 1 12); do
+		start_probe "r$i" 0.6 -s -k stream
+		pids+=("$RLOCK_PID")
+		if ((i == 3)); then
+			wait_until 20 entered r3
+			start_probe w 0.1 -k stream
+		fi
+		sleep 0.2
+	done
+	for p in "${pids[@]}" "$PID_w"; do
+		rlock_wait "$p" 40
+		((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS"
+	done
+	local after
+	after=$(awk '$1 == "+" && $2 == "w" { seen = 1; next } seen && $1 == "+" { n++ } END { print n + 0 }' \
+		<(sort -k3,3n "$LOG"))
+	echo "# writer behind a reader stream: $after of 9 later readers entered after it" >&3
+	assert_equal "$(overlaps_with w)" 0
+	((after >= 5)) || fail "the writer waited for the stream to end: $(sort -k3,3n "$LOG")"
+}
+
+@test "--limit N for N in 1 2 4: max concurrency exactly N under 3N contenders" {
+	local n i pids got report=""
+	for n in 1 2 4; do
+		: >"$LOG"
+		pids=()
+		for ((i = 0; i < 3 * n; i++)); do
+			start_probe "p$i" 0.4 -l "$n" -k "sem$n"
+			pids+=("$RLOCK_PID")
+		done
+		for p in "${pids[@]}"; do
+			rlock_wait "$p" 40
+			((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+		done
+		got=$(max_occupancy)
+		report+=" N=$n: $got;"
+		assert_equal "$got" "$n"
+		assert_equal "$(rcli GET "rlock:{sem$n}:fence")" $((3 * n))
+	done
+	echo "# --limit, max concurrency under 3N contenders:$report" >&3
+}
+
+@test "--limit: holders that disagree on N, or -s against -l: exit 64, one line" {
+	rlock_bg -l 2 -k mix -- "$HOLD" a
+	wait_until 20 test -e a.started
+	run -64 --separate-stderr rlock -l 3 -k mix -- true
+	assert_equal "$stderr" "rlock: lock 'mix': acquire: the lock is held with --limit 2, this request asks for --limit 3"
+	run -64 --separate-stderr rlock -s -k mix -- true
+	assert_output ''
+	# an exclusive request waits for the permits (documented mix), -n says busy
+	run -75 rlock -n -k mix -- true
+	run -0 rlock -l 2 -k mix -- true
+	touch a.release
+	rlock_wait
+	run -64 --separate-stderr rlock -s -l 2 -k mix -- true
+	assert_output ''
+	assert_equal "$stderr" "rlock: -s and -l do not go together (try 'rlock --help')"
+}
+
+@test "--fair: 8 waiters acquire in their arrival order; only the head is woken" {
+	rlock_bg --fair -k q -- "$HOLD" h
+	wait_until 20 test -e h.started
+	local i pids=()
+	for i in 1 2 3 4 5 6 7 8; do
+		rlock_bg --fair -k q -- sh -c "echo $i >>order"
+		pids+=("$RLOCK_PID")
+		wait_until 20 queue_len q "$i"
+	done
+	run -75 rlock -k q --status
+	assert_line --index 0 'rlock:{q} is held'
+	assert_line 'queue    8 waiting (--fair)'
+	rcli CONFIG RESETSTAT >/dev/null
+	touch h.release
+	for p in "${pids[@]}"; do
+		rlock_wait "$p" 30
+		((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS"
+	done
+	assert_equal "$(tr '\n' ' ' <order)" "1 2 3 4 5 6 7 8 "
+	local evals
+	evals=$(rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '$1 == "cmdstat_evalsha" { print $3 }')
+	echo "# --fair: order $(tr '\n' ' ' <order)(0 violations); $evals script calls for 8 hand-offs" >&3
+}
+
+@test "--fair: a SIGKILLed waiter in the middle stalls the rest no longer than its queue lease" {
+	rlock_bg --fair -k qk -- "$HOLD" h
+	wait_until 20 test -e h.started
+	local i pids=() victim
+	for i in 1 2 3 4 5 6; do
+		rlock_bg --fair -t 2s -k qk -- sh -c "echo $i \$(date +%s%3N) >>order"
+		pids+=("$RLOCK_PID")
+		((i == 3)) && victim=$RLOCK_PID
+		wait_until 20 queue_len qk "$i"
+	done
+	kill -KILL "$victim"
+	touch h.release
+	for p in "${pids[@]}"; do
+		[[ $p == "$victim" ]] && continue
+		rlock_wait "$p" 30
+		((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS"
+	done
+	assert_equal "$(cut -d' ' -f1 order | tr '\n' ' ')" "1 2 4 5 6 "
+	local gap
+	gap=$(awk '$1 == 2 { a = $2 } $1 == 4 { b = $2 } END { print b - a }' order)
+	echo "# --fair: SIGKILLed waiter #3 (queue lease 2 s) stalled the queue $gap ms" >&3
+	# the bound: its lease (2 s) plus the next waiter's refresh (ttl/3) as the margin
+	((gap < 2000 + 2000)) || fail "stalled $gap ms, beyond the 2 s queue lease (+ its refresh)"
+}
+
+@test "--fair: a waiter that gives up (-w) leaves the queue at once; -n never queues" {
+	rlock_bg --fair -k ql -- "$HOLD" h
+	wait_until 20 test -e h.started
+	run -75 rlock --fair -n -k ql -- true
+	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue')" 0
+	# a 60 s lease on its place: only leaving can empty the queue this soon
+	rlock_bg --fair -t 60s -w 1s -k ql -- true
+	wait_until 20 queue_len ql 1
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 75
+	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue' 'rlock:{ql}:qlease')" 0
+	touch h.release
+}
+
+@test "--limit: SIGKILL of a holder frees its permit within one lease" {
+	rlock_bg -l 2 -t 2s -k dead -- "$HOLD" a
+	local victim=$RLOCK_PID
+	wait_until 20 test -e a.started
+	rlock_bg -l 2 -t 2s -k dead -- "$HOLD" b
+	wait_until 20 test -e b.started
+	local t0
+	rlock_bg -l 2 -t 2s -k dead -- "$HOLD" c
+	local waiter=$RLOCK_PID
+	kill -KILL "$victim"
+	t0=$(now_ms)
+	wait_until 10 test -e c.started
+	local took=$(($(now_ms) - t0))
+	echo "# --limit 2: the SIGKILLed holder's permit went to a waiter after $took ms (lease 2000 ms)" >&3
+	# free when the lease ends (server clock); the waiter sees it at its next try
+	# (every ttl/3 at most): the lease again as the margin
+	((took < 2 * 2000)) || fail "the permit stayed taken $took ms"
+	touch b.release c.release
+	rlock_wait "$waiter" 20
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "modes: --status/--list/--break show every holder; re-entry; --min-hold" {
+	rlock_bg -s -k st -- "$HOLD" a
+	wait_until 20 test -e a.started
+	rlock_bg -s -k st -- sh -c '"$RLOCK" -s -k st -- "$0" b' "$HOLD"
+	wait_until 20 test -e b.started # re-entered: its own permit's token is live
+	run -75 rlock -k st --status
+	assert_line --index 0 'rlock:{st} is held by 2 shared holders'
+	run -75 rlock -k st --status --json
+	assert_equal "$(jq -c '[.holder_count, .mode, (.holders | length)]' <<<"$output")" '[2,"shared",2]'
+	run -0 rlock --list
+	assert_equal "$(grep -c '\[shared\]' <<<"$output")" 2
+	run -0 --separate-stderr rlock -k st --break
+	assert_equal "$(grep -c '^rlock: broke rlock:{st}' <<<"$stderr")" 2
+	run -0 rlock -k st --status
+	touch a.release b.release
+	# --min-hold on a permit: kept after the command, shown, then expires
+	run -0 rlock -l 3 -k mh --min-hold 1s -- true
+	run -75 rlock -k mh --status
+	assert_line 'holder 1 (kept by --min-hold)'
+	run -0 rlock -l 3 -k mh -n -- true # a kept permit is one of the 3
+	run -64 rlock -l 2 -k mh -- true
+}
+
+@test "lost-update checker: exclusive, --limit 1 and --fair" {
+	local mode out
+	for mode in "" "-l 1" "--fair"; do
+		# shellcheck disable=SC2086
+		out=$("$RLOCK_SOURCE_DIR/scripts/lost-update-check" --rlock "$RLOCK" -p 4 -i 5 \
+			-k "lu${mode// /}" -d "$BATS_TEST_TMPDIR/lu${mode// /}" -- $mode) ||
+			fail "checker failed in mode '$mode': $out"
+		echo "# lost-update ${mode:-exclusive}: $out" >&3
+		[[ $out == *'count=20 expected=20 overlaps=0 errors=0 fences=ok'* ]]
+	done
+}
+
+@test "Redis commands per acquisition, 2 and 32 contenders, each mode" {
+	local m p line=""
+	for m in "-x" "-s" "-l 2" "--fair"; do
+		for p in 2 32; do
+			# shellcheck disable=SC2086
+			line+=" ${m} P=$p: $(commands_per_acquisition "$p" $m -k "cmd${m// /}$p");"
+		done
+	done
+	echo "# commands per acquisition:$line" >&3
+}
