@@ -8,13 +8,13 @@
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
 -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
---io-timeout --wait-replicas --config --format --log-file --token'
+--io-timeout --wait-replicas --config --format --log-file --token --label'
 
 _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
 --on-lost --kill-after --min-hold --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --wait-replicas --config --verbose --quiet --json --status --break --list --help
---version --acquire --release --format --log-file --token'
+--version --acquire --release --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {

@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --format --log-file --token
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -110,6 +110,7 @@ complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Sto
 complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
 complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release (default $RLOCK_TOKEN)'
+complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
 # The wrapped command and its arguments.

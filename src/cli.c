@@ -57,6 +57,7 @@ enum {
 	O_TOKEN,
 	O_FORMAT,
 	O_LOG_FILE,
+	O_LABEL,
 	O_FAIR,
 };
 
@@ -114,6 +115,8 @@ static const struct optdef options[] = {
         "keep the lock at least DUR after the command\nstarted"),
     OPT("max-hold", O_MAX_HOLD, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)"),
+    OPT("label", O_LABEL, F_ARG | F_RUN, "TEXT",
+        "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters"),
     OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c"),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
@@ -631,6 +634,11 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_LOG_FILE:
 		o->log_file = val;
+		break;
+	case O_LABEL:
+		if (strlen(val) > 256)
+			usage_error("%s: at most 256 bytes", src);
+		o->label = val;
 		break;
 	case 'v':
 		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;

@@ -55,6 +55,7 @@ struct opts {
 	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
 	int format_github;    /* --acquire --format github: KEY=VALUE lines */
 	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
+	const char *label;    /* --label: stored with the holder */
 	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */

@@ -6,7 +6,7 @@
  *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
  *                          expires -> RLOCK_FENCE
- *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence [kept], same expiry as the
+ *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as the
  *                          lock (kept: the command exited, --min-hold keeps the lock)
  *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
  *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence [kept]}
@@ -26,7 +26,8 @@
 #include "client.h"
 
 #define LOCK_KEY_MAX   1100
-#define LOCK_TOKEN_LEN 32 /* 128 bits, hex */
+#define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
+#define LOCK_LABEL_MAX 256 /* --label TEXT: bytes */
 #define LOCK_LIMIT_MAX 100000
 
 enum lock_mode {
@@ -69,6 +70,7 @@ struct holder {
 	long long pid, start_ms, ttl_ms;
 	char token[80];
 	char host[256], user[64], cmd[512];
+	char label[LOCK_LABEL_MAX + 1]; /* --label, "" if none */
 };
 
 struct waiter {
@@ -122,6 +124,7 @@ struct lock_meta {
 	const char *host, *user, *cmd;
 	long pid;
 	long long start_unix_ms;
+	const char *label; /* --label, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are

@@ -88,9 +88,9 @@ static int busy(const struct opts *o, const struct holder *h)
 
 	if (h->pid >= 0)
 		snprintf(pid, sizeof pid, " pid %lld", h->pid);
-	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s", o->name,
-	        h->host[0] ? ": held by " : "", h->host, pid,
-	        o->wait_ms > 0 ? " (gave up waiting)" : "",
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s%s%s",
+	        o->name, h->host[0] ? ": held by " : "", h->host, pid, h->label[0] ? " [" : "",
+	        h->label, h->label[0] ? "]" : "", o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
@@ -238,8 +238,12 @@ int main(int argc, char **argv)
 	const char *user = pw ? pw->pw_name : getenv("USER");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
-	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
+	struct lock_meta meta = {host,
+	                         user ? user : "",
+	                         cmdline,
+	                         (long)getpid(),
+	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+	                         o.label};
 	struct wait_args wa = {&l,
 	                       &meta,
 	                       o.name,
