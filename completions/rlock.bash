@@ -8,13 +8,13 @@
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
 -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
---io-timeout --wait-replicas --config --format --log-file --token --label'
+--io-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
 
 _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
 --on-lost --kill-after --min-hold --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --wait-replicas --config --verbose --quiet --json --status --break --list --help
---version --acquire --release --format --log-file --token --label'
+--version --sentinel-user --sentinel-password-file --acquire --release --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {
@@ -35,12 +35,14 @@ _rlock_lock_names() {
 		case $w in
 		--) break ;;
 		-u | --url | --prefix | --config | --user | --password-file | --cacert | \
-			--cacertdir | --cert | --tls-key | --sni | --connect-timeout)
+			--cacertdir | --cert | --tls-key | --sni | --connect-timeout | \
+			--sentinel-user | --sentinel-password-file)
 			((i + 1 < COMP_CWORD)) && server+=("$w" "${COMP_WORDS[i + 1]}")
 			((i++))
 			;;
 		--url=* | --prefix=* | --config=* | --user=* | --password-file=* | \
-			--cacert=* | --cacertdir=* | --cert=* | --tls-key=* | --sni=*)
+			--cacert=* | --cacertdir=* | --cert=* | --tls-key=* | --sni=* | \
+			--sentinel-user=* | --sentinel-password-file=*)
 			server+=("$w")
 			;;
 		--tls | --insecure) server+=("$w") ;;
@@ -142,7 +144,7 @@ _rlock() {
 		_rlock_compreply_words $'term\nkill\nignore\nHUP\nINT\nQUIT\nUSR1\nUSR2\nTERM\nKILL' "$cur"
 		return 0
 		;;
-	--config | --password-file | --cacert | --cert | --tls-key)
+	--config | --password-file | --cacert | --cert | --tls-key | --sentinel-password-file)
 		_rlock_files -f
 		return 0
 		;;
@@ -152,7 +154,7 @@ _rlock() {
 		;;
 	-u | --url)
 		compopt -o nospace 2>/dev/null
-		_rlock_compreply_words $'redis://\nrediss://\nunix:///' "$cur"
+		_rlock_compreply_words $'redis://\nrediss://\nunix:///\nredis-sentinel://\nrediss-sentinel://' "$cur"
 		return 0
 		;;
 	-E | --conflict-exit-code)

@@ -12,12 +12,12 @@ function __rlock_locks
         switch $w
             case --
                 break
-            case -u --url --prefix --config --user --password-file --cacert --cacertdir --cert --tls-key --sni
+            case -u --url --prefix --config --user --password-file --cacert --cacertdir --cert --tls-key --sni --sentinel-user --sentinel-password-file
                 set i (math $i + 1)
                 if test $i -le (count $tokens)
                     set -a server $w $tokens[$i]
                 end
-            case '--url=*' '--prefix=*' '--config=*' '--user=*' '--password-file=*' '--cacert=*' '--cacertdir=*' '--cert=*' '--tls-key=*' '--sni=*' --tls --insecure
+            case '--url=*' '--prefix=*' '--config=*' '--user=*' '--password-file=*' '--cacert=*' '--cacertdir=*' '--cert=*' '--tls-key=*' '--sni=*' '--sentinel-user=*' '--sentinel-password-file=*' --tls --insecure
                 set -a server $w
         end
         set i (math $i + 1)
@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -84,9 +84,11 @@ complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 
 complete -c rlock -n "not __rlock_in_command" -l max-hold -x -a "$durations" -d 'Stop the command after this long (exit 124)'
 complete -c rlock -n "not __rlock_in_command" -s c -l command -x -a '(__fish_complete_command)' -d 'Run with /bin/sh -c'
 # Server
-complete -c rlock -n "not __rlock_in_command" -s u -l url -x -a 'redis:// rediss:// unix:///' -d 'Redis server URL'
+complete -c rlock -n "not __rlock_in_command" -s u -l url -x -a 'redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://' -d 'Redis server URL'
 complete -c rlock -n "not __rlock_in_command" -l user -x -a '(__fish_complete_users)' -d 'ACL user name'
 complete -c rlock -n "not __rlock_in_command" -l password-file -r -F -d 'Read the password from a file'
+complete -c rlock -n "not __rlock_in_command" -l sentinel-user -x -d 'The sentinels\' ACL user name'
+complete -c rlock -n "not __rlock_in_command" -l sentinel-password-file -r -F -d 'Read the sentinels\' password from a file'
 complete -c rlock -n "not __rlock_in_command" -l tls -d 'Use TLS'
 complete -c rlock -n "not __rlock_in_command" -l cacert -r -F -d 'CA certificate file'
 complete -c rlock -n "not __rlock_in_command" -l cacertdir -x -a '(__fish_complete_directories)' -d 'CA certificate directory'

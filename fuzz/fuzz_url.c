@@ -37,6 +37,21 @@ static void check_url(const char *s, int planted)
 			if (u.port < 1 || u.port > 65535 || !u.host[0] || u.path[0])
 				abort();
 		}
+		if (u.scheme == URL_SENTINEL || u.scheme == URL_SENTINELS) {
+			if (u.nsentinels < 1 || u.nsentinels > URL_SENTINELS_MAX || !u.master[0] ||
+			    !memchr(u.master, 0, sizeof u.master))
+				abort();
+			for (int i = 0; i < u.nsentinels; i++)
+				if (!u.sentinel[i].host[0] || u.sentinel[i].port < 1 ||
+				    u.sentinel[i].port > 65535 ||
+				    !memchr(u.sentinel[i].host, 0, sizeof u.sentinel[i].host))
+					abort();
+			for (const char *m = u.master; *m; m++)
+				if ((unsigned char)*m <= 0x20 || *m == 0x7f)
+					abort();
+		} else if (u.nsentinels || u.master[0]) {
+			abort();
+		}
 		if (planted && !strstr(u.user, MARKER) && !strstr(u.password, MARKER))
 			abort(); /* the marker was meant to land in the userinfo */
 	} else {
@@ -57,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const prefixes[] = {
 	    "redis://u:" MARKER "@",
 	    "rediss://:" MARKER "@",
+	    "redis-sentinel://u:" MARKER "@",
 	    "unix://u:" MARKER "@",
 	    /* a forgotten '@' makes the password look like a port or a db */
 	    "redis://u:" MARKER,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,9 @@ enum {
 	O_LOG_FILE,
 	O_LABEL,
 	O_FAIR,
+	O_SENTINEL_USER,
+	O_SENTINEL_PASSWORD_FILE,
+	O_SENTINEL_PASSWORD,
 };
 
 enum {
@@ -121,7 +125,10 @@ static const struct optdef options[] = {
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
         "redis://[[user]:password@]host[:port][/db],\n"
-        "rediss://..., unix:///path[?db=N]; default:\n"
+        "rediss://..., unix:///path[?db=N],\n"
+        "redis-sentinel://[[user]:password@]host:port\n"
+        "[,host:port...]/MASTER[/db] (Sentinel; the\n"
+        "user and password are the sentinels'); default:\n"
         "env RLOCK_URL, the config file, env REDIS_URL,\n"
         "then redis://127.0.0.1:6379"),
     OPT("user", O_USER, F_ARG, "NAME", "ACL user name"),
@@ -129,6 +136,10 @@ static const struct optdef options[] = {
         "read the password from FILE (must not be\n"
         "accessible by others); env REDISCLI_AUTH or\n"
         "RLOCK_PASSWORD also work"),
+    OPT("sentinel-user", O_SENTINEL_USER, F_ARG, "NAME", "the sentinels' ACL user name"),
+    OPT("sentinel-password-file", O_SENTINEL_PASSWORD_FILE, F_ARG, "FILE",
+        "read the sentinels' password from FILE; env\n"
+        "RLOCK_SENTINEL_PASSWORD also works"),
     OPT("tls", O_TLS, 0, NULL, "connect with TLS (as rediss://)"),
     OPT("cacert", O_CACERT, F_ARG, "FILE", "CA certificates that verify the server"),
     OPT("cacertdir", O_CACERTDIR, F_ARG, "DIR", "directory of CA certificates"),
@@ -146,6 +157,7 @@ static const struct optdef options[] = {
         "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)"),
     OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
     OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
+    OPT_HIDDEN("sentinel-password", O_SENTINEL_PASSWORD, F_ARG | F_CONFIG),
     HEADING("Across steps (a detached keeper holds the lock):"),
     OPT("acquire", O_ACQUIRE, F_RUN, NULL,
         "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
@@ -197,7 +209,8 @@ static const char usage_tail[] =
     "Exit status:\n"
     "  N        the command's own status; if it died of signal N, rlock dies of\n"
     "           it too (the shell shows 128+N)\n"
-    "  64       usage error: bad option, URL, duration, config\n"
+    "  64       usage error: bad option, URL, duration, config; or the lock is\n"
+    "           held with -s against -l, or another -l N\n"
     "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
     "  70       internal error\n"
     "  71       cannot fork or set up the command\n"
@@ -299,7 +312,7 @@ struct state {
 	const char *url_cli, *url_config;
 	char url_config_src[600];
 	int url_cli_count;
-	enum rank pw_rank, user_rank;
+	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
@@ -333,22 +346,40 @@ void cli_open_std_fds(void)
 	}
 }
 
-static void set_password(struct state *s, const char *pw, size_t len, enum rank rank)
+static void set_secret(struct state *s, enum secret_slot slot, const char *pw, size_t len,
+                       enum rank rank)
 {
 	static int registered;
+	enum rank *have = slot == SECRET_SENTINEL ? &s->spw_rank : &s->pw_rank;
 
-	if (rank < s->pw_rank)
+	if (rank < *have)
 		return;
-	if (secret_set(pw, len) < 0) {
+	if (secret_set_slot(slot, pw, len) < 0) {
 		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
 		exit(RL_EX_USAGE);
 	}
-	s->o->has_password = 1;
-	s->pw_rank = rank;
+	if (slot == SECRET_SENTINEL)
+		s->o->has_sentinel_password = 1;
+	else
+		s->o->has_password = 1;
+	*have = rank;
 	if (!registered) {
 		registered = 1;
 		atexit(secret_wipe);
 	}
+}
+
+static void set_password(struct state *s, const char *pw, size_t len, enum rank rank)
+{
+	set_secret(s, SECRET_DATA, pw, len, rank);
+}
+
+static void set_sentinel_user(struct state *s, const char *user, enum rank rank)
+{
+	if (rank < s->suser_rank)
+		return;
+	s->o->sentinel_user = user;
+	s->suser_rank = rank;
 }
 
 static void set_user(struct state *s, const char *user, enum rank rank)
@@ -404,7 +435,8 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
 
-static void read_password_file(struct state *s, const char *path, const char *src, enum rank rank)
+static void read_password_file(struct state *s, const char *path, const char *src, enum rank rank,
+                               enum secret_slot slot)
 {
 	char buf[URL_PASS_MAX + 2];
 	struct stat st;
@@ -425,7 +457,7 @@ static void read_password_file(struct state *s, const char *path, const char *sr
 		usage_error("%s: password file '%s' must hold one line of 1..%d bytes", src, path,
 		            URL_PASS_MAX - 1);
 	}
-	set_password(s, buf, len, rank);
+	set_secret(s, slot, buf, len, rank);
 	explicit_bzero(buf, sizeof buf);
 }
 
@@ -555,7 +587,17 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		set_user(s, val, cli ? R_CLI : R_CONFIG);
 		break;
 	case O_PASSWORD_FILE:
-		read_password_file(s, val, src, cli ? R_CLI : R_CONFIG);
+		read_password_file(s, val, src, cli ? R_CLI : R_CONFIG, SECRET_DATA);
+		break;
+	case O_SENTINEL_PASSWORD_FILE:
+		read_password_file(s, val, src, cli ? R_CLI : R_CONFIG, SECRET_SENTINEL);
+		break;
+	case O_SENTINEL_PASSWORD:
+		set_secret(s, SECRET_SENTINEL, val, strlen(val), R_CONFIG);
+		s->config_has_secret = 1;
+		break;
+	case O_SENTINEL_USER:
+		set_sentinel_user(s, val, cli ? R_CLI : R_CONFIG);
 		break;
 	case O_EVICTION_WARNING: /* the operator acknowledged the eviction policy */
 		if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "false"))
@@ -767,7 +809,8 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		}
 		if (d->id == 'u' && strchr(val, '@'))
 			s->config_has_secret = 1;
-		if (d->id == O_PASSWORD || d->id == O_PASSWORD_FILE) {
+		if (d->id == O_PASSWORD || d->id == O_PASSWORD_FILE ||
+		    d->id == O_SENTINEL_PASSWORD || d->id == O_SENTINEL_PASSWORD_FILE) {
 			/* Consumed at once (copied or read): no copy of a secret lingers. */
 			apply(s, d->id, val, src, 0);
 			explicit_bzero(line, sizeof line);
@@ -807,6 +850,19 @@ static void describe_server(char *buf, size_t n, const struct url *u)
 	}
 	if (u->db)
 		snprintf(db, sizeof db, "/%d", u->db);
+	if (u->nsentinels) {
+		size_t used = (size_t)snprintf(buf, n, "%s://",
+		                               u->scheme == URL_SENTINELS ? "rediss-sentinel"
+		                                                          : "redis-sentinel");
+		for (int i = 0; i < u->nsentinels && used < n; i++)
+			used += (size_t)snprintf(
+			    buf + used, n - used,
+			    strchr(u->sentinel[i].host, ':') ? "%s[%s]:%d" : "%s%s:%d",
+			    i ? "," : "", u->sentinel[i].host, u->sentinel[i].port);
+		if (used < n)
+			snprintf(buf + used, n - used, "/%s%s", u->master, db);
+		return;
+	}
 	snprintf(buf, n, strchr(u->host, ':') ? "%s://[%s]:%d%s" : "%s://%s:%d%s",
 	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
 }
@@ -841,16 +897,22 @@ static void choose_url(struct state *s)
 		url = "redis://127.0.0.1:6379";
 		src = "default URL";
 	}
-	if (strchr(url, ','))
+	/* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
+	if (strchr(url, ',') && strncasecmp(url, "redis-sentinel:", 15) != 0 &&
+	    strncasecmp(url, "rediss-sentinel:", 16) != 0)
 		usage_error("%s: several servers (Redlock) are not supported by this version", src);
 	if (parse_url(url, &o->url, err, sizeof err) < 0)
 		usage_error("%s: %s", src, err);
+	int sentinel = o->url.nsentinels > 0;
 	if (o->url.has_password) {
 		if (rank == R_CLI_URL) {
 			log_warn("a password on the command line is visible to other users in ps; "
-			         "use --password-file or REDISCLI_AUTH");
+			         "use %s",
+			         sentinel ? "--sentinel-password-file or RLOCK_SENTINEL_PASSWORD"
+			                  : "--password-file or REDISCLI_AUTH");
 		}
-		set_password(s, o->url.password, strlen(o->url.password), rank);
+		set_secret(s, sentinel ? SECRET_SENTINEL : SECRET_DATA, o->url.password,
+		           strlen(o->url.password), rank);
 	}
 	explicit_bzero(o->url.password, sizeof o->url.password);
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
@@ -860,9 +922,11 @@ static void choose_url(struct state *s)
 		scrub_url_password((char *)s->url_cli);
 	if (s->url_config)
 		scrub_url_password((char *)s->url_config);
-	if (o->url.has_user)
+	if (o->url.has_user && sentinel)
+		set_sentinel_user(s, o->url.user, rank);
+	else if (o->url.has_user)
 		set_user(s, o->url.user, rank);
-	if (o->url.scheme == URL_REDISS)
+	if (o->url.scheme == URL_REDISS || o->url.scheme == URL_SENTINELS)
 		o->tls.enabled = 1;
 	if (o->url.scheme == URL_UNIX && o->tls.enabled)
 		usage_error("%s: TLS over a Unix socket is not supported", src);
@@ -884,6 +948,8 @@ static void env_passwords(struct state *s)
 		set_password(s, p, strlen(p), R_ENV);
 	if ((p = getenv("RLOCK_PASSWORD")) && *p)
 		set_password(s, p, strlen(p), R_ENV);
+	if ((p = getenv("RLOCK_SENTINEL_PASSWORD")) && *p)
+		set_secret(s, SECRET_SENTINEL, p, strlen(p), R_ENV);
 }
 
 static void print_version(void)
@@ -1020,6 +1086,13 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
+	if (!o->url.nsentinels && (s.suser_rank == R_CLI || s.spw_rank == R_CLI))
+		usage_error("--sentinel-user and --sentinel-password-file go with a "
+		            "redis-sentinel:// URL");
+	if (o->sentinel_user && !o->has_sentinel_password)
+		log_warn("sentinel user '%s' has no password, so rlock does not log in to the "
+		         "sentinels as that user; give its password or drop the user name",
+		         o->sentinel_user);
 	if (o->user && !o->has_password)
 		log_warn("user '%s' has no password, so rlock does not log in as that user (it "
 		         "connects as the default user); give its password or drop the user name",

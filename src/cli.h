@@ -42,9 +42,11 @@ struct opts {
 	int fair;                                              /* --fair */
 
 	struct url url;
-	char server[400]; /* the server's URL without a password, for messages */
-	const char *user; /* overrides the URL's user */
-	int has_password; /* the password itself is in secret.h's vault */
+	char server[400];          /* the server's URL without a password, for messages */
+	const char *user;          /* overrides the URL's user */
+	int has_password;          /* the password itself is in secret.h's vault */
+	const char *sentinel_user; /* Sentinel URLs: the sentinels' ACL user, or NULL */
+	int has_sentinel_password; /* in the vault's SECRET_SENTINEL slot */
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;

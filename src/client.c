@@ -14,6 +14,7 @@ struct client {
 	int unanswered; /* requests sent whose reply an abort left unread */
 	int broken;     /* a request was cut short: nothing more can be sent */
 	int replied;    /* a reply has been read: the server speaks RESP */
+	int asking;     /* client_set_asking */
 };
 
 int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
@@ -97,10 +98,31 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 	}
 }
 
+void client_set_asking(struct client *c, int on)
+{
+	c->asking = on;
+}
+
 int client_call(struct client *c, int argc, const char **argv, const size_t *lens,
                 int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
 {
 	*reply = NULL;
+	if (c->asking) {
+		const char *ask[] = {"ASKING"};
+		size_t ask_len[] = {6};
+		c->asking = 0;
+		int rc = client_call(c, 1, ask, ask_len, deadline_ms, reply, err, errlen);
+		c->asking = 1;
+		if (rc < 0)
+			return -1;
+		int ok = (*reply)->type == RESP_STATUS;
+		resp_free(*reply);
+		*reply = NULL;
+		if (!ok) {
+			snprintf(err, errlen, "%s refused ASKING", c->srv->name);
+			return -1;
+		}
+	}
 	if (client_send(c, argc, argv, lens, deadline_ms, err, errlen) < 0)
 		return -1;
 	/* Replies come in request order: first skip those an abort left unread. */

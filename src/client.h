@@ -51,6 +51,11 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 int client_call(struct client *c, int argc, const char **argv, const size_t *lens,
                 int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen);
 
+/* Cluster ASK redirect: while on, every client_call first sends ASKING (a one-shot
+ * permission for the next command, so an EVAL after NOSCRIPT gets its own) and fails
+ * when it is refused. */
+void client_set_asking(struct client *c, int on);
+
 /* Pub/sub: send without waiting for the reply, and read one pushed reply. recv
  * returns 1 with *reply, 0 at the deadline, CONN_ABORT when the thread's abort fd
  * became readable, -1 on error. */

@@ -416,9 +416,9 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 	struct resp_reply *r;
 	long long v = 0;
 	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key};
-	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix};
+	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
-	if (eval(c, S_LEAVE, 3, keys, 3, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, S_LEAVE, 3, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	return check_int(r, "leave the queue", err, errlen, &v);
 }

@@ -6,8 +6,8 @@
  *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
  *                          expires -> RLOCK_FENCE
- *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as the
- *                          lock (kept: the command exited, --min-hold keeps the lock)
+ *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as
+ *                          the lock (kept: the command exited, --min-hold keeps it)
  *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
  *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence [kept]}
  *   PREFIX{NAME}:limit     "shared" or N: what the holders agreed on
@@ -50,13 +50,16 @@ struct lock {
 	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
 	char wake_channel[LOCK_KEY_MAX]; /* wake_prefix + token: this waiter's own */
 	char token[LOCK_TOKEN_LEN + 1];
+	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
+	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
+	 * publishes takes it as an argument; waiters subscribe to match. */
+	const char *publish_cmd;
 	int64_t ttl_ms;
 	long long fence; /* set by a successful acquire */
 	enum lock_mode mode;
-	int limit;               /* LOCK_LIMIT: N */
-	int fair;                /* --fair: join the FIFO queue when busy */
-	int nowait;              /* -n: never join the queue */
-	const char *publish_cmd; /* "PUBLISH" (or "SPUBLISH" on a cluster) */
+	int limit;  /* LOCK_LIMIT: N */
+	int fair;   /* --fair: join the FIFO queue when busy */
+	int nowait; /* -n: never join the queue */
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and

@@ -191,8 +191,10 @@ static int bad_number(const char *what, const char *range, const char *p, size_t
 	return fail(err, errlen, "bad %s in URL (not a number; %s)", what, range);
 }
 
-/* host[:port] or [v6]:port, p[0..n). */
-static int parse_hostport(const char *p, size_t n, struct url *u, char *err, size_t errlen)
+/* host[:port] or [v6]:port, p[0..n), into host[URL_HOST_MAX] and *port (defport when
+ * absent). */
+static int parse_hostport(const char *p, size_t n, char *host, int *port_out, int defport,
+                          char *err, size_t errlen)
 {
 	const char *end = p + n, *port = NULL;
 	long long v;
@@ -216,7 +218,7 @@ static int parse_hostport(const char *p, size_t n, struct url *u, char *err, siz
 		addr[alen] = '\0';
 		if (inet_pton(AF_INET6, addr, bin) != 1)
 			return fail(err, errlen, "bad IPv6 address in URL");
-		memcpy(u->host, addr, alen + 1);
+		memcpy(host, addr, alen + 1);
 		if (zone) {
 			/* RFC 6874: the zone's '%' is itself escaped as "%25". */
 			const char *z = zone + 3;
@@ -227,11 +229,11 @@ static int parse_hostport(const char *p, size_t n, struct url *u, char *err, siz
 			for (i = 0; i < zlen; i++)
 				if (!host_char(z[i]) && z[i] != '~')
 					return fail(err, errlen, "bad IPv6 zone in URL");
-			if (alen + 1 + zlen >= sizeof u->host)
+			if (alen + 1 + zlen >= URL_HOST_MAX)
 				return fail(err, errlen, "URL host too long");
-			u->host[alen] = '%';
-			memcpy(u->host + alen + 1, z, zlen);
-			u->host[alen + 1 + zlen] = '\0';
+			host[alen] = '%';
+			memcpy(host + alen + 1, z, zlen);
+			host[alen + 1 + zlen] = '\0';
 		}
 		if (close + 1 < end) {
 			if (close[1] != ':')
@@ -246,24 +248,24 @@ static int parse_hostport(const char *p, size_t n, struct url *u, char *err, siz
 			return fail(err, errlen, "bad URL host (IPv6 addresses go in [])");
 		if (hlen == 0)
 			return fail(err, errlen, "empty host in URL");
-		if (hlen >= sizeof u->host)
+		if (hlen >= URL_HOST_MAX)
 			return fail(err, errlen, "URL host too long (max %zu bytes)",
-			            sizeof u->host - 1);
+			            (size_t)URL_HOST_MAX - 1);
 		for (i = 0; i < hlen; i++)
 			if (!host_char(p[i]))
 				return fail(err, errlen,
 				            "bad character in URL host (IPv6 addresses go in [])");
-		memcpy(u->host, p, hlen);
-		u->host[hlen] = '\0';
+		memcpy(host, p, hlen);
+		host[hlen] = '\0';
 		if (colon)
 			port = colon + 1;
 	}
-	u->port = 6379;
+	*port_out = defport;
 	if (port) {
 		size_t plen = (size_t)(end - port);
 		if (digits_value(port, plen, 65535, &v) < 0 || v < 1)
 			return bad_number("port", "1..65535", port, plen, err, errlen);
-		u->port = (int)v;
+		*port_out = (int)v;
 	}
 	return 0;
 }
@@ -290,7 +292,7 @@ static int parse_tcp(const char *s, struct url *u, char *err, size_t errlen)
 
 	if (at && parse_userinfo(s, (size_t)(at - s), u, err, errlen) < 0)
 		return -1;
-	if (parse_hostport(host, hlen, u, err, errlen) < 0)
+	if (parse_hostport(host, hlen, u->host, &u->port, 6379, err, errlen) < 0)
 		return -1;
 	if (*rest == '?' || *rest == '#')
 		return fail(
@@ -348,6 +350,71 @@ static int parse_unix(const char *s, struct url *u, char *err, size_t errlen)
 	return 0;
 }
 
+/* The Sentinel master name: percent-decoded, printable, no blank (it is one argument
+ * of SENTINEL get-master-addr-by-name and appears in messages). */
+static int parse_master(const char *p, size_t n, struct url *u, char *err, size_t errlen)
+{
+	if (n == 0)
+		return fail(err, errlen,
+		            "missing master name in URL (redis-sentinel://HOST:PORT/MASTER)");
+	if (pct_decode(p, n, u->master, sizeof u->master, "master name", err, errlen) < 0)
+		return -1;
+	for (const char *c = u->master; *c; c++)
+		if ((unsigned char)*c <= 0x20 || *c == 0x7f)
+			return fail(err, errlen, "bad character in URL master name");
+	return 0;
+}
+
+/* redis-sentinel:// and rediss-sentinel://; s points after "//". */
+static int parse_sentinel(const char *s, struct url *u, char *err, size_t errlen)
+{
+	/* As in redis://, the last '@' ends the userinfo. */
+	const char *at = strrchr(s, '@');
+	const char *list = at ? at + 1 : s;
+	size_t llen = strcspn(list, "/?#");
+	const char *rest = list + llen, *p = list;
+
+	if (at && parse_userinfo(s, (size_t)(at - s), u, err, errlen) < 0)
+		return -1;
+	for (;;) {
+		size_t n = strcspn(p, ",/?#");
+		if (u->nsentinels == URL_SENTINELS_MAX)
+			return fail(err, errlen, "too many sentinels in URL (max %d)",
+			            URL_SENTINELS_MAX);
+		struct url_hostport *hp = &u->sentinel[u->nsentinels];
+		if (n == 0)
+			return fail(err, errlen, "empty sentinel address in URL");
+		if (parse_hostport(p, n, hp->host, &hp->port, 26379, err, errlen) < 0)
+			return -1;
+		u->nsentinels++;
+		p += n;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	memcpy(u->host, u->sentinel[0].host, sizeof u->host);
+	u->port = u->sentinel[0].port;
+	if (*rest == '/') {
+		size_t mlen = strcspn(++rest, "/?#");
+		if (parse_master(rest, mlen, u, err, errlen) < 0)
+			return -1;
+		rest += mlen;
+	}
+	if (*rest == '?' || *rest == '#')
+		return fail(err, errlen,
+		            "query or fragment not supported in redis-sentinel:// URLs "
+		            "(use /MASTER/DB)");
+	if (!u->master[0])
+		return fail(err, errlen,
+		            "missing master name in URL (redis-sentinel://HOST:PORT/MASTER)");
+	if (*rest == '/') {
+		rest++;
+		if (*rest != '\0' && parse_db(rest, strlen(rest), u, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 {
 	const char *p;
@@ -383,17 +450,25 @@ int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 	} else if (slen == 4 && strncasecmp(s, "unix", 4) == 0) {
 		u->scheme = URL_UNIX;
 		rc = parse_unix(s + 5, u, err, errlen);
-	} else if (slen == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
-		rc = fail(
-		    err, errlen,
-		    "redis-sentinel:// URLs are not supported yet; give the master's redis:// URL");
-	} else if ((slen == 5 || slen == 6) && strncasecmp(s, "rediss", slen) == 0) {
+	} else if (slen == 14 && strncasecmp(s, "redis-sentinel", 14) == 0 &&
+	           strncmp(s + 14, "://", 3) == 0) {
+		u->scheme = URL_SENTINEL;
+		rc = parse_sentinel(s + 17, u, err, errlen);
+	} else if (slen == 15 && strncasecmp(s, "rediss-sentinel", 15) == 0 &&
+	           strncmp(s + 15, "://", 3) == 0) {
+		u->scheme = URL_SENTINELS;
+		rc = parse_sentinel(s + 18, u, err, errlen);
+	} else if (((slen == 5 || slen == 6) && strncasecmp(s, "rediss", slen) == 0) ||
+	           (slen == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) ||
+	           (slen == 15 && strncasecmp(s, "rediss-sentinel", 15) == 0)) {
 		rc = fail(err, errlen, "expected '//' after '%.*s:' in URL", (int)slen, s);
 	} else {
 		char q[ECHO_BUF];
 		echo(q, sizeof q, s, slen);
 		rc = fail(err, errlen,
-		          "unknown URL scheme '%s' (expected redis://, rediss:// or unix://)", q);
+		          "unknown URL scheme '%s' (expected redis://, rediss://, unix:// or "
+		          "redis-sentinel://)",
+		          q);
 	}
 	if (rc < 0)
 		explicit_bzero(u, sizeof *u); /* a half-parsed password must not linger */
@@ -474,7 +549,7 @@ int parse_config_line(char *line, char **key, char **val, char *err, size_t errl
 	}
 	/* A blank then '#' starts a comment, except in a password, which is taken as it
 	 * stands ('#' and blanks included). */
-	if (v && strcmp(k, "password") != 0) {
+	if (v && strcmp(k, "password") != 0 && strcmp(k, "sentinel-password") != 0) {
 		for (char *p = v; *p; p++) {
 			if (*p == '#' && (p == v || blank(p[-1]))) {
 				*p = '\0';

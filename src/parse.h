@@ -7,16 +7,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define URL_HOST_MAX  256
-#define URL_USER_MAX  256
-#define URL_PASS_MAX  512
-#define URL_PATH_MAX  108 /* sizeof(sockaddr_un.sun_path) */
-#define LOCK_NAME_MAX 512
+#define URL_HOST_MAX      256
+#define URL_USER_MAX      256
+#define URL_PASS_MAX      512
+#define URL_PATH_MAX      108 /* sizeof(sockaddr_un.sun_path) */
+#define LOCK_NAME_MAX     512
+#define URL_SENTINELS_MAX 16  /* sentinels in one redis-sentinel:// URL */
+#define URL_MASTER_MAX    256 /* Sentinel master name */
 
 enum url_scheme {
-	URL_REDIS,  /* redis://  plain TCP */
-	URL_REDISS, /* rediss:// TLS */
-	URL_UNIX,   /* unix:///path/to.sock[?db=N] */
+	URL_REDIS,     /* redis://  plain TCP */
+	URL_REDISS,    /* rediss:// TLS */
+	URL_UNIX,      /* unix:///path/to.sock[?db=N] */
+	URL_SENTINEL,  /* redis-sentinel://  master found through Sentinel */
+	URL_SENTINELS, /* rediss-sentinel:// same, TLS to sentinels and master */
+};
+
+struct url_hostport {
+	char host[URL_HOST_MAX]; /* as url.host */
+	int port;                /* 1..65535; 26379 when absent */
 };
 
 struct url {
@@ -28,12 +37,20 @@ struct url {
 	int has_user, has_password;
 	char user[URL_USER_MAX];     /* percent-decoded */
 	char password[URL_PASS_MAX]; /* percent-decoded; caller wipes with explicit_bzero */
+	/* Sentinel URLs only (host and port above are then the first sentinel's): */
+	int nsentinels; /* 1..URL_SENTINELS_MAX; 0 for other schemes */
+	struct url_hostport sentinel[URL_SENTINELS_MAX];
+	char master[URL_MASTER_MAX]; /* percent-decoded, printable, no blank; "" otherwise */
 };
 
 /* Parse a URL of SPEC §2 into *u (zeroed first). Accepts
  *   redis://[[user]:password@]host[:port][/db]   (also user@host, :password@host)
  *   rediss://...                                 (same, TLS)
  *   unix:///abs/path.sock[?db=N]                 (also unix:/abs/path)
+ *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db]
+ *   rediss-sentinel://...                        (same, TLS)
+ * (a sentinel's port defaults to 26379; the userinfo of a Sentinel URL is what the
+ * caller uses to log in to the sentinels)
  * IPv6 literals in brackets; percent-decoding in user, password and path; a decoded
  * NUL is rejected. The reason never contains the password. */
 int parse_url(const char *s, struct url *u, char *err, size_t errlen);
@@ -46,8 +63,8 @@ int url_password_span(const char *s, size_t *off, size_t *len);
 /* One line of a config file, split in place: 0 for a blank or comment line; 1 with
  * *key and *val for "NAME = VALUE" or a bare "NAME" (*val NULL). Blanks around both
  * are trimmed; a blank then '#' starts a trailing comment, except in the value of
- * "password", which is taken as it stands. -1 with a reason for a line that is not a
- * setting ("= x", "ttl 5s"). The caller checks the name and the value. */
+ * "password" and "sentinel-password", taken as they stand. -1 with a reason for a line that is not
+ * a setting ("= x", "ttl 5s"). The caller checks the name and the value. */
 int parse_config_line(char *line, char **key, char **val, char *err, size_t errlen);
 
 /* Duration: "500ms", "30s", "5m", "2h", "1d" or a bare number of seconds; fractions

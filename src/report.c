@@ -92,12 +92,17 @@ static void holder_fields(FILE *f, const struct holder *h)
 /* The lock as one object: the first holder's fields at the top (all there is for a
  * plain exclusive lock), then, in the other modes or with a queue, every holder and
  * the queue. */
-static void holders_json(FILE *f, const char *name, const char *key, const struct holders *hs)
+static void holders_json(FILE *f, const char *name, const char *key, const char *master,
+                         const struct holders *hs)
 {
 	fputs("{\"name\":", f);
 	json_str(f, name);
 	fputs(",\"key\":", f);
 	json_str(f, key);
+	if (master) { /* Sentinel: the server the sentinels named */
+		fputs(",\"master\":", f);
+		json_str(f, master);
+	}
 	fprintf(f, ",\"held\":%s", hs->n ? "true" : "false");
 	if (hs->n) {
 		fputc(',', f);
@@ -236,12 +241,18 @@ int report_status(struct store *s, const struct opts *o)
 		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
+	/* Sentinel: which server the sentinels named (and answered). */
+	char master[320];
+	snprintf(master, sizeof master, "%s", store_name(s));
+	const char *via = o->url.nsentinels ? master : NULL;
 	store_close(s);
 	if (o->json) {
-		holders_json(stdout, o->name, l.key, &hs);
+		holders_json(stdout, o->name, l.key, via, &hs);
 		fputc('\n', stdout);
 	} else {
 		print_holders(l.key, &hs);
+		if (via)
+			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
@@ -346,7 +357,7 @@ static int list_page(void *arg, const struct resp_reply *names)
 		if (o->json) {
 			if (w->count)
 				fputc(',', stdout);
-			holders_json(stdout, name, l.key, &hs);
+			holders_json(stdout, name, l.key, NULL, &hs);
 		} else {
 			/* One row per holder (shared holders and permits too). */
 			for (int j = 0; j < hs.n; j++) {

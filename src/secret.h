@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The one password rlock holds. Reconnecting (renewal, waiting, release) needs it for
- * the whole run, so it is never kept in plain text: it is XOR-masked with a random pad
- * in a page excluded from core dumps, revealed only into a caller's stack buffer for
- * AUTH, and wiped at exit. Set before threads start; reveal is then thread-safe. */
+/* The passwords rlock holds: the data servers' and (Sentinel) the sentinels'.
+ * Reconnecting (renewal, waiting, release, re-discovery) needs them for the whole run,
+ * so they are never kept in plain text: each is XOR-masked with a random pad in a page
+ * excluded from core dumps, revealed only into a caller's stack buffer for AUTH, and
+ * wiped at exit. Set before threads start; reveal is then thread-safe. */
 #ifndef RLOCK_SECRET_H
 #define RLOCK_SECRET_H
 
@@ -10,17 +11,26 @@
 
 #define SECRET_MAX 512
 
+enum secret_slot {
+	SECRET_DATA,     /* the Redis servers' password (secret_set and friends) */
+	SECRET_SENTINEL, /* the sentinels' own password */
+	SECRET_SLOTS,
+};
+
 /* Store (replacing any previous one). 0, or -1 when too long or out of memory. */
 int secret_set(const char *pw, size_t len);
+int secret_set_slot(enum secret_slot slot, const char *pw, size_t len);
 
 /* Is a password set? */
 int secret_present(void);
+int secret_present_slot(enum secret_slot slot);
 
 /* Copy the password into buf (cap >= SECRET_MAX + 1, NUL-terminated); returns its
  * length. The caller wipes buf with explicit_bzero when done. */
 size_t secret_reveal(char *buf, size_t cap);
+size_t secret_reveal_slot(enum secret_slot slot, char *buf, size_t cap);
 
-/* Forget it (wipe). */
+/* Forget them all (wipe). */
 void secret_wipe(void);
 
 #endif

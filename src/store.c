@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "log.h"
+#include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -43,12 +45,24 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->connect_timeout_ms = o->connect_timeout_ms;
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
+	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
+	 * Sentinel URLs name sentinels, not the server: their own route. */
+	if (o->url.nsentinels) {
+		sentinel_store_config(cfg, o);
+	} else if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
+		cfg->route = &cluster_route;
+		cfg->route_arg = &cfg->srv[0];
+	}
 }
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
 {
 	int ok = 0;
 
+	if (cfg->route && cfg->route->resolve) {
+		cfg->route->resolve(deadline_ms);
+		return STORE_OK;
+	}
 	/* A quorum goes on without the nodes it cannot look up (they count as down). */
 	for (int i = 0; i < cfg->n; i++) {
 		if (client_resolve(&cfg->srv[i], deadline_ms, err, errlen) == CLIENT_OK)
@@ -232,20 +246,12 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 				return rc;
 			opened = 1;
 		}
-		if (ask) {
-			struct resp_reply *r = NULL;
-			const char *argv[] = {"ASKING"};
-			size_t lens[] = {6};
-			int64_t d = capped(clock_ms() + srv->io_timeout_ms, cap_ms);
-			int called = client_call(s->c, 1, argv, lens, d, &r, err, errlen);
-			resp_free(r);
-			if (called < 0) {
-				failed(s);
-				return LOCK_ERR;
-			}
-		}
+		/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
+		client_set_asking(s->c, ask != NULL);
 		int64_t d = clock_ms() + srv->io_timeout_ms;
 		int rc = op(s->c, arg, flags & RUN_FULL_IO ? d : capped(d, cap_ms), err, errlen);
+		if (s->c)
+			client_set_asking(s->c, 0);
 		ask = NULL;
 		if (rc == LOCK_REDIRECT) {
 			int what =
@@ -329,6 +335,8 @@ int store_connected(const struct store *s)
 
 const char *store_name(const struct store *s)
 {
+	if (s->route && s->cfg->route->name)
+		return s->cfg->route->name(s->route);
 	return s->name;
 }
 
@@ -342,12 +350,19 @@ struct acquire_args {
 	const struct lock_meta *m;
 	struct holder *h;
 	int64_t sent;
+	struct store *s;
 };
+
+static const struct lock *announcing(struct store *s, const struct lock *l, struct lock *copy);
 
 static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct acquire_args *a = arg;
 
+	struct lock copy;
+
+	/* a semaphore's acquire may wake the next waiter of a fair queue */
+	a->l->publish_cmd = announcing(a->s, a->l, &copy)->publish_cmd;
 	a->sent = clock_ms();
 	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
 }
@@ -355,7 +370,7 @@ static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t 
 int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	struct acquire_args a = {l, m, h, clock_ms()};
+	struct acquire_args a = {l, m, h, clock_ms(), s};
 
 	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
@@ -388,19 +403,35 @@ int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *
 struct release_args {
 	const struct lock *l;
 	int64_t keep_ms;
+	struct store *s;
 };
+
+/* l, or a copy of it that announces its release with SPUBLISH when the route says
+ * waiters listen on the shard (subscribe_cmd). */
+static const struct lock *announcing(struct store *s, const struct lock *l, struct lock *copy)
+{
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->subscribe_cmd ||
+	    strcmp(rt->subscribe_cmd(s->route, l->channel), "SSUBSCRIBE") != 0)
+		return l;
+	*copy = *l;
+	copy->publish_cmd = "SPUBLISH";
+	return copy;
+}
 
 static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct release_args *a = arg;
+	struct lock copy;
 
-	return lock_release(c, a->l, a->keep_ms, d, err, errlen);
+	return lock_release(c, announcing(a->s, a->l, &copy), a->keep_ms, d, err, errlen);
 }
 
 int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
                   size_t errlen)
 {
-	struct release_args a = {l, keep_ms};
+	struct release_args a = {l, keep_ms, s};
 
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
@@ -408,6 +439,7 @@ int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_
 struct holder_args {
 	const struct lock *l;
 	struct holders *h;
+	struct store *s;
 };
 
 static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -420,14 +452,15 @@ static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t e
 static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct holder_args *a = arg;
+	struct lock copy;
 
-	return lock_break(c, a->l, d, a->h, err, errlen);
+	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
 }
 
 int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
                  char *err, size_t errlen)
 {
-	struct holder_args a = {l, h};
+	struct holder_args a = {l, h, s};
 
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
@@ -435,19 +468,24 @@ int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct h
 int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
                 size_t errlen)
 {
-	struct holder_args a = {l, h};
+	struct holder_args a = {l, h, s};
 
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
 }
 
 static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
-	return lock_leave(c, arg, d, err, errlen);
+	struct release_args *a = arg;
+	struct lock copy;
+
+	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
 }
 
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
 {
-	return run(s, l->key, NULL, RUN_RETRY, op_leave, (void *)l, cap_ms, err, errlen);
+	struct release_args a = {l, 0, s};
+
+	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }
 
 struct holder_check {
@@ -609,6 +647,8 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
 
 	store_unsubscribe(s);
+	if (rt && rt->probe)
+		rt->probe(s->route, cap);
 	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
 		return STORE_ERR;
 	if (rt && rt->subscribe_cmd)
@@ -617,7 +657,12 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 		s->sub = NULL;
 		return STORE_ERR;
 	}
-	if (subscribe(s->sub, cmd, l, clock_ms() + srv->io_timeout_ms, err, errlen) < 0) {
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
+	 * redirected (or an older rlock) reaches. */
+	if (subscribe(s->sub, cmd, l, d, err, errlen) < 0 ||
+	    (strcmp(cmd, "SSUBSCRIBE") == 0 &&
+	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) < 0)) {
 		store_unsubscribe(s);
 		return STORE_ERR;
 	}

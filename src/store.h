@@ -36,7 +36,13 @@
  *     STORE_ROUTE_ASK with *ask set (repeat once on *ask after ASKING) or
  *     STORE_ROUTE_FAIL (the error stands);
  *   - master(i): the i-th master for --list (NULL after the last);
- *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub).
+ *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub:
+ *     then releases are announced with SPUBLISH, and waiters listen with both, so a
+ *     PUBLISH from a run that did not know wakes them too);
+ *   - probe(cap_ms): learn what only asking tells (Cluster: is it one, which version),
+ *     before a subscription (the waiting path, never the fast one);
+ *   - name(): the server now, for messages and --status (store_name());
+ *   - resolve(deadline): look the route's own names up, from store_resolve().
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
  * Redlock (several URLs) is not a route but a quorum of single-server handles:
@@ -68,6 +74,9 @@ struct store_route {
 	const struct server *(*master)(void *ctx, int i, int64_t cap_ms, char *err,
 	                               size_t errlen);            /* optional */
 	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
+	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
+	const char *(*name)(void *ctx);       /* optional: the server for messages, --status */
+	void (*resolve)(int64_t deadline_ms); /* optional: look names up (store_resolve) */
 };
 
 /* What every handle of one run shares. Built once by store_config_from_opts(). */

@@ -163,8 +163,10 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 			log_debug("release notifications interrupted: %s", err);
 			return -1;
 		}
-		if (got == 1)
+		if (got == 1) {
+			log_debug("woken by the release notification");
 			return 1;
+		}
 	}
 }
 
@@ -227,10 +229,13 @@ static int nap_until(const struct wait_args *a, struct store *sub, const struct 
 
 /* One attempt (connecting never past the wait's deadline). A grant whose reply came
  * too late to use is given back and counts as busy. */
-static int attempt(struct store *s, const struct wait_args *a, int64_t deadline, int64_t *sent_ms,
-                   struct holder *h, char *err, size_t errlen)
+static int attempt(struct store *s, const struct wait_args *a, int first, int64_t deadline,
+                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	int rc = store_acquire(s, a->lock, a->meta, deadline, sent_ms, h, err, errlen);
+	/* The first try is not waiting: it may connect (a cluster's redirect to the slot's
+	 * node) even with -n; its hops are bounded by their own timeouts. */
+	int64_t cap = first ? STORE_NO_CAP : deadline;
+	int rc = store_acquire(s, a->lock, a->meta, cap, sent_ms, h, err, errlen);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
 		 * the request was sent, is (nearly) over: someone else may hold it by now.
@@ -264,7 +269,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		/* A retry at once (below) counts as fresh: one per failure. */
 		int fresh = again || !store_connected(s);
 		again = 0;
-		rc = attempt(s, a, deadline, sent_ms, h, err, errlen);
+		rc = attempt(s, a, !waiting, deadline, sent_ms, h, err, errlen);
 		if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(a->sigfd, signo)) {
 			/* Interrupted (the conn layer's waits watch the signalfd): the
 			 * request may have been taken all the same. */
@@ -344,6 +349,11 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			log_debug("cannot subscribe to release notifications: %s", err2);
 		}
 		int64_t nap = jittered(backoff, &seed);
+		const char *ch[2];
+		/* Where a release wakes this waiter on its own channel (a queue's head), the
+		 * timer is only the safety net (a head that died): no short backoff. */
+		if (sub && lock_channels(a->lock, ch) == 2)
+			nap = jittered(BACKOFF_MAX_MS, &seed);
 		/* The place in the queue and the writer mark are leases of the ttl. */
 		if (nap > a->lock->ttl_ms / 3)
 			nap = a->lock->ttl_ms / 3;

@@ -270,12 +270,14 @@ commands_per_acquisition() {
 	assert_equal "$(grep -c '^rlock: broke rlock:{st}' <<<"$stderr")" 2
 	run -0 rlock -k st --status
 	touch a.release b.release
-	# --min-hold on a permit: kept after the command, shown, then expires
-	run -0 rlock -l 3 -k mh --min-hold 1s -- true
+	# --min-hold on a permit: kept after the command (a long one: slow passes), shown,
+	# counted, then broken so that the keys go
+	run -0 rlock -l 3 -k mh --min-hold 60s -- true
 	run -75 rlock -k mh --status
 	assert_line 'holder 1 (kept by --min-hold)'
 	run -0 rlock -l 3 -k mh -n -- true # a kept permit is one of the 3
 	run -64 rlock -l 2 -k mh -- true
+	run -0 rlock -k mh --break
 }
 
 @test "lost-update checker: exclusive, --limit 1 and --fair" {

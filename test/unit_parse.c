@@ -194,8 +194,6 @@ static void test_url_reject(void)
 	CHECK(url_bad("localhost", "scheme", NULL));
 	CHECK(url_bad("http://h", "unknown URL scheme 'http'", NULL));
 	CHECK(url_bad("tcp://h:6379", "unknown URL scheme", NULL));
-	CHECK(url_bad("redis-sentinel://h:26379/mymaster", "not supported", NULL));
-	CHECK(url_bad("redis-sentinel://:Hunter2pw@h:26379/m", "not supported", pw));
 	CHECK(url_bad("redis:h", "//", NULL));
 	CHECK(url_bad("redis:/h", "//", NULL));
 	CHECK(url_bad(" redis://h", "scheme", NULL));
@@ -309,6 +307,62 @@ static void test_url_reject(void)
 		CHECK(parse_url("redis://h:0", &u, NULL, 0) == -1);
 		CHECK(parse_url("redis://h:0", &u, small, 0) == -1);
 	}
+}
+
+/* ---------------------------------------------------------------- Sentinel URLs */
+
+static void test_url_sentinel(void)
+{
+	const char *pw = "Hunter2pw";
+
+	CHECK(url_ok("redis-sentinel://127.0.0.1:26379/mymaster"));
+	CHECK(u.scheme == URL_SENTINEL && u.nsentinels == 1 && u.sentinel[0].port == 26379 &&
+	      strcmp(u.sentinel[0].host, "127.0.0.1") == 0 && strcmp(u.master, "mymaster") == 0 &&
+	      u.db == 0 && !u.has_password);
+	CHECK(strcmp(u.host, "127.0.0.1") == 0 && u.port == 26379); /* the first sentinel */
+	CHECK(url_ok("redis-sentinel://a:1,b,[::1]:3/m/5"));
+	CHECK(u.nsentinels == 3 && strcmp(u.sentinel[0].host, "a") == 0 &&
+	      u.sentinel[0].port == 1 && strcmp(u.sentinel[1].host, "b") == 0 &&
+	      u.sentinel[1].port == 26379 && strcmp(u.sentinel[2].host, "::1") == 0 &&
+	      u.sentinel[2].port == 3 && strcmp(u.master, "m") == 0 && u.db == 5);
+	CHECK(url_ok("rediss-sentinel://u:p%40ss@s1:5000,s2:5001/my%2Dmaster/"));
+	CHECK(u.scheme == URL_SENTINELS && u.nsentinels == 2 && strcmp(u.user, "u") == 0 &&
+	      strcmp(u.password, "p@ss") == 0 && strcmp(u.master, "my-master") == 0 && u.db == 0);
+	CHECK(url_ok("REDIS-SENTINEL://:pw/with@at@h/m"));
+	CHECK(u.scheme == URL_SENTINEL && strcmp(u.password, "pw/with@at") == 0 &&
+	      strcmp(u.host, "h") == 0);
+	CHECK(url_ok("redis-sentinel://h/m%2Fx"));
+	CHECK(strcmp(u.master, "m/x") == 0);
+	{
+		char s[1200] = "redis-sentinel://";
+		for (int i = 0; i < URL_SENTINELS_MAX; i++)
+			strcat(s, i ? ",h:1" : "h:1");
+		strcat(s, "/m");
+		CHECK(url_ok(s));
+		CHECK(u.nsentinels == URL_SENTINELS_MAX);
+		s[strlen(s) - 2] = '\0';
+		strcat(s, ",h:1/m");
+		CHECK(url_bad(s, "too many sentinels", NULL));
+	}
+
+	CHECK(url_bad("redis-sentinel://h:26379", "missing master name", NULL));
+	CHECK(url_bad("redis-sentinel://h:26379/", "missing master name", NULL));
+	CHECK(url_bad("redis-sentinel://h//1", "missing master name", NULL));
+	CHECK(url_bad("redis-sentinel://h/m/x", "bad db", NULL));
+	CHECK(url_bad("redis-sentinel://h/m/1/2", "bad db", NULL));
+	CHECK(url_bad("redis-sentinel://h/m?x=1", "query", NULL));
+	CHECK(url_bad("redis-sentinel://h,/m", "empty sentinel address", NULL));
+	CHECK(url_bad("redis-sentinel://,h/m", "empty sentinel address", NULL));
+	CHECK(url_bad("redis-sentinel:///m", "empty sentinel address", NULL));
+	CHECK(url_bad("redis-sentinel://h:0/m", "bad port", NULL));
+	CHECK(url_bad("redis-sentinel://h/m%20x", "bad character in URL master name", NULL));
+	CHECK(url_bad("redis-sentinel://h/m%00", "NUL", NULL));
+	CHECK(url_bad("redis-sentinel:h/m", "//", NULL));
+	CHECK(url_bad("rediss-sentinel:/h/m", "//", NULL));
+	CHECK(url_bad("redis-sentinel://u:Hunter2pw@h:x/m", "bad port", pw));
+	CHECK(url_bad("redis-sentinel://u:Hunter2pw@h", "missing master", pw));
+	CHECK(url_bad("redis-sentinel://u:Hunter2pw", "bad port", pw));
+	CHECK(url_bad("redis-sentinel://u:Hunter2pw%zz@h/m", "%-escape", pw));
 }
 
 /* ---------------------------------------------------------------- durations */
@@ -637,6 +691,7 @@ static void test_password_span(void)
 	CHECK(strcmp(span("redis://h:6379"), "") == 0);
 	CHECK(strcmp(span("unix:///tmp/a@b.sock"), "") == 0);
 	CHECK(strcmp(span("127.0.0.1:6379"), "") == 0);
+	CHECK(strcmp(span("redis-sentinel://:s/p@h1:1,h2:2/m/1"), "s/p") == 0);
 	/* whatever parse_url takes as the password is what the span covers */
 	struct url pu;
 	CHECK(parse_url("redis://u:pa/ss@wo/rd@h:6379/2", &pu, err, sizeof err) == 0 &&
@@ -677,6 +732,7 @@ static void test_config_line(void)
 	/* a password is taken as it stands */
 	CHECK(cfg("password =  p#w=x y # z ", &k, &v) == 1 && !strcmp(k, "password") &&
 	      !strcmp(v, "p#w=x y # z"));
+	CHECK(cfg("sentinel-password = s#x # y", &k, &v) == 1 && !strcmp(v, "s#x # y"));
 	CHECK(cfg("= 5s", &k, &v) == -1 && strstr(err, "no setting name"));
 	CHECK(cfg("ttl 5s", &k, &v) == -1 && strstr(err, "not a setting"));
 	CHECK(cfg("a b = c", &k, &v) == -1);
@@ -686,6 +742,7 @@ int main(void)
 {
 	test_url_accept();
 	test_url_reject();
+	test_url_sentinel();
 	test_duration();
 	test_int();
 	test_signal();

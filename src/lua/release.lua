@@ -3,6 +3,7 @@
 -- waiter can miss the notification; with keep_ms > 0 (--min-hold) let it expire.
 -- With a fair queue, only its head is woken (its own channel), not everyone.
 -- KEYS: lock owner queue   ARGV: token keep_ms channel publish wake_prefix
+-- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if tonumber(ARGV[2]) > 0 then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).

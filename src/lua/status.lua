@@ -29,7 +29,7 @@ for i = 1, #live, 2 do
       {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label})
 end
 local q = {}
-for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, -1)) do
+for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, 199)) do
   local e = tonumber(redis.call('ZSCORE', KEYS[8], w) or 0)
   if e > now and #q < 64 then
     q[#q + 1] = w

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+#include "sentinel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "secret.h"
+#include "store.h"
+
+/* Pause between two rounds over the sentinels: a failover is under way (no sentinel
+ * named a master that answers as one), so give them time to agree on a new one. */
+#define ROUND_PAUSE_MIN_MS 100
+#define ROUND_PAUSE_MAX_MS 1000
+
+static void hostport_name(char *buf, size_t n, const char *host, int port)
+{
+	snprintf(buf, n, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
+                   const char *user, int has_password, int64_t connect_timeout_ms,
+                   int64_t io_timeout_ms)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->master, sizeof s->master, "%s", u->master);
+	s->user = user;
+	s->has_password = has_password;
+	s->n = u->nsentinels;
+	for (int i = 0; i < s->n; i++) {
+		struct server *srv = &s->sent[i];
+		memcpy(s->host[i], u->sentinel[i].host, sizeof s->host[i]);
+		if (tls)
+			srv->tls = *tls;
+		srv->ep.host = s->host[i];
+		srv->ep.port = u->sentinel[i].port;
+		srv->ep.tls = &srv->tls;
+		srv->connect_timeout_ms = connect_timeout_ms;
+		srv->io_timeout_ms = io_timeout_ms;
+		hostport_name(srv->name, sizeof srv->name, s->host[i], srv->ep.port);
+	}
+}
+
+int64_t sentinel_budget_ms(const struct sentinel *s)
+{
+	int64_t one = s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms;
+
+	return s->n * one + one + s->sent[0].io_timeout_ms;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Open a connection to sentinel srv and log in with the sentinels' credentials:
+ * CLIENT_OK, CLIENT_AUTH (refused) or CLIENT_ERR, with the reason in err. */
+static int sentinel_open(const struct sentinel *s, const struct server *srv, struct client **c,
+                         int64_t cap_ms, char *err, size_t errlen)
+{
+	struct resp_reply *r = NULL;
+	char e[300];
+
+	int rc = client_open(c, srv, cap_ms, e, sizeof e);
+	if (rc != CLIENT_OK) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		return rc;
+	}
+	if (!s->has_password)
+		return CLIENT_OK;
+	char pw[SECRET_MAX + 1];
+	size_t pwlen = secret_reveal_slot(SECRET_SENTINEL, pw, sizeof pw);
+	const char *argv[3] = {"AUTH", s->user ? s->user : pw, pw};
+	size_t lens[3] = {4, s->user ? strlen(s->user) : pwlen, pwlen};
+	rc = client_call(*c, s->user ? 3 : 2, argv, lens,
+	                 min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e, sizeof e);
+	explicit_bzero(pw, sizeof pw);
+	if (rc < 0) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		rc = CLIENT_ERR;
+	} else if (r->type == RESP_ERROR) {
+		/* The server's text is about our secret: never echoed. */
+		snprintf(err, errlen, "authentication to sentinel %.100s failed: %.300s", srv->name,
+		         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
+		         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+		                                       : "server refused AUTH");
+		rc = CLIENT_AUTH;
+	}
+	resp_free(r);
+	if (rc != CLIENT_OK) {
+		client_close(*c);
+		*c = NULL;
+	}
+	return rc;
+}
+
+enum ask {
+	ASK_FOUND,
+	ASK_UNKNOWN, /* the sentinel does not know MASTER */
+	ASK_DENIED,  /* it refused us (NOAUTH, WRONGPASS, NOPERM): asking again will not help */
+	ASK_FAILED,
+};
+
+/* Ask one sentinel where the master is: host[URL_HOST_MAX] and *port. */
+static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv, char *host,
+                             int *port, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->master};
+	size_t lens[3] = {8, 23, strlen(s->master)};
+	enum ask rc = ASK_FAILED;
+	char e[300];
+
+	int opened = sentinel_open(s, srv, &c, cap_ms, err, errlen);
+	if (opened != CLIENT_OK)
+		return opened == CLIENT_AUTH ? ASK_DENIED : ASK_FAILED;
+	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
+	                sizeof e) < 0) {
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		goto out;
+	}
+	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
+		snprintf(err, errlen, "no sentinel knows master '%.100s' (asked %.100s last)",
+		         s->master, srv->name);
+		rc = ASK_UNKNOWN;
+		goto out;
+	}
+	if (r->type == RESP_ERROR) {
+		char q[200];
+		log_escape(q, sizeof q, r->str, r->len);
+		if (resp_is_noauth(r))
+			snprintf(err, errlen,
+			         "sentinel %.100s requires a password (NOAUTH); see "
+			         "--sentinel-password-file",
+			         srv->name);
+		else
+			snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, q);
+		if (resp_is_noauth(r) || resp_is_error(r, "NOPERM"))
+			rc = ASK_DENIED;
+		goto out;
+	}
+	long long p = 0;
+	if (r->type != RESP_ARRAY || r->elements != 2 || r->element[0]->type != RESP_STRING ||
+	    r->element[1]->type != RESP_STRING || r->element[0]->len == 0 ||
+	    r->element[0]->len >= URL_HOST_MAX ||
+	    parse_int(r->element[1]->str, 1, 65535, &p, e, sizeof e) < 0) {
+		snprintf(err, errlen,
+		         "sentinel %.100s: unexpected reply to get-master-addr-by-name", srv->name);
+		goto out;
+	}
+	memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+	*port = (int)p;
+	rc = ASK_FOUND;
+out:
+	resp_free(r);
+	client_close(c);
+	return rc;
+}
+
+/* Connect to the candidate in srv as a data client and confirm ROLE says master. */
+static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[1] = {"ROLE"};
+	size_t lens[1] = {4};
+	char e[300];
+	int rc = -1;
+
+	if (client_open(&c, srv, cap_ms, e, sizeof e) != CLIENT_OK) {
+		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		return -1;
+	}
+	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
+	                sizeof e) < 0) {
+		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+	} else if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING &&
+	           strcmp(r->element[0]->str, "master") == 0) {
+		rc = 0;
+	} else if (r->type == RESP_ERROR) {
+		char q[200];
+		log_escape(q, sizeof q, r->str, r->len);
+		snprintf(err, errlen, "master %.100s: ROLE: %.300s", srv->name, q);
+	} else {
+		char q[64] = "?";
+		if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING)
+			log_escape(q, sizeof q, r->element[0]->str, r->element[0]->len);
+		snprintf(err, errlen, "%.100s, named master by the sentinels, says it is a %.300s",
+		         srv->name, q);
+	}
+	resp_free(r);
+	client_close(c);
+	return rc;
+}
+
+static void pause_until(int64_t until_ms)
+{
+	int64_t left = until_ms - clock_ms();
+
+	if (left <= 0 || conn_abort_pending())
+		return;
+	struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
+                      char *err, size_t errlen)
+{
+	int64_t pause = ROUND_PAUSE_MIN_MS;
+	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time";
+	int port;
+
+	for (;;) {
+		int unknown = 0, denied = 0;
+		for (int i = 0; i < s->n; i++) {
+			if (clock_ms() >= cap_ms || conn_abort_pending()) {
+				snprintf(err, errlen,
+				         "no master found for '%.300s' in time (%.300s)", s->master,
+				         last);
+				return -1;
+			}
+			enum ask a =
+			    ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, last, sizeof last);
+			unknown += a == ASK_UNKNOWN;
+			denied += a == ASK_DENIED;
+			if (a != ASK_FOUND) {
+				log_debug("%s", last);
+				continue;
+			}
+			memcpy(host, cand, URL_HOST_MAX);
+			srv->ep.host = host;
+			srv->ep.port = port;
+			srv->ep.path = NULL;
+			srv->ep.tls = &srv->tls;
+			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
+			hostport_name(srv->name, sizeof srv->name, host, port);
+			if (client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
+			                   last, sizeof last) == CLIENT_OK &&
+			    confirm_master(srv, cap_ms, last, sizeof last) == 0) {
+				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
+				          s->sent[i].name, s->master, srv->name);
+				return 0;
+			}
+			log_debug("%s", last);
+		}
+		/* Every sentinel gave an answer that asking again will not change. */
+		if (unknown == s->n) {
+			snprintf(err, errlen, "no sentinel knows master '%.300s'", s->master);
+			return -1;
+		}
+		if (unknown + denied == s->n) {
+			snprintf(err, errlen, "%s", last);
+			return -1;
+		}
+		pause_until(min64(clock_ms() + pause, cap_ms));
+		pause = min64(pause * 2, ROUND_PAUSE_MAX_MS);
+	}
+}
+
+/* ---- the store's route --------------------------------------------------------- */
+
+/* Shared by every handle, read-only once the threads start. */
+static struct {
+	struct sentinel s;
+	struct server data; /* the master's settings: user, password, db, TLS, deadlines */
+	int64_t recheck_ms;
+	char label[URL_MASTER_MAX + 16];
+} shared;
+
+/* One handle's view of the master. A new master goes into the other slot: the store
+ * reconnects when the server's address (the pointer) changes. */
+struct route {
+	struct server srv[2];
+	char host[2][URL_HOST_MAX];
+	int cur;   /* srv[cur] is the master; -1: to be found */
+	int last;  /* the slot found last */
+	int first; /* the sentinel that answered the last re-check */
+	int64_t checked_ms;
+};
+
+static void *route_open(const void *arg)
+{
+	struct route *x = calloc(1, sizeof *x);
+
+	(void)arg;
+	if (x) {
+		x->cur = -1;
+		x->last = 1;
+	}
+	return x;
+}
+
+static void route_close(void *ctx)
+{
+	free(ctx);
+}
+
+/* Ask the sentinels in turn, once each, where the master is, starting with the one
+ * that answered last time (*first): 1 with host and *port from the first that knows,
+ * 0 when none could say before cap_ms. */
+static int ask_once(int *first, char *host, int *port, int64_t cap_ms)
+{
+	char err[512];
+
+	for (int k = 0; k < shared.s.n && clock_ms() < cap_ms; k++) {
+		int i = (*first + k) % shared.s.n;
+		if (ask_sentinel(&shared.s, &shared.s.sent[i], host, port, cap_ms, err,
+		                 sizeof err) == ASK_FOUND) {
+			*first = i;
+			return 1;
+		}
+		log_debug("%s", err);
+	}
+	return 0;
+}
+
+static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
+                        char *err, size_t errlen)
+{
+	struct route *x = ctx;
+	char host[URL_HOST_MAX];
+	int port;
+
+	(void)key;
+	if (x->cur >= 0 && clock_ms() - x->checked_ms >= shared.recheck_ms) {
+		/* A master that lost a failover goes on taking writes until a sentinel
+		 * reconfigures it (~10 s): only the sentinels know it is no longer the
+		 * master. When none answers, the master known stays. */
+		int64_t now = clock_ms();
+		/* Bounded, so that sentinels that do not answer cannot delay a renewal
+		 * much: one sentinel's deadlines, at most half the time the caller has. */
+		int64_t cap = min64(cap_ms, now + shared.s.sent[0].connect_timeout_ms +
+		                                shared.s.sent[0].io_timeout_ms);
+		if (cap_ms != STORE_NO_CAP && cap_ms > now)
+			cap = min64(cap, now + (cap_ms - now) / 2);
+		x->checked_ms = now;
+		if (ask_once(&x->first, host, &port, cap) &&
+		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
+			log_info("the sentinels name a new master for '%s' (was %s)",
+			         shared.s.master, x->srv[x->cur].name);
+			x->cur = -1;
+		}
+	}
+	if (x->cur < 0) {
+		int slot = 1 - x->last;
+		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&shared.s));
+		x->srv[slot] = shared.data;
+		if (sentinel_discover(&shared.s, &x->srv[slot], x->host[slot], cap, err, errlen) <
+		    0)
+			return STORE_ERR;
+		x->cur = x->last = slot;
+		x->checked_ms = clock_ms();
+		log_info("master '%s' is %s", shared.s.master, x->srv[slot].name);
+	}
+	*srv = &x->srv[x->cur];
+	return STORE_OK;
+}
+
+static int code_is(const char *text, const char *code)
+{
+	size_t n = strlen(code);
+
+	return strncmp(text, code, n) == 0 && (text[n] == ' ' || text[n] == '\0');
+}
+
+static int route_redirect(void *ctx, const char *key, const struct server *srv, const char *errtext,
+                          const struct server **ask)
+{
+	struct route *x = ctx;
+
+	(void)key;
+	(void)srv;
+	(void)ask;
+	/* A demoted master (READONLY), a replica that lost its master (MASTERDOWN) or
+	 * one we cannot reach: ask the sentinels again. */
+	if (!errtext || code_is(errtext, "READONLY") || code_is(errtext, "MASTERDOWN")) {
+		x->cur = -1;
+		return STORE_ROUTE_RETRY;
+	}
+	return STORE_ROUTE_FAIL;
+}
+
+static const char *route_name(void *ctx)
+{
+	struct route *x = ctx;
+
+	return x->cur < 0 ? shared.label : x->srv[x->cur].name;
+}
+
+static void route_resolve(int64_t deadline_ms)
+{
+	char err[300];
+
+	for (int i = 0; i < shared.s.n; i++)
+		if (client_resolve(&shared.s.sent[i], deadline_ms, err, sizeof err) != CLIENT_OK)
+			log_debug("sentinel %s: %s", shared.s.sent[i].name, err);
+}
+
+static const struct store_route sentinel_route = {
+    .open = route_open,
+    .close = route_close,
+    .locate = route_locate,
+    .redirect = route_redirect,
+    .name = route_name,
+    .resolve = route_resolve,
+};
+
+void sentinel_store_config(struct store_config *cfg, const struct opts *o)
+{
+	shared.data = cfg->srv[0];
+	sentinel_init(&shared.s, &o->url, &o->tls, o->sentinel_user, o->has_sentinel_password,
+	              o->connect_timeout_ms, o->io_timeout_ms);
+	shared.recheck_ms = o->ttl_ms / 4;
+	snprintf(shared.label, sizeof shared.label, "master '%s'", o->url.master);
+	snprintf(cfg->srv[0].name, sizeof cfg->srv[0].name, "%s", shared.label);
+	cfg->route = &sentinel_route;
+	cfg->route_arg = &shared;
+}

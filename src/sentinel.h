@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Redis Sentinel discovery (SPEC §8): which server is the master of MASTER now.
+ *
+ * Ask the sentinels of a redis-sentinel:// URL in turn (each with the connect and io
+ * deadlines) `SENTINEL get-master-addr-by-name MASTER`, connect to the address it
+ * gives, log in as a data client (password, db) and confirm with ROLE that the server
+ * says "master"; a sentinel whose answer fails any of that is passed over for the
+ * next. Rounds over all sentinels repeat (with a short pause) until the caller's
+ * deadline, unless every sentinel that answered said it does not know MASTER.
+ * Errors are matched by their code, never by their text.
+ *
+ * The sentinels' own login (user, password in secret.h's SECRET_SENTINEL slot) is
+ * separate from the data servers' (struct server's user and SECRET_DATA).
+ *
+ * Thread-safety: sentinel_init() once, before threads start; then sentinel_discover()
+ * may run in any thread at the same time (the struct is read-only after init). */
+#ifndef RLOCK_SENTINEL_H
+#define RLOCK_SENTINEL_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "client.h"
+#include "parse.h"
+
+struct sentinel {
+	char master[URL_MASTER_MAX];
+	int n;
+	struct server sent[URL_SENTINELS_MAX]; /* each sentinel, looked up once */
+	char host[URL_SENTINELS_MAX][URL_HOST_MAX];
+	const char *user; /* the sentinels' ACL user, or NULL */
+	int has_password; /* AUTH to the sentinels with SECRET_SENTINEL */
+};
+
+/* The settings of the sentinels of u (a URL_SENTINEL/URL_SENTINELS url; names are
+ * copied), with tls (NULL or !enabled: plain; copied) and the per-server deadlines.
+ * No I/O: a sentinel's name is looked up at each connect unless its endpoint has
+ * been resolved (client_resolve() on s->sent[i]) before the threads start. The struct
+ * must not be moved afterwards (each endpoint points at its own TLS settings). */
+void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
+                   const char *user, int has_password, int64_t connect_timeout_ms,
+                   int64_t io_timeout_ms);
+
+/* How long a discovery may take when nothing else bounds it: one pass over every
+ * sentinel and the master, each with its connect and io deadlines. */
+int64_t sentinel_budget_ms(const struct sentinel *s);
+
+/* Find the master, before cap_ms. srv comes in with the data servers' settings
+ * (user, password, db, tls, timeouts: as for client_open); on success it points at
+ * the confirmed master: srv->ep.host is host (the caller's buffer of URL_HOST_MAX
+ * bytes), srv->ep.port, srv->ep.addrs looked up, srv->name "HOST:PORT". Returns 0,
+ * or -1 with one line in err: the last reason a sentinel or a master candidate failed
+ * ("no sentinel knows master 'X'", connect errors, NOAUTH...). A discovery cut short
+ * by the thread's abort fd (conn.h) also returns -1. */
+int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
+                      char *err, size_t errlen);
+
+/* The store's route (store.h) for a redis-sentinel:// URL: fill cfg's route from o
+ * (no I/O; the sentinels' shared settings live here, one set per process). Each store
+ * handle then finds the master on first use (within sentinel_budget_ms() when its
+ * caller gives no closer deadline), asks the sentinels again, at most every ttl/4,
+ * whether it is still the master (a master that lost a failover keeps taking writes
+ * until a sentinel reconfigures it; that re-check takes at most one sentinel's
+ * deadlines and half the time its caller has, and keeps the master when no sentinel
+ * answers), and finds it anew after READONLY, MASTERDOWN or a failed connection. */
+struct store_config;
+void sentinel_store_config(struct store_config *cfg, const struct opts *o);
+
+#endif

@@ -1,0 +1,186 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output
+# Redis Cluster (SPEC §2, §8): one real 3-master + 3-replica cluster for the file. The
+# URL is one node's (REDIS_URL, the first node); rlock follows MOVED/ASK to the owner
+# of each lock's slot, wakes waiters on that node (sharded pub/sub on Redis >= 7), lists
+# every master, and keeps a lock through a CLUSTER FAILOVER.
+
+load helpers
+load cluster
+
+CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	cluster_start
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	local p
+	for p in $(cluster_masters); do
+		redis-cli -p "$p" FLUSHALL >/dev/null
+	done
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+}
+
+teardown() { common_teardown; }
+
+# name_on PORT: a lock name whose keys live on the master at PORT.
+name_on() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if [[ $(cluster_owner "rlock:{n$i}") == "$1" ]]; then
+			echo "n$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# shard_subscribed PORT CHANNEL: a client subscribes to CHANNEL on PORT (SSUBSCRIBE).
+shard_subscribed() {
+	(($(redis-cli -p "$1" PUBSUB SHARDNUMSUB "$2" | tail -1) >= 1))
+}
+
+@test "names that hash to every master: acquire, busy, release on the slot's owner" {
+	local m name pid n=0
+	for m in $(cluster_masters); do
+		name=$(name_on "$m")
+		run -0 rlock -k "$name" -- sh -c 'echo "$RLOCK_FENCE"'
+		assert_output 1
+		rm -f a.*
+		rlock_bg -k "$name" -- "$HOLD" a
+		pid=$RLOCK_PID
+		wait_until 30 test -e a.started
+		[[ $(redis-cli -p "$m" EXISTS "rlock:{$name}") == 1 ]] || fail "not on its owner $m"
+		run -75 rlock -n -k "$name" -- true
+		touch a.release
+		rlock_wait "$pid" 30
+		assert_equal "$RLOCK_STATUS" 0
+		[[ $(redis-cli -p "$m" EXISTS "rlock:{$name}") == 0 ]] || fail "left on $m"
+		[[ $(redis-cli -p "$m" GET "rlock:{$name}:fence") == 2 ]]
+		n=$((n + 1))
+	done
+	((n == 3))
+}
+
+@test "hand-off is event-driven: the waiter is woken on the owner's shard channel" {
+	local m name a_pid b_pid
+	m=$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)
+	name=$(name_on "$m")
+	rlock_bg -k "$name" -t 60s -- "$HOLD" a
+	a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
+	b_pid=$RLOCK_PID
+	local b_err=$RLOCK_ERR
+	wait_until 30 shard_subscribed "$m" "rlock:{$name}:released"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	(($(cat b.start) >= $(cat a.end)))
+	echo "# cluster hand-off ms: $(($(cat b.start) - $(cat a.end))) (holder's command ends → waiter's starts)" >&3
+	# announced on the shard (SPUBLISH from the release script, counted on the owner)
+	redis-cli -p "$m" INFO commandstats | grep -q '^cmdstat_spublish:calls=[1-9]'
+	# the product guarantee: woken by the release, not by its backoff or the lease
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+}
+
+@test "--list shows locks on every master; --status and --break follow redirects" {
+	local m name names=() pids=() other
+	for m in $(cluster_masters); do
+		name=$(name_on "$m")
+		names+=("$name")
+		rlock_bg -k "$name" -- "$HOLD" "$name"
+		pids+=("$RLOCK_PID")
+	done
+	for name in "${names[@]}"; do wait_until 30 test -e "$name.started"; done
+	run -0 rlock --list
+	for name in "${names[@]}"; do assert_output --partial "$name"; done
+	run -0 rlock --list --json
+	for name in "${names[@]}"; do assert_output --partial "\"$name\""; done
+	# --status from a node that does not own the slot
+	name=${names[0]}
+	other=$(cluster_masters | grep -vx "$(cluster_owner "rlock:{$name}")" | head -1)
+	REDIS_URL=redis://127.0.0.1:$other run -75 rlock -k "$name" --status
+	assert_output --regexp "pid +${pids[0]}"
+	REDIS_URL=redis://127.0.0.1:$other run -0 rlock -k "${names[1]}" --break
+	for name in "${names[@]}"; do touch "$name.release"; done
+	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
+}
+
+@test "the lost-update checker finds no overlap against the cluster" {
+	run -0 "$CHECK" -p 4 -i 10 -k lu --rlock "$RLOCK"
+	echo "# $output" >&3
+}
+
+@test "a slot no master serves (CLUSTERDOWN): exit 69 with one clear line" {
+	local name slot
+	name=$(name_on "$REDIS_PORT")
+	slot=$(redis-cli -p "$REDIS_PORT" CLUSTER KEYSLOT "rlock:{$name}")
+	redis-cli -p "$REDIS_PORT" CLUSTER DELSLOTS "$slot" >/dev/null
+	run -69 --separate-stderr rlock -k "$name" -- true
+	redis-cli -p "$REDIS_PORT" CLUSTER ADDSLOTS "$slot" >/dev/null
+	assert_one_line_error
+	[[ $stderr == *CLUSTERDOWN* ]]
+	# shellcheck disable=SC2086 # one port a word
+	wait_until 30 _cluster_ok $CLUSTER_PORTS
+	run -0 rlock -k "$name" -- true
+}
+
+@test "resharding: a lock whose slot moves to another master is released there" {
+	local m to name pid slot p
+	m=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$m" | head -1)
+	name=$(name_on "$m")
+	slot=$(redis-cli -p "$m" CLUSTER KEYSLOT "rlock:{$name}")
+	rlock_bg -k "$name" -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	# move the slot as `redis-cli --cluster reshard` does (the target's script cache
+	# empty: NOSCRIPT there, then EVAL). While the slot migrates, Redis refuses the
+	# multi-key scripts with TRYAGAIN (ASK only for commands whose keys all moved).
+	redis-cli -p "$to" SCRIPT FLUSH >/dev/null
+	redis-cli -p "$to" CLUSTER SETSLOT "$slot" IMPORTING "$(redis-cli -p "$m" CLUSTER MYID)"
+	redis-cli -p "$m" CLUSTER SETSLOT "$slot" MIGRATING "$(redis-cli -p "$to" CLUSTER MYID)"
+	redis-cli -p "$m" MIGRATE 127.0.0.1 "$to" "" 0 5000 KEYS "rlock:{$name}" \
+		"rlock:{$name}:owner" "rlock:{$name}:fence"
+	run -69 --separate-stderr rlock -k "$name" --status
+	assert_one_line_error
+	[[ $stderr == *TRYAGAIN* ]]
+	for p in $(cluster_masters); do
+		redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$(redis-cli -p "$to" CLUSTER MYID)"
+	done
+	touch a.release
+	rlock_wait "$pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $RLOCK_ERR ]] || fail "release: $(cat "$RLOCK_ERR")"
+	[[ $(redis-cli -p "$to" EXISTS "rlock:{$name}" "rlock:{$name}:owner") == 0 ]]
+	run -0 rlock -k "$name" -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+}
+
+# Last: it changes the topology (a replica becomes master).
+@test "CLUSTER FAILOVER while held: the renewal follows the new master" {
+	local m name replica pid
+	m=$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)
+	name=$(name_on "$m")
+	replica=$(cluster_replica_of "$m")
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
+	wait_until 30 cluster_is_master "$replica"
+	renewed_reset
+	wait_until 30 renewed 2 "rlock:{$name}" redis-cli -p "$replica"
+	touch a.release
+	rlock_wait "$pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ $(redis-cli -p "$replica" EXISTS "rlock:{$name}") == 0 ]]
+}

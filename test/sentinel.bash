@@ -1,0 +1,114 @@
+# Sentinel topology for sentinel.bats: one master, one replica and three
+# redis-sentinel processes (redis-server --sentinel) on free loopback ports, config
+# files under the file's temp dir, readiness polled, every process stopped by PID
+# (redis_stop_all: they are all in redis.pids). Load after helpers.
+# shellcheck shell=bash disable=SC2034  # SENT_* are for the caller
+
+SENT_MASTER=mymaster
+
+# sent_cli PORT ARGS...: redis-cli to 127.0.0.1:PORT (a sentinel or a data server).
+sent_cli() {
+	local port=$1
+	shift
+	redis-cli -h 127.0.0.1 -p "$port" "$@"
+}
+
+# _sentinel_ready PORT NREPLICAS NSENTINELS: the sentinel on PORT monitors the master,
+# sees NREPLICAS replicas whose link is up and NSENTINELS other sentinels.
+_sentinel_ready() {
+	local port=$1 nrep=$2 nsent=$3
+	[[ $(sent_cli "$port" SENTINEL replicas "$SENT_MASTER" 2>/dev/null |
+		grep -c '^master-link-status$') -ge $nrep ]] || return 1
+	[[ $(sent_cli "$port" SENTINEL sentinels "$SENT_MASTER" 2>/dev/null |
+		grep -c '^runid$') -ge $nsent ]]
+}
+
+# _sentinel_id PORT: a fixed 40-hex run id for the sentinel on PORT.
+_sentinel_id() { printf '%040x' "$1"; }
+
+# sentinel_start_one PORT ALL_PORTS: a sentinel on PORT monitoring $SENT_MASTER at
+# $SENT_MASTER_PORT (quorum 2, down after 1 s, failover timeout 3 s: a failed
+# election is retried after 6 s). The replica and the other sentinels (ALL_PORTS,
+# with their fixed run ids) are written into its config, so that it does not first
+# spend 10 s discovering them. Appends its PID to SENT_PIDS, its dir to SENT_DIRS.
+sentinel_start_one() {
+	local port=$1 all=$2 dir p
+	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
+	{
+		cat <<EOF
+port $port
+bind 127.0.0.1
+daemonize no
+dir $dir
+sentinel myid $(_sentinel_id "$port")
+sentinel resolve-hostnames no
+sentinel monitor $SENT_MASTER 127.0.0.1 $SENT_MASTER_PORT 2
+sentinel down-after-milliseconds $SENT_MASTER 1000
+sentinel failover-timeout $SENT_MASTER 3000
+sentinel parallel-syncs $SENT_MASTER 1
+sentinel known-replica $SENT_MASTER 127.0.0.1 $SENT_REPLICA_PORT
+EOF
+		for p in $all; do
+			[[ $p == "$port" ]] ||
+				echo "sentinel known-sentinel $SENT_MASTER 127.0.0.1 $p $(_sentinel_id "$p")"
+		done
+	} >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
+	local pid=$!
+	echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
+	SENT_PIDS+=("$pid")
+	SENT_DIRS+=("$dir")
+}
+
+# sentinel_topology_start: start it all and wait until every sentinel sees the replica
+# and the two other sentinels. Exports SENT_MASTER_PORT, SENT_REPLICA_PORT (and their
+# PIDs), SENT_PORTS (space-separated), SENT_PIDS/SENT_DIRS (arrays, this shell) and
+# SENT_URL (redis-sentinel://127.0.0.1:P1,...,P3/mymaster).
+sentinel_topology_start() {
+	local i p
+	redis_start --repl-diskless-sync-delay 0 || return 1
+	SENT_MASTER_PORT=$REDIS_PORT SENT_MASTER_PID=$REDIS_PID
+	redis_start --replicaof 127.0.0.1 "$SENT_MASTER_PORT" --repl-diskless-sync-delay 0 || return 1
+	SENT_REPLICA_PORT=$REDIS_PORT SENT_REPLICA_PID=$REDIS_PID
+	wait_until 30 sh -c "redis-cli -p $SENT_REPLICA_PORT info replication |
+		grep -q master_link_status:up" || return 1
+	SENT_PIDS=() SENT_DIRS=() SENT_PORTS=
+	for ((i = 0; i < 3; i++)); do
+		p=$(free_port) || return 1
+		SENT_PORTS="$SENT_PORTS${SENT_PORTS:+ }$p"
+	done
+	for p in $SENT_PORTS; do
+		sentinel_start_one "$p" "$SENT_PORTS"
+	done
+	for p in $SENT_PORTS; do
+		if ! wait_until 60 _sentinel_ready "$p" 1 2; then
+			for i in "${SENT_DIRS[@]}"; do tail -20 "$i/sentinel.log" >&2; done
+			return 1
+		fi
+	done
+	SENT_URL="redis-sentinel://127.0.0.1:${SENT_PORTS// /,127.0.0.1:}/$SENT_MASTER"
+	export SENT_MASTER_PORT SENT_MASTER_PID SENT_REPLICA_PORT SENT_REPLICA_PID SENT_PORTS \
+		SENT_URL
+}
+
+# sentinel_master_port [SENTINEL_PORT]: the master's port as a sentinel reports it.
+sentinel_master_port() {
+	sent_cli "${1:-${SENT_PORTS%% *}}" SENTINEL get-master-addr-by-name "$SENT_MASTER" |
+		sed -n 2p
+}
+
+# is_master PORT: the data server on PORT says ROLE master.
+is_master() { [[ $(sent_cli "$1" ROLE 2>/dev/null | head -1) == master ]]; }
+
+# sentinels_agree PORT: every sentinel reports PORT as the master.
+sentinels_agree() {
+	local p
+	for p in $SENT_PORTS; do
+		[[ $(sentinel_master_port "$p") == "$1" ]] || return 1
+	done
+}
+
+# replica_linked PORT: the data server on PORT is a replica whose link is up.
+replica_linked() {
+	sent_cli "$1" INFO replication 2>/dev/null | grep -q master_link_status:up
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# Sentinel (SPEC §8): rlock finds the master through any sentinel of a
+# redis-sentinel:// URL, confirms its ROLE, and follows a failover (or reports the
+# loss). One real topology for the file: master + replica + 3 sentinels (sentinel.bash).
+
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+load helpers
+load sentinel
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	sentinel_topology_start
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+	# The master may have moved in an earlier test: use whichever it is now.
+	MASTER_PORT=$(sentinel_master_port)
+	sent_cli "$MASTER_PORT" FLUSHALL >/dev/null
+}
+
+teardown() { kill_tracked; }
+
+@test "the lock is taken on the master that the sentinels name" {
+	run -0 --separate-stderr rlock -v -u "$SENT_URL" -k s -- \
+		sh -c "redis-cli -p $MASTER_PORT GET \"\$RLOCK_KEY\" >seen; echo \"\$RLOCK_TOKEN\" >token"
+	[[ -s token && $(cat seen) == "$(cat token)" ]]
+	assert_regex "$stderr" "master 'mymaster' is 127\.0\.0\.1:$MASTER_PORT"
+	# --status and --json say which server the sentinels named.
+	rlock_bg -u "$SENT_URL" -k st -- "$HOLD" st
+	wait_until 30 test -e st.started
+	run -75 rlock -u "$SENT_URL" -k st --status
+	assert_regex "$output" "master   127\.0\.0\.1:$MASTER_PORT \(Sentinel 'mymaster'\)"
+	run -75 rlock -u "$SENT_URL" -k st --status --json
+	[[ $(jq -r '.master + " " + (.held | tostring)' <<<"$output") == "127.0.0.1:$MASTER_PORT true" ]]
+	touch st.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
+}
+
+@test "any one live sentinel is enough; none, or an unknown master: 69 with one line" {
+	local d1 d2 live=${SENT_PORTS##* }
+	d1=$(dead_port) && d2=$(dead_port)
+	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
+		-k s -- touch a
+	[[ -e a ]]
+	run -69 --separate-stderr rlock --connect-timeout 300ms --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster" -k s -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "no master found for 'mymaster'"
+	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$live/nosuch" -k s -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "no sentinel knows master 'nosuch'"
+	[[ ! -e ran ]]
+}
+
+@test "the sentinels' own password: from a file, the URL or the environment; never shown" {
+	local port dir pid
+	# A fourth sentinel, alone, with a password of its own (the data servers have none).
+	port=$(free_port)
+	dir=$(mktemp -d "$BATS_TEST_TMPDIR/sentinel.XXXXXX")
+	printf 'port %s\nbind 127.0.0.1\ndir %s\nrequirepass Sent1nelPw\nsentinel monitor %s 127.0.0.1 %s 1\n' \
+		"$port" "$dir" "$SENT_MASTER" "$MASTER_PORT" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/log" 2>&1 3>&- 4>&- &
+	pid=$!
+	track_pid "$pid"
+	wait_until 30 sh -c "redis-cli -p $port -a Sent1nelPw --no-auth-warning SENTINEL master $SENT_MASTER | grep -q ^flags"
+	local url="redis-sentinel://127.0.0.1:$port/$SENT_MASTER"
+	run -69 --separate-stderr rlock -u "$url" -k p -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'requires a password \(NOAUTH\); see --sentinel-password-file'
+	printf 'Sent1nelPw\n' >pw && chmod 600 pw
+	run -0 --separate-stderr rlock -u "$url" --sentinel-password-file pw -k p -- touch ran
+	[[ -e ran && -z $stderr ]]
+	RLOCK_SENTINEL_PASSWORD=Sent1nelPw run -0 rlock -u "$url" -k p -- true
+	printf 'url = %s\nsentinel-password = Sent1nelPw\n' "$url" >conf && chmod 600 conf
+	run -0 rlock --config conf -k p -- true
+	chmod 644 conf
+	run -64 --separate-stderr rlock --config conf -k p -- true
+	assert_regex "$stderr" 'holds a password and is accessible by others'
+	run -0 --separate-stderr rlock -u "redis-sentinel://:Sent1nelPw@127.0.0.1:$port/$SENT_MASTER" \
+		-k p -- true
+	assert_regex "$stderr" 'visible to other users in ps; use --sentinel-password-file'
+	printf 'wrong\n' >bad && chmod 600 bad
+	run -69 --separate-stderr rlock -u "$url" --sentinel-password-file bad -k p -- true
+	assert_one_line_error
+	assert_regex "$stderr" 'authentication to sentinel .* failed: wrong user name or password'
+	[[ $stderr != *Sent1nelPw* ]]
+	kill "$pid"
+}
+
+@test "bad Sentinel URLs and options are usage errors" {
+	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1" -k s -- true
+	assert_regex "$stderr" 'missing master name'
+	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1,/m" -k s -- true
+	assert_regex "$stderr" 'empty sentinel address'
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$MASTER_PORT" \
+		--sentinel-user u -k s -- true
+	assert_regex "$stderr" 'go with a redis-sentinel:// URL'
+}
+# failover_now: force a failover and wait (bounded) until the former replica is the
+# master and every sentinel says so. Sets OLD_PORT and NEW_PORT. The former master
+# stays a master for ~10 s more, until a sentinel reconfigures it (it is then a
+# replica of the new one).
+failover_now() {
+	OLD_PORT=$MASTER_PORT
+	NEW_PORT=$SENT_REPLICA_PORT
+	[[ $NEW_PORT != "$OLD_PORT" ]] || NEW_PORT=$SENT_MASTER_PORT
+	# The replica must be in sync first (an earlier failover's former master takes
+	# ~10 s to become one).
+	wait_until 60 replica_linked "$NEW_PORT"
+	sent_cli "${SENT_PORTS%% *}" SENTINEL failover "$SENT_MASTER" >/dev/null
+	wait_until 30 is_master "$NEW_PORT"
+	wait_until 30 sentinels_agree "$NEW_PORT"
+}
+
+@test "failover while held, --wait-replicas 1: the holder goes on on the new master, exit 0" {
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 3s -k f -- "$HOLD" a
+	wait_until 30 test -e a.started
+	[[ $(sent_cli "$MASTER_PORT" GET 'rlock:{f}') == "$(env_of a RLOCK_TOKEN)" ]]
+	failover_now
+	# Renewals reach the new master: its PTTL goes up (the former master still
+	# takes writes for a while, but the sentinels say it is no longer the master).
+	renewed_reset
+	wait_until 30 renewed 2 'rlock:{f}' sent_cli "$NEW_PORT"
+	[[ $(sent_cli "$NEW_PORT" GET 'rlock:{f}') == "$(env_of a RLOCK_TOKEN)" ]]
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 0))
+	[[ $(sent_cli "$NEW_PORT" EXISTS 'rlock:{f}') == 0 ]] # released on the new master
+}
+
+@test "failover that lost the lock (key gone on the new master): detected, 79" {
+	rlock_bg -u "$SENT_URL" -t 3s -k g -- "$HOLD" b
+	wait_until 30 test -e b.started
+	failover_now
+	# What asynchronous replication can lose: the new master never got the key.
+	sent_cli "$NEW_PORT" DEL 'rlock:{g}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 79))
+	grep -q 'lost' "$RLOCK_ERR"
+	[[ ! -e b.end ]] # the command was stopped, not left to finish
+}
+
+
+# Last: it leaves the set without its former master.
+@test "the master goes away while held: renewals find the promoted replica, exit 0" {
+	local new
+	new=$SENT_REPLICA_PORT
+	[[ $new != "$MASTER_PORT" ]] || new=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$new"
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 30s -k d -- "$HOLD" d
+	wait_until 30 test -e d.started
+	local t0 pid
+	t0=$(now_ms)
+	pid=$(sent_cli "$MASTER_PORT" INFO server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')
+	kill -TERM "$pid"
+	wait_until 60 sentinels_agree "$new"
+	echo "# sentinels named the new master $(($(now_ms) - t0)) ms after it went" >&3
+	renewed_reset
+	wait_until 40 renewed 1 'rlock:{d}' sent_cli "$new"
+	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 30 s)" >&3
+	touch d.release
+	rlock_wait "$RLOCK_PID" 30
+	cat "$RLOCK_ERR"
+	((RLOCK_STATUS == 0))
+	[[ $(sent_cli "$new" EXISTS 'rlock:{d}') == 0 ]]
+}
