@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Release: delete only our own lock and wake waiters in the same step, so no
 -- waiter can miss the notification; with keep_ms > 0 (--min-hold) let it expire.
 -- With a fair queue, only its head is woken (its own channel), not everyone.
