@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -98,6 +98,7 @@ complete -c rlock -n "not __rlock_in_command" -l sni -x -a '(__fish_print_hostna
 complete -c rlock -n "not __rlock_in_command" -l insecure -d 'Do not verify the server certificate'
 complete -c rlock -n "not __rlock_in_command" -l connect-timeout -x -a "$durations" -d 'Connect deadline (default 2s)'
 complete -c rlock -n "not __rlock_in_command" -l io-timeout -x -a "$durations" -d 'Per-request deadline (default 2s)'
+complete -c rlock -n "not __rlock_in_command" -l node-timeout -x -a "$durations" -d 'Redlock: deadline of each node reply (default 200ms)'
 complete -c rlock -n "not __rlock_in_command" -l wait-replicas -x -a '1 2' -d 'WAIT until N replicas have the lock'
 # Other
 complete -c rlock -n "not __rlock_in_command" -l config -r -F -d 'Config file'

@@ -10,6 +10,7 @@
 #include "parse.h"
 
 #define OPTS_NAMES_MAX 16 /* -k given several times */
+#define CLI_URLS_MAX   16 /* Redlock nodes */
 
 enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
 
@@ -41,7 +42,9 @@ struct opts {
 	int limit;                                             /* -l N */
 	int fair;                                              /* --fair */
 
-	struct url url;
+	struct url url; /* the server (the first of urls when several) */
+	struct url urls[CLI_URLS_MAX];
+	int nurls;                 /* > 1: Redlock over these independent masters */
 	char server[400];          /* the server's URL without a password, for messages */
 	const char *user;          /* overrides the URL's user */
 	int has_password;          /* the password itself is in secret.h's vault */
@@ -50,8 +53,9 @@ struct opts {
 	struct tls_opts tls;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
-	int wait_replicas;    /* WAIT for this many replicas after acquiring */
-	int eviction_warning; /* config `eviction-warning = off`: 0 (acknowledged) */
+	int64_t node_timeout_ms; /* Redlock: deadline of one round of requests */
+	int wait_replicas;       /* WAIT for this many replicas after acquiring */
+	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
 	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */

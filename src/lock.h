@@ -63,7 +63,8 @@ struct lock {
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
- * untrusted (escape before printing); numbers are -1 when unknown. */
+ * untrusted (escape before printing); pid, start_ms and ttl_ms are -1 when unknown
+ * (or not a plain number), fence 0. */
 struct holder {
 	int held;
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
@@ -93,8 +94,9 @@ struct holders {
 	int nq;     /* entries in q, in queue order */
 	struct waiter q[WAITERS_MAX];
 	long long last_fence;
-	char limit[16];  /* "shared", N, or "" */
-	char writer[80]; /* token of a waiting exclusive request, or "" */
+	char limit[16];            /* "shared", N, or "" */
+	char writer[80];           /* token of a waiting exclusive request, or "" */
+	int nodes_ok, nodes_total; /* Redlock: nodes that answered, of all (0, 0 otherwise) */
 };
 
 enum lock_rc {
@@ -144,6 +146,31 @@ int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, 
                     size_t errlen);
 int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
                         size_t errlen);
+
+/* One script call, built but not sent, holding copies of its arguments: for callers
+ * that drive several servers at once (quorum.c). lock_request_argv fills argv/lens
+ * (room for LOCK_ARGV_MAX) for EVALSHA, or (full) for EVAL after a NOSCRIPT reply,
+ * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
+ * release: 0 is not ours; fence: the counter after the merge); holders (status,
+ * break). The builders return 0, or -1 with the reason. */
+#define LOCK_ARGV_MAX 32
+struct lock_request {
+	int script, argc;
+	const char *argv[LOCK_ARGV_MAX];
+	size_t lens[LOCK_ARGV_MAX];
+	char buf[16384];
+};
+int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
+                         char *err, size_t errlen);
+int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen);
+int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
+                         size_t errlen);
+int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
+                         size_t errlen);
+/* Redlock's fence: raise PREFIX{NAME}:fence to `fence` if it is lower (a max-merge). */
+int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
+                       size_t errlen);
+int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled; with --fair, l's place in
  * the queue is taken or refreshed), LOCK_MISMATCH, LOCK_ERR, LOCK_DENIED. */

@@ -109,6 +109,8 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		holder_fields(f, &hs->h[0]);
 	}
 	fprintf(f, ",\"fence\":%lld", hs->n ? hs->h[0].fence : hs->last_fence);
+	if (hs->nodes_total > 0) /* Redlock */
+		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
 		fputc('}', f);
 		return;
@@ -227,6 +229,9 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("  #%-3d    token %.8s... queue lease left %s\n", i + 1, hs->q[i].token,
 		       lease);
 	}
+	if (hs->nodes_total > 0)
+		printf("  nodes    %d of %d Redlock nodes answered\n", hs->nodes_ok,
+		       hs->nodes_total);
 }
 
 int report_status(struct store *s, const struct opts *o)

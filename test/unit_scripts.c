@@ -39,6 +39,7 @@ int main(void)
 	CHECK(renew_sem, RENEW_SEM);
 	CHECK(release_sem, RELEASE_SEM);
 	CHECK(leave, LEAVE);
+	CHECK(fence, FENCE);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
