@@ -9,8 +9,8 @@
 #include "conn.h"
 #include "parse.h"
 
-#define OPTS_NAMES_MAX 16 /* -k given several times */
 #define CLI_URLS_MAX   16 /* Redlock nodes */
+#define OPTS_NAMES_MAX 16 /* -k given several times */
 
 enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
 
