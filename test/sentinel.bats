@@ -37,9 +37,18 @@ teardown() { kill_tracked; }
 	assert_regex "$output" "master   127\.0\.0\.1:$MASTER_PORT \(Sentinel 'mymaster'\)"
 	run -75 rlock -u "$SENT_URL" -k st --status --json
 	[[ $(jq -r '.master + " " + (.held | tostring)' <<<"$output") == "127.0.0.1:$MASTER_PORT true" ]]
+	run -0 rlock -u "$SENT_URL" --list
+	assert_output --partial 'st'
+	# A waiter on the same master takes over when the holder releases.
+	local holder=$RLOCK_PID
+	rlock_bg -u "$SENT_URL" -w 30s -k st -- touch waiter-ran
+	local waiter=$RLOCK_PID
 	touch st.release
-	rlock_wait
+	rlock_wait "$holder"
 	((RLOCK_STATUS == 0))
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+	[[ -e waiter-ran ]]
 	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
 }
 
