@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
 #include <errno.h>
@@ -32,6 +33,7 @@ enum {
 	O_ON_LOST,
 	O_KILL_AFTER,
 	O_MIN_HOLD,
+	O_MAX_HOLD,
 	O_USER,
 	O_PASSWORD_FILE,
 	O_TLS,
@@ -43,6 +45,7 @@ enum {
 	O_INSECURE,
 	O_CONNECT_TIMEOUT,
 	O_IO_TIMEOUT,
+	O_NODE_TIMEOUT,
 	O_WAIT_REPLICAS,
 	O_CONFIG,
 	O_STATUS,
@@ -51,6 +54,12 @@ enum {
 	O_JSON,
 	O_PASSWORD,
 	O_EVICTION_WARNING,
+	O_ACQUIRE,
+	O_RELEASE,
+	O_TOKEN,
+	O_FORMAT,
+	O_LOG_FILE,
+	O_LABEL,
 	O_FAIR,
 	O_SENTINEL_USER,
 	O_SENTINEL_PASSWORD_FILE,
@@ -89,7 +98,8 @@ static const struct optdef options[] = {
     HEADING("Lock:"),
     OPT("key", 'k', F_ARG | F_RUN, "NAME",
         "lock name (printable ASCII, no space or braces);\n"
-        "the Redis key is PREFIX{NAME}"),
+        "the Redis key is PREFIX{NAME}; repeat it to hold\n"
+        "several locks, all or nothing"),
     OPT("prefix", O_PREFIX, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)"),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one"),
@@ -108,6 +118,10 @@ static const struct optdef options[] = {
         "grace between the first signal and SIGKILL\n(default 10s)"),
     OPT("min-hold", O_MIN_HOLD, F_ARG, "DUR",
         "keep the lock at least DUR after the command\nstarted"),
+    OPT("max-hold", O_MAX_HOLD, F_ARG, "DUR",
+        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)"),
+    OPT("label", O_LABEL, F_ARG | F_RUN, "TEXT",
+        "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters"),
     OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c"),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
@@ -117,7 +131,8 @@ static const struct optdef options[] = {
         "[,host:port...]/MASTER[/db] (Sentinel; the\n"
         "user and password are the sentinels'); default:\n"
         "env RLOCK_URL, the config file, env REDIS_URL,\n"
-        "then redis://127.0.0.1:6379"),
+        "then redis://127.0.0.1:6379; several (repeated\n"
+        "or comma-separated): Redlock on those masters"),
     OPT("user", O_USER, F_ARG, "NAME", "ACL user name"),
     OPT("password-file", O_PASSWORD_FILE, F_ARG, "FILE",
         "read the password from FILE (must not be\n"
@@ -136,6 +151,8 @@ static const struct optdef options[] = {
     OPT("insecure", O_INSECURE, 0, NULL, "do not verify the server's certificate (unsafe)"),
     OPT("connect-timeout", O_CONNECT_TIMEOUT, F_ARG, "DUR", "deadline to connect (default 2s)"),
     OPT("io-timeout", O_IO_TIMEOUT, F_ARG, "DUR", "deadline for each request (default 2s)"),
+    OPT("node-timeout", O_NODE_TIMEOUT, F_ARG, "DUR",
+        "Redlock: deadline of each node's reply\n(default 200ms)"),
     OPT("wait-replicas", O_WAIT_REPLICAS, F_ARG, "N",
         "after acquiring, wait (up to --io-timeout) until\n"
         "N replicas have the lock; else release, exit 69"),
@@ -145,6 +162,18 @@ static const struct optdef options[] = {
     OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
     OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
     OPT_HIDDEN("sentinel-password", O_SENTINEL_PASSWORD, F_ARG | F_CONFIG),
+    HEADING("Across steps (a detached keeper holds the lock):"),
+    OPT("acquire", O_ACQUIRE, F_RUN, NULL,
+        "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
+        "eval"),
+    OPT("format", O_FORMAT, F_ARG | F_RUN, "FMT",
+        "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)"),
+    OPT("log-file", O_LOG_FILE, F_ARG, "FILE", "the keeper's log (default: syslog)"),
+    OPT("release", O_RELEASE, F_RUN, NULL,
+        "stop the keeper and release NAME; 79 if the\nlock was lost (or the token is not the "
+        "holder)"),
+    OPT("token", O_TOKEN, F_ARG | F_RUN, "TOKEN",
+        "--release: the holder's token (default:\n$RLOCK_TOKEN)"),
     HEADING("Operator:"),
     OPT("status", O_STATUS, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -157,7 +186,8 @@ static const struct optdef options[] = {
         "release (-vv: renewals too)"),
     OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr"),
     OPT("help", 'h', F_RUN, NULL, "show this help"),
-    OPT("version", 'V', F_RUN, NULL, "show the version of rlock, hiredis and OpenSSL"),
+    OPT("version", 'V', F_RUN, NULL,
+        "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)"),
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -167,6 +197,8 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break\n"
     "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
+    "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
     "\n"
     "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
     "at a time across machines. The lease is renewed while COMMAND runs and released\n"
@@ -190,6 +222,7 @@ static const char usage_tail[] =
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
     "  79       the lock was lost while the command ran (its group was terminated,\n"
     "           or the release found the lock gone)\n"
+    "  124      --max-hold expired and the command was stopped (as timeout(1))\n"
     "  126/127  command not executable / not found\n";
 
 #define HELP_COLUMN 30
@@ -280,9 +313,11 @@ enum rank {
 
 struct state {
 	struct opts *o;
-	const char *url_cli, *url_config;
+	const char *url_cli[CLI_URLS_MAX], *url_config;
 	char url_config_src[600];
 	int url_cli_count;
+	int url_pw_seen;           /* a URL of the list had a password (the vault has it) */
+	char url_pw[URL_PASS_MAX]; /* ... this one, while the list is read */
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
@@ -462,6 +497,12 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case 'k':
 		if (parse_lock_name(val, err, sizeof err) < 0)
 			usage_error("%s: %s", src, err);
+		for (int i = 0; i < o->nnames; i++)
+			if (!strcmp(o->names[i], val))
+				usage_error("%s: lock '%s' is given twice", src, val);
+		if (o->nnames == OPTS_NAMES_MAX)
+			usage_error("%s: at most %d locks at once", src, OPTS_NAMES_MAX);
+		o->names[o->nnames++] = val;
 		o->name = val;
 		break;
 	case O_PREFIX:
@@ -526,13 +567,17 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case O_MIN_HOLD:
 		o->min_hold_ms = duration_arg(src, val);
 		break;
+	case O_MAX_HOLD:
+		o->max_hold_ms = duration_arg(src, val);
+		break;
 	case 'c':
 		o->shell_command = val;
 		break;
 	case 'u':
 		if (cli) {
-			s->url_cli = val;
-			s->url_cli_count++;
+			if (s->url_cli_count >= CLI_URLS_MAX)
+				usage_error("--url: at most %d servers", CLI_URLS_MAX);
+			s->url_cli[s->url_cli_count++] = val;
 		} else {
 			char err2[300];
 			struct url probe;
@@ -605,6 +650,11 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		if (o->io_timeout_ms == 0)
 			usage_error("%s: must be more than 0", src);
 		break;
+	case O_NODE_TIMEOUT:
+		o->node_timeout_ms = duration_arg(src, val);
+		if (o->node_timeout_ms == 0)
+			usage_error("%s: must be more than 0", src);
+		break;
 	case O_WAIT_REPLICAS:
 		if (parse_int(val, 0, 1000, &n, err, sizeof err) < 0)
 			usage_error("%s: %s", src, err);
@@ -621,6 +671,28 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_JSON:
 		o->json = 1;
+		break;
+	case O_ACQUIRE:
+		set_mode(s, MODE_ACQUIRE, "acquire");
+		break;
+	case O_RELEASE:
+		set_mode(s, MODE_RELEASE, "release");
+		break;
+	case O_TOKEN:
+		o->token = val;
+		break;
+	case O_FORMAT:
+		if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
+			usage_error("%s: '%.100s' is not sh or github", src, val);
+		o->format_github = !strcmp(val, "github");
+		break;
+	case O_LOG_FILE:
+		o->log_file = val;
+		break;
+	case O_LABEL:
+		if (strlen(val) > 256)
+			usage_error("%s: at most 256 bytes", src);
+		o->label = val;
 		break;
 	case 'v':
 		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
@@ -717,7 +789,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	while (fgets(line, sizeof line, f)) {
 		char src[600], err[300], *key, *val;
 		lineno++;
-		snprintf(src, sizeof src, "%s:%d", path, lineno);
+		snprintf(src, sizeof src, "%.500s:%d", path, lineno);
 		if (!strchr(line, '\n') && !feof(f))
 			usage_error("%s: line too long", src);
 		int got = parse_config_line(line, &key, &val, err, sizeof err);
@@ -767,16 +839,6 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 
 /* ---- validation ------------------------------------------------------------------- */
 
-/* Overwrite the password inside a URL string in place (argv lives in /proc/PID/cmdline):
- * this only narrows the window in which another user could read it there. */
-static void scrub_url_password(char *url)
-{
-	size_t off, len;
-
-	if (url_password_span(url, &off, &len))
-		memset(url + off, '*', len);
-}
-
 /* The server, for -v: the URL without its password. */
 static void describe_server(char *buf, size_t n, const struct url *u)
 {
@@ -807,70 +869,171 @@ static void describe_server(char *buf, size_t n, const struct url *u)
 	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
 }
 
+#define URL_MAX_TEXT 2048
+
+/* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
+static int sentinel_url(const char *s)
+{
+	return strncasecmp(s, "redis-sentinel:", 15) == 0 ||
+	       strncasecmp(s, "rediss-sentinel:", 16) == 0;
+}
+
+/* Overwrite the password inside each URL of a comma list in place (argv lives in
+ * /proc/PID/cmdline): this only narrows the window in which another user could read it
+ * there. */
+static void scrub_url_list(char *list)
+{
+	char one[URL_MAX_TEXT];
+	size_t off, len;
+
+	if (sentinel_url(list)) {
+		if (url_password_span(list, &off, &len))
+			memset(list + off, '*', len);
+		return;
+	}
+
+	for (char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n < sizeof one) {
+			memcpy(one, p, n);
+			one[n] = '\0';
+			if (url_password_span(one, &off, &len))
+				memset(p + off, '*', len);
+			explicit_bzero(one, n);
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+}
+
+/* Parse one URL of the list into o->urls[o->nurls]; its password goes to the vault (all
+ * of a Redlock's nodes share one password). */
+static void add_url(struct state *s, const char *text, size_t n, const char *src, enum rank rank)
+{
+	struct opts *o = s->o;
+	char one[URL_MAX_TEXT], err[300];
+
+	if (o->nurls >= CLI_URLS_MAX)
+		usage_error("%s: at most %d servers", src, CLI_URLS_MAX);
+	if (n >= sizeof one)
+		usage_error("%s: URL too long", src);
+	memcpy(one, text, n);
+	one[n] = '\0';
+	struct url *u = &o->urls[o->nurls];
+	int rc = parse_url(one, u, err, sizeof err);
+	explicit_bzero(one, sizeof one);
+	if (rc < 0)
+		usage_error("%s: %s", src, err);
+	if (u->nsentinels > 0) {
+		/* Sentinels name one master: its own secrets, and never one of a list. */
+		if (o->nurls > 0)
+			usage_error("%s: a Sentinel URL cannot be one of several servers", src);
+		if (u->has_password && rank == R_CLI_URL)
+			log_warn("a password on the command line is visible to other users in ps; "
+			         "use --sentinel-password-file or RLOCK_SENTINEL_PASSWORD");
+		if (u->has_password)
+			set_secret(s, SECRET_SENTINEL, u->password, strlen(u->password), rank);
+		if (u->has_user)
+			set_sentinel_user(s, u->user, rank);
+		u->has_password = u->has_user = 0;
+	}
+	if (o->nurls > 0 && o->urls[0].nsentinels > 0)
+		usage_error("%s: a Sentinel URL cannot be one of several servers", src);
+	if (u->has_password) {
+		if (s->url_pw_seen && strcmp(u->password, s->url_pw) != 0) {
+			explicit_bzero(u->password, sizeof u->password);
+			explicit_bzero(s->url_pw, sizeof s->url_pw);
+			usage_error("%s: the Redlock nodes must share one password", src);
+		}
+		if (rank == R_CLI_URL && !s->url_pw_seen) {
+			log_warn("a password on the command line is visible to other users in ps; "
+			         "use --password-file or REDISCLI_AUTH");
+		}
+		if (!s->url_pw_seen)
+			set_password(s, u->password, strlen(u->password), rank);
+		s->url_pw_seen = 1;
+		snprintf(s->url_pw, sizeof s->url_pw, "%s", u->password);
+	}
+	explicit_bzero(u->password, sizeof u->password);
+	if (u->has_user)
+		set_user(s, u->user, rank);
+	if (u->scheme == URL_REDISS || u->scheme == URL_SENTINELS)
+		o->tls.enabled = 1;
+	if (u->scheme == URL_UNIX && o->tls.enabled)
+		usage_error("%s: TLS over a Unix socket is not supported", src);
+	o->nurls++;
+}
+
+static void add_url_list(struct state *s, const char *list, const char *src, enum rank rank)
+{
+	if (sentinel_url(list)) {
+		add_url(s, list, strlen(list), src, rank);
+		return;
+	}
+	for (const char *p = list;;) {
+		size_t n = strcspn(p, ",");
+		if (n == 0)
+			usage_error("%s: empty URL in the list", src);
+		add_url(s, p, n, src, rank);
+		p += n;
+		if (!*p)
+			break;
+		p++;
+	}
+}
+
 static void choose_url(struct state *s)
 {
 	struct opts *o = s->o;
 	const char *url = NULL, *src = NULL;
 	enum rank rank = R_NONE;
-	char err[300], where[700];
+	char where[700];
 	const char *e;
 
-	if (s->url_cli_count > 1)
-		usage_error("--url: several servers (Redlock) are not supported by this version");
-	if (s->url_cli) {
-		url = s->url_cli;
+	if (s->url_cli_count > 0) {
 		src = "--url";
 		rank = R_CLI_URL;
-	} else if ((e = getenv("RLOCK_URL")) && *e) {
-		url = e;
-		src = "RLOCK_URL";
-		rank = R_ENV_URL;
-	} else if (s->url_config) {
-		url = s->url_config;
-		src = s->url_config_src;
-		rank = R_CONFIG_URL;
-	} else if ((e = getenv("REDIS_URL")) && *e) {
-		url = e;
-		src = "REDIS_URL";
-		rank = R_REDIS_URL;
+		for (int i = 0; i < s->url_cli_count; i++)
+			add_url_list(s, s->url_cli[i], src, rank);
 	} else {
-		url = "redis://127.0.0.1:6379";
-		src = "default URL";
-	}
-	/* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
-	if (strchr(url, ',') && strncasecmp(url, "redis-sentinel:", 15) != 0 &&
-	    strncasecmp(url, "rediss-sentinel:", 16) != 0)
-		usage_error("%s: several servers (Redlock) are not supported by this version", src);
-	if (parse_url(url, &o->url, err, sizeof err) < 0)
-		usage_error("%s: %s", src, err);
-	int sentinel = o->url.nsentinels > 0;
-	if (o->url.has_password) {
-		if (rank == R_CLI_URL) {
-			log_warn("a password on the command line is visible to other users in ps; "
-			         "use %s",
-			         sentinel ? "--sentinel-password-file or RLOCK_SENTINEL_PASSWORD"
-			                  : "--password-file or REDISCLI_AUTH");
+		if ((e = getenv("RLOCK_URL")) && *e) {
+			url = e;
+			src = "RLOCK_URL";
+			rank = R_ENV_URL;
+		} else if (s->url_config) {
+			url = s->url_config;
+			src = s->url_config_src;
+			rank = R_CONFIG_URL;
+		} else if ((e = getenv("REDIS_URL")) && *e) {
+			url = e;
+			src = "REDIS_URL";
+			rank = R_REDIS_URL;
+		} else {
+			url = "redis://127.0.0.1:6379";
+			src = "default URL";
 		}
-		set_secret(s, sentinel ? SECRET_SENTINEL : SECRET_DATA, o->url.password,
-		           strlen(o->url.password), rank);
+		add_url_list(s, url, src, rank);
 	}
-	explicit_bzero(o->url.password, sizeof o->url.password);
+	explicit_bzero(s->url_pw, sizeof s->url_pw);
+	o->url = o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
 	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
 	 * untouched (SPEC §5). */
-	if (s->url_cli)
-		scrub_url_password((char *)s->url_cli);
+	for (int i = 0; i < s->url_cli_count; i++)
+		scrub_url_list((char *)s->url_cli[i]);
 	if (s->url_config)
-		scrub_url_password((char *)s->url_config);
-	if (o->url.has_user && sentinel)
-		set_sentinel_user(s, o->url.user, rank);
-	else if (o->url.has_user)
-		set_user(s, o->url.user, rank);
-	if (o->url.scheme == URL_REDISS || o->url.scheme == URL_SENTINELS)
-		o->tls.enabled = 1;
-	if (o->url.scheme == URL_UNIX && o->tls.enabled)
-		usage_error("%s: TLS over a Unix socket is not supported", src);
+		scrub_url_list((char *)s->url_config);
+	if (o->nurls > 1 && o->wait_replicas > 0)
+		usage_error("--wait-replicas does not apply to Redlock (several --url)");
+	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->fair))
+		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
 	describe_server(o->server, sizeof o->server, &o->url);
+	if (o->nurls > 1) {
+		size_t used = strlen(o->server);
+		snprintf(o->server + used, sizeof o->server - used, " and %d more (Redlock)",
+		         o->nurls - 1);
+	}
 	if (rank == R_CONFIG_URL)
 		snprintf(where, sizeof where, "config %s", src);
 	else
@@ -905,6 +1068,7 @@ static void print_version(void)
 	else
 		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
 		       resp_hiredis_version(), why);
+	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 
 int cli_close_stdout(void)
@@ -915,6 +1079,27 @@ int cli_close_stdout(void)
 		return RL_EX_IOERR;
 	}
 	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
+ * the shape rlock gives its tokens. */
+static void release_token(struct opts *o)
+{
+	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
+
+	if (!o->token)
+		o->token = getenv("RLOCK_TOKEN");
+	if (!o->token || !*o->token)
+		usage_error("--release needs the holder's token: --token TOKEN or RLOCK_TOKEN (as "
+		            "printed by --acquire)");
+	size_t n = strspn(o->token, "0123456789abcdef");
+	if (n != 32 || o->token[n])
+		usage_error("%s: not an rlock token (32 hex digits)", src);
 }
 
 /* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
@@ -950,6 +1135,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->kill_after_ms = 10000;
 	o->connect_timeout_ms = 2000;
 	o->io_timeout_ms = 2000;
+	o->node_timeout_ms = 200;
 	o->eviction_warning = 1;
 	build_getopt_tables();
 
@@ -1017,6 +1203,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		         o->user);
 
 	int nargs = argc - optind;
+	if (o->nnames > 1) {
+		if (o->mode != MODE_RUN)
+			usage_error("several -k go with a command, not with --%s", s.mode_opt);
+		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
+		o->name = o->names[0];
+	}
 	switch (o->mode) {
 	case MODE_RUN:
 		if (!o->name)
@@ -1027,6 +1219,17 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		if (!o->shell_command && nargs == 0)
 			usage_error("no command to run");
 		o->argv = argv + optind;
+		break;
+	case MODE_ACQUIRE:
+	case MODE_RELEASE:
+		if (!o->name)
+			usage_error("--%s needs -k NAME", s.mode_opt);
+		if (nargs > 0 || o->shell_command)
+			usage_error("--%s runs no command (the next steps of your script run "
+			            "under the lock)",
+			            s.mode_opt);
+		if (o->mode == MODE_RELEASE)
+			release_token(o);
 		break;
 	case MODE_STATUS:
 	case MODE_BREAK:
@@ -1043,4 +1246,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST)
 		usage_error("--json goes with --status or --list");
+	if (o->token && o->mode != MODE_RELEASE)
+		usage_error("--token goes with --release");
+	if (o->format_github && o->mode != MODE_ACQUIRE)
+		usage_error("--format goes with --acquire");
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "lock.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@ enum {
 	S_RENEW_SEM,
 	S_RELEASE_SEM,
 	S_LEAVE,
+	S_FENCE,
 	S_COUNT
 };
 
@@ -42,43 +44,83 @@ static const struct {
     {lua_renew_sem, sizeof lua_renew_sem - 1, LUA_RENEW_SEM_SHA},
     {lua_release_sem, sizeof lua_release_sem - 1, LUA_RELEASE_SEM_SHA},
     {lua_leave, sizeof lua_leave - 1, LUA_LEAVE_SHA},
+    {lua_fence, sizeof lua_fence - 1, LUA_FENCE_SHA},
 };
 
-/* Run script s: EVALSHA first (one small request), EVAL when the server lost its
- * script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply (possibly a
- * server ERROR reply other than NOSCRIPT), or -1. */
-static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs, const char **args,
-                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
+/* Build the call of script s: copies of its arguments, so the request outlives them.
+ * 0, or -1 when they do not fit (reason in err). */
+static int request(struct lock_request *q, int s, int nkeys, const char **keys, int nargs,
+                   const char **args, char *err, size_t errlen)
 {
-	const char *argv[24];
-	size_t lens[24];
+	size_t used = 0;
 	char nk[16];
-	int argc = 0;
 
-	if (3 + nkeys + nargs > 24) {
+	q->script = s;
+	q->argc = 0;
+	if (3 + nkeys + nargs > LOCK_ARGV_MAX) {
 		snprintf(err, errlen, "internal error: too many script arguments");
 		return -1;
 	}
-	argv[argc++] = "EVALSHA";
-	argv[argc++] = scripts[s].sha;
 	snprintf(nk, sizeof nk, "%d", nkeys);
-	argv[argc++] = nk;
-	for (int i = 0; i < nkeys; i++)
-		argv[argc++] = keys[i];
-	for (int i = 0; i < nargs; i++)
-		argv[argc++] = args[i];
-	for (int i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
+	q->argv[q->argc++] = "EVALSHA";
+	q->argv[q->argc++] = scripts[s].sha;
+	for (int i = -1; i < nkeys + nargs; i++) {
+		const char *a = i < 0 ? nk : i < nkeys ? keys[i] : args[i - nkeys];
+		size_t n = strlen(a);
+		if (used + n + 1 > sizeof q->buf) {
+			snprintf(err, errlen, "internal error: script arguments too long");
+			return -1;
+		}
+		memcpy(q->buf + used, a, n + 1);
+		q->argv[q->argc++] = q->buf + used;
+		used += n + 1;
+	}
+	for (int i = 0; i < q->argc; i++)
+		q->lens[i] = strlen(q->argv[i]);
+	return 0;
+}
+
+int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens)
+{
+	memcpy(argv, q->argv, sizeof q->argv);
+	memcpy(lens, q->lens, sizeof q->lens);
+	if (full) {
+		argv[0] = "EVAL";
+		lens[0] = 4;
+		argv[1] = scripts[q->script].text;
+		lens[1] = scripts[q->script].len;
+	}
+	return q->argc;
+}
+
+/* Run a built script call: EVALSHA first (one small request), EVAL when the server
+ * lost its script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply
+ * (possibly a server ERROR reply other than NOSCRIPT), or -1. */
+static int send_request(struct client *c, const struct lock_request *q, int64_t deadline_ms,
+                        struct resp_reply **reply, char *err, size_t errlen)
+{
+	const char *argv[LOCK_ARGV_MAX];
+	size_t lens[LOCK_ARGV_MAX];
+
+	int argc = lock_request_argv(q, 0, argv, lens);
 	if (client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen) < 0)
 		return -1;
 	if (!resp_is_error(*reply, "NOSCRIPT"))
 		return 0;
 	resp_free(*reply);
-	argv[0] = "EVAL";
-	lens[0] = 4;
-	argv[1] = scripts[s].text;
-	lens[1] = scripts[s].len;
+	argc = lock_request_argv(q, 1, argv, lens);
 	return client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen);
+}
+
+/* Build and run script s in one step. */
+static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs, const char **args,
+                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
+{
+	struct lock_request q;
+
+	if (request(&q, s, nkeys, keys, nargs, args, err, errlen) < 0)
+		return -1;
+	return send_request(c, &q, deadline_ms, reply, err, errlen);
 }
 
 /* A server error reply → LOCK_ERR, LOCK_DENIED with a readable reason, or
@@ -191,7 +233,8 @@ static long long field_number(const struct resp_reply *r)
 	return strtoll(buf, NULL, 10);
 }
 
-/* Fill *h from the 8 fields {host, pid, user, cmd, start, ttl, fence, kept} at e. */
+/* Fill *h from the n (7 to 9) fields {host, pid, user, cmd, start, ttl, fence, kept,
+ * label} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 {
 	copy_field(h->host, sizeof h->host, e[0]);
@@ -206,9 +249,11 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	if (h->fence < 0)
 		h->fence = 0;
 	h->kept = n > 7 && (e[7]->type == RESP_STRING || e[7]->type == RESP_INTEGER);
+	if (n > 8)
+		copy_field(h->label, sizeof h->label, e[8]);
 }
 
-/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence}. */
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -216,6 +261,8 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->pttl_ms = r->element[1]->type == RESP_INTEGER ? r->element[1]->integer : -2;
 	h->held = 1;
 	fill_meta(h, r->element + 2, 7);
+	if (r->elements > 9)
+		copy_field(h->label, sizeof h->label, r->element[9]);
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -233,7 +280,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->fence = r->element[1]->integer;
 		return LOCK_OK;
 	}
-	if (is_array(r, 9) && r->element[0]->type == RESP_INTEGER) {
+	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		return LOCK_BUSY;
 	}
@@ -261,7 +308,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
 	if (!is_array(r, 7) || r->element[3]->type != RESP_ARRAY ||
-	    r->element[3]->elements % 11 != 0 || r->element[4]->type != RESP_ARRAY ||
+	    r->element[3]->elements % 12 != 0 || r->element[4]->type != RESP_ARRAY ||
 	    r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
@@ -272,7 +319,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	copy_field(hs->limit, sizeof hs->limit, r->element[1]);
 	long long v = field_number(r->element[2]);
 	const struct resp_reply *a = r->element[3];
-	for (size_t i = 0; i + 11 <= a->elements && hs->n < HOLDERS_MAX; i += 11) {
+	for (size_t i = 0; i + 12 <= a->elements && hs->n < HOLDERS_MAX; i += 12) {
 		struct holder *h = &hs->h[hs->n++];
 		char mode[4];
 		copy_field(mode, sizeof mode, a->element[i]);
@@ -281,7 +328,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		copy_field(h->token, sizeof h->token, a->element[i + 1]);
 		h->pttl_ms =
 		    a->element[i + 2]->type == RESP_INTEGER ? a->element[i + 2]->integer : -1;
-		fill_meta(h, a->element + i + 3, 8);
+		fill_meta(h, a->element + i + 3, 9);
 	}
 	hs->total = v > hs->n ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->n;
 	a = r->element[4];
@@ -296,12 +343,10 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	return LOCK_OK;
 }
 
-int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
-                 struct holder *h, char *err, size_t errlen)
+int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
+                         char *err, size_t errlen)
 {
 	char ttl[24], pid[24], start[24], kind[24];
-	struct resp_reply *r = NULL;
-	int rc;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
@@ -309,9 +354,11 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, in
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
 		                      l->queue_key, l->writer_key, l->meta_key};
-		const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
-		                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
-		rc = eval(c, S_ACQUIRE, 7, keys, 14, args, deadline_ms, &r, err, errlen);
+		const char *args[] = {l->token, ttl,    "host",  m->host,
+		                      "pid",    pid,    "user",  m->user,
+		                      "cmd",    m->cmd, "start", start,
+		                      "ttl",    ttl,    "label", m->label ? m->label : ""};
+		return request(q, S_ACQUIRE, 7, keys, 16, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -333,12 +380,22 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, in
 		                      pid,
 		                      m->user,
 		                      m->cmd,
-		                      start};
-		rc = eval(c, S_ACQUIRE_SEM, 9, keys, 12, args, deadline_ms, &r, err, errlen);
+		                      start,
+		                      m->label ? m->label : ""};
+		return request(q, S_ACQUIRE_SEM, 9, keys, 13, args, err, errlen);
 	}
-	if (rc < 0)
+}
+
+int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
+                 struct holder *h, char *err, size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+
+	if (lock_request_acquire(&q, l, m, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = lock_decode_acquire(r, l, h, err, errlen);
+	int rc = lock_decode_acquire(r, l, h, err, errlen);
 	resp_free(r);
 	return rc;
 }
@@ -351,51 +408,62 @@ static int check_int(struct resp_reply *r, const char *what, char *err, size_t e
 	return rc;
 }
 
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
+int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
 {
 	char ttl[24];
-	struct resp_reply *r;
-	long long v = 0;
-	int rc;
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	const char *args[] = {l->token, ttl};
 	if (sem_held(l)) {
 		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key};
-		rc = eval(c, S_RENEW_SEM, 3, keys, 2, args, deadline_ms, &r, err, errlen);
-	} else {
-		const char *keys[] = {l->key, l->owner_key};
-		rc = eval(c, S_RENEW, 2, keys, 2, args, deadline_ms, &r, err, errlen);
+		return request(q, S_RENEW_SEM, 3, keys, 2, args, err, errlen);
 	}
-	if (rc < 0)
+	const char *keys[] = {l->key, l->owner_key};
+	return request(q, S_RENEW, 2, keys, 2, args, err, errlen);
+}
+
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
+               size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+	long long v = 0;
+
+	if (lock_request_renew(&q, l, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = check_int(r, "renew", err, errlen, &v);
+	int rc = check_int(r, "renew", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
 	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
 }
 
-int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
-                 char *err, size_t errlen)
+int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
+                         size_t errlen)
 {
 	char keep[24];
-	struct resp_reply *r;
-	long long v = 0;
-	int rc;
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
 	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix};
 	if (sem_held(l)) {
 		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
-		rc = eval(c, S_RELEASE_SEM, 4, keys, 5, args, deadline_ms, &r, err, errlen);
-	} else {
-		const char *keys[] = {l->key, l->owner_key, l->queue_key};
-		rc = eval(c, S_RELEASE, 3, keys, 5, args, deadline_ms, &r, err, errlen);
+		return request(q, S_RELEASE_SEM, 4, keys, 5, args, err, errlen);
 	}
-	if (rc < 0)
+	const char *keys[] = {l->key, l->owner_key};
+	return request(q, S_RELEASE, 2, keys, 5, args, err, errlen);
+}
+
+int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
+                 char *err, size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+	long long v = 0;
+
+	if (lock_request_release(&q, l, keep_ms, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = check_int(r, "release", err, errlen, &v);
+	int rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
 	return v == 0 ? LOCK_NOTOURS : LOCK_OK;
@@ -414,19 +482,38 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 	return check_int(r, "leave the queue", err, errlen, &v);
 }
 
-static int holders_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
-                          struct holders *hs, char *err, size_t errlen)
+int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
+                         size_t errlen)
 {
-	struct resp_reply *r;
-	int rc;
 	const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
 	                      l->holders_key, l->meta_key,   l->limit_key,
 	                      l->queue_key,   l->qlease_key, l->writer_key};
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
-	if (eval(c, s, 9, keys, s == S_BREAK ? 3 : 0, args, deadline_ms, &r, err, errlen) < 0)
+	return request(q, brk ? S_BREAK : S_STATUS, 9, keys, brk ? 3 : 0, args, err, errlen);
+}
+
+int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
+                       size_t errlen)
+{
+	char v[24];
+	const char *keys[] = {l->fence_key};
+	const char *args[] = {v};
+
+	snprintf(v, sizeof v, "%lld", fence);
+	return request(q, S_FENCE, 1, keys, 1, args, err, errlen);
+}
+
+static int holders_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
+                          struct holders *hs, char *err, size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+
+	if (lock_request_holders(&q, l, s == S_BREAK, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	rc = lock_decode_holders(r, s == S_BREAK ? "break" : "status", hs, err, errlen);
+	int rc = lock_decode_holders(r, s == S_BREAK ? "break" : "status", hs, err, errlen);
 	resp_free(r);
 	return rc;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sentinel.h"
 
 #include <stdio.h>

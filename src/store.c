@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "store.h"
 
 #include <stdio.h>
@@ -6,6 +7,7 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "quorum.h"
 #include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
@@ -17,16 +19,18 @@ struct store {
 	const struct server *at; /* where c goes */
 	int suspect;             /* c has an unanswered request: only a release may follow */
 	struct client *sub;      /* release notifications */
+	struct quorum *q;        /* Redlock: the calls go there instead */
 	char name[64];
 };
 
 void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 {
 	memset(cfg, 0, sizeof *cfg);
-	cfg->n = 1;
+	cfg->n = o->nurls > 1 ? o->nurls : 1;
+	cfg->node_timeout_ms = o->node_timeout_ms;
 	for (int i = 0; i < cfg->n; i++) {
 		struct server *srv = &cfg->srv[i];
-		const struct url *u = &o->url;
+		const struct url *u = o->nurls > 1 ? &o->urls[i] : &o->url;
 		srv->tls = o->tls;
 		if (u->scheme == URL_UNIX) {
 			srv->ep.path = u->path;
@@ -295,6 +299,16 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 		return STORE_ERR;
 	}
 	s->cfg = cfg;
+	if (cfg->n > 1) {
+		snprintf(s->name, sizeof s->name, "%d Redlock nodes", cfg->n);
+		int rc = quorum_open(&s->q, cfg, connect, cap_ms, err, errlen);
+		if (rc != STORE_OK) {
+			free(s);
+			return rc;
+		}
+		*out = s;
+		return STORE_OK;
+	}
 	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
 	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
 		snprintf(err, errlen, "out of memory");
@@ -322,6 +336,7 @@ void store_close(struct store *s)
 		return;
 	store_unsubscribe(s);
 	drop(s);
+	quorum_close(s->q);
 	if (s->route)
 		s->cfg->route->close(s->route);
 	free(s);
@@ -371,6 +386,9 @@ int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, in
 {
 	struct acquire_args a = {l, m, h, clock_ms(), s};
 
+	if (s->q)
+		return quorum_acquire(s->q, l, m, cap_ms, sent_ms, h, err, errlen);
+
 	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
@@ -393,6 +411,9 @@ int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *
                 size_t errlen)
 {
 	struct renew_args a = {l, clock_ms()};
+
+	if (s->q)
+		return quorum_renew(s->q, l, cap_ms, sent_ms, err, errlen);
 
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_renew, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
@@ -432,6 +453,9 @@ int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_
 {
 	struct release_args a = {l, keep_ms, s};
 
+	if (s->q)
+		return quorum_release(s->q, l, keep_ms, cap_ms, err, errlen);
+
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
 
@@ -461,6 +485,8 @@ int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct h
 {
 	struct holder_args a = {l, h, s};
 
+	if (s->q)
+		return quorum_status(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
 
@@ -469,6 +495,8 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
 {
 	struct holder_args a = {l, h, s};
 
+	if (s->q)
+		return quorum_break(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
 }
 
@@ -484,6 +512,8 @@ int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err
 {
 	struct release_args a = {l, 0, s};
 
+	if (s->q)
+		return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
 	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }
 
@@ -506,12 +536,19 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
 {
 	struct holder_check a = {l, token, 0};
 
+	if (s->q)
+		return quorum_is_holder(s->q, l, token, cap_ms, err, errlen);
+
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
 	return rc == LOCK_OK ? a.ours : -1;
 }
 
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
 {
+	if (s->q) {
+		snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
+		return -1;
+	}
 	/* WAIT counts the writes of this connection: the one that took the lock. */
 	if (!s->c || s->suspect) {
 		snprintf(err, errlen,
@@ -597,6 +634,8 @@ int store_list(struct store *s, const char *match,
 {
 	const struct store_route *rt = s->cfg->route;
 
+	if (s->q)
+		return quorum_list(s->q, match, page, arg, err, errlen);
 	if (!rt || !rt->master)
 		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
 	for (int i = 0;; i++) {
@@ -634,6 +673,25 @@ void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 	struct eviction_args a = {s, warn_key};
 	char err[300];
 
+	if (s->q) {
+		/* Each node on its own, one after the other, each within a node timeout. */
+		for (int i = 0; i < s->cfg->n; i++) {
+			struct store_config *one = calloc(1, sizeof *one);
+			struct store *t = NULL;
+			if (!one)
+				return;
+			one->n = 1;
+			one->srv[0] = s->cfg->srv[i];
+			one->srv[0].ep.tls = &one->srv[0].tls;
+			int64_t d = clock_ms() + 2 * s->cfg->node_timeout_ms;
+			if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
+				store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+			store_close(t);
+			free(one);
+		}
+		return;
+	}
+
 	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
 	        sizeof err) != LOCK_OK)
 		log_debug("eviction policy: %s", err);
@@ -645,28 +703,41 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 	const struct server *srv = &s->cfg->srv[0];
 	const char *cmd = "SUBSCRIBE";
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+	int tries = 1, first = 0;
 
 	store_unsubscribe(s);
+	if (s->q) {
+		/* Every node publishes the release: the first one that answers will do,
+		 * starting with one that answered lately. */
+		first = (int)(quorum_any_server(s->q) - s->cfg->srv);
+		tries = s->cfg->n;
+		cap = clock_ms() + s->cfg->node_timeout_ms;
+	}
 	if (rt && rt->probe)
 		rt->probe(s->route, cap);
 	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
 		return STORE_ERR;
 	if (rt && rt->subscribe_cmd)
 		cmd = rt->subscribe_cmd(s->route, l->channel);
-	if (client_open(&s->sub, srv, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
-		s->sub = NULL;
-		return STORE_ERR;
-	}
-	int64_t d = clock_ms() + srv->io_timeout_ms;
-	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
-	 * redirected (or an older rlock) reaches. */
-	if (subscribe(s->sub, cmd, l, d, err, errlen) < 0 ||
-	    (strcmp(cmd, "SSUBSCRIBE") == 0 &&
-	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) < 0)) {
+	for (int k = 0; k < tries; k++) {
+		if (s->q)
+			srv = &s->cfg->srv[(first + k) % s->cfg->n];
+		int64_t wait = s->q ? s->cfg->node_timeout_ms : srv->io_timeout_ms;
+		if (client_open(&s->sub, srv, s->q ? clock_ms() + wait : STORE_NO_CAP, err,
+		                errlen) != CLIENT_OK) {
+			s->sub = NULL;
+			continue;
+		}
+		int64_t d = clock_ms() + wait;
+		/* Sharded: also the classic channel, which a PUBLISH from a run that was never
+		 * redirected (or an older rlock) reaches. */
+		if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
+		    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
+		     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+			return STORE_OK;
 		store_unsubscribe(s);
-		return STORE_ERR;
 	}
-	return STORE_OK;
+	return STORE_ERR;
 }
 
 int store_notify_fd(const struct store *s)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The store: where locks live. main, wait, renew and report talk only to this layer;
  * it owns the connections, decides where each command goes, and retries once on a
  * fresh connection where that is safe. lock.c is the protocol it speaks.
@@ -44,8 +45,8 @@
  *   - resolve(deadline): look the route's own names up, from store_resolve().
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
- * Redlock (several URLs) is not a route but a quorum of single-server handles:
- * quorum.c, selected by store_config_from_opts() too. */
+ * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
+ * which drives N connections in one poll loop per round (see quorum.h). */
 #ifndef RLOCK_STORE_H
 #define RLOCK_STORE_H
 
@@ -116,7 +117,7 @@ int store_connected(const struct store *s);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
  * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
- * moved later by the clock-drift allowance): it cannot end before *sent_ms + ttl.
+ * moved earlier by the clock-drift allowance): it cannot end before *sent_ms + ttl.
  * cap_ms bounds connecting; the request itself always gets its full io-timeout (one
  * cut short would leave a lock nobody knows to give back). Never retried here (an
  * acquire whose reply was lost may have taken the lock: store_release gives it back). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The SHA-1 names the build computed for the embedded Lua scripts must be the real
  * SHA-1 of the text sent with EVAL: a wrong one would never fail loudly, it would just
  * turn every EVALSHA into NOSCRIPT + EVAL. */
@@ -38,6 +39,7 @@ int main(void)
 	CHECK(renew_sem, RENEW_SEM);
 	CHECK(release_sem, RELEASE_SEM);
 	CHECK(leave, LEAVE);
+	CHECK(fence, FENCE);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

@@ -1,0 +1,601 @@
+#include "quorum.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
+#define LIST_NAMES_MAX 100000
+
+struct node {
+	const struct server *srv;
+	struct client *c;
+	int skip;                 /* replies owed to requests a deadline left unanswered */
+	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
+	int waiting;              /* this round: a reply is awaited */
+	struct resp_reply *reply; /* this round's reply, or NULL (none) */
+	char err[200];            /* why not */
+};
+
+struct quorum {
+	const struct store_config *cfg;
+	int n, need;
+	int any; /* a node that answered lately */
+	struct node node[STORE_NODES_MAX];
+};
+
+/* One node's request in a round: a script, or a plain command. */
+struct req {
+	const struct lock_request *script;
+	int argc;
+	const char *argv[8];
+	size_t lens[8];
+};
+
+static int64_t drift_ms(const struct lock *l)
+{
+	return l->ttl_ms / 100 + 2;
+}
+
+static void node_drop(struct node *nd)
+{
+	client_close(nd->c);
+	nd->c = NULL;
+	nd->skip = 0;
+}
+
+static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
+{
+	const char *argv[LOCK_ARGV_MAX];
+	size_t lens[LOCK_ARGV_MAX];
+	int argc = rq->argc;
+
+	if (rq->script) {
+		argc = lock_request_argv(rq->script, nd->full, argv, lens);
+	} else {
+		memcpy(argv, rq->argv, sizeof rq->argv);
+		memcpy(lens, rq->lens, sizeof rq->lens);
+	}
+	if (client_send(nd->c, argc, argv, lens, deadline, nd->err, sizeof nd->err) < 0) {
+		node_drop(nd);
+		return -1;
+	}
+	nd->waiting = 1;
+	return 0;
+}
+
+/* Read what nd has without waiting: its reply, an owed one, or a NOSCRIPT to answer
+ * with EVAL. */
+static void node_read(struct quorum *q, int i, const struct req *rq, int64_t deadline)
+{
+	struct node *nd = &q->node[i];
+
+	while (nd->waiting) {
+		struct resp_reply *r = NULL;
+		int got = client_recv(nd->c, 0, &r, nd->err, sizeof nd->err);
+		if (got == 0)
+			return;
+		if (got != 1) {
+			nd->waiting = 0;
+			node_drop(nd);
+			return;
+		}
+		if (nd->skip > 0) {
+			nd->skip--;
+			resp_free(r);
+			continue;
+		}
+		nd->waiting = 0;
+		if (rq->script && !nd->full && resp_is_error(r, "NOSCRIPT")) {
+			resp_free(r);
+			nd->full = 1;
+			node_send(nd, rq, deadline);
+			continue;
+		}
+		nd->reply = r;
+		q->any = i;
+	}
+}
+
+/* Send rq[i] to every node i that has one (connecting those without a connection), and
+ * collect the replies in one poll loop until the round's deadline: node_timeout after
+ * it started (and cap_ms). Afterwards node[i].reply is the reply or NULL. */
+static void round_trip(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
+{
+	int64_t deadline = clock_ms() + q->cfg->node_timeout_ms;
+
+	if (deadline > cap_ms)
+		deadline = cap_ms;
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		resp_free(nd->reply);
+		nd->reply = NULL;
+		nd->full = nd->waiting = 0;
+		nd->err[0] = '\0';
+		if (!rq[i])
+			continue;
+		if (!nd->c &&
+		    client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err) != CLIENT_OK) {
+			nd->c = NULL;
+			continue;
+		}
+		node_send(nd, rq[i], deadline);
+	}
+	for (;;) {
+		struct pollfd p[STORE_NODES_MAX];
+		int idx[STORE_NODES_MAX], np = 0, ready = 0;
+		for (int i = 0; i < q->n; i++) {
+			if (!q->node[i].waiting)
+				continue;
+			if (client_buffered(q->node[i].c))
+				ready = 1;
+			p[np].fd = client_fd(q->node[i].c);
+			p[np].events = POLLIN;
+			p[np].revents = 0;
+			idx[np++] = i;
+		}
+		int64_t left = deadline - clock_ms();
+		if (np == 0 || left <= 0 || conn_abort_pending())
+			break;
+		int rc = poll(p, (nfds_t)np, ready ? 0 : (int)left);
+		if (rc < 0)
+			continue; /* EINTR; the deadline still holds */
+		for (int k = 0; k < np; k++)
+			if (ready || p[k].revents)
+				node_read(q, idx[k], rq[idx[k]], deadline);
+	}
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (!nd->waiting)
+			continue;
+		/* Sent but not answered: its reply is owed; a later request on this
+		 * connection runs after it on the server (a release after an acquire). */
+		nd->waiting = 0;
+		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
+		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		if (++nd->skip > SKIP_MAX)
+			node_drop(nd);
+	}
+}
+
+/* The same request to every node. */
+static void round_all(struct quorum *q, const struct req *one, int64_t cap_ms)
+{
+	const struct req *rq[STORE_NODES_MAX];
+
+	for (int i = 0; i < q->n; i++)
+		rq[i] = one;
+	round_trip(q, rq, cap_ms);
+}
+
+/* err: "no quorum: k of N nodes ..." plus the first node's reason. */
+static void no_quorum(const struct quorum *q, int ok, const char *what, char *err, size_t errlen)
+{
+	const char *why = "";
+
+	for (int i = 0; i < q->n && !*why; i++)
+		if (q->node[i].err[0])
+			why = q->node[i].err;
+	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
+	         what, q->need, *why ? "; " : "", why);
+}
+
+int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+                char *err, size_t errlen)
+{
+	struct quorum *q = calloc(1, sizeof *q);
+
+	*out = NULL;
+	if (!q) {
+		snprintf(err, errlen, "out of memory");
+		return STORE_ERR;
+	}
+	q->cfg = cfg;
+	q->n = cfg->n;
+	q->need = cfg->n / 2 + 1;
+	for (int i = 0; i < q->n; i++)
+		q->node[i].srv = &cfg->srv[i];
+	if (connect) {
+		int64_t deadline = clock_ms() + cfg->node_timeout_ms;
+		int ok = 0, denied = 0;
+		if (deadline > cap_ms)
+			deadline = cap_ms;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			int rc = client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err);
+			if (rc == CLIENT_OK)
+				ok++;
+			else
+				nd->c = NULL;
+			denied += rc == CLIENT_AUTH;
+		}
+		if (ok < q->need) {
+			no_quorum(q, ok, "reachable", err, errlen);
+			quorum_close(q);
+			return denied ? STORE_DENIED : STORE_ERR;
+		}
+	}
+	*out = q;
+	return STORE_OK;
+}
+
+void quorum_close(struct quorum *q)
+{
+	if (!q)
+		return;
+	for (int i = 0; i < q->n; i++) {
+		resp_free(q->node[i].reply);
+		client_close(q->node[i].c);
+	}
+	free(q);
+}
+
+const struct server *quorum_any_server(const struct quorum *q)
+{
+	return q->node[q->any].srv;
+}
+
+/* Give back on every node (after a failed attempt): best effort within one round. */
+static void release_all(struct quorum *q, const struct lock *l)
+{
+	struct lock_request rl;
+	struct req rq = {.script = &rl};
+	char err[200];
+
+	if (lock_request_release(&rl, l, 0, err, sizeof err) == 0)
+		round_all(q, &rq, STORE_NO_CAP);
+}
+
+int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	static _Thread_local struct lock_request ra, rf; /* large: not on the stack */
+	struct req rq = {.script = &ra};
+	int ok = 0, busy = 0, denied = 0, mismatch = 0;
+	long long fence = 0;
+	char why[300] = "";
+
+	(void)cap_ms; /* one round is bounded by the node timeout */
+	if (lock_request_acquire(&ra, l, m, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, STORE_NO_CAP);
+	const struct req *fq[STORE_NODES_MAX] = {0};
+	struct req fr = {.script = &rf};
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		struct holder nh;
+		if (!nd->reply)
+			continue;
+		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
+		if (rc == LOCK_OK) {
+			ok++;
+			fence = l->fence > fence ? l->fence : fence;
+			fq[i] = &fr;
+		} else if (rc == LOCK_BUSY) {
+			if (!busy++)
+				*h = nh;
+		} else {
+			denied += rc == LOCK_DENIED;
+			mismatch += rc == LOCK_MISMATCH;
+		}
+	}
+	if (ok >= q->need) {
+		/* Fencing: every node counted its own INCR; the largest of this majority, merged
+		 * back (SET if larger) into a majority, is seen by any later majority, whose
+		 * INCR then counts past it: strictly increasing across shifting majorities. */
+		int merged = 0;
+		if (lock_request_fence(&rf, l, fence, why, sizeof why) == 0)
+			round_trip(q, fq, STORE_NO_CAP);
+		for (int i = 0; i < q->n; i++) {
+			long long v = 0;
+			if (fq[i] && q->node[i].reply &&
+			    lock_decode_int(q->node[i].reply, "fence", &v, q->node[i].err,
+			                    sizeof q->node[i].err) == LOCK_OK &&
+			    v >= fence)
+				merged++;
+		}
+		int64_t elapsed = clock_ms() - t0;
+		if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
+			l->fence = fence;
+			*sent_ms = t0 - drift_ms(l);
+			log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", ok, q->n, fence,
+			          (long long)elapsed);
+			return LOCK_OK;
+		}
+		if (why[0])
+			;
+		else if (merged < q->need)
+			no_quorum(q, merged, "took the fence", why, sizeof why);
+		else
+			snprintf(why, sizeof why,
+			         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
+			         (long long)elapsed, (long long)l->ttl_ms);
+	}
+	release_all(q, l);
+	if (why[0]) {
+		snprintf(err, errlen, "%s", why);
+		return LOCK_ERR;
+	}
+	if (mismatch && ok + busy < q->need) {
+		for (int i = 0; i < q->n; i++)
+			if (q->node[i].err[0])
+				snprintf(err, errlen, "%s", q->node[i].err);
+		return LOCK_MISMATCH;
+	}
+	if (denied && ok + busy < q->need) {
+		no_quorum(q, ok + busy, "let us in", err, errlen);
+		return LOCK_DENIED;
+	}
+	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
+	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
+	if (busy > 0 && ok + busy >= q->need) {
+		if (ok > 0)
+			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+		return LOCK_BUSY;
+	}
+	no_quorum(q, ok + busy, "answered", err, errlen);
+	return LOCK_ERR;
+}
+
+int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                 char *err, size_t errlen)
+{
+	static _Thread_local struct lock_request rr, ra; /* large: not on the stack */
+	struct req rq = {.script = &rr}, aq = {.script = &ra};
+	const struct req *again[STORE_NODES_MAX] = {0};
+	struct lock_meta none = {"", "", "", 0, 0, NULL};
+	struct lock relock = *l;
+	struct holder h;
+	int ok = 0, taken = 0, lost = 0;
+
+	if (lock_request_renew(&rr, l, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		long long v = 0;
+		if (!nd->reply ||
+		    lock_decode_int(nd->reply, "renew", &v, nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		if (v == 1) {
+			ok++;
+		} else {
+			again[i] = &aq;
+			lost++;
+		}
+	}
+	if (lost > 0) {
+		/* A node that restarted without the key (no persistence) is locked again with
+		 * the same token; one that another holder took stays lost. The owner fields
+		 * are the majority's to show. */
+		if (lock_request_acquire(&ra, &relock, &none, err, errlen) == 0)
+			round_trip(q, again, cap_ms);
+		for (int i = 0; i < q->n; i++) {
+			if (!again[i] || !q->node[i].reply)
+				continue;
+			int rc = lock_decode_acquire(q->node[i].reply, &relock, &h, q->node[i].err,
+			                             sizeof q->node[i].err);
+			if (rc == LOCK_OK) {
+				ok++;
+				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+			}
+			taken += rc == LOCK_BUSY;
+		}
+	}
+	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
+		*sent_ms = t0 - drift_ms(l);
+		return LOCK_OK;
+	}
+	if (taken > q->n - q->need) {
+		snprintf(err, errlen, "%d of %d nodes are held by another token", taken, q->n);
+		return LOCK_NOTOURS;
+	}
+	no_quorum(q, ok, "confirmed the renewal", err, errlen);
+	return LOCK_ERR;
+}
+
+int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                   char *err, size_t errlen)
+{
+	static _Thread_local struct lock_request rl; /* large: not on the stack */
+	struct req rq = {.script = &rl};
+	int ok = 0, notours = 0;
+
+	if (lock_request_release(&rl, l, keep_ms, err, errlen) < 0)
+		return LOCK_ERR;
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		long long v = 0;
+		if (!nd->reply ||
+		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		if (v == 0)
+			notours++;
+		else
+			ok++;
+	}
+	if (ok >= q->need)
+		return LOCK_OK;
+	if (notours > q->n - q->need)
+		return LOCK_NOTOURS;
+	no_quorum(q, ok, "released it", err, errlen);
+	return LOCK_ERR;
+}
+
+/* Status or break on every node: the exclusive holder whose token a quorum has (else,
+ * for break, the first one seen), the largest fence, nodes_ok/nodes_total. */
+static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
+                   struct holders *hs, char *err, size_t errlen)
+{
+	static _Thread_local struct lock_request rs; /* large: not on the stack */
+	struct req rq = {.script = &rs};
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
+	int answered = 0, best = -1, best_votes = 0;
+	long long fence = 0;
+
+	if (!nh || lock_request_holders(&rs, l, brk, err, errlen) < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
+		return LOCK_ERR;
+	}
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (!nd->reply || lock_decode_holders(nd->reply, brk ? "break" : "status", &nh[i],
+		                                      nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		ok[i] = 1;
+		answered++;
+		fence = nh[i].last_fence > fence ? nh[i].last_fence : fence;
+	}
+	for (int i = 0; i < q->n; i++) {
+		int votes = 0;
+		if (!ok[i] || nh[i].n == 0)
+			continue;
+		for (int j = 0; j < q->n; j++)
+			votes +=
+			    ok[j] && nh[j].n > 0 && strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0;
+		if (votes > best_votes) {
+			best = i;
+			best_votes = votes;
+		}
+	}
+	if (answered < q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
+		free(nh);
+		return LOCK_ERR;
+	}
+	memset(hs, 0, sizeof *hs);
+	if (best >= 0 && (brk || best_votes >= q->need))
+		*hs = nh[best];
+	hs->last_fence = fence;
+	for (int i = 0; i < hs->n; i++)
+		hs->h[i].fence = hs->h[i].fence > fence ? hs->h[i].fence : fence;
+	hs->nodes_ok = answered;
+	hs->nodes_total = q->n;
+	free(nh);
+	return LOCK_OK;
+}
+
+int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
+                  char *err, size_t errlen)
+{
+	return holders(q, l, 0, cap_ms, h, err, errlen);
+}
+
+int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen)
+{
+	return holders(q, l, 1, cap_ms, h, err, errlen);
+}
+
+int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, int64_t cap_ms,
+                     char *err, size_t errlen)
+{
+	struct req rq = {.argc = 2, .argv = {"GET", l->key}, .lens = {3, strlen(l->key)}};
+	int answered = 0, ours = 0;
+
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		const struct resp_reply *r = q->node[i].reply;
+		if (!r || r->type == RESP_ERROR)
+			continue;
+		answered++;
+		ours += r->type == RESP_STRING && strcmp(r->str, token) == 0;
+	}
+	if (ours >= q->need)
+		return 1;
+	if (answered < q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
+		return -1;
+	}
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct resp_reply *x = *(struct resp_reply *const *)a;
+	const struct resp_reply *y = *(struct resp_reply *const *)b;
+
+	return strcmp(x->str, y->str);
+}
+
+/* --list: the names found on any node, once each, in one page. */
+int quorum_list(struct quorum *q, const char *match,
+                int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                size_t errlen)
+{
+	struct resp_reply all = {.type = RESP_ARRAY};
+	struct resp_reply *pages[STORE_NODES_MAX * 64];
+	int npages = 0, scanned = 0, rc = 0;
+
+	all.element = calloc(LIST_NAMES_MAX, sizeof *all.element);
+	if (!all.element) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		char cursor[32] = "0";
+		int64_t deadline = clock_ms() + nd->srv->io_timeout_ms;
+		int done = 0;
+		if (nd->skip)
+			node_drop(nd);
+		if (!nd->c &&
+		    client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err) != CLIENT_OK) {
+			nd->c = NULL;
+			continue;
+		}
+		while (!done && npages < STORE_NODES_MAX * 64) {
+			struct resp_reply *r = NULL;
+			const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};
+			size_t lens[6];
+			for (int k = 0; k < 6; k++)
+				lens[k] = strlen(argv[k]);
+			if (client_call(nd->c, 6, argv, lens, clock_ms() + nd->srv->io_timeout_ms,
+			                &r, nd->err, sizeof nd->err) < 0 ||
+			    r->type != RESP_ARRAY || r->elements != 2 ||
+			    r->element[0]->type != RESP_STRING ||
+			    r->element[1]->type != RESP_ARRAY) {
+				if (r && r->type == RESP_ERROR)
+					snprintf(nd->err, sizeof nd->err, "SCAN: %.150s", r->str);
+				resp_free(r);
+				node_drop(nd);
+				break;
+			}
+			pages[npages++] = r;
+			for (size_t k = 0;
+			     k < r->element[1]->elements && all.elements < LIST_NAMES_MAX; k++)
+				if (r->element[1]->element[k]->type == RESP_STRING)
+					all.element[all.elements++] = r->element[1]->element[k];
+			snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+			done = strcmp(cursor, "0") == 0;
+		}
+		scanned += done;
+	}
+	if (scanned < q->need) {
+		no_quorum(q, scanned, "listed", err, errlen);
+		rc = -1;
+	} else {
+		qsort(all.element, all.elements, sizeof *all.element, by_name);
+		size_t kept = 0;
+		for (size_t k = 0; k < all.elements; k++)
+			if (kept == 0 ||
+			    strcmp(all.element[kept - 1]->str, all.element[k]->str) != 0)
+				all.element[kept++] = all.element[k];
+		all.elements = kept;
+		rc = page(arg, &all);
+	}
+	free(all.element);
+	for (int k = 0; k < npages; k++)
+		resp_free(pages[k]);
+	return rc;
+}

@@ -1,0 +1,196 @@
+#!/usr/bin/env bats
+# Redlock: several --url are independent masters. Five real redis-servers on loopback;
+# "down" is a killed server (restarted on its port, empty, as after a restart without
+# persistence), "paused" a SIGSTOPped one.
+
+# shellcheck disable=SC2154,SC2016  # bats sets $stderr; $RLOCK_* expand in the command
+load helpers
+
+N=5
+
+# node_start I: start node I (on its old port when it had one), record its pid.
+node_start() {
+	local i=$1 port dir pid
+	port=$(cat "$BATS_FILE_TMPDIR/node$i.port" 2>/dev/null) || port=$(free_port)
+	dir=$BATS_FILE_TMPDIR/node$i
+	mkdir -p "$dir"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize no --dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+	pid=$!
+	echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
+	echo "$port" >"$BATS_FILE_TMPDIR/node$i.port"
+	echo "$pid" >"$BATS_FILE_TMPDIR/node$i.pid"
+	wait_until 10 _redis_ready -p "$port"
+}
+
+node_port() { cat "$BATS_FILE_TMPDIR/node$1.port"; }
+node_pid() { cat "$BATS_FILE_TMPDIR/node$1.pid"; }
+node_cli() {
+	local i=$1
+	shift
+	redis-cli -p "$(node_port "$i")" "$@"
+}
+node_pause() { kill -STOP "$(node_pid "$1")"; }
+node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
+node_kill() { redis_stop "$(node_pid "$1")"; }
+node_up() { _redis_ready -p "$(node_port "$1")"; }
+node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+
+# The five URLs, comma-separated.
+urls() {
+	local i list=
+	for ((i = 0; i < N; i++)); do
+		list+=${list:+,}redis://127.0.0.1:$(node_port "$i")
+	done
+	echo "$list"
+}
+
+# keys_left NAME: how many nodes hold the lock key of NAME.
+keys_left() {
+	local i n=0
+	for ((i = 0; i < N; i++)); do
+		[[ $(node_cli "$i" EXISTS "rlock:{$1}") == 1 ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_start "$i"
+	done
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_resume "$i"
+		node_up "$i" || node_start "$i"
+		node_cli "$i" FLUSHALL >/dev/null
+	done
+	export RLOCK_URL
+	RLOCK_URL=$(urls)
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+}
+
+teardown() {
+	local i
+	kill_tracked
+	for ((i = 0; i < N; i++)); do
+		node_resume "$i"
+	done
+}
+
+@test "5 nodes: acquired on all, released on all, status shows the quorum" {
+	run -0 rlock -k a -- sh -c 'echo "$RLOCK_FENCE" > fence'
+	[[ $(cat fence) -ge 1 ]]
+	[[ $(keys_left a) == 0 ]]
+	rlock_bg -k a -- "$HOLD" h
+	wait_until 10 test -e h.started
+	[[ $(keys_left a) == 5 ]]
+	node_pause 4
+	run -75 rlock --status --json -k a
+	assert_output --partial '"held":true'
+	assert_output --partial '"nodes_ok":4,"nodes_total":5'
+	run -0 rlock --list --json # each node has it: listed once
+	[[ $(grep -o '"name":"a"' <<<"$output" | wc -l) == 1 ]]
+	node_resume 4
+	touch h.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	[[ $(keys_left a) == 0 ]]
+}
+
+@test "a waiter takes over when the holder releases" {
+	rlock_bg -k w -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -w 20s -k w -- "$HOLD" w
+	local waiter=$RLOCK_PID
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	wait_until 10 test -e w.started
+	(($(env_of w RLOCK_FENCE) > $(env_of h RLOCK_FENCE)))
+	touch w.release
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+}
+
+@test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {
+	node_kill 0
+	run -0 rlock -k b -- true
+	node_pause 1
+	node_pause 2 # now 0 down, 1 and 2 paused: 2 of 5 left, so this must fail
+	run -69 --separate-stderr rlock -k b -- touch ran
+	[[ ! -e ran ]]
+	node_resume 2
+	# 0 down, 1 paused: the acquire waits for node 1 only up to the node timeout,
+	# never the io-timeout (10 s here).
+	local t0 t1
+	t0=$(now_ms)
+	run -0 rlock --node-timeout 300ms --io-timeout 10s -k b -- sh -c 'date +%s%3N > started'
+	t1=$(cat started)
+	echo "# 1 node down, 1 paused: command started $((t1 - t0)) ms after rlock (node timeout 300 ms)" >&3
+	((t1 - t0 < 3000))
+}
+
+@test "3 nodes down: exit 69 with one line, no key left on any node" {
+	node_kill 0
+	node_kill 1
+	node_pause 2
+	run -69 --separate-stderr rlock --node-timeout 300ms -k c -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" 'no Redlock quorum'
+	# The paused node gets the acquire and the release in that order on resume.
+	node_resume 2
+	wait_until 10 node_up 2
+	[[ $(keys_left c) == 0 ]]
+}
+
+@test "fences strictly increase while the majorities shift" {
+	# With the plain maximum of per-node counters, the third run would get the same
+	# fence as the second (TRAPS: Redlock fences).
+	local pause prev=0 f
+	for pause in "3 4" "1 2" "0 2" "0 1" "2 3"; do
+		for i in $pause; do node_pause "$i"; done
+		run -0 rlock --node-timeout 300ms -k f -- sh -c 'echo "$RLOCK_FENCE" > fence'
+		for i in $pause; do node_resume "$i"; done
+		f=$(cat fence)
+		echo "# paused $pause: fence $f" >&3
+		((f > prev))
+		prev=$f
+	done
+}
+
+@test "a node restarted empty during the run is locked again by the renewal" {
+	rlock_bg -t 3s -k r -- "$HOLD" h
+	wait_until 10 test -e h.started
+	node_kill 0
+	node_start 0
+	wait_until 10 node_has 0 'rlock:{r}' "$(env_of h RLOCK_TOKEN)"
+	touch h.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	[[ $(keys_left r) == 0 ]]
+}
+
+@test "lost-update checker with 5 nodes: no overlap, no lost update" {
+	run -0 "$RLOCK_SOURCE_DIR/scripts/lost-update-check" -p 4 -i 10 --rlock "$RLOCK"
+	echo "# $output" >&3
+}
+
+@test "usage: --wait-replicas and other modes are refused with several URLs; one password" {
+	run -64 --separate-stderr rlock --wait-replicas 1 -k u -- true
+	assert_regex "$stderr" 'Redlock'
+	run -64 --separate-stderr rlock -u redis://:a@127.0.0.1:1 -u redis://:b@127.0.0.1:2 -k u -- true
+	assert_regex "$stderr" 'share one password'
+	run -64 --separate-stderr rlock -s -k u -- true
+	assert_regex "$stderr" 'not Redlock'
+}
