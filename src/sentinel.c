@@ -392,6 +392,17 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 	return STORE_ROUTE_FAIL;
 }
 
+/* --list: the one master. */
+static const struct server *route_master(void *ctx, int i, int64_t cap_ms, char *err, size_t errlen)
+{
+	const struct server *srv = NULL;
+
+	err[0] = '\0';
+	if (i == 0 && route_locate(ctx, NULL, cap_ms, &srv, err, errlen) != STORE_OK)
+		srv = NULL;
+	return srv;
+}
+
 static const char *route_name(void *ctx)
 {
 	struct route *x = ctx;
@@ -413,6 +424,7 @@ static const struct store_route sentinel_route = {
     .close = route_close,
     .locate = route_locate,
     .redirect = route_redirect,
+    .master = route_master,
     .name = route_name,
     .resolve = route_resolve,
 };

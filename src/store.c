@@ -613,8 +613,9 @@ static int scan_server(struct store *s, const struct server *srv, const char *ma
 			rc = -1;
 			break;
 		}
-		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a, clock_ms() + srv->io_timeout_ms, err,
-		        errlen) != LOCK_OK) {
+		/* srv NULL: the route's server (its deadlines are the configured ones). */
+		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a,
+		        clock_ms() + s->cfg->srv[0].io_timeout_ms, err, errlen) != LOCK_OK) {
 			rc = -1;
 			break;
 		}

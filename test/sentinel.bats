@@ -37,9 +37,18 @@ teardown() { kill_tracked; }
 	assert_regex "$output" "master   127\.0\.0\.1:$MASTER_PORT \(Sentinel 'mymaster'\)"
 	run -75 rlock -u "$SENT_URL" -k st --status --json
 	[[ $(jq -r '.master + " " + (.held | tostring)' <<<"$output") == "127.0.0.1:$MASTER_PORT true" ]]
+	run -0 rlock -u "$SENT_URL" --list
+	assert_output --partial 'st'
+	# A waiter on the same master takes over when the holder releases.
+	local holder=$RLOCK_PID
+	rlock_bg -u "$SENT_URL" -w 30s -k st -- touch waiter-ran
+	local waiter=$RLOCK_PID
 	touch st.release
-	rlock_wait
+	rlock_wait "$holder"
 	((RLOCK_STATUS == 0))
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+	[[ -e waiter-ran ]]
 	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
 }
 
@@ -118,7 +127,8 @@ failover_now() {
 	# The replica must be in sync first (an earlier failover's former master takes
 	# ~10 s to become one).
 	wait_until 60 replica_linked "$NEW_PORT"
-	sent_cli "${SENT_PORTS%% *}" SENTINEL failover "$SENT_MASTER" >/dev/null
+	# A sentinel refuses (INPROG) while an earlier failover is still being finished.
+	wait_until 60 sh -c "redis-cli -p ${SENT_PORTS%% *} SENTINEL failover $SENT_MASTER | grep -q OK"
 	wait_until 30 is_master "$NEW_PORT"
 	wait_until 30 sentinels_agree "$NEW_PORT"
 }
@@ -160,7 +170,7 @@ failover_now() {
 	new=$SENT_REPLICA_PORT
 	[[ $new != "$MASTER_PORT" ]] || new=$SENT_MASTER_PORT
 	wait_until 60 replica_linked "$new"
-	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 30s -k d -- "$HOLD" d
+	rlock_bg -v -u "$SENT_URL" --wait-replicas 1 -t 45s -k d -- "$HOLD" d
 	wait_until 30 test -e d.started
 	local t0 pid
 	t0=$(now_ms)
@@ -170,7 +180,7 @@ failover_now() {
 	echo "# sentinels named the new master $(($(now_ms) - t0)) ms after it went" >&3
 	renewed_reset
 	wait_until 40 renewed 1 'rlock:{d}' sent_cli "$new"
-	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 30 s)" >&3
+	echo "# first renewal on it $(($(now_ms) - t0)) ms after the old one went (lease 45 s)" >&3
 	touch d.release
 	rlock_wait "$RLOCK_PID" 30
 	cat "$RLOCK_ERR"
