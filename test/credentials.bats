@@ -17,7 +17,7 @@ SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
 SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
 # The least-privilege ACL line for rlock (README "Production"): keys and channels
 # under the prefix, the commands rlock sends and those its Lua scripts call.
-LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +get +scan +info +select +set +incr +del +hset +hmget +pexpire +pttl +publish'
+LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zrange +zrangebyscore +zrem +zscore +scan +info +select +wait +role +asking +cluster|slots'
 
 # The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
 rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
@@ -30,9 +30,9 @@ setup_file() {
 	# shellcheck disable=SC2086  # LOCKER_ACL is a list of ACL rules
 	rcli ACL SETUSER locker reset on ">$LPW" $LOCKER_ACL >/dev/null
 	# same commands, but keys and channels elsewhere
+	# shellcheck disable=SC2086
 	rcli ACL SETUSER nokeys reset on ">$LPW" '~other:*' '&other:*' \
-		+evalsha +eval +subscribe +get +scan +info +set +incr +del +hset +hmget \
-		+pexpire +pttl +publish >/dev/null
+		${LOCKER_ACL#'~rlock:* &rlock:* '} >/dev/null
 	# keys right, but no script execution at all
 	rcli ACL SETUSER noeval reset on ">$LPW" '~rlock:*' '&rlock:*' +get +set +info \
 		+scan +subscribe >/dev/null
