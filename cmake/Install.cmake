@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Install rules: binary, TLS module, man page and shell completions (GNUInstallDirs
 # paths).
 # Included from the top-level CMakeLists.txt, which already includes GNUInstallDirs.
@@ -39,7 +40,7 @@ if(RLOCK_FISH_COMPLETION_DIR)
 endif()
 
 if(RLOCK_INSTALL_DOCS)
-  foreach(doc README.md CHANGELOG.md SECURITY.md)
+  foreach(doc README.md CHANGELOG.md SECURITY.md LICENSE)
     if(EXISTS ${PROJECT_SOURCE_DIR}/${doc})
       install(FILES ${PROJECT_SOURCE_DIR}/${doc} DESTINATION ${CMAKE_INSTALL_DOCDIR})
     endif()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # fish completion for rlock(1). Installed into share/fish/vendor_completions.d.
 
 # Lock names held on the server the command line points at; quietly nothing when the
@@ -35,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -58,7 +59,7 @@ function __rlock_in_command
 end
 
 set -l durations '500ms\tduration' '5s\tduration' '30s\tduration' '5m\tduration'
-set -l modes '__fish_seen_argument -l status -l break -l list'
+set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release'
 
 complete -c rlock -f
 # Lock
@@ -80,6 +81,7 @@ complete -c rlock -n "not __rlock_in_command" -l on-lost -x -d 'When the lock is
     HUP\tSignal INT\tSignal QUIT\tSignal USR1\tSignal USR2\tSignal'
 complete -c rlock -n "not __rlock_in_command" -l kill-after -x -a "$durations" -d 'Grace before SIGKILL (default 10s)'
 complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 'Hold the lock at least this long'
+complete -c rlock -n "not __rlock_in_command" -l max-hold -x -a "$durations" -d 'Stop the command after this long (exit 124)'
 complete -c rlock -n "not __rlock_in_command" -s c -l command -x -a '(__fish_complete_command)' -d 'Run with /bin/sh -c'
 # Server
 complete -c rlock -n "not __rlock_in_command" -s u -l url -x -a 'redis:// rediss:// unix:/// redis-sentinel:// rediss-sentinel://' -d 'Redis server URL'
@@ -106,6 +108,12 @@ complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --stat
 complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
 complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
 complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
+complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'
+complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Stop the keeper and release'
+complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
+complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
+complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release (default $RLOCK_TOKEN)'
+complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
 # The wrapped command and its arguments.

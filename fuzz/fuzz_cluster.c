@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz what rlock reads from Cluster nodes (cluster.c): the bytes go through the real
  * reply reader (resp.c) and each reply into the slot map (cluster_map_parse), each
  * error reply's text into the redirect parser; the input itself is also a key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the config-file line parser (parse_config_line) with arbitrary lines. Properties:
  * no crash; for a setting, the name and the value (if any) point into the line and
  * have no blank at either end, and the name is not empty; an error always comes with a

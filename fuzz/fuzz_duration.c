@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the short-string parsers: parse_duration() (checked against an
  * independent 128-bit reference), parse_int(), parse_signal(), parse_lock_name() and
  * parse_prefix(). The first byte picks the parser; the rest is the input. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the decoders of the Lua scripts' replies (lock_decode_*: what turns a script's
  * reply into a fence, a struct holder, the holders list or a renew/release verdict) with every
  * reply a hostile server could send: the bytes go through the real reply reader first (resp.c),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz the reply reader (resp.c over hiredis' parser) with what a hostile server could
  * send: arbitrary bytes, fed in arbitrary chunks. Properties: no crash, no leak, never
  * more than RESP_MAX_REPLY buffered for one reply, and every reply it returns is

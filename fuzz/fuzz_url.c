@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer target for parse_url(). Besides crashes and sanitizer reports it checks
  * the contract: results in range and NUL-terminated, a one-line reason on failure,
  * nothing left in *u after a failure, and never a password in the reason (a marker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "child.h"
 
 #include <dirent.h>
@@ -354,10 +355,18 @@ struct sup {
 	const struct supervise_args *a;
 	int watching;      /* the loss deadline is still being enforced */
 	int lost;          /* lost, and the group was signalled for it */
-	int64_t signalled; /* when the group got the first signal for the loss */
+	int64_t signalled; /* when the group got its first signal (loss, --max-hold) */
 	int64_t kill_at;   /* pending SIGKILL escalation, or -1 */
 	int64_t killed;    /* when SIGKILL was first sent, or -1 */
+	int first_sig;     /* the signal the escalation follows */
 };
+
+/* SIGKILL by `at`, unless an earlier escalation is already due. */
+static void escalate_by(struct sup *s, int64_t at)
+{
+	if (s->killed < 0 && (s->kill_at < 0 || at < s->kill_at))
+		s->kill_at = at;
+}
 
 /* The lease is lost: signal the group first (nothing may delay that, not even a log
  * line to a stderr that blocks), then say so. */
@@ -377,15 +386,17 @@ static void on_loss(struct sup *s, int timed_out)
 	}
 	s->lost = 1;
 	s->signalled = now;
+	s->first_sig = a->lost_signal;
 	kill(-s->ch->pid, a->lost_signal);
 	char when[160] = "";
 	if (a->lost_signal == SIGKILL) {
 		s->killed = now;
+		s->kill_at = -1;
 	} else {
 		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		int64_t by = sent + a->kill_by_ms;
-		s->kill_at = now + a->kill_after_ms < by ? now + a->kill_after_ms : by;
+		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
 		if (s->kill_at < now + a->kill_after_ms)
 			snprintf(when, sizeof when,
 			         ", SIGKILL in %lld ms (before the lease can end; not after "
@@ -395,6 +406,28 @@ static void on_loss(struct sup *s, int timed_out)
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
 	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 	          signal_name(a->lost_signal), when);
+}
+
+/* --max-hold is over: stop the group as timeout(1) does (SIGTERM, SIGCONT, SIGKILL
+ * after --kill-after). */
+static void on_max_hold(struct sup *s)
+{
+	const struct supervise_args *a = s->a;
+	int64_t now = clock_ms();
+
+	s->ch->timed_out = 1;
+	if (s->killed >= 0)
+		return; /* already being killed for a loss */
+	if (s->signalled < 0) {
+		s->signalled = now;
+		s->first_sig = SIGTERM;
+	}
+	kill(-s->ch->pid, SIGTERM);
+	kill(-s->ch->pid, SIGCONT);
+	escalate_by(s, now + a->kill_after_ms);
+	log_error("--max-hold is over: sending SIGTERM to the command's process group "
+	          "(SIGKILL in %lld ms if it still runs)",
+	          (long long)(s->kill_at - now));
 }
 
 static int64_t min_left(int64_t cur, int64_t at, int64_t now)
@@ -407,7 +440,8 @@ static int64_t min_left(int64_t cur, int64_t at, int64_t now)
 
 int child_supervise(struct child *ch, const struct supervise_args *a)
 {
-	struct sup s = {ch, a, 1, 0, -1, -1, -1};
+	struct sup s = {ch, a, 1, 0, -1, -1, -1, 0};
+	int stopping = a->stop_at >= 0; /* the --max-hold deadline is still ahead */
 	int st = 0, announced = 0;
 	int64_t group_wait = GROUP_POLL_FIRST_MS, group_check = -1;
 	int lost_fd = a->lost_fd;
@@ -418,13 +452,17 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			tell_watchdog(ch, a->confirmed_sent(a->ctx) + a->kill_by_ms);
 		if (s.watching && now >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
 			on_loss(&s, 1);
+		if (stopping && now >= a->stop_at) {
+			stopping = 0;
+			on_max_hold(&s);
+		}
 		if (s.kill_at >= 0 && now >= s.kill_at) {
 			kill(-ch->pid, SIGKILL);
 			s.kill_at = -1;
 			s.killed = now;
 			log_warn("the command's group still runs %lld ms after SIG%s: sending "
 			         "SIGKILL",
-			         (long long)(now - s.signalled), signal_name(a->lost_signal));
+			         (long long)(now - s.signalled), signal_name(s.first_sig));
 		}
 		int stopped = reap(ch, &st);
 		if (stopped) {
@@ -461,6 +499,8 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			    min_left(timeout, a->confirmed_sent(a->ctx) + a->loss_after_ms, now);
 		if (s.kill_at >= 0)
 			timeout = min_left(timeout, s.kill_at, now);
+		if (stopping)
+			timeout = min_left(timeout, a->stop_at, now);
 		if (ch->reaped)
 			timeout = min_left(timeout, group_check, now);
 		if (s.killed >= 0)
@@ -500,6 +540,10 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	if (s.lost)
 		return RL_EX_LOST;
 	int rc = exit_status(st, &ch->term_sig);
+	if (ch->timed_out) {
+		ch->term_sig = 0; /* stopped by us: 124, as timeout(1) */
+		return RL_EX_TIMEOUT;
+	}
 	if (ch->term_sig == SIGKILL && ch->watch_by != WATCHDOG_NONE &&
 	    clock_ms() >= ch->watch_by) {
 		/* rlock was stopped (or starved) past the lease: the watchdog did its job. */

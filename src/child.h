@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* All process and signal logic: the supervisor pattern of timeout(1) and tini.
  *
  * child_signals_block() runs first, before any thread exists: the terminating signals
@@ -36,6 +37,7 @@ struct child {
 	int reaped;       /* the command itself has been waited for */
 	int term_sig;     /* the signal it died of, or 0 */
 	int lost;         /* the lease was found lost while it ran (--on-lost ignore too) */
+	int timed_out;    /* stopped for --max-hold */
 	pid_t watchdog;   /* kills the group if rlock itself dies; 0 if none */
 	int watch_fd;     /* write end kept by rlock */
 	int64_t watch_by; /* the group's SIGKILL deadline the watchdog holds */
@@ -69,13 +71,17 @@ struct supervise_args {
 	enum lost_action action;
 	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
 	int64_t kill_after_ms;
+	/* --max-hold: at this monotonic time the group gets SIGTERM (SIGKILL kill_after_ms
+	 * later), as timeout(1) does; -1 for none. */
+	int64_t stop_at;
 };
 
 /* Forward signals (SIGCONT after each, so a stopped group hears them), act on lock
- * loss, reap, and return once the command has exited and its process group is empty
- * (after a loss: once SIGKILL has emptied it). Returns rlock's exit status: the
- * command's status, 128+N if it died of signal N (ch->term_sig = N), or 79 if the lock
- * was lost and the group was signalled for it. */
+ * loss and on stop_at, reap, and return once the command has exited and its process
+ * group is empty (after a loss: once SIGKILL has emptied it). Returns rlock's exit
+ * status: the command's status, 128+N if it died of signal N (ch->term_sig = N), 79 if
+ * the lock was lost and the group was signalled for it, else 124 if stop_at passed and
+ * the group was stopped for it (ch->timed_out). */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
 /* Tell the watchdog all is well, give the terminal back if the command's group has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
 #include <errno.h>
@@ -32,6 +33,7 @@ enum {
 	O_ON_LOST,
 	O_KILL_AFTER,
 	O_MIN_HOLD,
+	O_MAX_HOLD,
 	O_USER,
 	O_PASSWORD_FILE,
 	O_TLS,
@@ -52,6 +54,12 @@ enum {
 	O_JSON,
 	O_PASSWORD,
 	O_EVICTION_WARNING,
+	O_ACQUIRE,
+	O_RELEASE,
+	O_TOKEN,
+	O_FORMAT,
+	O_LOG_FILE,
+	O_LABEL,
 	O_FAIR,
 	O_SENTINEL_USER,
 	O_SENTINEL_PASSWORD_FILE,
@@ -90,7 +98,8 @@ static const struct optdef options[] = {
     HEADING("Lock:"),
     OPT("key", 'k', F_ARG | F_RUN, "NAME",
         "lock name (printable ASCII, no space or braces);\n"
-        "the Redis key is PREFIX{NAME}"),
+        "the Redis key is PREFIX{NAME}; repeat it to hold\n"
+        "several locks, all or nothing"),
     OPT("prefix", O_PREFIX, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)"),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one"),
@@ -109,6 +118,10 @@ static const struct optdef options[] = {
         "grace between the first signal and SIGKILL\n(default 10s)"),
     OPT("min-hold", O_MIN_HOLD, F_ARG, "DUR",
         "keep the lock at least DUR after the command\nstarted"),
+    OPT("max-hold", O_MAX_HOLD, F_ARG, "DUR",
+        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)"),
+    OPT("label", O_LABEL, F_ARG | F_RUN, "TEXT",
+        "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters"),
     OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c"),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
@@ -149,6 +162,18 @@ static const struct optdef options[] = {
     OPT_HIDDEN("password", O_PASSWORD, F_ARG | F_CONFIG),
     OPT_HIDDEN("eviction-warning", O_EVICTION_WARNING, F_ARG | F_CONFIG),
     OPT_HIDDEN("sentinel-password", O_SENTINEL_PASSWORD, F_ARG | F_CONFIG),
+    HEADING("Across steps (a detached keeper holds the lock):"),
+    OPT("acquire", O_ACQUIRE, F_RUN, NULL,
+        "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
+        "eval"),
+    OPT("format", O_FORMAT, F_ARG | F_RUN, "FMT",
+        "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)"),
+    OPT("log-file", O_LOG_FILE, F_ARG, "FILE", "the keeper's log (default: syslog)"),
+    OPT("release", O_RELEASE, F_RUN, NULL,
+        "stop the keeper and release NAME; 79 if the\nlock was lost (or the token is not the "
+        "holder)"),
+    OPT("token", O_TOKEN, F_ARG | F_RUN, "TOKEN",
+        "--release: the holder's token (default:\n$RLOCK_TOKEN)"),
     HEADING("Operator:"),
     OPT("status", O_STATUS, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -161,7 +186,8 @@ static const struct optdef options[] = {
         "release (-vv: renewals too)"),
     OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr"),
     OPT("help", 'h', F_RUN, NULL, "show this help"),
-    OPT("version", 'V', F_RUN, NULL, "show the version of rlock, hiredis and OpenSSL"),
+    OPT("version", 'V', F_RUN, NULL,
+        "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)"),
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -171,6 +197,8 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break\n"
     "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
+    "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
     "\n"
     "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
     "at a time across machines. The lease is renewed while COMMAND runs and released\n"
@@ -194,6 +222,7 @@ static const char usage_tail[] =
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
     "  79       the lock was lost while the command ran (its group was terminated,\n"
     "           or the release found the lock gone)\n"
+    "  124      --max-hold expired and the command was stopped (as timeout(1))\n"
     "  126/127  command not executable / not found\n";
 
 #define HELP_COLUMN 30
@@ -468,6 +497,12 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 	case 'k':
 		if (parse_lock_name(val, err, sizeof err) < 0)
 			usage_error("%s: %s", src, err);
+		for (int i = 0; i < o->nnames; i++)
+			if (!strcmp(o->names[i], val))
+				usage_error("%s: lock '%s' is given twice", src, val);
+		if (o->nnames == OPTS_NAMES_MAX)
+			usage_error("%s: at most %d locks at once", src, OPTS_NAMES_MAX);
+		o->names[o->nnames++] = val;
 		o->name = val;
 		break;
 	case O_PREFIX:
@@ -531,6 +566,9 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_MIN_HOLD:
 		o->min_hold_ms = duration_arg(src, val);
+		break;
+	case O_MAX_HOLD:
+		o->max_hold_ms = duration_arg(src, val);
 		break;
 	case 'c':
 		o->shell_command = val;
@@ -633,6 +671,28 @@ static void apply(struct state *s, int id, const char *val, const char *src, int
 		break;
 	case O_JSON:
 		o->json = 1;
+		break;
+	case O_ACQUIRE:
+		set_mode(s, MODE_ACQUIRE, "acquire");
+		break;
+	case O_RELEASE:
+		set_mode(s, MODE_RELEASE, "release");
+		break;
+	case O_TOKEN:
+		o->token = val;
+		break;
+	case O_FORMAT:
+		if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
+			usage_error("%s: '%.100s' is not sh or github", src, val);
+		o->format_github = !strcmp(val, "github");
+		break;
+	case O_LOG_FILE:
+		o->log_file = val;
+		break;
+	case O_LABEL:
+		if (strlen(val) > 256)
+			usage_error("%s: at most 256 bytes", src);
+		o->label = val;
 		break;
 	case 'v':
 		o->verbose = o->verbose < 0 ? 1 : o->verbose + 1;
@@ -1008,6 +1068,7 @@ static void print_version(void)
 	else
 		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
 		       resp_hiredis_version(), why);
+	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 
 int cli_close_stdout(void)
@@ -1018,6 +1079,27 @@ int cli_close_stdout(void)
 		return RL_EX_IOERR;
 	}
 	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
+ * the shape rlock gives its tokens. */
+static void release_token(struct opts *o)
+{
+	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
+
+	if (!o->token)
+		o->token = getenv("RLOCK_TOKEN");
+	if (!o->token || !*o->token)
+		usage_error("--release needs the holder's token: --token TOKEN or RLOCK_TOKEN (as "
+		            "printed by --acquire)");
+	size_t n = strspn(o->token, "0123456789abcdef");
+	if (n != 32 || o->token[n])
+		usage_error("%s: not an rlock token (32 hex digits)", src);
 }
 
 /* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
@@ -1121,6 +1203,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		         o->user);
 
 	int nargs = argc - optind;
+	if (o->nnames > 1) {
+		if (o->mode != MODE_RUN)
+			usage_error("several -k go with a command, not with --%s", s.mode_opt);
+		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
+		o->name = o->names[0];
+	}
 	switch (o->mode) {
 	case MODE_RUN:
 		if (!o->name)
@@ -1131,6 +1219,17 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		if (!o->shell_command && nargs == 0)
 			usage_error("no command to run");
 		o->argv = argv + optind;
+		break;
+	case MODE_ACQUIRE:
+	case MODE_RELEASE:
+		if (!o->name)
+			usage_error("--%s needs -k NAME", s.mode_opt);
+		if (nargs > 0 || o->shell_command)
+			usage_error("--%s runs no command (the next steps of your script run "
+			            "under the lock)",
+			            s.mode_opt);
+		if (o->mode == MODE_RELEASE)
+			release_token(o);
 		break;
 	case MODE_STATUS:
 	case MODE_BREAK:
@@ -1147,4 +1246,8 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST)
 		usage_error("--json goes with --status or --list");
+	if (o->token && o->mode != MODE_RELEASE)
+		usage_error("--token goes with --release");
+	if (o->format_github && o->mode != MODE_ACQUIRE)
+		usage_error("--format goes with --acquire");
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command line, environment and config file → one validated struct opts.
  * cli_parse() exits 64 with one line on stderr for bad input (before any network). */
 #ifndef RLOCK_CLI_H
@@ -8,9 +9,10 @@
 #include "conn.h"
 #include "parse.h"
 
-#define CLI_URLS_MAX 16 /* Redlock nodes */
+#define CLI_URLS_MAX   16 /* Redlock nodes */
+#define OPTS_NAMES_MAX 16 /* -k given several times */
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST };
+enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
@@ -21,7 +23,11 @@ enum on_lost {
 
 struct opts {
 	enum mode mode;
-	const char *name;   /* lock name (-k) */
+	const char *name; /* lock name (-k): the first of names */
+	/* Several -k: all of them, all or nothing, in this (sorted, canonical) order, so
+	 * that `-k A -k B` and `-k B -k A` never deadlock. */
+	const char *names[OPTS_NAMES_MAX];
+	int nnames;
 	const char *prefix; /* key prefix */
 
 	int64_t wait_ms;   /* -1: forever; 0: -n */
@@ -31,6 +37,7 @@ struct opts {
 	int lost_signal;
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
+	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
 	int limit;                                             /* -l N */
 	int fair;                                              /* --fair */
@@ -51,7 +58,11 @@ struct opts {
 	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
-	int verbose; /* -1 quiet, 0 default, 1.. -v count */
+	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
+	int format_github;    /* --acquire --format github: KEY=VALUE lines */
+	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
+	const char *label;    /* --label: stored with the holder */
+	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A connection to one Redis server, ready for commands: conn + resp, AUTH, SELECT.
  * Every call takes an absolute monotonic deadline. Used by one thread at a time. */
 #ifndef RLOCK_CLIENT_H

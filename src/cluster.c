@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cluster.h"
 
 #include <errno.h>

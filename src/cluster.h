@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Redis Cluster: which node owns a key, learnt from the nodes' own answers (CLUSTER
  * SLOTS, MOVED, ASK), never configured: any node's URL works.
  *

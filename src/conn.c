@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sockets: the one file that talks to the network. TLS sessions come from the TLS
  * module (tls.c, loaded by tlsload.c only when a connection asks for TLS).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one place with sockets.
  *
  * A conn is a non-blocking, close-on-exec stream to one server: TCP (IPv4/IPv6), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exit-status table of SPEC §3, once. --help and the man page print it. */
 #ifndef RLOCK_EXITCODES_H
 #define RLOCK_EXITCODES_H
@@ -10,6 +11,7 @@ enum rlock_exit {
 	RL_EX_IOERR = 74,       /* cannot write the output (--status, --list, --help) */
 	RL_EX_CONFLICT = 75,    /* lock not acquired (default; -E changes it) */
 	RL_EX_LOST = 79,        /* lock lost while the command ran; command terminated */
+	RL_EX_TIMEOUT = 124,    /* --max-hold expired: the command was stopped (timeout(1)) */
 	RL_EX_NOEXEC = 126,     /* command not executable */
 	RL_EX_NOTFOUND = 127,   /* command not found */
 };

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "lock.h"
 
 #include <errno.h>
@@ -232,7 +233,8 @@ static long long field_number(const struct resp_reply *r)
 	return strtoll(buf, NULL, 10);
 }
 
-/* Fill *h from the 8 fields {host, pid, user, cmd, start, ttl, fence, kept} at e. */
+/* Fill *h from the n (7 to 9) fields {host, pid, user, cmd, start, ttl, fence, kept,
+ * label} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 {
 	copy_field(h->host, sizeof h->host, e[0]);
@@ -247,9 +249,11 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	if (h->fence < 0)
 		h->fence = 0;
 	h->kept = n > 7 && (e[7]->type == RESP_STRING || e[7]->type == RESP_INTEGER);
+	if (n > 8)
+		copy_field(h->label, sizeof h->label, e[8]);
 }
 
-/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence}. */
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -257,6 +261,8 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->pttl_ms = r->element[1]->type == RESP_INTEGER ? r->element[1]->integer : -2;
 	h->held = 1;
 	fill_meta(h, r->element + 2, 7);
+	if (r->elements > 9)
+		copy_field(h->label, sizeof h->label, r->element[9]);
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -274,7 +280,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->fence = r->element[1]->integer;
 		return LOCK_OK;
 	}
-	if (is_array(r, 9) && r->element[0]->type == RESP_INTEGER) {
+	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		return LOCK_BUSY;
 	}
@@ -302,7 +308,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
 	if (!is_array(r, 7) || r->element[3]->type != RESP_ARRAY ||
-	    r->element[3]->elements % 11 != 0 || r->element[4]->type != RESP_ARRAY ||
+	    r->element[3]->elements % 12 != 0 || r->element[4]->type != RESP_ARRAY ||
 	    r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
@@ -313,7 +319,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	copy_field(hs->limit, sizeof hs->limit, r->element[1]);
 	long long v = field_number(r->element[2]);
 	const struct resp_reply *a = r->element[3];
-	for (size_t i = 0; i + 11 <= a->elements && hs->n < HOLDERS_MAX; i += 11) {
+	for (size_t i = 0; i + 12 <= a->elements && hs->n < HOLDERS_MAX; i += 12) {
 		struct holder *h = &hs->h[hs->n++];
 		char mode[4];
 		copy_field(mode, sizeof mode, a->element[i]);
@@ -322,7 +328,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		copy_field(h->token, sizeof h->token, a->element[i + 1]);
 		h->pttl_ms =
 		    a->element[i + 2]->type == RESP_INTEGER ? a->element[i + 2]->integer : -1;
-		fill_meta(h, a->element + i + 3, 8);
+		fill_meta(h, a->element + i + 3, 9);
 	}
 	hs->total = v > hs->n ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->n;
 	a = r->element[4];
@@ -348,9 +354,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
 		                      l->queue_key, l->writer_key, l->meta_key};
-		const char *args[] = {l->token, ttl,   "host", m->host, "pid", pid,   "user",
-		                      m->user,  "cmd", m->cmd, "start", start, "ttl", ttl};
-		return request(q, S_ACQUIRE, 7, keys, 14, args, err, errlen);
+		const char *args[] = {l->token, ttl,    "host",  m->host,
+		                      "pid",    pid,    "user",  m->user,
+		                      "cmd",    m->cmd, "start", start,
+		                      "ttl",    ttl,    "label", m->label ? m->label : ""};
+		return request(q, S_ACQUIRE, 7, keys, 16, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -372,8 +380,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      pid,
 		                      m->user,
 		                      m->cmd,
-		                      start};
-		return request(q, S_ACQUIRE_SEM, 9, keys, 12, args, err, errlen);
+		                      start,
+		                      m->label ? m->label : ""};
+		return request(q, S_ACQUIRE_SEM, 9, keys, 13, args, err, errlen);
 	}
 }
 
@@ -440,8 +449,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
 		return request(q, S_RELEASE_SEM, 4, keys, 5, args, err, errlen);
 	}
-	const char *keys[] = {l->key, l->owner_key, l->queue_key};
-	return request(q, S_RELEASE, 3, keys, 5, args, err, errlen);
+	const char *keys[] = {l->key, l->owner_key};
+	return request(q, S_RELEASE, 2, keys, 5, args, err, errlen);
 }
 
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,

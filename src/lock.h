@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The lock protocol: every state change is one Lua script, sent with EVALSHA and
  * retried with EVAL on NOSCRIPT. Keys of one lock share the {NAME} hash tag, so every
  * script runs on one node of a cluster. Each mode has its script set (lock.c).
@@ -5,8 +6,8 @@
  *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
  *                          expires -> RLOCK_FENCE
- *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence [kept], same expiry as the
- *                          lock (kept: the command exited, --min-hold keeps the lock)
+ *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as
+ *                          the lock (kept: the command exited, --min-hold keeps it)
  *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
  *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence [kept]}
  *   PREFIX{NAME}:limit     "shared" or N: what the holders agreed on
@@ -25,7 +26,8 @@
 #include "client.h"
 
 #define LOCK_KEY_MAX   1100
-#define LOCK_TOKEN_LEN 32 /* 128 bits, hex */
+#define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
+#define LOCK_LABEL_MAX 256 /* --label TEXT: bytes */
 #define LOCK_LIMIT_MAX 100000
 
 enum lock_mode {
@@ -61,7 +63,8 @@ struct lock {
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
- * untrusted (escape before printing); numbers are -1 when unknown. */
+ * untrusted (escape before printing); pid, start_ms and ttl_ms are -1 when unknown
+ * (or not a plain number), fence 0. */
 struct holder {
 	int held;
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
@@ -71,6 +74,7 @@ struct holder {
 	long long pid, start_ms, ttl_ms;
 	char token[80];
 	char host[256], user[64], cmd[512];
+	char label[LOCK_LABEL_MAX + 1]; /* --label, "" if none */
 };
 
 struct waiter {
@@ -125,6 +129,7 @@ struct lock_meta {
 	const char *host, *user, *cmd;
 	long pid;
 	long long start_unix_ms;
+	const char *label; /* --label, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are
@@ -148,7 +153,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours; fence: the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 24
+#define LOCK_ARGV_MAX 32
 struct lock_request {
 	int script, argc;
 	const char *argv[LOCK_ARGV_MAX];

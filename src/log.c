@@ -1,12 +1,21 @@
+/* SPDX-License-Identifier: MIT */
 #include "log.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h> /* after log.h: in this file LOG_INFO is syslog's priority */
 #include <unistd.h>
 
 int log_verbosity = 0;
+static int use_syslog;
+
+void log_to_syslog(void)
+{
+	openlog("rlock-keeper", LOG_PID | LOG_NDELAY, LOG_USER);
+	use_syslog = 1;
+}
 
 void log_escape(char *dst, size_t n, const char *src, size_t srclen)
 {
@@ -57,5 +66,10 @@ void log_msg(int level, const char *fmt, ...)
 	do
 		w = write(STDERR_FILENO, line, n);
 	while (w < 0 && errno == EINTR);
+	if (use_syslog)
+		syslog(level == LOG_ERROR  ? LOG_ERR
+		       : level == LOG_WARN ? LOG_WARNING
+		                           : LOG_INFO,
+		       "%.*s", (int)(n - 8), line + 7);
 	errno = saved;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Diagnostics on stderr: one write(2) per message, prefixed "rlock: ", control
  * characters escaped, never a secret (callers never pass one). Thread-safe. */
 #ifndef RLOCK_LOG_H
@@ -23,6 +24,10 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_trace(...) log_msg(LOG_TRACE, __VA_ARGS__)
+
+/* Also send every message to syslog(3) (facility user, ident "rlock-keeper"): for a
+ * detached keeper, whose stderr is /dev/null. Call before threads start. */
+void log_to_syslog(void);
 
 /* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
  * terminates. For untrusted text: server replies, holder metadata, file names. */

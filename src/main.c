@@ -1,11 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /* rlock: run a command while holding a lock in Redis.
  * The story: options → connect → acquire (or wait) → run → release → exit. */
 #include <errno.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,8 +14,10 @@
 #include "child.h"
 #include "cli.h"
 #include "exitcodes.h"
+#include "keeper.h"
 #include "lock.h"
 #include "log.h"
+#include "multi.h"
 #include "renew.h"
 #include "report.h"
 #include "store.h"
@@ -25,6 +28,10 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 	size_t used = 0;
 
 	buf[0] = '\0';
+	if (o->mode == MODE_ACQUIRE) {
+		snprintf(buf, n, "%s", KEEPER_CMD);
+		return;
+	}
 	if (o->shell_command) {
 		snprintf(buf, n, "%s", o->shell_command);
 		return;
@@ -81,9 +88,9 @@ static int busy(const struct opts *o, const struct holder *h)
 
 	if (h->pid >= 0)
 		snprintf(pid, sizeof pid, " pid %lld", h->pid);
-	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s", o->name,
-	        h->host[0] ? ": held by " : "", h->host, pid,
-	        o->wait_ms > 0 ? " (gave up waiting)" : "",
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s%s%s",
+	        o->name, h->host[0] ? ": held by " : "", h->host, pid, h->label[0] ? " [" : "",
+	        h->label, h->label[0] ? "]" : "", o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
@@ -126,26 +133,40 @@ static void die_if_signalled(int termfd)
 		child_die_of((int)si.ssi_signo);
 }
 
-/* The lease as the supervisor sees it: renewed by the thread, or (when the thread
- * could not start) only the acquire. */
+/* The lease as the supervisor sees it: the first lock's, renewed by its thread, and
+ * with several -k the oldest of every lock's (the loss of one is the loss of all). */
 struct lease {
 	struct renew *rn;
-	int64_t acquired_sent;
+	struct multi *more;
+	int64_t loss_after_ms;
 };
 
 static int64_t lease_sent(const void *ctx)
 {
 	const struct lease *s = ctx;
-	return s->rn ? renew_confirmed_sent(s->rn) : s->acquired_sent;
+	return multi_confirmed_sent(s->more, renew_confirmed_sent(s->rn));
 }
 
 static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
 	const struct lease *s = ctx;
-	if (s->rn)
+
+	if (!multi_lost_reason(s->more, timed_out, s->loss_after_ms, buf, n))
 		renew_reason(s->rn, timed_out, buf, n);
-	else
-		snprintf(buf, n, "the lease cannot be renewed");
+}
+
+/* Before the command ran (it could not start, or not every lock was taken): stop the
+ * renewals and give every lock back. */
+static void give_back_all(struct store *c, const struct store_config *cfg, const struct lock *l,
+                          struct lease *ls, int64_t sent)
+{
+	int64_t confirmed = sent;
+
+	multi_release(ls->more, cfg, 0);
+	struct store *live = renew_stop(ls->rn, &confirmed);
+	release(live ? live : c, l, 0, confirmed + l->ttl_ms);
+	store_close(live);
+	store_close(c);
 }
 
 int main(int argc, char **argv)
@@ -161,6 +182,8 @@ int main(int argc, char **argv)
 
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
+	if (o.mode == MODE_ACQUIRE)
+		keeper_detach(&o); /* from here on, this process is the keeper */
 	int sigfd = child_signals_block(&orig);
 	if (sigfd < 0) {
 		log_error("cannot set up signal handling: %s", strerror(errno));
@@ -198,23 +221,29 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
 	}
-	if (o.mode != MODE_RUN) {
-		rc = o.mode == MODE_STATUS  ? report_status(c, &o)
-		     : o.mode == MODE_BREAK ? report_break(c, &o)
-		                            : report_list(c, &o);
+	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE) {
+		rc = o.mode == MODE_STATUS    ? report_status(c, &o)
+		     : o.mode == MODE_BREAK   ? report_break(c, &o)
+		     : o.mode == MODE_RELEASE ? keeper_release(c, &l, &o)
+		                              : report_list(c, &o);
 		die_if_signalled(termfd);
 		return rc;
 	}
 
-	reenter_if_holder(c, &o, &l, &orig);
+	if (o.mode == MODE_RUN)
+		reenter_if_holder(c, &o, &l, &orig);
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
 	struct passwd *pw = getpwuid(geteuid());
 	const char *user = pw ? pw->pw_name : getenv("USER");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	struct lock_meta meta = {host, user ? user : "", cmdline, (long)getpid(),
-	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000};
+	struct lock_meta meta = {host,
+	                         user ? user : "",
+	                         cmdline,
+	                         (long)getpid(),
+	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+	                         o.label};
 	struct wait_args wa = {&l,
 	                       &meta,
 	                       o.name,
@@ -253,45 +282,70 @@ int main(int argc, char **argv)
 		log_error("%s", err);
 		return RL_EX_UNAVAILABLE;
 	}
+	if (o.mode == MODE_ACQUIRE) {
+		conn_set_abort_fd(-1);
+		close(termfd);
+		return keeper_hold(c, &cfg, &l, sent, sigfd, &o);
+	}
+	char warn_key[300];
+	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
+	struct multi more;
+	struct lease ls = {NULL, &more, l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN};
+	if (renew_start(&ls.rn, &cfg, &l, sent, o.eviction_warning ? warn_key : NULL, err,
+	                sizeof err) < 0) {
+		log_error("%s", err);
+		release(c, &l, 0, sent + l.ttl_ms);
+		store_close(c);
+		return RL_EX_OSERR;
+	}
+	/* Several -k: the others, in order, each renewed from the moment it is taken. */
+	rc = multi_acquire(&more, c, &cfg, &o, &meta, termfd, asked, &h, &signo, err, sizeof err);
+	int lost_fd = rc == WAIT_ACQUIRED ? multi_lost_fd(&more, renew_fd(ls.rn)) : -1;
+	struct pollfd lp = {.fd = lost_fd, .events = POLLIN};
+	if (rc == WAIT_ACQUIRED && (lost_fd < 0 || poll(&lp, 1, 0) != 0 ||
+	                            clock_ms() >= lease_sent(&ls) + ls.loss_after_ms)) {
+		snprintf(err, sizeof err, "a lock was lost while waiting for the others");
+		rc = WAIT_ERR;
+	}
+	if (rc != WAIT_ACQUIRED) {
+		give_back_all(c, &cfg, &l, &ls, sent);
+		if (rc == WAIT_SIGNAL)
+			child_die_of(signo);
+		if (rc == WAIT_BUSY)
+			return busy(&o, &h);
+		log_error("%s", err);
+		return RL_EX_UNAVAILABLE;
+	}
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);
 
 	child_environment(&l);
+	multi_environment(&more, &l);
 	struct child ch;
 	int64_t started = clock_ms();
 	int64_t kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN;
 	rc = child_spawn(&ch, o.argv, o.shell_command, &orig,
-	                 o.on_lost == LOST_IGNORE ? -1 : sent + kill_by_ms);
+	                 o.on_lost == LOST_IGNORE ? -1 : lease_sent(&ls) + kill_by_ms);
 	if (rc != 0) {
-		release(c, &l, 0, sent + l.ttl_ms);
-		store_close(c);
+		give_back_all(c, &cfg, &l, &ls, sent);
 		return rc;
-	}
-	char warn_key[300];
-	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
-	struct lease ls = {NULL, sent};
-	int no_renewal = -1;
-	if (renew_start(&ls.rn, &cfg, &l, sent, o.eviction_warning ? warn_key : NULL, err,
-	                sizeof err) < 0) {
-		/* Unrenewed, the lease would end under the running command: treat it as
-		 * lost at once (an eventfd that is already readable), per --on-lost. */
-		log_error("%s", err);
-		no_renewal = eventfd(1, EFD_CLOEXEC);
 	}
 	struct supervise_args sa = {
 	    .sigfd = sigfd,
-	    .lost_fd = ls.rn ? renew_fd(ls.rn) : no_renewal,
+	    .lost_fd = lost_fd,
 	    .confirmed_sent = lease_sent,
 	    .lost_reason = lease_lost,
 	    .ctx = &ls,
-	    .loss_after_ms = l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN,
+	    .loss_after_ms = ls.loss_after_ms,
 	    .kill_by_ms = kill_by_ms,
 	    .action = o.on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o.lost_signal,
 	    .kill_after_ms = o.kill_after_ms,
+	    .stop_at = o.max_hold_ms > 0 ? started + o.max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
+	int more_lost = multi_release(&more, &cfg, o.min_hold_ms - (clock_ms() - started));
 	/* Release on the renewal thread's store: the main one sat idle for the whole run,
 	 * and a NAT or firewall may have dropped its connection silently. */
 	int64_t confirmed = sent;
@@ -300,8 +354,9 @@ int main(int argc, char **argv)
 		store_close(c);
 		c = live;
 	}
-	if (release(c, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
-	        LOCK_NOTOURS &&
+	if ((release(c, &l, o.min_hold_ms - (clock_ms() - started), confirmed + l.ttl_ms) ==
+	         LOCK_NOTOURS ||
+	     more_lost) &&
 	    !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */

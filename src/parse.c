@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pure parsers (see parse.h): no I/O, no allocation, never exit, never print.
  *
  * Digits are parsed by hand rather than with strtol/strtod: those accept leading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Pure parsers: no I/O, no allocation, never exit. Each returns 0 on success or -1
  * with a one-line reason (no trailing newline, no secrets) in err[errlen]. */
 #ifndef RLOCK_PARSE_H

@@ -347,7 +347,7 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 	static _Thread_local struct lock_request rr, ra; /* large: not on the stack */
 	struct req rq = {.script = &rr}, aq = {.script = &ra};
 	const struct req *again[STORE_NODES_MAX] = {0};
-	struct lock_meta none = {"", "", "", 0, 0};
+	struct lock_meta none = {"", "", "", 0, 0, NULL};
 	struct lock relock = *l;
 	struct holder h;
 	int ok = 0, taken = 0, lost = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "renew.h"
 
 #include <errno.h>

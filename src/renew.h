@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The only thread: keeps the lease alive with its own store handle and publishes, for
  * the supervisor, when the last renewal confirmed by the server was sent.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "report.h"
 
 #include <stdio.h>
@@ -74,6 +75,8 @@ static void holder_fields(FILE *f, const struct holder *h)
 	json_str_or_null(f, h->user);
 	fputs(",\"command\":", f);
 	json_str_or_null(f, h->cmd);
+	fputs(",\"label\":", f);
+	json_str_or_null(f, h->label);
 	fputs(",\"start_ms\":", f);
 	json_int_or_null(f, h->start_ms > 0, h->start_ms);
 	fputs(",\"held_ms\":", f);
@@ -165,13 +168,18 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 static void print_holder(const struct holder *h)
 {
 	char host[300], cmd[600], user[100], held[32], left[32], when[64], until[64];
-	char state[200] = "", pid[32] = "?";
+	char state[200] = "", pid[32] = "?", label[4 * LOCK_LABEL_MAX + 32] = "";
 	long long now = now_unix_ms();
 
 	local_time(when, sizeof when, h->start_ms);
 	esc(host, sizeof host, h->host);
 	esc(cmd, sizeof cmd, h->cmd);
 	esc(user, sizeof user, h->user);
+	if (h->label[0]) {
+		char e[4 * LOCK_LABEL_MAX + 1];
+		esc(e, sizeof e, h->label);
+		snprintf(label, sizeof label, "  label    %s\n", e);
+	}
 	if (h->pid >= 0)
 		snprintf(pid, sizeof pid, "%lld", h->pid);
 	human_ms(held, sizeof held, h->start_ms > 0 ? now - h->start_ms : -1);
@@ -183,9 +191,9 @@ static void print_holder(const struct holder *h)
 		snprintf(state, sizeof state,
 		         "  kept     by --min-hold until %s: its command has exited\n", until);
 	}
-	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n"
+	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n%s"
 	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %lld\n",
-	       host, pid, h->kept ? " (exited)" : "", user, cmd, when, held, state, left,
+	       host, pid, h->kept ? " (exited)" : "", user, cmd, label, when, held, state, left,
 	       h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h->fence);
 }
 
@@ -360,21 +368,26 @@ static int list_page(void *arg, const struct resp_reply *names)
 			for (int j = 0; j < hs.n; j++) {
 				const struct holder *h = &hs.h[j];
 				char ename[200], host[100], pid[32] = "?", cmd[300], held[32],
-				                            left[32];
+				                            left[32], label[300] = "";
 				esc(ename, sizeof ename, name);
 				esc(host, sizeof host, h->host);
 				if (h->pid >= 0)
 					snprintf(pid, sizeof pid, "%lld", h->pid);
 				esc(cmd, sizeof cmd, h->cmd);
+				if (h->label[0]) {
+					char e[260];
+					esc(e, sizeof e, h->label);
+					snprintf(label, sizeof label, " [%s]", e);
+				}
 				human_ms(held, sizeof held,
 				         h->start_ms > 0 ? now_unix_ms() - h->start_ms : -1);
 				human_ms(left, sizeof left, h->pttl_ms);
-				printf("%-24s %-20s %-8s %-9s %-9s %s%s%s\n", ename, host, pid,
+				printf("%-24s %-20s %-8s %-9s %-9s %s%s%s%s\n", ename, host, pid,
 				       held, left, h->kept ? "[kept by --min-hold] " : "",
 				       h->mode == 's'   ? "[shared] "
 				       : h->mode == 'l' ? "[permit] "
 				                        : "",
-				       cmd);
+				       cmd, label);
 			}
 		}
 		w->count++;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Operator commands: --status, --break, --list, in text for humans or one JSON object.
  * Each returns rlock's exit status, and closes s. */
 #ifndef RLOCK_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "resp.h"
 
 #include <hiredis.h>

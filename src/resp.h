@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one place that includes hiredis: format commands, parse replies into rlock's
  * own small reply type, classify errors by their code. No I/O here.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "secret.h"
 
 #include <string.h>

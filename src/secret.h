@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The passwords rlock holds: the data servers' and (Sentinel) the sentinels'.
  * Reconnecting (renewal, waiting, release, re-discovery) needs them for the whole run,
  * so they are never kept in plain text: each is XOR-masked with a random pad in a page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sentinel.h"
 
 #include <stdio.h>
@@ -159,7 +160,8 @@ out:
 	return rc;
 }
 
-/* Connect to the candidate in srv as a data client and confirm ROLE says master. */
+/* Connect to the candidate in srv as a data client and confirm ROLE says master:
+ * 0; CLIENT_AUTH when it refused our login (final: the sentinels named it); -1. */
 static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, size_t errlen)
 {
 	struct client *c = NULL;
@@ -169,9 +171,10 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	char e[300];
 	int rc = -1;
 
-	if (client_open(&c, srv, cap_ms, e, sizeof e) != CLIENT_OK) {
+	int opened = client_open(&c, srv, cap_ms, e, sizeof e);
+	if (opened != CLIENT_OK) {
 		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
-		return -1;
+		return opened == CLIENT_AUTH ? CLIENT_AUTH : -1;
 	}
 	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
@@ -236,12 +239,19 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			srv->ep.tls = &srv->tls;
 			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
 			hostport_name(srv->name, sizeof srv->name, host, port);
-			if (client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
-			                   last, sizeof last) == CLIENT_OK &&
-			    confirm_master(srv, cap_ms, last, sizeof last) == 0) {
+			int ok =
+			    client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
+			                   last, sizeof last) == CLIENT_OK
+			        ? confirm_master(srv, cap_ms, last, sizeof last)
+			        : -1;
+			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
 				          s->sent[i].name, s->master, srv->name);
 				return 0;
+			}
+			if (ok == CLIENT_AUTH) { /* the master refused our login: final */
+				snprintf(err, errlen, "%s", last);
+				return -1;
 			}
 			log_debug("%s", last);
 		}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Redis Sentinel discovery (SPEC §8): which server is the master of MASTER now.
  *
  * Ask the sentinels of a redis-sentinel:// URL in turn (each with the connect and io

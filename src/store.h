@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The store: where locks live. main, wait, renew and report talk only to this layer;
  * it owns the connections, decides where each command goes, and retries once on a
  * fresh connection where that is safe. lock.c is the protocol it speaks.

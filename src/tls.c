@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TLS over rlock's sockets: the one file that includes OpenSSL. It is built as the
  * module rlock-tls.so, which tlsload.c loads only when a connection wants TLS, so
  * plain connections never pay for relocating libssl and libcrypto (see tls.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The interface between rlock and its TLS module, rlock-tls.so.
  *
  * Linking OpenSSL costs every process ~0.7 ms of relocations at start (Debian links

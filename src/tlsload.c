@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlopen() of the TLS module, once per process.
  *
  * Only TLS connections need OpenSSL, and linking it costs every start of rlock more

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading the TLS module (rlock-tls.so, see tls.h) on first use.
  *
  * Where it is looked for, first match wins:

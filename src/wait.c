@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "wait.h"
 
 #include <errno.h>
@@ -71,7 +72,7 @@ static long long held_ms(long long start)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[800], host[128], cmd[160], pid[32] = "?";
+	char line[1000], host[128], cmd[160], pid[32] = "?", label[200] = "";
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
@@ -81,6 +82,11 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	/* Everything the holder wrote is escaped: it could hold terminal escapes. */
 	log_escape(host, sizeof host, h->host, strlen(h->host));
 	log_escape(cmd, sizeof cmd, h->cmd, strlen(h->cmd));
+	if (h->label[0]) {
+		char e[160];
+		log_escape(e, sizeof e, h->label, strlen(h->label));
+		snprintf(label, sizeof label, " [%s]", e);
+	}
 	long long held = held_ms(h->start_ms);
 	if (h->pid >= 0)
 		snprintf(pid, sizeof pid, "%lld", h->pid);
@@ -89,8 +95,8 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 		             (long long)(waited_ms / 1000), a->name, note);
 	else if (h->host[0])
 		n = snprintf(line, sizeof line,
-		             "%srlock: waiting %llds for '%s': held by %s pid %s (%s) for %llds",
-		             clear, (long long)(waited_ms / 1000), a->name, host, pid, cmd,
+		             "%srlock: waiting %llds for '%s': held by %s pid %s (%s)%s for %llds",
+		             clear, (long long)(waited_ms / 1000), a->name, host, pid, cmd, label,
 		             held < 0 ? 0 : held / 1000);
 	else
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s'", clear,

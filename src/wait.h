@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Waiting for a busy lock without polling blindly: subscribe to the lock's release
  * channel (and, in the queued modes, this waiter's own wake-up channel: a release wakes
  * only the queue's head), retry at once after subscribing (so a release between the failed attempt

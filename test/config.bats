@@ -176,8 +176,9 @@ EOF
 	local form
 	for form in 'no-wait' 'no-wait = true' 'no-wait = yes' 'no-wait = 1'; do
 		printf '%s\n' "$form" | write_conf c.conf
-		# without the flag this would wait forever; -w bounds it should the flag be ignored
-		run -75 timeout 10 "$RLOCK" --config c.conf -k f -- touch ran
+		# without the flag this would wait forever; timeout bounds it should the flag be
+		# ignored (60 s: valgrind on a loaded machine)
+		run -75 timeout 60 "$RLOCK" --config c.conf -k f -- touch ran
 		[[ ! -e ran ]]
 	done
 }

@@ -26,6 +26,8 @@ trap 'on TERM 15' TERM
 trap 'on USR1 10' USR1
 trap 'on HUP 1' HUP
 echo $$ >"$tag.pid"
+# a death_watch FIFO, when the test made one: held open by the whole group
+if [[ -p dw ]]; then exec 9>dw; fi
 sleep 300 </dev/null >/dev/null 2>&1 &
 echo $! >"$tag.gpid"
 touch "$tag.started"
@@ -162,21 +164,19 @@ assert_victim_gone() {
 }
 
 @test "server frozen: command signalled before the lease can expire, exit 79" {
+	death_watch
 	start_victim -t 3s
-	local pttl=3000 t_stop
+	local t_stop
 	kill -STOP "$REDIS_PID"
 	t_stop=$(now_ms)
-	# no renewal reaches the server after t_stop: the lease ends by t_stop + 3 s
-	if ! wait_until 30 test -s v.sig; then
-		kill -CONT "$REDIS_PID"
-		fail "the command was never signalled while the server was frozen; rlock said: $(cat "$RLOCK_ERR")"
-	fi
+	# No renewal reaches the server after t_stop: the lease ends by t_stop + 3 s, and
+	# the command's group must be dead by then: by its SIGTERM trap, or by the SIGKILL
+	# that follows at 9/10 of the lease (on a loaded machine the trap may not get to run).
+	dead_before $((t_stop + 3000)) "frozen server"
 	kill -CONT "$REDIS_PID"
-	local t_term
-	t_term=$(awk '{print $2; exit}' v.sig)
-	echo "# frozen server: command signalled $((t_term - t_stop)) ms after freeze (lease had $pttl ms)" >&3
-	((t_term < t_stop + pttl)) ||
-		fail "signalled $((t_term - t_stop)) ms after the freeze; the lease had only $pttl ms left"
+	if [[ -s v.sig ]]; then
+		echo "# frozen server: SIGTERM trapped $(($(awk '{print $2; exit}' v.sig) - t_stop)) ms after the freeze" >&3
+	fi
 	rlock_wait "$RLOCK_PID" 20
 	assert_equal "$RLOCK_STATUS" 79
 	assert_victim_gone

@@ -56,6 +56,10 @@ teardown() { kill_tracked; }
 	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$live/nosuch" -k s -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "no sentinel knows master 'nosuch'"
+	# The master the sentinels name refuses our login (it has no password): final too.
+	REDISCLI_AUTH=not-this-one run -69 --separate-stderr rlock -u "$SENT_URL" -k s -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "authentication to 127\.0\.0\.1:$MASTER_PORT failed"
 	[[ ! -e ran ]]
 }
 

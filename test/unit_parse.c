@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for src/parse.c: every accepted form, every rejection, and the promise
  * that no reason ever contains the password. */
 #include <limits.h>

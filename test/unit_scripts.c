@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The SHA-1 names the build computed for the embedded Lua scripts must be the real
  * SHA-1 of the text sent with EVAL: a wrong one would never fail loudly, it would just
  * turn every EVALSHA into NOSCRIPT + EVAL. */

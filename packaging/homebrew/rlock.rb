@@ -5,7 +5,7 @@ class Rlock < Formula
   homepage "https://github.com/rlock/rlock"
   url "https://github.com/rlock/rlock/releases/download/v0.1.0/rlock-0.1.0.tar.gz"
   sha256 "0000000000000000000000000000000000000000000000000000000000000000"
-  # license: the project has not chosen one yet; add `license "..."` here.
+  license "MIT"
 
   depends_on "cmake" => :build
   depends_on "pkgconf" => :build

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Acquire: set the lock only if it is free, with a TTL, in one step; count the
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out.
@@ -11,11 +12,12 @@ if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[7], first) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
-          m.start or false, m.ttl or false, m.fence or false}
+          m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
-  return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
+  local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
+                      'label')
+  return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
 if redis.call('GET', KEYS[6]) == ARGV[1] then redis.call('DEL', KEYS[6]) end
 -- Redis does not roll a script back: if anything below fails (an ACL without INCR, a

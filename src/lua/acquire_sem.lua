@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Acquire in the modes beyond a plain exclusive lock: shared (-s), N permits (-l N),
 -- and the fair queue (--fair; kind x is then the exclusive lock itself). Leases are
 -- judged by the server's clock (TIME): a holder or waiter whose lease ended is dropped.
@@ -57,14 +58,15 @@ if not free then
     extend(KEYS[8], ttl)
   end
   if redis.call('EXISTS', KEYS[1]) == 1 then
-    local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence')
-    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7]}
+    local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
+                         'label')
+    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
   local m = meta(redis.call('HGET', KEYS[5], first[1]))
   return {0, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
-          m.cmd or false, m.start or false, m.ttl or false, m.fence or false}
+          m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 if queued then
   redis.call('ZREM', KEYS[7], tok)
@@ -75,13 +77,14 @@ if kind == 'x' then
   redis.call('SET', KEYS[1], tok, 'PX', ttl)
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
-             'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2])
+             'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
   redis.call('PEXPIRE', KEYS[2], ttl)
   return {1, f}
 end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
-           cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = tostring(f)}))
+           cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = tostring(f),
+           label = ARGV[13]}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)

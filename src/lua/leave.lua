@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- A waiter gives up (--wait expired, a signal): leave the queue and drop the writer
 -- mark if it is ours; if we were the head, wake the next one in our place.
 -- Shared requests held back by our writer mark are woken (release channel).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
 -- --min-hold) and wake the head of the queue only, or everyone when there is none.
 -- KEYS: holders meta limit queue   ARGV: token keep_ms channel publish wake_prefix

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Renew: extend the lease only while the token is still the holder.
 -- KEYS: lock owner   ARGV: token ttl_ms
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Renew one shared holder's or permit's lease, only while it is still live by the
 -- server's clock. KEYS: holders meta limit   ARGV: token ttl_ms
 local t = redis.call('TIME')

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+#include "keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "exitcodes.h"
+#include "log.h"
+#include "parse.h"
+#include "renew.h"
+
+/* The keeper's end of the report pipe (the parent waits on the other end). */
+static int report_fd = -1;
+
+/* Signals the parent passes on to the keeper while it waits. */
+static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* Single-quoted for sh: ' becomes '\''. */
+static void print_sh(const char *name, const char *v)
+{
+	printf("%s='", name);
+	for (; *v; v++)
+		if (*v == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*v);
+	printf("'; export %s\n", name);
+}
+
+/* The parent: wait for the keeper's report (or its exit), print, exit. */
+static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd, int github)
+{
+	char buf[4096];
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = rfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				kill(keeper, (int)si.ssi_signo);
+		}
+		if (p[0].revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(rfd, buf + got, sizeof buf - 1 - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || (got += (size_t)n) >= sizeof buf - 1)
+				break;
+		}
+	}
+	buf[got] = '\0';
+	/* "KEY\nTOKEN\nFENCE\n": the keeper holds the lock. */
+	char *key = buf, *token = strchr(key, '\n'),
+	     *fence = token ? strchr(token + 1, '\n') : NULL;
+	if (fence && strchr(fence + 1, '\n')) {
+		*token++ = '\0';
+		*fence++ = '\0';
+		*strchr(fence, '\n') = '\0';
+		if (github) {
+			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
+		} else {
+			print_sh("RLOCK_KEY", key);
+			print_sh("RLOCK_TOKEN", token);
+			print_sh("RLOCK_FENCE", fence);
+		}
+		int rc = cli_close_stdout();
+		if (rc != 0)
+			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
+		exit(rc);
+	}
+	/* No report: the keeper failed (busy, unavailable, a signal) and said why on our
+	 * stderr; its status is ours. */
+	int st;
+	while (waitpid(keeper, &st, 0) < 0)
+		if (errno != EINTR)
+			exit(RL_EX_SOFTWARE);
+	if (WIFSIGNALED(st))
+		child_die_of(WTERMSIG(st));
+	exit(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE);
+}
+
+void keeper_detach(const struct opts *o)
+{
+	sigset_t set, orig;
+	int p[2];
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
+		sigaddset(&set, passed_on[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		log_error("cannot start the keeper: %s", strerror(errno));
+		exit(RL_EX_OSERR);
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		log_error("cannot start the keeper: %s", strerror(errno));
+		exit(RL_EX_OSERR);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (sfd < 0) {
+			kill(pid, SIGTERM);
+			log_error("cannot set up signal handling: %s", strerror(errno));
+			exit(RL_EX_OSERR);
+		}
+		parent_wait(pid, p[0], sfd, o->format_github);
+	}
+	/* The keeper: its own session (no controlling terminal, no job control signals),
+	 * nothing of the caller's but stderr, which it keeps until the lock is held so that
+	 * a busy lock or an unreachable server is reported where the caller looks. */
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	close(p[0]);
+	report_fd = p[1];
+	setsid();
+	prctl(PR_SET_NAME, KEEPER_COMM);
+	if (chdir("/") < 0)
+		log_debug("keeper: cannot chdir to /: %s", strerror(errno));
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		/* stdout too: a caller's $(...) ends when the parent exits, not the keeper. */
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		close(nul);
+	}
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != report_fd)
+			close(fd);
+}
+
+/* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
+ * log pipe) must not be held open by a process that outlives the step. */
+static int detach_stderr(const struct opts *o)
+{
+	int fd = o->log_file
+	             ? open(o->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600)
+	             : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_error("cannot open the keeper's log file '%s': %s",
+		          o->log_file ? o->log_file : "/dev/null", strerror(errno));
+		return -1;
+	}
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	return 0;
+}
+
+enum { HOLD_LOST, HOLD_RELEASE, HOLD_LEAVE };
+
+int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
+                int64_t sent_ms, int sigfd, const struct opts *o)
+{
+	struct renew *rn = NULL;
+	char err[400], msg[1300];
+	int64_t started = clock_ms(), confirmed = sent_ms;
+	int rc = 0, what = HOLD_RELEASE;
+
+	store_close(s); /* the renewal thread has its own handle */
+	s = NULL;
+	if (!o->log_file)
+		log_to_syslog();
+	if (renew_start(&rn, cfg, l, sent_ms, NULL, err, sizeof err) < 0) {
+		log_error("%s", err);
+		rc = RL_EX_OSERR;
+		goto release;
+	}
+	if (detach_stderr(o) < 0) {
+		s = renew_stop(rn, &confirmed);
+		rc = RL_EX_USAGE;
+		goto release;
+	}
+	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+	if (write(report_fd, msg, (size_t)n) != n) {
+		rc = RL_EX_OSERR; /* the parent is gone: nobody knows the token */
+		s = renew_stop(rn, &confirmed);
+		goto release;
+	}
+	close(report_fd);
+	report_fd = -1;
+	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
+	         l->fence, (long long)l->ttl_ms);
+
+	int64_t loss_after = l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+	int64_t stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1;
+	for (;;) {
+		int64_t now = clock_ms(), lost_at = renew_confirmed_sent(rn) + loss_after;
+		if (now >= lost_at) {
+			what = HOLD_LOST;
+			renew_reason(rn, 1, err, sizeof err);
+			break;
+		}
+		if (stop_at >= 0 && now >= stop_at) {
+			log_error("--max-hold is over: the keeper releases %s", l->key);
+			rc = RL_EX_TIMEOUT;
+			break;
+		}
+		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
+		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
+		                      {.fd = renew_fd(rn), .events = POLLIN}};
+		if (poll(p, 2, t > 60000 ? 60000 : (int)t) <= 0)
+			continue;
+		if (p[1].revents & POLLIN) {
+			what = HOLD_LOST;
+			renew_reason(rn, 0, err, sizeof err);
+			break;
+		}
+		struct signalfd_siginfo si;
+		if (read(sigfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGCHLD)
+			continue;
+		what = si.ssi_signo == SIGUSR1 ? HOLD_LEAVE : HOLD_RELEASE;
+		log_info("keeper: SIG%s: %s", signal_name((int)si.ssi_signo),
+		         what == HOLD_LEAVE ? "stopping (rlock --release releases)" : "releasing");
+		break;
+	}
+	s = renew_stop(rn, &confirmed);
+	if (what != HOLD_RELEASE) {
+		store_close(s);
+		if (what == HOLD_LOST)
+			log_error("lock lost: %s; the keeper exits", err);
+		return what == HOLD_LOST ? RL_EX_LOST : 0;
+	}
+release:;
+	int64_t lease_end = confirmed + l->ttl_ms;
+	int r = LOCK_ERR;
+	snprintf(err, sizeof err, "the lease is over");
+	if (clock_ms() < lease_end &&
+	    (s || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
+		r = store_release(s, l, 0, lease_end, err, sizeof err);
+	store_close(s);
+	if (r == LOCK_OK) {
+		log_info("keeper released %s", l->key);
+	} else if (r == LOCK_NOTOURS) {
+		log_error("lock lost: %s was no longer held when the keeper released it", l->key);
+		rc = RL_EX_LOST;
+	} else {
+		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
+	}
+	return rc;
+}
+
+/* Is pid a live rlock keeper (not a zombie waiting for init to reap it, not a pid the
+ * system has since given to another program)? */
+static int is_keeper(long pid)
+{
+	char path[64], stat[512];
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, stat, sizeof stat - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	stat[n] = '\0';
+	/* pid (comm) state ... */
+	const char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
+	if (!open_paren || !close_paren || close_paren[1] != ' ')
+		return 0;
+	return close_paren - open_paren - 1 == (ptrdiff_t)strlen(KEEPER_COMM) &&
+	       !strncmp(open_paren + 1, KEEPER_COMM, strlen(KEEPER_COMM)) &&
+	       close_paren[2] != 'Z' && close_paren[2] != 'X';
+}
+
+/* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
+ * when it runs on this host; wait for it, bounded (a renewal in flight ends within
+ * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal. */
+static void stop_keeper(const struct holder *h, const struct opts *o)
+{
+	char host[256] = "";
+	long pid = (long)h->pid;
+
+	gethostname(host, sizeof host - 1);
+	if (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || pid <= 1 ||
+	    !is_keeper(pid)) {
+		log_info("no keeper of this lock runs on this host: releasing only");
+		return;
+	}
+	if (kill((pid_t)pid, SIGUSR1) < 0)
+		return;
+	/* Not so long that the lease (no longer renewed) runs out before the release. */
+	int64_t wait = o->connect_timeout_ms + o->io_timeout_ms + 1000;
+	if (h->pttl_ms > 0 && wait > h->pttl_ms / 2)
+		wait = h->pttl_ms / 2;
+	int64_t until = clock_ms() + wait;
+	while (is_keeper(pid) && clock_ms() < until)
+		poll(NULL, 0, 10);
+	if (is_keeper(pid))
+		log_warn("keeper pid %ld did not stop in time; releasing anyway", pid);
+	else
+		log_info("keeper pid %ld stopped", pid);
+}
+
+int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
+{
+	static struct holders hs; /* large */
+	const struct holder *h = NULL;
+	struct lock mine = *l;
+	char err[400];
+	int rc;
+
+	snprintf(mine.token, sizeof mine.token, "%s", o->token);
+	rc = store_status(s, l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err);
+	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
+		if (hs.h[i].held && !strcmp(hs.h[i].token, o->token))
+			h = &hs.h[i];
+	if (rc != LOCK_OK) {
+		log_error("%s", err);
+		rc = RL_EX_UNAVAILABLE;
+	} else if (!h) {
+		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
+		          "taken over) since --acquire, or the token is wrong; nothing released",
+		          o->name);
+		rc = RL_EX_LOST;
+	} else {
+		stop_keeper(h, o);
+		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
+		if (rc == LOCK_OK) {
+			log_info("released %s", l->key);
+			rc = 0;
+		} else if (rc == LOCK_NOTOURS) {
+			log_error("lock lost: '%s' was no longer held by this token at the release",
+			          o->name);
+			rc = RL_EX_LOST;
+		} else {
+			log_error("cannot release '%s' (%s); it expires by its TTL (the keeper is "
+			          "stopped)",
+			          o->name, err);
+			rc = RL_EX_UNAVAILABLE;
+		}
+	}
+	store_close(s);
+	return rc;
+}

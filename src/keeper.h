@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* A lock across steps (CI jobs, ExecStartPre/ExecStopPost, a maintenance session):
+ * `rlock -k NAME --acquire` leaves a detached keeper process renewing the lock and
+ * prints RLOCK_KEY, RLOCK_TOKEN and RLOCK_FENCE for the caller to eval; `rlock -k NAME
+ * --release` stops the keeper and releases.
+ *
+ * The keeper is the rlock process itself, forked at the start (keeper_detach) in its
+ * own session: it connects, waits and acquires as any rlock does (its errors go to the
+ * caller's stderr until then), then (keeper_hold) sends the lock's details to the
+ * waiting parent, which prints them and exits 0, puts its stdin, stdout and stderr on
+ * /dev/null (stderr on --log-file if given; messages also go to syslog) and renews
+ * until told to stop. Its owner record (--status) names it: pid = the keeper's pid,
+ * cmd = KEEPER_CMD. A keeper that dies lets the lock expire by its TTL.
+ *
+ * Signals to the keeper: SIGUSR1 (sent by --release) = stop renewing and exit without
+ * releasing (--release does that, and so learns whether the lock was still held);
+ * SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2 = release and exit. */
+#ifndef RLOCK_KEEPER_H
+#define RLOCK_KEEPER_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "lock.h"
+#include "store.h"
+
+#define KEEPER_CMD  "(rlock --acquire keeper)" /* the owner record's cmd */
+#define KEEPER_COMM "rlock-keeper"             /* its process name (/proc/PID/comm) */
+
+/* Fork the keeper. Returns in the keeper only; the caller (the parent) waits for it to
+ * report the lock acquired, prints the variables (o->format_github: KEY=VALUE lines)
+ * and exits 0, or, when the keeper exits first, exits with its status (dies of its
+ * signal). A terminating signal to the parent is passed on to the keeper. Call right
+ * after cli_parse(), before any other fd or thread exists; on fork failure exits 71. */
+void keeper_detach(const struct opts *o);
+
+/* In the keeper, once the lock is held (acquired at sent_ms) and checked (wait_ready):
+ * report it to the parent, detach from the caller's stderr, renew until a signal on
+ * sigfd (child_signals_block) or --max-hold, then release (or not: SIGUSR1), or exit
+ * on loss. Closes s. Returns the keeper's exit status (0, 79 lost, 124 --max-hold). */
+int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
+                int64_t sent_ms, int sigfd, const struct opts *o);
+
+/* --release: if o->token holds the lock, stop its keeper (when it runs on this host) and
+ * release by compare-token-then-delete. Closes s (as report.h's commands do). Returns 0 (released),
+ * 79 (the token does not hold the lock: lost — expired, broken, taken over — or a wrong token;
+ * nothing is touched) or 69 (Redis unavailable). */
+int keeper_release(struct store *s, const struct lock *l, const struct opts *o);
+
+#endif

@@ -1,0 +1,48 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# --max-hold DUR (SPEC §3: 124): the command is stopped as timeout(1) stops it
+# (SIGTERM to its process group, SIGKILL after --kill-after), the lock is released and
+# rlock exits 124; also settable in the config file.
+
+load helpers
+
+setup_file() { common_setup_file --unix; }
+
+teardown() {
+	track_pidfile c.pid
+	common_teardown
+}
+
+@test "a hung command is stopped at --max-hold (from the config file), the lock released: 124" {
+	printf 'max-hold = 1s\n' >cfg
+	local t0 t1
+	t0=$(now_ms)
+	run -124 --separate-stderr rlock --config cfg -k mh -c 'echo $$ >c.pid; exec sleep 60'
+	t1=$(now_ms)
+	echo "# stopped after $((t1 - t0)) ms (max-hold 1000 ms)" >&3
+	assert_regex "$stderr" 'max-hold is over: sending SIGTERM'
+	key_absent 'rlock:{mh}' || fail "the lock was not released"
+	[[ $(rcli GET 'rlock:{mh}:fence') == 1 ]]
+	run ! proc_alive "$(cat c.pid)"
+	# --max-hold 0 on the command line lifts the config file's limit; a command that
+	# ends in time keeps its own status.
+	run -3 rlock --config cfg --max-hold 0 -k mh -c 'sleep 1.2; exit 3'
+	run -0 rlock --max-hold 60s -k mh -- true
+}
+
+@test "a command that ignores SIGTERM gets SIGKILL after --kill-after; its whole group is stopped" {
+	# The shell ignores TERM; its background child (same group) does not.
+	run -124 --separate-stderr rlock -k mh --max-hold 300ms --kill-after 500ms \
+		-c 'trap "" TERM; echo $$ >c.pid; sleep 60 & echo $! >g.pid; while :; do sleep 0.05; done'
+	assert_regex "$stderr" 'SIGKILL in 500 ms'
+	assert_regex "$stderr" 'still runs [0-9]+ ms after SIGTERM: sending SIGKILL'
+	key_absent 'rlock:{mh}' || fail "the lock was not released"
+	run ! proc_alive "$(cat c.pid)"
+	run ! proc_alive "$(cat g.pid)"
+}
+
+@test "--max-hold: a bad duration is a usage error (64)" {
+	run -64 --separate-stderr rlock -k mh --max-hold soon -- true
+	assert_one_line_error
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154,SC2153  # quoted $: for the commands rlock runs; bats sets $stderr
+# Several locks at once (-k A -k B ...): all or nothing, taken in sorted order so that
+# `-k A -k B` and `-k B -k A` never deadlock; one fence per lock in the environment;
+# the loss of any one is the loss of the set (79).
+
+load helpers
+
+setup_file() { common_setup_file --unix; }
+
+@test "-k A -k B vs -k B -k A -k A, -k B -k C -k A from many contenders: no deadlock, no overlap" {
+	# probe NAME...: enter each lock's critical section (an atomic mkdir that fails if
+	# someone else is inside), stay a moment, leave; a failed mkdir is an overlap.
+	cat >probe <<'EOF_PROBE'
+#!/bin/sh
+for n in "$@"; do mkdir "in.$n" 2>/dev/null || echo "overlap on $n (fences $RLOCK_FENCES)" >>overlaps; done
+sleep 0.01
+for n in "$@"; do rmdir "in.$n"; done
+echo "$*" >>done.log
+EOF_PROBE
+	chmod +x probe
+	local workers=8 rounds=6 i pids=() t0 t1
+	t0=$(now_ms)
+	for ((i = 0; i < workers; i++)); do
+		case $((i % 4)) in
+		0) set -- -k A -k B -- ./probe A B ;;
+		1) set -- -k B -k A -- ./probe A B ;;
+		2) set -- -k A -- ./probe A ;;
+		3) set -- -k B -k C -k A -- ./probe A B C ;;
+		esac
+		(
+			for ((r = 0; r < rounds; r++)); do
+				"$RLOCK" -w 120s -t 10s "$@" || echo "rlock exited $?" >>failures
+			done
+		) 3>&- 4>&- &
+		pids+=($!)
+	done
+	local p
+	for p in "${pids[@]}"; do
+		track_pid "$p"
+		wait_until 150 not proc_alive "$p" || fail "a contender is stuck (deadlock?)"
+	done
+	t1=$(now_ms)
+	local n
+	n=$(wc -l <done.log)
+	echo "# $workers contenders x $rounds rounds (A+B, B+A, A, B+C+A): $n critical sections in $((t1 - t0)) ms, overlaps: $(wc -l <overlaps 2>/dev/null || echo 0)" >&3
+	[[ ! -e failures ]] || fail "$(cat failures)"
+	[[ ! -e overlaps ]] || fail "$(cat overlaps)"
+	((n == workers * rounds))
+	# The fences count every acquisition of each lock.
+	[[ $(rcli GET 'rlock:{A}:fence') == $((workers * rounds)) ]]
+	[[ $(rcli GET 'rlock:{B}:fence') == $((workers * rounds * 3 / 4)) ]]
+}
+
+@test "all or nothing: B busy → 75 and A is not left held; the environment lists every lock" {
+	rcli SET 'rlock:{B}' other PX 600000 >/dev/null
+	run -75 --separate-stderr rlock -k A -k B -n -- touch ran
+	[[ ! -e ran ]]
+	key_absent 'rlock:{A}' || fail "A was left held"
+	run -75 --separate-stderr rlock -k B -k A -w 300ms -- touch ran
+	[[ ! -e ran ]]
+	key_absent 'rlock:{A}' || fail "A was left held"
+	rcli DEL 'rlock:{B}' >/dev/null
+	run -0 rlock -k B -k A -- "$HOLD" both
+	[[ $(env_of both RLOCK_KEY) == 'rlock:{A}' ]]
+	[[ $(env_of both RLOCK_KEYS) == 'rlock:{A} rlock:{B}' ]]
+	# A was taken (fences 1, 2) and given back by the two attempts that found B busy.
+	[[ $(env_of both RLOCK_FENCES) == '3 1' ]] || fail "fences: $(env_of both RLOCK_FENCES)"
+	key_absent 'rlock:{A}'
+	key_absent 'rlock:{B}'
+	run -64 --separate-stderr rlock -k A -k A -- true
+	run -64 --separate-stderr rlock -k A -k B --status
+}
+
+@test "the loss of any one lock is the loss of all: 79, the command's group stopped" {
+	rlock_bg -k A -k B -t 3s -- "$HOLD" l
+	wait_until 30 test -e l.started
+	track_pidfile l.pid
+	rcli SET 'rlock:{B}' stolen PX 600000 >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	[[ $RLOCK_STATUS == 79 ]] || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	grep -q 'rlock:{B}' "$RLOCK_ERR" || fail "does not say which lock: $(cat "$RLOCK_ERR")"
+	run ! proc_alive "$(cat l.pid)"
+	key_absent 'rlock:{A}' || fail "A was not released"
+	[[ $(rcli GET 'rlock:{B}') == stolen ]]
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154,SC2153  # quoted $: for the shells the tests start; bats sets $stderr
+# README's recipes, run as written: each test extracts its blocks from README.md (a
+# fenced block after `<!-- recipe:NAME -->`) and runs them the way the CI system,
+# systemd or Kubernetes would, against this file's redis-server.
+
+load helpers
+
+setup_file() { common_setup_file --unix; }
+
+setup() {
+	common_setup
+	mkdir -p bin
+	ln -sf "$RLOCK" bin/rlock
+	PATH=$PWD/bin:$PATH
+	export RLOCK_URL=$REDIS_URL
+	unset REDIS_URL
+}
+
+teardown() {
+	local k p
+	for k in $(rcli KEYS '*:owner'); do
+		p=$(rcli HGET "$k" pid)
+		[[ $p =~ ^[0-9]+$ && $(cat "/proc/$p/comm" 2>/dev/null) == rlock-keeper ]] &&
+			kill -KILL "$p" 2>/dev/null
+	done
+	common_teardown
+}
+
+# recipe NAME: the fenced block of README.md after <!-- recipe:NAME -->.
+recipe() {
+	awk -v m="<!-- recipe:$1 -->" '
+		$0 == m { found = 1; next }
+		found == 1 && /^```/ { found = 2; next }
+		found == 2 && /^```/ { exit }
+		found == 2 { print }' "$RLOCK_SOURCE_DIR/README.md"
+}
+
+# A CI step stub: checks that the lock is held by this job's token, records the fence.
+make_stub() {
+	cat >"$1" <<'EOF_STUB'
+#!/bin/sh
+set -eu
+held=$(redis-cli -s "$REDIS_SOCKET" GET "$RLOCK_KEY")
+[ "$held" = "$RLOCK_TOKEN" ] || { echo "$0: the lock is not held by this job ($held)" >&2; exit 1; }
+# Another job cannot take it meanwhile.
+st=0
+env -u RLOCK_KEY -u RLOCK_TOKEN rlock -k "${LOCK:-deploy-prod}" -n -- true 2>/dev/null || st=$?
+[ "$st" = 75 ] || { echo "$0: another job got the lock ($st)" >&2; exit 1; }
+echo "$(basename "$0") fence=$RLOCK_FENCE" >>ran.log
+EOF_STUB
+	chmod +x "$1"
+}
+
+@test "recipe: GitHub Actions, several steps under one lock (fake \$GITHUB_ENV)" {
+	recipe github >workflow.yml
+	[[ -s workflow.yml ]] || fail "no github recipe in README.md"
+	make_stub migrate.sh
+	make_stub deploy.sh
+	: >github_env
+	# The runner: steps in order, each in its own `bash -e` with the job's env and what
+	# earlier steps appended to $GITHUB_ENV; `if: always()` steps run after a failure.
+	run --separate-stderr python3 - workflow.yml <<'EOF_PY'
+import os, subprocess, sys, yaml
+wf = yaml.safe_load(open(sys.argv[1]))
+(job,) = wf["jobs"].values()
+env = dict(os.environ)
+for k, v in job.get("env", {}).items():
+    env[k] = os.environ["RLOCK_URL"] if "secrets.RLOCK_URL" in v else v
+env["GITHUB_ENV"] = os.path.abspath("github_env")
+failed = False
+for step in job["steps"]:
+    if failed and step.get("if") != "always()":
+        print(f"step '{step['name']}': skipped")
+        continue
+    for line in open("github_env"):
+        k, _, v = line.rstrip("\n").partition("=")
+        env[k] = v
+    st = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env).returncode
+    print(f"step '{step['name']}': exit {st}")
+    failed = failed or st != 0
+sys.exit(1 if failed else 0)
+EOF_PY
+	printf '# %s\n' "${lines[@]}" >&3
+	assert_success
+	grep -qE '^RLOCK_TOKEN=[0-9a-f]{32}$' github_env
+	[[ $(cat ran.log) == $'migrate.sh fence=1\ndeploy.sh fence=1' ]] || fail "ran: $(cat ran.log)"
+	key_absent 'rlock:{deploy-prod}' || fail "not released"
+}
+
+@test "recipe: GitLab CI, script and after_script (a new shell) under one lock" {
+	recipe gitlab >gitlab-ci.yml
+	[[ -s gitlab-ci.yml ]] || fail "no gitlab recipe in README.md"
+	make_stub migrate.sh
+	make_stub deploy.sh
+	DEPLOY_LOCK_URL=$RLOCK_URL run --separate-stderr env -u RLOCK_URL python3 - gitlab-ci.yml <<'EOF_PY'
+import os, subprocess, sys, yaml
+(job,) = yaml.safe_load(open(sys.argv[1])).values()
+env = dict(os.environ)
+for k, v in job.get("variables", {}).items():
+    env[k] = os.path.expandvars(v)
+# script: one shell, stops at the first failure; after_script: a new shell, always.
+st = subprocess.run(["bash", "-e", "-c", "\n".join(job["script"])], env=env).returncode
+print(f"script: exit {st}")
+after = subprocess.run(["bash", "-e", "-c", "\n".join(job["after_script"])], env=env).returncode
+print(f"after_script: exit {after}")
+sys.exit(st or after)
+EOF_PY
+	printf '# %s\n' "${lines[@]}" >&3
+	assert_success
+	[[ $(cat ran.log) == $'migrate.sh fence=1\ndeploy.sh fence=1' ]] || fail "ran: $(cat ran.log)"
+	key_absent 'rlock:{deploy-prod}' || fail "not released"
+}
+
+@test "recipe: systemd service + timer (systemd-analyze verify; ExecStart on two hosts)" {
+	recipe systemd-service >backup.service.orig
+	recipe systemd-timer >backup.timer
+	[[ -s backup.service.orig && -s backup.timer ]] || fail "no systemd recipe in README.md"
+	printf '#!/bin/sh\necho "$RLOCK_FENCE" >>%s/backups\n' "$PWD" >backup.sh
+	chmod +x backup.sh
+	# The same unit with this build's binary and a stub job where the recipe has
+	# /usr/bin/rlock and /usr/local/bin/backup.sh.
+	sed "s|/usr/bin/rlock|$RLOCK|; s|/usr/local/bin/backup.sh|$PWD/backup.sh|" \
+		backup.service.orig >backup.service
+	if command -v systemd-analyze >/dev/null; then
+		run -0 systemd-analyze verify --man=no "$PWD/backup.service" "$PWD/backup.timer"
+	else
+		ci_skip "systemd-analyze is not installed" || true
+	fi
+	local cmd
+	cmd=$(sed -n 's/^ExecStart=//p' backup.service)
+	[[ -n $cmd ]]
+	# Host A runs the backup; host B, fired a little later, skips it (--min-hold keeps
+	# the lock): exit 0 both, one backup.
+	run -0 bash -c "$cmd"
+	run -0 bash -c "$cmd"
+	[[ $(wc -l <backups) == 1 ]] || fail "backups: $(cat backups)"
+}
+
+@test "recipe: Kubernetes CronJob, the container's command in two clusters at once: one run" {
+	recipe kubernetes >cronjob.yml
+	[[ -s cronjob.yml ]] || fail "no kubernetes recipe in README.md"
+	printf '#!/bin/sh\ntouch %s/started.$$\nwhile [ ! -e %s/go ]; do sleep 0.05; done\necho ran >>%s/runs\n' \
+		"$PWD" "$PWD" "$PWD" >report.sh
+	chmod +x report.sh
+	local -a cmd
+	mapfile -t cmd < <(python3 -c '
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+print("\n".join(c["command"]))' cronjob.yml)
+	[[ ${cmd[0]} == rlock ]]
+	cmd=("${cmd[@]/#\/app\/report.sh/$PWD/report.sh}")
+	rlock_bg "${cmd[@]:1}"
+	local a=$RLOCK_PID
+	wait_until 30 compgen -G "started.*"
+	rlock_bg "${cmd[@]:1}"
+	rlock_wait "$RLOCK_PID" 30
+	[[ $RLOCK_STATUS == 0 ]] || fail "the second cluster's run exited $RLOCK_STATUS"
+	touch go
+	rlock_wait "$a" 30
+	[[ $RLOCK_STATUS == 0 ]]
+	[[ $(wc -l <runs) == 1 ]] || fail "runs: $(cat runs)"
+}
+
+@test "recipe: fenced write — a holder whose lock was taken over cannot overwrite the newer write" {
+	recipe fenced-write >fenced-write.sh
+	[[ -s fenced-write.sh ]] || fail "no fenced-write recipe in README.md"
+	chmod +x fenced-write.sh
+	export DB=$PWD/state.db
+	# A normal run writes.
+	run -0 rlock -k state -- ./fenced-write.sh "first"
+	# A (fence 2) stalls inside its critical section; an operator breaks its lock and
+	# B (fence 3) writes; then A wakes up and tries to write: refused by the fence.
+	rlock_bg -k state -t 1s --on-lost ignore -c 'touch a.in; while [ ! -e a.go ]; do sleep 0.05; done; ./fenced-write.sh "stale A"'
+	local a=$RLOCK_PID
+	wait_until 30 test -e a.in
+	run -0 rlock -k state --break
+	run -0 rlock -k state -- ./fenced-write.sh "B's"
+	touch a.go
+	rlock_wait "$a" 30
+	[[ $RLOCK_STATUS == 1 ]] || fail "A exited $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	grep -q 'refused, a newer holder' "$RLOCK_ERR"
+	run -0 sqlite3 "$DB" 'SELECT fence, value FROM state'
+	assert_output "3|B's"
+	# A quote in the value is stored as is.
+	run -0 rlock -k state -- ./fenced-write.sh "it's"
+	run -0 sqlite3 "$DB" 'SELECT fence, value FROM state'
+	assert_output "4|it's"
+}
