@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "quorum.h"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Redlock: the store's calls on N independent masters at once (store.h routes them
  * here when several URLs are given). One poll loop drives the N connections; each
  * round has one deadline (--node-timeout) from its first send, so a paused or

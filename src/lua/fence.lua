@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Fence (Redlock): raise the fence counter to ARGV[1] if it is lower (a max-merge), so
 -- that every later majority, which shares a node with this one, counts past it.
 -- KEYS: fence   ARGV: value
