@@ -52,6 +52,14 @@ teardown() { kill_tracked; }
 	[[ $(sent_cli "$MASTER_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
 }
 
+@test "the lost-update checker finds no overlap through the sentinels" {
+	RLOCK_URL=$SENT_URL run -0 "$RLOCK_SOURCE_DIR/scripts/lost-update-check" -p 4 -i 10 -k lu \
+		--rlock "$RLOCK"
+	echo "# $output" >&3
+	# through the master the sentinels name: every run counted in its fence
+	[[ $(sent_cli "$MASTER_PORT" GET 'rlock:{lu}:fence') == 40 ]]
+}
+
 @test "any one live sentinel is enough; none, or an unknown master: 69 with one line" {
 	local d1 d2 live=${SENT_PORTS##* }
 	d1=$(dead_port) && d2=$(dead_port)
