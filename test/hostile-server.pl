@@ -61,6 +61,11 @@ if ($mode eq 'busy' || $mode eq 'scan') {
 				print $cf "x\n";
 				close $cf;
 			}
+			# a standalone server's answer to --list's cluster probe
+			if ($buf =~ /CLUSTER/) {
+				$h->syswrite("-ERR This instance has cluster support disabled\r\n");
+				next;
+			}
 			$h->syswrite($mode eq 'scan' ? $scan : $busy);
 		}
 	}

@@ -299,8 +299,14 @@ make_job() {
 	run -69 --separate-stderr rlock -u "rediss://nosel@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
 	assert_regex "$stderr" "NOPERM.*'select'"
 	[[ ! -e ran ]]
-	# --wait-replicas needs +wait, which the README says to add for it.
-	run -69 --separate-stderr rlock -u "rediss://locker@localhost:$PORT" "${tls[@]}" --wait-replicas 1 \
+	# --wait-replicas needs +wait, which the README's line has for it: without it, NOPERM.
+	acl=$(readme_acl)
+	[[ $acl == *" +wait"* ]] || fail "README's ACL line lacks +wait"
+	acl=${acl/SETUSER locker /SETUSER nowait }
+	acl=${acl/ +wait/}
+	# shellcheck disable=SC2086
+	tcli ${acl//>PASSWORD/>locker-pw} | grep -qx OK
+	run -69 --separate-stderr rlock -u "rediss://nowait@localhost:$PORT" "${tls[@]}" --wait-replicas 1 \
 		-k x -- touch ran
 	assert_regex "$stderr" "NOPERM.*'wait'"
 	[[ ! -e ran ]]
