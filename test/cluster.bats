@@ -68,6 +68,31 @@ shard_subscribed() {
 	((n == 3))
 }
 
+@test "several locks whose slots are on different masters: all or nothing" {
+	local m names=() sorted held name
+	for m in $(cluster_masters); do names+=("$(name_on "$m")"); done
+	((${#names[@]} == 3))
+	mapfile -t sorted < <(printf '%s\n' "${names[@]}" | sort)
+	# all three, each on its own master, taken in the canonical (sorted) order
+	run -0 rlock -k "${names[2]}" -k "${names[0]}" -k "${names[1]}" -- sh -c 'echo "$RLOCK_KEYS"'
+	assert_output "rlock:{${sorted[0]}} rlock:{${sorted[1]}} rlock:{${sorted[2]}}"
+	# the last one busy: the two taken before it are given back on their masters (75)
+	rlock_bg -k "${sorted[2]}" -- "$HOLD" h
+	held=$RLOCK_PID
+	wait_until 30 test -e h.started
+	run -75 rlock -n -k "${names[0]}" -k "${names[1]}" -k "${names[2]}" -- touch ran
+	[[ ! -e ran ]]
+	for name in "${sorted[0]}" "${sorted[1]}"; do
+		# taken (its fence counted a second acquisition), then given back
+		[[ $(redis-cli -c -p "$REDIS_PORT" GET "rlock:{$name}:fence") == 2 ]] ||
+			fail "lock $name was not taken before the busy one"
+		[[ $(redis-cli -c -p "$REDIS_PORT" EXISTS "rlock:{$name}") == 0 ]] ||
+			fail "lock $name, taken before the busy one, was not given back"
+	done
+	touch h.release
+	rlock_wait "$held" 30
+}
+
 @test "hand-off is event-driven: the waiter is woken on the owner's shard channel" {
 	local m name a_pid b_pid
 	m=$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)
