@@ -142,7 +142,9 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		return LOCK_DENIED;
 	}
 	if (resp_is_error(r, "RLOCKMODE")) {
-		snprintf(err, errlen, "%s: %.300s", what, r->str + strlen("RLOCKMODE "));
+		/* the code alone ("-RLOCKMODE") has no text after it to skip */
+		const char *why = r->str + strlen("RLOCKMODE");
+		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
 		return LOCK_MISMATCH;
 	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
