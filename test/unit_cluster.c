@@ -7,17 +7,7 @@
 
 #include "cluster.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			passed++;                                                                  \
-		} else {                                                                           \
-			failed++;                                                                  \
-			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);         \
-		}                                                                                  \
-	} while (0)
+#include "unit.h"
 
 static unsigned slot(const char *k)
 {

@@ -8,17 +8,7 @@
 
 #include "parse.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			passed++;                                                                  \
-		} else {                                                                           \
-			failed++;                                                                  \
-			fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);         \
-		}                                                                                  \
-	} while (0)
+#include "unit.h"
 
 static char err[256];
 
