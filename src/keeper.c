@@ -177,7 +177,7 @@ int keeper_hold(struct store *s, const struct store_config *cfg, const struct lo
 	s = NULL;
 	if (!o->log_file)
 		log_to_syslog();
-	if (renew_start(&rn, cfg, l, sent_ms, NULL, err, sizeof err) < 0) {
+	if (renew_start(&rn, cfg, l, sent_ms, NULL, 0, err, sizeof err) < 0) {
 		log_error("%s", err);
 		rc = RL_EX_OSERR;
 		goto release;

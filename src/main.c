@@ -291,8 +291,10 @@ int main(int argc, char **argv)
 	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o.prefix);
 	struct multi more;
 	struct lease ls = {NULL, &more, l.ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN};
-	if (renew_start(&ls.rn, &cfg, &l, sent, o.eviction_warning ? warn_key : NULL, err,
-	                sizeof err) < 0) {
+	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
+	 * short command costs no second connection and no INFO. */
+	if (renew_start(&ls.rn, &cfg, &l, sent, o.eviction_warning ? warn_key : NULL, o.verbose > 0,
+	                err, sizeof err) < 0) {
 		log_error("%s", err);
 		release(c, &l, 0, sent + l.ttl_ms);
 		store_close(c);
@@ -346,8 +348,8 @@ int main(int argc, char **argv)
 	};
 	rc = child_supervise(&ch, &sa);
 	int more_lost = multi_release(&more, &cfg, o.min_hold_ms - (clock_ms() - started));
-	/* Release on the renewal thread's store: the main one sat idle for the whole run,
-	 * and a NAT or firewall may have dropped its connection silently. */
+	/* Release on the renewal thread's store if it renewed: the main one then sat idle
+	 * for longer than ttl/3, and a NAT or firewall may have dropped it silently. */
 	int64_t confirmed = sent;
 	struct store *live = renew_stop(ls.rn, &confirmed);
 	if (live) {

@@ -76,7 +76,7 @@ int multi_acquire(struct multi *m, struct store *s, const struct store_config *c
 			break;
 		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
 		m->sent[m->n] = sent;
-		if (renew_start(&m->rn[m->n], cfg, l, sent, NULL, err, errlen) < 0) {
+		if (renew_start(&m->rn[m->n], cfg, l, sent, NULL, 0, err, errlen) < 0) {
 			give_back(NULL, sent, cfg, l, 0);
 			rc = WAIT_ERR;
 			break;

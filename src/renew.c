@@ -21,6 +21,7 @@ struct renew {
 	const struct store_config *cfg;
 	const struct lock *lock;
 	const char *warn_key;
+	int check_now;                  /* connect and check the eviction policy at start */
 	_Atomic int64_t confirmed_sent; /* send time of the last confirmed acquire/renewal */
 	int lost_fd;                    /* eventfd: written once when the token is not ours */
 	int stop_fd;                    /* eventfd: written by renew_stop */
@@ -54,42 +55,62 @@ static int nap(struct renew *r, int64_t until)
 	}
 }
 
+/* Open the thread's own handle; with check, connect now and look at the eviction
+ * policy once. 0, or -1 (out of memory: the main thread sees the lease run out). */
+static int open_store(struct renew *r, struct store **s, int check, int64_t cap)
+{
+	char err[300];
+
+	if (check && store_open(s, r->cfg, 1, cap, err, sizeof err) == STORE_OK) {
+		store_check_eviction(*s, r->warn_key, cap);
+		return 0;
+	}
+	if (check) {
+		log_debug("renewal: %s", err);
+		set_text(r, r->last_err, err);
+	}
+	/* Not connected yet: the first renewal connects, within its own deadline. */
+	if (store_open(s, r->cfg, 0, cap, err, sizeof err) != STORE_OK) {
+		set_text(r, r->last_err, err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;
- * the main thread does not rely on that, but a renewal that late would be useless. */
+ * the main thread does not rely on that, but a renewal that late would be useless.
+ * Nothing touches the network before the first renewal (ttl/3) unless r->check_now: a
+ * command shorter than that runs on the main connection alone, and the eviction
+ * policy is looked at right after the first renewal. */
 static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
 	struct store *s = NULL;
 	const int64_t ttl = r->lock->ttl_ms;
 	char err[300] = "";
+	int checked = !r->warn_key;
 
-	/* Connect now, while there is time, and look at the eviction policy once. */
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-	if (store_open(&s, r->cfg, 1, lost_at, err, sizeof err) != STORE_OK) {
-		log_debug("renewal: %s", err);
-		set_text(r, r->last_err, err);
-		if (store_open(&s, r->cfg, 0, lost_at, err, sizeof err) != STORE_OK) {
-			/* Out of memory: the main thread sees the lease run out. */
-			set_text(r, r->last_err, err);
-			nap(r, INT64_MAX);
-			goto out;
-		}
-	} else if (r->warn_key) {
-		store_check_eviction(s, r->warn_key, lost_at);
+	if (r->check_now && !checked) {
+		checked = 1;
+		if (open_store(r, &s, 1, lost_at) < 0)
+			goto stuck;
 	}
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
 			goto out;
 		lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-		/* Try until confirmed or the lease can no longer be trusted. */
+		if (!s && open_store(r, &s, 0, lost_at) < 0)
+			goto stuck;
+		/* Try until confirmed or the lease can no longer be trusted. The connect of
+		 * the first renewal counts against lost_at like any other wait. */
 		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
 				/* The main thread decides the loss; nothing more to do here. */
 				store_close(s);
 				s = NULL;
-				nap(r, INT64_MAX);
-				goto out;
+				goto stuck;
 			}
 			int64_t sent = now;
 			int rc = store_renew(s, r->lock, lost_at, &sent, err, sizeof err);
@@ -105,8 +126,7 @@ static void *renew_main(void *arg)
 				    "the lock is no longer ours (expired, broken or taken over)");
 				uint64_t one = 1;
 				(void)!write(r->lost_fd, &one, sizeof one);
-				nap(r, INT64_MAX);
-				goto out;
+				goto stuck;
 			}
 			log_debug("renewal failed: %s", err);
 			set_text(r, r->last_err, err);
@@ -114,7 +134,14 @@ static void *renew_main(void *arg)
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;
 		}
+		if (!checked) {
+			/* Best effort, and never past the next renewal. */
+			checked = 1;
+			store_check_eviction(s, r->warn_key, r->confirmed_sent + ttl / 3);
+		}
 	}
+stuck:
+	nap(r, INT64_MAX);
 out:
 	r->store = s;
 	uint64_t one = 1;
@@ -123,7 +150,8 @@ out:
 }
 
 int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
-                int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen)
+                int64_t confirmed_sent_ms, const char *warn_key, int check_now, char *err,
+                size_t errlen)
 {
 	struct renew *r = calloc(1, sizeof *r);
 	sigset_t all, old;
@@ -136,6 +164,7 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 	r->cfg = cfg;
 	r->lock = l;
 	r->warn_key = warn_key;
+	r->check_now = check_now;
 	r->confirmed_sent = confirmed_sent_ms;
 	pthread_mutex_init(&r->mu, NULL);
 	r->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -24,13 +24,17 @@
 
 struct renew;
 
-/* Start the thread, which opens its own handle on cfg. confirmed_sent_ms: when the
- * acquire that succeeded was sent (store_acquire's *sent_ms). warn_key: where to
- * remember, for a day, that this server's eviction policy was warned about (NULL: the
- * operator acknowledged it; don't look). cfg, l and warn_key must outlive
- * renew_stop(). Returns 0, or -1 with the reason. */
+/* Start the thread. It opens its own handle on cfg and connects at its first renewal
+ * (ttl/3 after the acquire): until then nothing but the main connection is used, and
+ * renew_stop() returns NULL. confirmed_sent_ms: when the acquire that succeeded was
+ * sent (store_acquire's *sent_ms). warn_key: where to remember, for a day, that this
+ * server's eviction policy was warned about (NULL: the operator acknowledged it; don't
+ * look); it is looked at right after the first renewal, or at once with check_now
+ * (the thread then connects at start). cfg, l and warn_key must outlive renew_stop().
+ * Returns 0, or -1 with the reason. */
 int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
-                int64_t confirmed_sent_ms, const char *warn_key, char *err, size_t errlen);
+                int64_t confirmed_sent_ms, const char *warn_key, int check_now, char *err,
+                size_t errlen);
 
 /* Readable (poll POLLIN) once the server said the token is no longer the holder. */
 int renew_fd(const struct renew *r);
@@ -45,11 +49,11 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
 
 /* Stop renewing and wait for the thread, as long as a bounded call of it can take
  * (connect + io timeout), not for one stuck in something unbounded. Returns its store
- * handle, whose connection was in use within the last ttl/3, for the release (the
- * caller closes it), or NULL;
- * *confirmed_sent gets the final renew_confirmed_sent(). Frees r unless the thread did not stop in
- * time (then it is left to the process exit). r NULL: returns NULL, *confirmed_sent
- * untouched. */
+ * handle for the release (the caller closes it): its connection was in use within the
+ * last ttl/3. NULL when the thread made no renewal yet (the main connection is as
+ * fresh) or did not stop in time. *confirmed_sent gets the final
+ * renew_confirmed_sent(). Frees r unless the thread did not stop in time (then it is
+ * left to the process exit). r NULL: returns NULL, *confirmed_sent untouched. */
 struct store *renew_stop(struct renew *r, int64_t *confirmed_sent);
 
 #endif

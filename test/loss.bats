@@ -17,8 +17,9 @@ teardown() {
 	common_teardown
 }
 
-# renewal_connected: the renewal thread has its connection: rlock's main connection
-# and the thread's (its first command is INFO, later ones EVALSHA) besides our own.
+# renewal_connected: the renewal thread has its connection (opened at its first
+# renewal, ttl/3 after the acquire): rlock's main connection and the thread's besides
+# our own.
 renewal_connected() {
 	(($(rcli CLIENT LIST | grep -vc 'cmd=client') >= 2))
 }
@@ -177,7 +178,7 @@ while (time < $stop) {
 		</dev/null >proxy.log 2>&1 3>&- 4>&- &
 	track_pid $!
 	wait_until 10 test -s proxy.ready
-	rlock_bg -u "redis://127.0.0.1:$port" --io-timeout 3s -t 60s -k idle -- "$HOLD" idle
+	rlock_bg -u "redis://127.0.0.1:$port" --io-timeout 3s -t 6s -k idle -- "$HOLD" idle
 	wait_until 10 test -e idle.started
 	wait_until 10 renewal_connected
 	# TCP keepalive on rlock's sockets (a dropped flow is noticed on its own too)

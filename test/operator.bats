@@ -511,27 +511,37 @@ drawn_at_least() {
 # eviction warning
 
 @test "maxmemory-policy allkeys-lru: one warning that the lock can be evicted" {
-	run -0 --separate-stderr rlock -u "$LRU_URL" -k e -- sleep 0.5
+	# -v looks at the policy at once (else at the first renewal, ttl/3: eviction.bats)
+	run -0 --separate-stderr rlock -v -u "$LRU_URL" -k e -- true
 	assert_regex "$stderr" 'warning:.*maxmemory-policy.*allkeys-lru.*evict'
 	assert_equal "$(grep -c 'maxmemory-policy' <<<"$stderr")" 1
 }
 
 @test "maxmemory-policy volatile-lru: warned too" {
-	run -0 --separate-stderr rlock -u "$VLRU_URL" -k e -- sleep 0.5
+	run -0 --separate-stderr rlock -v -u "$VLRU_URL" -k e -- true
 	assert_regex "$stderr" 'warning:.*maxmemory-policy.*volatile-lru.*evict'
 }
 
 @test "maxmemory-policy noeviction: no warning" {
 	assert_equal "$(rcli CONFIG GET maxmemory-policy | sed -n 2p)" noeviction
-	run -0 --separate-stderr rlock -k e -- sleep 0.5
+	run -0 --separate-stderr rlock -k e -- true
 	assert_equal "$stderr" ""
-	run -0 --separate-stderr rlock -v -k e -- sleep 0.5
+	run -0 --separate-stderr rlock -v -k e -- true
 	[[ $stderr != *maxmemory-policy*evict* ]] || fail "warned on noeviction: $stderr"
 }
 
 @test "eviction warning: silenced by -q, the command still runs" {
-	run -0 --separate-stderr rlock -q -u "$LRU_URL" -k e -- sh -c 'sleep 0.5; echo ran'
+	# looked at after the first renewal (ttl/3), and the marker says it would be warned
+	redis-cli -p "$LRU_PORT" DEL rlock:eviction-warned >/dev/null
+	run -0 --separate-stderr rlock -q -t 1s -u "$LRU_URL" -k e -- sh -c '
+		i=0
+		until [ "$(redis-cli -p "$0" EXISTS rlock:eviction-warned)" = 1 ] || [ $i -ge 600 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		echo ran' "$LRU_PORT"
 	assert_output ran
+	assert_equal "$(redis-cli -p "$LRU_PORT" EXISTS rlock:eviction-warned)" 1
 	assert_equal "$stderr" ""
 }
 
