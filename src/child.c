@@ -555,31 +555,6 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	return rc;
 }
 
-/* The watchdog exits at once when told; one that does not within a second (stopped)
- * is killed. A pidfd wakes us the moment it exits, without polling. */
-static void reap_watchdog(pid_t w)
-{
-	int pfd = -1;
-#ifdef SYS_pidfd_open
-	pfd = (int)syscall(SYS_pidfd_open, w, 0);
-#endif
-	if (pfd >= 0) {
-		struct pollfd p = {.fd = pfd, .events = POLLIN};
-		while (poll(&p, 1, 1000) < 0 && errno == EINTR)
-			;
-		close(pfd);
-	}
-	for (int i = 0; i < 1000; i++) {
-		pid_t r = waitpid(w, NULL, WNOHANG);
-		if (r > 0 || (r < 0 && errno != EINTR))
-			return;
-		poll(NULL, 0, 1);
-	}
-	kill(w, SIGKILL);
-	while (waitpid(w, NULL, 0) < 0 && errno == EINTR)
-		;
-}
-
 void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
@@ -591,8 +566,11 @@ void child_finish(struct child *ch)
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
 	}
+	/* Not waited for: it ends on its own as it reads the disarm or the end of its
+	 * pipe (then killing what is left of the group), and its zombie is reaped after
+	 * rlock exits. One that is stopped must still get there. */
 	if (ch->watchdog > 0) {
-		reap_watchdog(ch->watchdog);
+		kill(ch->watchdog, SIGCONT);
 		ch->watchdog = 0;
 	}
 }

@@ -84,8 +84,9 @@ struct supervise_args {
  * the group was stopped for it (ch->timed_out). */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
-/* Tell the watchdog all is well, give the terminal back if the command's group has
- * it, reap the watchdog. */
+/* Give the terminal back if the command's group has it, tell the watchdog all is well
+ * (or, if the group still runs, close its pipe so that it kills the group), and do not
+ * wait for it: it exits on its own. */
 void child_finish(struct child *ch);
 
 #endif

@@ -33,3 +33,29 @@ load helpers
 	kill -TERM "$(cat cmd.pid)"
 	rlock_wait "$RLOCK_PID" 15
 }
+
+# watchdog_of PID: the pid of rlock PID's watchdog process (comm rlock-watchdog).
+watchdog_of() {
+	local p
+	for p in $(children_of "$1"); do
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]] && echo "$p" && return 0
+	done
+	return 1
+}
+
+@test "rlock does not wait for its watchdog at exit: a stopped one still ends on its own" {
+	rlock_bg -k wd -- sh -c 'echo $$ > cmd.pid; touch started; i=0
+		while [ ! -e go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	wait_until 10 watchdog_of "$RLOCK_PID"
+	local wd
+	wd=$(watchdog_of "$RLOCK_PID")
+	track_pid "$wd"
+	kill -STOP "$wd"
+	touch go
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{wd}'
+	wait_until 10 not proc_alive "$wd" || fail "the stopped watchdog $wd outlived rlock"
+}
