@@ -95,6 +95,25 @@ static int busy(const struct opts *o, const struct holder *h)
 	return o->conflict_exit;
 }
 
+/* The holder's user name, for --status: $USER, as login, su, sudo and cron set it,
+ * when rlock runs with its real uid (not set-uid), so that the common case needs no
+ * look-up in NSS (nscd, nsswitch.conf, /etc/passwd: 9 system calls and a tenth of
+ * rlock's own instructions); else, or when it is not a plain name, the account name of
+ * the effective uid. Informational, as the host and pid are: not a credential. */
+static const char *user_name(void)
+{
+	const char *u = getenv("USER");
+	size_t n = u ? strlen(u) : 0;
+	int plain = n > 0 && n < 64 && getuid() == geteuid();
+
+	for (size_t i = 0; plain && i < n; i++)
+		plain = u[i] > ' ' && u[i] < 0x7f;
+	if (plain)
+		return u;
+	struct passwd *pw = getpwuid(geteuid());
+	return pw ? pw->pw_name : u ? u : "";
+}
+
 /* Release (the store retries once on a fresh connection); nothing after lease_end
  * (the lease cannot outlive it on the server, so a release that late is not needed: at
  * worst the lock expires by its TTL). Returns LOCK_OK, LOCK_NOTOURS (the lock was no
@@ -234,12 +253,10 @@ int main(int argc, char **argv)
 		reenter_if_holder(c, &o, &l, &orig);
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
-	struct passwd *pw = getpwuid(geteuid());
-	const char *user = pw ? pw->pw_name : getenv("USER");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct lock_meta meta = {host,
-	                         user ? user : "",
+	                         user_name(),
 	                         cmdline,
 	                         (long)getpid(),
 	                         (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,

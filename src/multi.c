@@ -41,7 +41,8 @@ int multi_acquire(struct multi *m, struct store *s, const struct store_config *c
 {
 	int rc = WAIT_ACQUIRED;
 
-	memset(m, 0, sizeof *m);
+	/* Not a memset: m is large (OPTS_NAMES_MAX locks) and only m->n entries are used. */
+	m->n = 0;
 	m->epfd = -1;
 	for (int i = 1; i < o->nnames; i++) {
 		struct lock *l = &m->l[m->n];

@@ -44,6 +44,20 @@ load helpers
 	assert_equal "$RLOCK_STATUS" 0
 }
 
+@test "owner user: \$USER as the environment says it (no NSS look-up), else the uid's account name" {
+	local user
+	for user in someone '' 'two words'; do
+		USER=$user rlock -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+		if [[ $user == someone ]]; then
+			assert_equal "$(cat u.out)" someone
+		else
+			assert_equal "$(cat u.out)" "$(id -un)"
+		fi
+	done
+	env -u USER "$RLOCK" -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	assert_equal "$(cat u.out)" "$(id -un)"
+}
+
 @test "after release: lock and owner keys gone, fence kept without expiry" {
 	run -0 rlock -k p -- true
 	key_absent 'rlock:{p}'
