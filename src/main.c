@@ -368,7 +368,11 @@ int main(int argc, char **argv)
 	/* Release on the renewal thread's store if it renewed: the main one then sat idle
 	 * for longer than ttl/3, and a NAT or firewall may have dropped it silently. */
 	int64_t confirmed = sent;
-	struct store *live = renew_stop(ls.rn, &confirmed);
+	struct store *live = NULL;
+	/* A command shorter than ttl/3: the thread never touched the network; it is not
+	 * waited for (its wake-up stays off the release path) and ends with rlock. */
+	if (!renew_quiet(ls.rn))
+		live = renew_stop(ls.rn, &confirmed);
 	if (live) {
 		store_close(c);
 		c = live;

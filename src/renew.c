@@ -27,7 +27,9 @@ struct renew {
 	int stop_fd;                    /* eventfd: written by renew_stop */
 	int done_fd;                    /* eventfd: written by the thread as it ends */
 	struct store *store;            /* handed to renew_stop */
-	pthread_mutex_t mu;             /* guards reason and last_err */
+	pthread_mutex_t mu;             /* guards reason, last_err, began and quiet */
+	int began;                      /* the thread has begun to use the network */
+	int quiet;                      /* renew_quiet(): it never will */
 	char reason[300];
 	char last_err[300];
 };
@@ -53,6 +55,17 @@ static int nap(struct renew *r, int64_t until)
 		if (rc < 0 && errno != EINTR)
 			return 0;
 	}
+}
+
+/* Before the thread's first use of the network: 1 to go on, 0 when renew_quiet() came
+ * first (then it never will). */
+static int begin(struct renew *r)
+{
+	pthread_mutex_lock(&r->mu);
+	int go = !r->quiet;
+	r->began = go;
+	pthread_mutex_unlock(&r->mu);
+	return go;
 }
 
 /* Open the thread's own handle; with check, connect now and look at the eviction
@@ -93,14 +106,14 @@ static void *renew_main(void *arg)
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 	if (r->check_now && !checked) {
 		checked = 1;
-		if (open_store(r, &s, 1, lost_at) < 0)
+		if (!begin(r) || open_store(r, &s, 1, lost_at) < 0)
 			goto stuck;
 	}
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
 			goto out;
 		lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-		if (!s && open_store(r, &s, 0, lost_at) < 0)
+		if (!s && (!begin(r) || open_store(r, &s, 0, lost_at) < 0))
 			goto stuck;
 		/* Try until confirmed or the lease can no longer be trusted. The connect of
 		 * the first renewal counts against lost_at like any other wait. */
@@ -220,6 +233,15 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%s", r->reason);
 	pthread_mutex_unlock(&w->mu);
+}
+
+int renew_quiet(struct renew *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->quiet = !r->began;
+	int quiet = r->quiet;
+	pthread_mutex_unlock(&r->mu);
+	return quiet;
 }
 
 struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)

@@ -47,6 +47,13 @@ int64_t renew_confirmed_sent(const struct renew *r);
  * Thread-safe. */
 void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
 
+/* After the command ended: if the thread has not begun its first renewal (nor, with
+ * check_now, its connect), make sure it never does and return 1: it then only sleeps
+ * until renew_stop() or the process exit, its confirmed send time stays the acquire's,
+ * and the caller may release on its own connection at once, without waiting for the
+ * thread. Else 0 (renew_stop() it as usual). Thread-safe. */
+int renew_quiet(struct renew *r);
+
 /* Stop renewing and wait for the thread, as long as a bounded call of it can take
  * (connect + io timeout), not for one stuck in something unbounded. Returns its store
  * handle for the release (the caller closes it): its connection was in use within the
