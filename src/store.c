@@ -766,10 +766,19 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		return -1;
 	}
 	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}. */
-	int msg = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING &&
-	          (strcmp(r->element[0]->str, "message") == 0 ||
-	           strcmp(r->element[0]->str, "smessage") == 0);
+	int kind = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING;
+	int msg = kind && (strcmp(r->element[0]->str, "message") == 0 ||
+	                   strcmp(r->element[0]->str, "smessage") == 0);
+	/* We never unsubscribe: a "sunsubscribe" is the server's, whose node no longer
+	 * serves the channel's slot (migrated, failed over). Releases are announced on the
+	 * new owner now: subscribe again, there. */
+	int moved = kind && strcmp(r->element[0]->str, "sunsubscribe") == 0;
 	resp_free(r);
+	if (moved) {
+		snprintf(err, errlen, "the lock's slot moved to another node (sunsubscribe)");
+		store_unsubscribe(s);
+		return -1;
+	}
 	return msg;
 }
 
