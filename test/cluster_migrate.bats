@@ -5,7 +5,8 @@
 # NODE, the steps `redis-cli --cluster reshard` takes. One 3-master cluster for the
 # file (test/cluster.bash). Documented: the holder's renewal and release follow ASK
 # (with ASKING) and then MOVED; a new acquire while the slot migrates is refused by
-# Redis with TRYAGAIN (the scripts declare several keys, not all present): exit 69
+# Redis with TRYAGAIN (the scripts declare several keys, not all present): rlock tries
+# again for about 1.5 s (a slot with few keys moves in milliseconds), then exit 69
 # with one line; a waiter is woken by the release on the slot's new owner.
 
 load helpers
@@ -92,8 +93,11 @@ renewed_at() {
 	pid=$RLOCK_PID
 	wait_until 30 test -e a.started
 	migrate_start "$slot" "$from" "$to"
-	# (b) the keys still on the old owner, the slot migrating: Redis answers TRYAGAIN
+	# (b) the keys still on the old owner, the slot migrating: Redis answers TRYAGAIN,
+	# and goes on so (the migration does not end): 69 after the pauses
+	local t0=$EPOCHREALTIME
 	run -69 --separate-stderr rlock -n -k "$name" -- touch ran
+	echo "# TRYAGAIN tried again for $(((${EPOCHREALTIME/./} - ${t0/./}) / 1000)) ms, then 69" >&3
 	assert_one_line_error
 	[[ $stderr == *TRYAGAIN* ]] || fail "not TRYAGAIN: $stderr"
 	# the keys moved, the slot still migrating: the old owner answers ASK; the
@@ -155,6 +159,28 @@ renewed_at() {
 	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
 	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
 	[[ $(redis-cli -p "$to" EXISTS "$key") == 0 ]]
+}
+
+@test "a new acquire while the slot migrates tries again and takes the lock when the migration ends" {
+	local from to name key slot pid t0
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | tail -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	run -0 rlock -k "$name" -- true # the fence counter exists: 1
+	migrate_start "$slot" "$from" "$to"
+	rlock_bg -vv -k "$name" -- sh -c 'echo "$RLOCK_FENCE" >fence'
+	pid=$RLOCK_PID
+	wait_until 30 grep -q 'TRYAGAIN.*trying again' "$RLOCK_ERR"
+	migrate_keys "$from" "$to" "$key:fence"
+	migrate_end "$slot" "$to"
+	t0=$EPOCHREALTIME
+	rlock_wait "$pid" 30
+	echo "# acquired $(((${EPOCHREALTIME/./} - ${t0/./}) / 1000)) ms after the migration ended" >&3
+	assert_equal "$RLOCK_STATUS" 0
+	[[ $(cat fence) == 2 ]]
+	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
 }
 
 # shard_subscribed PORT CHANNEL: a client subscribes to CHANNEL on PORT (SSUBSCRIBE).
