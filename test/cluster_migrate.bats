@@ -187,3 +187,31 @@ renewed_at() {
 shard_subscribed() {
 	(($(redis-cli -p "$1" PUBSUB SHARDNUMSUB "$2" | tail -1) >= 1))
 }
+
+# Last: it changes the topology (a replica becomes master).
+@test "a waiter across a CLUSTER FAILOVER is woken by the release on the new master" {
+	local m name key replica a_pid b_pid b_err
+	m=$(cluster_masters | head -1)
+	name=$(name_on "$m")
+	key="rlock:{$name}"
+	replica=$(cluster_replica_of "$m")
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
+	b_pid=$RLOCK_PID
+	b_err=$RLOCK_ERR
+	wait_until 30 shard_subscribed "$m" "$key:released"
+	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
+	wait_until 30 cluster_is_master "$replica"
+	wait_until 30 shard_subscribed "$replica" "$key:released"
+	renewed_reset
+	wait_until 30 renewed 2 "$key" redis-cli -p "$replica"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	echo "# hand-off after the failover ms: $(($(cat b.start) - $(cat a.end)))" >&3
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+}
