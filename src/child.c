@@ -220,6 +220,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	if (ch->tty >= 0)
 		tcsetpgrp(ch->tty, pid);
 	ch->pid = pid;
+	/* While the command execs (the watchdog's fork then costs no wall time). */
+	ch->watchdog = start_watchdog(pid, kill_by < 0 ? WATCHDOG_NONE : kill_by, &ch->watch_fd);
+	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
+	int watch_errno = errno;
 
 	int e = 0;
 	ssize_t n;
@@ -231,18 +235,20 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
+		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
+		if (ch->watch_fd >= 0)
+			close(ch->watch_fd);
+		ch->watch_fd = -1;
 		hand_terminal(ch->tty, pid, getpgrp());
 		char name[300];
 		log_escape(name, sizeof name, what, strlen(what));
 		log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
 		return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 	}
-	ch->watchdog = start_watchdog(pid, kill_by < 0 ? WATCHDOG_NONE : kill_by, &ch->watch_fd);
-	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
 	if (!ch->watchdog)
 		log_warn("cannot start the watchdog (%s): if rlock is killed, only the command "
 		         "itself is stopped",
-		         strerror(errno));
+		         strerror(watch_errno));
 	return 0;
 }
 
