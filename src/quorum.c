@@ -598,18 +598,18 @@ int quorum_list(struct quorum *q, const char *match,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* Connect the nodes without a (usable) connection all at once, then scan each. */
+	struct req none = {0};
+	for (int i = 0; i < q->n; i++)
+		if (q->node[i].skip)
+			node_drop(&q->node[i]);
+	round_all(q, &none, STORE_NO_CAP);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		char cursor[32] = "0";
-		int64_t deadline = clock_ms() + nd->srv->io_timeout_ms;
 		int done = 0;
-		if (nd->skip)
-			node_drop(nd);
-		if (!nd->c &&
-		    client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err) != CLIENT_OK) {
-			nd->c = NULL;
+		if (!nd->c)
 			continue;
-		}
 		while (!done && npages < STORE_NODES_MAX * 64) {
 			struct resp_reply *r = NULL;
 			const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Redlock: the store's calls on N independent masters at once (store.h routes them
- * here when several URLs are given). One poll loop drives the N connections; each
- * round has one deadline (--node-timeout) from its first send, so a paused or
- * unreachable node costs at most that.
+ * here when several URLs are given). One poll loop drives the N connections, their
+ * connects, TLS handshakes and AUTH included; each round has one deadline
+ * (--node-timeout) from its start, so paused or unreachable nodes cost at most that
+ * per round, however many they are. A node whose connect timed out is not tried again
+ * within one node timeout, so the rounds of one acquisition do not each wait for it.
  *
  * A lease counts only when a quorum (N/2 + 1 of the N configured, never of those that
  * answered) confirmed it, and from the first send minus the clock-drift allowance

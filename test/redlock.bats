@@ -158,6 +158,12 @@ teardown() {
 	echo "# 2 of 5 nodes blackholed: command started $((t1 - t0)) ms after rlock (node timeout 2000 ms, bound 4000 ms)" >&3
 	((t1 - t0 < 4000))
 	[[ $(keys_left bh) == 0 ]]
+	# --list too: connected at once, then each node scanned.
+	t0=$(now_ms)
+	run -0 rlock -u "$list" --node-timeout 2s --list
+	t1=$(now_ms)
+	echo "# --list with 2 of 5 nodes blackholed: $((t1 - t0)) ms (bound 4000 ms)" >&3
+	((t1 - t0 < 4000))
 }
 
 @test "AUTH and SELECT on every node, within the round's poll loop; a wrong password: one line, 69" {
