@@ -287,6 +287,11 @@ void quorum_close(struct quorum *q)
 	free(q);
 }
 
+int quorum_connected(const struct quorum *q, int i)
+{
+	return q->node[i].c != NULL;
+}
+
 const struct server *quorum_any_server(const struct quorum *q)
 {
 	return q->node[q->any].srv;

@@ -39,6 +39,10 @@ int quorum_list(struct quorum *q, const char *match,
                 int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
                 size_t errlen);
 
+/* True when node i (0 <= i < N) is connected now: a node the last round could not
+ * connect to is not worth a connect of one's own (store_check_eviction). */
+int quorum_connected(const struct quorum *q, int i);
+
 /* A node that answered lately (for the release notifications: every node publishes). */
 const struct server *quorum_any_server(const struct quorum *q);
 
