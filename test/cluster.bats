@@ -237,6 +237,13 @@ renewed_or_gone() {
 	[[ -n $mpid ]]
 	t0=$(now_ms)
 	kill -KILL "$mpid"
+	# a new rlock before the promotion (the node timeout is 3 s): 69, one line that
+	# names the node it could not reach (not "more than 5 redirects"), or CLUSTERDOWN
+	# once the cluster has marked the node failed
+	run -69 --separate-stderr rlock -n -k "$name" -- true
+	echo "# during the outage: $stderr" >&3
+	assert_one_line_error
+	[[ $stderr == *"127.0.0.1:$m"* || $stderr == *CLUSTERDOWN* ]]
 	wait_until 60 cluster_is_master "$replica"
 	echo "# replica promoted $(($(now_ms) - t0)) ms after the master's SIGKILL (node timeout 3 s, lease 20 s)" >&3
 	# the holder either renews on the promoted replica or has found the lease lost (79)
