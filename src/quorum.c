@@ -29,6 +29,10 @@ struct quorum {
 	int n, need;
 	int any; /* a node that answered lately */
 	struct node node[STORE_NODES_MAX];
+	/* The requests being built: large, so neither on the stack nor thread-local (every
+	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
+	 * handle is used by one thread at a time (store.h). */
+	struct lock_request acq, fence, renew, reacq, rel, hold;
 };
 
 /* One node's request in a round: a script, or a plain command. */
@@ -311,19 +315,19 @@ static void release_all(struct quorum *q, const struct lock *l)
 int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
                    int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	static _Thread_local struct lock_request ra, rf; /* large: not on the stack */
-	struct req rq = {.script = &ra};
+	struct lock_request *ra = &q->acq, *rf = &q->fence;
+	struct req rq = {.script = ra};
 	int ok = 0, busy = 0, denied = 0, mismatch = 0;
 	long long fence = 0;
 	char why[300] = "";
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
-	if (lock_request_acquire(&ra, l, m, err, errlen) < 0)
+	if (lock_request_acquire(ra, l, m, err, errlen) < 0)
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	const struct req *fq[STORE_NODES_MAX] = {0};
-	struct req fr = {.script = &rf};
+	struct req fr = {.script = rf};
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
@@ -349,7 +353,7 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 		 * back (SET if larger) into a majority, is seen by any later majority, whose
 		 * INCR then counts past it: strictly increasing across shifting majorities. */
 		int merged = 0;
-		if (lock_request_fence(&rf, l, fence, why, sizeof why) == 0)
+		if (lock_request_fence(rf, l, fence, why, sizeof why) == 0)
 			round_trip(q, fq, STORE_NO_CAP);
 		for (int i = 0; i < q->n; i++) {
 			long long v = 0;
@@ -405,15 +409,15 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
                  char *err, size_t errlen)
 {
-	static _Thread_local struct lock_request rr, ra; /* large: not on the stack */
-	struct req rq = {.script = &rr}, aq = {.script = &ra};
+	struct lock_request *rr = &q->renew, *ra = &q->reacq;
+	struct req rq = {.script = rr}, aq = {.script = ra};
 	const struct req *again[STORE_NODES_MAX] = {0};
 	struct lock_meta none = {"", "", "", 0, 0, NULL};
 	struct lock relock = *l;
 	struct holder h;
 	int ok = 0, taken = 0, lost = 0;
 
-	if (lock_request_renew(&rr, l, err, errlen) < 0)
+	if (lock_request_renew(rr, l, err, errlen) < 0)
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, cap_ms);
@@ -434,7 +438,7 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 		/* A node that restarted without the key (no persistence) is locked again with
 		 * the same token; one that another holder took stays lost. The owner fields
 		 * are the majority's to show. */
-		if (lock_request_acquire(&ra, &relock, &none, err, errlen) == 0)
+		if (lock_request_acquire(ra, &relock, &none, err, errlen) == 0)
 			round_trip(q, again, cap_ms);
 		for (int i = 0; i < q->n; i++) {
 			if (!again[i] || !q->node[i].reply)
@@ -463,11 +467,11 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
                    char *err, size_t errlen)
 {
-	static _Thread_local struct lock_request rl; /* large: not on the stack */
-	struct req rq = {.script = &rl};
+	struct lock_request *rl = &q->rel;
+	struct req rq = {.script = rl};
 	int ok = 0, notours = 0;
 
-	if (lock_request_release(&rl, l, keep_ms, err, errlen) < 0)
+	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
@@ -494,14 +498,14 @@ int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int6
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
                    struct holders *hs, char *err, size_t errlen)
 {
-	static _Thread_local struct lock_request rs; /* large: not on the stack */
-	struct req rq = {.script = &rs};
+	struct lock_request *rs = &q->hold;
+	struct req rq = {.script = rs};
 	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
 	int ok[STORE_NODES_MAX] = {0};
 	int answered = 0, best = -1, best_votes = 0;
 	long long fence = 0;
 
-	if (!nh || lock_request_holders(&rs, l, brk, err, errlen) < 0) {
+	if (!nh || lock_request_holders(rs, l, brk, err, errlen) < 0) {
 		if (!nh)
 			snprintf(err, errlen, "out of memory");
 		free(nh);
