@@ -65,6 +65,7 @@ start_probe() { # start_probe TAG SECONDS RLOCK-ARGS...
 }
 
 entered() { grep -q "^+ $1 " "$LOG"; }
+writer_marked_or_in() { key_exists 'rlock:{stream}:writer' || entered w; }
 queue_len() { [[ $(rcli ZCARD 'rlock:{'"$1"'}:queue') == "$2" ]]; }
 
 # commands_per_acquisition P RLOCK-ARGS...: P contenders, one short run each; prints
@@ -117,6 +118,9 @@ commands_per_acquisition() {
 		if ((i == 3)); then
 			wait_until 20 entered r3
 			start_probe w 0.1 -k stream
+			# the writer waits (its mark is set) before the next reader asks, however
+			# slow its start: else readers that asked first rightly go ahead of it
+			wait_until 30 writer_marked_or_in || fail "the writer neither waited nor entered"
 		fi
 		sleep 0.2
 	done
