@@ -712,8 +712,11 @@ void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 	char err[300];
 
 	if (s->q) {
-		/* Each node on its own, one after the other, each within a node timeout. */
+		/* Each node on its own, one after the other, each within a node timeout;
+		 * not those the quorum could not connect to (each would cost its timeout). */
 		for (int i = 0; i < s->cfg->n; i++) {
+			if (!quorum_connected(s->q, i))
+				continue;
 			struct store_config *one = calloc(1, sizeof *one);
 			struct store *t = NULL;
 			if (!one)
