@@ -171,6 +171,7 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->queue_key, sizeof l->queue_key, "%.700s:queue", l->key);
 	snprintf(l->qlease_key, sizeof l->qlease_key, "%.700s:qlease", l->key);
 	snprintf(l->writer_key, sizeof l->writer_key, "%.700s:writer", l->key);
+	snprintf(l->waiters_key, sizeof l->waiters_key, "%.700s:waiters", l->key);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
 	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
 	l->ttl_ms = ttl_ms;
@@ -280,10 +281,12 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 1 &&
 	    r->element[1]->type == RESP_INTEGER) {
 		l->fence = r->element[1]->integer;
+		l->placed = 0;
 		return LOCK_OK;
 	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
+		l->placed = r->element[0]->integer == 2;
 		return LOCK_BUSY;
 	}
 	snprintf(err, errlen, "acquire: unexpected reply from the server");
@@ -354,13 +357,27 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
-		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
-		                      l->queue_key, l->writer_key, l->meta_key};
-		const char *args[] = {l->token, ttl,    "host",  m->host,
-		                      "pid",    pid,    "user",  m->user,
-		                      "cmd",    m->cmd, "start", start,
-		                      "ttl",    ttl,    "label", m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, 7, keys, 16, args, err, errlen);
+		const char *keys[] = {l->key,        l->fence_key, l->owner_key,
+		                      l->holders_key, l->queue_key, l->writer_key,
+		                      l->meta_key,    l->waiters_key};
+		const char *args[] = {l->token,
+		                      ttl,
+		                      l->may_place && !l->nowait ? "1" : "0",
+		                      "host",
+		                      m->host,
+		                      "pid",
+		                      pid,
+		                      "user",
+		                      m->user,
+		                      "cmd",
+		                      m->cmd,
+		                      "start",
+		                      start,
+		                      "ttl",
+		                      ttl,
+		                      "label",
+		                      m->label ? m->label : ""};
+		return request(q, S_ACQUIRE, 8, keys, 17, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -476,10 +493,10 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 {
 	struct resp_reply *r;
 	long long v = 0;
-	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key};
+	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key, l->key};
 	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
-	if (eval(c, S_LEAVE, 3, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, S_LEAVE, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	return check_int(r, "leave the queue", err, errlen, &v);
 }

@@ -46,9 +46,12 @@ struct lock {
 	char queue_key[LOCK_KEY_MAX];
 	char qlease_key[LOCK_KEY_MAX];
 	char writer_key[LOCK_KEY_MAX];
+	char waiters_key[LOCK_KEY_MAX]; /* places of plain waiters (src/lua/wake_one.lua) */
 	char channel[LOCK_KEY_MAX];
 	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
-	char wake_channel[LOCK_KEY_MAX]; /* wake_prefix + token: this waiter's own */
+	/* wake_prefix + token: this waiter's own channel (a queue's head), and for a plain
+	 * waiter with a place the list a release pushes to (it waits with BLPOP). */
+	char wake_channel[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
 	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
@@ -60,6 +63,12 @@ struct lock {
 	int limit;  /* LOCK_LIMIT: N */
 	int fair;   /* --fair: join the FIFO queue when busy */
 	int nowait; /* -n: never join the queue */
+	/* A plain waiting request takes a place among the waiters, so that a release wakes
+	 * one waiter (its list) instead of everyone (the channel). may_place: the store
+	 * allows it (not Redlock: a release on each node would wake a different waiter);
+	 * placed: the last busy reply gave this request a place. */
+	int may_place;
+	int placed;
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
