@@ -103,7 +103,7 @@ scripts() {
 	rlock_bg -k pass -w 60s -- touch w1.ran
 	local w1_pid=$RLOCK_PID
 	wait_until 30 has_places pass 1
-	rlock_bg -k pass -w 60s -- touch w2.ran
+	rlock_bg -k pass -t 120s -w 60s -- touch w2.ran
 	local w2_pid=$RLOCK_PID
 	wait_until 30 has_places pass 2
 	kill -STOP "$w1_pid" "$w2_pid"
@@ -116,8 +116,8 @@ scripts() {
 	rlock_wait "$w1_pid" 30
 	assert_equal "$RLOCK_STATUS" 143
 	[[ ! -e w1.ran ]]
-	# w2 is still stopped, so only w1's leaving can have woken it
-	wait_until 30 has_places pass 0
+	# w2 is still stopped, so only w1's leaving (done before it exits) can have woken it
+	assert_equal "$(places pass)" 0
 	kill -CONT "$w2_pid"
 	rlock_wait "$w2_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
