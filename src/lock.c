@@ -312,7 +312,8 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	if (!is_array(r, 7) || r->element[3]->type != RESP_ARRAY ||
+	/* 8 since plain waiters have places; an older server-side script says 7 */
+	if (!(is_array(r, 7) || is_array(r, 8)) || r->element[3]->type != RESP_ARRAY ||
 	    r->element[3]->elements % 12 != 0 || r->element[4]->type != RESP_ARRAY ||
 	    r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -345,6 +346,10 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	v = field_number(r->element[5]);
 	hs->queued = v > hs->nq ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->nq;
 	copy_field(hs->writer, sizeof hs->writer, r->element[6]);
+	if (r->elements > 7) {
+		v = field_number(r->element[7]);
+		hs->waiting = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
+	}
 	return LOCK_OK;
 }
 
@@ -506,10 +511,11 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 {
 	const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
 	                      l->holders_key, l->meta_key,   l->limit_key,
-	                      l->queue_key,   l->qlease_key, l->writer_key};
+	                      l->queue_key,   l->qlease_key, l->writer_key,
+	                      l->waiters_key};
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
-	return request(q, brk ? S_BREAK : S_STATUS, 9, keys, brk ? 3 : 0, args, err, errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, 10, keys, brk ? 3 : 0, args, err, errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,

@@ -14,8 +14,10 @@
  *   PREFIX{NAME}:queue     zset token -> arrival (server us): the fair queue
  *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms)
  *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
- *   PREFIX{NAME}:released  pub/sub channel: a release wakes everyone (no queue)
- *   PREFIX{NAME}:wake:TOK  pub/sub channel of one queued waiter: wakes the head only
+ *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
+ *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub
+ *                          channel of one queued waiter (wakes the head only)
+ *   PREFIX{NAME}:released  pub/sub channel: everyone else who waits (no queue)
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -102,6 +104,7 @@ struct holders {
 	int queued; /* live waiters in the fair queue */
 	int nq;     /* entries in q, in queue order */
 	struct waiter q[WAITERS_MAX];
+	int waiting; /* live places of plain exclusive waiters */
 	long long last_fence;
 	char limit[16];            /* "shared", N, or "" */
 	char writer[80];           /* token of a waiting exclusive request, or "" */

@@ -2,7 +2,7 @@
 -- Break (operator): remove every holder (exclusive, shared, permits), wake the head of
 -- the queue (or one plain waiter, and everyone on the release channel), say what was
 -- removed. The queue stays: its waiters are alive.
--- KEYS: lock owner fence holders meta limit queue qlease writer
+-- KEYS: lock owner fence holders meta limit queue qlease writer waiters
 -- ARGV: channel publish wake_prefix
 -- Reply: as status.lua's.
 --@wake_one
@@ -36,4 +36,5 @@ if n > 0 then
   wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.call(ARGV[2], ARGV[1], 'break')
 end
-return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, {}, 0, false}
+return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, {}, 0, false,
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}
