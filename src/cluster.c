@@ -390,9 +390,11 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 			x->st->refresh = 1, x->st->hint = i;
 		return STORE_ROUTE_RETRY;
 	}
-	/* A failover in progress: another try will find the new owner. (TRYAGAIN, a slot
-	 * being migrated, lasts until the migration ends: the error stands, and the
-	 * waiting and renewal loops retry at their own pace.) */
+	/* A slot being migrated: a script whose keys are not all on one side is refused
+	 * until the migration ends, usually within milliseconds (then: MOVED). */
+	if (cluster_error_is(errtext, "TRYAGAIN"))
+		return STORE_ROUTE_LATER;
+	/* A failover in progress: another try will find the new owner. */
 	if (x->st &&
 	    (cluster_error_is(errtext, "READONLY") || cluster_error_is(errtext, "LOADING"))) {
 		if (key)
@@ -400,7 +402,7 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 		x->st->refresh = 1;
 		return STORE_ROUTE_RETRY;
 	}
-	return STORE_ROUTE_FAIL; /* CLUSTERDOWN, TRYAGAIN, anything else: the error stands */
+	return STORE_ROUTE_FAIL; /* CLUSTERDOWN, anything else: the error stands */
 }
 
 static const struct server *route_master(void *ctx, int i, int64_t cap_ms, char *err, size_t errlen)

@@ -208,12 +208,24 @@ static void pause_until(int64_t until_ms)
 	nanosleep(&ts, NULL);
 }
 
+/* The reason to report when no master is found: the last failure, unless it only ran
+ * into cap_ms (a timeout that says nothing) after a complete attempt said more (a
+ * certificate refused, a master that is not one). */
+static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int *complete)
+{
+	int cut = clock_ms() >= cap_ms;
+
+	if (!cut || !*complete)
+		snprintf(last, n, "%s", e);
+	*complete |= !cut;
+}
+
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
                       char *err, size_t errlen)
 {
 	int64_t pause = ROUND_PAUSE_MIN_MS;
-	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time";
-	int port;
+	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time", e[512];
+	int port, complete = 0;
 
 	for (;;) {
 		int unknown = 0, denied = 0;
@@ -224,12 +236,12 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				         last);
 				return -1;
 			}
-			enum ask a =
-			    ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, last, sizeof last);
+			enum ask a = ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, e, sizeof e);
 			unknown += a == ASK_UNKNOWN;
 			denied += a == ASK_DENIED;
 			if (a != ASK_FOUND) {
-				log_debug("%s", last);
+				log_debug("%s", e);
+				keep_reason(last, sizeof last, e, cap_ms, &complete);
 				continue;
 			}
 			memcpy(host, cand, URL_HOST_MAX);
@@ -241,8 +253,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			hostport_name(srv->name, sizeof srv->name, host, port);
 			int ok =
 			    client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
-			                   last, sizeof last) == CLIENT_OK
-			        ? confirm_master(srv, cap_ms, last, sizeof last)
+			                   e, sizeof e) == CLIENT_OK
+			        ? confirm_master(srv, cap_ms, e, sizeof e)
 			        : -1;
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
@@ -250,10 +262,11 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				return 0;
 			}
 			if (ok == CLIENT_AUTH) { /* the master refused our login: final */
-				snprintf(err, errlen, "%s", last);
+				snprintf(err, errlen, "%s", e);
 				return -1;
 			}
-			log_debug("%s", last);
+			log_debug("%s", e);
+			keep_reason(last, sizeof last, e, cap_ms, &complete);
 		}
 		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {

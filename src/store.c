@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "log.h"
@@ -212,6 +213,17 @@ static int64_t capped(int64_t t, int64_t cap)
 	return t < cap ? t : cap;
 }
 
+#define PAUSE_FIRST_MS 50
+
+/* Sleep until until_ms, or less when the thread's abort fd (a signal) is readable. */
+static void pause_until(int64_t until_ms)
+{
+	for (int64_t left; !conn_abort_pending() && (left = until_ms - clock_ms()) > 0;) {
+		struct timespec ts = {0, (long)(left < 20 ? left : 20) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err, size_t errlen);
 
 #define RUN_RETRY   1 /* safe to repeat on a fresh connection */
@@ -226,7 +238,8 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 {
 	const struct store_route *rt = s->cfg->route;
 	const struct server *ask = NULL;
-	int retried = 0;
+	int retried = 0, pauses = 0;
+	int64_t pause = PAUSE_FIRST_MS;
 
 	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
 		const struct server *srv = fixed ? fixed : ask;
@@ -261,7 +274,19 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 		if (rc == LOCK_REDIRECT) {
 			int what =
 			    rt ? rt->redirect(s->route, key, srv, err, &ask) : STORE_ROUTE_FAIL;
-			if (what == STORE_ROUTE_FAIL) {
+			if (what == STORE_ROUTE_LATER && pauses < STORE_PAUSES_MAX &&
+			    clock_ms() + pause < cap_ms && !conn_abort_pending()) {
+				/* The refusal ran nothing (TRYAGAIN): safe to repeat, also an
+				 * acquire. Each pause starts the redirects afresh. */
+				log_debug("%s: %s; trying again in %lld ms", srv->name, err,
+				          (long long)pause);
+				pause_until(clock_ms() + pause);
+				pauses++;
+				pause *= 2;
+				hop = -1;
+				continue;
+			}
+			if (what == STORE_ROUTE_FAIL || what == STORE_ROUTE_LATER) {
 				char why[300];
 				snprintf(why, sizeof why, "%s", err);
 				snprintf(err, errlen, "%s: server error: %s", srv->name, why);
@@ -817,10 +842,19 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		return pushed ? 1 : -1;
 	}
 	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}. */
-	int msg = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING &&
-	          (strcmp(r->element[0]->str, "message") == 0 ||
-	           strcmp(r->element[0]->str, "smessage") == 0);
+	int kind = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING;
+	int msg = kind && (strcmp(r->element[0]->str, "message") == 0 ||
+	                   strcmp(r->element[0]->str, "smessage") == 0);
+	/* We never unsubscribe: a "sunsubscribe" is the server's, whose node no longer
+	 * serves the channel's slot (migrated, failed over). Releases are announced on the
+	 * new owner now: subscribe again, there. */
+	int moved = kind && strcmp(r->element[0]->str, "sunsubscribe") == 0;
 	resp_free(r);
+	if (moved) {
+		snprintf(err, errlen, "the lock's slot moved to another node (sunsubscribe)");
+		store_unsubscribe(s);
+		return -1;
+	}
 	return msg;
 }
 

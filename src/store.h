@@ -33,8 +33,10 @@
  *     LOCK_REDIRECT with the error text verbatim), or, errtext NULL, the connection
  *     to srv failed. Return STORE_ROUTE_RETRY (forget what you knew: the store calls
  *     locate again and repeats, at most STORE_HOPS_MAX times within cap_ms),
- *     STORE_ROUTE_ASK with *ask set (repeat once on *ask after ASKING) or
- *     STORE_ROUTE_FAIL (the error stands);
+ *     STORE_ROUTE_ASK with *ask set (repeat once on *ask after ASKING),
+ *     STORE_ROUTE_LATER (a state that passes, e.g. TRYAGAIN while the slot migrates:
+ *     the store pauses, 50 ms doubling, and repeats, at most STORE_PAUSES_MAX times
+ *     within cap_ms; then the error stands) or STORE_ROUTE_FAIL (the error stands);
  *   - master(i): the i-th master for --list (NULL after the last);
  *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub:
  *     then releases are announced with SPUBLISH, and waiters listen with both, so a
@@ -57,10 +59,11 @@
 #include "client.h"
 #include "lock.h"
 
-#define STORE_NO_CAP   INT64_MAX
-#define STORE_HOPS_MAX 5 /* redirects followed by one call */
+#define STORE_NO_CAP     INT64_MAX
+#define STORE_HOPS_MAX   5 /* redirects followed by one call */
+#define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */
 
-enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2 };
+enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2, STORE_ROUTE_LATER = 3 };
 
 struct store_route {
 	void *(*open)(const void *arg); /* per-handle state, NULL: out of memory */

@@ -1,0 +1,217 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output, $stderr
+# Redis Cluster, a lock's slot migrated by hand while the lock is in use (SPEC §8; man
+# PROTOCOL): CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE of the lock's keys, SETSLOT
+# NODE, the steps `redis-cli --cluster reshard` takes. One 3-master cluster for the
+# file (test/cluster.bash). Documented: the holder's renewal and release follow ASK
+# (with ASKING) and then MOVED; a new acquire while the slot migrates is refused by
+# Redis with TRYAGAIN (the scripts declare several keys, not all present): rlock tries
+# again for about 1.5 s (a slot with few keys moves in milliseconds), then exit 69
+# with one line; a waiter is woken by the release on the slot's new owner.
+
+load helpers
+load cluster
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	cluster_start
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	make_hold_script
+}
+
+teardown() { common_teardown; }
+
+# name_on PORT: a lock name whose keys live on the master at PORT (not used before in
+# this file: each test moves its name's slot).
+name_on() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if [[ $(cluster_owner "rlock:{m$BATS_TEST_NUMBER-$i}") == "$1" ]]; then
+			echo "m$BATS_TEST_NUMBER-$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# asking PORT CMD...: CMD on the node at PORT after ASKING (the importing node serves
+# the slot only so), one connection; prints CMD's reply.
+asking() {
+	local port=$1
+	shift
+	printf 'ASKING\n%s\n' "$*" | redis-cli -p "$port" | tail -1
+}
+
+# migrate_start SLOT FROM TO / migrate_keys FROM TO KEY... / migrate_end SLOT TO:
+# the three steps of a slot migration, as `redis-cli --cluster reshard` does them.
+migrate_start() {
+	redis-cli -p "$3" CLUSTER SETSLOT "$1" IMPORTING "$(redis-cli -p "$2" CLUSTER MYID)" >/dev/null
+	redis-cli -p "$2" CLUSTER SETSLOT "$1" MIGRATING "$(redis-cli -p "$3" CLUSTER MYID)" >/dev/null
+}
+migrate_keys() {
+	local from=$1 to=$2
+	shift 2
+	[[ $(redis-cli -p "$from" MIGRATE 127.0.0.1 "$to" "" 0 5000 KEYS "$@") == OK ]]
+}
+migrate_end() {
+	local p id
+	id=$(redis-cli -p "$2" CLUSTER MYID)
+	# the new owner first, then the others (the old owner among them)
+	for p in "$2" $(cluster_masters | grep -vx "$2"); do
+		[[ $(redis-cli -p "$p" CLUSTER SETSLOT "$1" NODE "$id") == OK ]] || return 1
+	done
+}
+
+# renewed_at N KEY PORT: for wait_until, KEY's PTTL on the importing node at PORT rose
+# N times (renewals that reached it through ASK).
+renewed_at() {
+	local p
+	p=$(asking "$3" PTTL "$2")
+	[[ $p =~ ^-?[0-9]+$ ]] || return 1
+	if ((_renew_last >= 0 && p > _renew_last)); then
+		_renew_ups=$((_renew_ups + 1))
+	fi
+	_renew_last=$p
+	((_renew_ups >= $1))
+}
+
+@test "held across a migration: renewal and release follow ASK; a new acquire meanwhile is 69 (TRYAGAIN), takes nothing" {
+	local from to name key slot pid
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	# -t 3s: renewed every second, so renewals must cross every step of the migration
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	migrate_start "$slot" "$from" "$to"
+	# (b) the keys still on the old owner, the slot migrating: Redis answers TRYAGAIN,
+	# and goes on so (the migration does not end): 69 after the pauses
+	local t0=$EPOCHREALTIME
+	run -69 --separate-stderr rlock -n -k "$name" -- touch ran
+	echo "# TRYAGAIN tried again for $(((${EPOCHREALTIME/./} - ${t0/./}) / 1000)) ms, then 69" >&3
+	assert_one_line_error
+	[[ $stderr == *TRYAGAIN* ]] || fail "not TRYAGAIN: $stderr"
+	# the keys moved, the slot still migrating: the old owner answers ASK; the
+	# renewal follows it (ASKING) to the importing node and extends the lease there
+	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence"
+	[[ $(redis-cli -p "$from" EXISTS "$key") == ASK* ]] # gone from the old owner
+	renewed_reset
+	wait_until 30 renewed_at 2 "$key" "$to"
+	# (b) again, now that the old owner redirects: ASK, then TRYAGAIN on the new one
+	run -69 --separate-stderr rlock -n -k "$name" -- touch ran
+	assert_one_line_error
+	[[ $stderr == *TRYAGAIN* ]] || fail "not TRYAGAIN: $stderr"
+	[[ ! -e ran ]]
+	[[ $(asking "$to" GET "$key:fence") == 1 ]] || fail "a refused acquire counted a fence"
+	# (a) the release, still mid-migration, follows ASK too: gone from the new owner
+	touch a.release
+	rlock_wait "$pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $RLOCK_ERR ]] || fail "holder: $(cat "$RLOCK_ERR")"
+	[[ $(asking "$to" EXISTS "$key") == 0 ]] || fail "left on $to"
+	[[ $(asking "$to" EXISTS "$key:owner") == 0 ]] || fail "owner left on $to"
+	[[ $(redis-cli -p "$from" CLUSTER NODES | grep -c "\[$slot->-") == 1 ]] ||
+		fail "the slot was no longer migrating"
+	migrate_end "$slot" "$to"
+	run -0 rlock -k "$name" -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
+}
+
+@test "a waiter across a migration: the renewal follows MOVED, the release on the new owner wakes the waiter" {
+	local from to name key slot a_pid b_pid b_err
+	from=$(cluster_masters | tail -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
+	b_pid=$RLOCK_PID
+	b_err=$RLOCK_ERR
+	wait_until 30 shard_subscribed "$from" "$key:released"
+	migrate_start "$slot" "$from" "$to"
+	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence"
+	migrate_end "$slot" "$to"
+	# the old owner dropped the waiter's sharded subscription (the slot left it); the
+	# waiter subscribes again on the new owner
+	wait_until 30 shard_subscribed "$to" "$key:released"
+	renewed_reset
+	wait_until 30 renewed 2 "$key" redis-cli -p "$to"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	(($(cat b.start) >= $(cat a.end)))
+	echo "# hand-off after the migration ms: $(($(cat b.start) - $(cat a.end)))" >&3
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
+	[[ $(redis-cli -p "$to" EXISTS "$key") == 0 ]]
+}
+
+@test "a new acquire while the slot migrates tries again and takes the lock when the migration ends" {
+	local from to name key slot pid t0
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | tail -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	run -0 rlock -k "$name" -- true # the fence counter exists: 1
+	migrate_start "$slot" "$from" "$to"
+	rlock_bg -vv -k "$name" -- sh -c 'echo "$RLOCK_FENCE" >fence'
+	pid=$RLOCK_PID
+	wait_until 30 grep -q 'TRYAGAIN.*trying again' "$RLOCK_ERR"
+	migrate_keys "$from" "$to" "$key:fence"
+	migrate_end "$slot" "$to"
+	t0=$EPOCHREALTIME
+	rlock_wait "$pid" 30
+	echo "# acquired $(((${EPOCHREALTIME/./} - ${t0/./}) / 1000)) ms after the migration ended" >&3
+	assert_equal "$RLOCK_STATUS" 0
+	[[ $(cat fence) == 2 ]]
+	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
+}
+
+# shard_subscribed PORT CHANNEL: a client subscribes to CHANNEL on PORT (SSUBSCRIBE).
+shard_subscribed() {
+	(($(redis-cli -p "$1" PUBSUB SHARDNUMSUB "$2" | tail -1) >= 1))
+}
+
+# Last: it changes the topology (a replica becomes master).
+@test "a waiter across a CLUSTER FAILOVER is woken by the release on the new master" {
+	local m name key replica a_pid b_pid b_err
+	m=$(cluster_masters | head -1)
+	name=$(name_on "$m")
+	key="rlock:{$name}"
+	replica=$(cluster_replica_of "$m")
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
+	b_pid=$RLOCK_PID
+	b_err=$RLOCK_ERR
+	wait_until 30 shard_subscribed "$m" "$key:released"
+	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
+	wait_until 30 cluster_is_master "$replica"
+	wait_until 30 shard_subscribed "$replica" "$key:released"
+	renewed_reset
+	wait_until 30 renewed 2 "$key" redis-cli -p "$replica"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	echo "# hand-off after the failover ms: $(($(cat b.start) - $(cat a.end)))" >&3
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output, $stderr
+# Sentinel over TLS (SPEC §2, §8): rediss-sentinel:// (or --tls with redis-sentinel://)
+# speaks TLS to the sentinels and to the master they name, verifying the chain and the
+# host name (or IP) of each. One topology for the file, TLS only (port 0), certificates
+# made here (tls_make_certs: SAN IP:127.0.0.1, DNS:localhost): a master and a replica
+# with tls-replication, two sentinels with tls-replication (their links to the data
+# nodes and to each other are TLS too). The master also listens on 127.0.0.2, and the
+# sentinels know it under a second name, 'misnamed', at that address: its certificate
+# does not name 127.0.0.2.
+
+load helpers
+
+MASTER=mymaster
+
+setup_file() {
+	local i p all=
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	tls_make_certs "$BATS_FILE_TMPDIR/certs"
+	tls_redis_start --bind 127.0.0.1 127.0.0.2 --tls-replication yes \
+		--repl-diskless-sync-delay 0
+	export M_PORT=$TLS_PORT
+	tls_redis_start --tls-replication yes --replicaof 127.0.0.1 "$M_PORT" \
+		--repl-diskless-sync-delay 0
+	export R_PORT=$TLS_PORT
+	wait_until 30 replica_linked
+	for ((i = 0; i < 2; i++)); do
+		p=$(free_port)
+		all="$all${all:+ }$p"
+	done
+	for p in $all; do sentinel_tls_start "$p" "$all"; done
+	for p in $all; do wait_until 60 sentinel_sees_all "$p"; done
+	export S_PORTS=$all
+	export S_URL="rediss-sentinel://127.0.0.1:${all// /,127.0.0.1:}/$MASTER"
+	export CA=$TLS_CERTS/ca.pem OTHER_CA=$TLS_CERTS/other-ca.pem
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	tls_cli "$M_PORT" FLUSHALL >/dev/null
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+teardown() { kill_tracked; }
+
+# replica_linked: the replica's TLS link to the master is up.
+replica_linked() {
+	tls_cli "$R_PORT" INFO replication 2>/dev/null | grep -q master_link_status:up
+}
+
+# sentinel_tls_start PORT ALL_PORTS: a TLS-only sentinel on PORT (127.0.0.1 and
+# 127.0.0.2) monitoring the master as $MASTER at 127.0.0.1 and as 'misnamed' at
+# 127.0.0.2; the replica and the other sentinels written into its config (no 10 s of
+# discovery). Its PID is stopped by redis_stop_all.
+sentinel_tls_start() {
+	local port=$1 all=$2 dir p c=$TLS_CERTS
+	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
+	{
+		cat <<EOF
+port 0
+tls-port $port
+bind 127.0.0.1 127.0.0.2
+tls-cert-file $c/server.pem
+tls-key-file $c/server.key
+tls-ca-cert-file $c/ca.pem
+tls-auth-clients no
+tls-replication yes
+daemonize no
+dir $dir
+sentinel myid $(printf '%040x' "$port")
+sentinel resolve-hostnames no
+sentinel monitor $MASTER 127.0.0.1 $M_PORT 2
+sentinel down-after-milliseconds $MASTER 60000
+sentinel known-replica $MASTER 127.0.0.1 $R_PORT
+sentinel monitor misnamed 127.0.0.2 $M_PORT 2
+sentinel down-after-milliseconds misnamed 60000
+EOF
+		for p in $all; do
+			[[ $p == "$port" ]] ||
+				echo "sentinel known-sentinel $MASTER 127.0.0.1 $p $(printf '%040x' "$p")"
+		done
+	} >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
+	echo "$!" >>"$BATS_FILE_TMPDIR/redis.pids"
+}
+
+# sentinel_sees_all PORT: the sentinel on PORT answers over TLS and its own TLS links
+# work: the master is up (not s_down), with one replica and one other sentinel.
+sentinel_sees_all() {
+	local info
+	info=$(tls_cli "$1" SENTINEL master "$MASTER" 2>/dev/null) || return 1
+	[[ $(sed -n '/^flags$/{n;p}' <<<"$info") == master ]] &&
+		[[ $(sed -n '/^num-slaves$/{n;p}' <<<"$info") == 1 ]] &&
+		[[ $(sed -n '/^num-other-sentinels$/{n;p}' <<<"$info") == 1 ]]
+}
+
+@test "rediss-sentinel:// and --tls with redis-sentinel://: the lock on the TLS master the sentinels name" {
+	run -0 --separate-stderr rlock -v -u "$S_URL" --cacert "$CA" --wait-replicas 1 \
+		-k s -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 1
+	assert_regex "$stderr" "master 'mymaster' is 127\.0\.0\.1:$M_PORT"
+	# --tls makes a redis-sentinel:// URL TLS; a sentinel reached by its DNS name
+	run -0 rlock --tls -u "redis-sentinel://localhost:${S_PORTS%% *}/$MASTER" --cacert "$CA" \
+		-k s -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+	[[ $(tls_cli "$M_PORT" GET 'rlock:{s}:fence') == 2 ]]
+	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
+	[[ $(tls_cli "$R_PORT" GET 'rlock:{s}:fence') == 2 ]] # replicated over TLS
+	# held: --status names the master; a waiter is woken by the release (its
+	# subscription, on the master the sentinels name, is TLS too)
+	make_hold_script
+	rlock_bg -u "$S_URL" --cacert "$CA" -k s -- "$HOLD" a
+	local holder=$RLOCK_PID
+	wait_until 30 test -e a.started
+	run -75 rlock -u "$S_URL" --cacert "$CA" -k s --status
+	assert_regex "$output" "master +127\.0\.0\.1:$M_PORT \(Sentinel 'mymaster'\)"
+	rlock_bg -vv -u "$S_URL" --cacert "$CA" -k s -- touch waiter-ran
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 subscribed 'rlock:{s}:released'
+	touch a.release
+	rlock_wait "$holder" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e waiter-ran ]]
+	grep -q 'woken by the release' "$waiter_err" || fail "waiter: $(cat "$waiter_err")"
+}
+
+# subscribed CHANNEL: a client listens on CHANNEL on the master.
+subscribed() {
+	(($(tls_cli "$M_PORT" PUBSUB NUMSUB "$1" | tail -1) >= 1))
+}
+
+# A refused certificate is retried like an outage until the sentinels' budget ends
+# (n × (connect + io) + connect + 2 × io): short deadlines keep these tests cheap.
+FAIL_FAST=(--connect-timeout 1s --io-timeout 500ms)
+
+@test "sentinels over TLS with the wrong CA: 69, one line, not run" {
+	run -69 --separate-stderr rlock -u "$S_URL" --cacert "$OTHER_CA" "${FAIL_FAST[@]}" \
+		-k w -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Cc]ertificate|verif|issuer'
+	[[ ! -e ran ]]
+	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{w}:fence') == 0 ]]
+}
+
+@test "host names verified: a sentinel at 127.0.0.2, a master named at 127.0.0.2: 69 mismatch" {
+	# the sentinel's certificate names 127.0.0.1 and localhost, not 127.0.0.2
+	run -69 --separate-stderr rlock -u "rediss-sentinel://127.0.0.2:${S_PORTS%% *}/$MASTER" \
+		--cacert "$CA" "${FAIL_FAST[@]}" -k h -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Mm]ismatch'
+	assert_regex "$stderr" '127\.0\.0\.2'
+	# the sentinels (verified) name the master at 127.0.0.2: the master is refused
+	run -69 --separate-stderr rlock -u "rediss-sentinel://127.0.0.1:${S_PORTS%% *}/misnamed" \
+		--cacert "$CA" "${FAIL_FAST[@]}" -k h -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Mm]ismatch'
+	assert_regex "$stderr" "127\.0\.0\.2:$M_PORT"
+	[[ ! -e ran ]]
+	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{h}:fence') == 0 ]]
+}
