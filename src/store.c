@@ -22,6 +22,7 @@ struct store {
 	struct client *sub;      /* release notifications: a subscription, or a wake list */
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
+	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
 	struct quorum *q;        /* Redlock: the calls go there instead */
 	char name[64];
 };
@@ -414,8 +415,9 @@ int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, in
 	struct acquire_args a = {l, m, h, clock_ms(), s};
 
 	/* A place among the waiters lives on one server: a quorum's nodes would each wake
-	 * a different waiter, so Redlock waiters listen on the release channel. */
-	l->may_place = !s->q;
+	 * a different waiter, so Redlock waiters listen on the release channel (as do
+	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
+	l->may_place = !s->q && !s->no_wake_list;
 	if (s->q)
 		return quorum_acquire(s->q, l, m, cap_ms, sent_ms, h, err, errlen);
 
@@ -764,7 +766,7 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
 	int tries = 1, first = 0;
 
-	if (l->placed && s->c && !s->q)
+	if (l->placed && s->c && !s->q && !s->no_wake_list)
 		return wake_arm(s, l, err, errlen);
 	if (s->sub && !s->sub_at)
 		return STORE_OK; /* subscribed already */
@@ -836,6 +838,9 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		if (!pushed) {
 			snprintf(err, errlen, "%s: %.200s", s->sub_at->name,
 			         r->type == RESP_ERROR ? r->str : "unexpected reply to BLPOP");
+			/* An ACL without BLPOP: the release channel is still published. */
+			if (r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0)
+				s->no_wake_list = 1;
 			store_unsubscribe(s);
 		}
 		resp_free(r);

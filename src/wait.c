@@ -377,6 +377,16 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		if (slept == -1) {
 			store_unsubscribe(s);
 			sub = 0;
+			/* A listener that breaks as soon as it listens (a slot that moved, an
+			 * error reply): no attempt at once, or the loop would spin on it. */
+			if (clock_ms() - now < BACKOFF_FIRST_MS) {
+				int64_t pause = clock_ms() + jittered(backoff, &seed);
+				if (nap_until(a, s, h, start, pause < deadline ? pause : deadline, NULL,
+				              &drawn, signo) == -4) {
+					rc = WAIT_SIGNAL;
+					break;
+				}
+			}
 		}
 		if (slept == 0 && backoff < BACKOFF_MAX_MS)
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;

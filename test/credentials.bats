@@ -39,6 +39,9 @@ setup_file() {
 	# the lock's keys, but one command its acquire script calls (INCR) missing
 	# shellcheck disable=SC2086
 	rcli ACL SETUSER noincr reset on ">$LPW" ${LOCKER_ACL/+incr /} >/dev/null
+	# everything but BLPOP: a waiter cannot block on its wake list
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER noblpop reset on ">$LPW" ${LOCKER_ACL/+blpop /} >/dev/null
 	rcli ACL SETUSER special reset on ">$SPW" '~*' '&*' +@all >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
@@ -460,4 +463,32 @@ renewed_once() {
 	[[ $stderr != *whatever* ]]
 	[[ ! -e ran ]]
 	redis_stop "$REDIS_PID"
+}
+
+@test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
+	export RLOCK_PASSWORD=$LPW
+	rlock_bg -u "$URL" --user locker -t 60s -k nb -- "$HOLD" a
+	local holder=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -u "$URL" --user noblpop -k nb -w 60s -- true
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p) == 1 ]]'
+	rcli CONFIG RESETSTAT >/dev/null
+	local t0
+	t0=$(now_ms)
+	# the waiter sleeps now; a spinning one would send scripts all the time
+	while (($(now_ms) - t0 < 1000)); do sleep 0.1; done
+	local calls
+	calls=$(rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '$1 == "cmdstat_evalsha" { print $3 }')
+	echo "# scripts sent by the waiter in 1 s of waiting: ${calls:-0}" >&3
+	# a waiter on the channel backs off from 200 ms (a few attempts); one that spins
+	# sends hundreds
+	((${calls:-0} <= 10)) || fail "the waiter spins: ${calls} scripts in 1 s"
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
+	grep -q 'NOPERM' "$waiter_err" || fail "no word of the refused BLPOP: $(cat "$waiter_err")"
 }
