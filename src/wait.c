@@ -340,7 +340,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		 * place among the waiters keeps a wake-up made before it listened. */
 		char err2[256];
 		int listen = store_subscribe(s, a->lock, err2, sizeof err2);
-		if (listen == STORE_NEW && !sub) {
+		if (listen == STORE_NEW) {
 			sub = 1;
 			continue;
 		}
