@@ -109,7 +109,8 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		holder_fields(f, &hs->h[0]);
 	}
 	fprintf(f, ",\"fence\":%lld", hs->n ? hs->h[0].fence : hs->last_fence);
-	fprintf(f, ",\"waiting\":%d", hs->waiting);
+	if (hs->waiting)
+		fprintf(f, ",\"waiting\":%d", hs->waiting);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
