@@ -15,6 +15,8 @@ struct client {
 	int broken;     /* a request was cut short: nothing more can be sent */
 	int replied;    /* a reply has been read: the server speaks RESP */
 	int asking;     /* client_set_asking */
+	int opening;    /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
+	int owed;       /* set-up replies still owed while opening */
 };
 
 int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
@@ -163,85 +165,210 @@ static int64_t capped(int64_t t, int64_t cap)
 	return t < cap ? t : cap;
 }
 
-int client_open(struct client **out, const struct server *srv, int64_t cap_ms, char *err,
-                size_t errlen)
+/* AUTH's arguments, the password revealed into pw (the caller wipes it): argc. */
+static int auth_args(const struct server *srv, char pw[SECRET_MAX + 1], const char *argv[3],
+                     size_t lens[3])
 {
-	struct client *c = calloc(1, sizeof *c);
-	struct resp_reply *r = NULL;
-	char dbbuf[16];
-	int rc = CLIENT_ERR;
+	size_t pwlen = secret_reveal(pw, SECRET_MAX + 1);
 
-	*out = NULL;
-	if (!c || !(c->rd = resp_reader_new())) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
+	argv[0] = "AUTH";
+	lens[0] = 4;
+	if (!srv->user) {
+		argv[1] = pw;
+		lens[1] = pwlen;
+		return 2;
 	}
-	c->srv = srv;
-	int64_t deadline = capped(clock_ms() + srv->connect_timeout_ms, cap_ms);
-	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
-		goto fail;
-	deadline = capped(clock_ms() + srv->io_timeout_ms, cap_ms);
+	argv[1] = srv->user;
+	lens[1] = strlen(srv->user);
+	argv[2] = pw;
+	lens[2] = pwlen;
+	return 3;
+}
+
+/* AUTH's reply: CLIENT_OK, or CLIENT_AUTH or CLIENT_ERR with the reason. */
+static int auth_reply(const struct server *srv, const struct resp_reply *r, char *err,
+                      size_t errlen)
+{
+	char pw[SECRET_MAX + 1];
+
+	if (r->type != RESP_ERROR)
+		return CLIENT_OK;
+	/* Never echo the server's text blindly: it is about our secret. Redis's own words
+	 * are passed on only when they do not contain it (e.g. "AUTH <password> called
+	 * without any password configured"). */
+	size_t pwlen = secret_reveal(pw, sizeof pw);
+	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
+	           !memmem(r->str, strlen(r->str), pw, pwlen);
+	explicit_bzero(pw, sizeof pw);
+	snprintf(err, errlen, "authentication to %s failed: %.300s", srv->name,
+	         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
+	         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+	         : echo                        ? r->str
+	                                       : "server refused AUTH");
+	return auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
+}
+
+/* SELECT's reply: CLIENT_OK, or CLIENT_AUTH or CLIENT_ERR with the reason. */
+static int select_reply(const struct server *srv, const struct resp_reply *r, char *err,
+                        size_t errlen)
+{
+	if (r->type != RESP_ERROR)
+		return CLIENT_OK;
+	if (resp_is_noauth(r))
+		snprintf(err, errlen,
+		         "SELECT %d on %s: the server requires a password (NOAUTH); see "
+		         "--password-file",
+		         srv->db, srv->name);
+	else
+		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
+	return (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH : CLIENT_ERR;
+}
+
+/* The set-up commands after the connect (AUTH when a password is set, SELECT when db is
+ * not 0): sent with client_send before deadline_ms, or, with call, each also answered
+ * and checked. Returns the number sent (replies owed), or CLIENT_AUTH/CLIENT_ERR. */
+static int setup(struct client *c, int call, int64_t deadline_ms, char *err, size_t errlen)
+{
+	const struct server *srv = c->srv;
+	struct resp_reply *r = NULL;
+	int sent = 0, rc = CLIENT_OK;
+
 	if (srv->has_password) {
 		char pw[SECRET_MAX + 1];
-		size_t pwlen = secret_reveal(pw, sizeof pw);
-		const char *argv[3] = {"AUTH", srv->user, pw};
-		size_t lens[3] = {4, srv->user ? strlen(srv->user) : 0, pwlen};
-		int argc = 3;
-		if (!srv->user) {
-			argv[1] = pw;
-			lens[1] = pwlen;
-			argc = 2;
-		}
-		int called = client_call(c, argc, argv, lens, deadline, &r, err, errlen);
-		/* Never echo the server's text blindly: it is about our secret. Redis's own
-		 * words are passed on only when they do not contain it (e.g. "AUTH <password>
-		 * called without any password configured"). */
-		int echo = called == 0 && r->type == RESP_ERROR && !resp_is_error(r, "WRONGPASS") &&
-		           !resp_is_error(r, "NOPERM") && pwlen > 0 &&
-		           !memmem(r->str, strlen(r->str), pw, pwlen);
+		const char *argv[3];
+		size_t lens[3];
+		int argc = auth_args(srv, pw, argv, lens);
+		int failed = call ? client_call(c, argc, argv, lens, deadline_ms, &r, err, errlen)
+		                  : client_send(c, argc, argv, lens, deadline_ms, err, errlen);
 		explicit_bzero(pw, sizeof pw);
-		if (called < 0)
-			goto fail;
-		if (r->type == RESP_ERROR) {
-			snprintf(err, errlen, "authentication to %s failed: %.300s", srv->name,
-			         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
-			         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
-			         : echo                        ? r->str
-			                                       : "server refused AUTH");
-			rc = auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
-			goto fail;
-		}
+		if (failed < 0)
+			return CLIENT_ERR;
+		if (r)
+			rc = auth_reply(srv, r, err, errlen);
 		resp_free(r);
 		r = NULL;
+		if (rc != CLIENT_OK)
+			return rc;
+		sent++;
 	}
 	if (srv->db != 0) {
+		char dbbuf[16];
 		int n = snprintf(dbbuf, sizeof dbbuf, "%d", srv->db);
 		const char *argv[2] = {"SELECT", dbbuf};
 		size_t lens[2] = {6, (size_t)n};
-		if (client_call(c, 2, argv, lens, deadline, &r, err, errlen) < 0)
-			goto fail;
-		if (r->type == RESP_ERROR) {
-			if (resp_is_noauth(r))
-				snprintf(err, errlen,
-				         "SELECT %d on %s: the server requires a password "
-				         "(NOAUTH); see --password-file",
-				         srv->db, srv->name);
-			else
-				snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db,
-				         srv->name, r->str);
-			rc = (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH
-			                                                       : CLIENT_ERR;
-			goto fail;
-		}
+		if ((call ? client_call(c, 2, argv, lens, deadline_ms, &r, err, errlen)
+		          : client_send(c, 2, argv, lens, deadline_ms, err, errlen)) < 0)
+			return CLIENT_ERR;
+		if (r)
+			rc = select_reply(srv, r, err, errlen);
 		resp_free(r);
-		r = NULL;
+		if (rc != CLIENT_OK)
+			return rc;
+		sent++;
 	}
+	return sent;
+}
+
+static struct client *client_new(const struct server *srv, char *err, size_t errlen)
+{
+	struct client *c = calloc(1, sizeof *c);
+
+	if (!c || !(c->rd = resp_reader_new())) {
+		snprintf(err, errlen, "out of memory");
+		free(c);
+		return NULL;
+	}
+	c->srv = srv;
+	return c;
+}
+
+int client_open(struct client **out, const struct server *srv, int64_t cap_ms, char *err,
+                size_t errlen)
+{
+	struct client *c = client_new(srv, err, errlen);
+	int rc = CLIENT_ERR;
+
+	*out = NULL;
+	if (!c)
+		return CLIENT_ERR;
+	int64_t deadline = capped(clock_ms() + srv->connect_timeout_ms, cap_ms);
+	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
+		goto fail;
+	rc = setup(c, 1, capped(clock_ms() + srv->io_timeout_ms, cap_ms), err, errlen);
+	if (rc < 0)
+		goto fail;
 	*out = c;
 	return CLIENT_OK;
 fail:
-	resp_free(r);
 	client_close(c);
 	return rc;
+}
+
+int client_start(struct client **out, const struct server *srv, int64_t deadline_ms, char *err,
+                 size_t errlen)
+{
+	struct client *c = client_new(srv, err, errlen);
+
+	*out = NULL;
+	if (!c)
+		return CLIENT_ERR;
+	int rc = conn_start(&c->conn, &srv->ep, deadline_ms, err, errlen);
+	if (rc != CONN_OK && rc != CONN_AGAIN) {
+		client_close(c);
+		return CLIENT_ERR;
+	}
+	c->opening = 1;
+	rc = client_continue(c, err, errlen);
+	if (rc == CLIENT_OK || rc == CLIENT_AGAIN)
+		*out = c;
+	else
+		client_close(c);
+	return rc;
+}
+
+int client_continue(struct client *c, char *err, size_t errlen)
+{
+	if (c->opening == 1) {
+		int rc = conn_continue(c->conn, err, errlen);
+		if (rc == CONN_AGAIN)
+			return CLIENT_AGAIN;
+		if (rc != CONN_OK)
+			return CLIENT_ERR;
+		/* AUTH and SELECT go out together (a fresh socket takes them at once); their
+		 * replies come in order. */
+		rc = setup(c, 0, clock_ms(), err, errlen);
+		if (rc < 0)
+			return rc;
+		c->owed = rc;
+		c->opening = 2;
+	}
+	while (c->opening == 2 && c->owed > 0) {
+		struct resp_reply *r = NULL;
+		int got = client_recv(c, 0, &r, err, errlen);
+		if (got == 0)
+			return CLIENT_AGAIN;
+		if (got != 1)
+			return CLIENT_ERR;
+		int auth = c->srv->has_password && c->owed == 1 + (c->srv->db != 0);
+		int rc = auth ? auth_reply(c->srv, r, err, errlen)
+		              : select_reply(c->srv, r, err, errlen);
+		resp_free(r);
+		if (rc != CLIENT_OK)
+			return rc;
+		c->owed--;
+	}
+	if (resp_reader_pending(c->rd) != 0) {
+		snprintf(err, errlen, "protocol error: unexpected data after the reply from %s",
+		         c->srv->name);
+		return CLIENT_ERR;
+	}
+	c->opening = 0;
+	return CLIENT_OK;
+}
+
+short client_events(const struct client *c)
+{
+	return conn_events(c->conn);
 }
 
 int client_broken(const struct client *c)

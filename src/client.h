@@ -24,7 +24,12 @@ struct server {
 
 struct client;
 
-enum { CLIENT_OK = 0, CLIENT_ERR = -1, CLIENT_AUTH = -2 /* NOAUTH/WRONGPASS/NOPERM on AUTH */ };
+enum {
+	CLIENT_OK = 0,
+	CLIENT_ERR = -1,
+	CLIENT_AUTH = -2, /* NOAUTH/WRONGPASS/NOPERM on AUTH */
+	CLIENT_AGAIN = -3 /* client_start/client_continue: not ready yet, poll again */
+};
 
 /* Look srv's host name up once, before deadline_ms, and keep its addresses for every
  * later client_open() of srv in any thread (conn_resolve()): after this, no connect
@@ -39,6 +44,19 @@ int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t er
 #define CLIENT_NO_CAP INT64_MAX
 int client_open(struct client **out, const struct server *srv, int64_t cap_ms, char *err,
                 size_t errlen);
+
+/* client_open without waiting, for one poll loop over several servers (Redlock):
+ * client_start begins (conn_start: it waits only for a host not looked up yet, until
+ * deadline_ms); client_continue goes on whenever client_fd() is ready for
+ * client_events() (calling it early is harmless): the connect, the TLS handshake, then
+ * AUTH and SELECT sent together and their replies checked. CLIENT_AGAIN until ready
+ * (*out is set), then CLIENT_OK; CLIENT_AUTH or CLIENT_ERR with the reason (after
+ * client_start *out is NULL; after client_continue close c). No other call on c before
+ * CLIENT_OK. The caller owns the deadline: closing c gives up. */
+int client_start(struct client **out, const struct server *srv, int64_t deadline_ms, char *err,
+                 size_t errlen);
+int client_continue(struct client *c, char *err, size_t errlen);
+short client_events(const struct client *c);
 
 /* Send one command and read its reply before the deadline. An ERROR reply is a
  * successful call (*reply has type RESP_ERROR). Returns 0, or -1 with the reason.

@@ -35,6 +35,11 @@ struct conn {
 	struct tls_session *tls;       /* NULL for a plain connection */
 	short events;                  /* what the last CONN_AGAIN waits for */
 	char peer[320];                /* "host:port", "[v6]:port" or the socket path */
+	/* conn_start()/conn_continue() only: */
+	const struct endpoint *ep; /* while connecting */
+	struct conn_addrs addrs;   /* the addresses to try, in order */
+	int addr;                  /* the one being tried */
+	int connecting;            /* 1: TCP connect in progress; 2: TLS handshake */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -382,6 +387,41 @@ int conn_resolve(struct endpoint *ep, int64_t deadline_ms, char *err, size_t err
 	return rc;
 }
 
+/* A non-blocking, close-on-exec TCP socket with rlock's options, or -1 (errno). */
+static int tcp_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	int one = 1, idle = 60;
+
+	if (fd < 0)
+		return -1;
+	/* Commands are small and latency-bound: never hold them back for Nagle. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	/* A flow dropped silently (NAT, firewall) while a connection idles is noticed:
+	 * probes after 60 s idle (the kernel default is 2 h). Best effort. */
+	(void)!setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	(void)!setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+	return fd;
+}
+
+/* c->peer for a TCP endpoint: IPv6 literals get brackets so the port stays readable. */
+static int tcp_peer(struct conn *c, const struct endpoint *ep, char *err, size_t errlen)
+{
+	int n = snprintf(c->peer, sizeof c->peer, strchr(ep->host, ':') ? "[%s]:%d" : "%s:%d",
+	                 ep->host, ep->port);
+
+	if (n < 0 || (size_t)n >= sizeof c->peer) {
+		set_err(err, errlen, "connect: host name too long");
+		return -1;
+	}
+	return 0;
+}
+
 static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
                     char *err, size_t errlen)
 {
@@ -389,19 +429,14 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 	const struct conn_addrs *addrs = &ep->addrs;
 	char addr[NI_MAXHOST], what[NI_MAXHOST + 4];
 	const char *host = ep->host;
-	int rc = CONN_ERR, one = 1, fd, saved, n;
+	int rc = CONN_ERR, fd, saved;
 
 	if (!host || !*host) {
 		set_err(err, errlen, "connect: no host given");
 		return CONN_ERR;
 	}
-	/* IPv6 literals get brackets so the port stays readable. */
-	n = snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
-	             ep->port);
-	if (n < 0 || (size_t)n >= sizeof c->peer) {
-		set_err(err, errlen, "connect: host name too long");
+	if (tcp_peer(c, ep, err, errlen) < 0)
 		return CONN_ERR;
-	}
 	if (addrs->n == 0) {
 		rc = resolve(host, ep->port, &looked_up, start, deadline_ms, err, errlen);
 		if (rc != CONN_OK)
@@ -423,25 +458,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			        what, budget_ms(start, deadline_ms));
 			return CONN_TIMEOUT;
 		}
-		fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+		fd = tcp_socket(sa->sa_family);
 		if (fd < 0) {
 			set_err(err, errlen, "connect to %s%s: socket: %s", c->peer, what,
 			        strerror(errno));
 			continue;
 		}
-		/* Commands are small and latency-bound: never hold them back for Nagle. */
-		if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0) {
-			saved = errno;
-			close(fd);
-			set_err(err, errlen, "connect to %s%s: TCP_NODELAY: %s", c->peer, what,
-			        strerror(saved));
-			continue;
-		}
-		/* A flow dropped silently (NAT, firewall) while a connection idles is noticed:
-		 * probes after 60 s idle (the kernel default is 2 h). Best effort. */
-		int idle = 60;
-		(void)!setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-		(void)!setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
 		rc = connect_fd(fd, sa, salen, deadline_ms);
 		if (rc == CONN_OK) {
 			c->fd = fd;
@@ -475,13 +497,11 @@ void conn_tls_init(void)
 	(void)tlsload(why, sizeof why);
 }
 
-/* Wrap the connected socket in TLS and drive the handshake until the deadline. */
-static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
-                     char *err, size_t errlen)
+/* Wrap the connected socket in a TLS session, ready for its handshake. */
+static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t errlen)
 {
 	const struct tls_ops *ops;
 	char why[PATH_MAX + 256];
-	int rc, w;
 
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
@@ -492,6 +512,20 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 	if (!c->tls)
 		return CONN_ERR;
 	c->tls_ops = ops;
+	return CONN_OK;
+}
+
+/* Wrap the connected socket in TLS and drive the handshake until the deadline. */
+static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
+                     char *err, size_t errlen)
+{
+	const struct tls_ops *ops;
+	int rc, w;
+
+	rc = tls_wrap(c, ep, err, errlen);
+	if (rc != CONN_OK)
+		return rc;
+	ops = c->tls_ops;
 	for (;;) {
 		rc = ops->handshake(c->tls, err, errlen);
 		if (rc != CONN_AGAIN)
@@ -550,6 +584,111 @@ int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
 cleanup:
 	conn_close(c);
 	return rc;
+}
+
+/* Start a TCP connect to c->addrs from c->addr on, without waiting: CONN_OK (connected
+ * at once), CONN_AGAIN (in progress: POLLOUT) or CONN_ERR (every address refused). */
+static int tcp_try(struct conn *c, char *err, size_t errlen)
+{
+	for (; c->addr < c->addrs.n; c->addr++) {
+		const struct sockaddr *sa = (const struct sockaddr *)&c->addrs.a[c->addr].sa;
+		int fd = tcp_socket(sa->sa_family);
+		if (fd < 0) {
+			set_err(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
+			continue;
+		}
+		int now = connect(fd, sa, c->addrs.a[c->addr].len) == 0;
+		/* After EINTR the connect carries on in the background, as with EINPROGRESS. */
+		if (now || errno == EINPROGRESS || errno == EINTR) {
+			c->fd = fd;
+			c->events = POLLOUT;
+			return now ? CONN_OK : CONN_AGAIN;
+		}
+		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
+		close(fd);
+	}
+	return CONN_ERR;
+}
+
+int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
+               size_t errlen)
+{
+	struct conn *c = calloc(1, sizeof *c);
+	int rc = CONN_ERR;
+
+	*out = NULL;
+	if (!c) {
+		set_err(err, errlen, "connect: out of memory");
+		return CONN_ERR;
+	}
+	c->fd = -1;
+	c->events = POLLIN;
+	c->ep = ep;
+	if (ep->path) {
+		/* A Unix connect does not wait (a full backlog is an error here). */
+		rc = open_unix(c, ep->path, clock_ms(), clock_ms(), err, errlen);
+	} else if (ep->host && *ep->host && tcp_peer(c, ep, err, errlen) == 0) {
+		c->addrs = ep->addrs;
+		rc = c->addrs.n > 0 ? CONN_OK
+		                    : resolve(ep->host, ep->port, &c->addrs, clock_ms(),
+		                              deadline_ms, err, errlen);
+		if (rc == CONN_OK)
+			rc = tcp_try(c, err, errlen);
+		c->connecting = 1;
+	} else if (!ep->host || !*ep->host) {
+		set_err(err, errlen, "connect: no host given");
+	}
+	if (rc == CONN_OK || rc == CONN_AGAIN) {
+		*out = c;
+		return rc == CONN_OK ? conn_continue(c, err, errlen) : rc;
+	}
+	conn_close(c);
+	return rc == CONN_TIMEOUT || rc == CONN_ABORT ? rc : CONN_ERR;
+}
+
+int conn_continue(struct conn *c, char *err, size_t errlen)
+{
+	int soerr = 0, rc;
+	socklen_t len = sizeof soerr;
+
+	while (c->connecting == 1) {
+		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+		if (poll(&p, 1, 0) == 0)
+			return CONN_AGAIN;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+			soerr = errno;
+		if (soerr == 0) {
+			c->connecting = 0;
+			break;
+		}
+		/* Refused: the host's next address, if any. */
+		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
+		close(c->fd);
+		c->fd = -1;
+		c->addr++;
+		rc = tcp_try(c, err, errlen);
+		if (rc == CONN_ERR)
+			return CONN_ERR;
+	}
+	if (c->connecting == 0 && !c->tls && c->ep->tls && c->ep->tls->enabled) {
+		rc = tls_wrap(c, c->ep, err, errlen);
+		if (rc != CONN_OK)
+			return rc;
+		c->connecting = 2;
+	}
+	if (c->connecting == 2) {
+		rc = c->tls_ops->handshake(c->tls, err, errlen);
+		if (rc == CONN_AGAIN) {
+			c->events = c->tls_ops->events(c->tls);
+			return CONN_AGAIN;
+		}
+		if (rc != CONN_OK)
+			return rc;
+	}
+	c->connecting = 0;
+	c->ep = NULL;
+	c->events = POLLIN;
+	return CONN_OK;
 }
 
 ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, size_t errlen)

@@ -6,9 +6,10 @@
  * only when a connection asks for TLS. Every blocking call takes an absolute
  * deadline on the monotonic clock (clock_ms()); nothing here can raise SIGPIPE.
  *
- * Two layers: the *_some() primitives never block and report what they wait for, so
- * one caller can drive N conns with one poll() (Redlock); the deadline wrappers are
- * built on them for the common one-server case.
+ * Two layers: the *_some() primitives and conn_start/conn_continue never block and
+ * report what they wait for, so one caller can drive N conns with one poll() (Redlock);
+ * the deadline wrappers (conn_open, conn_write_all, conn_read) serve the common
+ * one-server case.
  *
  * No wait here can outlast its deadline, host-name lookups included: a lookup runs in
  * a helper thread the caller stops waiting for at the deadline. conn_resolve() looks a
@@ -93,6 +94,20 @@ int conn_resolve(struct endpoint *ep, int64_t deadline_ms, char *err, size_t err
  * *out owns a connected conn. Returns CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR. */
 int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
               size_t errlen);
+
+/* Connecting without waiting, for a caller that drives several connects with one
+ * poll() (Redlock: a round's nodes all at once). conn_start() creates the socket and
+ * starts the TCP connect (a Unix connect completes or fails at once); it waits only to
+ * look the host up when conn_resolve() has not filled ep->addrs, and only until
+ * deadline_ms. conn_continue() goes on whenever conn_fd() is ready for conn_events()
+ * (calling it early is harmless): the host's next address after a refused one, then
+ * the TLS handshake. Both return CONN_OK (connected, handshake verified), CONN_AGAIN
+ * (*out/c is set: poll again), or CONN_ERR, CONN_TIMEOUT or CONN_ABORT (reason in err;
+ * conn_start leaves *out NULL, after conn_continue close c). The caller owns the
+ * deadline: closing c abandons the attempt. ep must outlive the connect. */
+int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
+               size_t errlen);
+int conn_continue(struct conn *c, char *err, size_t errlen);
 
 /* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
  * CONN_ERR. */

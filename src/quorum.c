@@ -17,6 +17,9 @@ struct node {
 	int skip;                 /* replies owed to requests a deadline left unanswered */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
+	int opening;              /* this round: connecting (client_start) */
+	int denied;               /* the last connect was refused (AUTH) */
+	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
 };
@@ -101,12 +104,54 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 	}
 }
 
-/* Send rq[i] to every node i that has one (connecting those without a connection), and
+/* Start connecting nd, unless its last connect timed out less than a node timeout ago
+ * (so that k unreachable nodes cost one node timeout, not one per round: the rounds of
+ * one acquisition follow each other closely). */
+static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t deadline)
+{
+	if (now < nd->retry_at) {
+		snprintf(nd->err, sizeof nd->err,
+		         "connect to %.120s: no answer within %lld ms (not tried again yet)",
+		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		return;
+	}
+	int rc = client_start(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err);
+	nd->denied = rc == CLIENT_AUTH;
+	nd->opening = rc == CLIENT_AGAIN;
+	if (rc != CLIENT_OK && rc != CLIENT_AGAIN)
+		nd->c = NULL;
+}
+
+static int has_request(const struct req *rq)
+{
+	return rq->script || rq->argc > 0;
+}
+
+/* Go on connecting node i; once ready, send its request. */
+static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t deadline)
+{
+	struct node *nd = &q->node[i];
+	int rc = client_continue(nd->c, nd->err, sizeof nd->err);
+
+	if (rc == CLIENT_AGAIN)
+		return;
+	nd->opening = 0;
+	nd->denied = rc == CLIENT_AUTH;
+	if (rc != CLIENT_OK)
+		node_drop(nd);
+	else if (has_request(rq))
+		node_send(nd, rq, deadline);
+}
+
+/* Send rq[i] to every node i that has one, connecting those without a connection, and
  * collect the replies in one poll loop until the round's deadline: node_timeout after
- * it started (and cap_ms). Afterwards node[i].reply is the reply or NULL. */
+ * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
+ * the round never lasts longer than its deadline, however many nodes are unreachable.
+ * A request without a command (argc 0) only connects. Afterwards node[i].reply is the
+ * reply or NULL, and node[i].c is set when i is connected. */
 static void round_trip(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
 {
-	int64_t deadline = clock_ms() + q->cfg->node_timeout_ms;
+	int64_t now = clock_ms(), deadline = now + q->cfg->node_timeout_ms;
 
 	if (deadline > cap_ms)
 		deadline = cap_ms;
@@ -114,27 +159,26 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		struct node *nd = &q->node[i];
 		resp_free(nd->reply);
 		nd->reply = NULL;
-		nd->full = nd->waiting = 0;
+		nd->full = nd->waiting = nd->opening = 0;
 		nd->err[0] = '\0';
 		if (!rq[i])
 			continue;
-		if (!nd->c &&
-		    client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err) != CLIENT_OK) {
-			nd->c = NULL;
-			continue;
-		}
-		node_send(nd, rq[i], deadline);
+		if (!nd->c)
+			node_start(q, nd, now, deadline);
+		if (nd->c && !nd->opening && has_request(rq[i]))
+			node_send(nd, rq[i], deadline);
 	}
 	for (;;) {
 		struct pollfd p[STORE_NODES_MAX];
 		int idx[STORE_NODES_MAX], np = 0, ready = 0;
 		for (int i = 0; i < q->n; i++) {
-			if (!q->node[i].waiting)
+			struct node *nd = &q->node[i];
+			if (!nd->waiting && !nd->opening)
 				continue;
-			if (client_buffered(q->node[i].c))
+			if (nd->waiting && client_buffered(nd->c))
 				ready = 1;
-			p[np].fd = client_fd(q->node[i].c);
-			p[np].events = POLLIN;
+			p[np].fd = client_fd(nd->c);
+			p[np].events = nd->opening ? client_events(nd->c) : POLLIN;
 			p[np].revents = 0;
 			idx[np++] = i;
 		}
@@ -144,12 +188,26 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		int rc = poll(p, (nfds_t)np, ready ? 0 : (int)left);
 		if (rc < 0)
 			continue; /* EINTR; the deadline still holds */
-		for (int k = 0; k < np; k++)
-			if (ready || p[k].revents)
+		for (int k = 0; k < np; k++) {
+			if (!ready && !p[k].revents)
+				continue;
+			if (q->node[idx[k]].opening)
+				node_continue(q, idx[k], rq[idx[k]], deadline);
+			else
 				node_read(q, idx[k], rq[idx[k]], deadline);
+		}
 	}
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
+		if (nd->opening) {
+			snprintf(nd->err, sizeof nd->err,
+			         "connect to %.120s: no answer within %lld ms", nd->srv->name,
+			         (long long)q->cfg->node_timeout_ms);
+			nd->opening = 0;
+			node_drop(nd);
+			nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
+			continue;
+		}
 		if (!nd->waiting)
 			continue;
 		/* Sent but not answered: its reply is owed; a later request on this
@@ -200,18 +258,13 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
-		int64_t deadline = clock_ms() + cfg->node_timeout_ms;
+		/* Every node at once, within one node timeout. */
+		struct req none = {0};
 		int ok = 0, denied = 0;
-		if (deadline > cap_ms)
-			deadline = cap_ms;
+		round_all(q, &none, cap_ms);
 		for (int i = 0; i < q->n; i++) {
-			struct node *nd = &q->node[i];
-			int rc = client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err);
-			if (rc == CLIENT_OK)
-				ok++;
-			else
-				nd->c = NULL;
-			denied += rc == CLIENT_AUTH;
+			ok += q->node[i].c != NULL;
+			denied += q->node[i].denied;
 		}
 		if (ok < q->need) {
 			no_quorum(q, ok, "reachable", err, errlen);
@@ -232,6 +285,11 @@ void quorum_close(struct quorum *q)
 		client_close(q->node[i].c);
 	}
 	free(q);
+}
+
+int quorum_connected(const struct quorum *q, int i)
+{
+	return q->node[i].c != NULL;
 }
 
 const struct server *quorum_any_server(const struct quorum *q)
@@ -269,8 +327,10 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
-		if (!nd->reply)
+		if (!nd->reply) {
+			denied += nd->denied;
 			continue;
+		}
 		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
 		if (rc == LOCK_OK) {
 			ok++;
@@ -543,18 +603,18 @@ int quorum_list(struct quorum *q, const char *match,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* Connect the nodes without a (usable) connection all at once, then scan each. */
+	struct req none = {0};
+	for (int i = 0; i < q->n; i++)
+		if (q->node[i].skip)
+			node_drop(&q->node[i]);
+	round_all(q, &none, STORE_NO_CAP);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		char cursor[32] = "0";
-		int64_t deadline = clock_ms() + nd->srv->io_timeout_ms;
 		int done = 0;
-		if (nd->skip)
-			node_drop(nd);
-		if (!nd->c &&
-		    client_open(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err) != CLIENT_OK) {
-			nd->c = NULL;
+		if (!nd->c)
 			continue;
-		}
 		while (!done && npages < STORE_NODES_MAX * 64) {
 			struct resp_reply *r = NULL;
 			const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};

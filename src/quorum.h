@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Redlock: the store's calls on N independent masters at once (store.h routes them
- * here when several URLs are given). One poll loop drives the N connections; each
- * round has one deadline (--node-timeout) from its first send, so a paused or
- * unreachable node costs at most that.
+ * here when several URLs are given). One poll loop drives the N connections, their
+ * connects, TLS handshakes and AUTH included; each round has one deadline
+ * (--node-timeout) from its start, so paused or unreachable nodes cost at most that
+ * per round, however many they are. A node whose connect timed out is not tried again
+ * within one node timeout, so the rounds of one acquisition do not each wait for it.
  *
  * A lease counts only when a quorum (N/2 + 1 of the N configured, never of those that
  * answered) confirmed it, and from the first send minus the clock-drift allowance
@@ -36,6 +38,10 @@ int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, 
 int quorum_list(struct quorum *q, const char *match,
                 int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
                 size_t errlen);
+
+/* True when node i (0 <= i < N) is connected now: a node the last round could not
+ * connect to is not worth a connect of one's own (store_check_eviction). */
+int quorum_connected(const struct quorum *q, int i);
 
 /* A node that answered lately (for the release notifications: every node publishes). */
 const struct server *quorum_any_server(const struct quorum *q);

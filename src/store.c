@@ -240,6 +240,7 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 	const struct store_route *rt = s->cfg->route;
 	const struct server *ask = NULL;
 	int retried = 0, pauses = 0;
+	int unreachable = 0; /* the last hop: a redirect, or a node that failed */
 	int64_t pause = PAUSE_FIRST_MS;
 
 	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
@@ -259,6 +260,7 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 			if (rc == LOCK_ERR && rt && !conn_abort_pending() && clock_ms() < cap_ms &&
 			    rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
 				ask = NULL;
+				unreachable = 1;
 				continue;
 			}
 			if (rc != LOCK_OK)
@@ -295,6 +297,7 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 			}
 			if (what != STORE_ROUTE_ASK)
 				ask = NULL;
+			unreachable = 0;
 			continue;
 		}
 		if (rc != LOCK_ERR)
@@ -304,6 +307,7 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 			return LOCK_ERR;
 		if (rt && rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
 			ask = NULL;
+			unreachable = 1;
 			continue;
 		}
 		if (!(flags & RUN_RETRY) || opened || retried)
@@ -312,7 +316,16 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 		drop(s);
 		log_debug("%s; retrying on a fresh connection", err);
 	}
-	snprintf(err, errlen, "more than %d redirects for one request", STORE_HOPS_MAX);
+	if (unreachable) {
+		/* A master gone before its replica is promoted: the slot map (or the
+		 * sentinels) still name it. Say which node, not "redirects". */
+		char why[300];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s (still named the lock's server after %d lookups)", why,
+		         STORE_HOPS_MAX + 1);
+	} else {
+		snprintf(err, errlen, "more than %d redirects for one request", STORE_HOPS_MAX);
+	}
 	return LOCK_ERR;
 }
 
@@ -706,8 +719,11 @@ void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 	char err[300];
 
 	if (s->q) {
-		/* Each node on its own, one after the other, each within a node timeout. */
+		/* Each node on its own, one after the other, each within a node timeout;
+		 * not those the quorum could not connect to (each would cost its timeout). */
 		for (int i = 0; i < s->cfg->n; i++) {
+			if (!quorum_connected(s->q, i))
+				continue;
 			struct store_config *one = calloc(1, sizeof *one);
 			struct store *t = NULL;
 			if (!one)

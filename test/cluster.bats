@@ -215,3 +215,59 @@ shard_subscribed() {
 	assert_equal "$RLOCK_STATUS" 0
 	[[ $(redis-cli -p "$replica" EXISTS "rlock:{$name}") == 0 ]]
 }
+
+# renewed_or_gone PID PORT KEY: for wait_until: the rlock PID has ended, or KEY's PTTL
+# on PORT went up once (a renewal) since renewed_reset.
+renewed_or_gone() {
+	! proc_alive "$1" || renewed 1 "$3" redis-cli -p "$2"
+}
+
+# Last: it kills a master for good (its replica is promoted after cluster-node-timeout).
+@test "a master crashes while held (SIGKILL), --wait-replicas 1: kept or 79, never two holders" {
+	local m name replica mpid a_pid b_pid t0 a_err b_err
+	m=$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)
+	name=$(name_on "$m")
+	replica=$(cluster_replica_of "$m")
+	[[ -n $replica ]] || fail "master $m has no replica"
+	# --wait-replicas 1: the replica has the key before the command starts
+	rlock_bg -v --wait-replicas 1 -k "$name" -t 20s -- "$HOLD" a
+	a_pid=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 test -e a.started
+	# a waiter on the same lock, queued before the crash
+	rlock_bg -v -w 90s -k "$name" -- sh -c 'kill -0 "$(cat a.pid)" 2>/dev/null && touch b.overlap
+		touch b.started'
+	b_pid=$RLOCK_PID b_err=$RLOCK_ERR
+	# (waiting: a first attempt that finds no master is 69 at once, as documented)
+	wait_until 30 grep -q 'busy.*waiting' "$b_err"
+	mpid=$(redis-cli -p "$m" INFO server | sed -n 's/^process_id:\([0-9]*\).*/\1/p')
+	[[ -n $mpid ]]
+	t0=$(now_ms)
+	kill -KILL "$mpid"
+	# a new rlock before the promotion (the node timeout is 3 s): 69, one line that
+	# names the node it could not reach (not "more than 5 redirects"), or CLUSTERDOWN
+	# once the cluster has marked the node failed
+	run -69 --separate-stderr rlock -n -k "$name" -- true
+	echo "# during the outage: $stderr" >&3
+	assert_one_line_error
+	[[ $stderr == *"127.0.0.1:$m"* || $stderr == *CLUSTERDOWN* ]]
+	wait_until 60 cluster_is_master "$replica"
+	echo "# replica promoted $(($(now_ms) - t0)) ms after the master's SIGKILL (node timeout 3 s, lease 20 s)" >&3
+	# the holder either renews on the promoted replica or has found the lease lost (79)
+	renewed_reset
+	wait_until 40 renewed_or_gone "$a_pid" "$replica" "rlock:{$name}"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	cat "$a_err"
+	if ((RLOCK_STATUS == 79)); then
+		grep -q lost "$a_err"
+		echo "# the holder lost the lock in the crash: exit 79" >&3
+	else
+		assert_equal "$RLOCK_STATUS" 0
+		echo "# the holder kept the lock on the promoted replica: exit 0" >&3
+	fi
+	# the waiter gets the lock afterwards, never while the holder's command runs
+	rlock_wait "$b_pid" 60
+	cat "$b_err"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e b.started && ! -e b.overlap ]]
+}

@@ -140,6 +140,77 @@ teardown() {
 	((t1 - t0 < 3000))
 }
 
+@test "2 of 5 nodes blackholed (SYN never answered): connected in parallel, acquired within 2 node timeouts" {
+	# Connects run in the round's poll loop: the two dead nodes cost one node timeout
+	# together (then are not retried within the same acquisition), never one each.
+	local i port list='' t0 t1 t2
+	for i in 0 1; do
+		port=$(free_port)
+		perl "$BATS_TEST_DIRNAME/blackhole.pl" "$port" "bh$i.ready" 3>&- 4>&- &
+		track_pid $!
+		wait_until 30 test -e "bh$i.ready"
+		list+=${list:+,}redis://127.0.0.1:$port
+	done
+	for i in 0 1 2; do list+=,redis://127.0.0.1:$(node_port "$i"); done
+	t0=$(now_ms)
+	run -0 --separate-stderr rlock -u "$list" --node-timeout 2s -k bh -- sh -c 'date +%s%3N > started'
+	t2=$(now_ms)
+	t1=$(cat started)
+	echo "# 2 of 5 nodes blackholed: command started $((t1 - t0)) ms after rlock (node timeout 2000 ms, bound 4000 ms); rlock done after $((t2 - t0)) ms (bound 6000 ms)" >&3
+	((t1 - t0 < 4000))
+	# The renewal thread connects the same way, in one round that may still run when the
+	# command ends, and checks the eviction policy only on the nodes it reached (it
+	# used to try each dead node for 2 node timeouts, one after the other).
+	((t2 - t0 < 6000))
+	[[ $(keys_left bh) == 0 ]]
+	# --list too: connected at once, then each node scanned.
+	t0=$(now_ms)
+	run -0 rlock -u "$list" --node-timeout 2s --list
+	t1=$(now_ms)
+	echo "# --list with 2 of 5 nodes blackholed: $((t1 - t0)) ms (bound 4000 ms)" >&3
+	((t1 - t0 < 4000))
+}
+
+@test "AUTH and SELECT on every node, within the round's poll loop; a wrong password: one line, 69" {
+	local i list=
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" ACL SETUSER rl on '>s3cret' '~*' '&*' '+@all' >/dev/null
+		list+=${list:+,}redis://rl@127.0.0.1:$(node_port "$i")/3
+	done
+	RLOCK_PASSWORD=s3cret run -0 rlock -u "$list" -k p -- \
+		redis-cli -p "$(node_port 4)" -n 3 EXISTS 'rlock:{p}'
+	assert_output 1
+	RLOCK_PASSWORD=wrong run -69 --separate-stderr rlock -u "$list" -k p -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" 'wrong user name or password'
+	[[ $stderr != *s3cret* ]]
+}
+
+@test "TLS: the handshakes run in the round's poll loop too (2 of 5 nodes never answer theirs)" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	local i list='' pids=() t0 t1
+	for i in 0 1 2; do
+		tls_redis_start
+		pids+=("$TLS_PID")
+		list+=${list:+,}rediss://127.0.0.1:$TLS_PORT
+	done
+	# A plain Redis swallows a ClientHello without a word: a handshake that hangs.
+	for i in 0 1; do list+=,rediss://127.0.0.1:$(node_port "$i"); done
+	t0=$(now_ms)
+	run -0 --separate-stderr rlock -u "$list" --cacert "$TLS_CERTS/ca.pem" --node-timeout 2s \
+		-k t -- sh -c 'date +%s%3N > started'
+	t1=$(cat started)
+	echo "# 3 TLS nodes, 2 silent: command started $((t1 - t0)) ms after rlock (node timeout 2000 ms, bound 4000 ms)" >&3
+	((t1 - t0 < 4000))
+	run -69 --separate-stderr rlock -u "$list" --cacert "$TLS_CERTS/other-ca.pem" \
+		--node-timeout 300ms -k t -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" 'no Redlock quorum: 0 of 5 nodes reachable.*(certificate|verif)'
+	for i in "${pids[@]}"; do redis_stop "$i"; done
+}
+
 @test "3 nodes down: exit 69 with one line, no key left on any node" {
 	node_kill 0
 	node_kill 1
