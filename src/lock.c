@@ -362,9 +362,8 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
-		const char *keys[] = {l->key,        l->fence_key, l->owner_key,
-		                      l->holders_key, l->queue_key, l->writer_key,
-		                      l->meta_key,    l->waiters_key};
+		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
+		                      l->queue_key, l->writer_key, l->meta_key,  l->waiters_key};
 		const char *args[] = {l->token,
 		                      ttl,
 		                      l->may_place && !l->nowait ? "1" : "0",
@@ -509,10 +508,9 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
                          size_t errlen)
 {
-	const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
-	                      l->holders_key, l->meta_key,   l->limit_key,
-	                      l->queue_key,   l->qlease_key, l->writer_key,
-	                      l->waiters_key};
+	const char *keys[] = {l->key,        l->owner_key,  l->fence_key, l->holders_key,
+	                      l->meta_key,   l->limit_key,  l->queue_key, l->qlease_key,
+	                      l->writer_key, l->waiters_key};
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
 	return request(q, brk ? S_BREAK : S_STATUS, 10, keys, brk ? 3 : 0, args, err, errlen);

@@ -50,7 +50,7 @@ struct lock {
 	char writer_key[LOCK_KEY_MAX];
 	char waiters_key[LOCK_KEY_MAX]; /* places of plain waiters (src/lua/wake_one.lua) */
 	char channel[LOCK_KEY_MAX];
-	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
+	char wake_prefix[LOCK_KEY_MAX]; /* PREFIX{NAME}:wake: */
 	/* wake_prefix + token: this waiter's own channel (a queue's head), and for a plain
 	 * waiter with a place the list a release pushes to (it waits with BLPOP). */
 	char wake_channel[LOCK_KEY_MAX];

@@ -15,15 +15,15 @@
 
 struct store {
 	const struct store_config *cfg;
-	void *route;             /* the route's per-handle state */
-	struct client *c;        /* the connection of the calls */
-	const struct server *at; /* where c goes */
-	int suspect;             /* c has an unanswered request: only a release may follow */
-	struct client *sub;      /* release notifications: a subscription, or a wake list */
+	void *route;                 /* the route's per-handle state */
+	struct client *c;            /* the connection of the calls */
+	const struct server *at;     /* where c goes */
+	int suspect;                 /* c has an unanswered request: only a release may follow */
+	struct client *sub;          /* release notifications: a subscription, or a wake list */
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
 	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
-	struct quorum *q;        /* Redlock: the calls go there instead */
+	struct quorum *q;            /* Redlock: the calls go there instead */
 	char name[64];
 };
 

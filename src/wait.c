@@ -381,8 +381,8 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			 * error reply): no attempt at once, or the loop would spin on it. */
 			if (clock_ms() - now < BACKOFF_FIRST_MS) {
 				int64_t pause = clock_ms() + jittered(backoff, &seed);
-				if (nap_until(a, s, h, start, pause < deadline ? pause : deadline, NULL,
-				              &drawn, signo) == -4) {
+				if (nap_until(a, s, h, start, pause < deadline ? pause : deadline,
+				              NULL, &drawn, signo) == -4) {
 					rc = WAIT_SIGNAL;
 					break;
 				}

@@ -466,11 +466,11 @@ renewed_once() {
 }
 
 @test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
-	export RLOCK_PASSWORD=$LPW
-	rlock_bg -u "$URL" --user locker -t 60s -k nb -- "$HOLD" a
+	pwfile lpw 600 "$LPW"
+	rlock_bg -u "$URL" --user locker --password-file "$PWFILE" -t 60s -k nb -- "$HOLD" a
 	local holder=$RLOCK_PID
 	wait_until 30 test -e a.started
-	rlock_bg -vv -u "$URL" --user noblpop -k nb -w 60s -- true
+	rlock_bg -vv -u "$URL" --user noblpop --password-file "$PWFILE" -k nb -w 60s -- true
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
 	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p) == 1 ]]'
 	rcli CONFIG RESETSTAT >/dev/null

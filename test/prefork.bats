@@ -83,6 +83,7 @@ term_and_expect() {
 @test "SIGTERM while waiting for a busy lock: dies of it, nothing on stderr" {
 	rcli SET 'rlock:{p}' foreign PX 600000 >/dev/null
 	rlock_bg -k p -- touch ran
+	# shellcheck disable=SC2016  # expanded by eval
 	wait_until 30 eval '[[ $(waiters p) == 1 ]]'
 	term_and_expect TERM 143
 	[[ ! -e ran ]]
