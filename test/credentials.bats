@@ -42,6 +42,11 @@ setup_file() {
 	# everything but BLPOP: a waiter cannot block on its wake list
 	# shellcheck disable=SC2086
 	rcli ACL SETUSER noblpop reset on ">$LPW" ${LOCKER_ACL/+blpop /} >/dev/null
+	# the README's ACL line before wake-one (no +zpopmin +rpush +blpop)
+	local old=${LOCKER_ACL/+zpopmin /}
+	old=${old/+rpush /}
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER oldacl reset on ">$LPW" ${old/+blpop /} >/dev/null
 	rcli ACL SETUSER special reset on ">$SPW" '~*' '&*' +@all >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
@@ -491,4 +496,24 @@ renewed_once() {
 	assert_equal "$RLOCK_STATUS" 0
 	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
 	grep -q 'NOPERM' "$waiter_err" || fail "no word of the refused BLPOP: $(cat "$waiter_err")"
+}
+
+@test "the ACL line of earlier releases (no +zpopmin +rpush +blpop): releases work, waiters are woken" {
+	pwfile lpw 600 "$LPW"
+	local auth=(-u "$URL" --user oldacl --password-file "$PWFILE")
+	rlock_bg "${auth[@]}" -t 60s -k old -- "$HOLD" a
+	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
+	wait_until 30 test -e a.started
+	rlock_bg -vv "${auth[@]}" -k old -w 60s -- touch waiter-ran
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{old}:released" | sed -n 2p) == 1 ]]'
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $holder_err ]] || fail "holder: $(cat "$holder_err")"
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e waiter-ran ]]
+	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
+	assert_equal "$(rcli EXISTS 'rlock:{old}')" 0
 }

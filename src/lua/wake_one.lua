@@ -6,14 +6,16 @@
 -- ended (a waiter that died) are dropped on the way. The woken waiter tries; if it
 -- loses (a newcomer got in first), its busy attempt takes a place again, so the next
 -- release wakes a waiter again: no wake-up is lost while a live waiter has a place.
+-- redis.pcall: a user whose ACL predates this (no ZPOPMIN, RPUSH) must not have its
+-- release fail; its waiters are refused BLPOP too and listen on the release channel.
 local function wake_one(lock, prefix, now, why)
   for _ = 1, 16 do
-    local w = redis.call('ZPOPMIN', lock .. ':waiters')
-    if not w[1] then return end
+    local w = redis.pcall('ZPOPMIN', lock .. ':waiters')
+    if type(w) ~= 'table' or w.err or not w[1] then return end
     local left = tonumber(w[2]) - now
     if left > 0 then
-      redis.call('RPUSH', prefix .. w[1], why)
-      redis.call('PEXPIRE', prefix .. w[1], math.floor(left))
+      redis.pcall('RPUSH', prefix .. w[1], why)
+      redis.pcall('PEXPIRE', prefix .. w[1], math.floor(left))
       return
     end
   end
