@@ -171,6 +171,7 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->queue_key, sizeof l->queue_key, "%.700s:queue", l->key);
 	snprintf(l->qlease_key, sizeof l->qlease_key, "%.700s:qlease", l->key);
 	snprintf(l->writer_key, sizeof l->writer_key, "%.700s:writer", l->key);
+	snprintf(l->waiters_key, sizeof l->waiters_key, "%.700s:waiters", l->key);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
 	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
 	l->ttl_ms = ttl_ms;
@@ -280,10 +281,12 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 1 &&
 	    r->element[1]->type == RESP_INTEGER) {
 		l->fence = r->element[1]->integer;
+		l->placed = 0;
 		return LOCK_OK;
 	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
+		l->placed = r->element[0]->integer == 2;
 		return LOCK_BUSY;
 	}
 	snprintf(err, errlen, "acquire: unexpected reply from the server");
@@ -309,7 +312,8 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	if (!is_array(r, 7) || r->element[3]->type != RESP_ARRAY ||
+	/* 8 since plain waiters have places; an older server-side script says 7 */
+	if (!(is_array(r, 7) || is_array(r, 8)) || r->element[3]->type != RESP_ARRAY ||
 	    r->element[3]->elements % 12 != 0 || r->element[4]->type != RESP_ARRAY ||
 	    r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -342,6 +346,10 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	v = field_number(r->element[5]);
 	hs->queued = v > hs->nq ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->nq;
 	copy_field(hs->writer, sizeof hs->writer, r->element[6]);
+	if (r->elements > 7) {
+		v = field_number(r->element[7]);
+		hs->waiting = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
+	}
 	return LOCK_OK;
 }
 
@@ -355,12 +363,25 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
-		                      l->queue_key, l->writer_key, l->meta_key};
-		const char *args[] = {l->token, ttl,    "host",  m->host,
-		                      "pid",    pid,    "user",  m->user,
-		                      "cmd",    m->cmd, "start", start,
-		                      "ttl",    ttl,    "label", m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, 7, keys, 16, args, err, errlen);
+		                      l->queue_key, l->writer_key, l->meta_key,  l->waiters_key};
+		const char *args[] = {l->token,
+		                      ttl,
+		                      l->may_place && !l->nowait ? "1" : "0",
+		                      "host",
+		                      m->host,
+		                      "pid",
+		                      pid,
+		                      "user",
+		                      m->user,
+		                      "cmd",
+		                      m->cmd,
+		                      "start",
+		                      start,
+		                      "ttl",
+		                      ttl,
+		                      "label",
+		                      m->label ? m->label : ""};
+		return request(q, S_ACQUIRE, 8, keys, 17, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -476,10 +497,10 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 {
 	struct resp_reply *r;
 	long long v = 0;
-	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key};
+	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key, l->key};
 	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
-	if (eval(c, S_LEAVE, 3, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, S_LEAVE, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	return check_int(r, "leave the queue", err, errlen, &v);
 }
@@ -487,12 +508,12 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
                          size_t errlen)
 {
-	const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
-	                      l->holders_key, l->meta_key,   l->limit_key,
-	                      l->queue_key,   l->qlease_key, l->writer_key};
+	const char *keys[] = {l->key,        l->owner_key,  l->fence_key, l->holders_key,
+	                      l->meta_key,   l->limit_key,  l->queue_key, l->qlease_key,
+	                      l->writer_key, l->waiters_key};
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
-	return request(q, brk ? S_BREAK : S_STATUS, 9, keys, brk ? 3 : 0, args, err, errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, 10, keys, brk ? 3 : 0, args, err, errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,

@@ -14,8 +14,10 @@
  *   PREFIX{NAME}:queue     zset token -> arrival (server us): the fair queue
  *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms)
  *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
- *   PREFIX{NAME}:released  pub/sub channel: a release wakes everyone (no queue)
- *   PREFIX{NAME}:wake:TOK  pub/sub channel of one queued waiter: wakes the head only
+ *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
+ *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub
+ *                          channel of one queued waiter (wakes the head only)
+ *   PREFIX{NAME}:released  pub/sub channel: everyone else who waits (no queue)
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -46,9 +48,12 @@ struct lock {
 	char queue_key[LOCK_KEY_MAX];
 	char qlease_key[LOCK_KEY_MAX];
 	char writer_key[LOCK_KEY_MAX];
+	char waiters_key[LOCK_KEY_MAX]; /* places of plain waiters (src/lua/wake_one.lua) */
 	char channel[LOCK_KEY_MAX];
-	char wake_prefix[LOCK_KEY_MAX];  /* PREFIX{NAME}:wake: */
-	char wake_channel[LOCK_KEY_MAX]; /* wake_prefix + token: this waiter's own */
+	char wake_prefix[LOCK_KEY_MAX]; /* PREFIX{NAME}:wake: */
+	/* wake_prefix + token: this waiter's own channel (a queue's head), and for a plain
+	 * waiter with a place the list a release pushes to (it waits with BLPOP). */
+	char wake_channel[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
 	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
@@ -60,6 +65,12 @@ struct lock {
 	int limit;  /* LOCK_LIMIT: N */
 	int fair;   /* --fair: join the FIFO queue when busy */
 	int nowait; /* -n: never join the queue */
+	/* A plain waiting request takes a place among the waiters, so that a release wakes
+	 * one waiter (its list) instead of everyone (the channel). may_place: the store
+	 * allows it (not Redlock: a release on each node would wake a different waiter);
+	 * placed: the last busy reply gave this request a place. */
+	int may_place;
+	int placed;
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
@@ -93,6 +104,7 @@ struct holders {
 	int queued; /* live waiters in the fair queue */
 	int nq;     /* entries in q, in queue order */
 	struct waiter q[WAITERS_MAX];
+	int waiting; /* live places of plain exclusive waiters */
 	long long last_fence;
 	char limit[16];            /* "shared", N, or "" */
 	char writer[80];           /* token of a waiting exclusive request, or "" */

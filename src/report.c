@@ -109,6 +109,8 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		holder_fields(f, &hs->h[0]);
 	}
 	fprintf(f, ",\"fence\":%lld", hs->n ? hs->h[0].fence : hs->last_fence);
+	if (hs->waiting)
+		fprintf(f, ",\"waiting\":%d", hs->waiting);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
@@ -221,6 +223,8 @@ static void print_holders(const char *key, const struct holders *hs)
 	}
 	if (hs->writer[0])
 		printf("an exclusive request is waiting: new shared holders queue behind it\n");
+	if (hs->waiting)
+		printf("waiting  %d (woken one at a time)\n", hs->waiting);
 	if (hs->queued)
 		printf("queue    %d waiting (--fair)\n", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {

@@ -15,12 +15,15 @@
 
 struct store {
 	const struct store_config *cfg;
-	void *route;             /* the route's per-handle state */
-	struct client *c;        /* the connection of the calls */
-	const struct server *at; /* where c goes */
-	int suspect;             /* c has an unanswered request: only a release may follow */
-	struct client *sub;      /* release notifications */
-	struct quorum *q;        /* Redlock: the calls go there instead */
+	void *route;                 /* the route's per-handle state */
+	struct client *c;            /* the connection of the calls */
+	const struct server *at;     /* where c goes */
+	int suspect;                 /* c has an unanswered request: only a release may follow */
+	struct client *sub;          /* release notifications: a subscription, or a wake list */
+	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
+	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
+	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
+	struct quorum *q;            /* Redlock: the calls go there instead */
 	char name[64];
 };
 
@@ -424,6 +427,10 @@ int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, in
 {
 	struct acquire_args a = {l, m, h, clock_ms(), s};
 
+	/* A place among the waiters lives on one server: a quorum's nodes would each wake
+	 * a different waiter, so Redlock waiters listen on the release channel (as do
+	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
+	l->may_place = !s->q && !s->no_wake_list;
 	if (s->q)
 		return quorum_acquire(s->q, l, m, cap_ms, sent_ms, h, err, errlen);
 
@@ -738,6 +745,35 @@ void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 		log_debug("eviction policy: %s", err);
 }
 
+/* A waiter with a place (l->placed) blocks on its own wake list, on the server that
+ * gave it the place (where the last attempt went): BLPOP, sent once and read when a
+ * release pushes; a push before it was sent waits in the list. */
+static int wake_arm(struct store *s, const struct lock *l, char *err, size_t errlen)
+{
+	if (s->sub && s->sub_at != s->at)
+		store_unsubscribe(s);
+	if (s->sub && s->sub_armed)
+		return STORE_OK;
+	if (!s->sub) {
+		if (client_open(&s->sub, s->at, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+			s->sub = NULL;
+			return STORE_ERR;
+		}
+		s->sub_at = s->at;
+	}
+	/* Timeout 0: it blocks until a push; the waiter's own timers decide when to try
+	 * again meanwhile (a blocked client is exempt from the server's idle timeout). */
+	const char *argv[] = {"BLPOP", l->wake_channel, "0"};
+	size_t lens[] = {5, strlen(l->wake_channel), 1};
+	if (client_send(s->sub, 3, argv, lens, clock_ms() + s->at->io_timeout_ms, err, errlen) <
+	    0) {
+		store_unsubscribe(s);
+		return STORE_ERR;
+	}
+	s->sub_armed = 1;
+	return STORE_OK;
+}
+
 int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
 {
 	const struct store_route *rt = s->cfg->route;
@@ -746,6 +782,10 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
 	int tries = 1, first = 0;
 
+	if (l->placed && s->c && !s->q && !s->no_wake_list)
+		return wake_arm(s, l, err, errlen);
+	if (s->sub && !s->sub_at)
+		return STORE_OK; /* subscribed already */
 	store_unsubscribe(s);
 	if (s->q) {
 		/* Every node publishes the release: the first one that answers will do,
@@ -775,7 +815,7 @@ int store_subscribe(struct store *s, const struct lock *l, char *err, size_t err
 		if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
 		    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
 		     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
-			return STORE_OK;
+			return STORE_NEW;
 		store_unsubscribe(s);
 	}
 	return STORE_ERR;
@@ -806,6 +846,22 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		store_unsubscribe(s);
 		return -1;
 	}
+	if (s->sub_at) {
+		/* BLPOP's reply: {list, value} (pushed), or an error (UNBLOCKED: the server
+		 * became a replica; MOVED: the slot moved): listen again from scratch. */
+		s->sub_armed = 0;
+		int pushed = r->type == RESP_ARRAY;
+		if (!pushed) {
+			snprintf(err, errlen, "%s: %.200s", s->sub_at->name,
+			         r->type == RESP_ERROR ? r->str : "unexpected reply to BLPOP");
+			/* An ACL without BLPOP: the release channel is still published. */
+			if (r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0)
+				s->no_wake_list = 1;
+			store_unsubscribe(s);
+		}
+		resp_free(r);
+		return pushed ? 1 : -1;
+	}
 	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}. */
 	int kind = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING;
 	int msg = kind && (strcmp(r->element[0]->str, "message") == 0 ||
@@ -827,4 +883,6 @@ void store_unsubscribe(struct store *s)
 {
 	client_close(s->sub);
 	s->sub = NULL;
+	s->sub_at = NULL;
+	s->sub_armed = 0;
 }

@@ -92,7 +92,7 @@ struct store_config {
 	const void *route_arg;
 };
 
-enum { STORE_OK = 0, STORE_ERR = -1, STORE_DENIED = -3 };
+enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3 };
 
 struct store;
 
@@ -168,10 +168,14 @@ int store_list(struct store *s, const char *match,
  * the marker). Best effort, nothing past cap_ms. */
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
 
-/* Release notifications, on a connection of their own. subscribe: STORE_OK or
- * STORE_ERR. fd: poll it for POLLIN (-1 when not subscribed); check buffered first.
- * read: 1 a release was published, 0 nothing yet (or another message), -1 the
- * subscription broke (it is closed; subscribe again). */
+/* Release notifications, on a connection of their own: for a waiter with a place
+ * (l->placed, after a busy store_acquire) its own wake list, else the release
+ * channel(s). subscribe (call it before every sleep; it keeps what still listens):
+ * STORE_NEW a new subscription (try again at once: a release before it was not
+ * heard), STORE_OK listening (a wake list keeps a push made before it listened),
+ * STORE_ERR. fd: poll it for POLLIN (-1 when not listening); check buffered first.
+ * read: 1 woken (a release was published, or pushed to the list), 0 nothing yet (or
+ * another message), -1 it broke (closed; subscribe again). */
 int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen);
 int store_notify_fd(const struct store *s);
 int store_notify_buffered(const struct store *s);

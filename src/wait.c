@@ -335,13 +335,17 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			         h->host[0] ? h->host : "?", pid);
 			announced = 1;
 		}
+		/* Listen for the release (again, after a wake-up was used). A new
+		 * subscription: try again at once, a release before it was not heard. A
+		 * place among the waiters keeps a wake-up made before it listened. */
+		char err2[256];
+		int listen = store_subscribe(s, a->lock, err2, sizeof err2);
+		if (listen == STORE_NEW) {
+			sub = 1;
+			continue;
+		}
+		sub = listen != STORE_ERR;
 		if (!sub) {
-			/* Subscribe, then loop to try again at once: a release that happened
-			 * before the subscription was active is seen by that attempt. */
-			char err2[256];
-			sub = store_subscribe(s, a->lock, err2, sizeof err2) == STORE_OK;
-			if (sub)
-				continue;
 			if (take_signal(a->sigfd, signo)) {
 				rc = WAIT_SIGNAL;
 				break;
@@ -350,9 +354,10 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		}
 		int64_t nap = jittered(backoff, &seed);
 		const char *ch[2];
-		/* Where a release wakes this waiter on its own channel (a queue's head), the
-		 * timer is only the safety net (a head that died): no short backoff. */
-		if (sub && lock_channels(a->lock, ch) == 2)
+		/* Where a release wakes this waiter on its own (a queue's head, a place
+		 * among the waiters), the timer is only the safety net (a woken waiter that
+		 * died before it could try): no short backoff. */
+		if (sub && (a->lock->placed || lock_channels(a->lock, ch) == 2))
 			nap = jittered(BACKOFF_MAX_MS, &seed);
 		/* The place in the queue and the writer mark are leases of the ttl. */
 		if (nap > a->lock->ttl_ms / 3)
@@ -372,6 +377,16 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		if (slept == -1) {
 			store_unsubscribe(s);
 			sub = 0;
+			/* A listener that breaks as soon as it listens (a slot that moved, an
+			 * error reply): no attempt at once, or the loop would spin on it. */
+			if (clock_ms() - now < BACKOFF_FIRST_MS) {
+				int64_t pause = clock_ms() + jittered(backoff, &seed);
+				if (nap_until(a, s, h, start, pause < deadline ? pause : deadline,
+				              NULL, &drawn, signo) == -4) {
+					rc = WAIT_SIGNAL;
+					break;
+				}
+			}
 		}
 		if (slept == 0 && backoff < BACKOFF_MAX_MS)
 			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;

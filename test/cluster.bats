@@ -93,8 +93,8 @@ shard_subscribed() {
 	rlock_wait "$held" 30
 }
 
-@test "hand-off is event-driven: the waiter is woken on the owner's shard channel" {
-	local m name a_pid b_pid
+@test "hand-off is event-driven on the slot's owner: a plain waiter's wake list, a shared request's shard channel" {
+	local m name a_pid b_pid c_pid
 	m=$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)
 	name=$(name_on "$m")
 	rlock_bg -k "$name" -t 60s -- "$HOLD" a
@@ -103,12 +103,18 @@ shard_subscribed() {
 	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
 	b_pid=$RLOCK_PID
 	local b_err=$RLOCK_ERR
+	rlock_bg -s -k "$name" -- true
+	c_pid=$RLOCK_PID
+	wait_until 30 eval '[[ $(redis-cli -p "$m" ZCARD "rlock:{$name}:waiters") == 1 ]]'
 	wait_until 30 shard_subscribed "$m" "rlock:{$name}:released"
 	touch a.release
 	rlock_wait "$a_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
 	rlock_wait "$b_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$c_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	redis-cli -p "$m" INFO commandstats | grep -q '^cmdstat_blpop:calls=[1-9]'
 	(($(cat b.start) >= $(cat a.end)))
 	echo "# cluster hand-off ms: $(($(cat b.start) - $(cat a.end))) (holder's command ends → waiter's starts)" >&3
 	# announced on the shard (SPUBLISH from the release script, counted on the owner)

@@ -140,13 +140,13 @@ renewed_at() {
 	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
 	b_pid=$RLOCK_PID
 	b_err=$RLOCK_ERR
-	wait_until 30 shard_subscribed "$from" "$key:released"
+	wait_until 30 waiting_on "$from"
 	migrate_start "$slot" "$from" "$to"
-	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence"
+	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence" "$key:waiters"
 	migrate_end "$slot" "$to"
-	# the old owner dropped the waiter's sharded subscription (the slot left it); the
-	# waiter subscribes again on the new owner
-	wait_until 30 shard_subscribed "$to" "$key:released"
+	# the old owner redirects the waiter's blocked BLPOP (the slot left it); the waiter
+	# tries again, on the new owner, takes a place there and blocks there
+	wait_until 30 waiting_on "$to"
 	renewed_reset
 	wait_until 30 renewed 2 "$key" redis-cli -p "$to"
 	touch a.release
@@ -183,9 +183,9 @@ renewed_at() {
 	[[ $(redis-cli -p "$to" GET "$key:fence") == 2 ]]
 }
 
-# shard_subscribed PORT CHANNEL: a client subscribes to CHANNEL on PORT (SSUBSCRIBE).
-shard_subscribed() {
-	(($(redis-cli -p "$1" PUBSUB SHARDNUMSUB "$2" | tail -1) >= 1))
+# waiting_on PORT: a waiter blocks on its wake list (BLPOP) on the node at PORT.
+waiting_on() {
+	(($(redis-cli -p "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1))
 }
 
 # Last: it changes the topology (a replica becomes master).
@@ -201,10 +201,10 @@ shard_subscribed() {
 	rlock_bg -vv -k "$name" -- sh -c 'date +%s%3N >b.start'
 	b_pid=$RLOCK_PID
 	b_err=$RLOCK_ERR
-	wait_until 30 shard_subscribed "$m" "$key:released"
+	wait_until 30 waiting_on "$m"
 	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
 	wait_until 30 cluster_is_master "$replica"
-	wait_until 30 shard_subscribed "$replica" "$key:released"
+	wait_until 30 waiting_on "$replica"
 	renewed_reset
 	wait_until 30 renewed 2 "$key" redis-cli -p "$replica"
 	touch a.release

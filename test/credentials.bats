@@ -17,7 +17,7 @@ SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
 SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
 # The least-privilege ACL line for rlock (README "Production"): keys and channels
 # under the prefix, the commands rlock sends and those its Lua scripts call.
-LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zrange +zrangebyscore +zrem +zscore +scan +info +select +wait +role +asking +cluster|slots'
+LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zpopmin +zrange +zrangebyscore +zrem +zscore +rpush +blpop +scan +info +select +wait +role +asking +cluster|slots'
 
 # The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
 rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
@@ -39,6 +39,14 @@ setup_file() {
 	# the lock's keys, but one command its acquire script calls (INCR) missing
 	# shellcheck disable=SC2086
 	rcli ACL SETUSER noincr reset on ">$LPW" ${LOCKER_ACL/+incr /} >/dev/null
+	# everything but BLPOP: a waiter cannot block on its wake list
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER noblpop reset on ">$LPW" ${LOCKER_ACL/+blpop /} >/dev/null
+	# the README's ACL line before wake-one (no +zpopmin +rpush +blpop)
+	local old=${LOCKER_ACL/+zpopmin /}
+	old=${old/+rpush /}
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER oldacl reset on ">$LPW" ${old/+blpop /} >/dev/null
 	rcli ACL SETUSER special reset on ">$SPW" '~*' '&*' +@all >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
@@ -460,4 +468,52 @@ renewed_once() {
 	[[ $stderr != *whatever* ]]
 	[[ ! -e ran ]]
 	redis_stop "$REDIS_PID"
+}
+
+@test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
+	pwfile lpw 600 "$LPW"
+	rlock_bg -u "$URL" --user locker --password-file "$PWFILE" -t 60s -k nb -- "$HOLD" a
+	local holder=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -u "$URL" --user noblpop --password-file "$PWFILE" -k nb -w 60s -- true
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p) == 1 ]]'
+	rcli CONFIG RESETSTAT >/dev/null
+	local t0
+	t0=$(now_ms)
+	# the waiter sleeps now; a spinning one would send scripts all the time
+	while (($(now_ms) - t0 < 1000)); do sleep 0.1; done
+	local calls
+	calls=$(rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '$1 == "cmdstat_evalsha" { print $3 }')
+	echo "# scripts sent by the waiter in 1 s of waiting: ${calls:-0}" >&3
+	# a waiter on the channel backs off from 200 ms (a few attempts); one that spins
+	# sends hundreds
+	((${calls:-0} <= 10)) || fail "the waiter spins: ${calls} scripts in 1 s"
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
+	grep -q 'NOPERM' "$waiter_err" || fail "no word of the refused BLPOP: $(cat "$waiter_err")"
+}
+
+@test "the ACL line of earlier releases (no +zpopmin +rpush +blpop): releases work, waiters are woken" {
+	pwfile lpw 600 "$LPW"
+	local auth=(-u "$URL" --user oldacl --password-file "$PWFILE")
+	rlock_bg "${auth[@]}" -t 60s -k old -- "$HOLD" a
+	local holder=$RLOCK_PID holder_err=$RLOCK_ERR
+	wait_until 30 test -e a.started
+	rlock_bg -vv "${auth[@]}" -k old -w 60s -- touch waiter-ran
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{old}:released" | sed -n 2p) == 1 ]]'
+	touch a.release
+	rlock_wait "$holder"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $holder_err ]] || fail "holder: $(cat "$holder_err")"
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e waiter-ran ]]
+	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
+	assert_equal "$(rcli EXISTS 'rlock:{old}')" 0
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
 # Exit status (SPEC §3): the command's own, 128+N for a signal, 69, 75 / -E, 126, 127.
+# Foreign locks set by a test live 10 minutes: each rlock run takes seconds under valgrind.
 
 load helpers
 
@@ -68,7 +69,7 @@ load helpers
 }
 
 @test "lock busy with -n: 75, command not run; -E changes the status" {
-	rcli SET 'rlock:{e}' someone-else PX 30000
+	rcli SET 'rlock:{e}' someone-else PX 600000
 	run -75 rlock -n -k e -- touch ran
 	[[ ! -e ran ]]
 	run -3 rlock -n -E 3 -k e -- touch ran
@@ -80,7 +81,7 @@ load helpers
 }
 
 @test "-E 0: skip silently, exit 0, command not run" {
-	rcli SET 'rlock:{e}' someone-else PX 30000
+	rcli SET 'rlock:{e}' someone-else PX 600000
 	run -0 --separate-stderr rlock -n -E 0 -k e -- touch ran
 	[[ ! -e ran ]]
 	assert_equal "$output" ""
@@ -88,7 +89,7 @@ load helpers
 }
 
 @test "--wait expired: 75 (and -E)" {
-	rcli SET 'rlock:{e}' someone-else PX 30000
+	rcli SET 'rlock:{e}' someone-else PX 600000
 	run -75 rlock -w 300ms -k e -- touch ran
 	[[ ! -e ran ]]
 	run -9 rlock -w 0.2 -E 9 -k e -- touch ran
@@ -97,7 +98,7 @@ load helpers
 
 @test "--status: 0 when free, 75 when held, -E applies" {
 	run -0 rlock -k e --status
-	rcli SET 'rlock:{e}' someone-else PX 30000
+	rcli SET 'rlock:{e}' someone-else PX 600000
 	run -75 rlock -k e --status
 	run -5 rlock -E 5 -k e --status
 }
@@ -115,7 +116,7 @@ load helpers
 }
 
 @test "-E 0 with --wait expired: exit 0 silently, command not run" {
-	rcli SET 'rlock:{e}' someone-else PX 30000
+	rcli SET 'rlock:{e}' someone-else PX 600000
 	run -0 --separate-stderr rlock -w 300ms -E 0 -k e -- touch ran
 	[[ ! -e ran ]]
 	assert_equal "$stderr" ""

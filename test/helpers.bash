@@ -197,6 +197,19 @@ rcli() {
 	fi
 }
 
+# waiters NAME [CLI...]: how many rlocks wait for lock NAME's release (CLI: rcli):
+# subscribed to its channel PREFIX{NAME}:released, or with a place among its plain
+# waiters (a release pushes to that place's own list, which keeps the wake-up until
+# the waiter reads it: a placed waiter cannot miss it).
+waiters() {
+	local name=$1 cli=(rcli) sub placed
+	shift
+	(($#)) && cli=("$@")
+	sub=$("${cli[@]}" PUBSUB NUMSUB "rlock:{$name}:released" | sed -n 2p)
+	placed=$("${cli[@]}" ZCARD "rlock:{$name}:waiters")
+	echo $((sub + placed))
+}
+
 # redis_stop [PID]: SIGTERM the server (default $REDIS_PID), wait for it, SIGKILL if
 # it lingers. Resumes it first in case a test left it stopped.
 redis_stop() {

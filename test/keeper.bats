@@ -73,7 +73,7 @@ keeper_pid() { rcli HGET 'rlock:{ci}:owner' pid; }
 	[[ $(rcli GET 'rlock:{ci}') == "$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)" ]]
 	# A waiter, woken by the release.
 	rlock_bg -k ci -w 60s -- true
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{ci}:released" | tail -1) == 1 ]]'
+	wait_until 30 eval '[[ $(waiters ci) == 1 ]]'
 	step release 'rlock -k ci --release'
 	assert_success
 	key_absent 'rlock:{ci}' || [[ $(rcli GET 'rlock:{ci}') != "$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)" ]]

@@ -84,7 +84,7 @@ load helpers
 @test "release publishes on rlock:{NAME}:released" {
 	redis-cli -p "$REDIS_PORT" SUBSCRIBE 'rlock:{p}:released' >sub.out 2>&1 </dev/null 3>&- 4>&- &
 	track_pid $!
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) == 1 ]]'
+	wait_until 30 eval '[[ $(waiters p) == 1 ]]'
 	run -0 rlock -k p -- true
 	wait_until 30 grep -qx message sub.out
 }
@@ -182,7 +182,7 @@ load helpers
 	wait_until 30 test -e a.started
 	rlock_bg -w 20s -k p -- "$HOLD" b
 	local waiter=$RLOCK_PID
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{p}:released" | tail -1) -ge 1 ]]'
+	wait_until 30 eval '[[ $(waiters p) -ge 1 ]]'
 	[[ ! -e b.started ]] || fail "waiter ran while the lock was held"
 	touch a.release
 	rlock_wait "$holder"

@@ -65,6 +65,7 @@ start_probe() { # start_probe TAG SECONDS RLOCK-ARGS...
 }
 
 entered() { grep -q "^+ $1 " "$LOG"; }
+writer_marked_or_in() { key_exists 'rlock:{stream}:writer' || entered w; }
 queue_len() { [[ $(rcli ZCARD 'rlock:{'"$1"'}:queue') == "$2" ]]; }
 
 # commands_per_acquisition P RLOCK-ARGS...: P contenders, one short run each; prints
@@ -117,6 +118,9 @@ commands_per_acquisition() {
 		if ((i == 3)); then
 			wait_until 20 entered r3
 			start_probe w 0.1 -k stream
+			# the writer waits (its mark is set) before the next reader asks, however
+			# slow its start: else readers that asked first rightly go ahead of it
+			wait_until 30 writer_marked_or_in || fail "the writer neither waited nor entered"
 		fi
 		sleep 0.2
 	done
@@ -133,21 +137,40 @@ commands_per_acquisition() {
 }
 
 @test "--limit N for N in 1 2 4: max concurrency exactly N under 3N contenders" {
-	local n i pids got report=""
+	# A barrier, so that "exactly N" does not depend on the contenders' speed: each
+	# holder logs its entry, then stays (at most 30 s) until N holders were inside at
+	# once (the "full" mark), then 0.2 s more. N+1 inside at once is still seen.
+	local n i pids got report="" bar=$BATS_TEST_TMPDIR/barrier full=$BATS_TEST_TMPDIR/full
+	cat >"$bar" <<EOF
+#!/bin/sh
+# barrier TAG N
+echo "+ \$1 \$(date +%s%N)" >>'$LOG'
+i=0
+while [ ! -e '$full' ] && [ \$i -lt 300 ]; do
+	[ "\$(awk '\$1 == "+" { n++ } \$1 == "-" { n-- } END { print n + 0 }' '$LOG')" -ge "\$2" ] &&
+		touch '$full'
+	i=\$((i + 1))
+	sleep 0.1
+done
+sleep 0.2
+echo "- \$1 \$(date +%s%N)" >>'$LOG'
+EOF
+	chmod +x "$bar"
 	for n in 1 2 4; do
 		: >"$LOG"
+		rm -f "$full"
 		pids=()
 		for ((i = 0; i < 3 * n; i++)); do
-			start_probe "p$i" 0.4 -l "$n" -k "sem$n"
+			rlock_bg -l "$n" -k "sem$n" -- "$bar" "p$i" "$n"
 			pids+=("$RLOCK_PID")
 		done
 		for p in "${pids[@]}"; do
-			rlock_wait "$p" 40
+			rlock_wait "$p" 60
 			((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
 		done
 		got=$(max_occupancy)
 		report+=" N=$n: $got;"
-		assert_equal "$got" "$n"
+		[[ $got == "$n" ]] || fail "--limit $n: $got inside at once: $(sort -k3,3n "$LOG")"
 		assert_equal "$(rcli GET "rlock:{sem$n}:fence")" $((3 * n))
 	done
 	echo "# --limit, max concurrency under 3N contenders:$report" >&3

@@ -28,10 +28,7 @@ start_holder() {
 	track_pidfile "$BATS_TEST_TMPDIR/$tag.pid"
 }
 
-# subscribers CHANNEL: how many clients are subscribed (a waiter subscribes to the
-# lock's release channel PREFIX{NAME}:released).
-subscribers() { rcli PUBSUB NUMSUB "$1" | sed -n 2p; }
-has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
+has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 
 # ---------------------------------------------------------------------------------
 # --status

@@ -83,7 +83,8 @@ term_and_expect() {
 @test "SIGTERM while waiting for a busy lock: dies of it, nothing on stderr" {
 	rcli SET 'rlock:{p}' foreign PX 600000 >/dev/null
 	rlock_bg -k p -- touch ran
-	wait_until 30 sh -c "[ \"\$(redis-cli -p $REDIS_PORT PUBSUB NUMSUB 'rlock:{p}:released' | sed -n 2p)\" = 1 ]"
+	# shellcheck disable=SC2016  # expanded by eval
+	wait_until 30 eval '[[ $(waiters p) == 1 ]]'
 	term_and_expect TERM 143
 	[[ ! -e ran ]]
 }

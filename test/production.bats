@@ -253,10 +253,10 @@ make_job() {
 	run -75 rlock -u "$url" "${tls[@]}" -k acl --status
 	run -0 rlock -u "$url" "${tls[@]}" --list --json
 	assert_equal "$(jq -r '.locks[0].name' <<<"$output")" acl
-	# a waiter subscribes to the release channel and is woken by the release
+	# a waiter takes a place among the waiters and is woken by the release
 	rlock_bg -u "$url" "${tls[@]}" -k acl -- touch got
 	local waiter=$RLOCK_PID
-	wait_until 30 eval '[[ $(tcli PUBSUB NUMSUB "rlock:{acl}:released" | sed -n 2p) -ge 1 ]]'
+	wait_until 30 eval '[[ $(waiters acl tcli) -ge 1 ]]'
 	touch h.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0

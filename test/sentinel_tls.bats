@@ -108,8 +108,8 @@ sentinel_sees_all() {
 	[[ $(tls_cli "$M_PORT" GET 'rlock:{s}:fence') == 2 ]]
 	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{s}') == 0 ]] # released
 	[[ $(tls_cli "$R_PORT" GET 'rlock:{s}:fence') == 2 ]] # replicated over TLS
-	# held: --status names the master; a waiter is woken by the release (its
-	# subscription, on the master the sentinels name, is TLS too)
+	# held: --status names the master; a waiter is woken by the release (its wake
+	# list, on the master the sentinels name, over TLS too)
 	make_hold_script
 	rlock_bg -u "$S_URL" --cacert "$CA" -k s -- "$HOLD" a
 	local holder=$RLOCK_PID
@@ -118,7 +118,7 @@ sentinel_sees_all() {
 	assert_regex "$output" "master +127\.0\.0\.1:$M_PORT \(Sentinel 'mymaster'\)"
 	rlock_bg -vv -u "$S_URL" --cacert "$CA" -k s -- touch waiter-ran
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
-	wait_until 30 subscribed 'rlock:{s}:released'
+	wait_until 30 eval '[[ $(waiters s tls_cli "$M_PORT") == 1 ]]'
 	touch a.release
 	rlock_wait "$holder" 30
 	assert_equal "$RLOCK_STATUS" 0
@@ -126,11 +126,6 @@ sentinel_sees_all() {
 	assert_equal "$RLOCK_STATUS" 0
 	[[ -e waiter-ran ]]
 	grep -q 'woken by the release' "$waiter_err" || fail "waiter: $(cat "$waiter_err")"
-}
-
-# subscribed CHANNEL: a client listens on CHANNEL on the master.
-subscribed() {
-	(($(tls_cli "$M_PORT" PUBSUB NUMSUB "$1" | tail -1) >= 1))
 }
 
 # A refused certificate is retried like an outage until the sentinels' budget ends

@@ -177,7 +177,7 @@ forward_once() {
 @test "a signal while waiting for the lock: rlock exits, the command never runs" {
 	rcli SET 'rlock:{s}' someone-else PX 30000 >/dev/null
 	rlock_bg -k s -- touch ran
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{s}:released" | tail -1) -ge 1 ]]'
+	wait_until 30 eval '[[ $(waiters s) -ge 1 ]]'
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 	((RLOCK_STATUS != 0)) || fail "rlock exited 0 after SIGTERM while waiting"

@@ -222,9 +222,9 @@ usage_error() {
 	wait_until 30 test -e first.started
 	bash -c '"$RLOCK" -v -k b -w 15s -- touch ran >&- 2>&-; echo $? >waiter.status' 3>&- 4>&- &
 	track_pid $!
-	# until it waits (subscribed to the release channel) or has already given up
+	# until it waits (listens for the release) or has already given up
 	waiting_or_done() {
-		[[ -s waiter.status || $(rcli PUBSUB NUMSUB 'rlock:{b}:released' | sed -n 2p) -ge 1 ]]
+		[[ -s waiter.status || $(waiters b) -ge 1 ]]
 	}
 	wait_until 30 waiting_or_done
 	touch first.release

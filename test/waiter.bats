@@ -10,8 +10,7 @@ load helpers
 # foreign KEY: make the lock busy by hand (a holder that never releases, long TTL).
 foreign() { rcli SET "rlock:{$1}" foreign-token PX 600000 >/dev/null; }
 
-subscribers() { rcli PUBSUB NUMSUB "$1" | sed -n 2p; }
-has_waiter() { [[ $(subscribers "rlock:{$1}:released") -ge 1 ]]; }
+has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 
 # restart_redis: stop the test server and start a fresh one on the same port (no
 # persistence: the keyspace comes back empty, as after a crash).

@@ -6,9 +6,8 @@
 
 load helpers
 
-# numsub: how many clients subscribe to the release channel of lock w
-numsub() { rcli PUBSUB NUMSUB 'rlock:{w}:released' | tail -1; }
-subscribed() { (($(numsub) >= ${1:-1})); }
+# subscribed [N]: at least N rlocks wait for lock w's release
+subscribed() { (($(waiters w) >= ${1:-1})); }
 
 @test "hand-off: waiter starts right after the holder releases" {
 	local a_pid b_pid ms all=()

@@ -1,13 +1,16 @@
 -- SPDX-License-Identifier: MIT
 -- Acquire: set the lock only if it is free, with a TTL, in one step; count the
 -- acquisition in the fence and record who holds it. When busy, say who holds it
--- and for how long, so a waiter knows when the lease can run out.
--- KEYS: lock fence owner holders queue writer meta
--- ARGV: token ttl_ms field value ...
+-- and for how long, so a waiter knows when the lease can run out; a waiting request
+-- (wait = 1) takes a place among the waiters, so a release wakes one, not all.
+-- KEYS: lock fence owner holders queue writer meta waiters
+-- ARGV: token ttl_ms wait field value ...
+-- Reply: {1, fence}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
 -- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
 -- waiting, so that new shared holders queue behind it (writer preference).
 if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   redis.call('SET', KEYS[6], ARGV[1], 'PX', ARGV[2])
+  redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
   local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[7], first) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
@@ -17,15 +20,26 @@ end
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
-  return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
+  local placed = 0
+  if ARGV[3] == '1' then
+    -- The place is a lease of the ttl, renewed by every attempt (wake_one.lua).
+    local t = redis.call('TIME')
+    local ttl = tonumber(ARGV[2])
+    redis.call('ZADD', KEYS[8], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl,
+               ARGV[1])
+    if redis.call('PTTL', KEYS[8]) < ttl then redis.call('PEXPIRE', KEYS[8], ttl) end
+    placed = 2
+  end
+  return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
+if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[6]) == ARGV[1] then redis.call('DEL', KEYS[6]) end
 -- Redis does not roll a script back: if anything below fails (an ACL without INCR, a
 -- fence key of the wrong type), undo the SET rather than leave a lock nobody holds.
 local ok, fence = pcall(function()
   local f = redis.call('INCR', KEYS[2])
   redis.call('DEL', KEYS[3])
-  redis.call('HSET', KEYS[3], 'fence', f, unpack(ARGV, 3))
+  redis.call('HSET', KEYS[3], 'fence', f, unpack(ARGV, 4))
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return f
 end)

@@ -1,9 +1,11 @@
 -- SPDX-License-Identifier: MIT
 -- Break (operator): remove every holder (exclusive, shared, permits), wake the head of
--- the queue (or everyone), say what was removed. The queue stays: its waiters are alive.
--- KEYS: lock owner fence holders meta limit queue qlease writer
+-- the queue (or one plain waiter, and everyone on the release channel), say what was
+-- removed. The queue stays: its waiters are alive.
+-- KEYS: lock owner fence holders meta limit queue qlease writer waiters
 -- ARGV: channel publish wake_prefix
 -- Reply: as status.lua's.
+--@wake_one
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lim = redis.call('GET', KEYS[6])
@@ -31,6 +33,8 @@ redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
 if n > 0 then
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
   if head then redis.call(ARGV[2], ARGV[3] .. head, 'break') end
+  wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.call(ARGV[2], ARGV[1], 'break')
 end
-return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, {}, 0, false}
+return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, {}, 0, false,
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}

@@ -1,8 +1,18 @@
 -- SPDX-License-Identifier: MIT
 -- A waiter gives up (--wait expired, a signal): leave the queue and drop the writer
 -- mark if it is ours; if we were the head, wake the next one in our place.
--- Shared requests held back by our writer mark are woken (release channel).
--- KEYS: queue qlease writer   ARGV: token publish wake_prefix channel
+-- Shared requests held back by our writer mark are woken (release channel). A plain
+-- waiter leaves its place among the waiters; one that has no place any more may have
+-- been woken (wake_one.lua) and gives up without trying: if the lock is free, the
+-- wake-up goes to the next waiter.
+-- KEYS: queue qlease writer lock   ARGV: token publish wake_prefix channel
+--@wake_one
+local placed = redis.call('ZREM', KEYS[4] .. ':waiters', ARGV[1])
+redis.call('DEL', ARGV[3] .. ARGV[1])
+if placed == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+  local t = redis.call('TIME')
+  wake_one(KEYS[4], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
+end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])

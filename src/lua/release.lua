@@ -1,12 +1,15 @@
 -- SPDX-License-Identifier: MIT
 -- Release: delete only our own lock and wake waiters in the same step, so no
 -- waiter can miss the notification; with keep_ms > 0 (--min-hold) let it expire.
--- With a fair queue, only its head is woken (its own channel), not everyone.
+-- With a fair queue, only its head is woken (its own channel); else one plain waiter
+-- (wake_one.lua), and the release channel is told for everyone else who listens there
+-- (requests of other modes, Redlock waiters, older rlocks).
 -- KEYS: lock owner   ARGV: token keep_ms channel publish wake_prefix
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
--- The queue (KEYS[1]..':queue', same hash tag) is not declared: a slot being migrated
--- answers a script whose declared keys are not all present with TRYAGAIN, and the
--- queue of a plain lock usually does not exist.
+-- The queue and the waiters (KEYS[1]..':queue', ':waiters', same hash tag) are not
+-- declared: a slot being migrated answers a script whose declared keys are not all
+-- present with TRYAGAIN, and they usually do not exist.
+--@wake_one
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if tonumber(ARGV[2]) > 0 then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
@@ -20,6 +23,8 @@ local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if head then
   redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
+  local t = redis.call('TIME')
+  wake_one(KEYS[1], ARGV[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'release')
   redis.call(ARGV[4], ARGV[3], ARGV[1])
 end
 return 1

@@ -1,10 +1,10 @@
 -- SPDX-License-Identifier: MIT
 -- Status: every holder (the exclusive one, shared holders or permits, live by the
 -- server's clock), the queue and the fence; changes nothing.
--- KEYS: lock owner fence holders meta limit queue qlease writer
+-- KEYS: lock owner fence holders meta limit queue qlease writer waiters
 -- Reply: {last_fence, limit, holders_total, {12 fields per holder}, {token, lease_left
--- per waiter}, queue_total, writer}; holder fields: mode token pttl host pid user cmd
--- start ttl fence kept label.
+-- per waiter}, queue_total, writer, plain_waiters}; holder fields: mode token pttl host
+-- pid user cmd start ttl fence kept label.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lim = redis.call('GET', KEYS[6])
@@ -37,4 +37,5 @@ for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, 199)) do
   end
 end
 return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, q,
-        redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false}
+        redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}
