@@ -104,7 +104,7 @@ static void *renew_main(void *arg)
 	int checked = !r->warn_key;
 
 	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-	if (r->check_now && !checked) {
+	if (r->check_now) {
 		checked = 1;
 		if (!begin(r) || open_store(r, &s, 1, lost_at) < 0)
 			goto stuck;
@@ -177,7 +177,10 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 	r->cfg = cfg;
 	r->lock = l;
 	r->warn_key = warn_key;
-	r->check_now = check_now;
+	r->check_now = check_now && warn_key;
+	/* Begun already: a command that ends before the thread first runs must not make
+	 * renew_quiet() skip the check asked for. */
+	r->began = r->check_now;
 	r->confirmed_sent = confirmed_sent_ms;
 	pthread_mutex_init(&r->mu, NULL);
 	r->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
