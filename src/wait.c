@@ -263,6 +263,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 	int64_t deadline = a->wait_ms < 0 ? INT64_MAX : start + a->wait_ms;
 	int64_t backoff = BACKOFF_FIRST_MS;
 	int drawn = 0, announced = 0, waiting = 0, outage = 0, pttl_woke = 0, again = 0, rc;
+	int heard = 0; /* the listener last announced at -vv: 1 the channel, 2 a place */
 
 	memset(h, 0, sizeof *h);
 	for (;;) {
@@ -290,6 +291,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			 * connect is 69 at once. */
 			store_unsubscribe(s);
 			sub = 0;
+			heard = 0;
 			if (!outage)
 				log_info("lock '%s': %s; reconnecting", a->name, err);
 			outage = 1;
@@ -346,11 +348,19 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		}
 		sub = listen != STORE_ERR;
 		if (!sub) {
+			heard = 0;
 			if (take_signal(a->sigfd, signo)) {
 				rc = WAIT_SIGNAL;
 				break;
 			}
 			log_debug("cannot subscribe to release notifications: %s", err2);
+		} else if (heard != 1 + a->lock->placed) {
+			/* Said once the listener is in place and the last attempt after it
+			 * was busy: a release from now on wakes this waiter. */
+			heard = 1 + a->lock->placed;
+			log_debug("listening for the release (%s)",
+			          a->lock->placed ? "a place among the waiters"
+			                          : "the release channel");
 		}
 		int64_t nap = jittered(backoff, &seed);
 		const char *ch[2];
@@ -377,6 +387,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		if (slept == -1) {
 			store_unsubscribe(s);
 			sub = 0;
+			heard = 0;
 			/* A listener that breaks as soon as it listens (a slot that moved, an
 			 * error reply): no attempt at once, or the loop would spin on it. */
 			if (clock_ms() - now < BACKOFF_FIRST_MS) {

@@ -477,7 +477,10 @@ renewed_once() {
 	wait_until 30 test -e a.started
 	rlock_bg -vv -u "$URL" --user noblpop --password-file "$PWFILE" -k nb -w 60s -- true
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p) == 1 ]]'
+	# settled: refused BLPOP, subscribed, and busy on the attempt after it (a release
+	# before that attempt hands over the lock without a wake-up)
+	wait_until 30 grep -q 'listening for the release (the release channel)' "$waiter_err"
+	assert_equal "$(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p)" 1
 	rcli CONFIG RESETSTAT >/dev/null
 	local t0
 	t0=$(now_ms)
@@ -506,7 +509,10 @@ renewed_once() {
 	wait_until 30 test -e a.started
 	rlock_bg -vv "${auth[@]}" -k old -w 60s -- touch waiter-ran
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
-	wait_until 30 eval '[[ $(rcli PUBSUB NUMSUB "rlock:{old}:released" | sed -n 2p) == 1 ]]'
+	# settled: refused BLPOP, subscribed, and busy on the attempt after it (a release
+	# before that attempt hands over the lock without a wake-up)
+	wait_until 30 grep -q 'listening for the release (the release channel)' "$waiter_err"
+	assert_equal "$(rcli PUBSUB NUMSUB "rlock:{old}:released" | sed -n 2p)" 1
 	touch a.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0
