@@ -879,6 +879,11 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 	return msg;
 }
 
+int store_wake_refused(const struct store *s)
+{
+	return s->no_wake_list;
+}
+
 void store_unsubscribe(struct store *s)
 {
 	client_close(s->sub);

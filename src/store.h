@@ -181,5 +181,8 @@ int store_notify_fd(const struct store *s);
 int store_notify_buffered(const struct store *s);
 int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);
 void store_unsubscribe(struct store *s);
+/* 1 once the server refused BLPOP (an ACL that predates wake-one): the waiter listens
+ * on the channel from then on, and a place it took before only swallows a wake-up. */
+int store_wake_refused(const struct store *s);
 
 #endif

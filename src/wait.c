@@ -388,6 +388,12 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			store_unsubscribe(s);
 			sub = 0;
 			heard = 0;
+			/* BLPOP refused: the place would take a release's wake-up from a waiter
+			 * that can block (the next attempts take none). */
+			if (a->lock->placed && store_wake_refused(s)) {
+				leave(s, a);
+				a->lock->placed = 0;
+			}
 			/* A listener that breaks as soon as it listens (a slot that moved, an
 			 * error reply): no attempt at once, or the loop would spin on it. */
 			if (clock_ms() - now < BACKOFF_FIRST_MS) {

@@ -513,6 +513,8 @@ renewed_once() {
 	# before that attempt hands over the lock without a wake-up)
 	wait_until 30 grep -q 'listening for the release (the release channel)' "$waiter_err"
 	assert_equal "$(rcli PUBSUB NUMSUB "rlock:{old}:released" | sed -n 2p)" 1
+	# the place the first attempt took is left: it would swallow a release's wake-up
+	assert_equal "$(rcli ZCARD 'rlock:{old}:waiters')" 0
 	touch a.release
 	rlock_wait "$holder"
 	assert_equal "$RLOCK_STATUS" 0
