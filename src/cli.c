@@ -1125,7 +1125,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	const char *config_cli = NULL;
 	int c, idx;
 
-	memset(o, 0, sizeof *o);
+	/* *o is zero already (a static: its 95 KiB of URLs are not touched unless used) */
 	o->prefix = "rlock:";
 	o->wait_ms = -1;
 	o->conflict_exit = RL_EX_CONFLICT;

@@ -80,7 +80,8 @@ int cli_close_stdout(void);
  * SPEC §6's precedence); on bad input print "rlock: ..." and exit(64). --help and
  * --version print and exit (0, or 74 when stdout cannot be written). Warns about a
  * password on the command line and a user name without a password; with -v, says
- * which server is used and where its URL came from. */
+ * which server is used and where its URL came from. *o must be zero on entry (a
+ * static: the pages of unused URL slots are then never touched). */
 void cli_parse(int argc, char **argv, struct opts *o);
 
 #endif

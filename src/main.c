@@ -190,7 +190,7 @@ static void give_back_all(struct store *c, const struct store_config *cfg, const
 
 int main(int argc, char **argv)
 {
-	struct opts o;
+	static struct opts o; /* zero, as cli_parse wants it */
 	struct store_config cfg;
 	struct store *c = NULL;
 	struct lock l;
