@@ -198,12 +198,15 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 }
 
 /* A waiter that gives up leaves the fair queue and drops its writer mark at once (not
- * by the end of its lease), within one io-timeout; at worst they expire by the ttl. */
-static void leave(struct store *s, const struct wait_args *a)
+ * by the end of its lease), within budget_ms (and one io-timeout); at worst they expire
+ * by the ttl. */
+static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
 	char err[300];
+	int64_t deadline =
+	    clock_ms() + (budget_ms < a->io_timeout_ms ? budget_ms : a->io_timeout_ms);
 
-	if (store_leave(s, a->lock, clock_ms() + a->io_timeout_ms, err, sizeof err) != LOCK_OK)
+	if (store_leave(s, a->lock, deadline, err, sizeof err) != LOCK_OK)
 		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
@@ -273,9 +276,12 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		rc = attempt(s, a, !waiting, deadline, sent_ms, h, err, errlen);
 		if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(a->sigfd, signo)) {
 			/* Interrupted (the conn layer's waits watch the signalfd): the
-			 * request may have been taken all the same. */
+			 * request may have been taken all the same: the lock, or (a waiting
+			 * request) a place among the waiters or in the queue, left below. */
 			give_back(s, a, SIGNAL_GIVE_BACK_MS);
 			rc = WAIT_SIGNAL;
+			if (!a->lock->nowait)
+				waiting = 1;
 			break;
 		}
 		if (rc == LOCK_ERR && waiting && !fresh) {
@@ -391,7 +397,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			/* BLPOP refused: the place would take a release's wake-up from a waiter
 			 * that can block (the next attempts take none). */
 			if (a->lock->placed && store_wake_refused(s)) {
-				leave(s, a);
+				leave(s, a, a->io_timeout_ms);
 				a->lock->placed = 0;
 			}
 			/* A listener that breaks as soon as it listens (a slot that moved, an
@@ -412,7 +418,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		status_clear();
 	store_unsubscribe(s);
 	if (waiting && (rc == WAIT_BUSY || rc == WAIT_SIGNAL))
-		leave(s, a);
+		leave(s, a, rc == WAIT_SIGNAL ? SIGNAL_GIVE_BACK_MS : a->io_timeout_ms);
 	if (rc == LOCK_OK)
 		return WAIT_ACQUIRED;
 	if (rc == LOCK_MISMATCH)

@@ -13,6 +13,9 @@ server_has_request() {
 	ss -Htn state established "( sport = :$REDIS_PORT )" | awk '$1 > 0 { f = 1 } END { exit !f }'
 }
 
+# places NAME N: lock NAME has N places among its waiters.
+places() { [[ $(rcli ZCARD "rlock:{$1}:waiters") == "$2" ]]; }
+
 # term_and_expect SIG STATUS: send SIG to the background rlock; it must be gone
 # within 5 s (its own deadlines are 30 s) with STATUS and an empty stderr.
 term_and_expect() {
@@ -48,6 +51,26 @@ term_and_expect() {
 	# the server ran the acquire (the fence counts it), then the release sent after it
 	wait_until 30 sh -c "[ \"\$(redis-cli -p $REDIS_PORT GET 'rlock:{p}:fence')\" = 1 ]"
 	key_absent 'rlock:{p}'
+}
+
+@test "SIGTERM while a waiting acquire's reply is on its way: the place it took among the waiters is left" {
+	rcli SET 'rlock:{p}' foreign PX 600000 >/dev/null
+	run -75 rlock -w 100ms -k p -- true # the scripts are cached: EVALSHA runs as sent
+	assert_equal "$(rcli ZCARD 'rlock:{p}:waiters')" 0
+	# requests pass at once, replies come 3 s late: the first attempt has taken its
+	# place on the server, and rlock still waits for the answer
+	delay_proxy_start 3000
+	rlock_bg -u "$PROXY_URL" --io-timeout 2s -k p -- touch ran
+	wait_until 30 places p 1
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 143
+	[[ ! -e ran ]]
+	# else the place lives on for its lease (the ttl, 30 s): a release wakes it, nobody
+	# tries, and the next live waiter waits for its safety-net timer
+	wait_until 5 places p 0 ||
+		fail "the place was left behind: $(rcli ZRANGE 'rlock:{p}:waiters' 0 -1)"
+	assert_equal "$(rcli GET 'rlock:{p}')" foreign
 }
 
 @test "SIGINT during --status and --break against a stopped server: dies of it at once" {
