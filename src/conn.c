@@ -82,6 +82,19 @@ int conn_abort_pending(void)
 	return abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+void conn_pause_until(int64_t until_ms)
+{
+	/* fd -1 (no abort fd): poll ignores the entry and only sleeps */
+	struct pollfd p = {.fd = abort_fd, .events = POLLIN};
+	int64_t left;
+
+	while ((left = until_ms - clock_ms()) > 0) {
+		int rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (rc > 0 || (rc < 0 && errno != EINTR))
+			return;
+	}
+}
+
 enum { WAIT_READY = 1, WAIT_TIMEOUT = 0, WAIT_FAILED = -1, WAIT_ABORT = -2 };
 
 /* Wait until fd is ready for events or the deadline passes, watching the thread's

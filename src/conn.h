@@ -83,6 +83,10 @@ void conn_set_abort_fd(int fd);
  * that interruption rather than a fault worth reporting. */
 int conn_abort_pending(void);
 
+/* Sleep until until_ms (monotonic), or less when the calling thread's abort fd becomes
+ * readable (a signal): a pause between retries that a signal cuts short. */
+void conn_pause_until(int64_t until_ms);
+
 /* Look ep's host up once, before deadline_ms, and keep up to CONN_ADDRS_MAX of its
  * addresses in ep->addrs for every later conn_open() of ep, in any thread. Nothing to
  * do for a Unix socket. A lookup still running at the deadline is abandoned to its

@@ -198,16 +198,6 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	return rc;
 }
 
-static void pause_until(int64_t until_ms)
-{
-	int64_t left = until_ms - clock_ms();
-
-	if (left <= 0 || conn_abort_pending())
-		return;
-	struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
 /* The reason to report when no master is found: the last failure, unless it only ran
  * into cap_ms (a timeout that says nothing) after a complete attempt said more (a
  * certificate refused, a master that is not one). */
@@ -277,7 +267,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			snprintf(err, errlen, "%s", last);
 			return -1;
 		}
-		pause_until(min64(clock_ms() + pause, cap_ms));
+		conn_pause_until(min64(clock_ms() + pause, cap_ms));
 		pause = min64(pause * 2, ROUND_PAUSE_MAX_MS);
 	}
 }

@@ -216,15 +216,6 @@ static int64_t capped(int64_t t, int64_t cap)
 
 #define PAUSE_FIRST_MS 50
 
-/* Sleep until until_ms, or less when the thread's abort fd (a signal) is readable. */
-static void pause_until(int64_t until_ms)
-{
-	for (int64_t left; !conn_abort_pending() && (left = until_ms - clock_ms()) > 0;) {
-		struct timespec ts = {0, (long)(left < 20 ? left : 20) * 1000000L};
-		nanosleep(&ts, NULL);
-	}
-}
-
 typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err, size_t errlen);
 
 #define RUN_RETRY   1 /* safe to repeat on a fresh connection */
@@ -283,7 +274,7 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 				 * acquire. Each pause starts the redirects afresh. */
 				log_debug("%s: %s; trying again in %lld ms", srv->name, err,
 				          (long long)pause);
-				pause_until(clock_ms() + pause);
+				conn_pause_until(clock_ms() + pause);
 				pauses++;
 				pause *= 2;
 				hop = -1;
