@@ -410,7 +410,9 @@ renewed_once() {
 	# Read the running rlock's writable mappings (same user; needs ptrace access).
 	pwfile pw 600 "$PW"
 	rcli CONFIG RESETSTAT >/dev/null
-	rlock_bg -u "$URL" --password-file "$PWFILE" -t 1s -k mem -- "$HOLD" a
+	# (3 s: a renewal after 1 s, and a lease that outlives the memory scan below on a
+	# slow pass, which competes with rlock for the CPU)
+	rlock_bg -u "$URL" --password-file "$PWFILE" -t 3s -k mem -- "$HOLD" a
 	local pid=$RLOCK_PID
 	wait_until 30 test -e a.started
 	# the renewal thread has authenticated on its own connection and renewed once
