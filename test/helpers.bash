@@ -200,7 +200,10 @@ rcli() {
 # waiters NAME [CLI...]: how many rlocks wait for lock NAME's release (CLI: rcli):
 # subscribed to its channel PREFIX{NAME}:released, or with a place among its plain
 # waiters (a release pushes to that place's own list, which keeps the wake-up until
-# the waiter reads it: a placed waiter cannot miss it).
+# the waiter reads it: a placed waiter cannot miss it). A subscriber counts as soon
+# as it has subscribed, before the attempt that follows (a release in between hands
+# it the lock without a wake-up): where a test asserts the wake-up of a waiter on the
+# channel, it waits for that waiter's -vv line "listening for the release" instead.
 waiters() {
 	local name=$1 cli=(rcli) sub placed
 	shift

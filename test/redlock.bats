@@ -110,8 +110,11 @@ teardown() {
 	rlock_bg -k w -- "$HOLD" h
 	local holder=$RLOCK_PID
 	wait_until 10 test -e h.started
-	rlock_bg -w 20s -k w -- "$HOLD" w
+	rlock_bg -vv -w 20s -k w -- "$HOLD" w
 	local waiter=$RLOCK_PID
+	# waiting (listening on a node's release channel), not yet started: else the
+	# release below could come before it even asked
+	wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
 	touch h.release
 	rlock_wait "$holder"
 	((RLOCK_STATUS == 0))
