@@ -111,10 +111,10 @@ teardown() {
 	local holder=$RLOCK_PID
 	wait_until 10 test -e h.started
 	rlock_bg -vv -w 20s -k w -- "$HOLD" w
-	local waiter=$RLOCK_PID
+	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
 	# waiting (listening on a node's release channel), not yet started: else the
 	# release below could come before it even asked
-	wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
+	wait_until 30 grep -q 'listening for the release' "$waiter_err"
 	touch h.release
 	rlock_wait "$holder"
 	((RLOCK_STATUS == 0))
