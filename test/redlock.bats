@@ -3,7 +3,7 @@
 # "down" is a killed server (restarted on its port, empty, as after a restart without
 # persistence), "paused" a SIGSTOPped one.
 
-# shellcheck disable=SC2154,SC2016  # bats sets $stderr; $RLOCK_* expand in the command
+# shellcheck disable=SC2154,SC2016,SC2153  # bats sets $stderr; $RLOCK_* expand in the command; RLOCK_ERR from rlock_bg
 load helpers
 
 N=5
