@@ -102,10 +102,13 @@ C
 
 @test "after a loss, a group member that ignores SIGTERM is killed even when the command exits first" {
 	# The command exits on SIGTERM at once; the process it started ignores SIGTERM.
+	# (the member says its pid once it ignores SIGTERM: a loss before that would kill it
+	# with the TERM and leave nothing to SIGKILL)
 	rlock_bg -t 3s --kill-after 500ms -k grp -- sh -c '
-		perl -e "\$SIG{TERM} = q(IGNORE); sleep 1 while 1" &
-		echo $! > member.pid; touch started; exec sleep 60'
-	wait_until 10 test -e started
+		perl -e "\$SIG{TERM} = q(IGNORE); open my \$f, q(>), q(member.pid.tmp) or die;
+			print \$f qq(\$\$\n); close \$f; rename q(member.pid.tmp), q(member.pid); sleep 1 while 1" &
+		exec sleep 60'
+	wait_until 10 test -s member.pid
 	track_pidfile member.pid
 	rcli SET 'rlock:{grp}' stolen PX 60000 >/dev/null
 	rlock_wait "$RLOCK_PID" 15

@@ -32,8 +32,10 @@ teardown() {
 }
 
 @test "a command that ignores SIGTERM gets SIGKILL after --kill-after; its whole group is stopped" {
-	# The shell ignores TERM; its background child (same group) does not.
-	run -124 --separate-stderr rlock -k mh --max-hold 300ms --kill-after 500ms \
+	# The shell ignores TERM; its background child (same group) does not. --max-hold
+	# runs from the fork: 1 s lets a slow pass start the shell and set its trap first
+	# (a TERM before it ends the shell, and nothing is left to SIGKILL).
+	run -124 --separate-stderr rlock -k mh --max-hold 1s --kill-after 500ms \
 		-c 'trap "" TERM; echo $$ >c.pid; sleep 60 & echo $! >g.pid; while :; do sleep 0.05; done'
 	assert_regex "$stderr" 'SIGKILL in 500 ms'
 	assert_regex "$stderr" 'still runs [0-9]+ ms after SIGTERM: sending SIGKILL'
