@@ -57,10 +57,10 @@ term_and_expect() {
 	rcli SET 'rlock:{p}' foreign PX 600000 >/dev/null
 	run -75 rlock -w 100ms -k p -- true # the scripts are cached: EVALSHA runs as sent
 	assert_equal "$(rcli ZCARD 'rlock:{p}:waiters')" 0
-	# requests pass at once, replies come 3 s late: the first attempt has taken its
-	# place on the server, and rlock still waits for the answer
-	delay_proxy_start 3000
-	rlock_bg -u "$PROXY_URL" --io-timeout 2s -k p -- touch ran
+	# requests pass at once, replies come 6 s late: the first attempt has taken its
+	# place on the server, and rlock still waits for the answer (5 s at most)
+	delay_proxy_start 6000
+	rlock_bg -u "$PROXY_URL" --io-timeout 5s -k p -- touch ran
 	wait_until 30 places p 1
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 20
