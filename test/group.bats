@@ -53,9 +53,11 @@ load helpers
 }
 
 @test "a forwarded signal reaches the background job left in the group" {
-	rlock_bg -k fwd -c 'sleep 300 & echo $! > bg.pid; exit 0'
+	rlock_bg -k fwd -c 'echo $$ > sh.pid; sleep 300 & echo $! > bg.pid; exit 0'
 	wait_until 30 test -s bg.pid
 	track_pidfile bg.pid
+	# the command itself has exited (else the TERM would end it, and rlock with 143)
+	wait_until 30 not proc_alive "$(cat sh.pid)"
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0 # the command's own status: sh had exited 0
