@@ -28,6 +28,16 @@ _cluster_ok() {
 	done
 }
 
+# _cluster_replicas_linked PORT...: every replica among them has its link to its master
+# up (cluster_state:ok comes before: a CLUSTER FAILOVER or a WAIT for a replica needs it).
+_cluster_replicas_linked() {
+	local p info
+	for p in "$@"; do
+		info=$(redis-cli -p "$p" INFO replication 2>/dev/null) || return 1
+		[[ $info != *role:slave* || $info == *master_link_status:up* ]] || return 1
+	done
+}
+
 # cluster_start [N_MASTERS]: start 2*N nodes (default 3 masters + 3 replicas) and make
 # them a cluster. Exports CLUSTER_PORTS ("p1 p2 ..."), CLUSTER_PIDS, CLUSTER_DIR,
 # REDIS_URL / REDIS_PORT (the first node; any node's URL works).
@@ -57,8 +67,8 @@ cluster_start() {
 		cat "$CLUSTER_DIR/create.log" >&2
 		return 1
 	fi
-	if ! wait_until 30 _cluster_ok "${ports[@]}"; then
-		echo "cluster_start: the cluster never became ok" >&2
+	if ! wait_until 30 _cluster_ok "${ports[@]}" || ! wait_until 30 _cluster_replicas_linked "${ports[@]}"; then
+		echo "cluster_start: the cluster never became ok (or a replica never linked)" >&2
 		for port in "${ports[@]}"; do redis-cli -p "$port" CLUSTER NODES >&2; done
 		return 1
 	fi
