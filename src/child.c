@@ -176,7 +176,7 @@ static void hand_terminal(int tty, pid_t from, pid_t to)
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
-	int ep[2];
+	int ep[2], go[2];
 	pid_t parent = getpid();
 	const char *what = shell_command ? "/bin/sh" : argv[0];
 
@@ -189,8 +189,16 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
+	/* ep: the exec's errno (end of file: exec'd). go: the command waits for its
+	 * watchdog, so that it never runs while a stopped or killed rlock has none. */
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		log_error("cannot create a pipe: %s", strerror(errno));
+		return RL_EX_OSERR;
+	}
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		log_error("cannot create a pipe: %s", strerror(errno));
+		close(ep[0]);
+		close(ep[1]);
 		return RL_EX_OSERR;
 	}
 	pid_t pid = fork();
@@ -198,32 +206,46 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		log_error("cannot fork: %s", strerror(errno));
 		close(ep[0]);
 		close(ep[1]);
+		close(go[0]);
+		close(go[1]);
 		return RL_EX_OSERR;
 	}
 	if (pid == 0) {
 		/* Only async-signal-safe calls from here to exec. */
 		int e;
+		char c;
+		ssize_t r;
 		close(ep[0]);
+		close(go[1]);
 		setpgid(0, 0);
 		if (ch->tty >= 0)
 			tcsetpgrp(ch->tty, getpid());
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			raise(SIGKILL); /* rlock is already gone: never run unprotected */
+		do
+			r = read(go[0], &c, 1);
+		while (r < 0 && errno == EINTR);
+		if (r != 1)
+			raise(SIGKILL); /* rlock died before its watchdog was up */
 		child_exec(argv, shell_command, orig);
 		e = errno;
 		(void)!write(ep[1], &e, sizeof e);
 		_exit(e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
 	}
 	close(ep[1]);
+	close(go[0]);
 	/* Both sides set the group and the terminal: whichever runs first wins the race. */
 	setpgid(pid, pid);
 	if (ch->tty >= 0)
 		tcsetpgrp(ch->tty, pid);
 	ch->pid = pid;
-	/* While the command execs (the watchdog's fork then costs no wall time). */
+	/* While the child sets itself up; it execs once the watchdog is up (or could not
+	 * be started: said below). */
 	ch->watchdog = start_watchdog(pid, kill_by < 0 ? WATCHDOG_NONE : kill_by, &ch->watch_fd);
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
 	int watch_errno = errno;
+	(void)!write(go[1], "", 1);
+	close(go[1]);
 
 	int e = 0;
 	ssize_t n;

@@ -62,6 +62,7 @@ EOF_PROBE
 	[[ ! -e ran ]]
 	key_absent 'rlock:{A}' || fail "A was left held"
 	rcli DEL 'rlock:{B}' >/dev/null
+	touch both.release # hold records the environment and returns at once
 	run -0 rlock -k B -k A -- "$HOLD" both
 	[[ $(env_of both RLOCK_KEY) == 'rlock:{A}' ]]
 	[[ $(env_of both RLOCK_KEYS) == 'rlock:{A} rlock:{B}' ]]

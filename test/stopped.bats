@@ -51,3 +51,10 @@ load helpers
 	key_absent 'rlock:{wd}'
 	wait_until 10 not proc_alive "$wd" || fail "the stopped watchdog $wd outlived rlock"
 }
+
+@test "the command starts only once its watchdog exists (a rlock stopped or killed at the fork leaves no command unwatched)" {
+	# the command's first act: list rlock's children other than itself
+	rlock -k born -- sh -c 'ps -o pid= --ppid "$PPID" | tr -d " " | grep -vx "$$" >kids; touch ran'
+	[[ -e ran ]]
+	[[ -s kids ]] || fail "rlock had no other child when the command started: no watchdog yet"
+}
