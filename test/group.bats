@@ -47,7 +47,6 @@ load helpers
 	track_pidfile bg.pid
 	wait_until 30 proc_alive "$(cat bg.pid)"
 	proc_alive "$RLOCK_PID" || fail "rlock exited while the job it started still runs"
-	wait_until 30 watchdog_of "$RLOCK_PID" # forked after the command: it may not be yet
 	kill -KILL "$RLOCK_PID"
 	wait_until 30 not proc_alive "$(cat bg.pid)" || fail "the background job survived rlock"
 }

@@ -348,18 +348,6 @@ children_of() {
 	ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' '
 }
 
-# watchdog_of PID: print the pid of rlock PID's watchdog (comm rlock-watchdog, named
-# once its fds are set up). rlock forks it just after the command, which can run (and
-# write its files) before that: a test that SIGKILLs or SIGSTOPs rlock and expects the
-# watchdog to kill the group waits for this first.
-watchdog_of() {
-	local p
-	for p in $(children_of "$1"); do
-		[[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]] && echo "$p" && return 0
-	done
-	return 1
-}
-
 # renewed N KEY CLI...: for wait_until: true once the PTTL of KEY (read with `CLI...
 # PTTL KEY`) has gone up N times since renewed_reset, i.e. N renewals were seen. A
 # condition to poll for, instead of sleeping through a window and hoping that a

@@ -170,7 +170,6 @@ forward_once() {
 	wait_until 30 eval '[[ -s c.pid && -s g.pid ]]'
 	track_pidfile c.pid
 	track_pidfile g.pid
-	wait_until 30 watchdog_of "$RLOCK_PID" # forked after the command: it may not be yet
 	kill -KILL "$RLOCK_PID"
 	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
 	wait_until 30 not proc_alive "$(cat g.pid)" ||
@@ -192,7 +191,6 @@ forward_once() {
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
 	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'
 	local kids
-	wait_until 30 watchdog_of "$RLOCK_PID" # forked after the command: else not listed
 	kids=$(children_of "$RLOCK_PID")
 	# shellcheck disable=SC2086 # one pid per word
 	track_pid $kids

@@ -12,7 +12,6 @@ load helpers
 	rlock_bg -t 3s -k st -- sh -c 'exec 9>dw; echo $$ > cmd.pid; sleep 60 & touch started; wait'
 	wait_until 10 test -e started
 	track_pidfile cmd.pid
-	wait_until 10 watchdog_of "$RLOCK_PID" # forked after the command: it may not be yet
 	kill -STOP "$RLOCK_PID"
 	local end
 	end=$(lease_end 'rlock:{st}') || fail "no lease left to measure against"
@@ -33,6 +32,15 @@ load helpers
 	kill -CONT "$RLOCK_PID"
 	kill -TERM "$(cat cmd.pid)"
 	rlock_wait "$RLOCK_PID" 15
+}
+
+# watchdog_of PID: the pid of rlock PID's watchdog process (comm rlock-watchdog).
+watchdog_of() {
+	local p
+	for p in $(children_of "$1"); do
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]] && echo "$p" && return 0
+	done
+	return 1
 }
 
 @test "rlock does not wait for its watchdog at exit: a stopped one still ends on its own" {
