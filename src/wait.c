@@ -144,12 +144,14 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 			p[1].events = POLLIN;
 			n = 2;
 		}
+		/* Past `until`: one look all the same, so that a release that came while
+		 * this process was not running wakes it as the release, not as the timer. */
 		int64_t left = until - clock_ms();
-		if (left <= 0)
-			return 0;
-		int rc = poll(p, (nfds_t)n, left > 60000 ? 60000 : (int)left);
+		int rc = poll(p, (nfds_t)n, left <= 0 ? 0 : left > 60000 ? 60000 : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return -1;
+		if (rc <= 0 && left <= 0)
+			return 0;
 		if (rc <= 0)
 			continue;
 		if ((p[0].revents & POLLIN) && take_signal(sigfd, signo))
