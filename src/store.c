@@ -379,6 +379,11 @@ int store_connected(const struct store *s)
 	return s->c && !s->suspect;
 }
 
+int store_unanswered(const struct store *s)
+{
+	return s->c && s->suspect;
+}
+
 const char *store_name(const struct store *s)
 {
 	if (s->route && s->cfg->route->name)

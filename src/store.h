@@ -118,6 +118,10 @@ const struct store_config *store_config(const struct store *s);
  * on it may be an idle connection the server or a NAT dropped: worth one retry). */
 int store_connected(const struct store *s);
 
+/* True when s's connection holds a request left unanswered (a timeout): a lock it may
+ * have taken can still be given back on it, after that request (store_release). */
+int store_unanswered(const struct store *s);
+
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
  * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
  * moved earlier by the clock-drift allowance): it cannot end before *sent_ms + ttl.

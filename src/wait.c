@@ -179,10 +179,10 @@ static int64_t lease_floor(const struct lock *l)
 	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
 }
 
-/* After a terminating signal, the give-back waits this long at most: rlock is asked
- * to stop now. The release still runs after an acquire left unanswered on the same
- * connection (the server keeps a connection's order), reply or not. */
-#define SIGNAL_GIVE_BACK_MS 500
+/* After a terminating signal (rlock is asked to stop now) or an attempt that failed
+ * (69 is due), the give-back waits this long at most. The release still runs after an acquire left
+ * unanswered on the same connection (the server keeps a connection's order), reply or not. */
+#define GIVE_BACK_MS 500
 
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
  * within budget_ms (and one io-timeout). The store runs the release after anything
@@ -280,7 +280,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 			/* Interrupted (the conn layer's waits watch the signalfd): the
 			 * request may have been taken all the same: the lock, or (a waiting
 			 * request) a place among the waiters or in the queue, left below. */
-			give_back(s, a, SIGNAL_GIVE_BACK_MS);
+			give_back(s, a, GIVE_BACK_MS);
 			rc = WAIT_SIGNAL;
 			if (!a->lock->nowait)
 				waiting = 1;
@@ -420,7 +420,11 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		status_clear();
 	store_unsubscribe(s);
 	if (waiting && (rc == WAIT_BUSY || rc == WAIT_SIGNAL))
-		leave(s, a, rc == WAIT_SIGNAL ? SIGNAL_GIVE_BACK_MS : a->io_timeout_ms);
+		leave(s, a, rc == WAIT_SIGNAL ? GIVE_BACK_MS : a->io_timeout_ms);
+	/* An attempt whose reply never came may have taken the lock: give it back behind
+	 * that request, or it is held by nobody until its ttl ends. */
+	if (rc == LOCK_ERR && store_unanswered(s))
+		give_back(s, a, GIVE_BACK_MS);
 	if (rc == LOCK_OK)
 		return WAIT_ACQUIRED;
 	if (rc == LOCK_MISMATCH)
@@ -441,7 +445,7 @@ int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int 
 		/* The server may hold that connection in WAIT: the store closed it, and the
 		 * release goes on a fresh one. */
 		if (take_signal(a->sigfd, signo)) {
-			give_back(s, a, SIGNAL_GIVE_BACK_MS);
+			give_back(s, a, GIVE_BACK_MS);
 			return WAIT_SIGNAL;
 		}
 		give_back(s, a, a->io_timeout_ms);
@@ -459,7 +463,7 @@ int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int 
 		return WAIT_ERR;
 	}
 	if (take_signal(a->sigfd, signo)) {
-		give_back(s, a, SIGNAL_GIVE_BACK_MS);
+		give_back(s, a, GIVE_BACK_MS);
 		return WAIT_SIGNAL;
 	}
 	return WAIT_ACQUIRED;

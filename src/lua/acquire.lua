@@ -8,7 +8,11 @@
 -- Reply: {1, fence}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
 -- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
 -- waiting, so that new shared holders queue behind it (writer preference).
-if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
+-- The lock under our own token: an earlier attempt of this request took it and its
+-- reply was lost (a timeout; the connection was dropped). It is ours: granted again,
+-- its lease renewed from now, rather than waited for until it expires.
+local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+if not mine and redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   redis.call('SET', KEYS[6], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
@@ -17,7 +21,9 @@ if redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if mine then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
   local placed = 0

@@ -34,8 +34,13 @@ if kind ~= 'x' and n > 0 then
                              ', this request asks for ' .. name(kind))
   end
 end
+-- Held under our own token already (an earlier attempt of this request whose reply
+-- was lost): granted again, its lease renewed, rather than waited for.
+local mine = redis.call('GET', KEYS[1]) == tok or
+             (kind ~= 'x' and redis.call('ZSCORE', KEYS[4], tok) ~= false)
 local free
-if redis.call('EXISTS', KEYS[1]) == 1 then free = false
+if mine then free = true
+elseif redis.call('EXISTS', KEYS[1]) == 1 then free = false
 elseif kind == 'x' then free = n == 0
 elseif kind == 'shared' then free = true
 else free = n < tonumber(kind) end
@@ -44,8 +49,8 @@ else free = n < tonumber(kind) end
 local queued = ARGV[4] == '1' or redis.call('EXISTS', KEYS[7]) == 1
 if queued then
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
-  if head and head ~= tok then free = false end
-elseif kind ~= 'x' and redis.call('EXISTS', KEYS[9]) == 1 then
+  if head and head ~= tok and not mine then free = false end
+elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
   free = false
 end
 if not free then
