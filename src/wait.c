@@ -180,9 +180,16 @@ static int64_t lease_floor(const struct lock *l)
 }
 
 /* After a terminating signal (rlock is asked to stop now) or an attempt that failed
- * (69 is due), the give-back waits this long at most. The release still runs after an acquire left
- * unanswered on the same connection (the server keeps a connection's order), reply or not. */
+ * (69 is due), the give-back waits this long at most. The release still runs after an
+ * acquire left unanswered on the same connection (the server keeps a connection's
+ * order), reply or not. */
 #define GIVE_BACK_MS 500
+
+/* The deadline of a clean-up request: budget_ms from now, one io-timeout at most. */
+static int64_t cleanup_deadline(const struct wait_args *a, int64_t budget_ms)
+{
+	return clock_ms() + (budget_ms < a->io_timeout_ms ? budget_ms : a->io_timeout_ms);
+}
 
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
  * within budget_ms (and one io-timeout). The store runs the release after anything
@@ -190,11 +197,10 @@ static int64_t lease_floor(const struct lock *l)
  * TTL. */
 static void give_back(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
-	int64_t deadline =
-	    clock_ms() + (budget_ms < a->io_timeout_ms ? budget_ms : a->io_timeout_ms);
 	char err[300] = "";
 
-	if (store_release(s, a->lock, 0, deadline, err, sizeof err) == LOCK_ERR)
+	if (store_release(s, a->lock, 0, cleanup_deadline(a, budget_ms), err, sizeof err) ==
+	    LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
@@ -205,10 +211,8 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
 	char err[300];
-	int64_t deadline =
-	    clock_ms() + (budget_ms < a->io_timeout_ms ? budget_ms : a->io_timeout_ms);
 
-	if (store_leave(s, a->lock, deadline, err, sizeof err) != LOCK_OK)
+	if (store_leave(s, a->lock, cleanup_deadline(a, budget_ms), err, sizeof err) != LOCK_OK)
 		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
