@@ -97,31 +97,53 @@ static void close_from(int lowfd, int keep)
 
 /* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
  * pipe), or WATCHDOG_DISARM. */
-#define WATCHDOG_DISARM INT64_MIN
-#define WATCHDOG_NONE   INT64_MAX /* no deadline (--on-lost ignore) */
+#define WATCHDOG_DISARM   INT64_MIN
+#define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
+#define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
 
 /* A tiny process that outlives rlock and runs while rlock cannot: if rlock dies without
  * saying goodbye (even by SIGKILL), it kills the command's whole process group
  * (PR_SET_PDEATHSIG covers only the direct child, not what a shell command started);
  * and if rlock is stopped or stuck past the last deadline it was told (the moment the
  * group must be dead before the lease can end), it kills the group then. The
- * supervisor moves that deadline on after every confirmed renewal. */
+ * supervisor moves that deadline on after every confirmed renewal.
+ *
+ * It lives in a session of its own: no single kill may reach both rlock and its
+ * guard. `timeout -s KILL`, `kill -9 %job`, `kill -KILL -- -PGID` and supervisors
+ * signal rlock's whole process group; a session-wide kill or a terminal's hang-up
+ * reaches rlock's session; neither holds the watchdog. It says so on `ready` (one
+ * byte, written once it is out of rlock's group) before the command may exec.
+ * Returns its pid, or 0 with errno set (it could not be started, or died unready). */
 static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 {
-	int p[2];
+	int p[2], ready[2];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return 0;
-	pid_t w = fork();
-	if (w < 0) {
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		int e = errno;
 		close(p[0]);
 		close(p[1]);
+		errno = e;
+		return 0;
+	}
+	pid_t w = fork();
+	if (w < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		close(ready[0]);
+		close(ready[1]);
+		errno = e;
 		return 0;
 	}
 	if (w == 0) {
 		sigset_t all;
 		sigfillset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
+		if (setsid() < 0)
+			_exit(errno & 0xff); /* never ready: rlock does not run the command */
+		(void)!write(ready[1], "", 1);
 		close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
 		for (;;) {
@@ -153,6 +175,28 @@ static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 		}
 	}
 	close(p[0]);
+	close(ready[1]);
+	/* Bounded: a fresh process that does two system calls; one that cannot in
+	 * WATCHDOG_READY_MS is as good as none. */
+	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
+	char c;
+	int rc;
+	do
+		rc = poll(&pf, 1, WATCHDOG_READY_MS);
+	while (rc < 0 && errno == EINTR);
+	if (rc <= 0 || read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		close(p[1]);
+		int st = 0;
+		kill(w, SIGKILL);
+		while (waitpid(w, &st, 0) < 0 && errno == EINTR)
+			;
+		errno = rc == 0                            ? ETIMEDOUT
+		        : WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st)
+		                                           : ESRCH; /* died unready */
+		return 0;
+	}
+	close(ready[0]);
 	*write_fd = p[1];
 	return w;
 }
@@ -173,12 +217,80 @@ static void hand_terminal(int tty, pid_t from, pid_t to)
 		tcsetpgrp(tty, to);
 }
 
+/* What the child reports on its exec pipe when it cannot run the command: the step
+ * that failed and its errno (one 8-byte write, atomic on a pipe). End of file instead:
+ * it exec'd (or died of SIGKILL, told to by the missing go-byte). */
+enum setup_step { STEP_EXEC, STEP_GROUP, STEP_PDEATHSIG };
+
+static void __attribute__((noreturn)) setup_failed(int fd, enum setup_step step, int e)
+{
+	int msg[2] = {(int)step, e};
+
+	(void)!write(fd, msg, sizeof msg);
+	_exit(step != STEP_EXEC ? RL_EX_OSERR : e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+}
+
+/* The forked child, up to exec. Only async-signal-safe calls. Every guarantee is in
+ * place before the command runs, or it does not run: its own process group (what a
+ * loss signals), PR_SET_PDEATHSIG, and the go-byte that rlock writes once the watchdog
+ * is up (end of file instead: rlock died or could not start it). */
+static void __attribute__((noreturn))
+command_child(int ep, int go, int tty, pid_t parent, char *const *argv, const char *shell_command,
+              const sigset_t *orig)
+{
+	char c;
+	ssize_t r;
+
+	if (setpgid(0, 0) < 0)
+		setup_failed(ep, STEP_GROUP, errno);
+	if (tty >= 0)
+		tcsetpgrp(tty, getpid());
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		setup_failed(ep, STEP_PDEATHSIG, errno);
+	if (getppid() != parent)
+		raise(SIGKILL); /* rlock is already gone: never run unprotected */
+	do
+		r = read(go, &c, 1);
+	while (r < 0 && errno == EINTR);
+	if (r != 1)
+		raise(SIGKILL); /* no watchdog: never run unprotected */
+	child_exec(argv, shell_command, orig);
+	setup_failed(ep, STEP_EXEC, errno);
+}
+
+/* The child could not be set up (the watchdog, or a step of command_child): wait for
+ * it, take the terminal back and say why. Returns the exit status to use. */
+static int spawn_failed(struct child *ch, const char *what, int step, int e)
+{
+	int st;
+
+	kill(ch->pid, SIGKILL); /* it has not exec'd: nothing of the user's is lost */
+	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	hand_terminal(ch->tty, ch->pid, getpgrp());
+	if (step < 0) {
+		log_error("cannot start the watchdog (%s): the command does not run (nothing "
+		          "would stop it if rlock were killed)",
+		          strerror(e));
+		return RL_EX_OSERR;
+	}
+	if (step != STEP_EXEC) {
+		log_error("cannot set up the command's process (%s: %s): the command does not run",
+		          step == STEP_GROUP ? "its own process group" : "PR_SET_PDEATHSIG",
+		          strerror(e));
+		return RL_EX_OSERR;
+	}
+	char name[300];
+	log_escape(name, sizeof name, what, strlen(what));
+	log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
+	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
+}
+
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
 	int ep[2], go[2];
 	pid_t parent = getpid();
-	const char *what = shell_command ? "/bin/sh" : argv[0];
 
 	memset(ch, 0, sizeof *ch);
 	ch->watch_fd = -1;
@@ -189,8 +301,9 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
-	/* ep: the exec's errno (end of file: exec'd). go: the command waits for its
-	 * watchdog, so that it never runs while a stopped or killed rlock has none. */
+	/* ep: the child's set-up or exec errno (end of file: exec'd). go: the command
+	 * waits for its watchdog, so that it never runs while a stopped or killed rlock
+	 * has none. */
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		log_error("cannot create a pipe: %s", strerror(errno));
 		return RL_EX_OSERR;
@@ -211,26 +324,9 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		return RL_EX_OSERR;
 	}
 	if (pid == 0) {
-		/* Only async-signal-safe calls from here to exec. */
-		int e;
-		char c;
-		ssize_t r;
 		close(ep[0]);
 		close(go[1]);
-		setpgid(0, 0);
-		if (ch->tty >= 0)
-			tcsetpgrp(ch->tty, getpid());
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-			raise(SIGKILL); /* rlock is already gone: never run unprotected */
-		do
-			r = read(go[0], &c, 1);
-		while (r < 0 && errno == EINTR);
-		if (r != 1)
-			raise(SIGKILL); /* rlock died before its watchdog was up */
-		child_exec(argv, shell_command, orig);
-		e = errno;
-		(void)!write(ep[1], &e, sizeof e);
-		_exit(e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+		command_child(ep[1], go[0], ch->tty, parent, argv, shell_command, orig);
 	}
 	close(ep[1]);
 	close(go[0]);
@@ -239,38 +335,31 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	if (ch->tty >= 0)
 		tcsetpgrp(ch->tty, pid);
 	ch->pid = pid;
-	/* While the child sets itself up; it execs once the watchdog is up (or could not
-	 * be started: said below). */
-	ch->watchdog = start_watchdog(pid, kill_by < 0 ? WATCHDOG_NONE : kill_by, &ch->watch_fd);
+	/* While the child sets itself up; it execs only once the watchdog is up. */
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
+	ch->watchdog = start_watchdog(pid, ch->watch_by, &ch->watch_fd);
 	int watch_errno = errno;
-	(void)!write(go[1], "", 1);
-	close(go[1]);
+	if (ch->watchdog)
+		(void)!write(go[1], "", 1);
+	close(go[1]); /* without the byte: the child kills itself */
 
-	int e = 0;
+	int msg[2] = {0, 0};
 	ssize_t n;
 	do
-		n = read(ep[0], &e, sizeof e);
+		n = read(ep[0], msg, sizeof msg);
 	while (n < 0 && errno == EINTR);
 	close(ep[0]);
-	if (n == (ssize_t)sizeof e) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
-		if (ch->watch_fd >= 0)
+	if (!ch->watchdog || n == (ssize_t)sizeof msg) {
+		if (ch->watchdog) {
+			tell_watchdog(ch,
+			              WATCHDOG_DISARM); /* it exits on its own, not waited for */
 			close(ch->watch_fd);
-		ch->watch_fd = -1;
-		hand_terminal(ch->tty, pid, getpgrp());
-		char name[300];
-		log_escape(name, sizeof name, what, strlen(what));
-		log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
-		return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
+			ch->watch_fd = -1;
+		}
+		return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0],
+		                    ch->watchdog ? msg[0] : -1,
+		                    ch->watchdog ? msg[1] : watch_errno);
 	}
-	if (!ch->watchdog)
-		log_warn("cannot start the watchdog (%s): if rlock is killed, only the command "
-		         "itself is stopped",
-		         strerror(watch_errno));
 	return 0;
 }
 
@@ -297,6 +386,21 @@ static void follow_stop(struct child *ch, int stopsig)
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
 }
 
+/* The watchdog died while the command runs (killed by hand, by the OOM killer): the
+ * command must not go on without one. */
+static void restart_watchdog(struct child *ch)
+{
+	close(ch->watch_fd);
+	ch->watch_fd = -1;
+	ch->watchdog = start_watchdog(ch->pid, ch->watch_by, &ch->watch_fd);
+	if (ch->watchdog)
+		log_warn("the watchdog process died: a new one guards the command");
+	else
+		log_error("the watchdog process died and no new one can be started (%s): if "
+		          "rlock is killed, only the command itself is stopped",
+		          strerror(errno));
+}
+
 /* Reap every exited child: the command (its status into *st), the orphans of its
  * group reparented to us, the watchdog if someone killed it. Returns the command's
  * stop signal when it was stopped on a terminal, else 0. */
@@ -317,9 +421,7 @@ static int reap(struct child *ch, int *st)
 			ch->reaped = 1;
 			*st = s;
 		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
-			ch->watchdog = 0;
-			log_warn("the watchdog process died: if rlock is killed, only the "
-			         "command itself is stopped");
+			restart_watchdog(ch);
 		}
 	}
 }

@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# The guard of the command: rlock's watchdog, the process that kills the command's
+# whole group when rlock dies (PR_SET_PDEATHSIG reaches only the direct child, not what
+# a shell command started). No single kill may reach both rlock and its watchdog: a
+# kill of rlock's process group (`timeout -s KILL`, `kill -9 %job`, `kill -KILL --
+# -PGID`, supervisors) leaves the watchdog, in a session of its own, to kill the group.
+# A guard that cannot be set up means the command does not run (71, the lock given
+# back); a watchdog that dies while the command runs is replaced.
+
+# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+load helpers
+
+# make_step: ./step, a command's own child (a grandchild of rlock): records its pid
+# and waits. PDEATHSIG never reaches it; only the watchdog can.
+make_step() {
+	cat >step <<'EOF'
+#!/bin/sh
+echo $$ >step.pid
+touch started
+exec sleep 60
+EOF
+	chmod +x step
+}
+
+# step_dies WHAT: the step (rlock's grandchild) is dead within 20 s, and the lock
+# expires by its TTL, not held by anyone afterwards.
+step_dies() {
+	track_pidfile step.pid
+	wait_until 20 not proc_alive "$(cat step.pid)" ||
+		fail "$1: the command's own child (pid $(cat step.pid)) runs on unprotected"
+	wait_until 30 key_absent 'rlock:{g}'
+	run -0 rlock -n -k g -- true
+}
+
+# session_of PID: the session id of PID (field 6 of /proc/PID/stat).
+session_of() {
+	local s
+	s=$(cat "/proc/$1/stat") || return 1
+	s=${s##*) }
+	read -r _ _ _ s _ <<<"$s"
+	echo "$s"
+}
+
+# watchdog_of PID: the pid of rlock PID's watchdog process (comm rlock-watchdog).
+watchdog_of() {
+	local p
+	for p in $(children_of "$1"); do
+		if [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+@test "the watchdog is in a session (and so a process group) of its own" {
+	make_step
+	rlock_bg --pgrp -k g -c './step; true'
+	wait_until 30 test -s step.pid
+	track_pidfile step.pid
+	local w
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	track_pid "$w"
+	assert_equal "$(session_of "$w")" "$w"
+	[[ $(session_of "$w") != "$(session_of "$RLOCK_PID")" ]]
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+}
+
+@test "timeout -s KILL (it SIGKILLs its whole process group): the command's own children die too" {
+	make_step
+	# timeout leads a process group of its own and, when its time is up (SIGALRM, sent
+	# here at once rather than waited for), SIGKILLs that whole group: rlock and, unless
+	# it is elsewhere, its watchdog.
+	(clean_exec timeout -s KILL 300 "$RLOCK" -t 3s -k g -c './step; true') \
+		</dev/null >out 2>err &
+	local t=$!
+	track_pid "$t"
+	wait_until 30 test -e started
+	kill -ALRM "$t"
+	wait_until 20 not proc_alive "$t"
+	step_dies "timeout -s KILL"
+}
+
+@test "kill -KILL -- -PGID of rlock's process group: the command's own children die too" {
+	make_step
+	rlock_bg --pgrp -t 3s -k g -c './step; true'
+	wait_until 30 test -e started
+	kill -KILL -- "-$RLOCK_PID"
+	step_dies "kill -KILL -- -PGID"
+}
+
+@test "kill -9 %job in a shell with job control: the command's own children die too" {
+	make_step
+	# set -m: the job gets a process group of its own, and %1 names that group.
+	(clean_exec bash -c 'set -m
+		"$1" -t 3s -k g -c "./step; true" &
+		i=0
+		while [ ! -e started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+		kill -9 %1
+		wait' bash "$RLOCK") </dev/null >out 2>err &
+	track_pid $!
+	wait_until 40 test -s step.pid
+	wait_until 40 not proc_alive $!
+	step_dies "kill -9 %job"
+}
+
+@test "the watchdog killed while the command runs: a new one guards it" {
+	make_step
+	rlock_bg --pgrp -t 3s -k g -c './step; true'
+	wait_until 30 test -e started
+	local w
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	kill -KILL "$w"
+	wait_until 20 eval '[[ $(watchdog_of "$RLOCK_PID") =~ ^[0-9]+$ && $(watchdog_of "$RLOCK_PID") != "$w" ]]' ||
+		fail "no new watchdog after the first was killed"
+	grep -q 'a new one guards the command' "$RLOCK_ERR"
+	kill -KILL -- "-$RLOCK_PID"
+	step_dies "rlock's group killed after its watchdog was replaced"
+}
+
+# A pids cgroup for one rlock run, made by the test (root): v1's pids hierarchy, or
+# v2 where the pids controller is enabled at its root.
+pids_cgroup_root() {
+	if [[ -w /sys/fs/cgroup/pids/cgroup.procs ]]; then
+		echo /sys/fs/cgroup/pids
+	elif [[ -f /sys/fs/cgroup/cgroup.subtree_control ]] &&
+		grep -qw pids /sys/fs/cgroup/cgroup.subtree_control; then
+		echo /sys/fs/cgroup
+	else
+		return 1
+	fi
+}
+
+@test "the watchdog cannot be started (a pids cgroup at its max): the command does not run, the lock is given back, 71" {
+	((EUID == 0)) || ci_skip "needs root (a pids cgroup)"
+	local root cg max st saw=0
+	root=$(pids_cgroup_root) || ci_skip "no writable pids cgroup controller"
+	# Every limit from 1 task up: rlock's threads and forks each count. Whatever step
+	# hits the limit, the command runs only with its watchdog, and a run that stops
+	# gives the lock back.
+	for max in 1 2 3 4 5 6 7 8; do
+		cg=$root/rlock-guard-$$-$max
+		mkdir "$cg"
+		echo "$cg" >>cgroups
+		echo "$max" >"$cg/pids.max"
+		st=0
+		(echo "$BASHPID" >"$cg/cgroup.procs" && exec "$RLOCK" -k pc -- touch "ran.$max") \
+			</dev/null >"out.$max" 2>"err.$max" || st=$?
+		echo "# pids.max $max: status $st: $(head -c 200 "err.$max")" >&3
+		if grep -q watchdog "err.$max"; then
+			saw=1
+			assert_equal "$st" 71
+			[[ ! -e ran.$max ]] || fail "the command ran without its watchdog (pids.max $max)"
+			grep -q 'cannot start the watchdog' "err.$max"
+			assert_equal "$(wc -l <"err.$max")" 1
+		fi
+		if ((st != 0)); then
+			assert_equal "$st" 71
+			[[ ! -e ran.$max ]] || fail "the command ran, yet rlock exited $st (pids.max $max)"
+			key_absent 'rlock:{pc}' || fail "the lock was not given back (pids.max $max)"
+		else
+			[[ -e ran.$max ]]
+		fi
+		rcli DEL 'rlock:{pc}' >/dev/null
+	done
+	((saw)) || fail "no limit made the watchdog's fork fail"
+}
+
+teardown() {
+	common_teardown
+	local cg i
+	[[ -f cgroups ]] || return 0
+	while read -r cg; do
+		# its last zombie (a watchdog not waited for) is reaped by init: bounded
+		for ((i = 0; i < 250; i++)); do
+			rmdir "$cg" 2>/dev/null && break
+			[[ -d $cg ]] || break
+			sleep 0.02
+		done
+	done <cgroups
+}
