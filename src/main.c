@@ -181,7 +181,7 @@ static void give_back_all(struct store *c, const struct store_config *cfg, const
 {
 	int64_t confirmed = sent;
 
-	multi_release(ls->more, cfg, 0);
+	multi_release(ls->more, cfg, 0, c);
 	struct store *live = renew_stop(ls->rn, &confirmed);
 	release(live ? live : c, l, 0, confirmed + l->ttl_ms);
 	store_close(live);
@@ -321,8 +321,12 @@ int main(int argc, char **argv)
 	rc = multi_acquire(&more, c, &cfg, &o, &meta, termfd, asked, &h, &signo, err, sizeof err);
 	int lost_fd = rc == WAIT_ACQUIRED ? multi_lost_fd(&more, renew_fd(ls.rn)) : -1;
 	struct pollfd lp = {.fd = lost_fd, .events = POLLIN};
-	if (rc == WAIT_ACQUIRED && (lost_fd < 0 || poll(&lp, 1, 0) != 0 ||
-	                            clock_ms() >= lease_sent(&ls) + ls.loss_after_ms)) {
+	if (rc == WAIT_ACQUIRED && lost_fd < 0) {
+		/* No way to hear of a loss: the command would run unwatched. */
+		snprintf(err, sizeof err, "cannot watch the locks for a loss: %s", strerror(errno));
+		rc = WAIT_OSERR;
+	} else if (rc == WAIT_ACQUIRED &&
+	           (poll(&lp, 1, 0) != 0 || clock_ms() >= lease_sent(&ls) + ls.loss_after_ms)) {
 		snprintf(err, sizeof err, "a lock was lost while waiting for the others");
 		rc = WAIT_ERR;
 	}
@@ -333,7 +337,7 @@ int main(int argc, char **argv)
 		if (rc == WAIT_BUSY)
 			return busy(&o, &h);
 		log_error("%s", err);
-		return RL_EX_UNAVAILABLE;
+		return rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE;
 	}
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
@@ -364,7 +368,7 @@ int main(int argc, char **argv)
 	    .stop_at = o.max_hold_ms > 0 ? started + o.max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
-	int more_lost = multi_release(&more, &cfg, o.min_hold_ms - (clock_ms() - started));
+	int more_lost = multi_release(&more, &cfg, o.min_hold_ms - (clock_ms() - started), c);
 	/* Release on the renewal thread's store if it renewed: the main one then sat idle
 	 * for longer than ttl/3, and a NAT or firewall may have dropped it silently. */
 	int64_t confirmed = sent;

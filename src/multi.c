@@ -12,10 +12,11 @@
 #include "log.h"
 
 /* Give back lock l (renewed by rn, or not yet: rn NULL with its acquire sent at sent):
- * on the renewal thread's connection, or a fresh one, never after the lease ended.
- * LOCK_OK, LOCK_NOTOURS or LOCK_ERR. */
+ * on the renewal thread's connection, else on `spare` (the caller's, left open; NULL
+ * for none), else a fresh one (which may be the very thing that is lacking: a
+ * descriptor), never after the lease ended. LOCK_OK, LOCK_NOTOURS or LOCK_ERR. */
 static int give_back(struct renew *rn, int64_t sent, const struct store_config *cfg,
-                     const struct lock *l, int64_t keep_ms)
+                     const struct lock *l, int64_t keep_ms, struct store *spare)
 {
 	char err[300] = "";
 	int64_t confirmed = sent;
@@ -24,8 +25,8 @@ static int give_back(struct renew *rn, int64_t sent, const struct store_config *
 	int rc = LOCK_ERR;
 
 	if (clock_ms() < lease_end &&
-	    (s || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
-		rc = store_release(s, l, keep_ms, lease_end, err, sizeof err);
+	    (s || spare || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
+		rc = store_release(s ? s : spare, l, keep_ms, lease_end, err, sizeof err);
 	store_close(s);
 	if (rc == LOCK_ERR)
 		log_warn("cannot release %s (%s); it expires by its TTL", l->key,
@@ -78,14 +79,14 @@ int multi_acquire(struct multi *m, struct store *s, const struct store_config *c
 		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
 		m->sent[m->n] = sent;
 		if (renew_start(&m->rn[m->n], cfg, l, sent, NULL, 0, err, errlen) < 0) {
-			give_back(NULL, sent, cfg, l, 0);
-			rc = WAIT_ERR;
+			give_back(NULL, sent, cfg, l, 0, s);
+			rc = WAIT_OSERR;
 			break;
 		}
 		m->n++;
 	}
 	if (rc != WAIT_ACQUIRED)
-		multi_release(m, cfg, 0);
+		multi_release(m, cfg, 0, s);
 	return rc;
 }
 
@@ -154,13 +155,15 @@ void multi_environment(const struct multi *m, const struct lock *first)
 	free(keys);
 }
 
-int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms)
+int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms,
+                  struct store *spare)
 {
 	int lost = 0;
 
 	/* In the reverse order of acquisition. */
 	for (int i = m->n - 1; i >= 0; i--) {
-		if (give_back(m->rn[i], m->sent[i], cfg, &m->l[i], keep_ms) == LOCK_NOTOURS) {
+		if (give_back(m->rn[i], m->sent[i], cfg, &m->l[i], keep_ms, spare) ==
+		    LOCK_NOTOURS) {
 			log_error("lock lost: %s was no longer held at the release", m->l[i].key);
 			lost = 1;
 		}

@@ -53,8 +53,10 @@ int multi_lost_reason(const struct multi *m, int timed_out, int64_t loss_after_m
  * environment. */
 void multi_environment(const struct multi *m, const struct lock *first);
 
-/* Stop the renewals and release every lock of m (keep_ms: --min-hold). Returns 1 when
- * a lock was found no longer ours (lost), else 0. */
-int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms);
+/* Stop the renewals and release every lock of m (keep_ms: --min-hold), each on its
+ * renewal thread's connection, else on spare (the caller's, left open; may be NULL),
+ * else a fresh one. Returns 1 when a lock was found no longer ours (lost), else 0. */
+int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms,
+                  struct store *spare);
 
 #endif

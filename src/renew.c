@@ -187,7 +187,8 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->lost_fd < 0 || r->stop_fd < 0 || r->done_fd < 0) {
-		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		snprintf(err, errlen, "cannot start the renewal thread: eventfd: %s",
+		         strerror(errno));
 		goto fail;
 	}
 	/* The thread takes no signals: the main thread's signalfd sees them all. */

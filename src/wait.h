@@ -21,6 +21,7 @@ enum wait_rc {
 	WAIT_DENIED = -3,   /* NOAUTH/NOPERM */
 	WAIT_SIGNAL = -4,   /* a terminating signal arrived; *signo set */
 	WAIT_MISMATCH = -5, /* holders of another mode or limit (LOCK_MISMATCH); reason in err */
+	WAIT_OSERR = -6,    /* a local resource (a thread, a descriptor) is lacking: 71 */
 };
 
 struct wait_args {

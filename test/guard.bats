@@ -180,3 +180,25 @@ teardown() {
 		done
 	done <cgroups
 }
+
+@test "a descriptor limit at every step (ulimit -n): the command runs guarded or not at all, nothing stays held" {
+	# Each limit makes a different set-up step fail (the signalfd, a socket, a renewal
+	# thread's connection, the loss watch of several locks, a pipe, the watchdog's).
+	local n st
+	require_tool prlimit
+	for ((n = 4; n <= 24; n++)); do
+		st=0
+		(clean_exec prlimit --nofile="$n" "$RLOCK" -k a -k b -- touch "ran.$n") \
+			</dev/null >"out.$n" 2>"err.$n" || st=$?
+		echo "# ulimit -n $n: status $st: $(head -c 160 "err.$n")" >&3
+		if ((st == 0)); then
+			[[ -e ran.$n ]] || fail "exit 0 but the command did not run (ulimit -n $n)"
+		else
+			[[ ! -e ran.$n ]] || fail "the command ran, yet rlock exited $st (ulimit -n $n)"
+			[[ $st == 69 || $st == 71 ]] || fail "status $st with ulimit -n $n"
+			assert_equal "$(wc -l <"err.$n")" 1
+		fi
+		key_absent 'rlock:{a}' || fail "lock a left held (ulimit -n $n)"
+		key_absent 'rlock:{b}' || fail "lock b left held (ulimit -n $n)"
+	done
+}
