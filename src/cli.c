@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
+#include "keeper.h"
 #include "log.h"
 #include "resp.h"
 #include "secret.h"
@@ -324,6 +325,17 @@ struct state {
 	int config_has_secret;
 };
 
+/* --acquire was asked for with the sh output (seen by the first pass over argv, before
+ * any error): a failure here is printed for eval as the keeper's are. */
+static int acquire_sh;
+
+static void __attribute__((noreturn)) fail(int status)
+{
+	if (acquire_sh)
+		keeper_print_failure(status);
+	exit(status);
+}
+
 static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void usage_error(const char *fmt, ...)
 {
@@ -334,7 +346,7 @@ static void usage_error(const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	log_error("%s (try 'rlock --help')", buf);
-	exit(RL_EX_USAGE);
+	fail(RL_EX_USAGE);
 }
 
 void cli_open_std_fds(void)
@@ -362,7 +374,7 @@ static void set_secret(struct state *s, enum secret_slot slot, const char *pw, s
 		return;
 	if (secret_set_slot(slot, pw, len) < 0) {
 		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
-		exit(RL_EX_USAGE);
+		fail(RL_EX_USAGE);
 	}
 	if (slot == SECRET_SENTINEL)
 		s->o->has_sentinel_password = 1;
@@ -746,7 +758,7 @@ static const char *keep_string(const char *v)
 
 	if (!grown || !copy) {
 		log_error("out of memory");
-		exit(RL_EX_SOFTWARE);
+		fail(RL_EX_SOFTWARE);
 	}
 	kept = grown;
 	kept[nkept++] = copy;
@@ -1139,9 +1151,15 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->eviction_warning = 1;
 	build_getopt_tables();
 
-	/* Pass 1: --help, --version and --config. Errors are left to pass 2. */
+	/* Pass 1: --help, --version, --config, and whether --acquire's sh output is asked
+	 * for. Errors are left to pass 2. */
+	int acquire = 0, github = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		if (c == O_ACQUIRE)
+			acquire = 1;
+		if (c == O_FORMAT)
+			github = optarg && !strcmp(optarg, "github");
 		if (c == 'h') {
 			print_help(stdout);
 			exit(cli_close_stdout());
@@ -1153,6 +1171,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		if (c == O_CONFIG)
 			config_cli = optarg;
 	}
+	acquire_sh = acquire && !github;
 
 	/* Lowest precedence first: config file, then environment, then command line. */
 	int explicit_path;

@@ -17,6 +17,7 @@
 
 #include "child.h"
 #include "exitcodes.h"
+#include "fds.h"
 #include "log.h"
 #include "parse.h"
 #include "renew.h"
@@ -37,6 +38,21 @@ static void print_sh(const char *name, const char *v)
 		else
 			putchar(*v);
 	printf("'; export %s\n", name);
+}
+
+void keeper_print_failure(int status)
+{
+	/* A subshell's exit gives eval the status without leaving an interactive shell. */
+	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
+	fflush(stdout);
+}
+
+/* The parent, when the lock is not held: the failure line (sh output), the status. */
+static void __attribute__((noreturn)) parent_fail(int status, int github)
+{
+	if (!github)
+		keeper_print_failure(status);
+	exit(status);
 }
 
 /* The parent: wait for the keeper's report (or its exit), print, exit. */
@@ -86,14 +102,18 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 		exit(rc);
 	}
 	/* No report: the keeper failed (busy, unavailable, a signal) and said why on our
-	 * stderr; its status is ours. */
+	 * stderr; its status is ours, and eval's (its death by a signal: 128+N, as a
+	 * shell shows it, before the parent dies of the same signal). */
 	int st;
 	while (waitpid(keeper, &st, 0) < 0)
 		if (errno != EINTR)
-			exit(RL_EX_SOFTWARE);
-	if (WIFSIGNALED(st))
+			parent_fail(RL_EX_SOFTWARE, github);
+	if (WIFSIGNALED(st)) {
+		if (!github)
+			keeper_print_failure(128 + WTERMSIG(st));
 		child_die_of(WTERMSIG(st));
-	exit(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE);
+	}
+	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, github);
 }
 
 void keeper_detach(const struct opts *o)
@@ -106,13 +126,13 @@ void keeper_detach(const struct opts *o)
 		sigaddset(&set, passed_on[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		exit(RL_EX_OSERR);
+		parent_fail(RL_EX_OSERR, o->format_github);
 	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		exit(RL_EX_OSERR);
+		parent_fail(RL_EX_OSERR, o->format_github);
 	}
 	if (pid > 0) {
 		close(p[1]);
@@ -120,7 +140,7 @@ void keeper_detach(const struct opts *o)
 		if (sfd < 0) {
 			kill(pid, SIGTERM);
 			log_error("cannot set up signal handling: %s", strerror(errno));
-			exit(RL_EX_OSERR);
+			parent_fail(RL_EX_OSERR, o->format_github);
 		}
 		parent_wait(pid, p[0], sfd, o->format_github);
 	}
@@ -141,9 +161,9 @@ void keeper_detach(const struct opts *o)
 		dup2(nul, STDOUT_FILENO);
 		close(nul);
 	}
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != report_fd)
-			close(fd);
+	/* Every other inherited descriptor, whatever its number: a pipe the caller reads
+	 * to its end (a CI runner's log, a `$(...)`) must see it when the parent exits. */
+	fds_close_from(STDERR_FILENO + 1, report_fd);
 }
 
 /* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
@@ -331,6 +351,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 		          o->name);
 		rc = RL_EX_LOST;
 	} else {
+		/* In the mode of the holder found: the token alone names it (--acquire -s or
+		 * -l N left a shared holder or a permit), whatever -s or -l is given here. */
+		lock_set_mode(&mine,
+		              h->mode == 's'   ? LOCK_SHARED
+		              : h->mode == 'l' ? LOCK_LIMIT
+		                               : LOCK_EXCLUSIVE,
+		              h->mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
 		stop_keeper(h, o);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
