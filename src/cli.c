@@ -166,13 +166,13 @@ static const struct optdef options[] = {
     HEADING("Across steps (a detached keeper holds the lock):"),
     OPT("acquire", O_ACQUIRE, F_RUN, NULL,
         "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
-        "eval"),
+        "eval\n(not held: a line that gives eval the status)"),
     OPT("format", O_FORMAT, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)"),
     OPT("log-file", O_LOG_FILE, F_ARG, "FILE", "the keeper's log (default: syslog)"),
     OPT("release", O_RELEASE, F_RUN, NULL,
-        "stop the keeper and release NAME; 79 if the\nlock was lost (or the token is not the "
-        "holder)"),
+        "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
+        "(or\nthe token is not the holder)"),
     OPT("token", O_TOKEN, F_ARG | F_RUN, "TOKEN",
         "--release: the holder's token (default:\n$RLOCK_TOKEN)"),
     HEADING("Operator:"),
