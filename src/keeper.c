@@ -329,6 +329,14 @@ static void stop_keeper(const struct holder *h, const struct opts *o)
 		log_info("keeper pid %ld stopped", pid);
 }
 
+static int not_held(const struct opts *o)
+{
+	log_error("lock '%s' is not held by this token: it was lost (expired, broken or taken "
+	          "over) since --acquire, or the token is wrong; nothing released",
+	          o->name);
+	return RL_EX_LOST;
+}
+
 int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 {
 	static struct holders hs; /* large */
@@ -342,35 +350,44 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
 		if (hs.h[i].held && !strcmp(hs.h[i].token, o->token))
 			h = &hs.h[i];
+	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
+	 * still be a shared holder or a permit. */
+	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
 	if (rc != LOCK_OK) {
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
-	} else if (!h) {
-		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
-		          "taken over) since --acquire, or the token is wrong; nothing released",
-		          o->name);
-		rc = RL_EX_LOST;
+	} else if (!h && !unlisted) {
+		rc = not_held(o);
 	} else {
-		/* In the mode of the holder found: the token alone names it (--acquire -s or
-		 * -l N left a shared holder or a permit), whatever -s or -l is given here. */
+		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
+		 * left a shared holder or a permit), whatever -s or -l is given here. An
+		 * unlisted token: in the lock's mode, which touches nothing when the token
+		 * holds nothing; its keeper, not known here, is not stopped first and finds
+		 * the lock gone at its next renewal. */
+		char mode = h ? h->mode : strcmp(hs.limit, "shared") != 0 ? 'l' : 's';
 		lock_set_mode(&mine,
-		              h->mode == 's'   ? LOCK_SHARED
-		              : h->mode == 'l' ? LOCK_LIMIT
-		                               : LOCK_EXCLUSIVE,
-		              h->mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
-		stop_keeper(h, o);
+		              mode == 's'   ? LOCK_SHARED
+		              : mode == 'l' ? LOCK_LIMIT
+		                            : LOCK_EXCLUSIVE,
+		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
+		if (h)
+			stop_keeper(h, o);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
-			log_info("released %s", l->key);
+			log_info("released %s%s", l->key,
+			         h ? ""
+			           : " (one of more holders than a status lists: its keeper "
+			             "ends at its next renewal)");
 			rc = 0;
+		} else if (rc == LOCK_NOTOURS && !h) {
+			rc = not_held(o);
 		} else if (rc == LOCK_NOTOURS) {
 			log_error("lock lost: '%s' was no longer held by this token at the release",
 			          o->name);
 			rc = RL_EX_LOST;
 		} else {
-			log_error("cannot release '%s' (%s); it expires by its TTL (the keeper is "
-			          "stopped)",
-			          o->name, err);
+			log_error("cannot release '%s' (%s); it expires by its TTL%s", o->name, err,
+			          h ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}

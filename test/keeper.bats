@@ -247,3 +247,27 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_success
 	wait_until 20 not proc_alive "$pid"
 }
+
+@test "--release of a permit that a status read does not list (more than 32 holders): released (0); a token holding nothing there: 79, nothing touched" {
+	step acquire 'rlock -k ci -l 40 -t 10m --acquire >vars.sh'
+	assert_success
+	local tok pid now i
+	tok=$(token_of vars.sh)
+	pid=$(sem_keeper "$tok")
+	echo "$pid" >keeper.pids
+	# 33 permits whose leases end before the keeper's: a status read lists those.
+	now=$(rcli TIME | head -1)
+	for i in $(seq 10 42); do
+		rcli ZADD 'rlock:{ci}:holders' $((now * 1000 + 300000)) "0123456789abcdef0123456789abcd$i" >/dev/null
+	done
+	run -75 rlock -k ci --status --json
+	[[ $output == *'"holder_count":34'* && $output != *"\"pid\":$pid"* ]] ||
+		fail "the status lists the keeper: the test is void: $output"
+	step nothing 'rlock -k ci --release --token fedcba9876543210fedcba9876543210'
+	assert_failure 79
+	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 34 ]] || fail "a token holding nothing touched the permits"
+	step release 'rlock -k ci --release'
+	assert_success
+	[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$tok") ]] || fail "the keeper's permit is still held"
+	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 33 ]] || fail "other permits touched"
+}
