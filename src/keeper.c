@@ -42,6 +42,8 @@ static void print_sh(const char *name, const char *v)
 
 void keeper_print_failure(int status)
 {
+	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	/* A subshell's exit gives eval the status without leaving an interactive shell. */
 	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
 	fflush(stdout);
@@ -135,6 +137,10 @@ void keeper_detach(const struct opts *o)
 		parent_fail(RL_EX_OSERR, o->format_github);
 	}
 	if (pid > 0) {
+		/* A write to a pipe nobody reads fails (EPIPE): the keeper is then told to give
+		 * the lock back; killed by SIGPIPE, the parent would leave it held under a token
+		 * nobody learnt. */
+		signal(SIGPIPE, SIG_IGN);
 		close(p[1]);
 		int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 		if (sfd < 0) {

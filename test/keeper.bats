@@ -271,3 +271,17 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$tok") ]] || fail "the keeper's permit is still held"
 	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 33 ]] || fail "other permits touched"
 }
+
+@test "--acquire whose output nobody reads (a closed pipe) gives the lock back and exits 74, not killed by SIGPIPE with the lock held" {
+	# stdout: a pipe whose read end is closed, so every write fails at once.
+	run -74 --separate-stderr perl -e 'pipe(my $r, my $w) or die; close $r;
+		open(STDOUT, ">&", $w) or die; exec @ARGV or die' \
+		"$RLOCK" -k ci --acquire -v --log-file "$PWD/k.log"
+	assert_regex "$stderr" 'cannot write to standard output'
+	wait_until 20 key_absent 'rlock:{ci}'
+	wait_until 20 grep -q 'keeper pid' k.log
+	local pid
+	pid=$(sed -n 's/.*keeper pid \([0-9]*\) holds.*/\1/p' k.log)
+	echo "$pid" >keeper.pids
+	wait_until 20 not proc_alive "$pid"
+}
