@@ -51,9 +51,12 @@ int keeper_hold(struct store *s, const struct store_config *cfg, const struct lo
                 int64_t sent_ms, int sigfd, const struct opts *o);
 
 /* --release: if o->token holds the lock, stop its keeper (when it runs on this host) and
- * release by compare-token-then-delete. Closes s (as report.h's commands do). Returns 0 (released),
- * 79 (the token does not hold the lock: lost — expired, broken, taken over — or a wrong token;
- * nothing is touched) or 69 (Redis unavailable). */
+ * release by compare-token-then-delete, in the mode of the holder that the status read
+ * finds (o's -s or -l do not matter; a token beyond the holders a status lists: in the
+ * lock's mode, its keeper not stopped first). Closes s (as report.h's commands do).
+ * Returns 0 (released), 79 (the token does not hold the lock: lost — expired, broken,
+ * taken over — or a wrong token; nothing is touched, no keeper stopped) or 69 (Redis
+ * unavailable). */
 int keeper_release(struct store *s, const struct lock *l, const struct opts *o);
 
 #endif
