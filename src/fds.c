@@ -9,15 +9,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifndef SYS_close_range
-#define SYS_close_range 436 /* the same number on every architecture */
-#endif
-
-/* close_range(2) over [lo, hi]; 0, or -1 (ENOSYS: an older kernel; EPERM: a seccomp
- * filter that does not know it). */
+/* close_range(2) over [lo, hi]; 0, or -1 (ENOSYS: an older kernel or headers; EPERM: a
+ * seccomp filter that does not know it). */
 static int close_span(unsigned lo, unsigned hi)
 {
-	return lo > hi ? 0 : (int)syscall(SYS_close_range, lo, hi, 0);
+	if (lo > hi)
+		return 0;
+#ifdef SYS_close_range
+	return (int)syscall(SYS_close_range, lo, hi, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
 }
 
 /* A decimal descriptor number, or -1 ("." and ".."). */
