@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
+#include "keeper.h"
 #include "log.h"
 #include "resp.h"
 #include "secret.h"
@@ -165,13 +166,13 @@ static const struct optdef options[] = {
     HEADING("Across steps (a detached keeper holds the lock):"),
     OPT("acquire", O_ACQUIRE, F_RUN, NULL,
         "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
-        "eval"),
+        "eval\n(not held: a line that gives eval the status)"),
     OPT("format", O_FORMAT, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)"),
     OPT("log-file", O_LOG_FILE, F_ARG, "FILE", "the keeper's log (default: syslog)"),
     OPT("release", O_RELEASE, F_RUN, NULL,
-        "stop the keeper and release NAME; 79 if the\nlock was lost (or the token is not the "
-        "holder)"),
+        "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
+        "(or\nthe token is not the holder)"),
     OPT("token", O_TOKEN, F_ARG | F_RUN, "TOKEN",
         "--release: the holder's token (default:\n$RLOCK_TOKEN)"),
     HEADING("Operator:"),
@@ -218,7 +219,8 @@ static const char usage_tail[] =
     "  69       Redis unavailable before the command started (connect, TLS, auth)\n"
     "  70       internal error\n"
     "  71       cannot fork or set up the command\n"
-    "  74       cannot write the output of --status, --list, --help, --version\n"
+    "  74       cannot write the output of --status, --list, --acquire (the lock\n"
+    "           is given back), --help, --version\n"
     "  75       lock not acquired: busy with -n, or --wait expired (see -E)\n"
     "  79       the lock was lost while the command ran (its group was terminated,\n"
     "           or the release found the lock gone)\n"
@@ -324,6 +326,17 @@ struct state {
 	int config_has_secret;
 };
 
+/* --acquire was asked for with the sh output (seen by the first pass over argv, before
+ * any error): a failure here is printed for eval as the keeper's are. */
+static int acquire_sh;
+
+static void __attribute__((noreturn)) fail(int status)
+{
+	if (acquire_sh)
+		keeper_print_failure(status);
+	exit(status);
+}
+
 static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void usage_error(const char *fmt, ...)
 {
@@ -334,7 +347,7 @@ static void usage_error(const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	log_error("%s (try 'rlock --help')", buf);
-	exit(RL_EX_USAGE);
+	fail(RL_EX_USAGE);
 }
 
 void cli_open_std_fds(void)
@@ -362,7 +375,7 @@ static void set_secret(struct state *s, enum secret_slot slot, const char *pw, s
 		return;
 	if (secret_set_slot(slot, pw, len) < 0) {
 		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
-		exit(RL_EX_USAGE);
+		fail(RL_EX_USAGE);
 	}
 	if (slot == SECRET_SENTINEL)
 		s->o->has_sentinel_password = 1;
@@ -746,7 +759,7 @@ static const char *keep_string(const char *v)
 
 	if (!grown || !copy) {
 		log_error("out of memory");
-		exit(RL_EX_SOFTWARE);
+		fail(RL_EX_SOFTWARE);
 	}
 	kept = grown;
 	kept[nkept++] = copy;
@@ -1139,9 +1152,15 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	o->eviction_warning = 1;
 	build_getopt_tables();
 
-	/* Pass 1: --help, --version and --config. Errors are left to pass 2. */
+	/* Pass 1: --help, --version, --config, and whether --acquire's sh output is asked
+	 * for. Errors are left to pass 2. */
+	int acquire = 0, github = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		if (c == O_ACQUIRE)
+			acquire = 1;
+		if (c == O_FORMAT)
+			github = optarg && !strcmp(optarg, "github");
 		if (c == 'h') {
 			print_help(stdout);
 			exit(cli_close_stdout());
@@ -1153,6 +1172,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 		if (c == O_CONFIG)
 			config_cli = optarg;
 	}
+	acquire_sh = acquire && !github;
 
 	/* Lowest precedence first: config file, then environment, then command line. */
 	int explicit_path;

@@ -8,7 +8,7 @@ enum rlock_exit {
 	RL_EX_UNAVAILABLE = 69, /* Redis unavailable before the command started */
 	RL_EX_SOFTWARE = 70,    /* internal error (a bug) */
 	RL_EX_OSERR = 71,       /* cannot fork or set up the child */
-	RL_EX_IOERR = 74,       /* cannot write the output (--status, --list, --help) */
+	RL_EX_IOERR = 74,       /* cannot write the output (--status, --list, --acquire, --help) */
 	RL_EX_CONFLICT = 75,    /* lock not acquired (default; -E changes it) */
 	RL_EX_LOST = 79,        /* lock lost while the command ran; command terminated */
 	RL_EX_TIMEOUT = 124,    /* --max-hold expired: the command was stopped (timeout(1)) */

@@ -17,6 +17,7 @@
 
 #include "child.h"
 #include "exitcodes.h"
+#include "fds.h"
 #include "log.h"
 #include "parse.h"
 #include "renew.h"
@@ -37,6 +38,23 @@ static void print_sh(const char *name, const char *v)
 		else
 			putchar(*v);
 	printf("'; export %s\n", name);
+}
+
+void keeper_print_failure(int status)
+{
+	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	/* A subshell's exit gives eval the status without leaving an interactive shell. */
+	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
+	fflush(stdout);
+}
+
+/* The parent, when the lock is not held: the failure line (sh output), the status. */
+static void __attribute__((noreturn)) parent_fail(int status, int github)
+{
+	if (!github)
+		keeper_print_failure(status);
+	exit(status);
 }
 
 /* The parent: wait for the keeper's report (or its exit), print, exit. */
@@ -86,14 +104,18 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 		exit(rc);
 	}
 	/* No report: the keeper failed (busy, unavailable, a signal) and said why on our
-	 * stderr; its status is ours. */
+	 * stderr; its status is ours, and eval's (its death by a signal: 128+N, as a
+	 * shell shows it, before the parent dies of the same signal). */
 	int st;
 	while (waitpid(keeper, &st, 0) < 0)
 		if (errno != EINTR)
-			exit(RL_EX_SOFTWARE);
-	if (WIFSIGNALED(st))
+			parent_fail(RL_EX_SOFTWARE, github);
+	if (WIFSIGNALED(st)) {
+		if (!github)
+			keeper_print_failure(128 + WTERMSIG(st));
 		child_die_of(WTERMSIG(st));
-	exit(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE);
+	}
+	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, github);
 }
 
 void keeper_detach(const struct opts *o)
@@ -106,21 +128,25 @@ void keeper_detach(const struct opts *o)
 		sigaddset(&set, passed_on[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		exit(RL_EX_OSERR);
+		parent_fail(RL_EX_OSERR, o->format_github);
 	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		exit(RL_EX_OSERR);
+		parent_fail(RL_EX_OSERR, o->format_github);
 	}
 	if (pid > 0) {
+		/* A write to a pipe nobody reads fails (EPIPE): the keeper is then told to give
+		 * the lock back; killed by SIGPIPE, the parent would leave it held under a token
+		 * nobody learnt. */
+		signal(SIGPIPE, SIG_IGN);
 		close(p[1]);
 		int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 		if (sfd < 0) {
 			kill(pid, SIGTERM);
 			log_error("cannot set up signal handling: %s", strerror(errno));
-			exit(RL_EX_OSERR);
+			parent_fail(RL_EX_OSERR, o->format_github);
 		}
 		parent_wait(pid, p[0], sfd, o->format_github);
 	}
@@ -141,9 +167,9 @@ void keeper_detach(const struct opts *o)
 		dup2(nul, STDOUT_FILENO);
 		close(nul);
 	}
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != report_fd)
-			close(fd);
+	/* Every other inherited descriptor, whatever its number: a pipe the caller reads
+	 * to its end (a CI runner's log, a `$(...)`) must see it when the parent exits. */
+	fds_close_from(STDERR_FILENO + 1, report_fd);
 }
 
 /* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
@@ -309,6 +335,14 @@ static void stop_keeper(const struct holder *h, const struct opts *o)
 		log_info("keeper pid %ld stopped", pid);
 }
 
+static int not_held(const struct opts *o)
+{
+	log_error("lock '%s' is not held by this token: it was lost (expired, broken or taken "
+	          "over) since --acquire, or the token is wrong; nothing released",
+	          o->name);
+	return RL_EX_LOST;
+}
+
 int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 {
 	static struct holders hs; /* large */
@@ -322,28 +356,44 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
 		if (hs.h[i].held && !strcmp(hs.h[i].token, o->token))
 			h = &hs.h[i];
+	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
+	 * still be a shared holder or a permit. */
+	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
 	if (rc != LOCK_OK) {
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
-	} else if (!h) {
-		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
-		          "taken over) since --acquire, or the token is wrong; nothing released",
-		          o->name);
-		rc = RL_EX_LOST;
+	} else if (!h && !unlisted) {
+		rc = not_held(o);
 	} else {
-		stop_keeper(h, o);
+		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
+		 * left a shared holder or a permit), whatever -s or -l is given here. An
+		 * unlisted token: in the lock's mode, which touches nothing when the token
+		 * holds nothing; its keeper, not known here, is not stopped first and finds
+		 * the lock gone at its next renewal. */
+		char mode = h ? h->mode : strcmp(hs.limit, "shared") != 0 ? 'l' : 's';
+		lock_set_mode(&mine,
+		              mode == 's'   ? LOCK_SHARED
+		              : mode == 'l' ? LOCK_LIMIT
+		                            : LOCK_EXCLUSIVE,
+		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
+		if (h)
+			stop_keeper(h, o);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
-			log_info("released %s", l->key);
+			log_info("released %s%s", l->key,
+			         h ? ""
+			           : " (one of more holders than a status lists: its keeper "
+			             "ends at its next renewal)");
 			rc = 0;
+		} else if (rc == LOCK_NOTOURS && !h) {
+			rc = not_held(o);
 		} else if (rc == LOCK_NOTOURS) {
 			log_error("lock lost: '%s' was no longer held by this token at the release",
 			          o->name);
 			rc = RL_EX_LOST;
 		} else {
-			log_error("cannot release '%s' (%s); it expires by its TTL (the keeper is "
-			          "stopped)",
-			          o->name, err);
+			log_error("cannot release '%s' (%s); it expires by its TTL%s", o->name, err,
+			          h ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}

@@ -29,10 +29,19 @@
 
 /* Fork the keeper. Returns in the keeper only; the caller (the parent) waits for it to
  * report the lock acquired, prints the variables (o->format_github: KEY=VALUE lines)
- * and exits 0, or, when the keeper exits first, exits with its status (dies of its
- * signal). A terminating signal to the parent is passed on to the keeper. Call right
- * after cli_parse(), before any other fd or thread exists; on fork failure exits 71. */
+ * and exits 0, or, when the keeper exits first, prints keeper_print_failure's line
+ * (sh output) and exits with its status (dies of its signal). A terminating signal to
+ * the parent is passed on to the keeper. Call right after cli_parse(), before any
+ * other fd or thread exists (the keeper closes every descriptor but 0-2, whatever its
+ * number: fds.h); on fork failure exits 71 (that line too). */
 void keeper_detach(const struct opts *o);
+
+/* --acquire's sh output when the lock is not held (busy, -E, unavailable, a usage
+ * error, a death by signal N: 128+N): "unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE;
+ * (exit STATUS)" on stdout, flushed, so that `eval "$(rlock ... --acquire)"` returns
+ * rlock's status (a subshell's exit: an interactive shell stays) and, with -E 0 (status
+ * 0), leaves no RLOCK_TOKEN that claims the lock. Not for --format github. */
+void keeper_print_failure(int status);
 
 /* In the keeper, once the lock is held (acquired at sent_ms) and checked (wait_ready):
  * report it to the parent, detach from the caller's stderr, renew until a signal on
@@ -42,9 +51,12 @@ int keeper_hold(struct store *s, const struct store_config *cfg, const struct lo
                 int64_t sent_ms, int sigfd, const struct opts *o);
 
 /* --release: if o->token holds the lock, stop its keeper (when it runs on this host) and
- * release by compare-token-then-delete. Closes s (as report.h's commands do). Returns 0 (released),
- * 79 (the token does not hold the lock: lost — expired, broken, taken over — or a wrong token;
- * nothing is touched) or 69 (Redis unavailable). */
+ * release by compare-token-then-delete, in the mode of the holder that the status read
+ * finds (o's -s or -l do not matter; a token beyond the holders a status lists: in the
+ * lock's mode, its keeper not stopped first). Closes s (as report.h's commands do).
+ * Returns 0 (released), 79 (the token does not hold the lock: lost — expired, broken,
+ * taken over — or a wrong token; nothing is touched, no keeper stopped) or 69 (Redis
+ * unavailable). */
 int keeper_release(struct store *s, const struct lock *l, const struct opts *o);
 
 #endif

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
 # A lock across steps: `rlock --acquire` leaves a detached keeper renewing the lock and
-# prints RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE; `rlock --release` (another process) stops it
-# and releases: 0, or 79 when the lock was lost meanwhile (or the token is wrong).
+# prints RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE (or, when the lock is not held, the line that
+# gives eval rlock's status); `rlock --release` (another process) stops it and releases
+# in the holder's mode: 0, or 79 when the lock was lost meanwhile (or the token is wrong).
 
 load helpers
 
@@ -116,10 +117,10 @@ keeper_pid() { rcli HGET 'rlock:{ci}:owner' pid; }
 	key_absent 'rlock:{ci}'
 }
 
-@test "--acquire: busy (-n) exits 75 and prints nothing; --format github; the keeper's --max-hold" {
+@test "--acquire: busy (-n) exits 75 and prints the line that gives eval 75; --format github; the keeper's --max-hold" {
 	rcli SET 'rlock:{ci}' other PX 600000 >/dev/null
 	run -75 --separate-stderr rlock -k ci --acquire -n
-	[[ -z $output ]] || fail "printed: $output"
+	assert_output 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 75)'
 	assert_regex "$stderr" 'busy'
 	rcli DEL 'rlock:{ci}' >/dev/null
 	# GitHub Actions: KEY=VALUE lines for $GITHUB_ENV; the keeper releases at --max-hold.
@@ -132,4 +133,155 @@ keeper_pid() { rcli HGET 'rlock:{ci}:owner' pid; }
 	wait_until 30 key_absent 'rlock:{ci}'
 	wait_until 20 grep -q 'max-hold is over' k.log
 	RLOCK_TOKEN=${lines[1]#RLOCK_TOKEN=} run -79 rlock -k ci --release
+}
+
+# sem_keeper TOKEN: the pid of the keeper holding a shared lock or a permit of ci.
+sem_keeper() {
+	rcli HGET 'rlock:{ci}:meta' "$1" | sed -n 's/.*"pid":"\([0-9]*\)".*/\1/p'
+}
+# token_of FILE: RLOCK_TOKEN in an --acquire output.
+token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
+
+@test "eval \"\$(rlock --acquire)\" carries rlock's status under set -e in bash and dash: busy, -E, usage, unavailable; success sets the variables" {
+	require_tool dash
+	rcli SET 'rlock:{ci}' other PX 600000 >/dev/null
+	local sh
+	for sh in bash dash; do
+		# Busy: eval returns 75, set -e stops before the next command.
+		run -75 --separate-stderr "$sh" -c 'set -e; eval "$(rlock -k ci -n --acquire)"; echo RAN'
+		refute_output --partial RAN
+		assert_regex "$stderr" 'busy'
+		run -75 "$sh" -c 'eval "$(rlock -k ci -n --acquire)" || exit; echo RAN'
+		refute_output --partial RAN
+		run -3 "$sh" -c 'set -e; eval "$(rlock -k ci -n -E 3 --acquire)"; echo RAN'
+		refute_output --partial RAN
+		# -E 0 skips with status 0, and no RLOCK_TOKEN (not even one from before) may
+		# claim the lock: the steps that need it test for it.
+		run -0 "$sh" -c 'set -e; RLOCK_TOKEN=stale; eval "$(rlock -k ci -n -E 0 --acquire)"
+			echo "token=${RLOCK_TOKEN-unset}"'
+		assert_output 'token=unset'
+		# A usage error (found before the keeper is forked) and an unreachable server.
+		run -64 "$sh" -c 'set -e; eval "$(rlock -k ci -n --acquire -t nonsense)"; echo RAN'
+		refute_output --partial RAN
+		run -69 "$sh" -c "set -e; eval \"\$(rlock -k ci -n --acquire -u redis://127.0.0.1:$(dead_port))\"; echo RAN"
+		refute_output --partial RAN
+	done
+	# An interactive shell stays: the status is set by a subshell's exit.
+	run -0 --separate-stderr bash --norc -i -c 'eval "$(rlock -k ci -n --acquire)"; echo "still here, $?"'
+	assert_output 'still here, 75'
+	# --format github prints nothing on a failure ($GITHUB_ENV gets no line).
+	run -75 --separate-stderr rlock -k ci -n --acquire --format github
+	[[ -z $output ]] || fail "printed: $output"
+	# Success, then release, in dash: the variables are set, the output as before.
+	rcli DEL 'rlock:{ci}' >/dev/null
+	run -0 --separate-stderr dash -c 'set -e; eval "$(rlock -k ci -n --acquire)"
+		echo "$RLOCK_KEY $RLOCK_FENCE $RLOCK_TOKEN" >held; rlock -k ci --release; echo released'
+	assert_output 'released'
+	grep -qE '^rlock:\{ci\} [0-9]+ [0-9a-f]{32}$' held || fail "variables: $(cat held)"
+	key_absent 'rlock:{ci}'
+}
+
+@test "a waiting --acquire killed by SIGTERM prints (exit 143) for eval and dies of it" {
+	rcli SET 'rlock:{ci}' other PX 600000 >/dev/null
+	rlock_bg -k ci -w 60s --acquire
+	wait_until 30 eval '[[ $(waiters ci) == 1 ]]'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	[[ $RLOCK_STATUS == 143 ]] || fail "exited $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	run -143 bash -c 'eval "$(cat "$1")"' _ "$RLOCK_OUT"
+	[[ $(rcli GET 'rlock:{ci}') == other ]]
+}
+
+@test "--release of a keeper taken with -s or -l 2 releases that holder at once (no -s/-l needed); a token that holds nothing: 79, nothing touched" {
+	local kind t1 t2 k1 k2
+	for kind in '-s' '-l 2'; do
+		rcli FLUSHALL >/dev/null
+		step acquire1 "rlock -k ci $kind --acquire >v1.sh"
+		assert_success
+		step acquire2 "rlock -k ci $kind --acquire >v2.sh"
+		assert_success
+		t1=$(token_of v1.sh) t2=$(token_of v2.sh)
+		k1=$(sem_keeper "$t1") k2=$(sem_keeper "$t2")
+		echo "$k1 $k2" >>keeper.pids
+		proc_alive "$k1" && proc_alive "$k2"
+		# The token alone: released in the holder's mode, its keeper stopped.
+		step release1 ". ./v1.sh; rlock -k ci --release"
+		assert_success
+		[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$t1") ]] || fail "$kind: $t1 still holds"
+		[[ -n $(rcli ZSCORE 'rlock:{ci}:holders' "$t2") ]] || fail "$kind: the other holder is gone"
+		wait_until 20 not proc_alive "$k1"
+		if [[ $kind == '-l 2' ]]; then
+			# Its permit is free now, not at the end of its TTL.
+			run -0 rlock -k ci -l 2 -n -- true
+		fi
+		# Released already: the token holds nothing; nothing is touched, no keeper stopped.
+		step again ". ./v1.sh; rlock -k ci --release"
+		assert_failure 79
+		assert_regex "$stderr" 'not held by this token'
+		[[ -n $(rcli ZSCORE 'rlock:{ci}:holders' "$t2") ]] || fail "$kind: 79 touched the other holder"
+		proc_alive "$k2" || fail "$kind: a token that holds nothing stopped the other keeper"
+		# With the mode given explicitly, as before.
+		step release2 ". ./v2.sh; rlock -k ci $kind --release"
+		assert_success
+		wait_until 20 not proc_alive "$k2"
+		[[ $(rcli EXISTS 'rlock:{ci}:holders') == 0 ]] || fail "$kind: holders left"
+	done
+}
+
+@test "a keeper keeps no inherited descriptor, even fd 1500: the reader of that pipe sees its end when --acquire exits" {
+	(($(ulimit -n) > 1500)) || ulimit -n 2048 || ci_skip "cannot open fd 1500 (ulimit -n)"
+	mkfifo log.fifo
+	cat log.fifo >log.out &
+	local reader=$! pid
+	track_pid "$reader"
+	step acquire 'exec 1500>log.fifo; echo before >&1500; rlock -k ci --acquire >vars.sh'
+	assert_success
+	pid=$(keeper_pid)
+	echo "$pid" >keeper.pids
+	# The step's shell has exited: the keeper was the only writer left.
+	wait_until 20 not proc_alive "$reader" || fail "the keeper holds fd 1500: $(readlink "/proc/$pid/fd/1500")"
+	grep -qx before log.out
+	proc_alive "$pid" || fail "the keeper is gone"
+	[[ ! -e /proc/$pid/fd/1500 ]]
+	step release 'rlock -k ci --release'
+	assert_success
+	wait_until 20 not proc_alive "$pid"
+}
+
+@test "--release of a permit that a status read does not list (more than 32 holders): released (0); a token holding nothing there: 79, nothing touched" {
+	step acquire 'rlock -k ci -l 40 -t 10m --acquire >vars.sh'
+	assert_success
+	local tok pid now i
+	tok=$(token_of vars.sh)
+	pid=$(sem_keeper "$tok")
+	echo "$pid" >keeper.pids
+	# 33 permits whose leases end before the keeper's: a status read lists those.
+	now=$(rcli TIME | head -1)
+	for i in $(seq 10 42); do
+		rcli ZADD 'rlock:{ci}:holders' $((now * 1000 + 300000)) "0123456789abcdef0123456789abcd$i" >/dev/null
+	done
+	run -75 rlock -k ci --status --json
+	[[ $output == *'"holder_count":34'* && $output != *"\"pid\":$pid"* ]] ||
+		fail "the status lists the keeper: the test is void: $output"
+	step nothing 'rlock -k ci --release --token fedcba9876543210fedcba9876543210'
+	assert_failure 79
+	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 34 ]] || fail "a token holding nothing touched the permits"
+	step release 'rlock -k ci --release'
+	assert_success
+	[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$tok") ]] || fail "the keeper's permit is still held"
+	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 33 ]] || fail "other permits touched"
+}
+
+@test "--acquire whose output nobody reads (a closed pipe) gives the lock back and exits 74, not killed by SIGPIPE with the lock held" {
+	# stdout: a pipe whose read end is closed, so every write fails at once.
+	run -74 --separate-stderr perl -e 'pipe(my $r, my $w) or die; close $r;
+		open(STDOUT, ">&", $w) or die; exec @ARGV or die' \
+		"$RLOCK" -k ci --acquire -v --log-file "$PWD/k.log"
+	assert_regex "$stderr" 'cannot write to standard output'
+	wait_until 20 key_absent 'rlock:{ci}'
+	wait_until 20 grep -q 'keeper pid' k.log
+	local pid
+	pid=$(sed -n 's/.*keeper pid \([0-9]*\) holds.*/\1/p' k.log)
+	echo "$pid" >keeper.pids
+	wait_until 20 not proc_alive "$pid"
 }
