@@ -11,12 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "exitcodes.h"
+#include "fds.h"
 #include "log.h"
 #include "parse.h"
 
@@ -82,19 +82,6 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 		execvp(argv[0], argv);
 }
 
-static void close_from(int lowfd, int keep)
-{
-	/* close_range(2) where the kernel has it; a loop otherwise. */
-	if (keep > lowfd) {
-		if (syscall(SYS_close_range, lowfd, keep - 1, 0) < 0)
-			for (int fd = lowfd; fd < keep; fd++)
-				close(fd);
-	}
-	if (syscall(SYS_close_range, keep + 1, ~0U, 0) < 0)
-		for (int fd = keep + 1; fd < 1024; fd++)
-			close(fd);
-}
-
 /* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
  * pipe), or WATCHDOG_DISARM. */
 #define WATCHDOG_DISARM   INT64_MIN
@@ -144,7 +131,7 @@ static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 		if (setsid() < 0)
 			_exit(errno & 0xff); /* never ready: rlock does not run the command */
 		(void)!write(ready[1], "", 1);
-		close_from(0, p[0]);
+		fds_close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
 		for (;;) {
 			int timeout = -1;

@@ -55,7 +55,9 @@ watchdog_of() {
 
 @test "the watchdog is in a session (and so a process group) of its own" {
 	make_step
-	rlock_bg --pgrp -k g -c './step; true'
+	exec 7>high.fd
+	rlock_bg --pgrp --keep-fds 7 -k g -c './step; true'
+	exec 7>&-
 	wait_until 30 test -s step.pid
 	track_pidfile step.pid
 	local w
@@ -63,6 +65,8 @@ watchdog_of() {
 	track_pid "$w"
 	assert_equal "$(session_of "$w")" "$w"
 	[[ $(session_of "$w") != "$(session_of "$RLOCK_PID")" ]]
+	# and it keeps nothing of the caller's, whatever the number: only its pipe
+	assert_equal "$(find "/proc/$w/fd" -mindepth 1 | wc -l)" 1
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 }
