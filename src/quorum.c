@@ -544,10 +544,19 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 		*hs = nh[best];
 	hs->last_fence = fence;
 	hs->has_last_fence = fenced > 0;
-	for (int i = 0; fenced && i < hs->n; i++) {
-		if (!hs->h[i].has_fence || fence > hs->h[i].fence)
-			hs->h[i].fence = fence;
-		hs->h[i].has_fence = 1;
+	/* A holder's fence is the largest its token got from a node: what the merge handed
+	 * it (each node that granted recorded its own count). Not the largest counter: a
+	 * later split vote counts too, and a node may have been set by hand. */
+	for (int i = 0; i < hs->n; i++) {
+		struct holder *h = &hs->h[i];
+		for (int j = 0; j < q->n; j++)
+			for (int k = 0; ok[j] && k < nh[j].n; k++)
+				if (nh[j].h[k].has_fence &&
+				    strcmp(nh[j].h[k].token, h->token) == 0 &&
+				    (!h->has_fence || nh[j].h[k].fence > h->fence)) {
+					h->fence = nh[j].h[k].fence;
+					h->has_fence = 1;
+				}
 	}
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
