@@ -203,6 +203,30 @@ only_fence_left() {
 	key_absent 'rlock:{f}'
 }
 
+@test "README's seeding recipe: after a data loss, fences start above every earlier one" {
+	local _ before seeded recipe
+	for _ in 1 2 3; do
+		run -0 rlock -k f -c 'echo "$RLOCK_FENCE"'
+	done
+	before=$output
+	rcli FLUSHALL >/dev/null # the server lost its data
+	recipe=$(awk '$0 == "<!-- recipe:fence-seed -->" { f = 1; next }
+		f == 1 && /^```/ { f = 2; next } f == 2 && /^```/ { exit } f == 2 { print }' \
+		"$RLOCK_SOURCE_DIR/README.md")
+	[[ $recipe == *"'rlock:{NAME}:fence'"* ]] || fail "no fence-seed recipe in README.md: $recipe"
+	(
+		# shellcheck disable=SC2317  # called by the recipe
+		redis-cli() { command redis-cli -p "$REDIS_PORT" "$@"; }
+		eval "${recipe//NAME/f}"
+	) >/dev/null
+	seeded=$(rcli GET 'rlock:{f}:fence')
+	((seeded > before)) || fail "seeded $seeded, not above $before"
+	run -0 rlock -k f -c 'echo "$RLOCK_FENCE"'
+	assert_output "$((seeded + 1))"
+	run -0 rlock -k f -c 'echo "$RLOCK_FENCE"'
+	assert_output "$((seeded + 2))"
+}
+
 # Redlock over the three nodes, each counter seeded differently above 2^53 (Redlock
 # takes exclusive locks only).
 @test "Redlock: the merge takes the exact maximum of the nodes' counters, in every node" {
