@@ -203,6 +203,14 @@ only_fence_left() {
 	key_absent 'rlock:{f}'
 }
 
+@test "the lost-update checker compares fences above 2^53 as integers (it used awk's doubles)" {
+	seed lu "$ABOVE53"
+	run -0 --separate-stderr "$RLOCK_SOURCE_DIR/scripts/lost-update-check" --rlock "$RLOCK" \
+		-p 3 -i 4 -s 0 -k lu -d "$BATS_TEST_TMPDIR/lu"
+	assert_output 'count=12 expected=12 overlaps=0 errors=0 fences=ok'
+	assert_equal "$(rcli GET 'rlock:{lu}:fence')" $((ABOVE53 + 12))
+}
+
 @test "README's seeding recipe: after a data loss, fences start above every earlier one" {
 	local _ before seeded recipe
 	for _ in 1 2 3; do
