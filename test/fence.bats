@@ -201,6 +201,8 @@ only_fence_left() {
 	assert_regex "$stderr" 'cannot read the fence counter rlock:\{f\}:fence: WRONGTYPE'
 	[[ ! -e ran ]]
 	key_absent 'rlock:{f}'
+	run -0 rlock -k f --status --json
+	has_fence "$output" null
 }
 
 @test "the lost-update checker compares fences above 2^53 as integers (it used awk's doubles)" {
