@@ -4,7 +4,7 @@
  * reply a hostile server could send: the bytes go through the real reply reader first (resp.c),
  * then each reply through every decoder. Properties: no crash, no read past a reply;
  * the holder's text fields stay NUL-terminated inside their buffers; LOCK_OK from the
- * acquire decoder only with {1, integer}. */
+ * acquire decoder only with {1, fence} (an integer, or a string of one), l.fence exact. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +39,8 @@ static void decode_all(const struct resp_reply *r)
 	memset(&h, 0, sizeof h);
 	err[0] = '\0';
 	rc = lock_decode_acquire(r, &l, &h, err, sizeof err);
-	if (rc == LOCK_OK &&
-	    (r->type != RESP_ARRAY || r->elements != 2 || r->element[1]->type != RESP_INTEGER ||
-	     l.fence != r->element[1]->integer))
+	if (rc == LOCK_OK && (r->type != RESP_ARRAY || r->elements != 2 ||
+	                      lock_fence_value(r->element[1], &v) != 0 || l.fence != v))
 		abort();
 	if (rc == LOCK_BUSY)
 		check_holder(&h);
@@ -49,6 +48,9 @@ static void decode_all(const struct resp_reply *r)
 		terminated(err, sizeof err);
 	rc = lock_decode_int(r, "renew", &v, err, sizeof err);
 	if (rc == LOCK_OK && (r->type != RESP_INTEGER || v != r->integer))
+		abort();
+	rc = lock_decode_fence(r, &v, err, sizeof err);
+	if (rc == LOCK_OK && lock_fence_value(r, &v) != 0)
 		abort();
 	rc = lock_decode_holders(r, "status", &hs, err, sizeof err);
 	if (rc == LOCK_OK) {

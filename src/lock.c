@@ -2,10 +2,13 @@
 #include "lock.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+
+#include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
  * in one atomic step, so there is no check-then-set race, no SET without a TTL, and no
@@ -141,6 +144,13 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		         "%s: the server requires a password (NOAUTH); see --password-file", what);
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "RLOCKFENCE")) {
+		/* A fence counter that cannot count (not an integer, at the maximum):
+		 * waiting cannot fix it, so it is refused at once, as a denial is. */
+		const char *why = r->str + strlen("RLOCKFENCE");
+		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
+		return LOCK_DENIED;
+	}
 	if (resp_is_error(r, "RLOCKMODE")) {
 		/* the code alone ("-RLOCKMODE") has no text after it to skip */
 		const char *why = r->str + strlen("RLOCKMODE");
@@ -236,6 +246,17 @@ static long long field_number(const struct resp_reply *r)
 	return strtoll(buf, NULL, 10);
 }
 
+int lock_fence_value(const struct resp_reply *r, long long *v)
+{
+	if (r && r->type == RESP_INTEGER) {
+		*v = r->integer;
+		return 0;
+	}
+	if (!r || r->type != RESP_STRING || strlen(r->str) != r->len)
+		return -1;
+	return parse_int(r->str, LLONG_MIN, LLONG_MAX, v, NULL, 0);
+}
+
 /* Fill *h from the n (7 to 9) fields {host, pid, user, cmd, start, ttl, fence, kept,
  * label} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
@@ -248,8 +269,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	if (h->start_ms == 0)
 		h->start_ms = -1;
 	h->ttl_ms = field_number(e[5]);
-	h->fence = field_number(e[6]);
-	if (h->fence < 0)
+	h->has_fence = lock_fence_value(e[6], &h->fence) == 0;
+	if (!h->has_fence)
 		h->fence = 0;
 	h->kept = n > 7 && (e[7]->type == RESP_STRING || e[7]->type == RESP_INTEGER);
 	if (n > 8)
@@ -278,9 +299,11 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 {
 	if (r->type == RESP_ERROR)
 		return server_error(r, "acquire", err, errlen);
+	/* The fence comes as a string (never a Lua number: src/lua/counter.lua). */
+	long long fence;
 	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 1 &&
-	    r->element[1]->type == RESP_INTEGER) {
-		l->fence = r->element[1]->integer;
+	    lock_fence_value(r->element[1], &fence) == 0) {
+		l->fence = fence;
 		l->placed = 0;
 		return LOCK_OK;
 	}
@@ -306,6 +329,17 @@ int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, 
 	return LOCK_OK;
 }
 
+int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_t errlen)
+{
+	if (r->type == RESP_ERROR)
+		return server_error(r, "fence", err, errlen);
+	if (lock_fence_value(r, v) < 0) {
+		snprintf(err, errlen, "fence: unexpected reply from the server");
+		return LOCK_ERR;
+	}
+	return LOCK_OK;
+}
+
 int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
                         size_t errlen)
 {
@@ -319,8 +353,8 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
 	}
-	hs->last_fence = field_number(r->element[0]);
-	if (hs->last_fence < 0)
+	hs->has_last_fence = lock_fence_value(r->element[0], &hs->last_fence) == 0;
+	if (!hs->has_last_fence)
 		hs->last_fence = 0;
 	copy_field(hs->limit, sizeof hs->limit, r->element[1]);
 	long long v = field_number(r->element[2]);

@@ -5,7 +5,8 @@
  *
  *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
- *                          expires -> RLOCK_FENCE
+ *                          expires -> RLOCK_FENCE; a signed 64-bit integer, kept a
+ *                          string in the scripts, never a Lua number (src/lua/counter.lua)
  *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as
  *                          the lock (kept: the command exited, --min-hold keeps it)
  *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
@@ -75,13 +76,15 @@ struct lock {
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
  * untrusted (escape before printing); pid, start_ms and ttl_ms are -1 when unknown
- * (or not a plain number), fence 0. */
+ * (or not a plain number); fence is 0 and has_fence 0 when unknown (any 64-bit value,
+ * negative too, is a fence). */
 struct holder {
 	int held;
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
 	int kept;          /* released by its command, kept by --min-hold until the lease ends */
 	long long pttl_ms; /* -1: no expiry (set by hand) or unknown, -2: gone */
 	long long fence;
+	int has_fence;
 	long long pid, start_ms, ttl_ms;
 	char token[80];
 	char host[256], user[64], cmd[512];
@@ -104,8 +107,9 @@ struct holders {
 	int queued; /* live waiters in the fair queue */
 	int nq;     /* entries in q, in queue order */
 	struct waiter q[WAITERS_MAX];
-	int waiting; /* live places of plain exclusive waiters */
-	long long last_fence;
+	int waiting;               /* live places of plain exclusive waiters */
+	long long last_fence;      /* the counter (0 if absent, as INCR counts) */
+	int has_last_fence;        /* 0: the counter holds something else (set by hand) */
 	char limit[16];            /* "shared", N, or "" */
 	char writer[80];           /* token of a waiting exclusive request, or "" */
 	int nodes_ok, nodes_total; /* Redlock: nodes that answered, of all (0, 0 otherwise) */
@@ -116,7 +120,9 @@ enum lock_rc {
 	LOCK_BUSY = 1,    /* acquire: someone else holds it (holder filled) */
 	LOCK_NOTOURS = 2, /* renew/release: the token is no longer the holder */
 	LOCK_ERR = -1,    /* connection or server error; reason in err */
-	LOCK_DENIED = -3, /* NOAUTH / NOPERM / WRONGPASS */
+	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
+	 * not an integer, at the maximum): refusals that waiting cannot fix. */
+	LOCK_DENIED = -3,
 	/* A routing error (MOVED, ASK, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
 	 * LOADING): another node, or later, may take it; err holds the reply verbatim
 	 * for the store's route (store.h). */
@@ -148,14 +154,20 @@ struct lock_meta {
  * fuzzed on their own (fuzz/fuzz_lock_reply.c). Any reply shape is handled: an
  * unexpected one is LOCK_ERR with the reason in err, a server error LOCK_ERR or
  * LOCK_DENIED.
- * acquire: LOCK_OK (l->fence set from {1, fence}), LOCK_BUSY (*h filled from the
+ * acquire: LOCK_OK (l->fence set from {1, fence}, the fence a string or an integer),
+ *          LOCK_DENIED (RLOCKFENCE: the counter cannot count), LOCK_BUSY (*h filled from the
  *          holder's 9 fields), LOCK_MISMATCH (RLOCKMODE: holders of another mode);
- *          int (renew, release): LOCK_OK with *v; holders (status, break; what names
+ *          int (renew, release): LOCK_OK with *v; fence (Redlock's merge): LOCK_OK with
+ *          the counter after it in *v; holders (status, break; what names
  *          it in err): LOCK_OK with *hs filled. */
 int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
                         size_t errlen);
 int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,
                     size_t errlen);
+int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_t errlen);
+/* A fence in a reply, exact over the signed 64-bit range: an integer, or a string of one
+ * (how the scripts send it). 0 with *v, or -1 (anything else). */
+int lock_fence_value(const struct resp_reply *r, long long *v);
 int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
                         size_t errlen);
 
@@ -163,7 +175,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * that drive several servers at once (quorum.c). lock_request_argv fills argv/lens
  * (room for LOCK_ARGV_MAX) for EVALSHA, or (full) for EVAL after a NOSCRIPT reply,
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
- * release: 0 is not ours; fence: the counter after the merge); holders (status,
+ * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
 #define LOCK_ARGV_MAX 32
 struct lock_request {

@@ -318,7 +318,7 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 	struct lock_request *ra = &q->acq, *rf = &q->fence;
 	struct req rq = {.script = ra};
 	int ok = 0, busy = 0, denied = 0, mismatch = 0;
-	long long fence = 0;
+	long long fence = 0; /* the largest fence of the nodes that granted (any int64) */
 	char why[300] = "";
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
@@ -338,7 +338,7 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
 		if (rc == LOCK_OK) {
 			ok++;
-			fence = l->fence > fence ? l->fence : fence;
+			fence = ok == 1 || l->fence > fence ? l->fence : fence;
 			fq[i] = &fr;
 		} else if (rc == LOCK_BUSY) {
 			if (!busy++)
@@ -358,8 +358,8 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 		for (int i = 0; i < q->n; i++) {
 			long long v = 0;
 			if (fq[i] && q->node[i].reply &&
-			    lock_decode_int(q->node[i].reply, "fence", &v, q->node[i].err,
-			                    sizeof q->node[i].err) == LOCK_OK &&
+			    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
+			                      sizeof q->node[i].err) == LOCK_OK &&
 			    v >= fence)
 				merged++;
 		}
@@ -502,7 +502,7 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	struct req rq = {.script = rs};
 	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
 	int ok[STORE_NODES_MAX] = {0};
-	int answered = 0, best = -1, best_votes = 0;
+	int answered = 0, best = -1, best_votes = 0, fenced = 0;
 	long long fence = 0;
 
 	if (!nh || lock_request_holders(rs, l, brk, err, errlen) < 0) {
@@ -519,7 +519,8 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			continue;
 		ok[i] = 1;
 		answered++;
-		fence = nh[i].last_fence > fence ? nh[i].last_fence : fence;
+		if (nh[i].has_last_fence && (!fenced++ || nh[i].last_fence > fence))
+			fence = nh[i].last_fence;
 	}
 	for (int i = 0; i < q->n; i++) {
 		int votes = 0;
@@ -542,8 +543,21 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
 	hs->last_fence = fence;
-	for (int i = 0; i < hs->n; i++)
-		hs->h[i].fence = hs->h[i].fence > fence ? hs->h[i].fence : fence;
+	hs->has_last_fence = fenced > 0;
+	/* A holder's fence is the largest its token got from a node: what the merge handed
+	 * it (each node that granted recorded its own count). Not the largest counter: a
+	 * later split vote counts too, and a node may have been set by hand. */
+	for (int i = 0; i < hs->n; i++) {
+		struct holder *h = &hs->h[i];
+		for (int j = 0; j < q->n; j++)
+			for (int k = 0; ok[j] && k < nh[j].n; k++)
+				if (nh[j].h[k].has_fence &&
+				    strcmp(nh[j].h[k].token, h->token) == 0 &&
+				    (!h->has_fence || nh[j].h[k].fence > h->fence)) {
+					h->fence = nh[j].h[k].fence;
+					h->has_fence = 1;
+				}
+	}
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	free(nh);

@@ -108,7 +108,12 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		fputc(',', f);
 		holder_fields(f, &hs->h[0]);
 	}
-	fprintf(f, ",\"fence\":%lld", hs->n ? hs->h[0].fence : hs->last_fence);
+	/* exact 64-bit integers, never through a double; null: the counter holds no integer */
+	fputs(",\"fence\":", f);
+	if (hs->n)
+		json_int_or_null(f, hs->h[0].has_fence, hs->h[0].fence);
+	else
+		json_int_or_null(f, hs->has_last_fence, hs->last_fence);
 	if (hs->waiting)
 		fprintf(f, ",\"waiting\":%d", hs->waiting);
 	if (hs->nodes_total > 0) /* Redlock */
@@ -129,7 +134,9 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	for (int i = 0; i < hs->n; i++) {
 		fputs(i ? ",{" : "{", f);
 		holder_fields(f, &hs->h[i]);
-		fprintf(f, ",\"fence\":%lld}", hs->h[i].fence);
+		fputs(",\"fence\":", f);
+		json_int_or_null(f, hs->h[i].has_fence, hs->h[i].fence);
+		fputc('}', f);
 	}
 	fprintf(f, "],\"queue_length\":%d,\"queue\":[", hs->queued);
 	for (int i = 0; i < hs->nq; i++)
@@ -170,7 +177,7 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 static void print_holder(const struct holder *h)
 {
 	char host[300], cmd[600], user[100], held[32], left[32], when[64], until[64];
-	char state[200] = "", pid[32] = "?", label[4 * LOCK_LABEL_MAX + 32] = "";
+	char state[200] = "", pid[32] = "?", label[4 * LOCK_LABEL_MAX + 32] = "", fence[32] = "?";
 	long long now = now_unix_ms();
 
 	local_time(when, sizeof when, h->start_ms);
@@ -184,6 +191,8 @@ static void print_holder(const struct holder *h)
 	}
 	if (h->pid >= 0)
 		snprintf(pid, sizeof pid, "%lld", h->pid);
+	if (h->has_fence)
+		snprintf(fence, sizeof fence, "%lld", h->fence);
 	human_ms(held, sizeof held, h->start_ms > 0 ? now - h->start_ms : -1);
 	human_ms(left, sizeof left, h->pttl_ms);
 	if (h->kept && h->pttl_ms >= 0) {
@@ -194,14 +203,16 @@ static void print_holder(const struct holder *h)
 		         "  kept     by --min-hold until %s: its command has exited\n", until);
 	}
 	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n%s"
-	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %lld\n",
+	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n",
 	       host, pid, h->kept ? " (exited)" : "", user, cmd, label, when, held, state, left,
-	       h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", h->fence);
+	       h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", fence);
 }
 
 static void print_holders(const char *key, const struct holders *hs)
 {
-	if (!hs->n) {
+	if (!hs->n && !hs->has_last_fence) {
+		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
+	} else if (!hs->n) {
 		printf("%s is free (last fence %lld)\n", key, hs->last_fence);
 	} else if (hs->h[0].mode == 'x') {
 		printf("%s is held%s\n", key, hs->h[0].kept ? " (kept by --min-hold)" : "");
@@ -289,12 +300,14 @@ int report_break(struct store *s, const struct opts *o)
 	/* Operator action: always say what was removed, even with -q (log_msg escapes). */
 	for (int i = 0; i < hs.n; i++) {
 		const struct holder *h = &hs.h[i];
-		char pid[32] = "?";
+		char pid[32] = "?", fence[32] = "?";
 		if (h->pid >= 0)
 			snprintf(pid, sizeof pid, "%lld", h->pid);
-		log_error("broke %s: token %s, held by %s pid %s (%s), fence %lld", l.key,
+		if (h->has_fence)
+			snprintf(fence, sizeof fence, "%lld", h->fence);
+		log_error("broke %s: token %s, held by %s pid %s (%s), fence %s", l.key,
 		          h->token[0] ? h->token : "?", h->host[0] ? h->host : "?", pid,
-		          h->cmd[0] ? h->cmd : "?", h->fence);
+		          h->cmd[0] ? h->cmd : "?", fence);
 	}
 	if (hs.total > hs.n)
 		log_error("broke %s: and %d more holders", l.key, hs.total - hs.n);

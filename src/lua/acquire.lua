@@ -5,12 +5,17 @@
 -- (wait = 1) takes a place among the waiters, so a release wakes one, not all.
 -- KEYS: lock fence owner holders queue writer meta waiters
 -- ARGV: token ttl_ms wait field value ...
--- Reply: {1, fence}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
+-- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
 -- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
 -- waiting, so that new shared holders queue behind it (writer preference).
 -- The lock under our own token: an earlier attempt of this request took it and its
 -- reply was lost (a timeout; the connection was dropped). It is ours: granted again,
 -- its lease renewed from now, rather than waited for until it expires.
+-- The fence is a string from start to end (counter.lua); a counter that cannot count
+-- (not an integer, at the maximum) refuses every request at once, before any write.
+--@counter
+local why = fence_check(KEYS[2])
+if why then return redis.error_reply(why) end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
 if not mine and redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   redis.call('SET', KEYS[6], ARGV[1], 'PX', ARGV[2])
@@ -21,9 +26,7 @@ if not mine and redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
-if mine then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
   local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
   local placed = 0
@@ -38,19 +41,18 @@ elseif not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   end
   return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
+-- Redis does not roll a script back: count first, then the holder's record, the lock
+-- itself last, so that a write refused (a user without one of these commands) leaves
+-- no lock that nobody holds.
+local fence = fence_next(KEYS[2])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[6]) == ARGV[1] then redis.call('DEL', KEYS[6]) end
--- Redis does not roll a script back: if anything below fails (an ACL without INCR, a
--- fence key of the wrong type), undo the SET rather than leave a lock nobody holds.
-local ok, fence = pcall(function()
-  local f = redis.call('INCR', KEYS[2])
-  redis.call('DEL', KEYS[3])
-  redis.call('HSET', KEYS[3], 'fence', f, unpack(ARGV, 4))
-  redis.call('PEXPIRE', KEYS[3], ARGV[2])
-  return f
-end)
-if not ok then
-  redis.call('DEL', KEYS[1])
-  return redis.error_reply(type(fence) == 'table' and fence.err or tostring(fence))
+redis.call('DEL', KEYS[3])
+redis.call('HSET', KEYS[3], 'fence', fence, unpack(ARGV, 4))
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+if mine then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
 return {1, fence}

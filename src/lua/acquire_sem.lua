@@ -4,6 +4,11 @@
 -- judged by the server's clock (TIME): a holder or waiter whose lease ended is dropped.
 -- KEYS: lock owner fence holders meta limit queue qlease writer
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
+-- The fence is a string from start to end (counter.lua); a counter that cannot count
+-- (not an integer, at the maximum) refuses every request at once, before any write.
+--@counter
+local why = fence_check(KEYS[3])
+if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -73,22 +78,23 @@ if not free then
   return {0, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
+-- Count first: a write refused (a user without INCR) then leaves no holder behind.
+local f = fence_next(KEYS[3])
 if queued then
   redis.call('ZREM', KEYS[7], tok)
   redis.call('ZREM', KEYS[8], tok)
 end
-local f = redis.call('INCR', KEYS[3])
 if kind == 'x' then
-  redis.call('SET', KEYS[1], tok, 'PX', ttl)
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
              'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
   redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('SET', KEYS[1], tok, 'PX', ttl) -- last, as in acquire.lua
   return {1, f}
 end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
-           cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = tostring(f),
+           cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
            label = ARGV[13]}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)

@@ -14,5 +14,5 @@ if n > 0 then
   wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.call(ARGV[2], ARGV[1], 'break')
 end
-return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, {}, 0, false,
+return {fence, lim or false, n, hs, {}, 0, false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}

@@ -2,11 +2,15 @@
 -- Included (by the build, at a '--@holders' line) by status.lua and break.lua: every
 -- live holder (the exclusive one, shared holders or permits, live by the server's
 -- clock) into hs, 12 fields each (mode token pttl host pid user cmd start ttl fence
--- kept label), n the total (hs keeps 33 at most); now, lim as read.
+-- kept label), n the total (hs keeps 33 at most); now, lim as read; fence the counter as
+-- stored (a string, never a Lua number; 0 when absent, as INCR counts; false when it
+-- cannot be read: a key of another type).
 -- KEYS: lock owner fence holders meta limit (as both scripts')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lim = redis.call('GET', KEYS[6])
+local fence = redis.pcall('GET', KEYS[3])
+if type(fence) == 'table' then fence = false elseif not fence then fence = 0 end
 local hs, n = {}, 0
 local function add(mode, tok, pttl, o)
   local row = {mode, tok, pttl, o[1] or false, o[2] or false, o[3] or false, o[4] or false,

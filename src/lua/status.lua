@@ -14,6 +14,6 @@ for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, 199)) do
     q[#q + 1] = e - now
   end
 end
-return {redis.call('GET', KEYS[3]) or 0, lim or false, n, hs, q,
+return {fence, lim or false, n, hs, q,
         redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}
