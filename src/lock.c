@@ -554,7 +554,7 @@ int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 }
 
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
-               char *err, size_t errlen)
+               char *mode, int *limit, char *err, size_t errlen)
 {
 	struct holders *hs = malloc(sizeof *hs);
 	int held = 0;
@@ -567,8 +567,13 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 		free(hs);
 		return -1;
 	}
-	for (int i = 0; i < hs->n; i++)
-		held |= strcmp(hs->h[i].token, token) == 0;
+	for (int i = 0; i < hs->n && !held; i++) {
+		if (strcmp(hs->h[i].token, token) != 0)
+			continue;
+		held = 1;
+		*mode = hs->h[i].mode;
+		*limit = hs->h[i].mode == 'l' ? atoi(hs->limit) : 0;
+	}
 	free(hs);
 	return held;
 }
