@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	if (rc != STORE_OK) {
 		die_if_signalled(termfd);
 		log_error("%s", err);
-		return RL_EX_UNAVAILABLE;
+		return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
 	}
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE) {
 		rc = o.mode == MODE_STATUS    ? report_status(c, &o)

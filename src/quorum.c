@@ -246,6 +246,60 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	         what, q->need, *why ? "; " : "", why);
 }
 
+/* Who a server is: the run_id line of INFO server (40 hex digits, new at each start),
+ * into id. 0, or -1 when the reply has none. */
+static int run_id(const struct resp_reply *r, char id[41])
+{
+	const char *p = r && r->type == RESP_STRING ? strstr(r->str, "run_id:") : NULL;
+	size_t n = p ? strspn(p + 7, "0123456789abcdefABCDEF") : 0;
+
+	if (n != 40)
+		return -1;
+	memcpy(id, p + 7, 40);
+	id[40] = '\0';
+	return 0;
+}
+
+static const struct req who = {.argc = 2, .argv = {"INFO", "server"}, .lens = {4, 6}};
+
+/* After `who` on every node: the Redlock nodes are distinct servers, however their URLs
+ * name them (an alias, an address, the Unix socket of a TCP one). A node that answered
+ * but cannot say who it is (an ACL without +info, a server without run_id) fails the
+ * check: its vote could be another node's. STORE_OK, STORE_USAGE (the same server
+ * twice), STORE_DENIED (INFO refused) or STORE_ERR, the reason in err. A node that did
+ * not answer in time is not checked: it counts for nothing until it answers. */
+static int distinct(const struct quorum *q, char *err, size_t errlen)
+{
+	char id[STORE_NODES_MAX][41];
+
+	for (int i = 0; i < q->n; i++) {
+		const struct node *nd = &q->node[i];
+		id[i][0] = '\0';
+		if (!nd->reply)
+			continue;
+		if (run_id(nd->reply, id[i]) < 0) {
+			int no = resp_is_error(nd->reply, "NOPERM");
+			snprintf(err, errlen,
+			         "Redlock node %.150s cannot tell who it is (%s), so rlock cannot "
+			         "check that the nodes are distinct servers; allow INFO (+info) to "
+			         "rlock's ACL user",
+			         nd->srv->name,
+			         no ? "INFO refused: NOPERM" : "no run_id in INFO server");
+			return no ? STORE_DENIED : STORE_ERR;
+		}
+		for (int j = 0; j < i; j++)
+			if (!strcmp(id[i], id[j])) {
+				snprintf(
+				    err, errlen,
+				    "Redlock nodes must be distinct servers: %.150s and %.150s are "
+				    "the same server (run_id %.12s...)",
+				    q->node[j].srv->name, nd->srv->name, id[i]);
+				return STORE_USAGE;
+			}
+	}
+	return STORE_OK;
+}
+
 int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                 char *err, size_t errlen)
 {
@@ -262,18 +316,20 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
-		/* Every node at once, within one node timeout. */
-		struct req none = {0};
+		/* Every node at once, within one node timeout; each says who it is. */
 		int ok = 0, denied = 0;
-		round_all(q, &none, cap_ms);
+		round_all(q, &who, cap_ms);
 		for (int i = 0; i < q->n; i++) {
 			ok += q->node[i].c != NULL;
 			denied += q->node[i].denied;
 		}
-		if (ok < q->need) {
+		int rc =
+		    ok < q->need ? (denied ? STORE_DENIED : STORE_ERR) : distinct(q, err, errlen);
+		if (ok < q->need)
 			no_quorum(q, ok, "reachable", err, errlen);
+		if (rc != STORE_OK) {
 			quorum_close(q);
-			return denied ? STORE_DENIED : STORE_ERR;
+			return rc;
 		}
 	}
 	*out = q;

@@ -92,7 +92,8 @@ struct store_config {
 	const void *route_arg;
 };
 
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3 };
+/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
+enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
 
 struct store;
 
@@ -104,8 +105,9 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o);
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen);
 
 /* A new handle on cfg (which must outlive it). connect: open a connection now (main:
- * fail early, exit 69), else on first use. STORE_OK, STORE_ERR, STORE_DENIED; on
- * failure *out is NULL. */
+ * fail early, exit 69; a Redlock quorum also checks that its nodes are distinct
+ * servers), else on first use. STORE_OK, STORE_ERR, STORE_DENIED, STORE_USAGE (Redlock
+ * nodes that are one server); on failure *out is NULL. */
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                char *err, size_t errlen);
 void store_close(struct store *s);
