@@ -989,7 +989,7 @@ static void add_url_list(struct state *s, const char *list, const char *src, enu
 /* Redlock counts its nodes as independent masters: two URLs that name one server by
  * the same text (its database aside: one restart empties both) are a usage error. The
  * same server under two names (an alias, an address, its Unix socket) is found by
- * asking each server who it is when the quorum opens (quorum.c). */
+ * asking each server who it is in the handshake (client.c, quorum.c). */
 static void distinct_nodes(const struct opts *o)
 {
 	for (int i = 1; i < o->nurls; i++)

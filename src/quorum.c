@@ -22,12 +22,15 @@ struct node {
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
+	char id[41];              /* its server's run_id, as its last handshake said */
 };
 
 struct quorum {
 	const struct store_config *cfg;
 	int n, need;
-	int any; /* a node that answered lately */
+	int any;          /* a node that answered lately */
+	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
+	char dup_id[41];
 	struct node node[STORE_NODES_MAX];
 	/* The requests being built: large, so neither on the stack nor thread-local (every
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
@@ -108,6 +111,32 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 	}
 }
 
+/* Node i's handshake is done: its server said who it is. The same server as another
+ * node's (however their URLs name it: an alias, an address, its Unix socket) would
+ * vote twice: its connection is dropped, so it never counts (quorum_open then exits
+ * 64). 0, or -1 dropped. */
+static int node_ready(struct quorum *q, int i)
+{
+	struct node *nd = &q->node[i];
+
+	snprintf(nd->id, sizeof nd->id, "%s", client_run_id(nd->c));
+	for (int j = 0; j < q->n; j++) {
+		if (j == i || strcmp(q->node[j].id, nd->id) != 0)
+			continue;
+		if (q->dup_a < 0) {
+			q->dup_a = j < i ? j : i;
+			q->dup_b = j < i ? i : j;
+			snprintf(q->dup_id, sizeof q->dup_id, "%s", nd->id);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is the same server as %.80s",
+		         nd->srv->name, q->node[j].srv->name);
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
+	return 0;
+}
+
 /* Start connecting nd, unless its last connect timed out less than a node timeout ago
  * (so that k unreachable nodes cost one node timeout, not one per round: the rounds of
  * one acquisition follow each other closely). */
@@ -124,6 +153,8 @@ static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t d
 	nd->opening = rc == CLIENT_AGAIN;
 	if (rc != CLIENT_OK && rc != CLIENT_AGAIN)
 		nd->c = NULL;
+	if (rc == CLIENT_OK)
+		node_ready(q, (int)(nd - q->node));
 }
 
 static int has_request(const struct req *rq)
@@ -143,7 +174,7 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 	nd->denied = rc == CLIENT_AUTH;
 	if (rc != CLIENT_OK)
 		node_drop(nd);
-	else if (has_request(rq))
+	else if (node_ready(q, i) == 0 && has_request(rq))
 		node_send(nd, rq, deadline);
 }
 
@@ -246,60 +277,6 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	         what, q->need, *why ? "; " : "", why);
 }
 
-/* Who a server is: the run_id line of INFO server (40 hex digits, new at each start),
- * into id. 0, or -1 when the reply has none. */
-static int run_id(const struct resp_reply *r, char id[41])
-{
-	const char *p = r && r->type == RESP_STRING ? strstr(r->str, "run_id:") : NULL;
-	size_t n = p ? strspn(p + 7, "0123456789abcdefABCDEF") : 0;
-
-	if (n != 40)
-		return -1;
-	memcpy(id, p + 7, 40);
-	id[40] = '\0';
-	return 0;
-}
-
-static const struct req who = {.argc = 2, .argv = {"INFO", "server"}, .lens = {4, 6}};
-
-/* After `who` on every node: the Redlock nodes are distinct servers, however their URLs
- * name them (an alias, an address, the Unix socket of a TCP one). A node that answered
- * but cannot say who it is (an ACL without +info, a server without run_id) fails the
- * check: its vote could be another node's. STORE_OK, STORE_USAGE (the same server
- * twice), STORE_DENIED (INFO refused) or STORE_ERR, the reason in err. A node that did
- * not answer in time is not checked: it counts for nothing until it answers. */
-static int distinct(const struct quorum *q, char *err, size_t errlen)
-{
-	char id[STORE_NODES_MAX][41];
-
-	for (int i = 0; i < q->n; i++) {
-		const struct node *nd = &q->node[i];
-		id[i][0] = '\0';
-		if (!nd->reply)
-			continue;
-		if (run_id(nd->reply, id[i]) < 0) {
-			int no = resp_is_error(nd->reply, "NOPERM");
-			snprintf(err, errlen,
-			         "Redlock node %.150s cannot tell who it is (%s), so rlock cannot "
-			         "check that the nodes are distinct servers; allow INFO (+info) to "
-			         "rlock's ACL user",
-			         nd->srv->name,
-			         no ? "INFO refused: NOPERM" : "no run_id in INFO server");
-			return no ? STORE_DENIED : STORE_ERR;
-		}
-		for (int j = 0; j < i; j++)
-			if (!strcmp(id[i], id[j])) {
-				snprintf(
-				    err, errlen,
-				    "Redlock nodes must be distinct servers: %.150s and %.150s are "
-				    "the same server (run_id %.12s...)",
-				    q->node[j].srv->name, nd->srv->name, id[i]);
-				return STORE_USAGE;
-			}
-	}
-	return STORE_OK;
-}
-
 int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                 char *err, size_t errlen)
 {
@@ -313,23 +290,31 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	q->cfg = cfg;
 	q->n = cfg->n;
 	q->need = cfg->n / 2 + 1;
+	q->dup_a = q->dup_b = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
-		/* Every node at once, within one node timeout; each says who it is. */
+		/* Every node at once, within one node timeout (each says who it is). */
+		struct req none = {0};
 		int ok = 0, denied = 0;
-		round_all(q, &who, cap_ms);
+		round_all(q, &none, cap_ms);
 		for (int i = 0; i < q->n; i++) {
 			ok += q->node[i].c != NULL;
 			denied += q->node[i].denied;
 		}
-		int rc =
-		    ok < q->need ? (denied ? STORE_DENIED : STORE_ERR) : distinct(q, err, errlen);
-		if (ok < q->need)
-			no_quorum(q, ok, "reachable", err, errlen);
-		if (rc != STORE_OK) {
+		if (q->dup_a >= 0) {
+			snprintf(
+			    err, errlen,
+			    "Redlock nodes must be distinct servers: %.150s and %.150s are the "
+			    "same server (run_id %.12s...)",
+			    q->node[q->dup_a].srv->name, q->node[q->dup_b].srv->name, q->dup_id);
 			quorum_close(q);
-			return rc;
+			return STORE_USAGE;
+		}
+		if (ok < q->need) {
+			no_quorum(q, ok, "reachable", err, errlen);
+			quorum_close(q);
+			return denied ? STORE_DENIED : STORE_ERR;
 		}
 	}
 	*out = q;
