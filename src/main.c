@@ -253,6 +253,8 @@ int main(int argc, char **argv)
 	}
 
 	static struct reenter re;
+	if (o.mode == MODE_ACQUIRE)
+		reenter_plan(&re, c, &o); /* refuses (64) what would wait for an ancestor */
 	if (o.mode == MODE_RUN) {
 		reenter_if_holder(&re, c, &o, &orig);
 		/* Only the names left to take: the first may be another one now. */

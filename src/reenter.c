@@ -130,6 +130,18 @@ int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
 				             o->limit));
 				exit(RL_EX_USAGE);
 			}
+			/* --acquire leaves a keeper holding a lock of its own (its --release must
+			 * not give back the ancestor's): next to a shared hold or a permit it takes
+			 * one; an exclusive hold it could only wait for. */
+			if (o->mode == MODE_ACQUIRE && mode != 'x')
+				break;
+			if (o->mode == MODE_ACQUIRE) {
+				log_error(
+				    "lock '%s' is held exclusive by this process tree: --acquire "
+				    "would wait for itself",
+				    name);
+				exit(RL_EX_USAGE);
+			}
 			r->held[i] = j;
 		}
 		if (r->held[i] < 0)

@@ -37,7 +37,9 @@ struct reenter {
  * take (sorted as before). Returns the number of names left (0: the inherited holds
  * grant everything: run the command directly). A name the server cannot speak for (an
  * error, no reply) is left to take, as a normal run would. Exits 64 with one line on a
- * request that would wait for its own ancestor. */
+ * request that would wait for its own ancestor. With --acquire (o->mode) nothing is
+ * granted (the keeper holds a lock of its own): a name the tree holds exclusive exits
+ * 64, and one it holds shared or as a permit is taken. */
 int reenter_plan(struct reenter *r, struct store *s, struct opts *o);
 
 /* The command's environment: RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE name the first name

@@ -113,3 +113,24 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	kill -TERM "$keeper"
 	wait_until 30 not proc_alive "$keeper"
 }
+
+@test "--acquire of a name the tree holds exclusive exits 64 (it would wait for itself); beside a shared hold it takes one" {
+	run -0 rlock -k A -- sh -c '"$RLOCK" -k A -w 2s --acquire >vars; echo "rc $?"'
+	assert_line 'rc 64'
+	assert_line --partial "lock 'A' is held exclusive by this process tree: --acquire would wait for itself"
+	[[ ! -s vars ]] || fail "--acquire printed variables: $(cat vars)"
+	key_absent 'rlock:{A}'
+	# a shared hold: the keeper takes a shared hold of its own (its --release must not
+	# give back the parent's)
+	run -0 rlock -s -k S -- sh -c '"$RLOCK" -s -k S -n --acquire >vars; echo "rc $?"
+		"$RLOCK" -k S --status >status; echo "status $?"'
+	assert_line 'rc 0'
+	grep -q 'held by 2 shared holders' status || fail "status: $(cat status)"
+	local keeper token
+	token=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'; export RLOCK_TOKEN$/\1/p" vars)
+	keeper=$(rcli HGET 'rlock:{S}:meta' "$token" | sed 's/.*"pid":"\{0,1\}\([0-9]*\).*/\1/')
+	track_pid "$keeper"
+	kill -TERM "$keeper"
+	wait_until 30 not proc_alive "$keeper"
+	wait_until 30 key_absent 'rlock:{S}:holders'
+}
