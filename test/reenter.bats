@@ -134,3 +134,22 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	wait_until 30 not proc_alive "$keeper"
 	wait_until 30 key_absent 'rlock:{S}:holders'
 }
+
+@test "a shared hold beyond the 32 holders --status lists is still found (nested exclusive: 64)" {
+	# 33 other shared holders whose leases end before the parent's: the status lists
+	# them first, and the parent's token is not among the 32 it keeps
+	local t now i
+	t=$(rcli TIME | tr '\n' ' ')
+	now=$(($(cut -d' ' -f1 <<<"$t") * 1000))
+	rcli SET 'rlock:{S}:limit' shared PX 60000 >/dev/null
+	for ((i = 0; i < 33; i++)); do
+		rcli ZADD 'rlock:{S}:holders' $((now + 20000)) "$(printf 'f%031x' "$i")" >/dev/null
+	done
+	rcli PEXPIRE 'rlock:{S}:holders' 60000 >/dev/null
+	run -0 rlock -s -t 40s -k S -- sh -c '"$RLOCK" -k S -w 2s -- touch ran; echo "rc $?"
+		"$RLOCK" -n -s -k S -- sh -c "echo fence \$RLOCK_FENCE"'
+	assert_line 'rc 64'
+	assert_line 'fence 1'
+	[[ ! -e ran ]] || fail "a nested exclusive run ran under a shared hold"
+	assert_equal "$(rcli GET 'rlock:{S}:fence')" 1
+}
