@@ -104,11 +104,12 @@ int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
 	}
 	for (int i = 0; i < r->nnames; i++) {
 		const char *name = r->names[i];
-		for (int j = 0; j < r->n && r->held[i] < 0; j++) {
+		/* No randomness for its token: nothing is inherited (the acquire says why). */
+		int known = r->n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
+		for (int j = 0; known && j < r->n && r->held[i] < 0; j++) {
 			char mode, err[300], have[64], want[64];
 			int limit;
-			if (lock_init(&probe, o->prefix, name, o->ttl_ms) < 0 ||
-			    strcmp(probe.key, r->in[j].key) != 0)
+			if (strcmp(probe.key, r->in[j].key) != 0)
 				continue;
 			int rc = store_is_holder(s, &probe, r->in[j].token,
 			                         clock_ms() + o->io_timeout_ms, &mode, &limit, err,
