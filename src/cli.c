@@ -209,7 +209,10 @@ static const char usage_tail[] =
     "\n"
     "Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
     "\n"
-    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (with\n"
+    "several locks also RLOCK_KEYS, RLOCK_TOKENS, RLOCK_FENCES). A nested rlock is\n"
+    "granted the names its process tree holds already (in a mode at least as strong)\n"
+    "and takes the others; one that would wait for its own ancestor exits 64.\n"
     "\n"
     "Exit status:\n"
     "  N        the command's own status; if it died of signal N, rlock dies of\n"
@@ -997,6 +1000,30 @@ static void add_url_list(struct state *s, const char *list, const char *src, enu
 	}
 }
 
+/* Redlock counts its nodes as independent masters: two URLs that name one server by
+ * the same text (its database aside: one restart empties both) are a usage error. The
+ * same server under two names (an alias, an address, its Unix socket) is found by
+ * asking each server who it is in the handshake (client.c, quorum.c). */
+static void distinct_nodes(const struct opts *o)
+{
+	for (int i = 1; i < o->nurls; i++)
+		for (int j = 0; j < i; j++) {
+			const struct url *a = &o->urls[j], *b = &o->urls[i];
+			int unix_a = a->scheme == URL_UNIX, unix_b = b->scheme == URL_UNIX;
+			if (unix_a != unix_b ||
+			    (unix_a ? strcmp(a->path, b->path) != 0
+			            : strcasecmp(a->host, b->host) != 0 || a->port != b->port))
+				continue;
+			char x[URL_MAX_TEXT], y[URL_MAX_TEXT];
+			describe_server(x, sizeof x, a);
+			describe_server(y, sizeof y, b);
+			usage_error(
+			    "Redlock nodes must be distinct servers: %s and %s are the same "
+			    "server",
+			    x, y);
+		}
+}
+
 static void choose_url(struct state *s)
 {
 	struct opts *o = s->o;
@@ -1042,6 +1069,7 @@ static void choose_url(struct state *s)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
+	distinct_nodes(o);
 	describe_server(o->server, sizeof o->server, &o->url);
 	if (o->nurls > 1) {
 		size_t used = strlen(o->server);

@@ -11,12 +11,13 @@ struct client {
 	struct conn *conn;
 	struct resp_reader *rd;
 	const struct server *srv;
-	int unanswered; /* requests sent whose reply an abort left unread */
-	int broken;     /* a request was cut short: nothing more can be sent */
-	int replied;    /* a reply has been read: the server speaks RESP */
-	int asking;     /* client_set_asking */
-	int opening;    /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
-	int owed;       /* set-up replies still owed while opening */
+	int unanswered;  /* requests sent whose reply an abort left unread */
+	int broken;      /* a request was cut short: nothing more can be sent */
+	int replied;     /* a reply has been read: the server speaks RESP */
+	int asking;      /* client_set_asking */
+	int opening;     /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
+	int owed;        /* set-up replies still owed while opening */
+	char run_id[41]; /* srv->identify: who the server said it is */
 };
 
 int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
@@ -269,6 +270,31 @@ static int setup(struct client *c, int call, int64_t deadline_ms, char *err, siz
 	return sent;
 }
 
+/* INFO server's reply (srv->identify): its run_id into c->run_id, CLIENT_OK; or
+ * CLIENT_AUTH (NOPERM: the ACL user may not run INFO) or CLIENT_ERR with the reason. */
+static int info_reply(struct client *c, const struct resp_reply *r, char *err, size_t errlen)
+{
+	const char *p = r->type == RESP_STRING ? strstr(r->str, "run_id:") : NULL;
+	size_t n = p ? strspn(p + 7, "0123456789abcdefABCDEF") : 0;
+
+	if (n == 40) {
+		memcpy(c->run_id, p + 7, 40);
+		c->run_id[40] = '\0';
+		return CLIENT_OK;
+	}
+	snprintf(err, errlen,
+	         "Redlock node %s cannot tell who it is (%s), so rlock cannot check that the "
+	         "nodes are distinct servers; allow INFO (+info) to rlock's ACL user",
+	         c->srv->name,
+	         resp_is_error(r, "NOPERM") ? "INFO refused: NOPERM" : "no run_id in INFO server");
+	return resp_is_error(r, "NOPERM") || resp_is_noauth(r) ? CLIENT_AUTH : CLIENT_ERR;
+}
+
+const char *client_run_id(const struct client *c)
+{
+	return c->run_id;
+}
+
 static struct client *client_new(const struct server *srv, char *err, size_t errlen)
 {
 	struct client *c = calloc(1, sizeof *c);
@@ -339,6 +365,14 @@ int client_continue(struct client *c, char *err, size_t errlen)
 		rc = setup(c, 0, clock_ms(), err, errlen);
 		if (rc < 0)
 			return rc;
+		if (c->srv->identify) {
+			/* Who it is, in the same round trip (Redlock nodes must be distinct). */
+			const char *argv[2] = {"INFO", "server"};
+			size_t lens[2] = {4, 6};
+			if (client_send(c, 2, argv, lens, clock_ms(), err, errlen) < 0)
+				return CLIENT_ERR;
+			rc++;
+		}
 		c->owed = rc;
 		c->opening = 2;
 	}
@@ -349,9 +383,12 @@ int client_continue(struct client *c, char *err, size_t errlen)
 			return CLIENT_AGAIN;
 		if (got != 1)
 			return CLIENT_ERR;
-		int auth = c->srv->has_password && c->owed == 1 + (c->srv->db != 0);
-		int rc = auth ? auth_reply(c->srv, r, err, errlen)
-		              : select_reply(c->srv, r, err, errlen);
+		int info = c->srv->identify && c->owed == 1;
+		int auth = c->srv->has_password &&
+		           c->owed == 1 + (c->srv->db != 0) + (c->srv->identify != 0);
+		int rc = info   ? info_reply(c, r, err, errlen)
+		         : auth ? auth_reply(c->srv, r, err, errlen)
+		                : select_reply(c->srv, r, err, errlen);
 		resp_free(r);
 		if (rc != CLIENT_OK)
 			return rc;

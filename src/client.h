@@ -17,6 +17,9 @@ struct server {
 	const char *user; /* ACL user, or NULL */
 	int has_password; /* AUTH with the password held by secret.h */
 	int db;
+	/* Redlock: the handshake of client_start also asks who the server is (INFO server,
+	 * its run_id: client_run_id); a server that cannot say fails it. */
+	int identify;
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
 	char name[300]; /* for messages: "127.0.0.1:6379", "/tmp/r.sock" */
@@ -49,13 +52,18 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
  * client_start begins (conn_start: it waits only for a host not looked up yet, until
  * deadline_ms); client_continue goes on whenever client_fd() is ready for
  * client_events() (calling it early is harmless): the connect, the TLS handshake, then
- * AUTH and SELECT sent together and their replies checked. CLIENT_AGAIN until ready
+ * AUTH, SELECT (and INFO, identify) sent together and their replies checked. CLIENT_AGAIN until
+ * ready
  * (*out is set), then CLIENT_OK; CLIENT_AUTH or CLIENT_ERR with the reason (after
  * client_start *out is NULL; after client_continue close c). No other call on c before
  * CLIENT_OK. The caller owns the deadline: closing c gives up. */
 int client_start(struct client **out, const struct server *srv, int64_t deadline_ms, char *err,
                  size_t errlen);
 int client_continue(struct client *c, char *err, size_t errlen);
+
+/* The server's run_id (40 hex digits, new at each start) as the handshake of an
+ * identify server read it; "" otherwise. */
+const char *client_run_id(const struct client *c);
 short client_events(const struct client *c);
 
 /* Send one command and read its reply before the deadline. An ERROR reply is a

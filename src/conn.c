@@ -664,6 +664,10 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 	int soerr = 0, rc;
 	socklen_t len = sizeof soerr;
 
+	/* Done already (conn_start finishes a connect that completed at once, as a Unix
+	 * socket's does, and the caller goes on as for one in progress): ep is forgotten. */
+	if (c->connecting == 0 && !c->ep)
+		return CONN_OK;
 	while (c->connecting == 1) {
 		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
 		if (poll(&p, 1, 0) == 0)

@@ -104,8 +104,8 @@ int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
  * starts the TCP connect (a Unix connect completes or fails at once); it waits only to
  * look the host up when conn_resolve() has not filled ep->addrs, and only until
  * deadline_ms. conn_continue() goes on whenever conn_fd() is ready for conn_events()
- * (calling it early is harmless): the host's next address after a refused one, then
- * the TLS handshake. Both return CONN_OK (connected, handshake verified), CONN_AGAIN
+ * (calling it early, or again once connected, is harmless): the host's next address after a refused
+ * one, then the TLS handshake. Both return CONN_OK (connected, handshake verified), CONN_AGAIN
  * (*out/c is set: poll again), or CONN_ERR, CONN_TIMEOUT or CONN_ABORT (reason in err;
  * conn_start leaves *out NULL, after conn_continue close c). The caller owns the
  * deadline: closing c abandons the attempt. ep must outlive the connect. */

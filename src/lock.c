@@ -587,8 +587,35 @@ int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 	return holders_script(c, S_BREAK, l, deadline_ms, hs, err, errlen);
 }
 
+/* 1 when token has a shared hold or a permit of l whose lease has not ended by the
+ * server's clock (its score in PREFIX{NAME}:holders, the lease end in server ms), 0
+ * when not, -1 on error. Read only. */
+static int lease_left(struct client *c, const struct lock *l, const char *token,
+                      int64_t deadline_ms, char *err, size_t errlen)
+{
+	const char *zs[3] = {"ZSCORE", l->holders_key, token}, *tm[1] = {"TIME"};
+	size_t zl[3] = {6, strlen(l->holders_key), strlen(token)}, tl[1] = {4};
+	struct resp_reply *z = NULL, *t = NULL;
+	int held = -1;
+
+	if (client_call(c, 3, zs, zl, deadline_ms, &z, err, errlen) == 0 &&
+	    client_call(c, 1, tm, tl, deadline_ms, &t, err, errlen) == 0) {
+		if (z->type == RESP_NIL)
+			held = 0;
+		else if (z->type == RESP_STRING && t->type == RESP_ARRAY && t->elements == 2 &&
+		         t->element[0]->type == RESP_STRING && t->element[1]->type == RESP_STRING)
+			held = strtod(z->str, NULL) > strtod(t->element[0]->str, NULL) * 1000 +
+			                                  strtod(t->element[1]->str, NULL) / 1000;
+		else
+			snprintf(err, errlen, "unexpected reply to ZSCORE or TIME");
+	}
+	resp_free(z);
+	resp_free(t);
+	return held;
+}
+
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
-               char *err, size_t errlen)
+               char *mode, int *limit, char *err, size_t errlen)
 {
 	struct holders *hs = malloc(sizeof *hs);
 	int held = 0;
@@ -601,8 +628,19 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 		free(hs);
 		return -1;
 	}
-	for (int i = 0; i < hs->n; i++)
-		held |= strcmp(hs->h[i].token, token) == 0;
+	for (int i = 0; i < hs->n && !held; i++) {
+		if (strcmp(hs->h[i].token, token) != 0)
+			continue;
+		held = 1;
+		*mode = hs->h[i].mode;
+		*limit = hs->h[i].mode == 'l' ? atoi(hs->limit) : 0;
+	}
+	/* More shared holders or permits than the status lists: the token's own lease. */
+	if (!held && hs->total > hs->n && hs->limit[0]) {
+		held = lease_left(c, l, token, deadline_ms, err, errlen);
+		*mode = strcmp(hs->limit, "shared") == 0 ? 's' : 'l';
+		*limit = *mode == 'l' ? atoi(hs->limit) : 0;
+	}
 	free(hs);
 	return held;
 }

@@ -224,8 +224,9 @@ int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, str
 int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
                char *err, size_t errlen);
 
-/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not, -1 error. */
+/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not, -1 error.
+ * On 1, *mode is its mode ('x', 's', 'l') and *limit the holders' N ('l'; else 0). */
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
-               char *err, size_t errlen);
+               char *mode, int *limit, char *err, size_t errlen);
 
 #endif

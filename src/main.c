@@ -18,6 +18,7 @@
 #include "lock.h"
 #include "log.h"
 #include "multi.h"
+#include "reenter.h"
 #include "renew.h"
 #include "report.h"
 #include "store.h"
@@ -45,40 +46,49 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 }
 
 /* Environment of the command: the user's own, untouched (as flock and timeout pass
- * it), plus the lock's details. A secret rlock read from a file or the config is never
- * added. */
-static void child_environment(const struct lock *l)
+ * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
+ * or taken here) and the lease length of those taken here. A secret rlock read from a
+ * file or the config is never added. */
+static void child_environment(const struct reenter *r, const struct lock *l,
+                              const struct multi *more)
 {
 	char v[32];
 
-	setenv("RLOCK_KEY", l->key, 1);
-	setenv("RLOCK_TOKEN", l->token, 1);
-	snprintf(v, sizeof v, "%lld", l->fence);
-	setenv("RLOCK_FENCE", v, 1);
+	reenter_environment(r, l, more);
 	snprintf(v, sizeof v, "%lld", (long long)l->ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
 }
 
-/* A nested rlock for the same key whose token is the live holder runs the command
- * directly instead of deadlocking against its parent. When the store cannot say, the
- * acquire goes on (and reports what is wrong). */
-static void reenter_if_holder(struct store *s, const struct opts *o, const struct lock *l,
+/* A nested rlock whose process tree already holds every name it asks for (in a mode at
+ * least as strong) runs the command directly instead of deadlocking against its
+ * ancestor; with only some of them, o keeps the names left to take (reenter.h). */
+static void reenter_if_holder(struct reenter *r, struct store *s, struct opts *o,
                               const sigset_t *orig)
 {
-	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN");
-	char err[300];
-
-	if (!k || !t || strcmp(k, l->key) != 0)
+	if (reenter_plan(r, s, o) > 0)
 		return;
-	if (store_is_holder(s, l, t, clock_ms() + o->io_timeout_ms, err, sizeof err) != 1)
-		return;
-	log_info("lock '%s' is already held by this process tree: running the command directly",
-	         o->name);
+	log_info("every lock asked for is already held by this process tree: running the "
+	         "command directly");
 	store_close(s);
+	reenter_environment(r, NULL, NULL);
 	child_exec(o->argv, o->shell_command, orig);
 	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
 	          errno == ENOENT ? "command not found" : strerror(errno));
 	exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+}
+
+static int init_lock(struct lock *l, const struct opts *o)
+{
+	if (lock_init(l, o->prefix, o->name ? o->name : "", o->ttl_ms) < 0) {
+		log_error("no randomness for the lock token: %s", strerror(errno));
+		return -1;
+	}
+	lock_set_mode(l,
+	              o->kind == KIND_SHARED  ? LOCK_SHARED
+	              : o->kind == KIND_LIMIT ? LOCK_LIMIT
+	                                      : LOCK_EXCLUSIVE,
+	              o->limit, o->fair, o->wait_ms == 0);
+	return 0;
 }
 
 static int busy(const struct opts *o, const struct holder *h)
@@ -219,15 +229,8 @@ int main(int argc, char **argv)
 	if (o.tls.enabled)
 		conn_tls_init();
 	store_config_from_opts(&cfg, &o);
-	if (lock_init(&l, o.prefix, o.name ? o.name : "", o.ttl_ms) < 0) {
-		log_error("no randomness for the lock token: %s", strerror(errno));
+	if (init_lock(&l, &o) < 0)
 		return RL_EX_OSERR;
-	}
-	lock_set_mode(&l,
-	              o.kind == KIND_SHARED  ? LOCK_SHARED
-	              : o.kind == KIND_LIMIT ? LOCK_LIMIT
-	                                     : LOCK_EXCLUSIVE,
-	              o.limit, o.fair, o.wait_ms == 0);
 	/* The password stays in memory while connections may need reopening (renewal,
 	 * waiting, release); it is wiped at exit. */
 	/* The name is looked up once, here: later connects (renewal, waiting, release)
@@ -238,7 +241,7 @@ int main(int argc, char **argv)
 	if (rc != STORE_OK) {
 		die_if_signalled(termfd);
 		log_error("%s", err);
-		return RL_EX_UNAVAILABLE;
+		return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
 	}
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE) {
 		rc = o.mode == MODE_STATUS    ? report_status(c, &o)
@@ -249,8 +252,17 @@ int main(int argc, char **argv)
 		return rc;
 	}
 
-	if (o.mode == MODE_RUN)
-		reenter_if_holder(c, &o, &l, &orig);
+	static struct reenter re;
+	if (o.mode == MODE_ACQUIRE)
+		reenter_plan(&re, c, &o); /* refuses (64) what would wait for an ancestor */
+	if (o.mode == MODE_RUN) {
+		reenter_if_holder(&re, c, &o, &orig);
+		/* Only the names left to take: the first may be another one now. */
+		if (strcmp(o.name, re.names[0]) != 0 && init_lock(&l, &o) < 0) {
+			store_close(c);
+			return RL_EX_OSERR;
+		}
+	}
 	gethostname(host, sizeof host - 1);
 	describe_command(cmdline, sizeof cmdline, &o);
 	struct timespec now;
@@ -343,8 +355,7 @@ int main(int argc, char **argv)
 	conn_set_abort_fd(-1);
 	close(termfd);
 
-	child_environment(&l);
-	multi_environment(&more, &l);
+	child_environment(&re, &l, &more);
 	struct child ch;
 	int64_t started = clock_ms();
 	int64_t kill_by_ms = l.ttl_ms * RENEW_KILL_NUM / RENEW_KILL_DEN;

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -132,27 +131,6 @@ int multi_lost_reason(const struct multi *m, int timed_out, int64_t loss_after_m
 		}
 	}
 	return 0;
-}
-
-void multi_environment(const struct multi *m, const struct lock *first)
-{
-	if (m->n == 0)
-		return; /* one lock: RLOCK_KEY and RLOCK_FENCE say it all */
-	size_t kn = strlen(first->key) + 1;
-	for (int i = 0; i < m->n; i++)
-		kn += strlen(m->l[i].key) + 1;
-	char *keys = malloc(kn), fences[OPTS_NAMES_MAX * 24];
-	if (!keys)
-		return;
-	int ko = snprintf(keys, kn, "%s", first->key);
-	int fo = snprintf(fences, sizeof fences, "%lld", first->fence);
-	for (int i = 0; i < m->n; i++) {
-		ko += snprintf(keys + ko, kn - (size_t)ko, " %s", m->l[i].key);
-		fo += snprintf(fences + fo, sizeof fences - (size_t)fo, " %lld", m->l[i].fence);
-	}
-	setenv("RLOCK_KEYS", keys, 1);
-	setenv("RLOCK_FENCES", fences, 1);
-	free(keys);
 }
 
 int multi_release(struct multi *m, const struct store_config *cfg, int64_t keep_ms,

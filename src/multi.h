@@ -7,9 +7,7 @@
  * next one may be long); the lease the supervisor watches is the oldest of them all,
  * and the loss of any one is the loss of the set (79).
  *
- * Environment of the command: RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE are the first lock's;
- * RLOCK_KEYS and RLOCK_FENCES list every lock's key and fence, space-separated, in the
- * same (sorted) order. */
+ * The command's environment (RLOCK_KEYS, RLOCK_TOKENS, RLOCK_FENCES) is reenter.h's. */
 #ifndef RLOCK_MULTI_H
 #define RLOCK_MULTI_H
 
@@ -48,10 +46,6 @@ int multi_lost_fd(struct multi *m, int first_fd);
 /* Why a lock of m is lost (into buf; 0 if none is known lost): the server's verdict. */
 int multi_lost_reason(const struct multi *m, int timed_out, int64_t loss_after_ms, char *buf,
                       size_t n);
-
-/* Several locks: add RLOCK_KEYS and RLOCK_FENCES (first's, then m's) to the
- * environment. */
-void multi_environment(const struct multi *m, const struct lock *first);
 
 /* Stop the renewals and release every lock of m (keep_ms: --min-hold), each on its
  * renewal thread's connection, else on spare (the caller's, left open; may be NULL),

@@ -22,12 +22,15 @@ struct node {
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
+	char id[41];              /* its server's run_id, as its last handshake said */
 };
 
 struct quorum {
 	const struct store_config *cfg;
 	int n, need;
-	int any; /* a node that answered lately */
+	int any;          /* a node that answered lately */
+	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
+	char dup_id[41];
 	struct node node[STORE_NODES_MAX];
 	/* The requests being built: large, so neither on the stack nor thread-local (every
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
@@ -108,6 +111,32 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 	}
 }
 
+/* Node i's handshake is done: its server said who it is. The same server as another
+ * node's (however their URLs name it: an alias, an address, its Unix socket) would
+ * vote twice: its connection is dropped, so it never counts (quorum_open then exits
+ * 64). 0, or -1 dropped. */
+static int node_ready(struct quorum *q, int i)
+{
+	struct node *nd = &q->node[i];
+
+	snprintf(nd->id, sizeof nd->id, "%s", client_run_id(nd->c));
+	for (int j = 0; j < q->n; j++) {
+		if (j == i || strcmp(q->node[j].id, nd->id) != 0)
+			continue;
+		if (q->dup_a < 0) {
+			q->dup_a = j < i ? j : i;
+			q->dup_b = j < i ? i : j;
+			snprintf(q->dup_id, sizeof q->dup_id, "%s", nd->id);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is the same server as %.80s",
+		         nd->srv->name, q->node[j].srv->name);
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
+	return 0;
+}
+
 /* Start connecting nd, unless its last connect timed out less than a node timeout ago
  * (so that k unreachable nodes cost one node timeout, not one per round: the rounds of
  * one acquisition follow each other closely). */
@@ -124,6 +153,8 @@ static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t d
 	nd->opening = rc == CLIENT_AGAIN;
 	if (rc != CLIENT_OK && rc != CLIENT_AGAIN)
 		nd->c = NULL;
+	if (rc == CLIENT_OK)
+		node_ready(q, (int)(nd - q->node));
 }
 
 static int has_request(const struct req *rq)
@@ -143,7 +174,7 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 	nd->denied = rc == CLIENT_AUTH;
 	if (rc != CLIENT_OK)
 		node_drop(nd);
-	else if (has_request(rq))
+	else if (node_ready(q, i) == 0 && has_request(rq))
 		node_send(nd, rq, deadline);
 }
 
@@ -259,16 +290,26 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	q->cfg = cfg;
 	q->n = cfg->n;
 	q->need = cfg->n / 2 + 1;
+	q->dup_a = q->dup_b = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
-		/* Every node at once, within one node timeout. */
+		/* Every node at once, within one node timeout (each says who it is). */
 		struct req none = {0};
 		int ok = 0, denied = 0;
 		round_all(q, &none, cap_ms);
 		for (int i = 0; i < q->n; i++) {
 			ok += q->node[i].c != NULL;
 			denied += q->node[i].denied;
+		}
+		if (q->dup_a >= 0) {
+			snprintf(
+			    err, errlen,
+			    "Redlock nodes must be distinct servers: %.150s and %.150s are the "
+			    "same server (run_id %.12s...)",
+			    q->node[q->dup_a].srv->name, q->node[q->dup_b].srv->name, q->dup_id);
+			quorum_close(q);
+			return STORE_USAGE;
 		}
 		if (ok < q->need) {
 			no_quorum(q, ok, "reachable", err, errlen);

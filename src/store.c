@@ -49,6 +49,7 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		srv->user = o->user;
 		srv->has_password = o->has_password;
 		srv->db = u->db;
+		srv->identify = cfg->n > 1;
 		srv->connect_timeout_ms = o->connect_timeout_ms;
 		srv->io_timeout_ms = o->io_timeout_ms;
 	}
@@ -562,26 +563,34 @@ struct holder_check {
 	const struct lock *l;
 	const char *token;
 	int ours;
+	char mode;
+	int limit;
 };
 
 static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct holder_check *a = arg;
 
-	a->ours = lock_holds(c, a->l, a->token, d, err, errlen);
+	a->ours = lock_holds(c, a->l, a->token, d, &a->mode, &a->limit, err, errlen);
 	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
 }
 
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *err, size_t errlen)
+                    char *mode, int *limit, char *err, size_t errlen)
 {
-	struct holder_check a = {l, token, 0};
+	struct holder_check a = {l, token, 0, 'x', 0};
 
-	if (s->q)
+	*mode = 'x';
+	*limit = 0;
+	if (s->q) /* Redlock locks are exclusive only (cli.c) */
 		return quorum_is_holder(s->q, l, token, cap_ms, err, errlen);
 
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
-	return rc == LOCK_OK ? a.ours : -1;
+	if (rc != LOCK_OK)
+		return -1;
+	*mode = a.mode;
+	*limit = a.limit;
+	return a.ours;
 }
 
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)

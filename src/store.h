@@ -92,7 +92,8 @@ struct store_config {
 	const void *route_arg;
 };
 
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3 };
+/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
+enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
 
 struct store;
 
@@ -104,8 +105,9 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o);
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen);
 
 /* A new handle on cfg (which must outlive it). connect: open a connection now (main:
- * fail early, exit 69), else on first use. STORE_OK, STORE_ERR, STORE_DENIED; on
- * failure *out is NULL. */
+ * fail early, exit 69; a Redlock quorum also checks that its nodes are distinct
+ * servers), else on first use. STORE_OK, STORE_ERR, STORE_DENIED, STORE_USAGE (Redlock
+ * nodes that are one server); on failure *out is NULL. */
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                char *err, size_t errlen);
 void store_close(struct store *s);
@@ -152,9 +154,10 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
 
 /* Re-entry: 1 when token is a live holder of l now (exclusive, shared or a permit), 0
- * when not, -1 when the store cannot say. */
+ * when not, -1 when the store cannot say. On 1, *mode is how it holds l ('x', 's', or
+ * 'l' with *limit the holders' N; else *limit is 0). */
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *err, size_t errlen);
+                    char *mode, int *limit, char *err, size_t errlen);
 
 /* After an acquire on this handle: WAIT until n replicas have the writes of its
  * connection (0, or -1 with the reason; fewer than n is a failure). After a failure

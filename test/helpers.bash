@@ -24,7 +24,7 @@ export RLOCK RLOCK_SOURCE_DIR RLOCK_BUILD_DIR
 # Isolate rlock from the caller's environment and config files: the tests say which
 # server to use (REDIS_URL, exported by redis_start) and nothing else leaks in.
 unset RLOCK_URL RLOCK_PREFIX RLOCK_CONFIG RLOCK_PASSWORD REDISCLI_AUTH \
-	RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_TTL_MS
+	RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_TTL_MS RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES
 export XDG_CONFIG_HOME="${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/xdg-config"
 export LC_ALL=C
 

@@ -274,3 +274,53 @@ teardown() {
 	run -64 --separate-stderr rlock -s -k u -- true
 	assert_regex "$stderr" 'not Redlock'
 }
+
+@test "distinct nodes: the same host:port twice is refused before any traffic (64); three distinct nodes are fine" {
+	local p0 p1 dead
+	p0=$(node_port 0) p1=$(node_port 1) dead=$(dead_port)
+	# a port nobody listens on: any traffic would have been a 69, not a 64
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$dead,redis://127.0.0.1:$dead,redis://127.0.0.1:$p1" -k d -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "distinct servers: redis://127.0.0.1:$dead and redis://127.0.0.1:$dead are the same"
+	# its database aside, one server is one node; so is a host written in capitals
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$p0/1,redis://127.0.0.1:$p0/2,redis://127.0.0.1:$p1" -k d -- touch ran
+	assert_one_line_error
+	run -64 --separate-stderr rlock -u "redis://LOCALHOST:$p0,redis://localhost:$p0,redis://127.0.0.1:$p1" -k d -- touch ran
+	assert_one_line_error
+	[[ ! -e ran ]] || fail "a command ran over a quorum with one server twice"
+	[[ $(node_cli 0 EXISTS 'rlock:{d}:fence') == 0 ]] || fail "node 0 was written to"
+	run -0 rlock -u "redis://127.0.0.1:$p0,redis://127.0.0.1:$p1,redis://127.0.0.1:$(node_port 2)" -k d -- touch ran
+	[[ -e ran ]]
+}
+
+@test "distinct nodes: one server under two names (an alias, its Unix socket) exits 64 naming both; INFO refused exits 69" {
+	local p0 p1 port
+	p0=$(node_port 0) p1=$(node_port 1) port=$(free_port)
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$p0,redis://localhost:$p0,redis://127.0.0.1:$p1" -k d -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "distinct servers: 127.0.0.1:$p0 and localhost:$p0 are the same server"
+	# a server on a TCP port and a Unix socket at once
+	redis_start --unix --port "$port" --bind 127.0.0.1
+	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$port,redis://127.0.0.1:$p1,unix://$REDIS_SOCKET" -k d -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "127.0.0.1:$port and $REDIS_SOCKET are the same server"
+	[[ ! -e ran ]] || fail "a command ran over a quorum with one server twice"
+	[[ $(node_cli 0 EXISTS 'rlock:{d}:fence') == 0 ]] || fail "node 0 was written to"
+	# distinct, one of them on its Unix socket: fine
+	run -0 rlock -u "redis://127.0.0.1:$p0,redis://127.0.0.1:$p1,unix://$REDIS_SOCKET" -k d -- touch ran
+	[[ -e ran ]]
+	redis_stop "$REDIS_PID"
+	# an ACL user that may not run INFO: the nodes cannot be told apart, so no run (69)
+	local i
+	for ((i = 0; i < 3; i++)); do
+		node_cli "$i" ACL SETUSER noinfo on '>pw' '~*' '&*' +@all -info >/dev/null
+	done
+	RLOCK_PASSWORD=pw run -69 --separate-stderr rlock --user noinfo \
+		-u "redis://127.0.0.1:$p0,redis://127.0.0.1:$p1,redis://127.0.0.1:$(node_port 2)" -k d -- touch ran2
+	assert_one_line_error
+	assert_regex "$stderr" 'cannot tell who it is \(INFO refused: NOPERM\).*\+info'
+	[[ ! -e ran2 ]]
+	for ((i = 0; i < 3; i++)); do
+		node_cli "$i" ACL DELUSER noinfo >/dev/null
+	done
+}

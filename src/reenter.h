@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* Re-entrance: a nested rlock under locks its process tree already holds. The holds it
+ * inherits come from the environment an ancestor rlock (or `eval "$(rlock --acquire)"`)
+ * exported: RLOCK_KEY + RLOCK_TOKEN (+ RLOCK_FENCE), and RLOCK_KEYS + RLOCK_TOKENS (+
+ * RLOCK_FENCES), the same words in the same order. An inherited hold grants a name asked
+ * for only when the server says its token is the live holder now, in a mode at least as
+ * strong as the one asked for (exclusive grants everything; shared grants -s; a permit
+ * of --limit N grants -l N); the other names are taken as a normal run takes them. A
+ * request that could only wait for its own ancestor (exclusive, or another kind, on a
+ * name held shared or as a permit) is a usage error (64). */
+#ifndef RLOCK_REENTER_H
+#define RLOCK_REENTER_H
+
+#include "cli.h"
+#include "lock.h"
+#include "multi.h"
+#include "store.h"
+
+#define REENTER_MAX (2 * OPTS_NAMES_MAX)
+
+struct inherited {
+	char key[LOCK_KEY_MAX];
+	char token[LOCK_TOKEN_LEN + 1];
+	char fence[24];
+};
+
+struct reenter {
+	int n; /* inherited holds read from the environment */
+	struct inherited in[REENTER_MAX];
+	int nnames; /* the names asked for (o->names before the plan) */
+	const char *names[OPTS_NAMES_MAX];
+	int held[OPTS_NAMES_MAX]; /* per name: index in in[] that grants it, or -1 */
+};
+
+/* Read the inherited holds and ask the store (within io_timeout_ms) which names of
+ * o->names they grant. Then o->names / o->nnames / o->name keep only the names still to
+ * take (sorted as before). Returns the number of names left (0: the inherited holds
+ * grant everything: run the command directly). A name the server cannot speak for (an
+ * error, no reply) is left to take, as a normal run would. Exits 64 with one line on a
+ * request that would wait for its own ancestor. With --acquire (o->mode) nothing is
+ * granted (the keeper holds a lock of its own): a name the tree holds exclusive exits
+ * 64, and one it holds shared or as a permit is taken. */
+int reenter_plan(struct reenter *r, struct store *s, struct opts *o);
+
+/* The command's environment: RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE name the first name
+ * asked for (inherited or first, taken now: first, then more); RLOCK_KEYS, RLOCK_TOKENS
+ * and RLOCK_FENCES list every lock the command runs under (the names asked for in sorted
+ * order, then the inherited holds not asked for), or are unset when that is one lock. */
+void reenter_environment(const struct reenter *r, const struct lock *first,
+                         const struct multi *more);
+
+#endif

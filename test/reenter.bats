@@ -1,0 +1,155 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Re-entrance (SPEC §5, §11): a nested rlock is granted exactly what the locks its
+# process tree holds already grant (every name asked for, in a mode at least as strong,
+# as the server says now); it takes the rest as a normal run does, or refuses (64) what
+# would wait for its own ancestor. Inherited from a parent rlock (RLOCK_KEY/RLOCK_TOKEN,
+# RLOCK_KEYS/RLOCK_TOKENS) and from `eval "$(rlock --acquire)"`.
+
+load helpers
+
+# nested_status TAG: the status the nested run recorded in TAG.rc.
+nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
+
+@test "nested -k A -k B under A: B held elsewhere is waited for (busy with -n), then taken and released; A untouched" {
+	rlock_bg -k B -- "$HOLD" other
+	local other=$RLOCK_PID
+	wait_until 30 test -e other.started
+	# The parent holds A; its command runs the nested rlock twice (-n, then waiting),
+	# then holds on so that the state after the nested run can be looked at.
+	rlock_bg -k A -- sh -c '
+		"$RLOCK" -n -k A -k B -- touch ran-n; echo $? >n.rc
+		"$RLOCK" -w 60s -k A -k B -- "$1" inner; echo $? >w.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e n.rc
+	assert_equal "$(nested_status n)" 75
+	[[ ! -e ran-n ]] || fail "the nested -n run ran its command without taking B"
+	# The waiting run waits for B, not for A: the other holder still has B.
+	wait_until 30 eval '(($(waiters B) >= 1))'
+	[[ ! -e inner.started ]] || fail "the nested run ran its command without taking B"
+	touch other.release
+	rlock_wait "$other"
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 30 test -e inner.started
+	# B is the nested run's, A still the parent's (one acquisition of A in all).
+	assert_equal "$(rcli GET 'rlock:{B}')" "$(env_of inner RLOCK_TOKENS | cut -d' ' -f2)"
+	assert_equal "$(env_of inner RLOCK_KEYS)" 'rlock:{A} rlock:{B}'
+	assert_equal "$(env_of inner RLOCK_KEY)" 'rlock:{A}'
+	assert_equal "$(rcli GET 'rlock:{A}:fence')" 1
+	assert_equal "$(rcli GET 'rlock:{B}:fence')" 2
+	touch inner.release
+	wait_until 30 test -e parent.started
+	assert_equal "$(nested_status w)" 0
+	# The nested run released B, and only B.
+	key_absent 'rlock:{B}'
+	assert_equal "$(rcli GET 'rlock:{A}')" "$(env_of parent RLOCK_TOKEN)"
+	touch parent.release
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{A}'
+}
+
+@test "mode: an exclusive hold grants a nested -s; a shared one refuses a nested exclusive (64); --limit N only N" {
+	# exclusive parent, nested -s: runs directly, no second acquisition
+	run -0 rlock -k A -- "$RLOCK" -n -s -k A -- sh -c 'echo "fence $RLOCK_FENCE"'
+	assert_output 'fence 1'
+	assert_equal "$(rcli GET 'rlock:{A}:fence')" 1
+	# shared parent, nested exclusive: it would wait for its own parent
+	run -0 rlock -s -k S -- sh -c '"$RLOCK" -w 30s -k S -- touch ran; echo "rc $?"'
+	assert_line 'rc 64'
+	assert_line --partial "lock 'S' is held shared (-s) by this process tree"
+	[[ ! -e ran ]] || fail "a nested exclusive run ran under a shared hold"
+	# shared parent, nested shared: runs directly
+	run -0 rlock -s -k S -- "$RLOCK" -n -s -k S -- sh -c 'echo ok'
+	assert_output ok
+	# a permit of --limit 2: a nested -l 2 runs directly, -l 3 or exclusive is refused
+	run -0 rlock -l 2 -k L -- "$RLOCK" -n -l 2 -k L -- sh -c 'echo ok'
+	assert_output ok
+	run -0 rlock -l 2 -k L -- sh -c '"$RLOCK" -n -l 3 -k L -- true; echo "rc $?"'
+	assert_line 'rc 64'
+	run -0 rlock -l 2 -k L -- sh -c '"$RLOCK" -n -k L -- true; echo "rc $?"'
+	assert_line 'rc 64'
+	key_absent 'rlock:{L}:holders'
+}
+
+@test "several -k: every inherited lock is known by its token (RLOCK_TOKENS), also two levels down" {
+	# parent A+B; child takes C; grandchild asks B (not the child's RLOCK_KEY): direct
+	run -0 rlock -k A -k B -- "$RLOCK" -n -k C -- "$RLOCK" -n -k B -- \
+		sh -c 'echo "$RLOCK_KEY|$RLOCK_KEYS"'
+	assert_output 'rlock:{B}|rlock:{B} rlock:{C} rlock:{A}'
+	assert_equal "$(rcli GET 'rlock:{B}:fence')" 1
+	key_absent 'rlock:{A}'
+	key_absent 'rlock:{B}'
+	key_absent 'rlock:{C}'
+}
+
+@test "from --acquire's variables: a nested -k A -k B takes B (busy while held elsewhere), leaves A to the keeper" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	rlock_bg -k B -- "$HOLD" other
+	wait_until 30 test -e other.started
+	run -75 rlock -n -k A -k B -- touch ran
+	[[ ! -e ran ]] || fail "ran without taking B"
+	touch other.release
+	rlock_wait
+	run -0 rlock -n -k A -k B -- sh -c 'echo "$RLOCK_KEYS"'
+	assert_output 'rlock:{A} rlock:{B}'
+	key_absent 'rlock:{B}'
+	assert_equal "$(rcli GET 'rlock:{A}')" "$RLOCK_TOKEN"
+	assert_equal "$(rcli GET 'rlock:{A}:fence')" 1
+	run -0 rlock -k A --release
+	key_absent 'rlock:{A}'
+	# a shared keeper does not grant a nested exclusive run
+	eval "$(rlock -s -k S --acquire)"
+	local keeper
+	keeper=$(rcli HGET 'rlock:{S}:meta' "$RLOCK_TOKEN" | sed 's/.*"pid":"\{0,1\}\([0-9]*\).*/\1/')
+	track_pid "$keeper"
+	run -64 --separate-stderr rlock -w 30s -k S -- touch ran
+	[[ ! -e ran ]] || fail "a nested exclusive run ran under a shared keeper"
+	assert_one_line_error
+	# SIGTERM makes the keeper release (what --release of a shared keeper does is not
+	# this test's business)
+	kill -TERM "$keeper"
+	wait_until 30 not proc_alive "$keeper"
+}
+
+@test "--acquire of a name the tree holds exclusive exits 64 (it would wait for itself); beside a shared hold it takes one" {
+	run -0 rlock -k A -- sh -c '"$RLOCK" -k A -w 2s --acquire >vars; echo "rc $?"'
+	assert_line 'rc 64'
+	assert_line --partial "lock 'A' is held exclusive by this process tree: --acquire would wait for itself"
+	[[ ! -s vars ]] || fail "--acquire printed variables: $(cat vars)"
+	key_absent 'rlock:{A}'
+	# a shared hold: the keeper takes a shared hold of its own (its --release must not
+	# give back the parent's)
+	run -0 rlock -s -k S -- sh -c '"$RLOCK" -s -k S -n --acquire >vars; echo "rc $?"
+		"$RLOCK" -k S --status >status; echo "status $?"'
+	assert_line 'rc 0'
+	grep -q 'held by 2 shared holders' status || fail "status: $(cat status)"
+	local keeper token
+	token=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'; export RLOCK_TOKEN$/\1/p" vars)
+	keeper=$(rcli HGET 'rlock:{S}:meta' "$token" | sed 's/.*"pid":"\{0,1\}\([0-9]*\).*/\1/')
+	track_pid "$keeper"
+	kill -TERM "$keeper"
+	wait_until 30 not proc_alive "$keeper"
+	wait_until 30 key_absent 'rlock:{S}:holders'
+}
+
+@test "a shared hold beyond the 32 holders --status lists is still found (nested exclusive: 64)" {
+	# 33 other shared holders whose leases end before the parent's: the status lists
+	# them first, and the parent's token is not among the 32 it keeps
+	local t now i
+	t=$(rcli TIME | tr '\n' ' ')
+	now=$(($(cut -d' ' -f1 <<<"$t") * 1000))
+	rcli SET 'rlock:{S}:limit' shared PX 60000 >/dev/null
+	for ((i = 0; i < 33; i++)); do
+		rcli ZADD 'rlock:{S}:holders' $((now + 20000)) "$(printf 'f%031x' "$i")" >/dev/null
+	done
+	rcli PEXPIRE 'rlock:{S}:holders' 60000 >/dev/null
+	run -0 rlock -s -t 40s -k S -- sh -c '"$RLOCK" -k S -w 2s -- touch ran; echo "rc $?"
+		"$RLOCK" -n -s -k S -- sh -c "echo fence \$RLOCK_FENCE"'
+	assert_line 'rc 64'
+	assert_line 'fence 1'
+	[[ ! -e ran ]] || fail "a nested exclusive run ran under a shared hold"
+	assert_equal "$(rcli GET 'rlock:{S}:fence')" 1
+}
