@@ -88,6 +88,39 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
 
+/* The watchdog's life: kill the group at the deadline it holds, or when rlock is gone
+ * (the end of its pipe); exit on WATCHDOG_DISARM. */
+static void __attribute__((noreturn)) watchdog_run(int fd, pid_t pgid, int64_t kill_by)
+{
+	for (;;) {
+		int timeout = -1;
+		if (kill_by != WATCHDOG_NONE) {
+			int64_t left = kill_by - clock_ms();
+			if (left <= 0) {
+				kill(-pgid, SIGKILL);
+				kill_by = WATCHDOG_NONE;
+				continue;
+			}
+			timeout = left > 60000 ? 60000 : (int)left;
+		}
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, timeout) <= 0)
+			continue;
+		int64_t v;
+		ssize_t n = read(fd, &v, sizeof v);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
+			_exit(0);
+		if (n == (ssize_t)sizeof v) {
+			kill_by = v;
+			continue;
+		}
+		kill(-pgid, SIGKILL); /* rlock is gone (end of the pipe) */
+		_exit(0);
+	}
+}
+
 /* A tiny process that outlives rlock and runs while rlock cannot: if rlock dies without
  * saying goodbye (even by SIGKILL), it kills the command's whole process group
  * (PR_SET_PDEATHSIG covers only the direct child, not what a shell command started);
@@ -133,33 +166,7 @@ static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 		(void)!write(ready[1], "", 1);
 		fds_close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		for (;;) {
-			int timeout = -1;
-			if (kill_by != WATCHDOG_NONE) {
-				int64_t left = kill_by - clock_ms();
-				if (left <= 0) {
-					kill(-pgid, SIGKILL);
-					kill_by = WATCHDOG_NONE;
-					continue;
-				}
-				timeout = left > 60000 ? 60000 : (int)left;
-			}
-			struct pollfd pf = {.fd = p[0], .events = POLLIN};
-			if (poll(&pf, 1, timeout) <= 0)
-				continue;
-			int64_t v;
-			ssize_t n = read(p[0], &v, sizeof v);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
-				_exit(0);
-			if (n == (ssize_t)sizeof v) {
-				kill_by = v;
-				continue;
-			}
-			kill(-pgid, SIGKILL); /* rlock is gone (end of the pipe) */
-			_exit(0);
-		}
+		watchdog_run(p[0], pgid, kill_by);
 	}
 	close(p[0]);
 	close(ready[1]);
