@@ -327,9 +327,85 @@ track_pidfile() {
 	[[ -s $1 ]] && track_pid "$(cat "$1")"
 }
 
-# kill_tracked: SIGKILL every tracked process (and its group, if it leads one).
+# _proc_field PID N: field N (as numbered in proc(5), N >= 3) of /proc/PID/stat.
+_proc_field() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $stat ]] || return 1
+	stat=${stat##*) }
+	read -r -a stat <<<"$stat"
+	echo "${stat[$2 - 3]}"
+}
+
+# _same_proc PID START: PID is alive and still the process that began at START (its
+# starttime, field 22: a PID can be reused once its process is gone).
+_same_proc() {
+	proc_alive "$1" && [[ $(_proc_field "$1" 22) == "$2" ]]
+}
+
+# _my_ancestor PID: PID is this shell or one of its ancestors (bats itself).
+_my_ancestor() {
+	local p=$BASHPID i
+	for ((i = 0; i < 16 && p > 1; i++)); do
+		[[ $p == "$1" ]] && return 0
+		p=$(_proc_field "$p" 4) || return 1
+	done
+	return 1
+}
+
+# _settling: print "PID START" for every live process that was told to let go: once
+# TAG.release exists, the one that ran `hold TAG` (its rlock, or a shell inside one)
+# and every tracked ancestor of it (rlock_bg's rlocks: one that ran the rlock that ran
+# hold, say), as hold recorded them at its start (TAG.rlock).
+_settling() {
+	local rel tag pid start n tracked=$BATS_TEST_TMPDIR/tracked.pids
+	for rel in "$BATS_TEST_TMPDIR"/*.release; do
+		[[ -e $rel ]] || continue
+		tag=${rel%.release}
+		[[ -s $tag.rlock ]] || continue
+		n=0
+		while read -r pid start; do
+			n=$((n + 1))
+			_same_proc "$pid" "$start" || continue
+			if ((n == 1)); then
+				_my_ancestor "$pid" && continue # hold run by the test itself
+			else
+				grep -qsx "$pid" "$tracked" || continue
+			fi
+			echo "$pid $start"
+		done <"$tag.rlock"
+	done
+}
+
+# _all_gone FILE: no "PID START" line of FILE is a live process any more.
+_all_gone() {
+	local pid start
+	while read -r pid start; do
+		_same_proc "$pid" "$start" && return 1
+	done <"$1"
+	return 0
+}
+
+# settle_tracked: let the rlocks that were told to let go (see _settling) finish their
+# release on their own (bounded: 20 s) before teardown kills them: a holder SIGKILLed
+# between `touch TAG.release` and its release leaves its lock for a whole lease (a
+# fast machine ends the test sooner, a slow one releases later). A test that ends so
+# should still wait for its holder (rlock_wait): this is the net under it.
+settle_tracked() {
+	local f=$BATS_TEST_TMPDIR/settling
+	_settling >"$f"
+	[[ -s $f ]] || return 0
+	if ! wait_until 20 _all_gone "$f" 2>/dev/null; then
+		echo "settle_tracked: released rlock(s) still running after 20s:" \
+			"$(cut -d' ' -f1 "$f" | tr '\n' ' ')(killed)" >&2
+	fi
+}
+
+# kill_tracked: SIGKILL every tracked process (and its group, if it leads one), once
+# the rlocks told to let go have finished (settle_tracked).
 kill_tracked() {
 	local f=$BATS_TEST_TMPDIR/tracked.pids pid
+	settle_tracked
 	[[ -f $f ]] || return 0
 	while read -r pid; do
 		[[ $pid =~ ^[0-9]+$ ]] || continue
@@ -401,7 +477,8 @@ common_setup() {
 
 # make_hold_script: write $BATS_TEST_TMPDIR/hold, a command to run under rlock:
 #   hold TAG [STATUS]
-# records RLOCK_* (TAG.env), its pid (TAG.pid) and start time in ms (TAG.start),
+# records RLOCK_* (TAG.env), its pid (TAG.pid), its parent's pid and starttime
+# (TAG.rlock, for settle_tracked) and start time in ms (TAG.start),
 # creates TAG.started, waits (at most 30 s) until TAG.release exists, records the end
 # time (TAG.end) and exits STATUS (default 0). Files live in $BATS_TEST_TMPDIR.
 make_hold_script() {
@@ -409,15 +486,23 @@ make_hold_script() {
 	cat >"$HOLD" <<EOF
 #!/bin/sh
 cd '$BATS_TEST_TMPDIR' || exit 99
-tag=\${1:-h}
+tag=\${1:-h} status=\${2:-0}
 env | grep '^RLOCK_' | sort >"\$tag.env"
 echo \$\$ >"\$tag.pid"
+# its ancestors, "PID STARTTIME" (the one that runs it first), for settle_tracked
+p=\$PPID n=0
+: >"\$tag.rlock"
+while [ \$n -lt 4 ] && [ "\$p" -gt 1 ] && { read -r s <"/proc/\$p/stat"; } 2>/dev/null; do
+	set -- \${s##*) }
+	echo "\$p \${20}" >>"\$tag.rlock"
+	p=\$2 n=\$((n + 1))
+done
 date +%s%3N >"\$tag.start"
 touch "\$tag.started"
 i=0
 while [ ! -e "\$tag.release" ] && [ \$i -lt 1500 ]; do sleep 0.02; i=\$((i + 1)); done
 date +%s%3N >"\$tag.end"
-exit \${2:-0}
+exit \$status
 EOF
 	chmod +x "$HOLD"
 }

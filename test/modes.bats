@@ -244,6 +244,7 @@ EOF
 
 @test "--fair: a waiter that gives up (-w) leaves the queue at once; -n never queues" {
 	rlock_bg --fair -k ql -- "$HOLD" h
+	local holder=$RLOCK_PID
 	wait_until 20 test -e h.started
 	run -75 rlock --fair -n -k ql -- true
 	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue')" 0
@@ -254,6 +255,8 @@ EOF
 	assert_equal "$RLOCK_STATUS" 75
 	assert_equal "$(rcli EXISTS 'rlock:{ql}:queue' 'rlock:{ql}:qlease')" 0
 	touch h.release
+	rlock_wait "$holder" 20
+	assert_equal "$RLOCK_STATUS" 0
 }
 
 @test "--limit: SIGKILL of a holder frees its permit within one lease" {
@@ -280,8 +283,10 @@ EOF
 
 @test "modes: --status/--list/--break show every holder; re-entry; --min-hold" {
 	rlock_bg -s -k st -- "$HOLD" a
+	local a=$RLOCK_PID
 	wait_until 20 test -e a.started
 	rlock_bg -s -k st -- sh -c '"$RLOCK" -s -k st -- "$0" b' "$HOLD"
+	local b=$RLOCK_PID
 	wait_until 20 test -e b.started # re-entered: its own permit's token is live
 	run -75 rlock -k st --status
 	assert_line --index 0 'rlock:{st} is held by 2 shared holders'
@@ -293,6 +298,8 @@ EOF
 	assert_equal "$(grep -c '^rlock: broke rlock:{st}' <<<"$stderr")" 2
 	run -0 rlock -k st --status
 	touch a.release b.release
+	rlock_wait "$a" 20 # broken: whatever they report, they must be gone
+	rlock_wait "$b" 20
 	# --min-hold on a permit: kept after the command (a long one: slow passes), shown,
 	# counted, then broken so that the keys go
 	run -0 rlock -l 3 -k mh --min-hold 60s -- true

@@ -155,6 +155,14 @@ long_holder() {
 	track_pidfile "$BATS_TEST_TMPDIR/w.pid"
 }
 
+# released_all: the holder has exited and the waiter in the pane has released (the
+# test must not end while either may still be releasing)
+released_all() {
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 20 key_absent 'rlock:{w}'
+}
+
 @test "an 80-column pane holds the live line on one row, redrawn in place" {
 	long_holder
 	tmux_start 80 "env TERM=xterm '$RLOCK' -k w -- echo acquired"
@@ -169,6 +177,7 @@ long_holder() {
 	touch w.release
 	wait_until 30 pane_has acquired
 	run ! pane_has "rlock: waiting"
+	released_all
 }
 
 @test "a background waiter draws nothing over the prompt" {
@@ -181,6 +190,7 @@ long_holder() {
 	run ! pane_has "rlock: waiting"
 	touch w.release
 	wait_until 30 pane_has acquired
+	released_all
 }
 
 @test "TERM=dumb: no live line" {
@@ -192,6 +202,7 @@ long_holder() {
 	run ! pane_has "rlock: waiting"
 	touch w.release
 	wait_until 30 pane_has acquired
+	released_all
 }
 
 @test "holder fields are escaped in the live line (pid too)" {
