@@ -374,8 +374,8 @@ static void build_getopt_tables(void)
 }
 
 /* Where a password or user name came from; a stronger source replaces a weaker one.
- * The order is SPEC §6's precedence: REDIS_URL (usually the application's own Redis)
- * is below the config file. */
+ * The order is the README's ("Config file"): REDIS_URL (usually the application's own
+ * Redis) is below the config file. */
 enum rank {
 	R_NONE,
 	R_REDIS_URL,
@@ -1139,7 +1139,7 @@ static void choose_url(struct state *s)
 	o->url = o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
 	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
-	 * untouched (SPEC §5). */
+	 * untouched (README, "The running command"). */
 	for (int i = 0; i < s->url_cli_count; i++)
 		scrub_url_list((char *)s->url_cli[i]);
 	if (s->url_config)
@@ -1170,7 +1170,7 @@ static void env_passwords(struct state *s)
 	char *p;
 
 	/* Copied (masked) into the vault; the variables themselves are the user's and stay
-	 * as they are, for the command (SPEC §5). */
+	 * as they are, for the command (README, "The running command"). */
 	if ((p = getenv("REDISCLI_AUTH")) && *p)
 		set_password(s, p, strlen(p), R_ENV);
 	if ((p = getenv("RLOCK_PASSWORD")) && *p)
