@@ -143,7 +143,7 @@ same_options() {
 	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/exitcodes.h" |
 		tr -dc '0-9\n' | sort -u)
 	[[ -n $header ]] || fail "src/exitcodes.h: no X(code, ...) rows found"
-	same_options "--help's exit statuses (src/exitcodes.h's order)" "$header" "$(help_exits)"
+	same_options "--help's exit statuses, against src/exitcodes.h" "$header" "$(help_exits)"
 }
 
 @test "man page lists every exit status of --help" {
