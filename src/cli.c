@@ -322,18 +322,21 @@ static void print_help(FILE *f)
 	print_exit_table(f);
 }
 
-/* getopt_long's value for a row: its short letter, else 256 + its index. */
+/* getopt_long's value for a row: its short letter, else OPT_VAL_LONG + its index. */
+#define OPT_VAL_LONG 256 /* past every char */
+
 static int getopt_val(const struct optdef *d)
 {
-	return d->letter ? d->letter : 256 + (int)(d - options);
+	return d->letter ? d->letter : OPT_VAL_LONG + (int)(d - options);
 }
 
 static const struct optdef *option_by_val(int val)
 {
-	if (val >= 256)
-		return val - 256 < (int)NOPTIONS && options[val - 256].name ? &options[val - 256]
-		                                                            : NULL;
-	for (size_t i = 0; i < NOPTIONS; i++)
+	size_t i = (size_t)(val - OPT_VAL_LONG);
+
+	if (val >= OPT_VAL_LONG)
+		return i < NOPTIONS && options[i].name ? &options[i] : NULL;
+	for (i = 0; i < NOPTIONS; i++)
 		if (options[i].name && options[i].letter == val)
 			return &options[i];
 	return NULL;
@@ -1232,13 +1235,13 @@ static void bad_option(char **argv)
 	const char *bad = argv[optind - 1];
 	const struct optdef *d;
 
-	if (optopt && optopt < 256 && (d = option_by_val(optopt)) && (d->flags & F_ARG) && bad &&
-	    bad[0] == '-' && bad[1] != '-')
+	if (optopt && optopt < OPT_VAL_LONG && (d = option_by_val(optopt)) && (d->flags & F_ARG) &&
+	    bad && bad[0] == '-' && bad[1] != '-')
 		usage_error("option -%c needs a value", optopt);
 	if (bad && bad[0] == '-' && bad[1] == '-' && !strchr(bad, '=') &&
 	    (d = option_by_name(bad + 2)) && (d->flags & F_ARG) && !(d->flags & F_CONFIG))
 		usage_error("option --%s needs a value", d->name);
-	if (optopt && optopt < 256)
+	if (optopt && optopt < OPT_VAL_LONG)
 		usage_error("unknown option -%c", optopt);
 	usage_error("unknown option '%.100s'", bad ? bad : "?");
 }
