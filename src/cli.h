@@ -76,12 +76,13 @@ void cli_open_std_fds(void);
  * pipe). For --status, --list, --help and --version. */
 int cli_close_stdout(void);
 
-/* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in
- * SPEC §6's precedence); on bad input print "rlock: ..." and exit(64). --help and
- * --version print and exit (0, or 74 when stdout cannot be written). Warns about a
- * password on the command line and a user name without a password; with -v, says
- * which server is used and where its URL came from. *o must be zero on entry (a
- * static: the pages of unused URL slots are then never touched). */
+/* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in the
+ * README's precedence, "Config file"), then check the combinations once; on bad input
+ * print one line "rlock: ..." and exit(64). --help and --version print and exit (0, or
+ * 74 when stdout cannot be written). Then warns about a user name without a password
+ * (a password on the command line is warned about as it is read); with -v, says which
+ * server is used and where its URL came from. *o must be zero on entry (a static: the
+ * pages of unused URL slots are then never touched). */
 void cli_parse(int argc, char **argv, struct opts *o);
 
 #endif

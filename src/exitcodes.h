@@ -1,19 +1,38 @@
 /* SPDX-License-Identifier: MIT */
-/* The exit-status table of SPEC §3, once. --help and the man page print it. */
+/* The exit-status table, once: the constants below and --help's "Exit status:" rows
+ * are built from it (cli.c); docs.bats holds the man page's and the README's tables
+ * against --help. */
 #ifndef RLOCK_EXITCODES_H
 #define RLOCK_EXITCODES_H
 
+/* X(code, constant, what --help shows in the status column (NULL: shown on the row
+ * before), its meaning ('\n' starts a continuation line)). Besides these, rlock exits
+ * with the command's own status, or dies of its signal. */
+#define RL_EXIT_TABLE(X)                                                                           \
+	X(64, RL_EX_USAGE, "64",                                                                   \
+	  "usage error: bad option, URL, duration, config; or the lock is\n"                       \
+	  "held with -s against -l, or another -l N")                                              \
+	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
+	  "Redis unavailable before the command started (connect, TLS, auth),\n"                   \
+	  "or the lock's fence counter cannot count (not an integer, at its max)")                 \
+	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
+	X(71, RL_EX_OSERR, "71", "cannot fork or set up the command")                              \
+	X(74, RL_EX_IOERR, "74",                                                                   \
+	  "cannot write the output of --status, --list, --acquire (the lock\n"                     \
+	  "is given back), --help, --version")                                                     \
+	X(75, RL_EX_CONFLICT, "75", "lock not acquired: busy with -n, or --wait expired (see -E)") \
+	X(79, RL_EX_LOST, "79",                                                                    \
+	  "the lock was lost while the command ran (its group was terminated,\n"                   \
+	  "or the release found the lock gone)")                                                   \
+	X(124, RL_EX_TIMEOUT, "124",                                                               \
+	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
+	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \
+	X(127, RL_EX_NOTFOUND, NULL, NULL)
+
 enum rlock_exit {
-	RL_EX_USAGE = 64,       /* bad option, URL, duration, config */
-	RL_EX_UNAVAILABLE = 69, /* Redis unavailable before the command started */
-	RL_EX_SOFTWARE = 70,    /* internal error (a bug) */
-	RL_EX_OSERR = 71,       /* cannot fork or set up the child */
-	RL_EX_IOERR = 74,       /* cannot write the output (--status, --list, --acquire, --help) */
-	RL_EX_CONFLICT = 75,    /* lock not acquired (default; -E changes it) */
-	RL_EX_LOST = 79,        /* lock lost while the command ran; command terminated */
-	RL_EX_TIMEOUT = 124,    /* --max-hold expired: the command was stopped (timeout(1)) */
-	RL_EX_NOEXEC = 126,     /* command not executable */
-	RL_EX_NOTFOUND = 127,   /* command not found */
+#define RL_EX_ENUM(code, name, shown, meaning) name = code,
+	RL_EXIT_TABLE(RL_EX_ENUM)
+#undef RL_EX_ENUM
 };
 
 #endif

@@ -43,7 +43,7 @@ struct url {
 	char master[URL_MASTER_MAX]; /* percent-decoded, printable, no blank; "" otherwise */
 };
 
-/* Parse a URL of SPEC §2 into *u (zeroed first). Accepts
+/* Parse a URL (README, "Options": --url) into *u (zeroed first). Accepts
  *   redis://[[user]:password@]host[:port][/db]   (also user@host, :password@host)
  *   rediss://...                                 (same, TLS)
  *   unix:///abs/path.sock[?db=N]                 (also unix:/abs/path)

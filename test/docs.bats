@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
 # Documentation stays in step with the program: every option that `rlock --help`
-# shows is in the man page and in the bash, zsh and fish completions, and none of
-# those offers an option that --help does not know. The man page lints clean.
+# shows is in the man page, the README's option table and the bash, zsh and fish
+# completions, and none of those offers an option that --help does not know; the exit
+# statuses of src/exitcodes.h are those of --help, the man page and the README's table.
+# The man page lints clean.
 # shellcheck shell=bash
 
 bats_require_minimum_version 1.5.0
@@ -28,6 +30,17 @@ help_long() {
 # Sorted short options (-x) from --help lines shaped like "  -k, --key NAME".
 help_short() {
 	"$RLOCK" --help | grep -oE -- '^[[:space:]]+-[[:alnum:]],' | tr -d ' \t,' | sort -u
+}
+# Sorted exit statuses in --help's "Exit status:" table ("126/127" is two; "N" none).
+help_exits() {
+	"$RLOCK" --help | sed -n '/^Exit status:/,$p' | grep -oE '^  [0-9][0-9/]*' |
+		tr '/' '\n' | tr -dc '0-9\n' | sort -u
+}
+# readme_table HEADING: the first cells of the table right under HEADING in README.md.
+readme_table() {
+	awk -v h="$1" '$0 == h { on = 1; next } on && /^#/ { exit }
+		on && /^\|/ && !/^\|---/ { print }' "$RLOCK_SOURCE_DIR/README.md" |
+		awk -F'|' 'NR > 1 { print $2 }'
 }
 need_rlock() {
 	[[ -x $RLOCK ]] || ci_skip "rlock is not built ($RLOCK): cannot read --help"
@@ -122,13 +135,45 @@ same_options() {
 	done
 }
 
-@test "man page lists every exit status of src/exitcodes.h" {
-	local codes c
+@test "--help prints exactly the exit statuses of src/exitcodes.h" {
+	need_rlock
+	local header
 	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || ci_skip "no src/exitcodes.h"
-	codes=$(grep -oE '= [0-9]+' "$RLOCK_SOURCE_DIR/src/exitcodes.h" | tr -dc '0-9\n')
-	for c in $codes; do
+	# the rows of the table: X(code, NAME, ...)
+	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/exitcodes.h" |
+		tr -dc '0-9\n' | sort -u)
+	[[ -n $header ]] || fail "src/exitcodes.h: no X(code, ...) rows found"
+	same_options "--help's exit statuses, against src/exitcodes.h" "$header" "$(help_exits)"
+}
+
+@test "man page lists every exit status of --help" {
+	need_rlock
+	local c
+	for c in $(help_exits); do
 		grep -qx "\.It $c" "$MAN" || fail "man/rlock.1 EXIT STATUS lacks $c"
 	done
+}
+
+@test "README's option table holds exactly the options of --help" {
+	need_rlock
+	local cells
+	cells=$(readme_table "### Options")
+	[[ -n $cells ]] || fail "README.md: no table under '### Options'"
+	same_options "README.md option table, long options" "$(help_long)" \
+		"$(grep -oE -- '(^|[^[:alnum:]-])--[a-z][a-z0-9-]*' <<<"$cells" | sed 's/^[^-]*//' | sort -u)"
+	same_options "README.md option table, short options" "$(help_short)" \
+		"$(grep -oE -- '(^|[^[:alnum:]-])-[[:alnum:]]([^[:alnum:]-]|$)' <<<"$cells" |
+			tr -dc -- '-[:alnum:]\n' | sort -u)"
+}
+
+@test "README's exit-status table holds exactly the exit statuses of --help" {
+	need_rlock
+	local cells
+	cells=$(readme_table "## Exit status")
+	[[ -n $cells ]] || fail "README.md: no table under '## Exit status'"
+	# "126 / 127" is two statuses; "the command's own" is none
+	same_options "README.md exit-status table" "$(help_exits)" \
+		"$(grep -oE '[0-9]+' <<<"$cells" | sort -u)"
 }
 
 @test "--help fits in 80 columns" {

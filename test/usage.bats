@@ -70,6 +70,46 @@ usage_error() {
 	usage_error -E -1 -k u -- touch ran
 }
 
+@test "values at the edge of their range: the first one out is refused, naming the option" {
+	# an accepted value gets as far as the next check ("no command to run"): no server
+	local ok
+	for ok in "-l 1" "-l 100000" "-E 0" "-E 255" "--wait-replicas 0" "--wait-replicas 1000" \
+		"-t 100ms" "--connect-timeout 1ms" "--io-timeout 1ms" "--node-timeout 1ms" \
+		"--kill-after 0" "--min-hold 0" "--max-hold 0" "-w 0"; do
+		# shellcheck disable=SC2086 # an option and its value
+		usage_error $ok -k u
+		assert_equal "$stderr" "rlock: no command to run (try 'rlock --help')"
+	done
+	usage_error -l 0 -k u -- touch ran
+	assert_regex "$stderr" '^rlock: --limit: '
+	usage_error -l 100001 -k u -- touch ran
+	assert_regex "$stderr" '^rlock: --limit: '
+	usage_error --wait-replicas 1001 -k u -- touch ran
+	assert_regex "$stderr" '^rlock: --wait-replicas: '
+	usage_error -t 99ms -k u -- touch ran
+	assert_equal "$stderr" "rlock: --ttl: the ttl must be at least 100ms, not '99ms' (try 'rlock --help')"
+	local t
+	for t in connect-timeout io-timeout node-timeout; do
+		usage_error "--$t" 0 -k u -- touch ran
+		assert_equal "$stderr" "rlock: --$t: must be more than 0 (try 'rlock --help')"
+	done
+	usage_error -k u --label "$(printf '%257s' '')" -- touch ran
+	assert_equal "$stderr" "rlock: --label: at most 256 bytes (try 'rlock --help')"
+	usage_error -k u --label "$(printf '%256s' '')"
+	assert_equal "$stderr" "rlock: no command to run (try 'rlock --help')"
+}
+
+@test "bad input is one line, also where a warning or -v would have spoken first" {
+	# a user without a password draws a warning; -v names the server: neither before
+	# the one line that says what is wrong
+	usage_error --user bob --status
+	assert_regex "$stderr" 'needs -k NAME'
+	usage_error -v --list -k u
+	assert_regex "$stderr" 'takes no -k NAME'
+	usage_error -v -u 'unix:///nowhere.sock,rediss://127.0.0.1:1' -k u -- touch ran
+	assert_regex "$stderr" 'TLS over a Unix socket'
+}
+
 @test "bad URL on the command line: 64, one line naming the problem" {
 	# (the line need not echo the whole URL: it may hold a password)
 	usage_error -u 'http://127.0.0.1:6379' -k u -- touch ran
