@@ -13,45 +13,6 @@
 #include "log.h"
 #include "renew.h"
 
-#define LOSS_NUM 4 /* lost at 4/5 of the ttl since the last confirmed send */
-#define LOSS_DEN 5
-#define KILL_NUM 9 /* the group's SIGKILL lands by 9/10 of it */
-#define KILL_DEN 10
-
-int64_t hold_loss_after(int64_t ttl_ms)
-{
-	return ttl_ms * LOSS_NUM / LOSS_DEN;
-}
-
-int64_t hold_kill_by(int64_t ttl_ms)
-{
-	return ttl_ms * KILL_NUM / KILL_DEN;
-}
-
-int hold_release_lock(struct store *s, const struct store_config *cfg, const struct lock *l,
-                      int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen)
-{
-	struct store *fresh = NULL;
-	int64_t cap = cap_ms < lease_end ? cap_ms : lease_end;
-	int rc = LOCK_ERR;
-
-	snprintf(err, errlen, "the lease is over");
-	if (clock_ms() >= lease_end)
-		return LOCK_ERR;
-	/* A fresh handle may be the very thing that is lacking (a descriptor). */
-	if (!s && cfg && store_open(&fresh, cfg, 0, cap, err, errlen) == STORE_OK)
-		s = fresh;
-	if (s)
-		rc = store_release(s, l, keep_ms, cap, err, errlen);
-	store_close(fresh);
-	if (rc != LOCK_OK && rc != LOCK_NOTOURS) {
-		if (clock_ms() >= lease_end)
-			snprintf(err, errlen, "the lease ended meanwhile");
-		rc = LOCK_ERR;
-	}
-	return rc;
-}
-
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
  * one, else a fresh one. A thread that never touched the network (a hold shorter than
  * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
@@ -67,8 +28,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	if (h->rn[i] && !renew_quiet(h->rn[i]))
 		live = renew_stop(h->rn[i], &confirmed);
 	h->rn[i] = NULL;
-	int rc = hold_release_lock(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
-	                           STORE_NO_CAP, err, sizeof err);
+	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
+	                       STORE_NO_CAP, err, sizeof err);
 	store_close(live);
 	if (rc == LOCK_ERR && !strcmp(err, "the lease is over"))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
@@ -274,8 +235,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->n = 0;
 	h->epfd = -1;
 	h->failed = sp->names[0];
-	h->loss_after_ms = hold_loss_after(sp->ttl_ms);
-	h->kill_by_ms = hold_kill_by(sp->ttl_ms);
+	h->loss_after_ms = lease_loss_after(sp->ttl_ms);
+	h->kill_by_ms = lease_kill_by(sp->ttl_ms);
 	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
 		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
 	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {

@@ -5,33 +5,19 @@
  * waiting for an earlier one), renews each on its own thread from the moment it is
  * taken, and watches them as one lease: the oldest confirmed send time of them all,
  * and the loss of any one is the loss of the set (79).
- *
- * The lease rule (docs/DESIGN.md) lives here, once: a lease granted by a request sent
- * at s cannot end on the server before s + ttl; rlock counts it lost at s + ttl * 4/5
- * when nothing sent since was confirmed, has the command's group SIGKILLed by
- * s + ttl * 9/10, and never sends a release after s + ttl (at worst the lock then
- * expires by its TTL). */
+ The lease rule it applies is lease.h's. */
 #ifndef RLOCK_HOLD_H
 #define RLOCK_HOLD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lease.h"
 #include "lock.h"
 #include "store.h"
 #include "wait.h"
 
 #define HOLD_LOCKS_MAX 16 /* -k given several times (cli.h's OPTS_NAMES_MAX) */
-
-/* When a lease sent at s counts as lost, and when the command's group must be dead. */
-int64_t hold_loss_after(int64_t ttl_ms); /* ttl * 4/5 */
-int64_t hold_kill_by(int64_t ttl_ms);    /* ttl * 9/10 */
-
-/* Release l on s, else (s NULL) on a fresh handle of cfg (cfg NULL: none), never at or
- * after lease_end nor past cap_ms. LOCK_OK, LOCK_NOTOURS (no longer ours) or LOCK_ERR
- * with the reason in err ("the lease is over" when it was too late). */
-int hold_release_lock(struct store *s, const struct store_config *cfg, const struct lock *l,
-                      int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen);
 
 /* What a hold needs of the options (the front end builds it). */
 struct hold_spec {

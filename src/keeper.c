@@ -58,7 +58,8 @@ static void __attribute__((noreturn)) parent_fail(int status, int github)
 }
 
 /* The parent: wait for the keeper's report (or its exit), print, exit. */
-static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd, int github)
+static void __attribute__((noreturn))
+parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
 	char buf[4096];
 	size_t got = 0;
@@ -91,14 +92,14 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 		*token++ = '\0';
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
-		if (github) {
+		if (k->github) {
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);
 			print_sh("RLOCK_TOKEN", token);
 			print_sh("RLOCK_FENCE", fence);
 		}
-		int rc = cli_close_stdout();
+		int rc = k->close_stdout();
 		if (rc != 0)
 			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
 		exit(rc);
@@ -109,13 +110,13 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 	int st;
 	while (waitpid(keeper, &st, 0) < 0)
 		if (errno != EINTR)
-			parent_fail(RL_EX_SOFTWARE, github);
+			parent_fail(RL_EX_SOFTWARE, k->github);
 	if (WIFSIGNALED(st)) {
-		if (!github)
+		if (!k->github)
 			keeper_print_failure(128 + WTERMSIG(st));
 		child_die_of(WTERMSIG(st));
 	}
-	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, github);
+	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, k->github);
 }
 
 void keeper_detach(const struct keeper_args *k)
@@ -148,7 +149,7 @@ void keeper_detach(const struct keeper_args *k)
 			log_error("cannot set up signal handling: %s", strerror(errno));
 			parent_fail(RL_EX_OSERR, k->github);
 		}
-		parent_wait(pid, p[0], sfd, k->github);
+		parent_wait(pid, p[0], sfd, k);
 	}
 	/* The keeper: its own session (no controlling terminal, no job control signals),
 	 * nothing of the caller's but stderr, which it keeps until the lock is held so that

@@ -29,11 +29,12 @@
 
 /* What the keeper needs of the options (the front end builds it). */
 struct keeper_args {
-	int github;           /* --format github: KEY=VALUE lines */
-	const char *log_file; /* the keeper's log (NULL: syslog) */
-	int64_t max_hold_ms;  /* 0: no limit */
-	const char *name;     /* --release: the lock's name, */
-	const char *token;    /* the token that holds it, */
+	int github;                /* --format github: KEY=VALUE lines */
+	int (*close_stdout)(void); /* flush the variables: 0, or the status after a line */
+	const char *log_file;      /* the keeper's log (NULL: syslog) */
+	int64_t max_hold_ms;       /* 0: no limit */
+	const char *name;          /* --release: the lock's name, */
+	const char *token;         /* the token that holds it, */
 	int64_t connect_timeout_ms, io_timeout_ms;
 };
 

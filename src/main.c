@@ -135,8 +135,14 @@ static void die_if_signalled(int termfd)
 
 static struct keeper_args keeper_args_of(const struct opts *o)
 {
-	struct keeper_args k = {o->format_github, o->log_file,           o->max_hold_ms,  o->name,
-	                        o->token,         o->connect_timeout_ms, o->io_timeout_ms};
+	struct keeper_args k = {.github = o->format_github,
+	                        .close_stdout = cli_close_stdout,
+	                        .log_file = o->log_file,
+	                        .max_hold_ms = o->max_hold_ms,
+	                        .name = o->name,
+	                        .token = o->token,
+	                        .connect_timeout_ms = o->connect_timeout_ms,
+	                        .io_timeout_ms = o->io_timeout_ms};
 	return k;
 }
 

@@ -4,7 +4,7 @@
  * renewal confirmed by the server was sent.
  *
  * The lease granted by a request sent at time s cannot end on the server before
- * s + ttl. The thread renews every ttl/3 and stops trying at s + hold_loss_after(ttl)
+ * s + ttl. The thread renews every ttl/3 and stops trying at s + lease_loss_after(ttl)
  * when nothing sent after s was confirmed. It does not decide that the lease is lost
  * by time: the main thread does, from renew_confirmed_sent(), on its own clock, so
  * nothing this thread waits on (a lookup, a connect, a reply) can delay that. It

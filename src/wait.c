@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hold.h"
+#include "lease.h"
 #include "log.h"
 
 #define BACKOFF_FIRST_MS 200
@@ -173,10 +173,10 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 }
 
 /* How long after the request was sent a granted lease is still worth using: the point
- * at which the hold counts it lost (hold.h). */
+ * at which the hold counts it lost (lease.h). */
 static int64_t lease_floor(const struct lock *l)
 {
-	return hold_loss_after(l->ttl_ms);
+	return lease_loss_after(l->ttl_ms);
 }
 
 /* After a terminating signal (rlock is asked to stop now) or an attempt that failed
@@ -201,8 +201,8 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 
 	/* When the lease would end is not known here (a reply may not have come): the
 	 * budget bounds it. */
-	if (hold_release_lock(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms),
-	                      err, sizeof err) == LOCK_ERR)
+	if (lease_release(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
+	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
