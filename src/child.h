@@ -55,10 +55,9 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
 /* The lease, as the supervisor sees it. The main thread decides loss on its own clock
- * (nothing it waits on can delay that): the lease granted by a request sent at time s
- * cannot end on the server before s + lease_ms; with no renewal confirmed since s, the
- * lease counts as lost at s + loss_after_ms, and the group's SIGKILL lands by
- * s + kill_by_ms at the latest, whatever kill_after_ms says. */
+ * (nothing it waits on can delay that): the lease counts as lost at lost_at(), and the
+ * group's SIGKILL lands by kill_at() at the latest, whatever kill_after_ms says (the
+ * lease rule: lease.h). */
 struct supervise_args {
 	int sigfd;
 	int lost_fd; /* readable when the lock is known not to be ours, or -1 */

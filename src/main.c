@@ -220,9 +220,9 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 	return m;
 }
 
-/* Take every name of o into h (h owns c from here on). WAIT_ACQUIRED or exits. */
-static int acquire(struct hold *h, struct store *c, const struct store_config *cfg,
-                   const struct opts *o, int termfd)
+/* Take every name of o into h (h owns c from here on), or exit as the failure says. */
+static void acquire(struct hold *h, struct store *c, const struct store_config *cfg,
+                    const struct opts *o, int termfd)
 {
 	char cmd[512], host[256] = "", err[512], warn_key[300];
 	struct holder who;
@@ -246,7 +246,7 @@ static int acquire(struct hold *h, struct store *c, const struct store_config *c
 	                       .check_now = !keeper && o->verbose > 0};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
-		return rc;
+		return;
 	if (rc == WAIT_SIGNAL)
 		child_die_of(signo);
 	if (rc == WAIT_BUSY)
