@@ -31,7 +31,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);
 	store_close(live);
-	if (rc == LOCK_ERR && !strcmp(err, "the lease is over"))
+	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
 	else if (rc == LOCK_ERR)
 		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
@@ -59,7 +59,7 @@ int hold_release(struct hold *h, int64_t keep_ms)
 
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
-		if (r == LOCK_NOTOURS && h->n > 1)
+		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
 			log_error("lock lost: %s was no longer held at the release", h->l[i].key);
 		if (r == LOCK_NOTOURS)
 			rc = HOLD_LOST;

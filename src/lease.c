@@ -25,9 +25,11 @@ int lease_release(struct store *s, const struct store_config *cfg, const struct 
 	int64_t cap = cap_ms < lease_end ? cap_ms : lease_end;
 	int rc = LOCK_ERR;
 
-	snprintf(err, errlen, "the lease is over");
-	if (clock_ms() >= lease_end)
+	if (clock_ms() >= lease_end) {
+		snprintf(err, errlen, "%s", LEASE_OVER);
 		return LOCK_ERR;
+	}
+	snprintf(err, errlen, "no connection to release on");
 	/* A fresh handle may be the very thing that is lacking (a descriptor). */
 	if (!s && cfg && store_open(&fresh, cfg, 0, cap, err, errlen) == STORE_OK)
 		s = fresh;

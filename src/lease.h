@@ -17,9 +17,11 @@
 int64_t lease_loss_after(int64_t ttl_ms); /* ttl * 4/5 */
 int64_t lease_kill_by(int64_t ttl_ms);    /* ttl * 9/10 */
 
+#define LEASE_OVER "the lease is over" /* lease_release's reason when it was too late */
+
 /* Release l on s, else (s NULL) on a fresh handle of cfg (cfg NULL: none), never at or
  * after lease_end nor past cap_ms. LOCK_OK, LOCK_NOTOURS (no longer ours) or LOCK_ERR
- * with the reason in err ("the lease is over" when it was too late). */
+ * with the reason in err (LEASE_OVER when it was too late: nothing was sent). */
 int lease_release(struct store *s, const struct store_config *cfg, const struct lock *l,
                   int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen);
 
