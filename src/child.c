@@ -483,6 +483,10 @@ struct sup {
 	int64_t kill_at;   /* pending SIGKILL escalation, or -1 */
 	int64_t killed;    /* when SIGKILL was first sent, or -1 */
 	int first_sig;     /* the signal the escalation follows */
+	int stopping;      /* the --max-hold deadline is still ahead */
+	int lost_fd;       /* the hold's lost fd until it fired, then -1 */
+	int announced;     /* said that the rest of the group is waited for */
+	int64_t group_wait, group_check; /* polling the group once the command exited */
 };
 
 /* SIGKILL by `at`, unless an earlier escalation is already due. */
@@ -498,7 +502,7 @@ static void on_loss(struct sup *s, int timed_out)
 {
 	const struct supervise_args *a = s->a;
 	char why[400];
-	int64_t now = clock_ms(), sent = a->confirmed_sent(a->ctx);
+	int64_t now = clock_ms(), by = a->kill_at(a->ctx);
 
 	s->watching = 0;
 	s->ch->lost = 1;
@@ -519,7 +523,6 @@ static void on_loss(struct sup *s, int timed_out)
 	} else {
 		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
-		int64_t by = sent + a->kill_by_ms;
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
 		if (s->kill_at < now + a->kill_after_ms)
 			snprintf(when, sizeof when,
@@ -562,106 +565,99 @@ static int64_t min_left(int64_t cur, int64_t at, int64_t now)
 	return cur < 0 || left < cur ? left : cur;
 }
 
-int child_supervise(struct child *ch, const struct supervise_args *a)
+/* The timers: the watchdog's deadline, the loss, --max-hold, the SIGKILL escalation. */
+static void on_timers(struct sup *s, int64_t now)
 {
-	struct sup s = {ch, a, 1, 0, -1, -1, -1, 0};
-	int stopping = a->stop_at >= 0; /* the --max-hold deadline is still ahead */
-	int st = 0, announced = 0;
-	int64_t group_wait = GROUP_POLL_FIRST_MS, group_check = -1;
-	int lost_fd = a->lost_fd;
+	const struct supervise_args *a = s->a;
 
-	for (;;) {
-		int64_t now = clock_ms();
-		if (s.watching && a->action == ACT_SIGNAL)
-			tell_watchdog(ch, a->confirmed_sent(a->ctx) + a->kill_by_ms);
-		if (s.watching && now >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
-			on_loss(&s, 1);
-		if (stopping && now >= a->stop_at) {
-			stopping = 0;
-			on_max_hold(&s);
-		}
-		if (s.kill_at >= 0 && now >= s.kill_at) {
-			kill(-ch->pid, SIGKILL);
-			s.kill_at = -1;
-			s.killed = now;
-			log_warn("the command's group still runs %lld ms after SIG%s: sending "
-			         "SIGKILL",
-			         (long long)(now - s.signalled), signal_name(s.first_sig));
-		}
-		int stopped = reap(ch, &st);
-		if (stopped) {
-			follow_stop(ch, stopped);
-			/* Not one instruction of the command after the lease ran out. */
-			if (s.watching &&
-			    clock_ms() >= a->confirmed_sent(a->ctx) + a->loss_after_ms)
-				on_loss(&s, 1);
-			kill(-ch->pid, SIGCONT);
-			continue;
-		}
-		if (ch->reaped && (group_check < 0 || now >= group_check || s.killed >= 0)) {
-			if (!group_live(ch->pid))
-				break;
-			if (!announced++)
-				log_debug("the command exited; waiting for the rest of its process "
-				          "group");
-			group_check = now + group_wait;
-			group_wait =
-			    group_wait * 2 > GROUP_POLL_MAX_MS ? GROUP_POLL_MAX_MS : group_wait * 2;
-		}
-		if (s.killed >= 0) {
-			if (now - s.killed >= KILL_GIVE_UP_MS) {
-				log_warn("processes of the command's group survive SIGKILL: not "
-				         "waiting for them");
-				break;
-			}
-			kill(-ch->pid, SIGKILL); /* anything forked meanwhile */
-		}
+	if (s->watching && a->action == ACT_SIGNAL)
+		tell_watchdog(s->ch, a->kill_at(a->ctx));
+	if (s->watching && now >= a->lost_at(a->ctx))
+		on_loss(s, 1);
+	if (s->stopping && now >= a->stop_at) {
+		s->stopping = 0;
+		on_max_hold(s);
+	}
+	if (s->kill_at >= 0 && now >= s->kill_at) {
+		kill(-s->ch->pid, SIGKILL);
+		s->kill_at = -1;
+		s->killed = now;
+		log_warn("the command's group still runs %lld ms after SIG%s: sending SIGKILL",
+		         (long long)(now - s->signalled), signal_name(s->first_sig));
+	}
+}
 
-		int64_t timeout = -1;
-		if (s.watching)
-			timeout =
-			    min_left(timeout, a->confirmed_sent(a->ctx) + a->loss_after_ms, now);
-		if (s.kill_at >= 0)
-			timeout = min_left(timeout, s.kill_at, now);
-		if (stopping)
-			timeout = min_left(timeout, a->stop_at, now);
-		if (ch->reaped)
-			timeout = min_left(timeout, group_check, now);
-		if (s.killed >= 0)
-			timeout = min_left(timeout, now + KILL_REPEAT_MS, now);
-		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
-		                      {.fd = lost_fd, .events = POLLIN}};
-		int rc = poll(p, lost_fd >= 0 ? 2 : 1,
-		              timeout < 0       ? -1
-		              : timeout > 60000 ? 60000
-		                                : (int)timeout);
-		if (rc < 0 && errno != EINTR) {
-			log_error("poll: %s", strerror(errno));
-			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */
+/* Once the command exited: is its group empty (or beyond SIGKILL's reach)? */
+static int group_done(struct sup *s, int64_t now)
+{
+	pid_t pid = s->ch->pid;
+
+	if (s->ch->reaped && (s->group_check < 0 || now >= s->group_check || s->killed >= 0)) {
+		if (!group_live(pid))
+			return 1;
+		if (!s->announced++)
+			log_debug("the command exited; waiting for the rest of its process group");
+		s->group_check = now + s->group_wait;
+		s->group_wait =
+		    s->group_wait * 2 > GROUP_POLL_MAX_MS ? GROUP_POLL_MAX_MS : s->group_wait * 2;
+	}
+	if (s->killed >= 0) {
+		if (now - s->killed >= KILL_GIVE_UP_MS) {
+			log_warn("processes of the command's group survive SIGKILL: not waiting "
+			         "for them");
+			return 1;
 		}
-		if (rc <= 0)
-			continue;
-		if (p[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(a->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				int sig = (int)si.ssi_signo;
-				if (sig == SIGCHLD)
-					continue;
-				/* As timeout(1): a stopped group would never see it otherwise. */
-				kill(-ch->pid, sig);
-				kill(-ch->pid, SIGCONT);
-				log_debug("forwarded SIG%s to the command", signal_name(sig));
-			}
-		}
-		if (lost_fd >= 0 && (p[1].revents & POLLIN)) {
-			uint64_t v;
-			(void)!read(lost_fd, &v, sizeof v);
-			lost_fd = -1;
-			if (s.watching)
-				on_loss(&s, 0);
+		kill(-pid, SIGKILL); /* anything forked meanwhile */
+	}
+	return 0;
+}
+
+/* Until the next timer (poll's milliseconds, -1 none). */
+static int next_timeout(const struct sup *s, int64_t now)
+{
+	int64_t t = -1;
+
+	if (s->watching)
+		t = min_left(t, s->a->lost_at(s->a->ctx), now);
+	if (s->kill_at >= 0)
+		t = min_left(t, s->kill_at, now);
+	if (s->stopping)
+		t = min_left(t, s->a->stop_at, now);
+	if (s->ch->reaped)
+		t = min_left(t, s->group_check, now);
+	if (s->killed >= 0)
+		t = min_left(t, now + KILL_REPEAT_MS, now);
+	return t < 0 ? -1 : t > 60000 ? 60000 : (int)t;
+}
+
+/* Forward the signals read (SIGCONT after each: as timeout(1), a stopped group would
+ * never see them otherwise); hear the hold's loss. */
+static void on_events(struct sup *s, const struct pollfd *p)
+{
+	if (p[0].revents & POLLIN) {
+		struct signalfd_siginfo si;
+		while (read(s->a->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			int sig = (int)si.ssi_signo;
+			if (sig == SIGCHLD)
+				continue;
+			kill(-s->ch->pid, sig);
+			kill(-s->ch->pid, SIGCONT);
+			log_debug("forwarded SIG%s to the command", signal_name(sig));
 		}
 	}
-	if (s.lost)
+	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
+		uint64_t v;
+		(void)!read(s->lost_fd, &v, sizeof v);
+		s->lost_fd = -1;
+		if (s->watching)
+			on_loss(s, 0);
+	}
+}
+
+/* rlock's status once the group is gone. */
+static int supervised_status(struct child *ch, const struct sup *s, int st)
+{
+	if (s->lost)
 		return RL_EX_LOST;
 	int rc = exit_status(st, &ch->term_sig);
 	if (ch->timed_out) {
@@ -677,6 +673,47 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		return RL_EX_LOST;
 	}
 	return rc;
+}
+
+int child_supervise(struct child *ch, const struct supervise_args *a)
+{
+	struct sup s = {.ch = ch,
+	                .a = a,
+	                .watching = 1,
+	                .signalled = -1,
+	                .kill_at = -1,
+	                .killed = -1,
+	                .stopping = a->stop_at >= 0,
+	                .lost_fd = a->lost_fd,
+	                .group_wait = GROUP_POLL_FIRST_MS,
+	                .group_check = -1};
+	int st = 0;
+
+	for (;;) {
+		int64_t now = clock_ms();
+		on_timers(&s, now);
+		int stopped = reap(ch, &st);
+		if (stopped) {
+			follow_stop(ch, stopped);
+			/* Not one instruction of the command after the lease ran out. */
+			if (s.watching && clock_ms() >= a->lost_at(a->ctx))
+				on_loss(&s, 1);
+			kill(-ch->pid, SIGCONT);
+			continue;
+		}
+		if (group_done(&s, now))
+			break;
+		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
+		                      {.fd = s.lost_fd, .events = POLLIN}};
+		int rc = poll(p, s.lost_fd >= 0 ? 2 : 1, next_timeout(&s, now));
+		if (rc < 0 && errno != EINTR) {
+			log_error("poll: %s", strerror(errno));
+			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */
+		}
+		if (rc > 0)
+			on_events(&s, p);
+	}
+	return supervised_status(ch, &s, st);
 }
 
 void child_finish(struct child *ch)

@@ -55,19 +55,19 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
 /* The lease, as the supervisor sees it. The main thread decides loss on its own clock
- * (nothing it waits on can delay that): the lease granted by a request sent at time s
- * cannot end on the server before s + lease_ms; with no renewal confirmed since s, the
- * lease counts as lost at s + loss_after_ms, and the group's SIGKILL lands by
- * s + kill_by_ms at the latest, whatever kill_after_ms says. */
+ * (nothing it waits on can delay that): the lease counts as lost at lost_at(), and the
+ * group's SIGKILL lands by kill_at() at the latest, whatever kill_after_ms says (the
+ * lease rule: lease.h). */
 struct supervise_args {
 	int sigfd;
 	int lost_fd; /* readable when the lock is known not to be ours, or -1 */
-	/* Send time (monotonic ms) of the last confirmed acquire/renewal; thread-safe. */
-	int64_t (*confirmed_sent)(const void *ctx);
+	/* When the lease counts as lost, and by when the group must be dead (monotonic
+	 * ms, from the last confirmed renewal: hold.h); thread-safe. */
+	int64_t (*lost_at)(const void *ctx);
+	int64_t (*kill_at)(const void *ctx);
 	/* Why the lease is lost (copied into buf). */
 	void (*lost_reason)(const void *ctx, int timed_out, char *buf, size_t n);
 	const void *ctx;
-	int64_t loss_after_ms, kill_by_ms;
 	enum lost_action action;
 	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
 	int64_t kill_after_ms;

@@ -58,7 +58,8 @@ static void __attribute__((noreturn)) parent_fail(int status, int github)
 }
 
 /* The parent: wait for the keeper's report (or its exit), print, exit. */
-static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd, int github)
+static void __attribute__((noreturn))
+parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
 	char buf[4096];
 	size_t got = 0;
@@ -91,14 +92,14 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 		*token++ = '\0';
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
-		if (github) {
+		if (k->github) {
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);
 			print_sh("RLOCK_TOKEN", token);
 			print_sh("RLOCK_FENCE", fence);
 		}
-		int rc = cli_close_stdout();
+		int rc = k->close_stdout();
 		if (rc != 0)
 			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
 		exit(rc);
@@ -109,16 +110,16 @@ static void __attribute__((noreturn)) parent_wait(pid_t keeper, int rfd, int sfd
 	int st;
 	while (waitpid(keeper, &st, 0) < 0)
 		if (errno != EINTR)
-			parent_fail(RL_EX_SOFTWARE, github);
+			parent_fail(RL_EX_SOFTWARE, k->github);
 	if (WIFSIGNALED(st)) {
-		if (!github)
+		if (!k->github)
 			keeper_print_failure(128 + WTERMSIG(st));
 		child_die_of(WTERMSIG(st));
 	}
-	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, github);
+	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, k->github);
 }
 
-void keeper_detach(const struct opts *o)
+void keeper_detach(const struct keeper_args *k)
 {
 	sigset_t set, orig;
 	int p[2];
@@ -128,13 +129,13 @@ void keeper_detach(const struct opts *o)
 		sigaddset(&set, passed_on[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		parent_fail(RL_EX_OSERR, o->format_github);
+		parent_fail(RL_EX_OSERR, k->github);
 	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
-		parent_fail(RL_EX_OSERR, o->format_github);
+		parent_fail(RL_EX_OSERR, k->github);
 	}
 	if (pid > 0) {
 		/* A write to a pipe nobody reads fails (EPIPE): the keeper is then told to give
@@ -146,9 +147,9 @@ void keeper_detach(const struct opts *o)
 		if (sfd < 0) {
 			kill(pid, SIGTERM);
 			log_error("cannot set up signal handling: %s", strerror(errno));
-			parent_fail(RL_EX_OSERR, o->format_github);
+			parent_fail(RL_EX_OSERR, k->github);
 		}
-		parent_wait(pid, p[0], sfd, o->format_github);
+		parent_wait(pid, p[0], sfd, k);
 	}
 	/* The keeper: its own session (no controlling terminal, no job control signals),
 	 * nothing of the caller's but stderr, which it keeps until the lock is held so that
@@ -174,14 +175,14 @@ void keeper_detach(const struct opts *o)
 
 /* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
  * log pipe) must not be held open by a process that outlives the step. */
-static int detach_stderr(const struct opts *o)
+static int detach_stderr(const struct keeper_args *k)
 {
-	int fd = o->log_file
-	             ? open(o->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600)
+	int fd = k->log_file
+	             ? open(k->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600)
 	             : open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		log_error("cannot open the keeper's log file '%s': %s",
-		          o->log_file ? o->log_file : "/dev/null", strerror(errno));
+		          k->log_file ? k->log_file : "/dev/null", strerror(errno));
 		return -1;
 	}
 	dup2(fd, STDERR_FILENO);
@@ -189,95 +190,54 @@ static int detach_stderr(const struct opts *o)
 	return 0;
 }
 
-enum { HOLD_LOST, HOLD_RELEASE, HOLD_LEAVE };
-
-int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
-                int64_t sent_ms, int sigfd, const struct opts *o)
+/* Tell the waiting parent the lock's details: it prints them and exits. */
+static int report_held(const struct lock *l)
 {
-	struct renew *rn = NULL;
-	char err[400], msg[1300];
-	int64_t started = clock_ms(), confirmed = sent_ms;
-	int rc = 0, what = HOLD_RELEASE;
-
-	store_close(s); /* the renewal thread has its own handle */
-	s = NULL;
-	if (!o->log_file)
-		log_to_syslog();
-	if (renew_start(&rn, cfg, l, sent_ms, NULL, 0, err, sizeof err) < 0) {
-		log_error("%s", err);
-		rc = RL_EX_OSERR;
-		goto release;
-	}
-	if (detach_stderr(o) < 0) {
-		s = renew_stop(rn, &confirmed);
-		rc = RL_EX_USAGE;
-		goto release;
-	}
+	char msg[1300];
 	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
-	if (write(report_fd, msg, (size_t)n) != n) {
-		rc = RL_EX_OSERR; /* the parent is gone: nobody knows the token */
-		s = renew_stop(rn, &confirmed);
-		goto release;
-	}
+
+	if (write(report_fd, msg, (size_t)n) != n)
+		return -1; /* the parent is gone: nobody knows the token */
 	close(report_fd);
 	report_fd = -1;
+	return 0;
+}
+
+int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
+{
+	const struct lock *l = &h->l[0];
+	char err[400];
+	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
+	int signo, rc;
+
+	hold_drop_main(h); /* the renewal thread has its own handle */
+	if (!k->log_file)
+		log_to_syslog();
+	if (detach_stderr(k) < 0)
+		return hold_release(h, 0), RL_EX_USAGE;
+	if (report_held(l) < 0)
+		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ttl_ms);
-
-	int64_t loss_after = l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
-	int64_t stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1;
-	for (;;) {
-		int64_t now = clock_ms(), lost_at = renew_confirmed_sent(rn) + loss_after;
-		if (now >= lost_at) {
-			what = HOLD_LOST;
-			renew_reason(rn, 1, err, sizeof err);
-			break;
-		}
-		if (stop_at >= 0 && now >= stop_at) {
-			log_error("--max-hold is over: the keeper releases %s", l->key);
-			rc = RL_EX_TIMEOUT;
-			break;
-		}
-		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
-		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
-		                      {.fd = renew_fd(rn), .events = POLLIN}};
-		if (poll(p, 2, t > 60000 ? 60000 : (int)t) <= 0)
-			continue;
-		if (p[1].revents & POLLIN) {
-			what = HOLD_LOST;
-			renew_reason(rn, 0, err, sizeof err);
-			break;
-		}
-		struct signalfd_siginfo si;
-		if (read(sigfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGCHLD)
-			continue;
-		what = si.ssi_signo == SIGUSR1 ? HOLD_LEAVE : HOLD_RELEASE;
-		log_info("keeper: SIG%s: %s", signal_name((int)si.ssi_signo),
-		         what == HOLD_LEAVE ? "stopping (rlock --release releases)" : "releasing");
-		break;
+	if (hold_watch(h, sigfd, stop_at, &signo, err, sizeof err) == 1) {
+		log_error("--max-hold is over: the keeper releases %s", l->key);
+		rc = RL_EX_TIMEOUT;
+	} else if (signo) {
+		log_info("keeper: SIG%s: %s", signal_name(signo),
+		         signo == SIGUSR1 ? "stopping (rlock --release releases)" : "releasing");
+		rc = 0;
+	} else {
+		hold_abandon(h);
+		log_error("lock lost: %s; the keeper exits", err);
+		return RL_EX_LOST;
 	}
-	s = renew_stop(rn, &confirmed);
-	if (what != HOLD_RELEASE) {
-		store_close(s);
-		if (what == HOLD_LOST)
-			log_error("lock lost: %s; the keeper exits", err);
-		return what == HOLD_LOST ? RL_EX_LOST : 0;
+	if (signo == SIGUSR1) {
+		hold_abandon(h);
+		return rc;
 	}
-release:;
-	int64_t lease_end = confirmed + l->ttl_ms;
-	int r = LOCK_ERR;
-	snprintf(err, sizeof err, "the lease is over");
-	if (clock_ms() < lease_end &&
-	    (s || store_open(&s, cfg, 0, lease_end, err, sizeof err) == STORE_OK))
-		r = store_release(s, l, 0, lease_end, err, sizeof err);
-	store_close(s);
-	if (r == LOCK_OK) {
-		log_info("keeper released %s", l->key);
-	} else if (r == LOCK_NOTOURS) {
+	if (hold_release(h, 0) == HOLD_LOST) {
 		log_error("lock lost: %s was no longer held when the keeper released it", l->key);
 		rc = RL_EX_LOST;
-	} else {
-		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
 	}
 	return rc;
 }
@@ -309,7 +269,7 @@ static int is_keeper(long pid)
 /* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
  * when it runs on this host; wait for it, bounded (a renewal in flight ends within
  * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal. */
-static void stop_keeper(const struct holder *h, const struct opts *o)
+static void stop_keeper(const struct holder *h, const struct keeper_args *k)
 {
 	char host[256] = "";
 	long pid = (long)h->pid;
@@ -323,7 +283,7 @@ static void stop_keeper(const struct holder *h, const struct opts *o)
 	if (kill((pid_t)pid, SIGUSR1) < 0)
 		return;
 	/* Not so long that the lease (no longer renewed) runs out before the release. */
-	int64_t wait = o->connect_timeout_ms + o->io_timeout_ms + 1000;
+	int64_t wait = k->connect_timeout_ms + k->io_timeout_ms + 1000;
 	if (h->pttl_ms > 0 && wait > h->pttl_ms / 2)
 		wait = h->pttl_ms / 2;
 	int64_t until = clock_ms() + wait;
@@ -335,15 +295,15 @@ static void stop_keeper(const struct holder *h, const struct opts *o)
 		log_info("keeper pid %ld stopped", pid);
 }
 
-static int not_held(const struct opts *o)
+static int not_held(const struct keeper_args *k)
 {
 	log_error("lock '%s' is not held by this token: it was lost (expired, broken or taken "
 	          "over) since --acquire, or the token is wrong; nothing released",
-	          o->name);
+	          k->name);
 	return RL_EX_LOST;
 }
 
-int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
+int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k)
 {
 	static struct holders hs; /* large */
 	const struct holder *h = NULL;
@@ -351,10 +311,10 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 	char err[400];
 	int rc;
 
-	snprintf(mine.token, sizeof mine.token, "%s", o->token);
-	rc = store_status(s, l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err);
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
+	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
-		if (hs.h[i].held && !strcmp(hs.h[i].token, o->token))
+		if (hs.h[i].held && !strcmp(hs.h[i].token, k->token))
 			h = &hs.h[i];
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
@@ -363,7 +323,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
-		rc = not_held(o);
+		rc = not_held(k);
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
@@ -377,7 +337,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 		                            : LOCK_EXCLUSIVE,
 		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
 		if (h)
-			stop_keeper(h, o);
+			stop_keeper(h, k);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
 			log_info("released %s%s", l->key,
@@ -386,13 +346,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct opts *o)
 			             "ends at its next renewal)");
 			rc = 0;
 		} else if (rc == LOCK_NOTOURS && !h) {
-			rc = not_held(o);
+			rc = not_held(k);
 		} else if (rc == LOCK_NOTOURS) {
 			log_error("lock lost: '%s' was no longer held by this token at the release",
-			          o->name);
+			          k->name);
 			rc = RL_EX_LOST;
 		} else {
-			log_error("cannot release '%s' (%s); it expires by its TTL%s", o->name, err,
+			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
 			          h ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}

@@ -20,21 +20,32 @@
 
 #include <stdint.h>
 
-#include "cli.h"
+#include "hold.h"
 #include "lock.h"
 #include "store.h"
 
 #define KEEPER_CMD  "(rlock --acquire keeper)" /* the owner record's cmd */
 #define KEEPER_COMM "rlock-keeper"             /* its process name (/proc/PID/comm) */
 
+/* What the keeper needs of the options (the front end builds it). */
+struct keeper_args {
+	int github;                /* --format github: KEY=VALUE lines */
+	int (*close_stdout)(void); /* flush the variables: 0, or the status after a line */
+	const char *log_file;      /* the keeper's log (NULL: syslog) */
+	int64_t max_hold_ms;       /* 0: no limit */
+	const char *name;          /* --release: the lock's name, */
+	const char *token;         /* the token that holds it, */
+	int64_t connect_timeout_ms, io_timeout_ms;
+};
+
 /* Fork the keeper. Returns in the keeper only; the caller (the parent) waits for it to
- * report the lock acquired, prints the variables (o->format_github: KEY=VALUE lines)
+ * report the lock acquired, prints the variables (k->github: KEY=VALUE lines)
  * and exits 0, or, when the keeper exits first, prints keeper_print_failure's line
  * (sh output) and exits with its status (dies of its signal). A terminating signal to
  * the parent is passed on to the keeper. Call right after cli_parse(), before any
  * other fd or thread exists (the keeper closes every descriptor but 0-2, whatever its
  * number: fds.h); on fork failure exits 71 (that line too). */
-void keeper_detach(const struct opts *o);
+void keeper_detach(const struct keeper_args *k);
 
 /* --acquire's sh output when the lock is not held (busy, -E, unavailable, a usage
  * error, a death by signal N: 128+N): "unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE;
@@ -43,20 +54,20 @@ void keeper_detach(const struct opts *o);
  * 0), leaves no RLOCK_TOKEN that claims the lock. Not for --format github. */
 void keeper_print_failure(int status);
 
-/* In the keeper, once the lock is held (acquired at sent_ms) and checked (wait_ready):
- * report it to the parent, detach from the caller's stderr, renew until a signal on
- * sigfd (child_signals_block) or --max-hold, then release (or not: SIGUSR1), or exit
- * on loss. Closes s. Returns the keeper's exit status (0, 79 lost, 124 --max-hold). */
-int keeper_hold(struct store *s, const struct store_config *cfg, const struct lock *l,
-                int64_t sent_ms, int sigfd, const struct opts *o);
+/* In the keeper, once the hold is acquired (hold_acquire: one lock, renewed): report it
+ * to the parent, detach from the caller's stderr, watch the hold (hold_watch) until a
+ * signal on sigfd (child_signals_block), --max-hold or a loss, then release (or not:
+ * SIGUSR1). Ends the hold. Returns the keeper's exit status (0, 79 lost, 124
+ * --max-hold). */
+int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
 
-/* --release: if o->token holds the lock, stop its keeper (when it runs on this host) and
+/* --release: if k->token holds the lock, stop its keeper (when it runs on this host) and
  * release by compare-token-then-delete, in the mode of the holder that the status read
  * finds (o's -s or -l do not matter; a token beyond the holders a status lists: in the
  * lock's mode, its keeper not stopped first). Closes s (as report.h's commands do).
  * Returns 0 (released), 79 (the token does not hold the lock: lost — expired, broken,
  * taken over — or a wrong token; nothing is touched, no keeper stopped) or 69 (Redis
  * unavailable). */
-int keeper_release(struct store *s, const struct lock *l, const struct opts *o);
+int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k);
 
 #endif

@@ -84,14 +84,14 @@ static const char *describe(char *buf, size_t n, char mode, int limit)
 	return buf;
 }
 
-/* Does a hold in mode/limit grant what o asks for? Exclusive grants everything. */
-static int grants(char mode, int limit, const struct opts *o)
+/* Does a hold in mode/limit grant what q asks for? Exclusive grants everything. */
+static int grants(char mode, int limit, const struct reenter_ask *q)
 {
-	return mode == 'x' || (mode == 's' && o->kind == KIND_SHARED) ||
-	       (mode == 'l' && o->kind == KIND_LIMIT && limit == o->limit);
+	return mode == 'x' || (mode == 's' && q->mode == LOCK_SHARED) ||
+	       (mode == 'l' && q->mode == LOCK_LIMIT && limit == q->limit);
 }
 
-int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
+int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 {
 	static struct lock probe; /* large; only its key names are used */
 	int left = 0;
@@ -125,8 +125,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
 				    "would wait for itself",
 				    name, describe(have, sizeof have, mode, limit),
 				    describe(want, sizeof want,
-				             o->kind == KIND_SHARED  ? 's'
-				             : o->kind == KIND_LIMIT ? 'l'
+				             o->mode == LOCK_SHARED  ? 's'
+				             : o->mode == LOCK_LIMIT ? 'l'
 				                                     : 'x',
 				             o->limit));
 				exit(RL_EX_USAGE);
@@ -134,9 +134,9 @@ int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
 			/* --acquire leaves a keeper holding a lock of its own (its --release must
 			 * not give back the ancestor's): next to a shared hold or a permit it takes
 			 * one; an exclusive hold it could only wait for. */
-			if (o->mode == MODE_ACQUIRE && mode != 'x')
+			if (o->keeper && mode != 'x')
 				break;
-			if (o->mode == MODE_ACQUIRE) {
+			if (o->keeper) {
 				log_error(
 				    "lock '%s' is held exclusive by this process tree: --acquire "
 				    "would wait for itself",
@@ -152,8 +152,6 @@ int reenter_plan(struct reenter *r, struct store *s, struct opts *o)
 			         name);
 	}
 	o->nnames = left;
-	if (left > 0)
-		o->name = o->names[0];
 	return left;
 }
 
@@ -173,13 +171,12 @@ static int append(char **buf, size_t *len, const char *w)
 	return 0;
 }
 
-void reenter_environment(const struct reenter *r, const struct lock *first,
-                         const struct multi *more)
+void reenter_environment(const struct reenter *r, const struct lock *taken_locks, int ntaken)
 {
 	char *keys = NULL, *tokens = NULL, *fences = NULL;
 	size_t kl = 0, tl = 0, fl = 0;
 	int n = 0, taken = 0, fail = 0;
-	const char *listed[REENTER_MAX + OPTS_NAMES_MAX];
+	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX];
 
 	for (int i = 0; i < r->nnames; i++) {
 		const char *k, *t, *f;
@@ -190,8 +187,9 @@ void reenter_environment(const struct reenter *r, const struct lock *first,
 			t = h->token;
 			f = h->fence[0] ? h->fence : "0";
 		} else {
-			const struct lock *l = taken == 0 ? first : &more->l[taken - 1];
-			taken++;
+			if (taken >= ntaken)
+				continue; /* not reached: every name not inherited was taken */
+			const struct lock *l = &taken_locks[taken++];
 			snprintf(fence, sizeof fence, "%lld", l->fence);
 			k = l->key;
 			t = l->token;

@@ -11,12 +11,11 @@
 #ifndef RLOCK_REENTER_H
 #define RLOCK_REENTER_H
 
-#include "cli.h"
+#include "hold.h"
 #include "lock.h"
-#include "multi.h"
 #include "store.h"
 
-#define REENTER_MAX (2 * OPTS_NAMES_MAX)
+#define REENTER_MAX (2 * HOLD_LOCKS_MAX)
 
 struct inherited {
 	char key[LOCK_KEY_MAX];
@@ -28,25 +27,35 @@ struct reenter {
 	int n; /* inherited holds read from the environment */
 	struct inherited in[REENTER_MAX];
 	int nnames; /* the names asked for (o->names before the plan) */
-	const char *names[OPTS_NAMES_MAX];
-	int held[OPTS_NAMES_MAX]; /* per name: index in in[] that grants it, or -1 */
+	const char *names[HOLD_LOCKS_MAX];
+	int held[HOLD_LOCKS_MAX]; /* per name: index in in[] that grants it, or -1 */
+};
+
+/* What a nested rlock asks for (the front end builds it). */
+struct reenter_ask {
+	const char *prefix;
+	const char **names; /* the names asked for (sorted); then only those left to take */
+	int nnames;
+	int64_t ttl_ms, io_timeout_ms;
+	enum lock_mode mode; /* and limit: how they are asked for */
+	int limit;
+	int keeper; /* --acquire */
 };
 
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of
- * o->names they grant. Then o->names / o->nnames / o->name keep only the names still to
- * take (sorted as before). Returns the number of names left (0: the inherited holds
+ * o->names they grant. Then o->names / o->nnames keep only the names still to take
+ * (sorted as before). Returns the number of names left (0: the inherited holds
  * grant everything: run the command directly). A name the server cannot speak for (an
  * error, no reply) is left to take, as a normal run would. Exits 64 with one line on a
- * request that would wait for its own ancestor. With --acquire (o->mode) nothing is
+ * request that would wait for its own ancestor. With --acquire (o->keeper) nothing is
  * granted (the keeper holds a lock of its own): a name the tree holds exclusive exits
  * 64, and one it holds shared or as a permit is taken. */
-int reenter_plan(struct reenter *r, struct store *s, struct opts *o);
+int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o);
 
 /* The command's environment: RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE name the first name
- * asked for (inherited or first, taken now: first, then more); RLOCK_KEYS, RLOCK_TOKENS
- * and RLOCK_FENCES list every lock the command runs under (the names asked for in sorted
- * order, then the inherited holds not asked for), or are unset when that is one lock. */
-void reenter_environment(const struct reenter *r, const struct lock *first,
-                         const struct multi *more);
+ * asked for (inherited, or the first of the ntaken locks taken now, in order); RLOCK_KEYS,
+ * RLOCK_TOKENS and RLOCK_FENCES list every lock the command runs under (the names asked for in
+ * sorted order, then the inherited holds not asked for), or are unset when that is one lock. */
+void reenter_environment(const struct reenter *r, const struct lock *taken, int ntaken);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "lease.h"
 #include "log.h"
 
 #define RETRY_MS 100 /* between failed renewal attempts, bounded by lost_at */
@@ -103,7 +104,7 @@ static void *renew_main(void *arg)
 	char err[300] = "";
 	int checked = !r->warn_key;
 
-	int64_t lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+	int64_t lost_at = r->confirmed_sent + lease_loss_after(ttl);
 	if (r->check_now) {
 		checked = 1;
 		if (!begin(r) || open_store(r, &s, 1, lost_at) < 0)
@@ -112,7 +113,7 @@ static void *renew_main(void *arg)
 	for (;;) {
 		if (nap(r, r->confirmed_sent + ttl / 3))
 			goto out;
-		lost_at = r->confirmed_sent + ttl * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+		lost_at = r->confirmed_sent + lease_loss_after(ttl);
 		if (!s && (!begin(r) || open_store(r, &s, 0, lost_at) < 0))
 			goto stuck;
 		/* Try until confirmed or the lease can no longer be trusted. The connect of

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The only thread: keeps the lease alive with its own store handle and publishes, for
- * the supervisor, when the last renewal confirmed by the server was sent.
+/* The renewal thread of one lease (a hold runs one per lock, hold.h): keeps the lease
+ * alive with its own store handle and publishes, for the supervisor, when the last
+ * renewal confirmed by the server was sent.
  *
  * The lease granted by a request sent at time s cannot end on the server before
- * s + ttl. The thread renews every ttl/3 and stops trying at s + ttl * LOSS_FRACTION
+ * s + ttl. The thread renews every ttl/3 and stops trying at s + lease_loss_after(ttl)
  * when nothing sent after s was confirmed. It does not decide that the lease is lost
  * by time: the main thread does, from renew_confirmed_sent(), on its own clock, so
  * nothing this thread waits on (a lookup, a connect, a reply) can delay that. It
@@ -16,11 +17,6 @@
 
 #include "lock.h"
 #include "store.h"
-
-#define RENEW_LOSS_NUM 4 /* lost at 4/5 of the ttl since the last confirmed send */
-#define RENEW_LOSS_DEN 5
-#define RENEW_KILL_NUM 9 /* the group's SIGKILL lands by 9/10 of it */
-#define RENEW_KILL_DEN 10
 
 struct renew;
 

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lease.h"
 #include "log.h"
-#include "renew.h"
 
 #define BACKOFF_FIRST_MS 200
 #define BACKOFF_MAX_MS   5000
@@ -173,10 +173,10 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 }
 
 /* How long after the request was sent a granted lease is still worth using: the point
- * at which the renewal thread would give it up (renew.h). */
+ * at which the hold counts it lost (lease.h). */
 static int64_t lease_floor(const struct lock *l)
 {
-	return l->ttl_ms * RENEW_LOSS_NUM / RENEW_LOSS_DEN;
+	return lease_loss_after(l->ttl_ms);
 }
 
 /* After a terminating signal (rlock is asked to stop now) or an attempt that failed
@@ -199,8 +199,10 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 {
 	char err[300] = "";
 
-	if (store_release(s, a->lock, 0, cleanup_deadline(a, budget_ms), err, sizeof err) ==
-	    LOCK_ERR)
+	/* When the lease would end is not known here (a reply may not have come): the
+	 * budget bounds it. */
+	if (lease_release(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
+	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ttl_ms);
 }
@@ -263,181 +265,285 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
 	return rc;
 }
 
+/* wait_acquire's state machine: attempt; when busy, listen for the release, then nap
+ * until woken, the holder's TTL or the backoff; when the server is lost while waiting,
+ * back off and reconnect. Each state is one function returning the next. */
+enum wait_state { ST_ATTEMPT, ST_OUTAGE, ST_LISTEN, ST_NAP, ST_DONE };
+
+struct wait_run {
+	struct store *s;
+	const struct wait_args *a;
+	int64_t *sent_ms;
+	struct holder *h;
+	int *signo;
+	char *err;
+	size_t errlen;
+	uint32_t seed;
+	int64_t start, deadline, backoff_ms;
+	int64_t busy_at; /* when the last attempt said busy */
+	int lock_rc;     /* the last attempt's LOCK_* */
+	enum wait_rc rc; /* the result, at ST_DONE */
+	int drawn, announced, waiting, outage, pttl_woke, again, sub;
+	int heard; /* the listener last announced at -vv: 1 the channel, 2 a place */
+};
+
+static void backoff_grow(struct wait_run *w)
+{
+	w->backoff_ms = w->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : w->backoff_ms * 2;
+}
+
+/* The backoff: a jittered nap of the current step, which then doubles (capped). */
+static int64_t backoff(struct wait_run *w, int grow)
+{
+	int64_t nap = jittered(w->backoff_ms, &w->seed);
+
+	if (grow)
+		backoff_grow(w);
+	return nap;
+}
+
+static int64_t before_deadline(const struct wait_run *w, int64_t until)
+{
+	return until < w->deadline ? until : w->deadline;
+}
+
+static enum wait_state done(struct wait_run *w, enum wait_rc rc)
+{
+	w->rc = rc;
+	return ST_DONE;
+}
+
+static enum wait_rc from_lock(int lock_rc)
+{
+	switch (lock_rc) {
+	case LOCK_OK:
+		return WAIT_ACQUIRED;
+	case LOCK_BUSY:
+		return WAIT_BUSY;
+	case LOCK_MISMATCH:
+		return WAIT_MISMATCH;
+	case LOCK_DENIED:
+		return WAIT_DENIED;
+	default:
+		return WAIT_ERR;
+	}
+}
+
+static void forget_listener(struct wait_run *w)
+{
+	store_unsubscribe(w->s);
+	w->sub = 0;
+	w->heard = 0;
+}
+
+static void announce_busy(struct wait_run *w)
+{
+	/* log_msg escapes holder text itself */
+	char pid[32] = "?";
+
+	if (w->announced)
+		return;
+	if (w->h->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", w->h->pid);
+	log_info("lock '%s' is busy (held by %s pid %s); waiting", w->a->name,
+	         w->h->host[0] ? w->h->host : "?", pid);
+	w->announced = 1;
+}
+
+static enum wait_state st_attempt(struct wait_run *w)
+{
+	/* A retry at once (below) counts as fresh: one per failure. */
+	int fresh = w->again || !store_connected(w->s);
+	int rc;
+
+	w->again = 0;
+	rc = w->lock_rc =
+	    attempt(w->s, w->a, !w->waiting, w->deadline, w->sent_ms, w->h, w->err, w->errlen);
+	if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(w->a->sigfd, w->signo)) {
+		/* Interrupted (the conn layer's waits watch the signalfd): the request may
+		 * have been taken all the same: the lock, or (a waiting request) a place
+		 * among the waiters or in the queue, left at the end. */
+		give_back(w->s, w->a, GIVE_BACK_MS);
+		if (!w->a->lock->nowait)
+			w->waiting = 1;
+		return done(w, WAIT_SIGNAL);
+	}
+	if (rc == LOCK_ERR && w->waiting && !fresh) {
+		/* The connection that sat idle may simply have been closed (the server's
+		 * `timeout`, a restart): retry at once on a fresh one (the store never
+		 * reuses a connection that failed). */
+		w->again = 1;
+		return ST_ATTEMPT;
+	}
+	if (rc == LOCK_ERR && w->waiting)
+		return ST_OUTAGE;
+	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
+		log_info("lock '%s': reconnected to %s", w->a->name, store_name(w->s));
+		w->outage = 0;
+	}
+	if (rc != LOCK_BUSY)
+		return done(w, from_lock(rc));
+	w->waiting = 1;
+	w->busy_at = clock_ms();
+	if (w->busy_at >= w->deadline)
+		return done(w, WAIT_BUSY);
+	announce_busy(w);
+	return ST_LISTEN;
+}
+
+/* The server is gone while we wait: keep trying with backoff until the wait's
+ * deadline. Only a failure before the first successful connect is 69 at once. */
+static enum wait_state st_outage(struct wait_run *w)
+{
+	forget_listener(w);
+	if (!w->outage)
+		log_info("lock '%s': %s; reconnecting", w->a->name, w->err);
+	w->outage = 1;
+	if (clock_ms() >= w->deadline) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", w->err);
+		snprintf(w->err, w->errlen,
+		         "lock '%s': Redis unavailable while waiting (gave up at the --wait "
+		         "deadline): %s",
+		         w->a->name, why);
+		return done(w, WAIT_ERR);
+	}
+	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
+	if (nap_until(w->a, w->s, w->h, w->start, until, "reconnecting", &w->drawn, w->signo) == -4)
+		return done(w, WAIT_SIGNAL);
+	return ST_ATTEMPT;
+}
+
+/* Listen for the release (again, after a wake-up was used). A new subscription: try
+ * again at once, a release before it was not heard. A place among the waiters keeps a
+ * wake-up made before it listened. */
+static enum wait_state st_listen(struct wait_run *w)
+{
+	char err[256];
+	int listen = store_subscribe(w->s, w->a->lock, err, sizeof err);
+
+	if (listen == STORE_NEW) {
+		w->sub = 1;
+		return ST_ATTEMPT;
+	}
+	w->sub = listen != STORE_ERR;
+	if (!w->sub) {
+		w->heard = 0;
+		if (take_signal(w->a->sigfd, w->signo))
+			return done(w, WAIT_SIGNAL);
+		log_debug("cannot subscribe to release notifications: %s", err);
+	} else if (w->heard != 1 + w->a->lock->placed) {
+		/* Said once the listener is in place and the last attempt after it was
+		 * busy: a release from now on wakes this waiter. */
+		w->heard = 1 + w->a->lock->placed;
+		log_debug("listening for the release (%s)",
+		          w->a->lock->placed ? "a place among the waiters" : "the release channel");
+	}
+	return ST_NAP;
+}
+
+/* How long to nap while busy. Where a release wakes this waiter on its own (a queue's
+ * head, a place among the waiters), the timer is only the safety net (a woken waiter
+ * that died before it could try): no short backoff. The place in the queue and the
+ * writer mark are leases of the ttl. Wake when the holder's lease can have run out, but
+ * not twice in a row: a PTTL that keeps saying "now" (or a hostile one) cannot defeat
+ * the backoff. Compared, not added to: a PTTL near INT64_MAX must not wrap. */
+static int64_t busy_nap(struct wait_run *w)
+{
+	const struct lock *l = w->a->lock;
+	const char *ch[2];
+	int64_t nap = backoff(w, 0);
+
+	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
+		nap = jittered(BACKOFF_MAX_MS, &w->seed);
+	if (nap > l->ttl_ms / 3)
+		nap = l->ttl_ms / 3;
+	w->pttl_woke = !w->pttl_woke && w->h->pttl_ms >= 0 && w->h->pttl_ms < nap;
+	if (w->pttl_woke)
+		nap = w->h->pttl_ms + 1;
+	return nap;
+}
+
+static enum wait_state st_nap(struct wait_run *w)
+{
+	int64_t until = before_deadline(w, w->busy_at + busy_nap(w));
+	int slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
+
+	if (slept == -4)
+		return done(w, WAIT_SIGNAL);
+	if (slept == 0)
+		backoff_grow(w);
+	if (slept != -1)
+		return ST_ATTEMPT;
+	forget_listener(w);
+	/* BLPOP refused: the place would take a release's wake-up from a waiter that can
+	 * block (the next attempts take none). */
+	if (w->a->lock->placed && store_wake_refused(w->s)) {
+		leave(w->s, w->a, w->a->io_timeout_ms);
+		w->a->lock->placed = 0;
+	}
+	/* A listener that breaks as soon as it listens (a slot that moved, an error
+	 * reply): no attempt at once, or the loop would spin on it. */
+	if (clock_ms() - w->busy_at < BACKOFF_FIRST_MS) {
+		int64_t pause = before_deadline(w, clock_ms() + backoff(w, 0));
+		if (nap_until(w->a, w->s, w->h, w->start, pause, NULL, &w->drawn, w->signo) == -4)
+			return done(w, WAIT_SIGNAL);
+	}
+	return ST_ATTEMPT;
+}
+
+/* Leaving: the live line, the listener, the place among the waiters, and a lock an
+ * unanswered attempt may have taken. */
+static enum wait_rc finish(struct wait_run *w)
+{
+	if (w->drawn)
+		status_clear();
+	store_unsubscribe(w->s);
+	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_SIGNAL))
+		leave(w->s, w->a, w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : w->a->io_timeout_ms);
+	/* An attempt whose reply never came may have taken the lock: give it back behind
+	 * that request, or it is held by nobody until its ttl ends. */
+	if (w->rc == WAIT_ERR && w->lock_rc == LOCK_ERR && store_unanswered(w->s))
+		give_back(w->s, w->a, GIVE_BACK_MS);
+	return w->rc;
+}
+
 int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
                  int *signo, char *err, size_t errlen)
 {
-	int sub = 0;
-	uint32_t seed = jitter_seed();
-	int64_t start = clock_ms();
-	int64_t deadline = a->wait_ms < 0 ? INT64_MAX : start + a->wait_ms;
-	int64_t backoff = BACKOFF_FIRST_MS;
-	int drawn = 0, announced = 0, waiting = 0, outage = 0, pttl_woke = 0, again = 0, rc;
-	int heard = 0; /* the listener last announced at -vv: 1 the channel, 2 a place */
+	struct wait_run w = {.s = s,
+	                     .a = a,
+	                     .sent_ms = sent_ms,
+	                     .h = h,
+	                     .signo = signo,
+	                     .err = err,
+	                     .errlen = errlen,
+	                     .seed = jitter_seed(),
+	                     .start = clock_ms(),
+	                     .backoff_ms = BACKOFF_FIRST_MS};
+	enum wait_state st = ST_ATTEMPT;
 
+	w.deadline = a->wait_ms < 0 ? INT64_MAX : w.start + a->wait_ms;
 	memset(h, 0, sizeof *h);
-	for (;;) {
-		/* A retry at once (below) counts as fresh: one per failure. */
-		int fresh = again || !store_connected(s);
-		again = 0;
-		rc = attempt(s, a, !waiting, deadline, sent_ms, h, err, errlen);
-		if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(a->sigfd, signo)) {
-			/* Interrupted (the conn layer's waits watch the signalfd): the
-			 * request may have been taken all the same: the lock, or (a waiting
-			 * request) a place among the waiters or in the queue, left below. */
-			give_back(s, a, GIVE_BACK_MS);
-			rc = WAIT_SIGNAL;
-			if (!a->lock->nowait)
-				waiting = 1;
+	while (st != ST_DONE) {
+		switch (st) {
+		case ST_ATTEMPT:
+			st = st_attempt(&w);
+			break;
+		case ST_OUTAGE:
+			st = st_outage(&w);
+			break;
+		case ST_LISTEN:
+			st = st_listen(&w);
+			break;
+		case ST_NAP:
+			st = st_nap(&w);
+			break;
+		case ST_DONE:
 			break;
 		}
-		if (rc == LOCK_ERR && waiting && !fresh) {
-			/* The connection that sat idle may simply have been closed (the
-			 * server's `timeout`, a restart): retry at once on a fresh one
-			 * (the store never reuses a connection that failed). */
-			again = 1;
-			continue;
-		}
-		if (rc == LOCK_ERR && waiting) {
-			/* The server is gone while we wait: keep trying with backoff until
-			 * the wait's deadline. Only a failure before the first successful
-			 * connect is 69 at once. */
-			store_unsubscribe(s);
-			sub = 0;
-			heard = 0;
-			if (!outage)
-				log_info("lock '%s': %s; reconnecting", a->name, err);
-			outage = 1;
-			if (clock_ms() >= deadline) {
-				char why[300];
-				snprintf(why, sizeof why, "%s", err);
-				snprintf(err, errlen,
-				         "lock '%s': Redis unavailable while waiting (gave up at "
-				         "the --wait deadline): %s",
-				         a->name, why);
-				break;
-			}
-			int64_t until = clock_ms() + jittered(backoff, &seed);
-			int slept = nap_until(a, s, h, start, until < deadline ? until : deadline,
-			                      "reconnecting", &drawn, signo);
-			if (slept == -4) {
-				rc = WAIT_SIGNAL;
-				break;
-			}
-			if (backoff < BACKOFF_MAX_MS)
-				backoff =
-				    backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-			continue;
-		}
-		if (outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
-			log_info("lock '%s': reconnected to %s", a->name, store_name(s));
-			outage = 0;
-		}
-		if (rc != LOCK_BUSY)
-			break;
-		waiting = 1;
-		int64_t now = clock_ms();
-		if (now >= deadline) {
-			rc = WAIT_BUSY; /* == LOCK_BUSY */
-			break;
-		}
-		if (!announced) {
-			/* log_msg escapes holder text itself */
-			char pid[32] = "?";
-			if (h->pid >= 0)
-				snprintf(pid, sizeof pid, "%lld", h->pid);
-			log_info("lock '%s' is busy (held by %s pid %s); waiting", a->name,
-			         h->host[0] ? h->host : "?", pid);
-			announced = 1;
-		}
-		/* Listen for the release (again, after a wake-up was used). A new
-		 * subscription: try again at once, a release before it was not heard. A
-		 * place among the waiters keeps a wake-up made before it listened. */
-		char err2[256];
-		int listen = store_subscribe(s, a->lock, err2, sizeof err2);
-		if (listen == STORE_NEW) {
-			sub = 1;
-			continue;
-		}
-		sub = listen != STORE_ERR;
-		if (!sub) {
-			heard = 0;
-			if (take_signal(a->sigfd, signo)) {
-				rc = WAIT_SIGNAL;
-				break;
-			}
-			log_debug("cannot subscribe to release notifications: %s", err2);
-		} else if (heard != 1 + a->lock->placed) {
-			/* Said once the listener is in place and the last attempt after it
-			 * was busy: a release from now on wakes this waiter. */
-			heard = 1 + a->lock->placed;
-			log_debug("listening for the release (%s)",
-			          a->lock->placed ? "a place among the waiters"
-			                          : "the release channel");
-		}
-		int64_t nap = jittered(backoff, &seed);
-		const char *ch[2];
-		/* Where a release wakes this waiter on its own (a queue's head, a place
-		 * among the waiters), the timer is only the safety net (a woken waiter that
-		 * died before it could try): no short backoff. */
-		if (sub && (a->lock->placed || lock_channels(a->lock, ch) == 2))
-			nap = jittered(BACKOFF_MAX_MS, &seed);
-		/* The place in the queue and the writer mark are leases of the ttl. */
-		if (nap > a->lock->ttl_ms / 3)
-			nap = a->lock->ttl_ms / 3;
-		/* Wake when the holder's lease can have run out, but not twice in a row:
-		 * a PTTL that keeps saying "now" (or a hostile one) cannot defeat the
-		 * backoff. Compared, not added to: a PTTL near INT64_MAX must not wrap. */
-		pttl_woke = !pttl_woke && h->pttl_ms >= 0 && h->pttl_ms < nap;
-		if (pttl_woke)
-			nap = h->pttl_ms + 1;
-		int64_t until = now + nap < deadline ? now + nap : deadline;
-		int slept = nap_until(a, s, h, start, until, NULL, &drawn, signo);
-		if (slept == -4) {
-			rc = WAIT_SIGNAL;
-			break;
-		}
-		if (slept == -1) {
-			store_unsubscribe(s);
-			sub = 0;
-			heard = 0;
-			/* BLPOP refused: the place would take a release's wake-up from a waiter
-			 * that can block (the next attempts take none). */
-			if (a->lock->placed && store_wake_refused(s)) {
-				leave(s, a, a->io_timeout_ms);
-				a->lock->placed = 0;
-			}
-			/* A listener that breaks as soon as it listens (a slot that moved, an
-			 * error reply): no attempt at once, or the loop would spin on it. */
-			if (clock_ms() - now < BACKOFF_FIRST_MS) {
-				int64_t pause = clock_ms() + jittered(backoff, &seed);
-				if (nap_until(a, s, h, start, pause < deadline ? pause : deadline,
-				              NULL, &drawn, signo) == -4) {
-					rc = WAIT_SIGNAL;
-					break;
-				}
-			}
-		}
-		if (slept == 0 && backoff < BACKOFF_MAX_MS)
-			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
-	if (drawn)
-		status_clear();
-	store_unsubscribe(s);
-	if (waiting && (rc == WAIT_BUSY || rc == WAIT_SIGNAL))
-		leave(s, a, rc == WAIT_SIGNAL ? GIVE_BACK_MS : a->io_timeout_ms);
-	/* An attempt whose reply never came may have taken the lock: give it back behind
-	 * that request, or it is held by nobody until its ttl ends. */
-	if (rc == LOCK_ERR && store_unanswered(s))
-		give_back(s, a, GIVE_BACK_MS);
-	if (rc == LOCK_OK)
-		return WAIT_ACQUIRED;
-	if (rc == LOCK_MISMATCH)
-		return WAIT_MISMATCH;
-	if (rc == LOCK_DENIED)
-		return WAIT_DENIED;
-	if (rc == WAIT_SIGNAL || rc == WAIT_BUSY)
-		return rc;
-	return WAIT_ERR;
+	return finish(&w);
 }
 
 /* --wait-replicas: WAIT narrows the window in which a failover to a replica that never

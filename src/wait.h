@@ -14,6 +14,8 @@
 #include "lock.h"
 #include "store.h"
 
+/* Not the LOCK_* codes (some share values: WAIT_SIGNAL and LOCK_REDIRECT are both -4):
+ * wait_acquire maps a store reply to these explicitly. */
 enum wait_rc {
 	WAIT_ACQUIRED = 0,
 	WAIT_BUSY = 1,      /* -n, or the wait expired; *h says who holds it */

@@ -74,6 +74,21 @@ EOF_PROBE
 	run -64 --separate-stderr rlock -k A -k B --status
 }
 
+@test "a busy or mismatched lock beyond the first is the one named: 75 or 64, as for the first" {
+	rcli SET 'rlock:{B}' other PX 600000 >/dev/null
+	run -75 --separate-stderr rlock -k A -k B -n -- true
+	assert_equal "$stderr" "rlock: lock 'B' is busy"
+	rcli DEL 'rlock:{B}' >/dev/null
+	rlock_bg -l 2 -k B -- "$HOLD" b
+	wait_until 20 test -e b.started
+	run -64 --separate-stderr rlock -l 3 -k A -k B -- touch ran
+	assert_equal "$stderr" "rlock: lock 'B': acquire: the lock is held with --limit 2, this request asks for --limit 3"
+	[[ ! -e ran ]]
+	key_absent 'rlock:{A}:holders' || fail "A was left held"
+	touch b.release
+	rlock_wait
+}
+
 @test "the loss of any one lock is the loss of all: 79, the command's group stopped" {
 	rlock_bg -k A -k B -t 3s -- "$HOLD" l
 	wait_until 30 test -e l.started

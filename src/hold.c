@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+#include "hold.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "renew.h"
+
+/* Give back lock i: on its renewal thread's handle when it renewed, else on the main
+ * one, else a fresh one. A thread that never touched the network (a hold shorter than
+ * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
+ * rlock. The main handle then sat idle for longer than ttl/3, and a NAT or firewall
+ * may have dropped it silently. */
+static int release_one(struct hold *h, int i, int64_t keep_ms)
+{
+	const struct lock *l = &h->l[i];
+	int64_t confirmed = h->sent[i];
+	struct store *live = NULL;
+	char err[300];
+
+	if (h->rn[i] && !renew_quiet(h->rn[i]))
+		live = renew_stop(h->rn[i], &confirmed);
+	h->rn[i] = NULL;
+	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
+	                       STORE_NO_CAP, err, sizeof err);
+	store_close(live);
+	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
+		log_debug("the lease of %s is over (lost): nothing to release", l->key);
+	else if (rc == LOCK_ERR)
+		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
+	else if (rc == LOCK_OK && keep_ms > 0)
+		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
+		         (double)keep_ms / 1000);
+	else if (rc == LOCK_OK)
+		log_info("released %s", l->key);
+	return rc;
+}
+
+static void close_all(struct hold *h)
+{
+	store_close(h->s);
+	h->s = NULL;
+	if (h->epfd >= 0)
+		close(h->epfd);
+	h->epfd = -1;
+	h->n = 0;
+}
+
+int hold_release(struct hold *h, int64_t keep_ms)
+{
+	int rc = HOLD_OK;
+
+	for (int i = h->n - 1; i >= 0; i--) {
+		int r = release_one(h, i, keep_ms);
+		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
+			log_error("lock lost: %s was no longer held at the release", h->l[i].key);
+		if (r == LOCK_NOTOURS)
+			rc = HOLD_LOST;
+		else if (r != LOCK_OK && rc == HOLD_OK)
+			rc = HOLD_ERR;
+	}
+	close_all(h);
+	return rc;
+}
+
+void hold_abandon(struct hold *h)
+{
+	for (int i = h->n - 1; i >= 0; i--) {
+		int64_t confirmed;
+		store_close(renew_stop(h->rn[i], &confirmed));
+		h->rn[i] = NULL;
+	}
+	close_all(h);
+}
+
+void hold_drop_main(struct hold *h)
+{
+	store_close(h->s);
+	h->s = NULL;
+}
+
+int64_t hold_confirmed_sent(const struct hold *h)
+{
+	int64_t first = INT64_MAX;
+
+	for (int i = 0; i < h->n; i++) {
+		int64_t s = renew_confirmed_sent(h->rn[i]);
+		if (s < first)
+			first = s;
+	}
+	return first;
+}
+
+int64_t hold_lost_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->loss_after_ms;
+}
+
+int64_t hold_kill_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->kill_by_ms;
+}
+
+int hold_lost_fd(const struct hold *h)
+{
+	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
+}
+
+void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
+{
+	int64_t now = clock_ms();
+
+	/* The others first: the first lock's reason is the one left. */
+	for (int i = 1; i < h->n; i++) {
+		struct pollfd p = {.fd = renew_fd(h->rn[i]), .events = POLLIN};
+		if ((timed_out && now >= renew_confirmed_sent(h->rn[i]) + h->loss_after_ms) ||
+		    (!timed_out && poll(&p, 1, 0) == 1)) {
+			char why[300];
+			renew_reason(h->rn[i], timed_out, why, sizeof why);
+			snprintf(buf, n, "%s: %s", h->l[i].key, why);
+			return;
+		}
+	}
+	renew_reason(h->rn[0], timed_out, buf, n);
+}
+
+int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err,
+               size_t errlen)
+{
+	*signo = 0;
+	for (;;) {
+		int64_t now = clock_ms(), lost_at = hold_lost_at(h);
+		if (now >= lost_at) {
+			hold_lost_reason(h, 1, err, errlen);
+			return 0;
+		}
+		if (stop_at >= 0 && now >= stop_at)
+			return 1;
+		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
+		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
+		                      {.fd = hold_lost_fd(h), .events = POLLIN}};
+		if (poll(p, 2, t > 60000 ? 60000 : (int)t) <= 0)
+			continue;
+		if (p[1].revents & POLLIN) {
+			hold_lost_reason(h, 0, err, errlen);
+			return 0;
+		}
+		struct signalfd_siginfo si;
+		if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
+			*signo = (int)si.ssi_signo;
+			return 0;
+		}
+	}
+}
+
+/* Take lock i (name, within what is left of the wait counted from asked_ms), check it
+ * and start its renewal. */
+static int take_one(struct hold *h, const struct hold_spec *sp, const struct lock_meta *meta,
+                    int termfd, int64_t asked_ms, struct holder *who, int *signo, char *err,
+                    size_t errlen)
+{
+	struct lock *l = &h->l[h->n];
+	const char *name = sp->names[h->n];
+	int64_t left = sp->wait_ms, sent;
+
+	h->failed = name;
+	if (lock_init(l, sp->prefix, name, sp->ttl_ms) < 0) {
+		snprintf(err, errlen, "no randomness for the lock token: %s", strerror(errno));
+		return WAIT_OSERR;
+	}
+	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
+	if (h->n > 0 && sp->wait_ms >= 0) {
+		left = asked_ms + sp->wait_ms - clock_ms();
+		left = left < 0 ? 0 : left;
+	}
+	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
+	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
+	if (rc != WAIT_ACQUIRED)
+		return rc;
+	/* As flock -v: how long getting the lock took. */
+	if (h->n == 0)
+		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
+		         (double)(clock_ms() - asked_ms) / 1000, l->fence, (long long)l->ttl_ms);
+	else
+		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
+	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, signo, err, errlen);
+	if (rc != WAIT_ACQUIRED)
+		return rc;
+	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
+	 * short command costs no second connection and no INFO. */
+	h->sent[h->n] = sent;
+	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
+	                h->n == 0 && sp->check_now, err, errlen) < 0) {
+		h->rn[h->n] = NULL;
+		h->n++; /* given back with the others */
+		return WAIT_OSERR;
+	}
+	h->n++;
+	return WAIT_ACQUIRED;
+}
+
+/* Several locks: one fd readable when any renewal reports a loss. */
+static int watch_all(struct hold *h)
+{
+	if (h->n == 1)
+		return 0;
+	h->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (h->epfd < 0)
+		return -1;
+	for (int i = 0; i < h->n; i++) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, renew_fd(h->rn[i]), &ev) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg,
+                 const struct hold_spec *sp, const struct lock_meta *meta, int termfd,
+                 struct holder *who, int *signo, char *err, size_t errlen)
+{
+	int64_t asked = clock_ms();
+	int rc = WAIT_ACQUIRED;
+
+	/* Not a memset: h is large (HOLD_LOCKS_MAX locks) and only h->n entries are used. */
+	h->cfg = cfg;
+	h->s = s;
+	h->n = 0;
+	h->epfd = -1;
+	h->failed = sp->names[0];
+	h->loss_after_ms = lease_loss_after(sp->ttl_ms);
+	h->kill_by_ms = lease_kill_by(sp->ttl_ms);
+	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
+		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
+	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {
+		/* No way to hear of a loss: the command would run unwatched. */
+		snprintf(err, errlen, "cannot watch the locks for a loss: %s", strerror(errno));
+		rc = WAIT_OSERR;
+	}
+	struct pollfd lp = {.fd = rc == WAIT_ACQUIRED ? hold_lost_fd(h) : -1, .events = POLLIN};
+	if (rc == WAIT_ACQUIRED && (poll(&lp, 1, 0) != 0 || clock_ms() >= hold_lost_at(h))) {
+		snprintf(err, errlen, "a lock was lost while waiting for the others");
+		rc = WAIT_ERR;
+	}
+	if (rc != WAIT_ACQUIRED)
+		hold_release(h, 0);
+	return rc;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* The lease rule (docs/DESIGN.md), once, for the hold (hold.h), its renewal threads
+ * (renew.h) and the waiter (wait.h): a lease granted by a request sent at s cannot end
+ * on the server before s + ttl; rlock counts it lost at s + ttl * 4/5 when nothing sent
+ * since was confirmed, has the command's group SIGKILLed by s + ttl * 9/10, and never
+ * sends a release after s + ttl (at worst the lock then expires by its TTL). */
+#ifndef RLOCK_LEASE_H
+#define RLOCK_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "store.h"
+
+/* When a lease sent at s counts as lost, and when the command's group must be dead. */
+int64_t lease_loss_after(int64_t ttl_ms); /* ttl * 4/5 */
+int64_t lease_kill_by(int64_t ttl_ms);    /* ttl * 9/10 */
+
+#define LEASE_OVER "the lease is over" /* lease_release's reason when it was too late */
+
+/* Release l on s, else (s NULL) on a fresh handle of cfg (cfg NULL: none), never at or
+ * after lease_end nor past cap_ms. LOCK_OK, LOCK_NOTOURS (no longer ours) or LOCK_ERR
+ * with the reason in err (LEASE_OVER when it was too late: nothing was sent). */
+int lease_release(struct store *s, const struct store_config *cfg, const struct lock *l,
+                  int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen);
+
+#endif
