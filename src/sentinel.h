@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Redis Sentinel discovery (SPEC §8): which server is the master of MASTER now.
+/* Redis Sentinel discovery: which server is the master of MASTER now.
  *
  * Ask the sentinels of a redis-sentinel:// URL in turn (each with the connect and io
  * deadlines) `SENTINEL get-master-addr-by-name MASTER`, connect to the address it

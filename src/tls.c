@@ -73,15 +73,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The module cannot call back into rlock's clock_ms(): the same monotonic clock. */
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Our BIO: the socket BIO's job, but with send(MSG_NOSIGNAL), EINTR retried, and the
  * errno kept in the session (OpenSSL may clobber errno before the caller looks). */
 static int bio_write(BIO *b, const char *buf, int len)
@@ -304,7 +295,7 @@ static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
 	int i, hit;
 
 	(void)pthread_mutex_lock(&ctx_lock);
-	hit = ctx_cache.ctx && mono_ms() - ctx_cache.born < CTX_CACHE_MS &&
+	hit = ctx_cache.ctx && clock_ms() - ctx_cache.born < CTX_CACHE_MS &&
 	      ctx_cache.insecure == !!t->insecure;
 	for (i = 0; hit && i < 4; i++)
 		hit = same_str(ctx_cache.file[i], want[i]);
@@ -322,7 +313,7 @@ static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
 		goto cleanup;
 	SSL_CTX_free(ctx_cache.ctx); /* conns still using it hold their own reference */
 	ctx_cache.ctx = ctx;
-	ctx_cache.born = mono_ms();
+	ctx_cache.born = clock_ms();
 	ctx_cache.insecure = !!t->insecure;
 	for (i = 0; i < 4; i++) {
 		free(ctx_cache.file[i]);
