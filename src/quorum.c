@@ -353,98 +353,123 @@ static void release_all(struct quorum *q, const struct lock *l)
 		round_all(q, &rq, STORE_NO_CAP);
 }
 
-int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
-{
-	struct lock_request *ra = &q->acq, *rf = &q->fence;
-	struct req rq = {.script = ra};
-	int ok = 0, busy = 0, denied = 0, mismatch = 0;
-	long long fence = 0; /* the largest fence of the nodes that granted (any int64) */
-	char why[300] = "";
+/* The nodes' answers to one acquire round. */
+struct tally {
+	int ok, busy, denied, mismatch;
+	long long fence;                       /* the largest fence of the nodes that granted */
+	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
+};
 
-	(void)cap_ms; /* one round is bounded by the node timeout */
-	if (lock_request_acquire(ra, l, m, err, errlen) < 0)
-		return LOCK_ERR;
-	int64_t t0 = clock_ms();
-	round_all(q, &rq, STORE_NO_CAP);
-	const struct req *fq[STORE_NODES_MAX] = {0};
-	struct req fr = {.script = rf};
+static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
+                          struct tally *t)
+{
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
 		if (!nd->reply) {
-			denied += nd->denied;
+			t->denied += nd->denied;
 			continue;
 		}
 		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
 		if (rc == LOCK_OK) {
-			ok++;
-			fence = ok == 1 || l->fence > fence ? l->fence : fence;
-			fq[i] = &fr;
+			t->ok++;
+			t->fence = t->ok == 1 || l->fence > t->fence ? l->fence : t->fence;
+			t->fq[i] = fr;
 		} else if (rc == LOCK_BUSY) {
-			if (!busy++)
+			if (!t->busy++)
 				*h = nh;
 		} else {
-			denied += rc == LOCK_DENIED;
-			mismatch += rc == LOCK_MISMATCH;
+			t->denied += rc == LOCK_DENIED;
+			t->mismatch += rc == LOCK_MISMATCH;
 		}
 	}
-	if (ok >= q->need) {
-		/* Fencing: every node counted its own INCR; the largest of this majority, merged
-		 * back (SET if larger) into a majority, is seen by any later majority, whose
-		 * INCR then counts past it: strictly increasing across shifting majorities. */
-		int merged = 0;
-		if (lock_request_fence(rf, l, fence, why, sizeof why) == 0)
-			round_trip(q, fq, STORE_NO_CAP);
-		for (int i = 0; i < q->n; i++) {
-			long long v = 0;
-			if (fq[i] && q->node[i].reply &&
-			    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
-			                      sizeof q->node[i].err) == LOCK_OK &&
-			    v >= fence)
-				merged++;
-		}
-		int64_t elapsed = clock_ms() - t0;
-		if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
-			l->fence = fence;
-			*sent_ms = t0 - drift_ms(l);
-			log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", ok, q->n, fence,
-			          (long long)elapsed);
-			return LOCK_OK;
-		}
-		if (why[0])
-			;
-		else if (merged < q->need)
-			no_quorum(q, merged, "took the fence", why, sizeof why);
-		else
-			snprintf(why, sizeof why,
-			         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
-			         (long long)elapsed, (long long)l->ttl_ms);
+}
+
+/* A majority granted. Fencing: every node counted its own INCR; the largest of this
+ * majority, merged back (SET if larger) into a majority, is seen by any later majority,
+ * whose INCR then counts past it: strictly increasing across shifting majorities.
+ * LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
+static int merge_fence(struct quorum *q, struct lock *l, const struct tally *t, int64_t t0,
+                       int64_t *sent_ms, char *why, size_t whylen)
+{
+	struct lock_request *rf = &q->fence;
+	int merged = 0;
+
+	if (lock_request_fence(rf, l, t->fence, why, whylen) == 0)
+		round_trip(q, t->fq, STORE_NO_CAP);
+	for (int i = 0; i < q->n; i++) {
+		long long v = 0;
+		if (t->fq[i] && q->node[i].reply &&
+		    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
+		                      sizeof q->node[i].err) == LOCK_OK &&
+		    v >= t->fence)
+			merged++;
 	}
-	release_all(q, l);
-	if (why[0]) {
-		snprintf(err, errlen, "%s", why);
-		return LOCK_ERR;
+	int64_t elapsed = clock_ms() - t0;
+	if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
+		l->fence = t->fence;
+		*sent_ms = t0 - drift_ms(l);
+		log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", t->ok, q->n, t->fence,
+		          (long long)elapsed);
+		return LOCK_OK;
 	}
-	if (mismatch && ok + busy < q->need) {
+	if (why[0])
+		;
+	else if (merged < q->need)
+		no_quorum(q, merged, "took the fence", why, whylen);
+	else
+		snprintf(why, whylen,
+		         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
+		         (long long)elapsed, (long long)l->ttl_ms);
+	return LOCK_ERR;
+}
+
+/* No lock (what was taken is given back already): why not, from the tally. */
+static int refusal(struct quorum *q, const struct tally *t, struct holder *h, char *err,
+                   size_t errlen)
+{
+	if (t->mismatch && t->ok + t->busy < q->need) {
 		for (int i = 0; i < q->n; i++)
 			if (q->node[i].err[0])
 				snprintf(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
-	if (denied && ok + busy < q->need) {
-		no_quorum(q, ok + busy, "let us in", err, errlen);
+	if (t->denied && t->ok + t->busy < q->need) {
+		no_quorum(q, t->ok + t->busy, "let us in", err, errlen);
 		return LOCK_DENIED;
 	}
 	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
 	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
-	if (busy > 0 && ok + busy >= q->need) {
-		if (ok > 0)
+	if (t->busy > 0 && t->ok + t->busy >= q->need) {
+		if (t->ok > 0)
 			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
 		return LOCK_BUSY;
 	}
-	no_quorum(q, ok + busy, "answered", err, errlen);
+	no_quorum(q, t->ok + t->busy, "answered", err, errlen);
 	return LOCK_ERR;
+}
+
+int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
+	struct tally t = {0};
+	char why[300] = "";
+
+	(void)cap_ms; /* one round is bounded by the node timeout */
+	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, STORE_NO_CAP);
+	tally_acquire(q, l, &fr, h, &t);
+	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK)
+		return LOCK_OK;
+	release_all(q, l);
+	if (why[0]) {
+		snprintf(err, errlen, "%s", why);
+		return LOCK_ERR;
+	}
+	return refusal(q, &t, h, err, errlen);
 }
 
 int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
