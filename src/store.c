@@ -223,102 +223,169 @@ typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err
 #define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
 #define RUN_FULL_IO 4 /* the request's deadline is not capped (an acquire) */
 
-/* The one place that reconnects and retries: op on the server that owns key (or on
- * `fixed`), following the route's redirects, repeated once on a fresh connection when
- * flags allow and the connection that failed was not opened by this call. */
-static int run(struct store *s, const char *key, const struct server *fixed, int flags, op_fn op,
-               void *arg, int64_t cap_ms, char *err, size_t errlen)
+/* One call of run(): what it does, and what it learnt on the way. */
+struct run_call {
+	struct store *s;
+	const char *key;
+	const struct server *fixed;
+	int flags;
+	op_fn op;
+	void *arg;
+	int64_t cap_ms;
+	char *err;
+	size_t errlen;
+	int retried;              /* the one retry on a fresh connection is spent */
+	const struct server *srv; /* the server of the last try */
+};
+
+#define HOP_ELSEWHERE (-100) /* srv is unreachable and the route knows another way */
+#define HOP_LATER     (-101) /* the route says: a passing state, pause and repeat */
+#define HOP_AGAIN     (-102) /* once more, on a fresh connection */
+
+/* The server of the next try: `fixed`, the ASK target, the one server, or the route's. */
+static int target(struct run_call *c, const struct server *ask, const struct server **srv)
 {
-	const struct store_route *rt = s->cfg->route;
+	const struct store_route *rt = c->s->cfg->route;
+
+	*srv = c->fixed ? c->fixed : ask;
+	if (!*srv && !rt)
+		*srv = &c->s->cfg->srv[0];
+	if (*srv)
+		return LOCK_OK;
+	int rc = rt->locate(c->s->route, c->key, c->cap_ms, srv, c->err, c->errlen);
+	return rc == STORE_OK ? LOCK_OK : rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
+}
+
+/* srv failed to connect or to answer: may the route send us elsewhere? */
+static int elsewhere(struct run_call *c, const struct server *srv)
+{
+	const struct store_route *rt = c->s->cfg->route;
+	const struct server *ignored = NULL;
+
+	return rt && !conn_abort_pending() && clock_ms() < c->cap_ms &&
+	       rt->redirect(c->s->route, c->key, srv, NULL, &ignored) == STORE_ROUTE_RETRY;
+}
+
+/* One try of op on srv (after an ASKING when asking), connecting first if need be
+ * (*opened). LOCK_*, or HOP_ELSEWHERE. */
+static int try_on(struct run_call *c, const struct server *srv, int asking, int *opened)
+{
+	struct store *s = c->s;
+
+	*opened = 0;
+	if (s->c && (s->at != srv || (s->suspect && !(c->flags & RUN_ORDERED))))
+		drop(s);
+	if (!s->c) {
+		int rc = connect_to(s, srv, c->cap_ms, c->err, c->errlen);
+		if (rc == LOCK_ERR && elsewhere(c, srv))
+			return HOP_ELSEWHERE;
+		if (rc != LOCK_OK)
+			return rc;
+		*opened = 1;
+	}
+	/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
+	client_set_asking(s->c, asking);
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	int rc = c->op(s->c, c->arg, c->flags & RUN_FULL_IO ? d : capped(d, c->cap_ms), c->err,
+	               c->errlen);
+	if (s->c)
+		client_set_asking(s->c, 0);
+	return rc;
+}
+
+/* op failed on srv (LOCK_ERR): HOP_ELSEWHERE, HOP_AGAIN (once, when the flags allow it
+ * and the connection that failed was not new), or LOCK_ERR. */
+static int after_failure(struct run_call *c, const struct server *srv, int opened)
+{
+	failed(c->s);
+	if (conn_abort_pending() || clock_ms() >= c->cap_ms)
+		return LOCK_ERR;
+	if (elsewhere(c, srv))
+		return HOP_ELSEWHERE;
+	if (!(c->flags & RUN_RETRY) || opened || c->retried)
+		return LOCK_ERR;
+	c->retried = 1;
+	drop(c->s);
+	log_debug("%s; retrying on a fresh connection", c->err);
+	return HOP_AGAIN;
+}
+
+/* err = "SRV: server error: err". LOCK_ERR. */
+static int server_error(struct run_call *c)
+{
+	char why[300];
+
+	snprintf(why, sizeof why, "%s", c->err);
+	snprintf(c->err, c->errlen, "%s: server error: %s", c->srv->name, why);
+	return LOCK_ERR;
+}
+
+/* Follow the route for at most STORE_HOPS_MAX redirects: LOCK_*, or HOP_LATER. */
+static int run_hops(struct run_call *c)
+{
+	const struct store_route *rt = c->s->cfg->route;
 	const struct server *ask = NULL;
-	int retried = 0, pauses = 0;
 	int unreachable = 0; /* the last hop: a redirect, or a node that failed */
-	int64_t pause = PAUSE_FIRST_MS;
 
 	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
-		const struct server *srv = fixed ? fixed : ask;
-		if (!srv && !rt)
-			srv = &s->cfg->srv[0];
-		if (!srv) {
-			int rc = rt->locate(s->route, key, cap_ms, &srv, err, errlen);
-			if (rc != STORE_OK)
-				return rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
-		}
-		if (s->c && (s->at != srv || (s->suspect && !(flags & RUN_ORDERED))))
-			drop(s);
-		int opened = 0;
-		if (!s->c) {
-			int rc = connect_to(s, srv, cap_ms, err, errlen);
-			if (rc == LOCK_ERR && rt && !conn_abort_pending() && clock_ms() < cap_ms &&
-			    rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
-				ask = NULL;
-				unreachable = 1;
-				continue;
-			}
-			if (rc != LOCK_OK)
-				return rc;
-			opened = 1;
-		}
-		/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
-		client_set_asking(s->c, ask != NULL);
-		int64_t d = clock_ms() + srv->io_timeout_ms;
-		int rc = op(s->c, arg, flags & RUN_FULL_IO ? d : capped(d, cap_ms), err, errlen);
-		if (s->c)
-			client_set_asking(s->c, 0);
+		int opened, rc = target(c, ask, &c->srv);
+		if (rc != LOCK_OK)
+			return rc;
+		rc = try_on(c, c->srv, ask != NULL, &opened);
 		ask = NULL;
 		if (rc == LOCK_REDIRECT) {
-			int what =
-			    rt ? rt->redirect(s->route, key, srv, err, &ask) : STORE_ROUTE_FAIL;
-			if (what == STORE_ROUTE_LATER && pauses < STORE_PAUSES_MAX &&
-			    clock_ms() + pause < cap_ms && !conn_abort_pending()) {
-				/* The refusal ran nothing (TRYAGAIN): safe to repeat, also an
-				 * acquire. Each pause starts the redirects afresh. */
-				log_debug("%s: %s; trying again in %lld ms", srv->name, err,
-				          (long long)pause);
-				conn_pause_until(clock_ms() + pause);
-				pauses++;
-				pause *= 2;
-				hop = -1;
-				continue;
-			}
-			if (what == STORE_ROUTE_FAIL || what == STORE_ROUTE_LATER) {
-				char why[300];
-				snprintf(why, sizeof why, "%s", err);
-				snprintf(err, errlen, "%s: server error: %s", srv->name, why);
-				return LOCK_ERR;
-			}
+			int what = rt ? rt->redirect(c->s->route, c->key, c->srv, c->err, &ask)
+			              : STORE_ROUTE_FAIL;
+			if (what == STORE_ROUTE_LATER)
+				return HOP_LATER;
+			if (what == STORE_ROUTE_FAIL)
+				return server_error(c);
 			if (what != STORE_ROUTE_ASK)
 				ask = NULL;
 			unreachable = 0;
 			continue;
 		}
-		if (rc != LOCK_ERR)
-			return rc;
-		failed(s);
-		if (conn_abort_pending() || clock_ms() >= cap_ms)
-			return LOCK_ERR;
-		if (rt && rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
-			ask = NULL;
+		if (rc == LOCK_ERR)
+			rc = after_failure(c, c->srv, opened);
+		if (rc == HOP_ELSEWHERE)
 			unreachable = 1;
-			continue;
-		}
-		if (!(flags & RUN_RETRY) || opened || retried)
-			return LOCK_ERR;
-		retried = 1;
-		drop(s);
-		log_debug("%s; retrying on a fresh connection", err);
+		else if (rc != HOP_AGAIN)
+			return rc;
 	}
-	if (unreachable) {
-		/* A master gone before its replica is promoted: the slot map (or the
-		 * sentinels) still name it. Say which node, not "redirects". */
-		char why[300];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s (still named the lock's server after %d lookups)", why,
-		         STORE_HOPS_MAX + 1);
-	} else {
-		snprintf(err, errlen, "more than %d redirects for one request", STORE_HOPS_MAX);
-	}
+	char why[300];
+	snprintf(why, sizeof why, "%s", c->err);
+	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
+	                  * the sentinels) still name it. Say which node, not "redirects". */
+		snprintf(c->err, c->errlen, "%s (still named the lock's server after %d lookups)",
+		         why, STORE_HOPS_MAX + 1);
+	else
+		snprintf(c->err, c->errlen, "more than %d redirects for one request",
+		         STORE_HOPS_MAX);
 	return LOCK_ERR;
+}
+
+/* The one place that reconnects and retries: op on the server that owns key (or on
+ * `fixed`), following the route's redirects, repeated once on a fresh connection when
+ * flags allow and the connection that failed was not opened by this call. A state that
+ * passes (STORE_ROUTE_LATER) pauses, 50 ms doubling, and starts the redirects afresh:
+ * the refusal ran nothing (TRYAGAIN), so repeating is safe, also for an acquire. */
+static int run(struct store *s, const char *key, const struct server *fixed, int flags, op_fn op,
+               void *arg, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct run_call c = {s, key, fixed, flags, op, arg, cap_ms, err, errlen, 0, NULL};
+	int64_t pause = PAUSE_FIRST_MS;
+
+	for (int pauses = 0;; pauses++) {
+		int rc = run_hops(&c);
+		if (rc != HOP_LATER)
+			return rc;
+		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
+		    conn_abort_pending())
+			return server_error(&c);
+		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
+		conn_pause_until(clock_ms() + pause);
+		pause *= 2;
+	}
 }
 
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
