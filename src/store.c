@@ -9,7 +9,6 @@
 #include "cluster.h"
 #include "log.h"
 #include "quorum.h"
-#include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -27,48 +26,12 @@ struct store {
 	char name[64];
 };
 
-void store_config_from_opts(struct store_config *cfg, const struct opts *o)
-{
-	memset(cfg, 0, sizeof *cfg);
-	cfg->n = o->nurls > 1 ? o->nurls : 1;
-	cfg->node_timeout_ms = o->node_timeout_ms;
-	for (int i = 0; i < cfg->n; i++) {
-		struct server *srv = &cfg->srv[i];
-		const struct url *u = o->nurls > 1 ? &o->urls[i] : &o->url;
-		srv->tls = o->tls;
-		if (u->scheme == URL_UNIX) {
-			srv->ep.path = u->path;
-			snprintf(srv->name, sizeof srv->name, "%s", u->path);
-		} else {
-			srv->ep.host = u->host;
-			srv->ep.port = u->port;
-			srv->ep.tls = &srv->tls;
-			snprintf(srv->name, sizeof srv->name,
-			         strchr(u->host, ':') ? "[%s]:%d" : "%s:%d", u->host, u->port);
-		}
-		srv->user = o->user;
-		srv->has_password = o->has_password;
-		srv->db = u->db;
-		srv->identify = cfg->n > 1;
-		srv->connect_timeout_ms = o->connect_timeout_ms;
-		srv->io_timeout_ms = o->io_timeout_ms;
-	}
-	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
-	 * Sentinel URLs name sentinels, not the server: their own route. */
-	if (o->url.nsentinels) {
-		sentinel_store_config(cfg, o);
-	} else if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
-		cfg->route = &cluster_route;
-		cfg->route_arg = &cfg->srv[0];
-	}
-}
-
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
 {
 	int ok = 0;
 
 	if (cfg->route && cfg->route->resolve) {
-		cfg->route->resolve(deadline_ms);
+		cfg->route->resolve(cfg->route_arg, deadline_ms);
 		return STORE_OK;
 	}
 	/* A quorum goes on without the nodes it cannot look up (they count as down). */

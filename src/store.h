@@ -24,7 +24,7 @@
  * How a backend plugs in (Sentinel, Cluster). The single-server backend here is
  * connections + retries around one `struct server`. A backend that must find the
  * server first, or follow redirects, supplies a `struct store_route` (its own file,
- * e.g. sentinel.c, cluster.c) and a case in store_config_from_opts():
+ * e.g. sentinel.c, cluster.c) and a case in the front end's store_config_from_opts():
  *   - locate(key): the server that owns key (the Sentinel master; the node of key's
  *     slot) before every request; the store reconnects when the pointer it returns
  *     differs from the connected one, so keep servers at stable addresses;
@@ -44,7 +44,7 @@
  *   - probe(cap_ms): learn what only asking tells (Cluster: is it one, which version),
  *     before a subscription (the waiting path, never the fast one);
  *   - name(): the server now, for messages and --status (store_name());
- *   - resolve(deadline): look the route's own names up, from store_resolve().
+ *   - resolve(arg, deadline): look the route's own names up, from store_resolve().
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
  * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
@@ -55,7 +55,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli.h"
 #include "client.h"
 #include "lock.h"
 
@@ -78,27 +77,25 @@ struct store_route {
 	                               size_t errlen);            /* optional */
 	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
 	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
-	const char *(*name)(void *ctx);       /* optional: the server for messages, --status */
-	void (*resolve)(int64_t deadline_ms); /* optional: look names up (store_resolve) */
+	const char *(*name)(void *ctx); /* optional: the server for messages, --status */
+	void (*resolve)(void *arg, int64_t deadline_ms); /* optional: look names up */
 };
 
-/* What every handle of one run shares. Built once by store_config_from_opts(). */
+/* What every handle of one run shares. Built once by the front end
+ * (store_config_from_opts(), frontend.h). */
 #define STORE_NODES_MAX 16
 struct store_config {
 	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
 	int n;
 	int64_t node_timeout_ms;         /* Redlock: one node's deadline per request */
 	const struct store_route *route; /* NULL: srv[0] as given */
-	const void *route_arg;
+	void *route_arg;                 /* the route's context: written by resolve() only */
 };
 
 /* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
 enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
 
 struct store;
-
-/* Fill *cfg from the options (no I/O). */
-void store_config_from_opts(struct store_config *cfg, const struct opts *o);
 
 /* Look the servers' names up once, before the threads start and before deadline_ms
  * (client_resolve()). STORE_OK or STORE_ERR. */
