@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "quorum.h"
 #include "sentinel.h"
 
 /* The Sentinel route's context: like the options, built once here and read-only once
@@ -39,7 +40,9 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 	}
 	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
 	 * Sentinel URLs name sentinels, not the server: their own route. */
-	if (o->url.nsentinels) {
+	if (cfg->n > 1) {
+		cfg->backend = &quorum_backend;
+	} else if (o->url.nsentinels) {
 		sentinel_init(&sentinel.s, &o->url, &o->tls, o->sentinel_user,
 		              o->has_sentinel_password, o->connect_timeout_ms, o->io_timeout_ms);
 		sentinel_route_config(cfg, &sentinel, o->ttl_ms / 4);

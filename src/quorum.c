@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "store.h"
 
 #define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
 #define LIST_NAMES_MAX 100000
@@ -36,6 +37,7 @@ struct quorum {
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
 	 * handle is used by one thread at a time (store.h). */
 	struct lock_request acq, fence, renew, reacq, rel, hold;
+	char name[32]; /* "N Redlock nodes" */
 };
 
 /* One node's request in a round: a script, or a plain command. */
@@ -277,8 +279,21 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	         what, q->need, *why ? "; " : "", why);
 }
 
-int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
-                char *err, size_t errlen)
+static void quorum_close(void *ctx)
+{
+	struct quorum *q = ctx;
+
+	if (!q)
+		return;
+	for (int i = 0; i < q->n; i++) {
+		resp_free(q->node[i].reply);
+		client_close(q->node[i].c);
+	}
+	free(q);
+}
+
+static int quorum_open(void **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
 {
 	struct quorum *q = calloc(1, sizeof *q);
 
@@ -289,6 +304,7 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	}
 	q->cfg = cfg;
 	q->n = cfg->n;
+	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
 	q->dup_a = q->dup_b = -1;
 	for (int i = 0; i < q->n; i++)
@@ -321,25 +337,21 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	return STORE_OK;
 }
 
-void quorum_close(struct quorum *q)
+static const char *quorum_name(void *ctx)
 {
-	if (!q)
-		return;
-	for (int i = 0; i < q->n; i++) {
-		resp_free(q->node[i].reply);
-		client_close(q->node[i].c);
-	}
-	free(q);
+	struct quorum *q = ctx;
+
+	return q->name;
 }
 
-int quorum_connected(const struct quorum *q, int i)
+/* Every node publishes the release: the first one that answers will do, starting with
+ * one that answered lately. */
+static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 {
-	return q->node[i].c != NULL;
-}
+	struct quorum *q = ctx;
 
-const struct server *quorum_any_server(const struct quorum *q)
-{
-	return q->node[q->any].srv;
+	*wait_ms = q->cfg->node_timeout_ms;
+	return k < q->n ? q->node[(q->any + k) % q->n].srv : NULL;
 }
 
 /* Give back on every node (after a failed attempt): best effort within one round. */
@@ -449,9 +461,11 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	return LOCK_ERR;
 }
 
-int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
 	struct tally t = {0};
 	char why[300] = "";
@@ -472,9 +486,11 @@ int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, 
 	return refusal(q, &t, h, err, errlen);
 }
 
-int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
-                 char *err, size_t errlen)
+static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct lock_request *rr = &q->renew, *ra = &q->reacq;
 	struct req rq = {.script = rr}, aq = {.script = ra};
 	const struct req *again[STORE_NODES_MAX] = {0};
@@ -530,9 +546,11 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 	return LOCK_ERR;
 }
 
-int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
-                   char *err, size_t errlen)
+static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
 	int ok = 0, notours = 0;
@@ -630,21 +648,30 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	return LOCK_OK;
 }
 
-int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                  char *err, size_t errlen)
+static int quorum_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	return holders(q, l, 0, cap_ms, h, err, errlen);
 }
 
-int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                 char *err, size_t errlen)
+static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	return holders(q, l, 1, cap_ms, h, err, errlen);
 }
 
-int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, int64_t cap_ms,
-                     char *err, size_t errlen)
+/* Redlock locks are exclusive only (cli.c): *mode stays 'x'. */
+static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            char *mode, int *limit, char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
+	(void)mode;
+	(void)limit;
 	struct req rq = {.argc = 2, .argv = {"GET", l->key}, .lens = {3, strlen(l->key)}};
 	int answered = 0, ours = 0;
 
@@ -674,10 +701,12 @@ static int by_name(const void *a, const void *b)
 }
 
 /* --list: the names found on any node, once each, in one page. */
-int quorum_list(struct quorum *q, const char *match,
-                int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-                size_t errlen)
+static int quorum_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct resp_reply all = {.type = RESP_ARRAY};
 	struct resp_reply *pages[STORE_NODES_MAX * 64];
 	int npages = 0, scanned = 0, rc = 0;
@@ -744,3 +773,59 @@ int quorum_list(struct quorum *q, const char *match,
 		resp_free(pages[k]);
 	return rc;
 }
+
+static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	(void)ctx, (void)l, (void)cap_ms, (void)err, (void)errlen;
+	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
+}
+
+static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)
+{
+	(void)ctx, (void)n;
+	snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
+	return -1;
+}
+
+/* Each node on its own, one after the other, each within a node timeout; not those the
+ * quorum could not connect to (each would cost its timeout). */
+static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+{
+	struct quorum *q = ctx;
+	char err[300];
+
+	for (int i = 0; i < q->n; i++) {
+		if (!q->node[i].c)
+			continue;
+		struct store_config *one = calloc(1, sizeof *one);
+		struct store *t = NULL;
+		if (!one)
+			return;
+		one->n = 1;
+		one->srv[0] = q->cfg->srv[i];
+		one->srv[0].ep.tls = &one->srv[0].tls;
+		int64_t d = clock_ms() + 2 * q->cfg->node_timeout_ms;
+		if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
+			store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+		store_close(t);
+		free(one);
+	}
+}
+
+const struct store_backend quorum_backend = {
+    .open = quorum_open,
+    .close = quorum_close,
+    .name = quorum_name,
+    .places = 0,
+    .acquire = quorum_acquire,
+    .renew = quorum_renew,
+    .release = quorum_release,
+    .status = quorum_status,
+    .brk = quorum_break,
+    .leave = quorum_leave,
+    .is_holder = quorum_is_holder,
+    .wait_replicas = quorum_wait_replicas,
+    .list = quorum_list,
+    .check_eviction = quorum_check_eviction,
+    .listen_at = quorum_listen_at,
+};

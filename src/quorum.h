@@ -15,35 +15,9 @@
 #ifndef RLOCK_QUORUM_H
 #define RLOCK_QUORUM_H
 
-#include "store.h"
+#include "backend.h"
 
-struct quorum;
-
-int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
-                char *err, size_t errlen);
-void quorum_close(struct quorum *q);
-
-int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen);
-int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
-                 char *err, size_t errlen);
-int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
-                   char *err, size_t errlen);
-int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                  char *err, size_t errlen);
-int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                 char *err, size_t errlen);
-int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, int64_t cap_ms,
-                     char *err, size_t errlen);
-int quorum_list(struct quorum *q, const char *match,
-                int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-                size_t errlen);
-
-/* True when node i (0 <= i < N) is connected now: a node the last round could not
- * connect to is not worth a connect of one's own (store_check_eviction). */
-int quorum_connected(const struct quorum *q, int i);
-
-/* A node that answered lately (for the release notifications: every node publishes). */
-const struct server *quorum_any_server(const struct quorum *q);
+/* The quorum's implementation of the store's calls (store_config.backend). */
+extern const struct store_backend quorum_backend;
 
 #endif

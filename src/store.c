@@ -6,9 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
 #include "log.h"
-#include "quorum.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -22,7 +20,8 @@ struct store {
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
 	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
-	struct quorum *q;            /* Redlock: the calls go there instead */
+	const struct store_backend *be;
+	void *ctx; /* be's per-handle state (the routed backend: s itself) */
 	char name[64];
 };
 
@@ -351,6 +350,8 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 	}
 }
 
+static const struct store_backend routed_backend;
+
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                char *err, size_t errlen)
 {
@@ -362,20 +363,27 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 		return STORE_ERR;
 	}
 	s->cfg = cfg;
-	if (cfg->n > 1) {
-		snprintf(s->name, sizeof s->name, "%d Redlock nodes", cfg->n);
-		int rc = quorum_open(&s->q, cfg, connect, cap_ms, err, errlen);
-		if (rc != STORE_OK) {
-			free(s);
-			return rc;
-		}
-		*out = s;
-		return STORE_OK;
+	s->be = cfg->backend ? cfg->backend : &routed_backend;
+	s->ctx = s;
+	int rc = s->be->open(&s->ctx, cfg, connect, cap_ms, err, errlen);
+	if (rc != STORE_OK) {
+		s->ctx = NULL;
+		store_close(s);
+		return rc;
 	}
+	*out = s;
+	return STORE_OK;
+}
+
+/* The routed single server: *ctx comes in as the store handle. */
+static int routed_open(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
+{
+	struct store *s = *ctx;
+
 	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
 	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
 		snprintf(err, errlen, "out of memory");
-		free(s);
 		return STORE_ERR;
 	}
 	if (connect) {
@@ -384,13 +392,20 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 		                    : STORE_OK;
 		if (rc == STORE_OK)
 			rc = connect_to(s, srv, cap_ms, err, errlen);
-		if (rc != STORE_OK) {
-			store_close(s);
+		if (rc != STORE_OK)
 			return rc == LOCK_DENIED ? STORE_DENIED : STORE_ERR;
-		}
 	}
-	*out = s;
 	return STORE_OK;
+}
+
+static void routed_close(void *ctx)
+{
+	struct store *s = ctx;
+
+	drop(s);
+	if (s->route)
+		s->cfg->route->close(s->route);
+	s->route = NULL;
 }
 
 void store_close(struct store *s)
@@ -398,10 +413,8 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	store_unsubscribe(s);
-	drop(s);
-	quorum_close(s->q);
-	if (s->route)
-		s->cfg->route->close(s->route);
+	if (s->ctx)
+		s->be->close(s->ctx);
 	free(s);
 }
 
@@ -415,8 +428,10 @@ int store_unanswered(const struct store *s)
 	return s->c && s->suspect;
 }
 
-const char *store_name(const struct store *s)
+static const char *routed_name(void *ctx)
 {
+	struct store *s = ctx;
+
 	if (s->route && s->cfg->route->name)
 		return s->cfg->route->name(s->route);
 	return s->name;
@@ -449,18 +464,11 @@ static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t 
 	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
 }
 
-int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+static int routed_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct acquire_args a = {l, m, h, clock_ms(), s};
-
-	/* A place among the waiters lives on one server: a quorum's nodes would each wake
-	 * a different waiter, so Redlock waiters listen on the release channel (as do
-	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
-	l->may_place = !s->q && !s->no_wake_list;
-	if (s->q)
-		return quorum_acquire(s->q, l, m, cap_ms, sent_ms, h, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
@@ -479,14 +487,11 @@ static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_renew(c, a->l, d, err, errlen);
 }
 
-int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
-                size_t errlen)
+static int routed_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct renew_args a = {l, clock_ms()};
-
-	if (s->q)
-		return quorum_renew(s->q, l, cap_ms, sent_ms, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_renew, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
@@ -520,13 +525,11 @@ static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t 
 	return lock_release(c, announcing(a->s, a->l, &copy), a->keep_ms, d, err, errlen);
 }
 
-int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
-                  size_t errlen)
+static int routed_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct release_args a = {l, keep_ms, s};
-
-	if (s->q)
-		return quorum_release(s->q, l, keep_ms, cap_ms, err, errlen);
 
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
@@ -552,23 +555,21 @@ static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
 }
 
-int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
-                 char *err, size_t errlen)
+static int routed_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_args a = {l, h, s};
 
-	if (s->q)
-		return quorum_status(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
 
-int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
-                size_t errlen)
+static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_args a = {l, h, s};
 
-	if (s->q)
-		return quorum_break(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
 }
 
@@ -580,12 +581,11 @@ static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
 }
 
-int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+static int routed_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct release_args a = {l, 0, s};
 
-	if (s->q)
-		return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
 	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }
 
@@ -605,16 +605,11 @@ static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_
 	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
 }
 
-int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *mode, int *limit, char *err, size_t errlen)
+static int routed_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            char *mode, int *limit, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_check a = {l, token, 0, 'x', 0};
-
-	*mode = 'x';
-	*limit = 0;
-	if (s->q) /* Redlock locks are exclusive only (cli.c) */
-		return quorum_is_holder(s->q, l, token, cap_ms, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
 	if (rc != LOCK_OK)
 		return -1;
@@ -623,12 +618,10 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
 	return a.ours;
 }
 
-int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
+static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 {
-	if (s->q) {
-		snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
-		return -1;
-	}
+	struct store *s = ctx;
+
 	/* WAIT counts the writes of this connection: the one that took the lock. */
 	if (!s->c || s->suspect) {
 		snprintf(err, errlen,
@@ -708,14 +701,13 @@ static int scan_server(struct store *s, const struct server *srv, const char *ma
 	return rc;
 }
 
-int store_list(struct store *s, const char *match,
-               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-               size_t errlen)
+static int routed_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
 {
+	struct store *s = ctx;
 	const struct store_route *rt = s->cfg->route;
 
-	if (s->q)
-		return quorum_list(s->q, match, page, arg, err, errlen);
 	if (!rt || !rt->master)
 		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
 	for (int i = 0;; i++) {
@@ -748,36 +740,103 @@ static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t
 	return rc;
 }
 
-void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
 {
+	struct store *s = ctx;
 	struct eviction_args a = {s, warn_key};
 	char err[300];
-
-	if (s->q) {
-		/* Each node on its own, one after the other, each within a node timeout;
-		 * not those the quorum could not connect to (each would cost its timeout). */
-		for (int i = 0; i < s->cfg->n; i++) {
-			if (!quorum_connected(s->q, i))
-				continue;
-			struct store_config *one = calloc(1, sizeof *one);
-			struct store *t = NULL;
-			if (!one)
-				return;
-			one->n = 1;
-			one->srv[0] = s->cfg->srv[i];
-			one->srv[0].ep.tls = &one->srv[0].tls;
-			int64_t d = clock_ms() + 2 * s->cfg->node_timeout_ms;
-			if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
-				store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
-			store_close(t);
-			free(one);
-		}
-		return;
-	}
 
 	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
 	        sizeof err) != LOCK_OK)
 		log_debug("eviction policy: %s", err);
+}
+
+static const struct store_backend routed_backend = {
+    .open = routed_open,
+    .close = routed_close,
+    .name = routed_name,
+    .places = 1,
+    .acquire = routed_acquire,
+    .renew = routed_renew,
+    .release = routed_release,
+    .status = routed_status,
+    .brk = routed_break,
+    .leave = routed_leave,
+    .is_holder = routed_is_holder,
+    .wait_replicas = routed_wait_replicas,
+    .list = routed_list,
+    .check_eviction = routed_check_eviction,
+};
+
+/* ---- the seam: every call goes to the handle's backend --------------------------- */
+
+const char *store_name(const struct store *s)
+{
+	return s->be->name(s->ctx);
+}
+
+int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	/* A place among the waiters lives on one server: a quorum's nodes would each wake
+	 * a different waiter, so Redlock waiters listen on the release channel (as do
+	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
+	l->may_place = s->be->places && !s->no_wake_list;
+	return s->be->acquire(s->ctx, l, m, cap_ms, sent_ms, h, err, errlen);
+}
+
+int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
+                size_t errlen)
+{
+	return s->be->renew(s->ctx, l, cap_ms, sent_ms, err, errlen);
+}
+
+int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
+                  size_t errlen)
+{
+	return s->be->release(s->ctx, l, keep_ms, cap_ms, err, errlen);
+}
+
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen)
+{
+	return s->be->status(s->ctx, l, cap_ms, h, err, errlen);
+}
+
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
+                size_t errlen)
+{
+	return s->be->brk(s->ctx, l, cap_ms, h, err, errlen);
+}
+
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	return s->be->leave(s->ctx, l, cap_ms, err, errlen);
+}
+
+int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
+                    char *mode, int *limit, char *err, size_t errlen)
+{
+	*mode = 'x';
+	*limit = 0;
+	return s->be->is_holder(s->ctx, l, token, cap_ms, mode, limit, err, errlen);
+}
+
+int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
+{
+	return s->be->wait_replicas(s->ctx, n, err, errlen);
+}
+
+int store_list(struct store *s, const char *match,
+               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+               size_t errlen)
+{
+	return s->be->list(s->ctx, match, page, arg, err, errlen);
+}
+
+void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+{
+	s->be->check_eviction(s->ctx, warn_key, cap_ms);
 }
 
 /* A waiter with a place (l->placed) blocks on its own wake list, on the server that
@@ -809,47 +868,56 @@ static int wake_arm(struct store *s, const struct lock *l, char *err, size_t err
 	return STORE_OK;
 }
 
-int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+/* The release notifications of the routed server: on the route's server of the
+ * channel, with the route's (S)SUBSCRIBE. */
+static int listen_routed(struct store *s, const struct lock *l, char *err, size_t errlen)
 {
 	const struct store_route *rt = s->cfg->route;
 	const struct server *srv = &s->cfg->srv[0];
 	const char *cmd = "SUBSCRIBE";
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
-	int tries = 1, first = 0;
 
-	if (l->placed && s->c && !s->q && !s->no_wake_list)
-		return wake_arm(s, l, err, errlen);
-	if (s->sub && !s->sub_at)
-		return STORE_OK; /* subscribed already */
-	store_unsubscribe(s);
-	if (s->q) {
-		/* Every node publishes the release: the first one that answers will do,
-		 * starting with one that answered lately. */
-		first = (int)(quorum_any_server(s->q) - s->cfg->srv);
-		tries = s->cfg->n;
-		cap = clock_ms() + s->cfg->node_timeout_ms;
-	}
 	if (rt && rt->probe)
 		rt->probe(s->route, cap);
 	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
 		return STORE_ERR;
 	if (rt && rt->subscribe_cmd)
 		cmd = rt->subscribe_cmd(s->route, l->channel);
-	for (int k = 0; k < tries; k++) {
-		if (s->q)
-			srv = &s->cfg->srv[(first + k) % s->cfg->n];
-		int64_t wait = s->q ? s->cfg->node_timeout_ms : srv->io_timeout_ms;
-		if (client_open(&s->sub, srv, s->q ? clock_ms() + wait : STORE_NO_CAP, err,
-		                errlen) != CLIENT_OK) {
+	if (client_open(&s->sub, srv, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+		s->sub = NULL;
+		return STORE_ERR;
+	}
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
+	 * redirected (or an older rlock) reaches. */
+	if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
+	    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
+	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+		return STORE_NEW;
+	store_unsubscribe(s);
+	return STORE_ERR;
+}
+
+int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+{
+	const struct server *srv;
+	int64_t wait;
+
+	if (l->placed && s->c && s->be->places && !s->no_wake_list)
+		return wake_arm(s, l, err, errlen);
+	if (s->sub && !s->sub_at)
+		return STORE_OK; /* subscribed already */
+	store_unsubscribe(s);
+	if (!s->be->listen_at)
+		return listen_routed(s, l, err, errlen);
+	/* Several servers publish the release (a quorum's nodes): the first that answers
+	 * will do, in the backend's order. */
+	for (int k = 0; (srv = s->be->listen_at(s->ctx, k, &wait)); k++) {
+		if (client_open(&s->sub, srv, clock_ms() + wait, err, errlen) != CLIENT_OK) {
 			s->sub = NULL;
 			continue;
 		}
-		int64_t d = clock_ms() + wait;
-		/* Sharded: also the classic channel, which a PUBLISH from a run that was never
-		 * redirected (or an older rlock) reaches. */
-		if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
-		    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
-		     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+		if (subscribe(s->sub, "SUBSCRIBE", l, clock_ms() + wait, err, errlen) == 0)
 			return STORE_NEW;
 		store_unsubscribe(s);
 	}

@@ -48,52 +48,17 @@
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
  * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
- * which drives N connections in one poll loop per round (see quorum.h). */
+ * which drives N connections in one poll loop per round (see quorum.h): a backend
+ * (backend.h) the front end chooses. */
 #ifndef RLOCK_STORE_H
 #define RLOCK_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "client.h"
 #include "lock.h"
-
-#define STORE_NO_CAP     INT64_MAX
-#define STORE_HOPS_MAX   5 /* redirects followed by one call */
-#define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */
-
-enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2, STORE_ROUTE_LATER = 3 };
-
-struct store_route {
-	void *(*open)(const void *arg); /* per-handle state, NULL: out of memory */
-	void (*close)(void *ctx);
-	/* key NULL: any master (WAIT, INFO). STORE_OK with *srv, or STORE_ERR (reason in
-	 * err), STORE_DENIED; nothing past cap_ms. */
-	int (*locate)(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
-	              char *err, size_t errlen);
-	int (*redirect)(void *ctx, const char *key, const struct server *srv, const char *errtext,
-	                const struct server **ask);
-	const struct server *(*master)(void *ctx, int i, int64_t cap_ms, char *err,
-	                               size_t errlen);            /* optional */
-	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
-	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
-	const char *(*name)(void *ctx); /* optional: the server for messages, --status */
-	void (*resolve)(void *arg, int64_t deadline_ms); /* optional: look names up */
-};
-
-/* What every handle of one run shares. Built once by the front end
- * (store_config_from_opts(), frontend.h). */
-#define STORE_NODES_MAX 16
-struct store_config {
-	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
-	int n;
-	int64_t node_timeout_ms;         /* Redlock: one node's deadline per request */
-	const struct store_route *route; /* NULL: srv[0] as given */
-	void *route_arg;                 /* the route's context: written by resolve() only */
-};
-
-/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
 
 struct store;
 
