@@ -165,6 +165,21 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 	return LOCK_ERR;
 }
 
+int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
+{
+	static const char hsuf[] = ":holders";
+	size_t plen = strlen(prefix);
+
+	if (len > sizeof hsuf - 1 &&
+	    memcmp(key + len - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
+		len -= sizeof hsuf - 1;
+	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
+		return -1;
+	memcpy(name, key + plen + 1, len - plen - 2);
+	name[len - plen - 2] = '\0';
+	return strpbrk(name, "{}") ? -1 : 0;
+}
+
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms)
 {
 	unsigned char rnd[LOCK_TOKEN_LEN / 2];

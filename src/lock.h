@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "parse.h" /* LOCK_NAME_MAX */
 
 #define LOCK_KEY_MAX   1100
 #define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
@@ -132,6 +133,11 @@ enum lock_rc {
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms);
+
+/* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive) or
+ * PREFIX{NAME}:holders (shared, permits) into name (LOCK_NAME_MAX + 1 bytes): 0, or -1
+ * when key is neither (another key of the lock, or not rlock's). */
+int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
  * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */

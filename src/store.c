@@ -827,11 +827,64 @@ int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
 	return s->be->wait_replicas(s->ctx, n, err, errlen);
 }
 
-int store_list(struct store *s, const char *match,
-               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-               size_t errlen)
+/* SCAN MATCH needs the prefix's glob characters escaped. */
+static void glob_escape(char *dst, size_t n, const char *s)
 {
-	return s->be->list(s->ctx, match, page, arg, err, errlen);
+	size_t o = 0;
+
+	for (; *s && o + 3 < n; s++) {
+		if (strchr("*?[]\\", *s))
+			dst[o++] = '\\';
+		dst[o++] = *s;
+	}
+	dst[o] = '\0';
+}
+
+struct list_walk {
+	struct store *s;
+	const char *prefix;
+	int (*each)(void *arg, const char *name, const struct lock *l, const struct holders *hs);
+	void *arg;
+	char *err;
+	size_t errlen;
+	int started;
+};
+
+/* One page of SCAN's names: the locks among them, each with its holders. */
+static int list_page(void *arg, const struct resp_reply *names)
+{
+	struct list_walk *w = arg;
+	int rc = w->started++ ? 0 : w->each(w->arg, NULL, NULL, NULL); /* the server answered */
+
+	for (size_t i = 0; rc == 0 && i < names->elements; i++) {
+		const struct resp_reply *k = names->element[i];
+		char name[LOCK_NAME_MAX + 1];
+		struct lock l;
+		struct holders hs;
+		if (k->type != RESP_STRING || lock_name_of_key(w->prefix, k->str, k->len, name) < 0)
+			continue;
+		lock_init(&l, w->prefix, name, 0);
+		if (store_status(w->s, &l, clock_ms() + w->s->cfg->srv[0].io_timeout_ms, &hs,
+		                 w->err, w->errlen) != LOCK_OK)
+			return -1;
+		if (hs.n) /* else released between SCAN and now */
+			rc = w->each(w->arg, name, &l, &hs);
+	}
+	return rc;
+}
+
+int store_list(struct store *s, const char *prefix,
+               int (*each)(void *arg, const char *name, const struct lock *l,
+                           const struct holders *hs),
+               void *arg, char *err, size_t errlen)
+{
+	struct list_walk w = {s, prefix, each, arg, err, errlen, 0};
+	char match[300];
+
+	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
+	glob_escape(match, sizeof match - 5, prefix);
+	memcpy(match + strlen(match), "{*}*", 5); /* room kept by the - 5 above */
+	return s->be->list(s->ctx, match, list_page, &w, err, errlen);
 }
 
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)

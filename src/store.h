@@ -126,12 +126,14 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
  * the connection is closed (the server may still hold it in WAIT). */
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
 
-/* --list: SCAN every master for keys matching `match` and hand each page of names to
- * page(arg, names) (an array reply; may be empty), which may call store_status on s.
- * page's non-zero return stops the walk and is returned. 0, or -1 with the reason. */
-int store_list(struct store *s, const char *match,
-               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-               size_t errlen);
+/* --list: every lock of prefix held now, on every master (SCAN, then store_status):
+ * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the
+ * server answered, each(arg, NULL, NULL, NULL). each's non-zero return stops the walk
+ * and is returned. 0, or -1 with the reason. */
+int store_list(struct store *s, const char *prefix,
+               int (*each)(void *arg, const char *name, const struct lock *l,
+                           const struct holders *hs),
+               void *arg, char *err, size_t errlen);
 
 /* The eviction policy of the server(s), warned about once a day per server (warn_key:
  * the marker). Best effort, nothing past cap_ms. */
