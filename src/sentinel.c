@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "log.h"
 #include "secret.h"
-#include "store.h"
 
 /* Pause between two rounds over the sentinels: a failover is under way (no sentinel
  * named a master that answers as one), so give them time to agree on a new one. */
