@@ -55,6 +55,7 @@ enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USA
 /* A backend: one implementation of the store's calls. ctx is a handle's state, from
  * open(). Optional entries may be NULL. */
 struct store_backend {
+	/* A handle's state in *ctx: STORE_OK, or an error with nothing left open. */
 	int (*open)(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
 	            char *err, size_t errlen);
 	void (*close)(void *ctx);

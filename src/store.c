@@ -375,6 +375,16 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 	return STORE_OK;
 }
 
+static void routed_close(void *ctx)
+{
+	struct store *s = ctx;
+
+	drop(s);
+	if (s->route)
+		s->cfg->route->close(s->route);
+	s->route = NULL;
+}
+
 /* The routed single server: *ctx comes in as the store handle. */
 static int routed_open(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
                        char *err, size_t errlen)
@@ -392,20 +402,12 @@ static int routed_open(void **ctx, const struct store_config *cfg, int connect, 
 		                    : STORE_OK;
 		if (rc == STORE_OK)
 			rc = connect_to(s, srv, cap_ms, err, errlen);
-		if (rc != STORE_OK)
+		if (rc != STORE_OK) {
+			routed_close(s);
 			return rc == LOCK_DENIED ? STORE_DENIED : STORE_ERR;
+		}
 	}
 	return STORE_OK;
-}
-
-static void routed_close(void *ctx)
-{
-	struct store *s = ctx;
-
-	drop(s);
-	if (s->route)
-		s->cfg->route->close(s->route);
-	s->route = NULL;
 }
 
 void store_close(struct store *s)
