@@ -84,7 +84,10 @@ static const char *key_of(struct keys *ks, const struct lock *l, int which)
 	return ks->buf[which];
 }
 
-/* A script's KEYS: n keys of l, in the order given (K_...). */
+/* A script's KEYS: n keys of l, in the order given (K_...). Every script takes its keys
+ * in the order of the K_ enum, leaving out those it does not use: a script declares no
+ * key it does not need (while a Cluster slot migrates, a script whose declared keys
+ * are not all on one node is refused with TRYAGAIN). */
 static const char **keys_of(struct keys *ks, const struct lock *l, int n, ...)
 {
 	va_list ap;
@@ -447,8 +450,8 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		struct keys ks;
-		const char **keys = keys_of(&ks, l, 8, K_LOCK, K_FENCE, K_OWNER, K_HOLDERS, K_QUEUE,
-		                            K_WRITER, K_META, K_WAITERS);
+		const char **keys = keys_of(&ks, l, 8, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_QUEUE, K_WRITER, K_WAITERS);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      l->may_place && !l->nowait ? "1" : "0",
@@ -582,7 +585,7 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 	struct resp_reply *r;
 	long long v = 0;
 	struct keys ks;
-	const char **keys = keys_of(&ks, l, 4, K_QUEUE, K_QLEASE, K_WRITER, K_LOCK);
+	const char **keys = keys_of(&ks, l, 4, K_LOCK, K_QUEUE, K_QLEASE, K_WRITER);
 	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
 	if (eval(c, S_LEAVE, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
