@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "clock.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"

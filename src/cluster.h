@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "resp.h"
-#include "store.h"
 
 #define CLUSTER_SLOTS     16384
 #define CLUSTER_NODES_MAX 64 /* nodes one map remembers; a bigger cluster is refused */

@@ -57,16 +57,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-int64_t clock_ms(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail on Linux with a valid pointer; wall-clock jumps
-	 * must never move a deadline. */
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The calling thread's abort fd (conn_set_abort_fd), or -1. */
 static _Thread_local int abort_fd = -1;
 

@@ -30,8 +30,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-/* Monotonic clock in milliseconds. */
-int64_t clock_ms(void);
+#include "clock.h" /* clock_ms(): the deadlines' clock */
 
 struct tls_opts {
 	int enabled;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,52 @@ static const struct {
 
 /* Build the call of script s: copies of its arguments, so the request outlives them.
  * 0, or -1 when they do not fit (reason in err). */
+/* The keys of one lock, all PREFIX{NAME}SUFFIX (one hash tag, one Cluster slot): made
+ * when a request is built, not kept in struct lock. */
+enum {
+	K_LOCK,
+	K_OWNER,
+	K_FENCE,
+	K_HOLDERS,
+	K_META,
+	K_LIMIT,
+	K_QUEUE,
+	K_QLEASE,
+	K_WRITER,
+	K_WAITERS,
+	K_N
+};
+
+static const char *const key_suffix[K_N] = {"",       ":owner", ":fence",  ":holders", ":meta",
+                                            ":limit", ":queue", ":qlease", ":writer",  ":waiters"};
+
+struct keys {
+	char buf[K_N][LOCK_KEY_MAX];
+	const char *p[K_N];
+};
+
+/* One key of l, in ks. */
+static const char *key_of(struct keys *ks, const struct lock *l, int which)
+{
+	snprintf(ks->buf[which], sizeof ks->buf[which], "%.700s%s", l->key, key_suffix[which]);
+	return ks->buf[which];
+}
+
+/* A script's KEYS: n keys of l, in the order given (K_...). Every script takes its keys
+ * in the order of the K_ enum, leaving out those it does not use: a script declares no
+ * key it does not need (while a Cluster slot migrates, a script whose declared keys
+ * are not all on one node is refused with TRYAGAIN). */
+static const char **keys_of(struct keys *ks, const struct lock *l, int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n && i < K_N; i++)
+		ks->p[i] = key_of(ks, l, va_arg(ap, int));
+	va_end(ap);
+	return ks->p;
+}
+
 static int request(struct lock_request *q, int s, int nkeys, const char **keys, int nargs,
                    const char **args, char *err, size_t errlen)
 {
@@ -165,6 +212,21 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 	return LOCK_ERR;
 }
 
+int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
+{
+	static const char hsuf[] = ":holders";
+	size_t plen = strlen(prefix);
+
+	if (len > sizeof hsuf - 1 &&
+	    memcmp(key + len - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
+		len -= sizeof hsuf - 1;
+	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
+		return -1;
+	memcpy(name, key + plen + 1, len - plen - 2);
+	name[len - plen - 2] = '\0';
+	return strpbrk(name, "{}") ? -1 : 0;
+}
+
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms)
 {
 	unsigned char rnd[LOCK_TOKEN_LEN / 2];
@@ -173,15 +235,6 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 
 	memset(l, 0, sizeof *l);
 	snprintf(l->key, sizeof l->key, "%.128s{%.512s}", prefix, name);
-	snprintf(l->fence_key, sizeof l->fence_key, "%.700s:fence", l->key);
-	snprintf(l->owner_key, sizeof l->owner_key, "%.700s:owner", l->key);
-	snprintf(l->holders_key, sizeof l->holders_key, "%.700s:holders", l->key);
-	snprintf(l->meta_key, sizeof l->meta_key, "%.700s:meta", l->key);
-	snprintf(l->limit_key, sizeof l->limit_key, "%.700s:limit", l->key);
-	snprintf(l->queue_key, sizeof l->queue_key, "%.700s:queue", l->key);
-	snprintf(l->qlease_key, sizeof l->qlease_key, "%.700s:qlease", l->key);
-	snprintf(l->writer_key, sizeof l->writer_key, "%.700s:writer", l->key);
-	snprintf(l->waiters_key, sizeof l->waiters_key, "%.700s:waiters", l->key);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
 	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
 	l->ttl_ms = ttl_ms;
@@ -396,8 +449,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
-		const char *keys[] = {l->key,       l->fence_key,  l->owner_key, l->holders_key,
-		                      l->queue_key, l->writer_key, l->meta_key,  l->waiters_key};
+		struct keys ks;
+		const char **keys = keys_of(&ks, l, 8, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_QUEUE, K_WRITER, K_WAITERS);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      l->may_place && !l->nowait ? "1" : "0",
@@ -423,9 +477,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 			snprintf(kind, sizeof kind, "%d", l->limit);
 		else
 			snprintf(kind, sizeof kind, "x");
-		const char *keys[] = {l->key,         l->owner_key,  l->fence_key,
-		                      l->holders_key, l->meta_key,   l->limit_key,
-		                      l->queue_key,   l->qlease_key, l->writer_key};
+		struct keys ks;
+		const char **keys = keys_of(&ks, l, 9, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
@@ -471,12 +525,11 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	const char *args[] = {l->token, ttl};
-	if (sem_held(l)) {
-		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key};
-		return request(q, S_RENEW_SEM, 3, keys, 2, args, err, errlen);
-	}
-	const char *keys[] = {l->key, l->owner_key};
-	return request(q, S_RENEW, 2, keys, 2, args, err, errlen);
+	struct keys ks;
+	if (sem_held(l))
+		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT), 2,
+		               args, err, errlen);
+	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), 2, args, err, errlen);
 }
 
 int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
@@ -502,12 +555,12 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
 	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix};
-	if (sem_held(l)) {
-		const char *keys[] = {l->holders_key, l->meta_key, l->limit_key, l->queue_key};
-		return request(q, S_RELEASE_SEM, 4, keys, 5, args, err, errlen);
-	}
-	const char *keys[] = {l->key, l->owner_key};
-	return request(q, S_RELEASE, 2, keys, 5, args, err, errlen);
+	struct keys ks;
+	if (sem_held(l))
+		return request(q, S_RELEASE_SEM, 4,
+		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), 5, args,
+		               err, errlen);
+	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), 5, args, err, errlen);
 }
 
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
@@ -531,7 +584,8 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 {
 	struct resp_reply *r;
 	long long v = 0;
-	const char *keys[] = {l->queue_key, l->qlease_key, l->writer_key, l->key};
+	struct keys ks;
+	const char **keys = keys_of(&ks, l, 4, K_LOCK, K_QUEUE, K_QLEASE, K_WRITER);
 	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
 	if (eval(c, S_LEAVE, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
@@ -542,9 +596,9 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
                          size_t errlen)
 {
-	const char *keys[] = {l->key,        l->owner_key,  l->fence_key, l->holders_key,
-	                      l->meta_key,   l->limit_key,  l->queue_key, l->qlease_key,
-	                      l->writer_key, l->waiters_key};
+	struct keys ks;
+	const char **keys = keys_of(&ks, l, 10, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS);
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
 	return request(q, brk ? S_BREAK : S_STATUS, 10, keys, brk ? 3 : 0, args, err, errlen);
@@ -554,7 +608,8 @@ int lock_request_fence(struct lock_request *q, const struct lock *l, long long f
                        size_t errlen)
 {
 	char v[24];
-	const char *keys[] = {l->fence_key};
+	struct keys ks;
+	const char **keys = keys_of(&ks, l, 1, K_FENCE);
 	const char *args[] = {v};
 
 	snprintf(v, sizeof v, "%lld", fence);
@@ -593,8 +648,10 @@ int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 static int lease_left(struct client *c, const struct lock *l, const char *token,
                       int64_t deadline_ms, char *err, size_t errlen)
 {
-	const char *zs[3] = {"ZSCORE", l->holders_key, token}, *tm[1] = {"TIME"};
-	size_t zl[3] = {6, strlen(l->holders_key), strlen(token)}, tl[1] = {4};
+	struct keys ks;
+	const char *holders = key_of(&ks, l, K_HOLDERS);
+	const char *zs[3] = {"ZSCORE", holders, token}, *tm[1] = {"TIME"};
+	size_t zl[3] = {6, strlen(holders), strlen(token)}, tl[1] = {4};
 	struct resp_reply *z = NULL, *t = NULL;
 	int held = -1;
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "parse.h" /* LOCK_NAME_MAX */
 
 #define LOCK_KEY_MAX   1100
 #define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
@@ -39,33 +40,31 @@ enum lock_mode {
 	LOCK_LIMIT,         /* -l N: at most N holders, each its own permit */
 };
 
+/* One lock request. Its identity (lock_init, lock_set_mode) is fixed for the run and
+ * read by every layer; the last attempt's outcome and the store's choices for the next
+ * request are written by the store and lock.c. The lock's other keys (PREFIX{NAME}:fence,
+ * :owner, :holders, ...) are made by lock.c when it builds a request. */
 struct lock {
-	char key[LOCK_KEY_MAX];
-	char fence_key[LOCK_KEY_MAX];
-	char owner_key[LOCK_KEY_MAX];
-	char holders_key[LOCK_KEY_MAX];
-	char meta_key[LOCK_KEY_MAX];
-	char limit_key[LOCK_KEY_MAX];
-	char queue_key[LOCK_KEY_MAX];
-	char qlease_key[LOCK_KEY_MAX];
-	char writer_key[LOCK_KEY_MAX];
-	char waiters_key[LOCK_KEY_MAX]; /* places of plain waiters (src/lua/wake_one.lua) */
-	char channel[LOCK_KEY_MAX];
+	/* identity */
+	char key[LOCK_KEY_MAX];         /* PREFIX{NAME} */
+	char channel[LOCK_KEY_MAX];     /* PREFIX{NAME}:released, the release channel */
 	char wake_prefix[LOCK_KEY_MAX]; /* PREFIX{NAME}:wake: */
 	/* wake_prefix + token: this waiter's own channel (a queue's head), and for a plain
 	 * waiter with a place the list a release pushes to (it waits with BLPOP). */
 	char wake_channel[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
-	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
-	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
-	 * publishes takes it as an argument; waiters subscribe to match. */
-	const char *publish_cmd;
 	int64_t ttl_ms;
-	long long fence; /* set by a successful acquire */
 	enum lock_mode mode;
 	int limit;  /* LOCK_LIMIT: N */
 	int fair;   /* --fair: join the FIFO queue when busy */
 	int nowait; /* -n: never join the queue */
+
+	/* per attempt */
+	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
+	 * "SPUBLISH" (sharded, Redis >= 7 cluster: the owning shard only). Every script that
+	 * publishes takes it as an argument; waiters subscribe to match. */
+	const char *publish_cmd;
+	long long fence; /* set by a successful acquire */
 	/* A plain waiting request takes a place among the waiters, so that a release wakes
 	 * one waiter (its list) instead of everyone (the channel). may_place: the store
 	 * allows it (not Redlock: a release on each node would wake a different waiter);
@@ -132,6 +131,11 @@ enum lock_rc {
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms);
+
+/* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive) or
+ * PREFIX{NAME}:holders (shared, permits) into name (LOCK_NAME_MAX + 1 bytes): 0, or -1
+ * when key is neither (another key of the lock, or not rlock's). */
+int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
  * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */

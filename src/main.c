@@ -13,7 +13,9 @@
 #include "child.h"
 #include "cli.h"
 #include "exitcodes.h"
+#include "frontend.h"
 #include "hold.h"
+#include "holder.h"
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
@@ -93,13 +95,12 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 static int busy(const struct opts *o, const char *name, const struct holder *h)
 {
 	/* -E 0 skips silently; -v still says so. */
-	char pid[32] = "";
+	char who[1200] = "";
 
-	if (h->pid >= 0)
-		snprintf(pid, sizeof pid, " pid %lld", h->pid);
-	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s%s%s%s%s",
-	        name, h->host[0] ? ": held by " : "", h->host, pid, h->label[0] ? " [" : "",
-	        h->label, h->label[0] ? "]" : "", o->wait_ms > 0 ? " (gave up waiting)" : "",
+	if (h->host[0])
+		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
+	        who[0] ? ": held by " : "", who, o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }

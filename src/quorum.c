@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "store.h"
 
 #define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
 #define LIST_NAMES_MAX 100000
@@ -36,6 +37,7 @@ struct quorum {
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
 	 * handle is used by one thread at a time (store.h). */
 	struct lock_request acq, fence, renew, reacq, rel, hold;
+	char name[32]; /* "N Redlock nodes" */
 };
 
 /* One node's request in a round: a script, or a plain command. */
@@ -277,8 +279,21 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	         what, q->need, *why ? "; " : "", why);
 }
 
-int quorum_open(struct quorum **out, const struct store_config *cfg, int connect, int64_t cap_ms,
-                char *err, size_t errlen)
+static void quorum_close(void *ctx)
+{
+	struct quorum *q = ctx;
+
+	if (!q)
+		return;
+	for (int i = 0; i < q->n; i++) {
+		resp_free(q->node[i].reply);
+		client_close(q->node[i].c);
+	}
+	free(q);
+}
+
+static int quorum_open(void **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
 {
 	struct quorum *q = calloc(1, sizeof *q);
 
@@ -289,6 +304,7 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	}
 	q->cfg = cfg;
 	q->n = cfg->n;
+	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
 	q->dup_a = q->dup_b = -1;
 	for (int i = 0; i < q->n; i++)
@@ -321,25 +337,21 @@ int quorum_open(struct quorum **out, const struct store_config *cfg, int connect
 	return STORE_OK;
 }
 
-void quorum_close(struct quorum *q)
+static const char *quorum_name(void *ctx)
 {
-	if (!q)
-		return;
-	for (int i = 0; i < q->n; i++) {
-		resp_free(q->node[i].reply);
-		client_close(q->node[i].c);
-	}
-	free(q);
+	struct quorum *q = ctx;
+
+	return q->name;
 }
 
-int quorum_connected(const struct quorum *q, int i)
+/* Every node publishes the release: the first one that answers will do, starting with
+ * one that answered lately. */
+static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 {
-	return q->node[i].c != NULL;
-}
+	struct quorum *q = ctx;
 
-const struct server *quorum_any_server(const struct quorum *q)
-{
-	return q->node[q->any].srv;
+	*wait_ms = q->cfg->node_timeout_ms;
+	return k < q->n ? q->node[(q->any + k) % q->n].srv : NULL;
 }
 
 /* Give back on every node (after a failed attempt): best effort within one round. */
@@ -353,103 +365,132 @@ static void release_all(struct quorum *q, const struct lock *l)
 		round_all(q, &rq, STORE_NO_CAP);
 }
 
-int quorum_acquire(struct quorum *q, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                   int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
-{
-	struct lock_request *ra = &q->acq, *rf = &q->fence;
-	struct req rq = {.script = ra};
-	int ok = 0, busy = 0, denied = 0, mismatch = 0;
-	long long fence = 0; /* the largest fence of the nodes that granted (any int64) */
-	char why[300] = "";
+/* The nodes' answers to one acquire round. */
+struct tally {
+	int ok, busy, denied, mismatch;
+	long long fence;                       /* the largest fence of the nodes that granted */
+	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
+};
 
-	(void)cap_ms; /* one round is bounded by the node timeout */
-	if (lock_request_acquire(ra, l, m, err, errlen) < 0)
-		return LOCK_ERR;
-	int64_t t0 = clock_ms();
-	round_all(q, &rq, STORE_NO_CAP);
-	const struct req *fq[STORE_NODES_MAX] = {0};
-	struct req fr = {.script = rf};
+static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
+                          struct tally *t)
+{
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
 		if (!nd->reply) {
-			denied += nd->denied;
+			t->denied += nd->denied;
 			continue;
 		}
 		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
 		if (rc == LOCK_OK) {
-			ok++;
-			fence = ok == 1 || l->fence > fence ? l->fence : fence;
-			fq[i] = &fr;
+			t->ok++;
+			t->fence = t->ok == 1 || l->fence > t->fence ? l->fence : t->fence;
+			t->fq[i] = fr;
 		} else if (rc == LOCK_BUSY) {
-			if (!busy++)
+			if (!t->busy++)
 				*h = nh;
 		} else {
-			denied += rc == LOCK_DENIED;
-			mismatch += rc == LOCK_MISMATCH;
+			t->denied += rc == LOCK_DENIED;
+			t->mismatch += rc == LOCK_MISMATCH;
 		}
 	}
-	if (ok >= q->need) {
-		/* Fencing: every node counted its own INCR; the largest of this majority, merged
-		 * back (SET if larger) into a majority, is seen by any later majority, whose
-		 * INCR then counts past it: strictly increasing across shifting majorities. */
-		int merged = 0;
-		if (lock_request_fence(rf, l, fence, why, sizeof why) == 0)
-			round_trip(q, fq, STORE_NO_CAP);
-		for (int i = 0; i < q->n; i++) {
-			long long v = 0;
-			if (fq[i] && q->node[i].reply &&
-			    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
-			                      sizeof q->node[i].err) == LOCK_OK &&
-			    v >= fence)
-				merged++;
-		}
-		int64_t elapsed = clock_ms() - t0;
-		if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
-			l->fence = fence;
-			*sent_ms = t0 - drift_ms(l);
-			log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", ok, q->n, fence,
-			          (long long)elapsed);
-			return LOCK_OK;
-		}
-		if (why[0])
-			;
-		else if (merged < q->need)
-			no_quorum(q, merged, "took the fence", why, sizeof why);
-		else
-			snprintf(why, sizeof why,
-			         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
-			         (long long)elapsed, (long long)l->ttl_ms);
+}
+
+/* A majority granted. Fencing: every node counted its own INCR; the largest of this
+ * majority, merged back (SET if larger) into a majority, is seen by any later majority,
+ * whose INCR then counts past it: strictly increasing across shifting majorities.
+ * LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
+static int merge_fence(struct quorum *q, struct lock *l, const struct tally *t, int64_t t0,
+                       int64_t *sent_ms, char *why, size_t whylen)
+{
+	struct lock_request *rf = &q->fence;
+	int merged = 0;
+
+	if (lock_request_fence(rf, l, t->fence, why, whylen) == 0)
+		round_trip(q, t->fq, STORE_NO_CAP);
+	for (int i = 0; i < q->n; i++) {
+		long long v = 0;
+		if (t->fq[i] && q->node[i].reply &&
+		    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
+		                      sizeof q->node[i].err) == LOCK_OK &&
+		    v >= t->fence)
+			merged++;
 	}
-	release_all(q, l);
-	if (why[0]) {
-		snprintf(err, errlen, "%s", why);
-		return LOCK_ERR;
+	int64_t elapsed = clock_ms() - t0;
+	if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
+		l->fence = t->fence;
+		*sent_ms = t0 - drift_ms(l);
+		log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", t->ok, q->n, t->fence,
+		          (long long)elapsed);
+		return LOCK_OK;
 	}
-	if (mismatch && ok + busy < q->need) {
+	if (why[0])
+		;
+	else if (merged < q->need)
+		no_quorum(q, merged, "took the fence", why, whylen);
+	else
+		snprintf(why, whylen,
+		         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
+		         (long long)elapsed, (long long)l->ttl_ms);
+	return LOCK_ERR;
+}
+
+/* No lock (what was taken is given back already): why not, from the tally. */
+static int refusal(struct quorum *q, const struct tally *t, struct holder *h, char *err,
+                   size_t errlen)
+{
+	if (t->mismatch && t->ok + t->busy < q->need) {
 		for (int i = 0; i < q->n; i++)
 			if (q->node[i].err[0])
 				snprintf(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
-	if (denied && ok + busy < q->need) {
-		no_quorum(q, ok + busy, "let us in", err, errlen);
+	if (t->denied && t->ok + t->busy < q->need) {
+		no_quorum(q, t->ok + t->busy, "let us in", err, errlen);
 		return LOCK_DENIED;
 	}
 	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
 	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
-	if (busy > 0 && ok + busy >= q->need) {
-		if (ok > 0)
+	if (t->busy > 0 && t->ok + t->busy >= q->need) {
+		if (t->ok > 0)
 			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
 		return LOCK_BUSY;
 	}
-	no_quorum(q, ok + busy, "answered", err, errlen);
+	no_quorum(q, t->ok + t->busy, "answered", err, errlen);
 	return LOCK_ERR;
 }
 
-int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
-                 char *err, size_t errlen)
+static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
+	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
+	struct tally t = {0};
+	char why[300] = "";
+
+	(void)cap_ms; /* one round is bounded by the node timeout */
+	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, STORE_NO_CAP);
+	tally_acquire(q, l, &fr, h, &t);
+	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK)
+		return LOCK_OK;
+	release_all(q, l);
+	if (why[0]) {
+		snprintf(err, errlen, "%s", why);
+		return LOCK_ERR;
+	}
+	return refusal(q, &t, h, err, errlen);
+}
+
+static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
 	struct lock_request *rr = &q->renew, *ra = &q->reacq;
 	struct req rq = {.script = rr}, aq = {.script = ra};
 	const struct req *again[STORE_NODES_MAX] = {0};
@@ -505,9 +546,11 @@ int quorum_renew(struct quorum *q, const struct lock *l, int64_t cap_ms, int64_t
 	return LOCK_ERR;
 }
 
-int quorum_release(struct quorum *q, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
-                   char *err, size_t errlen)
+static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
 	int ok = 0, notours = 0;
@@ -605,21 +648,30 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	return LOCK_OK;
 }
 
-int quorum_status(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                  char *err, size_t errlen)
+static int quorum_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	return holders(q, l, 0, cap_ms, h, err, errlen);
 }
 
-int quorum_break(struct quorum *q, const struct lock *l, int64_t cap_ms, struct holders *h,
-                 char *err, size_t errlen)
+static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	return holders(q, l, 1, cap_ms, h, err, errlen);
 }
 
-int quorum_is_holder(struct quorum *q, const struct lock *l, const char *token, int64_t cap_ms,
-                     char *err, size_t errlen)
+/* Redlock locks are exclusive only (cli.c): *mode stays 'x'. */
+static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            char *mode, int *limit, char *err, size_t errlen)
 {
+	struct quorum *q = ctx;
+
+	(void)mode;
+	(void)limit;
 	struct req rq = {.argc = 2, .argv = {"GET", l->key}, .lens = {3, strlen(l->key)}};
 	int answered = 0, ours = 0;
 
@@ -649,10 +701,12 @@ static int by_name(const void *a, const void *b)
 }
 
 /* --list: the names found on any node, once each, in one page. */
-int quorum_list(struct quorum *q, const char *match,
-                int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-                size_t errlen)
+static int quorum_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
 {
+	struct quorum *q = ctx;
+
 	struct resp_reply all = {.type = RESP_ARRAY};
 	struct resp_reply *pages[STORE_NODES_MAX * 64];
 	int npages = 0, scanned = 0, rc = 0;
@@ -719,3 +773,59 @@ int quorum_list(struct quorum *q, const char *match,
 		resp_free(pages[k]);
 	return rc;
 }
+
+static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	(void)ctx, (void)l, (void)cap_ms, (void)err, (void)errlen;
+	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
+}
+
+static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)
+{
+	(void)ctx, (void)n;
+	snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
+	return -1;
+}
+
+/* Each node on its own, one after the other, each within a node timeout; not those the
+ * quorum could not connect to (each would cost its timeout). */
+static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+{
+	struct quorum *q = ctx;
+	char err[300];
+
+	for (int i = 0; i < q->n; i++) {
+		if (!q->node[i].c)
+			continue;
+		struct store_config *one = calloc(1, sizeof *one);
+		struct store *t = NULL;
+		if (!one)
+			return;
+		one->n = 1;
+		one->srv[0] = q->cfg->srv[i];
+		one->srv[0].ep.tls = &one->srv[0].tls;
+		int64_t d = clock_ms() + 2 * q->cfg->node_timeout_ms;
+		if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
+			store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+		store_close(t);
+		free(one);
+	}
+}
+
+const struct store_backend quorum_backend = {
+    .open = quorum_open,
+    .close = quorum_close,
+    .name = quorum_name,
+    .places = 0,
+    .acquire = quorum_acquire,
+    .renew = quorum_renew,
+    .release = quorum_release,
+    .status = quorum_status,
+    .brk = quorum_break,
+    .leave = quorum_leave,
+    .is_holder = quorum_is_holder,
+    .wait_replicas = quorum_wait_replicas,
+    .list = quorum_list,
+    .check_eviction = quorum_check_eviction,
+    .listen_at = quorum_listen_at,
+};

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "exitcodes.h"
+#include "holder.h"
 #include "lock.h"
 #include "log.h"
 #include "parse.h"
@@ -31,18 +32,6 @@ static long long now_unix_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void human_ms(char *buf, size_t n, long long ms)
-{
-	if (ms < 0)
-		snprintf(buf, n, "-");
-	else if (ms < 10000)
-		snprintf(buf, n, "%.1fs", (double)ms / 1000);
-	else if (ms < 3600000)
-		snprintf(buf, n, "%lldm%02llds", ms / 60000, ms / 1000 % 60);
-	else
-		snprintf(buf, n, "%lldh%02lldm", ms / 3600000, ms / 60000 % 60);
 }
 
 /* Unknown holder fields are null in JSON, never "" or a made-up number. */
@@ -176,25 +165,15 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 /* One holder's block of --status. */
 static void print_holder(const struct holder *h)
 {
-	char host[300], cmd[600], user[100], held[32], left[32], when[64], until[64];
-	char state[200] = "", pid[32] = "?", label[4 * LOCK_LABEL_MAX + 32] = "", fence[32] = "?";
+	char state[200] = "", label[sizeof((struct holder_text *)0)->label + 16] = "", when[64],
+	     until[64];
 	long long now = now_unix_ms();
+	struct holder_text t;
 
+	holder_text(h, now, &t);
 	local_time(when, sizeof when, h->start_ms);
-	esc(host, sizeof host, h->host);
-	esc(cmd, sizeof cmd, h->cmd);
-	esc(user, sizeof user, h->user);
-	if (h->label[0]) {
-		char e[4 * LOCK_LABEL_MAX + 1];
-		esc(e, sizeof e, h->label);
-		snprintf(label, sizeof label, "  label    %s\n", e);
-	}
-	if (h->pid >= 0)
-		snprintf(pid, sizeof pid, "%lld", h->pid);
-	if (h->has_fence)
-		snprintf(fence, sizeof fence, "%lld", h->fence);
-	human_ms(held, sizeof held, h->start_ms > 0 ? now - h->start_ms : -1);
-	human_ms(left, sizeof left, h->pttl_ms);
+	if (t.label[0])
+		snprintf(label, sizeof label, "  label    %s\n", t.label);
 	if (h->kept && h->pttl_ms >= 0) {
 		/* The command has exited; --min-hold keeps the lock so that the same job
 		 * fired elsewhere does not run again: not a stuck lock to break. */
@@ -204,8 +183,8 @@ static void print_holder(const struct holder *h)
 	}
 	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n%s"
 	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n",
-	       host, pid, h->kept ? " (exited)" : "", user, cmd, label, when, held, state, left,
-	       h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", fence);
+	       t.host, t.pid, h->kept ? " (exited)" : "", t.user, t.cmd, label, when, t.held, state,
+	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence);
 }
 
 static void print_holders(const char *key, const struct holders *hs)
@@ -240,7 +219,7 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("queue    %d waiting (--fair)\n", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
 		char lease[32];
-		human_ms(lease, sizeof lease, hs->q[i].lease_left_ms);
+		holder_human_ms(lease, sizeof lease, hs->q[i].lease_left_ms);
 		printf("  #%-3d    token %.8s... queue lease left %s\n", i + 1, hs->q[i].token,
 		       lease);
 	}
@@ -300,48 +279,30 @@ int report_break(struct store *s, const struct opts *o)
 	/* Operator action: always say what was removed, even with -q (log_msg escapes). */
 	for (int i = 0; i < hs.n; i++) {
 		const struct holder *h = &hs.h[i];
-		char pid[32] = "?", fence[32] = "?";
-		if (h->pid >= 0)
-			snprintf(pid, sizeof pid, "%lld", h->pid);
+		char who[1024], fence[32] = "?";
 		if (h->has_fence)
 			snprintf(fence, sizeof fence, "%lld", h->fence);
-		log_error("broke %s: token %s, held by %s pid %s (%s), fence %s", l.key,
-		          h->token[0] ? h->token : "?", h->host[0] ? h->host : "?", pid,
-		          h->cmd[0] ? h->cmd : "?", fence);
+		log_error("broke %s: token %s, held by %s, fence %s", l.key,
+		          h->token[0] ? h->token : "?",
+		          holder_format(h, HOLDER_CMD | HOLDER_RAW, who, sizeof who), fence);
 	}
 	if (hs.total > hs.n)
 		log_error("broke %s: and %d more holders", l.key, hs.total - hs.n);
 	return 0;
 }
 
-/* SCAN MATCH needs the prefix's glob characters escaped. */
-static void glob_escape(char *dst, size_t n, const char *s)
-{
-	size_t o = 0;
-
-	for (; *s && o + 3 < n; s++) {
-		if (strchr("*?[]\\", *s))
-			dst[o++] = '\\';
-		dst[o++] = *s;
-	}
-	dst[o] = '\0';
-}
-
-struct list_walk {
-	struct store *s;
+struct list_out {
 	const struct opts *o;
 	int started, count;
-	char err[400];
 };
 
-/* One page of SCAN's names: print the locks still held. */
-static int list_page(void *arg, const struct resp_reply *names)
+/* One lock held (name NULL: the server answered, the listing begins). */
+static int list_lock(void *arg, const char *name, const struct lock *l, const struct holders *hs)
 {
-	struct list_walk *w = arg;
+	struct list_out *w = arg;
 	const struct opts *o = w->o;
-	size_t plen = strlen(o->prefix);
 
-	if (!w->started) {
+	if (!name) {
 		/* Only once the server answered: an error leaves stdout empty. */
 		w->started = 1;
 		if (o->json) {
@@ -352,77 +313,39 @@ static int list_page(void *arg, const struct resp_reply *names)
 			printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
 			       "TTL", "COMMAND");
 		}
+		return 0;
 	}
-	for (size_t i = 0; i < names->elements; i++) {
-		const struct resp_reply *k = names->element[i];
-		static const char hsuf[] = ":holders";
-		size_t klen = k->len;
-		if (k->type == RESP_STRING && klen > sizeof hsuf - 1 &&
-		    memcmp(k->str + klen - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
-			klen -= sizeof hsuf - 1;
-		if (k->type != RESP_STRING || klen < plen + 2 || k->str[klen - 1] != '}' ||
-		    klen - plen - 2 > LOCK_NAME_MAX)
-			continue;
-		char name[LOCK_NAME_MAX + 1];
-		memcpy(name, k->str + plen + 1, klen - plen - 2);
-		name[klen - plen - 2] = '\0';
-		if (strpbrk(name, "{}"))
-			continue;
-		struct lock l;
-		struct holders hs;
-		lock_init(&l, o->prefix, name, o->ttl_ms);
-		if (store_status(w->s, &l, clock_ms() + o->io_timeout_ms, &hs, w->err,
-		                 sizeof w->err) != LOCK_OK)
-			return -1;
-		if (!hs.n)
-			continue; /* released between SCAN and now */
-		if (o->json) {
-			if (w->count)
-				fputc(',', stdout);
-			holders_json(stdout, name, l.key, NULL, &hs);
-		} else {
-			/* One row per holder (shared holders and permits too). */
-			for (int j = 0; j < hs.n; j++) {
-				const struct holder *h = &hs.h[j];
-				char ename[200], host[100], pid[32] = "?", cmd[300], held[32],
-				                            left[32], label[300] = "";
-				esc(ename, sizeof ename, name);
-				esc(host, sizeof host, h->host);
-				if (h->pid >= 0)
-					snprintf(pid, sizeof pid, "%lld", h->pid);
-				esc(cmd, sizeof cmd, h->cmd);
-				if (h->label[0]) {
-					char e[260];
-					esc(e, sizeof e, h->label);
-					snprintf(label, sizeof label, " [%s]", e);
-				}
-				human_ms(held, sizeof held,
-				         h->start_ms > 0 ? now_unix_ms() - h->start_ms : -1);
-				human_ms(left, sizeof left, h->pttl_ms);
-				printf("%-24s %-20s %-8s %-9s %-9s %s%s%s%s\n", ename, host, pid,
-				       held, left, h->kept ? "[kept by --min-hold] " : "",
-				       h->mode == 's'   ? "[shared] "
-				       : h->mode == 'l' ? "[permit] "
-				                        : "",
-				       cmd, label);
-			}
-		}
-		w->count++;
+	if (o->json) {
+		if (w->count)
+			fputc(',', stdout);
+		holders_json(stdout, name, l->key, NULL, hs);
 	}
+	/* One row per holder (shared holders and permits too). */
+	for (int j = 0; !o->json && j < hs->n; j++) {
+		const struct holder *h = &hs->h[j];
+		struct holder_text t;
+		char ename[4 * LOCK_NAME_MAX + 1];
+		holder_text(h, now_unix_ms(), &t);
+		esc(ename, sizeof ename, name);
+		printf("%-24s %-20s %-8s %-9s %-9s %s%s%s%s%s%s\n", ename, t.host, t.pid, t.held,
+		       t.left, h->kept ? "[kept by --min-hold] " : "",
+		       h->mode == 's'   ? "[shared] "
+		       : h->mode == 'l' ? "[permit] "
+		                        : "",
+		       t.cmd, t.label[0] ? " [" : "", t.label, t.label[0] ? "]" : "");
+	}
+	w->count++;
 	return 0;
 }
 
 int report_list(struct store *s, const struct opts *o)
 {
-	struct list_walk w = {.s = s, .o = o};
-	char match[300];
+	struct list_out w = {.o = o};
+	char err[400] = "";
 	int rc = 0;
 
-	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
-	glob_escape(match, sizeof match - 5, o->prefix);
-	memcpy(match + strlen(match), "{*}*", 5); /* room kept by the - 5 above */
-	if (store_list(s, match, list_page, &w, w.err, sizeof w.err) != 0) {
-		request_failed(w.err);
+	if (store_list(s, o->prefix, list_lock, &w, err, sizeof err) != 0) {
+		request_failed(err);
 		rc = RL_EX_UNAVAILABLE;
 	}
 	store_close(s);

@@ -4,8 +4,7 @@
 #ifndef RLOCK_REPORT_H
 #define RLOCK_REPORT_H
 
-#include "cli.h"
-#include "store.h"
+#include "frontend.h"
 
 int report_status(struct store *s, const struct opts *o);
 int report_break(struct store *s, const struct opts *o);

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "log.h"
 #include "secret.h"
-#include "store.h"
 
 /* Pause between two rounds over the sentinels: a failover is under way (no sentinel
  * named a master that answers as one), so give them time to agree on a new one. */
@@ -274,17 +274,10 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 
 /* ---- the store's route --------------------------------------------------------- */
 
-/* Shared by every handle, read-only once the threads start. */
-static struct {
-	struct sentinel s;
-	struct server data; /* the master's settings: user, password, db, TLS, deadlines */
-	int64_t recheck_ms;
-	char label[URL_MASTER_MAX + 16];
-} shared;
-
 /* One handle's view of the master. A new master goes into the other slot: the store
  * reconnects when the server's address (the pointer) changes. */
 struct route {
+	const struct sentinel_route *sh; /* shared by every handle */
 	struct server srv[2];
 	char host[2][URL_HOST_MAX];
 	int cur;   /* srv[cur] is the master; -1: to be found */
@@ -297,8 +290,8 @@ static void *route_open(const void *arg)
 {
 	struct route *x = calloc(1, sizeof *x);
 
-	(void)arg;
 	if (x) {
+		x->sh = arg;
 		x->cur = -1;
 		x->last = 1;
 	}
@@ -313,14 +306,14 @@ static void route_close(void *ctx)
 /* Ask the sentinels in turn, once each, where the master is, starting with the one
  * that answered last time (*first): 1 with host and *port from the first that knows,
  * 0 when none could say before cap_ms. */
-static int ask_once(int *first, char *host, int *port, int64_t cap_ms)
+static int ask_once(const struct sentinel *s, int *first, char *host, int *port, int64_t cap_ms)
 {
 	char err[512];
 
-	for (int k = 0; k < shared.s.n && clock_ms() < cap_ms; k++) {
-		int i = (*first + k) % shared.s.n;
-		if (ask_sentinel(&shared.s, &shared.s.sent[i], host, port, cap_ms, err,
-		                 sizeof err) == ASK_FOUND) {
+	for (int k = 0; k < s->n && clock_ms() < cap_ms; k++) {
+		int i = (*first + k) % s->n;
+		if (ask_sentinel(s, &s->sent[i], host, port, cap_ms, err, sizeof err) ==
+		    ASK_FOUND) {
 			*first = i;
 			return 1;
 		}
@@ -333,39 +326,39 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
                         char *err, size_t errlen)
 {
 	struct route *x = ctx;
+	const struct sentinel_route *sh = x->sh;
 	char host[URL_HOST_MAX];
 	int port;
 
 	(void)key;
-	if (x->cur >= 0 && clock_ms() - x->checked_ms >= shared.recheck_ms) {
+	if (x->cur >= 0 && clock_ms() - x->checked_ms >= sh->recheck_ms) {
 		/* A master that lost a failover goes on taking writes until a sentinel
 		 * reconfigures it (~10 s): only the sentinels know it is no longer the
 		 * master. When none answers, the master known stays. */
 		int64_t now = clock_ms();
 		/* Bounded, so that sentinels that do not answer cannot delay a renewal
 		 * much: one sentinel's deadlines, at most half the time the caller has. */
-		int64_t cap = min64(cap_ms, now + shared.s.sent[0].connect_timeout_ms +
-		                                shared.s.sent[0].io_timeout_ms);
+		int64_t cap = min64(cap_ms, now + sh->s.sent[0].connect_timeout_ms +
+		                                sh->s.sent[0].io_timeout_ms);
 		if (cap_ms != STORE_NO_CAP && cap_ms > now)
 			cap = min64(cap, now + (cap_ms - now) / 2);
 		x->checked_ms = now;
-		if (ask_once(&x->first, host, &port, cap) &&
+		if (ask_once(&sh->s, &x->first, host, &port, cap) &&
 		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
-			log_info("the sentinels name a new master for '%s' (was %s)",
-			         shared.s.master, x->srv[x->cur].name);
+			log_info("the sentinels name a new master for '%s' (was %s)", sh->s.master,
+			         x->srv[x->cur].name);
 			x->cur = -1;
 		}
 	}
 	if (x->cur < 0) {
 		int slot = 1 - x->last;
-		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&shared.s));
-		x->srv[slot] = shared.data;
-		if (sentinel_discover(&shared.s, &x->srv[slot], x->host[slot], cap, err, errlen) <
-		    0)
+		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&sh->s));
+		x->srv[slot] = sh->data;
+		if (sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap, err, errlen) < 0)
 			return STORE_ERR;
 		x->cur = x->last = slot;
 		x->checked_ms = clock_ms();
-		log_info("master '%s' is %s", shared.s.master, x->srv[slot].name);
+		log_info("master '%s' is %s", sh->s.master, x->srv[slot].name);
 	}
 	*srv = &x->srv[x->cur];
 	return STORE_OK;
@@ -410,16 +403,17 @@ static const char *route_name(void *ctx)
 {
 	struct route *x = ctx;
 
-	return x->cur < 0 ? shared.label : x->srv[x->cur].name;
+	return x->cur < 0 ? x->sh->label : x->srv[x->cur].name;
 }
 
-static void route_resolve(int64_t deadline_ms)
+static void route_resolve(void *arg, int64_t deadline_ms)
 {
+	struct sentinel *s = &((struct sentinel_route *)arg)->s;
 	char err[300];
 
-	for (int i = 0; i < shared.s.n; i++)
-		if (client_resolve(&shared.s.sent[i], deadline_ms, err, sizeof err) != CLIENT_OK)
-			log_debug("sentinel %s: %s", shared.s.sent[i].name, err);
+	for (int i = 0; i < s->n; i++)
+		if (client_resolve(&s->sent[i], deadline_ms, err, sizeof err) != CLIENT_OK)
+			log_debug("sentinel %s: %s", s->sent[i].name, err);
 }
 
 static const struct store_route sentinel_route = {
@@ -432,14 +426,12 @@ static const struct store_route sentinel_route = {
     .resolve = route_resolve,
 };
 
-void sentinel_store_config(struct store_config *cfg, const struct opts *o)
+void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms)
 {
-	shared.data = cfg->srv[0];
-	sentinel_init(&shared.s, &o->url, &o->tls, o->sentinel_user, o->has_sentinel_password,
-	              o->connect_timeout_ms, o->io_timeout_ms);
-	shared.recheck_ms = o->ttl_ms / 4;
-	snprintf(shared.label, sizeof shared.label, "master '%s'", o->url.master);
-	snprintf(cfg->srv[0].name, sizeof cfg->srv[0].name, "%s", shared.label);
+	r->data = cfg->srv[0];
+	r->recheck_ms = recheck_ms;
+	snprintf(r->label, sizeof r->label, "master '%s'", r->s.master);
+	snprintf(cfg->srv[0].name, sizeof cfg->srv[0].name, "%s", r->label);
 	cfg->route = &sentinel_route;
-	cfg->route_arg = &shared;
+	cfg->route_arg = r;
 }

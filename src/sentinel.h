@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Redis Sentinel discovery (SPEC §8): which server is the master of MASTER now.
+/* Redis Sentinel discovery: which server is the master of MASTER now.
  *
  * Ask the sentinels of a redis-sentinel:// URL in turn (each with the connect and io
  * deadlines) `SENTINEL get-master-addr-by-name MASTER`, connect to the address it
@@ -19,7 +19,6 @@
 
 #include <stdint.h>
 
-#include "cli.h"
 #include "client.h"
 #include "parse.h"
 
@@ -55,15 +54,25 @@ int64_t sentinel_budget_ms(const struct sentinel *s);
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
                       char *err, size_t errlen);
 
-/* The store's route (store.h) for a redis-sentinel:// URL: fill cfg's route from o
- * (no I/O; the sentinels' shared settings live here, one set per process). Each store
- * handle then finds the master on first use (within sentinel_budget_ms() when its
- * caller gives no closer deadline), asks the sentinels again, at most every ttl/4,
- * whether it is still the master (a master that lost a failover keeps taking writes
- * until a sentinel reconfigures it; that re-check takes at most one sentinel's
- * deadlines and half the time its caller has, and keeps the master when no sentinel
- * answers), and finds it anew after READONLY, MASTERDOWN or a failed connection. */
+/* The store's route (store.h) for a redis-sentinel:// URL. Each store handle finds
+ * the master on first use (within sentinel_budget_ms() when its caller gives no closer
+ * deadline), asks the sentinels again, at most every recheck_ms, whether it is still
+ * the master (a master that lost a failover keeps taking writes until a sentinel
+ * reconfigures it; that re-check takes at most one sentinel's deadlines and half the
+ * time its caller has, and keeps the master when no sentinel answers), and finds it
+ * anew after READONLY, MASTERDOWN or a failed connection.
+ *
+ * The route's context: what every handle shares, read-only once the threads start. */
+struct sentinel_route {
+	struct sentinel s;  /* the sentinels (sentinel_init) */
+	struct server data; /* the master's settings: user, password, db, TLS, deadlines */
+	int64_t recheck_ms;
+	char label[URL_MASTER_MAX + 16];
+};
+
+/* Fill cfg's route (cfg->srv[0] holds the data servers' settings) with r, whose
+ * sentinels are initialised: r is the route's context and must outlive cfg. No I/O. */
 struct store_config;
-void sentinel_store_config(struct store_config *cfg, const struct opts *o);
+void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms);
 
 #endif

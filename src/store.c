@@ -6,10 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
 #include "log.h"
-#include "quorum.h"
-#include "sentinel.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
 
@@ -23,52 +20,17 @@ struct store {
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
 	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
-	struct quorum *q;            /* Redlock: the calls go there instead */
+	const struct store_backend *be;
+	void *ctx; /* be's per-handle state (the routed backend: s itself) */
 	char name[64];
 };
-
-void store_config_from_opts(struct store_config *cfg, const struct opts *o)
-{
-	memset(cfg, 0, sizeof *cfg);
-	cfg->n = o->nurls > 1 ? o->nurls : 1;
-	cfg->node_timeout_ms = o->node_timeout_ms;
-	for (int i = 0; i < cfg->n; i++) {
-		struct server *srv = &cfg->srv[i];
-		const struct url *u = o->nurls > 1 ? &o->urls[i] : &o->url;
-		srv->tls = o->tls;
-		if (u->scheme == URL_UNIX) {
-			srv->ep.path = u->path;
-			snprintf(srv->name, sizeof srv->name, "%s", u->path);
-		} else {
-			srv->ep.host = u->host;
-			srv->ep.port = u->port;
-			srv->ep.tls = &srv->tls;
-			snprintf(srv->name, sizeof srv->name,
-			         strchr(u->host, ':') ? "[%s]:%d" : "%s:%d", u->host, u->port);
-		}
-		srv->user = o->user;
-		srv->has_password = o->has_password;
-		srv->db = u->db;
-		srv->identify = cfg->n > 1;
-		srv->connect_timeout_ms = o->connect_timeout_ms;
-		srv->io_timeout_ms = o->io_timeout_ms;
-	}
-	/* One TCP server may be a Cluster node: the route costs nothing until a MOVED.
-	 * Sentinel URLs name sentinels, not the server: their own route. */
-	if (o->url.nsentinels) {
-		sentinel_store_config(cfg, o);
-	} else if (cfg->n == 1 && o->url.scheme != URL_UNIX) {
-		cfg->route = &cluster_route;
-		cfg->route_arg = &cfg->srv[0];
-	}
-}
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
 {
 	int ok = 0;
 
 	if (cfg->route && cfg->route->resolve) {
-		cfg->route->resolve(deadline_ms);
+		cfg->route->resolve(cfg->route_arg, deadline_ms);
 		return STORE_OK;
 	}
 	/* A quorum goes on without the nodes it cannot look up (they count as down). */
@@ -223,103 +185,172 @@ typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err
 #define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
 #define RUN_FULL_IO 4 /* the request's deadline is not capped (an acquire) */
 
-/* The one place that reconnects and retries: op on the server that owns key (or on
- * `fixed`), following the route's redirects, repeated once on a fresh connection when
- * flags allow and the connection that failed was not opened by this call. */
-static int run(struct store *s, const char *key, const struct server *fixed, int flags, op_fn op,
-               void *arg, int64_t cap_ms, char *err, size_t errlen)
+/* One call of run(): what it does, and what it learnt on the way. */
+struct run_call {
+	struct store *s;
+	const char *key;
+	const struct server *fixed;
+	int flags;
+	op_fn op;
+	void *arg;
+	int64_t cap_ms;
+	char *err;
+	size_t errlen;
+	int retried;              /* the one retry on a fresh connection is spent */
+	const struct server *srv; /* the server of the last try */
+};
+
+#define HOP_ELSEWHERE (-100) /* srv is unreachable and the route knows another way */
+#define HOP_LATER     (-101) /* the route says: a passing state, pause and repeat */
+#define HOP_AGAIN     (-102) /* once more, on a fresh connection */
+
+/* The server of the next try: `fixed`, the ASK target, the one server, or the route's. */
+static int target(struct run_call *c, const struct server *ask, const struct server **srv)
 {
-	const struct store_route *rt = s->cfg->route;
+	const struct store_route *rt = c->s->cfg->route;
+
+	*srv = c->fixed ? c->fixed : ask;
+	if (!*srv && !rt)
+		*srv = &c->s->cfg->srv[0];
+	if (*srv)
+		return LOCK_OK;
+	int rc = rt->locate(c->s->route, c->key, c->cap_ms, srv, c->err, c->errlen);
+	return rc == STORE_OK ? LOCK_OK : rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
+}
+
+/* srv failed to connect or to answer: may the route send us elsewhere? */
+static int elsewhere(struct run_call *c, const struct server *srv)
+{
+	const struct store_route *rt = c->s->cfg->route;
+	const struct server *ignored = NULL;
+
+	return rt && !conn_abort_pending() && clock_ms() < c->cap_ms &&
+	       rt->redirect(c->s->route, c->key, srv, NULL, &ignored) == STORE_ROUTE_RETRY;
+}
+
+/* One try of op on srv (after an ASKING when asking), connecting first if need be
+ * (*opened). LOCK_*, or HOP_ELSEWHERE. */
+static int try_on(struct run_call *c, const struct server *srv, int asking, int *opened)
+{
+	struct store *s = c->s;
+
+	*opened = 0;
+	if (s->c && (s->at != srv || (s->suspect && !(c->flags & RUN_ORDERED))))
+		drop(s);
+	if (!s->c) {
+		int rc = connect_to(s, srv, c->cap_ms, c->err, c->errlen);
+		if (rc == LOCK_ERR && elsewhere(c, srv))
+			return HOP_ELSEWHERE;
+		if (rc != LOCK_OK)
+			return rc;
+		*opened = 1;
+	}
+	/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
+	client_set_asking(s->c, asking);
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	int rc = c->op(s->c, c->arg, c->flags & RUN_FULL_IO ? d : capped(d, c->cap_ms), c->err,
+	               c->errlen);
+	if (s->c)
+		client_set_asking(s->c, 0);
+	return rc;
+}
+
+/* op failed on srv (LOCK_ERR): HOP_ELSEWHERE, HOP_AGAIN (once, when the flags allow it
+ * and the connection that failed was not new), or LOCK_ERR. */
+static int after_failure(struct run_call *c, const struct server *srv, int opened)
+{
+	failed(c->s);
+	if (conn_abort_pending() || clock_ms() >= c->cap_ms)
+		return LOCK_ERR;
+	if (elsewhere(c, srv))
+		return HOP_ELSEWHERE;
+	if (!(c->flags & RUN_RETRY) || opened || c->retried)
+		return LOCK_ERR;
+	c->retried = 1;
+	drop(c->s);
+	log_debug("%s; retrying on a fresh connection", c->err);
+	return HOP_AGAIN;
+}
+
+/* err = "SRV: server error: err". LOCK_ERR. */
+static int server_error(struct run_call *c)
+{
+	char why[300];
+
+	snprintf(why, sizeof why, "%s", c->err);
+	snprintf(c->err, c->errlen, "%s: server error: %s", c->srv->name, why);
+	return LOCK_ERR;
+}
+
+/* Follow the route for at most STORE_HOPS_MAX redirects: LOCK_*, or HOP_LATER. */
+static int run_hops(struct run_call *c)
+{
+	const struct store_route *rt = c->s->cfg->route;
 	const struct server *ask = NULL;
-	int retried = 0, pauses = 0;
 	int unreachable = 0; /* the last hop: a redirect, or a node that failed */
-	int64_t pause = PAUSE_FIRST_MS;
 
 	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
-		const struct server *srv = fixed ? fixed : ask;
-		if (!srv && !rt)
-			srv = &s->cfg->srv[0];
-		if (!srv) {
-			int rc = rt->locate(s->route, key, cap_ms, &srv, err, errlen);
-			if (rc != STORE_OK)
-				return rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
-		}
-		if (s->c && (s->at != srv || (s->suspect && !(flags & RUN_ORDERED))))
-			drop(s);
-		int opened = 0;
-		if (!s->c) {
-			int rc = connect_to(s, srv, cap_ms, err, errlen);
-			if (rc == LOCK_ERR && rt && !conn_abort_pending() && clock_ms() < cap_ms &&
-			    rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
-				ask = NULL;
-				unreachable = 1;
-				continue;
-			}
-			if (rc != LOCK_OK)
-				return rc;
-			opened = 1;
-		}
-		/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
-		client_set_asking(s->c, ask != NULL);
-		int64_t d = clock_ms() + srv->io_timeout_ms;
-		int rc = op(s->c, arg, flags & RUN_FULL_IO ? d : capped(d, cap_ms), err, errlen);
-		if (s->c)
-			client_set_asking(s->c, 0);
+		int opened, rc = target(c, ask, &c->srv);
+		if (rc != LOCK_OK)
+			return rc;
+		rc = try_on(c, c->srv, ask != NULL, &opened);
 		ask = NULL;
 		if (rc == LOCK_REDIRECT) {
-			int what =
-			    rt ? rt->redirect(s->route, key, srv, err, &ask) : STORE_ROUTE_FAIL;
-			if (what == STORE_ROUTE_LATER && pauses < STORE_PAUSES_MAX &&
-			    clock_ms() + pause < cap_ms && !conn_abort_pending()) {
-				/* The refusal ran nothing (TRYAGAIN): safe to repeat, also an
-				 * acquire. Each pause starts the redirects afresh. */
-				log_debug("%s: %s; trying again in %lld ms", srv->name, err,
-				          (long long)pause);
-				conn_pause_until(clock_ms() + pause);
-				pauses++;
-				pause *= 2;
-				hop = -1;
-				continue;
-			}
-			if (what == STORE_ROUTE_FAIL || what == STORE_ROUTE_LATER) {
-				char why[300];
-				snprintf(why, sizeof why, "%s", err);
-				snprintf(err, errlen, "%s: server error: %s", srv->name, why);
-				return LOCK_ERR;
-			}
+			int what = rt ? rt->redirect(c->s->route, c->key, c->srv, c->err, &ask)
+			              : STORE_ROUTE_FAIL;
+			if (what == STORE_ROUTE_LATER)
+				return HOP_LATER;
+			if (what == STORE_ROUTE_FAIL)
+				return server_error(c);
 			if (what != STORE_ROUTE_ASK)
 				ask = NULL;
 			unreachable = 0;
 			continue;
 		}
-		if (rc != LOCK_ERR)
-			return rc;
-		failed(s);
-		if (conn_abort_pending() || clock_ms() >= cap_ms)
-			return LOCK_ERR;
-		if (rt && rt->redirect(s->route, key, srv, NULL, &ask) == STORE_ROUTE_RETRY) {
-			ask = NULL;
+		if (rc == LOCK_ERR)
+			rc = after_failure(c, c->srv, opened);
+		if (rc == HOP_ELSEWHERE)
 			unreachable = 1;
-			continue;
-		}
-		if (!(flags & RUN_RETRY) || opened || retried)
-			return LOCK_ERR;
-		retried = 1;
-		drop(s);
-		log_debug("%s; retrying on a fresh connection", err);
+		else if (rc != HOP_AGAIN)
+			return rc;
 	}
-	if (unreachable) {
-		/* A master gone before its replica is promoted: the slot map (or the
-		 * sentinels) still name it. Say which node, not "redirects". */
-		char why[300];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s (still named the lock's server after %d lookups)", why,
-		         STORE_HOPS_MAX + 1);
-	} else {
-		snprintf(err, errlen, "more than %d redirects for one request", STORE_HOPS_MAX);
-	}
+	char why[300];
+	snprintf(why, sizeof why, "%s", c->err);
+	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
+	                  * the sentinels) still name it. Say which node, not "redirects". */
+		snprintf(c->err, c->errlen, "%s (still named the lock's server after %d lookups)",
+		         why, STORE_HOPS_MAX + 1);
+	else
+		snprintf(c->err, c->errlen, "more than %d redirects for one request",
+		         STORE_HOPS_MAX);
 	return LOCK_ERR;
 }
+
+/* The one place that reconnects and retries: op on the server that owns key (or on
+ * `fixed`), following the route's redirects, repeated once on a fresh connection when
+ * flags allow and the connection that failed was not opened by this call. A state that
+ * passes (STORE_ROUTE_LATER) pauses, 50 ms doubling, and starts the redirects afresh:
+ * the refusal ran nothing (TRYAGAIN), so repeating is safe, also for an acquire. */
+static int run(struct store *s, const char *key, const struct server *fixed, int flags, op_fn op,
+               void *arg, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct run_call c = {s, key, fixed, flags, op, arg, cap_ms, err, errlen, 0, NULL};
+	int64_t pause = PAUSE_FIRST_MS;
+
+	for (int pauses = 0;; pauses++) {
+		int rc = run_hops(&c);
+		if (rc != HOP_LATER)
+			return rc;
+		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
+		    conn_abort_pending())
+			return server_error(&c);
+		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
+		conn_pause_until(clock_ms() + pause);
+		pause *= 2;
+	}
+}
+
+static const struct store_backend routed_backend;
 
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                char *err, size_t errlen)
@@ -332,20 +363,37 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 		return STORE_ERR;
 	}
 	s->cfg = cfg;
-	if (cfg->n > 1) {
-		snprintf(s->name, sizeof s->name, "%d Redlock nodes", cfg->n);
-		int rc = quorum_open(&s->q, cfg, connect, cap_ms, err, errlen);
-		if (rc != STORE_OK) {
-			free(s);
-			return rc;
-		}
-		*out = s;
-		return STORE_OK;
+	s->be = cfg->backend ? cfg->backend : &routed_backend;
+	s->ctx = s;
+	int rc = s->be->open(&s->ctx, cfg, connect, cap_ms, err, errlen);
+	if (rc != STORE_OK) {
+		s->ctx = NULL;
+		store_close(s);
+		return rc;
 	}
+	*out = s;
+	return STORE_OK;
+}
+
+static void routed_close(void *ctx)
+{
+	struct store *s = ctx;
+
+	drop(s);
+	if (s->route)
+		s->cfg->route->close(s->route);
+	s->route = NULL;
+}
+
+/* The routed single server: *ctx comes in as the store handle. */
+static int routed_open(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
+{
+	struct store *s = *ctx;
+
 	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
 	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
 		snprintf(err, errlen, "out of memory");
-		free(s);
 		return STORE_ERR;
 	}
 	if (connect) {
@@ -355,11 +403,10 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 		if (rc == STORE_OK)
 			rc = connect_to(s, srv, cap_ms, err, errlen);
 		if (rc != STORE_OK) {
-			store_close(s);
+			routed_close(s);
 			return rc == LOCK_DENIED ? STORE_DENIED : STORE_ERR;
 		}
 	}
-	*out = s;
 	return STORE_OK;
 }
 
@@ -368,10 +415,8 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	store_unsubscribe(s);
-	drop(s);
-	quorum_close(s->q);
-	if (s->route)
-		s->cfg->route->close(s->route);
+	if (s->ctx)
+		s->be->close(s->ctx);
 	free(s);
 }
 
@@ -385,8 +430,10 @@ int store_unanswered(const struct store *s)
 	return s->c && s->suspect;
 }
 
-const char *store_name(const struct store *s)
+static const char *routed_name(void *ctx)
 {
+	struct store *s = ctx;
+
 	if (s->route && s->cfg->route->name)
 		return s->cfg->route->name(s->route);
 	return s->name;
@@ -419,18 +466,11 @@ static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t 
 	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
 }
 
-int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
-                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+static int routed_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct acquire_args a = {l, m, h, clock_ms(), s};
-
-	/* A place among the waiters lives on one server: a quorum's nodes would each wake
-	 * a different waiter, so Redlock waiters listen on the release channel (as do
-	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
-	l->may_place = !s->q && !s->no_wake_list;
-	if (s->q)
-		return quorum_acquire(s->q, l, m, cap_ms, sent_ms, h, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
@@ -449,14 +489,11 @@ static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_renew(c, a->l, d, err, errlen);
 }
 
-int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
-                size_t errlen)
+static int routed_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct renew_args a = {l, clock_ms()};
-
-	if (s->q)
-		return quorum_renew(s->q, l, cap_ms, sent_ms, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_renew, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
@@ -490,13 +527,11 @@ static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t 
 	return lock_release(c, announcing(a->s, a->l, &copy), a->keep_ms, d, err, errlen);
 }
 
-int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
-                  size_t errlen)
+static int routed_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct release_args a = {l, keep_ms, s};
-
-	if (s->q)
-		return quorum_release(s->q, l, keep_ms, cap_ms, err, errlen);
 
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
@@ -522,23 +557,21 @@ static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
 }
 
-int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
-                 char *err, size_t errlen)
+static int routed_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_args a = {l, h, s};
 
-	if (s->q)
-		return quorum_status(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 }
 
-int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
-                size_t errlen)
+static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_args a = {l, h, s};
 
-	if (s->q)
-		return quorum_break(s->q, l, cap_ms, h, err, errlen);
 	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
 }
 
@@ -550,12 +583,11 @@ static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
 }
 
-int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+static int routed_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct release_args a = {l, 0, s};
 
-	if (s->q)
-		return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
 	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }
 
@@ -575,16 +607,11 @@ static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_
 	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
 }
 
-int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *mode, int *limit, char *err, size_t errlen)
+static int routed_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            char *mode, int *limit, char *err, size_t errlen)
 {
+	struct store *s = ctx;
 	struct holder_check a = {l, token, 0, 'x', 0};
-
-	*mode = 'x';
-	*limit = 0;
-	if (s->q) /* Redlock locks are exclusive only (cli.c) */
-		return quorum_is_holder(s->q, l, token, cap_ms, err, errlen);
-
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
 	if (rc != LOCK_OK)
 		return -1;
@@ -593,12 +620,10 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
 	return a.ours;
 }
 
-int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
+static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 {
-	if (s->q) {
-		snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
-		return -1;
-	}
+	struct store *s = ctx;
+
 	/* WAIT counts the writes of this connection: the one that took the lock. */
 	if (!s->c || s->suspect) {
 		snprintf(err, errlen,
@@ -678,14 +703,13 @@ static int scan_server(struct store *s, const struct server *srv, const char *ma
 	return rc;
 }
 
-int store_list(struct store *s, const char *match,
-               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-               size_t errlen)
+static int routed_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
 {
+	struct store *s = ctx;
 	const struct store_route *rt = s->cfg->route;
 
-	if (s->q)
-		return quorum_list(s->q, match, page, arg, err, errlen);
 	if (!rt || !rt->master)
 		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
 	for (int i = 0;; i++) {
@@ -718,36 +742,156 @@ static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t
 	return rc;
 }
 
-void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
 {
+	struct store *s = ctx;
 	struct eviction_args a = {s, warn_key};
 	char err[300];
-
-	if (s->q) {
-		/* Each node on its own, one after the other, each within a node timeout;
-		 * not those the quorum could not connect to (each would cost its timeout). */
-		for (int i = 0; i < s->cfg->n; i++) {
-			if (!quorum_connected(s->q, i))
-				continue;
-			struct store_config *one = calloc(1, sizeof *one);
-			struct store *t = NULL;
-			if (!one)
-				return;
-			one->n = 1;
-			one->srv[0] = s->cfg->srv[i];
-			one->srv[0].ep.tls = &one->srv[0].tls;
-			int64_t d = clock_ms() + 2 * s->cfg->node_timeout_ms;
-			if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
-				store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
-			store_close(t);
-			free(one);
-		}
-		return;
-	}
 
 	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
 	        sizeof err) != LOCK_OK)
 		log_debug("eviction policy: %s", err);
+}
+
+static const struct store_backend routed_backend = {
+    .open = routed_open,
+    .close = routed_close,
+    .name = routed_name,
+    .places = 1,
+    .acquire = routed_acquire,
+    .renew = routed_renew,
+    .release = routed_release,
+    .status = routed_status,
+    .brk = routed_break,
+    .leave = routed_leave,
+    .is_holder = routed_is_holder,
+    .wait_replicas = routed_wait_replicas,
+    .list = routed_list,
+    .check_eviction = routed_check_eviction,
+};
+
+/* ---- the seam: every call goes to the handle's backend --------------------------- */
+
+const char *store_name(const struct store *s)
+{
+	return s->be->name(s->ctx);
+}
+
+int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	/* A place among the waiters lives on one server: a quorum's nodes would each wake
+	 * a different waiter, so Redlock waiters listen on the release channel (as do
+	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
+	l->may_place = s->be->places && !s->no_wake_list;
+	return s->be->acquire(s->ctx, l, m, cap_ms, sent_ms, h, err, errlen);
+}
+
+int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
+                size_t errlen)
+{
+	return s->be->renew(s->ctx, l, cap_ms, sent_ms, err, errlen);
+}
+
+int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
+                  size_t errlen)
+{
+	return s->be->release(s->ctx, l, keep_ms, cap_ms, err, errlen);
+}
+
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen)
+{
+	return s->be->status(s->ctx, l, cap_ms, h, err, errlen);
+}
+
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
+                size_t errlen)
+{
+	return s->be->brk(s->ctx, l, cap_ms, h, err, errlen);
+}
+
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	return s->be->leave(s->ctx, l, cap_ms, err, errlen);
+}
+
+int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
+                    char *mode, int *limit, char *err, size_t errlen)
+{
+	*mode = 'x';
+	*limit = 0;
+	return s->be->is_holder(s->ctx, l, token, cap_ms, mode, limit, err, errlen);
+}
+
+int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
+{
+	return s->be->wait_replicas(s->ctx, n, err, errlen);
+}
+
+/* SCAN MATCH needs the prefix's glob characters escaped. */
+static void glob_escape(char *dst, size_t n, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < n; s++) {
+		if (strchr("*?[]\\", *s))
+			dst[o++] = '\\';
+		dst[o++] = *s;
+	}
+	dst[o] = '\0';
+}
+
+struct list_walk {
+	struct store *s;
+	const char *prefix;
+	int (*each)(void *arg, const char *name, const struct lock *l, const struct holders *hs);
+	void *arg;
+	char *err;
+	size_t errlen;
+	int started;
+};
+
+/* One page of SCAN's names: the locks among them, each with its holders. */
+static int list_page(void *arg, const struct resp_reply *names)
+{
+	struct list_walk *w = arg;
+	int rc = w->started++ ? 0 : w->each(w->arg, NULL, NULL, NULL); /* the server answered */
+
+	for (size_t i = 0; rc == 0 && i < names->elements; i++) {
+		const struct resp_reply *k = names->element[i];
+		char name[LOCK_NAME_MAX + 1];
+		struct lock l;
+		struct holders hs;
+		if (k->type != RESP_STRING || lock_name_of_key(w->prefix, k->str, k->len, name) < 0)
+			continue;
+		lock_init(&l, w->prefix, name, 0);
+		if (store_status(w->s, &l, clock_ms() + w->s->cfg->srv[0].io_timeout_ms, &hs,
+		                 w->err, w->errlen) != LOCK_OK)
+			return -1;
+		if (hs.n) /* else released between SCAN and now */
+			rc = w->each(w->arg, name, &l, &hs);
+	}
+	return rc;
+}
+
+int store_list(struct store *s, const char *prefix,
+               int (*each)(void *arg, const char *name, const struct lock *l,
+                           const struct holders *hs),
+               void *arg, char *err, size_t errlen)
+{
+	struct list_walk w = {s, prefix, each, arg, err, errlen, 0};
+	char match[300];
+
+	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
+	glob_escape(match, sizeof match - 5, prefix);
+	memcpy(match + strlen(match), "{*}*", 5); /* room kept by the - 5 above */
+	return s->be->list(s->ctx, match, list_page, &w, err, errlen);
+}
+
+void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+{
+	s->be->check_eviction(s->ctx, warn_key, cap_ms);
 }
 
 /* A waiter with a place (l->placed) blocks on its own wake list, on the server that
@@ -779,47 +923,56 @@ static int wake_arm(struct store *s, const struct lock *l, char *err, size_t err
 	return STORE_OK;
 }
 
-int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+/* The release notifications of the routed server: on the route's server of the
+ * channel, with the route's (S)SUBSCRIBE. */
+static int listen_routed(struct store *s, const struct lock *l, char *err, size_t errlen)
 {
 	const struct store_route *rt = s->cfg->route;
 	const struct server *srv = &s->cfg->srv[0];
 	const char *cmd = "SUBSCRIBE";
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
-	int tries = 1, first = 0;
 
-	if (l->placed && s->c && !s->q && !s->no_wake_list)
-		return wake_arm(s, l, err, errlen);
-	if (s->sub && !s->sub_at)
-		return STORE_OK; /* subscribed already */
-	store_unsubscribe(s);
-	if (s->q) {
-		/* Every node publishes the release: the first one that answers will do,
-		 * starting with one that answered lately. */
-		first = (int)(quorum_any_server(s->q) - s->cfg->srv);
-		tries = s->cfg->n;
-		cap = clock_ms() + s->cfg->node_timeout_ms;
-	}
 	if (rt && rt->probe)
 		rt->probe(s->route, cap);
 	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
 		return STORE_ERR;
 	if (rt && rt->subscribe_cmd)
 		cmd = rt->subscribe_cmd(s->route, l->channel);
-	for (int k = 0; k < tries; k++) {
-		if (s->q)
-			srv = &s->cfg->srv[(first + k) % s->cfg->n];
-		int64_t wait = s->q ? s->cfg->node_timeout_ms : srv->io_timeout_ms;
-		if (client_open(&s->sub, srv, s->q ? clock_ms() + wait : STORE_NO_CAP, err,
-		                errlen) != CLIENT_OK) {
+	if (client_open(&s->sub, srv, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+		s->sub = NULL;
+		return STORE_ERR;
+	}
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
+	 * redirected (or an older rlock) reaches. */
+	if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
+	    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
+	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+		return STORE_NEW;
+	store_unsubscribe(s);
+	return STORE_ERR;
+}
+
+int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+{
+	const struct server *srv;
+	int64_t wait;
+
+	if (l->placed && s->c && s->be->places && !s->no_wake_list)
+		return wake_arm(s, l, err, errlen);
+	if (s->sub && !s->sub_at)
+		return STORE_OK; /* subscribed already */
+	store_unsubscribe(s);
+	if (!s->be->listen_at)
+		return listen_routed(s, l, err, errlen);
+	/* Several servers publish the release (a quorum's nodes): the first that answers
+	 * will do, in the backend's order. */
+	for (int k = 0; (srv = s->be->listen_at(s->ctx, k, &wait)); k++) {
+		if (client_open(&s->sub, srv, clock_ms() + wait, err, errlen) != CLIENT_OK) {
 			s->sub = NULL;
 			continue;
 		}
-		int64_t d = clock_ms() + wait;
-		/* Sharded: also the classic channel, which a PUBLISH from a run that was never
-		 * redirected (or an older rlock) reaches. */
-		if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
-		    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
-		     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+		if (subscribe(s->sub, "SUBSCRIBE", l, clock_ms() + wait, err, errlen) == 0)
 			return STORE_NEW;
 		store_unsubscribe(s);
 	}

@@ -24,7 +24,7 @@
  * How a backend plugs in (Sentinel, Cluster). The single-server backend here is
  * connections + retries around one `struct server`. A backend that must find the
  * server first, or follow redirects, supplies a `struct store_route` (its own file,
- * e.g. sentinel.c, cluster.c) and a case in store_config_from_opts():
+ * e.g. sentinel.c, cluster.c) and a case in the front end's store_config_from_opts():
  *   - locate(key): the server that owns key (the Sentinel master; the node of key's
  *     slot) before every request; the store reconnects when the pointer it returns
  *     differs from the connected one, so keep servers at stable addresses;
@@ -44,61 +44,23 @@
  *   - probe(cap_ms): learn what only asking tells (Cluster: is it one, which version),
  *     before a subscription (the waiting path, never the fast one);
  *   - name(): the server now, for messages and --status (store_name());
- *   - resolve(deadline): look the route's own names up, from store_resolve().
+ *   - resolve(arg, deadline): look the route's own names up, from store_resolve().
  * Each handle gets its own route state from open(arg) (so routes need no locks);
  * state that must outlive one handle belongs in arg, shared read-only.
  * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
- * which drives N connections in one poll loop per round (see quorum.h). */
+ * which drives N connections in one poll loop per round (see quorum.h): a backend
+ * (backend.h) the front end chooses. */
 #ifndef RLOCK_STORE_H
 #define RLOCK_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli.h"
+#include "backend.h"
 #include "client.h"
 #include "lock.h"
 
-#define STORE_NO_CAP     INT64_MAX
-#define STORE_HOPS_MAX   5 /* redirects followed by one call */
-#define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */
-
-enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2, STORE_ROUTE_LATER = 3 };
-
-struct store_route {
-	void *(*open)(const void *arg); /* per-handle state, NULL: out of memory */
-	void (*close)(void *ctx);
-	/* key NULL: any master (WAIT, INFO). STORE_OK with *srv, or STORE_ERR (reason in
-	 * err), STORE_DENIED; nothing past cap_ms. */
-	int (*locate)(void *ctx, const char *key, int64_t cap_ms, const struct server **srv,
-	              char *err, size_t errlen);
-	int (*redirect)(void *ctx, const char *key, const struct server *srv, const char *errtext,
-	                const struct server **ask);
-	const struct server *(*master)(void *ctx, int i, int64_t cap_ms, char *err,
-	                               size_t errlen);            /* optional */
-	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
-	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
-	const char *(*name)(void *ctx);       /* optional: the server for messages, --status */
-	void (*resolve)(int64_t deadline_ms); /* optional: look names up (store_resolve) */
-};
-
-/* What every handle of one run shares. Built once by store_config_from_opts(). */
-#define STORE_NODES_MAX 16
-struct store_config {
-	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
-	int n;
-	int64_t node_timeout_ms;         /* Redlock: one node's deadline per request */
-	const struct store_route *route; /* NULL: srv[0] as given */
-	const void *route_arg;
-};
-
-/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
-
 struct store;
-
-/* Fill *cfg from the options (no I/O). */
-void store_config_from_opts(struct store_config *cfg, const struct opts *o);
 
 /* Look the servers' names up once, before the threads start and before deadline_ms
  * (client_resolve()). STORE_OK or STORE_ERR. */
@@ -164,12 +126,14 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
  * the connection is closed (the server may still hold it in WAIT). */
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
 
-/* --list: SCAN every master for keys matching `match` and hand each page of names to
- * page(arg, names) (an array reply; may be empty), which may call store_status on s.
- * page's non-zero return stops the walk and is returned. 0, or -1 with the reason. */
-int store_list(struct store *s, const char *match,
-               int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
-               size_t errlen);
+/* --list: every lock of prefix held now, on every master (SCAN, then store_status):
+ * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the
+ * server answered, each(arg, NULL, NULL, NULL). each's non-zero return stops the walk
+ * and is returned. 0, or -1 with the reason. */
+int store_list(struct store *s, const char *prefix,
+               int (*each)(void *arg, const char *name, const struct lock *l,
+                           const struct holders *hs),
+               void *arg, char *err, size_t errlen);
 
 /* The eviction policy of the server(s), warned about once a day per server (warn_key:
  * the marker). Best effort, nothing past cap_ms. */

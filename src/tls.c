@@ -73,15 +73,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The module cannot call back into rlock's clock_ms(): the same monotonic clock. */
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Our BIO: the socket BIO's job, but with send(MSG_NOSIGNAL), EINTR retried, and the
  * errno kept in the session (OpenSSL may clobber errno before the caller looks). */
 static int bio_write(BIO *b, const char *buf, int len)
@@ -197,14 +188,84 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
 	return 0;
 }
 
-static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
+/* Whom to trust: the CA bundle or directory given, else the system's store (nothing
+ * with --tls-insecure). 0, or -1 with the reason. */
+static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, size_t errlen)
 {
-	SSL_CTX *ctx = NULL, *ret = NULL;
-	const char *key = t->key ? t->key : t->cert; /* one PEM may hold both */
 	const char *r;
 	struct stat st;
 	char buf[256];
-	int asked = 0;
+
+	if (t->insecure) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+		return 0;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* OpenSSL reads a CA directory lazily and would report a missing one only as
+	 * "unable to get local issuer certificate" later. */
+	if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
+		set_err(err, errlen, "TLS: CA directory %s: %s", t->cacertdir, strerror(errno));
+		return -1;
+	}
+	if (t->cacertdir && !S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
+		return -1;
+	}
+	if (t->cacert || t->cacertdir) {
+		if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
+			set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
+			        t->cacert ? t->cacert : t->cacertdir,
+			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			return -1;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		set_err(err, errlen, "TLS: cannot load the system trust store: %s",
+		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+		return -1;
+	}
+	return 0;
+}
+
+/* Who we are: the client certificate and its key, if given. 0, or -1 with the reason. */
+static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, size_t errlen)
+{
+	const char *key = t->key ? t->key : t->cert; /* one PEM may hold both */
+	const char *r;
+	char buf[256];
+	int asked = 0, rc = -1;
+
+	if (t->key && !t->cert) {
+		set_err(err, errlen, "TLS: a client key (%s) needs a client certificate", t->key);
+		return -1;
+	}
+	if (!t->cert)
+		return 0;
+	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
+	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
+		set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
+		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+	else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+		set_err(err, errlen, "TLS: cannot load client key %s: %s", key,
+		        asked ? "it is encrypted (passphrase-protected keys are not supported)"
+		        : (r = ssl_queue_reason(buf, sizeof buf)) ? r
+		                                                  : "unknown error");
+	else if (SSL_CTX_check_private_key(ctx) != 1)
+		set_err(err, errlen, "TLS: client key %s does not match certificate %s", key,
+		        t->cert);
+	else
+		rc = 0;
+	/* The callback's userdata points at this stack frame: unhook it. */
+	SSL_CTX_set_default_passwd_cb(ctx, NULL);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
+	return rc;
+}
+
+static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = NULL, *ret = NULL;
+	const char *r;
+	char buf[256];
 
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (!ctx) {
@@ -224,64 +285,8 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 	 * reply is caught by the parser: report plain EOF, as OpenSSL 1.1.1 does. */
 	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 #endif
-	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
-	SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
-	if (t->insecure) {
-		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-	} else {
-		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-		/* OpenSSL reads a CA directory lazily and would report a missing one only
-		 * as "unable to get local issuer certificate" later. */
-		if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
-			set_err(err, errlen, "TLS: CA directory %s: %s", t->cacertdir,
-			        strerror(errno));
-			goto cleanup;
-		}
-		if (t->cacertdir && !S_ISDIR(st.st_mode)) {
-			set_err(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
-			goto cleanup;
-		}
-		if (t->cacert || t->cacertdir) {
-			if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
-				set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
-				        t->cacert ? t->cacert : t->cacertdir,
-				        (r = ssl_queue_reason(buf, sizeof buf)) ? r
-				                                                : "unknown error");
-				goto cleanup;
-			}
-		} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-			set_err(err, errlen, "TLS: cannot load the system trust store: %s",
-			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
-			goto cleanup;
-		}
-	}
-	if (t->key && !t->cert) {
-		set_err(err, errlen, "TLS: a client key (%s) needs a client certificate", t->key);
+	if (tls_load_trust(ctx, t, err, errlen) < 0 || tls_load_identity(ctx, t, err, errlen) < 0)
 		goto cleanup;
-	}
-	if (t->cert) {
-		if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
-			set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
-			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
-			goto cleanup;
-		}
-		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-			set_err(
-			    err, errlen, "TLS: cannot load client key %s: %s", key,
-			    asked ? "it is encrypted (passphrase-protected keys are not supported)"
-			    : (r = ssl_queue_reason(buf, sizeof buf)) ? r
-			                                              : "unknown error");
-			goto cleanup;
-		}
-		if (SSL_CTX_check_private_key(ctx) != 1) {
-			set_err(err, errlen, "TLS: client key %s does not match certificate %s",
-			        key, t->cert);
-			goto cleanup;
-		}
-	}
-	/* The callback's userdata points at this stack frame: unhook it. */
-	SSL_CTX_set_default_passwd_cb(ctx, NULL);
-	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
 	ret = ctx;
 	ctx = NULL;
 cleanup:
@@ -304,7 +309,7 @@ static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
 	int i, hit;
 
 	(void)pthread_mutex_lock(&ctx_lock);
-	hit = ctx_cache.ctx && mono_ms() - ctx_cache.born < CTX_CACHE_MS &&
+	hit = ctx_cache.ctx && clock_ms() - ctx_cache.born < CTX_CACHE_MS &&
 	      ctx_cache.insecure == !!t->insecure;
 	for (i = 0; hit && i < 4; i++)
 		hit = same_str(ctx_cache.file[i], want[i]);
@@ -322,7 +327,7 @@ static SSL_CTX *tls_ctx_get(const struct tls_opts *t, char *err, size_t errlen)
 		goto cleanup;
 	SSL_CTX_free(ctx_cache.ctx); /* conns still using it hold their own reference */
 	ctx_cache.ctx = ctx;
-	ctx_cache.born = mono_ms();
+	ctx_cache.born = clock_ms();
 	ctx_cache.insecure = !!t->insecure;
 	for (i = 0; i < 4; i++) {
 		free(ctx_cache.file[i]);

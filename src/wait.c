@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "holder.h"
 #include "lease.h"
 #include "log.h"
 
@@ -72,31 +73,23 @@ static long long held_ms(long long start)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[1000], host[128], cmd[160], pid[32] = "?", label[200] = "";
+	char line[1000], who[800];
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
 
 	if (!status_visible())
 		return;
-	/* Everything the holder wrote is escaped: it could hold terminal escapes. */
-	log_escape(host, sizeof host, h->host, strlen(h->host));
-	log_escape(cmd, sizeof cmd, h->cmd, strlen(h->cmd));
-	if (h->label[0]) {
-		char e[160];
-		log_escape(e, sizeof e, h->label, strlen(h->label));
-		snprintf(label, sizeof label, " [%s]", e);
-	}
 	long long held = held_ms(h->start_ms);
-	if (h->pid >= 0)
-		snprintf(pid, sizeof pid, "%lld", h->pid);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
 		             (long long)(waited_ms / 1000), a->name, note);
 	else if (h->host[0])
+		/* Everything the holder wrote is escaped: it could hold terminal escapes. */
 		n = snprintf(line, sizeof line,
-		             "%srlock: waiting %llds for '%s': held by %s pid %s (%s)%s for %llds",
-		             clear, (long long)(waited_ms / 1000), a->name, host, pid, cmd, label,
+		             "%srlock: waiting %llds for '%s': held by %s for %llds", clear,
+		             (long long)(waited_ms / 1000), a->name,
+		             holder_format(h, HOLDER_CMD | HOLDER_LABEL, who, sizeof who),
 		             held < 0 ? 0 : held / 1000);
 	else
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s'", clear,
@@ -339,14 +332,12 @@ static void forget_listener(struct wait_run *w)
 static void announce_busy(struct wait_run *w)
 {
 	/* log_msg escapes holder text itself */
-	char pid[32] = "?";
+	char who[800];
 
 	if (w->announced)
 		return;
-	if (w->h->pid >= 0)
-		snprintf(pid, sizeof pid, "%lld", w->h->pid);
-	log_info("lock '%s' is busy (held by %s pid %s); waiting", w->a->name,
-	         w->h->host[0] ? w->h->host : "?", pid);
+	log_info("lock '%s' is busy (held by %s); waiting", w->a->name,
+	         holder_format(w->h, HOLDER_RAW, who, sizeof who));
 	w->announced = 1;
 }
 

@@ -3,7 +3,7 @@
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out; a waiting request
 -- (wait = 1) takes a place among the waiters, so a release wakes one, not all.
--- KEYS: lock fence owner holders queue writer meta waiters
+-- KEYS: lock owner fence holders meta queue writer waiters (lock.c: keys_of)
 -- ARGV: token ttl_ms wait field value ...
 -- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
 -- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
@@ -14,20 +14,20 @@
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
-local why = fence_check(KEYS[2])
+local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
-if not mine and redis.call('EXISTS', KEYS[4], KEYS[5]) > 0 then
-  redis.call('SET', KEYS[6], ARGV[1], 'PX', ARGV[2])
+if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
+  redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
-  local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[7], first) or '{}')
+  local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
-  local o = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
+  local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
   local placed = 0
   if ARGV[3] == '1' then
@@ -44,12 +44,12 @@ end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
-local fence = fence_next(KEYS[2])
+local fence = fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
-if redis.call('GET', KEYS[6]) == ARGV[1] then redis.call('DEL', KEYS[6]) end
-redis.call('DEL', KEYS[3])
-redis.call('HSET', KEYS[3], 'fence', fence, unpack(ARGV, 4))
-redis.call('PEXPIRE', KEYS[3], ARGV[2])
+if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 4))
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 if mine then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 else

@@ -5,23 +5,24 @@
 -- waiter leaves its place among the waiters; one that has no place any more may have
 -- been woken (wake_one.lua) and gives up without trying: if the lock is free, the
 -- wake-up goes to the next waiter.
--- KEYS: queue qlease writer lock   ARGV: token publish wake_prefix channel
+-- KEYS: lock queue qlease writer (lock.c: keys_of)
+--   ARGV: token publish wake_prefix channel
 --@wake_one
-local placed = redis.call('ZREM', KEYS[4] .. ':waiters', ARGV[1])
+local placed = redis.call('ZREM', KEYS[1] .. ':waiters', ARGV[1])
 redis.call('DEL', ARGV[3] .. ARGV[1])
-if placed == 0 and redis.call('EXISTS', KEYS[4]) == 0 then
+if placed == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   local t = redis.call('TIME')
-  wake_one(KEYS[4], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
+  wake_one(KEYS[1], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
 end
-local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-redis.call('ZREM', KEYS[1], ARGV[1])
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
-if redis.call('GET', KEYS[3]) == ARGV[1] then
-  redis.call('DEL', KEYS[3])
+redis.call('ZREM', KEYS[3], ARGV[1])
+if redis.call('GET', KEYS[4]) == ARGV[1] then
+  redis.call('DEL', KEYS[4])
   redis.call(ARGV[2], ARGV[4], 'leave')
 end
 if head == ARGV[1] then
-  local nxt = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
+  local nxt = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
   if nxt then redis.call(ARGV[2], ARGV[3] .. nxt, 'next') end
 end
 return 1

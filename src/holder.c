@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#include "holder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+void holder_human_ms(char *buf, size_t n, long long ms)
+{
+	if (ms < 0)
+		snprintf(buf, n, "-");
+	else if (ms < 10000)
+		snprintf(buf, n, "%.1fs", (double)ms / 1000);
+	else if (ms < 3600000)
+		snprintf(buf, n, "%lldm%02llds", ms / 60000, ms / 1000 % 60);
+	else
+		snprintf(buf, n, "%lldh%02lldm", ms / 3600000, ms / 60000 % 60);
+}
+
+/* Escaped for a terminal; "?" when empty (unless empty_ok). */
+static void field(char *dst, size_t n, const char *s, int empty_ok)
+{
+	if (!*s && !empty_ok)
+		s = "?";
+	log_escape(dst, n, s, strlen(s));
+}
+
+void holder_text(const struct holder *h, long long now_unix_ms, struct holder_text *t)
+{
+	field(t->host, sizeof t->host, h->host, 0);
+	field(t->user, sizeof t->user, h->user, 0);
+	field(t->cmd, sizeof t->cmd, h->cmd, 0);
+	field(t->label, sizeof t->label, h->label, 1);
+	snprintf(t->pid, sizeof t->pid, "?");
+	if (h->pid >= 0)
+		snprintf(t->pid, sizeof t->pid, "%lld", h->pid);
+	snprintf(t->fence, sizeof t->fence, "?");
+	if (h->has_fence)
+		snprintf(t->fence, sizeof t->fence, "%lld", h->fence);
+	holder_human_ms(t->held, sizeof t->held, h->start_ms > 0 ? now_unix_ms - h->start_ms : -1);
+	holder_human_ms(t->left, sizeof t->left, h->pttl_ms);
+}
+
+const char *holder_format(const struct holder *h, unsigned what, char *buf, size_t n)
+{
+	struct holder_text t;
+	int raw = (what & HOLDER_RAW) != 0;
+
+	if (raw) {
+		snprintf(t.host, sizeof t.host, "%s", h->host[0] ? h->host : "?");
+		snprintf(t.cmd, sizeof t.cmd, "%s", h->cmd[0] ? h->cmd : "?");
+		snprintf(t.label, sizeof t.label, "%s", h->label);
+		snprintf(t.pid, sizeof t.pid, "?");
+		if (h->pid >= 0)
+			snprintf(t.pid, sizeof t.pid, "%lld", h->pid);
+	} else {
+		holder_text(h, 0, &t);
+	}
+	int cmd = (what & HOLDER_CMD) != 0, label = (what & HOLDER_LABEL) && t.label[0];
+	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "", cmd ? t.cmd : "",
+	         cmd ? ")" : "", label ? " [" : "", label ? t.label : "", label ? "]" : "");
+	return buf;
+}

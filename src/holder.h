@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* A holder as text, in one place: every field a holder wrote (host, user, command,
+ * label) is untrusted and may hold terminal escapes, so each is escaped (log_escape)
+ * whole, never cut short, and an unknown one reads "?". --status, --list, --break, the
+ * busy message and the waiting line all print from here. */
+#ifndef RLOCK_HOLDER_H
+#define RLOCK_HOLDER_H
+
+#include <stddef.h>
+
+#include "lock.h"
+
+/* The fields, ready to print. held and left: "1.5s", "2m05s", "1h02m", or "-". */
+struct holder_text {
+	char host[4 * sizeof(((struct holder *)0)->host)];
+	char user[4 * sizeof(((struct holder *)0)->user)];
+	char cmd[4 * sizeof(((struct holder *)0)->cmd)];
+	char label[4 * (LOCK_LABEL_MAX + 1)]; /* "" when none */
+	char pid[32], fence[32], held[32], left[32];
+};
+
+/* Fill *t from h; now_unix_ms: the wall clock, for how long h has held. */
+void holder_text(const struct holder *h, long long now_unix_ms, struct holder_text *t);
+
+#define HOLDER_CMD   1 /* " (CMD)" */
+#define HOLDER_LABEL 2 /* " [LABEL]" when there is one */
+#define HOLDER_RAW   4 /* not escaped (for log_msg(), which escapes the whole line) */
+
+/* "HOST pid PID", with the parts `what` asks for, into buf (truncated to n, always
+ * terminated): buf. */
+const char *holder_format(const struct holder *h, unsigned what, char *buf, size_t n);
+
+/* A duration as "1.5s", "2m05s", "1h02m"; "-" when ms < 0. */
+void holder_human_ms(char *buf, size_t n, long long ms);
+
+#endif
