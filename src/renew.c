@@ -21,7 +21,8 @@ struct renew {
 	pthread_t thread;
 	const struct store_config *cfg;
 	const struct lock *lock;
-	const char *warn_key;
+	const char *warn_key;           /* warn_buf, or NULL */
+	char warn_buf[320];             /* the caller's key, copied: it may not outlive us */
 	int check_now;                  /* connect and check the eviction policy at start */
 	_Atomic int64_t confirmed_sent; /* send time of the last confirmed acquire/renewal */
 	int lost_fd;                    /* eventfd: written once when the token is not ours */
@@ -177,7 +178,10 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 	}
 	r->cfg = cfg;
 	r->lock = l;
-	r->warn_key = warn_key;
+	if (warn_key) {
+		snprintf(r->warn_buf, sizeof r->warn_buf, "%s", warn_key);
+		r->warn_key = r->warn_buf;
+	}
 	r->check_now = check_now && warn_key;
 	/* Begun already: a command that ends before the thread first runs must not make
 	 * renew_quiet() skip the check asked for. */

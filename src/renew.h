@@ -26,7 +26,7 @@ struct renew;
  * sent (store_acquire's *sent_ms). warn_key: where to remember, for a day, that this
  * server's eviction policy was warned about (NULL: the operator acknowledged it; don't
  * look); it is looked at right after the first renewal, or at once with check_now
- * (the thread then connects at start). cfg, l and warn_key must outlive renew_stop().
+ * (the thread then connects at start); it is copied. cfg and l must outlive renew_stop().
  * Returns 0, or -1 with the reason. */
 int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
                 int64_t confirmed_sent_ms, const char *warn_key, int check_now, char *err,
