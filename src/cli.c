@@ -144,6 +144,11 @@ static const struct optdef options[] = {
             DURATION(kill_after_ms, 0)),
     OPT("min-hold", 0, F_ARG, "DUR", "keep the lock at least DUR after the command\nstarted",
         DURATION(min_hold_ms, 0)),
+    OPT("once-per", 0, F_ARG, "DUR",
+        "after the command succeeds, skip later runs\n"
+        "for DUR (exit as -E, say when it ends); a\n"
+        "failed run marks nothing (exclusive, one -k)",
+        DURATION(once_per_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
         DURATION(max_hold_ms, 0)),
@@ -1300,6 +1305,23 @@ static void validate_mode(struct state *s, int nargs)
 		release_token(o);
 }
 
+/* --once-per marks a name done after its command succeeded: it needs that command
+ * (not --acquire, whose steps rlock never sees end), one exclusive lock (not a shared
+ * hold or a permit, not several names) on one server (the mark is not a quorum's). */
+static void validate_once_per(const struct opts *o)
+{
+	if (o->once_per_ms == 0 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE))
+		return;
+	if (o->mode == MODE_ACQUIRE)
+		usage_error("--once-per goes with a command, not with --acquire");
+	if (o->kind != KIND_EXCLUSIVE)
+		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
+	if (o->nnames > 1)
+		usage_error("--once-per goes with one -k NAME");
+	if (o->nurls > 1)
+		usage_error("--once-per uses one server, not Redlock (several --url)");
+}
+
 /* The one validate step: combinations of options, after the command line, the
  * environment and the config file are all applied (a lone value was checked by its
  * row). Exits 64 with one line on stderr. */
@@ -1315,6 +1337,7 @@ static void validate(struct state *s, int nargs)
 		usage_error("--token goes with --release");
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
+	validate_once_per(o);
 }
 
 /* Warnings about settings that are valid but probably not what was meant. */

@@ -40,6 +40,9 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
 		log_info("released %s", l->key);
+	if (rc == LOCK_OK && l->mark_done && l->once_per_ms > 0)
+		log_info("marked %s done for %.1f s (--once-per)", l->key,
+		         (double)l->once_per_ms / 1000);
 	return rc;
 }
 
@@ -51,6 +54,12 @@ static void close_all(struct hold *h)
 		close(h->epfd);
 	h->epfd = -1;
 	h->n = 0;
+}
+
+void hold_mark_done(struct hold *h)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].mark_done = 1;
 }
 
 int hold_release(struct hold *h, int64_t keep_ms)
@@ -176,6 +185,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		return WAIT_OSERR;
 	}
 	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
+	l->once_per_ms = sp->once_per_ms;
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;

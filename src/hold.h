@@ -31,6 +31,7 @@ struct hold_spec {
 	int status_line;      /* draw wait.h's live line */
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
+	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */
 };
 
 struct renew;
@@ -51,6 +52,7 @@ struct hold {
  * sp->wait_ms counted from the start), each checked by wait_ready() and renewed from
  * the moment it is taken; then make sure no loss came meanwhile. WAIT_ACQUIRED, or
  * (everything taken given back, s closed) WAIT_BUSY (*who: the holder of h->failed),
+ * WAIT_DONE (--once-per: h->failed was done inside its window, who->pttl_ms its rest),
  * WAIT_SIGNAL (*signo), WAIT_MISMATCH, WAIT_DENIED, WAIT_ERR or WAIT_OSERR with err,
  * as from wait_acquire(). h is large: not on a small stack. */
 int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg,
@@ -73,6 +75,10 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
  * *signo 0, reason in err) or stop_at (monotonic ms, -1 none: 1). */
 int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err,
                size_t errlen);
+
+/* --once-per: the command succeeded, so hold_release marks every lock done for its
+ * window (in the release script, only where the lock is still ours). */
+void hold_mark_done(struct hold *h);
 
 /* Close the main handle (a keeper: its renewal threads have their own). */
 void hold_drop_main(struct hold *h);

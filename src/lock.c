@@ -66,11 +66,13 @@ enum {
 	K_QLEASE,
 	K_WRITER,
 	K_WAITERS,
+	K_DONE,
 	K_N
 };
 
-static const char *const key_suffix[K_N] = {"",       ":owner", ":fence",  ":holders", ":meta",
-                                            ":limit", ":queue", ":qlease", ":writer",  ":waiters"};
+static const char *const key_suffix[K_N] = {"",        ":owner",   ":fence", ":holders",
+                                            ":meta",   ":limit",   ":queue", ":qlease",
+                                            ":writer", ":waiters", ":done"};
 
 struct keys {
 	char buf[K_N][LOCK_KEY_MAX];
@@ -360,6 +362,14 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_OK;
 	}
+	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 3 &&
+	    r->element[1]->type == RESP_INTEGER) {
+		memset(h, 0, sizeof *h);
+		h->pttl_ms = r->element[1]->integer;
+		h->pid = h->start_ms = h->ttl_ms = -1;
+		l->placed = 0;
+		return LOCK_DONE;
+	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
@@ -399,10 +409,11 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 8 since plain waiters have places; an older server-side script says 7 */
-	if (!(is_array(r, 7) || is_array(r, 8)) || r->element[3]->type != RESP_ARRAY ||
-	    r->element[3]->elements % 12 != 0 || r->element[4]->type != RESP_ARRAY ||
-	    r->element[4]->elements % 2 != 0) {
+	/* 10 since --once-per (its mark), 8 since plain waiters have places; older
+	 * server-side scripts say 7 or 8 */
+	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10)) ||
+	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % 12 != 0 ||
+	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
 	}
@@ -437,6 +448,12 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		v = field_number(r->element[7]);
 		hs->waiting = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
 	}
+	if (r->elements > 9 && r->element[9]->type == RESP_STRING) {
+		hs->done = 1;
+		hs->done_pttl_ms =
+		    r->element[8]->type == RESP_INTEGER ? r->element[8]->integer : -1;
+		copy_field(hs->done_fence, sizeof hs->done_fence, r->element[9]);
+	}
 	return LOCK_OK;
 }
 
@@ -449,9 +466,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
+		/* The mark is declared only with --once-per: without it, nothing changes. */
 		struct keys ks;
-		const char **keys = keys_of(&ks, l, 8, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_QUEUE, K_WRITER, K_WAITERS);
+		int nk = l->once_per_ms > 0 ? 9 : 8;
+		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      l->may_place && !l->nowait ? "1" : "0",
@@ -469,7 +488,7 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      ttl,
 		                      "label",
 		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, 8, keys, 17, args, err, errlen);
+		return request(q, S_ACQUIRE, nk, keys, 17, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -478,8 +497,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		else
 			snprintf(kind, sizeof kind, "x");
 		struct keys ks;
-		const char **keys = keys_of(&ks, l, 9, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER);
+		int nk = l->once_per_ms > 0 ? 10 : 9;
+		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_DONE);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
@@ -493,7 +513,7 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->cmd,
 		                      start,
 		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE_SEM, 9, keys, 13, args, err, errlen);
+		return request(q, S_ACQUIRE_SEM, nk, keys, 13, args, err, errlen);
 	}
 }
 
@@ -551,16 +571,19 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
                          size_t errlen)
 {
-	char keep[24];
+	char keep[24], done[24];
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
-	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix};
+	snprintf(done, sizeof done, "%lld", (long long)l->once_per_ms);
+	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix, done};
 	struct keys ks;
+	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, 4,
 		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), 5, args,
 		               err, errlen);
-	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), 5, args, err, errlen);
+	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER),
+	               l->mark_done && l->once_per_ms > 0 ? 6 : 5, args, err, errlen);
 }
 
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
@@ -597,11 +620,14 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
                          size_t errlen)
 {
 	struct keys ks;
-	const char **keys = keys_of(&ks, l, 10, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS);
+	/* status reads the --once-per mark too; break leaves it (it is no holder) */
+	const char **keys =
+	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
+	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
 	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
 
-	return request(q, brk ? S_BREAK : S_STATUS, 10, keys, brk ? 3 : 0, args, err, errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 3 : 0, args, err,
+	               errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,

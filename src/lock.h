@@ -19,6 +19,8 @@
  *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub
  *                          channel of one queued waiter (wakes the head only)
  *   PREFIX{NAME}:released  pub/sub channel: everyone else who waits (no queue)
+ *   PREFIX{NAME}:done      --once-per: the fence of the run that succeeded, PX the window;
+ *                          while it lives, an acquire with --once-per is done (LOCK_DONE)
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -58,6 +60,10 @@ struct lock {
 	int limit;  /* LOCK_LIMIT: N */
 	int fair;   /* --fair: join the FIFO queue when busy */
 	int nowait; /* -n: never join the queue */
+	/* --once-per: 0 none; else the acquire is refused while PREFIX{NAME}:done lives
+	 * (LOCK_DONE), and a release with mark_done set writes it for this many ms. */
+	int64_t once_per_ms;
+	int mark_done; /* set before the release: the command succeeded */
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -112,13 +118,19 @@ struct holders {
 	char limit[16];            /* "shared", N, or "" */
 	char writer[80];           /* token of a waiting exclusive request, or "" */
 	int nodes_ok, nodes_total; /* Redlock: nodes that answered, of all (0, 0 otherwise) */
+	int done;                  /* the --once-per mark PREFIX{NAME}:done exists */
+	long long done_pttl_ms;    /* its time left (-1: no expiry, set by hand) */
+	char done_fence[32];       /* its value: the fence of the run that succeeded */
 };
 
 enum lock_rc {
 	LOCK_OK = 0,      /* acquired / renewed / released */
 	LOCK_BUSY = 1,    /* acquire: someone else holds it (holder filled) */
 	LOCK_NOTOURS = 2, /* renew/release: the token is no longer the holder */
-	LOCK_ERR = -1,    /* connection or server error; reason in err */
+	/* acquire with --once-per: a run succeeded inside the window (the holder's pttl_ms:
+	 * the window's time left, -1 no expiry) */
+	LOCK_DONE = 3,
+	LOCK_ERR = -1, /* connection or server error; reason in err */
 	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
 	 * not an integer, at the maximum): refusals that waiting cannot fix. */
 	LOCK_DENIED = -3,
@@ -160,10 +172,10 @@ struct lock_meta {
  * LOCK_DENIED.
  * acquire: LOCK_OK (l->fence set from {1, fence}, the fence a string or an integer),
  *          LOCK_DENIED (RLOCKFENCE: the counter cannot count), LOCK_BUSY (*h filled from the
- *          holder's 9 fields), LOCK_MISMATCH (RLOCKMODE: holders of another mode);
- *          int (renew, release): LOCK_OK with *v; fence (Redlock's merge): LOCK_OK with
- *          the counter after it in *v; holders (status, break; what names
- *          it in err): LOCK_OK with *hs filled. */
+ *          holder's 9 fields), LOCK_DONE ({3, pttl}: h->pttl_ms the window's time left),
+ * LOCK_MISMATCH (RLOCKMODE: holders of another mode); int (renew, release): LOCK_OK with *v; fence
+ * (Redlock's merge): LOCK_OK with the counter after it in *v; holders (status, break; what names it
+ * in err): LOCK_OK with *hs filled. */
 int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
                         size_t errlen);
 int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,

@@ -105,6 +105,31 @@ static int busy(const struct opts *o, const char *name, const struct holder *h)
 	return o->conflict_exit;
 }
 
+/* --once-per: a run succeeded inside the window; say when it ends (-E 0: only -v). */
+static int done_already(const struct opts *o, const char *name, const struct holder *h)
+{
+	char until[64] = "";
+
+	if (h->pttl_ms >= 0) {
+		time_t t = time(NULL) + (time_t)((h->pttl_ms + 999) / 1000);
+		struct tm tm;
+		if (localtime_r(&t, &tm))
+			strftime(until, sizeof until, "%Y-%m-%d %H:%M:%S %z", &tm);
+	}
+	if (until[0])
+		log_msg(
+		    o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
+		    "lock '%s' is done for this window (--once-per: a run succeeded); the window "
+		    "ends at %s (in %.1f s)%s",
+		    name, until, (double)h->pttl_ms / 1000,
+		    o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
+	else
+		log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
+		        "lock '%s' is done (--once-per: its mark has no expiry, set by hand?)%s",
+		        name, o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
+	return o->conflict_exit;
+}
+
 /* The holder's user name, for --status: $USER, as login, su, sudo and cron set it,
  * when rlock runs with its real uid (not set-uid), so that the common case needs no
  * look-up in NSS (nscd, nsswitch.conf, /etc/passwd: 9 system calls and a tenth of
@@ -244,7 +269,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .wait_replicas = o->wait_replicas,
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
-	                       .check_now = !keeper && o->verbose > 0};
+	                       .check_now = !keeper && o->verbose > 0,
+	                       .once_per_ms = o->once_per_ms};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -252,6 +278,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		child_die_of(signo);
 	if (rc == WAIT_BUSY)
 		exit(busy(o, h->failed, &who));
+	if (rc == WAIT_DONE)
+		exit(done_already(o, h->failed, &who));
 	if (rc == WAIT_MISMATCH) {
 		/* Holders that disagree on the kind of lock or on N: a usage error. */
 		log_error("lock '%s': %s", h->failed, err);
@@ -303,6 +331,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
+	if (rc == 0 && o->once_per_ms > 0)
+		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
 	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "report.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,17 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		json_int_or_null(f, hs->has_last_fence, hs->last_fence);
 	if (hs->waiting)
 		fprintf(f, ",\"waiting\":%d", hs->waiting);
+	if (hs->done) { /* --once-per's mark: later runs skip until it ends */
+		long long v = 0;
+		int known = parse_int(hs->done_fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) == 0;
+		fputs(",\"done\":{\"fence\":", f);
+		json_int_or_null(f, known, v);
+		fputs(",\"left_ms\":", f);
+		json_int_or_null(f, hs->done_pttl_ms >= 0, hs->done_pttl_ms);
+		fputs(",\"until_ms\":", f);
+		json_int_or_null(f, hs->done_pttl_ms >= 0, now_unix_ms() + hs->done_pttl_ms);
+		fputc('}', f);
+	}
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
@@ -210,6 +222,18 @@ static void print_holders(const char *key, const struct holders *hs)
 		}
 		if (hs->total > hs->n)
 			printf("... and %d more\n", hs->total - hs->n);
+	}
+	if (hs->done) {
+		char until[64], fence[80];
+		esc(fence, sizeof fence, hs->done_fence);
+		local_time(until, sizeof until, now_unix_ms() + hs->done_pttl_ms);
+		if (hs->done_pttl_ms >= 0)
+			printf("done     by the run of fence %s: --once-per skips runs until %s\n",
+			       fence, until);
+		else
+			printf("done     by the run of fence %s: --once-per skips runs (no expiry: "
+			       "set by hand?)\n",
+			       fence);
 	}
 	if (hs->writer[0])
 		printf("an exclusive request is waiting: new shared holders queue behind it\n");

@@ -3,9 +3,13 @@
 -- acquisition in the fence and record who holds it. When busy, say who holds it
 -- and for how long, so a waiter knows when the lease can run out; a waiting request
 -- (wait = 1) takes a place among the waiters, so a release wakes one, not all.
--- KEYS: lock owner fence holders meta queue writer waiters (lock.c: keys_of)
+-- KEYS: lock owner fence holders meta queue writer waiters [done] (lock.c: keys_of)
 -- ARGV: token ttl_ms wait field value ...
--- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...}
+-- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...},
+-- or done: {3, pttl of the mark}.
+-- --once-per (KEYS[9] given): a run that succeeded inside the window left the mark
+-- PREFIX{NAME}:done (release.lua): this request is done already, whether the lock is
+-- free or busy; checked in this same step, so no run can slip between check and take.
 -- Shared holders, permits or a fair queue: wait, and mark this exclusive request as
 -- waiting, so that new shared holders queue behind it (writer preference).
 -- The lock under our own token: an earlier attempt of this request took it and its
@@ -17,6 +21,10 @@
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+if KEYS[9] and not mine then
+  local left = redis.call('PTTL', KEYS[9])
+  if left ~= -2 then return {3, left} end
+end
 if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place

@@ -2,7 +2,9 @@
 -- Acquire in the modes beyond a plain exclusive lock: shared (-s), N permits (-l N),
 -- and the fair queue (--fair; kind x is then the exclusive lock itself). Leases are
 -- judged by the server's clock (TIME): a holder or waiter whose lease ended is dropped.
--- KEYS: lock owner fence holders meta limit queue qlease writer
+-- KEYS: lock owner fence holders meta limit queue qlease writer [done]
+-- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
+-- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
@@ -43,6 +45,10 @@ end
 -- was lost): granted again, its lease renewed, rather than waited for.
 local mine = redis.call('GET', KEYS[1]) == tok or
              (kind ~= 'x' and redis.call('ZSCORE', KEYS[4], tok) ~= false)
+if KEYS[10] and not mine then
+  local left = redis.call('PTTL', KEYS[10])
+  if left ~= -2 then return {3, left} end
+end
 local free
 if mine then free = true
 elseif redis.call('EXISTS', KEYS[1]) == 1 then free = false
