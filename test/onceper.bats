@@ -112,3 +112,31 @@ setup_file() { common_setup_file --unix; }
 	run -64 --separate-stderr rlock --once-per soon -k op -- true
 	assert_one_line_error
 }
+
+@test "recipe: README's --once-per crontab line, run as written" {
+	local line
+	line=$(awk '/^<!-- recipe:once-per/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
+		"$RLOCK_SOURCE_DIR/README.md")
+	[[ $line == *'--once-per 1h'* ]] || fail "no once-per recipe in README.md: '$line'"
+	# the command of the crontab line: the five time fields dropped, the job a stub
+	line=$(printf '%s\n' "$line" | sed -E 's/^([^ ]+ +){5}//; s#/usr/local/bin/report.sh#./report.sh#')
+	printf '#!/bin/sh\necho ran >>runs\nexit "${FAIL:-0}"\n' >report.sh
+	chmod +x report.sh
+	mkdir -p bin
+	ln -sf "$RLOCK" bin/rlock
+	# a failed tick marks nothing: the next retries; after a success, ticks skip silently
+	run -3 env PATH="$PWD/bin:$PATH" FAIL=3 sh -c "$line"
+	key_absent 'rlock:{hourly-report}:done'
+	run -0 env PATH="$PWD/bin:$PATH" sh -c "$line"
+	run -0 --separate-stderr env PATH="$PWD/bin:$PATH" sh -c "$line"
+	[[ -z $stderr ]]
+	[[ $(grep -c ran runs) == 2 ]]
+	key_exists 'rlock:{hourly-report}:done'
+}
+
+@test "--once-per with --fair: the queued acquire checks the mark too" {
+	run -0 rlock --fair -k op --once-per 1h -c 'echo ran >>runs'
+	run -75 --separate-stderr rlock --fair -k op --once-per 1h -c 'echo ran >>runs'
+	assert_regex "$stderr" 'is done for this window'
+	[[ $(grep -c ran runs) == 1 ]]
+}
