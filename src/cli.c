@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -403,6 +404,7 @@ struct state {
 	int url_pw_seen;           /* a URL of the list had a password (the vault has it) */
 	char url_pw[URL_PASS_MAX]; /* ... this one, while the list is read */
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
+	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
@@ -449,7 +451,7 @@ void cli_open_std_fds(void)
 }
 
 static void set_secret(struct state *s, enum secret_slot slot, const char *pw, size_t len,
-                       enum rank rank)
+                       enum rank rank, const char *src)
 {
 	static int registered;
 	enum rank *have = slot == SECRET_SENTINEL ? &s->spw_rank : &s->pw_rank;
@@ -460,10 +462,12 @@ static void set_secret(struct state *s, enum secret_slot slot, const char *pw, s
 		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
 		fail(RL_EX_USAGE);
 	}
-	if (slot == SECRET_SENTINEL)
+	if (slot == SECRET_SENTINEL) {
 		s->o->has_sentinel_password = 1;
-	else
+	} else {
 		s->o->has_password = 1;
+		snprintf(s->pw_from, sizeof s->pw_from, "%s", src);
+	}
 	*have = rank;
 	if (!registered) {
 		registered = 1;
@@ -471,9 +475,10 @@ static void set_secret(struct state *s, enum secret_slot slot, const char *pw, s
 	}
 }
 
-static void set_password(struct state *s, const char *pw, size_t len, enum rank rank)
+static void set_password(struct state *s, const char *pw, size_t len, enum rank rank,
+                         const char *src)
 {
-	set_secret(s, SECRET_DATA, pw, len, rank);
+	set_secret(s, SECRET_DATA, pw, len, rank, src);
 }
 
 static void set_sentinel_user(struct state *s, const char *user, enum rank rank)
@@ -537,13 +542,40 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
 
-static void read_password_file(struct state *s, const char *path, const char *src, enum rank rank,
-                               enum secret_slot slot)
+/* A systemd credential (LoadCredential=, SetCredential=): the file NAME in
+ * $CREDENTIALS_DIRECTORY, into path. NAME is one file name, never a path. */
+static void credential_path(char *path, size_t n, const char *name, const char *src)
 {
-	char buf[URL_PASS_MAX + 2];
-	struct stat st;
-	int fd = open_regular("password file", path, src, &st, 0);
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
 
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		usage_error("%s: cred:NAME takes the name of a systemd credential, not '%.100s'",
+		            src, name);
+	if (!dir || !*dir)
+		usage_error("%s: cred:%.100s needs $CREDENTIALS_DIRECTORY (systemd's "
+		            "LoadCredential=), which is not set",
+		            src, name);
+	if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n)
+		usage_error("%s: $CREDENTIALS_DIRECTORY is too long", src);
+}
+
+/* The password in the file path (cred:NAME: a systemd credential); with missing_ok, a
+ * file that does not exist is 0 (nothing read), else 1. */
+static int read_password_file(struct state *s, const char *path, const char *src, enum rank rank,
+                              enum secret_slot slot, int missing_ok)
+{
+	char buf[URL_PASS_MAX + 2], cred[PATH_MAX], from[600];
+	struct stat st;
+
+	snprintf(from, sizeof from, "%s", src);
+	if (!strncmp(path, "cred:", 5)) {
+		credential_path(cred, sizeof cred, path + 5, src);
+		snprintf(from, sizeof from, "%.100s (systemd credential %.400s)", src, cred);
+		path = cred;
+	}
+	int fd = open_regular("password file", path, src, &st, missing_ok);
+	if (fd < 0)
+		return 0;
 	check_secret_mode("password file", path, src, &st);
 	ssize_t n;
 	do
@@ -559,8 +591,23 @@ static void read_password_file(struct state *s, const char *path, const char *sr
 		usage_error("%s: password file '%s' must hold one line of 1..%d bytes", src, path,
 		            URL_PASS_MAX - 1);
 	}
-	set_secret(s, slot, buf, len, rank);
+	set_secret(s, slot, buf, len, rank, from);
 	explicit_bzero(buf, sizeof buf);
+	return 1;
+}
+
+/* Under systemd with LoadCredential=rlock-password:..., and no password given anywhere
+ * else (the command line, the environment, the config file, a URL): the credential. */
+static void credential_password(struct state *s)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char path[PATH_MAX];
+
+	if (s->o->has_password || !dir || !*dir ||
+	    (size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
+		return;
+	read_password_file(s, path, "$CREDENTIALS_DIRECTORY/rlock-password", R_NONE, SECRET_DATA,
+	                   1);
 }
 
 /* ---- applying an option ------------------------------------------------------------ */
@@ -763,7 +810,7 @@ static void opt_sentinel_user(struct state *s, const struct optdef *d, const cha
 static void opt_password_file(struct state *s, const struct optdef *d, const char *val,
                               const char *src, int cli)
 {
-	read_password_file(s, val, src, cli ? R_CLI : R_CONFIG, (enum secret_slot)d->value);
+	read_password_file(s, val, src, cli ? R_CLI : R_CONFIG, (enum secret_slot)d->value, 0);
 }
 
 /* password = / sentinel-password = in a config file (F_CONFIG: never on the command
@@ -772,7 +819,7 @@ static void opt_password(struct state *s, const struct optdef *d, const char *va
                          int cli)
 {
 	(void)src, (void)cli;
-	set_secret(s, (enum secret_slot)d->value, val, strlen(val), R_CONFIG);
+	set_secret(s, (enum secret_slot)d->value, val, strlen(val), R_CONFIG, src);
 	s->config_has_secret = 1;
 }
 
@@ -1038,7 +1085,7 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 			log_warn("a password on the command line is visible to other users in ps; "
 			         "use --sentinel-password-file or RLOCK_SENTINEL_PASSWORD");
 		if (u->has_password)
-			set_secret(s, SECRET_SENTINEL, u->password, strlen(u->password), rank);
+			set_secret(s, SECRET_SENTINEL, u->password, strlen(u->password), rank, src);
 		if (u->has_user)
 			set_sentinel_user(s, u->user, rank);
 		u->has_password = u->has_user = 0;
@@ -1056,7 +1103,7 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 			         "use --password-file or REDISCLI_AUTH");
 		}
 		if (!s->url_pw_seen)
-			set_password(s, u->password, strlen(u->password), rank);
+			set_password(s, u->password, strlen(u->password), rank, src);
 		s->url_pw_seen = 1;
 		snprintf(s->url_pw, sizeof s->url_pw, "%s", u->password);
 	}
@@ -1180,11 +1227,11 @@ static void env_passwords(struct state *s)
 	/* Copied (masked) into the vault; the variables themselves are the user's and stay
 	 * as they are, for the command (README, "The running command"). */
 	if ((p = getenv("REDISCLI_AUTH")) && *p)
-		set_password(s, p, strlen(p), R_ENV);
+		set_password(s, p, strlen(p), R_ENV, "REDISCLI_AUTH");
 	if ((p = getenv("RLOCK_PASSWORD")) && *p)
-		set_password(s, p, strlen(p), R_ENV);
+		set_password(s, p, strlen(p), R_ENV, "RLOCK_PASSWORD");
 	if ((p = getenv("RLOCK_SENTINEL_PASSWORD")) && *p)
-		set_secret(s, SECRET_SENTINEL, p, strlen(p), R_ENV);
+		set_secret(s, SECRET_SENTINEL, p, strlen(p), R_ENV, "RLOCK_SENTINEL_PASSWORD");
 }
 
 static void print_version(void)
@@ -1421,8 +1468,11 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	log_verbosity = o->verbose;
 
 	choose_url(&s);
+	credential_password(&s);
 	validate(&s, argc - optind);
 	say_server(&s);
+	if (o->has_password)
+		log_info("password from %s", s.pw_from);
 	warn_logins(o);
 	if (o->nnames > 1) {
 		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);

@@ -527,3 +527,66 @@ renewed_once() {
 	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
 	assert_equal "$(rcli EXISTS 'rlock:{old}')" 0
 }
+
+# creddir: a systemd-style credentials directory (LoadCredential=: files 0400 in a
+# 0500 directory) holding rlock-password (the servers' password) and other, a wrong one.
+creddir() {
+	CREDS=$BATS_TEST_TMPDIR/creds
+	mkdir -p "$CREDS"
+	printf '%s\n' "$PW" >"$CREDS/rlock-password"
+	printf '%s\n' "$LPW" >"$CREDS/locker"
+	printf '%s\n' "$BADPW" >"$CREDS/other"
+	chmod 400 "$CREDS"/*
+	chmod 500 "$CREDS"
+}
+
+@test "systemd credential: \$CREDENTIALS_DIRECTORY/rlock-password when nothing else gives a password; -v names it; not in the command's environment" {
+	creddir
+	CREDENTIALS_DIRECTORY=$CREDS run -0 --separate-stderr rlock -v -u "$URL" -k c \
+		-c "tr '\\0' '\\n' </proc/self/environ >env1"
+	assert_regex "$stderr" "password from \\\$CREDENTIALS_DIRECTORY/rlock-password"
+	no_secret "$stderr" "$(cat env1)" || fail "the credential leaked"
+	grep -qx "CREDENTIALS_DIRECTORY=$CREDS" env1 || fail "the user's environment was changed"
+	# quiet without -v
+	CREDENTIALS_DIRECTORY=$CREDS run -0 --separate-stderr rlock -u "$URL" -k c -- true
+	assert_equal "$stderr" ''
+	# without the variable (or the file), no password: NOAUTH
+	run -69 --separate-stderr rlock -u "$URL" -k c -- true
+	mkdir -p "$BATS_TEST_TMPDIR/empty"
+	CREDENTIALS_DIRECTORY=$BATS_TEST_TMPDIR/empty run -69 --separate-stderr rlock -u "$URL" -k c -- true
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 2
+}
+
+@test "systemd credential: any other password source wins over it" {
+	creddir
+	chmod 700 "$CREDS" && printf '%s\n' "$BADPW" >"$CREDS/rlock-password.new" &&
+		chmod 400 "$CREDS/rlock-password.new" && mv -f "$CREDS/rlock-password.new" "$CREDS/rlock-password"
+	# a wrong credential is never used when the environment, a file, the config or the
+	# URL gives the password
+	pwfile pw 600 "$PW"
+	CREDENTIALS_DIRECTORY=$CREDS RLOCK_PASSWORD=$PW run -0 --separate-stderr rlock -v -u "$URL" -k c -- true
+	assert_regex "$stderr" 'password from RLOCK_PASSWORD'
+	CREDENTIALS_DIRECTORY=$CREDS run -0 rlock -u "$URL" --password-file "$PWFILE" -k c -- true
+	CREDENTIALS_DIRECTORY=$CREDS run -0 rlock -u "redis://:$PW@127.0.0.1:$REDIS_PORT" -k c -- true
+	CREDENTIALS_DIRECTORY=$CREDS run -69 rlock -u "$URL" -k c -- true
+}
+
+@test "password-file = cred:NAME reads \$CREDENTIALS_DIRECTORY/NAME (config file and command line)" {
+	creddir
+	printf 'url = %s\nuser = locker\npassword-file = cred:locker\n' "$URL" >cfg
+	CREDENTIALS_DIRECTORY=$CREDS run -0 --separate-stderr rlock -v --config cfg -k c -- true
+	assert_regex "$stderr" "password from .*\\(systemd credential $CREDS/locker\\)"
+	no_secret "$stderr"
+	CREDENTIALS_DIRECTORY=$CREDS run -69 rlock -u "$URL" --password-file cred:other -k c -- true
+	CREDENTIALS_DIRECTORY=$CREDS run -0 rlock -u "$URL" --password-file cred:rlock-password -k c -- true
+	# no $CREDENTIALS_DIRECTORY, a name that is a path, a missing credential: 64, one line
+	run -64 --separate-stderr rlock --config cfg -k c -- true
+	assert_one_line_error
+	assert_regex "$stderr" 'CREDENTIALS_DIRECTORY'
+	local bad
+	for bad in cred:../creds/locker cred: cred:.. cred:missing; do
+		CREDENTIALS_DIRECTORY=$CREDS run -64 --separate-stderr rlock -u "$URL" --password-file "$bad" -k c -- true
+		assert_one_line_error
+	done
+	assert_equal "$(rcli GET 'rlock:{c}:fence')" 2
+}
