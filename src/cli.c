@@ -171,8 +171,10 @@ static const struct optdef options[] = {
     OPT("user", 0, F_ARG, "NAME", "ACL user name", SPECIAL(opt_user)),
     OPT("password-file", 0, F_ARG | F_SECRET, "FILE",
         "read the password from FILE (must not be\n"
-        "accessible by others); env REDISCLI_AUTH or\n"
-        "RLOCK_PASSWORD also work",
+        "accessible by others); cred:NAME: the systemd\n"
+        "credential NAME; env REDISCLI_AUTH or\n"
+        "RLOCK_PASSWORD also work; else, under systemd,\n"
+        "$CREDENTIALS_DIRECTORY/rlock-password",
         SPECIAL(opt_password_file), .value = SECRET_DATA),
     OPT("sentinel-user", 0, F_ARG, "NAME", "the sentinels' ACL user name",
         SPECIAL(opt_sentinel_user)),

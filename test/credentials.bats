@@ -590,3 +590,34 @@ creddir() {
 	done
 	assert_equal "$(rcli GET 'rlock:{c}:fence')" 2
 }
+
+@test "README's systemd unit: systemd-analyze verify is clean; its Exec lines take the lock with the credential and give it back" {
+	require_tool systemd-analyze
+	local unit line
+	unit=$(awk '/^<!-- recipe:systemd-lock-unit/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
+		"$RLOCK_SOURCE_DIR/README.md")
+	[[ $unit == *KillMode=mixed* && $unit == *LoadCredential=rlock-password* ]] || fail "no unit in README.md"
+	printf '%s\n' "$unit" >reindex.service
+	run -0 systemd-analyze verify "$PWD/reindex.service"
+	assert_output ''
+	# run its Exec lines as systemd would: $$ is $, the credential in its directory
+	creddir
+	mkdir -p run bin
+	printf '#!/bin/sh\necho "fence=$RLOCK_FENCE" >job.out\n' >bin/reindex
+	chmod +x bin/reindex
+	exec_line() {
+		line=$(printf '%s\n' "$unit" | sed -n "s/^$1=//p")
+		line=${line//\$\$/\$}
+		line=${line//\/usr\/bin\/rlock/$RLOCK}
+		line=${line//\/usr\/local\/bin\/reindex/$PWD/bin/reindex}
+		CREDENTIALS_DIRECTORY=$CREDS RUNTIME_DIRECTORY=$PWD/run RLOCK_URL=$URL eval "$line"
+	}
+	exec_line ExecStartPre
+	grep -q "^RLOCK_TOKEN=" run/rlock.env || fail "no token in rlock.env"
+	key_exists 'rlock:{reindex}'
+	track_pid "$(rcli HGET 'rlock:{reindex}:owner' pid)" # the keeper, should the test fail
+	exec_line ExecStart
+	grep -qx 'fence=1' job.out || fail "the job did not run under the lock"
+	exec_line ExecStopPost
+	key_absent 'rlock:{reindex}' || fail "the lock was not released"
+}
