@@ -180,7 +180,7 @@ static int open_store(struct store **c, struct store_config *cfg, const struct o
 	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
 }
 
-/* --status, --break, --release, --list. */
+/* --status, --break, --release, --list, --held. */
 static int command(struct store *c, const struct opts *o, const struct keeper_args *k, int termfd)
 {
 	int rc;
@@ -197,6 +197,7 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 	} else {
 		rc = o->mode == MODE_STATUS  ? report_status(c, o)
 		     : o->mode == MODE_BREAK ? report_break(c, o)
+		     : o->mode == MODE_HELD  ? report_held(c, o)
 		                             : report_list(c, o);
 	}
 	die_if_signalled(termfd);
@@ -337,6 +338,8 @@ int main(int argc, char **argv)
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
+	if (o.mode == MODE_HELD)
+		held_plan(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)
