@@ -14,7 +14,7 @@ _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait -
 --on-lost --kill-after --min-hold --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
---version --sentinel-user --sentinel-password-file --acquire --release --format --log-file --token --label'
+--version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {

@@ -59,7 +59,7 @@ function __rlock_in_command
 end
 
 set -l durations '500ms\tduration' '5s\tduration' '30s\tduration' '5m\tduration'
-set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release'
+set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release -l held'
 
 complete -c rlock -f
 # Lock
@@ -104,15 +104,16 @@ complete -c rlock -n "not __rlock_in_command" -l wait-replicas -x -a '1 2' -d 'W
 complete -c rlock -n "not __rlock_in_command" -l config -r -F -d 'Config file'
 complete -c rlock -n "not __rlock_in_command" -s v -l verbose -d 'More diagnostics (repeatable)'
 complete -c rlock -n "not __rlock_in_command" -s q -l quiet -d 'Only fatal errors'
-complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status and --list'
+complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status, --list and --held'
 complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
 complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
 complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
 complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'
 complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Stop the keeper and release'
+complete -c rlock -l held -n "not __rlock_in_command; and not $modes" -d 'Exit 0 if the job still holds the lock, 79 if not'
 complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
-complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release (default $RLOCK_TOKEN)'
+complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
 complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
