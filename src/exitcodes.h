@@ -14,8 +14,8 @@
 	  "held with -s against -l, or another -l N")                                              \
 	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
 	  "Redis unavailable before the command started (connect, TLS, auth),\n"                   \
-	  "or the lock's fence counter cannot count (not an integer, at its max);\n"               \
-	  "--held: Redis cannot say")                                                              \
+	  "or the lock's fence counter cannot count (not an integer,\n"                            \
+	  "at its max); --held: Redis cannot say")                                                 \
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
 	X(71, RL_EX_OSERR, "71", "cannot fork or set up the command")                              \
 	X(74, RL_EX_IOERR, "74",                                                                   \
