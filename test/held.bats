@@ -112,18 +112,27 @@ let_go() {
 	let_go m
 }
 
-@test "held: bad input is a usage error (64) with one line" {
+@test "held: bad input is a usage error (64) with one line that names it" {
+	local tok=0123456789abcdef0123456789abcdef
 	run -64 --separate-stderr env -u RLOCK_KEY -u RLOCK_TOKEN -u RLOCK_KEYS "$RLOCK" --held
 	assert_one_line_error
+	[[ $stderr == *"--held needs a lock"* ]]
 	run -64 --separate-stderr env -u RLOCK_KEY -u RLOCK_TOKEN -u RLOCK_KEYS "$RLOCK" -k a --held
 	assert_one_line_error
+	[[ $stderr == *"--held -k a needs the holder's token"* ]]
 	run -64 --separate-stderr "$RLOCK" -k a --token nothex --held
 	assert_one_line_error
-	run -64 --separate-stderr "$RLOCK" --token 0123456789abcdef0123456789abcdef --held
+	[[ $stderr == *"--token is not an rlock token"* ]]
+	run -64 --separate-stderr "$RLOCK" --token "$tok" --held
 	assert_one_line_error
-	run -64 --separate-stderr env RLOCK_KEY=plain RLOCK_TOKEN=0123456789abcdef0123456789abcdef "$RLOCK" --held
+	[[ $stderr == *"--token goes with -k NAME"* ]]
+	run -64 --separate-stderr env RLOCK_KEY=plain RLOCK_TOKEN="$tok" "$RLOCK" --held
 	assert_one_line_error
+	[[ $stderr == *"'plain' (from RLOCK_KEY or RLOCK_KEYS) is not an rlock key"* ]]
 	run -64 --separate-stderr "$RLOCK" --held -- true
+	assert_one_line_error
+	[[ $stderr == *"no command is run with --held"* ]]
+	run -64 --separate-stderr "$RLOCK" -k a --token "$tok" --held --break
 	assert_one_line_error
 }
 
