@@ -686,9 +686,10 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (lock_status(c, l, deadline_ms, hs, err, errlen) != LOCK_OK) {
+	int rc = lock_status(c, l, deadline_ms, hs, err, errlen);
+	if (rc != LOCK_OK) {
 		free(hs);
-		return -1;
+		return rc < 0 ? rc : LOCK_ERR; /* a LOCK_REDIRECT is the store's to follow */
 	}
 	for (int i = 0; i < hs->n && !held; i++) {
 		const struct holder *h = &hs->h[i];

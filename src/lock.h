@@ -237,7 +237,8 @@ struct holding {
 	int has_fence;
 };
 
-/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not, -1 error.
+/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not; else the
+ * failure, as lock_status says it (LOCK_ERR, LOCK_DENIED, LOCK_REDIRECT).
  * On 1, *hd says how. Reads only (the status script; ZSCORE and TIME past the holders
  * it lists). */
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,

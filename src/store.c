@@ -602,8 +602,10 @@ static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_
 {
 	struct holder_check *a = arg;
 
+	/* A routing error goes back to run() (store.h), which follows it: a Cluster node
+	 * that does not own the key answers MOVED. */
 	a->ours = lock_holds(c, a->l, a->token, d, a->hd, err, errlen);
-	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
+	return a->ours < 0 ? a->ours : LOCK_OK;
 }
 
 static int routed_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
