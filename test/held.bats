@@ -150,15 +150,16 @@ let_go() {
 	)
 	rcli_n() { redis-cli -u "${u[$1]}" "${@:2}"; }
 	hold_bg r -k r --url "$urls"
-	RLOCK_URL=$urls run -0 held_as r
+	# A node that is up answers within 2 s even on a loaded machine: only the paused one is silent.
+	RLOCK_URL=$urls run -0 held_as r --node-timeout 2s
 	kill -STOP "${pids[2]}" # 2 of 3 still say so
-	RLOCK_URL=$urls run -0 held_as r
+	RLOCK_URL=$urls run -0 held_as r --node-timeout 2s
 	rcli_n 1 DEL 'rlock:{r}' >/dev/null # 1 says so, 1 says not, 1 silent: cannot tell
-	RLOCK_URL=$urls run -69 --separate-stderr held_as r
+	RLOCK_URL=$urls run -69 --separate-stderr held_as r --node-timeout 2s
 	[[ $stderr == *"no Redlock quorum"* ]]
 	kill -CONT "${pids[2]}"
 	rcli_n 0 DEL 'rlock:{r}' >/dev/null # 1 of 3: not held
-	RLOCK_URL=$urls run -79 held_as r
+	RLOCK_URL=$urls run -79 held_as r --node-timeout 2s
 	let_go r
 	for i in 0 1 2; do
 		redis_stop "${pids[$i]}"
