@@ -78,7 +78,7 @@ struct optdef {
 	setter_fn *set;                             /* T_SPECIAL */
 };
 
-static setter_fn opt_key, opt_kind, opt_on_lost, opt_url, opt_user, opt_sentinel_user,
+static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
     opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format;
 
 #define AT(field)              .off = offsetof(struct opts, field)
@@ -139,6 +139,11 @@ static const struct optdef options[] = {
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
         SPECIAL(opt_on_lost), .def_text = "term"),
+    OPT("warn", 0, F_ARG, "SIGNAL",
+        "send SIGNAL once to the command's group when a\n"
+        "renewal is a third of the ttl late (before\n"
+        "--on-lost acts); again after a renewal (default none)",
+        SPECIAL(opt_warn)),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
             DURATION(kill_after_ms, 0)),
@@ -699,6 +704,23 @@ static void opt_kind(struct state *s, const struct optdef *d, const char *val, c
 	s->o->kind = (int)d->value;
 	if (d->flags & F_ARG)
 		s->o->limit = int_arg(d, src, val);
+}
+
+static void opt_warn(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	char err[200];
+
+	(void)d, (void)cli;
+	if (!strcasecmp(val, "none")) {
+		s->o->warn_signal = 0;
+		return;
+	}
+	if (parse_signal(val, &s->o->warn_signal, err, sizeof err) < 0)
+		usage_error("%s: '%s' is not a signal name (or none)", src, val);
+	if (s->o->warn_signal == SIGKILL || s->o->warn_signal == SIGSTOP)
+		usage_error("%s: the warning must be a signal the command can catch, not %s", src,
+		            val);
 }
 
 static void opt_on_lost(struct state *s, const struct optdef *d, const char *val, const char *src,

@@ -35,6 +35,7 @@ struct opts {
 	int64_t ttl_ms;
 	enum on_lost on_lost;
 	int lost_signal;
+	int warn_signal; /* --warn SIGNAL; 0: none */
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
 	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */

@@ -19,6 +19,7 @@
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
+#include "parse.h"
 #include "reenter.h"
 #include "report.h"
 #include "store.h"
@@ -49,10 +50,12 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
  * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
  * or taken here) and the lease length of those taken here. A secret rlock read from a
  * file or the config is never added. */
-static void child_environment(const struct reenter *r, const struct hold *h)
+static void child_environment(const struct reenter *r, const struct hold *h, int warn_signal)
 {
 	char v[32];
 
+	if (warn_signal)
+		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
 	reenter_environment(r, h->l, h->n);
 	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
@@ -272,6 +275,11 @@ static int64_t lease_lost_at(const void *ctx)
 	return hold_lost_at(ctx);
 }
 
+static int64_t lease_warn_at(const void *ctx)
+{
+	return hold_warn_at(ctx);
+}
+
 static int64_t lease_kill_at(const void *ctx)
 {
 	return hold_kill_at(ctx);
@@ -284,7 +292,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	struct child ch;
 	int64_t started = clock_ms();
 
-	child_environment(re, h);
+	child_environment(re, h, o->warn_signal);
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig,
 	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
 	if (rc != 0) {
@@ -300,6 +308,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .ctx = h,
 	    .action = o->on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o->lost_signal,
+	    .warn_signal = o->warn_signal,
+	    .warn_at = lease_warn_at,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
 	};
