@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -79,6 +79,7 @@ complete -c rlock -n "not __rlock_in_command" -l on-lost -x -d 'When the lock is
     kill\t"SIGKILL at once"
     ignore\t"Only warn"
     HUP\tSignal INT\tSignal QUIT\tSignal USR1\tSignal USR2\tSignal'
+complete -c rlock -n "not __rlock_in_command" -l warn -x -a 'USR1 USR2 HUP INT TERM none' -d 'Signal to the command when a renewal is late'
 complete -c rlock -n "not __rlock_in_command" -l kill-after -x -a "$durations" -d 'Grace before SIGKILL (default 10s)'
 complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 'Hold the lock at least this long'
 complete -c rlock -n "not __rlock_in_command" -l max-hold -x -a "$durations" -d 'Stop the command after this long (exit 124)'

@@ -141,8 +141,9 @@ static const struct optdef options[] = {
         SPECIAL(opt_on_lost), .def_text = "term"),
     OPT("warn", 0, F_ARG, "SIGNAL",
         "send SIGNAL once to the command's group when a\n"
-        "renewal is a third of the ttl late (before\n"
-        "--on-lost acts); again after a renewal (default none)",
+        "renewal is a third of the ttl late, before\n"
+        "--on-lost acts; a renewal re-arms it (env\n"
+        "RLOCK_WARN_SIGNAL tells the command)",
         SPECIAL(opt_warn)),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
