@@ -6,15 +6,15 @@
 
 # Options that take a value (the next word, or --opt=value).
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
--t --ttl --on-lost --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user
+-t --ttl --on-lost --warn --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
 --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
 
 _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
---on-lost --kill-after --min-hold --once-per --max-hold --command --url --user --password-file --tls
+--on-lost --warn --kill-after --min-hold --once-per --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
---version --sentinel-user --sentinel-password-file --acquire --release --format --log-file --token --label'
+--version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 
 _rlock_takes_arg() {
@@ -138,6 +138,10 @@ _rlock() {
 		;;
 	--format)
 		_rlock_compreply_words $'sh\ngithub' "$cur"
+		return 0
+		;;
+	--warn)
+		_rlock_compreply_words $'USR1\nUSR2\nHUP\nINT\nTERM\nnone' "$cur"
 		return 0
 		;;
 	--on-lost)

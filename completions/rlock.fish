@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -59,7 +59,7 @@ function __rlock_in_command
 end
 
 set -l durations '500ms\tduration' '5s\tduration' '30s\tduration' '5m\tduration'
-set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release'
+set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release -l held'
 
 complete -c rlock -f
 # Lock
@@ -79,6 +79,7 @@ complete -c rlock -n "not __rlock_in_command" -l on-lost -x -d 'When the lock is
     kill\t"SIGKILL at once"
     ignore\t"Only warn"
     HUP\tSignal INT\tSignal QUIT\tSignal USR1\tSignal USR2\tSignal'
+complete -c rlock -n "not __rlock_in_command" -l warn -x -a 'USR1 USR2 HUP INT TERM none' -d 'Signal to the command when a renewal is late'
 complete -c rlock -n "not __rlock_in_command" -l kill-after -x -a "$durations" -d 'Grace before SIGKILL (default 10s)'
 complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 'Hold the lock at least this long'
 complete -c rlock -n "not __rlock_in_command" -l once-per -x -a "$durations" -d 'After a success, skip runs for this long'
@@ -105,15 +106,16 @@ complete -c rlock -n "not __rlock_in_command" -l wait-replicas -x -a '1 2' -d 'W
 complete -c rlock -n "not __rlock_in_command" -l config -r -F -d 'Config file'
 complete -c rlock -n "not __rlock_in_command" -s v -l verbose -d 'More diagnostics (repeatable)'
 complete -c rlock -n "not __rlock_in_command" -s q -l quiet -d 'Only fatal errors'
-complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status and --list'
+complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status, --list and --held'
 complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
 complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
 complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
 complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'
 complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Stop the keeper and release'
+complete -c rlock -l held -n "not __rlock_in_command; and not $modes" -d 'Exit 0 if the job still holds the lock, 79 if not'
 complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
-complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release (default $RLOCK_TOKEN)'
+complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
 complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'

@@ -73,7 +73,7 @@ struct store_backend {
 	           size_t errlen);
 	int (*leave)(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
 	int (*is_holder)(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
-	                 char *mode, int *limit, char *err, size_t errlen);
+	                 struct holding *hd, char *err, size_t errlen);
 	int (*wait_replicas)(void *ctx, int n, char *err, size_t errlen);
 	/* SCAN every master for keys matching match; each page of names (an array reply)
 	 * to page(arg, names). 0, page's non-zero return, or -1 with the reason. */

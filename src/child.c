@@ -486,6 +486,7 @@ struct sup {
 	int stopping;      /* the --max-hold deadline is still ahead */
 	int lost_fd;       /* the hold's lost fd until it fired, then -1 */
 	int announced;     /* said that the rest of the group is waited for */
+	int64_t warned;    /* the warn_at the group was warned for, or -1 */
 	int64_t group_wait, group_check; /* polling the group once the command exited */
 };
 
@@ -572,6 +573,15 @@ static void on_timers(struct sup *s, int64_t now)
 
 	if (s->watching && a->action == ACT_SIGNAL)
 		tell_watchdog(s->ch, a->kill_at(a->ctx));
+	if (s->watching && a->warn_signal && now >= a->warn_at(a->ctx) &&
+	    a->warn_at(a->ctx) != s->warned && now < a->lost_at(a->ctx)) {
+		/* Before the loss action, once per late renewal: the command may checkpoint. */
+		s->warned = a->warn_at(a->ctx);
+		kill(-s->ch->pid, a->warn_signal);
+		log_warn("a renewal is a third of the ttl late: sending SIG%s to the command's "
+		         "process group (--warn); the lease counts as lost in %lld ms",
+		         signal_name(a->warn_signal), (long long)(a->lost_at(a->ctx) - now));
+	}
 	if (s->watching && now >= a->lost_at(a->ctx))
 		on_loss(s, 1);
 	if (s->stopping && now >= a->stop_at) {
@@ -619,6 +629,8 @@ static int next_timeout(const struct sup *s, int64_t now)
 
 	if (s->watching)
 		t = min_left(t, s->a->lost_at(s->a->ctx), now);
+	if (s->watching && s->a->warn_signal && s->a->warn_at(s->a->ctx) != s->warned)
+		t = min_left(t, s->a->warn_at(s->a->ctx), now);
 	if (s->kill_at >= 0)
 		t = min_left(t, s->kill_at, now);
 	if (s->stopping)
@@ -686,7 +698,8 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	                .stopping = a->stop_at >= 0,
 	                .lost_fd = a->lost_fd,
 	                .group_wait = GROUP_POLL_FIRST_MS,
-	                .group_check = -1};
+	                .group_check = -1,
+	                .warned = -1};
 	int st = 0;
 
 	for (;;) {

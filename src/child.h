@@ -70,6 +70,10 @@ struct supervise_args {
 	const void *ctx;
 	enum lost_action action;
 	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
+	/* --warn: warn_signal (0: none) once to the group when warn_at(ctx) passes; a later
+	 * warn_at (a confirmed renewal) re-arms it. Thread-safe. */
+	int warn_signal;
+	int64_t (*warn_at)(const void *ctx);
 	int64_t kill_after_ms;
 	/* --max-hold: at this monotonic time the group gets SIGTERM (SIGKILL kill_after_ms
 	 * later), as timeout(1) does; -1 for none. */

@@ -79,7 +79,7 @@ struct optdef {
 	setter_fn *set;                             /* T_SPECIAL */
 };
 
-static setter_fn opt_key, opt_kind, opt_on_lost, opt_url, opt_user, opt_sentinel_user,
+static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
     opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format;
 
 #define AT(field)              .off = offsetof(struct opts, field)
@@ -140,6 +140,12 @@ static const struct optdef options[] = {
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
         SPECIAL(opt_on_lost), .def_text = "term"),
+    OPT("warn", 0, F_ARG, "SIGNAL",
+        "send SIGNAL once to the command's group when a\n"
+        "renewal is a third of the ttl late, before\n"
+        "--on-lost acts; a renewal re-arms it (env\n"
+        "RLOCK_WARN_SIGNAL tells the command)",
+        SPECIAL(opt_warn)),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
             DURATION(kill_after_ms, 0)),
@@ -226,7 +232,13 @@ static const struct optdef options[] = {
         "(or\nthe token is not the holder)",
         SPECIAL(opt_mode), .value = MODE_RELEASE),
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
-        "--release: the holder's token (default:\n$RLOCK_TOKEN)", STRING(token, 0)),
+        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN)", STRING(token, 0)),
+    OPT("held", 0, F_RUN, NULL,
+        "inside the job: exit 0 if its token still holds\n"
+        "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
+        "or -k NAME --token TOKEN), 79 if not, 69 if\n"
+        "Redis cannot say; one read, no change",
+        SPECIAL(opt_mode), .value = MODE_HELD),
     HEADING("Operator:"),
     OPT("status", 0, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -236,7 +248,7 @@ static const struct optdef options[] = {
         .value = MODE_BREAK),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),
-    OPT("json", 0, F_RUN, NULL, "machine-readable --status and --list", SWITCH(json, 1)),
+    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
     OPT("verbose", 'v', F_RUN, NULL,
         "say what happens on stderr: server, wait,\n"
         "release (-vv: renewals too)",
@@ -256,6 +268,7 @@ static const char usage_head[] =
     "       rlock [OPTIONS] --list [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
     "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
+    "       rlock [OPTIONS] [-k NAME --token TOKEN] --held [--json]\n"
     "\n"
     "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
     "at a time across machines. The lease is renewed while COMMAND runs and released\n"
@@ -746,6 +759,23 @@ static void opt_kind(struct state *s, const struct optdef *d, const char *val, c
 	s->o->kind = (int)d->value;
 	if (d->flags & F_ARG)
 		s->o->limit = int_arg(d, src, val);
+}
+
+static void opt_warn(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	char err[200];
+
+	(void)d, (void)cli;
+	if (!strcasecmp(val, "none")) {
+		s->o->warn_signal = 0;
+		return;
+	}
+	if (parse_signal(val, &s->o->warn_signal, err, sizeof err) < 0)
+		usage_error("%s: '%s' is not a signal name (or none)", src, val);
+	if (s->o->warn_signal == SIGKILL || s->o->warn_signal == SIGSTOP)
+		usage_error("%s: the warning must be a signal the command can catch, not %s", src,
+		            val);
 }
 
 static void opt_on_lost(struct state *s, const struct optdef *d, const char *val, const char *src,
@@ -1340,6 +1370,14 @@ static void validate_mode(struct state *s, int nargs)
 			usage_error("no command to run");
 		return;
 	}
+	if (o->mode == MODE_HELD) {
+		/* The lock(s) and token(s) are found (and checked) by held_plan() (report.h). */
+		if (nargs > 0 || o->shell_command)
+			usage_error("no command is run with --held");
+		if (o->token && !o->name)
+			usage_error("--token goes with -k NAME (which lock the token should hold)");
+		return;
+	}
 	if (o->mode != MODE_LIST && !o->name)
 		usage_error("--%s needs -k NAME", s->mode_opt);
 	if (o->mode == MODE_LIST && o->name)
@@ -1380,10 +1418,10 @@ static void validate(struct state *s, int nargs)
 
 	validate_server(s);
 	validate_mode(s, nargs);
-	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST)
-		usage_error("--json goes with --status or --list");
-	if (o->token && o->mode != MODE_RELEASE)
-		usage_error("--token goes with --release");
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD)
+		usage_error("--json goes with --status, --list or --held");
+	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD)
+		usage_error("--token goes with --release or --held");
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
 	validate_once_per(o);

@@ -12,7 +12,7 @@
 #define CLI_URLS_MAX   16 /* Redlock nodes */
 #define OPTS_NAMES_MAX 16 /* -k given several times */
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE };
+enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE, MODE_HELD };
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
@@ -35,6 +35,7 @@ struct opts {
 	int64_t ttl_ms;
 	enum on_lost on_lost;
 	int lost_signal;
+	int warn_signal; /* --warn SIGNAL; 0: none */
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
 	int64_t once_per_ms;                                   /* --once-per: 0 none */

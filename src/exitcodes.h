@@ -14,16 +14,18 @@
 	  "held with -s against -l, or another -l N")                                              \
 	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
 	  "Redis unavailable before the command started (connect, TLS, auth),\n"                   \
-	  "or the lock's fence counter cannot count (not an integer, at its max)")                 \
+	  "or the lock's fence counter cannot count (not an integer,\n"                            \
+	  "at its max); --held: Redis cannot say")                                                 \
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
 	X(71, RL_EX_OSERR, "71", "cannot fork or set up the command")                              \
 	X(74, RL_EX_IOERR, "74",                                                                   \
-	  "cannot write the output of --status, --list, --acquire (the lock\n"                     \
-	  "is given back), --help, --version")                                                     \
+	  "cannot write the output of --status, --list, --held, --acquire\n"                       \
+	  "(the lock is given back), --help, --version")                                           \
 	X(75, RL_EX_CONFLICT, "75", "lock not acquired: busy with -n, or --wait expired (see -E)") \
 	X(79, RL_EX_LOST, "79",                                                                    \
 	  "the lock was lost while the command ran (its group was terminated,\n"                   \
-	  "or the release found the lock gone)")                                                   \
+	  "or the release found the lock gone); --held: the token no longer\n"                     \
+	  "holds the lock")                                                                        \
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \

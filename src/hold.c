@@ -112,6 +112,11 @@ int64_t hold_lost_at(const struct hold *h)
 	return hold_confirmed_sent(h) + h->loss_after_ms;
 }
 
+int64_t hold_warn_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->warn_after_ms;
+}
+
 int64_t hold_kill_at(const struct hold *h)
 {
 	return hold_confirmed_sent(h) + h->kill_by_ms;
@@ -247,6 +252,7 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->failed = sp->names[0];
 	h->loss_after_ms = lease_loss_after(sp->ttl_ms);
 	h->kill_by_ms = lease_kill_by(sp->ttl_ms);
+	h->warn_after_ms = lease_warn_after(sp->ttl_ms);
 	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
 		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
 	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {

@@ -43,7 +43,7 @@ struct hold {
 	struct lock l[HOLD_LOCKS_MAX];
 	struct renew *rn[HOLD_LOCKS_MAX];
 	int64_t sent[HOLD_LOCKS_MAX];
-	int64_t loss_after_ms, kill_by_ms;
+	int64_t loss_after_ms, kill_by_ms, warn_after_ms;
 	int epfd;           /* several locks: readable when any renewal reports a loss */
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
 };
@@ -64,6 +64,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 int64_t hold_confirmed_sent(const struct hold *h);
 int64_t hold_lost_at(const struct hold *h);
 int64_t hold_kill_at(const struct hold *h);
+/* --warn: when a renewal is overdue by a third of the ttl (lease_warn_after). */
+int64_t hold_warn_at(const struct hold *h);
 
 /* Readable once a renewal heard from the server that a lock is no longer ours. */
 int hold_lost_fd(const struct hold *h);

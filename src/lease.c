@@ -18,6 +18,11 @@ int64_t lease_kill_by(int64_t ttl_ms)
 	return ttl_ms * KILL_NUM / KILL_DEN;
 }
 
+int64_t lease_warn_after(int64_t ttl_ms)
+{
+	return ttl_ms * 2 / 3;
+}
+
 int lease_release(struct store *s, const struct store_config *cfg, const struct lock *l,
                   int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen)
 {

@@ -16,6 +16,8 @@
 /* When a lease sent at s counts as lost, and when the command's group must be dead. */
 int64_t lease_loss_after(int64_t ttl_ms); /* ttl * 4/5 */
 int64_t lease_kill_by(int64_t ttl_ms);    /* ttl * 9/10 */
+/* --warn: a renewal sent at s + ttl/3 not confirmed within another third. */
+int64_t lease_warn_after(int64_t ttl_ms); /* ttl * 2/3 */
 
 #define LEASE_OVER "the lease is over" /* lease_release's reason when it was too late */
 

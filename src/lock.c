@@ -669,10 +669,10 @@ int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 }
 
 /* 1 when token has a shared hold or a permit of l whose lease has not ended by the
- * server's clock (its score in PREFIX{NAME}:holders, the lease end in server ms), 0
- * when not, -1 on error. Read only. */
+ * server's clock (its score in PREFIX{NAME}:holders, the lease end in server ms; *left_ms
+ * what remains of it), 0 when not, -1 on error. Read only. */
 static int lease_left(struct client *c, const struct lock *l, const char *token,
-                      int64_t deadline_ms, char *err, size_t errlen)
+                      int64_t deadline_ms, long long *left_ms, char *err, size_t errlen)
 {
 	struct keys ks;
 	const char *holders = key_of(&ks, l, K_HOLDERS);
@@ -683,14 +683,19 @@ static int lease_left(struct client *c, const struct lock *l, const char *token,
 
 	if (client_call(c, 3, zs, zl, deadline_ms, &z, err, errlen) == 0 &&
 	    client_call(c, 1, tm, tl, deadline_ms, &t, err, errlen) == 0) {
-		if (z->type == RESP_NIL)
+		if (z->type == RESP_NIL) {
 			held = 0;
-		else if (z->type == RESP_STRING && t->type == RESP_ARRAY && t->elements == 2 &&
-		         t->element[0]->type == RESP_STRING && t->element[1]->type == RESP_STRING)
-			held = strtod(z->str, NULL) > strtod(t->element[0]->str, NULL) * 1000 +
-			                                  strtod(t->element[1]->str, NULL) / 1000;
-		else
+		} else if (z->type == RESP_STRING && t->type == RESP_ARRAY && t->elements == 2 &&
+		           t->element[0]->type == RESP_STRING &&
+		           t->element[1]->type == RESP_STRING) {
+			double left =
+			    strtod(z->str, NULL) - (strtod(t->element[0]->str, NULL) * 1000 +
+			                            strtod(t->element[1]->str, NULL) / 1000);
+			held = left > 0;
+			*left_ms = held ? (long long)left : -1;
+		} else {
 			snprintf(err, errlen, "unexpected reply to ZSCORE or TIME");
+		}
 	}
 	resp_free(z);
 	resp_free(t);
@@ -698,7 +703,7 @@ static int lease_left(struct client *c, const struct lock *l, const char *token,
 }
 
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
-               char *mode, int *limit, char *err, size_t errlen)
+               struct holding *hd, char *err, size_t errlen)
 {
 	struct holders *hs = malloc(sizeof *hs);
 	int held = 0;
@@ -707,22 +712,28 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (lock_status(c, l, deadline_ms, hs, err, errlen) != LOCK_OK) {
+	int rc = lock_status(c, l, deadline_ms, hs, err, errlen);
+	if (rc != LOCK_OK) {
 		free(hs);
-		return -1;
+		return rc < 0 ? rc : LOCK_ERR; /* a LOCK_REDIRECT is the store's to follow */
 	}
 	for (int i = 0; i < hs->n && !held; i++) {
-		if (strcmp(hs->h[i].token, token) != 0)
+		const struct holder *h = &hs->h[i];
+		if (strcmp(h->token, token) != 0)
 			continue;
 		held = 1;
-		*mode = hs->h[i].mode;
-		*limit = hs->h[i].mode == 'l' ? atoi(hs->limit) : 0;
+		hd->mode = h->mode;
+		hd->limit = h->mode == 'l' ? atoi(hs->limit) : 0;
+		hd->ttl_left_ms = h->pttl_ms >= 0 ? h->pttl_ms : -1;
+		hd->fence = h->fence;
+		hd->has_fence = h->has_fence;
 	}
 	/* More shared holders or permits than the status lists: the token's own lease. */
 	if (!held && hs->total > hs->n && hs->limit[0]) {
-		held = lease_left(c, l, token, deadline_ms, err, errlen);
-		*mode = strcmp(hs->limit, "shared") == 0 ? 's' : 'l';
-		*limit = *mode == 'l' ? atoi(hs->limit) : 0;
+		hd->has_fence = 0;
+		held = lease_left(c, l, token, deadline_ms, &hd->ttl_left_ms, err, errlen);
+		hd->mode = strcmp(hs->limit, "shared") == 0 ? 's' : 'l';
+		hd->limit = hd->mode == 'l' ? atoi(hs->limit) : 0;
 	}
 	free(hs);
 	return held;

@@ -240,9 +240,20 @@ int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, str
 int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
                char *err, size_t errlen);
 
-/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not, -1 error.
- * On 1, *mode is its mode ('x', 's', 'l') and *limit the holders' N ('l'; else 0). */
+/* How a token holds a lock now (lock_holds, store_is_holder). */
+struct holding {
+	char mode;             /* 'x', 's', 'l' */
+	int limit;             /* the holders' N ('l'; else 0) */
+	long long ttl_left_ms; /* the lease left by the server's clock; -1 unknown */
+	long long fence;
+	int has_fence;
+};
+
+/* 1 if token is a live holder of l (exclusive or shared/permit), 0 if not; else the
+ * failure, as lock_status says it (LOCK_ERR, LOCK_DENIED, LOCK_REDIRECT).
+ * On 1, *hd says how. Reads only (the status script; ZSCORE and TIME past the holders
+ * it lists). */
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
-               char *mode, int *limit, char *err, size_t errlen);
+               struct holding *hd, char *err, size_t errlen);
 
 #endif

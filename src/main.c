@@ -19,6 +19,7 @@
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
+#include "parse.h"
 #include "reenter.h"
 #include "report.h"
 #include "store.h"
@@ -49,10 +50,12 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
  * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
  * or taken here) and the lease length of those taken here. A secret rlock read from a
  * file or the config is never added. */
-static void child_environment(const struct reenter *r, const struct hold *h)
+static void child_environment(const struct reenter *r, const struct hold *h, int warn_signal)
 {
 	char v[32];
 
+	if (warn_signal)
+		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
 	reenter_environment(r, h->l, h->n);
 	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
@@ -205,7 +208,7 @@ static int open_store(struct store **c, struct store_config *cfg, const struct o
 	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
 }
 
-/* --status, --break, --release, --list. */
+/* --status, --break, --release, --list, --held. */
 static int command(struct store *c, const struct opts *o, const struct keeper_args *k, int termfd)
 {
 	int rc;
@@ -222,6 +225,7 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 	} else {
 		rc = o->mode == MODE_STATUS  ? report_status(c, o)
 		     : o->mode == MODE_BREAK ? report_break(c, o)
+		     : o->mode == MODE_HELD  ? report_held(c, o)
 		                             : report_list(c, o);
 	}
 	die_if_signalled(termfd);
@@ -299,6 +303,11 @@ static int64_t lease_lost_at(const void *ctx)
 	return hold_lost_at(ctx);
 }
 
+static int64_t lease_warn_at(const void *ctx)
+{
+	return hold_warn_at(ctx);
+}
+
 static int64_t lease_kill_at(const void *ctx)
 {
 	return hold_kill_at(ctx);
@@ -311,7 +320,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	struct child ch;
 	int64_t started = clock_ms();
 
-	child_environment(re, h);
+	child_environment(re, h, o->warn_signal);
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig,
 	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
 	if (rc != 0) {
@@ -327,6 +336,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .ctx = h,
 	    .action = o->on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
 	    .lost_signal = o->lost_signal,
+	    .warn_signal = o->warn_signal,
+	    .warn_at = lease_warn_at,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
 	};
@@ -367,6 +378,8 @@ int main(int argc, char **argv)
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
+	if (o.mode == MODE_HELD)
+		held_plan(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)

@@ -579,22 +579,17 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 /* Status or break on every node: the exclusive holder whose token a quorum has (else,
  * for break, the first one seen), the largest fence, nodes_ok/nodes_total. */
-static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
-                   struct holders *hs, char *err, size_t errlen)
+/* The status (brk: break) script on every node: nh[i] and ok[i] = 1 for each node that
+ * answered. The number that answered, or -1 with the reason. */
+static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
+                         struct holders *nh, int *ok, char *err, size_t errlen)
 {
 	struct lock_request *rs = &q->hold;
 	struct req rq = {.script = rs};
-	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
-	int ok[STORE_NODES_MAX] = {0};
-	int answered = 0, best = -1, best_votes = 0, fenced = 0;
-	long long fence = 0;
+	int answered = 0;
 
-	if (!nh || lock_request_holders(rs, l, brk, err, errlen) < 0) {
-		if (!nh)
-			snprintf(err, errlen, "out of memory");
-		free(nh);
-		return LOCK_ERR;
-	}
+	if (lock_request_holders(rs, l, brk, err, errlen) < 0)
+		return -1;
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -603,9 +598,35 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			continue;
 		ok[i] = 1;
 		answered++;
-		if (nh[i].has_last_fence && (!fenced++ || nh[i].last_fence > fence))
-			fence = nh[i].last_fence;
 	}
+	return answered;
+}
+
+static int by_pttl_desc(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x < y) - (x > y);
+}
+
+static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
+                   struct holders *hs, char *err, size_t errlen)
+{
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
+	int answered, best = -1, best_votes = 0, fenced = 0;
+	long long fence = 0;
+
+	answered = !nh ? -1 : round_holders(q, l, brk, cap_ms, nh, ok, err, errlen);
+	if (answered < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
+		return LOCK_ERR;
+	}
+	for (int i = 0; i < q->n; i++)
+		if (ok[i] && nh[i].has_last_fence && (!fenced++ || nh[i].last_fence > fence))
+			fence = nh[i].last_fence;
 	for (int i = 0; i < q->n; i++) {
 		int votes = 0;
 		if (!ok[i] || nh[i].n == 0)
@@ -664,32 +685,49 @@ static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	return holders(q, l, 1, cap_ms, h, err, errlen);
 }
 
-/* Redlock locks are exclusive only (cli.c): *mode stays 'x'. */
+/* Redlock locks are exclusive only (cli.c): hd->mode stays 'x'. Held when a majority
+ * of the nodes has token as its live holder (the status script: one read each); not
+ * held when even the nodes that did not answer could not make a majority; else the
+ * store cannot say. The lease left is the time until fewer than a majority hold it;
+ * the fence, the largest a node recorded for token (as quorum_status). */
 static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
-                            char *mode, int *limit, char *err, size_t errlen)
+                            struct holding *hd, char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
+	long long pttl[STORE_NODES_MAX];
+	int answered, ours = 0, rc;
 
-	(void)mode;
-	(void)limit;
-	struct req rq = {.argc = 2, .argv = {"GET", l->key}, .lens = {3, strlen(l->key)}};
-	int answered = 0, ours = 0;
-
-	round_all(q, &rq, cap_ms);
-	for (int i = 0; i < q->n; i++) {
-		const struct resp_reply *r = q->node[i].reply;
-		if (!r || r->type == RESP_ERROR)
-			continue;
-		answered++;
-		ours += r->type == RESP_STRING && strcmp(r->str, token) == 0;
-	}
-	if (ours >= q->need)
-		return 1;
-	if (answered < q->need) {
-		no_quorum(q, answered, "answered", err, errlen);
+	answered = !nh ? -1 : round_holders(q, l, 0, cap_ms, nh, ok, err, errlen);
+	if (answered < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
 		return -1;
 	}
-	return 0;
+	for (int i = 0; i < q->n; i++) {
+		if (!ok[i] || nh[i].n == 0 || strcmp(nh[i].h[0].token, token) != 0)
+			continue;
+		const struct holder *h = &nh[i].h[0];
+		pttl[ours++] = h->pttl_ms;
+		if (h->has_fence && (!hd->has_fence || h->fence > hd->fence)) {
+			hd->fence = h->fence;
+			hd->has_fence = 1;
+		}
+	}
+	if (ours >= q->need) {
+		qsort(pttl, (size_t)ours, sizeof pttl[0], by_pttl_desc);
+		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
+		rc = 1;
+	} else if (ours + (q->n - answered) >= q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
+		rc = -1;
+	} else {
+		rc = 0;
+	}
+	free(nh);
+	return rc;
 }
 
 static int by_name(const void *a, const void *b)

@@ -52,7 +52,7 @@ static int count(const char *s)
 
 /* RLOCK_KEY + RLOCK_TOKEN, then every pair of RLOCK_KEYS + RLOCK_TOKENS (when they have
  * as many words; RLOCK_FENCES too, or no fences are known). */
-static void read_environment(struct reenter *r)
+void reenter_inherited(struct reenter *r)
 {
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
 	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
@@ -96,7 +96,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	static struct lock probe; /* large; only its key names are used */
 	int left = 0;
 
-	read_environment(r);
+	reenter_inherited(r);
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -107,13 +107,15 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 		/* No randomness for its token: nothing is inherited (the acquire says why). */
 		int known = r->n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
 		for (int j = 0; known && j < r->n && r->held[i] < 0; j++) {
-			char mode, err[300], have[64], want[64];
-			int limit;
+			char err[300], have[64], want[64];
+			struct holding hd;
 			if (strcmp(probe.key, r->in[j].key) != 0)
 				continue;
-			int rc = store_is_holder(s, &probe, r->in[j].token,
-			                         clock_ms() + o->io_timeout_ms, &mode, &limit, err,
-			                         sizeof err);
+			int rc =
+			    store_is_holder(s, &probe, r->in[j].token,
+			                    clock_ms() + o->io_timeout_ms, &hd, err, sizeof err);
+			char mode = hd.mode;
+			int limit = hd.limit;
 			if (rc < 0)
 				log_debug("lock '%s': cannot tell whether it is inherited (%s)",
 				          name, err);

@@ -42,6 +42,10 @@ struct reenter_ask {
 	int keeper; /* --acquire */
 };
 
+/* Only read the inherited holds (r->n, r->in): RLOCK_KEY + RLOCK_TOKEN first, then the
+ * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; what does not fit is skipped. */
+void reenter_inherited(struct reenter *r);
+
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of
  * o->names they grant. Then o->names / o->nnames keep only the names still to take
  * (sorted as before). Returns the number of names left (0: the inherited holds

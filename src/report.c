@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "report.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "lock.h"
 #include "log.h"
 #include "parse.h"
+#include "reenter.h"
 
 static void json_str(FILE *f, const char *s)
 {
@@ -377,4 +380,139 @@ int report_list(struct store *s, const struct opts *o)
 		fputs("]}\n", stdout);
 	int wr = cli_close_stdout();
 	return rc ? rc : wr;
+}
+
+/* ---- --held ---------------------------------------------------------------------- */
+
+static struct {
+	int n;
+	struct lock l[REENTER_MAX];
+	char token[REENTER_MAX][LOCK_TOKEN_LEN + 1];
+} plan;
+
+static void held_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void held_usage(const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_error("%s", buf);
+	exit(RL_EX_USAGE);
+}
+
+static void plan_add(const char *prefix, const char *name, const char *token, const char *src)
+{
+	size_t n = strspn(token, "0123456789abcdef");
+
+	if (n != LOCK_TOKEN_LEN || token[n])
+		held_usage("--held: %s is not an rlock token (32 hex digits)", src);
+	if (lock_init(&plan.l[plan.n], prefix, name, 0) < 0)
+		held_usage("no randomness for a lock: %s", strerror(errno));
+	memcpy(plan.token[plan.n++], token, LOCK_TOKEN_LEN + 1);
+}
+
+void held_plan(const struct opts *o)
+{
+	static struct reenter r; /* large */
+
+	reenter_inherited(&r);
+	if (o->name) {
+		struct lock k;
+		const char *tok = o->token;
+		if (lock_init(&k, o->prefix, o->name, 0) < 0)
+			held_usage("no randomness for a lock: %s", strerror(errno));
+		for (int i = 0; !tok && i < r.n; i++)
+			if (!strcmp(r.in[i].key, k.key))
+				tok = r.in[i].token;
+		if (!tok)
+			held_usage("--held -k %s needs the holder's token: --token TOKEN, or "
+			           "RLOCK_KEY/RLOCK_KEYS naming that lock (inside the job)",
+			           o->name);
+		plan_add(o->prefix, o->name, tok, o->token ? "--token" : "the inherited token");
+		return;
+	}
+	if (r.n == 0)
+		held_usage("--held needs a lock: run it inside the job (%s), or give -k NAME "
+		           "--token TOKEN",
+		           "RLOCK_KEY and RLOCK_TOKEN");
+	for (int i = 0; i < r.n; i++) {
+		/* A key is PREFIX{NAME}: the name is inside the last braces. */
+		char prefix[LOCK_KEY_MAX], err[200];
+		const char *key = r.in[i].key, *open = strrchr(key, '{');
+		size_t kn = strlen(key);
+		if (!open || key[kn - 1] != '}' || kn - (size_t)(open - key) < 3)
+			held_usage(
+			    "--held: '%s' (from RLOCK_KEY or RLOCK_KEYS) is not an rlock key", key);
+		char name[LOCK_KEY_MAX];
+		snprintf(prefix, sizeof prefix, "%.*s", (int)(open - key), key);
+		snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - key) - 2), open + 1);
+		if (parse_prefix(prefix, err, sizeof err) < 0 ||
+		    parse_lock_name(name, err, sizeof err) < 0)
+			held_usage(
+			    "--held: '%s' (from RLOCK_KEY or RLOCK_KEYS) is not an rlock key", key);
+		plan_add(prefix, name, r.in[i].token, "RLOCK_TOKEN (or a word of RLOCK_TOKENS)");
+	}
+}
+
+/* One lock's object; head: fields before "key" ("" or "\"schema\":1,"). */
+static void held_json(FILE *f, const char *head, const char *key, int held,
+                      const struct holding *hd)
+{
+	fprintf(f, "{%s\"key\":", head);
+	json_str(f, key);
+	fprintf(f, ",\"held\":%s,\"ttl_left_ms\":",
+	        held == 1   ? "true"
+	        : held == 0 ? "false"
+	                    : "null");
+	json_int_or_null(f, held == 1 && hd->ttl_left_ms >= 0, hd->ttl_left_ms);
+	fputs(",\"fence\":", f);
+	json_int_or_null(f, held == 1 && hd->has_fence, hd->fence);
+	fputc('}', f);
+}
+
+int report_held(struct store *s, const struct opts *o)
+{
+	int held[REENTER_MAX], all = 1, unknown = 0;
+	struct holding hd[REENTER_MAX];
+	long long least = -1;
+	char err[400];
+
+	for (int i = 0; i < plan.n; i++) {
+		held[i] = store_is_holder(s, &plan.l[i], plan.token[i],
+		                          clock_ms() + o->io_timeout_ms, &hd[i], err, sizeof err);
+		if (held[i] < 0) {
+			request_failed(err);
+			unknown = 1;
+		} else if (held[i] == 0) {
+			all = 0;
+			log_warn("%s is not held by token %s", plan.l[i].key, plan.token[i]);
+		} else if (hd[i].ttl_left_ms >= 0 && (least < 0 || hd[i].ttl_left_ms < least)) {
+			least = hd[i].ttl_left_ms;
+		}
+	}
+	store_close(s);
+	/* Not held anywhere wins over "cannot say" elsewhere: the job lost a lock. */
+	int rc = !all ? RL_EX_LOST : unknown ? RL_EX_UNAVAILABLE : 0;
+	if (o->json && plan.n == 1) {
+		held_json(stdout, "\"schema\":1,", plan.l[0].key, held[0], &hd[0]);
+		fputc('\n', stdout);
+	} else if (o->json) {
+		fprintf(stdout, "{\"schema\":1,\"held\":%s,\"ttl_left_ms\":",
+		        rc == 0            ? "true"
+		        : rc == RL_EX_LOST ? "false"
+		                           : "null");
+		json_int_or_null(stdout, rc == 0 && least >= 0, least);
+		fputs(",\"fence\":null,\"locks\":[", stdout);
+		for (int i = 0; i < plan.n; i++) {
+			if (i)
+				fputc(',', stdout);
+			held_json(stdout, "", plan.l[i].key, held[i], &hd[i]);
+		}
+		fputs("]}\n", stdout);
+	}
+	int wrc = cli_close_stdout();
+	return wrc ? wrc : rc;
 }

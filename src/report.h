@@ -10,4 +10,18 @@ int report_status(struct store *s, const struct opts *o);
 int report_break(struct store *s, const struct opts *o);
 int report_list(struct store *s, const struct opts *o);
 
+/* --held, before any connection: the locks to ask about and their tokens, into a
+ * static plan. -k NAME: PREFIX{NAME} with --token, else the token the environment pairs
+ * with that key (RLOCK_KEY/RLOCK_TOKEN, RLOCK_KEYS/RLOCK_TOKENS); no -k: every lock the
+ * environment names. Exits 64 with one line when there is none or a token is not one
+ * of rlock's. */
+void held_plan(const struct opts *o);
+
+/* --held: one read per lock (store_is_holder), no change. 0 when the token holds every
+ * lock of the plan, 79 when one is not held (its key on stderr unless -q), else 69 (the
+ * store cannot say). --json: {"schema":1,"key":…,"held":…,"ttl_left_ms":…,"fence":…} for
+ * one lock; for several, "held" true only when every one is, "ttl_left_ms" the least,
+ * "fence" null and "locks" the per-lock objects. Closes s. */
+int report_held(struct store *s, const struct opts *o);
+
 #endif

@@ -595,29 +595,26 @@ struct holder_check {
 	const struct lock *l;
 	const char *token;
 	int ours;
-	char mode;
-	int limit;
+	struct holding *hd;
 };
 
 static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct holder_check *a = arg;
 
-	a->ours = lock_holds(c, a->l, a->token, d, &a->mode, &a->limit, err, errlen);
-	return a->ours < 0 ? LOCK_ERR : LOCK_OK;
+	/* A routing error goes back to run() (store.h), which follows it: a Cluster node
+	 * that does not own the key answers MOVED. */
+	a->ours = lock_holds(c, a->l, a->token, d, a->hd, err, errlen);
+	return a->ours < 0 ? a->ours : LOCK_OK;
 }
 
 static int routed_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
-                            char *mode, int *limit, char *err, size_t errlen)
+                            struct holding *hd, char *err, size_t errlen)
 {
 	struct store *s = ctx;
-	struct holder_check a = {l, token, 0, 'x', 0};
+	struct holder_check a = {l, token, 0, hd};
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
-	if (rc != LOCK_OK)
-		return -1;
-	*mode = a.mode;
-	*limit = a.limit;
-	return a.ours;
+	return rc != LOCK_OK ? -1 : a.ours;
 }
 
 static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
@@ -817,11 +814,12 @@ int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err
 }
 
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *mode, int *limit, char *err, size_t errlen)
+                    struct holding *hd, char *err, size_t errlen)
 {
-	*mode = 'x';
-	*limit = 0;
-	return s->be->is_holder(s->ctx, l, token, cap_ms, mode, limit, err, errlen);
+	memset(hd, 0, sizeof *hd);
+	hd->mode = 'x';
+	hd->ttl_left_ms = -1;
+	return s->be->is_holder(s->ctx, l, token, cap_ms, hd, err, errlen);
 }
 
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)

@@ -115,11 +115,12 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
  * or LOCK_ERR. */
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
 
-/* Re-entry: 1 when token is a live holder of l now (exclusive, shared or a permit), 0
- * when not, -1 when the store cannot say. On 1, *mode is how it holds l ('x', 's', or
- * 'l' with *limit the holders' N; else *limit is 0). */
+/* Re-entry and --held: 1 when token is a live holder of l now (exclusive, shared or a
+ * permit; Redlock: on a majority of the nodes), 0 when not, -1 when the store cannot
+ * say (Redlock: too few answers to tell). Reads only. On 1, *hd says how it holds l
+ * (lock.h). */
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
-                    char *mode, int *limit, char *err, size_t errlen);
+                    struct holding *hd, char *err, size_t errlen);
 
 /* After an acquire on this handle: WAIT until n replicas have the writes of its
  * connection (0, or -1 with the reason; fewer than n is a failure). After a failure

@@ -68,6 +68,37 @@ shard_subscribed() {
 	((n == 3))
 }
 
+@test "--held on every master: 0 from inside the job, 79 after --break (redirects followed)" {
+	local m name n=0
+	for m in $(cluster_masters); do
+		name=$(name_on "$m")
+		run -0 rlock -k "$name" -- sh -c '"$0" --held && "$0" --held --json' "$RLOCK"
+		assert_output --partial '"held":true'
+		rlock_bg -k "$name" -- sh -c 'touch started; while [ ! -e go ]; do sleep 0.02; done
+			"$0" --held; echo $? >held.rc' "$RLOCK"
+		wait_until 30 test -e started
+		run -0 rlock -q -k "$name" --break
+		touch go
+		rlock_wait "$RLOCK_PID" 30
+		[[ $(cat held.rc) == 79 ]]
+		rm -f started go held.rc
+		n=$((n + 1))
+	done
+	((n == 3))
+}
+
+@test "re-entrance on every master: a nested rlock -n of the held name runs its command" {
+	local m name n=0
+	for m in $(cluster_masters); do
+		name=$(name_on "$m")
+		# The check of the inherited token follows MOVED, as every other request does.
+		run -0 rlock -k "$name" -- sh -c '"$0" -n -k "$1" -- echo nested' "$RLOCK" "$name"
+		assert_output nested
+		n=$((n + 1))
+	done
+	((n == 3))
+}
+
 @test "several locks whose slots are on different masters: all or nothing" {
 	local m names=() sorted held name
 	for m in $(cluster_masters); do names+=("$(name_on "$m")"); done

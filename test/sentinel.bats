@@ -25,6 +25,14 @@ setup() {
 
 teardown() { kill_tracked; }
 
+@test "--held through the sentinels: 0 from inside the job" {
+	# shellcheck disable=SC2016 # $0, $1: the shell's own arguments
+	run -0 --separate-stderr rlock -u "$SENT_URL" -k s -- \
+		sh -c '"$0" -u "$1" --held && "$0" -u "$1" --held --json' "$RLOCK" "$SENT_URL"
+	[[ $output == '{"schema":1,"key":"rlock:{s}","held":true,"ttl_left_ms":'*',"fence":'*'}' ]]
+	run -79 --separate-stderr rlock -u "$SENT_URL" -k s --token 0123456789abcdef0123456789abcdef --held
+}
+
 @test "the lock is taken on the master that the sentinels name" {
 	run -0 --separate-stderr rlock -v -u "$SENT_URL" -k s -- \
 		sh -c "redis-cli -p $MASTER_PORT GET \"\$RLOCK_KEY\" >seen; echo \"\$RLOCK_TOKEN\" >token"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# --warn SIGNAL: when a renewal is a third of the ttl late, the command's group gets
+# SIGNAL once, before the loss action (whose deadline is unchanged); a confirmed
+# renewal re-arms it. The command finds the signal in RLOCK_WARN_SIGNAL.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+# The command: records the signal it expects, the time of the warning and of SIGTERM.
+JOB='trap "date +%s%3N >warn.ms" USR1
+trap "date +%s%3N >term.ms; exit 0" TERM
+echo "$RLOCK_WARN_SIGNAL" >sig
+touch started
+while [ ! -e go ]; do sleep 0.02; done'
+
+@test "warn: a frozen server: the command hears the warning before its SIGTERM" {
+	rlock_bg -k w -t 3s --warn USR1 -c "$JOB"
+	wait_until 10 test -e started
+	[[ $(cat sig) == USR1 ]]
+	kill -STOP "$REDIS_PID"
+	wait_until 30 test -s term.ms
+	kill -CONT "$REDIS_PID"
+	rlock_wait
+	((RLOCK_STATUS == 79))
+	[[ -s warn.ms ]] || fail "no warning before SIGTERM: $(cat "$RLOCK_ERR")"
+	echo "# warning $(($(cat term.ms) - $(cat warn.ms))) ms before SIGTERM (ttl 3 s)" >&3
+	(($(cat warn.ms) <= $(cat term.ms)))
+	[[ $(grep -c -- '--warn' "$RLOCK_ERR") == 1 ]] # once
+}
+
+@test "warn: renewals in time: no warning" {
+	rlock_bg -k w -t 3s --warn USR1 -c "$JOB"
+	wait_until 10 test -e started
+	renewed_reset
+	wait_until 30 renewed 3 'rlock:{w}' rcli
+	touch go
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	[[ ! -e warn.ms ]]
+	not grep -q -- '--warn' "$RLOCK_ERR"
+}
+
+@test "warn: from the config file (warn = USR2); bad values are a usage error (64)" {
+	printf 'warn = USR2\n' >conf
+	run -0 "$RLOCK" --config conf -k c -- sh -c 'echo "$RLOCK_WARN_SIGNAL"'
+	[[ $output == USR2 ]]
+	run -0 "$RLOCK" -k c -- sh -c 'echo "${RLOCK_WARN_SIGNAL-unset}"'
+	[[ $output == unset ]]
+	run -64 --separate-stderr "$RLOCK" --warn KILL -k c -- true
+	assert_one_line_error
+	run -64 --separate-stderr "$RLOCK" --warn bogus -k c -- true
+	assert_one_line_error
+}
