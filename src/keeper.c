@@ -191,7 +191,7 @@ static int detach_stderr(const struct keeper_args *k)
 }
 
 /* Tell the waiting parent the lock's details: it prints them and exits. */
-static int report_held(const struct lock *l)
+static int report_to_parent(const struct lock *l)
 {
 	char msg[1300];
 	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
@@ -215,7 +215,7 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	if (detach_stderr(k) < 0)
 		return hold_release(h, 0), RL_EX_USAGE;
-	if (report_held(l) < 0)
+	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ttl_ms);
