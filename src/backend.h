@@ -85,6 +85,10 @@ struct store_backend {
 	 * last), with *wait_ms each request's deadline there. Optional: NULL, the store's
 	 * own server (the route's). */
 	const struct server *(*listen_at)(void *ctx, int k, int64_t *wait_ms);
+	/* --history: the newest *n entries (in: room in e; out: how many), newest first
+	 * (Redlock: every node's, merged by fence). LOCK_OK or an error. */
+	int (*history)(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+	               int *n, char *err, size_t errlen);
 };
 
 #endif

@@ -159,6 +159,25 @@ static const struct optdef options[] = {
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
         DURATION(max_hold_ms, 0)),
+    OPT("supersede", 0, F_RUN, NULL,
+        "wait as the newest request only: a newer\n"
+        "--supersede takes this one's place, which then\n"
+        "exits 80 (exclusive, not --fair)",
+        SWITCH(supersede, 1)),
+    OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
+            "exit status when superseded (default 80;\n0: a skipped job passes)",
+            RL_EX_SUPERSEDED, INT(superseded_exit, 0, 255)),
+    OPT("preempt", 0, F_RUN, NULL,
+        "ask a --preemptible holder to stop its command\n"
+        "and release; then take the lock",
+        SWITCH(preempt, 1)),
+    OPT("preemptible", 0, F_RUN, NULL,
+        "let a --preempt request stop the command (as\n"
+        "on a lost lease: --warn, then --on-lost), exit 81",
+        SWITCH(preemptible, 1)),
+    OPT_HIDDEN("history", F_ARG | F_CONFIG, INT(history_len, 0, 1000000)),
+    OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(history_ms, 1000),
+               .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
         "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
         STRING(label, LOCK_LABEL_MAX)),
@@ -246,6 +265,11 @@ static const struct optdef options[] = {
         SPECIAL(opt_mode), .value = MODE_STATUS),
     OPT("break", 0, F_RUN, NULL, "force-release NAME and wake its waiters", SPECIAL(opt_mode),
         .value = MODE_BREAK),
+    OPT("history", 0, F_RUN, NULL,
+        "show NAME's runs and supersessions, newest\n"
+        "first (-n N: the last N, default 20; config\n"
+        "history = N turns it on)",
+        SPECIAL(opt_mode), .value = MODE_HISTORY),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),
     OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
@@ -369,6 +393,16 @@ static const struct optdef *option_by_name(const char *name)
 		if (options[i].name && !strcmp(options[i].name, name))
 			return &options[i];
 	return NULL;
+}
+
+/* A config file's key: its config-only row first (`history = N` is not --history). */
+static const struct optdef *config_option(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].name && (options[i].flags & F_CONFIG) &&
+		    !strcmp(options[i].name, name))
+			return &options[i];
+	return option_by_name(name);
 }
 
 /* getopt_long's tables, from the option table. */
@@ -982,7 +1016,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: %s", src, err);
 		if (got == 0)
 			continue;
-		const struct optdef *d = option_by_name(key);
+		const struct optdef *d = config_option(key);
 		if (!d) {
 			char q[120];
 			log_escape(q, sizeof q, key, strlen(key));
@@ -1409,6 +1443,41 @@ static void validate_once_per(const struct opts *o)
 		usage_error("--once-per uses one server, not Redlock (several --url)");
 }
 
+/* --history -n N: getopt reads -n as --no-wait and leaves N as an argument; it is the
+ * count. The arguments left for validate_mode. */
+static int history_count(struct opts *o, int nargs, char **args)
+{
+	long long n;
+
+	if (o->mode != MODE_HISTORY)
+		return nargs;
+	o->history_count = 20;
+	if (o->wait_ms != 0)
+		return nargs;
+	if (nargs != 1 || parse_int(args[0], 1, HISTORY_MAX, &n, NULL, 0) < 0)
+		usage_error("--history: -n takes a count, 1 to %d", HISTORY_MAX);
+	o->history_count = (int)n;
+	return 0;
+}
+
+/* Deploy queues: --supersede and --preempt wait for an exclusive lock (not in a fair
+ * queue: the scripts refuse a mix on one name); --preemptible needs a command to stop. */
+static void validate_queue(const struct opts *o)
+{
+	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+
+	if ((o->supersede || o->preempt || o->preemptible) && !run)
+		usage_error("--supersede, --preempt and --preemptible go with a command or --acquire");
+	if ((o->supersede || o->preempt || o->preemptible) &&
+	    (o->kind != KIND_EXCLUSIVE || o->fair || o->nnames > 1))
+		usage_error("--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
+		            "not with -s, --limit or --fair");
+	if (o->supersede && o->wait_ms == 0)
+		usage_error("--supersede waits as the newest request: not with -n");
+	if (o->preemptible && o->mode == MODE_ACQUIRE)
+		usage_error("--preemptible goes with a command, not with --acquire");
+}
+
 /* The one validate step: combinations of options, after the command line, the
  * environment and the config file are all applied (a lone value was checked by its
  * row). Exits 64 with one line on stderr. */
@@ -1418,13 +1487,15 @@ static void validate(struct state *s, int nargs)
 
 	validate_server(s);
 	validate_mode(s, nargs);
-	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD)
-		usage_error("--json goes with --status, --list or --held");
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD &&
+	    o->mode != MODE_HISTORY)
+		usage_error("--json goes with --status, --list, --held or --history");
 	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD)
 		usage_error("--token goes with --release or --held");
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
 	validate_once_per(o);
+	validate_queue(o);
 }
 
 /* Warnings about settings that are valid but probably not what was meant. */
@@ -1509,7 +1580,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 
 	choose_url(&s);
 	credential_password(&s);
-	validate(&s, argc - optind);
+	validate(&s, history_count(o, argc - optind, argv + optind));
 	say_server(&s);
 	if (o->has_password)
 		log_info("password from %s", s.pw_from);

@@ -12,7 +12,16 @@
 #define CLI_URLS_MAX   16 /* Redlock nodes */
 #define OPTS_NAMES_MAX 16 /* -k given several times */
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE, MODE_HELD };
+enum mode {
+	MODE_RUN,
+	MODE_STATUS,
+	MODE_BREAK,
+	MODE_LIST,
+	MODE_ACQUIRE,
+	MODE_RELEASE,
+	MODE_HELD,
+	MODE_HISTORY, /* --history */
+};
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
@@ -43,6 +52,12 @@ struct opts {
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
 	int limit;                                             /* -l N */
 	int fair;                                              /* --fair */
+	/* Deploy queues: --supersede (superseded_exit: its status when replaced), --preempt,
+	 * --preemptible; the history (config history = N, 0 off; history-retention) and
+	 * --history's count (-n N). */
+	int supersede, superseded_exit, preempt, preemptible;
+	int history_len, history_count;
+	int64_t history_ms;
 
 	struct url url; /* the server (the first of urls when several) */
 	struct url urls[CLI_URLS_MAX];

@@ -26,6 +26,12 @@
 	  "the lock was lost while the command ran (its group was terminated,\n"                   \
 	  "or the release found the lock gone); --held: the token no longer\n"                     \
 	  "holds the lock")                                                                        \
+	X(80, RL_EX_SUPERSEDED, "80",                                                              \
+	  "--supersede: a newer --supersede request took this one's place\n"                       \
+	  "(see --superseded-exit-code)")                                                          \
+	X(81, RL_EX_PREEMPTED, "81",                                                               \
+	  "--preemptible: a --preempt request stopped the command (as on a\n"                      \
+	  "lost lease) and the lock was released")                                                 \
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \

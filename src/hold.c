@@ -62,6 +62,23 @@ void hold_mark_done(struct hold *h)
 		h->l[i].mark_done = 1;
 }
 
+void hold_set_status(struct hold *h, int status)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].run_status = status;
+}
+
+int hold_preempted(const struct hold *h, char *who, size_t n)
+{
+	for (int i = 0; i < h->n; i++) {
+		if (h->rn[i] && renew_preempted(h->rn[i])) {
+			renew_reason(h->rn[i], 0, who, n);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int hold_release(struct hold *h, int64_t keep_ms)
 {
 	int rc = HOLD_OK;
@@ -191,6 +208,11 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	}
 	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
 	l->once_per_ms = sp->once_per_ms;
+	l->supersede = sp->supersede;
+	l->preempt = sp->preempt;
+	l->preemptible = sp->preemptible;
+	l->history_len = sp->history_len;
+	l->history_ms = sp->history_ms;
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;

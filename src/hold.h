@@ -32,6 +32,9 @@ struct hold_spec {
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
 	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */
+	/* deploy queues and the history: see struct lock */
+	int supersede, preempt, preemptible, history_len;
+	int64_t history_ms;
 };
 
 struct renew;
@@ -81,6 +84,13 @@ int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, cha
 /* --once-per: the command succeeded, so hold_release marks every lock done for its
  * window (in the release script, only where the lock is still ours). */
 void hold_mark_done(struct hold *h);
+
+/* The command ended with status (the history's record of the release). */
+void hold_set_status(struct hold *h, int status);
+
+/* --preemptible: 1 when a --preempt request asked for a lock of h (its renewal said
+ * so), with who asked in who; else 0. */
+int hold_preempted(const struct hold *h, char *who, size_t n);
 
 /* Close the main handle (a keeper: its renewal threads have their own). */
 void hold_drop_main(struct hold *h);

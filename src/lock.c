@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
+#include "holder.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
@@ -31,6 +34,7 @@ enum {
 	S_RELEASE_SEM,
 	S_LEAVE,
 	S_FENCE,
+	S_HISTORY_READ,
 	S_COUNT
 };
 
@@ -49,6 +53,7 @@ static const struct {
     {lua_release_sem, sizeof lua_release_sem - 1, LUA_RELEASE_SEM_SHA},
     {lua_leave, sizeof lua_leave - 1, LUA_LEAVE_SHA},
     {lua_fence, sizeof lua_fence - 1, LUA_FENCE_SHA},
+    {lua_history_read, sizeof lua_history_read - 1, LUA_HISTORY_READ_SHA},
 };
 
 /* Build the call of script s: copies of its arguments, so the request outlives them.
@@ -241,6 +246,7 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
 	l->ttl_ms = ttl_ms;
 	l->publish_cmd = "PUBLISH";
+	l->run_status = -1;
 	while (got < sizeof rnd) {
 		ssize_t n = getrandom(rnd + got, sizeof rnd - got, 0);
 		if (n < 0 && errno == EINTR)
@@ -270,7 +276,8 @@ int lock_channels(const struct lock *l, const char **ch)
 {
 	ch[0] = l->channel;
 	ch[1] = l->wake_channel;
-	return l->mode != LOCK_EXCLUSIVE || l->fair ? 2 : 1;
+	/* --supersede: a newer request wakes this one on its own channel too (Redlock) */
+	return l->mode != LOCK_EXCLUSIVE || l->fair || l->supersede ? 2 : 1;
 }
 
 /* Held in the zset of shared holders / permits (else: the plain exclusive key). */
@@ -349,6 +356,27 @@ static int is_array(const struct resp_reply *r, size_t n)
 	return r->type == RESP_ARRAY && r->elements == n;
 }
 
+/* Fill *h from {host, pid, label}: who superseded or preempted this request. */
+static void fill_newer(struct holder *h, struct resp_reply **e)
+{
+	memset(h, 0, sizeof *h);
+	h->start_ms = h->ttl_ms = h->pttl_ms = -1;
+	copy_field(h->host, sizeof h->host, e[0]);
+	h->pid = field_number(e[1]);
+	copy_field(h->label, sizeof h->label, e[2]);
+}
+
+int lock_decode_renew(const struct resp_reply *r, long long *v, struct holder *by, char *err,
+                      size_t errlen)
+{
+	if (is_array(r, 4) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 3) {
+		fill_newer(by, r->element + 1);
+		*v = 3;
+		return LOCK_OK;
+	}
+	return lock_decode_int(r, "renew", v, err, errlen);
+}
+
 int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
                         size_t errlen)
 {
@@ -370,9 +398,15 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_DONE;
 	}
+	if (is_array(r, 4) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 4) {
+		fill_newer(h, r->element + 1);
+		l->placed = 0;
+		return LOCK_SUPERSEDED;
+	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
+		l->supersede_placed = l->supersede;
 		return LOCK_BUSY;
 	}
 	snprintf(err, errlen, "acquire: unexpected reply from the server");
@@ -457,6 +491,34 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	return LOCK_OK;
 }
 
+/* The deploy queues' and the history's pairs after the owner's fields (acquire.lua):
+ * '@' pairs are read by the script, the others stored with the owner. Returns the new
+ * number of args. */
+static int queue_args(const struct lock *l, const char **args, int n, char *hist, char *hret)
+{
+	if (l->supersede) {
+		args[n++] = "@supersede";
+		args[n++] = l->supersede_placed ? "2" : "1";
+	}
+	if (l->preempt) {
+		args[n++] = "@preempt";
+		args[n++] = "1";
+	}
+	if (l->preemptible) {
+		args[n++] = "preemptible";
+		args[n++] = "1";
+	}
+	if (l->history_len > 0) {
+		snprintf(hist, 24, "%d", l->history_len);
+		snprintf(hret, 24, "%lld", (long long)l->history_ms);
+		args[n++] = "hist";
+		args[n++] = hist;
+		args[n++] = "hret";
+		args[n++] = hret;
+	}
+	return n;
+}
+
 int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
                          char *err, size_t errlen)
 {
@@ -471,24 +533,26 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		int nk = l->once_per_ms > 0 ? 9 : 8;
 		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
 		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE);
-		const char *args[] = {l->token,
-		                      ttl,
-		                      l->may_place && !l->nowait ? "1" : "0",
-		                      "host",
-		                      m->host,
-		                      "pid",
-		                      pid,
-		                      "user",
-		                      m->user,
-		                      "cmd",
-		                      m->cmd,
-		                      "start",
-		                      start,
-		                      "ttl",
-		                      ttl,
-		                      "label",
-		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, nk, keys, 17, args, err, errlen);
+		const char *args[LOCK_ARGV_MAX] = {l->token,
+		                                   ttl,
+		                                   l->may_place && !l->nowait ? "1" : "0",
+		                                   "host",
+		                                   m->host,
+		                                   "pid",
+		                                   pid,
+		                                   "user",
+		                                   m->user,
+		                                   "cmd",
+		                                   m->cmd,
+		                                   "start",
+		                                   start,
+		                                   "ttl",
+		                                   ttl,
+		                                   "label",
+		                                   m->label ? m->label : ""};
+		char hist[24], hret[24];
+		int na = queue_args(l, args, 17, hist, hret);
+		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -559,31 +623,43 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char
 	struct resp_reply *r;
 	long long v = 0;
 
+	struct holder by;
+
 	if (lock_request_renew(&q, l, err, errlen) < 0 ||
 	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	int rc = check_int(r, "renew", err, errlen, &v);
+	int rc = lock_decode_renew(r, &v, &by, err, errlen);
+	resp_free(r);
 	if (rc != LOCK_OK)
 		return rc;
+	if (v == 3) {
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+		return LOCK_PREEMPTED;
+	}
 	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
 }
 
 int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
                          size_t errlen)
 {
-	char keep[24], done[24];
+	char keep[24], done[24], status[24] = "";
 
 	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
-	snprintf(done, sizeof done, "%lld", (long long)l->once_per_ms);
-	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix, done};
+	snprintf(done, sizeof done, "%lld", l->mark_done ? (long long)l->once_per_ms : 0);
+	if (l->run_status >= 0)
+		snprintf(status, sizeof status, "%d", l->run_status);
+	const char *args[] = {l->token, keep,  l->channel, l->publish_cmd, l->wake_prefix,
+	                      done,     status};
 	struct keys ks;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, 4,
 		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), 5, args,
 		               err, errlen);
-	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER),
-	               l->mark_done && l->once_per_ms > 0 ? 6 : 5, args, err, errlen);
+	/* the history's record takes the command's status (ARGV[7]) */
+	int nargs = l->history_len > 0 ? 7 : l->mark_done && l->once_per_ms > 0 ? 6 : 5;
+	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
+	               errlen);
 }
 
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
@@ -624,9 +700,15 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	const char **keys =
 	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
 	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
-	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix};
+	/* break: the breaker's host, pid and user, for the history (break.lua) */
+	char host[256] = "", pid[24];
+	const char *user = getenv("USER");
+	gethostname(host, sizeof host - 1);
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix, host, pid,
+	                      user ? user : ""};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 3 : 0, args, err,
+	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 6 : 0, args, err,
 	               errlen);
 }
 
@@ -737,4 +819,74 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 	}
 	free(hs);
 	return held;
+}
+
+int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,
+                         size_t errlen)
+{
+	char n[24];
+	struct keys ks;
+	const char *args[] = {n};
+
+	snprintf(n, sizeof n, "%d", count);
+	return request(q, S_HISTORY_READ, 1, keys_of(&ks, l, 1, K_LOCK), 1, args, err, errlen);
+}
+
+/* One entry {id, field, value, ...} into *e. */
+static void history_fill(struct history_entry *e, const struct resp_reply *r)
+{
+	static const struct {
+		const char *name;
+		size_t off, size;
+	} f[] = {
+#define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
+	    F(ev),   F(fence),  F(token),  F(host),    F(pid),     F(user),
+	    F(label), F(status), F(by_host), F(by_pid), F(by_user), F(by_label),
+#undef F
+	};
+
+	memset(e, 0, sizeof *e);
+	copy_field(e->id, sizeof e->id, r->element[0]);
+	e->at_ms = strtoll(e->id, NULL, 10);
+	for (size_t i = 1; i + 1 < r->elements; i += 2) {
+		char name[16];
+		copy_field(name, sizeof name, r->element[i]);
+		for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+			if (strcmp(name, f[k].name) == 0)
+				copy_field((char *)e + f[k].off, f[k].size, r->element[i + 1]);
+	}
+}
+
+int lock_decode_history(const struct resp_reply *r, struct history_entry *e, int max, char *err,
+                        size_t errlen)
+{
+	int n = 0;
+
+	if (r->type == RESP_ERROR)
+		return server_error(r, "history", err, errlen);
+	if (r->type != RESP_ARRAY) {
+		snprintf(err, errlen, "history: unexpected reply from the server");
+		return LOCK_ERR;
+	}
+	for (size_t i = 0; i < r->elements && n < max; i++) {
+		const struct resp_reply *x = r->element[i];
+		if (x->type != RESP_ARRAY || x->elements < 1)
+			continue;
+		history_fill(&e[n++], x);
+	}
+	return n;
+}
+
+int lock_history(struct client *c, const struct lock *l, int count, int64_t deadline_ms,
+                 struct history_entry *e, char *err, size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+
+	if (lock_request_history(&q, l, count, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
+		return LOCK_ERR;
+	int rc = lock_decode_history(r, e, count, err, errlen);
+	resp_free(r);
+	return rc;
 }

@@ -21,6 +21,12 @@
  *   PREFIX{NAME}:released  pub/sub channel: everyone else who waits (no queue)
  *   PREFIX{NAME}:done      --once-per: the fence of the run that succeeded, PX the window;
  *                          while it lives, an acquire with --once-per is done (LOCK_DONE)
+ *   PREFIX{NAME}:supersede hash token host pid label: the one waiting --supersede request,
+ *                          PX its ttl (a newer one replaces it: LOCK_SUPERSEDED)
+ *   PREFIX{NAME}:preempt   hash token host pid label: a --preempt request for a
+ *                          --preemptible holder, PX its ttl (its renewal: LOCK_PREEMPTED)
+ *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
+ *                          capped, PEXPIRE the retention on every write
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -64,6 +70,15 @@ struct lock {
 	 * (LOCK_DONE), and a release with mark_done set writes it for this many ms. */
 	int64_t once_per_ms;
 	int mark_done; /* set before the release: the command succeeded */
+	/* Deploy queues (plain exclusive lock): --supersede (supersede_placed: an attempt
+	 * took the waiting place, the next ones check they still have it), --preempt,
+	 * --preemptible; the history's length (0: off) and retention, written by the
+	 * scripts; run_status: the command's exit status for the release's record (-1:
+	 * none). */
+	int supersede, supersede_placed, preempt, preemptible;
+	int history_len;
+	int64_t history_ms;
+	int run_status;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -130,6 +145,12 @@ enum lock_rc {
 	/* acquire with --once-per: a run succeeded inside the window (the holder's pttl_ms:
 	 * the window's time left, -1 no expiry) */
 	LOCK_DONE = 3,
+	/* acquire with --supersede: a newer --supersede request took this one's place (the
+	 * holder's host, pid and label: the newer request's) */
+	LOCK_SUPERSEDED = 4,
+	/* renew of a --preemptible holder: renewed, and a --preempt request asks for the
+	 * lock (err: who asked) */
+	LOCK_PREEMPTED = 5,
 	LOCK_ERR = -1, /* connection or server error; reason in err */
 	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
 	 * not an integer, at the maximum): refusals that waiting cannot fix. */
@@ -180,6 +201,9 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
                         size_t errlen);
 int lock_decode_int(const struct resp_reply *r, const char *what, long long *v, char *err,
                     size_t errlen);
+/* renew: as int, and {3, host, pid, label} (preempted: *v 3, *by who asked). */
+int lock_decode_renew(const struct resp_reply *r, long long *v, struct holder *by, char *err,
+                      size_t errlen);
 int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_t errlen);
 /* A fence in a reply, exact over the signed 64-bit range: an integer, or a string of one
  * (how the scripts send it). 0 with *v, or -1 (anything else). */
@@ -193,7 +217,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 32
+#define LOCK_ARGV_MAX 40
 struct lock_request {
 	int script, argc;
 	const char *argv[LOCK_ARGV_MAX];
@@ -211,6 +235,31 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
                        size_t errlen);
 int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens);
+
+/* --history: one entry of PREFIX{NAME}:history (src/lua/history.lua), as stored
+ * (untrusted text, "" when absent): ev is acquired, released, expired, broken, preempted
+ * or superseded; by_*: who broke, preempted or superseded it; at_ms: the server's time
+ * of the write (the entry's id). */
+struct history_entry {
+	long long at_ms;
+	char id[48];
+	char ev[16];
+	char fence[24];
+	char token[40];
+	char host[256], pid[24], user[64], label[LOCK_LABEL_MAX + 1], status[24];
+	char by_host[256], by_pid[24], by_user[64], by_label[LOCK_LABEL_MAX + 1];
+};
+#define HISTORY_MAX 1000 /* entries one read returns at most */
+int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,
+                         size_t errlen);
+/* The reply into e (room for max): the number of entries, or LOCK_ERR with err. */
+int lock_decode_history(const struct resp_reply *r, struct history_entry *e, int max, char *err,
+                        size_t errlen);
+
+/* Read the newest count entries (at most HISTORY_MAX) into e: how many, or LOCK_ERR,
+ * LOCK_DENIED, LOCK_REDIRECT. */
+int lock_history(struct client *c, const struct lock *l, int count, int64_t deadline_ms,
+                 struct history_entry *e, char *err, size_t errlen);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled; with --fair, l's place in
  * the queue is taken or refreshed), LOCK_MISMATCH, LOCK_ERR, LOCK_DENIED. */

@@ -226,6 +226,7 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 		rc = o->mode == MODE_STATUS  ? report_status(c, o)
 		     : o->mode == MODE_BREAK ? report_break(c, o)
 		     : o->mode == MODE_HELD  ? report_held(c, o)
+		     : o->mode == MODE_HISTORY ? report_history(c, o)
 		                             : report_list(c, o);
 	}
 	die_if_signalled(termfd);
@@ -248,6 +249,17 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 	                      (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
 	                      o->label};
 	return m;
+}
+
+/* --supersede: a newer request took this one's place; it leaves, saying which. */
+static int superseded(const struct opts *o, const char *name, const struct holder *newer)
+{
+	char who[800];
+
+	log_warn("lock '%s': superseded by a newer --supersede request (%s); exiting %d", name,
+	         holder_format(newer, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
+	         o->superseded_exit);
+	return o->superseded_exit;
 }
 
 /* Take every name of o into h (h owns c from here on), or exit as the failure says. */
@@ -274,7 +286,12 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,
-	                       .once_per_ms = o->once_per_ms};
+	                       .once_per_ms = o->once_per_ms,
+	                       .supersede = o->supersede,
+	                       .preempt = o->preempt,
+	                       .preemptible = o->preemptible,
+	                       .history_len = o->history_len,
+	                       .history_ms = o->history_ms};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -284,6 +301,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		exit(busy(o, h->failed, &who));
 	if (rc == WAIT_DONE)
 		exit(done_already(o, h->failed, &who));
+	if (rc == WAIT_SUPERSEDED)
+		exit(superseded(o, h->failed, &who));
 	if (rc == WAIT_MISMATCH) {
 		/* Holders that disagree on the kind of lock or on N: a usage error. */
 		log_error("lock '%s': %s", h->failed, err);
@@ -311,6 +330,19 @@ static int64_t lease_warn_at(const void *ctx)
 static int64_t lease_kill_at(const void *ctx)
 {
 	return hold_kill_at(ctx);
+}
+
+/* --preemptible: a --preempt request stopped the command (as on a loss): 81 and a line
+ * naming who asked (the release follows, in run()); else status as it is. */
+static int preempted(const struct hold *h, const struct opts *o, int status)
+{
+	char why[300];
+
+	if (!hold_preempted(h, why, sizeof why))
+		return status;
+	log_error("lock '%s': %s: the command was stopped, the lock is released; exiting %d",
+	          o->name, why, RL_EX_PREEMPTED);
+	return RL_EX_PREEMPTED;
 }
 
 /* Run the command under the hold, supervise it, give the locks back. The status. */
@@ -342,6 +374,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
 	};
 	rc = child_supervise(&ch, &sa);
+	hold_set_status(h, rc);
+	rc = preempted(h, o, rc);
 	if (rc == 0 && o->once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
 	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
@@ -358,7 +392,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		}
 	}
 	child_finish(&ch);
-	if (rc != RL_EX_LOST && ch.term_sig)
+	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	return rc;
 }

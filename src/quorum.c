@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holder.h"
 #include "log.h"
 #include "store.h"
 
@@ -496,8 +497,8 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	const struct req *again[STORE_NODES_MAX] = {0};
 	struct lock_meta none = {"", "", "", 0, 0, NULL};
 	struct lock relock = *l;
-	struct holder h;
-	int ok = 0, taken = 0, lost = 0;
+	struct holder h, by;
+	int ok = 0, taken = 0, lost = 0, preempted = 0;
 
 	if (lock_request_renew(rr, l, err, errlen) < 0)
 		return LOCK_ERR;
@@ -507,9 +508,10 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 		struct node *nd = &q->node[i];
 		long long v = 0;
 		if (!nd->reply ||
-		    lock_decode_int(nd->reply, "renew", &v, nd->err, sizeof nd->err) != LOCK_OK)
+		    lock_decode_renew(nd->reply, &v, &by, nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
-		if (v == 1) {
+		preempted += v == 3; /* renewed, and a --preempt request asks (lock.h) */
+		if (v == 1 || v == 3) {
 			ok++;
 		} else {
 			again[i] = &aq;
@@ -536,7 +538,10 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	}
 	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
 		*sent_ms = t0 - drift_ms(l);
-		return LOCK_OK;
+		if (preempted == 0)
+			return LOCK_OK;
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+		return LOCK_PREEMPTED;
 	}
 	if (taken > q->n - q->need) {
 		snprintf(err, errlen, "%d of %d nodes are held by another token", taken, q->n);
@@ -850,6 +855,66 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 	}
 }
 
+/* --history: newest first by fence (the run it concerns), then by the server's time. */
+static int by_fence_desc(const void *a, const void *b)
+{
+	const struct history_entry *x = a, *y = b;
+	long long fx = strtoll(x->fence, NULL, 10), fy = strtoll(y->fence, NULL, 10);
+
+	if (fx != fy)
+		return (fx < fy) - (fx > fy);
+	return (x->at_ms < y->at_ms) - (x->at_ms > y->at_ms);
+}
+
+/* e[0..n) has an entry of the same event about the same token (another node's). */
+static int history_seen(const struct history_entry *e, int n, const struct history_entry *x)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0)
+			return 1;
+	return 0;
+}
+
+/* Every node that granted a run wrote its history: each node's, merged by fence. */
+static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                          int *n, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+	struct req rq = {.script = &q->hold};
+	struct history_entry *all = calloc((size_t)(*n * q->n), sizeof *all);
+	int got = 0, answered = 0;
+
+	if (!all || lock_request_history(&q->hold, l, *n, err, errlen) < 0) {
+		if (!all)
+			snprintf(err, errlen, "out of memory");
+		free(all);
+		return LOCK_ERR;
+	}
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		int k = nd->reply ? lock_decode_history(nd->reply, all + got, *n, nd->err,
+		                                         sizeof nd->err)
+		                  : -1;
+		int w = got;
+		for (int j = 0; j < k; j++)
+			if (!history_seen(all, w, &all[got + j]))
+				all[w++] = all[got + j];
+		got = w;
+		answered += k >= 0;
+	}
+	if (answered == 0) {
+		no_quorum(q, 0, "answered", err, errlen);
+		free(all);
+		return LOCK_ERR;
+	}
+	qsort(all, (size_t)got, sizeof *all, by_fence_desc);
+	*n = got < *n ? got : *n;
+	memcpy(e, all, (size_t)*n * sizeof *e);
+	free(all);
+	return LOCK_OK;
+}
+
 const struct store_backend quorum_backend = {
     .open = quorum_open,
     .close = quorum_close,
@@ -866,4 +931,5 @@ const struct store_backend quorum_backend = {
     .list = quorum_list,
     .check_eviction = quorum_check_eviction,
     .listen_at = quorum_listen_at,
+    .history = quorum_history,
 };

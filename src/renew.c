@@ -34,6 +34,7 @@ struct renew {
 	int quiet;                      /* renew_quiet(): it never will */
 	char reason[300];
 	char last_err[300];
+	_Atomic int preempted; /* a --preempt request asked: reason says who */
 };
 
 static void set_text(struct renew *r, char *dst, const char *s)
@@ -92,6 +93,20 @@ static int open_store(struct renew *r, struct store **s, int check, int64_t cap)
 	return 0;
 }
 
+/* A --preempt request asked this --preemptible holder (the renewal that said so was
+ * confirmed): the hold stops its command as on a loss, then releases (hold.h). */
+static void preempted(struct renew *r, int64_t sent, const char *who)
+{
+	char why[300];
+
+	r->confirmed_sent = sent;
+	snprintf(why, sizeof why, "preempted by %.250s", who);
+	set_text(r, r->reason, why);
+	r->preempted = 1;
+	uint64_t one = 1;
+	(void)!write(r->lost_fd, &one, sizeof one);
+}
+
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;
  * the main thread does not rely on that, but a renewal that late would be useless.
  * Nothing touches the network before the first renewal (ttl/3) unless r->check_now: a
@@ -134,6 +149,10 @@ static void *renew_main(void *arg)
 				set_text(r, r->last_err, "");
 				log_debug("renewed %s", r->lock->key);
 				break;
+			}
+			if (rc == LOCK_PREEMPTED) {
+				preempted(r, sent, err);
+				goto stuck;
 			}
 			if (rc == LOCK_NOTOURS) {
 				set_text(
@@ -242,6 +261,11 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
 	else
 		snprintf(buf, n, "%s", r->reason);
 	pthread_mutex_unlock(&w->mu);
+}
+
+int renew_preempted(const struct renew *r)
+{
+	return r->preempted;
 }
 
 int renew_quiet(struct renew *r)

@@ -50,6 +50,10 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
  * thread. Else 0 (renew_stop() it as usual). Thread-safe. */
 int renew_quiet(struct renew *r);
 
+/* 1 once a --preempt request asked this --preemptible holder to give the lock up (the
+ * lost fd is then readable, renew_reason says who asked). Thread-safe. */
+int renew_preempted(const struct renew *r);
+
 /* Stop renewing and wait for the thread, as long as a bounded call of it can take
  * (connect + io timeout), not for one stuck in something unbounded. Returns its store
  * handle for the release (the caller closes it): its connection was in use within the

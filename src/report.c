@@ -516,3 +516,104 @@ int report_held(struct store *s, const struct opts *o)
 	int wrc = cli_close_stdout();
 	return wrc ? wrc : rc;
 }
+
+/* A number stored as text (untrusted): printed as a JSON number when it is one. */
+static void json_num_or_null(FILE *f, const char *s)
+{
+	long long v = 0;
+
+	json_int_or_null(f, *s && parse_int(s, LLONG_MIN, LLONG_MAX, &v, NULL, 0) == 0, v);
+}
+
+static void history_json_entry(FILE *f, const struct history_entry *e)
+{
+	fprintf(f, "{\"at_ms\":%lld,\"event\":", e->at_ms);
+	json_str_or_null(f, e->ev);
+	fputs(",\"fence\":", f);
+	json_num_or_null(f, e->fence);
+	fputs(",\"token\":", f);
+	json_str_or_null(f, e->token);
+	fputs(",\"host\":", f);
+	json_str_or_null(f, e->host);
+	fputs(",\"pid\":", f);
+	json_num_or_null(f, e->pid);
+	fputs(",\"user\":", f);
+	json_str_or_null(f, e->user);
+	fputs(",\"label\":", f);
+	json_str_or_null(f, e->label);
+	fputs(",\"status\":", f);
+	json_num_or_null(f, e->status);
+	fputs(",\"by\":", f);
+	if (!e->by_host[0] && !e->by_pid[0] && !e->by_user[0]) {
+		fputs("null}", f);
+		return;
+	}
+	fputs("{\"host\":", f);
+	json_str_or_null(f, e->by_host);
+	fputs(",\"pid\":", f);
+	json_num_or_null(f, e->by_pid);
+	fputs(",\"user\":", f);
+	json_str_or_null(f, e->by_user);
+	fputs(",\"label\":", f);
+	json_str_or_null(f, e->by_label);
+	fputs("}}", f);
+}
+
+/* One line of --history: when, what, the fence, whose run, and who acted. */
+static void history_line(const struct history_entry *e)
+{
+	char when[32], host[1024], label[4 * (LOCK_LABEL_MAX + 1)], by[1024], blabel[sizeof label];
+
+	local_time(when, sizeof when, e->at_ms);
+	esc(host, sizeof host, e->host);
+	log_escape(label, sizeof label, e->label, strlen(e->label));
+	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, e->ev, e->fence[0] ? e->fence : "?",
+	       host, e->pid[0] ? e->pid : "?", label[0] ? " [" : "", label, label[0] ? "]" : "");
+	if (e->status[0])
+		printf("  status %s", e->status);
+	if (e->by_host[0] || e->by_pid[0]) {
+		esc(by, sizeof by, e->by_host);
+		log_escape(blabel, sizeof blabel, e->by_label, strlen(e->by_label));
+		printf("  by %s pid %s%s%s%s", by, e->by_pid[0] ? e->by_pid : "?",
+		       blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
+	}
+	putchar('\n');
+}
+
+int report_history(struct store *s, const struct opts *o)
+{
+	struct lock l;
+	char err[400];
+	int n = o->history_count;
+	struct history_entry *e = calloc((size_t)n, sizeof *e);
+
+	lock_init(&l, o->prefix, o->name, o->ttl_ms);
+	if (!e || store_history(s, &l, clock_ms() + o->io_timeout_ms, e, &n, err, sizeof err) !=
+	              LOCK_OK) {
+		request_failed(e ? err : "out of memory");
+		store_close(s);
+		free(e);
+		return e ? RL_EX_UNAVAILABLE : RL_EX_OSERR;
+	}
+	store_close(s);
+	if (o->json) {
+		fputs("{\"schema\":1,\"name\":", stdout);
+		json_str(stdout, o->name);
+		fputs(",\"key\":", stdout);
+		json_str(stdout, l.key);
+		fputs(",\"entries\":[", stdout);
+		for (int i = 0; i < n; i++) {
+			if (i)
+				fputc(',', stdout);
+			history_json_entry(stdout, &e[i]);
+		}
+		fputs("]}\n", stdout);
+	} else {
+		if (n == 0)
+			printf("%s: no history (config: history = N turns it on)\n", l.key);
+		for (int i = 0; i < n; i++)
+			history_line(&e[i]);
+	}
+	free(e);
+	return cli_close_stdout();
+}

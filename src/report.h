@@ -9,6 +9,10 @@
 int report_status(struct store *s, const struct opts *o);
 int report_break(struct store *s, const struct opts *o);
 int report_list(struct store *s, const struct opts *o);
+/* --history [--json]: the newest o->history_count entries of NAME's history, newest
+ * first; {"schema":1,"name","key","entries":[{"at_ms","event","fence","token","host",
+ * "pid","user","label","status","by":{"host","pid","user","label"}|null}]}. */
+int report_history(struct store *s, const struct opts *o);
 
 /* --held, before any connection: the locks to ask about and their tokens, into a
  * static plan. -k NAME: PREFIX{NAME} with --token, else the token the environment pairs

@@ -557,6 +557,31 @@ static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t er
 	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
 }
 
+struct history_args {
+	const struct lock *l;
+	struct history_entry *e;
+	int *n;
+};
+
+static int op_history(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct history_args *a = arg;
+	int rc = lock_history(c, a->l, *a->n, d, a->e, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	*a->n = rc;
+	return LOCK_OK;
+}
+
+static int routed_history(void *ctx, const struct lock *l, int64_t cap_ms,
+                          struct history_entry *e, int *n, char *err, size_t errlen)
+{
+	struct history_args a = {l, e, n};
+
+	return run(ctx, l->key, NULL, RUN_RETRY, op_history, &a, cap_ms, err, errlen);
+}
+
 static int routed_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
                          char *err, size_t errlen)
 {
@@ -765,6 +790,7 @@ static const struct store_backend routed_backend = {
     .wait_replicas = routed_wait_replicas,
     .list = routed_list,
     .check_eviction = routed_check_eviction,
+    .history = routed_history,
 };
 
 /* ---- the seam: every call goes to the handle's backend --------------------------- */
@@ -806,6 +832,12 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
                 size_t errlen)
 {
 	return s->be->brk(s->ctx, l, cap_ms, h, err, errlen);
+}
+
+int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                  int *n, char *err, size_t errlen)
+{
+	return s->be->history(s->ctx, l, cap_ms, e, n, err, errlen);
 }
 
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)

@@ -111,6 +111,11 @@ int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct h
 int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
                 size_t errlen);
 
+/* --history: the newest *n entries of l's history into e (in: room; out: how many),
+ * newest first (Redlock: the nodes' merged by fence). LOCK_OK, or an error. */
+int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                  int *n, char *err, size_t errlen);
+
 /* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK
  * or LOCK_ERR. */
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);

@@ -315,6 +315,8 @@ static enum wait_rc from_lock(int lock_rc)
 		return WAIT_BUSY;
 	case LOCK_DONE:
 		return WAIT_DONE;
+	case LOCK_SUPERSEDED:
+		return WAIT_SUPERSEDED;
 	case LOCK_MISMATCH:
 		return WAIT_MISMATCH;
 	case LOCK_DENIED:
@@ -492,7 +494,8 @@ static enum wait_rc finish(struct wait_run *w)
 	if (w->drawn)
 		status_clear();
 	store_unsubscribe(w->s);
-	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL))
+	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
+	                   w->rc == WAIT_SUPERSEDED))
 		leave(w->s, w->a, w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : w->a->io_timeout_ms);
 	/* An attempt whose reply never came may have taken the lock: give it back behind
 	 * that request, or it is held by nobody until its ttl ends. */

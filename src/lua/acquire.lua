@@ -18,12 +18,30 @@
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
+--@history
+-- Deploy queues (--supersede, --preempt) pass '@' pairs after the owner's fields
+-- (lock.c): read here, never stored. The owner's fields may carry hist and hret, the
+-- history's length and retention (history.lua).
+local q, fields = {}, {}
+for i = 4, #ARGV - 1, 2 do
+  if string.sub(ARGV[i], 1, 1) == '@' then
+    q[ARGV[i]] = ARGV[i + 1]
+  else
+    fields[#fields + 1] = ARGV[i]
+    fields[#fields + 1] = ARGV[i + 1]
+    q[ARGV[i]] = ARGV[i + 1]
+  end
+end
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
 if KEYS[9] and not mine then
   local left = redis.call('PTTL', KEYS[9])
   if left ~= -2 then return {3, left} end
+end
+if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[6]) == 1 then
+  return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
+                           '--supersede')
 end
 if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
@@ -37,6 +55,40 @@ end
 if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
+  -- --supersede: one such request waits; a newer one takes its place and wakes it (its
+  -- list and its channel), so that it leaves at once: {4, host, pid, label} of the
+  -- newer one when it tries again ('2': it took the place before).
+  local sk = KEYS[1] .. ':supersede'
+  if q['@supersede'] then
+    local cur = redis.call('HMGET', sk, 'token', 'host', 'pid', 'label')
+    if q['@supersede'] == '2' and cur[1] and cur[1] ~= ARGV[1] then
+      return {4, cur[2] or false, cur[3] or false, cur[4] or false}
+    end
+    if cur[1] and cur[1] ~= ARGV[1] then
+      local wk = KEYS[1] .. ':wake:' .. cur[1]
+      redis.call('ZREM', KEYS[8], cur[1])
+      redis.call('RPUSH', wk, 'superseded')
+      redis.call('PEXPIRE', wk, ARGV[2])
+      redis.call('PUBLISH', wk, 'superseded')
+      history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', o[7] or '',
+                  'token', cur[1], 'host', cur[2] or '', 'pid', cur[3] or '',
+                  'label', cur[4] or '', 'by_host', q.host or '', 'by_pid', q.pid or '',
+                  'by_label', q.label or '')
+    end
+    if cur[1] ~= ARGV[1] then
+      redis.call('DEL', sk)
+      redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
+                 'label', q.label or '')
+    end
+    redis.call('PEXPIRE', sk, ARGV[2])
+  end
+  -- --preempt: a holder that agreed (--preemptible) learns it from its renewal.
+  if q['@preempt'] and redis.call('HGET', KEYS[2], 'preemptible') == '1' then
+    local pk = KEYS[1] .. ':preempt'
+    redis.call('HSET', pk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
+               'label', q.label or '')
+    redis.call('PEXPIRE', pk, ARGV[2])
+  end
   local placed = 0
   if ARGV[3] == '1' then
     -- The place is a lease of the ttl, renewed by every attempt (wake_one.lua).
@@ -56,8 +108,22 @@ local fence = fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'fence', fence, unpack(ARGV, 4))
+redis.call('HSET', KEYS[2], 'fence', fence, unpack(fields))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+  redis.call('DEL', KEYS[1] .. ':supersede')
+end
+if not mine then
+  redis.call('DEL', KEYS[1] .. ':preempt')
+  local open = (tonumber(q.hist or '0') or 0) > 0 and history_open(KEYS[1])
+  if open and open[1] ~= ARGV[1] then
+    history_add(KEYS[1], q.hist, q.hret, 'ev', 'expired', 'fence', open[2] or '', 'token',
+                open[1] or '')
+  end
+  history_add(KEYS[1], q.hist, q.hret, 'ev', 'acquired', 'fence', fence, 'token', ARGV[1],
+              'host', q.host or '', 'pid', q.pid or '', 'user', q.user or '',
+              'label', q.label or '')
+end
 if mine then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 else

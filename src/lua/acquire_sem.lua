@@ -12,6 +12,10 @@
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+if ARGV[4] == '1' and redis.call('EXISTS', KEYS[1] .. ':supersede') == 1 then
+  return redis.error_reply('RLOCKMODE a --supersede request waits for the lock, this ' ..
+                           'request asks for --fair')
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function extend(k, ms)

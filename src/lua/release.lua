@@ -4,7 +4,7 @@
 -- With a fair queue, only its head is woken (its own channel); else one plain waiter
 -- (wake_one.lua), and the release channel is told for everyone else who listens there
 -- (requests of other modes, Redlock waiters, older rlocks).
--- KEYS: lock owner   ARGV: token keep_ms channel publish wake_prefix [done_ms]
+-- KEYS: lock owner   ARGV: token keep_ms channel publish wake_prefix [done_ms [status]]
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
@@ -12,7 +12,21 @@
 -- hash tag) are not declared: a slot being migrated answers a script whose declared keys are not all
 -- present with TRYAGAIN, and they usually do not exist.
 --@wake_one
+--@history
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+-- The history (history.lua): how the run ended, ARGV[7] the command's status (or
+-- ''); preempted when a --preempt request marked a --preemptible holder.
+local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible')
+local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+if by and by[1] then
+  redis.call('DEL', KEYS[1] .. ':preempt')
+  history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
+              ARGV[1], 'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
+              'by_label', by[3] or '')
+else
+  history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
+              ARGV[1], 'status', ARGV[7] or '')
+end
 if tonumber(ARGV[6] or '0') > 0 then
   redis.call('SET', KEYS[1] .. ':done', redis.call('HGET', KEYS[2], 'fence') or '0', 'PX', ARGV[6])
 end

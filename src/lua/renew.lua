@@ -4,4 +4,10 @@
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+-- A --preemptible holder that a --preempt request marked: renewed, and told who asked
+-- ({3, host, pid, label}); it stops its command and releases.
+if redis.call('HGET', KEYS[2], 'preemptible') == '1' then
+  local by = redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+  if by[1] then return {3, by[1], by[2] or false, by[3] or false} end
+end
 return 1
