@@ -516,6 +516,10 @@ static void on_loss(struct sup *s, int timed_out)
 	s->lost = 1;
 	s->signalled = now;
 	s->first_sig = a->lost_signal;
+	/* A loss the server told of (a --preempt request's among them) had no late renewal
+	 * to warn of: the --warn signal first, so the command hears it before the stop. */
+	if (!timed_out && a->warn_signal && s->warned < 0)
+		kill(-s->ch->pid, a->warn_signal);
 	kill(-s->ch->pid, a->lost_signal);
 	char when[160] = "";
 	if (a->lost_signal == SIGKILL) {

@@ -521,8 +521,9 @@ int report_held(struct store *s, const struct opts *o)
 static void json_num_or_null(FILE *f, const char *s)
 {
 	long long v = 0;
+	int known = *s && parse_int(s, LLONG_MIN, LLONG_MAX, &v, NULL, 0) == 0;
 
-	json_int_or_null(f, *s && parse_int(s, LLONG_MIN, LLONG_MAX, &v, NULL, 0) == 0, v);
+	json_int_or_null(f, known, v);
 }
 
 static void history_json_entry(FILE *f, const struct history_entry *e)

@@ -10,9 +10,10 @@
 --@history
 -- The history (history.lua): the exclusive holder's run ended, broken by ARGV[4..6]
 -- (the breaker's host, pid, user; given since the history).
-local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence')
+local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
 if tok then
   history_add(KEYS[1], run[1], run[2], 'ev', 'broken', 'fence', run[3] or '', 'token', tok,
+              'host', run[4] or '', 'pid', run[5] or '', 'label', run[6] or '',
               'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '')
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6])

@@ -16,16 +16,19 @@
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
 -- ''); preempted when a --preempt request marked a --preemptible holder.
-local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible')
+local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',
+                      'label')
 local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
 if by and by[1] then
   redis.call('DEL', KEYS[1] .. ':preempt')
   history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
-              ARGV[1], 'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
+              ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
+              'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
               'by_label', by[3] or '')
 else
   history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
-              ARGV[1], 'status', ARGV[7] or '')
+              ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
+              'status', ARGV[7] or '')
 end
 if tonumber(ARGV[6] or '0') > 0 then
   redis.call('SET', KEYS[1] .. ':done', redis.call('HGET', KEYS[2], 'fence') or '0', 'PX', ARGV[6])
