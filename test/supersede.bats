@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+# --supersede (issue 28; GitLab's newest_first, GitHub's pending run): on a name at
+# most one --supersede request waits; a newer one takes its place
+# (PREFIX{NAME}:supersede) and wakes it through its wake list or channel, so it leaves
+# at once with one line naming the newer request and exit 80 (--superseded-exit-code).
+# The running holder is untouched. Times of a replacement come from the server's clock
+# (the history entry's id); the exits from a wrapper's `date`.
+
+load helpers
+
+setup() {
+	common_setup
+	printf 'history = 50\n' >conf
+	export RLOCK_CONFIG=$BATS_TEST_TMPDIR/conf
+	: >log
+}
+
+# place_is LABEL: the waiting --supersede request is the one labelled LABEL.
+place_is() { [[ $(rcli HGET 'rlock:{dep}:supersede' label) == "$1" ]]; }
+
+# request I [ARGS...]: a --supersede request labelled reqI in the background, whose
+# command logs "run I"; its wrapper writes "STATUS EXIT_MS" to exit.I when rlock ends.
+request() {
+	local i=$1
+	shift
+	(clean_exec sh -c '"$0" "$@"; echo "$? $(date +%s%3N)" >exit.'"$i" "$RLOCK" \
+		-k dep --supersede --label "req$i" "$@" -c "echo run $i >>log") \
+		</dev/null >"out.$i" 2>"err.$i" &
+	track_pid $!
+}
+
+# superseded_at LABEL: the server's time (ms) of the entry that replaced LABEL.
+superseded_at() {
+	rcli XRANGE 'rlock:{dep}:history' - + | awk -v l="$1" '
+		/^[0-9]+-[0-9]+$/ { id = $0; ev = "" }
+		prev == "ev" { ev = $0 }
+		prev == "label" && ev == "superseded" && $0 == l { split(id, p, "-"); print p[1]; exit }
+		{ prev = $0 }'
+}
+
+@test "four --supersede requests while the holder runs: only the holder and the last run; each replaced one exits 80 within a second" {
+	rlock_bg -k dep --label holder -- "$HOLD" h
+	local h_pid=$RLOCK_PID i
+	wait_until 30 test -e h.started
+	for i in 1 2 3 4; do
+		request "$i"
+		wait_until 30 place_is "req$i"
+		# 0.3 s apart at least (the issue's pace), never before the place is taken
+		sleep 0.3
+	done
+	for i in 1 2 3; do
+		wait_until 30 test -s "exit.$i"
+		read -r st at <"exit.$i"
+		assert_equal "$st" 80
+		grep -q "superseded by a newer --supersede request (.* pid [0-9]* \[req$((i + 1))\])" "err.$i" ||
+			fail "no line naming req$((i + 1)): $(cat "err.$i")"
+		[[ $(wc -l <"err.$i") == 1 ]] || fail "more than one line: $(cat "err.$i")"
+		local replaced
+		replaced=$(superseded_at "req$i")
+		[[ -n $replaced ]] || fail "no history entry for req$i"
+		echo "# req$i left $((at - replaced)) ms after it was replaced" >&3
+		((at - replaced <= 1500)) || fail "req$i left $((at - replaced)) ms after it was replaced"
+	done
+	# the holder ran on, untouched
+	proc_alive "$h_pid"
+	[[ ! -s exit.4 ]]
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 30 test -s exit.4
+	read -r st at <exit.4
+	assert_equal "$st" 0
+	assert_equal "$(cat log)" "run 4"
+	assert_equal "$(rcli GET 'rlock:{dep}:fence')" 2
+	assert_equal "$(rcli EXISTS 'rlock:{dep}:supersede')" 0
+}
+
+@test "--superseded-exit-code 0: a superseded CI job passes, its command never ran" {
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	request 1 --superseded-exit-code 0
+	wait_until 30 place_is req1
+	request 2
+	wait_until 30 test -s exit.1
+	read -r st _ <exit.1
+	assert_equal "$st" 0
+	grep -q 'superseded by a newer --supersede request' err.1
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 test -s exit.2
+	assert_equal "$(cat log)" "run 2"
+}
+
+@test "--supersede with -w: the budget still bounds the wait (75); a replaced one within it exits 80" {
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	request 1 -w 1s
+	wait_until 30 test -s exit.1
+	read -r st _ <exit.1
+	assert_equal "$st" 75
+	# it left its place
+	assert_equal "$(rcli EXISTS 'rlock:{dep}:supersede')" 0
+	request 2 -w 60s
+	wait_until 30 place_is req2
+	request 3 -w 60s
+	wait_until 30 test -s exit.2
+	read -r st _ <exit.2
+	assert_equal "$st" 80
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 test -s exit.3
+	assert_equal "$(cat log)" "run 3"
+}
+
+@test "--acquire --supersede: a keeper's request is replaced too (eval gets 80)" {
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	(clean_exec sh -c 'eval "$("$0" -k dep --supersede --label k1 --acquire --log-file "$PWD/k.log")"; echo "$? $(date +%s%3N)" >exit.k' "$RLOCK") \
+		</dev/null >out.k 2>err.k &
+	track_pid $!
+	wait_until 30 place_is k1
+	request 2
+	wait_until 30 test -s exit.k
+	read -r st _ <exit.k
+	assert_equal "$st" 80
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 test -s exit.2
+	assert_equal "$(cat log)" "run 2"
+}
+
+@test "--supersede and --fair on one name: a usage error (64) with one line, either way round" {
+	run -64 --separate-stderr rlock -k dep --supersede --fair -- true
+	[[ $stderr == *--fair* ]]
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k dep --fair -w 60s -- true
+	local f_pid=$RLOCK_PID
+	wait_until 30 test "$(rcli ZCARD 'rlock:{dep}:queue')" = 1
+	run -64 --separate-stderr rlock -k dep --supersede -w 5s -- true
+	[[ $stderr == *"--fair waiters"* ]] || fail "$stderr"
+	[[ $(grep -c . <<<"$stderr") == 1 ]] || fail "$stderr"
+	kill "$f_pid"
+	rlock_wait "$f_pid" 30
+	request 1
+	wait_until 30 place_is req1
+	run -64 --separate-stderr rlock -k dep --fair -w 5s -- true
+	[[ $stderr == *"--supersede request waits"* ]] || fail "$stderr"
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 test -s exit.1
+	run -64 --separate-stderr rlock -k dep --supersede -n -- true
+}
