@@ -369,6 +369,8 @@ static void release_all(struct quorum *q, const struct lock *l)
 /* The nodes' answers to one acquire round. */
 struct tally {
 	int ok, busy, denied, mismatch;
+	int superseded;       /* --supersede: nodes where a newer request took the place */
+	struct holder newer;  /* the newer request, as the first of them says */
 	long long fence;                       /* the largest fence of the nodes that granted */
 	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
 };
@@ -391,6 +393,9 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 		} else if (rc == LOCK_BUSY) {
 			if (!t->busy++)
 				*h = nh;
+		} else if (rc == LOCK_SUPERSEDED) {
+			if (!t->superseded++)
+				t->newer = nh;
 		} else {
 			t->denied += rc == LOCK_DENIED;
 			t->mismatch += rc == LOCK_MISMATCH;
@@ -441,6 +446,12 @@ static int merge_fence(struct quorum *q, struct lock *l, const struct tally *t, 
 static int refusal(struct quorum *q, const struct tally *t, struct holder *h, char *err,
                    size_t errlen)
 {
+	/* A newer --supersede request took this one's place (on one node is enough: it is
+	 * newer wherever it got to). */
+	if (t->superseded) {
+		*h = t->newer;
+		return LOCK_SUPERSEDED;
+	}
 	if (t->mismatch && t->ok + t->busy < q->need) {
 		for (int i = 0; i < q->n; i++)
 			if (q->node[i].err[0])

@@ -116,9 +116,10 @@ end
 if not mine then
   redis.call('DEL', KEYS[1] .. ':preempt')
   local open = (tonumber(q.hist or '0') or 0) > 0 and history_open(KEYS[1])
-  if open and open[1] ~= ARGV[1] then
-    history_add(KEYS[1], q.hist, q.hret, 'ev', 'expired', 'fence', open[2] or '', 'token',
-                open[1] or '')
+  if open and open.token ~= ARGV[1] then
+    history_add(KEYS[1], q.hist, q.hret, 'ev', 'expired', 'fence', open.fence or '', 'token',
+                open.token or '', 'host', open.host or '', 'pid', open.pid or '',
+                'label', open.label or '')
   end
   history_add(KEYS[1], q.hist, q.hret, 'ev', 'acquired', 'fence', fence, 'token', ARGV[1],
               'host', q.host or '', 'pid', q.pid or '', 'user', q.user or '',

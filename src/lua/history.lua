@@ -18,13 +18,14 @@ local function history_add(lock, len, ret, ...)
   ret = tonumber(ret or '0') or 0
   if ret > 0 then redis.call('PEXPIRE', k, ret) end
 end
--- history_open(lock): the last run's {token, fence} if it has no end yet, else nil.
+-- history_open(lock): the last run's record (its fields: token fence host pid label) if
+-- it has no end yet, else nil.
 local function history_open(lock)
   local ends = {released = 1, expired = 1, broken = 1, preempted = 1, lost = 1}
   for _, e in ipairs(redis.call('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 16)) do
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-    if f.ev == 'acquired' then return {f.token, f.fence} end
+    if f.ev == 'acquired' then return f end
     if ends[f.ev] then return nil end
   end
   return nil

@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output
+# The history (issue 28): every run of a name (acquired, and how it ended: released with
+# the command's status, broken and by whom, preempted and by whom, expired with no
+# release) and every supersession, in PREFIX{NAME}:history, a capped stream written by
+# the acquire, release, renew-time and break scripts (config `history = N`,
+# `history-retention = DUR`). `rlock -k NAME --history [--json] [-n N]` reads it, newest
+# first. The same scenario on one server, over three Redlock nodes (each node that
+# granted writes; read merged by fence) and on a three-master Cluster.
+
+load helpers
+load cluster
+
+setup_file() {
+	rlock_require_binary
+	mkdir -p "$XDG_CONFIG_HOME"
+	local i port
+	cluster_start
+	export CLUSTER_URL=$REDIS_URL CLUSTER_FIRST=$REDIS_PORT
+	NODES=
+	for i in 1 2 3; do
+		redis_start || return 1
+		NODES+=${NODES:+,}$REDIS_URL
+		port+=" $REDIS_PORT"
+	done
+	export NODES NODE_PORTS=$port
+	redis_start
+}
+
+teardown_file() { redis_stop_all; }
+
+setup() {
+	local p
+	for p in $(redis-cli -p "$CLUSTER_FIRST" CLUSTER NODES | awk '$3 ~ /master/ { split($2, a, "[:@]"); print a[2] }') $NODE_PORTS; do
+		redis-cli -p "$p" FLUSHALL >/dev/null
+	done
+	common_setup
+	printf 'history = 50\nhistory-retention = 1h\n' >conf
+	export RLOCK_CONFIG=$BATS_TEST_TMPDIR/conf
+	: >log
+	cat >job <<'EOF'
+#!/bin/sh
+trap 'echo "p end" >>log; exit 3' TERM
+touch p.started
+i=0
+while [ $i -lt 3000 ]; do sleep 0.05; i=$((i + 1)); done
+EOF
+	chmod +x job
+}
+
+# hist: the lock's history as JSON (every entry).
+hist() { rlock -u "$URL" -k q --history --json -n 1000; }
+
+# scenario: the runs on $URL, then the history checked.
+scenario() {
+	local h_pid s1 s2 p_pid q_pid b_pid e_pid
+	# a run that ends with status 3, while two --supersede requests arrive
+	rlock_bg -u "$URL" -k q --label first -- "$HOLD" a 3
+	h_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	rlock_bg -vv -u "$URL" -k q --supersede --label s1 -- true
+	s1=$RLOCK_PID
+	wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
+	rlock_bg -u "$URL" -k q --supersede --label s2 -c 'echo s2 >>log'
+	s2=$RLOCK_PID
+	rlock_wait "$s1" 30
+	assert_equal "$RLOCK_STATUS" 80
+	touch a.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	rlock_wait "$s2" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# a --preemptible run preempted
+	rlock_bg -u "$URL" -k q -t 3s --preemptible --label nightly -- ./job
+	p_pid=$RLOCK_PID
+	wait_until 30 test -e p.started
+	rlock_bg -u "$URL" -k q -t 3s --preempt --label hotfix -c 'echo hotfix >>log'
+	q_pid=$RLOCK_PID
+	rlock_wait "$p_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	rlock_wait "$q_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# a run broken by the operator
+	rlock_bg -u "$URL" -k q --label broken -- "$HOLD" b
+	b_pid=$RLOCK_PID
+	wait_until 30 test -e b.started
+	run -0 rlock -u "$URL" -k q --break
+	touch b.release
+	rlock_wait "$b_pid" 30
+	# a run whose rlock dies: it expires with no release, seen by the next acquire
+	rlock_bg -u "$URL" -k q -t 1s --label dies -- "$HOLD" e
+	e_pid=$RLOCK_PID
+	wait_until 30 test -e e.started
+	kill -KILL "$e_pid"
+	rlock_wait "$e_pid" 30
+	run -0 rlock -u "$URL" -k q -w 30s --label last -- true
+
+	run -0 --separate-stderr hist
+	local j=$output
+	echo "$j" | jq -c '.entries[] | [.event, .fence, .label, .status, .by.label, .by.pid]' >&3
+	# newest first, fences never rising
+	echo "$j" | jq -e '[.entries[].fence] | . == (sort | reverse)' >/dev/null || fail "not newest first: $j"
+	ev() { echo "$j" | jq -e "$1" >/dev/null || fail "no $1 in: $j"; }
+	ev '[.entries[] | select(.event == "released" and .label == "first" and .status == 3)] | length == 1'
+	ev '[.entries[] | select(.event == "superseded" and .label == "s1" and .by.label == "s2" and (.by.pid | type) == "number")] | length == 1'
+	ev '[.entries[] | select(.event == "released" and .label == "s2" and .status == 0)] | length == 1'
+	ev '[.entries[] | select(.event == "preempted" and .label == "nightly" and .by.label == "hotfix")] | length == 1'
+	ev '[.entries[] | select(.event == "broken" and .label == "broken" and (.by.pid | type) == "number")] | length == 1'
+	ev '[.entries[] | select(.event == "expired" and .label == "dies")] | length == 1'
+	ev '[.entries[] | select(.event == "acquired")] | length == 7'
+	ev '[.entries[] | select(.event == "acquired" and .label == "dies")][0].fence == [.entries[] | select(.event == "expired")][0].fence'
+	ev '[.entries[] | select(.event == "acquired" and .label == "last")][0].fence == ([.entries[].fence] | max)'
+	assert_equal "$(cat log)" "s2
+p end
+hotfix"
+	# the text form: newest first, one line each
+	run -0 --separate-stderr rlock -u "$URL" -k q --history -n 2
+	assert_equal "${#lines[@]}" 2
+	[[ ${lines[0]} == *released*last* ]] || fail "${lines[0]}"
+}
+
+@test "history on one server: each run with its outcome, fence and who preempted, broke or superseded it" {
+	URL=$REDIS_URL
+	scenario
+	# the stream expires after its retention when nothing is written
+	local ttl
+	ttl=$(rcli PTTL 'rlock:{q}:history')
+	((ttl > 3500000 && ttl <= 3600000)) || fail "PTTL $ttl"
+}
+
+@test "history over three Redlock nodes: written where granted, merged by fence" {
+	URL=$NODES
+	scenario
+}
+
+@test "history on a three-master Cluster: same hash tag" {
+	URL=$CLUSTER_URL
+	scenario
+}
+
+@test "history is capped at the configured length; 0 (the default) writes none" {
+	printf 'history = 5\n' >conf
+	local i
+	for i in 1 2 3 4 5 6 7 8; do
+		run -0 rlock -k c -- true
+	done
+	assert_equal "$(rcli XLEN 'rlock:{c}:history')" 5
+	run -0 --separate-stderr rlock -k c --history --json
+	assert_equal "$(echo "$output" | jq '.entries | length')" 5
+	run -0 --separate-stderr rlock -k c --history --json -n 3
+	assert_equal "$(echo "$output" | jq '.entries | length')" 3
+	assert_equal "$(echo "$output" | jq -r '.entries[0].event')" released
+	: >conf
+	run -0 rlock -k off -- true
+	assert_equal "$(rcli EXISTS 'rlock:{off}:history')" 0
+	run -64 --separate-stderr rlock -k c --history -n x
+}
+
+@test "history: labels are escaped (text) and JSON-encoded" {
+	run -0 rlock -k esc --label $'evil\e[31m"x' -- true
+	run -0 --separate-stderr rlock -k esc --history
+	[[ $output != *$'\e'* ]] || fail "raw escape in: $output"
+	run -0 --separate-stderr rlock -k esc --history --json
+	assert_equal "$(echo "$output" | jq -r '.entries[0].label')" $'evil\e[31m"x'
+}
