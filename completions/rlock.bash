@@ -16,6 +16,9 @@ _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait -
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
+# Deploy queues (--supersede, --preempt, --preemptible) and --history
+_rlock_opts_with_arg+=' --superseded-exit-code'
+_rlock_long_opts+=' --supersede --superseded-exit-code --preempt --preemptible --history'
 
 _rlock_takes_arg() {
 	local o
@@ -138,6 +141,10 @@ _rlock() {
 		;;
 	--format)
 		_rlock_compreply_words $'sh\ngithub' "$cur"
+		return 0
+		;;
+	--superseded-exit-code)
+		_rlock_compreply_words $'0\n80' "$cur"
 		return 0
 		;;
 	--warn)

@@ -113,6 +113,13 @@ complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List h
 complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'
 complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Stop the keeper and release'
 complete -c rlock -l held -n "not __rlock_in_command; and not $modes" -d 'Exit 0 if the job still holds the lock, 79 if not'
+# Deploy queues and the history
+set -ga __rlock_opts_with_arg --superseded-exit-code
+complete -c rlock -n "not __rlock_in_command" -l supersede -d 'Wait as the newest request only (a newer one replaces it: exit 80)'
+complete -c rlock -n "not __rlock_in_command" -l superseded-exit-code -x -a '0 80' -d 'Exit status when superseded'
+complete -c rlock -n "not __rlock_in_command" -l preempt -d 'Ask a --preemptible holder to stop and release'
+complete -c rlock -n "not __rlock_in_command" -l preemptible -d 'Let a --preempt request stop the command (exit 81)'
+complete -c rlock -l history -n "not __rlock_in_command; and not $modes" -d "Show the lock's runs, newest first"
 complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
 complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
