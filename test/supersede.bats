@@ -19,6 +19,7 @@ setup() {
 
 # place_is LABEL: the waiting --supersede request is the one labelled LABEL.
 place_is() { [[ $(rcli HGET 'rlock:{dep}:supersede' label) == "$1" ]]; }
+queued_one() { [[ $(rcli ZCARD 'rlock:{dep}:queue') == 1 ]]; }
 place_like() { [[ $(rcli HGET 'rlock:{deploy-prod}:supersede' label) == "$1" ]]; }
 
 # request I [ARGS...]: a --supersede request labelled reqI in the background, whose
@@ -143,7 +144,7 @@ superseded_at() {
 	wait_until 30 test -e h.started
 	rlock_bg -k dep --fair -w 60s -- true
 	local f_pid=$RLOCK_PID
-	wait_until 30 test "$(rcli ZCARD 'rlock:{dep}:queue')" = 1
+	wait_until 30 queued_one
 	run -64 --separate-stderr rlock -k dep --supersede -w 5s -- true
 	[[ $stderr == *"--fair waiters"* ]] || fail "$stderr"
 	[[ $(grep -c . <<<"$stderr") == 1 ]] || fail "$stderr"
