@@ -165,8 +165,8 @@ static const struct optdef options[] = {
         "exits 80 (exclusive, not --fair)",
         SWITCH(supersede, 1)),
     OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
-            "exit status when superseded (default 80;\n0: a skipped job passes)",
-            RL_EX_SUPERSEDED, INT(superseded_exit, 0, 255)),
+            "exit status when superseded (default 80;\n0: a skipped job passes)", RL_EX_SUPERSEDED,
+            INT(superseded_exit, 0, 255)),
     OPT("preempt", 0, F_RUN, NULL,
         "ask a --preemptible holder to stop its command\n"
         "and release; then take the lock",
@@ -1467,11 +1467,13 @@ static void validate_queue(const struct opts *o)
 	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 
 	if ((o->supersede || o->preempt || o->preemptible) && !run)
-		usage_error("--supersede, --preempt and --preemptible go with a command or --acquire");
+		usage_error(
+		    "--supersede, --preempt and --preemptible go with a command or --acquire");
 	if ((o->supersede || o->preempt || o->preemptible) &&
 	    (o->kind != KIND_EXCLUSIVE || o->fair || o->nnames > 1))
-		usage_error("--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
-		            "not with -s, --limit or --fair");
+		usage_error(
+		    "--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
+		    "not with -s, --limit or --fair");
 	if (o->supersede && o->wait_ms == 0)
 		usage_error("--supersede waits as the newest request: not with -n");
 	if (o->preemptible && o->mode == MODE_ACQUIRE)

@@ -648,8 +648,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	snprintf(done, sizeof done, "%lld", l->mark_done ? (long long)l->once_per_ms : 0);
 	if (l->run_status >= 0)
 		snprintf(status, sizeof status, "%d", l->run_status);
-	const char *args[] = {l->token, keep,  l->channel, l->publish_cmd, l->wake_prefix,
-	                      done,     status};
+	const char *args[] = {l->token,       keep, l->channel, l->publish_cmd,
+	                      l->wake_prefix, done, status};
 	struct keys ks;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
@@ -705,8 +705,8 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	const char *user = getenv("USER");
 	gethostname(host, sizeof host - 1);
 	snprintf(pid, sizeof pid, "%ld", (long)getpid());
-	const char *args[] = {l->channel, l->publish_cmd, l->wake_prefix, host, pid,
-	                      user ? user : ""};
+	const char *args[] = {l->channel, l->publish_cmd,  l->wake_prefix, host,
+	                      pid,        user ? user : ""};
 
 	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 6 : 0, args, err,
 	               errlen);
@@ -840,7 +840,7 @@ static void history_fill(struct history_entry *e, const struct resp_reply *r)
 		size_t off, size;
 	} f[] = {
 #define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
-	    F(ev),   F(fence),  F(token),  F(host),    F(pid),     F(user),
+	    F(ev),    F(fence),  F(token),   F(host),   F(pid),     F(user),
 	    F(label), F(status), F(by_host), F(by_pid), F(by_user), F(by_label),
 #undef F
 	};

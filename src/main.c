@@ -223,11 +223,11 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 		lock_set_mode(&l, lock_mode_of(o), o->limit, o->fair, o->wait_ms == 0);
 		rc = keeper_release(c, &l, k);
 	} else {
-		rc = o->mode == MODE_STATUS  ? report_status(c, o)
-		     : o->mode == MODE_BREAK ? report_break(c, o)
-		     : o->mode == MODE_HELD  ? report_held(c, o)
+		rc = o->mode == MODE_STATUS    ? report_status(c, o)
+		     : o->mode == MODE_BREAK   ? report_break(c, o)
+		     : o->mode == MODE_HELD    ? report_held(c, o)
 		     : o->mode == MODE_HISTORY ? report_history(c, o)
-		                             : report_list(c, o);
+		                               : report_list(c, o);
 	}
 	die_if_signalled(termfd);
 	return rc;

@@ -369,9 +369,9 @@ static void release_all(struct quorum *q, const struct lock *l)
 /* The nodes' answers to one acquire round. */
 struct tally {
 	int ok, busy, denied, mismatch;
-	int superseded;       /* --supersede: nodes where a newer request took the place */
-	struct holder newer;  /* the newer request, as the first of them says */
-	long long fence;                       /* the largest fence of the nodes that granted */
+	int superseded;      /* --supersede: nodes where a newer request took the place */
+	struct holder newer; /* the newer request, as the first of them says */
+	long long fence;     /* the largest fence of the nodes that granted */
 	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
 };
 
@@ -904,9 +904,9 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
-		int k = nd->reply ? lock_decode_history(nd->reply, all + got, *n, nd->err,
-		                                         sizeof nd->err)
-		                  : -1;
+		int k = nd->reply
+		            ? lock_decode_history(nd->reply, all + got, *n, nd->err, sizeof nd->err)
+		            : -1;
 		int w = got;
 		for (int j = 0; j < k; j++)
 			if (!history_seen(all, w, &all[got + j]))

@@ -574,8 +574,8 @@ static int op_history(struct client *c, void *arg, int64_t d, char *err, size_t 
 	return LOCK_OK;
 }
 
-static int routed_history(void *ctx, const struct lock *l, int64_t cap_ms,
-                          struct history_entry *e, int *n, char *err, size_t errlen)
+static int routed_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                          int *n, char *err, size_t errlen)
 {
 	struct history_args a = {l, e, n};
 

@@ -18,14 +18,14 @@
  * wait_acquire maps a store reply to these explicitly. */
 enum wait_rc {
 	WAIT_ACQUIRED = 0,
-	WAIT_BUSY = 1,      /* -n, or the wait expired; *h says who holds it */
-	WAIT_DONE = 2,      /* --once-per: done inside the window; h->pttl_ms its time left */
+	WAIT_BUSY = 1,       /* -n, or the wait expired; *h says who holds it */
+	WAIT_DONE = 2,       /* --once-per: done inside the window; h->pttl_ms its time left */
 	WAIT_SUPERSEDED = 3, /* --supersede: a newer request took the place; *h names it */
-	WAIT_ERR = -1,      /* Redis unavailable; reason in err */
-	WAIT_DENIED = -3,   /* NOAUTH/NOPERM */
-	WAIT_SIGNAL = -4,   /* a terminating signal arrived; *signo set */
-	WAIT_MISMATCH = -5, /* holders of another mode or limit (LOCK_MISMATCH); reason in err */
-	WAIT_OSERR = -6,    /* a local resource (a thread, a descriptor) is lacking: 71 */
+	WAIT_ERR = -1,       /* Redis unavailable; reason in err */
+	WAIT_DENIED = -3,    /* NOAUTH/NOPERM */
+	WAIT_SIGNAL = -4,    /* a terminating signal arrived; *signo set */
+	WAIT_MISMATCH = -5,  /* holders of another mode or limit (LOCK_MISMATCH); reason in err */
+	WAIT_OSERR = -6,     /* a local resource (a thread, a descriptor) is lacking: 71 */
 };
 
 struct wait_args {
