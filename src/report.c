@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,37 +527,46 @@ static void json_num_or_null(FILE *f, const char *s)
 	json_int_or_null(f, known, v);
 }
 
+/* The fields of a history entry in JSON ('n': a number when it is one, else null). */
+#define HFIELD(name, field, kind)                                                                  \
+	{                                                                                          \
+		name, offsetof(struct history_entry, field), kind                                  \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+	char kind;
+} history_fields[] =
+    {
+        HFIELD("event", ev, 's'),    HFIELD("fence", fence, 'n'),   HFIELD("token", token, 's'),
+        HFIELD("host", host, 's'),   HFIELD("pid", pid, 'n'),       HFIELD("user", user, 's'),
+        HFIELD("label", label, 's'), HFIELD("status", status, 'n'),
+},
+  history_by[] = {
+      HFIELD("host", by_host, 's'),
+      HFIELD("pid", by_pid, 'n'),
+      HFIELD("user", by_user, 's'),
+      HFIELD("label", by_label, 's'),
+};
+#undef HFIELD
+
 static void history_json_entry(FILE *f, const struct history_entry *e)
 {
-	fprintf(f, "{\"at_ms\":%lld,\"event\":", e->at_ms);
-	json_str_or_null(f, e->ev);
-	fputs(",\"fence\":", f);
-	json_num_or_null(f, e->fence);
-	fputs(",\"token\":", f);
-	json_str_or_null(f, e->token);
-	fputs(",\"host\":", f);
-	json_str_or_null(f, e->host);
-	fputs(",\"pid\":", f);
-	json_num_or_null(f, e->pid);
-	fputs(",\"user\":", f);
-	json_str_or_null(f, e->user);
-	fputs(",\"label\":", f);
-	json_str_or_null(f, e->label);
-	fputs(",\"status\":", f);
-	json_num_or_null(f, e->status);
-	fputs(",\"by\":", f);
+	fprintf(f, "{\"at_ms\":%lld", e->at_ms);
+	for (size_t i = 0; i < sizeof history_fields / sizeof history_fields[0]; i++) {
+		const char *v = (const char *)e + history_fields[i].off;
+		fprintf(f, ",\"%s\":", history_fields[i].name);
+		history_fields[i].kind == 'n' ? json_num_or_null(f, v) : json_str_or_null(f, v);
+	}
 	if (!e->by_host[0] && !e->by_pid[0] && !e->by_user[0]) {
-		fputs("null}", f);
+		fputs(",\"by\":null}", f);
 		return;
 	}
-	fputs("{\"host\":", f);
-	json_str_or_null(f, e->by_host);
-	fputs(",\"pid\":", f);
-	json_num_or_null(f, e->by_pid);
-	fputs(",\"user\":", f);
-	json_str_or_null(f, e->by_user);
-	fputs(",\"label\":", f);
-	json_str_or_null(f, e->by_label);
+	for (size_t i = 0; i < sizeof history_by / sizeof history_by[0]; i++) {
+		const char *v = (const char *)e + history_by[i].off;
+		fprintf(f, "%s\"%s\":", i ? "," : ",\"by\":{", history_by[i].name);
+		history_by[i].kind == 'n' ? json_num_or_null(f, v) : json_str_or_null(f, v);
+	}
 	fputs("}}", f);
 }
 

@@ -188,3 +188,36 @@ print("\n".join(c["command"]))' cronjob.yml)
 	run -0 sqlite3 "$DB" 'SELECT fence, value FROM state'
 	assert_output "4|it's"
 }
+
+# supersede_place_is LABEL: the waiting --supersede request on deploy-prod is LABEL's.
+supersede_place_is() { [[ $(rcli HGET 'rlock:{deploy-prod}:supersede' label) == "$1" ]]; }
+
+@test "recipe: the same deploy queued from GitHub Actions, then from GitLab CI: the newer deploys, the older passes as skipped" {
+	recipe supersede-github >github.yml
+	recipe supersede-gitlab >gitlab.yml
+	[[ -s github.yml && -s gitlab.yml ]] || fail "no supersede recipes in README.md"
+	: >log
+	printf '#!/bin/sh\necho "deploy $RLOCK_FENCE" >>log\n' >deploy.sh
+	chmod +x deploy.sh
+	# each job's one command line, as its runner would run it
+	python3 -c 'import sys, yaml; (j,) = yaml.safe_load(open(sys.argv[1]))["jobs"].values(); print(j["steps"][0]["run"])' github.yml >github.sh
+	python3 -c 'import sys, yaml; (j,) = yaml.safe_load(open(sys.argv[1])).values(); print("\n".join(j["script"]))' gitlab.yml >gitlab.sh
+	rlock_bg -k deploy-prod -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	(GITHUB_RUN_ID=7 clean_exec bash -e github.sh) </dev/null >gh.out 2>gh.err &
+	local gh=$!
+	track_pid "$gh"
+	wait_until 30 supersede_place_is "github 7"
+	(CI_PIPELINE_ID=9 DEPLOY_LOCK_URL=$RLOCK_URL clean_exec bash -e gitlab.sh) </dev/null >gl.out 2>gl.err &
+	local gl=$!
+	track_pid "$gl"
+	wait_until 30 not proc_alive "$gh"
+	wait "$gh" || fail "the GitHub job failed: $(cat gh.err)"
+	grep -q 'superseded by a newer --supersede request (.* \[gitlab 9\])' gh.err
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 not proc_alive "$gl"
+	wait "$gl" || fail "the GitLab job failed: $(cat gl.err)"
+	assert_equal "$(cat log)" "deploy 2"
+}

@@ -20,7 +20,6 @@ setup() {
 # place_is LABEL: the waiting --supersede request is the one labelled LABEL.
 place_is() { [[ $(rcli HGET 'rlock:{dep}:supersede' label) == "$1" ]]; }
 queued_one() { [[ $(rcli ZCARD 'rlock:{dep}:queue') == 1 ]]; }
-place_like() { [[ $(rcli HGET 'rlock:{deploy-prod}:supersede' label) == "$1" ]]; }
 
 # request I [ARGS...]: a --supersede request labelled reqI in the background, whose
 # command logs "run I"; its wrapper writes "STATUS EXIT_MS" to exit.I when rlock ends.
@@ -160,42 +159,3 @@ superseded_at() {
 	run -64 --separate-stderr rlock -k dep --supersede -n -- true
 }
 
-# recipe NAME: the fenced block of README.md after <!-- recipe:NAME -->.
-recipe() {
-	awk -v m="<!-- recipe:$1 -->" '
-		$0 == m { found = 1; next }
-		found == 1 && /^```/ { found = 2; next }
-		found == 2 && /^```/ { exit }
-		found == 2 { print }' "$RLOCK_SOURCE_DIR/README.md"
-}
-
-@test "recipe: the same deploy queued from GitHub Actions, then from GitLab CI: the newer deploys, the older passes as skipped" {
-	recipe supersede-github >github.yml
-	recipe supersede-gitlab >gitlab.yml
-	[[ -s github.yml && -s gitlab.yml ]] || fail "no supersede recipes in README.md"
-	mkdir -p bin
-	ln -sf "$RLOCK" bin/rlock
-	printf '#!/bin/sh\necho "deploy $RLOCK_FENCE" >>log\n' >deploy.sh
-	chmod +x deploy.sh
-	# each job's one command line, as its runner would run it
-	python3 -c 'import sys, yaml; (j,) = yaml.safe_load(open(sys.argv[1]))["jobs"].values(); print(j["steps"][0]["run"])' github.yml >github.sh
-	python3 -c 'import sys, yaml; (j,) = yaml.safe_load(open(sys.argv[1])).values(); print("\n".join(j["script"]))' gitlab.yml >gitlab.sh
-	rlock_bg -k deploy-prod -- "$HOLD" h
-	local h_pid=$RLOCK_PID
-	wait_until 30 test -e h.started
-	(PATH=$PWD/bin:$PATH GITHUB_RUN_ID=7 RLOCK_URL=$REDIS_URL clean_exec bash -e github.sh) </dev/null >gh.out 2>gh.err &
-	local gh=$!
-	track_pid "$gh"
-	wait_until 30 place_like "github 7"
-	(PATH=$PWD/bin:$PATH CI_PIPELINE_ID=9 DEPLOY_LOCK_URL=$REDIS_URL RLOCK_URL=$REDIS_URL clean_exec bash -e gitlab.sh) </dev/null >gl.out 2>gl.err &
-	local gl=$!
-	track_pid "$gl"
-	wait_until 30 not proc_alive "$gh"
-	wait "$gh" || fail "the GitHub job failed: $(cat gh.err)"
-	grep -q 'superseded by a newer --supersede request (.* \[gitlab 9\])' gh.err
-	touch h.release
-	rlock_wait "$h_pid" 30
-	wait_until 30 not proc_alive "$gl"
-	wait "$gl" || fail "the GitLab job failed: $(cat gl.err)"
-	assert_equal "$(cat log)" "deploy 2"
-}
