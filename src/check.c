@@ -121,13 +121,14 @@ static int check_reach(struct node *n)
 	char err[512];
 	int64_t rtt[PINGS];
 	const char *name = n->srv->name;
+	enum level down = n->o->nurls > 1 ? L_WARN : L_UNSAFE; /* Redlock: the topology says */
 
 	int rc = cmd(n, &r, err, sizeof err, "PING", NULL);
 	if (rc == LOCK_OK && r->type == RESP_ERROR)
 		snprintf(err, sizeof err, "PING: %.300s", r->str), rc = LOCK_DENIED;
 	resp_free(r);
 	if (rc != LOCK_OK) {
-		finding(n->out, L_UNSAFE, name, "reach",
+		finding(n->out, down, name, "reach",
 		        rc == LOCK_DENIED ? "check the user and password (--user, --password-file)"
 		                          : "check the URL, the network and that the server runs",
 		        "%s", err);
@@ -136,7 +137,7 @@ static int check_reach(struct node *n)
 	for (int i = 0; i < PINGS; i++) {
 		int64_t t0 = real_us();
 		if (cmd(n, &r, err, sizeof err, "PING", NULL) != LOCK_OK) {
-			finding(n->out, L_UNSAFE, name, "reach",
+			finding(n->out, down, name, "reach",
 			        "check the network between this host and the server",
 			        "answered once, then: %s", err);
 			return -1;
@@ -661,7 +662,7 @@ struct seen {
 static void check_topology(struct out *out, const struct opts *o, const struct seen *w,
                            const char *master)
 {
-	const char *name = o->server;
+	const char *name = o->url.nsentinels ? "sentinel" : o->nurls > 1 ? "redlock" : "cluster";
 	int n = out->nodes, bad = w->unreachable;
 
 	if (o->url.nsentinels)
