@@ -35,7 +35,7 @@ struct node {
 	const struct opts *o;
 	struct out *out;
 	struct resp_reply *info; /* INFO's text, or NULL (refused) */
-	char key[300];           /* the throwaway key of the rights tried: PREFIX{rlock-check} */
+	char key[300]; /* the throwaway key of the rights tried: PREFIX{rlock-check-HEX} */
 	char channel[320];
 };
 
@@ -525,7 +525,8 @@ static const char trial_script[] =
     "try('ZCOUNT', k, '0', '1') try('ZRANGE', k, '0', '1') try('ZRANGEBYSCORE', k, '0', '1')\n"
     "try('ZREM', k, 'm') try('ZSCORE', k, 'm') try('TIME') try('PUBLISH', ch, 'check')\n"
     "if try('DEL', k) then\n"
-    "  for _, c in ipairs({{'SET', k, '1', 'PX', '10000'}, {'INCR', k}, {'HSET', k, 'f', '1'},\n"
+    "  for _, c in ipairs({{'SET', k, '1', 'NX', 'PX', '10000'}, {'INCR', k}, {'HSET', k, 'f', "
+    "'1'},\n"
     "                      {'ZADD', k, '1', 'm'}, {'RPUSH', k, 'v'}}) do\n"
     "    try(unpack(c)) redis.pcall('DEL', k)\n"
     "  end\n"
@@ -565,8 +566,9 @@ static int acl_dryrun(struct node *n, const char *user, int *missing)
 }
 
 /* Without ACL DRYRUN: the top-level commands run as they are (none changes anything;
- * SUBSCRIBE is not tried), the rest by trial_script. */
-static void acl_trial(struct node *n, int *missing)
+ * SUBSCRIBE is not tried), the rest by trial_script. 0, or -1 when the rights inside
+ * the scripts could not be tried (why). */
+static int acl_trial(struct node *n, int *missing, char *why, size_t len)
 {
 	for (size_t i = 0; i < NRIGHTS; i++) {
 		const char *argv[ARGS_MAX];
@@ -580,13 +582,17 @@ static void acl_trial(struct node *n, int *missing)
 		resp_free(r);
 	}
 	struct resp_reply *r = NULL;
-	char err[512];
-	if (missing[1] ||
-	    cmd(n, &r, err, sizeof err, "EVAL", trial_script, "1", n->key, n->channel, NULL) !=
-	        LOCK_OK ||
+	if (missing[1]) {
+		snprintf(why, len, "EVAL is refused");
+		return -1;
+	}
+	if (cmd(n, &r, why, len, "EVAL", trial_script, "1", n->key, n->channel, NULL) != LOCK_OK ||
 	    r->type != RESP_ARRAY) {
+		if (r)
+			snprintf(why, len, "%.300s",
+			         r->type == RESP_ERROR ? r->str : "unexpected reply");
 		resp_free(r);
-		return;
+		return -1;
 	}
 	for (size_t e = 0; e < r->elements; e++)
 		for (size_t i = 0; i < NRIGHTS; i++)
@@ -594,6 +600,7 @@ static void acl_trial(struct node *n, int *missing)
 			    !strcmp(r->element[e]->str, rights[i].name))
 				missing[i] = 1;
 	resp_free(r);
+	return 0;
 }
 
 static void check_acl(struct node *n)
@@ -602,9 +609,12 @@ static void check_acl(struct node *n)
 	int missing[NRIGHTS] = {0}, needed = 0;
 	char names[512] = "", fix[600];
 
+	char why[512];
 	int dry = acl_dryrun(n, user, missing);
-	if (!dry)
-		acl_trial(n, missing);
+	if (!dry && acl_trial(n, missing, why, sizeof why) < 0)
+		finding(n->out, L_WARN, n->srv->name, "acl", "check the user's rights by hand",
+		        "cannot try the rights inside rlock's scripts without ACL DRYRUN (%s)",
+		        why);
 	snprintf(fix, sizeof fix, "ACL SETUSER %s", user);
 	for (size_t i = 0; i < NRIGHTS; i++) {
 		if (!missing[i])
@@ -695,7 +705,11 @@ static void check_nodes(struct store *s, const struct opts *o, struct out *out, 
 	struct node n = {.s = s, .o = o, .out = out};
 	char err[512];
 
-	snprintf(n.key, sizeof n.key, "%s{rlock-check}", o->prefix);
+	unsigned char rnd[8] = {0};
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		memcpy(rnd, &(int64_t){real_us()}, sizeof rnd); /* a name, not a secret */
+	snprintf(n.key, sizeof n.key, "%s{rlock-check-%02x%02x%02x%02x%02x%02x%02x%02x}", o->prefix,
+	         rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	snprintf(n.channel, sizeof n.channel, "%s:released", n.key);
 	for (int k = 0; k < STORE_NODES_MAX; k++) {
 		int64_t cap = clock_ms() + 4 * (o->connect_timeout_ms + o->io_timeout_ms);
