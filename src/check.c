@@ -98,11 +98,11 @@ static int cmd(struct node *n, struct resp_reply **r, char *err, size_t errlen, 
 	return cmdv(n, r, err, errlen, argc, argv);
 }
 
-static int64_t real_us(void)
+static int64_t clock_us(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
@@ -135,14 +135,14 @@ static int check_reach(struct node *n)
 		return -1;
 	}
 	for (int i = 0; i < PINGS; i++) {
-		int64_t t0 = real_us();
+		int64_t t0 = clock_us(CLOCK_MONOTONIC);
 		if (cmd(n, &r, err, sizeof err, "PING", NULL) != LOCK_OK) {
 			finding(n->out, down, name, "reach",
 			        "check the network between this host and the server",
 			        "answered once, then: %s", err);
 			return -1;
 		}
-		rtt[i] = real_us() - t0;
+		rtt[i] = clock_us(CLOCK_MONOTONIC) - t0;
 		resp_free(r);
 	}
 	qsort(rtt, PINGS, sizeof rtt[0], by_value);
@@ -159,10 +159,10 @@ static int clock_offset(struct node *n, int64_t *off_us, int64_t *rtt_us, char *
 	*rtt_us = -1;
 	for (int i = 0; i < TIMES; i++) {
 		struct resp_reply *r = NULL;
-		int64_t t0 = real_us();
+		int64_t m0 = clock_us(CLOCK_MONOTONIC), t0 = clock_us(CLOCK_REALTIME);
 		if (cmd(n, &r, why, len, "TIME", NULL) != LOCK_OK)
 			return -1;
-		int64_t t1 = real_us();
+		int64_t t1 = clock_us(CLOCK_REALTIME), m1 = clock_us(CLOCK_MONOTONIC);
 		if (r->type != RESP_ARRAY || r->elements != 2 ||
 		    r->element[0]->type != RESP_STRING || r->element[1]->type != RESP_STRING) {
 			snprintf(why, len, "TIME: %.300s",
@@ -173,8 +173,8 @@ static int clock_offset(struct node *n, int64_t *off_us, int64_t *rtt_us, char *
 		int64_t srv = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
 		              strtoll(r->element[1]->str, NULL, 10);
 		resp_free(r);
-		if (*rtt_us < 0 || t1 - t0 < *rtt_us) {
-			*rtt_us = t1 - t0;
+		if (*rtt_us < 0 || m1 - m0 < *rtt_us) {
+			*rtt_us = m1 - m0;
 			*off_us = srv - (t0 + t1) / 2;
 		}
 	}
@@ -707,7 +707,7 @@ static void check_nodes(struct store *s, const struct opts *o, struct out *out, 
 
 	unsigned char rnd[8] = {0};
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		memcpy(rnd, &(int64_t){real_us()}, sizeof rnd); /* a name, not a secret */
+		memcpy(rnd, &(int64_t){clock_us(CLOCK_REALTIME)}, sizeof rnd); /* a name only */
 	snprintf(n.key, sizeof n.key, "%s{rlock-check-%02x%02x%02x%02x%02x%02x%02x%02x}", o->prefix,
 	         rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	snprintf(n.channel, sizeof n.channel, "%s:released", n.key);
