@@ -126,6 +126,30 @@ line() {
 	redis_stop "$REDIS_PID"
 }
 
+# time_calls N: the server (direct, not through the proxy) has answered N TIMEs.
+time_calls() {
+	[[ $(rcli INFO commandstats | sed -n 's/^cmdstat_time:calls=\([0-9]*\),.*/\1/p') -ge $1 ]]
+}
+
+@test "--check: a server clock that steps during the check is reported" {
+	cc -shared -fPIC -o clockshift.so "$RLOCK_SOURCE_DIR/test/faults/clockshift.c" -ldl
+	echo 0 >clockshift
+	LD_PRELOAD=$PWD/clockshift.so CLOCKSHIFT_FILE=$PWD/clockshift safe_start
+	# every request 100 ms late: the check's first and last TIMEs are seconds apart
+	delay_proxy_start 100 "$REDIS_PORT"
+	"$RLOCK" -u "$PROXY_URL" --check >out 2>&1 &
+	local pid=$!
+	track_pid "$pid"
+	wait_until 60 time_calls 3 # the first clock samples are taken
+	echo 30 >clockshift         # the server's clock steps 30 s ahead
+	local st=0
+	wait "$pid" || st=$?
+	output=$(cat out)
+	((st == 1)) || fail "exit $st: $output"
+	line warn clock 'the offset moved by (29|30)[0-9]{3}\.[0-9] ms during the check.*; fix: run NTP'
+	redis_stop "$REDIS_PID"
+}
+
 @test "--check over Sentinel: the master the sentinels name is checked" {
 	sentinel_topology_start
 	local m
