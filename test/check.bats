@@ -150,6 +150,16 @@ time_calls() {
 	redis_stop "$REDIS_PID"
 }
 
+@test "--check over TLS, with the run's TLS options" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	tls_redis_start --appendonly yes --appendfsync always
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert "$TLS_CERTS/ca.pem" --check
+	assert_line --regexp "^ok +127\.0\.0\.1:$TLS_PORT reach: "
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_PORT" --check # the system's CAs: refused
+	line unsafe reach ''
+	redis_stop "$TLS_PID"
+}
+
 @test "--check over Sentinel: the master the sentinels name is checked" {
 	sentinel_topology_start
 	local m
