@@ -202,6 +202,11 @@ time_calls() {
 	redis_stop "${pids[1]}"
 	run -2 rlock -u "$urls" --check
 	line unsafe topology 'Redlock: 1 of 3 nodes reachable'
+	# one server named twice (TCP and its Unix socket) is one vote
+	safe_start --unixsocket "$BATS_TEST_TMPDIR/r.sock"
+	run -2 rlock -u "${urls%%,*},$REDIS_URL,unix://$BATS_TEST_TMPDIR/r.sock" --check
+	line unsafe topology 'Redlock nodes 2 and 3 are one server'
+	redis_stop "$REDIS_PID"
 	redis_stop "${pids[0]}"
 }
 
