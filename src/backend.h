@@ -89,6 +89,11 @@ struct store_backend {
 	 * (Redlock: every node's, merged by fence). LOCK_OK or an error. */
 	int (*history)(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
 	               int *n, char *err, size_t errlen);
+	/* --check (store_node, store_node_call): the k-th node, and one command on it. */
+	const struct server *(*node)(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen);
+	int (*node_call)(void *ctx, const struct server *srv, int argc, const char **argv,
+	                 const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
+	                 size_t errlen);
 };
 
 #endif

@@ -21,6 +21,7 @@ enum mode {
 	MODE_RELEASE,
 	MODE_HELD,
 	MODE_HISTORY, /* --history */
+	MODE_CHECK,
 };
 
 enum on_lost {

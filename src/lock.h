@@ -260,6 +260,9 @@ int lock_decode_history(const struct resp_reply *r, struct history_entry *e, int
  * LOCK_DENIED, LOCK_REDIRECT. */
 int lock_history(struct client *c, const struct lock *l, int count, int64_t deadline_ms,
                  struct history_entry *e, char *err, size_t errlen);
+/* --check: the i-th script of the protocol (from 0), its text and SHA-1 as embedded.
+ * 0, or -1 past the last. */
+int lock_script(int i, const char **text, size_t *len, const char **sha);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled; with --fair, l's place in
  * the queue is taken or refreshed), LOCK_MISMATCH, LOCK_ERR, LOCK_DENIED. */
