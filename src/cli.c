@@ -1486,8 +1486,8 @@ static void validate_queue(const struct opts *o)
 		usage_error(
 		    "--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
 		    "not with -s, --limit or --fair");
-	if (o->supersede && o->wait_ms == 0)
-		usage_error("--supersede waits as the newest request: not with -n");
+	if ((o->supersede || o->preempt) && o->wait_ms == 0)
+		usage_error("--supersede and --preempt wait for the lock: not with -n");
 	if (o->preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
 }

@@ -76,6 +76,20 @@ r start"
 	run -64 --separate-stderr rlock -k p --preemptible -s -- true
 	run -64 --separate-stderr rlock -k p --preempt --fair -- true
 	run -64 --separate-stderr rlock -k p --preemptible --acquire
+	run -64 --separate-stderr rlock -k p --preempt -n -- true
 	run -64 --separate-stderr rlock -k p --preempt --status
 	[[ $(grep -c . <<<"$stderr") == 1 ]]
+}
+
+@test "--preempt that gives up (-w) withdraws its request: the holder is not stopped later" {
+	rlock_bg -k p -t 30s --preemptible -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	run -75 --separate-stderr rlock -k p --preempt -w 300ms -- true
+	assert_equal "$(rcli EXISTS 'rlock:{p}:preempt')" 0
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(cat log)" "h start
+h end"
 }

@@ -14,9 +14,9 @@ if placed == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   local t = redis.call('TIME')
   wake_one(KEYS[1], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
 end
--- --supersede: the waiting one's place (acquire.lua) goes with it.
-if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
-  redis.call('DEL', KEYS[1] .. ':supersede')
+-- --supersede's place and --preempt's request (acquire.lua) go with the waiter.
+for _, k in ipairs({KEYS[1] .. ':supersede', KEYS[1] .. ':preempt'}) do
+  if redis.call('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
 end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
