@@ -93,6 +93,9 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
 		if (k->github) {
+			/* The runner hides the token in the log: before it is printed. */
+			fprintf(stderr, "::add-mask::%s\n", token);
+			fflush(stderr);
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);
