@@ -93,9 +93,13 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
 		if (k->github) {
-			/* The runner hides the token in the log: before it is printed. */
-			fprintf(stderr, "::add-mask::%s\n", token);
-			fflush(stderr);
+			/* A GitHub runner hides the token in its log: before it is printed (not
+			 * elsewhere: a GitLab log, say, would show it). */
+			const char *gha = getenv("GITHUB_ACTIONS");
+			if (gha && !strcmp(gha, "true")) {
+				fprintf(stderr, "::add-mask::%s\n", token);
+				fflush(stderr);
+			}
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);

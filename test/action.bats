@@ -56,7 +56,7 @@ step() {
 	STEP=(env -C "$job" -u REDISCLI_AUTH "PATH=$BATS_TEST_TMPDIR/bin:$PATH"
 		"GITHUB_OUTPUT=$job/output" "GITHUB_STATE=$job/state" "GITHUB_ENV=$job/env"
 		"GITHUB_STEP_SUMMARY=$job/summary" "RUNNER_TEMP=$job"
-		GITHUB_SERVER_URL=https://github.example GITHUB_REPOSITORY=acme/app
+		GITHUB_ACTIONS=true GITHUB_SERVER_URL=https://github.example GITHUB_REPOSITORY=acme/app
 		"GITHUB_RUN_ID=${job##*/}" INPUT_KEY=deploy "INPUT_URL=$REDIS_URL"
 		"INPUT_PASSWORD=$REDISCLI_AUTH")
 	if [[ $which == post ]]; then
@@ -306,12 +306,16 @@ EOF
 	key_absent 'rlock:{deploy}'
 }
 
-@test "--acquire --format github prints ::add-mask::TOKEN on stderr before the token (sh format: not)" {
-	run -0 bash -c '"$RLOCK" -k deploy --acquire --format github 2>&1'
+@test "--acquire --format github on a GitHub runner prints ::add-mask::TOKEN on stderr before the token (elsewhere, or sh format: not)" {
+	run -0 env GITHUB_ACTIONS=true bash -c '"$RLOCK" -k deploy --acquire --format github 2>&1'
 	[[ ${lines[1]} == RLOCK_KEY=* ]] || fail "$output"
 	assert_equal "${lines[0]}" "::add-mask::${lines[2]#RLOCK_TOKEN=}"
 	RLOCK_TOKEN=${lines[2]#RLOCK_TOKEN=} run -0 rlock -k deploy --release
-	run -0 bash -c '"$RLOCK" -k deploy --acquire 2>&1'
+	# Not on a GitHub runner (a GitLab log would show the token), nor for sh.
+	run -0 env -u GITHUB_ACTIONS bash -c '"$RLOCK" -k deploy --acquire --format github 2>&1'
+	refute_output --partial '::add-mask::'
+	RLOCK_TOKEN=${lines[1]#RLOCK_TOKEN=} run -0 rlock -k deploy --release
+	run -0 env GITHUB_ACTIONS=true bash -c '"$RLOCK" -k deploy --acquire 2>&1'
 	refute_output --partial '::add-mask::'
 	eval "$output"
 	run -0 rlock -k deploy --release
