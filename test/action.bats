@@ -210,6 +210,9 @@ job_shell() {
 	assert_equal "$(job_var skipper output fence)" ''
 	grep -q 'skipped it' skipper/summary
 	[[ ! -s skipper/state && ! -s skipper/env ]]
+	step skipper post
+	run -0 --separate-stderr "${STEP[@]}"
+	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
 	step failer main INPUT_WAIT=200ms
 	run -1 --separate-stderr "${STEP[@]}"
 	assert_output --regexp '^::error::`deploy` is busy .* gave up after [0-9.]+ s$'
