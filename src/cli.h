@@ -60,13 +60,14 @@ struct opts {
 	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
-	const char *token;        /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
-	int format_github;        /* --acquire --format github: KEY=VALUE lines */
-	const char *log_file;     /* --acquire: the keeper's log (default: syslog) */
-	const char *label;        /* --label: stored with the holder */
+	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
+	int format_github;    /* --acquire --format github: KEY=VALUE lines */
+	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
+	const char *label;    /* --label: stored with the holder */
+	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
+
 	const char *events_file;  /* --events: JSON lines (events.h); "-" stderr */
 	const char *metrics_file; /* --metrics-file: Prometheus text format (metrics.h) */
-	int verbose;              /* -1 quiet, 0 default, 1.. -v count */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */

@@ -226,8 +226,9 @@ static int open_store(struct store **c, struct store_config *cfg, const struct o
 		return 0;
 	die_if_signalled(termfd);
 	log_error("%s", err);
-	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = RL_EX_UNAVAILABLE, .reason = err});
-	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	return rc;
 }
 
 /* --status, --break, --release, --list, --held. */
