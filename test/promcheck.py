@@ -6,10 +6,12 @@ collector, and stricter: every sample's family has a TYPE before its samples, a 
 lines are contiguous, no series twice, label values escaped as the format says.
 
 usage: promcheck.py FILE            check FILE; exit 0, or 1 with one line per error
-       promcheck.py --loop FILE STOP  read FILE again and again until STOP exists (at
-                                    most 120 s), checking every read: exit 1 at the first
-                                    read that fails (a partial file), else 0 and the
-                                    number of reads on stdout
+       promcheck.py --loop FILE STOP READY
+                                    read FILE again and again until STOP exists (at
+                                    most 120 s), checking every read; READY is created
+                                    after the first one: exit 1 at the first read that
+                                    fails (a partial file), else 0 and the number of
+                                    reads on stdout
 """
 import os
 import re
@@ -163,7 +165,7 @@ def main(argv):
         for e in errors:
             print("promcheck: %s: %s" % (argv[1], e), file=sys.stderr)
         return 1 if errors else 0
-    if len(argv) == 4 and argv[1] == "--loop":
+    if len(argv) == 5 and argv[1] == "--loop":
         reads, end = 0, time.monotonic() + 120
         while not os.path.exists(argv[3]) and time.monotonic() < end:
             try:
@@ -176,6 +178,8 @@ def main(argv):
                 print("promcheck: read %d: %s" % (reads + 1, errors[0]), file=sys.stderr)
                 return 1
             reads += 1
+            if reads == 1:
+                open(argv[4], "w").close()
         print(reads)
         return 0
     print(__doc__, file=sys.stderr)
