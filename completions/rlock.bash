@@ -16,6 +16,9 @@ _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait -
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
+# Events and metrics (README: Events and metrics).
+_rlock_opts_with_arg+=' --events --metrics-file'
+_rlock_long_opts+=' --events --metrics-file'
 
 _rlock_takes_arg() {
 	local o
@@ -154,6 +157,10 @@ _rlock() {
 		;;
 	--cacertdir)
 		_rlock_files -d
+		return 0
+		;;
+	--events | --metrics-file)
+		_rlock_files -f
 		return 0
 		;;
 	-u | --url)
