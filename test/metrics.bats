@@ -168,3 +168,51 @@ outcome() {
 	run -64 --separate-stderr "$RLOCK" -k c --metrics-file - -- true
 	assert_one_line_error
 }
+
+# recipe NAME: the fenced block of README.md after <!-- recipe:NAME --> (as recipes.bats).
+recipe() {
+	awk -v m="<!-- recipe:$1 -->" '
+		$0 == m { found = 1; next }
+		found == 1 && /^```/ { found = 2; next }
+		found == 2 && /^```/ { exit }
+		found == 2 { print }' "$RLOCK_SOURCE_DIR/README.md"
+}
+
+@test "metrics: the README recipe: the cron line records a success the alert rule sees, a busy host keeps it" {
+	python3 -c 'import yaml' 2>/dev/null || ci_skip "python3-yaml is not installed"
+	require_tool jq
+	local line cmd ok
+	line=$(recipe metrics-cron)
+	[[ -n $line ]] || fail "README: no metrics-cron recipe"
+	read -r _ _ _ _ _ cmd <<<"$line"
+	cmd=${cmd//\/var\/lib\/node_exporter\/textfile/$BATS_TEST_TMPDIR}
+	cmd=${cmd//\/var\/log\/rlock/$BATS_TEST_TMPDIR}
+	cmd=${cmd//\/usr\/local\/bin\/backup.sh/true}
+	mkdir -p bin
+	ln -sf "$RLOCK" bin/rlock
+	PATH=$PWD/bin:$PATH run -0 sh -c "$cmd"
+	valid rlock.prom
+	[[ $(outcome rlock.prom nightly) == ran ]]
+	ok=$(sample rlock.prom 'rlock_last_success_timestamp_seconds{key="nightly"}')
+	# the rule names that series, and it does not fire now; it would 27 hours later
+	recipe metrics-alert >rules.yml
+	run -0 python3 -c '
+import sys, time, yaml
+rules = [r for g in yaml.safe_load(open("rules.yml"))["groups"] for r in g["rules"]]
+assert len(rules) == 2, rules
+assert all("rlock_last_success_timestamp_seconds{key=\"nightly\"}" in r["expr"] for r in rules)
+assert "> 26*3600" in rules[0]["expr"], rules[0]["expr"]
+last = float(sys.argv[1])
+print(time.time() - last > 26 * 3600, time.time() + 27 * 3600 - last > 26 * 3600)' "$ok"
+	[[ $output == "False True" ]] || fail "$output"
+	# another host, the same minute: busy, skipped (-E 0); the success stays
+	rlock_bg -k nightly -- "$HOLD" h
+	wait_until 10 test -e h.started
+	PATH=$PWD/bin:$PATH run -0 sh -c "$cmd"
+	touch h.release
+	rlock_wait
+	valid rlock.prom
+	[[ $(outcome rlock.prom nightly) == busy ]]
+	[[ $(sample rlock.prom 'rlock_last_success_timestamp_seconds{key="nightly"}') == "$ok" ]]
+	[[ $(jq -r .event events.jsonl | tr '\n' ' ') == "acquired released busy " ]]
+}
