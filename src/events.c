@@ -92,18 +92,33 @@ static void open_file(void)
 		ev.fd = STDERR_FILENO;
 		return;
 	}
-	ev.fd = open(ev.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+	/* O_NONBLOCK: a FIFO nobody reads must not hold the job up (open or write). */
+	ev.fd =
+	    open(ev.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
 	if (ev.fd < 0)
 		warn_once(strerror(errno));
+}
+
+/* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */
+__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_t *at,
+                                                      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*at >= n)
+		return;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *at, n - *at, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*at += (size_t)w;
 }
 
 /* JSON string s (NULL: null) at buf + *at, escaped; truncation shows as a short line. */
 static void put_str(char *buf, size_t n, size_t *at, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-
 	if (!s) {
-		*at += (size_t)snprintf(buf + *at, *at < n ? n - *at : 0, "null");
+		put(buf, n, at, "null");
 		return;
 	}
 	if (*at + 1 < n)
@@ -113,8 +128,7 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 			buf[(*at)++] = '\\';
 			buf[(*at)++] = (char)*p;
 		} else if (*p < 0x20 || *p == 0x7f) {
-			*at += (size_t)snprintf(buf + *at, n - *at, "\\u00%c%c", hex[*p >> 4],
-			                        hex[*p & 15]);
+			put(buf, n, at, "\\u%04x", *p);
 		} else {
 			buf[(*at)++] = (char)*p;
 		}
@@ -122,18 +136,6 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 	if (*at + 1 < n)
 		buf[(*at)++] = '"';
 	buf[*at < n ? *at : n - 1] = '\0';
-}
-
-__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_t *at,
-                                                      const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	int w = vsnprintf(buf + *at, *at < n ? n - *at : 0, fmt, ap);
-	va_end(ap);
-	if (w > 0)
-		*at += (size_t)w;
 }
 
 /* "2026-11-25T13:30:01.123Z" */
@@ -218,7 +220,7 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 static void write_line(enum ev_kind kind, const struct ev_facts *f, const struct lock *l,
                        int64_t hold_ms)
 {
-	char buf[4096];
+	char buf[8192]; /* the longest label and reason, escaped, fit */
 	size_t at = 0;
 
 	pthread_once(&ev.opened, open_file);
