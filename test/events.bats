@@ -30,9 +30,10 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 
 @test "events: a frozen server reads acquired, renew-failed, lost, released in order; every line is JSON" {
 	# io-timeout 500ms: the first renewal (ttl/3 = 2 s) fails long before the loss at
-	# ttl x 4/5 = 4.8 s.
-	rlock_bg -k ev -t 6s --io-timeout 500ms --events ev.jsonl --label 'nightly "db" \ backup' \
-		-c 'trap "exit 0" TERM; touch started; while :; do sleep 0.05; done'
+	# ttl x 4/5 = 4.8 s; --warn's signal comes at ttl x 2/3 = 4 s, before the loss.
+	rlock_bg -k ev -t 6s --io-timeout 500ms --warn USR1 --events ev.jsonl \
+		--label 'nightly "db" \ backup' \
+		-c 'trap "" USR1; trap "exit 0" TERM; touch started; while :; do sleep 0.05; done'
 	wait_until 10 test -e started
 	kill -STOP "$REDIS_PID"
 	rlock_wait "$RLOCK_PID" 60
@@ -43,6 +44,8 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $(grep -E '^(acquired|renew-failed|lost|released)$' <<<"$output" | uniq | tr '\n' ' ') == \
 		"acquired renew-failed lost released " ]] || fail "order: $output"
 	[[ $(grep -c renew-failed <<<"$output") == 1 ]] # one line per outage, not per retry
+	[[ $(grep -E '^(warned|lost)$' <<<"$output" | tr '\n' ' ') == "warned lost " ]] ||
+		fail "warned, then lost: $output"
 	run -0 jq -r 'select(.event == "lost") | .reason' ev.jsonl
 	[[ $output == *"no renewal confirmed in time"* ]]
 	run -0 jq -r 'select(.event == "released") | "\(.status) \(.hold_ms)"' ev.jsonl
@@ -121,6 +124,19 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 events ev2.jsonl
 	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-released " ]] || fail "$output"
 	[[ $(jq -r 'select(.event == "keeper-released") | .status' ev2.jsonl) == 0 ]]
+}
+
+@test "events: a keeper that finds its lock broken says keeper-lost, with the reason" {
+	run -0 --separate-stderr "$RLOCK" -k kl -t 1s --acquire --events ev.jsonl
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	local keeper
+	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)
+	track_pid "$keeper"
+	run -0 "$RLOCK" -k kl --break
+	wait_until 20 not proc_alive "$keeper"
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-lost " ]] || fail "$output"
+	[[ $(jq -r 'select(.event == "keeper-lost") | .reason' ev.jsonl) == *"no longer ours"* ]]
 }
 
 @test "events: a file that cannot be written warns once and the job runs" {
