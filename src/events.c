@@ -138,8 +138,8 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 	buf[*at < n ? *at : n - 1] = '\0';
 }
 
-/* "2026-11-25T13:30:01.123Z" */
-static void rfc3339_now(char *out, size_t n)
+/* Now as "2026-11-25T13:30:01.123Z" into out; returns it in Unix ms. */
+static long long rfc3339_now(char *out, size_t n)
 {
 	struct timespec ts;
 	struct tm tm;
@@ -148,6 +148,7 @@ static void rfc3339_now(char *out, size_t n)
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t w = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out + w, n - w, ".%03ldZ", ts.tv_nsec / 1000000);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The name in key (PREFIX{NAME}), into name. */
@@ -166,7 +167,7 @@ static void put_head(char *buf, size_t n, size_t *at, enum ev_kind kind, const s
 {
 	char when[40], key[LOCK_KEY_MAX], name[LOCK_KEY_MAX], token[TOKEN_SHOWN + 1];
 
-	rfc3339_now(when, sizeof when);
+	long long ms = rfc3339_now(when, sizeof when);
 	if (l)
 		snprintf(key, sizeof key, "%s", l->key);
 	else
@@ -174,8 +175,9 @@ static void put_head(char *buf, size_t n, size_t *at, enum ev_kind kind, const s
 	name_of(name, sizeof name, key);
 	if (l)
 		snprintf(token, sizeof token, "%.*s", TOKEN_SHOWN, l->token);
-	put(buf, n, at, "{\"schema\":%d,\"time\":\"%s\",\"event\":\"%s\",\"name\":", EVENTS_SCHEMA,
-	    when, kind_names[kind]);
+	put(buf, n, at,
+	    "{\"schema\":%d,\"time\":\"%s\",\"time_ms\":%lld,\"event\":\"%s\",\"name\":",
+	    EVENTS_SCHEMA, when, ms, kind_names[kind]);
 	put_str(buf, n, at, name);
 	put(buf, n, at, ",\"key\":");
 	put_str(buf, n, at, key);

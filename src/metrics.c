@@ -152,8 +152,10 @@ static int parse_line(char *line, struct sample *s)
 		rest++;
 	}
 	rest += strspn(rest, " ");
-	if (!*rest || strlen(rest) >= sizeof s->value)
-		return -1;
+	char *end;
+	strtod(rest, &end);
+	if (end == rest || (*end && *end != ' ') || strlen(rest) >= sizeof s->value)
+		return -1; /* not a value: dropped, not passed on */
 	snprintf(s->value, sizeof s->value, "%s", rest);
 	s->replaced = 0;
 	return 0;

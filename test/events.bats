@@ -19,6 +19,7 @@ setup() {
 events() {
 	jq -e -r 'select((.schema == 1) and (.time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"))
 		and (.name | type == "string") and (.key | type == "string") and (.host | type == "string")
+		and (.time_ms | type == "number") and ((.time_ms / 1000 | floor | todate) == (.time | sub("\\.[0-9]{3}Z$"; "Z")))
 		and (.pid | type == "number") and has("token") and has("label")) | .event' "$1" ||
 		fail "$1 is not one JSON object with every field per line: $(cat "$1")"
 	# every line was a good one: as many names as lines
@@ -93,9 +94,8 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 events ev.jsonl
 	[[ $(tr '\n' ' ' <<<"$output") == "waiting acquired released " ]] || fail "$output"
 	# it waited at least from its waiting line to its acquired line
-	run -0 jq -r -s '(map(select(.event == "acquired"))[0]) as $a | (map(select(.event == "waiting"))[0]) as $w
-		| [$a.wait_ms, (($a.time | sub("\\.[0-9]+Z$"; "Z") | fromdate) * 1000 + ($a.time[20:23] | tonumber))
-		  - (($w.time | sub("\\.[0-9]+Z$"; "Z") | fromdate) * 1000 + ($w.time[20:23] | tonumber))] | @tsv' ev.jsonl
+	run -0 jq -r -s '(map(select(.event == "acquired"))[0]) as $a
+		| (map(select(.event == "waiting"))[0]) as $w | [$a.wait_ms, $a.time_ms - $w.time_ms] | @tsv' ev.jsonl
 	read -r waited between <<<"$output"
 	echo "# wait_ms $waited, waiting -> acquired $between ms" >&3
 	((waited > 0 && waited + 2 >= between)) || fail "wait_ms $waited, lines $between ms apart"
