@@ -37,7 +37,8 @@ static const char *const kind_names[] = {
 
 /* Set once by events_setup (before threads), read by every thread. */
 static struct {
-	int on;
+	int on;          /* --events */
+	int any;         /* --events or --metrics-file: else events_emit does nothing */
 	char path[4096]; /* absolute, or "-" */
 	const char *prefix, *name, *label;
 	char host[256];
@@ -76,6 +77,7 @@ int events_setup(const struct events_config *c, char *err, size_t errlen)
 		}
 		ev.on = 1;
 	}
+	ev.any = ev.on || c->metrics_path;
 	return metrics_setup(c, err, errlen);
 }
 
@@ -256,6 +258,8 @@ static void note(enum ev_kind kind, const struct ev_facts *f)
 
 void events_emit(enum ev_kind kind, const struct ev_facts *f)
 {
+	if (!ev.any)
+		return; /* the common case costs a branch */
 	if (kind == EV_RENEWED || kind == EV_RENEW_FAILED) {
 		/* A renewal thread: it touches nothing of the main thread's. */
 		metrics_count_renewal(kind == EV_RENEWED);

@@ -398,11 +398,11 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 
 void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, int lost)
 {
+	if (!m.on || m.wrote_end)
+		return;
 	struct run_state r = {.outcome = O_RUNNING, .now_s = now_s()};
 	int first = kind == EV_ACQUIRED && m.wait_ms < 0;
 
-	if (!m.on || m.wrote_end)
-		return;
 	if (kind == EV_ACQUIRED || kind == EV_BUSY)
 		m.wait_ms = f->wait_ms;
 	int o = ending(kind, f, lost, &r.exit_code);
