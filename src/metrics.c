@@ -179,8 +179,7 @@ static int read_old(int fd, char **buf, struct sample **out, int *n)
 		return -1;
 	}
 	*buf = malloc((size_t)st.st_size + 1);
-	*out = calloc(SAMPLES_MAX, sizeof **out);
-	if (!*buf || !*out)
+	if (!*buf)
 		return -1;
 	ssize_t got = 0, r = 1;
 	while (got < st.st_size && (r = read(fd, *buf + got, (size_t)(st.st_size - got))) > 0)
@@ -188,7 +187,14 @@ static int read_old(int fd, char **buf, struct sample **out, int *n)
 	if (r < 0)
 		return -1;
 	(*buf)[got] = '\0';
-	for (char *line = *buf, *next; line && *line && *n < SAMPLES_MAX; line = next) {
+	size_t lines = 1;
+	for (const char *p = *buf; (p = strchr(p, '\n')); p++)
+		lines++;
+	*out = calloc(lines < SAMPLES_MAX ? lines : SAMPLES_MAX, sizeof **out);
+	if (!*out)
+		return -1;
+	for (char *line = *buf, *next; line && *line && *n < SAMPLES_MAX && (size_t)*n < lines;
+	     line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
