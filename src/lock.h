@@ -92,11 +92,8 @@ struct lock {
  * negative too, is a fence). */
 struct holder {
 	int held;
-	char mode; /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
-	int kept;  /* released by its command, kept by --min-hold until the lease ends */
-	/* no holder: the name is closed by a lock-delay (a lease that ended unreleased);
-	 * pttl_ms is the time it stays closed */
-	int delayed;
+	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
+	int kept;          /* released by its command, kept by --min-hold until the lease ends */
 	long long pttl_ms; /* -1: no expiry (set by hand) or unknown, -2: gone */
 	long long fence;
 	int has_fence;
@@ -104,6 +101,9 @@ struct holder {
 	char token[80];
 	char host[256], user[64], cmd[512];
 	char label[LOCK_LABEL_MAX + 1]; /* --label, "" if none */
+	/* no holder: the name is closed by a lock-delay (a lease that ended unreleased);
+	 * pttl_ms is the time it stays closed */
+	int delayed;
 };
 
 struct waiter {
