@@ -302,9 +302,13 @@ int report_status(struct store *s, const struct opts *o)
 			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
 	}
 	int rc = cli_close_stdout();
-	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
-	 * skip code would make a held lock look free). */
-	return rc ? rc : !hs.n ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
+	/* --status has its own rule: held (or closed by a lock-delay: an acquire now would
+	 * be busy) is 75, or the -E status unless that is 0 (a skip code would make a held
+	 * lock look free). */
+	return rc                       ? rc
+	       : !hs.n && !hs.closed_ms ? 0
+	       : o->conflict_exit       ? o->conflict_exit
+	                                : RL_EX_CONFLICT;
 }
 
 int report_break(struct store *s, const struct opts *o)

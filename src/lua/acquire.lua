@@ -53,7 +53,11 @@ if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
 local closed = not mine and delay_closed(KEYS[1]) or 0
-if closed > 0 then return {4, closed} end
+if closed > 0 then
+  -- No place among the waiters: no release will come; the waiter sleeps until it opens.
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  return {4, closed}
+end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
