@@ -203,6 +203,34 @@ static int report_to_parent(const struct lock *l)
 	return 0;
 }
 
+/* hold_watch, and with --warn (k->warn) a warning in the keeper's log once a renewal
+ * is a third of the ttl late (hold_warn_at), once per danger: a confirmed renewal moves
+ * that point on, which re-arms it (looked for every tenth of the ttl once warned).
+ * What hold_watch returns. */
+static int watch(const struct hold *h, int sigfd, int64_t stop_at, const struct keeper_args *k,
+                 int *signo, char *err, size_t errlen)
+{
+	int64_t warned = -1;
+
+	for (;;) {
+		int64_t warn_at = hold_warn_at(h), until = stop_at;
+		int64_t next = warn_at != warned ? warn_at : clock_ms() + h->l[0].ttl_ms / 10;
+		if (k->warn && (until < 0 || next < until))
+			until = next;
+		int rc = hold_watch(h, sigfd, until, signo, err, errlen);
+		if (rc != 1 || until == stop_at)
+			return rc;
+		if (warn_at == warned || hold_warn_at(h) != warn_at)
+			continue; /* still warned, or a renewal was confirmed meanwhile */
+		warned = warn_at;
+		log_warn(
+		    "no renewal of %s confirmed for %lld ms (--warn): the lease counts as lost "
+		    "in %lld ms",
+		    h->l[0].key, (long long)(clock_ms() - hold_confirmed_sent(h)),
+		    (long long)(hold_lost_at(h) - clock_ms()));
+	}
+}
+
 int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
@@ -219,7 +247,7 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ttl_ms);
-	if (hold_watch(h, sigfd, stop_at, &signo, err, sizeof err) == 1) {
+	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
 		log_error("--max-hold is over: the keeper releases %s", l->key);
 		rc = RL_EX_TIMEOUT;
 	} else if (signo) {

@@ -33,6 +33,7 @@ struct keeper_args {
 	int (*close_stdout)(void); /* flush the variables: 0, or the status after a line */
 	const char *log_file;      /* the keeper's log (NULL: syslog) */
 	int64_t max_hold_ms;       /* 0: no limit */
+	int warn;                  /* --warn: a late renewal is logged (no command to signal) */
 	const char *name;          /* --release: the lock's name, */
 	const char *token;         /* the token that holds it, */
 	int64_t connect_timeout_ms, io_timeout_ms;

@@ -171,6 +171,7 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .close_stdout = cli_close_stdout,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
+	                        .warn = o->warn_signal != 0,
 	                        .name = o->name,
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
