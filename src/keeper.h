@@ -71,4 +71,12 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
  * unavailable). */
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k);
 
+/* How a keeper's hold ended without --release (lost, given up at --max-hold, released on
+ * a signal), for --held in the steps, even with Redis down: the keeper records it in
+ * $XDG_RUNTIME_DIR/rlock/ (else /tmp/rlock-UID/; a directory of the user's own, mode
+ * 0700), one file per key and token named by a hash of both (the token is not written),
+ * mode 0600, written atomically; --release removes it. keeper_ended: 1 with "REASON at
+ * TIME" in buf when the keeper of key and token recorded its end on this host, else 0. */
+int keeper_ended(const char *key, const char *token, char *buf, size_t n);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "exitcodes.h"
 #include "holder.h"
+#include "keeper.h"
 #include "lock.h"
 #include "log.h"
 #include "parse.h"
@@ -513,6 +514,16 @@ int report_held(struct store *s, const struct opts *o)
 	char err[400];
 
 	for (int i = 0; i < plan.n; i++) {
+		char ended[600];
+		/* A keeper on this host that lost the lock or gave it up said so (keeper.h):
+		 * not held, with why and when, whatever Redis can say now. */
+		if (keeper_ended(plan.l[i].key, plan.token[i], ended, sizeof ended)) {
+			held[i] = 0;
+			all = 0;
+			log_warn("%s is not held by token %s: %s", plan.l[i].key, plan.token[i],
+			         ended);
+			continue;
+		}
 		held[i] = store_is_holder(s, &plan.l[i], plan.token[i],
 		                          clock_ms() + o->io_timeout_ms, &hd[i], err, sizeof err);
 		if (held[i] < 0) {
