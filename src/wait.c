@@ -451,7 +451,7 @@ static int64_t busy_nap(struct wait_run *w)
 
 	/* Closed by a lock-delay: nobody will release it, and its end is exact (the
 	 * server's): wake then; 10 ms at least, so a reply of "now" cannot make it spin. */
-	if (w->h->delayed) {
+	if (w->h->delayed && w->h->pttl_ms >= 0) {
 		w->pttl_woke = 0;
 		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
 		return nap < l->ttl_ms / 3 ? nap : l->ttl_ms / 3;

@@ -147,3 +147,29 @@ closed_only() {
 	run -64 --separate-stderr "$RLOCK" --lock-delay -1s -k c -- true
 	assert_one_line_error
 }
+
+@test "lock-delay: Redlock over 3 nodes: each node closed after a crash; status says so" {
+	local u=() pids=() i urls
+	for i in 0 1 2; do
+		redis_start
+		u+=("$REDIS_URL")
+		pids+=("$REDIS_PID")
+	done
+	urls=$(
+		IFS=,
+		echo "${u[*]}"
+	)
+	rlock_bg -k rl --url "$urls" -t 1s --lock-delay 30s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	kill -KILL "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20 || true
+	wait_until 10 bash -c '! "$0" --url "$1" --status --json -k rl | grep -q "\"held\":true"' "$RLOCK" "$urls"
+	run -75 "$RLOCK" --url "$urls" --status -k rl
+	assert_output --partial 'closed by lock-delay until'
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	[[ $stderr == *"closed by lock-delay"* ]]
+	for i in 0 1 2; do
+		[[ $(redis-cli -u "${u[$i]}" EXISTS 'rlock:{rl}:delay') == 1 ]]
+		redis_stop "${pids[$i]}"
+	done
+}
