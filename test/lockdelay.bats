@@ -45,6 +45,9 @@ holder_killed() {
 	lease_end_server "rlock:{$name}"
 }
 
+# has_waiter NAME: an rlock waits for NAME's release.
+has_waiter() { (($(waiters "$1") >= 1)); }
+
 # closed_only NAME: nobody holds NAME, and a lock-delay keeps it closed.
 closed_only() {
 	local out
@@ -86,7 +89,7 @@ closed_only() {
 	local holder=$RLOCK_PID
 	rlock_bg -k r -c "$START"
 	local waiter=$RLOCK_PID
-	wait_until 30 test "$(waiters r)" -ge 1 || fail "no waiter: $(cat "$BATS_TEST_TMPDIR"/rlock.*.err; rcli --scan)"
+	wait_until 30 has_waiter r
 	local released
 	released=$(server_ms)
 	touch h.release
