@@ -192,6 +192,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	}
 	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
 	l->once_per_ms = sp->once_per_ms;
+	l->delay_ms = sp->delay_ms;
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;
