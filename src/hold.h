@@ -35,6 +35,7 @@ struct hold_spec {
 	/* deploy queues and the history: see struct lock */
 	int supersede, preempt, preemptible, history_len;
 	int64_t history_ms;
+	int64_t delay_ms; /* --lock-delay (0: none): see struct lock */
 };
 
 struct renew;

@@ -15,11 +15,11 @@ load cluster
 setup_file() {
 	rlock_require_binary
 	mkdir -p "$XDG_CONFIG_HOME"
-	local i port
+	local _ port
 	cluster_start
 	export CLUSTER_URL=$REDIS_URL CLUSTER_FIRST=$REDIS_PORT
 	NODES=
-	for i in 1 2 3; do
+	for _ in 1 2 3; do
 		redis_start || return 1
 		NODES+=${NODES:+,}$REDIS_URL
 		port+=" $REDIS_PORT"
@@ -141,8 +141,8 @@ hotfix"
 
 @test "history is capped at the configured length; 0 (the default) writes none" {
 	printf 'history = 5\n' >conf
-	local i
-	for i in 1 2 3 4 5 6 7 8; do
+	local _
+	for _ in 1 2 3 4 5 6 7 8; do
 		run -0 rlock -k c -- true
 	done
 	assert_equal "$(rcli XLEN 'rlock:{c}:history')" 5

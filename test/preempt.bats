@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
 # --preempt / --preemptible (issue 28; GitHub's cancel-in-progress): a --preempt
 # request marks the name (PREFIX{NAME}:preempt); a holder that opted in with
 # --preemptible learns it from its next renewal, warns its command (--warn), stops it

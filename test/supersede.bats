@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
 # --supersede (issue 28; GitLab's newest_first, GitHub's pending run): on a name at
 # most one --supersede request waits; a newer one takes its place
 # (PREFIX{NAME}:supersede) and wakes it through its wake list or channel, so it leaves

@@ -6,7 +6,8 @@
 -- KEYS: lock owner fence holders meta queue writer waiters [done] (lock.c: keys_of)
 -- ARGV: token ttl_ms wait field value ...
 -- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...},
--- or done: {3, pttl of the mark}.
+-- or done: {3, pttl of the mark}, or closed by a lock-delay: {4, ms left} (delay.lua; the
+-- holder's field delay, ms, asks for one), or superseded (--supersede): {5, host, pid, label}.
 -- --once-per (KEYS[9] given): a run that succeeded inside the window left the mark
 -- PREFIX{NAME}:done (release.lua): this request is done already, whether the lock is
 -- free or busy; checked in this same step, so no run can slip between check and take.
@@ -19,6 +20,7 @@
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
 --@history
+--@delay
 -- Deploy queues (--supersede, --preempt) pass '@' pairs after the owner's fields
 -- (lock.c): read here, never stored. The owner's fields may carry hist and hret, the
 -- history's length and retention (history.lua).
@@ -56,13 +58,13 @@ if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
   -- --supersede: one such request waits; a newer one takes its place and wakes it (its
-  -- list and its channel), so that it leaves at once: {4, host, pid, label} of the
+  -- list and its channel), so that it leaves at once: {5, host, pid, label} of the
   -- newer one when it tries again ('2': it took the place before).
   local sk = KEYS[1] .. ':supersede'
   if q['@supersede'] then
     local cur = redis.call('HMGET', sk, 'token', 'host', 'pid', 'label')
     if q['@supersede'] == '2' and cur[1] and cur[1] ~= ARGV[1] then
-      return {4, cur[2] or false, cur[3] or false, cur[4] or false}
+      return {5, cur[2] or false, cur[3] or false, cur[4] or false}
     end
     if cur[1] and cur[1] ~= ARGV[1] then
       local wk = KEYS[1] .. ':wake:' .. cur[1]
@@ -101,6 +103,13 @@ if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
   end
   return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
+-- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
+local closed = not mine and delay_closed(KEYS[1]) or 0
+if closed > 0 then
+  -- No place among the waiters: no release will come; the waiter sleeps until it opens.
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  return {4, closed}
+end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
@@ -130,4 +139,5 @@ if mine then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
+delay_hold(KEYS[1], ARGV[1], ARGV[2], redis.call('HGET', KEYS[2], 'delay'))
 return {1, fence}

@@ -13,7 +13,9 @@
 -- present with TRYAGAIN, and they usually do not exist.
 --@wake_one
 --@history
+--@delay
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+delay_open(KEYS[1], ARGV[1]) -- released (--min-hold's keep too): no lock-delay
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
 -- ''); preempted when a --preempt request marked a --preemptible holder.
 local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',

@@ -1,9 +1,11 @@
 -- SPDX-License-Identifier: MIT
 -- Renew: extend the lease only while the token is still the holder.
--- KEYS: lock owner   ARGV: token ttl_ms
+-- KEYS: lock owner   ARGV: token ttl_ms [delay_ms: --lock-delay's entry moves on too]
+--@delay
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
+delay_hold(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 -- A --preemptible holder that a --preempt request marked: renewed, and told who asked
 -- ({3, host, pid, label}); it stops its command and releases.
 if redis.call('HGET', KEYS[2], 'preemptible') == '1' then
