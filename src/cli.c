@@ -180,7 +180,7 @@ static const struct optdef options[] = {
         "let a --preempt request stop the command (as\n"
         "on a lost lease: --warn, then --on-lost), exit 81",
         SWITCH(preemptible, 1)),
-    OPT_HIDDEN("history", F_ARG | F_CONFIG, INT(history_len, 0, 1000000)),
+    OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(history_len, 0, 1000000), .def = 100),
     OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(history_ms, 1000),
                .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
@@ -284,7 +284,7 @@ static const struct optdef options[] = {
     OPT("history", 0, F_RUN, NULL,
         "show NAME's runs and supersessions, newest\n"
         "first (-n N: the last N, default 20; config\n"
-        "history = N turns it on)",
+        "history = N keeps N, 0 none; default 100)",
         SPECIAL(opt_mode), .value = MODE_HISTORY),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),

@@ -41,11 +41,13 @@ seed() { rcli SET "rlock:{$1}:fence" "$2" >/dev/null; }
 # has_fence TEXT N: TEXT (JSON) says "fence":N exactly (not a prefix of a longer number).
 has_fence() { [[ $1 =~ \"fence\":$2[,}] ]] || fail "no \"fence\":$2 in: $1"; }
 
-# only_fence_left NAME VALUE: nothing of NAME is left but its counter, still at VALUE.
+# only_fence_left NAME VALUE: nothing of NAME is left but its counter, still at VALUE
+# (and the history of an earlier run, expiring).
 only_fence_left() {
 	local keys
-	keys=$(rcli --scan --pattern "rlock:{$1}*")
+	keys=$(rcli --scan --pattern "rlock:{$1}*" | grep -v ':history$')
 	[[ $keys == "rlock:{$1}:fence" ]] || fail "keys left: $keys"
+	history_expiring "rlock:{$1}:history" || fail "the history does not expire"
 	assert_equal "$(rcli GET "rlock:{$1}:fence")" "$2"
 }
 

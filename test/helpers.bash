@@ -443,6 +443,17 @@ renewed() {
 # key_exists KEY / key_absent KEY
 key_exists() { [[ $(rcli EXISTS "$1") == 1 ]]; }
 key_absent() { [[ $(rcli EXISTS "$1") == 0 ]]; }
+# history_expiring KEY [RETENTION_MS]: KEY, a name's run history (PREFIX{NAME}:history, on
+# by default), is absent or expires within the retention (default 7 days): the one key
+# besides the fence counter that an idle name keeps, and not for ever.
+history_expiring() {
+	local p
+	p=$(rcli PTTL "$1")
+	[[ $p == -2 ]] || ((p > 0 && p <= ${2:-604800000})) || {
+		echo "$1: PTTL $p, not within the retention" >&2
+		return 1
+	}
+}
 
 # ---------------------------------------------------------------------------------
 # default per-file / per-test fixtures (a file may override and call these)

@@ -4,8 +4,8 @@
 # The history (issue 28): every run of a name (acquired, and how it ended: released with
 # the command's status, broken and by whom, preempted and by whom, expired with no
 # release) and every supersession, in PREFIX{NAME}:history, a capped stream written by
-# the acquire, release, renew-time and break scripts (config `history = N`,
-# `history-retention = DUR`). `rlock -k NAME --history [--json] [-n N]` reads it, newest
+# the acquire, release, renew-time and break scripts (config `history = N`, default 100,
+# 0 off; `history-retention = DUR`, default 7d). `rlock -k NAME --history [--json] [-n N]` reads it, newest
 # first. The same scenario on one server, over three Redlock nodes (each node that
 # granted writes; read merged by fence) and on a three-master Cluster.
 
@@ -139,7 +139,7 @@ hotfix"
 	scenario
 }
 
-@test "history is capped at the configured length; 0 (the default) writes none" {
+@test "history is capped at the configured length; 0 writes none" {
 	printf 'history = 5\n' >conf
 	local _
 	for _ in 1 2 3 4 5 6 7 8; do
@@ -151,10 +151,27 @@ hotfix"
 	run -0 --separate-stderr rlock -k c --history --json -n 3
 	assert_equal "$(echo "$output" | jq '.entries | length')" 3
 	assert_equal "$(echo "$output" | jq -r '.entries[0].event')" released
-	: >conf
+	printf 'history = 0\n' >conf
 	run -0 rlock -k off -- true
 	assert_equal "$(rcli EXISTS 'rlock:{off}:history')" 0
 	run -64 --separate-stderr rlock -k c --history -n x
+}
+
+@test "history is on by default: about 100 entries (MAXLEN ~ 100), expiring after 7 days" {
+	: >conf
+	local _ n p
+	for _ in $(seq 110); do
+		rlock -k d -- true || fail "a run failed"
+	done
+	# 220 entries written; approximate trimming drops whole nodes of 100
+	n=$(rcli XLEN 'rlock:{d}:history')
+	((n >= 100 && n <= 200)) || fail "XLEN $n"
+	p=$(rcli PTTL 'rlock:{d}:history')
+	((p > 6 * 86400000 && p <= 7 * 86400000)) || fail "PTTL $p"
+	run -0 --separate-stderr rlock -k d --history --json -n 2
+	assert_equal "$(echo "$output" | jq -r '[.entries[].event] | join(" ")')" 'released acquired'
+	# nothing but the fence counter and the expiring history is left
+	assert_equal "$(rcli --scan --pattern 'rlock:{d}*' | sort | tr '\n' ' ')" 'rlock:{d}:fence rlock:{d}:history '
 }
 
 @test "history: labels are escaped (text) and JSON-encoded" {

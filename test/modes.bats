@@ -25,12 +25,15 @@ EOF
 	: >"$LOG"
 }
 
-# Only fence counters left (the one documented key that never expires). Writer marks
-# of waiters that gave up and --min-hold leases end by their ttl: polled.
+# Only fence counters left (the one documented key that never expires), and run
+# histories that expire within their retention. Writer marks of waiters that gave up
+# and --min-hold leases end by their ttl: polled.
 only_fences() {
-	local keys
+	local keys k
 	keys=$(rcli --scan --pattern '*' | grep -v ':fence$' || true)
-	[[ -z $keys ]]
+	for k in $keys; do
+		[[ $k == *:history ]] && history_expiring "$k" || return 1
+	done
 }
 
 teardown() {
