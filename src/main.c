@@ -313,6 +313,16 @@ static int64_t lease_kill_at(const void *ctx)
 	return hold_kill_at(ctx);
 }
 
+static int64_t lease_renew_due(const void *ctx)
+{
+	return hold_renew_due(ctx);
+}
+
+static void lease_renew_launch(void *ctx)
+{
+	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                const sigset_t *orig)
@@ -340,6 +350,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .warn_at = lease_warn_at,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
+	    .renew_due = lease_renew_due,
+	    .renew_launch = lease_renew_launch,
+	    .renew_ctx = h,
 	};
 	rc = child_supervise(&ch, &sa);
 	if (rc == 0 && o->once_per_ms > 0)
