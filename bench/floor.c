@@ -78,26 +78,26 @@ int main(int argc, char **argv)
 	         kl, argv[2], tok);
 	if (roundtrip(fd, req, rep, sizeof rep) < 0 || strncmp(rep, "+OK", 3))
 		return 75;
-	int go[2];
-	if (pipe(go) < 0)
+	int go[2] = {-1, -1};
+	if (wd && pipe(go) < 0)
 		return 71;
 	pid_t pid = fork();
 	if (pid == 0) {
 		char c;
-		close(go[1]);
 		setpgid(0, 0);
-		if (wd && read(go[0], &c, 1) != 1)
+		if (wd && (close(go[1]), read(go[0], &c, 1) != 1))
 			_exit(71);
-		close(go[0]);
 		execvp(argv[3], argv + 3);
 		_exit(127);
 	}
-	close(go[0]);
 	setpgid(pid, pid);
-	if (wd && watchdog(pid, &wfd) < 0)
-		return 71;
-	(void)!write(go[1], "", 1);
-	close(go[1]);
+	if (wd) {
+		close(go[0]);
+		if (watchdog(pid, &wfd) < 0)
+			return 71;
+		(void)!write(go[1], "", 1);
+		close(go[1]);
+	}
 	int st = 0;
 	while (pid > 0 && waitpid(pid, &st, 0) < 0)
 		;
