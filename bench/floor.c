@@ -74,8 +74,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 16; i++)
 		snprintf(tok + 2 * i, 3, "%02x", rnd[i]);
 	size_t kl = strlen(argv[2]);
-	snprintf(req, sizeof req, "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$32\r\n%s\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n",
-	         kl, argv[2], tok);
+	snprintf(
+	    req, sizeof req,
+	    "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$32\r\n%s\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n",
+	    kl, argv[2], tok);
 	if (roundtrip(fd, req, rep, sizeof rep) < 0 || strncmp(rep, "+OK", 3))
 		return 75;
 	int go[2] = {-1, -1};

@@ -95,16 +95,22 @@ void hold_drop_main(struct hold *h)
 	h->s = NULL;
 }
 
-int64_t hold_confirmed_sent(const struct hold *h)
+/* The earliest of of(r) over the hold's renewals (INT64_MAX: none). */
+static int64_t earliest(const struct hold *h, int64_t (*of)(const struct renew *))
 {
 	int64_t first = INT64_MAX;
 
 	for (int i = 0; i < h->n; i++) {
-		int64_t s = renew_confirmed_sent(h->rn[i]);
-		if (s < first)
-			first = s;
+		int64_t t = of(h->rn[i]);
+		if (t < first)
+			first = t;
 	}
 	return first;
+}
+
+int64_t hold_confirmed_sent(const struct hold *h)
+{
+	return earliest(h, renew_confirmed_sent);
 }
 
 int64_t hold_lost_at(const struct hold *h)
@@ -147,14 +153,7 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 
 int64_t hold_renew_due(const struct hold *h)
 {
-	int64_t due = INT64_MAX;
-
-	for (int i = 0; i < h->n; i++) {
-		int64_t d = renew_due(h->rn[i]);
-		if (d < due)
-			due = d;
-	}
-	return due;
+	return earliest(h, renew_due);
 }
 
 int hold_renew_launch(struct hold *h)
