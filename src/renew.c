@@ -225,8 +225,8 @@ int renew_launch(struct renew *r, char *err, size_t errlen)
 {
 	sigset_t all, old;
 
-	if (r->launched || r->quiet)
-		return 0;
+	if (r->launched || r->launch_failed || r->quiet)
+		return 0; /* a failure is reported once: the lease then runs out */
 	/* The thread takes no signals: the main thread's signalfd sees them all. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

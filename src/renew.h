@@ -39,9 +39,9 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 int64_t renew_due(const struct renew *r);
 
 /* Start the thread now (it renews at once if a renewal is due). 0 (also when it runs
- * already or never will), or -1 with the reason: nothing renews this lease then, and
- * renew_due() stops asking (the lease runs out, as the lease rule says). Main thread
- * only. */
+ * already, never will, or failed before), or -1 with the reason, once: nothing renews
+ * this lease then, and renew_due() stops asking (the lease runs out, as the lease rule
+ * says). Main thread only. */
 int renew_launch(struct renew *r, char *err, size_t errlen);
 
 /* Readable (poll POLLIN) once the server said the token is no longer the holder. */
