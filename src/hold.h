@@ -3,10 +3,9 @@
  * one lock being the N = 1 case. It acquires them in the order given (cli.c sorts the
  * names, so `-k A -k B` and `-k B -k A` cannot deadlock: nobody holds a later name while
  * waiting for an earlier one), renews each on its own thread (started when its first
- * renewal is due, or when the hold waits for its next name), and watches them as one lease: the
- oldest confirmed send time of them all,
- * and the loss of any one is the loss of the set (79).
- The lease rule it applies is lease.h's. */
+ * renewal is due, or when the hold waits for its next name), and watches them as one
+ * lease: the oldest confirmed send time of them all, and the loss of any one is the loss
+ * of the set (79). The lease rule it applies is lease.h's. */
 #ifndef RLOCK_HOLD_H
 #define RLOCK_HOLD_H
 
