@@ -156,6 +156,11 @@ static const struct optdef options[] = {
         "for DUR (exit as -E, say when it ends); a\n"
         "failed run marks nothing (exclusive, one -k)",
         DURATION(once_per_ms, 0)),
+    OPT("lock-delay", 0, F_ARG, "DUR",
+        "if the lease ends without a release (a crash,\n"
+        "a lost lease, --break), keep the name closed\n"
+        "DUR more: a stalled holder cannot race the next",
+        DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
         DURATION(max_hold_ms, 0)),
@@ -239,6 +244,17 @@ static const struct optdef options[] = {
         "or -k NAME --token TOKEN), 79 if not, 69 if\n"
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
+    HEADING("Events and metrics (README: Events and metrics):"),
+    OPT("events", 0, F_ARG, "FILE",
+        "append one JSON line per event (waiting,\n"
+        "acquired, busy, renew-failed, warned, lost,\n"
+        "released, keeper-*) to FILE; - for stderr",
+        STRING(events_file, 0)),
+    OPT("metrics-file", 0, F_ARG, "PATH",
+        "write the run's metrics to PATH (Prometheus\n"
+        "textfile format), atomically, when acquired\n"
+        "and at exit; other keys' series are kept",
+        STRING(metrics_file, 0)),
     HEADING("Operator:"),
     OPT("status", 0, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -248,6 +264,11 @@ static const struct optdef options[] = {
         .value = MODE_BREAK),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),
+    OPT("check", 0, F_RUN, NULL,
+        "check the deployment (every node): ok/warn/unsafe\n"
+        "findings and a verdict (--json: one object);\n"
+        "exit 0 ok, 1 warnings, 2 unsafe, 69 unreachable",
+        SPECIAL(opt_mode), .value = MODE_CHECK),
     OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
     OPT("verbose", 'v', F_RUN, NULL,
         "say what happens on stderr: server, wait,\n"
@@ -266,6 +287,7 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break\n"
     "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] --check [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
     "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
     "       rlock [OPTIONS] [-k NAME --token TOKEN] --held [--json]\n"
@@ -1378,6 +1400,12 @@ static void validate_mode(struct state *s, int nargs)
 			usage_error("--token goes with -k NAME (which lock the token should hold)");
 		return;
 	}
+	if (o->mode == MODE_CHECK) {
+		if (nargs > 0 || o->shell_command || o->name)
+			usage_error(
+			    "--check checks the servers: it takes no -k NAME and no command");
+		return;
+	}
 	if (o->mode != MODE_LIST && !o->name)
 		usage_error("--%s needs -k NAME", s->mode_opt);
 	if (o->mode == MODE_LIST && o->name)
@@ -1418,8 +1446,9 @@ static void validate(struct state *s, int nargs)
 
 	validate_server(s);
 	validate_mode(s, nargs);
-	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD)
-		usage_error("--json goes with --status, --list or --held");
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD &&
+	    o->mode != MODE_CHECK)
+		usage_error("--json goes with --status, --list, --held or --check");
 	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD)
 		usage_error("--token goes with --release or --held");
 	if (o->format_github && o->mode != MODE_ACQUIRE)

@@ -12,7 +12,16 @@
 #define CLI_URLS_MAX   16 /* Redlock nodes */
 #define OPTS_NAMES_MAX 16 /* -k given several times */
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE, MODE_HELD };
+enum mode {
+	MODE_RUN,
+	MODE_STATUS,
+	MODE_BREAK,
+	MODE_LIST,
+	MODE_ACQUIRE,
+	MODE_RELEASE,
+	MODE_HELD,
+	MODE_CHECK
+};
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */
@@ -39,6 +48,7 @@ struct opts {
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
 	int64_t once_per_ms;                                   /* --once-per: 0 none */
+	int64_t lock_delay_ms;                                 /* --lock-delay: 0 none */
 	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
 	int limit;                                             /* -l N */
@@ -65,6 +75,9 @@ struct opts {
 	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
 	const char *label;    /* --label: stored with the holder */
 	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
+
+	const char *events_file;  /* --events: JSON lines (events.h); "-" stderr */
+	const char *metrics_file; /* --metrics-file: Prometheus text format (metrics.h) */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */

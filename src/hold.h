@@ -32,6 +32,7 @@ struct hold_spec {
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
 	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */
+	int64_t delay_ms;     /* --lock-delay (0: none): see struct lock */
 };
 
 struct renew;

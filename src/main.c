@@ -10,8 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "child.h"
 #include "cli.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
 #include "hold.h"
@@ -100,10 +102,13 @@ static int busy(const struct opts *o, const char *name, const struct holder *h)
 	/* -E 0 skips silently; -v still says so. */
 	char who[1200] = "";
 
-	if (h->host[0])
+	if (h->host[0] || h->delayed)
 		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
 	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
-	        who[0] ? ": held by " : "", who, o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        !who[0]      ? ""
+	        : h->delayed ? ": "
+	                     : ": held by ",
+	        who, o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
@@ -168,11 +173,32 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .close_stdout = cli_close_stdout,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
+	                        .warn = o->warn_signal != 0,
 	                        .name = o->name,
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
 	                        .io_timeout_ms = o->io_timeout_ms};
 	return k;
+}
+
+/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+ * (which changes to "/"); a bad path is a usage error. */
+static void events_of(const struct opts *o)
+{
+	struct events_config e = {.events_path = o->events_file,
+	                          .metrics_path = o->metrics_file,
+	                          .prefix = o->prefix,
+	                          .names = o->names,
+	                          .nnames = o->nnames,
+	                          .label = o->label,
+	                          .conflict_exit = o->conflict_exit};
+	char err[300];
+
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	    events_setup(&e, err, sizeof err) < 0) {
+		log_error("%s", err);
+		exit(RL_EX_USAGE);
+	}
 }
 
 /* Signals: blocked, read from sigfd; until the command starts, every wait (lookup,
@@ -205,7 +231,9 @@ static int open_store(struct store **c, struct store_config *cfg, const struct o
 		return 0;
 	die_if_signalled(termfd);
 	log_error("%s", err);
-	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	return rc;
 }
 
 /* --status, --break, --release, --list, --held. */
@@ -274,7 +302,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,
-	                       .once_per_ms = o->once_per_ms};
+	                       .once_per_ms = o->once_per_ms,
+	                       .delay_ms = o->lock_delay_ms};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -290,6 +319,9 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);
+	events_emit(EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE,
+	                               .reason = err});
 	exit(rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE);
 }
 
@@ -335,6 +367,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
 	if (rc != 0) {
 		hold_release(h, 0);
+		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 		return rc;
 	}
 	struct supervise_args sa = {
@@ -369,7 +402,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			          "(expired, broken or taken over while it ran)");
 			rc = RL_EX_LOST;
 		}
+		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
 	}
+	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 	child_finish(&ch);
 	if (rc != RL_EX_LOST && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
@@ -391,6 +426,7 @@ int main(int argc, char **argv)
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
+	events_of(&o);
 	if (o.mode == MODE_HELD)
 		held_plan(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE)
@@ -400,6 +436,11 @@ int main(int argc, char **argv)
 	if (o.tls.enabled)
 		conn_tls_init();
 	store_config_from_opts(&cfg, &o);
+	if (o.mode == MODE_CHECK) {
+		rc = check_run(&cfg, &o);
+		die_if_signalled(termfd);
+		return rc;
+	}
 	rc = open_store(&c, &cfg, &o, termfd);
 	if (rc != 0)
 		return rc;
