@@ -64,6 +64,17 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 	return rc == CONN_OK ? 0 : -1;
 }
 
+/* A reply that is not RESP: another kind of server on that port (an HTTP server
+ * answers "HTTP/1.1 400"). Name it and where; waiting will not fix it. */
+static void not_resp(const struct client *c, char *err, size_t errlen)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "%s", err);
+	snprintf(err, errlen, "%s: %s: is this a Redis server?", c->srv->name, why);
+	conn_fault_set_final(1);
+}
+
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
                 size_t errlen)
 {
@@ -73,6 +84,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		int got = resp_reader_get(c->rd, reply, err, errlen);
 		if (got == 1)
 			c->replied = 1;
+		if (got < 0)
+			not_resp(c, err, errlen);
 		if (got != 0)
 			return got;
 		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);

@@ -72,6 +72,19 @@ int conn_abort_pending(void)
 	return abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+/* Whether the calling thread's last failure is one that waiting cannot fix. */
+static _Thread_local int fault_final;
+
+void conn_fault_set_final(int final)
+{
+	fault_final = final;
+}
+
+int conn_fault_final(void)
+{
+	return fault_final;
+}
+
 void conn_pause_until(int64_t until_ms)
 {
 	/* fd -1 (no abort fd): poll ignores the entry and only sleeps */
@@ -500,6 +513,16 @@ void conn_tls_init(void)
 	(void)tlsload(why, sizeof why);
 }
 
+/* A handshake that ended: a certificate that does not verify, or a peer that is no
+ * TLS server, is a fault waiting cannot fix (the module's own words say which). */
+static int handshake_verdict(int rc, const char *err)
+{
+	if (rc == CONN_ERR && (strstr(err, "certificate verify failed") ||
+	                       strstr(err, "is it a TLS port?")))
+		conn_fault_set_final(1);
+	return rc;
+}
+
 /* Wrap the connected socket in a TLS session, ready for its handshake. */
 static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t errlen)
 {
@@ -509,11 +532,14 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
 		set_err(err, errlen, "TLS support is not available: %s", why);
+		conn_fault_set_final(1);
 		return CONN_ERR;
 	}
 	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
-	if (!c->tls)
+	if (!c->tls) {
+		conn_fault_set_final(1); /* the TLS settings themselves */
 		return CONN_ERR;
+	}
 	c->tls_ops = ops;
 	return CONN_OK;
 }
@@ -532,7 +558,7 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 	for (;;) {
 		rc = ops->handshake(c->tls, err, errlen);
 		if (rc != CONN_AGAIN)
-			return rc;
+			return handshake_verdict(rc, err);
 		w = wait_fd(c->fd, ops->events(c->tls), deadline_ms);
 		if (w == WAIT_ABORT) {
 			set_err(err, errlen, "TLS handshake with %s: interrupted", c->peer);
@@ -690,7 +716,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 			return CONN_AGAIN;
 		}
 		if (rc != CONN_OK)
-			return rc;
+			return handshake_verdict(rc, err);
 	}
 	c->connecting = 0;
 	c->ep = NULL;

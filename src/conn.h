@@ -82,6 +82,13 @@ void conn_set_abort_fd(int fd);
  * that interruption rather than a fault worth reporting. */
 int conn_abort_pending(void);
 
+/* A failure that time cannot fix (a certificate that does not verify, a peer that
+ * does not speak RESP) marks the calling thread's fault final where it is detected;
+ * a caller that retries until a deadline clears it (0) before each try and stops
+ * when it is set. */
+void conn_fault_set_final(int final);
+int conn_fault_final(void);
+
 /* Sleep until until_ms (monotonic), or less when the calling thread's abort fd becomes
  * readable (a signal): a pause between retries that a signal cuts short. */
 void conn_pause_until(int64_t until_ms);
