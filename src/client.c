@@ -72,7 +72,7 @@ static void not_resp(const struct client *c, char *err, size_t errlen)
 
 	snprintf(why, sizeof why, "%s", err);
 	snprintf(err, errlen, "%s: %s: is this a Redis server?", c->srv->name, why);
-	conn_fault_set_final(1);
+	conn_fault_note(CONN_FAULT_FINAL);
 }
 
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
@@ -148,8 +148,10 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 		resp_free(*reply);
 		*reply = NULL;
 	}
-	if (got == 0)
+	if (got == 0) {
 		snprintf(err, errlen, "%s did not answer %s in time", c->srv->name, argv[0]);
+		conn_fault_note(CONN_FAULT_PASSING); /* busy, paused: may answer later */
+	}
 	if (got == 0 || got == CONN_ABORT)
 		c->unanswered++; /* sent in full; only the reply is missing */
 	else if (got != 1)

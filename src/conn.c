@@ -72,17 +72,22 @@ int conn_abort_pending(void)
 	return abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
-/* Whether the calling thread's last failure is one that waiting cannot fix. */
-static _Thread_local int fault_final;
+/* What the calling thread's failures since conn_fault_clear() were (conn.h). */
+static _Thread_local int fault;
 
-void conn_fault_set_final(int final)
+void conn_fault_note(int what)
 {
-	fault_final = final;
+	fault |= what;
 }
 
-int conn_fault_final(void)
+void conn_fault_clear(void)
 {
-	return fault_final;
+	fault = 0;
+}
+
+int conn_fault(void)
+{
+	return fault;
 }
 
 void conn_pause_until(int64_t until_ms)
@@ -202,6 +207,8 @@ static int open_unix(struct conn *c, const char *path, int64_t start, int64_t de
 		goto cleanup;
 	}
 	rc = connect_fd(fd, (const struct sockaddr *)&sun, sizeof sun, deadline_ms);
+	if (rc != CONN_OK && rc != CONN_ABORT)
+		conn_fault_note(CONN_FAULT_PASSING); /* no server there yet: may come */
 	if (rc == CONN_TIMEOUT)
 		set_err(err, errlen, "connect to %s: timed out after %lld ms", c->peer,
 		        budget_ms(start, deadline_ms));
@@ -481,6 +488,8 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			continue;
 		}
 		rc = connect_fd(fd, sa, salen, deadline_ms);
+		if (rc != CONN_OK && rc != CONN_ABORT)
+			conn_fault_note(CONN_FAULT_PASSING);
 		if (rc == CONN_OK) {
 			c->fd = fd;
 			return CONN_OK;
@@ -519,7 +528,7 @@ static int handshake_verdict(int rc, const char *err)
 {
 	if (rc == CONN_ERR && (strstr(err, "certificate verify failed") ||
 	                       strstr(err, "is it a TLS port?")))
-		conn_fault_set_final(1);
+		conn_fault_note(CONN_FAULT_FINAL);
 	return rc;
 }
 
@@ -532,12 +541,12 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
 		set_err(err, errlen, "TLS support is not available: %s", why);
-		conn_fault_set_final(1);
+		conn_fault_note(CONN_FAULT_FINAL);
 		return CONN_ERR;
 	}
 	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
 	if (!c->tls) {
-		conn_fault_set_final(1); /* the TLS settings themselves */
+		conn_fault_note(CONN_FAULT_FINAL); /* the TLS settings themselves */
 		return CONN_ERR;
 	}
 	c->tls_ops = ops;
@@ -634,6 +643,7 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 			return now ? CONN_OK : CONN_AGAIN;
 		}
 		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
+		conn_fault_note(CONN_FAULT_PASSING);
 		close(fd);
 	}
 	return CONN_ERR;
@@ -696,6 +706,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 		}
 		/* Refused: the host's next address, if any. */
 		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
+		conn_fault_note(CONN_FAULT_PASSING);
 		close(c->fd);
 		c->fd = -1;
 		c->addr++;

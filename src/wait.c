@@ -386,7 +386,7 @@ static enum wait_state st_attempt(struct wait_run *w)
 		w->again = 1;
 		return ST_ATTEMPT;
 	}
-	if (rc == LOCK_ERR && (w->waiting || !w->a->lock->nowait) && !store_fault_final())
+	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->nowait && store_fault_passing())))
 		return ST_OUTAGE;
 	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
 		outage_ended(w->a->name, store_name(w->s), w->outage_at);
@@ -585,7 +585,7 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	int rc, outage = 0;
 
 	while ((rc = store_open(out, cfg, 1, STORE_NO_CAP, err, errlen)) == STORE_ERR) {
-		if (wait_ms == 0 || store_fault_final() || clock_ms() >= deadline)
+		if (wait_ms == 0 || !store_fault_passing() || clock_ms() >= deadline)
 			break;
 		if (!outage++)
 			outage_started(name, err, deadline);

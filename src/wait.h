@@ -43,8 +43,8 @@ struct wait_args {
  * A server that cannot serve (unreachable, an error reply such as LOADING, READONLY,
  * MASTERDOWN) is retried with backoff until the wait's deadline (forever without
  * one), from the first attempt on (-n: WAIT_ERR at once), the outage said once when
- * it starts and once when it ends; a failure store_fault_final() calls final is
- * WAIT_ERR at once.
+ * it starts and once when it ends; any other failure of the first attempt
+ * (store_fault_passing) is WAIT_ERR at once.
  * A terminating signal (sigfd; the conn layer's waits must watch it too, see
  * conn_set_abort_fd) ends it at once with WAIT_SIGNAL, after giving back a lock an
  * interrupted request may have taken. */
@@ -56,7 +56,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
  * tried again with capped, jittered backoff until wait_ms (-1 forever; 0, -n: fail
  * at once), with one line on stderr when the outage starts and one when it ends. A
  * failure time cannot fix (authentication, TLS verification, not a Redis server:
- * store_fault_final) fails at once. A terminating signal on sigfd ends it (left
+ * all but store_fault_passing) fails at once. A terminating signal on sigfd ends it (left
  * unread). store_open's codes. */
 int wait_open(struct store **out, const struct store_config *cfg, const char *name,
               int64_t wait_ms, int sigfd, char *err, size_t errlen);
