@@ -1,0 +1,101 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2154  # bats sets $stderr, $output
+# Issue 27 part A, item 1: waiting includes the server. Within the wait budget (-w, or
+# forever), a server that cannot serve yet (refused, paused, loading) is retried until
+# the deadline, with one line when the outage starts and one when it ends; errors that
+# time cannot fix (a wrong password, a peer that is not Redis) fail at once; -n fails
+# at once.
+
+load helpers
+
+# blip_start PORT: a redis-server on PORT (started later than rlock by the test).
+blip_start() {
+	local dir=$BATS_TEST_TMPDIR/late
+	mkdir -p "$dir"
+	redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+	BLIP_PID=$!
+	echo "$BLIP_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
+	track_pid "$BLIP_PID"
+}
+
+# outage_said FILE: the outage's first line is on stderr (rlock is retrying).
+outage_said() { grep -q "; retrying" "$1"; }
+
+@test "a server started after the run began: the wait rides it out, the job runs" {
+	local port
+	port=$(dead_port)
+	rlock_bg -w 10s -u "redis://127.0.0.1:$port" -k b -- touch ran
+	wait_until 10 outage_said "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	blip_start "$port"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	# one line when the outage starts, one when it ends: not one per try
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock 'b': connect to 127\.0\.0\.1:$port: Connection refused; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --index 1 --regexp "^rlock: lock 'b': 127\.0\.0\.1:$port answers again after [0-9.]+ s$"
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "a paused server (SIGSTOP) resumed inside the budget: the job runs" {
+	kill -STOP "$REDIS_PID"
+	rlock_bg -w 20s --io-timeout 500ms -k p -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR"
+	kill -CONT "$REDIS_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock 'p': 127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --index 1 --regexp "^rlock: lock 'p': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s$"
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "-w 2s with the server down: 69 once the wait ran out, not before" {
+	local port t0 took
+	port=$(dead_port)
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 2s -u "redis://127.0.0.1:$port" -k d -- touch ran
+	took=$(($(now_ms) - t0))
+	[[ ! -e ran ]]
+	((took >= 1900)) || fail "gave up after $took ms, before the 2 s wait"
+	echo "# server down, -w 2s: 69 after $took ms" >&3
+	assert_regex "${stderr_lines[0]}" "^rlock: lock 'd': connect to .*; retrying for up to"
+	assert_regex "${stderr_lines[1]}" "^rlock: lock 'd': Redis unavailable for the whole wait \(gave up at the --wait deadline after [0-9.]+ s\): connect to 127\.0\.0\.1:$port: Connection refused$"
+	[[ ${#stderr_lines[@]} == 2 ]] || fail "$stderr"
+}
+
+@test "-n with the server down fails at once (69, one line)" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock -n -u "redis://127.0.0.1:$port" -k d -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" "Connection refused"
+}
+
+@test "a wrong password fails at once, even with a long wait" {
+	local t0 took
+	rcli ACL SETUSER blipuser on '>right-pw' '~*' '&*' '+@all' >/dev/null
+	t0=$(now_ms)
+	RLOCK_PASSWORD=wrong-pw run -69 --separate-stderr rlock -w 60s --user blipuser -k a -- touch ran
+	took=$(($(now_ms) - t0))
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" "authentication to 127\.0\.0\.1:$REDIS_PORT failed"
+	((took < 30000)) || fail "a wrong password waited $took ms"
+}
+
+@test "a peer that is not Redis (an HTTP server) fails at once, once, naming host:port" {
+	local port
+	port=$(free_port)
+	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$port" http "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
+	track_pid $!
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+	run -69 --separate-stderr rlock -w 60s -u "redis://127.0.0.1:$port" -k h -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_equal "$stderr" "rlock: 127.0.0.1:$port: protocol error: Protocol error, got \"H\" as reply type byte: is this a Redis server?"
+}
