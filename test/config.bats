@@ -395,7 +395,7 @@ EOF
 		run -0 --separate-stderr rlock -v --config c.conf -u "$good" -k u -- true
 	assert_regex "$stderr" "server $good \(URL from --url\)"
 	# the default, named as such
-	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" -v --connect-timeout 1s -k u -- true
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" -v -n --connect-timeout 1s -k u -- true
 	assert_regex "$stderr" "server redis://127\.0\.0\.1:6379 \(URL from default\)"
 }
 

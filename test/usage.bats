@@ -139,7 +139,7 @@ usage_error() {
 		run -0 rlock -u "$good" -k u -- true
 	# RLOCK_URL beats REDIS_URL
 	RLOCK_URL="$good" REDIS_URL="redis://127.0.0.1:$port" run -0 rlock -k u -- true
-	RLOCK_URL="redis://127.0.0.1:$port" run -69 rlock -k u -- touch ran
+	RLOCK_URL="redis://127.0.0.1:$port" run -69 rlock -n -k u -- touch ran
 	[[ ! -e ran ]]
 	# REDIS_URL alone
 	run -0 rlock -k u -- true
