@@ -450,6 +450,22 @@ static void usage_error(const char *fmt, ...)
 	fail(RL_EX_USAGE);
 }
 
+/* A file named on the command line or in the config that cannot be read (missing,
+ * unreadable, not a regular file, a secret others may read): one class of mistake,
+ * one status, and no pointer to --help (the options were right). */
+static void input_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void input_error(const char *fmt, ...)
+{
+	char buf[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_error("%s", buf);
+	fail(RL_EX_NOINPUT);
+}
+
 void cli_open_std_fds(void)
 {
 	/* With fd 0, 1 or 2 closed, the next open() (a Redis socket) would take its number
@@ -514,7 +530,7 @@ static void set_user(struct state *s, const char *user, enum rank rank)
 
 /* Open a config or password file without blocking (a FIFO would hang us forever) and
  * refuse anything but a regular file. Returns the fd, or -1 with errno ENOENT when
- * missing_ok and the file does not exist; exits 64 otherwise. */
+ * missing_ok and the file does not exist; exits 66 otherwise. */
 static int open_regular(const char *what, const char *path, const char *src, struct stat *st,
                         int missing_ok)
 {
@@ -523,19 +539,19 @@ static int open_regular(const char *what, const char *path, const char *src, str
 	if (fd < 0) {
 		if (missing_ok && errno == ENOENT)
 			return -1;
-		usage_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
+		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
 		            path, strerror(errno));
 	}
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
 		int dir = S_ISDIR(st->st_mode);
 		close(fd);
-		usage_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
+		input_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
 		            dir ? "a directory" : "not a regular file");
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
 		close(fd);
-		usage_error("cannot read %s '%s': %s", what, path, strerror(errno));
+		input_error("cannot read %s '%s': %s", what, path, strerror(errno));
 	}
 	return fd;
 }
@@ -548,11 +564,11 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 	unsigned mode = (unsigned)(st->st_mode & 0777);
 
 	if (mode & S_IRWXO)
-		usage_error("%s%s%s '%s' holds a password and is accessible by others (mode "
+		input_error("%s%s%s '%s' holds a password and is accessible by others (mode "
 		            "%03o); chmod o-rwx it",
 		            src ? src : "", src ? ": " : "", what, path, mode);
 	if (mode & S_IWGRP)
-		usage_error("%s%s%s '%s' holds a password and is writable by its group (mode "
+		input_error("%s%s%s '%s' holds a password and is writable by its group (mode "
 		            "%03o); chmod g-w it",
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
@@ -598,7 +614,7 @@ static int read_password_file(struct state *s, const char *path, const char *src
 	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n < 0)
-		usage_error("%s: cannot read '%s': %s", src, path, strerror(errno));
+		input_error("%s: cannot read '%s': %s", src, path, strerror(errno));
 	buf[n] = '\0';
 	size_t len = strcspn(buf, "\r\n");
 	if (len == 0 || len > URL_PASS_MAX - 1) {
@@ -967,7 +983,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
-		usage_error("cannot read config file '%s': %s", path, strerror(errno));
+		input_error("cannot read config file '%s': %s", path, strerror(errno));
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
@@ -1332,6 +1348,18 @@ static void bad_option(char **argv)
 
 /* ---- validation: the combinations, once every layer is applied ------------------- */
 
+/* The TLS files, before any traffic: one that cannot be read is the same mistake as a
+ * password file that cannot (66), not a server that cannot be reached. */
+static void tls_files_readable(const struct tls_opts *t)
+{
+	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
+	static const char *const opt[] = {"--cacert", "--cert", "--tls-key", "--cacertdir"};
+
+	for (int i = 0; i < 4; i++)
+		if (file[i] && access(file[i], i == 3 ? R_OK | X_OK : R_OK) != 0)
+			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));
+}
+
 static void validate_server(struct state *s)
 {
 	struct opts *o = s->o;
@@ -1348,6 +1376,11 @@ static void validate_server(struct state *s)
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
+	if (o->tls.enabled)
+		tls_files_readable(&o->tls);
+	if (o->tls.enabled && o->tls.insecure)
+		log_warn("--insecure: the server's certificate is not verified (anyone on the "
+		         "path can pose as the server)");
 	if (!o->url.nsentinels && (s->suser_rank == R_CLI || s->spw_rank == R_CLI))
 		usage_error("--sentinel-user and --sentinel-password-file go with a "
 		            "redis-sentinel:// URL");
@@ -1472,9 +1505,21 @@ static const char *first_pass(int argc, char **argv)
 	return config_cli;
 }
 
+/* -n and -w (or --timeout) on one command line contradict each other: a usage error,
+ * not the last one silently winning. *seen: the first of them. */
+static void wait_once(struct state *s, const struct optdef *d, const struct optdef **seen)
+{
+	if (target(s, d) != (void *)&s->o->wait_ms)
+		return;
+	if (*seen && (*seen)->type != d->type)
+		usage_error("--%s and --%s do not go together", (*seen)->name, d->name);
+	*seen = d;
+}
+
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
+	const struct optdef *wait_seen = NULL;
 	int c, idx;
 
 	opterr = 0;
@@ -1485,6 +1530,7 @@ static void apply_argv(struct state *s, int argc, char **argv)
 		if (c == '?' || c == ':' || !d)
 			bad_option(argv);
 		snprintf(src, sizeof src, "--%s", d->name);
+		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
 	}
 }
