@@ -357,7 +357,7 @@ static void announce_busy(struct wait_run *w)
 	if (w->announced)
 		return;
 	log_info("lock '%s' is busy (held by %s); waiting", w->a->name,
-	         holder_format(w->h, HOLDER_RAW, who, sizeof who));
+	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who));
 	w->announced = 1;
 }
 
