@@ -461,6 +461,26 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	return LOCK_ERR;
 }
 
+/* A quorum with nodes missing holds, with less redundancy than asked for: one line
+ * (not under -q) naming the nodes that did not grant and why. */
+static void say_degraded(const struct quorum *q, const struct lock *l, const struct tally *t)
+{
+	char missing[600] = "";
+	size_t used = 0;
+
+	if (t->ok >= q->n)
+		return;
+	for (int i = 0; i < q->n && used + 1 < sizeof missing; i++) {
+		if (t->fq[i])
+			continue;
+		int w = snprintf(missing + used, sizeof missing - used, "%s%s (%s)", used ? ", " : "",
+		                 q->cfg->srv[i].name, q->node[i].err[0] ? q->node[i].err : "no answer");
+		used = w < 0 ? used : used + (size_t)w;
+	}
+	log_warn("Redlock degraded: %s held by %d of %d nodes; missing: %s", l->key, t->ok, q->n,
+	         missing);
+}
+
 static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
                           int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
@@ -476,8 +496,10 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	tally_acquire(q, l, &fr, h, &t);
-	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK)
+	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK) {
+		say_degraded(q, l, &t);
 		return LOCK_OK;
+	}
 	release_all(q, l);
 	if (why[0]) {
 		snprintf(err, errlen, "%s", why);
