@@ -209,8 +209,10 @@ static const struct optdef options[] = {
         "N replicas have the lock; else release, exit 69",
         INT(wait_replicas, 0, 1000)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
-        "config file (default: $RLOCK_CONFIG,\n"
-        "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)",
+        "config file instead of the layers (default:\n"
+        "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
+        "merged key by key, later wins: /etc/rlock.conf,\n"
+        "$XDG_CONFIG_DIRS/rlock/config, $XDG_CONFIG_HOME/rlock/config",
         .type = T_NONE),
     OPT_HIDDEN("password", F_ARG | F_CONFIG | F_SECRET, SPECIAL(opt_password),
                .value = SECRET_DATA),
@@ -424,6 +426,7 @@ struct state {
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
 	char url_from[700]; /* where the URL came from, for -v */
+	char user_from[600]; /* where the user came from */
 };
 
 /* --acquire was asked for with the sh output (seen by the first pass over argv, before
@@ -520,12 +523,13 @@ static void set_sentinel_user(struct state *s, const char *user, enum rank rank)
 	s->suser_rank = rank;
 }
 
-static void set_user(struct state *s, const char *user, enum rank rank)
+static void set_user(struct state *s, const char *user, enum rank rank, const char *src)
 {
 	if (rank < s->user_rank)
 		return;
 	s->o->user = user;
 	s->user_rank = rank;
+	snprintf(s->user_from, sizeof s->user_from, "%s", src);
 }
 
 /* Open a config or password file without blocking (a FIFO would hang us forever) and
@@ -845,7 +849,7 @@ static void opt_user(struct state *s, const struct optdef *d, const char *val, c
                      int cli)
 {
 	(void)d, (void)src;
-	set_user(s, val, cli ? R_CLI : R_CONFIG);
+	set_user(s, val, cli ? R_CLI : R_CONFIG, src);
 }
 
 static void opt_sentinel_user(struct state *s, const struct optdef *d, const char *val,
@@ -906,33 +910,49 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 
 /* ---- config file ------------------------------------------------------------------ */
 
-static const char *find_config(const char *cli_path, int *explicit)
+/* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
+ * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist), and
+ * an empty $RLOCK_CONFIG or /dev/null none at all; else /etc/rlock.conf, then
+ * rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the first named is
+ * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
+ * ~/.config): merged key by key, the later wins (as git and systemd do). */
+#define CONFIG_LAYERS_MAX 10
+static int config_layers(const char *cli_path, const char **paths, int *explicit)
 {
-	static char buf[4096];
-	const char *p;
+	static char buf[CONFIG_LAYERS_MAX][4096];
+	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
+	int n = 0;
 
-	*explicit = 1;
-	if (cli_path)
-		return cli_path;
-	if ((p = getenv("RLOCK_CONFIG")) && *p)
-		return p;
-	*explicit = 0;
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	*explicit = one != NULL;
+	if (one) {
+		if (*one && strcmp(one, "/dev/null") != 0)
+			paths[n++] = one;
+		return n;
+	}
+	paths[n++] = "/etc/rlock.conf";
+	const char *dirs = getenv("XDG_CONFIG_DIRS");
+	if (!dirs || !*dirs)
+		dirs = "/etc/xdg";
+	for (const char *end = dirs + strlen(dirs); end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
+		const char *start = end;
+		while (start > dirs && start[-1] != ':')
+			start--;
+		if (start[0] == '/' && snprintf(buf[n], sizeof buf[n], "%.*s/rlock/config",
+		                                (int)(end - start), start) < (int)sizeof buf[n])
+			paths[n] = buf[n], n++; /* relative entries are ignored (XDG) */
+		end = start > dirs ? start - 1 : start;
+	}
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	if (!home || !*home) {
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (xdg && *xdg && snprintf(buf, sizeof buf, "%s/rlock/config", xdg) < (int)sizeof buf &&
-	    access(buf, F_OK) == 0)
-		return buf;
-	if ((!xdg || !*xdg) && home &&
-	    snprintf(buf, sizeof buf, "%s/.config/rlock/config", home) < (int)sizeof buf &&
-	    access(buf, F_OK) == 0)
-		return buf;
-	if (access("/etc/rlock.conf", F_OK) == 0)
-		return "/etc/rlock.conf";
-	return NULL;
+	if (xdg && *xdg && snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	else if ((!xdg || !*xdg) && home &&
+	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) < (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	return n;
 }
 
 /* Config values live as long as the process; kept reachable here (a value set twice
@@ -978,6 +998,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	int lineno = 0;
 	int fd = open_regular("config file", path, NULL, &st, !explicit_path);
 
+	s->config_has_secret = 0; /* this file's own */
 	if (fd < 0)
 		return;
 	FILE *f = fdopen(fd, "r");
@@ -1157,7 +1178,7 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 	}
 	explicit_bzero(u->password, sizeof u->password);
 	if (u->has_user)
-		set_user(s, u->user, rank);
+		set_user(s, u->user, rank, src);
 	if (u->scheme == URL_REDISS || u->scheme == URL_SENTINELS)
 		o->tls.enabled = 1;
 	if (u->scheme == URL_UNIX && o->tls.enabled)
@@ -1266,6 +1287,23 @@ static void say_server(struct state *s)
 	}
 	log_info("server %s%s (URL from %s)", o->server, o->tls.enabled ? " with TLS" : "",
 	         s->url_from);
+}
+
+/* With -v, and in an authentication failure: where the user and the password came
+ * from (never the password). */
+static void say_credentials(struct state *s)
+{
+	struct opts *o = s->o;
+	int n = 0;
+
+	o->creds_from[0] = '\0';
+	if (o->user)
+		n = snprintf(o->creds_from, sizeof o->creds_from, "user from %.250s", s->user_from);
+	if (o->has_password && n >= 0 && (size_t)n < sizeof o->creds_from)
+		snprintf(o->creds_from + n, sizeof o->creds_from - (size_t)n, "%spassword from %.250s",
+		         n ? ", " : "", s->pw_from);
+	if (o->creds_from[0])
+		log_info("%s", o->creds_from);
 }
 
 static void env_passwords(struct state *s)
@@ -1543,11 +1581,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	/* *o is zero already (a static: its 95 KiB of URLs are not touched unless used) */
 	build_getopt_tables();
 	apply_defaults(&s);
-	const char *cfg = find_config(first_pass(argc, argv), &explicit_path);
+	const char *cfg[CONFIG_LAYERS_MAX];
+	int ncfg = config_layers(first_pass(argc, argv), cfg, &explicit_path);
 
-	/* Lowest precedence first: config file, then environment, then command line. */
-	if (cfg)
-		load_config(&s, cfg, explicit_path);
+	/* Lowest precedence first: config files, then environment, then command line. */
+	for (int i = 0; i < ncfg; i++)
+		load_config(&s, cfg[i], explicit_path);
 	apply_env(&s);
 	env_passwords(&s);
 	apply_argv(&s, argc, argv);
@@ -1557,8 +1596,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	credential_password(&s);
 	validate(&s, argc - optind);
 	say_server(&s);
-	if (o->has_password)
-		log_info("password from %s", s.pw_from);
+	say_credentials(&s);
 	warn_logins(o);
 	if (o->nnames > 1) {
 		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);

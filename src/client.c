@@ -216,11 +216,13 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
 	           !memmem(r->str, strlen(r->str), pw, pwlen);
 	explicit_bzero(pw, sizeof pw);
-	snprintf(err, errlen, "authentication to %s failed: %.300s", srv->name,
+	snprintf(err, errlen, "authentication to %s failed: %.300s%s%.260s%s", srv->name,
 	         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
 	         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
 	         : echo                        ? r->str
-	                                       : "server refused AUTH");
+	                                       : "server refused AUTH",
+	         srv->creds_from ? " (" : "", srv->creds_from ? srv->creds_from : "",
+	         srv->creds_from ? ")" : "");
 	return auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
 }
 

@@ -15,6 +15,7 @@ struct server {
 	struct endpoint ep;
 	struct tls_opts tls;
 	const char *user; /* ACL user, or NULL */
+	const char *creds_from; /* where the user and password came from (messages), or NULL */
 	int has_password; /* AUTH with the password held by secret.h */
 	int db;
 	/* Redlock: the handshake of client_start also asks who the server is (INFO server,

@@ -528,3 +528,65 @@ EOF
 	printf 'conflict-exit-code = 4\n' | write_conf c.conf
 	run -4 rlock --config c.conf -k s --status
 }
+
+# ---------------------------------------------------------------------------------
+# issue 27: layered configuration, as git and systemd do
+
+# with_etc_conf FILE CMD...: run CMD in a private mount namespace where /etc/rlock.conf
+# is FILE (an overlay on /etc: the real /etc is never touched).
+with_etc_conf() {
+	local f=$1 d=$BATS_TEST_TMPDIR/etcns
+	shift
+	mkdir -p "$d"
+	unshare -m sh -c 'mount -t tmpfs none "$1" && mkdir "$1/u" "$1/w" &&
+		cp -p "$2" "$1/u/rlock.conf" &&
+		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/u,workdir=$1/w" /etc &&
+		shift 2 && exec "$@"' sh "$d" "$f" "$@"
+}
+
+@test "the layers merge key by key, later wins: /etc/rlock.conf < XDG_CONFIG_DIRS (last to first) < XDG_CONFIG_HOME" {
+	require_tool unshare
+	printf 'url = %s\nprefix = etc:\nttl = 5s\nio-timeout = 3s\n' "$REDIS_URL" | write_conf etc.conf
+	printf 'ttl = 7s\nprefix = dirB:\n' | write_conf dirB/rlock/config
+	printf 'prefix = dirA:\n' | write_conf dirA/rlock/config
+	printf 'ttl = 1m\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	# the user's file sets only the ttl: the URL from /etc/rlock.conf still applies
+	XDG_CONFIG_DIRS=$PWD/dirA:$PWD/dirB run -0 --separate-stderr with_etc_conf etc.conf \
+		"$RLOCK" -v -k x -c "$show_env"
+	assert_output 'key=dirA:{x} ttl=60000'
+	assert_regex "$stderr" "server $REDIS_URL \(URL from config /etc/rlock\.conf:1\)"
+	# without the user's file: the XDG dirs' ttl (dirB), the first dir's prefix (dirA)
+	rm "$XDG_CONFIG_HOME/rlock/config"
+	XDG_CONFIG_DIRS=$PWD/dirA:$PWD/dirB run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=dirA:{x} ttl=7000'
+	# XDG_CONFIG_DIRS unset: /etc/xdg (none here), so /etc/rlock.conf alone
+	run -0 with_etc_conf etc.conf env -u XDG_CONFIG_DIRS "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=etc:{x} ttl=5000'
+}
+
+@test "RLOCK_CONFIG names one file instead of the layers; empty or /dev/null: no config at all" {
+	require_tool unshare
+	printf 'prefix = etc:\nttl = 5s\n' | write_conf etc.conf
+	printf 'ttl = 1m\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	printf 'prefix = one:\n' | write_conf one.conf
+	RLOCK_CONFIG=$PWD/one.conf run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=one:{x} ttl=30000'
+	RLOCK_CONFIG= run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+	RLOCK_CONFIG=/dev/null run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+	run -0 with_etc_conf etc.conf "$RLOCK" --config /dev/null -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+}
+
+@test "-v and an authentication failure name where the user and the password came from" {
+	require_tool unshare
+	local a=(redis-cli -p "$AUTH_PORT" -a s3cret-pw --no-auth-warning)
+	"${a[@]}" ACL SETUSER layuser on '>lay-pw' '~*' '&*' +@all >/dev/null
+	printf 'url = redis://127.0.0.1:%s\nuser = layuser\n' "$AUTH_PORT" | write_conf etc.conf 644
+	printf 'password = wrong-pw\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	run -69 --separate-stderr with_etc_conf etc.conf env -u REDIS_URL "$RLOCK" -n -k p -- true
+	assert_equal "$stderr" "rlock: authentication to 127.0.0.1:$AUTH_PORT failed: wrong user name or password (user from /etc/rlock.conf:2, password from $XDG_CONFIG_HOME/rlock/config:1)"
+	RLOCK_PASSWORD=lay-pw run -0 --separate-stderr with_etc_conf etc.conf env -u REDIS_URL "$RLOCK" -v -k p -- true
+	assert_regex "$stderr" "rlock: user from /etc/rlock\.conf:2, password from RLOCK_PASSWORD"
+}
