@@ -150,7 +150,7 @@ usage_error() {
 	# a redis-server on this machine's port 6379 changes nothing.
 	require_tool unshare ip
 	unshare -n true 2>/dev/null || ci_skip "no network namespaces here (unshare -n)"
-	run -69 --separate-stderr unshare -n sh -c 'ip link set lo up && exec env -u REDIS_URL "$0" -k u -- touch ran' "$RLOCK"
+	run -69 --separate-stderr unshare -n sh -c 'ip link set lo up && exec env -u REDIS_URL "$0" -n -k u -- touch ran' "$RLOCK"
 	assert_regex "$stderr" '127\.0\.0\.1:6379'
 	[[ ! -e ran ]]
 }
