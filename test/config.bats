@@ -387,7 +387,7 @@ EOF
 	assert_regex "$stderr" "server $good \(URL from REDIS_URL\)"
 	# RLOCK_URL beats the config
 	printf 'url = redis://127.0.0.1:%s\nconnect-timeout = 1s\n' "$dead" | write_conf c.conf
-	run -69 rlock --config c.conf -k u -- true
+	run -69 rlock -n --config c.conf -k u -- true
 	RLOCK_URL=$good REDIS_URL=redis://127.0.0.1:$dead run -0 --separate-stderr rlock -v --config c.conf -k u -- true
 	assert_regex "$stderr" "server $good \(URL from RLOCK_URL\)"
 	# --url beats both
