@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# Config file (SPEC §6): search path (--config, $RLOCK_CONFIG, $XDG_CONFIG_HOME/rlock/config,
-# ~/.config/rlock/config, /etc/rlock.conf), `long-option = value` syntax, comments,
+# Config file (SPEC §6): --config or $RLOCK_CONFIG (one file), else the layers merged key by key
+# (/etc/rlock.conf, $XDG_CONFIG_DIRS, $XDG_CONFIG_HOME or ~/.config), `long-option = value` syntax, comments,
 # flags, errors naming FILE:LINE, refusal of a secret-bearing file readable by others,
 # and precedence: command line > environment > config file. Cron's bare environment
 # (env -i) still finds the user's config.
@@ -137,21 +137,21 @@ EOF
 	assert_output 'key=rlock:{x}'
 }
 
-@test "--config naming a missing file: 64" {
-	run -64 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/nope.conf" -k x -- touch ran
+@test "--config naming a missing file: 66" {
+	run -66 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/nope.conf" -k x -- touch ran
 	assert_regex "$stderr" "^rlock: .*nope.conf"
 	[[ ! -e ran ]]
 }
 
-@test "\$RLOCK_CONFIG naming a missing file: 64" {
-	RLOCK_CONFIG=$BATS_TEST_TMPDIR/nope.conf run -64 --separate-stderr rlock -k x -- touch ran
+@test "\$RLOCK_CONFIG naming a missing file: 66" {
+	RLOCK_CONFIG=$BATS_TEST_TMPDIR/nope.conf run -66 --separate-stderr rlock -k x -- touch ran
 	assert_regex "$stderr" "nope.conf"
 	[[ ! -e ran ]]
 }
 
-@test "--config naming a directory: 64" {
+@test "--config naming a directory: 66" {
 	mkdir confdir
-	run -64 rlock --config confdir -k x -- touch ran
+	run -66 rlock --config confdir -k x -- touch ran
 	[[ ! -e ran ]]
 }
 
@@ -295,18 +295,18 @@ EOF
 	[[ $stderr != *s3cret-pw* ]]
 }
 
-@test "password in a config accessible by others or writable by its group: refused, 64" {
+@test "password in a config accessible by others or writable by its group: refused, 66" {
 	local mode
 	for mode in 644 604 602 601 666; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
-		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 		assert_regex "$stderr" "c\.conf.*accessible by others \(mode $mode\)"
 		[[ $stderr != *s3cret-pw* ]]
 		[[ ! -e ran ]]
 	done
 	for mode in 660 620; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
-		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 		assert_regex "$stderr" "c\.conf.*writable by its group \(mode $mode\)"
 		[[ ! -e ran ]]
 	done
@@ -320,9 +320,9 @@ EOF
 	done
 }
 
-@test "a url with user:password@ in a world-readable config: refused, 64" {
+@test "a url with user:password@ in a world-readable config: refused, 66" {
 	printf 'url = redis://default:s3cret-pw@127.0.0.1:%s\n' "$AUTH_PORT" | write_conf c.conf 644
-	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 	assert_regex "$stderr" 'c\.conf'
 	[[ $stderr != *s3cret-pw* ]]
 	[[ ! -e ran ]]
@@ -344,7 +344,7 @@ EOF
 @test "password-file named in a config must itself be private" {
 	printf 's3cret-pw\n' >pw && chmod 644 pw
 	printf 'password-file = %s/pw\n' "$PWD" | write_conf c.conf
-	run -64 --separate-stderr rlock --config c.conf -k p -- touch ran
+	run -66 --separate-stderr rlock --config c.conf -k p -- touch ran
 	assert_regex "$stderr" 'pw'
 	[[ $stderr != *s3cret-pw* ]]
 	[[ ! -e ran ]]
@@ -445,23 +445,23 @@ EOF
 # ---------------------------------------------------------------------------------
 # issue 7 item 9, issue 14 items 6, 7, 11, 13
 
-@test "a FIFO as the config file (--config or the XDG path cron uses): 64 at once (regression, issue 7.9)" {
+@test "a FIFO as the config file (--config or the XDG path cron uses): 66 at once (regression, issue 7.9)" {
 	mkfifo "$BATS_TEST_TMPDIR/c.fifo"
-	run -64 --separate-stderr timeout 10 "$RLOCK" --config "$BATS_TEST_TMPDIR/c.fifo" -k x -- touch ran
+	run -66 --separate-stderr timeout 10 "$RLOCK" --config "$BATS_TEST_TMPDIR/c.fifo" -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "c\.fifo' is not a regular file"
 	mkdir -p "$XDG_CONFIG_HOME/rlock"
 	mkfifo "$XDG_CONFIG_HOME/rlock/config"
-	run -64 --separate-stderr timeout 10 env -i HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
+	run -66 --separate-stderr timeout 10 env -i HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
 		"$RLOCK" -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "rlock/config' is not a regular file"
 	[[ ! -e ran ]]
 }
 
-@test "a directory as the config file: 64, 'is a directory'" {
+@test "a directory as the config file: 66, 'is a directory'" {
 	mkdir cdir
-	run -64 --separate-stderr rlock --config cdir -k x -- touch ran
+	run -66 --separate-stderr rlock --config cdir -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "cdir' is a directory"
 }
