@@ -212,7 +212,8 @@ static const struct optdef options[] = {
         "config file instead of the layers (default:\n"
         "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
         "merged key by key, later wins: /etc/rlock.conf,\n"
-        "$XDG_CONFIG_DIRS/rlock/config, $XDG_CONFIG_HOME/rlock/config",
+        "$XDG_CONFIG_DIRS/rlock/config,\n"
+        "$XDG_CONFIG_HOME/rlock/config",
         .type = T_NONE),
     OPT_HIDDEN("password", F_ARG | F_CONFIG | F_SECRET, SPECIAL(opt_password),
                .value = SECRET_DATA),
