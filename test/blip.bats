@@ -99,3 +99,29 @@ outage_said() { grep -q "; retrying" "$1"; }
 	assert_one_line_error
 	assert_equal "$stderr" "rlock: 127.0.0.1:$port: protocol error: Protocol error, got \"H\" as reply type byte: is this a Redis server?"
 }
+
+# ---------------------------------------------------------------------------------
+# item 5: the quick start takes only what it needs
+
+@test "scripts/demo on a machine without packages asks apt-get for the build and run dependencies only" {
+	((EUID == 0)) || skip "needs root (as non-root, deps would go through sudo, whose PATH is not ours)"
+	local stub=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$stub"
+	# nothing is installed; apt-get records what it is asked and installs nothing
+	printf '#!/bin/sh\nexit 1\n' >"$stub/dpkg-query"
+	printf '#!/bin/sh\necho "$*" >>"%s/apt.log"\ncase "$*" in *install*) exit 1 ;; esac\n' \
+		"$BATS_TEST_TMPDIR" >"$stub/apt-get"
+	chmod +x "$stub/dpkg-query" "$stub/apt-get"
+	run ! --separate-stderr env PATH="$stub:$PATH" "$RLOCK_SOURCE_DIR/scripts/demo"
+	run -0 grep '^install ' "$BATS_TEST_TMPDIR/apt.log"
+	local asked=" ${output##*--no-install-recommends} "
+	echo "# scripts/demo asks for:$asked" >&3
+	local p
+	for p in build-essential cmake pkg-config libhiredis-dev libssl-dev redis-server; do
+		[[ $asked == *" $p "* ]] || fail "demo does not install $p: $asked"
+	done
+	for p in bats bats-support bats-assert iptables rpm zsh fish debhelper dpkg-dev valgrind \
+		shellcheck clang clang-format mandoc tmux jq python3-yaml sqlite3 systemd; do
+		[[ $asked != *" $p "* ]] || fail "demo installs the test package $p: $asked"
+	done
+}
