@@ -426,7 +426,7 @@ struct state {
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
-	char url_from[700]; /* where the URL came from, for -v */
+	char url_from[700];  /* where the URL came from, for -v */
 	char user_from[600]; /* where the user came from */
 };
 
@@ -948,10 +948,12 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (xdg && *xdg && snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
+	if (xdg && *xdg &&
+	    snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
 		paths[n] = buf[n], n++;
 	else if ((!xdg || !*xdg) && home &&
-	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) < (int)sizeof buf[n])
+	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
+	             (int)sizeof buf[n])
 		paths[n] = buf[n], n++;
 	return n;
 }
@@ -1301,8 +1303,8 @@ static void say_credentials(struct state *s)
 	if (o->user)
 		n = snprintf(o->creds_from, sizeof o->creds_from, "user from %.250s", s->user_from);
 	if (o->has_password && n >= 0 && (size_t)n < sizeof o->creds_from)
-		snprintf(o->creds_from + n, sizeof o->creds_from - (size_t)n, "%spassword from %.250s",
-		         n ? ", " : "", s->pw_from);
+		snprintf(o->creds_from + n, sizeof o->creds_from - (size_t)n,
+		         "%spassword from %.250s", n ? ", " : "", s->pw_from);
 	if (o->creds_from[0])
 		log_info("%s", o->creds_from);
 }

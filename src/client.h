@@ -15,7 +15,6 @@ struct server {
 	struct endpoint ep;
 	struct tls_opts tls;
 	const char *user; /* ACL user, or NULL */
-	const char *creds_from; /* where the user and password came from (messages), or NULL */
 	int has_password; /* AUTH with the password held by secret.h */
 	int db;
 	/* Redlock: the handshake of client_start also asks who the server is (INFO server,
@@ -24,6 +23,8 @@ struct server {
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
 	char name[300]; /* for messages: "127.0.0.1:6379", "/tmp/r.sock" */
+	/* where the user and the password came from, for messages; or NULL */
+	const char *creds_from;
 };
 
 struct client;

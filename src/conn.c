@@ -526,8 +526,8 @@ void conn_tls_init(void)
  * TLS server, is a fault waiting cannot fix (the module's own words say which). */
 static int handshake_verdict(int rc, const char *err)
 {
-	if (rc == CONN_ERR && (strstr(err, "certificate verify failed") ||
-	                       strstr(err, "is it a TLS port?")))
+	if (rc == CONN_ERR &&
+	    (strstr(err, "certificate verify failed") || strstr(err, "is it a TLS port?")))
 		conn_fault_note(CONN_FAULT_FINAL);
 	return rc;
 }

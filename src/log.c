@@ -3,10 +3,10 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h> /* after log.h: in this file LOG_INFO is syslog's priority */
-#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -576,7 +576,8 @@ static const struct {
 static int duration_unit(const char *u, size_t len)
 {
 	for (int i = 0; i < (int)(sizeof duration_units / sizeof duration_units[0]); i++)
-		if (strlen(duration_units[i].name) == len && strncmp(u, duration_units[i].name, len) == 0)
+		if (strlen(duration_units[i].name) == len &&
+		    strncmp(u, duration_units[i].name, len) == 0)
 			return i;
 	return -1;
 }
@@ -639,8 +640,9 @@ int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
 		if (t == -2)
 			return fail(err, errlen, "duration '%s' too large (max 100 years)", q);
 		/* after the first term, units only, each smaller than the one before */
-		if (t < 0 || (terms > 0 && (unit == 0 || duration_units[unit].ms >=
-		                                              duration_units[last].ms)) ||
+		if (t < 0 ||
+		    (terms > 0 &&
+		     (unit == 0 || duration_units[unit].ms >= duration_units[last].ms)) ||
 		    (unit == 0 && *p))
 			return fail(err, errlen,
 			            "bad duration '%s' (e.g. 500ms, 30s, 5m, 1h30m, 2h, 1d)", q);

@@ -473,8 +473,9 @@ static void say_degraded(const struct quorum *q, const struct lock *l, const str
 	for (int i = 0; i < q->n && used + 1 < sizeof missing; i++) {
 		if (t->fq[i])
 			continue;
-		int w = snprintf(missing + used, sizeof missing - used, "%s%s (%s)", used ? ", " : "",
-		                 q->cfg->srv[i].name, q->node[i].err[0] ? q->node[i].err : "no answer");
+		int w =
+		    snprintf(missing + used, sizeof missing - used, "%s%s (%s)", used ? ", " : "",
+		             q->cfg->srv[i].name, q->node[i].err[0] ? q->node[i].err : "no answer");
 		used = w < 0 ? used : used + (size_t)w;
 	}
 	log_warn("Redlock degraded: %s held by %d of %d nodes; missing: %s", l->key, t->ok, q->n,

@@ -290,9 +290,9 @@ struct wait_run {
 	size_t errlen;
 	uint32_t seed;
 	int64_t start, deadline, backoff_ms;
-	int64_t busy_at; /* when the last attempt said busy */
-	int lock_rc;     /* the last attempt's LOCK_* */
-	enum wait_rc rc; /* the result, at ST_DONE */
+	int64_t busy_at;   /* when the last attempt said busy */
+	int lock_rc;       /* the last attempt's LOCK_* */
+	enum wait_rc rc;   /* the result, at ST_DONE */
 	int64_t outage_at; /* when the outage began */
 	int drawn, announced, waiting, outage, pttl_woke, again, sub;
 	int heard; /* the listener last announced at -vv: 1 the channel, 2 a place */
@@ -576,8 +576,8 @@ static int open_pause(int sigfd, int64_t *step, uint32_t *seed, int64_t deadline
 	return 1;
 }
 
-int wait_open(struct store **out, const struct store_config *cfg, const char *name,
-              int64_t wait_ms, int sigfd, char *err, size_t errlen)
+int wait_open(struct store **out, const struct store_config *cfg, const char *name, int64_t wait_ms,
+              int sigfd, char *err, size_t errlen)
 {
 	int64_t start = clock_ms(), step = BACKOFF_FIRST_MS;
 	int64_t deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;

@@ -58,8 +58,8 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
  * failure time cannot fix (authentication, TLS verification, not a Redis server:
  * all but store_fault_passing) fails at once. A terminating signal on sigfd ends it (left
  * unread). store_open's codes. */
-int wait_open(struct store **out, const struct store_config *cfg, const char *name,
-              int64_t wait_ms, int sigfd, char *err, size_t errlen);
+int wait_open(struct store **out, const struct store_config *cfg, const char *name, int64_t wait_ms,
+              int sigfd, char *err, size_t errlen);
 
 /* After WAIT_ACQUIRED, the last checks before the command starts: WAIT for `replicas`
  * replicas (0: none), then make sure the lease sent at sent_ms still has time left (the
