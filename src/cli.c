@@ -441,8 +441,13 @@ static void __attribute__((noreturn)) fail(int status)
 	exit(status);
 }
 
-static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void usage_error(const char *fmt, ...)
+/* One line on stderr, then exit status. A usage error (64) points to --help; a file
+ * named on the command line or in the config that cannot be read (missing,
+ * unreadable, not a regular file, a secret others may read: 66) is one class of
+ * mistake, one status, and no pointer to --help (the options were right). */
+static void cli_error(int status, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static void cli_error(int status, const char *fmt, ...)
 {
 	char buf[768];
 	va_list ap;
@@ -450,25 +455,11 @@ static void usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	log_error("%s (try 'rlock --help')", buf);
-	fail(RL_EX_USAGE);
+	log_error("%s%s", buf, status == RL_EX_USAGE ? " (try 'rlock --help')" : "");
+	fail(status);
 }
-
-/* A file named on the command line or in the config that cannot be read (missing,
- * unreadable, not a regular file, a secret others may read): one class of mistake,
- * one status, and no pointer to --help (the options were right). */
-static void input_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void input_error(const char *fmt, ...)
-{
-	char buf[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	log_error("%s", buf);
-	fail(RL_EX_NOINPUT);
-}
+#define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
+#define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
 
 void cli_open_std_fds(void)
 {

@@ -22,6 +22,19 @@ blip_start() {
 # outage_said FILE: the outage's first line is on stderr (rlock is retrying).
 outage_said() { grep -q "; retrying" "$1"; }
 
+# ran_after_outage NAME SERVER WHY: the background rlock ran its command after an
+# outage it said in two lines, one when it started (WHY) and one when it ended, not
+# one per try.
+ran_after_outage() {
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock '$1': $3; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --index 1 --regexp "^rlock: lock '$1': $2 answers again after [0-9.]+ s$"
+	assert_equal "${#lines[@]}" 2
+}
+
 @test "a server started after the run began: the wait rides it out, the job runs" {
 	local port
 	port=$(dead_port)
@@ -29,14 +42,7 @@ outage_said() { grep -q "; retrying" "$1"; }
 	wait_until 10 outage_said "$RLOCK_ERR"
 	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
 	blip_start "$port"
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 0
-	[[ -e ran ]] || fail "the job did not run"
-	# one line when the outage starts, one when it ends: not one per try
-	run cat "$RLOCK_ERR"
-	assert_line --index 0 --regexp "^rlock: lock 'b': connect to 127\.0\.0\.1:$port: Connection refused; retrying for up to [0-9.]+ s \(--wait\)$"
-	assert_line --index 1 --regexp "^rlock: lock 'b': 127\.0\.0\.1:$port answers again after [0-9.]+ s$"
-	assert_equal "${#lines[@]}" 2
+	ran_after_outage b "127\.0\.0\.1:$port" "connect to 127\.0\.0\.1:$port: Connection refused"
 }
 
 @test "a paused server (SIGSTOP) resumed inside the budget: the job runs" {
@@ -44,13 +50,7 @@ outage_said() { grep -q "; retrying" "$1"; }
 	rlock_bg -w 20s --io-timeout 500ms -k p -- touch ran
 	wait_until 20 outage_said "$RLOCK_ERR"
 	kill -CONT "$REDIS_PID"
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 0
-	[[ -e ran ]] || fail "the job did not run"
-	run cat "$RLOCK_ERR"
-	assert_line --index 0 --regexp "^rlock: lock 'p': 127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time; retrying for up to [0-9.]+ s \(--wait\)$"
-	assert_line --index 1 --regexp "^rlock: lock 'p': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s$"
-	assert_equal "${#lines[@]}" 2
+	ran_after_outage p "127\.0\.0\.1:$REDIS_PORT" "127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time"
 }
 
 @test "-w 2s with the server down: 69 once the wait ran out, not before" {
