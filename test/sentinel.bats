@@ -74,7 +74,7 @@ teardown() { kill_tracked; }
 	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
 		-k s -- touch a
 	[[ -e a ]]
-	run -69 --separate-stderr rlock --connect-timeout 300ms --io-timeout 300ms \
+	run -69 --separate-stderr rlock -n --connect-timeout 300ms --io-timeout 300ms \
 		-u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster" -k s -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "no master found for 'mymaster'"
