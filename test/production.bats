@@ -216,10 +216,10 @@ make_job() {
 	assert_regex "$stderr" 'not held'
 }
 
-@test "README: the password file must be private (chmod 600), else 64" {
+@test "README: the password file must be private (chmod 600), else 66" {
 	install_readme_config
 	chmod 644 "$HOME/.config/rlock/password"
-	run -64 --separate-stderr cron "rlock -k nightly -- touch $BATS_TEST_TMPDIR/ran"
+	run -66 --separate-stderr cron "rlock -k nightly -- touch $BATS_TEST_TMPDIR/ran"
 	assert_regex "$stderr" 'password'
 	[[ $stderr != *locker-pw* ]]
 	[[ ! -e ran ]]
@@ -234,7 +234,7 @@ make_job() {
 	chmod 640 "$HOME/.config/rlock/config"
 	run -0 cron "rlock -k nightly -- true"
 	chmod 604 "$HOME/.config/rlock/config"
-	run -64 --separate-stderr cron "rlock -k nightly -- touch $BATS_TEST_TMPDIR/ran"
+	run -66 --separate-stderr cron "rlock -k nightly -- touch $BATS_TEST_TMPDIR/ran"
 	[[ $stderr != *locker-pw* ]]
 	[[ ! -e ran ]]
 }
