@@ -128,8 +128,10 @@ static const struct optdef options[] = {
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)", SWITCH(fair, 1)),
     OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy", .type = T_SET_MS,
         AT(wait_ms), .value = 0),
-    OPT_DEF("wait", 'w', F_ARG, "DUR", "wait at most DUR for the lock (default: forever)", -1,
-            DURATION(wait_ms, 0)),
+    OPT_DEF("wait", 'w', F_ARG, "DUR",
+            "wait at most DUR for the lock, and for a server\n"
+            "that cannot serve yet (default: forever)",
+            -1, DURATION(wait_ms, 0)),
     OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
     OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
