@@ -110,7 +110,7 @@ teardown() { kill_tracked; }
 	printf 'url = %s\nsentinel-password = Sent1nelPw\n' "$url" >conf && chmod 600 conf
 	run -0 rlock --config conf -k p -- true
 	chmod 644 conf
-	run -64 --separate-stderr rlock --config conf -k p -- true
+	run -66 --separate-stderr rlock --config conf -k p -- true
 	assert_regex "$stderr" 'holds a password and is accessible by others'
 	run -0 --separate-stderr rlock -u "redis-sentinel://:Sent1nelPw@127.0.0.1:$port/$SENT_MASTER" \
 		-k p -- true
