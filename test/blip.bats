@@ -8,12 +8,14 @@
 
 load helpers
 
-# blip_start PORT: a redis-server on PORT (started later than rlock by the test).
+# blip_start PORT [ARGS...]: a redis-server on PORT (started later than rlock by the
+# test, or with ARGS such as a --replicaof that makes it refuse writes).
 blip_start() {
-	local dir=$BATS_TEST_TMPDIR/late
+	local dir=$BATS_TEST_TMPDIR/late port=$1
+	shift
 	mkdir -p "$dir"
-	redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-		--dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 	BLIP_PID=$!
 	echo "$BLIP_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
 	track_pid "$BLIP_PID"
@@ -51,6 +53,18 @@ ran_after_outage() {
 	wait_until 20 outage_said "$RLOCK_ERR"
 	kill -CONT "$REDIS_PID"
 	ran_after_outage p "127\.0\.0\.1:$REDIS_PORT" "127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time"
+}
+
+@test "a server that cannot serve yet (READONLY: a replica) is retried until it can: the job runs" {
+	local port
+	port=$(free_port)
+	blip_start "$port" --replicaof 127.0.0.1 "$(dead_port)"
+	wait_until 10 _redis_ready -p "$port"
+	rlock_bg -w 20s -u "redis://127.0.0.1:$port" -k r -- touch ran
+	wait_until 10 outage_said "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	redis-cli -p "$port" REPLICAOF NO ONE >/dev/null
+	ran_after_outage r "127\.0\.0\.1:$port" "127\.0\.0\.1:$port: server error: READONLY .*"
 }
 
 @test "-w 2s with the server down: 69 once the wait ran out, not before" {
