@@ -571,7 +571,7 @@ with_etc_conf() {
 	printf 'prefix = one:\n' | write_conf one.conf
 	RLOCK_CONFIG=$PWD/one.conf run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
 	assert_output 'key=one:{x} ttl=30000'
-	RLOCK_CONFIG= run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	RLOCK_CONFIG='' run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'
 	RLOCK_CONFIG=/dev/null run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'

@@ -326,7 +326,8 @@ teardown() {
 }
 
 @test "one of 3 nodes down: the quorum holds, and says it is degraded in one line naming the node (not under -q)" {
-	local three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
 	node_kill 1
 	run -0 --separate-stderr rlock -u "$three" -k g -- echo ran
 	assert_output ran
