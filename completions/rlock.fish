@@ -118,6 +118,10 @@ complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Ou
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
 complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
 complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
+# Events and metrics
+set -ga __rlock_opts_with_arg --events --metrics-file
+complete -c rlock -n "not __rlock_in_command" -l events -r -F -d 'Append one JSON line per event to FILE (- for stderr)'
+complete -c rlock -n "not __rlock_in_command" -l metrics-file -r -F -d 'Write Prometheus metrics of the run to PATH'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
 # The wrapped command and its arguments.

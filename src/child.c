@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"
@@ -511,6 +512,7 @@ static void on_loss(struct sup *s, int timed_out)
 		tell_watchdog(s->ch, WATCHDOG_NONE);
 		a->lost_reason(a->ctx, timed_out, why, sizeof why);
 		log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
+		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 		return;
 	}
 	s->lost = 1;
@@ -541,6 +543,7 @@ static void on_loss(struct sup *s, int timed_out)
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
 	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 	          signal_name(a->lost_signal), when);
+	events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 }
 
 /* --max-hold is over: stop the group as timeout(1) does (SIGTERM, SIGCONT, SIGKILL
@@ -588,6 +591,7 @@ static void on_timers(struct sup *s, int64_t now)
 		log_warn("a renewal is a third of the ttl late: sending SIG%s to the command's "
 		         "process group (--warn); the lease counts as lost in %lld ms",
 		         signal_name(a->warn_signal), (long long)(a->lost_at(a->ctx) - now));
+		events_emit(EV_WARNED, &(struct ev_facts){0});
 	}
 	if (s->watching && now >= a->lost_at(a->ctx))
 		on_loss(s, 1);

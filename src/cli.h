@@ -76,6 +76,9 @@ struct opts {
 	const char *label;    /* --label: stored with the holder */
 	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
 
+	const char *events_file;  /* --events: JSON lines (events.h); "-" stderr */
+	const char *metrics_file; /* --metrics-file: Prometheus text format (metrics.h) */
+
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */
 };

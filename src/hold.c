@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "log.h"
 #include "renew.h"
 
@@ -197,6 +198,9 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	}
 	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
 	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
+	if (rc == WAIT_BUSY || rc == WAIT_DONE)
+		events_emit(EV_BUSY,
+		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
 		return rc;
 	/* As flock -v: how long getting the lock took. */
@@ -211,6 +215,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
 	 * short command costs no second connection and no INFO. */
 	h->sent[h->n] = sent;
+	events_emit(EV_ACQUIRED, &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
 	                h->n == 0 && sp->check_now, err, errlen) < 0) {
 		h->rn[h->n] = NULL;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"
@@ -93,6 +94,13 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
 		if (k->github) {
+			/* A GitHub runner hides the token in its log: before it is printed (not
+			 * elsewhere: a GitLab log, say, would show it). */
+			const char *gha = getenv("GITHUB_ACTIONS");
+			if (gha && !strcmp(gha, "true")) {
+				fprintf(stderr, "::add-mask::%s\n", token);
+				fflush(stderr);
+			}
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);
@@ -221,6 +229,7 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ttl_ms);
+	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
 	if (hold_watch(h, sigfd, stop_at, &signo, err, sizeof err) == 1) {
 		log_error("--max-hold is over: the keeper releases %s", l->key);
 		rc = RL_EX_TIMEOUT;
@@ -231,16 +240,22 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 	} else {
 		hold_abandon(h);
 		log_error("lock lost: %s; the keeper exits", err);
+		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = err});
 		return RL_EX_LOST;
 	}
 	if (signo == SIGUSR1) {
+		events_emit(EV_KEEPER_STOPPED, &(struct ev_facts){.lock = l});
 		hold_abandon(h);
 		return rc;
 	}
 	if (hold_release(h, 0) == HOLD_LOST) {
 		log_error("lock lost: %s was no longer held when the keeper released it", l->key);
-		rc = RL_EX_LOST;
+		events_emit(
+		    EV_KEEPER_LOST,
+		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+		return RL_EX_LOST;
 	}
+	events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
 	return rc;
 }
 

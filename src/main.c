@@ -13,6 +13,7 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
 #include "hold.h"
@@ -176,6 +177,26 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	return k;
 }
 
+/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+ * (which changes to "/"); a bad path is a usage error. */
+static void events_of(const struct opts *o)
+{
+	struct events_config e = {.events_path = o->events_file,
+	                          .metrics_path = o->metrics_file,
+	                          .prefix = o->prefix,
+	                          .names = o->names,
+	                          .nnames = o->nnames,
+	                          .label = o->label,
+	                          .conflict_exit = o->conflict_exit};
+	char err[300];
+
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	    events_setup(&e, err, sizeof err) < 0) {
+		log_error("%s", err);
+		exit(RL_EX_USAGE);
+	}
+}
+
 /* Signals: blocked, read from sigfd; until the command starts, every wait (lookup,
  * connect, reply, sleep) ends at once on a terminating signal (termfd): rlock then
  * gives back what it may hold and dies of it. */
@@ -214,7 +235,9 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		return 0;
 	die_if_signalled(termfd);
 	log_error("%s", err);
-	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	return rc;
 }
 
 /* --status, --break, --release, --list, --held. */
@@ -299,6 +322,9 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);
+	events_emit(EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE,
+	                               .reason = err});
 	exit(rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE);
 }
 
@@ -334,6 +360,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
 	if (rc != 0) {
 		hold_release(h, 0);
+		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 		return rc;
 	}
 	struct supervise_args sa = {
@@ -365,7 +392,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			          "(expired, broken or taken over while it ran)");
 			rc = RL_EX_LOST;
 		}
+		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
 	}
+	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 	child_finish(&ch);
 	if (rc != RL_EX_LOST && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
@@ -387,6 +416,7 @@ int main(int argc, char **argv)
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
+	events_of(&o);
 	if (o.mode == MODE_HELD)
 		held_plan(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE)

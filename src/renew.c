@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "lease.h"
 #include "log.h"
 
@@ -119,6 +120,7 @@ static void *renew_main(void *arg)
 			goto stuck;
 		/* Try until confirmed or the lease can no longer be trusted. The connect of
 		 * the first renewal counts against lost_at like any other wait. */
+		int failed = 0; /* attempts of this renewal: the first one is an event */
 		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
@@ -132,6 +134,7 @@ static void *renew_main(void *arg)
 			if (rc == LOCK_OK) {
 				r->confirmed_sent = sent;
 				set_text(r, r->last_err, "");
+				events_emit(EV_RENEWED, &(struct ev_facts){.lock = r->lock});
 				log_debug("renewed %s", r->lock->key);
 				break;
 			}
@@ -145,6 +148,9 @@ static void *renew_main(void *arg)
 			}
 			log_debug("renewal failed: %s", err);
 			set_text(r, r->last_err, err);
+			events_emit(EV_RENEW_FAILED, &(struct ev_facts){.lock = r->lock,
+			                                                .reason = err,
+			                                                .repeat = failed++ > 0});
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;

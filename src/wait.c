@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "holder.h"
 #include "lease.h"
 #include "log.h"
@@ -359,6 +360,7 @@ static void announce_busy(struct wait_run *w)
 	log_info("lock '%s' is busy (held by %s); waiting", w->a->name,
 	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who));
 	w->announced = 1;
+	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
 
 static enum wait_state st_attempt(struct wait_run *w)
