@@ -158,6 +158,11 @@ static const struct optdef options[] = {
         "for DUR (exit as -E, say when it ends); a\n"
         "failed run marks nothing (exclusive, one -k)",
         DURATION(once_per_ms, 0)),
+    OPT("lock-delay", 0, F_ARG, "DUR",
+        "if the lease ends without a release (a crash,\n"
+        "a lost lease, --break), keep the name closed\n"
+        "DUR more: a stalled holder cannot race the next",
+        DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
         DURATION(max_hold_ms, 0)),

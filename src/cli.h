@@ -48,6 +48,7 @@ struct opts {
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
 	int64_t once_per_ms;                                   /* --once-per: 0 none */
+	int64_t lock_delay_ms;                                 /* --lock-delay: 0 none */
 	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
 	int limit;                                             /* -l N */

@@ -228,12 +228,15 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
 {
-	static const char hsuf[] = ":holders";
+	static const char hsuf[] = ":holders", dsuf[] = ":delay";
 	size_t plen = strlen(prefix);
 
 	if (len > sizeof hsuf - 1 &&
 	    memcmp(key + len - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
 		len -= sizeof hsuf - 1;
+	else if (len > sizeof dsuf - 1 &&
+	         memcmp(key + len - (sizeof dsuf - 1), dsuf, sizeof dsuf - 1) == 0)
+		len -= sizeof dsuf - 1;
 	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
@@ -382,6 +385,16 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_DONE;
 	}
+	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 4 &&
+	    r->element[1]->type == RESP_INTEGER) {
+		/* closed by a lock-delay: busy, with nobody holding it (delay.lua) */
+		memset(h, 0, sizeof *h);
+		h->delayed = 1;
+		h->pttl_ms = r->element[1]->integer;
+		h->pid = h->start_ms = h->ttl_ms = -1;
+		l->placed = 0;
+		return LOCK_BUSY;
+	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
@@ -421,9 +434,9 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 10 since --once-per (its mark), 8 since plain waiters have places; older
-	 * server-side scripts say 7 or 8 */
-	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10)) ||
+	/* 11 since --lock-delay, 10 since --once-per (its mark), 8 since plain waiters have
+	 * places; older server-side scripts say 7 or 8 */
+	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % 12 != 0 ||
 	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % 2 != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -466,17 +479,20 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		    r->element[8]->type == RESP_INTEGER ? r->element[8]->integer : -1;
 		copy_field(hs->done_fence, sizeof hs->done_fence, r->element[9]);
 	}
+	if (r->elements > 10 && r->element[10]->type == RESP_INTEGER && r->element[10]->integer > 0)
+		hs->closed_ms = r->element[10]->integer;
 	return LOCK_OK;
 }
 
 int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
                          char *err, size_t errlen)
 {
-	char ttl[24], pid[24], start[24], kind[24];
+	char ttl[24], pid[24], start[24], kind[24], delay[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
+	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
 		struct keys ks;
@@ -499,8 +515,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      "ttl",
 		                      ttl,
 		                      "label",
-		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, nk, keys, 17, args, err, errlen);
+		                      m->label ? m->label : "",
+		                      "delay", /* --lock-delay: the holder's field (acquire.lua) */
+		                      delay};
+		return request(q, S_ACQUIRE, nk, keys, l->delay_ms > 0 ? 19 : 17, args, err,
+		               errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -524,8 +543,10 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->user,
 		                      m->cmd,
 		                      start,
-		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE_SEM, nk, keys, 13, args, err, errlen);
+		                      m->label ? m->label : "",
+		                      delay};
+		return request(q, S_ACQUIRE_SEM, nk, keys, l->delay_ms > 0 ? 14 : 13, args, err,
+		               errlen);
 	}
 }
 
@@ -553,15 +574,18 @@ static int check_int(struct resp_reply *r, const char *what, char *err, size_t e
 
 int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
 {
-	char ttl[24];
+	char ttl[24], delay[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	const char *args[] = {l->token, ttl};
+	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
+	const char *args[] = {l->token, ttl, delay}; /* delay: --lock-delay's entry moves on */
+	int nargs = l->delay_ms > 0 ? 3 : 2;
 	struct keys ks;
 	if (sem_held(l))
-		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT), 2,
-		               args, err, errlen);
-	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), 2, args, err, errlen);
+		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
+		               nargs, args, err, errlen);
+	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
+	               errlen);
 }
 
 int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,

@@ -102,10 +102,13 @@ static int busy(const struct opts *o, const char *name, const struct holder *h)
 	/* -E 0 skips silently; -v still says so. */
 	char who[1200] = "";
 
-	if (h->host[0])
+	if (h->host[0] || h->delayed)
 		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
 	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
-	        who[0] ? ": held by " : "", who, o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        !who[0]      ? ""
+	        : h->delayed ? ": "
+	                     : ": held by ",
+	        who, o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
@@ -170,6 +173,7 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .close_stdout = cli_close_stdout,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
+	                        .warn = o->warn_signal != 0,
 	                        .name = o->name,
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
@@ -306,7 +310,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,
-	                       .once_per_ms = o->once_per_ms};
+	                       .once_per_ms = o->once_per_ms,
+	                       .delay_ms = o->lock_delay_ms};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -348,6 +353,16 @@ static int64_t lease_kill_at(const void *ctx)
 	return hold_kill_at(ctx);
 }
 
+static int64_t lease_renew_due(const void *ctx)
+{
+	return hold_renew_due(ctx);
+}
+
+static void lease_renew_launch(void *ctx)
+{
+	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                const sigset_t *orig)
@@ -376,6 +391,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .warn_at = lease_warn_at,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
+	    .renew_due = lease_renew_due,
+	    .renew_launch = lease_renew_launch,
+	    .renew_ctx = h,
 	};
 	rc = child_supervise(&ch, &sa);
 	if (rc == 0 && o->once_per_ms > 0)
