@@ -113,16 +113,22 @@ void hold_drop_main(struct hold *h)
 	h->s = NULL;
 }
 
-int64_t hold_confirmed_sent(const struct hold *h)
+/* The earliest of of(r) over the hold's renewals (INT64_MAX: none). */
+static int64_t earliest(const struct hold *h, int64_t (*of)(const struct renew *))
 {
 	int64_t first = INT64_MAX;
 
 	for (int i = 0; i < h->n; i++) {
-		int64_t s = renew_confirmed_sent(h->rn[i]);
-		if (s < first)
-			first = s;
+		int64_t t = of(h->rn[i]);
+		if (t < first)
+			first = t;
 	}
 	return first;
+}
+
+int64_t hold_confirmed_sent(const struct hold *h)
+{
+	return earliest(h, renew_confirmed_sent);
 }
 
 int64_t hold_lost_at(const struct hold *h)
@@ -163,10 +169,29 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 	renew_reason(h->rn[0], timed_out, buf, n);
 }
 
-int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err,
-               size_t errlen)
+int64_t hold_renew_due(const struct hold *h)
+{
+	return earliest(h, renew_due);
+}
+
+int hold_renew_launch(struct hold *h)
+{
+	char err[300];
+	int rc = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		if (renew_launch(h->rn[i], err, sizeof err) == 0)
+			continue;
+		log_error("%s: %s: the lease will run out", h->l[i].key, err);
+		rc = -1;
+	}
+	return rc;
+}
+
+int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen)
 {
 	*signo = 0;
+	hold_renew_launch(h); /* a failure shows as the loss, in time */
 	for (;;) {
 		int64_t now = clock_ms(), lost_at = hold_lost_at(h);
 		if (now >= lost_at) {
@@ -218,6 +243,11 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;
+	}
+	/* The locks taken so far are renewed while this one is waited for. */
+	if (h->n > 0 && hold_renew_launch(h) < 0) {
+		snprintf(err, errlen, "cannot start the renewal thread of %s", h->l[0].key);
+		return WAIT_OSERR;
 	}
 	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
 	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);

@@ -290,7 +290,7 @@ int keeper_ended(const char *key, const char *token, char *buf, size_t n)
  * is a third of the ttl late (hold_warn_at), once per danger: a confirmed renewal moves
  * that point on, which re-arms it (looked for every tenth of the ttl once warned).
  * What hold_watch returns. */
-static int watch(const struct hold *h, int sigfd, int64_t stop_at, const struct keeper_args *k,
+static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper_args *k,
                  int *signo, char *err, size_t errlen)
 {
 	int64_t warned = -1;
@@ -326,6 +326,8 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	if (detach_stderr(k) < 0)
 		return hold_release(h, 0), RL_EX_USAGE;
+	if (k->log_file)
+		log_stamped();
 	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
