@@ -290,6 +290,12 @@ static void free_state(struct renew *r)
 	free(r);
 }
 
+void renew_drop(struct renew *r)
+{
+	if (r && !r->launched)
+		free_state(r);
+}
+
 struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 {
 	uint64_t one = 1;
