@@ -89,8 +89,9 @@ static void broken_json(FILE *f, const struct broken *b)
 	json_int_or_null(f, b->ago_ms >= 0, b->ago_ms);
 	fputs(",\"at_ms\":", f);
 	json_int_or_null(f, b->ago_ms >= 0, now_unix_ms() - b->ago_ms);
+	int known = parse_int(b->fence, LLONG_MIN, LLONG_MAX, &fence, NULL, 0) == 0;
 	fputs(",\"fence\":", f);
-	json_int_or_null(f, parse_int(b->fence, LLONG_MIN, LLONG_MAX, &fence, NULL, 0) == 0, fence);
+	json_int_or_null(f, known, fence);
 	fputs(",\"tokens\":[", f);
 	snprintf(tokens, sizeof tokens, "%s", b->tokens);
 	char *save = NULL;
@@ -245,9 +246,8 @@ static void print_judgement(const struct holder *h, const struct holder_text *t)
 		printf("  renewed  %s ago\n", ago);
 	enum holder_proc p = h->kept ? HOLDER_ELSEWHERE : holder_process(h);
 	if (p == HOLDER_GONE)
-		printf("  process  holder process %s is gone (no process %s on this host); the "
-		       "lease ends in %s\n",
-		       t->pid, t->pid, t->left);
+		printf("  process  holder process %s is gone from this host; the lease ends in %s\n",
+		       t->pid, t->left);
 	else if (p == HOLDER_ALIVE)
 		printf("  process  %s runs on this host\n", t->pid);
 }
