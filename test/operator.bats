@@ -218,7 +218,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	run -0 rlock -k l -- true # leaves a fence counter behind, which is not a lock
 	run -0 rlock --list
 	assert_equal "${#lines[@]}" 1
-	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +COMMAND$'
+	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +RENEWED +COMMAND$'
 	run -0 rlock --list --json
 	assert_equal "$(jq -c . <<<"$output")" '{"prefix":"rlock:","locks":[]}'
 }
@@ -233,7 +233,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	rcli SET unrelated x >/dev/null
 	run -0 rlock --list
 	assert_equal "${#lines[@]}" 3
-	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +COMMAND$'
+	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +RENEWED +COMMAND$'
 	assert_line --regexp "^one +$(hostname) +$pid1 +[0-9].* +$HOLD one\$"
 	assert_line --regexp "^two +$(hostname) +$pid2 +[0-9].* +$HOLD two\$"
 	# columns line up: the HOST column starts at the same offset on every line
