@@ -232,7 +232,9 @@ static const struct optdef options[] = {
         "(or\nthe token is not the holder)",
         SPECIAL(opt_mode), .value = MODE_RELEASE),
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
-        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN)", STRING(token, 0)),
+        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
+        "that holder\n(else nothing, exit 79)",
+        STRING(token, 0)),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -268,7 +270,7 @@ static const char usage_head[] =
     "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
     "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
-    "       rlock [OPTIONS] -k NAME --break\n"
+    "       rlock [OPTIONS] -k NAME --break [--token TOKEN] [--if-fence N]\n"
     "       rlock [OPTIONS] --list [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
     "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"

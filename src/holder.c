@@ -98,12 +98,14 @@ static int proc_stat(long long pid, char *state, long long *start_unix_ms)
 	buf[n] = '\0';
 	/* after the command name (which may hold anything, ')' too): state, then field 22 */
 	const char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-	                        "%*s %*s %*s %*s %llu",
+	if (!p || sscanf(p + 1,
+	                 " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+	                 "%*s %*s %*s %*s %llu",
 	                 state, &ticks) != 2)
 		return -1;
 	long long bt = boot_time(), hz = sysconf(_SC_CLK_TCK);
-	*start_unix_ms = bt < 0 || hz <= 0 ? -1 : bt * 1000 + (long long)(ticks * 1000 / (unsigned long long)hz);
+	*start_unix_ms =
+	    bt < 0 || hz <= 0 ? -1 : bt * 1000 + (long long)(ticks * 1000 / (unsigned long long)hz);
 	return 0;
 }
 
@@ -112,8 +114,8 @@ enum holder_proc holder_process(const struct holder *h)
 	char host[256] = "", state = '?';
 	long long started = -1;
 
-	if (h->pid <= 0 || h->pid > INT_MAX || !h->host[0] || gethostname(host, sizeof host - 1) < 0 ||
-	    strcmp(host, h->host) != 0)
+	if (h->pid <= 0 || h->pid > INT_MAX || !h->host[0] ||
+	    gethostname(host, sizeof host - 1) < 0 || strcmp(host, h->host) != 0)
 		return HOLDER_ELSEWHERE;
 	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
 		return HOLDER_GONE;
@@ -122,7 +124,8 @@ enum holder_proc holder_process(const struct holder *h)
 	/* A zombie looks alive to kill(2). A process that started after the holder took the
 	 * lock (its start time, with a second for /proc's coarse boot time) is another one
 	 * that got the pid. */
-	if (state == 'Z' || state == 'X' || (started > 0 && h->start_ms > 0 && started > h->start_ms + 2000))
+	if (state == 'Z' || state == 'X' ||
+	    (started > 0 && h->start_ms > 0 && started > h->start_ms + 2000))
 		return HOLDER_GONE;
 	return HOLDER_ALIVE;
 }

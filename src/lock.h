@@ -15,8 +15,8 @@
  *                          [kept]}
  *   PREFIX{NAME}:limit     "shared" or N: what the holders agreed on
  *   PREFIX{NAME}:queue     zset token -> arrival (server us): the fair queue
- *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms): LOCK_QUEUE_LEASE_MS,
- *                          whatever the ttl, refreshed by every attempt of the waiter
+ *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms): LOCK_QUEUE_LEASE_MS
+ *                          (the ttl if shorter), refreshed by every attempt of the waiter
  *   PREFIX{NAME}:qmeta     hash token -> JSON {host pid}: who waits in the queue
  *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
  *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
@@ -41,9 +41,9 @@
 #define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
 #define LOCK_LABEL_MAX 256 /* --label TEXT: bytes */
 #define LOCK_LIMIT_MAX 100000
-/* A waiter's place in the fair queue is a lease of its own, this long whatever the ttl
- * (src/lua/acquire_sem.lua's QLEASE_MS): a waiter refreshes it at least every third of
- * it (wait.c), and one that died costs the next at most this long. */
+/* A waiter's place in the fair queue is a lease of its own, this long (or its ttl when
+ * shorter; src/lua/acquire_sem.lua's QLEASE_MS): a waiter refreshes it at least every
+ * third of it (wait.c), and one that died costs the next at most this long. */
 #define LOCK_QUEUE_LEASE_MS 5000
 /* How long the record of a --break is kept (src/lua/break.lua's BROKEN_MS). */
 #define LOCK_BROKEN_KEEP_MS 3600000
@@ -112,7 +112,8 @@ struct holder {
 	char token[80];
 	char host[256], user[64], cmd[512];
 	char label[LOCK_LABEL_MAX + 1]; /* --label, "" if none */
-	long long renewed_ago_ms; /* since the last confirmed renewal (server's clock); -1 unknown */
+	long long
+	    renewed_ago_ms; /* since the last confirmed renewal (server's clock); -1 unknown */
 };
 
 struct waiter {
@@ -127,10 +128,10 @@ struct waiter {
 struct broken {
 	int known;
 	char host[256], user[64];
-	long long pid;      /* -1 unknown */
-	long long ago_ms;   /* since the break, by the server's clock */
-	char tokens[1200];  /* the broken holders' tokens, space-separated */
-	char fence[32];     /* the (first) broken holder's fence, "" unknown */
+	long long pid;     /* -1 unknown */
+	long long ago_ms;  /* since the break, by the server's clock */
+	char tokens[1200]; /* the broken holders' tokens, space-separated */
+	char fence[32];    /* the (first) broken holder's fence, "" unknown */
 };
 
 #define HOLDERS_MAX 32

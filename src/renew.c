@@ -104,11 +104,13 @@ static void lost_reason(struct renew *r, struct store *s, int64_t cap)
 	struct holders *hs = malloc(sizeof *hs);
 	int64_t until = clock_ms() + BROKEN_READ_MS;
 
-	if (hs && store_status(s, r->lock, until < cap ? until : cap, hs, err, sizeof err) == LOCK_OK &&
+	if (hs &&
+	    store_status(s, r->lock, until < cap ? until : cap, hs, err, sizeof err) == LOCK_OK &&
 	    hs->broken.known && strstr(hs->broken.tokens, r->lock->token)) {
 		const struct broken *b = &hs->broken;
 		holder_human_ms(ago, sizeof ago, b->ago_ms);
-		snprintf(why, sizeof why, "the lock was broken %s ago by --break from %.100s pid %lld (user %.60s)",
+		snprintf(why, sizeof why,
+		         "the lock was broken %s ago by --break from %.100s pid %lld (user %.60s)",
 		         ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
 	}
 	free(hs);

@@ -3,11 +3,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pwd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,8 +246,9 @@ static void print_judgement(const struct holder *h, const struct holder_text *t)
 		printf("  renewed  %s ago\n", ago);
 	enum holder_proc p = h->kept ? HOLDER_ELSEWHERE : holder_process(h);
 	if (p == HOLDER_GONE)
-		printf("  process  holder process %s is gone from this host; the lease ends in %s\n",
-		       t->pid, t->left);
+		printf(
+		    "  process  holder process %s is gone from this host; the lease ends in %s\n",
+		    t->pid, t->left);
 	else if (p == HOLDER_ALIVE)
 		printf("  process  %s runs on this host\n", t->pid);
 }
@@ -473,8 +474,8 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 			json_str(stdout, o->prefix);
 			fputs(",\"locks\":[", stdout);
 		} else {
-			printf("%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
-			       "TTL", "RENEWED", "COMMAND");
+			printf("%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID",
+			       "HELD", "TTL", "RENEWED", "COMMAND");
 		}
 		return 0;
 	}

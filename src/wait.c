@@ -239,9 +239,10 @@ static int64_t progress(const struct wait_args *a, const struct holder *h, int64
 	if (a->meta && a->meta->label && a->meta->label[0])
 		snprintf(label, sizeof label, " [%s]", a->meta->label);
 	if (h->host[0])
-		snprintf(who, sizeof who, "held by %s for %s",
-		         holder_format(h, HOLDER_CMD | HOLDER_LABEL | HOLDER_RAW, holder, sizeof holder),
-		         since);
+		snprintf(
+		    who, sizeof who, "held by %s for %s",
+		    holder_format(h, HOLDER_CMD | HOLDER_LABEL | HOLDER_RAW, holder, sizeof holder),
+		    since);
 	else
 		snprintf(who, sizeof who, "busy");
 	log_warn("still waiting for '%s'%s after %llds: %s", a->name, label,

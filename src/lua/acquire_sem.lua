@@ -33,8 +33,8 @@ local function meta(m)
 end
 prune(KEYS[4], 'HDEL', KEYS[5])
 -- A place in the queue is a short lease of its own (QLEASE_MS, lock.h's
--- LOCK_QUEUE_LEASE_MS), whatever the ttl: a waiter that died costs the next one
--- seconds; its host and pid (for --status) are in PREFIX{NAME}:qmeta.
+-- LOCK_QUEUE_LEASE_MS, or the ttl when shorter): a waiter that died costs the next one
+-- seconds, not its ttl; its host and pid (for --status) are in PREFIX{NAME}:qmeta.
 local QLEASE_MS, qmeta = 5000, KEYS[1] .. ':qmeta'
 local gone = prune(KEYS[8], 'ZREM', KEYS[7])
 if #gone > 0 then redis.call('HDEL', qmeta, unpack(gone)) end
@@ -76,7 +76,7 @@ if not free then
       redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
       redis.call('HSET', qmeta, tok, cjson.encode({host = ARGV[8], pid = ARGV[9]}))
     end
-    redis.call('ZADD', KEYS[8], now + QLEASE_MS, tok)
+    redis.call('ZADD', KEYS[8], now + math.min(ttl, QLEASE_MS), tok)
     extend(KEYS[7], ttl)
     extend(KEYS[8], ttl)
     extend(qmeta, ttl)
