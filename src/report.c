@@ -57,6 +57,17 @@ static void json_int_or_null(FILE *f, int known, long long v)
 		fputs("null", f);
 }
 
+/* "host":…,"pid":…,"user":… (pid < 0: unknown). */
+static void json_who(FILE *f, const char *host, long long pid, const char *user)
+{
+	fputs("\"host\":", f);
+	json_str_or_null(f, host);
+	fputs(",\"pid\":", f);
+	json_int_or_null(f, pid >= 0, pid);
+	fputs(",\"user\":", f);
+	json_str_or_null(f, user);
+}
+
 /* Whether the holder can be judged alive: its last renewal's age (server's clock), and
  * on this host whether its process runs (null: another host, or unknown). */
 static void judgement_json(FILE *f, const struct holder *h)
@@ -79,12 +90,8 @@ static void broken_json(FILE *f, const struct broken *b)
 
 	if (!b->known)
 		return;
-	fputs(",\"broken\":{\"host\":", f);
-	json_str_or_null(f, b->host);
-	fputs(",\"pid\":", f);
-	json_int_or_null(f, b->pid >= 0, b->pid);
-	fputs(",\"user\":", f);
-	json_str_or_null(f, b->user);
+	fputs(",\"broken\":{", f);
+	json_who(f, b->host, b->pid, b->user);
 	fputs(",\"ago_ms\":", f);
 	json_int_or_null(f, b->ago_ms >= 0, b->ago_ms);
 	fputs(",\"at_ms\":", f);
@@ -108,12 +115,7 @@ static void holder_fields(FILE *f, const struct holder *h)
 {
 	long long now = now_unix_ms();
 
-	fputs("\"host\":", f);
-	json_str_or_null(f, h->host);
-	fputs(",\"pid\":", f);
-	json_int_or_null(f, h->pid >= 0, h->pid);
-	fputs(",\"user\":", f);
-	json_str_or_null(f, h->user);
+	json_who(f, h->host, h->pid, h->user);
 	fputs(",\"command\":", f);
 	json_str_or_null(f, h->cmd);
 	fputs(",\"label\":", f);

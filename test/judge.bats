@@ -8,17 +8,6 @@
 
 load helpers
 
-# start_holder TAG [RLOCK-ARGS...]: rlock ARGS -k TAG -- hold TAG in the background;
-# waits until the command runs. Sets HOLDER_PID (rlock's pid), HOLDER_ERR.
-start_holder() {
-	local tag=$1
-	shift
-	rlock_bg "$@" -k "$tag" -- "$HOLD" "$tag"
-	HOLDER_PID=$RLOCK_PID HOLDER_ERR=$RLOCK_ERR
-	wait_until 30 test -e "$BATS_TEST_TMPDIR/$tag.started"
-	track_pidfile "$BATS_TEST_TMPDIR/$tag.pid"
-}
-
 # status_json NAME FILTER: a jq filter applied to --status --json of NAME.
 status_json() {
 	"$RLOCK" -k "$1" --status --json 2>/dev/null | jq -r "$2"
