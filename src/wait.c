@@ -220,8 +220,10 @@ static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
 #define PROGRESS_EVERY_MS 30000
 static int64_t progress_due;
 
-/* Print the progress line if it is due; the time the next one is due. */
-static int64_t progress(const struct wait_args *a, const struct holder *h, int64_t start)
+/* Print the progress line if it is due (note: what the wait is doing instead of waiting
+ * for h, e.g. reconnecting); the time the next one is due. */
+static int64_t progress(const struct wait_args *a, const struct holder *h, int64_t start,
+                        const char *note)
 {
 	char who[1200], holder[800];
 	int64_t now = clock_ms();
@@ -238,7 +240,9 @@ static int64_t progress(const struct wait_args *a, const struct holder *h, int64
 	holder_human_ms(since, sizeof since, held);
 	if (a->meta && a->meta->label && a->meta->label[0])
 		snprintf(label, sizeof label, " [%s]", a->meta->label);
-	if (h->host[0])
+	if (note)
+		snprintf(who, sizeof who, "%s", note);
+	else if (h->host[0])
 		snprintf(
 		    who, sizeof who, "held by %s for %s",
 		    holder_format(h, HOLDER_CMD | HOLDER_LABEL | HOLDER_RAW, holder, sizeof holder),
@@ -257,7 +261,7 @@ static int nap_until(const struct wait_args *a, struct store *sub, const struct 
 	int s;
 
 	do {
-		int64_t tick = until, due = progress(a, h, start);
+		int64_t tick = until, due = progress(a, h, start, note);
 		if (due < tick)
 			tick = due;
 		if (a->status_line) {
@@ -475,8 +479,8 @@ static enum wait_state st_listen(struct wait_run *w)
 	return ST_NAP;
 }
 
-/* A place in a queue is a short lease of its own (LOCK_QUEUE_LEASE_MS, whatever the
- * ttl): a waiter that may hold one refreshes it (its next attempt) at least three times
+/* A place in a queue is a short lease of its own (LOCK_QUEUE_LEASE_MS, or the ttl when
+ * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
  * per lease, so that only a dead waiter loses its place. */
 static int64_t queue_nap(const struct lock *l, int64_t nap)
 {
