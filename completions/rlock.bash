@@ -15,6 +15,7 @@ _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait -
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
+_rlock_long_opts+=' --check'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 # --break's compare-and-break (issue 27)
 _rlock_opts_with_arg+=' --if-fence'

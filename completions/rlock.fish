@@ -111,6 +111,7 @@ complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --stat
 complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
 complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
 complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
+complete -c rlock -l check -n "not __rlock_in_command; and not $modes" -d 'Check the deployment: ok/warn/unsafe findings and a verdict'
 complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'
 complete -c rlock -l release -n "not __rlock_in_command; and not $modes" -d 'Stop the keeper and release'
 complete -c rlock -l held -n "not __rlock_in_command; and not $modes" -d 'Exit 0 if the job still holds the lock, 79 if not'

@@ -85,6 +85,11 @@ struct store_backend {
 	 * last), with *wait_ms each request's deadline there. Optional: NULL, the store's
 	 * own server (the route's). */
 	const struct server *(*listen_at)(void *ctx, int k, int64_t *wait_ms);
+	/* --check (store_node, store_node_call): the k-th node, and one command on it. */
+	const struct server *(*node)(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen);
+	int (*node_call)(void *ctx, const struct server *srv, int argc, const char **argv,
+	                 const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
+	                 size_t errlen);
 };
 
 #endif

@@ -254,6 +254,11 @@ static const struct optdef options[] = {
         STRING(if_fence, 24)),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),
+    OPT("check", 0, F_RUN, NULL,
+        "check the deployment (every node): ok/warn/unsafe\n"
+        "findings and a verdict (--json: one object);\n"
+        "exit 0 ok, 1 warnings, 2 unsafe, 69 unreachable",
+        SPECIAL(opt_mode), .value = MODE_CHECK),
     OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
     OPT("verbose", 'v', F_RUN, NULL,
         "say what happens on stderr: server, wait,\n"
@@ -272,6 +277,7 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break [--token TOKEN] [--if-fence N]\n"
     "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] --check [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
     "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
     "       rlock [OPTIONS] [-k NAME --token TOKEN] --held [--json]\n"
@@ -1384,6 +1390,12 @@ static void validate_mode(struct state *s, int nargs)
 			usage_error("--token goes with -k NAME (which lock the token should hold)");
 		return;
 	}
+	if (o->mode == MODE_CHECK) {
+		if (nargs > 0 || o->shell_command || o->name)
+			usage_error(
+			    "--check checks the servers: it takes no -k NAME and no command");
+		return;
+	}
 	if (o->mode != MODE_LIST && !o->name)
 		usage_error("--%s needs -k NAME", s->mode_opt);
 	if (o->mode == MODE_LIST && o->name)
@@ -1446,8 +1458,9 @@ static void validate(struct state *s, int nargs)
 
 	validate_server(s);
 	validate_mode(s, nargs);
-	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD)
-		usage_error("--json goes with --status, --list or --held");
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD &&
+	    o->mode != MODE_CHECK)
+		usage_error("--json goes with --status, --list, --held or --check");
 	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD && o->mode != MODE_BREAK)
 		usage_error("--token goes with --release, --held or --break");
 	validate_break(o);

@@ -12,7 +12,16 @@
 #define CLI_URLS_MAX   16 /* Redlock nodes */
 #define OPTS_NAMES_MAX 16 /* -k given several times */
 
-enum mode { MODE_RUN, MODE_STATUS, MODE_BREAK, MODE_LIST, MODE_ACQUIRE, MODE_RELEASE, MODE_HELD };
+enum mode {
+	MODE_RUN,
+	MODE_STATUS,
+	MODE_BREAK,
+	MODE_LIST,
+	MODE_ACQUIRE,
+	MODE_RELEASE,
+	MODE_HELD,
+	MODE_CHECK
+};
 
 enum on_lost {
 	LOST_TERM,   /* SIGTERM to the command's group, SIGKILL after kill_after */

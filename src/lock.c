@@ -145,6 +145,16 @@ int lock_request_argv(const struct lock_request *q, int full, const char **argv,
 	return q->argc;
 }
 
+int lock_script(int i, const char **text, size_t *len, const char **sha)
+{
+	if (i < 0 || i >= S_COUNT)
+		return -1;
+	*text = scripts[i].text;
+	*len = scripts[i].len;
+	*sha = scripts[i].sha;
+	return 0;
+}
+
 /* Run a built script call: EVALSHA first (one small request), EVAL when the server
  * lost its script cache (restart, failover, SCRIPT FLUSH). Returns 0 with *reply
  * (possibly a server ERROR reply other than NOSCRIPT), or -1. */

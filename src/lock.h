@@ -248,6 +248,10 @@ int lock_request_fence(struct lock_request *q, const struct lock *l, long long f
                        size_t errlen);
 int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens);
 
+/* --check: the i-th script of the protocol (from 0), its text and SHA-1 as embedded.
+ * 0, or -1 past the last. */
+int lock_script(int i, const char **text, size_t *len, const char **sha);
+
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled; with --fair, l's place in
  * the queue is taken or refreshed), LOCK_MISMATCH, LOCK_ERR, LOCK_DENIED. */
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,

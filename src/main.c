@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "child.h"
 #include "cli.h"
 #include "exitcodes.h"
@@ -387,6 +388,11 @@ int main(int argc, char **argv)
 	if (o.tls.enabled)
 		conn_tls_init();
 	store_config_from_opts(&cfg, &o);
+	if (o.mode == MODE_CHECK) {
+		rc = check_run(&cfg, &o);
+		die_if_signalled(termfd);
+		return rc;
+	}
 	rc = open_store(&c, &cfg, &o, termfd);
 	if (rc != 0)
 		return rc;

@@ -859,6 +859,43 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 	}
 }
 
+/* --check: each node, one command at a time on its own connection. */
+static const struct server *quorum_node(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	(void)cap_ms;
+	err[0] = '\0';
+	return k >= 0 && k < q->n ? q->node[k].srv : NULL;
+}
+
+static int quorum_node_call(void *ctx, const struct server *srv, int argc, const char **argv,
+                            const size_t *lens, int64_t cap_ms, struct resp_reply **reply,
+                            char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+	struct node *nd = NULL;
+
+	for (int i = 0; i < q->n && !nd; i++)
+		nd = q->node[i].srv == srv ? &q->node[i] : NULL;
+	if (!nd) {
+		snprintf(err, errlen, "internal error: not a Redlock node");
+		return LOCK_ERR;
+	}
+	if (!nd->c) {
+		int rc = client_open(&nd->c, srv, cap_ms, err, errlen);
+		if (rc != CLIENT_OK) {
+			nd->c = NULL;
+			return rc == CLIENT_AUTH ? LOCK_DENIED : LOCK_ERR;
+		}
+	}
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	if (client_call(nd->c, argc, argv, lens, d < cap_ms ? d : cap_ms, reply, err, errlen) == 0)
+		return LOCK_OK;
+	node_drop(nd);
+	return LOCK_ERR;
+}
+
 const struct store_backend quorum_backend = {
     .open = quorum_open,
     .close = quorum_close,
@@ -875,4 +912,6 @@ const struct store_backend quorum_backend = {
     .list = quorum_list,
     .check_eviction = quorum_check_eviction,
     .listen_at = quorum_listen_at,
+    .node = quorum_node,
+    .node_call = quorum_node_call,
 };

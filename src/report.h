@@ -4,6 +4,8 @@
 #ifndef RLOCK_REPORT_H
 #define RLOCK_REPORT_H
 
+#include <stdio.h>
+
 #include "frontend.h"
 
 int report_status(struct store *s, const struct opts *o);
@@ -23,5 +25,8 @@ void held_plan(const struct opts *o);
  * one lock; for several, "held" true only when every one is, "ttl_left_ms" the least,
  * "fence" null and "locks" the per-lock objects. Closes s. */
 int report_held(struct store *s, const struct opts *o);
+
+/* One JSON string, escaped (for --check's output too). */
+void report_json_str(FILE *f, const char *s);
 
 #endif

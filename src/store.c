@@ -750,6 +750,47 @@ static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 		log_debug("eviction policy: %s", err);
 }
 
+/* --check: the route's masters, or the one server. */
+static const struct server *routed_node(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct store *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+
+	err[0] = '\0';
+	if (rt && rt->master)
+		return rt->master(s->route, k, cap_ms, err, errlen);
+	if (!rt)
+		return k == 0 ? &s->cfg->srv[0] : NULL;
+	const struct server *srv = NULL;
+	if (k == 0 && rt->locate(s->route, NULL, cap_ms, &srv, err, errlen) != STORE_OK)
+		srv = NULL;
+	return srv;
+}
+
+struct raw_args {
+	int argc;
+	const char **argv;
+	const size_t *lens;
+	struct resp_reply **reply;
+};
+
+static int op_raw(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct raw_args *a = arg;
+
+	return client_call(c, a->argc, a->argv, a->lens, d, a->reply, err, errlen) < 0 ? LOCK_ERR
+	                                                                               : LOCK_OK;
+}
+
+static int routed_node_call(void *ctx, const struct server *srv, int argc, const char **argv,
+                            const size_t *lens, int64_t cap_ms, struct resp_reply **reply,
+                            char *err, size_t errlen)
+{
+	struct raw_args a = {argc, argv, lens, reply};
+
+	return run(ctx, NULL, srv, 0, op_raw, &a, cap_ms, err, errlen);
+}
+
 static const struct store_backend routed_backend = {
     .open = routed_open,
     .close = routed_close,
@@ -765,6 +806,8 @@ static const struct store_backend routed_backend = {
     .wait_replicas = routed_wait_replicas,
     .list = routed_list,
     .check_eviction = routed_check_eviction,
+    .node = routed_node,
+    .node_call = routed_node_call,
 };
 
 /* ---- the seam: every call goes to the handle's backend --------------------------- */
@@ -890,6 +933,19 @@ int store_list(struct store *s, const char *prefix,
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 {
 	s->be->check_eviction(s->ctx, warn_key, cap_ms);
+}
+
+const struct server *store_node(struct store *s, int k, int64_t cap_ms, char *err, size_t errlen)
+{
+	return s->be->node(s->ctx, k, cap_ms, err, errlen);
+}
+
+int store_node_call(struct store *s, const struct server *srv, int argc, const char **argv,
+                    const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
+                    size_t errlen)
+{
+	*reply = NULL;
+	return s->be->node_call(s->ctx, srv, argc, argv, lens, cap_ms, reply, err, errlen);
 }
 
 /* A waiter with a place (l->placed) blocks on its own wake list, on the server that

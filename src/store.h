@@ -140,6 +140,18 @@ int store_list(struct store *s, const char *prefix,
  * the marker). Best effort, nothing past cap_ms. */
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
 
+/* --check: the k-th node (from 0): the one server, the master the sentinels name, each
+ * master of the Cluster's slot map, each Redlock node. NULL after the last, or when the
+ * route cannot say (err then set; "" after the last). */
+const struct server *store_node(struct store *s, int k, int64_t cap_ms, char *err, size_t errlen);
+
+/* --check: one command on srv (from store_node), on a connection kept for the next call
+ * on srv; any reply, an ERROR too, in *reply (free with resp_free). LOCK_OK, LOCK_DENIED
+ * (AUTH refused), LOCK_ERR (unreachable, no reply before cap_ms), with the reason. */
+int store_node_call(struct store *s, const struct server *srv, int argc, const char **argv,
+                    const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
+                    size_t errlen);
+
 /* Release notifications, on a connection of their own: for a waiter with a place
  * (l->placed, after a busy store_acquire) its own wake list, else the release
  * channel(s). subscribe (call it before every sleep; it keeps what still listens):

@@ -1,0 +1,224 @@
+#!/usr/bin/env bats
+# rlock --check (issue 24): every node behind the URL(s) is asked, read-only, whether a
+# lock can be trusted there; one line per finding (ok/warn/unsafe, the fact, the fix),
+# then a verdict. Exit 0 all ok, 1 warnings only, 2 unsafe, 69 unreachable. Real
+# servers: the file's own (noeviction, appendonly yes, appendfsync always: the set-up
+# the guarantees are stated for), and per test the one whose set-up is checked.
+
+# shellcheck disable=SC2154  # bats sets $output, $stderr
+load helpers
+load sentinel
+load cluster
+
+setup_file() {
+	common_setup_file --appendonly yes --appendfsync always
+	export GOOD_URL=$REDIS_URL GOOD_PORT=$REDIS_PORT
+}
+
+# safe_start [ARGS...]: one more server, AOF always unless ARGS say otherwise.
+safe_start() {
+	redis_start --appendonly yes --appendfsync always "$@"
+}
+
+# line LEVEL CHECK REGEX: the output has a finding LEVEL ... CHECK: matching REGEX.
+line() {
+	grep -Eq "^$1 +[^ ]+ $2: $3" <<<"$output" || fail "no '$1 $2: $3' in: $output"
+}
+
+@test "--check: 0 on one noeviction, appendonly yes, appendfsync always master" {
+	run -0 --separate-stderr rlock -u "$GOOD_URL" --check
+	for c in reach version scripts maxmemory-policy persistence replicas acl clock; do
+		line ok "$c" ''
+	done
+	line ok reach 'answers; round trip [0-9.]+ ms \(median of 5 PINGs\)'
+	line ok persistence 'appendonly yes, appendfsync always'
+	line ok replicas 'master, no replicas'
+	assert_line --regexp '^verdict: ok \([0-9]+ ok, 0 warn, 0 unsafe\)$'
+	refute_line --regexp '^(warn|unsafe) '
+	[[ -z $stderr ]] || fail "stderr: $stderr"
+	# it created nothing
+	assert_equal "$(rcli DBSIZE)" 0
+}
+
+@test "--check --json: one object that parses, the same findings" {
+	run -0 --separate-stderr rlock -u "$GOOD_URL" --check --json
+	jq -e '.schema == 1 and .verdict == "ok" and .exit == 0 and .unsafe == 0 and
+		(.findings | length) >= 8 and
+		all(.findings[]; .level == "ok" and (.node | type) == "string" and
+			(.fact | type) == "string")' <<<"$output"
+}
+
+@test "--check: 2 on maxmemory-policy allkeys-lru" {
+	safe_start --maxmemory-policy allkeys-lru
+	run -2 rlock -u "$REDIS_URL" --check
+	line unsafe maxmemory-policy 'allkeys-lru: .*evicted.*; fix: CONFIG SET maxmemory-policy noeviction'
+	assert_line --regexp '^verdict: unsafe \([0-9]+ ok, 0 warn, 1 unsafe\)$'
+	run -2 rlock -u "$REDIS_URL" --check --json
+	jq -e '.verdict == "unsafe" and .exit == 2 and
+		([.findings[] | select(.level == "unsafe") | .check] == ["maxmemory-policy"])' <<<"$output"
+	redis_stop "$REDIS_PID"
+}
+
+@test "--check: a warning (1) for RDB only, with the window; and for appendfsync everysec" {
+	redis_start --save '60 1'
+	run -1 rlock -u "$REDIS_URL" --check
+	line warn persistence 'RDB snapshots only \(save 60 1\): .*up to 60 s.*; fix: .*appendonly yes'
+	assert_line --regexp '^verdict: warn \([0-9]+ ok, 1 warn, 0 unsafe\)$'
+	rcli CONFIG SET appendonly yes >/dev/null
+	rcli CONFIG SET appendfsync everysec >/dev/null
+	run -1 rlock -u "$REDIS_URL" --check
+	line warn persistence 'appendonly yes, appendfsync everysec: .*1 s'
+	# no persistence at all: a restart empties it (a guarantee cannot hold)
+	rcli CONFIG SET appendonly no >/dev/null
+	rcli CONFIG SET save '' >/dev/null
+	run -2 rlock -u "$REDIS_URL" --check
+	line unsafe persistence 'none'
+	redis_stop "$REDIS_PID"
+}
+
+@test "--check: a replica as the URL is unsafe; the master's replicas need --wait-replicas" {
+	safe_start
+	local mport=$REDIS_PORT mpid=$REDIS_PID
+	safe_start --replicaof 127.0.0.1 "$mport"
+	local rport=$REDIS_PORT rpid=$REDIS_PID
+	wait_until 30 sh -c "redis-cli -p $rport INFO replication | grep -q master_link_status:up"
+	wait_until 30 sh -c "redis-cli -p $mport INFO replication | grep -q connected_slaves:1"
+	run -2 rlock -u "redis://127.0.0.1:$rport" --check
+	line unsafe role "a replica \(of 127\.0\.0\.1:$mport\).*; fix: give the master's URL"
+	run -1 rlock -u "redis://127.0.0.1:$mport" --check
+	line warn replicas 'master, 1 replica\(s\), min-replicas-to-write 0 and no --wait-replicas'
+	run -0 rlock -u "redis://127.0.0.1:$mport" --wait-replicas 1 --check
+	line ok replicas 'master, 1 replica\(s\); --wait-replicas is given'
+	redis-cli -p "$mport" CONFIG SET min-replicas-to-write 1 >/dev/null
+	run -0 rlock -u "redis://127.0.0.1:$mport" --check
+	line ok replicas '.*; min-replicas-to-write is set'
+	redis_stop "$rpid"
+	redis_stop "$mpid"
+}
+
+@test "--check: lists the rights an ACL user lacks (ACL DRYRUN, and tried without it)" {
+	# a real lock whose name the trial's throwaway key must not touch
+	rcli SET 'rlock:{rlock-check}' keep >/dev/null
+	rcli ACL SETUSER nosha on '>pw-1' '~*' '&*' '+@all' '-evalsha' >/dev/null
+	rcli ACL SETUSER noacl on '>pw-1' '~*' '&*' '+@all' '-evalsha' '-blpop' '-acl' '-config' >/dev/null
+	printf 'pw-1\n' >pw
+	chmod 600 pw
+	run -2 rlock -u "$GOOD_URL" --user nosha --password-file pw --check
+	line unsafe acl "user 'nosha' lacks evalsha \(ACL DRYRUN\).*; fix: ACL SETUSER nosha \+evalsha$"
+	run -2 rlock -u "$GOOD_URL" --user noacl --password-file pw --check
+	line unsafe acl "user 'noacl' lacks evalsha, blpop \(tried on a throwaway key\).*; fix: ACL SETUSER noacl \+evalsha \+blpop$"
+	# CONFIG GET refused: persistence cannot be told, a warning
+	line warn persistence 'cannot tell: CONFIG GET refused'
+	refute_output --partial 'pw-1'
+	# the trial left nothing behind, and changed nothing it did not create
+	assert_equal "$(rcli DBSIZE)" 1
+	assert_equal "$(rcli GET 'rlock:{rlock-check}')" keep
+	rcli ACL DELUSER nosha noacl >/dev/null
+}
+
+@test "--check: reports a clock offset injected into the server (clock-shift shim)" {
+	cc -shared -fPIC -o clockshift.so "$RLOCK_SOURCE_DIR/test/faults/clockshift.c" -ldl
+	echo 120 >clockshift
+	LD_PRELOAD=$PWD/clockshift.so CLOCKSHIFT_FILE=$PWD/clockshift safe_start
+	run -1 rlock -u "$REDIS_URL" --check
+	line warn clock "the server's clock is 1[12][0-9]\.[0-9] s ahead of this host's.*; fix: run NTP"
+	assert_line --regexp '^verdict: warn \([0-9]+ ok, 1 warn, 0 unsafe\)$'
+	redis_stop "$REDIS_PID"
+}
+
+# time_calls N: the server (direct, not through the proxy) has answered N TIMEs.
+time_calls() {
+	[[ $(rcli INFO commandstats | sed -n 's/^cmdstat_time:calls=\([0-9]*\),.*/\1/p') -ge $1 ]]
+}
+
+@test "--check: a server clock that steps during the check is reported" {
+	cc -shared -fPIC -o clockshift.so "$RLOCK_SOURCE_DIR/test/faults/clockshift.c" -ldl
+	echo 0 >clockshift
+	LD_PRELOAD=$PWD/clockshift.so CLOCKSHIFT_FILE=$PWD/clockshift safe_start
+	# every request 100 ms late: the check's first and last TIMEs are seconds apart
+	delay_proxy_start 100 "$REDIS_PORT"
+	"$RLOCK" -u "$PROXY_URL" --check >out 2>&1 &
+	local pid=$!
+	track_pid "$pid"
+	wait_until 60 time_calls 3 # the first clock samples are taken
+	echo 30 >clockshift         # the server's clock steps 30 s ahead
+	local st=0
+	wait "$pid" || st=$?
+	output=$(cat out)
+	((st == 1)) || fail "exit $st: $output"
+	line warn clock 'the offset moved by (29|30)[0-9]{3}\.[0-9] ms during the check.*; fix: run NTP'
+	redis_stop "$REDIS_PID"
+}
+
+@test "--check over TLS, with the run's TLS options" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	tls_redis_start --appendonly yes --appendfsync always
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert "$TLS_CERTS/ca.pem" --check
+	assert_line --regexp "^ok +127\.0\.0\.1:$TLS_PORT reach: "
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_PORT" --check # the system's CAs: refused
+	line unsafe reach ''
+	redis_stop "$TLS_PID"
+}
+
+@test "--check over Sentinel: the master the sentinels name is checked" {
+	sentinel_topology_start
+	local m
+	m=$(sentinel_master_port)
+	run -2 rlock -u "$SENT_URL" --check
+	line ok reach '' # the master answered
+	assert_line --regexp "^ok +127\.0\.0\.1:$m reach: "
+	line ok topology "Sentinel 'mymaster' names 127\.0\.0\.1:$m as master"
+	line warn replicas 'master, 1 replica'
+	line unsafe persistence 'none'
+	[[ $(grep -c ' reach: ' <<<"$output") == 1 ]]
+}
+
+@test "--check over Cluster: every master is checked" {
+	cluster_start
+	run -2 rlock -u "$REDIS_URL" --check
+	local p
+	for p in $(cluster_masters); do
+		assert_line --regexp "^ok +127\.0\.0\.1:$p reach: "
+		assert_line --regexp "^ok +127\.0\.0\.1:$p cluster: cluster_state ok, 3 master"
+	done
+	line ok topology 'Cluster: 3 of 3 masters reachable'
+	[[ $(grep -c ' reach: ' <<<"$output") == 3 ]]
+}
+
+@test "--check over three Redlock nodes: each node; a node down is a warning" {
+	local urls="" pids=() _
+	for _ in 1 2 3; do
+		safe_start
+		urls+="${urls:+,}$REDIS_URL"
+		pids+=("$REDIS_PID")
+	done
+	run -0 rlock -u "$urls" --check
+	[[ $(grep -c '^ok .* reach: ' <<<"$output") == 3 ]]
+	line ok topology 'Redlock: 3 of 3 nodes reachable'
+	redis_stop "${pids[2]}"
+	run -1 rlock -u "$urls" --check
+	line warn reach ''
+	line warn topology 'Redlock: 2 of 3 nodes reachable'
+	redis_stop "${pids[1]}"
+	run -2 rlock -u "$urls" --check
+	line unsafe topology 'Redlock: 1 of 3 nodes reachable'
+	# one server named twice (TCP and its Unix socket) is one vote
+	safe_start --unixsocket "$BATS_TEST_TMPDIR/r.sock"
+	run -2 rlock -u "${urls%%,*},$REDIS_URL,unix://$BATS_TEST_TMPDIR/r.sock" --check
+	line unsafe topology 'Redlock nodes 2 and 3 are one server'
+	redis_stop "$REDIS_PID"
+	redis_stop "${pids[0]}"
+}
+
+@test "--check: 69 when unreachable; bad combinations are usage errors" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" --check
+	line unsafe reach "connect to 127\.0\.0\.1:$port"
+	assert_line --regexp '^verdict: unreachable '
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" --check --json
+	jq -e '.verdict == "unreachable" and .exit == 69' <<<"$output"
+	run -64 --separate-stderr rlock -u "$GOOD_URL" -k x --check
+	assert_one_line_error "$stderr" 'takes no -k NAME'
+	run -64 --separate-stderr rlock -u "$GOOD_URL" --check -- true
+}
