@@ -6,12 +6,12 @@
 
 # Options that take a value (the next word, or --opt=value).
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
--t --ttl --on-lost --warn --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user
+-t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
 --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
 
 _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
---on-lost --warn --kill-after --min-hold --once-per --max-hold --command --url --user --password-file --tls
+--on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
@@ -20,6 +20,9 @@ _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 # --break's compare-and-break (issue 27)
 _rlock_opts_with_arg+=' --if-fence'
 _rlock_long_opts+=' --if-fence'
+# Events and metrics (README: Events and metrics).
+_rlock_opts_with_arg+=' --events --metrics-file'
+_rlock_long_opts+=' --events --metrics-file'
 
 _rlock_takes_arg() {
 	local o
@@ -135,7 +138,7 @@ _rlock() {
 		_rlock_compreply_words "$(_rlock_lock_names)" "$cur"
 		return 0
 		;;
-	-w | --wait | --timeout | -t | --ttl | --kill-after | --min-hold | --once-per | --max-hold | \
+	-w | --wait | --timeout | -t | --ttl | --kill-after | --min-hold | --once-per | --lock-delay | --max-hold | \
 		--connect-timeout | --io-timeout | --node-timeout)
 		_rlock_compreply_words $'500ms\n5s\n30s\n5m' "$cur"
 		return 0
@@ -158,6 +161,10 @@ _rlock() {
 		;;
 	--cacertdir)
 		_rlock_files -d
+		return 0
+		;;
+	--events | --metrics-file)
+		_rlock_files -f
 		return 0
 		;;
 	-u | --url)

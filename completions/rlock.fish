@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 set -a __rlock_opts_with_arg --if-fence
 
 # True once the wrapped command has started on the command line (after "--" or the
@@ -84,6 +84,7 @@ complete -c rlock -n "not __rlock_in_command" -l warn -x -a 'USR1 USR2 HUP INT T
 complete -c rlock -n "not __rlock_in_command" -l kill-after -x -a "$durations" -d 'Grace before SIGKILL (default 10s)'
 complete -c rlock -n "not __rlock_in_command" -l min-hold -x -a "$durations" -d 'Hold the lock at least this long'
 complete -c rlock -n "not __rlock_in_command" -l once-per -x -a "$durations" -d 'After a success, skip runs for this long'
+complete -c rlock -n "not __rlock_in_command" -l lock-delay -x -a "$durations" -d 'Keep the name closed this long after a lease ends unreleased'
 complete -c rlock -n "not __rlock_in_command" -l max-hold -x -a "$durations" -d 'Stop the command after this long (exit 124)'
 complete -c rlock -n "not __rlock_in_command" -s c -l command -x -a '(__fish_complete_command)' -d 'Run with /bin/sh -c'
 # Server
@@ -120,6 +121,10 @@ complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper l
 complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
 complete -c rlock -n "not __rlock_in_command" -l if-fence -x -d '--break: only the holder of this fence'
 complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
+# Events and metrics
+set -ga __rlock_opts_with_arg --events --metrics-file
+complete -c rlock -n "not __rlock_in_command" -l events -r -F -d 'Append one JSON line per event to FILE (- for stderr)'
+complete -c rlock -n "not __rlock_in_command" -l metrics-file -r -F -d 'Write Prometheus metrics of the run to PATH'
 complete -c rlock -n "not __rlock_in_command" -s h -l help -d 'Show help'
 complete -c rlock -n "not __rlock_in_command" -s V -l version -d 'Show version'
 # The wrapped command and its arguments.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"
@@ -131,29 +132,22 @@ static void __attribute__((noreturn)) watchdog_run(int fd, pid_t pgid, int64_t k
  * It lives in a session of its own: no single kill may reach both rlock and its
  * guard. `timeout -s KILL`, `kill -9 %job`, `kill -KILL -- -PGID` and supervisors
  * signal rlock's whole process group; a session-wide kill or a terminal's hang-up
- * reaches rlock's session; neither holds the watchdog. It says so on `ready` (one
- * byte, written once it is out of rlock's group) before the command may exec.
- * Returns its pid, or 0 with errno set (it could not be started, or died unready). */
-static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
+ * reaches rlock's session; neither holds the watchdog. It writes one byte on ready_fd
+ * once it is out of rlock's group: the command's go pipe itself at the start (the
+ * command execs on that byte, with no hop through rlock), or a pipe rlock waits on
+ * (watchdog_await). One that cannot get there exits with its errno, the byte unwritten.
+ * Returns its pid (*write_fd: its pipe), or 0 with errno set. */
+static pid_t fork_watchdog(pid_t pgid, int64_t kill_by, int ready_fd, int *write_fd)
 {
-	int p[2], ready[2];
+	int p[2];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return 0;
-	if (pipe2(ready, O_CLOEXEC) < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		errno = e;
-		return 0;
-	}
 	pid_t w = fork();
 	if (w < 0) {
 		int e = errno;
 		close(p[0]);
 		close(p[1]);
-		close(ready[0]);
-		close(ready[1]);
 		errno = e;
 		return 0;
 	}
@@ -162,36 +156,59 @@ static pid_t start_watchdog(pid_t pgid, int64_t kill_by, int *write_fd)
 		sigfillset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		if (setsid() < 0)
-			_exit(errno & 0xff); /* never ready: rlock does not run the command */
-		(void)!write(ready[1], "", 1);
+			_exit(errno & 0xff); /* never ready: the command does not run */
+		(void)!write(ready_fd, "", 1);
 		fds_close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
 		watchdog_run(p[0], pgid, kill_by);
 	}
 	close(p[0]);
-	close(ready[1]);
-	/* Bounded: a fresh process that does two system calls; one that cannot in
-	 * WATCHDOG_READY_MS is as good as none. */
-	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
+	*write_fd = p[1];
+	return w;
+}
+
+/* The errno a watchdog that never said ready died with (its exit status). */
+static int watchdog_errno(pid_t w)
+{
+	int st = 0;
+
+	kill(w, SIGKILL);
+	while (waitpid(w, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) : ESRCH;
+}
+
+/* A watchdog started while the command runs: wait until it is ready. Bounded: a fresh
+ * process that does two system calls; one that cannot in WATCHDOG_READY_MS is as good
+ * as none. Its pid (*write_fd: its pipe), or 0 with errno set. */
+static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
+{
+	int ready[2], fd, rc;
 	char c;
-	int rc;
+
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return 0;
+	pid_t w = fork_watchdog(pgid, kill_by, ready[1], &fd);
+	int e = errno;
+	close(ready[1]);
+	if (!w) {
+		close(ready[0]);
+		errno = e;
+		return 0;
+	}
+	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
 	do
 		rc = poll(&pf, 1, WATCHDOG_READY_MS);
 	while (rc < 0 && errno == EINTR);
 	if (rc <= 0 || read(ready[0], &c, 1) != 1) {
 		close(ready[0]);
-		close(p[1]);
-		int st = 0;
-		kill(w, SIGKILL);
-		while (waitpid(w, &st, 0) < 0 && errno == EINTR)
-			;
-		errno = rc == 0                            ? ETIMEDOUT
-		        : WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st)
-		                                           : ESRCH; /* died unready */
+		close(fd);
+		e = watchdog_errno(w);
+		errno = rc == 0 ? ETIMEDOUT : e;
 		return 0;
 	}
 	close(ready[0]);
-	*write_fd = p[1];
+	*write_fd = fd;
 	return w;
 }
 
@@ -213,8 +230,8 @@ static void hand_terminal(int tty, pid_t from, pid_t to)
 
 /* What the child reports on its exec pipe when it cannot run the command: the step
  * that failed and its errno (one 8-byte write, atomic on a pipe). End of file instead:
- * it exec'd (or died of SIGKILL, told to by the missing go-byte). */
-enum setup_step { STEP_EXEC, STEP_GROUP, STEP_PDEATHSIG };
+ * it exec'd (or died of SIGKILL: rlock was gone). */
+enum setup_step { STEP_EXEC, STEP_GROUP, STEP_PDEATHSIG, STEP_WATCHDOG };
 
 static void __attribute__((noreturn)) setup_failed(int fd, enum setup_step step, int e)
 {
@@ -226,8 +243,8 @@ static void __attribute__((noreturn)) setup_failed(int fd, enum setup_step step,
 
 /* The forked child, up to exec. Only async-signal-safe calls. Every guarantee is in
  * place before the command runs, or it does not run: its own process group (what a
- * loss signals), PR_SET_PDEATHSIG, and the go-byte that rlock writes once the watchdog
- * is up (end of file instead: rlock died or could not start it). */
+ * loss signals), PR_SET_PDEATHSIG, and the go-byte that the watchdog writes once it is
+ * up (end of file instead: it could not start, or rlock died first). */
 static void __attribute__((noreturn))
 command_child(int ep, int go, int tty, pid_t parent, char *const *argv, const char *shell_command,
               const sigset_t *orig)
@@ -246,8 +263,8 @@ command_child(int ep, int go, int tty, pid_t parent, char *const *argv, const ch
 	do
 		r = read(go, &c, 1);
 	while (r < 0 && errno == EINTR);
-	if (r != 1)
-		raise(SIGKILL); /* no watchdog: never run unprotected */
+	if (r != 1) /* no watchdog (or no rlock): never run unprotected */
+		setup_failed(ep, STEP_WATCHDOG, 0);
 	child_exec(argv, shell_command, orig);
 	setup_failed(ep, STEP_EXEC, errno);
 }
@@ -262,7 +279,7 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
-	if (step < 0) {
+	if (step == STEP_WATCHDOG) {
 		log_error("cannot start the watchdog (%s): the command does not run (nothing "
 		          "would stop it if rlock were killed)",
 		          strerror(e));
@@ -329,13 +346,12 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	if (ch->tty >= 0)
 		tcsetpgrp(ch->tty, pid);
 	ch->pid = pid;
-	/* While the child sets itself up; it execs only once the watchdog is up. */
+	/* While the child sets itself up: it execs on the byte the watchdog writes on the
+	 * go pipe once it is up (end of file instead: it never runs). */
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	ch->watchdog = start_watchdog(pid, ch->watch_by, &ch->watch_fd);
+	ch->watchdog = fork_watchdog(pid, ch->watch_by, go[1], &ch->watch_fd);
 	int watch_errno = errno;
-	if (ch->watchdog)
-		(void)!write(go[1], "", 1);
-	close(go[1]); /* without the byte: the child kills itself */
+	close(go[1]);
 
 	int msg[2] = {0, 0};
 	ssize_t n;
@@ -343,18 +359,17 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		n = read(ep[0], msg, sizeof msg);
 	while (n < 0 && errno == EINTR);
 	close(ep[0]);
-	if (!ch->watchdog || n == (ssize_t)sizeof msg) {
-		if (ch->watchdog) {
-			tell_watchdog(ch,
-			              WATCHDOG_DISARM); /* it exits on its own, not waited for */
-			close(ch->watch_fd);
-			ch->watch_fd = -1;
-		}
-		return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0],
-		                    ch->watchdog ? msg[0] : -1,
-		                    ch->watchdog ? msg[1] : watch_errno);
-	}
-	return 0;
+	if (n != (ssize_t)sizeof msg)
+		return 0; /* exec'd */
+	if (msg[0] == STEP_WATCHDOG)
+		msg[1] = ch->watchdog ? watchdog_errno(ch->watchdog) : watch_errno;
+	else if (ch->watchdog)
+		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
+	if (ch->watch_fd >= 0)
+		close(ch->watch_fd);
+	ch->watch_fd = -1;
+	ch->watchdog = 0;
+	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
 /* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
@@ -386,7 +401,7 @@ static void restart_watchdog(struct child *ch)
 {
 	close(ch->watch_fd);
 	ch->watch_fd = -1;
-	ch->watchdog = start_watchdog(ch->pid, ch->watch_by, &ch->watch_fd);
+	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd);
 	if (ch->watchdog)
 		log_warn("the watchdog process died: a new one guards the command");
 	else
@@ -511,6 +526,7 @@ static void on_loss(struct sup *s, int timed_out)
 		tell_watchdog(s->ch, WATCHDOG_NONE);
 		a->lost_reason(a->ctx, timed_out, why, sizeof why);
 		log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
+		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 		return;
 	}
 	s->lost = 1;
@@ -534,6 +550,7 @@ static void on_loss(struct sup *s, int timed_out)
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
 	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 	          signal_name(a->lost_signal), when);
+	events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 }
 
 /* --max-hold is over: stop the group as timeout(1) does (SIGTERM, SIGCONT, SIGKILL
@@ -571,6 +588,8 @@ static void on_timers(struct sup *s, int64_t now)
 {
 	const struct supervise_args *a = s->a;
 
+	if (a->renew_due && now >= a->renew_due(a->ctx))
+		a->renew_launch(a->renew_ctx);
 	if (s->watching && a->action == ACT_SIGNAL)
 		tell_watchdog(s->ch, a->kill_at(a->ctx));
 	if (s->watching && a->warn_signal && now >= a->warn_at(a->ctx) &&
@@ -581,6 +600,7 @@ static void on_timers(struct sup *s, int64_t now)
 		log_warn("a renewal is a third of the ttl late: sending SIG%s to the command's "
 		         "process group (--warn); the lease counts as lost in %lld ms",
 		         signal_name(a->warn_signal), (long long)(a->lost_at(a->ctx) - now));
+		events_emit(EV_WARNED, &(struct ev_facts){0});
 	}
 	if (s->watching && now >= a->lost_at(a->ctx))
 		on_loss(s, 1);
@@ -629,6 +649,8 @@ static int next_timeout(const struct sup *s, int64_t now)
 
 	if (s->watching)
 		t = min_left(t, s->a->lost_at(s->a->ctx), now);
+	if (s->a->renew_due && s->a->renew_due(s->a->ctx) != INT64_MAX)
+		t = min_left(t, s->a->renew_due(s->a->ctx), now);
 	if (s->watching && s->a->warn_signal && s->a->warn_at(s->a->ctx) != s->warned)
 		t = min_left(t, s->a->warn_at(s->a->ctx), now);
 	if (s->kill_at >= 0)

@@ -78,6 +78,12 @@ struct supervise_args {
 	/* --max-hold: at this monotonic time the group gets SIGTERM (SIGKILL kill_after_ms
 	 * later), as timeout(1) does; -1 for none. */
 	int64_t stop_at;
+	/* The renewals start when one is due, not before (a short command needs none):
+	 * renew_due(ctx) says when (monotonic ms, INT64_MAX: nothing to start), and
+	 * renew_launch(renew_ctx) starts them, from this loop. Either may be NULL. */
+	int64_t (*renew_due)(const void *ctx);
+	void (*renew_launch)(void *renew_ctx);
+	void *renew_ctx;
 };
 
 /* Forward signals (SIGCONT after each, so a stopped group hears them), act on lock

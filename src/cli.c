@@ -156,6 +156,11 @@ static const struct optdef options[] = {
         "for DUR (exit as -E, say when it ends); a\n"
         "failed run marks nothing (exclusive, one -k)",
         DURATION(once_per_ms, 0)),
+    OPT("lock-delay", 0, F_ARG, "DUR",
+        "if the lease ends without a release (a crash,\n"
+        "a lost lease, --break), keep the name closed\n"
+        "DUR more: a stalled holder cannot race the next",
+        DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
         DURATION(max_hold_ms, 0)),
@@ -241,6 +246,17 @@ static const struct optdef options[] = {
         "or -k NAME --token TOKEN), 79 if not, 69 if\n"
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
+    HEADING("Events and metrics (README: Events and metrics):"),
+    OPT("events", 0, F_ARG, "FILE",
+        "append one JSON line per event (waiting,\n"
+        "acquired, busy, renew-failed, warned, lost,\n"
+        "released, keeper-*) to FILE; - for stderr",
+        STRING(events_file, 0)),
+    OPT("metrics-file", 0, F_ARG, "PATH",
+        "write the run's metrics to PATH (Prometheus\n"
+        "textfile format), atomically, when acquired\n"
+        "and at exit; other keys' series are kept",
+        STRING(metrics_file, 0)),
     HEADING("Operator:"),
     OPT("status", 0, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"

@@ -48,6 +48,7 @@ struct opts {
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
 	int64_t once_per_ms;                                   /* --once-per: 0 none */
+	int64_t lock_delay_ms;                                 /* --lock-delay: 0 none */
 	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
 	int limit;                                             /* -l N */
@@ -75,6 +76,9 @@ struct opts {
 	const char *log_file; /* --acquire: the keeper's log (default: syslog) */
 	const char *label;    /* --label: stored with the holder */
 	int verbose;          /* -1 quiet, 0 default, 1.. -v count */
+
+	const char *events_file;  /* --events: JSON lines (events.h); "-" stderr */
+	const char *metrics_file; /* --metrics-file: Prometheus text format (metrics.h) */
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */

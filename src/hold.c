@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "log.h"
 #include "renew.h"
 
@@ -95,16 +96,22 @@ void hold_drop_main(struct hold *h)
 	h->s = NULL;
 }
 
-int64_t hold_confirmed_sent(const struct hold *h)
+/* The earliest of of(r) over the hold's renewals (INT64_MAX: none). */
+static int64_t earliest(const struct hold *h, int64_t (*of)(const struct renew *))
 {
 	int64_t first = INT64_MAX;
 
 	for (int i = 0; i < h->n; i++) {
-		int64_t s = renew_confirmed_sent(h->rn[i]);
-		if (s < first)
-			first = s;
+		int64_t t = of(h->rn[i]);
+		if (t < first)
+			first = t;
 	}
 	return first;
+}
+
+int64_t hold_confirmed_sent(const struct hold *h)
+{
+	return earliest(h, renew_confirmed_sent);
 }
 
 int64_t hold_lost_at(const struct hold *h)
@@ -145,10 +152,29 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 	renew_reason(h->rn[0], timed_out, buf, n);
 }
 
-int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err,
-               size_t errlen)
+int64_t hold_renew_due(const struct hold *h)
+{
+	return earliest(h, renew_due);
+}
+
+int hold_renew_launch(struct hold *h)
+{
+	char err[300];
+	int rc = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		if (renew_launch(h->rn[i], err, sizeof err) == 0)
+			continue;
+		log_error("%s: %s: the lease will run out", h->l[i].key, err);
+		rc = -1;
+	}
+	return rc;
+}
+
+int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen)
 {
 	*signo = 0;
+	hold_renew_launch(h); /* a failure shows as the loss, in time */
 	for (;;) {
 		int64_t now = clock_ms(), lost_at = hold_lost_at(h);
 		if (now >= lost_at) {
@@ -191,12 +217,21 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	}
 	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
 	l->once_per_ms = sp->once_per_ms;
+	l->delay_ms = sp->delay_ms;
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;
 	}
+	/* The locks taken so far are renewed while this one is waited for. */
+	if (h->n > 0 && hold_renew_launch(h) < 0) {
+		snprintf(err, errlen, "cannot start the renewal thread of %s", h->l[0].key);
+		return WAIT_OSERR;
+	}
 	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
 	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
+	if (rc == WAIT_BUSY || rc == WAIT_DONE)
+		events_emit(EV_BUSY,
+		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
 		return rc;
 	/* As flock -v: how long getting the lock took. */
@@ -211,6 +246,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
 	 * short command costs no second connection and no INFO. */
 	h->sent[h->n] = sent;
+	events_emit(EV_ACQUIRED, &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
 	                h->n == 0 && sp->check_now, err, errlen) < 0) {
 		h->rn[h->n] = NULL;

@@ -2,10 +2,10 @@
 /* A hold: the set of leases rlock keeps while the command runs (or the keeper waits),
  * one lock being the N = 1 case. It acquires them in the order given (cli.c sorts the
  * names, so `-k A -k B` and `-k B -k A` cannot deadlock: nobody holds a later name while
- * waiting for an earlier one), renews each on its own thread from the moment it is
- * taken, and watches them as one lease: the oldest confirmed send time of them all,
- * and the loss of any one is the loss of the set (79).
- The lease rule it applies is lease.h's. */
+ * waiting for an earlier one), renews each on its own thread (started when its first
+ * renewal is due, or when the hold waits for its next name), and watches them as one
+ * lease: the oldest confirmed send time of them all, and the loss of any one is the loss
+ * of the set (79). The lease rule it applies is lease.h's. */
 #ifndef RLOCK_HOLD_H
 #define RLOCK_HOLD_H
 
@@ -32,6 +32,7 @@ struct hold_spec {
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
 	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */
+	int64_t delay_ms;     /* --lock-delay (0: none): see struct lock */
 };
 
 struct renew;
@@ -73,10 +74,18 @@ int hold_lost_fd(const struct hold *h);
 /* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd). */
 void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
 
-/* No child: wait until a signal on sigfd other than SIGCHLD (*signo), a loss (0 with
- * *signo 0, reason in err) or stop_at (monotonic ms, -1 none: 1). */
-int hold_watch(const struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err,
-               size_t errlen);
+/* The renewal threads start when their first renewal is due (renew.h), so that a short
+ * command costs none: hold_renew_due() says when (INT64_MAX: none is waiting), and
+ * hold_renew_launch() starts every one not yet running (a failure is logged; that lease
+ * then runs out and the hold is lost: -1). hold_acquire() starts the threads of the
+ * locks taken before it waits for the next one. Main thread only. */
+int64_t hold_renew_due(const struct hold *h);
+int hold_renew_launch(struct hold *h);
+
+/* No child: start the renewals, then wait until a signal on sigfd other than SIGCHLD
+ * (*signo), a loss (0 with *signo 0, reason in err) or stop_at (monotonic ms, -1
+ * none: 1). */
+int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen);
 
 /* --once-per: the command succeeded, so hold_release marks every lock done for its
  * window (in the release script, only where the lock is still ours). */

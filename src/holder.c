@@ -51,6 +51,12 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	struct holder_text t;
 	int raw = (what & HOLDER_RAW) != 0;
 
+	if (h->delayed) { /* nobody holds it: a lease ended unreleased (lock.h) */
+		char left[32];
+		holder_human_ms(left, sizeof left, h->pttl_ms);
+		snprintf(buf, n, "closed by lock-delay for %s more", left);
+		return buf;
+	}
 	if (raw) {
 		snprintf(t.host, sizeof t.host, "%s", h->host[0] ? h->host : "?");
 		snprintf(t.cmd, sizeof t.cmd, "%s", h->cmd[0] ? h->cmd : "?");

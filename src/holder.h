@@ -27,7 +27,8 @@ void holder_text(const struct holder *h, long long now_unix_ms, struct holder_te
 #define HOLDER_RAW   4 /* not escaped (for log_msg(), which escapes the whole line) */
 
 /* "HOST pid PID", with the parts `what` asks for, into buf (truncated to n, always
- * terminated): buf. */
+ * terminated): buf. A name closed by a lock-delay (h->delayed, no holder): "closed by
+ * lock-delay for 2.5s more". */
 const char *holder_format(const struct holder *h, unsigned what, char *buf, size_t n);
 
 /* A duration as "1.5s", "2m05s", "1h02m"; "-" when ms < 0. */

@@ -11,11 +11,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"
@@ -93,6 +96,13 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
 		if (k->github) {
+			/* A GitHub runner hides the token in its log: before it is printed (not
+			 * elsewhere: a GitLab log, say, would show it). */
+			const char *gha = getenv("GITHUB_ACTIONS");
+			if (gha && !strcmp(gha, "true")) {
+				fprintf(stderr, "::add-mask::%s\n", token);
+				fflush(stderr);
+			}
 			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
 		} else {
 			print_sh("RLOCK_KEY", key);
@@ -203,6 +213,107 @@ static int report_to_parent(const struct lock *l)
 	return 0;
 }
 
+/* The record of a hold's end (keeper.h): its path, into path (n bytes). With create,
+ * the directory is made if missing. -1 when there is no directory of the user's own
+ * (another owner, a link, open to others: never trusted). */
+static int ended_path(const char *key, const char *token, int create, char *path, size_t n)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char dir[300];
+	struct stat st;
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a of key, NUL, token */
+
+	if (rt && rt[0] == '/' && strlen(rt) < 200)
+		snprintf(dir, sizeof dir, "%s/rlock", rt);
+	else
+		snprintf(dir, sizeof dir, "/tmp/rlock-%ld", (long)getuid());
+	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077))
+		return -1;
+	for (const char *p = key;; p++) {
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		if (!*p)
+			break;
+	}
+	for (const char *p = token; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	snprintf(path, n, "%s/ended-%016llx", dir, (unsigned long long)h);
+	return 0;
+}
+
+/* Record why the keeper's hold of l ended ("REASON at TIME"), atomically (a temporary
+ * file renamed). Best effort: --held then asks Redis alone. */
+static void ended_note(const struct lock *l, const char *reason)
+{
+	char path[400], tmp[420], when[64] = "?";
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0)
+		return;
+	if (localtime_r(&now, &tm))
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
+	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	char line[600];
+	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
+	int ok = len > 0 && write(fd, line, (size_t)len) == len;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		log_debug("cannot record the end of the hold for --held");
+	}
+}
+
+int keeper_ended(const char *key, const char *token, char *buf, size_t n)
+{
+	char path[400];
+
+	if (n == 0 || ended_path(key, token, 0, path, sizeof path) < 0)
+		return 0;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t got = read(fd, buf, n - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 1;
+}
+
+/* hold_watch, and with --warn (k->warn) a warning in the keeper's log once a renewal
+ * is a third of the ttl late (hold_warn_at), once per danger: a confirmed renewal moves
+ * that point on, which re-arms it (looked for every tenth of the ttl once warned).
+ * What hold_watch returns. */
+static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper_args *k,
+                 int *signo, char *err, size_t errlen)
+{
+	int64_t warned = -1;
+
+	for (;;) {
+		int64_t warn_at = hold_warn_at(h), until = stop_at;
+		int64_t next = warn_at != warned ? warn_at : clock_ms() + h->l[0].ttl_ms / 10;
+		if (k->warn && (until < 0 || next < until))
+			until = next;
+		int rc = hold_watch(h, sigfd, until, signo, err, errlen);
+		if (rc != 1 || until == stop_at)
+			return rc;
+		if (warn_at == warned || hold_warn_at(h) != warn_at)
+			continue; /* still warned, or a renewal was confirmed meanwhile */
+		warned = warn_at;
+		log_warn(
+		    "no renewal of %s confirmed for %lld ms (--warn): the lease counts as lost "
+		    "in %lld ms",
+		    h->l[0].key, (long long)(clock_ms() - hold_confirmed_sent(h)),
+		    (long long)(hold_lost_at(h) - clock_ms()));
+	}
+}
+
 int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
@@ -219,26 +330,41 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ttl_ms);
-	if (hold_watch(h, sigfd, stop_at, &signo, err, sizeof err) == 1) {
+	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
+	char why[500];
+	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
 		log_error("--max-hold is over: the keeper releases %s", l->key);
+		snprintf(why, sizeof why, "given up by its keeper at --max-hold");
 		rc = RL_EX_TIMEOUT;
 	} else if (signo) {
 		log_info("keeper: SIG%s: %s", signal_name(signo),
 		         signo == SIGUSR1 ? "stopping (rlock --release releases)" : "releasing");
+		snprintf(why, sizeof why, "released by its keeper on SIG%s", signal_name(signo));
 		rc = 0;
 	} else {
 		hold_abandon(h);
 		log_error("lock lost: %s; the keeper exits", err);
+		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = err});
+		snprintf(why, sizeof why, "lost by its keeper (%.400s)", err);
+		ended_note(l, why);
 		return RL_EX_LOST;
 	}
 	if (signo == SIGUSR1) {
+		events_emit(EV_KEEPER_STOPPED, &(struct ev_facts){.lock = l});
 		hold_abandon(h);
 		return rc;
 	}
 	if (hold_release(h, 0) == HOLD_LOST) {
 		log_error("lock lost: %s was no longer held when the keeper released it", l->key);
+		events_emit(
+		    EV_KEEPER_LOST,
+		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+		snprintf(why, sizeof why, "lost: no longer held when its keeper released it");
 		rc = RL_EX_LOST;
+	} else {
+		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
 	}
+	ended_note(l, why);
 	return rc;
 }
 
@@ -295,8 +421,12 @@ static void stop_keeper(const struct holder *h, const struct keeper_args *k)
 		log_info("keeper pid %ld stopped", pid);
 }
 
-static int not_held(const struct keeper_args *k)
+static int not_held(const struct lock *l, const struct keeper_args *k)
 {
+	char why[600];
+
+	if (keeper_ended(l->key, k->token, why, sizeof why))
+		log_error("lock '%s': %s", k->name, why);
 	log_error("lock '%s' is not held by this token: it was lost (expired, broken or taken "
 	          "over) since --acquire, or the token is wrong; nothing released",
 	          k->name);
@@ -323,7 +453,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
-		rc = not_held(k);
+		rc = not_held(l, k);
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
@@ -346,7 +476,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			             "ends at its next renewal)");
 			rc = 0;
 		} else if (rc == LOCK_NOTOURS && !h) {
-			rc = not_held(k);
+			rc = not_held(l, k);
 		} else if (rc == LOCK_NOTOURS) {
 			log_error("lock lost: '%s' was no longer held by this token at the release",
 			          k->name);
@@ -357,6 +487,9 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}
+	char path[400];
+	if (rc != RL_EX_UNAVAILABLE && ended_path(l->key, k->token, 0, path, sizeof path) == 0)
+		unlink(path); /* the last step: --held is over */
 	store_close(s);
 	return rc;
 }

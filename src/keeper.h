@@ -33,6 +33,7 @@ struct keeper_args {
 	int (*close_stdout)(void); /* flush the variables: 0, or the status after a line */
 	const char *log_file;      /* the keeper's log (NULL: syslog) */
 	int64_t max_hold_ms;       /* 0: no limit */
+	int warn;                  /* --warn: a late renewal is logged (no command to signal) */
 	const char *name;          /* --release: the lock's name, */
 	const char *token;         /* the token that holds it, */
 	int64_t connect_timeout_ms, io_timeout_ms;
@@ -69,5 +70,13 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
  * taken over — or a wrong token; nothing is touched, no keeper stopped) or 69 (Redis
  * unavailable). */
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k);
+
+/* How a keeper's hold ended without --release (lost, given up at --max-hold, released on
+ * a signal), for --held in the steps, even with Redis down: the keeper records it in
+ * $XDG_RUNTIME_DIR/rlock/ (else /tmp/rlock-UID/; a directory of the user's own, mode
+ * 0700), one file per key and token named by a hash of both (the token is not written),
+ * mode 0600, written atomically; --release removes it. keeper_ended: 1 with "REASON at
+ * TIME" in buf when the keeper of key and token recorded its end on this host, else 0. */
+int keeper_ended(const char *key, const char *token, char *buf, size_t n);
 
 #endif

@@ -226,12 +226,15 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
 {
-	static const char hsuf[] = ":holders";
+	static const char hsuf[] = ":holders", dsuf[] = ":delay";
 	size_t plen = strlen(prefix);
 
 	if (len > sizeof hsuf - 1 &&
 	    memcmp(key + len - (sizeof hsuf - 1), hsuf, sizeof hsuf - 1) == 0)
 		len -= sizeof hsuf - 1;
+	else if (len > sizeof dsuf - 1 &&
+	         memcmp(key + len - (sizeof dsuf - 1), dsuf, sizeof dsuf - 1) == 0)
+		len -= sizeof dsuf - 1;
 	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
@@ -382,6 +385,16 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_DONE;
 	}
+	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 4 &&
+	    r->element[1]->type == RESP_INTEGER) {
+		/* closed by a lock-delay: busy, with nobody holding it (delay.lua) */
+		memset(h, 0, sizeof *h);
+		h->delayed = 1;
+		h->pttl_ms = r->element[1]->integer;
+		h->pid = h->start_ms = h->ttl_ms = -1;
+		l->placed = 0;
+		return LOCK_BUSY;
+	}
 	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
@@ -415,11 +428,11 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 	return LOCK_OK;
 }
 
-/* The tail of a status or break reply (12 or 13 elements): the last break's record
+/* The tail of a status or break reply (13 or 14 elements): the last break's record
  * {host, pid, user, ms_ago, tokens, fence} or nil, refused, and (break) pruned. */
 static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 {
-	const struct resp_reply *b = r->element[10];
+	const struct resp_reply *b = r->element[11];
 	struct broken *k = &hs->broken;
 
 	if (b->type == RESP_ARRAY && b->elements == 6) {
@@ -431,9 +444,9 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 		copy_field(k->tokens, sizeof k->tokens, b->element[4]);
 		copy_field(k->fence, sizeof k->fence, b->element[5]);
 	}
-	hs->refused = r->element[11]->type == RESP_INTEGER && r->element[11]->integer == 1;
-	if (r->elements > 12) {
-		long long v = field_number(r->element[12]);
+	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
+	if (r->elements > 13) {
+		long long v = field_number(r->element[13]);
 		hs->pruned = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
 	}
 }
@@ -444,12 +457,12 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 12 (13: break) since holders show their renewal, waiters their host and pid, and
-	 * the last break its record; 10 since --once-per (its mark), 8 since plain waiters
-	 * have places; older server-side scripts say 7 or 8 */
-	size_t hstride = r->elements >= 12 ? 13 : 12, qstride = r->elements >= 12 ? 5 : 2;
-	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 12) ||
-	      is_array(r, 13)) ||
+	/* 13 (14: break) since holders show their renewal, waiters their host and pid, and
+	 * the last break its record; 11 since --lock-delay, 10 since --once-per (its mark), 8
+	 * since plain waiters have places; older server-side scripts say 7 or 8 */
+	size_t hstride = r->elements >= 13 ? 13 : 12, qstride = r->elements >= 13 ? 5 : 2;
+	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
+	      is_array(r, 13) || is_array(r, 14)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
 	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % qstride != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -498,7 +511,9 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		    r->element[8]->type == RESP_INTEGER ? r->element[8]->integer : -1;
 		copy_field(hs->done_fence, sizeof hs->done_fence, r->element[9]);
 	}
-	if (r->elements > 11)
+	if (r->elements > 10 && r->element[10]->type == RESP_INTEGER && r->element[10]->integer > 0)
+		hs->closed_ms = r->element[10]->integer;
+	if (r->elements > 12)
 		decode_judgement(r, hs);
 	return LOCK_OK;
 }
@@ -506,11 +521,12 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
                          char *err, size_t errlen)
 {
-	char ttl[24], pid[24], start[24], kind[24];
+	char ttl[24], pid[24], start[24], kind[24], delay[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
+	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
 		struct keys ks;
@@ -533,8 +549,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      "ttl",
 		                      ttl,
 		                      "label",
-		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE, nk, keys, 17, args, err, errlen);
+		                      m->label ? m->label : "",
+		                      "delay", /* --lock-delay: the holder's field (acquire.lua) */
+		                      delay};
+		return request(q, S_ACQUIRE, nk, keys, l->delay_ms > 0 ? 19 : 17, args, err,
+		               errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -558,8 +577,10 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->user,
 		                      m->cmd,
 		                      start,
-		                      m->label ? m->label : ""};
-		return request(q, S_ACQUIRE_SEM, nk, keys, 13, args, err, errlen);
+		                      m->label ? m->label : "",
+		                      delay};
+		return request(q, S_ACQUIRE_SEM, nk, keys, l->delay_ms > 0 ? 14 : 13, args, err,
+		               errlen);
 	}
 }
 
@@ -587,15 +608,18 @@ static int check_int(struct resp_reply *r, const char *what, char *err, size_t e
 
 int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
 {
-	char ttl[24];
+	char ttl[24], delay[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	const char *args[] = {l->token, ttl};
+	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
+	const char *args[] = {l->token, ttl, delay}; /* delay: --lock-delay's entry moves on */
+	int nargs = l->delay_ms > 0 ? 3 : 2;
 	struct keys ks;
 	if (sem_held(l))
-		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT), 2,
-		               args, err, errlen);
-	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), 2, args, err, errlen);
+		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
+		               nargs, args, err, errlen);
+	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
+	               errlen);
 }
 
 int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,

@@ -27,6 +27,10 @@
  *                          while it lives, an acquire with --once-per is done (LOCK_DONE)
  *   PREFIX{NAME}:broken    hash host pid user at tokens fence: the last --break (who broke
  *                          which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
+ *   PREFIX{NAME}:delay     --lock-delay: zset token -> lease end + the holder's delay
+ *                          (server ms), moved on by renewals, removed by a release; an
+ *                          entry whose lease ended unreleased closes the name to every
+ *                          acquire until its score (src/lua/delay.lua)
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -76,6 +80,9 @@ struct lock {
 	 * (LOCK_DONE), and a release with mark_done set writes it for this many ms. */
 	int64_t once_per_ms;
 	int mark_done; /* set before the release: the command succeeded */
+	/* --lock-delay: 0 none; else a lease of this lock that ends without a release keeps
+	 * the name closed this many ms more (PREFIX{NAME}:delay). */
+	int64_t delay_ms;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -112,8 +119,10 @@ struct holder {
 	char token[80];
 	char host[256], user[64], cmd[512];
 	char label[LOCK_LABEL_MAX + 1]; /* --label, "" if none */
-	long long
-	    renewed_ago_ms; /* since the last confirmed renewal (server's clock); -1 unknown */
+	/* no holder: the name is closed by a lock-delay (a lease that ended unreleased);
+	 * pttl_ms is the time it stays closed */
+	int delayed;
+	long long renewed_ago_ms; /* since the last confirmed renewal (server's clock); -1 unknown */
 };
 
 struct waiter {
@@ -154,6 +163,7 @@ struct holders {
 	int done;                  /* the --once-per mark PREFIX{NAME}:done exists */
 	long long done_pttl_ms;    /* its time left (-1: no expiry, set by hand) */
 	char done_fence[32];       /* its value: the fence of the run that succeeded */
+	long long closed_ms;       /* --lock-delay: the name stays closed this long (0: open) */
 	struct broken broken;      /* the last --break, if its record still lives */
 	int refused;               /* --break --token/--if-fence: no such holder, nothing broken */
 	int pruned;                /* --break: places of gone waiters dropped from the queue */
@@ -180,9 +190,10 @@ enum lock_rc {
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms);
 
-/* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive) or
- * PREFIX{NAME}:holders (shared, permits) into name (LOCK_NAME_MAX + 1 bytes): 0, or -1
- * when key is neither (another key of the lock, or not rlock's). */
+/* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive),
+ * PREFIX{NAME}:holders (shared, permits) or PREFIX{NAME}:delay (--lock-delay) into name
+ * (LOCK_NAME_MAX + 1 bytes): 0, or -1 when key is neither (another key of the lock, or not
+ * rlock's). */
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
@@ -208,7 +219,8 @@ struct lock_meta {
  * LOCK_DENIED.
  * acquire: LOCK_OK (l->fence set from {1, fence}, the fence a string or an integer),
  *          LOCK_DENIED (RLOCKFENCE: the counter cannot count), LOCK_BUSY (*h filled from the
- *          holder's 9 fields), LOCK_DONE ({3, pttl}: h->pttl_ms the window's time left),
+ *          holder's 9 fields, or {4, ms}: h->delayed, closed by a lock-delay for
+ *          h->pttl_ms), LOCK_DONE ({3, pttl}: h->pttl_ms the window's time left),
  * LOCK_MISMATCH (RLOCKMODE: holders of another mode); int (renew, release): LOCK_OK with *v; fence
  * (Redlock's merge): LOCK_OK with the counter after it in *v; holders (status, break; what names it
  * in err): LOCK_OK with *hs filled. */

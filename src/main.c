@@ -13,6 +13,7 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
+#include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
 #include "hold.h"
@@ -101,10 +102,13 @@ static int busy(const struct opts *o, const char *name, const struct holder *h)
 	/* -E 0 skips silently; -v still says so. */
 	char who[1200] = "";
 
-	if (h->host[0])
+	if (h->host[0] || h->delayed)
 		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
 	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
-	        who[0] ? ": held by " : "", who, o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        !who[0]      ? ""
+	        : h->delayed ? ": "
+	                     : ": held by ",
+	        who, o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;
 }
@@ -169,11 +173,32 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .close_stdout = cli_close_stdout,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
+	                        .warn = o->warn_signal != 0,
 	                        .name = o->name,
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
 	                        .io_timeout_ms = o->io_timeout_ms};
 	return k;
+}
+
+/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+ * (which changes to "/"); a bad path is a usage error. */
+static void events_of(const struct opts *o)
+{
+	struct events_config e = {.events_path = o->events_file,
+	                          .metrics_path = o->metrics_file,
+	                          .prefix = o->prefix,
+	                          .names = o->names,
+	                          .nnames = o->nnames,
+	                          .label = o->label,
+	                          .conflict_exit = o->conflict_exit};
+	char err[300];
+
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	    events_setup(&e, err, sizeof err) < 0) {
+		log_error("%s", err);
+		exit(RL_EX_USAGE);
+	}
 }
 
 /* Signals: blocked, read from sigfd; until the command starts, every wait (lookup,
@@ -206,7 +231,9 @@ static int open_store(struct store **c, struct store_config *cfg, const struct o
 		return 0;
 	die_if_signalled(termfd);
 	log_error("%s", err);
-	return rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	return rc;
 }
 
 /* --status, --break, --release, --list, --held. */
@@ -275,7 +302,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,
-	                       .once_per_ms = o->once_per_ms};
+	                       .once_per_ms = o->once_per_ms,
+	                       .delay_ms = o->lock_delay_ms};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -291,6 +319,9 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);
+	events_emit(EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE,
+	                               .reason = err});
 	exit(rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE);
 }
 
@@ -314,6 +345,16 @@ static int64_t lease_kill_at(const void *ctx)
 	return hold_kill_at(ctx);
 }
 
+static int64_t lease_renew_due(const void *ctx)
+{
+	return hold_renew_due(ctx);
+}
+
+static void lease_renew_launch(void *ctx)
+{
+	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                const sigset_t *orig)
@@ -326,6 +367,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
 	if (rc != 0) {
 		hold_release(h, 0);
+		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 		return rc;
 	}
 	struct supervise_args sa = {
@@ -341,6 +383,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .warn_at = lease_warn_at,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
+	    .renew_due = lease_renew_due,
+	    .renew_launch = lease_renew_launch,
+	    .renew_ctx = h,
 	};
 	rc = child_supervise(&ch, &sa);
 	if (rc == 0 && o->once_per_ms > 0)
@@ -357,7 +402,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			          "(expired, broken or taken over while it ran)");
 			rc = RL_EX_LOST;
 		}
+		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
 	}
+	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 	child_finish(&ch);
 	if (rc != RL_EX_LOST && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
@@ -379,6 +426,7 @@ int main(int argc, char **argv)
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
+	events_of(&o);
 	if (o.mode == MODE_HELD)
 		held_plan(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE)

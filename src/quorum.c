@@ -609,6 +609,22 @@ static int by_pttl_desc(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
+/* --lock-delay: how long a majority of the nodes stays closed (each node keeps its own
+ * PREFIX{NAME}:delay), 0 if it is not. */
+static long long closed_on_majority(const struct quorum *q, const struct holders *nh, const int *ok)
+{
+	long long closed[STORE_NODES_MAX];
+	int m = 0;
+
+	for (int i = 0; i < q->n; i++)
+		if (ok[i])
+			closed[m++] = nh[i].closed_ms;
+	if (m < q->need)
+		return 0;
+	qsort(closed, (size_t)m, sizeof closed[0], by_pttl_desc);
+	return closed[q->need - 1];
+}
+
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
                    struct holders *hs, char *err, size_t errlen)
 {
@@ -674,6 +690,7 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->refused = refused;
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
+	hs->closed_ms = closed_on_majority(q, nh, ok);
 	free(nh);
 	return LOCK_OK;
 }

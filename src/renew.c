@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "holder.h"
 #include "lease.h"
 #include "log.h"
@@ -20,6 +21,8 @@
 
 struct renew {
 	pthread_t thread;
+	int launched;      /* the thread runs (main thread's own state) */
+	int launch_failed; /* it could not start: the lease runs out */
 	const struct store_config *cfg;
 	const struct lock *lock;
 	const char *warn_key;           /* warn_buf, or NULL */
@@ -144,6 +147,7 @@ static void *renew_main(void *arg)
 			goto stuck;
 		/* Try until confirmed or the lease can no longer be trusted. The connect of
 		 * the first renewal counts against lost_at like any other wait. */
+		int failed = 0; /* attempts of this renewal: the first one is an event */
 		for (;;) {
 			int64_t now = clock_ms();
 			if (now >= lost_at) {
@@ -157,6 +161,7 @@ static void *renew_main(void *arg)
 			if (rc == LOCK_OK) {
 				r->confirmed_sent = sent;
 				set_text(r, r->last_err, "");
+				events_emit(EV_RENEWED, &(struct ev_facts){.lock = r->lock});
 				log_debug("renewed %s", r->lock->key);
 				break;
 			}
@@ -168,6 +173,9 @@ static void *renew_main(void *arg)
 			}
 			log_debug("renewal failed: %s", err);
 			set_text(r, r->last_err, err);
+			events_emit(EV_RENEW_FAILED, &(struct ev_facts){.lock = r->lock,
+			                                                .reason = err,
+			                                                .repeat = failed++ > 0});
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;
@@ -192,7 +200,6 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
                 size_t errlen)
 {
 	struct renew *r = calloc(1, sizeof *r);
-	sigset_t all, old;
 
 	*out = NULL;
 	if (!r) {
@@ -219,15 +226,9 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
 		         strerror(errno));
 		goto fail;
 	}
-	/* The thread takes no signals: the main thread's signalfd sees them all. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&r->thread, NULL, renew_main, r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		snprintf(err, errlen, "cannot start the renewal thread: %s", strerror(rc));
+	/* The check connects at once: its thread cannot wait for the first renewal. */
+	if (r->check_now && renew_launch(r, err, errlen) < 0)
 		goto fail;
-	}
 	*out = r;
 	return 0;
 fail:
@@ -240,6 +241,33 @@ fail:
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 	return -1;
+}
+
+int64_t renew_due(const struct renew *r)
+{
+	if (r->launched || r->launch_failed || r->quiet)
+		return INT64_MAX;
+	return r->confirmed_sent + r->lock->ttl_ms / 3;
+}
+
+int renew_launch(struct renew *r, char *err, size_t errlen)
+{
+	sigset_t all, old;
+
+	if (r->launched || r->launch_failed || r->quiet)
+		return 0; /* a failure is reported once: the lease then runs out */
+	/* The thread takes no signals: the main thread's signalfd sees them all. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&r->thread, NULL, renew_main, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		r->launch_failed = 1;
+		snprintf(err, errlen, "cannot start the renewal thread: %s", strerror(rc));
+		return -1;
+	}
+	r->launched = 1;
+	return 0;
 }
 
 int renew_fd(const struct renew *r)
@@ -276,6 +304,15 @@ int renew_quiet(struct renew *r)
 	return quiet;
 }
 
+static void free_state(struct renew *r)
+{
+	close(r->lost_fd);
+	close(r->stop_fd);
+	close(r->done_fd);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
 struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 {
 	uint64_t one = 1;
@@ -283,6 +320,11 @@ struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 
 	if (!r)
 		return NULL;
+	if (!r->launched) {
+		*confirmed_sent = r->confirmed_sent;
+		free_state(r);
+		return NULL;
+	}
 	/* Long enough for any bounded call of the thread (a connect, then a command). */
 	int64_t wait_ms = r->cfg->srv[0].connect_timeout_ms + r->cfg->srv[0].io_timeout_ms;
 	int64_t until = clock_ms() + wait_ms;
@@ -307,10 +349,6 @@ struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 	pthread_join(r->thread, NULL);
 	*confirmed_sent = r->confirmed_sent;
 	struct store *s = r->store;
-	close(r->lost_fd);
-	close(r->stop_fd);
-	close(r->done_fd);
-	pthread_mutex_destroy(&r->mu);
-	free(r);
+	free_state(r);
 	return s;
 }

@@ -20,17 +20,29 @@
 
 struct renew;
 
-/* Start the thread. It opens its own handle on cfg and connects at its first renewal
- * (ttl/3 after the acquire): until then nothing but the main connection is used, and
+/* Set up one lease's renewal. The thread itself starts at renew_launch(), which the
+ * caller makes by renew_due() (the first renewal, ttl/3 after the acquire): a command
+ * shorter than that costs no thread, and nothing but the main connection is used. The
+ * thread opens its own handle on cfg and connects at its first renewal; until then
  * renew_stop() returns NULL. confirmed_sent_ms: when the acquire that succeeded was
  * sent (store_acquire's *sent_ms). warn_key: where to remember, for a day, that this
  * server's eviction policy was warned about (NULL: the operator acknowledged it; don't
  * look); it is looked at right after the first renewal, or at once with check_now
- * (the thread then connects at start); it is copied. cfg and l must outlive renew_stop().
- * Returns 0, or -1 with the reason. */
+ * (the thread then starts and connects at once); it is copied. cfg and l must outlive
+ * renew_stop(). Returns 0, or -1 with the reason. */
 int renew_start(struct renew **out, const struct store_config *cfg, const struct lock *l,
                 int64_t confirmed_sent_ms, const char *warn_key, int check_now, char *err,
                 size_t errlen);
+
+/* When the thread must be running (monotonic ms): its first renewal; INT64_MAX once it
+ * runs, could not start, or renew_quiet() said it never will. Main thread only. */
+int64_t renew_due(const struct renew *r);
+
+/* Start the thread now (it renews at once if a renewal is due). 0 (also when it runs
+ * already, never will, or failed before), or -1 with the reason, once: nothing renews
+ * this lease then, and renew_due() stops asking (the lease runs out, as the lease rule
+ * says). Main thread only. */
+int renew_launch(struct renew *r, char *err, size_t errlen);
 
 /* Readable (poll POLLIN) once the server said the token is no longer the holder. */
 int renew_fd(const struct renew *r);

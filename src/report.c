@@ -13,6 +13,7 @@
 
 #include "exitcodes.h"
 #include "holder.h"
+#include "keeper.h"
 #include "lock.h"
 #include "log.h"
 #include "parse.h"
@@ -176,6 +177,9 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		json_int_or_null(f, hs->done_pttl_ms >= 0, now_unix_ms() + hs->done_pttl_ms);
 		fputc('}', f);
 	}
+	if (hs->closed_ms > 0) /* --lock-delay: a lease ended unreleased */
+		fprintf(f, ",\"closed\":{\"by\":\"lock-delay\",\"left_ms\":%lld,\"until_ms\":%lld}",
+		        hs->closed_ms, now_unix_ms() + hs->closed_ms);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	broken_json(f, &hs->broken);
@@ -303,9 +307,25 @@ static void print_holder(const struct holder *h)
 	print_judgement(h, &t);
 }
 
+/* --lock-delay: "closed by lock-delay until TIME (LEFT left)" into buf. */
+static const char *closed_text(char *buf, size_t n, const struct holders *hs)
+{
+	char until[64], left[32];
+
+	local_time(until, sizeof until, now_unix_ms() + hs->closed_ms);
+	holder_human_ms(left, sizeof left, hs->closed_ms);
+	snprintf(buf, n, "closed by lock-delay until %s (%s left)", until, left);
+	return buf;
+}
+
 static void print_holders(const char *key, const struct holders *hs)
 {
-	if (!hs->n && !hs->has_last_fence) {
+	char closed[160];
+
+	if (!hs->n && hs->closed_ms > 0) {
+		printf("%s is %s: a lease ended without a release (last fence %lld)\n", key,
+		       closed_text(closed, sizeof closed, hs), hs->last_fence);
+	} else if (!hs->n && !hs->has_last_fence) {
 		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
 	} else if (!hs->n) {
 		printf("%s is free (last fence %lld)\n", key, hs->last_fence);
@@ -339,6 +359,8 @@ static void print_holders(const char *key, const struct holders *hs)
 			       "set by hand?)\n",
 			       fence);
 	}
+	if (hs->n && hs->closed_ms > 0) /* a shared holder or permit ended unreleased */
+		printf("new holders: %s\n", closed_text(closed, sizeof closed, hs));
 	if (hs->writer[0])
 		printf("an exclusive request is waiting: new shared holders queue behind it\n");
 	if (hs->waiting)
@@ -387,9 +409,13 @@ int report_status(struct store *s, const struct opts *o)
 			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
 	}
 	int rc = cli_close_stdout();
-	/* --status has its own rule: held is 75, or the -E status unless that is 0 (a
-	 * skip code would make a held lock look free). */
-	return rc ? rc : !hs.n ? 0 : o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
+	/* --status has its own rule: held (or closed by a lock-delay: an acquire now would
+	 * be busy) is 75, or the -E status unless that is 0 (a skip code would make a held
+	 * lock look free). */
+	return rc                       ? rc
+	       : !hs.n && !hs.closed_ms ? 0
+	       : o->conflict_exit       ? o->conflict_exit
+	                                : RL_EX_CONFLICT;
 }
 
 /* The breaker's user name, for the record of the break (informational, as its host and
@@ -508,6 +534,13 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		       : h->mode == 'l' ? "[permit] "
 		                        : "",
 		       t.cmd, t.label[0] ? " [" : "", t.label, t.label[0] ? "]" : "");
+	}
+	if (!o->json && !hs->n && hs->closed_ms > 0) { /* nobody holds it: the delay's row */
+		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
+		esc(ename, sizeof ename, name);
+		holder_human_ms(left, sizeof left, hs->closed_ms);
+		printf("%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		       closed_text(closed, sizeof closed, hs));
 	}
 	w->count++;
 	return 0;
@@ -629,6 +662,16 @@ int report_held(struct store *s, const struct opts *o)
 	char err[400];
 
 	for (int i = 0; i < plan.n; i++) {
+		char ended[600];
+		/* A keeper on this host that lost the lock or gave it up said so (keeper.h):
+		 * not held, with why and when, whatever Redis can say now. */
+		if (keeper_ended(plan.l[i].key, plan.token[i], ended, sizeof ended)) {
+			held[i] = 0;
+			all = 0;
+			log_warn("%s is not held by token %s: %s", plan.l[i].key, plan.token[i],
+			         ended);
+			continue;
+		}
 		held[i] = store_is_holder(s, &plan.l[i], plan.token[i],
 		                          clock_ms() + o->io_timeout_ms, &hd[i], err, sizeof err);
 		if (held[i] < 0) {

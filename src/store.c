@@ -910,7 +910,10 @@ static int list_page(void *arg, const struct resp_reply *names)
 		if (store_status(w->s, &l, clock_ms() + w->s->cfg->srv[0].io_timeout_ms, &hs,
 		                 w->err, w->errlen) != LOCK_OK)
 			return -1;
-		if (hs.n) /* else released between SCAN and now */
+		/* A lock-delay's key names a lock only while nobody holds it (else the
+		 * holder's key lists it): closed by the delay. */
+		int delay_key = k->len > 6 && memcmp(k->str + k->len - 6, ":delay", 6) == 0;
+		if (delay_key ? !hs.n && hs.closed_ms > 0 : hs.n > 0) /* else gone meanwhile */
 			rc = w->each(w->arg, name, &l, &hs);
 	}
 	return rc;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "holder.h"
 #include "lease.h"
 #include "log.h"
@@ -81,6 +82,8 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	if (!status_visible())
 		return;
 	long long held = held_ms(h->start_ms);
+	if (!note && h->delayed) /* nobody holds it: "closed by lock-delay for ..." */
+		note = holder_format(h, 0, who, sizeof who);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
 		             (long long)(waited_ms / 1000), a->name, note);
@@ -382,9 +385,10 @@ static void announce_busy(struct wait_run *w)
 
 	if (w->announced)
 		return;
-	log_info("lock '%s' is busy (held by %s); waiting", w->a->name,
+	log_info("lock '%s' is busy (%s%s); waiting", w->a->name, w->h->delayed ? "" : "held by ",
 	         holder_format(w->h, HOLDER_RAW, who, sizeof who));
 	w->announced = 1;
+	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
 
 static enum wait_state st_attempt(struct wait_run *w)
@@ -503,6 +507,13 @@ static int64_t busy_nap(struct wait_run *w)
 	const char *ch[2];
 	int64_t nap = backoff(w, 0);
 
+	/* Closed by a lock-delay: nobody will release it, and its end is exact (the
+	 * server's): wake then; 10 ms at least, so a reply of "now" cannot make it spin. */
+	if (w->h->delayed && w->h->pttl_ms >= 0) {
+		w->pttl_woke = 0;
+		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
+		return nap < l->ttl_ms / 3 ? nap : l->ttl_ms / 3;
+	}
 	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
 		nap = jittered(BACKOFF_MAX_MS, &w->seed);
 	if (nap > l->ttl_ms / 3)

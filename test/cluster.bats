@@ -302,3 +302,15 @@ renewed_or_gone() {
 	assert_equal "$RLOCK_STATUS" 0
 	[[ -e b.started && ! -e b.overlap ]]
 }
+
+@test "cluster: --lock-delay keeps a name closed after a crash (its slot's node), --status and --list say so" {
+	rlock_bg -k cd -t 1s --lock-delay 30s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	kill -KILL "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20 || true
+	wait_until 10 bash -c '"$0" --status --json -k cd | grep -q "\"held\":false.*\"closed\""' "$RLOCK"
+	run -75 --separate-stderr "$RLOCK" -n -k cd -- true
+	[[ $stderr == *"closed by lock-delay"* ]]
+	run -0 "$RLOCK" --list
+	assert_output --partial '[closed by lock-delay until'
+}

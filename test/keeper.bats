@@ -285,3 +285,27 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	echo "$pid" >keeper.pids
 	wait_until 20 not proc_alive "$pid"
 }
+
+@test "--held in a later step after the keeper gave the lock up at --max-hold: 79 with the reason and the time, with Redis stopped too" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire --max-hold 2s --log-file "$PWD/k.log" >vars.sh'
+	((status == 0))
+	keeper_pid >keeper.pids
+	step held 'rlock --held'
+	((status == 0))
+	wait_until 30 grep -q 'max-hold is over' k.log
+	wait_until 10 not proc_alive "$(cat keeper.pids)" # its record is written before it exits
+	step held 'rlock --held'
+	((status == 79))
+	[[ $stderr == *"given up by its keeper at --max-hold at 20"* ]]
+	kill -STOP "$REDIS_PID"
+	step held-redis-stopped 'rlock --held --io-timeout 500ms'
+	kill -CONT "$REDIS_PID"
+	((status == 79)) # the keeper's record answers, not Redis (69)
+	[[ $stderr == *"--max-hold"* ]]
+	step release 'rlock -k ci --release'
+	((status == 79))
+	[[ $stderr == *"given up by its keeper at --max-hold"* ]]
+	[[ -z $(ls -A "$XDG_RUNTIME_DIR/rlock") ]] # --release removed the record
+}

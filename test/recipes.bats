@@ -89,27 +89,133 @@ EOF_PY
 	key_absent 'rlock:{deploy-prod}' || fail "not released"
 }
 
-@test "recipe: GitLab CI, script and after_script (a new shell) under one lock" {
+@test "recipe: GitLab CI, a dotenv report; the release fails the job on a loss; after_script gives back after a failure" {
 	recipe gitlab >gitlab-ci.yml
 	[[ -s gitlab-ci.yml ]] || fail "no gitlab recipe in README.md"
 	make_stub migrate.sh
 	make_stub deploy.sh
-	DEPLOY_LOCK_URL=$RLOCK_URL run --separate-stderr env -u RLOCK_URL python3 - gitlab-ci.yml <<'EOF_PY'
-import os, subprocess, sys, yaml
+	# The runner: script in one shell, stopping at the first failure; after_script in a
+	# new shell, always, its status ignored; then the dotenv report, read as GitLab does.
+	cat >gitlab-runner.py <<'EOF_PY'
+import os, re, subprocess, sys, yaml
 (job,) = yaml.safe_load(open(sys.argv[1])).values()
 env = dict(os.environ)
 for k, v in job.get("variables", {}).items():
     env[k] = os.path.expandvars(v)
-# script: one shell, stops at the first failure; after_script: a new shell, always.
 st = subprocess.run(["bash", "-e", "-c", "\n".join(job["script"])], env=env).returncode
 print(f"script: exit {st}")
 after = subprocess.run(["bash", "-e", "-c", "\n".join(job["after_script"])], env=env).returncode
 print(f"after_script: exit {after}")
-sys.exit(st or after)
+report = job["artifacts"]["reports"]["dotenv"]
+for line in open(report):
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=[^\n]*\n", line):
+        sys.exit(f"{report}: not a dotenv line: {line!r}")
+    print(f"dotenv: {line.split('=')[0]}")
+sys.exit(st)
+EOF_PY
+	DEPLOY_LOCK_URL=$RLOCK_URL run --separate-stderr env -u RLOCK_URL python3 gitlab-runner.py gitlab-ci.yml
+	printf '# %s\n' "${lines[@]}" "$stderr" >&3
+	assert_success
+	assert_line 'after_script: exit 0'
+	assert_line 'dotenv: RLOCK_FENCE'
+	[[ $(cat ran.log) == $'migrate.sh fence=1\ndeploy.sh fence=1' ]] || fail "ran: $(cat ran.log)"
+	key_absent 'rlock:{deploy-prod}' || fail "not released"
+	[[ $stderr != *rlock:* ]] || fail "rlock said: $stderr"
+	# A deploy that fails: the job fails, after_script releases.
+	printf '#!/bin/sh\nexit 1\n' >deploy.sh
+	DEPLOY_LOCK_URL=$RLOCK_URL run --separate-stderr env -u RLOCK_URL python3 gitlab-runner.py gitlab-ci.yml
+	assert_failure
+	assert_line 'after_script: exit 0'
+	key_absent 'rlock:{deploy-prod}' || fail "not released after a failure"
+	# A lock lost meanwhile: the script's release says so (79) and the job fails.
+	printf '#!/bin/sh\nredis-cli -s "$REDIS_SOCKET" SET "$RLOCK_KEY" thief PX 600000 >/dev/null\n' >deploy.sh
+	DEPLOY_LOCK_URL=$RLOCK_URL run --separate-stderr env -u RLOCK_URL python3 gitlab-runner.py gitlab-ci.yml
+	assert_failure
+	assert_line 'script: exit 79'
+}
+
+@test "recipe: GitHub Actions, the rlock action in a whole workflow (main and post steps under node)" {
+	require_tool node
+	recipe github-action >workflow.yml
+	[[ -s workflow.yml ]] || fail "no github-action recipe in README.md"
+	make_stub migrate.sh
+	make_stub deploy.sh
+	echo 'echo "deploy.sh $*" >>args.log' >>deploy.sh
+	# No network here: apt-get is not run (a sudo that records its arguments).
+	printf '#!/bin/sh\necho "sudo $*" >>%s/sudo.log\n' "$PWD" >bin/sudo
+	chmod +x bin/sudo
+	# The runner: checkout is a no-op (the test's directory), run steps in bash with
+	# what GITHUB_ENV got, the action's main step under node with its inputs (action.yml's
+	# defaults, then `with:`), its post step at the end of the job, always.
+	run --separate-stderr python3 - workflow.yml <<'EOF_PY'
+import os, re, subprocess, sys, yaml
+src = os.environ["RLOCK_SOURCE_DIR"]
+(job,) = yaml.safe_load(open(sys.argv[1]))["jobs"].values()
+action = yaml.safe_load(open(f"{src}/action.yml"))
+files = {n: os.path.abspath(n.lower()) for n in ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")}
+for f in files.values():
+    open(f, "w").close()
+base = dict(os.environ, **files, RUNNER_TEMP=os.getcwd(), GITHUB_ACTIONS="true", GITHUB_SERVER_URL="https://github.example",
+            GITHUB_REPOSITORY="acme/app", GITHUB_RUN_ID="7")
+secrets = {"RLOCK_URL": os.environ["RLOCK_URL"], "RLOCK_PASSWORD": ""}
+outputs = {}
+
+def expand(v):
+    def one(m):
+        e = m.group(1).strip().split(".")
+        return secrets[e[1]] if e[0] == "secrets" else outputs[e[1]][e[3]]
+    return re.sub(r"\$\{\{(.*?)\}\}", one, str(v))
+
+def read_kv(path):
+    kv, lines = {}, open(path).read().split("\n")
+    while lines:
+        line = lines.pop(0)
+        if "<<" in line and "=" not in line:
+            name, delim = line.split("<<", 1)
+            value = []
+            while lines[0] != delim:
+                value.append(lines.pop(0))
+            lines.pop(0)
+            kv[name] = "\n".join(value)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            kv[name] = value
+    return kv
+
+def env():
+    return dict(base, **read_kv(files["GITHUB_ENV"]))
+
+posts, failed = [], False
+for step in job["steps"]:
+    name, uses = step.get("name", step.get("uses")), step.get("uses", "")
+    if uses.startswith("actions/checkout@"):
+        continue
+    if uses.startswith("rlock/rlock@"):
+        inputs = {f"INPUT_{k.upper()}": str(v.get("default", "")) for k, v in action["inputs"].items()}
+        inputs.update({f"INPUT_{k.upper()}": expand(v) for k, v in step["with"].items()})
+        open(files["GITHUB_OUTPUT"], "w").close()
+        st = subprocess.run(["node", f"{src}/{action['runs']['main']}"], env=dict(env(), **inputs)).returncode
+        outputs[step["id"]] = read_kv(files["GITHUB_OUTPUT"])
+        posts.append((name, inputs))
+    else:
+        st = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", expand(step["run"])],
+                            env=env()).returncode
+    print(f"step '{name}': exit {st}")
+    failed = failed or st != 0
+for name, inputs in reversed(posts):
+    state = {f"STATE_{k}": v for k, v in read_kv(files["GITHUB_STATE"]).items()}
+    st = subprocess.run(["node", f"{src}/{action['runs']['post']}"], env=dict(env(), **inputs, **state)).returncode
+    print(f"post '{name}': exit {st}")
+    failed = failed or st != 0
+sys.exit(1 if failed else 0)
 EOF_PY
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_success
+	assert_line "post 'Take the deploy lock (wait up to 30 minutes; at most 1 hour)': exit 0"
 	[[ $(cat ran.log) == $'migrate.sh fence=1\ndeploy.sh fence=1' ]] || fail "ran: $(cat ran.log)"
+	assert_equal "$(cat args.log)" 'deploy.sh --fence 1'
+	grep -q '^https://github.example/acme/app/actions/runs/7 took `deploy-prod`' github_step_summary
+	grep -q 'apt-get install' sudo.log
 	key_absent 'rlock:{deploy-prod}' || fail "not released"
 }
 

@@ -36,7 +36,7 @@ load helpers
 		fail "command dead $((t_dead - t_gone)) ms after the server went: the lease could have ended"
 }
 
-@test "renewal thread cannot start: the command never starts, the lock is given back, 71" {
+@test "renewal thread cannot start: a short command needs none; a longer one is stopped before the lease ends, 79" {
 	# A shim whose pthread_create always fails (as under a thread limit).
 	cat >shim.c <<'C'
 #include <errno.h>
@@ -48,13 +48,37 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
 }
 C
 	"${CC:-cc}" -shared -fPIC -o shim.so shim.c
-	# The thread starts before the command is forked: without it the command would run
-	# unprotected, so it does not run at all (exit 71: cannot set up the child).
 	# (Under ASan the shim precedes the sanitizer runtime: tell ASan that is fine.)
-	run -71 --separate-stderr env LD_PRELOAD="$PWD/shim.so" \
-		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-		"$RLOCK" -u "$REDIS_URL" -k nothread -- touch started
-	[[ ! -e started ]] || fail "the command ran without a renewal thread"
-	assert_regex "$stderr" 'cannot start the renewal thread'
+	local asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	# The thread starts when the first renewal is due (ttl/3): a command that ends
+	# before needs none, runs, and the lock is given back.
+	run -0 --separate-stderr env LD_PRELOAD="$PWD/shim.so" ASAN_OPTIONS="$asan" \
+		"$RLOCK" -u "$REDIS_URL" -t 60s -k nothread -- touch started
+	[[ -e started ]]
 	key_absent 'rlock:{nothread}'
+	# One that outlives ttl/3: nothing renews, so the lease rule stops it (loss at
+	# 4/5 of the ttl, SIGKILL by 9/10) and rlock says why: never a silent success.
+	run -79 --separate-stderr env LD_PRELOAD="$PWD/shim.so" ASAN_OPTIONS="$asan" \
+		"$RLOCK" -u "$REDIS_URL" -t 2s -k nothread -- sh -c 'sleep 30; touch finished'
+	[[ ! -e finished ]] || fail "the command ran on past its lease"
+	assert_regex "$stderr" 'cannot start the renewal thread'
+	assert_regex "$stderr" 'lock lost'
+}
+
+threads_of() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+@test "the renewal thread starts when the first renewal is due, not before (a short command runs on one thread)" {
+	# ttl 9 s: the first renewal is due 3 s after the acquire, far beyond the first look.
+	rlock_bg -t 9s -k lazy -- sh -c 'echo $$ >c.pid; touch started; i=0
+		while [ ! -e go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_until 10 test -e started
+	track_pidfile c.pid
+	assert_equal "$(threads_of "$RLOCK_PID")" 1
+	renewed_reset
+	wait_until 20 renewed 1 'rlock:{lazy}' rcli || fail "no renewal once it was due"
+	assert_equal "$(threads_of "$RLOCK_PID")" 2
+	touch go
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{lazy}'
 }

@@ -53,3 +53,45 @@ while [ ! -e go ]; do sleep 0.02; done'
 	run -64 --separate-stderr "$RLOCK" --warn bogus -k c -- true
 	assert_one_line_error
 }
+
+# freeze_until_warned N FILE PATTERN KEY: stop the server until FILE has N lines matching
+# PATTERN (a warning), then resume it and wait until a renewal moves KEY's PTTL up.
+lines_at_least() {
+	local c
+	c=$(grep -c -- "$3" "$2" 2>/dev/null) || true
+	((${c:-0} >= $1))
+}
+freeze_until_warned() {
+	kill -STOP "$REDIS_PID"
+	wait_until 30 lines_at_least "$1" "$2" "$3" || {
+		kill -CONT "$REDIS_PID"
+		return 1
+	}
+	kill -CONT "$REDIS_PID"
+	renewed_reset
+	wait_until 30 renewed 1 "$4" rcli
+}
+
+@test "warn: re-armed by a confirmed renewal: a second freeze, a second warning" {
+	# ttl 12 s: the warning at 8 s, the loss at 9.6 s: the server resumes in between
+	rlock_bg -k w -t 12s --warn USR1 -c 'trap "date +%s%3N >>warn.ms" USR1
+touch started
+while [ ! -e go ]; do sleep 0.02; done'
+	wait_until 10 test -e started
+	freeze_until_warned 1 warn.ms . 'rlock:{w}'
+	freeze_until_warned 2 warn.ms . 'rlock:{w}'
+	touch go
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	[[ $(grep -c -- '--warn' "$RLOCK_ERR") == 2 ]]
+}
+
+@test "warn: an --acquire keeper logs the warning (its log file), once per danger, re-armed by a renewal" {
+	eval "$("$RLOCK" -k kw -t 12s --warn USR1 --acquire --log-file "$PWD/k.log")"
+	track_pid "$(rcli HGET 'rlock:{kw}:owner' pid)"
+	freeze_until_warned 1 k.log '--warn' 'rlock:{kw}'
+	freeze_until_warned 2 k.log '--warn' 'rlock:{kw}'
+	[[ $(grep -c -- '--warn' k.log) == 2 ]]
+	grep -- '--warn' k.log | head -1 >&3
+	run -0 "$RLOCK" -k kw --release --token "$RLOCK_TOKEN"
+}

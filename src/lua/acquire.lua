@@ -6,7 +6,8 @@
 -- KEYS: lock owner fence holders meta queue writer waiters [done] (lock.c: keys_of)
 -- ARGV: token ttl_ms wait field value ...
 -- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...},
--- or done: {3, pttl of the mark}.
+-- or done: {3, pttl of the mark}, or closed by a lock-delay: {4, ms left} (delay.lua; the
+-- holder's field delay, ms, asks for one).
 -- --once-per (KEYS[9] given): a run that succeeded inside the window left the mark
 -- PREFIX{NAME}:done (release.lua): this request is done already, whether the lock is
 -- free or busy; checked in this same step, so no run can slip between check and take.
@@ -18,6 +19,7 @@
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
+--@delay
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
@@ -49,6 +51,13 @@ if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
   end
   return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
+-- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
+local closed = not mine and delay_closed(KEYS[1]) or 0
+if closed > 0 then
+  -- No place among the waiters: no release will come; the waiter sleeps until it opens.
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  return {4, closed}
+end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
@@ -66,4 +75,5 @@ if mine then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
+delay_hold(KEYS[1], ARGV[1], ARGV[2], redis.call('HGET', KEYS[2], 'delay'))
 return {1, fence}

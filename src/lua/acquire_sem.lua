@@ -6,9 +6,12 @@
 -- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
 -- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
+-- label [delay_ms]
+-- Closed by a lock-delay (delay.lua): {4, ms left}, after taking a place in the queue.
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
+--@delay
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -70,6 +73,9 @@ if queued then
 elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
   free = false
 end
+-- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
+local closed = free and not mine and delay_closed(KEYS[1]) or 0
+if closed > 0 then free = false end
 if not free then
   if queued and ARGV[5] ~= '1' then
     if not redis.call('ZSCORE', KEYS[7], tok) then
@@ -81,6 +87,7 @@ if not free then
     extend(KEYS[8], ttl)
     extend(qmeta, ttl)
   end
+  if closed > 0 then return {4, closed} end
   if redis.call('EXISTS', KEYS[1]) == 1 then
     local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                          'label')
@@ -104,8 +111,10 @@ if kind == 'x' then
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
              'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
   redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
+  if ARGV[14] then redis.call('HSET', KEYS[2], 'delay', ARGV[14]) end
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('SET', KEYS[1], tok, 'PX', ttl) -- last, as in acquire.lua
+  delay_hold(KEYS[1], tok, ttl, ARGV[14])
   return {1, f}
 end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
@@ -116,6 +125,7 @@ redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)
 extend(KEYS[6], ttl)
+delay_hold(KEYS[1], tok, ttl, ARGV[14])
 -- Pass the wake-up on: the next in line may fit too (only it is woken, not everyone).
 local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
 if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then

@@ -9,8 +9,8 @@
 -- tokens fence): --status shows it, and so does the broken holder's loss message.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters
 -- ARGV: channel publish wake_prefix host pid user if_token if_fence ('' : any)
--- Reply: as status.lua's, with the holders removed, and a 13th element: the places
--- of gone waiters dropped from the queue.
+-- Reply: as status.lua's, with the holders removed (closed_ms false), and a 14th
+-- element: the places of gone waiters dropped from the queue.
 -- PREFIX{NAME}:qmeta and :broken are not declared, as release.lua's extra keys are not.
 --@wake_one
 --@holders
@@ -42,7 +42,7 @@ local tokens = {}
 if want_tok ~= '' or want_fence ~= '' then
   local v = victim()
   if not v then
-    return {fence, lim or false, n, hs, {}, 0, false, 0, false, false,
+    return {fence, lim or false, n, hs, {}, 0, false, 0, false, false, false,
             broken_record(KEYS[1], now), 1, 0}
   end
   if v[1] == 'x' then
@@ -85,5 +85,5 @@ if n > 0 then
   redis.call(ARGV[2], ARGV[1], 'break')
 end
 return {fence, lim or false, n, hs, {}, 0, false,
-        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false,
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, false,
         broken_record(KEYS[1], now), false, #gone}

@@ -12,7 +12,9 @@
 -- hash tag) are not declared: a slot being migrated answers a script whose declared keys are not all
 -- present with TRYAGAIN, and they usually do not exist.
 --@wake_one
+--@delay
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+delay_open(KEYS[1], ARGV[1]) -- released (--min-hold's keep too): no lock-delay
 if tonumber(ARGV[6] or '0') > 0 then
   redis.call('SET', KEYS[1] .. ':done', redis.call('HGET', KEYS[2], 'fence') or '0', 'PX', ARGV[6])
 end

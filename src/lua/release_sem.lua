@@ -2,6 +2,7 @@
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
 -- --min-hold) and wake the head of the queue only, or everyone when there is none.
 -- KEYS: holders meta limit queue   ARGV: token keep_ms channel publish wake_prefix
+--@delay
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, keep = ARGV[1], tonumber(ARGV[2])
@@ -14,6 +15,7 @@ local function expire_with_leases()
 end
 local s = redis.call('ZSCORE', KEYS[1], tok)
 if not s or tonumber(s) <= now then return 0 end
+delay_open(string.sub(KEYS[1], 1, -9), tok) -- less ':holders': no lock-delay after a release
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')

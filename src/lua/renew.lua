@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- Renew: extend the lease only while the token is still the holder.
--- KEYS: lock owner   ARGV: token ttl_ms
+-- KEYS: lock owner   ARGV: token ttl_ms [delay_ms: --lock-delay's entry moves on too]
+--@delay
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 -- The last confirmed renewal, server ms as a string (never a Lua number), in the
@@ -10,4 +11,5 @@ if redis.call('PEXPIRE', KEYS[2], ARGV[2]) == 1 then
   local t = redis.call('TIME')
   redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
 end
+delay_hold(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 return 1

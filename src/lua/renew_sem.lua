@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- Renew one shared holder's or permit's lease, only while it is still live by the
--- server's clock. KEYS: holders meta limit   ARGV: token ttl_ms
+-- server's clock. KEYS: holders meta limit   ARGV: token ttl_ms [delay_ms] (delay.lua)
+--@delay
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
@@ -18,4 +19,5 @@ for i = 1, 3 do
   local p = redis.call('PTTL', KEYS[i])
   if p == -1 or (p >= 0 and p < ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
+delay_hold(string.sub(KEYS[1], 1, -9), ARGV[1], ARGV[2], ARGV[3]) -- less ':holders'
 return 1

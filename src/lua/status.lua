@@ -4,15 +4,18 @@
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters done
 -- Reply: {last_fence, limit, holders_total, {13 fields per holder}, {token, lease_left,
 -- host, pid, waited_ms per waiter}, queue_total, writer, plain_waiters, done_pttl,
--- done_fence, broken, false}; holder fields: mode token pttl host pid user cmd start ttl
--- fence kept label renewed_ago; done_pttl/done_fence: the --once-per mark (false when
--- there is none); broken: the last --break's record (holders.lua), or false.
--- PREFIX{NAME}:qmeta and :broken (same hash tag) are not declared, as release.lua's
--- extra keys are not.
+-- done_fence, closed_ms, broken, false}; holder fields: mode token pttl host pid user
+-- cmd start ttl fence kept label renewed_ago; done_pttl/done_fence: the --once-per mark
+-- (false when there is none); closed_ms: how long a lock-delay keeps the name closed
+-- (delay.lua; false when open); broken: the last --break's record (holders.lua), or
+-- false. PREFIX{NAME}:qmeta and :broken (same hash tag) are not declared, as
+-- release.lua's extra keys are not.
 --@holders
+--@delay
 local done = redis.pcall('GET', KEYS[11])
 if type(done) ~= 'string' then done = false end
 local q = {}
+local closed = delay_closed(KEYS[1])
 local zq = redis.call('ZRANGE', KEYS[7], 0, 199, 'WITHSCORES')
 for i = 1, #zq, 2 do
   local tok = zq[i]
@@ -28,4 +31,4 @@ end
 return {fence, lim or false, n, hs, q,
         redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), done and redis.call('PTTL', KEYS[11]),
-        done, broken_record(KEYS[1], now), false}
+        done, closed > 0 and closed, broken_record(KEYS[1], now), false}

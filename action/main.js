@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// The action's main step: take the lock with `rlock --acquire` (a detached keeper
+// renews it until the post step gives it back), mask the token before anything can
+// print it, leave the post step its state, set the outputs and RLOCK_* for later
+// steps, and say in the step summary who waited for whom, and how long.
+'use strict';
+
+const childProcess = require('child_process');
+const crypto = require('crypto');
+const os = require('os');
+const path = require('path');
+const lib = require('./lib');
+
+// What the runner sends to a step of a cancelled job.
+const STOPS = ['SIGINT', 'SIGTERM'];
+
+function modeArgs(mode) {
+  if (mode === '' || mode === 'exclusive') return [];
+  if (mode === 'shared') return ['--shared'];
+  if (mode === 'fair') return ['--fair'];
+  const limit = /^limit\s+([0-9]+)$/.exec(mode);
+  if (limit) return ['--limit', limit[1]];
+  throw new Error(`mode: '${mode}' is not exclusive, shared, limit N or fair`);
+}
+
+// The run's page: who holds the lock, as --status, --list and waiters show it.
+function defaultLabel() {
+  const { GITHUB_SERVER_URL: server, GITHUB_REPOSITORY: repo, GITHUB_RUN_ID: run } = process.env;
+  return server && repo && run ? `${server}/${repo}/actions/runs/${run}` : '';
+}
+
+function acquireArgs(key, label, logFile) {
+  // -E 75 whatever a config file says: a busy lock must not look like a success.
+  const args = ['--key', key, '--acquire', '--format', 'github', '--conflict-exit-code', '75'];
+  args.push('--log-file', logFile);
+  if (label) args.push('--label', label);
+  for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold']]) {
+    if (lib.input(name)) args.push(option, lib.input(name));
+  }
+  return args.concat(modeArgs(lib.input('mode')));
+}
+
+// Who holds the lock now (their labels, else host and pid); '' when free or unknown.
+function holders(rlock, key, env) {
+  const r = childProcess.spawnSync(rlock, ['--key', key, '--status', '--json'], {
+    env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30000,
+  });
+  try {
+    const status = JSON.parse(r.stdout);
+    if (!status.held) return '';
+    return (status.holders || [status])
+      .map((h) => h.label || (h.host ? `${h.host} pid ${h.pid}` : 'a holder without a name'))
+      .join(', ');
+  } catch (e) {
+    return '';
+  }
+}
+
+// A cancellation: passed on to rlock --acquire while it runs (it gives up waiting, or
+// its keeper gives the lock back); later, only noted (the post step releases). The
+// handlers stay to the end: without them a signal would kill the step mid-write.
+const cancel = { by: null, child: null };
+for (const sig of STOPS) {
+  process.on(sig, () => {
+    cancel.by = cancel.by || sig;
+    if (cancel.child) cancel.child.kill(sig);
+  });
+}
+
+// rlock --acquire; resolves with its status and its KEY=VALUE lines.
+function acquire(rlock, args, env) {
+  return new Promise((resolve) => {
+    const child = childProcess.spawn(rlock, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const result = { out: '' };
+    const done = (extra) => {
+      cancel.child = null;
+      resolve(Object.assign(result, extra, { stoppedBy: cancel.by }));
+    };
+    cancel.child = child;
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d) => { result.out += d; });
+    child.on('error', (error) => done({ error }));
+    child.on('close', (status, signal) => done({ status, signal }));
+  });
+}
+
+function parseVars(out) {
+  const vars = {};
+  for (const line of out.split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq > 0) vars[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  return vars;
+}
+
+function held(ctx, vars) {
+  const { key, label, waited, before } = ctx;
+  for (const name of ['RLOCK_KEY', 'RLOCK_TOKEN', 'RLOCK_FENCE']) lib.exportVariable(name, vars[name]);
+  lib.setOutput('fence', vars.RLOCK_FENCE);
+  const who = label || 'this job';
+  const line = before
+    ? `${who} waited ${waited} s for ${before}, then took \`${key}\` (fence ${vars.RLOCK_FENCE})`
+    : `${who} took \`${key}\` after ${waited} s (fence ${vars.RLOCK_FENCE})`;
+  console.log(`rlock: ${line}`);
+  lib.summary(line);
+}
+
+// The lock came while the step was being cancelled: give it back now.
+function giveBack(ctx, token, sig) {
+  childProcess.spawnSync(ctx.rlock, ['--key', ctx.key, '--release'], {
+    env: Object.assign(ctx.env, { RLOCK_TOKEN: token }), stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  lib.command('error', `cancelled (${sig}) as the lock '${ctx.key}' came: given back`);
+  return 1;
+}
+
+function notHeld(ctx, r) {
+  const { key, label, waited, before } = ctx;
+  lib.setOutput('fence', '');
+  if (r.error) throw new Error(`cannot run ${ctx.rlock}: ${r.error.message}`);
+  if (r.stoppedBy) {
+    lib.command('error', `cancelled (${r.stoppedBy}) while taking the lock '${key}'`);
+    return 1;
+  }
+  if (r.status === 75) {
+    const skip = lib.input('on-conflict') === 'skip';
+    const line = `\`${key}\` is busy${before ? ` (held by ${before})` : ''}: ${label || 'this job'} `
+      + `${skip ? 'skipped it' : 'gave up'} after ${waited} s`;
+    lib.summary(line);
+    lib.command(skip ? 'notice' : 'error', line);
+    return skip ? 0 : 1;
+  }
+  const how = r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
+  lib.command('error', `rlock --acquire of '${key}' failed (${how}): see its message above`);
+  return 1;
+}
+
+async function main() {
+  const key = lib.input('key');
+  if (!key) throw new Error('the input key is required');
+  if (!['', 'fail', 'skip'].includes(lib.input('on-conflict'))) {
+    throw new Error(`on-conflict: '${lib.input('on-conflict')}' is not fail or skip`);
+  }
+  const label = lib.input('label') || defaultLabel();
+  const log = path.join(process.env.RUNNER_TEMP || os.tmpdir(),
+    `rlock-keeper-${crypto.randomBytes(8).toString('hex')}.log`);
+  const args = acquireArgs(key, label, log);
+  const rlock = lib.findRlock();
+  const env = lib.rlockEnv();
+  const before = holders(rlock, key, env);
+  const start = process.hrtime.bigint();
+  const r = await acquire(rlock, args, env);
+  const waited = (Number(process.hrtime.bigint() - start) / 1e9).toFixed(1);
+  const vars = parseVars(r.out);
+  const token = vars.RLOCK_TOKEN || '';
+  const ctx = { rlock, key, label, env, waited, before };
+  if (token) lib.command('add-mask', token); // before any other line
+  lib.setOutput('acquired', token ? 'true' : 'false');
+  lib.setOutput('waited-seconds', waited);
+  if (token && r.stoppedBy) return giveBack(ctx, token, r.stoppedBy);
+  if (!token) return notHeld(ctx, r);
+  for (const [name, value] of [['rlock', rlock], ['key', key], ['token', token], ['log', log],
+    ['label', label], ['since', Date.now()]]) lib.saveState(name, value);
+  held(ctx, vars);
+  if (!cancel.by) return 0;
+  lib.command('error', `cancelled (${cancel.by}): the post step gives the lock back`);
+  return 1;
+}
+
+main().then((code) => { process.exitCode = code; }, (e) => {
+  lib.command('error', `rlock: ${e.message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# --events FILE (issue 24): one JSON object per line, appended with one write each, for
+# waiting, acquired, busy, renew-failed, warned, lost, released and the keeper's events;
+# every line has the time (RFC 3339, UTC, ms), the name and key, host, pid, the token's
+# first 8 characters and the label. A file that cannot be written never stops the job.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup() {
+	common_setup
+	require_tool jq
+}
+
+# events FILE: the event names of FILE, one per line, after checking that every line
+# is a JSON object with the fields every event has.
+events() {
+	jq -e -r 'select((.schema == 1) and (.time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"))
+		and (.name | type == "string") and (.key | type == "string") and (.host | type == "string")
+		and (.time_ms | type == "number") and ((.time_ms / 1000 | floor | todate) == (.time | sub("\\.[0-9]{3}Z$"; "Z")))
+		and (.pid | type == "number") and has("token") and has("label")) | .event' "$1" ||
+		fail "$1 is not one JSON object with every field per line: $(cat "$1")"
+	# every line was a good one: as many names as lines
+	[[ $(jq -r .event "$1" | wc -l) == $(wc -l <"$1") ]] || fail "$1: a line is not JSON"
+}
+
+# event FILE NAME: the (last) line of event NAME.
+event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
+
+@test "events: a frozen server reads acquired, renew-failed, lost, released in order; every line is JSON" {
+	# io-timeout 500ms: the first renewal (ttl/3 = 2 s) fails long before the loss at
+	# ttl x 4/5 = 4.8 s; --warn's signal comes at ttl x 2/3 = 4 s, before the loss.
+	rlock_bg -k ev -t 6s --io-timeout 500ms --warn USR1 --events ev.jsonl \
+		--label 'nightly "db" \ backup' \
+		-c 'trap "" USR1; trap "exit 0" TERM; touch started; while :; do sleep 0.05; done'
+	wait_until 10 test -e started
+	kill -STOP "$REDIS_PID"
+	rlock_wait "$RLOCK_PID" 60
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 79)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	run -0 events ev.jsonl
+	echo "# $(tr '\n' ' ' <<<"$output")" >&3
+	[[ $(grep -E '^(acquired|renew-failed|lost|released)$' <<<"$output" | uniq | tr '\n' ' ') == \
+		"acquired renew-failed lost released " ]] || fail "order: $output"
+	[[ $(grep -c renew-failed <<<"$output") == 1 ]] # one line per outage, not per retry
+	[[ $(grep -E '^(warned|lost)$' <<<"$output" | tr '\n' ' ') == "warned lost " ]] ||
+		fail "warned, then lost: $output"
+	run -0 jq -r 'select(.event == "lost") | .reason' ev.jsonl
+	[[ $output == *"no renewal confirmed in time"* ]]
+	run -0 jq -r 'select(.event == "released") | "\(.status) \(.hold_ms)"' ev.jsonl
+	[[ $output == "79 "* ]]
+	# the label round-trips through JSON; the token is its first 8 characters only
+	run -0 jq -r -s 'map(.label) | unique | .[]' ev.jsonl
+	[[ $output == 'nightly "db" \ backup' ]]
+	run -0 jq -r -s 'map(.token | length) | unique | .[]' ev.jsonl
+	[[ $output == 8 ]]
+	[[ $(jq -r -s 'map(.pid) | unique | .[]' ev.jsonl) == "$RLOCK_PID" ]]
+	[[ $(jq -r -s 'map(.name + " " + .key) | unique | .[]' ev.jsonl) == 'ev rlock:{ev}' ]]
+}
+
+@test "events: busy with -n (exit 75), and the holder's acquired/released with its status" {
+	rlock_bg -k ev --events ev.jsonl -- "$HOLD" h 3
+	wait_until 10 test -e h.started
+	run -75 "$RLOCK" -n -k ev --events ev.jsonl -- true
+	touch h.release
+	rlock_wait
+	((RLOCK_STATUS == 3))
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired busy released " ]] || fail "$output"
+	run -0 event ev.jsonl busy
+	[[ $(jq -r '.wait_ms | type' <<<"$output") == number ]]
+	[[ $(jq -r '.pid' <<<"$output") != "$RLOCK_PID" ]]
+	run -0 event ev.jsonl released
+	[[ $(jq -r .status <<<"$output") == 3 ]]
+	[[ $(jq -r .pid <<<"$output") == "$RLOCK_PID" ]]
+	(($(jq -r .hold_ms <<<"$output") >= 0))
+	run -0 event ev.jsonl acquired
+	[[ $(jq -r '.fence' <<<"$output") == "$(rcli GET 'rlock:{ev}:fence')" ]]
+	[[ $(jq -r '.token' <<<"$output") == "$(env_of h RLOCK_TOKEN | cut -c1-8)" ]]
+}
+
+@test "events: a waiter says waiting, then acquired with the time it waited" {
+	rlock_bg -k ev -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	rlock_bg -k ev --events ev.jsonl -- true
+	wait_until 30 grep -q '"event":"waiting"' ev.jsonl
+	touch h.release
+	rlock_wait "$holder"
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "waiting acquired released " ]] || fail "$output"
+	# it waited at least from its waiting line to its acquired line
+	run -0 jq -r -s '(map(select(.event == "acquired"))[0]) as $a
+		| (map(select(.event == "waiting"))[0]) as $w | [$a.wait_ms, $a.time_ms - $w.time_ms] | @tsv' ev.jsonl
+	read -r waited between <<<"$output"
+	echo "# wait_ms $waited, waiting -> acquired $between ms" >&3
+	((waited > 0 && waited + 2 >= between)) || fail "wait_ms $waited, lines $between ms apart"
+}
+
+@test "events: the keeper's events (--acquire, --release; a relative path)" {
+	run -0 --separate-stderr "$RLOCK" -k kp --acquire --events ev.jsonl
+	eval "$output"
+	[[ -n $RLOCK_TOKEN ]]
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	local keeper
+	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)
+	track_pid "$keeper"
+	run -0 "$RLOCK" -k kp --release --token "$RLOCK_TOKEN"
+	wait_until 20 not proc_alive "$keeper"
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-stopped " ]] || fail "$output"
+	[[ $(jq -r -s 'map(.token) | unique | .[]' ev.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
+	# a keeper told to release (SIGTERM) says so, with its status
+	run -0 --separate-stderr "$RLOCK" -k kp2 --acquire --events ev2.jsonl
+	wait_until 10 grep -q '"event":"keeper-started"' ev2.jsonl
+	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev2.jsonl)
+	track_pid "$keeper"
+	kill -TERM "$keeper"
+	wait_until 20 not proc_alive "$keeper"
+	run -0 events ev2.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-released " ]] || fail "$output"
+	[[ $(jq -r 'select(.event == "keeper-released") | .status' ev2.jsonl) == 0 ]]
+}
+
+@test "events: a keeper that finds its lock broken says keeper-lost, with the reason" {
+	run -0 --separate-stderr "$RLOCK" -k kl -t 1s --acquire --events ev.jsonl
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	local keeper
+	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)
+	track_pid "$keeper"
+	run -0 "$RLOCK" -k kl --break
+	wait_until 20 not proc_alive "$keeper"
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-lost " ]] || fail "$output"
+	[[ $(jq -r 'select(.event == "keeper-lost") | .reason' ev.jsonl) == *"no longer ours"* ]]
+}
+
+@test "events: a file that cannot be written warns once and the job runs" {
+	run -0 --separate-stderr "$RLOCK" -k ev --events "$BATS_TEST_TMPDIR/no/such/dir/ev" -- echo ran
+	[[ $output == ran ]]
+	[[ $(grep -c 'events file' <<<"$stderr") == 1 ]] || fail "stderr: $stderr"
+	# open works, every write fails (ENOSPC): still one warning for several events
+	run -0 --separate-stderr "$RLOCK" -k ev --events /dev/full -- echo ran
+	[[ $output == ran ]]
+	[[ $(grep -c 'events file' <<<"$stderr") == 1 ]] || fail "stderr: $stderr"
+	[[ $stderr == *"/dev/full"* ]]
+}
+
+@test "events: from the config file (events = FILE), - for stderr; an empty path is a usage error" {
+	printf 'events = %s\n' "$BATS_TEST_TMPDIR/conf.jsonl" >conf
+	run -0 "$RLOCK" --config conf -k ev -- true
+	run -0 events conf.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired released " ]]
+	run -0 --separate-stderr "$RLOCK" -k ev --events - -- true
+	grep '^{' <<<"$stderr" >stderr.jsonl
+	run -0 events stderr.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired released " ]]
+	run -64 --separate-stderr "$RLOCK" -k ev --events '' -- true
+	assert_one_line_error
+}
+
+@test "events: unavailable (a dead port) is an event with the status and the reason" {
+	run -69 "$RLOCK" -u "redis://127.0.0.1:$(dead_port)" -k ev --events ev.jsonl -- true
+	run -0 events ev.jsonl
+	[[ $output == unavailable ]]
+	[[ $(jq -r '"\(.status) \(.token)"' ev.jsonl) == "69 null" ]]
+	[[ -n $(jq -r .reason ev.jsonl) ]]
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# --lock-delay DUR: a lease that ended without a release (its holder SIGKILLed, lost,
+# broken with --break) keeps the name closed DUR more; a release (and --min-hold's end)
+# opens it at once. The scripts enforce it (PREFIX{NAME}:delay), waiters sleep until it
+# ends, --status and --list show it, and no key is left once it has ended. Times are
+# the server's own (TIME), never this machine's guesses.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+# server_ms: the server's clock now, in ms.
+server_ms() {
+	rcli EVAL "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)" 0
+}
+
+# lease_end_server KEY: when KEY's lease ends on the server's clock (TIME + PTTL, read
+# in one step), or fail when it has no expiry left.
+lease_end_server() {
+	local e
+	e=$(rcli EVAL "local p = redis.call('PTTL', KEYS[1]) if p < 0 then return -1 end
+		local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000) + p" 1 "$1")
+	((e > 0)) || return 1
+	echo "$e"
+}
+
+# The waiter's command: the server's clock when it starts (the lock just granted).
+START='redis-cli -p "$PORT" EVAL "local t = redis.call('"'TIME'"') return t[1] * 1000 + math.floor(t[2] / 1000)" 0 >started.ms'
+
+# only_fence NAME: the lock's keys are gone but its fence counter.
+only_fence() {
+	[[ $(rcli --scan --pattern "rlock:{$1}*" | sort | tr '\n' ' ') == "rlock:{$1}:fence " ]]
+}
+
+# holder_killed NAME ARGS...: a holder of NAME with ARGS, SIGKILLed once its command runs;
+# prints the lease end (server ms), read after the kill (nothing renews it since).
+holder_killed() {
+	local name=$1
+	shift
+	rlock_bg -k "$name" "$@" -- "$HOLD" h
+	wait_until 10 test -e h.started
+	kill -KILL "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20 || true
+	lease_end_server "rlock:{$name}"
+}
+
+# has_waiter NAME: an rlock waits for NAME's release.
+has_waiter() { (($(waiters "$1") >= 1)); }
+
+# closed_only NAME: nobody holds NAME, and a lock-delay keeps it closed.
+closed_only() {
+	local out
+	out=$("$RLOCK" --status --json -k "$1") # 75: held or closed
+	[[ $out == *'"held":false'*'"closed":{"by":"lock-delay"'* ]]
+}
+
+@test "lock-delay: after the holder is SIGKILLed, a waiter starts no sooner than lease end + 3 s" {
+	export PORT=$REDIS_PORT
+	local end
+	end=$(holder_killed d -t 2s --lock-delay 3s)
+	rlock_bg -k d -c "$START"
+	local waiter=$RLOCK_PID
+	wait_until 10 closed_only d
+	# while closed: --status and --list say so, in text and JSON
+	run -75 "$RLOCK" --status -k d
+	assert_output --partial 'is closed by lock-delay until'
+	run -75 "$RLOCK" --status --json -k d
+	assert_output --partial '"closed":{"by":"lock-delay","left_ms":'
+	run -0 "$RLOCK" --list
+	assert_output --partial '[closed by lock-delay until'
+	run -75 --separate-stderr "$RLOCK" -n -k d -- true
+	[[ $stderr == *"closed by lock-delay for"* ]]
+	rlock_wait "$waiter" 30
+	((RLOCK_STATUS == 0))
+	local started
+	started=$(cat started.ms)
+	echo "# lease end $end, waiter started $((started - end)) ms after it (delay 3000 ms)" >&3
+	((started >= end + 3000)) || fail "started $((started - end)) ms after the lease end"
+	# it woke when the delay ended, not at some later poll (generous: 10 s)
+	((started < end + 3000 + 10000))
+	only_fence d
+}
+
+@test "lock-delay: a normal release opens the name at once, and so does --min-hold's end" {
+	export PORT=$REDIS_PORT
+	rlock_bg -k r --lock-delay 60s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	rlock_bg -k r -c "$START"
+	local waiter=$RLOCK_PID
+	wait_until 30 has_waiter r
+	local released
+	released=$(server_ms)
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	rlock_wait "$waiter" 30
+	((RLOCK_STATUS == 0))
+	echo "# waiter started $(($(cat started.ms) - released)) ms after the release (delay 60 s)" >&3
+	(($(cat started.ms) - released < 30000))
+	only_fence r
+	# --min-hold keeps the lock after its command, then it expires: no delay either
+	run -0 "$RLOCK" -k m --lock-delay 60s --min-hold 1s -- true
+	run -0 "$RLOCK" -w 30s -k m -- true
+	only_fence m
+}
+
+@test "lock-delay: --break keeps the name closed for the delay" {
+	export PORT=$REDIS_PORT
+	rlock_bg -k b -t 4s --lock-delay 3s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID broke
+	broke=$(server_ms)
+	run -0 "$RLOCK" --break -k b
+	rlock_bg -k b -c "$START"
+	local waiter=$RLOCK_PID
+	run -75 "$RLOCK" --status -k b
+	assert_output --partial 'is closed by lock-delay until'
+	run -75 "$RLOCK" -n -k b -- true
+	rlock_wait "$holder" 30 # its renewal finds the lock gone: lost
+	((RLOCK_STATUS == 79))
+	rlock_wait "$waiter" 60
+	((RLOCK_STATUS == 0))
+	echo "# broken at $broke, waiter started $(($(cat started.ms) - broke)) ms later (delay 3000 ms)" >&3
+	(($(cat started.ms) >= broke + 3000))
+	only_fence b
+}
+
+@test "lock-delay: every mode (-s, -l, --fair, several -k) is closed after a crash" {
+	local mode
+	for mode in "-s" "-l 2" "--fair" "-k other"; do
+		rcli FLUSHALL >/dev/null
+		rm -f h.started
+		# shellcheck disable=SC2086  # mode: its words
+		holder_killed x $mode -t 1s --lock-delay 30s >/dev/null || true
+		wait_until 10 closed_only x # the lease ran out, unreleased
+		# shellcheck disable=SC2086
+		run -75 --separate-stderr "$RLOCK" -n $mode -k x -- true
+		[[ $stderr == *"closed by lock-delay"* ]] || fail "$mode: $stderr"
+	done
+}
+
+@test "lock-delay: from the config file; bad values are a usage error (64)" {
+	printf 'lock-delay = 30s\n' >conf
+	run -0 "$RLOCK" --config conf -k c -- sh -c 'redis-cli -p '"$REDIS_PORT"' HGET "rlock:{c}:owner" delay'
+	[[ $output == 30000 ]]
+	run -64 --separate-stderr "$RLOCK" --lock-delay bogus -k c -- true
+	assert_one_line_error
+	run -64 --separate-stderr "$RLOCK" --lock-delay -1s -k c -- true
+	assert_one_line_error
+}
+
+@test "lock-delay: Redlock over 3 nodes: each node closed after a crash; status says so" {
+	local u=() pids=() i urls
+	for i in 0 1 2; do
+		redis_start
+		u+=("$REDIS_URL")
+		pids+=("$REDIS_PID")
+	done
+	urls=$(
+		IFS=,
+		echo "${u[*]}"
+	)
+	rlock_bg -k rl --url "$urls" -t 1s --lock-delay 30s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	kill -KILL "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20 || true
+	wait_until 10 bash -c '! "$0" --url "$1" --status --json -k rl | grep -q "\"held\":true"' "$RLOCK" "$urls"
+	run -75 "$RLOCK" --url "$urls" --status -k rl
+	assert_output --partial 'closed by lock-delay until'
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	[[ $stderr == *"closed by lock-delay"* ]]
+	for i in 0 1 2; do
+		[[ $(redis-cli -u "${u[$i]}" EXISTS 'rlock:{rl}:delay') == 1 ]]
+		redis_stop "${pids[$i]}"
+	done
+}
