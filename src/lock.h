@@ -122,7 +122,8 @@ struct holder {
 	/* no holder: the name is closed by a lock-delay (a lease that ended unreleased);
 	 * pttl_ms is the time it stays closed */
 	int delayed;
-	long long renewed_ago_ms; /* since the last confirmed renewal (server's clock); -1 unknown */
+	/* since the last confirmed renewal (server's clock); -1 unknown */
+	long long renewed_ago_ms;
 };
 
 struct waiter {
