@@ -112,9 +112,11 @@ static void lost_reason(struct renew *r, struct store *s, int64_t cap)
 	    hs->broken.known && strstr(hs->broken.tokens, r->lock->token)) {
 		const struct broken *b = &hs->broken;
 		holder_human_ms(ago, sizeof ago, b->ago_ms);
-		snprintf(why, sizeof why,
-		         "the lock was broken %s ago by --break from %.100s pid %lld (user %.60s)",
-		         ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
+		snprintf(
+		    why, sizeof why,
+		    "the lock is no longer ours: broken %s ago by --break from %.100s pid %lld "
+		    "(user %.60s)",
+		    ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
 	}
 	free(hs);
 	set_text(r, r->reason, why);

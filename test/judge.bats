@@ -126,7 +126,7 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	run -0 rlock -k k --break --token "$token"
 	rlock_wait "$HOLDER_PID" 30
 	assert_equal "$RLOCK_STATUS" 79
-	assert_regex "$(cat "$HOLDER_ERR")" "the lock was broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\)"
+	assert_regex "$(cat "$HOLDER_ERR")" "the lock is no longer ours: broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\)"
 	run -0 rlock -k k --status
 	assert_line --regexp "^broken +[0-9.ms]+ ago \(.*\) by $(hostname) pid [0-9]+ \(user $(id -un)\): token ${token:0:16}\.\.\., fence $(env_of k RLOCK_FENCE)\$"
 	run -0 --separate-stderr rlock -k k --status --json
