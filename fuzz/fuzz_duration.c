@@ -24,8 +24,10 @@ static void check_reason(int rc, const char *err, size_t errsz)
 			abort();
 }
 
-/* Reference: digits[.digits][unit] with at most 20 + 18 digits, exactly in 128 bits.
- * Returns -2 when the input is outside what the reference handles. */
+/* Reference: terms of digits[.digits][unit], each with at most 20 + 18 digits, exactly
+ * in 128 bits, each rounded up to the ms and summed; a unit on every term when there
+ * are several, each smaller than the one before (1h30m). Returns -2 when the input is
+ * outside what the reference handles. */
 static int ref_duration(const char *s, int64_t *ms)
 {
 	static const struct {
@@ -33,38 +35,52 @@ static int ref_duration(const char *s, int64_t *ms)
 		unsigned mult;
 	} units[] = {{"", 1000},   {"ms", 1},      {"s", 1000},
 	             {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
-	unsigned __int128 num = 0, den = 1, v;
+	unsigned __int128 sum = 0;
 	const char *p = s;
-	int nint = 0, nfrac = 0;
-	size_t i;
+	unsigned last = 0;
+	int terms = 0;
 
-	while (*p >= '0' && *p <= '9') {
-		if (++nint > 20)
-			return -2;
-		num = num * 10 + (unsigned)(*p++ - '0');
-	}
-	if (*p == '.') {
-		p++;
+	do {
+		unsigned __int128 num = 0, den = 1;
+		int nint = 0, nfrac = 0;
+		size_t i, ulen;
 		while (*p >= '0' && *p <= '9') {
-			if (++nfrac > 18)
+			if (++nint > 20)
 				return -2;
 			num = num * 10 + (unsigned)(*p++ - '0');
-			den *= 10;
 		}
-	}
-	if (nint + nfrac == 0)
-		return -1;
-	for (i = 0; i < sizeof units / sizeof units[0]; i++) {
-		if (strcmp(p, units[i].u) == 0) {
-			v = (num * units[i].mult + den - 1) / den;
-			if (v > MAX_MS)
-				return -1;
-			*ms = (int64_t)v;
-			return 0;
+		if (*p == '.') {
+			p++;
+			while (*p >= '0' && *p <= '9') {
+				if (++nfrac > 18)
+					return -2;
+				num = num * 10 + (unsigned)(*p++ - '0');
+				den *= 10;
+			}
 		}
-	}
-	return -1;
+		if (nint + nfrac == 0)
+			return -1;
+		for (ulen = 0; p[ulen] >= 'a' && p[ulen] <= 'z'; ulen++)
+			;
+		for (i = 0; i < sizeof units / sizeof units[0]; i++)
+			if (strlen(units[i].u) == ulen && strncmp(p, units[i].u, ulen) == 0)
+				break;
+		if (i == sizeof units / sizeof units[0])
+			return -1;
+		p += ulen;
+		if ((i == 0 && (terms > 0 || *p)) || (terms > 0 && units[i].mult >= last))
+			return -1;
+		last = units[i].mult;
+		sum += (num * units[i].mult + den - 1) / den;
+		if (sum > MAX_MS)
+			return -1;
+		terms++;
+	} while (*p);
+	*ms = (int64_t)sum;
+	return 0;
 }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -541,7 +541,14 @@ static void on_loss(struct sup *s, int timed_out)
 		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
-		if (s->kill_at < now + a->kill_after_ms)
+		if (s->kill_at <= now)
+			/* rlock itself was stopped past it (the watchdog acted meanwhile) */
+			snprintf(
+			    when, sizeof when,
+			    ", SIGKILL at once (its deadline, before the lease can end, passed "
+			    "%lld ms ago while rlock was not running)",
+			    (long long)(now - s->kill_at));
+		else if (s->kill_at < now + a->kill_after_ms)
 			snprintf(when, sizeof when,
 			         ", SIGKILL in %lld ms (before the lease can end; not after "
 			         "--kill-after %lld ms)",

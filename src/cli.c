@@ -128,8 +128,10 @@ static const struct optdef options[] = {
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)", SWITCH(fair, 1)),
     OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy", .type = T_SET_MS,
         AT(wait_ms), .value = 0),
-    OPT_DEF("wait", 'w', F_ARG, "DUR", "wait at most DUR for the lock (default: forever)", -1,
-            DURATION(wait_ms, 0)),
+    OPT_DEF("wait", 'w', F_ARG, "DUR",
+            "wait at most DUR for the lock, and for a server\n"
+            "that cannot serve yet (default: forever)",
+            -1, DURATION(wait_ms, 0)),
     OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
     OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
@@ -214,8 +216,11 @@ static const struct optdef options[] = {
         "N replicas have the lock; else release, exit 69",
         INT(wait_replicas, 0, 1000)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
-        "config file (default: $RLOCK_CONFIG,\n"
-        "$XDG_CONFIG_HOME/rlock/config, /etc/rlock.conf)",
+        "config file instead of the layers (default:\n"
+        "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
+        "merged key by key, later wins: /etc/rlock.conf,\n"
+        "$XDG_CONFIG_DIRS/rlock/config,\n"
+        "$XDG_CONFIG_HOME/rlock/config",
         .type = T_NONE),
     OPT_HIDDEN("password", F_ARG | F_CONFIG | F_SECRET, SPECIAL(opt_password),
                .value = SECRET_DATA),
@@ -451,7 +456,8 @@ struct state {
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
-	char url_from[700]; /* where the URL came from, for -v */
+	char url_from[700];  /* where the URL came from, for -v */
+	char user_from[600]; /* where the user came from */
 };
 
 /* --acquire was asked for with the sh output (seen by the first pass over argv, before
@@ -465,8 +471,13 @@ static void __attribute__((noreturn)) fail(int status)
 	exit(status);
 }
 
-static void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void usage_error(const char *fmt, ...)
+/* One line on stderr, then exit status. A usage error (64) points to --help; a file
+ * named on the command line or in the config that cannot be read (missing,
+ * unreadable, not a regular file, a secret others may read: 66) is one class of
+ * mistake, one status, and no pointer to --help (the options were right). */
+static void cli_error(int status, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static void cli_error(int status, const char *fmt, ...)
 {
 	char buf[768];
 	va_list ap;
@@ -474,9 +485,11 @@ static void usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	log_error("%s (try 'rlock --help')", buf);
-	fail(RL_EX_USAGE);
+	log_error("%s%s", buf, status == RL_EX_USAGE ? " (try 'rlock --help')" : "");
+	fail(status);
 }
+#define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
+#define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
 
 void cli_open_std_fds(void)
 {
@@ -532,17 +545,18 @@ static void set_sentinel_user(struct state *s, const char *user, enum rank rank)
 	s->suser_rank = rank;
 }
 
-static void set_user(struct state *s, const char *user, enum rank rank)
+static void set_user(struct state *s, const char *user, enum rank rank, const char *src)
 {
 	if (rank < s->user_rank)
 		return;
 	s->o->user = user;
 	s->user_rank = rank;
+	snprintf(s->user_from, sizeof s->user_from, "%s", src);
 }
 
 /* Open a config or password file without blocking (a FIFO would hang us forever) and
  * refuse anything but a regular file. Returns the fd, or -1 with errno ENOENT when
- * missing_ok and the file does not exist; exits 64 otherwise. */
+ * missing_ok and the file does not exist; exits 66 otherwise. */
 static int open_regular(const char *what, const char *path, const char *src, struct stat *st,
                         int missing_ok)
 {
@@ -551,19 +565,19 @@ static int open_regular(const char *what, const char *path, const char *src, str
 	if (fd < 0) {
 		if (missing_ok && errno == ENOENT)
 			return -1;
-		usage_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
+		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
 		            path, strerror(errno));
 	}
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
 		int dir = S_ISDIR(st->st_mode);
 		close(fd);
-		usage_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
+		input_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
 		            dir ? "a directory" : "not a regular file");
 	}
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
 		close(fd);
-		usage_error("cannot read %s '%s': %s", what, path, strerror(errno));
+		input_error("cannot read %s '%s': %s", what, path, strerror(errno));
 	}
 	return fd;
 }
@@ -576,11 +590,11 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 	unsigned mode = (unsigned)(st->st_mode & 0777);
 
 	if (mode & S_IRWXO)
-		usage_error("%s%s%s '%s' holds a password and is accessible by others (mode "
+		input_error("%s%s%s '%s' holds a password and is accessible by others (mode "
 		            "%03o); chmod o-rwx it",
 		            src ? src : "", src ? ": " : "", what, path, mode);
 	if (mode & S_IWGRP)
-		usage_error("%s%s%s '%s' holds a password and is writable by its group (mode "
+		input_error("%s%s%s '%s' holds a password and is writable by its group (mode "
 		            "%03o); chmod g-w it",
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
@@ -626,7 +640,7 @@ static int read_password_file(struct state *s, const char *path, const char *src
 	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n < 0)
-		usage_error("%s: cannot read '%s': %s", src, path, strerror(errno));
+		input_error("%s: cannot read '%s': %s", src, path, strerror(errno));
 	buf[n] = '\0';
 	size_t len = strcspn(buf, "\r\n");
 	if (len == 0 || len > URL_PASS_MAX - 1) {
@@ -857,7 +871,7 @@ static void opt_user(struct state *s, const struct optdef *d, const char *val, c
                      int cli)
 {
 	(void)d, (void)src;
-	set_user(s, val, cli ? R_CLI : R_CONFIG);
+	set_user(s, val, cli ? R_CLI : R_CONFIG, src);
 }
 
 static void opt_sentinel_user(struct state *s, const struct optdef *d, const char *val,
@@ -918,33 +932,51 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 
 /* ---- config file ------------------------------------------------------------------ */
 
-static const char *find_config(const char *cli_path, int *explicit)
+/* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
+ * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist), and
+ * an empty $RLOCK_CONFIG or /dev/null none at all; else /etc/rlock.conf, then
+ * rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the first named is
+ * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
+ * ~/.config): merged key by key, the later wins (as git and systemd do). */
+#define CONFIG_LAYERS_MAX 10
+static int config_layers(const char *cli_path, const char **paths, int *explicit)
 {
-	static char buf[4096];
-	const char *p;
+	static char buf[CONFIG_LAYERS_MAX][4096];
+	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
+	int n = 0;
 
-	*explicit = 1;
-	if (cli_path)
-		return cli_path;
-	if ((p = getenv("RLOCK_CONFIG")) && *p)
-		return p;
-	*explicit = 0;
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
+	*explicit = one != NULL;
+	if (one) {
+		if (*one && strcmp(one, "/dev/null") != 0)
+			paths[n++] = one;
+		return n;
+	}
+	paths[n++] = "/etc/rlock.conf";
+	const char *dirs = getenv("XDG_CONFIG_DIRS");
+	if (!dirs || !*dirs)
+		dirs = "/etc/xdg";
+	for (const char *end = dirs + strlen(dirs); end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
+		const char *start = end;
+		while (start > dirs && start[-1] != ':')
+			start--;
+		if (start[0] == '/' && snprintf(buf[n], sizeof buf[n], "%.*s/rlock/config",
+		                                (int)(end - start), start) < (int)sizeof buf[n])
+			paths[n] = buf[n], n++; /* relative entries are ignored (XDG) */
+		end = start > dirs ? start - 1 : start;
+	}
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
 	if (!home || !*home) {
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (xdg && *xdg && snprintf(buf, sizeof buf, "%s/rlock/config", xdg) < (int)sizeof buf &&
-	    access(buf, F_OK) == 0)
-		return buf;
-	if ((!xdg || !*xdg) && home &&
-	    snprintf(buf, sizeof buf, "%s/.config/rlock/config", home) < (int)sizeof buf &&
-	    access(buf, F_OK) == 0)
-		return buf;
-	if (access("/etc/rlock.conf", F_OK) == 0)
-		return "/etc/rlock.conf";
-	return NULL;
+	if (xdg && *xdg &&
+	    snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	else if ((!xdg || !*xdg) && home &&
+	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
+	             (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	return n;
 }
 
 /* Config values live as long as the process; kept reachable here (a value set twice
@@ -990,12 +1022,13 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	int lineno = 0;
 	int fd = open_regular("config file", path, NULL, &st, !explicit_path);
 
+	s->config_has_secret = 0; /* this file's own */
 	if (fd < 0)
 		return;
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
-		usage_error("cannot read config file '%s': %s", path, strerror(errno));
+		input_error("cannot read config file '%s': %s", path, strerror(errno));
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
@@ -1169,7 +1202,7 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 	}
 	explicit_bzero(u->password, sizeof u->password);
 	if (u->has_user)
-		set_user(s, u->user, rank);
+		set_user(s, u->user, rank, src);
 	if (u->scheme == URL_REDISS || u->scheme == URL_SENTINELS)
 		o->tls.enabled = 1;
 	if (u->scheme == URL_UNIX && o->tls.enabled)
@@ -1280,6 +1313,23 @@ static void say_server(struct state *s)
 	         s->url_from);
 }
 
+/* With -v, and in an authentication failure: where the user and the password came
+ * from (never the password). */
+static void say_credentials(struct state *s)
+{
+	struct opts *o = s->o;
+	int n = 0;
+
+	o->creds_from[0] = '\0';
+	if (o->user)
+		n = snprintf(o->creds_from, sizeof o->creds_from, "user from %.250s", s->user_from);
+	if (o->has_password && n >= 0 && (size_t)n < sizeof o->creds_from)
+		snprintf(o->creds_from + n, sizeof o->creds_from - (size_t)n,
+		         "%spassword from %.250s", n ? ", " : "", s->pw_from);
+	if (o->creds_from[0])
+		log_info("%s", o->creds_from);
+}
+
 static void env_passwords(struct state *s)
 {
 	char *p;
@@ -1360,6 +1410,18 @@ static void bad_option(char **argv)
 
 /* ---- validation: the combinations, once every layer is applied ------------------- */
 
+/* The TLS files, before any traffic: one that cannot be read is the same mistake as a
+ * password file that cannot (66), not a server that cannot be reached. */
+static void tls_files_readable(const struct tls_opts *t)
+{
+	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
+	static const char *const opt[] = {"--cacert", "--cert", "--tls-key", "--cacertdir"};
+
+	for (int i = 0; i < 4; i++)
+		if (file[i] && access(file[i], i == 3 ? R_OK | X_OK : R_OK) != 0)
+			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));
+}
+
 static void validate_server(struct state *s)
 {
 	struct opts *o = s->o;
@@ -1376,6 +1438,11 @@ static void validate_server(struct state *s)
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
+	if (o->tls.enabled)
+		tls_files_readable(&o->tls);
+	if (o->tls.enabled && o->tls.insecure)
+		log_warn("--insecure: the server's certificate is not verified (anyone on the "
+		         "path can pose as the server)");
 	if (!o->url.nsentinels && (s->suser_rank == R_CLI || s->spw_rank == R_CLI))
 		usage_error("--sentinel-user and --sentinel-password-file go with a "
 		            "redis-sentinel:// URL");
@@ -1530,9 +1597,21 @@ static const char *first_pass(int argc, char **argv)
 	return config_cli;
 }
 
+/* -n and -w (or --timeout) on one command line contradict each other: a usage error,
+ * not the last one silently winning. *seen: the first of them. */
+static void wait_once(struct state *s, const struct optdef *d, const struct optdef **seen)
+{
+	if (target(s, d) != (void *)&s->o->wait_ms)
+		return;
+	if (*seen && (*seen)->type != d->type)
+		usage_error("--%s and --%s do not go together", (*seen)->name, d->name);
+	*seen = d;
+}
+
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
+	const struct optdef *wait_seen = NULL;
 	int c, idx;
 
 	opterr = 0;
@@ -1543,6 +1622,7 @@ static void apply_argv(struct state *s, int argc, char **argv)
 		if (c == '?' || c == ':' || !d)
 			bad_option(argv);
 		snprintf(src, sizeof src, "--%s", d->name);
+		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
 	}
 }
@@ -1555,11 +1635,12 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	/* *o is zero already (a static: its 95 KiB of URLs are not touched unless used) */
 	build_getopt_tables();
 	apply_defaults(&s);
-	const char *cfg = find_config(first_pass(argc, argv), &explicit_path);
+	const char *cfg[CONFIG_LAYERS_MAX];
+	int ncfg = config_layers(first_pass(argc, argv), cfg, &explicit_path);
 
-	/* Lowest precedence first: config file, then environment, then command line. */
-	if (cfg)
-		load_config(&s, cfg, explicit_path);
+	/* Lowest precedence first: config files, then environment, then command line. */
+	for (int i = 0; i < ncfg; i++)
+		load_config(&s, cfg[i], explicit_path);
 	apply_env(&s);
 	env_passwords(&s);
 	apply_argv(&s, argc, argv);
@@ -1569,8 +1650,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	credential_password(&s);
 	validate(&s, argc - optind);
 	say_server(&s);
-	if (o->has_password)
-		log_info("password from %s", s.pw_from);
+	say_credentials(&s);
 	warn_logins(o);
 	if (o->nnames > 1) {
 		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);

@@ -59,6 +59,7 @@ struct opts {
 	int nurls;                 /* > 1: Redlock over these independent masters */
 	char server[400];          /* the server's URL without a password, for messages */
 	const char *user;          /* overrides the URL's user */
+	char creds_from[520];      /* "user from FILE:LINE, password from ENV": for messages */
 	int has_password;          /* the password itself is in secret.h's vault */
 	const char *sentinel_user; /* Sentinel URLs: the sentinels' ACL user, or NULL */
 	int has_sentinel_password; /* in the vault's SECRET_SENTINEL slot */

@@ -64,6 +64,17 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 	return rc == CONN_OK ? 0 : -1;
 }
 
+/* A reply that is not RESP: another kind of server on that port (an HTTP server
+ * answers "HTTP/1.1 400"). Name it and where; waiting will not fix it. */
+static void not_resp(const struct client *c, char *err, size_t errlen)
+{
+	char why[256];
+
+	snprintf(why, sizeof why, "%s", err);
+	snprintf(err, errlen, "%s: %s: is this a Redis server?", c->srv->name, why);
+	conn_fault_note(CONN_FAULT_FINAL);
+}
+
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
                 size_t errlen)
 {
@@ -73,6 +84,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		int got = resp_reader_get(c->rd, reply, err, errlen);
 		if (got == 1)
 			c->replied = 1;
+		if (got < 0)
+			not_resp(c, err, errlen);
 		if (got != 0)
 			return got;
 		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);
@@ -135,8 +148,10 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 		resp_free(*reply);
 		*reply = NULL;
 	}
-	if (got == 0)
+	if (got == 0) {
 		snprintf(err, errlen, "%s did not answer %s in time", c->srv->name, argv[0]);
+		conn_fault_note(CONN_FAULT_PASSING); /* busy, paused: may answer later */
+	}
 	if (got == 0 || got == CONN_ABORT)
 		c->unanswered++; /* sent in full; only the reply is missing */
 	else if (got != 1)
@@ -201,11 +216,13 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
 	           !memmem(r->str, strlen(r->str), pw, pwlen);
 	explicit_bzero(pw, sizeof pw);
-	snprintf(err, errlen, "authentication to %s failed: %.300s", srv->name,
+	snprintf(err, errlen, "authentication to %s failed: %.300s%s%.260s%s", srv->name,
 	         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
 	         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
 	         : echo                        ? r->str
-	                                       : "server refused AUTH");
+	                                       : "server refused AUTH",
+	         srv->creds_from ? " (" : "", srv->creds_from ? srv->creds_from : "",
+	         srv->creds_from ? ")" : "");
 	return auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
 }
 

@@ -23,6 +23,8 @@ struct server {
 	int64_t connect_timeout_ms;
 	int64_t io_timeout_ms;
 	char name[300]; /* for messages: "127.0.0.1:6379", "/tmp/r.sock" */
+	/* where the user and the password came from, for messages; or NULL */
+	const char *creds_from;
 };
 
 struct client;

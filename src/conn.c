@@ -72,6 +72,24 @@ int conn_abort_pending(void)
 	return abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
+/* What the calling thread's failures since conn_fault_clear() were (conn.h). */
+static _Thread_local int fault;
+
+void conn_fault_note(int what)
+{
+	fault |= what;
+}
+
+void conn_fault_clear(void)
+{
+	fault = 0;
+}
+
+int conn_fault(void)
+{
+	return fault;
+}
+
 void conn_pause_until(int64_t until_ms)
 {
 	/* fd -1 (no abort fd): poll ignores the entry and only sleeps */
@@ -189,6 +207,8 @@ static int open_unix(struct conn *c, const char *path, int64_t start, int64_t de
 		goto cleanup;
 	}
 	rc = connect_fd(fd, (const struct sockaddr *)&sun, sizeof sun, deadline_ms);
+	if (rc != CONN_OK && rc != CONN_ABORT)
+		conn_fault_note(CONN_FAULT_PASSING); /* no server there yet: may come */
 	if (rc == CONN_TIMEOUT)
 		set_err(err, errlen, "connect to %s: timed out after %lld ms", c->peer,
 		        budget_ms(start, deadline_ms));
@@ -468,6 +488,8 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			continue;
 		}
 		rc = connect_fd(fd, sa, salen, deadline_ms);
+		if (rc != CONN_OK && rc != CONN_ABORT)
+			conn_fault_note(CONN_FAULT_PASSING);
 		if (rc == CONN_OK) {
 			c->fd = fd;
 			return CONN_OK;
@@ -500,6 +522,16 @@ void conn_tls_init(void)
 	(void)tlsload(why, sizeof why);
 }
 
+/* A handshake that ended: a certificate that does not verify, or a peer that is no
+ * TLS server, is a fault waiting cannot fix (the module's own words say which). */
+static int handshake_verdict(int rc, const char *err)
+{
+	if (rc == CONN_ERR &&
+	    (strstr(err, "certificate verify failed") || strstr(err, "is it a TLS port?")))
+		conn_fault_note(CONN_FAULT_FINAL);
+	return rc;
+}
+
 /* Wrap the connected socket in a TLS session, ready for its handshake. */
 static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t errlen)
 {
@@ -509,11 +541,14 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
 		set_err(err, errlen, "TLS support is not available: %s", why);
+		conn_fault_note(CONN_FAULT_FINAL);
 		return CONN_ERR;
 	}
 	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
-	if (!c->tls)
+	if (!c->tls) {
+		conn_fault_note(CONN_FAULT_FINAL); /* the TLS settings themselves */
 		return CONN_ERR;
+	}
 	c->tls_ops = ops;
 	return CONN_OK;
 }
@@ -532,7 +567,7 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 	for (;;) {
 		rc = ops->handshake(c->tls, err, errlen);
 		if (rc != CONN_AGAIN)
-			return rc;
+			return handshake_verdict(rc, err);
 		w = wait_fd(c->fd, ops->events(c->tls), deadline_ms);
 		if (w == WAIT_ABORT) {
 			set_err(err, errlen, "TLS handshake with %s: interrupted", c->peer);
@@ -608,6 +643,7 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 			return now ? CONN_OK : CONN_AGAIN;
 		}
 		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
+		conn_fault_note(CONN_FAULT_PASSING);
 		close(fd);
 	}
 	return CONN_ERR;
@@ -670,6 +706,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 		}
 		/* Refused: the host's next address, if any. */
 		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
+		conn_fault_note(CONN_FAULT_PASSING);
 		close(c->fd);
 		c->fd = -1;
 		c->addr++;
@@ -690,7 +727,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 			return CONN_AGAIN;
 		}
 		if (rc != CONN_OK)
-			return rc;
+			return handshake_verdict(rc, err);
 	}
 	c->connecting = 0;
 	c->ep = NULL;

@@ -82,6 +82,16 @@ void conn_set_abort_fd(int fd);
  * that interruption rather than a fault worth reporting. */
 int conn_abort_pending(void);
 
+/* What the calling thread's failures since conn_fault_clear() were, OR-ed: PASSING
+ * where waiting may fix it (nobody listens yet, a connect or a reply that timed out,
+ * a server loading or failing over), FINAL where it cannot (a certificate that does
+ * not verify, a peer that does not speak RESP, a master no sentinel knows). A caller
+ * that retries until a deadline clears it before each try. */
+enum { CONN_FAULT_PASSING = 1, CONN_FAULT_FINAL = 2 };
+void conn_fault_note(int what);
+void conn_fault_clear(void);
+int conn_fault(void);
+
 /* Sleep until until_ms (monotonic), or less when the calling thread's abort fd becomes
  * readable (a signal): a pause between retries that a signal cuts short. */
 void conn_pause_until(int64_t until_ms);

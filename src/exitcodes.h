@@ -12,8 +12,12 @@
 	X(64, RL_EX_USAGE, "64",                                                                   \
 	  "usage error: bad option, URL, duration, config; or the lock is\n"                       \
 	  "held with -s against -l, or another -l N")                                              \
+	X(66, RL_EX_NOINPUT, "66",                                                                 \
+	  "a file named on the command line or in the config cannot be\n"                          \
+	  "read (config, password file, --cacert, --cert, --tls-key)")                             \
 	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
-	  "Redis unavailable before the command started (connect, TLS, auth),\n"                   \
+	  "Redis unavailable before the command started (connect, TLS, auth;\n"                    \
+	  "-n: at once; else when the --wait ran out on it),\n"                                    \
 	  "or the lock's fence counter cannot count (not an integer,\n"                            \
 	  "at its max); --held: Redis cannot say")                                                 \
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \

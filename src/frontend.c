@@ -33,6 +33,7 @@ void store_config_from_opts(struct store_config *cfg, const struct opts *o)
 		}
 		srv->user = o->user;
 		srv->has_password = o->has_password;
+		srv->creds_from = o->creds_from[0] ? o->creds_from : NULL;
 		srv->db = u->db;
 		srv->identify = cfg->n > 1;
 		srv->connect_timeout_ms = o->connect_timeout_ms;

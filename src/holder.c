@@ -16,6 +16,8 @@ void holder_human_ms(char *buf, size_t n, long long ms)
 		snprintf(buf, n, "-");
 	else if (ms < 10000)
 		snprintf(buf, n, "%.1fs", (double)ms / 1000);
+	else if (ms < 60000) /* one family: 3.0s, 29s, 4m05s, 2h05m (never 0m29s) */
+		snprintf(buf, n, "%llds", ms / 1000);
 	else if (ms < 3600000)
 		snprintf(buf, n, "%lldm%02llds", ms / 60000, ms / 1000 % 60);
 	else

@@ -326,6 +326,8 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	if (detach_stderr(k) < 0)
 		return hold_release(h, 0), RL_EX_USAGE;
+	if (k->log_file)
+		log_stamped();
 	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,

@@ -194,6 +194,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 	for (size_t i = 0; i < sizeof routing / sizeof routing[0]; i++) {
 		if (resp_is_error(r, routing[i])) {
+			if (i >= 2) /* a state that passes (not a redirect) */
+				conn_fault_note(CONN_FAULT_PASSING);
 			snprintf(err, errlen, "%.300s", r->str);
 			return LOCK_REDIRECT;
 		}

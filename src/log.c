@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h> /* after log.h: in this file LOG_INFO is syslog's priority */
+#include <time.h>
 #include <unistd.h>
 
 int log_verbosity = 0;
@@ -15,6 +17,27 @@ void log_to_syslog(void)
 {
 	openlog("rlock-keeper", LOG_PID | LOG_NDELAY, LOG_USER);
 	use_syslog = 1;
+}
+
+static _Atomic int stamped; /* set by the keeper while its renewal thread runs */
+
+void log_stamped(void)
+{
+	stamped = 1;
+}
+
+/* "rlock: ", or with log_stamped() "2026-11-25T03:15:02+0000 rlock[PID]: ". */
+static size_t log_prefix(char *buf, size_t n)
+{
+	struct tm tm;
+	time_t now = time(NULL);
+	size_t used = 0;
+
+	if (stamped && localtime_r(&now, &tm))
+		used = strftime(buf, n, "%Y-%m-%dT%H:%M:%S%z ", &tm);
+	int w = stamped ? snprintf(buf + used, n - used, "rlock[%ld]: ", (long)getpid())
+	                : snprintf(buf + used, n - used, "rlock: ");
+	return w < 0 ? used : used + (size_t)w;
 }
 
 void log_escape(char *dst, size_t n, const char *src, size_t srclen)
@@ -57,8 +80,8 @@ void log_msg(int level, const char *fmt, ...)
 		return;
 	if ((size_t)len >= sizeof raw)
 		len = sizeof raw - 1;
-	memcpy(line, "rlock: ", 7);
-	log_escape(line + 7, sizeof line - 8, raw, (size_t)len);
+	size_t pre = log_prefix(line, 64);
+	log_escape(line + pre, sizeof line - pre - 1, raw, (size_t)len);
 	size_t n = strlen(line);
 	line[n++] = '\n';
 	/* One write, so lines from the renewal thread never interleave mid-line. */
@@ -70,6 +93,6 @@ void log_msg(int level, const char *fmt, ...)
 		syslog(level == LOG_ERROR  ? LOG_ERR
 		       : level == LOG_WARN ? LOG_WARNING
 		                           : LOG_INFO,
-		       "%.*s", (int)(n - 8), line + 7);
+		       "%.*s", (int)(n - pre - 1), line + pre);
 	errno = saved;
 }

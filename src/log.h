@@ -29,6 +29,10 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * detached keeper, whose stderr is /dev/null. Call before threads start. */
 void log_to_syslog(void);
 
+/* From now on, prefix every line with the local time and the pid (a log file that
+ * outlives the run: the keeper's --log-file). */
+void log_stamped(void);
+
 /* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
  * terminates. For untrusted text: server replies, holder metadata, file names. */
 void log_escape(char *dst, size_t n, const char *src, size_t srclen);

@@ -217,16 +217,24 @@ static int setup_signals(int *sigfd, int *termfd, sigset_t *orig)
 }
 
 /* Look the name up once (later connects, for renewal, waiting and release, reuse its
- * addresses and never wait on a resolver) and open the main handle. The password stays
- * in memory while connections may need reopening; it is wiped at exit. 0, or the exit
- * status. */
-static int open_store(struct store **c, struct store_config *cfg, const struct opts *o, int termfd)
+ * addresses and never wait on a resolver) and open the main handle, within the wait
+ * when running a command (wait_open; o->wait_ms then keeps what is left of it). The
+ * password stays in memory while connections may need reopening; it is wiped at exit.
+ * 0, or the exit status. */
+static int open_store(struct store **c, struct store_config *cfg, struct opts *o, int termfd)
 {
-	char err[512];
+	char err[700];
+	int64_t start = clock_ms();
 	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 
 	if (rc == STORE_OK)
-		rc = store_open(c, cfg, 1, STORE_NO_CAP, err, sizeof err);
+		rc = wait_open(c, cfg, o->name, waits ? o->wait_ms : 0, termfd, err, sizeof err);
+	if (rc == STORE_OK && o->wait_ms > 0) {
+		/* The connect was part of the wait: what is left of it (at least a try). */
+		int64_t left = o->wait_ms - (clock_ms() - start);
+		o->wait_ms = left > 0 ? left : 1;
+	}
 	if (rc == STORE_OK)
 		return 0;
 	die_if_signalled(termfd);

@@ -565,59 +565,93 @@ int parse_config_line(char *line, char **key, char **val, char *err, size_t errl
 
 /* ---------------------------------------------------------------- durations */
 
+static const struct {
+	const char *name;
+	int64_t ms;
+} duration_units[] = {
+    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+};
+
+/* The unit of the len letters at u: its index in duration_units, or -1. */
+static int duration_unit(const char *u, size_t len)
+{
+	for (int i = 0; i < (int)(sizeof duration_units / sizeof duration_units[0]); i++)
+		if (strlen(duration_units[i].name) == len &&
+		    strncmp(u, duration_units[i].name, len) == 0)
+			return i;
+	return -1;
+}
+
+/* One term of a duration at *p: digits, an optional fraction, a unit (letters, maybe
+ * none); *p moves past it. Its milliseconds (a sub-ms rest rounds up), -1 when it is
+ * not a term, -2 when too large. *unit: the unit's index. */
+static int64_t duration_term(const char **p, int *unit)
+{
+	const char *ip = *p, *fp = NULL, *u;
+	size_t ilen = strspn(ip, "0123456789"), flen = 0, ulen;
+	int64_t whole = 0, frac = 0, mult;
+	int remainder = 0;
+
+	u = ip + ilen;
+	if (*u == '.') {
+		fp = u + 1;
+		flen = strspn(fp, "0123456789");
+		u = fp + flen;
+	}
+	ulen = strspn(u, "abcdefghijklmnopqrstuvwxyz");
+	*unit = duration_unit(u, ulen);
+	if ((ilen == 0 && flen == 0) || *unit < 0)
+		return -1;
+	*p = u + ulen;
+	mult = duration_units[*unit].ms;
+	for (size_t i = 0; i < ilen; i++) {
+		whole = whole * 10 + (ip[i] - '0');
+		if (whole > DURATION_MAX_MS)
+			return -2;
+	}
+	/* The fraction times the unit, exactly: long multiplication from the last digit
+	 * keeps the carry below mult, and any non-zero low digit means a sub-ms rest. */
+	for (size_t i = flen; i-- > 0;) {
+		int64_t t = (fp[i] - '0') * mult + frac;
+		if (t % 10)
+			remainder = 1;
+		frac = t / 10;
+	}
+	if (whole > DURATION_MAX_MS / mult || whole * mult + frac + remainder > DURATION_MAX_MS)
+		return -2;
+	return whole * mult + frac + remainder;
+}
+
+/* One term (30s, 1.5h, a bare 30: seconds) or several, largest unit first, each with
+ * its unit (1h30m, 1m30s, 2h15m10s, 1s500ms), summed. */
 int parse_duration(const char *s, int64_t *ms, char *err, size_t errlen)
 {
-	static const struct {
-		const char *name;
-		int64_t ms;
-	} units[] = {
-	    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
-	};
-	const char *ip, *fp = NULL, *unit;
-	size_t ilen, flen = 0, i;
-	int64_t mult = -1, whole = 0, frac = 0;
-	int remainder = 0, too_big = 0;
 	char q[ECHO_BUF];
+	int64_t sum = 0;
+	int unit, last = -1, terms = 0;
 
 	if (!s || !*s)
 		return fail(err, errlen, "empty duration");
 	echo(q, sizeof q, s, strlen(s));
 	if (*s == '-')
 		return fail(err, errlen, "negative duration '%s'", q);
-
-	ip = s;
-	ilen = strspn(ip, "0123456789");
-	unit = ip + ilen;
-	if (*unit == '.') {
-		fp = unit + 1;
-		flen = strspn(fp, "0123456789");
-		unit = fp + flen;
+	for (const char *p = s; *p; terms++) {
+		int64_t t = duration_term(&p, &unit);
+		if (t == -2)
+			return fail(err, errlen, "duration '%s' too large (max 100 years)", q);
+		/* after the first term, units only, each smaller than the one before */
+		if (t < 0 ||
+		    (terms > 0 &&
+		     (unit == 0 || duration_units[unit].ms >= duration_units[last].ms)) ||
+		    (unit == 0 && *p))
+			return fail(err, errlen,
+			            "bad duration '%s' (e.g. 500ms, 30s, 5m, 1h30m, 2h, 1d)", q);
+		last = unit;
+		if (t > DURATION_MAX_MS - sum)
+			return fail(err, errlen, "duration '%s' too large (max 100 years)", q);
+		sum += t;
 	}
-	for (i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (strcmp(unit, units[i].name) == 0)
-			mult = units[i].ms;
-	if ((ilen == 0 && flen == 0) || mult < 0)
-		return fail(err, errlen, "bad duration '%s' (e.g. 500ms, 30s, 5m, 2h, 1d)", q);
-
-	for (i = 0; i < ilen; i++) {
-		whole = whole * 10 + (ip[i] - '0');
-		if (whole > DURATION_MAX_MS) {
-			too_big = 1;
-			break;
-		}
-	}
-	/* The fraction times the unit, exactly: long multiplication from the last digit
-	 * keeps the carry below mult, and any non-zero low digit means a sub-ms rest. */
-	for (i = flen; i-- > 0;) {
-		int64_t t = (fp[i] - '0') * mult + frac;
-		if (t % 10)
-			remainder = 1;
-		frac = t / 10;
-	}
-	if (too_big || whole > DURATION_MAX_MS / mult ||
-	    whole * mult + frac + remainder > DURATION_MAX_MS)
-		return fail(err, errlen, "duration '%s' too large (max 100 years)", q);
-	*ms = whole * mult + frac + remainder;
+	*ms = sum;
 	return 0;
 }
 

@@ -240,6 +240,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			snprintf(nd->err, sizeof nd->err,
 			         "connect to %.120s: no answer within %lld ms", nd->srv->name,
 			         (long long)q->cfg->node_timeout_ms);
+			conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded: may answer */
 			nd->opening = 0;
 			node_drop(nd);
 			nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
@@ -252,6 +253,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		nd->waiting = 0;
 		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		conn_fault_note(CONN_FAULT_PASSING);
 		if (++nd->skip > SKIP_MAX)
 			node_drop(nd);
 	}
@@ -461,6 +463,24 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	return LOCK_ERR;
 }
 
+/* The nodes that did not grant, and why (read before the fence round clears their
+ * reasons): "" when every node granted. A quorum with nodes missing holds with less
+ * redundancy than asked for, which the caller says in one line (not under -q). */
+static void missing_nodes(const struct quorum *q, const struct tally *t, char *buf, size_t n)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < q->n && used + 1 < n; i++) {
+		if (t->fq[i])
+			continue;
+		int w =
+		    snprintf(buf + used, n - used, "%s%s (%s)", used ? ", " : "",
+		             q->cfg->srv[i].name, q->node[i].err[0] ? q->node[i].err : "no grant");
+		used = w < 0 ? used : used + (size_t)w;
+	}
+}
+
 static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
                           int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
@@ -468,7 +488,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 
 	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
 	struct tally t = {0};
-	char why[300] = "";
+	char why[300] = "", missing[600];
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
 	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
@@ -476,8 +496,13 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	tally_acquire(q, l, &fr, h, &t);
-	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK)
+	missing_nodes(q, &t, missing, sizeof missing);
+	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK) {
+		if (missing[0])
+			log_warn("Redlock degraded: %s held by %d of %d nodes; missing: %s", l->key,
+			         t.ok, q->n, missing);
 		return LOCK_OK;
+	}
 	release_all(q, l);
 	if (why[0]) {
 		snprintf(err, errlen, "%s", why);

@@ -253,6 +253,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			}
 			if (ok == CLIENT_AUTH) { /* the master refused our login: final */
 				snprintf(err, errlen, "%s", e);
+				conn_fault_note(CONN_FAULT_FINAL);
 				return -1;
 			}
 			log_debug("%s", e);
@@ -261,10 +262,12 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {
 			snprintf(err, errlen, "no sentinel knows master '%.300s'", s->master);
+			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}
 		if (unknown + denied == s->n) {
 			snprintf(err, errlen, "%s", last);
+			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}
 		conn_pause_until(min64(clock_ms() + pause, cap_ms));

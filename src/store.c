@@ -365,6 +365,7 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 	s->cfg = cfg;
 	s->be = cfg->backend ? cfg->backend : &routed_backend;
 	s->ctx = s;
+	conn_fault_clear();
 	int rc = s->be->open(&s->ctx, cfg, connect, cap_ms, err, errlen);
 	if (rc != STORE_OK) {
 		s->ctx = NULL;
@@ -373,6 +374,11 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 	}
 	*out = s;
 	return STORE_OK;
+}
+
+int store_fault_passing(void)
+{
+	return conn_fault() == CONN_FAULT_PASSING;
 }
 
 static void routed_close(void *ctx)
@@ -824,6 +830,7 @@ int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, in
 	 * a different waiter, so Redlock waiters listen on the release channel (as do
 	 * those whose ACL refuses BLPOP: a place would only take wake-ups from others). */
 	l->may_place = s->be->places && !s->no_wake_list;
+	conn_fault_clear();
 	return s->be->acquire(s->ctx, l, m, cap_ms, sent_ms, h, err, errlen);
 }
 

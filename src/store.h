@@ -74,6 +74,12 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
                char *err, size_t errlen);
 void store_close(struct store *s);
 
+/* True when the last store_open or store_acquire of this thread failed in a way
+ * waiting may fix, and in no way it cannot (conn_fault: refused, timed out, LOADING,
+ * READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN; not a certificate, a password, a
+ * peer that is not Redis). */
+int store_fault_passing(void);
+
 /* The server for messages ("127.0.0.1:6379", "3 nodes"). */
 const char *store_name(const struct store *s);
 const struct store_config *store_config(const struct store *s);

@@ -305,6 +305,23 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
 	return rc;
 }
 
+/* An outage is said once when it starts and once when it ends (not per try), on
+ * stderr: a blip the wait rides out is worth a line, not a failure. */
+static void outage_started(const char *name, const char *why, int64_t deadline)
+{
+	if (deadline == INT64_MAX)
+		log_warn("lock '%s': %s; retrying (no --wait deadline)", name, why);
+	else
+		log_warn("lock '%s': %s; retrying for up to %.1f s (--wait)", name, why,
+		         (double)(deadline - clock_ms()) / 1000);
+}
+
+static void outage_ended(const char *name, const char *server, int64_t since)
+{
+	log_warn("lock '%s': %s answers again after %.1f s", name, server,
+	         (double)(clock_ms() - since) / 1000);
+}
+
 /* wait_acquire's state machine: attempt; when busy, listen for the release, then nap
  * until woken, the holder's TTL or the backoff; when the server is lost while waiting,
  * back off and reconnect. Each state is one function returning the next. */
@@ -320,9 +337,10 @@ struct wait_run {
 	size_t errlen;
 	uint32_t seed;
 	int64_t start, deadline, backoff_ms;
-	int64_t busy_at; /* when the last attempt said busy */
-	int lock_rc;     /* the last attempt's LOCK_* */
-	enum wait_rc rc; /* the result, at ST_DONE */
+	int64_t busy_at;   /* when the last attempt said busy */
+	int lock_rc;       /* the last attempt's LOCK_* */
+	enum wait_rc rc;   /* the result, at ST_DONE */
+	int64_t outage_at; /* when the outage began */
 	int drawn, announced, waiting, outage, pttl_woke, again, sub;
 	int heard; /* the listener last announced at -vv: 1 the channel, 2 a place */
 };
@@ -386,7 +404,7 @@ static void announce_busy(struct wait_run *w)
 	if (w->announced)
 		return;
 	log_info("lock '%s' is busy (%s%s); waiting", w->a->name, w->h->delayed ? "" : "held by ",
-	         holder_format(w->h, HOLDER_RAW, who, sizeof who));
+	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who));
 	w->announced = 1;
 	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
@@ -416,10 +434,10 @@ static enum wait_state st_attempt(struct wait_run *w)
 		w->again = 1;
 		return ST_ATTEMPT;
 	}
-	if (rc == LOCK_ERR && w->waiting)
+	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->nowait && store_fault_passing())))
 		return ST_OUTAGE;
 	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
-		log_info("lock '%s': reconnected to %s", w->a->name, store_name(w->s));
+		outage_ended(w->a->name, store_name(w->s), w->outage_at);
 		w->outage = 0;
 	}
 	if (rc != LOCK_BUSY)
@@ -432,13 +450,15 @@ static enum wait_state st_attempt(struct wait_run *w)
 	return ST_LISTEN;
 }
 
-/* The server is gone while we wait: keep trying with backoff until the wait's
- * deadline. Only a failure before the first successful connect is 69 at once. */
+/* The server cannot serve (gone, paused, loading, failing over): keep trying with
+ * backoff until the wait's deadline (-n: never here). */
 static enum wait_state st_outage(struct wait_run *w)
 {
 	forget_listener(w);
-	if (!w->outage)
-		log_info("lock '%s': %s; reconnecting", w->a->name, w->err);
+	if (!w->outage) {
+		outage_started(w->a->name, w->err, w->deadline);
+		w->outage_at = clock_ms();
+	}
 	w->outage = 1;
 	if (clock_ms() >= w->deadline) {
 		char why[300];
@@ -606,6 +626,52 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 		}
 	}
 	return finish(&w);
+}
+
+/* The pause between two connects: a jittered step that doubles up to OPEN_MAX_MS,
+ * never past the deadline; 0 when a terminating signal cut it short (left unread:
+ * the caller dies of it). */
+#define OPEN_MAX_MS 2000
+static int open_pause(int sigfd, int64_t *step, uint32_t *seed, int64_t deadline)
+{
+	int64_t until = clock_ms() + jittered(*step, seed);
+	struct pollfd p = {.fd = sigfd, .events = POLLIN};
+
+	*step = *step * 2 > OPEN_MAX_MS ? OPEN_MAX_MS : *step * 2;
+	until = until < deadline ? until : deadline;
+	for (int64_t left; (left = until - clock_ms()) > 0;)
+		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+			return 0;
+	return 1;
+}
+
+int wait_open(struct store **out, const struct store_config *cfg, const char *name, int64_t wait_ms,
+              int sigfd, char *err, size_t errlen)
+{
+	int64_t start = clock_ms(), step = BACKOFF_FIRST_MS;
+	int64_t deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
+	uint32_t seed = jitter_seed();
+	int rc, outage = 0;
+
+	while ((rc = store_open(out, cfg, 1, STORE_NO_CAP, err, errlen)) == STORE_ERR) {
+		if (wait_ms == 0 || !store_fault_passing() || clock_ms() >= deadline)
+			break;
+		if (!outage++)
+			outage_started(name, err, deadline);
+		if (!open_pause(sigfd, &step, &seed, deadline))
+			return STORE_ERR;
+	}
+	if (rc == STORE_OK && outage)
+		outage_ended(name, store_name(*out), start);
+	if (rc == STORE_ERR && outage) {
+		char why[400];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen,
+		         "lock '%s': Redis unavailable for the whole wait (gave up at the --wait "
+		         "deadline after %.1f s): %s",
+		         name, (double)(clock_ms() - start) / 1000, why);
+	}
+	return rc;
 }
 
 /* --wait-replicas: WAIT narrows the window in which a failover to a replica that never

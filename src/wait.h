@@ -40,13 +40,26 @@ struct wait_args {
 /* Acquire l in the store s (its connection and subscription are its own business).
  * On WAIT_ACQUIRED, *sent_ms is the monotonic time the winning
  * request was sent: the server-side lease cannot end before sent_ms + ttl.
- * A failure of the first attempt is WAIT_ERR at once; once waiting, a lost server is
- * retried with backoff until the wait's deadline (forever without one).
+ * A server that cannot serve (unreachable, an error reply such as LOADING, READONLY,
+ * MASTERDOWN) is retried with backoff until the wait's deadline (forever without
+ * one), from the first attempt on (-n: WAIT_ERR at once), the outage said once when
+ * it starts and once when it ends; any other failure of the first attempt
+ * (store_fault_passing) is WAIT_ERR at once.
  * A terminating signal (sigfd; the conn layer's waits must watch it too, see
  * conn_set_abort_fd) ends it at once with WAIT_SIGNAL, after giving back a lock an
  * interrupted request may have taken. */
 int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, struct holder *h,
                  int *signo, char *err, size_t errlen);
+
+/* Open the main handle on cfg: the first connection is part of the wait. A server
+ * that cannot be reached (refused, timed out, a Redlock quorum short of nodes) is
+ * tried again with capped, jittered backoff until wait_ms (-1 forever; 0, -n: fail
+ * at once), with one line on stderr when the outage starts and one when it ends. A
+ * failure time cannot fix (authentication, TLS verification, not a Redis server:
+ * all but store_fault_passing) fails at once. A terminating signal on sigfd ends it (left
+ * unread). store_open's codes. */
+int wait_open(struct store **out, const struct store_config *cfg, const char *name, int64_t wait_ms,
+              int sigfd, char *err, size_t errlen);
 
 /* After WAIT_ACQUIRED, the last checks before the command starts: WAIT for `replicas`
  * replicas (0: none), then make sure the lease sent at sent_ms still has time left (the

@@ -249,7 +249,7 @@ job_shell() {
 
 @test "action: a main step that never took the lock (server down, bad input) leaves a post step that does nothing, quietly" {
 	new_job down
-	step down main "INPUT_URL=redis://127.0.0.1:$(dead_port)"
+	step down main "INPUT_URL=redis://127.0.0.1:$(dead_port)" INPUT_WAIT=1s # the wait rides out a server that is down
 	run -1 --separate-stderr "${STEP[@]}"
 	assert_output --regexp "^::error::rlock --acquire of 'deploy' failed \(exit 69\)"
 	step down post

@@ -187,7 +187,7 @@ shard_subscribed() {
 	name=$(name_on "$REDIS_PORT")
 	slot=$(redis-cli -p "$REDIS_PORT" CLUSTER KEYSLOT "rlock:{$name}")
 	redis-cli -p "$REDIS_PORT" CLUSTER DELSLOTS "$slot" >/dev/null
-	run -69 --separate-stderr rlock -k "$name" -- true
+	run -69 --separate-stderr rlock -n -k "$name" -- true
 	redis-cli -p "$REDIS_PORT" CLUSTER ADDSLOTS "$slot" >/dev/null
 	assert_one_line_error
 	[[ $stderr == *CLUSTERDOWN* ]]

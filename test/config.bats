@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# Config file (SPEC §6): search path (--config, $RLOCK_CONFIG, $XDG_CONFIG_HOME/rlock/config,
-# ~/.config/rlock/config, /etc/rlock.conf), `long-option = value` syntax, comments,
+# Config file (SPEC §6): --config or $RLOCK_CONFIG (one file), else the layers merged key by key
+# (/etc/rlock.conf, $XDG_CONFIG_DIRS, $XDG_CONFIG_HOME or ~/.config), `long-option = value` syntax, comments,
 # flags, errors naming FILE:LINE, refusal of a secret-bearing file readable by others,
 # and precedence: command line > environment > config file. Cron's bare environment
 # (env -i) still finds the user's config.
@@ -137,21 +137,21 @@ EOF
 	assert_output 'key=rlock:{x}'
 }
 
-@test "--config naming a missing file: 64" {
-	run -64 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/nope.conf" -k x -- touch ran
+@test "--config naming a missing file: 66" {
+	run -66 --separate-stderr rlock --config "$BATS_TEST_TMPDIR/nope.conf" -k x -- touch ran
 	assert_regex "$stderr" "^rlock: .*nope.conf"
 	[[ ! -e ran ]]
 }
 
-@test "\$RLOCK_CONFIG naming a missing file: 64" {
-	RLOCK_CONFIG=$BATS_TEST_TMPDIR/nope.conf run -64 --separate-stderr rlock -k x -- touch ran
+@test "\$RLOCK_CONFIG naming a missing file: 66" {
+	RLOCK_CONFIG=$BATS_TEST_TMPDIR/nope.conf run -66 --separate-stderr rlock -k x -- touch ran
 	assert_regex "$stderr" "nope.conf"
 	[[ ! -e ran ]]
 }
 
-@test "--config naming a directory: 64" {
+@test "--config naming a directory: 66" {
 	mkdir confdir
-	run -64 rlock --config confdir -k x -- touch ran
+	run -66 rlock --config confdir -k x -- touch ran
 	[[ ! -e ran ]]
 }
 
@@ -295,18 +295,18 @@ EOF
 	[[ $stderr != *s3cret-pw* ]]
 }
 
-@test "password in a config accessible by others or writable by its group: refused, 64" {
+@test "password in a config accessible by others or writable by its group: refused, 66" {
 	local mode
 	for mode in 644 604 602 601 666; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
-		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 		assert_regex "$stderr" "c\.conf.*accessible by others \(mode $mode\)"
 		[[ $stderr != *s3cret-pw* ]]
 		[[ ! -e ran ]]
 	done
 	for mode in 660 620; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
-		run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+		run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 		assert_regex "$stderr" "c\.conf.*writable by its group \(mode $mode\)"
 		[[ ! -e ran ]]
 	done
@@ -320,9 +320,9 @@ EOF
 	done
 }
 
-@test "a url with user:password@ in a world-readable config: refused, 64" {
+@test "a url with user:password@ in a world-readable config: refused, 66" {
 	printf 'url = redis://default:s3cret-pw@127.0.0.1:%s\n' "$AUTH_PORT" | write_conf c.conf 644
-	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
 	assert_regex "$stderr" 'c\.conf'
 	[[ $stderr != *s3cret-pw* ]]
 	[[ ! -e ran ]]
@@ -344,7 +344,7 @@ EOF
 @test "password-file named in a config must itself be private" {
 	printf 's3cret-pw\n' >pw && chmod 644 pw
 	printf 'password-file = %s/pw\n' "$PWD" | write_conf c.conf
-	run -64 --separate-stderr rlock --config c.conf -k p -- touch ran
+	run -66 --separate-stderr rlock --config c.conf -k p -- touch ran
 	assert_regex "$stderr" 'pw'
 	[[ $stderr != *s3cret-pw* ]]
 	[[ ! -e ran ]]
@@ -387,7 +387,7 @@ EOF
 	assert_regex "$stderr" "server $good \(URL from REDIS_URL\)"
 	# RLOCK_URL beats the config
 	printf 'url = redis://127.0.0.1:%s\nconnect-timeout = 1s\n' "$dead" | write_conf c.conf
-	run -69 rlock --config c.conf -k u -- true
+	run -69 rlock -n --config c.conf -k u -- true
 	RLOCK_URL=$good REDIS_URL=redis://127.0.0.1:$dead run -0 --separate-stderr rlock -v --config c.conf -k u -- true
 	assert_regex "$stderr" "server $good \(URL from RLOCK_URL\)"
 	# --url beats both
@@ -395,7 +395,7 @@ EOF
 		run -0 --separate-stderr rlock -v --config c.conf -u "$good" -k u -- true
 	assert_regex "$stderr" "server $good \(URL from --url\)"
 	# the default, named as such
-	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" -v --connect-timeout 1s -k u -- true
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" -v -n --connect-timeout 1s -k u -- true
 	assert_regex "$stderr" "server redis://127\.0\.0\.1:6379 \(URL from default\)"
 }
 
@@ -445,23 +445,23 @@ EOF
 # ---------------------------------------------------------------------------------
 # issue 7 item 9, issue 14 items 6, 7, 11, 13
 
-@test "a FIFO as the config file (--config or the XDG path cron uses): 64 at once (regression, issue 7.9)" {
+@test "a FIFO as the config file (--config or the XDG path cron uses): 66 at once (regression, issue 7.9)" {
 	mkfifo "$BATS_TEST_TMPDIR/c.fifo"
-	run -64 --separate-stderr timeout 10 "$RLOCK" --config "$BATS_TEST_TMPDIR/c.fifo" -k x -- touch ran
+	run -66 --separate-stderr timeout 10 "$RLOCK" --config "$BATS_TEST_TMPDIR/c.fifo" -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "c\.fifo' is not a regular file"
 	mkdir -p "$XDG_CONFIG_HOME/rlock"
 	mkfifo "$XDG_CONFIG_HOME/rlock/config"
-	run -64 --separate-stderr timeout 10 env -i HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
+	run -66 --separate-stderr timeout 10 env -i HOME="$HOME" XDG_CONFIG_HOME="$XDG_CONFIG_HOME" \
 		"$RLOCK" -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "rlock/config' is not a regular file"
 	[[ ! -e ran ]]
 }
 
-@test "a directory as the config file: 64, 'is a directory'" {
+@test "a directory as the config file: 66, 'is a directory'" {
 	mkdir cdir
-	run -64 --separate-stderr rlock --config cdir -k x -- touch ran
+	run -66 --separate-stderr rlock --config cdir -k x -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "cdir' is a directory"
 }
@@ -527,4 +527,66 @@ EOF
 	run -3 rlock -E 3 -k s --status
 	printf 'conflict-exit-code = 4\n' | write_conf c.conf
 	run -4 rlock --config c.conf -k s --status
+}
+
+# ---------------------------------------------------------------------------------
+# issue 27: layered configuration, as git and systemd do
+
+# with_etc_conf FILE CMD...: run CMD in a private mount namespace where /etc/rlock.conf
+# is FILE (an overlay on /etc: the real /etc is never touched).
+with_etc_conf() {
+	local f=$1 d=$BATS_TEST_TMPDIR/etcns
+	shift
+	mkdir -p "$d"
+	unshare -m sh -c 'mount -t tmpfs none "$1" && mkdir "$1/u" "$1/w" &&
+		cp -p "$2" "$1/u/rlock.conf" &&
+		mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/u,workdir=$1/w" /etc &&
+		shift 2 && exec "$@"' sh "$d" "$f" "$@"
+}
+
+@test "the layers merge key by key, later wins: /etc/rlock.conf < XDG_CONFIG_DIRS (last to first) < XDG_CONFIG_HOME" {
+	require_tool unshare
+	printf 'url = %s\nprefix = etc:\nttl = 5s\nio-timeout = 3s\n' "$REDIS_URL" | write_conf etc.conf
+	printf 'ttl = 7s\nprefix = dirB:\n' | write_conf dirB/rlock/config
+	printf 'prefix = dirA:\n' | write_conf dirA/rlock/config
+	printf 'ttl = 1m\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	# the user's file sets only the ttl: the URL from /etc/rlock.conf still applies
+	XDG_CONFIG_DIRS=$PWD/dirA:$PWD/dirB run -0 --separate-stderr with_etc_conf etc.conf \
+		"$RLOCK" -v -k x -c "$show_env"
+	assert_output 'key=dirA:{x} ttl=60000'
+	assert_regex "$stderr" "server $REDIS_URL \(URL from config /etc/rlock\.conf:1\)"
+	# without the user's file: the XDG dirs' ttl (dirB), the first dir's prefix (dirA)
+	rm "$XDG_CONFIG_HOME/rlock/config"
+	XDG_CONFIG_DIRS=$PWD/dirA:$PWD/dirB run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=dirA:{x} ttl=7000'
+	# XDG_CONFIG_DIRS unset: /etc/xdg (none here), so /etc/rlock.conf alone
+	run -0 with_etc_conf etc.conf env -u XDG_CONFIG_DIRS "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=etc:{x} ttl=5000'
+}
+
+@test "RLOCK_CONFIG names one file instead of the layers; empty or /dev/null: no config at all" {
+	require_tool unshare
+	printf 'prefix = etc:\nttl = 5s\n' | write_conf etc.conf
+	printf 'ttl = 1m\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	printf 'prefix = one:\n' | write_conf one.conf
+	RLOCK_CONFIG=$PWD/one.conf run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=one:{x} ttl=30000'
+	RLOCK_CONFIG='' run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+	RLOCK_CONFIG=/dev/null run -0 with_etc_conf etc.conf "$RLOCK" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+	run -0 with_etc_conf etc.conf "$RLOCK" --config /dev/null -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=30000'
+}
+
+@test "-v and an authentication failure name where the user and the password came from" {
+	require_tool unshare
+	local a=(redis-cli -p "$AUTH_PORT" -a s3cret-pw --no-auth-warning)
+	"${a[@]}" ACL SETUSER layuser on '>lay-pw' '~*' '&*' +@all >/dev/null
+	printf 'url = redis://127.0.0.1:%s\nuser = layuser\n' "$AUTH_PORT" | write_conf etc.conf 644
+	printf 'password = wrong-pw\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
+	run -69 --separate-stderr with_etc_conf etc.conf env -u REDIS_URL "$RLOCK" -n -k p -- true
+	assert_equal "$stderr" "rlock: authentication to 127.0.0.1:$AUTH_PORT failed: wrong user name or password (user from /etc/rlock.conf:2, password from $XDG_CONFIG_HOME/rlock/config:1)"
+	RLOCK_PASSWORD=lay-pw run -0 --separate-stderr with_etc_conf etc.conf env -u REDIS_URL "$RLOCK" -v -k p -- true
+	assert_regex "$stderr" "rlock: user from /etc/rlock\.conf:2, password from RLOCK_PASSWORD"
 }

@@ -124,11 +124,11 @@ pwfile() {
 	assert_equal "$(rcli GET 'rlock:{c}:fence')" 3
 }
 
-@test "--password-file accessible by others or writable by its group: 64, nothing sent" {
+@test "--password-file accessible by others or writable by its group: 66, nothing sent" {
 	local mode
 	for mode in 644 604 602 666 601; do
 		pwfile "pw$mode" "$mode" "$PW"
-		run -64 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
+		run -66 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
 		assert_one_line_error
 		assert_regex "$stderr" "accessible by others \(mode $mode\)"
 		no_secret "$output" "$stderr"
@@ -136,7 +136,7 @@ pwfile() {
 	done
 	for mode in 660 620; do
 		pwfile "pw$mode" "$mode" "$PW"
-		run -64 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
+		run -66 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
 		assert_one_line_error
 		assert_regex "$stderr" "writable by its group \(mode $mode\)"
 		[[ ! -e ran ]] || fail "mode $mode: command ran"
@@ -154,18 +154,18 @@ pwfile() {
 	done
 }
 
-@test "a FIFO as the password file: 64 at once, one line (regression, issue 7.9)" {
+@test "a FIFO as the password file: 66 at once, one line (regression, issue 7.9)" {
 	mkfifo "$BATS_TEST_TMPDIR/pw.fifo"
 	chmod 600 "$BATS_TEST_TMPDIR/pw.fifo"
-	run -64 --separate-stderr timeout 10 "$RLOCK" -u "$URL" --password-file "$BATS_TEST_TMPDIR/pw.fifo" \
+	run -66 --separate-stderr timeout 10 "$RLOCK" -u "$URL" --password-file "$BATS_TEST_TMPDIR/pw.fifo" \
 		-k c -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "pw\.fifo' is not a regular file"
 	[[ ! -e ran ]]
 }
 
-@test "--password-file missing: 64, one line" {
-	run -64 --separate-stderr rlock -u "$URL" --password-file "$BATS_TEST_TMPDIR/none" -k c -- touch ran
+@test "--password-file missing: 66, one line" {
+	run -66 --separate-stderr rlock -u "$URL" --password-file "$BATS_TEST_TMPDIR/none" -k c -- touch ran
 	assert_one_line_error
 	[[ ! -e ran ]]
 }
@@ -579,15 +579,17 @@ creddir() {
 	no_secret "$stderr"
 	CREDENTIALS_DIRECTORY=$CREDS run -69 rlock -u "$URL" --password-file cred:other -k c -- true
 	CREDENTIALS_DIRECTORY=$CREDS run -0 rlock -u "$URL" --password-file cred:rlock-password -k c -- true
-	# no $CREDENTIALS_DIRECTORY, a name that is a path, a missing credential: 64, one line
+	# no $CREDENTIALS_DIRECTORY, a name that is a path: 64, one line; a missing credential: 66
 	run -64 --separate-stderr rlock --config cfg -k c -- true
 	assert_one_line_error
 	assert_regex "$stderr" 'CREDENTIALS_DIRECTORY'
 	local bad
-	for bad in cred:../creds/locker cred: cred:.. cred:missing; do
+	for bad in cred:../creds/locker cred: cred:..; do
 		CREDENTIALS_DIRECTORY=$CREDS run -64 --separate-stderr rlock -u "$URL" --password-file "$bad" -k c -- true
 		assert_one_line_error
 	done
+	CREDENTIALS_DIRECTORY=$CREDS run -66 --separate-stderr rlock -u "$URL" --password-file cred:missing -k c -- true
+	assert_one_line_error
 	assert_equal "$(rcli GET 'rlock:{c}:fence')" 2
 }
 

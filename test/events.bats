@@ -164,7 +164,7 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 }
 
 @test "events: unavailable (a dead port) is an event with the status and the reason" {
-	run -69 "$RLOCK" -u "redis://127.0.0.1:$(dead_port)" -k ev --events ev.jsonl -- true
+	run -69 "$RLOCK" -n -u "redis://127.0.0.1:$(dead_port)" -k ev --events ev.jsonl -- true
 	run -0 events ev.jsonl
 	[[ $output == unavailable ]]
 	[[ $(jq -r '"\(.status) \(.token)"' ev.jsonl) == "69 null" ]]

@@ -48,23 +48,23 @@ load helpers
 	key_absent 'rlock:{e}'
 }
 
-@test "redis unavailable (connection refused): 69, command not run" {
+@test "redis unavailable (connection refused) with -n: 69, command not run" {
 	local port
 	port=$(dead_port)
-	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" -k e -- touch ran
+	run -69 --separate-stderr rlock -n -u "redis://127.0.0.1:$port" -k e -- touch ran
 	[[ ! -e ran ]]
 	assert_regex "$stderr" '^rlock:'
 }
 
-@test "redis unavailable (missing unix socket): 69" {
-	run -69 rlock -u "unix://$BATS_TEST_TMPDIR/no.sock" -k e -- touch ran
+@test "redis unavailable (missing unix socket) with -n: 69" {
+	run -69 rlock -n -u "unix://$BATS_TEST_TMPDIR/no.sock" -k e -- touch ran
 	[[ ! -e ran ]]
 }
 
-@test "redis unavailable via REDIS_URL: 69" {
+@test "redis unavailable via REDIS_URL with -w: 69 at the deadline" {
 	local port
 	port=$(dead_port)
-	REDIS_URL="redis://127.0.0.1:$port" run -69 rlock -k e -- touch ran
+	REDIS_URL="redis://127.0.0.1:$port" run -69 rlock -w 300ms -k e -- touch ran
 	[[ ! -e ran ]]
 }
 

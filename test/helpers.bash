@@ -458,8 +458,9 @@ common_setup_file() {
 	rlock_require_binary
 	mkdir -p "$XDG_CONFIG_HOME/rlock"
 	# An installed and configured rlock's /etc/rlock.conf comes before REDIS_URL and
-	# would send the tests to its server: an empty file earlier in the search shields it.
-	[[ ! -e /etc/rlock.conf ]] || : >"$XDG_CONFIG_HOME/rlock/config"
+	# would send the tests to its server; the config layers merge (a user file no longer
+	# hides it): no config at all then, unless a test names one.
+	[[ ! -e /etc/rlock.conf ]] || export RLOCK_CONFIG=/dev/null
 	redis_start "$@"
 }
 

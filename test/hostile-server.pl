@@ -31,6 +31,7 @@ my %reply = (
 	verydeep => ("*1\r\n" x 262000) . ":1\r\n",
 	noauth  => "-NOAUTH Authentication required.\r\n",
 	badcrlf => "\$3\r\nabcXY:1\r\n",
+	http    => "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
 	tlsalert => "\x15\x03\x03\x00\x02\x02\x32",    # a TLS port's answer to plain text
 );
 

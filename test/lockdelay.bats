@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the shells the tests start; bats sets $stderr; each test exports its own PORT for the shells it starts
 # --lock-delay DUR: a lease that ended without a release (its holder SIGKILLed, lost,
 # broken with --break) keeps the name closed DUR more; a release (and --min-hold's end)
 # opens it at once. The scripts enforce it (PREFIX{NAME}:delay), waiters sleep until it

@@ -81,7 +81,7 @@ outcome() {
 	[[ $(sample m.prom 'rlock_last_success_timestamp_seconds{key="nightly"}') == "$ok" ]]
 	[[ $(grep 'key="other"' m.prom) == "$other" ]]
 	# unavailable
-	run -69 "$RLOCK" -u "redis://127.0.0.1:$(dead_port)" -k nightly --metrics-file m.prom -- true
+	run -69 "$RLOCK" -n -u "redis://127.0.0.1:$(dead_port)" -k nightly --metrics-file m.prom -- true
 	valid m.prom
 	[[ $(outcome m.prom nightly) == unavailable ]]
 	[[ $(sample m.prom 'rlock_exit_code{key="nightly"}') == 69 ]]

@@ -130,7 +130,7 @@ teardown() {
 	run -0 rlock -k b -- true
 	node_pause 1
 	node_pause 2 # now 0 down, 1 and 2 paused: 2 of 5 left, so this must fail
-	run -69 --separate-stderr rlock -k b -- touch ran
+	run -69 --separate-stderr rlock -n -k b -- touch ran
 	[[ ! -e ran ]]
 	node_resume 2
 	# 0 down, 1 paused: the acquire waits for node 1 only up to the node timeout,
@@ -218,7 +218,7 @@ teardown() {
 	node_kill 0
 	node_kill 1
 	node_pause 2
-	run -69 --separate-stderr rlock --node-timeout 300ms -k c -- touch ran
+	run -69 --separate-stderr rlock -n --node-timeout 300ms -k c -- touch ran
 	[[ ! -e ran ]]
 	assert_one_line_error
 	assert_regex "$stderr" 'no Redlock quorum'
@@ -323,4 +323,21 @@ teardown() {
 	for ((i = 0; i < 3; i++)); do
 		node_cli "$i" ACL DELUSER noinfo >/dev/null
 	done
+}
+
+@test "one of 3 nodes down: the quorum holds, and says it is degraded in one line naming the node (not under -q)" {
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	node_kill 1
+	run -0 --separate-stderr rlock -u "$three" -k g -- echo ran
+	assert_output ran
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^rlock: Redlock degraded: rlock:\{g\} held by 2 of 3 nodes; missing: 127\.0\.0\.1:$(node_port 1) \(connect to 127\.0\.0\.1:$(node_port 1): Connection refused\)$"
+	run -0 --separate-stderr rlock -q -u "$three" -k g -- echo ran
+	assert_equal "$stderr" ""
+	# all nodes up: nothing said
+	node_start 1
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	run -0 --separate-stderr rlock -u "$three" -k g -- echo ran
+	assert_equal "$stderr" ""
 }

@@ -69,6 +69,7 @@ threads_of() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
 @test "the renewal thread starts when the first renewal is due, not before (a short command runs on one thread)" {
 	# ttl 9 s: the first renewal is due 3 s after the acquire, far beyond the first look.
+	# shellcheck disable=SC2016 # the $$ is the shell's own
 	rlock_bg -t 9s -k lazy -- sh -c 'echo $$ >c.pid; touch started; i=0
 		while [ ! -e go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
 	wait_until 10 test -e started

@@ -74,7 +74,7 @@ teardown() { kill_tracked; }
 	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
 		-k s -- touch a
 	[[ -e a ]]
-	run -69 --separate-stderr rlock --connect-timeout 300ms --io-timeout 300ms \
+	run -69 --separate-stderr rlock -n --connect-timeout 300ms --io-timeout 300ms \
 		-u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster" -k s -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "no master found for 'mymaster'"
@@ -110,7 +110,7 @@ teardown() { kill_tracked; }
 	printf 'url = %s\nsentinel-password = Sent1nelPw\n' "$url" >conf && chmod 600 conf
 	run -0 rlock --config conf -k p -- true
 	chmod 644 conf
-	run -64 --separate-stderr rlock --config conf -k p -- true
+	run -66 --separate-stderr rlock --config conf -k p -- true
 	assert_regex "$stderr" 'holds a password and is accessible by others'
 	run -0 --separate-stderr rlock -u "redis-sentinel://:Sent1nelPw@127.0.0.1:$port/$SENT_MASTER" \
 		-k p -- true

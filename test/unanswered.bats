@@ -34,7 +34,7 @@ past() { (($(now_ms) > $1)); }
 	kill -STOP "$REDIS_PID"
 	# its attempts at the lease's end time out (one, then one on a fresh connection):
 	# both requests wait in the stopped server, and the first to run takes the lock
-	wait_until 30 grep -q 'reconnecting' "$RLOCK_ERR"
+	wait_until 30 grep -q '; retrying for up to' "$RLOCK_ERR"
 	wait_until 30 past $((expiry + 100))
 	kill -CONT "$REDIS_PID"
 	# else it waits for its own lock, which nobody releases, until the ttl (60 s) ends

@@ -431,6 +431,21 @@ static void test_duration(void)
 	CHECK(dur_is("3155760000", MAX_MS));
 	CHECK(dur_is("3155760000000ms", MAX_MS));
 	CHECK(dur_is("0000000000000000000000000000001s", 1000));
+	/* compound forms, largest unit first, each with its unit (issue 27) */
+	CHECK(dur_is("1h30m", 5400000));
+	CHECK(dur_is("1m30s", 90000));
+	CHECK(dur_is("2h15m10s", 8110000));
+	CHECK(dur_is("1s500ms", 1500));
+	CHECK(dur_is("1d12h", DAY + DAY / 2));
+	CHECK(dur_is("1.5h30m", 7200000));
+	CHECK(dur_is("36524d24h", MAX_MS));
+	CHECK(dur_bad("36524d24h1ms", "too large"));
+	CHECK(dur_bad("30m1h", "bad duration"));
+	CHECK(dur_bad("1m1m", "bad duration"));
+	CHECK(dur_bad("1h30", "bad duration"));
+	CHECK(dur_bad("30 1h", "bad duration"));
+	CHECK(dur_bad("1h-30m", "bad duration"));
+	CHECK(dur_bad("1hm", "bad duration"));
 
 	CHECK(dur_bad("", "empty"));
 	CHECK(dur_bad(NULL, "empty"));
@@ -454,7 +469,6 @@ static void test_duration(void)
 	CHECK(dur_bad("5S", "bad duration"));
 	CHECK(dur_bad("5sec", "bad duration"));
 	CHECK(dur_bad("5y", "bad duration"));
-	CHECK(dur_bad("1m30s", "bad duration"));
 	CHECK(dur_bad("5\n", "bad duration '5\\x0a'"));
 	CHECK(dur_bad("36525.00001d", "too large"));
 	CHECK(dur_bad("36526d", "too large"));

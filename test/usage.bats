@@ -139,7 +139,7 @@ usage_error() {
 		run -0 rlock -u "$good" -k u -- true
 	# RLOCK_URL beats REDIS_URL
 	RLOCK_URL="$good" REDIS_URL="redis://127.0.0.1:$port" run -0 rlock -k u -- true
-	RLOCK_URL="redis://127.0.0.1:$port" run -69 rlock -k u -- touch ran
+	RLOCK_URL="redis://127.0.0.1:$port" run -69 rlock -n -k u -- touch ran
 	[[ ! -e ran ]]
 	# REDIS_URL alone
 	run -0 rlock -k u -- true
@@ -150,7 +150,7 @@ usage_error() {
 	# a redis-server on this machine's port 6379 changes nothing.
 	require_tool unshare ip
 	unshare -n true 2>/dev/null || ci_skip "no network namespaces here (unshare -n)"
-	run -69 --separate-stderr unshare -n sh -c 'ip link set lo up && exec env -u REDIS_URL "$0" -k u -- touch ran' "$RLOCK"
+	run -69 --separate-stderr unshare -n sh -c 'ip link set lo up && exec env -u REDIS_URL "$0" -n -k u -- touch ran' "$RLOCK"
 	assert_regex "$stderr" '127\.0\.0\.1:6379'
 	[[ ! -e ran ]]
 }

@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2154  # bats sets $stderr, $output
+# Issue 27 part A, item 1: waiting includes the server. Within the wait budget (-w, or
+# forever), a server that cannot serve yet (refused, paused, loading) is retried until
+# the deadline, with one line when the outage starts and one when it ends; errors that
+# time cannot fix (a wrong password, a peer that is not Redis) fail at once; -n fails
+# at once.
+
+load helpers
+
+# blip_start PORT [ARGS...]: a redis-server on PORT (started later than rlock by the
+# test, or with ARGS such as a --replicaof that makes it refuse writes).
+blip_start() {
+	local dir=$BATS_TEST_TMPDIR/late port=$1
+	shift
+	mkdir -p "$dir"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+	BLIP_PID=$!
+	echo "$BLIP_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
+	track_pid "$BLIP_PID"
+}
+
+# outage_said FILE: the outage's first line is on stderr (rlock is retrying).
+outage_said() { grep -q "; retrying" "$1"; }
+
+# ran_after_outage NAME SERVER WHY: the background rlock ran its command after an
+# outage it said in two lines, one when it started (WHY) and one when it ended, not
+# one per try.
+ran_after_outage() {
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock '$1': $3; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --index 1 --regexp "^rlock: lock '$1': $2 answers again after [0-9.]+ s$"
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "a server started after the run began: the wait rides it out, the job runs" {
+	local port
+	port=$(dead_port)
+	rlock_bg -w 10s -u "redis://127.0.0.1:$port" -k b -- touch ran
+	wait_until 10 outage_said "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	blip_start "$port"
+	ran_after_outage b "127\.0\.0\.1:$port" "connect to 127\.0\.0\.1:$port: Connection refused"
+}
+
+@test "a paused server (SIGSTOP) resumed inside the budget: the job runs" {
+	kill -STOP "$REDIS_PID"
+	rlock_bg -w 20s --io-timeout 500ms -k p -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR"
+	kill -CONT "$REDIS_PID"
+	ran_after_outage p "127\.0\.0\.1:$REDIS_PORT" "127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time"
+}
+
+@test "a server that cannot serve yet (READONLY: a replica) is retried until it can: the job runs" {
+	local port
+	port=$(free_port)
+	blip_start "$port" --replicaof 127.0.0.1 "$(dead_port)"
+	wait_until 10 _redis_ready -p "$port"
+	rlock_bg -w 20s -u "redis://127.0.0.1:$port" -k r -- touch ran
+	wait_until 10 outage_said "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	redis-cli -p "$port" REPLICAOF NO ONE >/dev/null
+	ran_after_outage r "127\.0\.0\.1:$port" "127\.0\.0\.1:$port: server error: READONLY .*"
+}
+
+@test "-w 2s with the server down: 69 once the wait ran out, not before" {
+	local port t0 took
+	port=$(dead_port)
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 2s -u "redis://127.0.0.1:$port" -k d -- touch ran
+	took=$(($(now_ms) - t0))
+	[[ ! -e ran ]]
+	((took >= 1900)) || fail "gave up after $took ms, before the 2 s wait"
+	echo "# server down, -w 2s: 69 after $took ms" >&3
+	assert_regex "${stderr_lines[0]}" "^rlock: lock 'd': connect to .*; retrying for up to"
+	assert_regex "${stderr_lines[1]}" "^rlock: lock 'd': Redis unavailable for the whole wait \(gave up at the --wait deadline after [0-9.]+ s\): connect to 127\.0\.0\.1:$port: Connection refused$"
+	[[ ${#stderr_lines[@]} == 2 ]] || fail "$stderr"
+}
+
+@test "-n with the server down fails at once (69, one line)" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock -n -u "redis://127.0.0.1:$port" -k d -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" "Connection refused"
+}
+
+@test "a wrong password fails at once, even with a long wait" {
+	local t0 took
+	rcli ACL SETUSER blipuser on '>right-pw' '~*' '&*' '+@all' >/dev/null
+	t0=$(now_ms)
+	RLOCK_PASSWORD=wrong-pw run -69 --separate-stderr rlock -w 60s --user blipuser -k a -- touch ran
+	took=$(($(now_ms) - t0))
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" "authentication to 127\.0\.0\.1:$REDIS_PORT failed"
+	((took < 30000)) || fail "a wrong password waited $took ms"
+}
+
+@test "a peer that is not Redis (an HTTP server) fails at once, once, naming host:port" {
+	local port
+	port=$(free_port)
+	perl "$BATS_TEST_DIRNAME/hostile-server.pl" "$port" http "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
+	track_pid $!
+	wait_until 10 test -e "$BATS_TEST_TMPDIR/ready"
+	run -69 --separate-stderr rlock -w 60s -u "redis://127.0.0.1:$port" -k h -- touch ran
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_equal "$stderr" "rlock: 127.0.0.1:$port: protocol error: Protocol error, got \"H\" as reply type byte: is this a Redis server?"
+}
+
+# ---------------------------------------------------------------------------------
+# item 5: the quick start takes only what it needs
+
+@test "scripts/demo on a machine without packages asks apt-get for the build and run dependencies only" {
+	((EUID == 0)) || skip "needs root (as non-root, deps would go through sudo, whose PATH is not ours)"
+	local stub=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$stub"
+	# nothing is installed; apt-get records what it is asked and installs nothing
+	printf '#!/bin/sh\nexit 1\n' >"$stub/dpkg-query"
+	printf '#!/bin/sh\necho "$*" >>"%s/apt.log"\ncase "$*" in *install*) exit 1 ;; esac\n' \
+		"$BATS_TEST_TMPDIR" >"$stub/apt-get"
+	chmod +x "$stub/dpkg-query" "$stub/apt-get"
+	run ! --separate-stderr env PATH="$stub:$PATH" "$RLOCK_SOURCE_DIR/scripts/demo"
+	run -0 grep '^install ' "$BATS_TEST_TMPDIR/apt.log"
+	local asked=" ${output##*--no-install-recommends} "
+	echo "# scripts/demo asks for:$asked" >&3
+	local p
+	for p in build-essential cmake pkg-config libhiredis-dev libssl-dev redis-server; do
+		[[ $asked == *" $p "* ]] || fail "demo does not install $p: $asked"
+	done
+	for p in bats bats-support bats-assert iptables rpm zsh fish debhelper dpkg-dev valgrind \
+		shellcheck clang clang-format mandoc tmux jq python3-yaml sqlite3 systemd; do
+		[[ $asked != *" $p "* ]] || fail "demo installs the test package $p: $asked"
+	done
+}

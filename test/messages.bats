@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# Issue 27 part A, item 4: messages that name the fault, one exit status per class of
+# mistake, each checked by its exact line.
+
+load helpers
+
+@test "stopped past the kill deadline, then continued: the SIGKILL is 'at once', never a negative time" {
+	rlock_bg -t 3s -k st -- sh -c 'echo $$ > cmd.pid; sleep 60 & touch started; wait'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	kill -STOP "$RLOCK_PID"
+	# the watchdog kills the group by the lease's kill deadline while rlock stands still
+	wait_until 20 not proc_alive "$(cat cmd.pid)"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	run grep 'SIGKILL' "$RLOCK_ERR"
+	refute_output --partial 'in -'
+	assert_line --index 0 --regexp "^rlock: lock lost: .*; sending SIGTERM to the command's process group, SIGKILL at once \(its deadline, before the lease can end, passed [0-9]+ ms ago while rlock was not running\)$"
+}
+
+@test "durations take compound forms: 1m30s, 1h30m, 2h, 500ms" {
+	run -0 rlock -t 1m30s -k d -c 'echo $RLOCK_TTL_MS'
+	assert_output 90000
+	run -0 rlock -t 1h30m -w 2h -k d -c 'echo $RLOCK_TTL_MS'
+	assert_output 5400000
+	run -0 rlock -t 500ms -k d -c 'echo $RLOCK_TTL_MS'
+	assert_output 500
+	run -64 --separate-stderr rlock -t 30m1h -k d -- true
+	assert_equal "$stderr" "rlock: --ttl: bad duration '30m1h' (e.g. 500ms, 30s, 5m, 1h30m, 2h, 1d) (try 'rlock --help')"
+}
+
+@test "a file that cannot be read is 66 whichever option named it, one line, no --help hint" {
+	run -66 --separate-stderr rlock --tls --cacert "$PWD/missing-ca.pem" -k f -- touch ran
+	assert_equal "$stderr" "rlock: --cacert: cannot read '$PWD/missing-ca.pem': No such file or directory"
+	run -66 --separate-stderr rlock --password-file "$PWD/missing-pw" -k f -- touch ran
+	assert_equal "$stderr" "rlock: --password-file: cannot read password file '$PWD/missing-pw': No such file or directory"
+	printf 'pw\n' >open-pw && chmod 644 open-pw
+	run -66 --separate-stderr rlock --password-file "$PWD/open-pw" -k f -- touch ran
+	assert_equal "$stderr" "rlock: --password-file: password file '$PWD/open-pw' holds a password and is accessible by others (mode 644); chmod o-rwx it"
+	run -66 --separate-stderr rlock --config "$PWD/missing.conf" -k f -- touch ran
+	assert_equal "$stderr" "rlock: cannot read config file '$PWD/missing.conf': No such file or directory"
+	[[ ! -e ran ]]
+}
+
+@test "conflicting options (-n with -w): a usage error, one line" {
+	run -64 --separate-stderr rlock -n -w 5s -k c -- touch ran
+	assert_equal "$stderr" "rlock: --no-wait and --wait do not go together (try 'rlock --help')"
+	run -64 --separate-stderr rlock --timeout 5s -n -k c -- touch ran
+	assert_equal "$stderr" "rlock: --timeout and --no-wait do not go together (try 'rlock --help')"
+	[[ ! -e ran ]]
+	# the same option twice is no conflict: the last one wins, as for every option
+	run -0 rlock -w 5s -w 1s -k c -- true
+}
+
+@test "the -v waiting line names the holder's --label, as the 'gave up' line does" {
+	rlock_bg -k m --label build-42 -- "$HOLD" a
+	wait_until 10 test -e a.started
+	run -75 --separate-stderr rlock -v -w 300ms -k m -- touch ran
+	touch a.release
+	rlock_wait "$RLOCK_PID" 20
+	assert_regex "$stderr" "rlock: lock 'm' is busy \(held by [^ ]+ pid [0-9]+ \[build-42\]\); waiting"
+	assert_regex "$stderr" "rlock: lock 'm' is busy: held by [^ ]+ pid [0-9]+ \[build-42\] \(gave up waiting\)"
+}
+
+@test "--list says every duration in one family (29s, never 0m29s)" {
+	rlock_bg -t 29s -k l -- "$HOLD" a
+	wait_until 10 test -e a.started
+	run -0 rlock --list
+	touch a.release
+	rlock_wait "$RLOCK_PID" 20
+	assert_line --index 1 --regexp '^l +[^ ]+ +[0-9]+ +[0-9]+\.[0-9]s +[12][0-9]s +'
+	refute_output --regexp ' 0m[0-9]'
+}
+
+@test "--insecure warns once on stderr (not under -q)" {
+	local port
+	port=$(dead_port)
+	run -69 --separate-stderr rlock --tls --insecure -n -u "redis://127.0.0.1:$port" -k i -- true
+	assert_equal "${stderr_lines[0]}" "rlock: --insecure: the server's certificate is not verified (anyone on the path can pose as the server)"
+	assert_equal "$(grep -c insecure <<<"$stderr")" 1
+	run -69 --separate-stderr rlock -q --tls --insecure -n -u "redis://127.0.0.1:$port" -k i -- true
+	refute_regex "$stderr" "insecure"
+}
+
+@test "the keeper's log file lines carry the time and the keeper's pid" {
+	local out
+	out=$(rlock -k kl --acquire -v --log-file "$PWD/k.log")
+	eval "$out"
+	wait_until 10 grep -q 'holds rlock:{kl}' k.log
+	run -0 rlock -k kl --release
+	run cat k.log
+	assert_line --index 0 --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4} rlock\[[0-9]+\]: keeper pid [0-9]+ holds rlock:\{kl\}'
+}
