@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "client.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +393,10 @@ int client_continue(struct client *c, char *err, size_t errlen)
 		}
 		c->owed = rc;
 		c->opening = 2;
+		/* The replies are read when they come (POLLIN): one poll loop over several
+		 * servers sends every handshake before it reads any. */
+		if (rc > 0)
+			return CLIENT_AGAIN;
 	}
 	while (c->opening == 2 && c->owed > 0) {
 		struct resp_reply *r = NULL;
@@ -422,6 +427,9 @@ int client_continue(struct client *c, char *err, size_t errlen)
 
 short client_events(const struct client *c)
 {
+	/* Awaiting the handshake's replies (over TLS the session says what it waits for). */
+	if (c->opening == 2 && !c->srv->tls.enabled)
+		return POLLIN;
 	return conn_events(c->conn);
 }
 

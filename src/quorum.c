@@ -371,6 +371,7 @@ static void release_all(struct quorum *q, const struct lock *l)
 struct tally {
 	int ok, busy, denied, mismatch;
 	long long fence;                       /* the largest fence of the nodes that granted */
+	long long nf[STORE_NODES_MAX];         /* each granting node's own count */
 	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
 };
 
@@ -388,6 +389,7 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 		if (rc == LOCK_OK) {
 			t->ok++;
 			t->fence = t->ok == 1 || l->fence > t->fence ? l->fence : t->fence;
+			t->nf[i] = l->fence;
 			t->fq[i] = fr;
 		} else if (rc == LOCK_BUSY) {
 			if (!t->busy++)
@@ -402,22 +404,35 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 /* A majority granted. Fencing: every node counted its own INCR; the largest of this
  * majority, merged back (SET if larger) into a majority, is seen by any later majority,
  * whose INCR then counts past it: strictly increasing across shifting majorities.
- * LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
-static int merge_fence(struct quorum *q, struct lock *l, const struct tally *t, int64_t t0,
+ * A node whose own count is the largest holds it already (counters only rise): when
+ * those are a majority, nothing is left to merge and no round is sent (the common
+ * case: nodes that every acquisition reaches count in step); else only the nodes
+ * below it get the fence round. LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with
+ * the reason in why. */
+static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_t t0,
                        int64_t *sent_ms, char *why, size_t whylen)
 {
 	struct lock_request *rf = &q->fence;
-	int merged = 0;
+	int merged = 0, behind = 0;
 
-	if (lock_request_fence(rf, l, t->fence, why, whylen) == 0)
-		round_trip(q, t->fq, STORE_NO_CAP);
 	for (int i = 0; i < q->n; i++) {
-		long long v = 0;
-		if (t->fq[i] && q->node[i].reply &&
-		    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
-		                      sizeof q->node[i].err) == LOCK_OK &&
-		    v >= t->fence)
+		if (t->fq[i] && t->nf[i] == t->fence) {
+			t->fq[i] = NULL;
 			merged++;
+		}
+		behind += t->fq[i] != NULL;
+	}
+	if (merged < q->need && behind > 0 &&
+	    lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
+		round_trip(q, t->fq, STORE_NO_CAP);
+		for (int i = 0; i < q->n; i++) {
+			long long v = 0;
+			if (t->fq[i] && q->node[i].reply &&
+			    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
+			                      sizeof q->node[i].err) == LOCK_OK &&
+			    v >= t->fence)
+				merged++;
+		}
 	}
 	int64_t elapsed = clock_ms() - t0;
 	if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {

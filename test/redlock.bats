@@ -243,6 +243,31 @@ teardown() {
 	done
 }
 
+# scripts_run I: the scripts node I ran since its last CONFIG RESETSTAT (EVAL + EVALSHA).
+scripts_run() {
+	node_cli "$1" INFO commandstats | tr -d '\r' |
+		awk -F'[:=,]' '/^cmdstat_eval(sha)?:/ { n += $3 } END { print n + 0 }'
+}
+
+@test "fence merge: no round when the nodes count in step; a node ahead is merged into the others" {
+	local i
+	run -0 rlock -k fm -- true # the counters are in step from here on
+	for ((i = 0; i < N; i++)); do node_cli "$i" CONFIG RESETSTAT >/dev/null; done
+	run -0 rlock -k fm -- true
+	# acquire and release, no fence round (it was a third script on every node)
+	for ((i = 0; i < N; i++)); do
+		[[ $(scripts_run "$i") == 2 ]] || fail "node $i ran $(scripts_run "$i") scripts, expected 2"
+	done
+	# node 0 counted further (a run that reached it alone): the largest count wins and
+	# is written back to the others before the command starts
+	node_cli 0 SET 'rlock:{fm}:fence' 100 >/dev/null
+	run -0 rlock -k fm -- sh -c 'echo "$RLOCK_FENCE" > fence'
+	[[ $(cat fence) == 101 ]] || fail "fence $(cat fence), expected 101"
+	for ((i = 1; i < N; i++)); do
+		[[ $(node_cli "$i" GET 'rlock:{fm}:fence') == 101 ]] || fail "node $i was not merged"
+	done
+}
+
 @test "a node restarted empty during the run is locked again by the renewal" {
 	rlock_bg -t 3s -k r -- "$HOLD" h
 	wait_until 10 test -e h.started
