@@ -17,6 +17,9 @@ _rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait -
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_long_opts+=' --check'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
+# --break's compare-and-break (issue 27)
+_rlock_opts_with_arg+=' --if-fence'
+_rlock_long_opts+=' --if-fence'
 # Events and metrics (README: Events and metrics).
 _rlock_opts_with_arg+=' --events --metrics-file'
 _rlock_long_opts+=' --events --metrics-file'

@@ -29,7 +29,8 @@
 	X(79, RL_EX_LOST, "79",                                                                    \
 	  "the lock was lost while the command ran (its group was terminated,\n"                   \
 	  "or the release found the lock gone); --held: the token no longer\n"                     \
-	  "holds the lock")                                                                        \
+	  "holds the lock; --break --token/--if-fence: no such holder, nothing\n"                  \
+	  "broken")                                                                                \
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "holder.h"
 #include "lease.h"
 #include "log.h"
 
@@ -95,6 +96,32 @@ static int open_store(struct renew *r, struct store **s, int check, int64_t cap)
 	return 0;
 }
 
+/* The token no longer holds the lock: say why in r->reason. When a --break removed it,
+ * its record (PREFIX{NAME}:broken) names who did: one read, bounded by half a second
+ * (and cap), so that the loss is acted on without a noticeable delay. */
+#define BROKEN_READ_MS 500
+static void lost_reason(struct renew *r, struct store *s, int64_t cap)
+{
+	char why[300] = "the lock is no longer ours (expired, broken or taken over)", err[300],
+	     ago[32];
+	struct holders *hs = malloc(sizeof *hs);
+	int64_t until = clock_ms() + BROKEN_READ_MS;
+
+	if (hs &&
+	    store_status(s, r->lock, until < cap ? until : cap, hs, err, sizeof err) == LOCK_OK &&
+	    hs->broken.known && strstr(hs->broken.tokens, r->lock->token)) {
+		const struct broken *b = &hs->broken;
+		holder_human_ms(ago, sizeof ago, b->ago_ms);
+		snprintf(
+		    why, sizeof why,
+		    "the lock is no longer ours: broken %s ago by --break from %.100s pid %lld "
+		    "(user %.60s)",
+		    ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
+	}
+	free(hs);
+	set_text(r, r->reason, why);
+}
+
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;
  * the main thread does not rely on that, but a renewal that late would be useless.
  * Nothing touches the network before the first renewal (ttl/3) unless r->check_now: a
@@ -141,9 +168,7 @@ static void *renew_main(void *arg)
 				break;
 			}
 			if (rc == LOCK_NOTOURS) {
-				set_text(
-				    r, r->reason,
-				    "the lock is no longer ours (expired, broken or taken over)");
+				lost_reason(r, s, lost_at);
 				uint64_t one = 1;
 				(void)!write(r->lost_fd, &one, sizeof one);
 				goto stuck;

@@ -25,11 +25,12 @@ EOF
 	: >"$LOG"
 }
 
-# Only fence counters left (the one documented key that never expires). Writer marks
-# of waiters that gave up and --min-hold leases end by their ttl: polled.
+# Only fence counters left (the one documented key that never expires), and the record
+# of a --break (it lives an hour). Writer marks of waiters that gave up and --min-hold
+# leases end by their ttl: polled.
 only_fences() {
 	local keys
-	keys=$(rcli --scan --pattern '*' | grep -v ':fence$' || true)
+	keys=$(rcli --scan --pattern '*' | grep -v -e ':fence$' -e ':broken$' || true)
 	[[ -z $keys ]]
 }
 
