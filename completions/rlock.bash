@@ -20,6 +20,9 @@ _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
 # Deploy queues (--supersede, --preempt, --preemptible) and --history
 _rlock_opts_with_arg+=' --superseded-exit-code'
 _rlock_long_opts+=' --supersede --superseded-exit-code --preempt --preemptible --history'
+# --break's compare-and-break (issue 27)
+_rlock_opts_with_arg+=' --if-fence'
+_rlock_long_opts+=' --if-fence'
 # Events and metrics (README: Events and metrics).
 _rlock_opts_with_arg+=' --events --metrics-file'
 _rlock_long_opts+=' --events --metrics-file'

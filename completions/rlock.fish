@@ -37,6 +37,7 @@ end
 
 # Options that take a value as the next word.
 set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -a __rlock_opts_with_arg --if-fence
 
 # True once the wrapped command has started on the command line (after "--" or the
 # first word that is neither an option nor an option's value).
@@ -125,6 +126,7 @@ complete -c rlock -l history -n "not __rlock_in_command; and not $modes" -d "Sho
 complete -c rlock -n "not __rlock_in_command" -l format -x -a 'sh github' -d 'Output of --acquire'
 complete -c rlock -n "not __rlock_in_command" -l log-file -r -F -d 'The keeper log file'
 complete -c rlock -n "not __rlock_in_command" -l token -x -d 'Token to release or ask about (default $RLOCK_TOKEN)'
+complete -c rlock -n "not __rlock_in_command" -l if-fence -x -d '--break: only the holder of this fence'
 complete -c rlock -n "not __rlock_in_command" -l label -x -d 'Why the lock is held (shown to others)'
 # Events and metrics
 set -ga __rlock_opts_with_arg --events --metrics-file

@@ -261,7 +261,9 @@ static const struct optdef options[] = {
         "(or\nthe token is not the holder)",
         SPECIAL(opt_mode), .value = MODE_RELEASE),
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
-        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN)", STRING(token, 0)),
+        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
+        "that holder\n(else nothing, exit 79)",
+        STRING(token, 0)),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -291,6 +293,10 @@ static const struct optdef options[] = {
         "first (-n N: the last N, default 20; config\n"
         "history = N keeps N, 0 none; default 100)",
         SPECIAL(opt_mode), .value = MODE_HISTORY),
+    OPT("if-fence", 0, F_ARG | F_RUN, "N",
+        "--break: only the holder of fence N (with\n"
+        "--token: only that token); else nothing, exit 79",
+        STRING(if_fence, 24)),
     OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
         .value = MODE_LIST),
     OPT("check", 0, F_RUN, NULL,
@@ -314,7 +320,7 @@ static const char usage_head[] =
     "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
     "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
-    "       rlock [OPTIONS] -k NAME --break\n"
+    "       rlock [OPTIONS] -k NAME --break [--token TOKEN] [--if-fence N]\n"
     "       rlock [OPTIONS] --list [--json]\n"
     "       rlock [OPTIONS] --check [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
@@ -1575,6 +1581,28 @@ static void validate_queue(const struct opts *o)
 		usage_error("--preemptible goes with a command, not with --acquire");
 }
 
+/* --break --token T / --if-fence N: break only that holder. The fence is kept in the
+ * form the counter stores (the scripts compare the text). */
+static void validate_break(struct opts *o)
+{
+	static char fence[24];
+	long long v;
+	size_t n = o->token ? strspn(o->token, "0123456789abcdef") : 0;
+
+	if (o->if_fence && o->mode != MODE_BREAK)
+		usage_error("--if-fence goes with --break");
+	if (o->mode != MODE_BREAK)
+		return;
+	if (o->token && (n != 32 || o->token[n]))
+		usage_error("--token: not an rlock token (32 hex digits)");
+	if (!o->if_fence)
+		return;
+	if (parse_int(o->if_fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
+		usage_error("--if-fence: '%s' is not a fence (a 64-bit integer)", o->if_fence);
+	snprintf(fence, sizeof fence, "%lld", v);
+	o->if_fence = fence;
+}
+
 /* The one validate step: combinations of options, after the command line, the
  * environment and the config file are all applied (a lone value was checked by its
  * row). Exits 64 with one line on stderr. */
@@ -1587,8 +1615,9 @@ static void validate(struct state *s, int nargs)
 	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD &&
 	    o->mode != MODE_CHECK && o->mode != MODE_HISTORY)
 		usage_error("--json goes with --status, --list, --held, --check or --history");
-	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD)
-		usage_error("--token goes with --release or --held");
+	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD && o->mode != MODE_BREAK)
+		usage_error("--token goes with --release, --held or --break");
+	validate_break(o);
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
 	validate_once_per(o);

@@ -29,7 +29,8 @@
 	X(79, RL_EX_LOST, "79",                                                                    \
 	  "the lock was lost while the command ran (its group was terminated,\n"                   \
 	  "or the release found the lock gone); --held: the token no longer\n"                     \
-	  "holds the lock")                                                                        \
+	  "holds the lock; --break --token/--if-fence: no such holder, nothing\n"                  \
+	  "broken")                                                                                \
 	X(80, RL_EX_SUPERSEDED, "80",                                                              \
 	  "--supersede: a newer --supersede request took this one's place\n"                       \
 	  "(see --superseded-exit-code)")                                                          \

@@ -28,6 +28,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 
 	if (h->rn[i] && !renew_quiet(h->rn[i]))
 		live = renew_stop(h->rn[i], &confirmed);
+	else
+		renew_drop(h->rn[i]);
 	h->rn[i] = NULL;
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);

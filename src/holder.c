@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "holder.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -69,4 +73,67 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "", cmd ? t.cmd : "",
 	         cmd ? ")" : "", label ? " [" : "", label ? t.label : "", label ? "]" : "");
 	return buf;
+}
+
+/* The boot time (unix s) from /proc/stat, or -1. */
+static long long boot_time(void)
+{
+	char line[256];
+	long long bt = -1;
+	FILE *f = fopen("/proc/stat", "re");
+
+	while (f && bt < 0 && fgets(line, sizeof line, f))
+		if (sscanf(line, "btime %lld", &bt) != 1)
+			bt = -1;
+	if (f)
+		fclose(f);
+	return bt;
+}
+
+/* /proc/PID/stat: the state letter and the start time (unix ms): 0, or -1 (no such
+ * file or an unexpected one). */
+static int proc_stat(long long pid, char *state, long long *start_unix_ms)
+{
+	char path[64], buf[1024];
+	unsigned long long ticks = 0;
+
+	snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command name (which may hold anything, ')' too): state, then field 22 */
+	const char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1,
+	                 " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+	                 "%*s %*s %*s %*s %llu",
+	                 state, &ticks) != 2)
+		return -1;
+	long long bt = boot_time(), hz = sysconf(_SC_CLK_TCK);
+	*start_unix_ms =
+	    bt < 0 || hz <= 0 ? -1 : bt * 1000 + (long long)(ticks * 1000 / (unsigned long long)hz);
+	return 0;
+}
+
+enum holder_proc holder_process(const struct holder *h)
+{
+	char host[256] = "", state = '?';
+	long long started = -1;
+
+	if (h->pid <= 0 || h->pid > INT_MAX || !h->host[0] ||
+	    gethostname(host, sizeof host - 1) < 0 || strcmp(host, h->host) != 0)
+		return HOLDER_ELSEWHERE;
+	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
+		return HOLDER_GONE;
+	if (proc_stat(h->pid, &state, &started) < 0)
+		return HOLDER_ALIVE; /* kill(2) found it; /proc says no more */
+	/* A zombie looks alive to kill(2). A process that started after the holder took the
+	 * lock (its start time, with a second for /proc's coarse boot time) is another one
+	 * that got the pid. */
+	if (state == 'Z' || state == 'X' ||
+	    (started > 0 && h->start_ms > 0 && started > h->start_ms + 2000))
+		return HOLDER_GONE;
+	return HOLDER_ALIVE;
 }

@@ -34,4 +34,11 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 /* A duration as "1.5s", "2m05s", "1h02m"; "-" when ms < 0. */
 void holder_human_ms(char *buf, size_t n, long long ms);
 
+/* Whether the holder's process still runs, judged only when its host is this host
+ * (gethostname): HOLDER_GONE when there is no such process, or it is a zombie, or it
+ * started after the holder took the lock (the pid was reused); HOLDER_ALIVE when it
+ * runs; HOLDER_ELSEWHERE when the holder is on another host or the pid is unknown. */
+enum holder_proc { HOLDER_ELSEWHERE = -1, HOLDER_GONE = 0, HOLDER_ALIVE = 1 };
+enum holder_proc holder_process(const struct holder *h);
+
 #endif

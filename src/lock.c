@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #include "holder.h"
 #include "parse.h"
@@ -334,8 +333,8 @@ int lock_fence_value(const struct resp_reply *r, long long *v)
 	return parse_int(r->str, LLONG_MIN, LLONG_MAX, v, NULL, 0);
 }
 
-/* Fill *h from the n (7 to 9) fields {host, pid, user, cmd, start, ttl, fence, kept,
- * label} at e. */
+/* Fill *h from the n (7 to 10) fields {host, pid, user, cmd, start, ttl, fence, kept,
+ * label, renewed_ago} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 {
 	copy_field(h->host, sizeof h->host, e[0]);
@@ -352,6 +351,7 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	h->kept = n > 7 && (e[7]->type == RESP_STRING || e[7]->type == RESP_INTEGER);
 	if (n > 8)
 		copy_field(h->label, sizeof h->label, e[8]);
+	h->renewed_ago_ms = n > 9 ? field_number(e[9]) : -1;
 }
 
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
@@ -362,6 +362,7 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->pttl_ms = r->element[1]->type == RESP_INTEGER ? r->element[1]->integer : -2;
 	h->held = 1;
 	fill_meta(h, r->element + 2, 7);
+	h->renewed_ago_ms = -1;
 	if (r->elements > 9)
 		copy_field(h->label, sizeof h->label, r->element[9]);
 }
@@ -409,7 +410,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 	    r->element[1]->type == RESP_INTEGER) {
 		memset(h, 0, sizeof *h);
 		h->pttl_ms = r->element[1]->integer;
-		h->pid = h->start_ms = h->ttl_ms = -1;
+		h->pid = h->start_ms = h->ttl_ms = h->renewed_ago_ms = -1;
 		l->placed = 0;
 		return LOCK_DONE;
 	}
@@ -462,17 +463,43 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 	return LOCK_OK;
 }
 
+/* The tail of a status or break reply (13 or 14 elements): the last break's record
+ * {host, pid, user, ms_ago, tokens, fence} or nil, refused, and (break) pruned. */
+static void decode_judgement(const struct resp_reply *r, struct holders *hs)
+{
+	const struct resp_reply *b = r->element[11];
+	struct broken *k = &hs->broken;
+
+	if (b->type == RESP_ARRAY && b->elements == 6) {
+		k->known = 1;
+		copy_field(k->host, sizeof k->host, b->element[0]);
+		k->pid = field_number(b->element[1]);
+		copy_field(k->user, sizeof k->user, b->element[2]);
+		k->ago_ms = field_number(b->element[3]);
+		copy_field(k->tokens, sizeof k->tokens, b->element[4]);
+		copy_field(k->fence, sizeof k->fence, b->element[5]);
+	}
+	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
+	if (r->elements > 13) {
+		long long v = field_number(r->element[13]);
+		hs->pruned = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
+	}
+}
+
 int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
                         size_t errlen)
 {
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 11 since --lock-delay, 10 since --once-per (its mark), 8 since plain waiters have
-	 * places; older server-side scripts say 7 or 8 */
-	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11)) ||
-	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % 12 != 0 ||
-	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % 2 != 0) {
+	/* 13 (14: break) since holders show their renewal, waiters their host and pid, and
+	 * the last break its record; 11 since --lock-delay, 10 since --once-per (its mark), 8
+	 * since plain waiters have places; older server-side scripts say 7 or 8 */
+	size_t hstride = r->elements >= 13 ? 13 : 12, qstride = r->elements >= 13 ? 5 : 2;
+	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
+	      is_array(r, 13) || is_array(r, 14)) ||
+	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
+	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % qstride != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
 		return LOCK_ERR;
 	}
@@ -482,7 +509,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	copy_field(hs->limit, sizeof hs->limit, r->element[1]);
 	long long v = field_number(r->element[2]);
 	const struct resp_reply *a = r->element[3];
-	for (size_t i = 0; i + 12 <= a->elements && hs->n < HOLDERS_MAX; i += 12) {
+	for (size_t i = 0; i + hstride <= a->elements && hs->n < HOLDERS_MAX; i += hstride) {
 		struct holder *h = &hs->h[hs->n++];
 		char mode[4];
 		copy_field(mode, sizeof mode, a->element[i]);
@@ -491,14 +518,20 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 		copy_field(h->token, sizeof h->token, a->element[i + 1]);
 		h->pttl_ms =
 		    a->element[i + 2]->type == RESP_INTEGER ? a->element[i + 2]->integer : -1;
-		fill_meta(h, a->element + i + 3, 9);
+		fill_meta(h, a->element + i + 3, hstride - 3);
 	}
 	hs->total = v > hs->n ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->n;
 	a = r->element[4];
-	for (size_t i = 0; i + 2 <= a->elements && hs->nq < WAITERS_MAX; i += 2) {
+	for (size_t i = 0; i + qstride <= a->elements && hs->nq < WAITERS_MAX; i += qstride) {
 		struct waiter *w = &hs->q[hs->nq++];
 		copy_field(w->token, sizeof w->token, a->element[i]);
 		w->lease_left_ms = field_number(a->element[i + 1]);
+		w->pid = w->waited_ms = -1;
+		if (qstride == 5) {
+			copy_field(w->host, sizeof w->host, a->element[i + 2]);
+			w->pid = field_number(a->element[i + 3]);
+			w->waited_ms = field_number(a->element[i + 4]);
+		}
 	}
 	v = field_number(r->element[5]);
 	hs->queued = v > hs->nq ? (v > INT32_MAX ? INT32_MAX : (int)v) : hs->nq;
@@ -515,6 +548,8 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	}
 	if (r->elements > 10 && r->element[10]->type == RESP_INTEGER && r->element[10]->integer > 0)
 		hs->closed_ms = r->element[10]->integer;
+	if (r->elements > 12)
+		decode_judgement(r, hs);
 	return LOCK_OK;
 }
 
@@ -735,15 +770,20 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	const char **keys =
 	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
 	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
-	/* break: the breaker's host, pid and user, for the history (break.lua) */
-	char host[256] = "", pid[24];
-	const char *user = getenv("USER");
-	gethostname(host, sizeof host - 1);
-	snprintf(pid, sizeof pid, "%ld", (long)getpid());
-	const char *args[] = {l->channel, l->publish_cmd,  l->wake_prefix, host,
-	                      pid,        user ? user : ""};
+	const struct lock_meta *b = l->breaker;
+	char pid[24] = "";
+	if (b)
+		snprintf(pid, sizeof pid, "%ld", b->pid);
+	const char *args[] = {l->channel,
+	                      l->publish_cmd,
+	                      l->wake_prefix,
+	                      b ? b->host : "",
+	                      pid,
+	                      b ? b->user : "",
+	                      l->break_token ? l->break_token : "",
+	                      l->break_fence ? l->break_fence : ""};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 6 : 0, args, err,
+	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 8 : 0, args, err,
 	               errlen);
 }
 

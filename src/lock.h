@@ -7,13 +7,17 @@
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
  *                          expires -> RLOCK_FENCE; a signed 64-bit integer, kept a
  *                          string in the scripts, never a Lua number (src/lua/counter.lua)
- *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label [kept], same expiry as
- *                          the lock (kept: the command exited, --min-hold keeps it)
+ *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label renewed [kept], same
+ *                          expiry as the lock (kept: the command exited, --min-hold keeps
+ *                          it; renewed: the last confirmed renewal, server ms)
  *   PREFIX{NAME}:holders   zset token -> lease end (server ms): shared holders / permits
- *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence [kept]}
+ *   PREFIX{NAME}:meta      hash token -> JSON {host pid user cmd start ttl fence renewed
+ *                          [kept]}
  *   PREFIX{NAME}:limit     "shared" or N: what the holders agreed on
  *   PREFIX{NAME}:queue     zset token -> arrival (server us): the fair queue
- *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms)
+ *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms): LOCK_QUEUE_LEASE_MS
+ *                          (the ttl if shorter), refreshed by every attempt of the waiter
+ *   PREFIX{NAME}:qmeta     hash token -> JSON {host pid}: who waits in the queue
  *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
  *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
  *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub
@@ -27,6 +31,8 @@
  *                          --preemptible holder, PX its ttl (its renewal: LOCK_PREEMPTED)
  *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
  *                          capped, PEXPIRE the retention on every write
+ *   PREFIX{NAME}:broken    hash host pid user at tokens fence: the last --break (who broke
+ *                          which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
  *   PREFIX{NAME}:delay     --lock-delay: zset token -> lease end + the holder's delay
  *                          (server ms), moved on by renewals, removed by a release; an
  *                          entry whose lease ended unreleased closes the name to every
@@ -45,6 +51,12 @@
 #define LOCK_TOKEN_LEN 32  /* 128 bits, hex */
 #define LOCK_LABEL_MAX 256 /* --label TEXT: bytes */
 #define LOCK_LIMIT_MAX 100000
+/* A waiter's place in the fair queue is a lease of its own, this long (or its ttl when
+ * shorter; src/lua/acquire_sem.lua's QLEASE_MS): a waiter refreshes it at least every
+ * third of it (wait.c), and one that died costs the next at most this long. */
+#define LOCK_QUEUE_LEASE_MS 5000
+/* How long the record of a --break is kept (src/lua/break.lua's BROKEN_MS). */
+#define LOCK_BROKEN_KEEP_MS 3600000
 
 enum lock_mode {
 	LOCK_EXCLUSIVE = 0, /* the default */
@@ -99,6 +111,12 @@ struct lock {
 	 * placed: the last busy reply gave this request a place. */
 	int may_place;
 	int placed;
+
+	/* --break: who breaks (recorded in PREFIX{NAME}:broken; NULL: none recorded), and
+	 * the one holder to break: its token and/or fence (a 64-bit integer as text);
+	 * NULL: any (every holder is broken). */
+	const struct lock_meta *breaker;
+	const char *break_token, *break_fence;
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
@@ -119,11 +137,26 @@ struct holder {
 	/* no holder: the name is closed by a lock-delay (a lease that ended unreleased);
 	 * pttl_ms is the time it stays closed */
 	int delayed;
+	/* since the last confirmed renewal (server's clock); -1 unknown */
+	long long renewed_ago_ms;
 };
 
 struct waiter {
 	char token[80];
 	long long lease_left_ms;
+	char host[256];      /* "" unknown */
+	long long pid;       /* -1 unknown */
+	long long waited_ms; /* since it joined the queue (server's clock); -1 unknown */
+};
+
+/* The last --break's record (PREFIX{NAME}:broken). */
+struct broken {
+	int known;
+	char host[256], user[64];
+	long long pid;     /* -1 unknown */
+	long long ago_ms;  /* since the break, by the server's clock */
+	char tokens[1200]; /* the broken holders' tokens, space-separated */
+	char fence[32];    /* the (first) broken holder's fence, "" unknown */
 };
 
 #define HOLDERS_MAX 32
@@ -147,6 +180,9 @@ struct holders {
 	long long done_pttl_ms;    /* its time left (-1: no expiry, set by hand) */
 	char done_fence[32];       /* its value: the fence of the run that succeeded */
 	long long closed_ms;       /* --lock-delay: the name stays closed this long (0: open) */
+	struct broken broken;      /* the last --break, if its record still lives */
+	int refused;               /* --break --token/--if-fence: no such holder, nothing broken */
+	int pruned;                /* --break: places of gone waiters dropped from the queue */
 };
 
 enum lock_rc {

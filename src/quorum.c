@@ -735,6 +735,15 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 					h->has_fence = 1;
 				}
 	}
+	/* --break --token/--if-fence: refused when no node that answered broke anything;
+	 * the last break's record from the first node that has one. */
+	int refused = brk;
+	for (int i = 0; i < q->n; i++) {
+		refused = refused && (!ok[i] || nh[i].refused);
+		if (ok[i] && nh[i].broken.known && !hs->broken.known)
+			hs->broken = nh[i].broken;
+	}
+	hs->refused = refused;
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "holder.h"
 #include "lease.h"
 #include "log.h"
 
@@ -110,6 +111,32 @@ static void preempted(struct renew *r, int64_t sent, const char *who)
 	(void)!write(r->lost_fd, &one, sizeof one);
 }
 
+/* The token no longer holds the lock: say why in r->reason. When a --break removed it,
+ * its record (PREFIX{NAME}:broken) names who did: one read, bounded by half a second
+ * (and cap), so that the loss is acted on without a noticeable delay. */
+#define BROKEN_READ_MS 500
+static void lost_reason(struct renew *r, struct store *s, int64_t cap)
+{
+	char why[300] = "the lock is no longer ours (expired, broken or taken over)", err[300],
+	     ago[32];
+	struct holders *hs = malloc(sizeof *hs);
+	int64_t until = clock_ms() + BROKEN_READ_MS;
+
+	if (hs &&
+	    store_status(s, r->lock, until < cap ? until : cap, hs, err, sizeof err) == LOCK_OK &&
+	    hs->broken.known && strstr(hs->broken.tokens, r->lock->token)) {
+		const struct broken *b = &hs->broken;
+		holder_human_ms(ago, sizeof ago, b->ago_ms);
+		snprintf(
+		    why, sizeof why,
+		    "the lock is no longer ours: broken %s ago by --break from %.100s pid %lld "
+		    "(user %.60s)",
+		    ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
+	}
+	free(hs);
+	set_text(r, r->reason, why);
+}
+
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;
  * the main thread does not rely on that, but a renewal that late would be useless.
  * Nothing touches the network before the first renewal (ttl/3) unless r->check_now: a
@@ -160,9 +187,7 @@ static void *renew_main(void *arg)
 				goto stuck;
 			}
 			if (rc == LOCK_NOTOURS) {
-				set_text(
-				    r, r->reason,
-				    "the lock is no longer ours (expired, broken or taken over)");
+				lost_reason(r, s, lost_at);
 				uint64_t one = 1;
 				(void)!write(r->lost_fd, &one, sizeof one);
 				goto stuck;
@@ -312,6 +337,12 @@ static void free_state(struct renew *r)
 	close(r->done_fd);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
+}
+
+void renew_drop(struct renew *r)
+{
+	if (r && !r->launched)
+		free_state(r);
 }
 
 struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)

@@ -66,6 +66,10 @@ int renew_quiet(struct renew *r);
  * lost fd is then readable, renew_reason says who asked). Thread-safe. */
 int renew_preempted(const struct renew *r);
 
+/* After renew_quiet() said 1: frees r if its thread never started; a thread that
+ * started (and stays quiet) keeps r until the process exit. Main thread only. */
+void renew_drop(struct renew *r);
+
 /* Stop renewing and wait for the thread, as long as a bounded call of it can take
  * (connect + io timeout), not for one stuck in something unbounded. Returns its store
  * handle for the release (the caller closes it): its connection was in use within the

@@ -3,12 +3,14 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exitcodes.h"
 #include "holder.h"
@@ -62,17 +64,65 @@ static void json_int_or_null(FILE *f, int known, long long v)
 		fputs("null", f);
 }
 
+/* "host":…,"pid":…,"user":… (pid < 0: unknown). */
+static void json_who(FILE *f, const char *host, long long pid, const char *user)
+{
+	fputs("\"host\":", f);
+	json_str_or_null(f, host);
+	fputs(",\"pid\":", f);
+	json_int_or_null(f, pid >= 0, pid);
+	fputs(",\"user\":", f);
+	json_str_or_null(f, user);
+}
+
+/* Whether the holder can be judged alive: its last renewal's age (server's clock), and
+ * on this host whether its process runs (null: another host, or unknown). */
+static void judgement_json(FILE *f, const struct holder *h)
+{
+	enum holder_proc p = holder_process(h);
+
+	fputs(",\"renewed_ago_ms\":", f);
+	json_int_or_null(f, h->renewed_ago_ms >= 0, h->renewed_ago_ms);
+	fprintf(f, ",\"pid_alive\":%s",
+	        p == HOLDER_ALIVE  ? "true"
+	        : p == HOLDER_GONE ? "false"
+	                           : "null");
+}
+
+/* The last --break's record: who broke which holder, when (server's clock). */
+static void broken_json(FILE *f, const struct broken *b)
+{
+	char tokens[sizeof b->tokens];
+	long long fence = 0;
+
+	if (!b->known)
+		return;
+	fputs(",\"broken\":{", f);
+	json_who(f, b->host, b->pid, b->user);
+	fputs(",\"ago_ms\":", f);
+	json_int_or_null(f, b->ago_ms >= 0, b->ago_ms);
+	fputs(",\"at_ms\":", f);
+	json_int_or_null(f, b->ago_ms >= 0, now_unix_ms() - b->ago_ms);
+	int known = parse_int(b->fence, LLONG_MIN, LLONG_MAX, &fence, NULL, 0) == 0;
+	fputs(",\"fence\":", f);
+	json_int_or_null(f, known, fence);
+	fputs(",\"tokens\":[", f);
+	snprintf(tokens, sizeof tokens, "%s", b->tokens);
+	char *save = NULL;
+	int i = 0;
+	for (char *t = strtok_r(tokens, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		fputs(i++ ? "," : "", f);
+		json_str(f, t);
+	}
+	fputs("]}", f);
+}
+
 /* One holder's fields (after "name", "key", "held"). */
 static void holder_fields(FILE *f, const struct holder *h)
 {
 	long long now = now_unix_ms();
 
-	fputs("\"host\":", f);
-	json_str_or_null(f, h->host);
-	fputs(",\"pid\":", f);
-	json_int_or_null(f, h->pid >= 0, h->pid);
-	fputs(",\"user\":", f);
-	json_str_or_null(f, h->user);
+	json_who(f, h->host, h->pid, h->user);
 	fputs(",\"command\":", f);
 	json_str_or_null(f, h->cmd);
 	fputs(",\"label\":", f);
@@ -87,6 +137,7 @@ static void holder_fields(FILE *f, const struct holder *h)
 	json_int_or_null(f, h->pttl_ms >= 0, h->pttl_ms);
 	fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
 	json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
+	judgement_json(f, h);
 }
 
 /* The lock as one object: the first holder's fields at the top (all there is for a
@@ -132,6 +183,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		        hs->closed_ms, now_unix_ms() + hs->closed_ms);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
+	broken_json(f, &hs->broken);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
 		fputc('}', f);
 		return;
@@ -153,9 +205,17 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 		fputc('}', f);
 	}
 	fprintf(f, "],\"queue_length\":%d,\"queue\":[", hs->queued);
-	for (int i = 0; i < hs->nq; i++)
-		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":%lld}", i ? "," : "", i + 1,
-		        hs->q[i].lease_left_ms);
+	for (int i = 0; i < hs->nq; i++) {
+		const struct waiter *w = &hs->q[i];
+		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":%lld,\"host\":", i ? "," : "",
+		        i + 1, w->lease_left_ms);
+		json_str_or_null(f, w->host);
+		fputs(",\"pid\":", f);
+		json_int_or_null(f, w->pid >= 0, w->pid);
+		fputs(",\"waited_ms\":", f);
+		json_int_or_null(f, w->waited_ms >= 0, w->waited_ms);
+		fputc('}', f);
+	}
 	fprintf(f, "],\"writer_waiting\":%s}", hs->writer[0] ? "true" : "false");
 }
 
@@ -187,6 +247,41 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 		strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* Whether the holder can be judged alive: when it last renewed, and on this host
+ * whether its process still runs (a dead holder's lease still runs out on its own). */
+static void print_judgement(const struct holder *h, const struct holder_text *t)
+{
+	char ago[32];
+
+	holder_human_ms(ago, sizeof ago, h->renewed_ago_ms);
+	if (h->renewed_ago_ms >= 0)
+		printf("  renewed  %s ago\n", ago);
+	enum holder_proc p = h->kept ? HOLDER_ELSEWHERE : holder_process(h);
+	if (p == HOLDER_GONE)
+		printf(
+		    "  process  holder process %s is gone from this host; the lease ends in %s\n",
+		    t->pid, t->left);
+	else if (p == HOLDER_ALIVE)
+		printf("  process  %s runs on this host\n", t->pid);
+}
+
+/* The last --break's record, while it is kept (LOCK_BROKEN_KEEP_MS). */
+static void print_broken(const struct broken *b)
+{
+	char host[1024], user[256], ago[32], when[64], tok[1200];
+
+	if (!b->known)
+		return;
+	esc(host, sizeof host, b->host);
+	esc(user, sizeof user, b->user);
+	esc(tok, sizeof tok, b->tokens);
+	holder_human_ms(ago, sizeof ago, b->ago_ms);
+	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
+	printf("broken   %s ago (%s) by %s pid %lld (user %s): token %.16s%s, fence %s\n", ago,
+	       when, host, b->pid, user, tok, strlen(tok) > 16 ? "..." : "",
+	       b->fence[0] ? b->fence : "?");
+}
+
 /* One holder's block of --status. */
 static void print_holder(const struct holder *h)
 {
@@ -210,6 +305,7 @@ static void print_holder(const struct holder *h)
 	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n",
 	       t.host, t.pid, h->kept ? " (exited)" : "", t.user, t.cmd, label, when, t.held, state,
 	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence);
+	print_judgement(h, &t);
 }
 
 /* --lock-delay: "closed by lock-delay until TIME (LEFT left)" into buf. */
@@ -273,14 +369,19 @@ static void print_holders(const char *key, const struct holders *hs)
 	if (hs->queued)
 		printf("queue    %d waiting (--fair)\n", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
-		char lease[32];
-		holder_human_ms(lease, sizeof lease, hs->q[i].lease_left_ms);
-		printf("  #%-3d    token %.8s... queue lease left %s\n", i + 1, hs->q[i].token,
-		       lease);
+		const struct waiter *w = &hs->q[i];
+		char lease[32], waited[32], host[1024], tok[320];
+		holder_human_ms(lease, sizeof lease, w->lease_left_ms);
+		holder_human_ms(waited, sizeof waited, w->waited_ms);
+		esc(host, sizeof host, w->host);
+		esc(tok, sizeof tok, w->token);
+		printf("  #%-3d    %s pid %lld, waiting %s (token %.8s..., place lease left %s)\n",
+		       i + 1, host, w->pid, waited, tok, lease);
 	}
 	if (hs->nodes_total > 0)
 		printf("  nodes    %d of %d Redlock nodes answered\n", hs->nodes_ok,
 		       hs->nodes_total);
+	print_broken(&hs->broken);
 }
 
 int report_status(struct store *s, const struct opts *o)
@@ -318,19 +419,57 @@ int report_status(struct store *s, const struct opts *o)
 	                                : RL_EX_CONFLICT;
 }
 
+/* The breaker's user name, for the record of the break (informational, as its host and
+ * pid are). */
+static const char *breaker_user(void)
+{
+	const struct passwd *pw = getpwuid(geteuid());
+	const char *u = getenv("USER");
+
+	return pw && pw->pw_name ? pw->pw_name : u ? u : "";
+}
+
+/* --break --token/--if-fence found no such holder: nothing was broken. */
+static int break_refused(const struct lock *l, const struct opts *o, const struct holders *hs)
+{
+	char who[1200] = "it is free", h[1024];
+
+	if (hs->n)
+		snprintf(who, sizeof who, "it is held by %s, token %s, fence %lld",
+		         holder_format(&hs->h[0], HOLDER_RAW, h, sizeof h),
+		         hs->h[0].token[0] ? hs->h[0].token : "?", hs->h[0].fence);
+	log_error("not broken: %s is not held by %s%s%s%s%s; %s (nothing removed)", l->key,
+	          o->token ? "token " : "", o->token ? o->token : "",
+	          o->token && o->if_fence ? " with " : "", o->if_fence ? "fence " : "",
+	          o->if_fence ? o->if_fence : "", who);
+	return RL_EX_LOST;
+}
+
 int report_break(struct store *s, const struct opts *o)
 {
 	struct lock l;
 	struct holders hs;
 	char err[400];
 
+	char host[256] = "";
+	struct lock_meta me = {.host = host, .user = breaker_user(), .pid = (long)getpid()};
+
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
+	gethostname(host, sizeof host - 1);
+	l.breaker = &me;
+	l.break_token = o->token;
+	l.break_fence = o->if_fence;
 	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
 		store_close(s);
 		return RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
+	if (hs.pruned > 0)
+		log_error("%s: dropped %d queue place%s of waiters that are gone", l.key, hs.pruned,
+		          hs.pruned == 1 ? "" : "s");
+	if (hs.refused)
+		return break_refused(&l, o, &hs);
 	if (!hs.n) {
 		log_warn("%s was not held: nothing removed", l.key);
 		return 0;
@@ -369,8 +508,8 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 			json_str(stdout, o->prefix);
 			fputs(",\"locks\":[", stdout);
 		} else {
-			printf("%-24s %-20s %-8s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
-			       "TTL", "COMMAND");
+			printf("%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID",
+			       "HELD", "TTL", "RENEWED", "COMMAND");
 		}
 		return 0;
 	}
@@ -384,10 +523,14 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		const struct holder *h = &hs->h[j];
 		struct holder_text t;
 		char ename[4 * LOCK_NAME_MAX + 1];
+		char renewed[32];
 		holder_text(h, now_unix_ms(), &t);
 		esc(ename, sizeof ename, name);
-		printf("%-24s %-20s %-8s %-9s %-9s %s%s%s%s%s%s\n", ename, t.host, t.pid, t.held,
-		       t.left, h->kept ? "[kept by --min-hold] " : "",
+		holder_human_ms(renewed, sizeof renewed, h->renewed_ago_ms);
+		printf("%-24s %-20s %-8s %-9s %-9s %-9s %s%s%s%s%s%s%s\n", ename, t.host, t.pid,
+		       t.held, t.left, renewed,
+		       !h->kept && holder_process(h) == HOLDER_GONE ? "[gone] " : "",
+		       h->kept ? "[kept by --min-hold] " : "",
 		       h->mode == 's'   ? "[shared] "
 		       : h->mode == 'l' ? "[permit] "
 		                        : "",

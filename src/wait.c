@@ -215,6 +215,48 @@ static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
 		          (long long)a->lock->ttl_ms);
 }
 
+/* Without a terminal (a CI log, cron's mail), a waiting run says now and then what it
+ * waits for: first after PROGRESS_FIRST_MS, then every PROGRESS_EVERY_MS; not under -q
+ * (log_warn). The next time it is due, 0 before the first wait (one wait per process at
+ * a time: the main thread's). */
+#define PROGRESS_FIRST_MS 10000
+#define PROGRESS_EVERY_MS 30000
+static int64_t progress_due;
+
+/* Print the progress line if it is due (note: what the wait is doing instead of waiting
+ * for h, e.g. reconnecting); the time the next one is due. */
+static int64_t progress(const struct wait_args *a, const struct holder *h, int64_t start,
+                        const char *note)
+{
+	char who[1200], holder[800];
+	int64_t now = clock_ms();
+
+	if (a->status_line || log_verbosity < 0 || isatty(STDERR_FILENO))
+		return INT64_MAX;
+	if (progress_due == 0)
+		progress_due = start + PROGRESS_FIRST_MS;
+	if (now < progress_due)
+		return progress_due;
+	progress_due = now + PROGRESS_EVERY_MS;
+	long long held = held_ms(h->start_ms);
+	char since[32], label[LOCK_LABEL_MAX + 16] = "";
+	holder_human_ms(since, sizeof since, held);
+	if (a->meta && a->meta->label && a->meta->label[0])
+		snprintf(label, sizeof label, " [%s]", a->meta->label);
+	if (note)
+		snprintf(who, sizeof who, "%s", note);
+	else if (h->host[0])
+		snprintf(
+		    who, sizeof who, "held by %s for %s",
+		    holder_format(h, HOLDER_CMD | HOLDER_LABEL | HOLDER_RAW, holder, sizeof holder),
+		    since);
+	else
+		snprintf(who, sizeof who, "busy");
+	log_warn("still waiting for '%s'%s after %llds: %s", a->name, label,
+	         (long long)((now - start) / 1000), who);
+	return progress_due;
+}
+
 /* Sleep until `until`, redrawing the live line every second: what sleep_until says. */
 static int nap_until(const struct wait_args *a, struct store *sub, const struct holder *h,
                      int64_t start, int64_t until, const char *note, int *drawn, int *signo)
@@ -222,7 +264,9 @@ static int nap_until(const struct wait_args *a, struct store *sub, const struct 
 	int s;
 
 	do {
-		int64_t tick = until;
+		int64_t tick = until, due = progress(a, h, start, note);
+		if (due < tick)
+			tick = due;
 		if (a->status_line) {
 			status_draw(a, h, clock_ms() - start, note);
 			*drawn = 1;
@@ -461,6 +505,18 @@ static enum wait_state st_listen(struct wait_run *w)
 	return ST_NAP;
 }
 
+/* A place in a queue is a short lease of its own (LOCK_QUEUE_LEASE_MS, or the ttl when
+ * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
+ * per lease, so that only a dead waiter loses its place. */
+static int64_t queue_nap(const struct lock *l, int64_t nap)
+{
+	const char *ch[2];
+
+	if (!l->nowait && lock_channels(l, ch) == 2 && nap > LOCK_QUEUE_LEASE_MS / 3)
+		return LOCK_QUEUE_LEASE_MS / 3;
+	return nap;
+}
+
 /* How long to nap while busy. Where a release wakes this waiter on its own (a queue's
  * head, a place among the waiters), the timer is only the safety net (a woken waiter
  * that died before it could try): no short backoff. The place in the queue and the
@@ -484,6 +540,7 @@ static int64_t busy_nap(struct wait_run *w)
 		nap = jittered(BACKOFF_MAX_MS, &w->seed);
 	if (nap > l->ttl_ms / 3)
 		nap = l->ttl_ms / 3;
+	nap = queue_nap(l, nap);
 	w->pttl_woke = !w->pttl_woke && w->h->pttl_ms >= 0 && w->h->pttl_ms < nap;
 	if (w->pttl_woke)
 		nap = w->h->pttl_ms + 1;
@@ -551,6 +608,7 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 	enum wait_state st = ST_ATTEMPT;
 
 	w.deadline = a->wait_ms < 0 ? INT64_MAX : w.start + a->wait_ms;
+	progress_due = 0;
 	memset(h, 0, sizeof *h);
 	while (st != ST_DONE) {
 		switch (st) {

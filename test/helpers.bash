@@ -519,6 +519,17 @@ EOF
 	chmod +x "$HOLD"
 }
 
+# start_holder TAG [RLOCK-ARGS...]: rlock ARGS -k TAG -- hold TAG in the background;
+# waits until the command runs. Sets HOLDER_PID (rlock's pid), HOLDER_ERR.
+start_holder() {
+	local tag=$1
+	shift
+	rlock_bg "$@" -k "$tag" -- "$HOLD" "$tag"
+	HOLDER_PID=$RLOCK_PID HOLDER_ERR=$RLOCK_ERR
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/$tag.started"
+	track_pidfile "$BATS_TEST_TMPDIR/$tag.pid"
+}
+
 # env_of TAG VAR: the value of VAR recorded by `hold TAG`.
 env_of() {
 	sed -n "s/^$2=//p" "$BATS_TEST_TMPDIR/$1.env"

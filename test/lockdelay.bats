@@ -28,10 +28,10 @@ lease_end_server() {
 # The waiter's command: the server's clock when it starts (the lock just granted).
 START='redis-cli -p "$PORT" EVAL "local t = redis.call('"'TIME'"') return t[1] * 1000 + math.floor(t[2] / 1000)" 0 >started.ms'
 
-# only_fence NAME: the lock's keys are gone but its fence counter (and its run history,
-# expiring).
+# only_fence NAME: the lock's keys are gone but its fence counter (its run history,
+# expiring, and the record of a --break, kept an hour).
 only_fence() {
-	[[ $(rcli --scan --pattern "rlock:{$1}*" | grep -v ':history$' | sort | tr '\n' ' ') == "rlock:{$1}:fence " ]] &&
+	[[ $(rcli --scan --pattern "rlock:{$1}*" | grep -v -e ':history$' -e ':broken$' | sort | tr '\n' ' ') == "rlock:{$1}:fence " ]] &&
 		history_expiring "rlock:{$1}:history"
 }
 

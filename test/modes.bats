@@ -25,12 +25,12 @@ EOF
 	: >"$LOG"
 }
 
-# Only fence counters left (the one documented key that never expires), and run
-# histories that expire within their retention. Writer marks of waiters that gave up
-# and --min-hold leases end by their ttl: polled.
+# Only fence counters left (the one documented key that never expires), run histories
+# that expire within their retention, and the record of a --break (it lives an hour).
+# Writer marks of waiters that gave up and --min-hold leases end by their ttl: polled.
 only_fences() {
 	local keys k
-	keys=$(rcli --scan --pattern '*' | grep -v ':fence$' || true)
+	keys=$(rcli --scan --pattern '*' | grep -v -e ':fence$' -e ':broken$' || true)
 	for k in $keys; do
 		[[ $k == *:history ]] && history_expiring "$k" || return 1
 	done

@@ -206,7 +206,7 @@ make_job() {
 	assert_equal "$(jq -r .host <<<"$output")" "$(hostname)"
 	jq -e '.ttl_left_ms > 0 and .ttl_ms == 60000' <<<"$output" >/dev/null
 	run -0 cron "rlock --list"
-	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +COMMAND$'
+	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +RENEWED +COMMAND$'
 	assert_line --regexp "^nightly-backup +$(hostname) +[0-9]+ "
 	run -0 cron "rlock --list --json"
 	assert_equal "$(jq -r '.prefix, .locks[0].name' <<<"$output" | tr '\n' ' ')" 'rlock: nightly-backup '

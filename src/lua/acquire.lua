@@ -118,6 +118,9 @@ if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'fence', fence, unpack(fields))
+-- The last confirmed renewal (server ms, a string): renew.lua moves it on.
+local tr = redis.call('TIME')
+redis.call('HSET', KEYS[2], 'renewed', tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
   redis.call('DEL', KEYS[1] .. ':supersede')

@@ -31,6 +31,7 @@ local function prune(z, cmd, other)
     redis.call('ZREM', z, unpack(dead))
     redis.call(cmd, other, unpack(dead))
   end
+  return dead
 end
 local function meta(m)
   local ok, v = pcall(cjson.decode, m or '{}')
@@ -38,7 +39,12 @@ local function meta(m)
   return {}
 end
 prune(KEYS[4], 'HDEL', KEYS[5])
-prune(KEYS[8], 'ZREM', KEYS[7])
+-- A place in the queue is a short lease of its own (QLEASE_MS, lock.h's
+-- LOCK_QUEUE_LEASE_MS, or the ttl when shorter): a waiter that died costs the next one
+-- seconds, not its ttl; its host and pid (for --status) are in PREFIX{NAME}:qmeta.
+local QLEASE_MS, qmeta = 5000, KEYS[1] .. ':qmeta'
+local gone = prune(KEYS[8], 'ZREM', KEYS[7])
+if #gone > 0 then redis.call('HDEL', qmeta, unpack(gone)) end
 local n = redis.call('ZCARD', KEYS[4])
 if kind ~= 'x' and n > 0 then
   local lim = redis.call('GET', KEYS[6])
@@ -78,10 +84,12 @@ if not free then
   if queued and ARGV[5] ~= '1' then
     if not redis.call('ZSCORE', KEYS[7], tok) then
       redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
+      redis.call('HSET', qmeta, tok, cjson.encode({host = ARGV[8], pid = ARGV[9]}))
     end
-    redis.call('ZADD', KEYS[8], now + ttl, tok)
+    redis.call('ZADD', KEYS[8], now + math.min(ttl, QLEASE_MS), tok)
     extend(KEYS[7], ttl)
     extend(KEYS[8], ttl)
+    extend(qmeta, ttl)
   end
   if closed > 0 then return {4, closed} end
   if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -100,11 +108,13 @@ local f = fence_next(KEYS[3])
 if queued then
   redis.call('ZREM', KEYS[7], tok)
   redis.call('ZREM', KEYS[8], tok)
+  redis.call('HDEL', qmeta, tok)
 end
 if kind == 'x' then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
              'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
+  redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
   if ARGV[14] then redis.call('HSET', KEYS[2], 'delay', ARGV[14]) end
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('SET', KEYS[1], tok, 'PX', ttl) -- last, as in acquire.lua
@@ -114,7 +124,7 @@ end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
            cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
-           label = ARGV[13]}))
+           label = ARGV[13], renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)

@@ -1,27 +1,100 @@
 -- SPDX-License-Identifier: MIT
 -- Break (operator): remove every holder (exclusive, shared, permits), wake the head of
 -- the queue (or one plain waiter, and everyone on the release channel), say what was
--- removed. The queue stays: its waiters are alive.
+-- removed. The queue stays, less the places whose lease ended (waiters that are gone).
+-- Compare-and-break (if_token and/or if_fence given): only the holder with that token
+-- (and fence) is removed, in this same step; when none holds it now (replaced, or
+-- free), nothing changes and the reply says so (refused = 1).
+-- What was broken is recorded for an hour in PREFIX{NAME}:broken (host pid user at
+-- tokens fence): --status shows it, and so does the broken holder's loss message.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters
--- ARGV: channel publish wake_prefix [host pid user: the breaker's]
--- Reply: as status.lua's.
+-- ARGV: channel publish wake_prefix host pid user if_token if_fence ('' : any)
+-- Reply: as status.lua's, with the holders removed (closed_ms false), and a 14th
+-- element: the places of gone waiters dropped from the queue.
+-- PREFIX{NAME}:qmeta and :broken are not declared, as release.lua's extra keys are not.
 --@wake_one
 --@holders
 --@history
--- The history (history.lua): the exclusive holder's run ended, broken by ARGV[4..6]
--- (the breaker's host, pid, user; given since the history).
-local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
-if tok then
-  history_add(KEYS[1], run[1], run[2], 'ev', 'broken', 'fence', run[3] or '', 'token', tok,
+local want_tok, want_fence = ARGV[7] or '', ARGV[8] or ''
+local BROKEN_MS = 3600000
+-- The one holder asked for, as {mode, token, fence}, or nil.
+local function victim()
+  local x = redis.call('GET', KEYS[1])
+  if x then
+    local f = redis.call('HGET', KEYS[2], 'fence')
+    if (want_tok == '' or x == want_tok) and (want_fence == '' or f == want_fence) then
+      return {'x', x}
+    end
+    return nil
+  end
+  local cand = want_tok ~= '' and {want_tok} or
+               redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'LIMIT', 0, 1000)
+  for _, tok in ipairs(cand) do
+    local s = tonumber(redis.call('ZSCORE', KEYS[4], tok) or 0)
+    local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], tok) or '{}')
+    if not ok or type(m) ~= 'table' then m = {} end
+    if s > now and (want_fence == '' or tostring(m.fence) == want_fence) then
+      return {lim == 'shared' and 's' or 'l', tok, s - now, m}
+    end
+  end
+  return nil
+end
+-- The history (history.lua): the exclusive holder's run (token x) ended, broken by
+-- ARGV[4..6] (the breaker's host, pid, user).
+local function history_broken(x)
+  local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
+  history_add(KEYS[1], run[1], run[2], 'ev', 'broken', 'fence', run[3] or '', 'token', x,
               'host', run[4] or '', 'pid', run[5] or '', 'label', run[6] or '',
               'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '')
 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
+local tokens = {}
+if want_tok ~= '' or want_fence ~= '' then
+  local v = victim()
+  if not v then
+    return {fence, lim or false, n, hs, {}, 0, false, 0, false, false, false,
+            broken_record(KEYS[1], now), 1, 0}
+  end
+  if v[1] == 'x' then
+    hs = {unpack(hs, 1, 13)} -- holders.lua read the exclusive holder first
+    history_broken(v[2])
+    redis.call('DEL', KEYS[1], KEYS[2])
+  else
+    local m = v[4]
+    hs = {}
+    add(v[1], v[2], v[3], {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept,
+        m.label, m.renewed})
+    redis.call('ZREM', KEYS[4], v[2])
+    redis.call('HDEL', KEYS[5], v[2])
+    if redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') == 0 then
+      redis.call('DEL', KEYS[4], KEYS[5], KEYS[6])
+    end
+  end
+  n = 1
+else
+  if tok then history_broken(tok) end
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
+end
+-- The places whose lease ended: their waiters are gone (acquire_sem.lua's QLEASE_MS).
+local gone = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', now, 'LIMIT', 0, 500)
+if #gone > 0 then
+  redis.call('ZREM', KEYS[7], unpack(gone))
+  redis.call('ZREM', KEYS[8], unpack(gone))
+  redis.call('HDEL', KEYS[1] .. ':qmeta', unpack(gone))
+end
 if n > 0 then
+  for i = 2, #hs, 13 do tokens[#tokens + 1] = hs[i] end
+  local t = redis.call('TIME')
+  local b = KEYS[1] .. ':broken'
+  redis.call('DEL', b)
+  redis.call('HSET', b, 'host', ARGV[4], 'pid', ARGV[5], 'user', ARGV[6], 'at',
+             t[1] .. string.sub(string.format('%06d', t[2]), 1, 3), 'tokens',
+             table.concat(tokens, ' '), 'fence', hs[10] or '')
+  redis.call('PEXPIRE', b, BROKEN_MS)
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
   if head then redis.call(ARGV[2], ARGV[3] .. head, 'break') end
   wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.call(ARGV[2], ARGV[1], 'break')
 end
 return {fence, lim or false, n, hs, {}, 0, false,
-        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf')}
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, false,
+        broken_record(KEYS[1], now), false, #gone}

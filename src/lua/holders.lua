@@ -1,8 +1,9 @@
 -- SPDX-License-Identifier: MIT
 -- Included (by the build, at a '--@holders' line) by status.lua and break.lua: every
 -- live holder (the exclusive one, shared holders or permits, live by the server's
--- clock) into hs, 12 fields each (mode token pttl host pid user cmd start ttl fence
--- kept label), n the total (hs keeps 33 at most); now, lim as read; fence the counter as
+-- clock) into hs, 13 fields each (mode token pttl host pid user cmd start ttl fence
+-- kept label renewed_ago: ms since the last confirmed renewal, by the server's clock),
+-- n the total (hs keeps 33 at most); now, lim as read; fence the counter as
 -- stored (a string, never a Lua number; 0 when absent, as INCR counts; false when it
 -- cannot be read: a key of another type).
 -- KEYS: lock owner fence holders meta limit (as both scripts')
@@ -13,15 +14,17 @@ local fence = redis.pcall('GET', KEYS[3])
 if type(fence) == 'table' then fence = false elseif not fence then fence = 0 end
 local hs, n = {}, 0
 local function add(mode, tok, pttl, o)
+  local renewed = tonumber(o[10] or '')
   local row = {mode, tok, pttl, o[1] or false, o[2] or false, o[3] or false, o[4] or false,
-               o[5] or false, o[6] or false, o[7] or false, o[8] or false, o[9] or false}
-  for i = 1, 12 do hs[#hs + 1] = row[i] end
+               o[5] or false, o[6] or false, o[7] or false, o[8] or false, o[9] or false,
+               renewed and now - renewed or false}
+  for i = 1, 13 do hs[#hs + 1] = row[i] end
 end
 local tok = redis.call('GET', KEYS[1])
 if tok then
   n = 1
   add('x', tok, redis.call('PTTL', KEYS[1]), redis.call('HMGET', KEYS[2], 'host', 'pid', 'user',
-      'cmd', 'start', 'ttl', 'fence', 'kept', 'label'))
+      'cmd', 'start', 'ttl', 'fence', 'kept', 'label', 'renewed'))
 end
 n = n + redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')
 local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
@@ -29,5 +32,14 @@ for i = 1, #live, 2 do
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], live[i]) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
   add(lim == 'shared' and 's' or 'l', live[i], tonumber(live[i + 1]) - now,
-      {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label})
+      {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label, m.renewed})
+end
+-- broken_record(lock, now): the last --break's record PREFIX{NAME}:broken (break.lua)
+-- as {host, pid, user, ms_ago, tokens (the broken holders', space-separated), fence},
+-- or false when there is none. The key is not declared (release.lua says why).
+local function broken_record(lock, now)
+  local b = redis.call('HMGET', lock .. ':broken', 'host', 'pid', 'user', 'at', 'tokens', 'fence')
+  local at = tonumber(b[4] or '')
+  if not at then return false end
+  return {b[1] or false, b[2] or false, b[3] or false, now - at, b[5] or false, b[6] or false}
 end

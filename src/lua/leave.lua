@@ -21,6 +21,7 @@ end
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[1] .. ':qmeta', ARGV[1]) -- its host and pid (acquire_sem.lua)
 if redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call('DEL', KEYS[4])
   redis.call(ARGV[2], ARGV[4], 'leave')

@@ -4,7 +4,13 @@
 --@delay
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+-- The last confirmed renewal, server ms as a string (never a Lua number), in the
+-- holder's record (only while it exists: a record written here would have no TTL):
+-- --status shows its age (holders.lua).
+if redis.call('PEXPIRE', KEYS[2], ARGV[2]) == 1 then
+  local t = redis.call('TIME')
+  redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
+end
 delay_hold(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 -- A --preemptible holder that a --preempt request marked: renewed, and told who asked
 -- ({3, host, pid, label}); it stops its command and releases.

@@ -8,6 +8,13 @@ local ttl = tonumber(ARGV[2])
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+-- The last confirmed renewal (server ms, a string), in the holder's record: --status
+-- shows its age (holders.lua).
+local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], ARGV[1]) or '')
+if ok and type(m) == 'table' then
+  m.renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)
+  redis.call('HSET', KEYS[2], ARGV[1], cjson.encode(m))
+end
 for i = 1, 3 do
   local p = redis.call('PTTL', KEYS[i])
   if p == -1 or (p >= 0 and p < ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end

@@ -2,25 +2,33 @@
 -- Status: every holder (the exclusive one, shared holders or permits, live by the
 -- server's clock), the queue and the fence; changes nothing.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters done
--- Reply: {last_fence, limit, holders_total, {12 fields per holder}, {token, lease_left
--- per waiter}, queue_total, writer, plain_waiters, done_pttl, done_fence, closed_ms}; holder fields:
--- mode token pttl host pid user cmd start ttl fence kept label; done_pttl/done_fence:
--- the --once-per mark (false when there is none); closed_ms: how long a lock-delay keeps
--- the name closed (delay.lua; false when open).
+-- Reply: {last_fence, limit, holders_total, {13 fields per holder}, {token, lease_left,
+-- host, pid, waited_ms per waiter}, queue_total, writer, plain_waiters, done_pttl,
+-- done_fence, closed_ms, broken, false}; holder fields: mode token pttl host pid user
+-- cmd start ttl fence kept label renewed_ago; done_pttl/done_fence: the --once-per mark
+-- (false when there is none); closed_ms: how long a lock-delay keeps the name closed
+-- (delay.lua; false when open); broken: the last --break's record (holders.lua), or
+-- false. PREFIX{NAME}:qmeta and :broken (same hash tag) are not declared, as
+-- release.lua's extra keys are not.
 --@holders
 --@delay
 local done = redis.pcall('GET', KEYS[11])
 if type(done) ~= 'string' then done = false end
 local q = {}
 local closed = delay_closed(KEYS[1])
-for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, 199)) do
-  local e = tonumber(redis.call('ZSCORE', KEYS[8], w) or 0)
-  if e > now and #q < 64 then
-    q[#q + 1] = w
-    q[#q + 1] = e - now
+local zq = redis.call('ZRANGE', KEYS[7], 0, 199, 'WITHSCORES')
+for i = 1, #zq, 2 do
+  local tok = zq[i]
+  local e = tonumber(redis.call('ZSCORE', KEYS[8], tok) or 0)
+  if e > now and #q < 32 * 5 then
+    local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[1] .. ':qmeta', tok) or '{}')
+    if not ok or type(m) ~= 'table' then m = {} end
+    local row = {tok, e - now, m.host or false, m.pid or false,
+                 now - math.floor(tonumber(zq[i + 1]) / 1000)}
+    for j = 1, 5 do q[#q + 1] = row[j] end
   end
 end
 return {fence, lim or false, n, hs, q,
         redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), done and redis.call('PTTL', KEYS[11]),
-        done, closed > 0 and closed}
+        done, closed > 0 and closed, broken_record(KEYS[1], now), false}
