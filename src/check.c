@@ -495,6 +495,8 @@ static const struct right rights[] = {
     {"zrangebyscore", 1, 0, {"ZRANGEBYSCORE", "K", "0", "1"}},
     {"zrem", 1, 0, {"ZREM", "K", "m"}},
     {"zscore", 1, 0, {"ZSCORE", "K", "m"}},
+    {"xadd", 1, 0, {"XADD", "K", "*", "f", "v"}},
+    {"xrevrange", 1, 0, {"XREVRANGE", "K", "+", "-"}},
     {"time", 1, 0, {"TIME"}},
     {"publish", 1, 0, {"PUBLISH", "C", "m"}},
     {"rpush", 0, 0, {"RPUSH", "K", "v"}},
@@ -524,10 +526,12 @@ static const char trial_script[] =
     "try('PEXPIRE', k, '1') try('HGET', k, 'f') try('HMGET', k, 'f') try('HDEL', k, 'f')\n"
     "try('ZCOUNT', k, '0', '1') try('ZRANGE', k, '0', '1') try('ZRANGEBYSCORE', k, '0', '1')\n"
     "try('ZREM', k, 'm') try('ZSCORE', k, 'm') try('TIME') try('PUBLISH', ch, 'check')\n"
+    "try('XREVRANGE', k, '+', '-', 'COUNT', '1')\n"
     "if try('DEL', k) then\n"
     "  for _, c in ipairs({{'SET', k, '1', 'NX', 'PX', '10000'}, {'INCR', k}, {'HSET', k, 'f', "
     "'1'},\n"
-    "                      {'ZADD', k, '1', 'm'}, {'RPUSH', k, 'v'}}) do\n"
+    "                      {'ZADD', k, '1', 'm'}, {'RPUSH', k, 'v'}, {'XADD', k, '*', 'f', "
+    "'v'}}) do\n"
     "    try(unpack(c)) redis.pcall('DEL', k)\n"
     "  end\n"
     "end\n"

@@ -17,7 +17,7 @@ SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
 SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
 # The least-privilege ACL line for rlock (README "Production"): keys and channels
 # under the prefix, the commands rlock sends and those its Lua scripts call.
-LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zpopmin +zrange +zrangebyscore +zrem +zscore +rpush +blpop +scan +info +select +wait +role +asking +cluster|slots'
+LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zpopmin +zrange +zrangebyscore +zrem +zscore +xadd +xrevrange +rpush +blpop +scan +info +select +wait +role +asking +cluster|slots'
 
 # The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
 rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
