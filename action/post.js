@@ -18,7 +18,7 @@ function keeperReason(logFile) {
     return '';
   }
   const lines = text.split('\n').filter((l) => /lock lost|max-hold is over/.test(l));
-  return lines.length ? lines[lines.length - 1].replace(/^rlock(-keeper)?: /, '') : '';
+  return lines.length ? lines[lines.length - 1].replace(/^(\S+ )?rlock(-keeper)?(\[\d+\])?: /, '') : '';
 }
 
 function main() {

@@ -77,7 +77,11 @@ threads_of() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 	assert_equal "$(threads_of "$RLOCK_PID")" 1
 	renewed_reset
 	wait_until 20 renewed 1 'rlock:{lazy}' rcli || fail "no renewal once it was due"
-	assert_equal "$(threads_of "$RLOCK_PID")" 2
+	# One more than before; a sanitizer may add its own (TSan's starts with the first
+	# pthread_create), so 2 is the least, not the only answer.
+	local after
+	after=$(threads_of "$RLOCK_PID")
+	((after >= 2)) || fail "threads once a renewal was due: '$after'"
 	touch go
 	rlock_wait "$RLOCK_PID" 20
 	assert_equal "$RLOCK_STATUS" 0
