@@ -181,3 +181,12 @@ hotfix"
 	run -0 --separate-stderr rlock -k esc --history --json
 	assert_equal "$(echo "$output" | jq -r '.entries[0].label')" $'evil\e[31m"x'
 }
+
+@test "history is best effort: a user whose ACL lacks +xadd +xrevrange still gets the lock" {
+	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
+	RLOCK_PASSWORD=pw run -0 --separate-stderr rlock --user nohist -k acl -- echo ran
+	rcli ACL DELUSER nohist >/dev/null
+	assert_output ran
+	assert_equal "$(rcli EXISTS 'rlock:{acl}:history')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{acl}')" 0
+}
