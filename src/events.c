@@ -52,7 +52,9 @@ static const struct lock *first_lock;
 static int64_t acquired_at = -1;
 static int lost;
 
-int events_absolute(char *dst, size_t n, const char *path)
+/* The absolute form of path into dst (size n), "-" kept: a keeper changes to "/"
+ * before it writes. 0, or -1 (no working directory, too long). */
+static int events_absolute(char *dst, size_t n, const char *path)
 {
 	char cwd[4096];
 
@@ -78,7 +80,9 @@ int events_setup(const struct events_config *c, char *err, size_t errlen)
 		ev.on = 1;
 	}
 	ev.any = ev.on || c->metrics_path;
-	return metrics_setup(c, err, errlen);
+	char mpath[sizeof ev.path];
+	int abs_ok = c->metrics_path && events_absolute(mpath, sizeof mpath, c->metrics_path) == 0;
+	return metrics_setup(c, abs_ok ? mpath : NULL, err, errlen);
 }
 
 static void warn_once(const char *why)

@@ -77,12 +77,12 @@ static struct {
 
 static atomic_llong renewals, failures;
 
-int metrics_setup(const struct events_config *c, char *err, size_t errlen)
+int metrics_setup(const struct events_config *c, const char *abs_path, char *err, size_t errlen)
 {
 	if (!c->metrics_path)
 		return 0;
-	if (!c->metrics_path[0] || !strcmp(c->metrics_path, "-") ||
-	    events_absolute(m.path, sizeof m.path - 16, c->metrics_path) < 0) {
+	if (!c->metrics_path[0] || !strcmp(c->metrics_path, "-") || !abs_path ||
+	    snprintf(m.path, sizeof m.path - 16, "%s", abs_path) >= (int)sizeof m.path - 16) {
 		snprintf(err, errlen, "--metrics-file: '%s': not a usable path", c->metrics_path);
 		return -1;
 	}

@@ -16,10 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events.h"
+#include "evfacts.h"
 
-/* Keep what events_setup was given (the path made absolute). 0, or -1 with err. */
-int metrics_setup(const struct events_config *c, char *err, size_t errlen);
+/* Keep what events_setup was given; abs_path: c->metrics_path made absolute (NULL: it
+ * could not be). 0, or -1 with err. */
+int metrics_setup(const struct events_config *c, const char *abs_path, char *err, size_t errlen);
 
 /* A renewal confirmed (ok) or failed. Lock-free: for the renewal threads. */
 void metrics_count_renewal(int ok);
