@@ -346,36 +346,60 @@ static pid_t start_command(const struct setup *u)
 	return pid;
 }
 
-/* The watchdog could not be started: nothing was forked for the command. */
-static int no_watchdog(int e)
+/* A watchdog started ahead of the command (child_watchdog_ahead), for child_spawn. */
+static struct {
+	pid_t pid; /* 0: none */
+	int fd;    /* its pipe */
+	int ready; /* the read end of its ready byte */
+	int err;   /* why none: the errno of what failed */
+} ahead;
+
+int child_watchdog_ahead(void)
 {
-	log_error("cannot start the watchdog (%s): the command does not run (nothing would "
-	          "stop it if rlock were killed)",
-	          strerror(e));
-	return RL_EX_OSERR;
+	int ready[2];
+
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		ahead.err = errno;
+		return -1;
+	}
+	ahead.pid = fork_watchdog(ready[1], &ahead.fd);
+	ahead.err = errno;
+	close(ready[1]);
+	if (!ahead.pid) {
+		close(ready[0]);
+		return -1;
+	}
+	ahead.ready = ready[0];
+	return 0;
 }
 
-/* The pipes of a spawn: ep, the child's set-up or exec errno (end of file: exec'd);
- * ready, the watchdog's byte once it is in its own session. 0, or -1 (logged). */
-static int spawn_pipes(int ep[2], int ready[2])
+/* The watchdog for a spawn: the one started ahead if it still runs (one that died
+ * meanwhile, killed by someone, is reaped and replaced), else a new one. 0 with
+ * ch->watchdog, ch->watch_fd and *ready (its byte's read end), or -1 (logged). */
+static int take_watchdog(struct child *ch, int *ready)
 {
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		log_error("cannot create a pipe: %s", strerror(errno));
+	if (ahead.pid && waitpid(ahead.pid, NULL, WNOHANG) != 0) {
+		close(ahead.fd);
+		close(ahead.ready);
+		ahead.pid = 0;
+	}
+	if (!ahead.pid && child_watchdog_ahead() < 0) {
+		log_error("cannot start the watchdog (%s): the command does not run (nothing "
+		          "would stop it if rlock were killed)",
+		          strerror(ahead.err));
 		return -1;
 	}
-	if (pipe2(ready, O_CLOEXEC) < 0) {
-		log_error("cannot create a pipe: %s", strerror(errno));
-		close(ep[0]);
-		close(ep[1]);
-		return -1;
-	}
+	ch->watchdog = ahead.pid;
+	ch->watch_fd = ahead.fd;
+	*ready = ahead.ready;
+	ahead.pid = 0;
 	return 0;
 }
 
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
-	int ep[2], ready[2];
+	int ep[2], ready;
 
 	memset(ch, 0, sizeof *ch);
 	ch->watch_fd = -1;
@@ -386,26 +410,27 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
-	if (spawn_pipes(ep, ready) < 0)
+	/* The watchdog first (started ahead, while the lock was asked for): it is in its
+	 * own session, or gets there while rlock starts the command, which execs once it
+	 * has read the watchdog's ready byte. */
+	if (take_watchdog(ch, &ready) < 0)
 		return RL_EX_OSERR;
-	/* The watchdog first: it gets into its own session while rlock starts the
-	 * command, which execs once it has read the watchdog's ready byte. */
-	ch->watchdog = fork_watchdog(ready[1], &ch->watch_fd);
-	int watch_errno = errno;
-	close(ready[1]);
-	if (!ch->watchdog) {
-		close(ready[0]);
-		close(ep[0]);
-		close(ep[1]);
-		return no_watchdog(watch_errno);
+	/* ep: the child's set-up or exec errno (end of file: exec'd). */
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		log_error("cannot create a pipe: %s", strerror(errno));
+		close(ready);
+		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
+		ch->watch_fd = -1;
+		ch->watchdog = 0;
+		return RL_EX_OSERR;
 	}
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	struct setup u = {ep[1],        ready[0], ch->watch_fd,  ch->tty, getpid(),
-	                  ch->watch_by, argv,     shell_command, orig};
+	struct setup u = {ep[1],        ready, ch->watch_fd,  ch->tty, getpid(),
+	                  ch->watch_by, argv,  shell_command, orig};
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;
 	close(ep[1]);
-	close(ready[0]);
+	close(ready);
 	if (pid < 0) {
 		close(ep[0]);
 		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
