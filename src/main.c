@@ -13,7 +13,6 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
-#include "conn.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
@@ -454,7 +453,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	return rc;
 }
 
-/* The command's watchdog, started during the acquire's round trip (conn_set_idle): a
+/* The command's watchdog, started during the acquire's round trip (store_while_waiting): a
  * failure is child_spawn's to retry and report. */
 static void watchdog_ahead(void)
 {
@@ -498,9 +497,9 @@ int main(int argc, char **argv)
 		return command(c, &o, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);
 	if (o.mode == MODE_RUN)
-		conn_set_idle(watchdog_ahead); /* while the acquire's reply is on its way */
+		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, &cfg, &o, termfd);
-	conn_set_idle(NULL);
+	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);
