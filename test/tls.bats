@@ -279,3 +279,22 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_one_line_error
 	[[ ! -e ran ]]
 }
+
+@test "--acquire with relative --cacert, --cert and --tls-key: the keeper (in /) still finds them, renews and releases" {
+	cp "$CA" ca.pem
+	cp "$TLS_CERTS/client.pem" "$TLS_CERTS/client.key" .
+	local u="rediss://127.0.0.1:$TLS_B_PORT" k
+	run -0 --separate-stderr rlock -u "$u" --cacert ca.pem --cert client.pem \
+		--tls-key client.key -t 2s -k kt --acquire
+	eval "$output"
+	k=$(tls_cli "$TLS_B_PORT" HGET 'rlock:{kt}:owner' pid)
+	track_pid "$k"
+	[[ $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') == "$RLOCK_TOKEN" ]]
+	# Past a lease: renewed by the keeper over its own TLS connections.
+	renewed_reset
+	wait_until 30 renewed 4 'rlock:{kt}' tls_cli "$TLS_B_PORT"
+	run -0 --separate-stderr rlock -u "$u" --cacert ca.pem --cert client.pem \
+		--tls-key client.key -k kt --release
+	wait_until 20 not proc_alive "$k"
+	[[ -z $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') ]]
+}
