@@ -464,13 +464,13 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 }
 
 /* The tail of a status or break reply (13 or 14 elements): the last break's record
- * {host, pid, user, ms_ago, tokens, fence} or nil, refused, and (break) pruned. */
+ * {host, pid, user, ms_ago, tokens, fence[, label]} or nil, refused, and (break) pruned. */
 static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 {
 	const struct resp_reply *b = r->element[11];
 	struct broken *k = &hs->broken;
 
-	if (b->type == RESP_ARRAY && b->elements == 6) {
+	if (b->type == RESP_ARRAY && (b->elements == 6 || b->elements == 7)) {
 		k->known = 1;
 		copy_field(k->host, sizeof k->host, b->element[0]);
 		k->pid = field_number(b->element[1]);
@@ -478,6 +478,8 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 		k->ago_ms = field_number(b->element[3]);
 		copy_field(k->tokens, sizeof k->tokens, b->element[4]);
 		copy_field(k->fence, sizeof k->fence, b->element[5]);
+		if (b->elements == 7) /* the breaker's --label (7 since it is recorded) */
+			copy_field(k->label, sizeof k->label, b->element[6]);
 	}
 	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
 	if (r->elements > 13) {
@@ -781,9 +783,10 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      pid,
 	                      b ? b->user : "",
 	                      l->break_token ? l->break_token : "",
-	                      l->break_fence ? l->break_fence : ""};
+	                      l->break_fence ? l->break_fence : "",
+	                      b && b->label ? b->label : ""};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 8 : 0, args, err,
+	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 9 : 0, args, err,
 	               errlen);
 }
 

@@ -31,8 +31,8 @@
  *                          --preemptible holder, PX its ttl (its renewal: LOCK_PREEMPTED)
  *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
  *                          capped, PEXPIRE the retention on every write
- *   PREFIX{NAME}:broken    hash host pid user at tokens fence: the last --break (who broke
- *                          which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
+ *   PREFIX{NAME}:broken    hash host pid user at tokens fence label: the last --break (who
+ *                          broke which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
  *   PREFIX{NAME}:delay     --lock-delay: zset token -> lease end + the holder's delay
  *                          (server ms), moved on by renewals, removed by a release; an
  *                          entry whose lease ended unreleased closes the name to every
@@ -157,6 +157,8 @@ struct broken {
 	long long ago_ms;  /* since the break, by the server's clock */
 	char tokens[1200]; /* the broken holders' tokens, space-separated */
 	char fence[32];    /* the (first) broken holder's fence, "" unknown */
+	/* the breaker's --label, "" none */
+	char label[LOCK_LABEL_MAX + 1];
 };
 
 #define HOLDERS_MAX 32

@@ -435,13 +435,16 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */
+		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";
+		if (h->gone_why[0])
+			snprintf(why, sizeof why, ": %s", h->gone_why);
 		if (o->on_lost == LOST_IGNORE) {
 			log_warn(
-			    "lock lost: it was no longer held when the command ended (expired, "
-			    "broken or taken over while it ran); --on-lost ignore");
+			    "lock lost: it was no longer held when the command ended%s; --on-lost "
+			    "ignore",
+			    why);
 		} else {
-			log_error("lock lost: it was no longer held when the command ended "
-			          "(expired, broken or taken over while it ran)");
+			log_error("lock lost: it was no longer held when the command ended%s", why);
 			rc = RL_EX_LOST;
 		}
 		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
