@@ -226,6 +226,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "BUSY")) /* a script runs: it ends, or is killed */
+		conn_fault_note(CONN_FAULT_PASSING);
 	snprintf(err, errlen, "%s: server error: %.300s", what, r->str);
 	return LOCK_ERR;
 }

@@ -228,8 +228,17 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 
+	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
+	 * looks the name up again; once one succeeded, the addresses are kept. */
+	int64_t wait = waits ? o->wait_ms : 0;
+	if (rc == STORE_ERR && wait != 0 && store_fault_passing())
+		rc = STORE_OK;
+	if (wait > 0) /* what the lookup left of the wait (at least a try) */
+		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
 	if (rc == STORE_OK)
-		rc = wait_open(c, cfg, o->name, waits ? o->wait_ms : 0, termfd, err, sizeof err);
+		rc = wait_open(c, cfg, o->name, wait, termfd, err, sizeof err);
+	if (rc == STORE_OK)
+		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	if (rc == STORE_OK && o->wait_ms > 0) {
 		/* The connect was part of the wait: what is left of it (at least a try). */
 		int64_t left = o->wait_ms - (clock_ms() - start);

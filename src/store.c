@@ -29,6 +29,8 @@ int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size
 {
 	int ok = 0;
 
+	conn_fault_clear(); /* store_fault_passing() then says whether a lookup may pass */
+
 	if (cfg->route && cfg->route->resolve) {
 		cfg->route->resolve(cfg->route_arg, deadline_ms);
 		return STORE_OK;

@@ -174,7 +174,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 @test "TLS client to a plaintext port: 69, one line, within the connect deadline" {
 	local t0 ms
 	t0=$(now_ms)
-	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
+	# -n: a silent handshake may pass (a paused server), so a wait would retry it
+	run -69 --separate-stderr rlock -n -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
 		--connect-timeout 1s --io-timeout 30s -k t -- touch ran
 	ms=$(elapsed_since "$t0")
 	assert_one_line_error
@@ -198,7 +199,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	local port t0 ms
 	port=$(cat silent.port)
 	t0=$(now_ms)
-	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$port" --cacert "$CA" \
+	# -n: a silent handshake may pass (a paused server), so a wait would retry it
+	run -69 --separate-stderr rlock -n -u "rediss://127.0.0.1:$port" --cacert "$CA" \
 		--connect-timeout 1s --io-timeout 30s -k t -- touch ran
 	ms=$(elapsed_since "$t0")
 	assert_one_line_error
@@ -297,4 +299,27 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		--tls-key client.key -k kt --release
 	wait_until 20 not proc_alive "$k"
 	[[ -z $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') ]]
+}
+
+@test "a TLS handshake that times out (a paused TLS server) is waited out within -w: the job runs once it answers" {
+	tls_redis_start
+	local port=$TLS_PORT pid=$TLS_PID
+	# Stopped: the kernel still completes the TCP connect, the handshake gets no reply.
+	kill -STOP "$pid"
+	rlock_bg -w 60s --connect-timeout 500ms --io-timeout 500ms \
+		-u "rediss://127.0.0.1:$port" --cacert "$CA" -k hs -- touch ran
+	wait_until 20 grep -q '; retrying' "$RLOCK_ERR" || {
+		kill -CONT "$pid"
+		fail "rlock: $(cat "$RLOCK_ERR")"
+	}
+	local alive=0
+	proc_alive "$RLOCK_PID" && alive=1
+	kill -CONT "$pid"
+	((alive)) || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock 'hs': TLS handshake with 127\.0\.0\.1:$port: timed out after [0-9]+ ms.*; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_regex "${lines[-1]}" "^rlock: lock 'hs': 127\.0\.0\.1:$port answers again after [0-9.]+ s$"
 }
