@@ -120,7 +120,7 @@ busy_now() { [[ $(redis-cli -p "$1" PING 2>&1) == BUSY* ]]; }
 loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 
 @test "a server busy running a script (BUSY) is waited out, db 0 (the acquire) and db 1 (SELECT): both jobs run after SCRIPT KILL" {
-	local port r0 e0 r1 e1
+	local port r1 e1
 	port=$(free_port)
 	blip_start "$port" --busy-reply-threshold 100
 	wait_until 10 _redis_ready -p "$port"
@@ -128,22 +128,19 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 	(exec 3>&- 4>&- redis-cli -p "$port" EVAL 'while true do end' 0 >busy.out 2>&1) &
 	track_pid $!
 	wait_until 10 busy_now "$port"
-	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k b0 -- touch ran
-	r0=$RLOCK_PID e0=$RLOCK_ERR
 	rlock_bg -w 60s -u "redis://127.0.0.1:$port/1" -k b1 -- touch ran1
 	r1=$RLOCK_PID e1=$RLOCK_ERR
-	wait_until 20 outage_said "$e0" || fail "rlock (db 0): $(cat "$e0")"
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k b0 -- touch ran
 	wait_until 20 outage_said "$e1" || fail "rlock (db 1): $(cat "$e1")"
-	proc_alive "$r0" || fail "rlock (db 0) gave up: $(cat "$e0")"
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock (db 0): $(cat "$RLOCK_ERR")"
 	proc_alive "$r1" || fail "rlock (db 1) gave up: $(cat "$e1")"
+	proc_alive "$RLOCK_PID" || fail "rlock (db 0) gave up: $(cat "$RLOCK_ERR")"
 	redis-cli -p "$port" SCRIPT KILL >/dev/null
-	RLOCK_ERR=$e1
+	ran_after_outage b0 "127\.0\.0\.1:$port" "acquire: server error: BUSY .*"
 	rlock_wait "$r1" 30
 	assert_equal "$RLOCK_STATUS" 0
 	[[ -e ran1 ]] || fail "the db 1 job did not run"
 	grep -q "SELECT 1 on 127.0.0.1:$port failed: BUSY .*; retrying" "$e1"
-	RLOCK_PID=$r0 RLOCK_ERR=$e0
-	ran_after_outage b0 "127\.0\.0\.1:$port" "acquire: server error: BUSY .*"
 }
 
 @test "a server loading its dataset (LOADING) is waited out: the job runs once it has loaded" {
