@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "holder.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
@@ -690,27 +689,21 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	               errlen);
 }
 
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *by,
+               char *err, size_t errlen)
 {
 	struct lock_request q;
 	struct resp_reply *r;
 	long long v = 0;
 
-	struct holder by;
-
 	if (lock_request_renew(&q, l, err, errlen) < 0 ||
 	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	int rc = lock_decode_renew(r, &v, &by, err, errlen);
+	int rc = lock_decode_renew(r, &v, by, err, errlen);
 	resp_free(r);
 	if (rc != LOCK_OK)
 		return rc;
-	if (v == 3) {
-		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
-		return LOCK_PREEMPTED;
-	}
-	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
+	return v == 3 ? LOCK_PREEMPTED : v == 1 ? LOCK_OK : LOCK_NOTOURS;
 }
 
 int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,

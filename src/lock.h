@@ -320,9 +320,11 @@ int lock_script(int i, const char **text, size_t *len, const char **sha);
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen);
 
-/* Extend the lease to ttl if the token still holds it: LOCK_OK, LOCK_NOTOURS, LOCK_ERR. */
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen);
+/* Extend the lease to ttl if the token still holds it: LOCK_OK, LOCK_NOTOURS, LOCK_ERR,
+ * or LOCK_PREEMPTED (a --preempt request asked this --preemptible holder: who asked in
+ * *by; the text of it is the caller's, holder.h). */
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *by,
+               char *err, size_t errlen);
 
 /* Release if the token still holds it: delete and publish, or, when keep_ms > 0, let
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,

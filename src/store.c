@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "holder.h"
 #include "log.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
@@ -493,8 +494,13 @@ static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t er
 {
 	struct renew_args *a = arg;
 
+	struct holder by;
+
 	a->sent = clock_ms();
-	return lock_renew(c, a->l, d, err, errlen);
+	int rc = lock_renew(c, a->l, d, &by, err, errlen);
+	if (rc == LOCK_PREEMPTED) /* who asked: renew.h's reason */
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+	return rc;
 }
 
 static int routed_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
