@@ -578,11 +578,10 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT) {
-			/* A server paused or overloaded may answer later (a plaintext Redis
-			 * swallows a ClientHello silently too: the message asks). */
+			/* Silence: a server paused or overloaded, which may answer later (a
+			 * wait retries it), or a plaintext Redis, which swallows a ClientHello
+			 * waiting for a newline (the message asks). */
 			conn_fault_note(CONN_FAULT_PASSING);
-			/* A plaintext Redis swallows a ClientHello silently, waiting for a
-			 * newline: silence is the usual sign of a non-TLS port. */
 			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s",
 			        c->peer, budget_ms(start, deadline_ms),
 			        ops->heard(c->tls) ? "" : " (no reply; is it a TLS port?)");
