@@ -565,6 +565,56 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 	return CONN_OK;
 }
 
+/* A TLS handshake met silence: a plaintext Redis keeps a ClientHello as the start of
+ * an inline command (its NUL bytes hide any newline) until the line passes 64 KiB
+ * (PROTO_INLINE_MAX_SIZE), then answers "-ERR Protocol error: too big inline request";
+ * a TLS server paused or busy says nothing either. The session is given up, so the
+ * socket may take that much filler: a Redis answers with a RESP error, a TLS server
+ * with an alert record or not at all. Bounded by PLAINTEXT_PROBE_MS. */
+#define PLAINTEXT_PROBE_MS    250
+#define PLAINTEXT_PROBE_BYTES (64 * 1024 + 4096)
+static int plaintext_redis(int fd)
+{
+	static const char filler[4096] = {0};
+	int64_t end = clock_ms() + PLAINTEXT_PROBE_MS;
+	size_t sent = 0;
+	char b;
+
+	for (int64_t left; (left = end - clock_ms()) > 0;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (sent < PLAINTEXT_PROBE_BYTES)
+			p.events |= POLLOUT;
+		if (poll(&p, 1, (int)left) <= 0)
+			continue; /* EINTR, or the time is up */
+		if (p.revents & (POLLIN | POLLHUP | POLLERR))
+			return recv(fd, &b, 1, 0) == 1 && b == '-';
+		ssize_t n = send(fd, filler, sizeof filler, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 0;
+		sent += n > 0 ? (size_t)n : 0;
+	}
+	return 0;
+}
+
+/* The handshake timed out: a plaintext port is a fault waiting cannot fix; silence
+ * may be a server that answers later (a wait retries it). CONN_TIMEOUT or CONN_ERR. */
+static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadline_ms, char *err,
+                       size_t errlen)
+{
+	if (!heard && plaintext_redis(c->fd)) {
+		conn_fault_note(CONN_FAULT_FINAL);
+		set_err(err, errlen,
+		        "TLS handshake with %s: the server answered in plaintext (a Redis "
+		        "without TLS on this port? then use redis://, or its TLS port)",
+		        c->peer);
+		return CONN_ERR;
+	}
+	conn_fault_note(CONN_FAULT_PASSING);
+	set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s", c->peer,
+	        budget_ms(start, deadline_ms), heard ? "" : " (no reply; is it a TLS port?)");
+	return CONN_TIMEOUT;
+}
+
 /* Wrap the connected socket in TLS and drive the handshake until the deadline. */
 static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
                      char *err, size_t errlen)
@@ -585,16 +635,8 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 			set_err(err, errlen, "TLS handshake with %s: interrupted", c->peer);
 			return CONN_ABORT;
 		}
-		if (w == WAIT_TIMEOUT) {
-			/* Silence: a server paused or overloaded, which may answer later (a
-			 * wait retries it), or a plaintext Redis, which swallows a ClientHello
-			 * waiting for a newline (the message asks). */
-			conn_fault_note(CONN_FAULT_PASSING);
-			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s",
-			        c->peer, budget_ms(start, deadline_ms),
-			        ops->heard(c->tls) ? "" : " (no reply; is it a TLS port?)");
-			return CONN_TIMEOUT;
-		}
+		if (w == WAIT_TIMEOUT)
+			return tls_silence(c, ops->heard(c->tls), start, deadline_ms, err, errlen);
 		if (w < 0) {
 			set_err(err, errlen, "TLS handshake with %s: poll: %s", c->peer,
 			        strerror(errno));

@@ -174,11 +174,13 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 @test "TLS client to a plaintext port: 69, one line, within the connect deadline" {
 	local t0 ms
 	t0=$(now_ms)
-	# -n: a silent handshake may pass (a paused server), so a wait would retry it
-	run -69 --separate-stderr rlock -n -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
+	# no -n, no -w: a plaintext Redis is told from a paused TLS server (it answers a
+	# newline), so rlock does not wait for it to learn TLS
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
 		--connect-timeout 1s --io-timeout 30s -k t -- touch ran
 	ms=$(elapsed_since "$t0")
 	assert_one_line_error
+	assert_regex "$stderr" 'answered in plaintext .*use redis://'
 	[[ ! -e ran ]]
 	# the handshake is bounded by the connect deadline (1 s), not the io deadline (30 s):
 	# the bound sits between the two, far from both, so that a slow pass cannot cross it
