@@ -86,7 +86,12 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
   local old = history_set(lock .. ':history:run', kind == 'x' and run or 'shared', ret)
   if old == 'shared' and kind == 'x' then history_sem_expired(lock, nil) end
   local r = run_of(old)
-  if r and r.token ~= token then history_end(lock, r, 'expired') end
+  if r and r.token == token then
+    -- its own run, still open, taken again (a Redlock node that lost the key): no new run
+    history_set(lock .. ':history:run', old, ret)
+    return
+  end
+  if r then history_end(lock, r, 'expired') end
   if kind ~= 'x' then
     local runs = lock .. ':history:runs'
     redis.pcall('HSET', runs, token, run)
