@@ -349,8 +349,18 @@ expired null'
 	assert_equal "$RLOCK_STATUS" 79
 	assert_equal "$(runs_of l5 broken)" 'acquired null
 broken null'
+	# a shared holder broken by an operator: broken and by whom, not lost too
+	rlock_bg -k l6 -s -t 3s --label broken -- "$HOLD" l6
+	wait_until 30 test -e l6.started
+	run -0 rlock -k l6 --break
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(runs_of l6 broken)" 'acquired null
+broken null'
+	rlock -k l6 --history --json | jq -e '.entries[0].by.pid | type == "number"' >/dev/null ||
+		fail "no breaker in $(rlock -k l6 --history --json)"
 	local n
-	for n in l1 l2 l3 l4 l5; do
+	for n in l1 l2 l3 l4 l5 l6; do
 		one_end "$(rlock -k $n --history --json -n 1000)"
 	done
 }

@@ -51,11 +51,11 @@ end
 -- Every shared holder's or permit's open run ends: broken while its lease lasts, else
 -- expired (a dead holder not yet dropped).
 local function history_sem_broken()
-  local all = redis.pcall('HGETALL', KEYS[1] .. ':history:runs')
+  local all = redis.pcall('ZRANGE', KEYS[1] .. ':history:runs', 0, -1)
   if type(all) ~= 'table' or all.err or #all == 0 then return end
-  for i = 1, #all, 2 do
-    local r, s = run_of(all[i + 1]), tonumber(redis.call('ZSCORE', KEYS[4], all[i]) or 0)
-    if r and s > now then
+  for _, m in ipairs(all) do
+    local r = run_of(m)
+    if r and tonumber(redis.call('ZSCORE', KEYS[4], r.token) or 0) > now then
       history_end(KEYS[1], r, 'broken', unpack(BY))
     elseif r then
       history_end(KEYS[1], r, 'expired')

@@ -10,8 +10,9 @@
 -- The open runs, so that each run gets exactly one end record, written by whoever ends
 -- it first, and an acquire reads one small key (not the stream): PREFIX{NAME}:history:run
 -- holds the open exclusive run (run_pack) or 'shared' while shared holders or permits
--- have open runs, each in PREFIX{NAME}:history:runs (a hash: token -> run_pack); both
--- PEXPIRE ret_ms when written, deleted when the last run ends. An end is recorded only
+-- have open runs, each in PREFIX{NAME}:history:runs (a sorted set of run_pack strings,
+-- scored by their token's first 12 hex digits to be found again; commands the
+-- documented ACL has); both PEXPIRE ret_ms when written, deleted when the last run ends. An end is recorded only
 -- for a run still open there: released, broken, preempted (the run's holder, or the
 -- operator, ends it), expired (the next acquire or a prune finds its lease over: nobody
 -- saw it end), lost (its holder lived to see its lease gone, before anyone else).
@@ -55,26 +56,45 @@ local function history_set(k, v, ret)
   if ret > 0 then return redis.pcall('SET', k, v, 'PX', ret, 'GET') end
   return redis.pcall('SET', k, v, 'GET')
 end
--- history_sem_expired(lock, tokens): the shared holders' or permits' open runs whose
--- lease is over end as expired (tokens nil: every one left); 'shared' goes with the last.
-local function history_sem_expired(lock, tokens)
-  local k = lock .. ':history:runs'
-  if not tokens then
-    local all = redis.pcall('HGETALL', k)
-    if type(all) ~= 'table' or all.err then return end
-    tokens = {}
-    for i = 1, #all, 2 do tokens[#tokens + 1] = all[i] end
+-- The open runs of shared holders and permits: sem_find(lock, token) -> run, member.
+local function sem_score(token) return tonumber(string.sub(token, 1, 12), 16) or 0 end
+local function sem_find(lock, token)
+  local s = sem_score(token)
+  local ms = redis.pcall('ZRANGEBYSCORE', lock .. ':history:runs', s, s)
+  if type(ms) ~= 'table' or ms.err then return nil end
+  for _, m in ipairs(ms) do
+    local r = run_of(m)
+    if r and r.token == token then return r, m end
   end
-  for _, tok in ipairs(tokens) do
-    local r = run_of(redis.pcall('HGET', k, tok))
-    if r then
-      redis.pcall('HDEL', k, tok)
-      history_end(lock, r, 'expired')
-    end
-  end
-  if #tokens > 0 and redis.pcall('EXISTS', k) == 0 and
+  return nil
+end
+-- sem_drop(lock, member): one open run out; 'shared' goes with the last one.
+local function sem_drop(lock, m)
+  redis.pcall('ZREM', lock .. ':history:runs', m)
+  if redis.pcall('EXISTS', lock .. ':history:runs') == 0 and
      redis.pcall('GET', lock .. ':history:run') == 'shared' then
     redis.pcall('DEL', lock .. ':history:run')
+  end
+end
+-- history_sem_expired(lock, tokens): the shared holders' or permits' open runs whose
+-- lease is over end as expired (tokens nil: every one left).
+local function history_sem_expired(lock, tokens)
+  if not tokens then
+    local all = redis.pcall('ZRANGE', lock .. ':history:runs', 0, -1)
+    if type(all) ~= 'table' or all.err then return end
+    for _, m in ipairs(all) do
+      local r = run_of(m)
+      if r then history_end(lock, r, 'expired') end
+      sem_drop(lock, m)
+    end
+    return
+  end
+  for _, tok in ipairs(tokens) do
+    local r, m = sem_find(lock, tok)
+    if r then
+      sem_drop(lock, m)
+      history_end(lock, r, 'expired')
+    end
   end
 end
 -- history_acquired(lock, kind, fence, token, host, pid, user, label, len, ret): a run
@@ -94,7 +114,7 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
   if r then history_end(lock, r, 'expired') end
   if kind ~= 'x' then
     local runs = lock .. ':history:runs'
-    redis.pcall('HSET', runs, token, run)
+    redis.pcall('ZADD', runs, sem_score(token), run)
     if (tonumber(ret or '0') or 0) > 0 then redis.pcall('PEXPIRE', runs, ret) end
   end
   history_add(lock, len, ret, 'ev', 'acquired', 'fence', fence, 'token', token, 'host',
@@ -103,7 +123,7 @@ end
 -- history_close(lock, token): the open run of token, taken out of the open runs (its
 -- end is the caller's to write), or nil when it is not open (ended already).
 local function history_close(lock, token)
-  local k, runs = lock .. ':history:run', lock .. ':history:runs'
+  local k = lock .. ':history:run'
   local run = redis.pcall('GET', k)
   local r = run_of(run)
   if r and r.token == token then
@@ -111,10 +131,8 @@ local function history_close(lock, token)
     return r
   end
   if run ~= 'shared' then return nil end
-  r = run_of(redis.pcall('HGET', runs, token))
-  if r then
-    redis.pcall('HDEL', runs, token)
-    if redis.pcall('EXISTS', runs) == 0 then redis.pcall('DEL', k) end
-  end
+  local m
+  r, m = sem_find(lock, token)
+  if r then sem_drop(lock, m) end
   return r
 end
