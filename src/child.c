@@ -89,10 +89,28 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
 
-/* The watchdog's life: kill the group at the deadline it holds, or when rlock is gone
- * (the end of its pipe); exit on WATCHDOG_DISARM. */
-static void __attribute__((noreturn)) watchdog_run(int fd, pid_t pgid, int64_t kill_by)
+/* The first message a watchdog reads: the group it guards (the command writes it, just
+ * before its exec), or the end of its pipe: nothing was started, nothing to kill. */
+static pid_t watchdog_group(int fd)
 {
+	for (;;) {
+		int64_t v;
+		ssize_t n = read(fd, &v, sizeof v);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof v || v <= 0 || v > INT32_MAX)
+			_exit(0);
+		return (pid_t)v;
+	}
+}
+
+/* The watchdog's life: learn the group, then kill it at the deadline it holds, or when
+ * rlock is gone (the end of its pipe); exit on WATCHDOG_DISARM. */
+static void __attribute__((noreturn)) watchdog_run(int fd)
+{
+	pid_t pgid = watchdog_group(fd);
+	int64_t kill_by = WATCHDOG_NONE; /* the next message, written with the group */
+
 	for (;;) {
 		int timeout = -1;
 		if (kill_by != WATCHDOG_NONE) {
@@ -132,12 +150,13 @@ static void __attribute__((noreturn)) watchdog_run(int fd, pid_t pgid, int64_t k
  * It lives in a session of its own: no single kill may reach both rlock and its
  * guard. `timeout -s KILL`, `kill -9 %job`, `kill -KILL -- -PGID` and supervisors
  * signal rlock's whole process group; a session-wide kill or a terminal's hang-up
- * reaches rlock's session; neither holds the watchdog. It writes one byte on ready_fd
- * once it is out of rlock's group: the command's go pipe itself at the start (the
- * command execs on that byte, with no hop through rlock), or a pipe rlock waits on
- * (watchdog_await). One that cannot get there exits with its errno, the byte unwritten.
- * Returns its pid (*write_fd: its pipe), or 0 with errno set. */
-static pid_t fork_watchdog(pid_t pgid, int64_t kill_by, int ready_fd, int *write_fd)
+ * reaches rlock's session; neither holds the watchdog. It is forked before the command
+ * and writes one byte on ready_fd once it is out of rlock's session: the command reads
+ * it before its exec (no hop through rlock), or rlock does (watchdog_await). One that
+ * cannot get there exits with its errno, the byte unwritten. Its first message is the
+ * group to guard and the group's deadline (watchdog_run). Returns its pid (*write_fd:
+ * its pipe), or 0 with errno set. */
+static pid_t fork_watchdog(int ready_fd, int *write_fd)
 {
 	int p[2];
 
@@ -160,7 +179,7 @@ static pid_t fork_watchdog(pid_t pgid, int64_t kill_by, int ready_fd, int *write
 		(void)!write(ready_fd, "", 1);
 		fds_close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		watchdog_run(p[0], pgid, kill_by);
+		watchdog_run(p[0]);
 	}
 	close(p[0]);
 	*write_fd = p[1];
@@ -188,7 +207,7 @@ static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
 
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return 0;
-	pid_t w = fork_watchdog(pgid, kill_by, ready[1], &fd);
+	pid_t w = fork_watchdog(ready[1], &fd);
 	int e = errno;
 	close(ready[1]);
 	if (!w) {
@@ -208,6 +227,8 @@ static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
 		return 0;
 	}
 	close(ready[0]);
+	int64_t first[2] = {pgid, kill_by}; /* one write: atomic on a pipe */
+	(void)!write(fd, first, sizeof first);
 	*write_fd = fd;
 	return w;
 }
@@ -241,32 +262,48 @@ static void __attribute__((noreturn)) setup_failed(int fd, enum setup_step step,
 	_exit(step != STEP_EXEC ? RL_EX_OSERR : e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
 }
 
-/* The forked child, up to exec. Only async-signal-safe calls. Every guarantee is in
- * place before the command runs, or it does not run: its own process group (what a
- * loss signals), PR_SET_PDEATHSIG, and the go-byte that the watchdog writes once it is
- * up (end of file instead: it could not start, or rlock died first). */
-static void __attribute__((noreturn))
-command_child(int ep, int go, int tty, pid_t parent, char *const *argv, const char *shell_command,
-              const sigset_t *orig)
+/* What the command's child needs up to its exec (on rlock's stack: vfork). */
+struct setup {
+	int ep;          /* its report: the step that failed and the errno */
+	int ready;       /* the watchdog's ready byte (end of file: none) */
+	int watch;       /* the watchdog's pipe: the group and its deadline, written here */
+	int tty;         /* the terminal to take for the group, or -1 */
+	pid_t parent;    /* rlock */
+	int64_t kill_by; /* the group's deadline, the watchdog's first */
+	char *const *argv;
+	const char *shell_command;
+	const sigset_t *orig;
+};
+
+/* The command's child, up to exec: a vfork child, on rlock's stack while rlock waits
+ * for its exec, so only async-signal-safe calls and no writes to memory but its own
+ * locals. Every guarantee is in place before the command runs, or it does not run: its
+ * own process group (what a loss signals), PR_SET_PDEATHSIG, and a watchdog in its own
+ * session that knows the group (its ready byte read here, end of file instead: it
+ * could not start, or it died). */
+static void __attribute__((noreturn)) command_child(const struct setup *u)
 {
 	char c;
 	ssize_t r;
 
 	if (setpgid(0, 0) < 0)
-		setup_failed(ep, STEP_GROUP, errno);
-	if (tty >= 0)
-		tcsetpgrp(tty, getpid());
+		setup_failed(u->ep, STEP_GROUP, errno);
+	if (u->tty >= 0)
+		tcsetpgrp(u->tty, getpid());
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		setup_failed(ep, STEP_PDEATHSIG, errno);
-	if (getppid() != parent)
-		raise(SIGKILL); /* rlock is already gone: never run unprotected */
+		setup_failed(u->ep, STEP_PDEATHSIG, errno);
+	if (getppid() != u->parent)
+		kill(getpid(), SIGKILL); /* rlock is already gone: never run unprotected */
 	do
-		r = read(go, &c, 1);
+		r = read(u->ready, &c, 1);
 	while (r < 0 && errno == EINTR);
-	if (r != 1) /* no watchdog (or no rlock): never run unprotected */
-		setup_failed(ep, STEP_WATCHDOG, 0);
-	child_exec(argv, shell_command, orig);
-	setup_failed(ep, STEP_EXEC, errno);
+	if (r != 1) /* no watchdog: never run unprotected */
+		setup_failed(u->ep, STEP_WATCHDOG, 0);
+	int64_t first[2] = {getpid(), u->kill_by}; /* one write: atomic on a pipe */
+	if (write(u->watch, first, sizeof first) != (ssize_t)sizeof first)
+		setup_failed(u->ep, STEP_WATCHDOG, 0); /* it died since */
+	child_exec(u->argv, u->shell_command, u->orig);
+	setup_failed(u->ep, STEP_EXEC, errno);
 }
 
 /* The child could not be set up (the watchdog, or a step of command_child): wait for
@@ -297,11 +334,72 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
+/* Start the command's child with vfork: no copy of rlock's address space (page tables,
+ * copy-on-write faults in rlock afterwards, a larger exec); rlock resumes once it has
+ * exec'd or exited. The pid, or -1. */
+static pid_t start_command(const struct setup *u)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0)
+		command_child(u);
+	return pid;
+}
+
+/* A watchdog started ahead of the command (child_watchdog_ahead), for child_spawn. */
+static struct {
+	pid_t pid; /* 0: none */
+	int fd;    /* its pipe */
+	int ready; /* the read end of its ready byte */
+	int err;   /* why none: the errno of what failed */
+} ahead;
+
+int child_watchdog_ahead(void)
+{
+	int ready[2];
+
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		ahead.err = errno;
+		return -1;
+	}
+	ahead.pid = fork_watchdog(ready[1], &ahead.fd);
+	ahead.err = errno;
+	close(ready[1]);
+	if (!ahead.pid) {
+		close(ready[0]);
+		return -1;
+	}
+	ahead.ready = ready[0];
+	return 0;
+}
+
+/* The watchdog for a spawn: the one started ahead if it still runs (one that died
+ * meanwhile, killed by someone, is reaped and replaced), else a new one. 0 with
+ * ch->watchdog, ch->watch_fd and *ready (its byte's read end), or -1 (logged). */
+static int take_watchdog(struct child *ch, int *ready)
+{
+	if (ahead.pid && waitpid(ahead.pid, NULL, WNOHANG) != 0) {
+		close(ahead.fd);
+		close(ahead.ready);
+		ahead.pid = 0;
+	}
+	if (!ahead.pid && child_watchdog_ahead() < 0) {
+		log_error("cannot start the watchdog (%s): the command does not run (nothing "
+		          "would stop it if rlock were killed)",
+		          strerror(ahead.err));
+		return -1;
+	}
+	ch->watchdog = ahead.pid;
+	ch->watch_fd = ahead.fd;
+	*ready = ahead.ready;
+	ahead.pid = 0;
+	return 0;
+}
+
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
-	int ep[2], go[2];
-	pid_t parent = getpid();
+	int ep[2], ready;
 
 	memset(ch, 0, sizeof *ch);
 	ch->watch_fd = -1;
@@ -312,46 +410,36 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
-	/* ep: the child's set-up or exec errno (end of file: exec'd). go: the command
-	 * waits for its watchdog, so that it never runs while a stopped or killed rlock
-	 * has none. */
+	/* The watchdog first (started ahead, while the lock was asked for): it is in its
+	 * own session, or gets there while rlock starts the command, which execs once it
+	 * has read the watchdog's ready byte. */
+	if (take_watchdog(ch, &ready) < 0)
+		return RL_EX_OSERR;
+	/* ep: the child's set-up or exec errno (end of file: exec'd). */
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		log_error("cannot create a pipe: %s", strerror(errno));
+		close(ready);
+		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
+		ch->watch_fd = -1;
+		ch->watchdog = 0;
 		return RL_EX_OSERR;
 	}
-	if (pipe2(go, O_CLOEXEC) < 0) {
-		log_error("cannot create a pipe: %s", strerror(errno));
-		close(ep[0]);
-		close(ep[1]);
-		return RL_EX_OSERR;
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		log_error("cannot fork: %s", strerror(errno));
-		close(ep[0]);
-		close(ep[1]);
-		close(go[0]);
-		close(go[1]);
-		return RL_EX_OSERR;
-	}
-	if (pid == 0) {
-		close(ep[0]);
-		close(go[1]);
-		command_child(ep[1], go[0], ch->tty, parent, argv, shell_command, orig);
-	}
-	close(ep[1]);
-	close(go[0]);
-	/* Both sides set the group and the terminal: whichever runs first wins the race. */
-	setpgid(pid, pid);
-	if (ch->tty >= 0)
-		tcsetpgrp(ch->tty, pid);
-	ch->pid = pid;
-	/* While the child sets itself up: it execs on the byte the watchdog writes on the
-	 * go pipe once it is up (end of file instead: it never runs). */
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	ch->watchdog = fork_watchdog(pid, ch->watch_by, go[1], &ch->watch_fd);
-	int watch_errno = errno;
-	close(go[1]);
+	struct setup u = {ep[1],        ready, ch->watch_fd,  ch->tty, getpid(),
+	                  ch->watch_by, argv,  shell_command, orig};
+	pid_t pid = start_command(&u);
+	int fork_errno = errno;
+	close(ep[1]);
+	close(ready);
+	if (pid < 0) {
+		close(ep[0]);
+		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
+		ch->watch_fd = -1;
+		ch->watchdog = 0;
+		log_error("cannot fork: %s", strerror(fork_errno));
+		return RL_EX_OSERR;
+	}
+	ch->pid = pid;
 
 	int msg[2] = {0, 0};
 	ssize_t n;
@@ -362,11 +450,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	if (n != (ssize_t)sizeof msg)
 		return 0; /* exec'd */
 	if (msg[0] == STEP_WATCHDOG)
-		msg[1] = ch->watchdog ? watchdog_errno(ch->watchdog) : watch_errno;
-	else if (ch->watchdog)
+		msg[1] = watchdog_errno(ch->watchdog);
+	else
 		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
-	if (ch->watch_fd >= 0)
-		close(ch->watch_fd);
+	close(ch->watch_fd);
 	ch->watch_fd = -1;
 	ch->watchdog = 0;
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);

@@ -45,6 +45,13 @@ struct child {
 	int tty;          /* terminal fd handed to the command's group, or -1 */
 };
 
+/* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed
+ * or it died meanwhile, starts one itself): call it while the lock is being asked for,
+ * so that the watchdog is in its own session by the time the command is started. A
+ * watchdog never handed a group exits when rlock does. 0, or -1 (child_spawn then
+ * retries and reports). */
+int child_watchdog_ahead(void);
+
 /* Fork and exec argv (or /bin/sh -c shell_command). kill_by: the monotonic time by
  * which the watchdog kills the group unless the supervisor moves it on (the lease's
  * SIGKILL deadline; -1 for none, with --on-lost ignore). On success returns 0 with *ch.

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
+#include "conn.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
@@ -453,6 +454,13 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	return rc;
 }
 
+/* The command's watchdog, started during the acquire's round trip (conn_set_idle): a
+ * failure is child_spawn's to retry and report. */
+static void watchdog_ahead(void)
+{
+	(void)child_watchdog_ahead();
+}
+
 _Static_assert(OPTS_NAMES_MAX <= HOLD_LOCKS_MAX, "a hold holds every name -k may give");
 
 int main(int argc, char **argv)
@@ -489,7 +497,10 @@ int main(int argc, char **argv)
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);
+	if (o.mode == MODE_RUN)
+		conn_set_idle(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, &cfg, &o, termfd);
+	conn_set_idle(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);

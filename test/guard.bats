@@ -123,6 +123,29 @@ watchdog_of() {
 	step_dies "rlock's group killed after its watchdog was replaced"
 }
 
+@test "while rlock waits for the lock its watchdog is up already; killed meanwhile, a new one guards the command" {
+	make_step
+	rlock_bg -k g -- sh -c 'while [ ! -e go ]; do sleep 0.02; done'
+	local holder=$RLOCK_PID w='' w2
+	wait_until 30 not key_absent 'rlock:{g}'
+	rlock_bg --pgrp -w 60 -t 3s -k g -c './step; true'
+	# forked during the first (busy) attempt, while its reply was on its way
+	wait_until 30 eval 'w=$(watchdog_of "$RLOCK_PID")' || fail "no watchdog while waiting"
+	track_pid "$w"
+	[[ ! -e started ]]
+	assert_equal "$(session_of "$w")" "$w"
+	kill -KILL "$w"
+	touch go
+	rlock_wait "$holder" 30
+	wait_until 30 test -e started
+	w2=$(watchdog_of "$RLOCK_PID") || fail "no watchdog once the command runs"
+	track_pid "$w2"
+	[[ $w2 != "$w" ]] || fail "the dead watchdog is still counted on"
+	assert_equal "$(session_of "$w2")" "$w2"
+	kill -KILL -- "-$RLOCK_PID"
+	step_dies "rlock's group killed after its first watchdog died while it waited"
+}
+
 # A pids cgroup for one rlock run, made by the test (root): v1's pids hierarchy, or
 # v2 where the pids controller is enabled at its root.
 pids_cgroup_root() {
