@@ -254,6 +254,22 @@ released 0'
 	modes fair --fair
 }
 
+# broken_once NAME ARGS...: a holder of NAME (with ARGS) broken by --break: it exits 79,
+# its run ends broken (by the breaker's pid), once.
+broken_once() {
+	local name=$1
+	shift
+	rlock_bg -k "$name" "$@" -t 3s --label broken -- "$HOLD" "$name"
+	wait_until 30 test -e "$name.started"
+	run -0 rlock -k "$name" --break
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(runs_of "$name" broken)" 'acquired null
+broken null'
+	rlock -k "$name" --history --json | jq -e '.entries[0].by.pid | type == "number"' >/dev/null ||
+		fail "no breaker in $(rlock -k "$name" --history --json)"
+}
+
 # kill_hard TAG: SIGKILL the rlock of `hold TAG` (RLOCK_PID), its watchdog and the
 # command, each by pid: nobody is left to release or to record anything.
 kill_hard() {
@@ -341,24 +357,9 @@ lost 137'
 	assert_equal "$RLOCK_STATUS" 79
 	assert_equal "$(runs_of l4 stopped)" 'acquired null
 expired null'
-	# broken by an operator: broken, not lost too
-	rlock_bg -k l5 -t 3s --label broken -- "$HOLD" l5
-	wait_until 30 test -e l5.started
-	run -0 rlock -k l5 --break
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 79
-	assert_equal "$(runs_of l5 broken)" 'acquired null
-broken null'
-	# a shared holder broken by an operator: broken and by whom, not lost too
-	rlock_bg -k l6 -s -t 3s --label broken -- "$HOLD" l6
-	wait_until 30 test -e l6.started
-	run -0 rlock -k l6 --break
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 79
-	assert_equal "$(runs_of l6 broken)" 'acquired null
-broken null'
-	rlock -k l6 --history --json | jq -e '.entries[0].by.pid | type == "number"' >/dev/null ||
-		fail "no breaker in $(rlock -k l6 --history --json)"
+	# broken by an operator (exclusive, shared): broken and by whom, not lost too
+	broken_once l5
+	broken_once l6 -s
 	local n
 	for n in l1 l2 l3 l4 l5 l6; do
 		one_end "$(rlock -k $n --history --json -n 1000)"
