@@ -11,6 +11,7 @@
 #include "exitcodes.h"
 #include "lock.h"
 #include "report.h"
+#include "sentinel.h"
 
 #define PINGS          5    /* the round trip: the median of these */
 #define TIMES          3    /* the clock offset: the sample with the shortest round trip */
@@ -736,6 +737,61 @@ static void check_nodes(struct store *s, const struct opts *o, struct out *out, 
 	}
 }
 
+/* One sentinel's answer (sentinel_view): 1 when it answered, with *known set. */
+static int check_sentinel(struct out *out, const struct sentinel *st, int i, int64_t cap,
+                          int *known, char *addr, size_t alen)
+{
+	struct sentinel_view v;
+	char err[512];
+	const char *name = st->sent[i].name;
+
+	if (sentinel_view(st, i, cap, &v, err, sizeof err) < 0) {
+		finding(out, L_WARN, name, "sentinel", "bring it up, or drop it from the URL", "%s",
+		        err);
+		return 0;
+	}
+	*known = v.knows;
+	snprintf(addr, alen, "%s", v.addr);
+	if (!v.knows)
+		finding(out, L_WARN, name, "sentinel",
+		        "SENTINEL MONITOR the master on it, or drop it from the URL",
+		        "does not know master '%s': it takes no part in its failovers", st->master);
+	else
+		finding(out, v.quorum == 1 ? L_OK : L_WARN, name, "sentinel",
+		        v.quorum == 1 ? NULL
+		                      : "bring the sentinels up: a majority of those that know the "
+		                        "master must answer for a failover",
+		        "knows master '%s' at %s; CKQUORUM: %s%s", st->master, v.addr, v.words,
+		        v.quorum == 0 ? " (a failover cannot be authorized)" : "");
+	return 1;
+}
+
+/* The sentinels themselves (a redis-sentinel:// URL): each one's answer, then how many
+ * answered and know the master, and whether they name the same address. */
+static void check_sentinels(struct out *out, const struct sentinel *st, const struct opts *o)
+{
+	int answered = 0, known = 0, differ = 0;
+	char first[URL_HOST_MAX + 8] = "";
+
+	for (int i = 0; i < st->n; i++) {
+		char addr[URL_HOST_MAX + 8];
+		int k = 0;
+		int64_t cap = clock_ms() + 2 * (o->connect_timeout_ms + o->io_timeout_ms);
+		answered += check_sentinel(out, st, i, cap, &k, addr, sizeof addr);
+		known += k;
+		if (k && first[0] && strcmp(first, addr) != 0)
+			differ = 1;
+		if (k && !first[0])
+			snprintf(first, sizeof first, "%s", addr);
+	}
+	int all = answered == st->n && known == st->n && !differ;
+	finding(out, all ? L_OK : L_WARN, "sentinel", "sentinels",
+	        all ? NULL : "bring every sentinel of the URL up, monitoring the master",
+	        "%d of %d sentinels answered, %d know master '%s'%s", answered, st->n, known,
+	        st->master,
+	        differ ? "; they name different addresses (a failover under way?)" : "");
+}
+
 int check_run(struct store_config *cfg, const struct opts *o)
 {
 	struct out out = {.json = o->json};
@@ -754,6 +810,8 @@ int check_run(struct store_config *cfg, const struct opts *o)
 	store_close(s);
 	if (out.reached > 0)
 		check_topology(&out, o, &w, master);
+	if (sentinel_of(cfg))
+		check_sentinels(&out, sentinel_of(cfg), o);
 	int rc = out.reached == 0      ? RL_EX_UNAVAILABLE
 	         : out.count[L_UNSAFE] ? 2
 	         : out.count[L_WARN]   ? 1

@@ -1603,6 +1603,26 @@ static void validate_break(struct opts *o)
 	o->if_fence = fence;
 }
 
+/* --acquire: the keeper changes to "/" before it opens its log or loads the TLS files
+ * (its renewals reload them), so a relative path is made absolute here, against the
+ * caller's directory (--events and --metrics-file: events_setup). */
+static void keeper_paths(struct opts *o)
+{
+	const char **path[] = {&o->log_file, &o->tls.cacert, &o->tls.cacertdir, &o->tls.cert,
+	                       &o->tls.key};
+	char cwd[4096];
+
+	for (size_t i = 0; o->mode == MODE_ACQUIRE && i < sizeof path / sizeof path[0]; i++) {
+		const char *p = *path[i];
+		if (!p || p[0] == '/')
+			continue;
+		char *abs = NULL;
+		if (!getcwd(cwd, sizeof cwd) || asprintf(&abs, "%s/%s", cwd, p) < 0)
+			usage_error("--acquire: cannot make '%s' absolute: %s", p, strerror(errno));
+		*path[i] = abs; /* lives as long as the options */
+	}
+}
+
 /* The one validate step: combinations of options, after the command line, the
  * environment and the config file are all applied (a lone value was checked by its
  * row). Exits 64 with one line on stderr. */
@@ -1622,6 +1642,7 @@ static void validate(struct state *s, int nargs)
 		usage_error("--format goes with --acquire");
 	validate_once_per(o);
 	validate_queue(o);
+	keeper_paths(o);
 }
 
 /* Warnings about settings that are valid but probably not what was meant. */

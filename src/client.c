@@ -240,6 +240,8 @@ static int select_reply(const struct server *srv, const struct resp_reply *r, ch
 		         srv->db, srv->name);
 	else
 		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
+	if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
+		conn_fault_note(CONN_FAULT_PASSING); /* a script runs, a dataset loads: it ends */
 	return (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH : CLIENT_ERR;
 }
 

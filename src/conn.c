@@ -361,6 +361,10 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 		set_err(err, errlen, "resolve %s: interrupted", host);
 		return CONN_ABORT;
 	}
+	/* A resolver that did not answer, or answered "try again" (EAI_AGAIN), may answer
+	 * later; a name that does not exist (EAI_NONAME) stays a fault waiting cannot fix. */
+	if ((!done && w == WAIT_TIMEOUT) || (done && grc == EAI_AGAIN))
+		conn_fault_note(CONN_FAULT_PASSING);
 	if (!done) {
 		set_err(err, errlen, "resolve %s: no answer from the resolver within %lld ms", host,
 		        budget_ms(start, deadline_ms));
@@ -582,8 +586,10 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT) {
-			/* A plaintext Redis swallows a ClientHello silently, waiting for a
-			 * newline: silence is the usual sign of a non-TLS port. */
+			/* Silence: a server paused or overloaded, which may answer later (a
+			 * wait retries it), or a plaintext Redis, which swallows a ClientHello
+			 * waiting for a newline (the message asks). */
+			conn_fault_note(CONN_FAULT_PASSING);
 			set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s",
 			        c->peer, budget_ms(start, deadline_ms),
 			        ops->heard(c->tls) ? "" : " (no reply; is it a TLS port?)");

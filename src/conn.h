@@ -30,17 +30,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "clock.h" /* clock_ms(): the deadlines' clock */
-
-struct tls_opts {
-	int enabled;
-	int insecure;          /* skip chain and host-name verification (warned about) */
-	const char *cacert;    /* CA bundle file, or NULL */
-	const char *cacertdir; /* CA directory, or NULL */
-	const char *cert;      /* client certificate (PEM), or NULL */
-	const char *key;       /* client private key (PEM), or NULL */
-	const char *sni;       /* server name to send and verify instead of the host */
-};
+#include "clock.h"     /* clock_ms(): the deadlines' clock */
+#include "conncodes.h" /* CONN_* and struct tls_opts, shared with the TLS module */
 
 #define CONN_ADDRS_MAX 8
 
@@ -63,15 +54,6 @@ struct endpoint {
 };
 
 struct conn;
-
-enum {
-	CONN_OK = 0,
-	CONN_ERR = -1,     /* error; reason in err */
-	CONN_AGAIN = -2,   /* would block; see conn_events() */
-	CONN_TIMEOUT = -3, /* deadline passed; reason in err */
-	CONN_EOF = -4,     /* peer closed */
-	CONN_ABORT = -5,   /* the thread's abort fd became readable; reason in err */
-};
 
 /* In the calling thread only: every later wait of conn (lookup, connect, handshake,
  * read, write) also watches fd and returns CONN_ABORT as soon as it is readable;

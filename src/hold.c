@@ -54,6 +54,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	                       STORE_NO_CAP, err, sizeof err);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
+	h->gone_why[0] = '\0';
+	if (rc == LOCK_NOTOURS) /* who broke it, on the handle that found it gone */
+		renew_broken_why(live ? live : h->s, h->cfg, l, STORE_NO_CAP, h->gone_why,
+		                 sizeof h->gone_why);
 	store_close(live);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
@@ -110,7 +114,8 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
 		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
-			log_error("lock lost: %s was no longer held at the release", h->l[i].key);
+			log_error("lock lost: %s was no longer held at the release%s%s",
+			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
 		if (r == LOCK_NOTOURS)
 			rc = HOLD_LOST;
 		else if (r != LOCK_OK && rc == HOLD_OK)

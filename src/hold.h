@@ -50,6 +50,7 @@ struct hold {
 	int64_t loss_after_ms, kill_by_ms, warn_after_ms;
 	int epfd;           /* several locks: readable when any renewal reports a loss */
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
+	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
 };
 
 /* Acquire every name of sp on s (h owns s from here on), waiting as sp says (within
@@ -109,7 +110,8 @@ enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh
  * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
- * no longer ours) or HOLD_ERR (a release failed: the lock expires by its TTL). */
+ * no longer ours; the first lock's loss is the caller's to say, with h->gone_why) or
+ * HOLD_ERR (a release failed: the lock expires by its TTL). */
 int hold_release(struct hold *h, int64_t keep_ms);
 
 /* Stop the renewals and close every handle, releasing nothing. */

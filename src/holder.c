@@ -24,6 +24,19 @@ void holder_human_ms(char *buf, size_t n, long long ms)
 		snprintf(buf, n, "%lldh%02lldm", ms / 3600000, ms / 60000 % 60);
 }
 
+const char *holder_broken(const struct broken *b, const char *token, char *buf, size_t n)
+{
+	char ago[32];
+
+	if (!b->known || !token[0] || !strstr(b->tokens, token))
+		return NULL;
+	holder_human_ms(ago, sizeof ago, b->ago_ms);
+	snprintf(buf, n, "broken %s ago by --break from %.100s pid %lld (user %.60s)%s%.100s%s",
+	         ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?",
+	         b->label[0] ? " [" : "", b->label, b->label[0] ? "]" : "");
+	return buf;
+}
+
 /* Escaped for a terminal; "?" when empty (unless empty_ok). */
 static void field(char *dst, size_t n, const char *s, int empty_ok)
 {

@@ -31,6 +31,11 @@ void holder_text(const struct holder *h, long long now_unix_ms, struct holder_te
  * lock-delay for 2.5s more". */
 const char *holder_format(const struct holder *h, unsigned what, char *buf, size_t n);
 
+/* When the last --break's record b names token among the holders it broke: "broken 3.2s
+ * ago by --break from HOST pid PID (user USER)[ [LABEL]]" into buf (not escaped: for
+ * log_msg(), which escapes the whole line), and buf; else NULL. */
+const char *holder_broken(const struct broken *b, const char *token, char *buf, size_t n);
+
 /* A duration as "1.5s", "2m05s", "1h02m"; "-" when ms < 0. */
 void holder_human_ms(char *buf, size_t n, long long ms);
 

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
+#include "holder.h"
 #include "log.h"
 #include "parse.h"
 #include "renew.h"
@@ -357,11 +358,14 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		return rc;
 	}
 	if (hold_release(h, 0) == HOLD_LOST) {
-		log_error("lock lost: %s was no longer held when the keeper released it", l->key);
+		const char *by = h->gone_why, *sep = by[0] ? ": " : "";
+		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
+		          l->key, sep, by);
 		events_emit(
 		    EV_KEEPER_LOST,
 		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
-		snprintf(why, sizeof why, "lost: no longer held when its keeper released it");
+		snprintf(why, sizeof why,
+		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
 		rc = RL_EX_LOST;
 	} else {
 		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
@@ -423,15 +427,20 @@ static void stop_keeper(const struct holder *h, const struct keeper_args *k)
 		log_info("keeper pid %ld stopped", pid);
 }
 
-static int not_held(const struct lock *l, const struct keeper_args *k)
+/* The token does not hold the lock: say so, and who broke it when the last --break's
+ * record (in hs, NULL: not read) names the token. */
+static int not_held(const struct lock *l, const struct keeper_args *k, const struct holders *hs)
 {
-	char why[600];
+	char why[600], by[300];
 
 	if (keeper_ended(l->key, k->token, why, sizeof why))
 		log_error("lock '%s': %s", k->name, why);
-	log_error("lock '%s' is not held by this token: it was lost (expired, broken or taken "
-	          "over) since --acquire, or the token is wrong; nothing released",
-	          k->name);
+	if (hs && holder_broken(&hs->broken, k->token, by, sizeof by))
+		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
+	else
+		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
+		          "taken over) since --acquire, or the token is wrong; nothing released",
+		          k->name);
 	return RL_EX_LOST;
 }
 
@@ -455,7 +464,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
-		rc = not_held(l, k);
+		rc = not_held(l, k, &hs);
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
@@ -478,10 +487,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			             "ends at its next renewal)");
 			rc = 0;
 		} else if (rc == LOCK_NOTOURS && !h) {
-			rc = not_held(l, k);
+			rc = not_held(l, k, NULL);
 		} else if (rc == LOCK_NOTOURS) {
-			log_error("lock lost: '%s' was no longer held by this token at the release",
-			          k->name);
+			char by[300] = "";
+			renew_broken_why(s, NULL, &mine, STORE_NO_CAP, by, sizeof by);
+			log_error(
+			    "lock lost: '%s' was no longer held by this token at the release%s%s",
+			    k->name, by[0] ? ": " : "", by);
 			rc = RL_EX_LOST;
 		} else {
 			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "holder.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
@@ -226,6 +225,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "BUSY")) /* a script runs: it ends, or is killed */
+		conn_fault_note(CONN_FAULT_PASSING);
 	snprintf(err, errlen, "%s: server error: %.300s", what, r->str);
 	return LOCK_ERR;
 }
@@ -464,13 +465,13 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 }
 
 /* The tail of a status or break reply (13 or 14 elements): the last break's record
- * {host, pid, user, ms_ago, tokens, fence} or nil, refused, and (break) pruned. */
+ * {host, pid, user, ms_ago, tokens, fence[, label]} or nil, refused, and (break) pruned. */
 static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 {
 	const struct resp_reply *b = r->element[11];
 	struct broken *k = &hs->broken;
 
-	if (b->type == RESP_ARRAY && b->elements == 6) {
+	if (b->type == RESP_ARRAY && (b->elements == 6 || b->elements == 7)) {
 		k->known = 1;
 		copy_field(k->host, sizeof k->host, b->element[0]);
 		k->pid = field_number(b->element[1]);
@@ -478,6 +479,8 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 		k->ago_ms = field_number(b->element[3]);
 		copy_field(k->tokens, sizeof k->tokens, b->element[4]);
 		copy_field(k->fence, sizeof k->fence, b->element[5]);
+		if (b->elements == 7) /* the breaker's --label (7 since it is recorded) */
+			copy_field(k->label, sizeof k->label, b->element[6]);
 	}
 	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
 	if (r->elements > 13) {
@@ -688,27 +691,21 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	               errlen);
 }
 
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *by,
+               char *err, size_t errlen)
 {
 	struct lock_request q;
 	struct resp_reply *r;
 	long long v = 0;
 
-	struct holder by;
-
 	if (lock_request_renew(&q, l, err, errlen) < 0 ||
 	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	int rc = lock_decode_renew(r, &v, &by, err, errlen);
+	int rc = lock_decode_renew(r, &v, by, err, errlen);
 	resp_free(r);
 	if (rc != LOCK_OK)
 		return rc;
-	if (v == 3) {
-		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
-		return LOCK_PREEMPTED;
-	}
-	return v == 1 ? LOCK_OK : LOCK_NOTOURS;
+	return v == 3 ? LOCK_PREEMPTED : v == 1 ? LOCK_OK : LOCK_NOTOURS;
 }
 
 int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
@@ -788,9 +785,10 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      pid,
 	                      b ? b->user : "",
 	                      l->break_token ? l->break_token : "",
-	                      l->break_fence ? l->break_fence : ""};
+	                      l->break_fence ? l->break_fence : "",
+	                      b && b->label ? b->label : ""};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 8 : 0, args, err,
+	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 9 : 0, args, err,
 	               errlen);
 }
 

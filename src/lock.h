@@ -31,8 +31,8 @@
  *                          --preemptible holder, PX its ttl (its renewal: LOCK_PREEMPTED)
  *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
  *                          capped, PEXPIRE the retention on every write
- *   PREFIX{NAME}:broken    hash host pid user at tokens fence: the last --break (who broke
- *                          which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
+ *   PREFIX{NAME}:broken    hash host pid user at tokens fence label: the last --break (who
+ *                          broke which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
  *   PREFIX{NAME}:delay     --lock-delay: zset token -> lease end + the holder's delay
  *                          (server ms), moved on by renewals, removed by a release; an
  *                          entry whose lease ended unreleased closes the name to every
@@ -157,6 +157,8 @@ struct broken {
 	long long ago_ms;  /* since the break, by the server's clock */
 	char tokens[1200]; /* the broken holders' tokens, space-separated */
 	char fence[32];    /* the (first) broken holder's fence, "" unknown */
+	/* the breaker's --label, "" none */
+	char label[LOCK_LABEL_MAX + 1];
 };
 
 #define HOLDERS_MAX 32
@@ -318,9 +320,11 @@ int lock_script(int i, const char **text, size_t *len, const char **sha);
 int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, int64_t deadline_ms,
                  struct holder *h, char *err, size_t errlen);
 
-/* Extend the lease to ttl if the token still holds it: LOCK_OK, LOCK_NOTOURS, LOCK_ERR. */
-int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen);
+/* Extend the lease to ttl if the token still holds it: LOCK_OK, LOCK_NOTOURS, LOCK_ERR,
+ * or LOCK_PREEMPTED (a --preempt request asked this --preemptible holder: who asked in
+ * *by; the text of it is the caller's, holder.h). */
+int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *by,
+               char *err, size_t errlen);
 
 /* Release if the token still holds it: delete and publish, or, when keep_ms > 0, let
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,

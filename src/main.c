@@ -13,7 +13,6 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
-#include "conn.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
@@ -229,8 +228,17 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 
+	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
+	 * looks the name up again; once one succeeded, the addresses are kept. */
+	int64_t wait = waits ? o->wait_ms : 0;
+	if (rc == STORE_ERR && wait != 0 && store_fault_passing())
+		rc = STORE_OK;
+	if (wait > 0) /* what the lookup left of the wait (at least a try) */
+		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
 	if (rc == STORE_OK)
-		rc = wait_open(c, cfg, o->name, waits ? o->wait_ms : 0, termfd, err, sizeof err);
+		rc = wait_open(c, cfg, o->name, wait, termfd, err, sizeof err);
+	if (rc == STORE_OK)
+		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	if (rc == STORE_OK && o->wait_ms > 0) {
 		/* The connect was part of the wait: what is left of it (at least a try). */
 		int64_t left = o->wait_ms - (clock_ms() - start);
@@ -436,13 +444,16 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */
+		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";
+		if (h->gone_why[0])
+			snprintf(why, sizeof why, ": %s", h->gone_why);
 		if (o->on_lost == LOST_IGNORE) {
 			log_warn(
-			    "lock lost: it was no longer held when the command ended (expired, "
-			    "broken or taken over while it ran); --on-lost ignore");
+			    "lock lost: it was no longer held when the command ended%s; --on-lost "
+			    "ignore",
+			    why);
 		} else {
-			log_error("lock lost: it was no longer held when the command ended "
-			          "(expired, broken or taken over while it ran)");
+			log_error("lock lost: it was no longer held when the command ended%s", why);
 			rc = RL_EX_LOST;
 		}
 		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
@@ -454,7 +465,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	return rc;
 }
 
-/* The command's watchdog, started during the acquire's round trip (conn_set_idle): a
+/* The command's watchdog, started during the acquire's round trip (store_while_waiting): a
  * failure is child_spawn's to retry and report. */
 static void watchdog_ahead(void)
 {
@@ -498,9 +509,9 @@ int main(int argc, char **argv)
 		return command(c, &o, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);
 	if (o.mode == MODE_RUN)
-		conn_set_idle(watchdog_ahead); /* while the acquire's reply is on its way */
+		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, &cfg, &o, termfd);
-	conn_set_idle(NULL);
+	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	conn_set_abort_fd(-1);
 	close(termfd);

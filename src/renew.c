@@ -111,30 +111,34 @@ static void preempted(struct renew *r, int64_t sent, const char *who)
 	(void)!write(r->lost_fd, &one, sizeof one);
 }
 
-/* The token no longer holds the lock: say why in r->reason. When a --break removed it,
- * its record (PREFIX{NAME}:broken) names who did: one read, bounded by half a second
- * (and cap), so that the loss is acted on without a noticeable delay. */
-#define BROKEN_READ_MS 500
+/* The token no longer holds the lock: say why in r->reason (renew_broken_why). */
 static void lost_reason(struct renew *r, struct store *s, int64_t cap)
 {
-	char why[300] = "the lock is no longer ours (expired, broken or taken over)", err[300],
-	     ago[32];
+	char why[340] = "the lock is no longer ours (expired, broken or taken over)", by[300];
+
+	if (renew_broken_why(s, NULL, r->lock, cap, by, sizeof by))
+		snprintf(why, sizeof why, "the lock is no longer ours: %s", by);
+	set_text(r, r->reason, why);
+}
+
+#define BROKEN_READ_MS 500
+int renew_broken_why(struct store *s, const struct store_config *cfg, const struct lock *l,
+                     int64_t cap, char *why, size_t n)
+{
+	char err[300];
 	struct holders *hs = malloc(sizeof *hs);
+	struct store *fresh = NULL;
 	int64_t until = clock_ms() + BROKEN_READ_MS;
 
-	if (hs &&
-	    store_status(s, r->lock, until < cap ? until : cap, hs, err, sizeof err) == LOCK_OK &&
-	    hs->broken.known && strstr(hs->broken.tokens, r->lock->token)) {
-		const struct broken *b = &hs->broken;
-		holder_human_ms(ago, sizeof ago, b->ago_ms);
-		snprintf(
-		    why, sizeof why,
-		    "the lock is no longer ours: broken %s ago by --break from %.100s pid %lld "
-		    "(user %.60s)",
-		    ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?");
-	}
+	if (until > cap)
+		until = cap;
+	if (!s && cfg && store_open(&fresh, cfg, 0, until, err, sizeof err) == STORE_OK)
+		s = fresh;
+	int known = s && hs && store_status(s, l, until, hs, err, sizeof err) == LOCK_OK &&
+	            holder_broken(&hs->broken, l->token, why, n);
+	store_close(fresh);
 	free(hs);
-	set_text(r, r->reason, why);
+	return known;
 }
 
 /* Every call of this thread is bounded by the time the lease can no longer be trusted;

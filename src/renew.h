@@ -55,6 +55,13 @@ int64_t renew_confirmed_sent(const struct renew *r);
  * Thread-safe. */
 void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n);
 
+/* A lock no longer held by l->token: when the last --break's record (PREFIX{NAME}:broken)
+ * names that token, who broke it and when into why (holder_broken) and 1; else 0. One
+ * status read on s (NULL: on a fresh handle of cfg, NULL: none), bounded by half a
+ * second and cap. Any thread, with a handle of its own. */
+int renew_broken_why(struct store *s, const struct store_config *cfg, const struct lock *l,
+                     int64_t cap, char *why, size_t n);
+
 /* After the command ended: if the thread has not begun its first renewal (nor, with
  * check_now, its connect), make sure it never does and return 1: it then only sleeps
  * until renew_stop() or the process exit, its confirmed send time stays the acquire's,

@@ -99,6 +99,8 @@ static void broken_json(FILE *f, const struct broken *b)
 		return;
 	fputs(",\"broken\":{", f);
 	json_who(f, b->host, b->pid, b->user);
+	fputs(",\"label\":", f);
+	json_str_or_null(f, b->label);
 	fputs(",\"ago_ms\":", f);
 	json_int_or_null(f, b->ago_ms >= 0, b->ago_ms);
 	fputs(",\"at_ms\":", f);
@@ -268,7 +270,7 @@ static void print_judgement(const struct holder *h, const struct holder_text *t)
 /* The last --break's record, while it is kept (LOCK_BROKEN_KEEP_MS). */
 static void print_broken(const struct broken *b)
 {
-	char host[1024], user[256], ago[32], when[64], tok[1200];
+	char host[1024], user[256], ago[32], when[64], tok[1200], label[4 * sizeof b->label];
 
 	if (!b->known)
 		return;
@@ -277,9 +279,10 @@ static void print_broken(const struct broken *b)
 	esc(tok, sizeof tok, b->tokens);
 	holder_human_ms(ago, sizeof ago, b->ago_ms);
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
-	printf("broken   %s ago (%s) by %s pid %lld (user %s): token %.16s%s, fence %s\n", ago,
-	       when, host, b->pid, user, tok, strlen(tok) > 16 ? "..." : "",
-	       b->fence[0] ? b->fence : "?");
+	log_escape(label, sizeof label, b->label, strlen(b->label));
+	printf("broken   %s ago (%s) by %s pid %lld (user %s)%s%s%s: token %.16s%s, fence %s\n",
+	       ago, when, host, b->pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
+	       strlen(tok) > 16 ? "..." : "", b->fence[0] ? b->fence : "?");
 }
 
 /* One holder's block of --status. */
@@ -452,7 +455,8 @@ int report_break(struct store *s, const struct opts *o)
 	char err[400];
 
 	char host[256] = "";
-	struct lock_meta me = {.host = host, .user = breaker_user(), .pid = (long)getpid()};
+	struct lock_meta me = {
+	    .host = host, .user = breaker_user(), .pid = (long)getpid(), .label = o->label};
 
 	lock_init(&l, o->prefix, o->name, o->ttl_ms);
 	gethostname(host, sizeof host - 1);

@@ -160,6 +160,52 @@ out:
 	return rc;
 }
 
+/* SENTINEL CKQUORUM of s's master on sentinel srv, into v (the reply's words are the
+ * sentinel's: escaped). */
+static void ask_quorum(const struct sentinel *s, const struct server *srv, int64_t cap_ms,
+                       struct sentinel_view *v)
+{
+	struct client *c = NULL;
+	struct resp_reply *r = NULL;
+	const char *argv[3] = {"SENTINEL", "CKQUORUM", s->master};
+	size_t lens[3] = {8, 8, strlen(s->master)};
+	char e[300];
+
+	v->quorum = -1;
+	if (sentinel_open(s, srv, &c, cap_ms, v->words, sizeof v->words) != CLIENT_OK)
+		return;
+	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
+	                sizeof e) < 0)
+		snprintf(v->words, sizeof v->words, "%.250s", e);
+	else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
+		log_escape(v->words, sizeof v->words, r->str, r->len);
+	else
+		snprintf(v->words, sizeof v->words, "unexpected reply to CKQUORUM");
+	if (r && (r->type == RESP_STATUS || r->type == RESP_ERROR))
+		v->quorum = r->type == RESP_STATUS;
+	resp_free(r);
+	client_close(c);
+}
+
+int sentinel_view(const struct sentinel *s, int i, int64_t cap_ms, struct sentinel_view *v,
+                  char *err, size_t errlen)
+{
+	char host[URL_HOST_MAX];
+	int port = 0;
+
+	memset(v, 0, sizeof *v);
+	enum ask a = ask_sentinel(s, &s->sent[i], host, &port, cap_ms, err, errlen);
+	if (a == ASK_DENIED || a == ASK_FAILED)
+		return -1;
+	v->knows = a == ASK_FOUND;
+	v->quorum = -1;
+	if (v->knows) {
+		hostport_name(v->addr, sizeof v->addr, host, port);
+		ask_quorum(s, &s->sent[i], cap_ms, v);
+	}
+	return 0;
+}
+
 /* Connect to the candidate in srv as a data client and confirm ROLE says master:
  * 0; CLIENT_AUTH when it refused our login (final: the sentinels named it); -1. */
 static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, size_t errlen)
@@ -428,6 +474,12 @@ static const struct store_route sentinel_route = {
     .name = route_name,
     .resolve = route_resolve,
 };
+
+const struct sentinel *sentinel_of(const struct store_config *cfg)
+{
+	return cfg->route == &sentinel_route ? &((const struct sentinel_route *)cfg->route_arg)->s
+	                                     : NULL;
+}
 
 void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms)
 {

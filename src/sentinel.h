@@ -70,9 +70,25 @@ struct sentinel_route {
 	char label[URL_MASTER_MAX + 16];
 };
 
+/* --check: what sentinel i of s says of its master: known (its address in addr, as
+ * get-master-addr-by-name gives it) or not, and, when known, SENTINEL CKQUORUM's
+ * verdict (quorum 1: the quorum and a failover's authorization can be reached, 0: they
+ * cannot, -1: no answer; its words in words). Returns 0, or -1 when the sentinel does
+ * not answer or refuses us (why in err). Read-only; before cap_ms. */
+struct sentinel_view {
+	int knows, quorum;
+	char addr[URL_HOST_MAX + 8];
+	char words[300];
+};
+int sentinel_view(const struct sentinel *s, int i, int64_t cap_ms, struct sentinel_view *v,
+                  char *err, size_t errlen);
+
+/* The sentinels behind cfg's route, or NULL when it is no Sentinel route. */
+struct store_config;
+const struct sentinel *sentinel_of(const struct store_config *cfg);
+
 /* Fill cfg's route (cfg->srv[0] holds the data servers' settings) with r, whose
  * sentinels are initialised: r is the route's context and must outlive cfg. No I/O. */
-struct store_config;
 void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms);
 
 #endif

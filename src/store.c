@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "holder.h"
 #include "log.h"
 
 #define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
@@ -28,6 +29,8 @@ struct store {
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
 {
 	int ok = 0;
+
+	conn_fault_clear(); /* store_fault_passing() then says whether a lookup may pass */
 
 	if (cfg->route && cfg->route->resolve) {
 		cfg->route->resolve(cfg->route_arg, deadline_ms);
@@ -376,6 +379,11 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 	return STORE_OK;
 }
 
+void store_while_waiting(void (*fn)(void))
+{
+	conn_set_idle(fn);
+}
+
 int store_fault_passing(void)
 {
 	return conn_fault() == CONN_FAULT_PASSING;
@@ -491,8 +499,13 @@ static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t er
 {
 	struct renew_args *a = arg;
 
+	struct holder by;
+
 	a->sent = clock_ms();
-	return lock_renew(c, a->l, d, err, errlen);
+	int rc = lock_renew(c, a->l, d, &by, err, errlen);
+	if (rc == LOCK_PREEMPTED) /* who asked: renew.h's reason */
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+	return rc;
 }
 
 static int routed_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,

@@ -30,6 +30,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "clock.h"
+
 struct tls_session {
 	int fd; /* owned by the caller */
 	SSL *ssl;

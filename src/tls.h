@@ -12,7 +12,7 @@
  *
  * A session wraps a connected, non-blocking socket that the caller keeps owning (the
  * session never closes it). The calls never block and return the CONN_* codes of
- * conn.h; after CONN_AGAIN, events() says what to poll() for. Error texts name the
+ * conncodes.h; after CONN_AGAIN, events() says what to poll() for. Error texts name the
  * peer and fit on one line. A session is used by one thread at a time; the module's
  * own state (the SSL_CTX cache) is locked. */
 #ifndef RLOCK_TLS_H
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "conn.h"
+#include "conncodes.h"
 
 #define RLOCK_TLS_ABI    1
 #define RLOCK_TLS_SYMBOL "rlock_tls_ops"

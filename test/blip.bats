@@ -114,6 +114,107 @@ ran_after_outage() {
 	assert_equal "$stderr" "rlock: 127.0.0.1:$port: protocol error: Protocol error, got \"H\" as reply type byte: is this a Redis server?"
 }
 
+# busy_now PORT / loading_now PORT: the server on PORT answers BUSY (a script runs) /
+# LOADING (it loads its dataset).
+busy_now() { [[ $(redis-cli -p "$1" PING 2>&1) == BUSY* ]]; }
+loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
+
+@test "a server busy running a script (BUSY) is waited out, db 0 (the acquire) and db 1 (SELECT): both jobs run after SCRIPT KILL" {
+	local port r1 e1
+	port=$(free_port)
+	blip_start "$port" --busy-reply-threshold 100
+	wait_until 10 _redis_ready -p "$port"
+	# a script that never ends on its own (its client gets an error when it is killed)
+	(exec 3>&- 4>&- redis-cli -p "$port" EVAL 'while true do end' 0 >busy.out 2>&1) &
+	track_pid $!
+	wait_until 10 busy_now "$port"
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port/1" -k b1 -- touch ran1
+	r1=$RLOCK_PID e1=$RLOCK_ERR
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k b0 -- touch ran
+	wait_until 20 outage_said "$e1" || fail "rlock (db 1): $(cat "$e1")"
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock (db 0): $(cat "$RLOCK_ERR")"
+	proc_alive "$r1" || fail "rlock (db 1) gave up: $(cat "$e1")"
+	proc_alive "$RLOCK_PID" || fail "rlock (db 0) gave up: $(cat "$RLOCK_ERR")"
+	redis-cli -p "$port" SCRIPT KILL >/dev/null
+	ran_after_outage b0 "127\.0\.0\.1:$port" "acquire: server error: BUSY .*"
+	rlock_wait "$r1" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran1 ]] || fail "the db 1 job did not run"
+	grep -q "SELECT 1 on 127.0.0.1:$port failed: BUSY .*; retrying" "$e1"
+}
+
+@test "a server loading its dataset (LOADING) is waited out: the job runs once it has loaded" {
+	local port
+	port=$(free_port)
+	blip_start "$port" --enable-debug-command local
+	wait_until 10 _redis_ready -p "$port"
+	redis-cli -p "$port" DEBUG POPULATE 5000 >/dev/null
+	redis-cli -p "$port" SAVE >/dev/null
+	redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+	wait_until 10 not proc_alive "$BLIP_PID"
+	# The same dump again, 2 ms per key (10 s), answering LOADING meanwhile.
+	blip_start "$port" --key-load-delay 2000 --loading-process-events-interval-bytes 1024
+	wait_until 10 loading_now "$port"
+	rlock_bg -w 120s -u "redis://127.0.0.1:$port" -k ld -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR"
+	# (a progress line may come between the outage's two: loading takes 10 s)
+	rode_out_outage ld "127\.0\.0\.1:$port" "127\.0\.0\.1:$port: server error: LOADING .*"
+}
+
+# make_dns_shim: dns.so, a getaddrinfo that answers for two test names the way a
+# resolver does: rlock-dns.test fails with EAI_AGAIN (a resolver that cannot answer
+# now) until the file $DNS_UP exists, then is 127.0.0.1; rlock-nxdomain.test does not
+# exist (EAI_NONAME). Every other name goes to the real resolver.
+make_dns_shim() {
+	cat >dns.c <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int getaddrinfo(const char *n, const char *s, const struct addrinfo *h, struct addrinfo **r)
+{
+	static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+	if (!real)
+		real = (int (*)(const char *, const char *, const struct addrinfo *,
+		                struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
+	int numeric = h && (h->ai_flags & AI_NUMERICHOST);
+	if (n && !numeric && !strcmp(n, "rlock-nxdomain.test"))
+		return EAI_NONAME;
+	if (n && !numeric && !strcmp(n, "rlock-dns.test")) {
+		const char *up = getenv("DNS_UP");
+		if (!up || access(up, F_OK) != 0)
+			return EAI_AGAIN;
+		n = "127.0.0.1";
+	}
+	return real(n, s, h, r);
+}
+C
+	"${CC:-cc}" -shared -fPIC -o dns.so dns.c -ldl
+}
+
+@test "a resolver that cannot answer now (EAI_AGAIN) is waited out; a name that does not exist fails at once (69)" {
+	make_dns_shim
+	local asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	DNS_UP=$PWD/dns.up LD_PRELOAD=$PWD/dns.so ASAN_OPTIONS=$asan \
+		rlock_bg -w 60s -u "redis://rlock-dns.test:$REDIS_PORT" -k dns -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock: $(cat "$RLOCK_ERR")"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	touch dns.up
+	ran_after_outage dns "127\.0\.0\.1:$REDIS_PORT|rlock-dns\.test:$REDIS_PORT" \
+		"resolve rlock-dns\.test: Temporary failure in name resolution"
+	local t0 took
+	t0=$(now_ms)
+	DNS_UP=$PWD/dns.up LD_PRELOAD=$PWD/dns.so ASAN_OPTIONS=$asan run -69 --separate-stderr \
+		"$RLOCK" -w 60s -u "redis://rlock-nxdomain.test:$REDIS_PORT" -k nx -- touch ran-nx
+	took=$(($(now_ms) - t0))
+	[[ ! -e ran-nx ]]
+	assert_one_line_error
+	assert_regex "$stderr" "resolve rlock-nxdomain\.test: "
+	((took < 30000)) || fail "a name that does not exist waited $took ms"
+}
+
 # ---------------------------------------------------------------------------------
 # item 5: the quick start takes only what it needs
 

@@ -173,6 +173,53 @@ time_calls() {
 	[[ $(grep -c ' reach: ' <<<"$output") == 1 ]]
 }
 
+# lone_sentinel PORT: a sentinel on PORT that monitors nothing.
+lone_sentinel() {
+	local dir
+	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
+	printf 'port %s\nbind 127.0.0.1\ndaemonize no\ndir %s\n' "$1" "$dir" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
+	echo "$!" >>"$BATS_FILE_TMPDIR/redis.pids"
+	wait_until 20 _redis_ready -p "$1"
+}
+
+# check_says LEVEL CHECK REGEX: --check over $URL (exit 1 or 2) has that finding.
+check_says() {
+	local out st=0
+	out=$("$RLOCK" -u "$URL" --check 2>/dev/null) || st=$?
+	((st == 1 || st == 2)) && grep -Eq "^$1 +[^ ]+ $2: $3" <<<"$out"
+}
+
+@test "--check over Sentinel: the sentinels themselves (answered, master known, CKQUORUM); a quorum out of reach is a warning" {
+	sentinel_topology_start
+	local m p lone
+	m=$(sentinel_master_port)
+	run -2 rlock -u "$SENT_URL" --check
+	for p in $SENT_PORTS; do
+		assert_line --regexp "^ok +127\.0\.0\.1:$p sentinel: knows master 'mymaster' at 127\.0\.0\.1:$m; CKQUORUM: OK 3 usable Sentinels"
+	done
+	line ok sentinels "3 of 3 sentinels answered, 3 know master 'mymaster'$"
+	# One more sentinel in the URL that monitors nothing, one that does not answer.
+	lone=$(free_port)
+	lone_sentinel "$lone"
+	URL="redis-sentinel://127.0.0.1:${SENT_PORTS// /,127.0.0.1:},127.0.0.1:$lone,127.0.0.1:$(dead_port)/mymaster"
+	run -2 rlock -u "$URL" --check
+	line warn sentinel "does not know master 'mymaster'"
+	assert_line --regexp "^warn +127\.0\.0\.1:$lone sentinel: does not know master 'mymaster'"
+	line warn sentinel 'sentinel 127\.0\.0\.1:[0-9]+: connect to .*Connection refused'
+	line warn sentinels "4 of 5 sentinels answered, 3 know master 'mymaster'"
+	# Two of the three sentinels of the master gone: the last one cannot reach the quorum
+	# (2) once it sees them down (1 s).
+	local ports
+	read -r -a ports <<<"$SENT_PORTS"
+	kill -KILL "${SENT_PIDS[0]}" "${SENT_PIDS[1]}"
+	URL=$SENT_URL
+	wait_until 30 check_says warn sentinel "knows master 'mymaster' at 127\.0\.0\.1:$m; CKQUORUM: NOQUORUM .*\(a failover cannot be authorized\)"
+	run -2 rlock -u "$URL" --check
+	assert_line --regexp "^warn +127\.0\.0\.1:${ports[2]} sentinel: knows master .*NOQUORUM"
+	line warn sentinels "1 of 3 sentinels answered, 1 know master 'mymaster'"
+}
+
 @test "--check over Cluster: every master is checked" {
 	cluster_start
 	run -2 rlock -u "$REDIS_URL" --check

@@ -746,6 +746,18 @@ tls_redis_start() {
 	return 1
 }
 
+# rode_out_outage NAME SERVER WHY [TIMEOUT_S]: the background rlock ($RLOCK_PID) of lock
+# NAME exits 0 (bounded, default 60 s) having run its job (file "ran"); its stderr
+# starts with the outage's line (WHY, a regex) and ends with SERVER answering again (a
+# progress line may come between them).
+rode_out_outage() {
+	rlock_wait "$RLOCK_PID" "${4:-60}"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e ran ]] || fail "the job did not run"
+	assert_regex "$(head -n 1 "$RLOCK_ERR")" "^rlock: lock '$1': $3; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_regex "$(tail -n 1 "$RLOCK_ERR")" "^rlock: lock '$1': $2 answers again after [0-9.]+ s$"
+}
+
 # assert_one_line_error: $stderr (from run --separate-stderr) is exactly one line
 # starting with "rlock: ".
 assert_one_line_error() {

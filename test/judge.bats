@@ -138,6 +138,37 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	((pttl > 3000000 && pttl <= 3600000)) || fail "PTTL of the record: $pttl"
 }
 
+@test "who broke the lock, named when the command had already ended (the release finds it gone): 79, host, pid, user, label, when" {
+	# A 60 s lease: no renewal runs before the command ends, so the release is the first
+	# to find the lock gone.
+	start_holder k -t 60s
+	run -0 rlock -k k --break --label 'stuck deploy'
+	touch k.release
+	rlock_wait "$HOLDER_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_regex "$(cat "$HOLDER_ERR")" "lock lost: it was no longer held when the command ended: broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\) \[stuck deploy\]"
+	# --status shows the breaker's label too
+	run -0 rlock -k k --status
+	assert_line --regexp "^broken +[0-9.ms]+ ago \(.*\) by $(hostname) pid [0-9]+ \(user $(id -un)\) \[stuck deploy\]: token "
+	run -0 --separate-stderr rlock -k k --status --json
+	assert_equal "$(jq -r .broken.label <<<"$output")" 'stuck deploy'
+}
+
+@test "who broke a keeper's lock, named by --release and by the keeper released on a signal: 79" {
+	eval "$("$RLOCK" -k kp -t 60s --acquire --log-file "$PWD/k.log")"
+	local keeper
+	keeper=$(rcli HGET 'rlock:{kp}:owner' pid)
+	track_pid "$keeper"
+	run -0 rlock -k kp --break --label 'operator'
+	run -79 --separate-stderr rlock -k kp --release
+	assert_regex "$stderr" "lock 'kp' is not held by this token: broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\) \[operator\]"
+	# the keeper, not stopped by a --release that found nothing to release, is told to
+	# release (SIGTERM) before its renewal (at 20 s) notices
+	kill -TERM "$keeper"
+	wait_until 20 not proc_alive "$keeper"
+	assert_regex "$(cat k.log)" "lock lost: rlock:\{kp\} was no longer held when the keeper released it: broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\) \[operator\]"
+}
+
 # ---------------------------------------------------------------------------------
 # the fair queue
 

@@ -309,3 +309,23 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	[[ $stderr == *"given up by its keeper at --max-hold"* ]]
 	[[ -z $(ls -A "$XDG_RUNTIME_DIR/rlock") ]] # --release removed the record
 }
+
+@test "--acquire with a relative --log-file, --events and --metrics-file: resolved in the caller's directory, not in the keeper's /" {
+	local n=rlock-test-keeper-$$-$RANDOM
+	mkdir sub
+	step acquire "cd sub && rlock -k ci --acquire -v --log-file $n.log --events $n.jsonl --metrics-file $n.prom >../vars.sh"
+	local root_log=0
+	[[ ! -e /$n.log ]] || root_log=1
+	rm -f "/$n.log" "/$n.jsonl" "/$n.prom" "/$n.prom.lock" # an old binary wrote there
+	((status == 0)) || fail "--acquire exited $status: $stderr"
+	keeper_pid >keeper.pids
+	((root_log == 0)) || fail "the keeper wrote its log to /$n.log"
+	wait_until 20 grep -q 'keeper pid' "sub/$n.log"
+	wait_until 20 grep -q '"event":"keeper-started"' "sub/$n.jsonl"
+	step release 'rlock -k ci --release'
+	((status == 0)) || fail "--release exited $status: $stderr"
+	wait_until 20 not proc_alive "$(cat keeper.pids)"
+	wait_until 20 grep -q 'SIGUSR1' "sub/$n.log"
+	wait_until 20 grep -q '^rlock_' "sub/$n.prom"
+	[[ ! -e /$n.log && ! -e /$n.jsonl && ! -e /$n.prom ]]
+}

@@ -59,14 +59,19 @@ EOF
 	timeout -s KILL 45 unshare -m -n -p -f --kill-child --mount-proc bash ns-run.sh
 }
 
-@test "a resolver that never answers: the first connect ends at --connect-timeout, exit 69" {
+@test "a resolver that never answers: the first connect ends at --connect-timeout, exit 69 (-n); within -w it is retried until the wait ends" {
 	cat >t.sh <<'EOF'
 if timeout 2 getent hosts redis.rlock-test.example >/dev/null; then echo "lookup did not hang"; exit 3; fi
 t0=$(date +%s%3N)
-timeout -s KILL 20 "$RLOCK" -u redis://redis.rlock-test.example:6379 --connect-timeout 1s -k r -- touch ran 2>err
+timeout -s KILL 20 "$RLOCK" -n -u redis://redis.rlock-test.example:6379 --connect-timeout 1s -k r -- touch ran 2>err
 echo "status=$?"
 echo "took=$(($(date +%s%3N) - t0))"
 cat err
+t0=$(date +%s%3N)
+timeout -s KILL 30 "$RLOCK" -w 3s -u redis://redis.rlock-test.example:6379 --connect-timeout 1s -k r -- touch ran 2>err
+echo "wstatus=$?"
+echo "wtook=$(($(date +%s%3N) - t0))"
+sed 's/^/w: /' err
 EOF
 	run -0 in_namespace t.sh
 	echo "$output"
@@ -77,6 +82,12 @@ EOF
 	took=$(sed -n 's/^took=//p' <<<"$output")
 	# --connect-timeout is 1 s; the resolver would take 60 s
 	((took < 5000)) || fail "took $took ms"
+	# -w 3s: a resolver that does not answer may answer later: retried until the wait ends
+	assert_line wstatus=69
+	assert_line --regexp "^w: rlock: lock 'r': resolve redis.rlock-test.example: no answer from the resolver within [0-9]+ ms; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --regexp "^w: rlock: lock 'r': Redis unavailable for the whole wait \(gave up at the --wait deadline after [0-9.]+ s\): resolve redis.rlock-test.example: no answer from the resolver"
+	took=$(sed -n 's/^wtook=//p' <<<"$output")
+	((took >= 2900 && took < 15000)) || fail "-w 3s: took $took ms"
 }
 
 @test "renewal and release reconnect without a lookup (the addresses found at start)" {

@@ -174,7 +174,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 @test "TLS client to a plaintext port: 69, one line, within the connect deadline" {
 	local t0 ms
 	t0=$(now_ms)
-	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
+	# -n: a silent handshake may pass (a paused server), so a wait would retry it
+	run -69 --separate-stderr rlock -n -u "rediss://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
 		--connect-timeout 1s --io-timeout 30s -k t -- touch ran
 	ms=$(elapsed_since "$t0")
 	assert_one_line_error
@@ -198,7 +199,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	local port t0 ms
 	port=$(cat silent.port)
 	t0=$(now_ms)
-	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$port" --cacert "$CA" \
+	# -n: a silent handshake may pass (a paused server), so a wait would retry it
+	run -69 --separate-stderr rlock -n -u "rediss://127.0.0.1:$port" --cacert "$CA" \
 		--connect-timeout 1s --io-timeout 30s -k t -- touch ran
 	ms=$(elapsed_since "$t0")
 	assert_one_line_error
@@ -278,4 +280,41 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		--cacert "$CA" --connect-timeout 2s -k t -- touch ran
 	assert_one_line_error
 	[[ ! -e ran ]]
+}
+
+@test "--acquire with relative --cacert, --cert and --tls-key: the keeper (in /) still finds them, renews and releases" {
+	cp "$CA" ca.pem
+	cp "$TLS_CERTS/client.pem" "$TLS_CERTS/client.key" .
+	local u="rediss://127.0.0.1:$TLS_B_PORT" k
+	run -0 --separate-stderr rlock -u "$u" --cacert ca.pem --cert client.pem \
+		--tls-key client.key -t 2s -k kt --acquire
+	eval "$output"
+	k=$(tls_cli "$TLS_B_PORT" HGET 'rlock:{kt}:owner' pid)
+	track_pid "$k"
+	[[ $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') == "$RLOCK_TOKEN" ]]
+	# Past a lease: renewed by the keeper over its own TLS connections.
+	renewed_reset
+	wait_until 30 renewed 4 'rlock:{kt}' tls_cli "$TLS_B_PORT"
+	run -0 --separate-stderr rlock -u "$u" --cacert ca.pem --cert client.pem \
+		--tls-key client.key -k kt --release
+	wait_until 20 not proc_alive "$k"
+	[[ -z $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') ]]
+}
+
+@test "a TLS handshake that times out (a paused TLS server) is waited out within -w: the job runs once it answers" {
+	tls_redis_start
+	local port=$TLS_PORT pid=$TLS_PID
+	# Stopped: the kernel still completes the TCP connect, the handshake gets no reply.
+	kill -STOP "$pid"
+	rlock_bg -w 60s --connect-timeout 500ms --io-timeout 500ms \
+		-u "rediss://127.0.0.1:$port" --cacert "$CA" -k hs -- touch ran
+	wait_until 20 grep -q '; retrying' "$RLOCK_ERR" || {
+		kill -CONT "$pid"
+		fail "rlock: $(cat "$RLOCK_ERR")"
+	}
+	local alive=0
+	proc_alive "$RLOCK_PID" && alive=1
+	kill -CONT "$pid"
+	((alive)) || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	rode_out_outage hs "127\.0\.0\.1:$port" "TLS handshake with 127\.0\.0\.1:$port: timed out after [0-9]+ ms.*" 30
 }

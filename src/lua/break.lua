@@ -6,9 +6,9 @@
 -- (and fence) is removed, in this same step; when none holds it now (replaced, or
 -- free), nothing changes and the reply says so (refused = 1).
 -- What was broken is recorded for an hour in PREFIX{NAME}:broken (host pid user at
--- tokens fence): --status shows it, and so does the broken holder's loss message.
+-- tokens fence label): --status shows it, and so does the broken holder's loss message.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters
--- ARGV: channel publish wake_prefix host pid user if_token if_fence ('' : any)
+-- ARGV: channel publish wake_prefix host pid user if_token if_fence ('' : any) label
 -- Reply: as status.lua's, with the holders removed (closed_ms false), and a 14th
 -- element: the places of gone waiters dropped from the queue.
 -- PREFIX{NAME}:qmeta and :broken are not declared, as release.lua's extra keys are not.
@@ -41,7 +41,8 @@ local function victim()
 end
 -- The history (history.lua): the exclusive holder's run (token x) ended, broken by
 -- ARGV[4..6] (the breaker's host, pid, user); its open run ends with it.
-local BY = {'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or ''}
+local BY = {'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '',
+            'by_label', ARGV[9] or ''}
 local function history_broken(x)
   local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
   if (tonumber(run[1] or '0') or 0) > 0 then history_close(KEYS[1], x) end
@@ -111,6 +112,7 @@ if n > 0 then
   redis.call('HSET', b, 'host', ARGV[4], 'pid', ARGV[5], 'user', ARGV[6], 'at',
              t[1] .. string.sub(string.format('%06d', t[2]), 1, 3), 'tokens',
              table.concat(tokens, ' '), 'fence', hs[10] or '')
+  redis.call('HSET', b, 'label', ARGV[9] or '') -- the breaker's --label
   redis.call('PEXPIRE', b, BROKEN_MS)
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
   if head then redis.call(ARGV[2], ARGV[3] .. head, 'break') end

@@ -35,11 +35,14 @@ for i = 1, #live, 2 do
       {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label, m.renewed})
 end
 -- broken_record(lock, now): the last --break's record PREFIX{NAME}:broken (break.lua)
--- as {host, pid, user, ms_ago, tokens (the broken holders', space-separated), fence},
+-- as {host, pid, user, ms_ago, tokens (the broken holders', space-separated), fence,
+-- label (the breaker's --label)},
 -- or false when there is none. The key is not declared (release.lua says why).
 local function broken_record(lock, now)
-  local b = redis.call('HMGET', lock .. ':broken', 'host', 'pid', 'user', 'at', 'tokens', 'fence')
+  local b = redis.call('HMGET', lock .. ':broken', 'host', 'pid', 'user', 'at', 'tokens', 'fence',
+                       'label')
   local at = tonumber(b[4] or '')
   if not at then return false end
-  return {b[1] or false, b[2] or false, b[3] or false, now - at, b[5] or false, b[6] or false}
+  return {b[1] or false, b[2] or false, b[3] or false, now - at, b[5] or false, b[6] or false,
+          b[7] or false}
 end
