@@ -789,9 +789,13 @@ static void on_events(struct sup *s, const struct pollfd *p)
 /* rlock's status once the group is gone. */
 static int supervised_status(struct child *ch, const struct sup *s, int st)
 {
-	if (s->lost)
-		return RL_EX_LOST;
 	int rc = exit_status(st, &ch->term_sig);
+
+	ch->status = rc;
+	if (s->lost) {
+		ch->term_sig = 0;
+		return RL_EX_LOST;
+	}
 	if (ch->timed_out) {
 		ch->term_sig = 0; /* stopped by us: 124, as timeout(1) */
 		return RL_EX_TIMEOUT;
@@ -822,6 +826,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	                .warned = -1};
 	int st = 0;
 
+	ch->status = -1; /* until it has exited */
 	for (;;) {
 		int64_t now = clock_ms();
 		on_timers(&s, now);

@@ -38,6 +38,7 @@ struct child {
 	int term_sig;     /* the signal it died of, or 0 */
 	int lost;         /* the lease was found lost while it ran (--on-lost ignore too) */
 	int timed_out;    /* stopped for --max-hold */
+	int status;       /* the command's own status (128+N: signal N), for the history */
 	pid_t watchdog;   /* kills the group if rlock itself dies; 0 if none */
 	int watch_fd;     /* write end kept by rlock */
 	int64_t watch_by; /* the group's SIGKILL deadline the watchdog holds */

@@ -14,6 +14,25 @@
 #include "log.h"
 #include "renew.h"
 
+/* The lease of lock i is over by rlock's clock: nothing is released (lease.h), but the
+ * history, when on, records the run lost (once: the script skips a run that ended
+ * already). Best effort, on s or a fresh handle, within one io-timeout. */
+static void record_lost(const struct hold *h, const struct lock *l, struct store *s)
+{
+	struct store *fresh = NULL;
+	char err[300];
+
+	if (l->history_len <= 0)
+		return;
+	if (!s && h->cfg &&
+	    store_open(&fresh, h->cfg, 0, clock_ms() + h->cfg->srv[0].io_timeout_ms, err,
+	               sizeof err) == STORE_OK)
+		s = fresh;
+	if (s && store_release(s, l, LOCK_KEEP_LOST, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
+		log_debug("cannot record the loss of %s in its history (%s)", l->key, err);
+	store_close(fresh);
+}
+
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
  * one, else a fresh one. A thread that never touched the network (a hold shorter than
  * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
@@ -33,6 +52,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	h->rn[i] = NULL;
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);
+	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
+		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
 	if (rc == LOCK_NOTOURS) /* who broke it, on the handle that found it gone */
 		renew_broken_why(live ? live : h->s, h->cfg, l, STORE_NO_CAP, h->gone_why,

@@ -559,7 +559,8 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 /* The deploy queues' and the history's pairs after the owner's fields (acquire.lua):
  * '@' pairs are read by the script, the others stored with the owner. Returns the new
  * number of args. */
-static int queue_args(const struct lock *l, const char **args, int n, char *hist, char *hret)
+static int queue_args(const struct lock *l, const char **args, int n, const char *hist,
+                      const char *hret)
 {
 	if (l->supersede) {
 		args[n++] = "@supersede";
@@ -574,8 +575,6 @@ static int queue_args(const struct lock *l, const char **args, int n, char *hist
 		args[n++] = "1";
 	}
 	if (l->history_len > 0) {
-		snprintf(hist, 24, "%d", l->history_len);
-		snprintf(hret, 24, "%lld", (long long)l->history_ms);
 		args[n++] = "hist";
 		args[n++] = hist;
 		args[n++] = "hret";
@@ -587,12 +586,14 @@ static int queue_args(const struct lock *l, const char **args, int n, char *hist
 int lock_request_acquire(struct lock_request *q, const struct lock *l, const struct lock_meta *m,
                          char *err, size_t errlen)
 {
-	char ttl[24], pid[24], start[24], kind[24], delay[24];
+	char ttl[24], pid[24], start[24], kind[24], delay[24], hist[24], hret[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
 	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
+	snprintf(hist, sizeof hist, "%d", l->history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
 	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
 		struct keys ks;
@@ -618,7 +619,6 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   m->label ? m->label : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		char hist[24], hret[24];
 		int na = queue_args(l, args, l->delay_ms > 0 ? 19 : 17, hist, hret);
 		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
 	} else {
@@ -645,9 +645,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->cmd,
 		                      start,
 		                      m->label ? m->label : "",
-		                      delay};
-		return request(q, S_ACQUIRE_SEM, nk, keys, l->delay_ms > 0 ? 14 : 13, args, err,
-		               errlen);
+		                      delay,
+		                      hist, /* the history (acquire_sem.lua) */
+		                      hret};
+		int na = l->history_len > 0 ? 16 : l->delay_ms > 0 ? 14 : 13;
+		return request(q, S_ACQUIRE_SEM, nk, keys, na, args, err, errlen);
 	}
 }
 
@@ -709,22 +711,27 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 int lock_request_release(struct lock_request *q, const struct lock *l, int64_t keep_ms, char *err,
                          size_t errlen)
 {
-	char keep[24], done[24], status[24] = "";
+	char keep[24], done[24], status[24] = "", hist[24], hret[24];
 
-	snprintf(keep, sizeof keep, "%lld", (long long)(keep_ms > 0 ? keep_ms : 0));
+	snprintf(keep, sizeof keep, "%lld",
+	         keep_ms == LOCK_KEEP_LOST ? -1LL : (long long)(keep_ms > 0 ? keep_ms : 0));
 	snprintf(done, sizeof done, "%lld", l->mark_done ? (long long)l->once_per_ms : 0);
 	if (l->run_status >= 0)
 		snprintf(status, sizeof status, "%d", l->run_status);
-	const char *args[] = {l->token,       keep, l->channel, l->publish_cmd,
-	                      l->wake_prefix, done, status};
+	snprintf(hist, sizeof hist, "%d", l->history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
+	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix, done,
+	                      status,   hist, hret};
 	struct keys ks;
+	/* the history's records take the command's status and the history's length and
+	 * retention (ARGV[7..9]: the holder's record may be gone) */
+	int hargs = l->history_len > 0 ? 9 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, 4,
-		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), 5, args,
+		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), hargs, args,
 		               err, errlen);
-	/* the history's record takes the command's status (ARGV[7]) */
-	int nargs = l->history_len > 0 ? 7 : l->mark_done && l->once_per_ms > 0 ? 6 : 5;
+	int nargs = hargs > 5 ? hargs : l->mark_done && l->once_per_ms > 0 ? 6 : 5;
 	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
 	               errlen);
 }

@@ -328,7 +328,10 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 
 /* Release if the token still holds it: delete and publish, or, when keep_ms > 0, let
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,
- * LOCK_ERR. */
+ * LOCK_ERR. With the history on, a token that no longer holds it records its run lost
+ * (once: src/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
+ * run lost (the lease is over by the holder's clock, lease.h: never a release then). */
+#define LOCK_KEEP_LOST INT64_MIN
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
                  char *err, size_t errlen);
 

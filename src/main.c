@@ -437,7 +437,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .renew_ctx = h,
 	};
 	rc = child_supervise(&ch, &sa);
-	hold_set_status(h, rc);
+	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
 	rc = preempted(h, o, rc);
 	if (rc == 0 && o->once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */

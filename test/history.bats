@@ -52,6 +52,21 @@ EOF
 # hist: the lock's history as JSON (every entry).
 hist() { rlock -u "$URL" -k q --history --json -n 1000; }
 
+# one_end JSON: each run (acquired) has exactly one end record (released, expired,
+# broken, preempted, lost) with its token, and no end record is without its run.
+one_end() {
+	echo "$1" | jq -e '([.entries[] | select(.event == "acquired") | .token] | sort) ==
+		([.entries[] | select(.event | IN("released", "expired", "broken", "preempted", "lost")) | .token] | sort)' >/dev/null ||
+		fail "not one end record per run: $(echo "$1" | jq -c '[.entries[] | [.event, .fence, .label, .token[0:6]]]')"
+}
+
+# runs_of NAME LABEL: NAME's history entries of the runs labelled LABEL, oldest first,
+# as "event status" lines.
+runs_of() {
+	rlock -u "${URL:-$REDIS_URL}" -k "$1" --history --json -n 1000 |
+		jq -r --arg l "$2" '[.entries[] | select(.label == $l)] | reverse | .[] | "\(.event) \(.status)"'
+}
+
 # scenario: the runs on $URL, then the history checked.
 scenario() {
 	local h_pid s1 s2 p_pid q_pid b_pid e_pid
@@ -106,6 +121,9 @@ scenario() {
 	ev '[.entries[] | select(.event == "superseded" and .label == "s1" and .by.label == "s2" and (.by.pid | type) == "number")] | length == 1'
 	ev '[.entries[] | select(.event == "released" and .label == "s2" and .status == 0)] | length == 1'
 	ev '[.entries[] | select(.event == "preempted" and .label == "nightly" and .by.label == "hotfix")] | length == 1'
+	# the preempted run's status is its command's (the trap's exit 3), not rlock's 81
+	ev '[.entries[] | select(.event == "preempted" and .label == "nightly")][0].status == 3'
+	one_end "$j"
 	ev '[.entries[] | select(.event == "broken" and .label == "broken" and (.by.pid | type) == "number")] | length == 1'
 	ev '[.entries[] | select(.event == "expired" and .label == "dies")] | length == 1'
 	ev '[.entries[] | select(.event == "acquired")] | length == 7'
@@ -189,4 +207,183 @@ hotfix"
 	assert_output ran
 	assert_equal "$(rcli EXISTS 'rlock:{acl}:history')" 0
 	assert_equal "$(rcli EXISTS 'rlock:{acl}')" 0
+}
+
+# modes NAME ARGS...: on NAME with ARGS (-s, -l 2, --fair): two overlapping runs (one
+# exits 3), then one more (exits 5): each acquired and released with its status.
+modes() {
+	local name=$1 a
+	shift
+	rlock_bg -u "$URL" -k "$name" "$@" --label one -- "$HOLD" "$name.1" 3
+	a=$RLOCK_PID
+	wait_until 30 test -e "$name.1.started"
+	if [[ $1 != --fair ]]; then
+		run -0 rlock -u "$URL" -k "$name" "$@" --label two -c 'exit 0'
+	fi
+	touch "$name.1.release"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run -5 rlock -u "$URL" -k "$name" "$@" -w 30s --label three -c 'exit 5'
+	assert_equal "$(runs_of "$name" one)" 'acquired null
+released 3'
+	assert_equal "$(runs_of "$name" three)" 'acquired null
+released 5'
+	if [[ $1 != --fair ]]; then
+		assert_equal "$(runs_of "$name" two)" 'acquired null
+released 0'
+	fi
+	one_end "$(rlock -u "$URL" -k "$name" --history --json -n 1000)"
+}
+
+@test "history: runs of -s, --limit 2 and --fair are recorded, released with the command's status" {
+	URL=$REDIS_URL
+	modes sh -s
+	modes lim -l 2
+	modes fair --fair
+	# the open runs' keys go with the last run: the fence and the history are left
+	local n
+	for n in sh lim fair; do
+		assert_equal "$(rcli --scan --pattern "rlock:{$n}*" | sort | tr '\n' ' ')" "rlock:{$n}:fence rlock:{$n}:history "
+	done
+}
+
+@test "history: -s, --limit and --fair on a three-master Cluster (one server: not Redlock)" {
+	URL=$CLUSTER_URL
+	modes sh -s
+	modes lim -l 2
+	modes fair --fair
+}
+
+# broken_once NAME ARGS...: a holder of NAME (with ARGS) broken by --break: it exits 79,
+# its run ends broken (by the breaker's pid), once.
+broken_once() {
+	local name=$1
+	shift
+	rlock_bg -k "$name" "$@" -t 3s --label broken -- "$HOLD" "$name"
+	wait_until 30 test -e "$name.started"
+	run -0 rlock -k "$name" --break
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(runs_of "$name" broken)" 'acquired null
+broken null'
+	rlock -k "$name" --history --json | jq -e '.entries[0].by.pid | type == "number"' >/dev/null ||
+		fail "no breaker in $(rlock -k "$name" --history --json)"
+}
+
+# kill_hard TAG: SIGKILL the rlock of `hold TAG` (RLOCK_PID), its watchdog and the
+# command, each by pid: nobody is left to release or to record anything.
+kill_hard() {
+	local w p
+	for p in $(children_of "$RLOCK_PID"); do
+		[[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]] && w=$p
+	done
+	[[ -n ${w:-} ]] || fail "no watchdog of $RLOCK_PID"
+	kill -KILL "$RLOCK_PID" "$w" "$(cat "$1.pid")"
+	rlock_wait "$RLOCK_PID" 30
+	wait_until 30 not proc_alive "$w"
+}
+
+@test "history: a shared holder or permit killed hard ends as expired, once, seen by the next one" {
+	# -s: the dead lease ends, its keys expire; the next shared holder records it
+	rlock_bg -k e1 -s -t 1s --label dies -- "$HOLD" e1
+	wait_until 30 test -e e1.started
+	kill_hard e1
+	wait_until 30 key_absent 'rlock:{e1}:holders'
+	run -0 rlock -k e1 -s --label next -- true
+	assert_equal "$(runs_of e1 dies)" 'acquired null
+expired null'
+	# --limit 1: the next one waits until the dead lease is over and drops it
+	rlock_bg -k e2 -l 1 -t 1s --label dies -- "$HOLD" e2
+	wait_until 30 test -e e2.started
+	kill_hard e2
+	run -0 rlock -k e2 -l 1 -w 30s --label next -- true
+	assert_equal "$(runs_of e2 dies)" 'acquired null
+expired null'
+	# an exclusive request after a dead shared holder
+	rlock_bg -k e3 -s -t 1s --label dies -- "$HOLD" e3
+	wait_until 30 test -e e3.started
+	kill_hard e3
+	run -0 rlock -k e3 -w 30s --label next -- true
+	assert_equal "$(runs_of e3 dies)" 'acquired null
+expired null'
+	local n
+	for n in e1 e2 e3; do
+		one_end "$(rlock -k $n --history --json -n 1000)"
+		assert_equal "$(rcli --scan --pattern "rlock:{$n}*" | sort | tr '\n' ' ')" "rlock:{$n}:fence rlock:{$n}:history "
+	done
+}
+
+@test "history: a holder that sees its lease gone records lost, with its command's status, once" {
+	# the lock deleted under a holder: its renewal finds it gone, the command is
+	# stopped (SIGTERM: 143), rlock exits 79; the run ends lost with 143
+	rlock_bg -k l1 -t 3s --label gone -- "$HOLD" l1 7
+	wait_until 30 test -e l1.started
+	rcli DEL 'rlock:{l1}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	run -0 rlock -k l1 --label next -- true
+	assert_equal "$(runs_of l1 gone)" 'acquired null
+lost 143'
+	# the same for a shared holder
+	rlock_bg -k l2 -s -t 3s --label gone -- "$HOLD" l2 7
+	wait_until 30 test -e l2.started
+	rcli DEL 'rlock:{l2}:holders' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	run -0 rlock -k l2 -s --label next -- true
+	assert_equal "$(runs_of l2 gone)" 'acquired null
+lost 143'
+	# stopped past its lease, nobody took it: lost when it comes back (the watchdog
+	# killed the command: 137)
+	rlock_bg -k l3 -t 1s --label stopped -- "$HOLD" l3
+	wait_until 30 test -e l3.started
+	kill -STOP "$RLOCK_PID"
+	wait_until 30 key_absent 'rlock:{l3}'
+	wait_until 30 not proc_alive "$(cat l3.pid)"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	run -0 rlock -k l3 --label next -- true
+	assert_equal "$(runs_of l3 stopped)" 'acquired null
+lost 137'
+	# stopped past its lease while another run took the lock and ended: that one
+	# recorded it expired; the holder, back, records nothing more
+	rlock_bg -k l4 -t 1s --label stopped -- "$HOLD" l4
+	wait_until 30 test -e l4.started
+	kill -STOP "$RLOCK_PID"
+	run -0 rlock -k l4 -w 30s --label next -- true
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(runs_of l4 stopped)" 'acquired null
+expired null'
+	# broken by an operator (exclusive, shared): broken and by whom, not lost too
+	broken_once l5
+	broken_once l6 -s
+	local n
+	for n in l1 l2 l3 l4 l5 l6; do
+		one_end "$(rlock -k $n --history --json -n 1000)"
+	done
+}
+
+@test "history over three Redlock nodes: a holder stopped past its lease records lost on the nodes" {
+	URL=$NODES
+	local p
+	rlock_bg -u "$URL" -k rl -t 1s --label stopped -- "$HOLD" rl 7
+	wait_until 30 test -e rl.started
+	kill -STOP "$RLOCK_PID"
+	for p in $NODE_PORTS; do
+		wait_until 30 eval "[[ \$(redis-cli -p $p EXISTS 'rlock:{rl}') == 0 ]]"
+	done
+	wait_until 30 not proc_alive "$(cat rl.pid)"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	run -0 rlock -u "$URL" -k rl --label next -- true
+	assert_equal "$(runs_of rl stopped)" 'acquired null
+lost 137'
+	for p in $NODE_PORTS; do
+		assert_equal "$(redis-cli -p "$p" XREVRANGE 'rlock:{rl}:history' + - | grep -c '^lost$')" 1
+	done
+	one_end "$(rlock -u "$URL" -k rl --history --json -n 1000)"
 }

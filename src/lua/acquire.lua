@@ -36,7 +36,8 @@ for i = 4, #ARGV - 1, 2 do
 end
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
-local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+local held = redis.call('GET', KEYS[1])
+local mine = held == ARGV[1]
 if KEYS[9] and not mine then
   local left = redis.call('PTTL', KEYS[9])
   if left ~= -2 then return {3, left} end
@@ -54,7 +55,7 @@ if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
-if not mine and redis.call('EXISTS', KEYS[1]) == 1 then
+if not mine and held then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label')
   -- --supersede: one such request waits; a newer one takes its place and wakes it (its
@@ -117,30 +118,22 @@ local fence = fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'fence', fence, unpack(fields))
 -- The last confirmed renewal (server ms, a string): renew.lua moves it on.
 local tr = redis.call('TIME')
-redis.call('HSET', KEYS[2], 'renewed', tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3))
+redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',
+           tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3), unpack(fields))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
   redis.call('DEL', KEYS[1] .. ':preempt')
-  local open = (tonumber(q.hist or '0') or 0) > 0 and history_open(KEYS[1])
-  if open and open.token ~= ARGV[1] then
-    history_add(KEYS[1], q.hist, q.hret, 'ev', 'expired', 'fence', open.fence or '', 'token',
-                open.token or '', 'host', open.host or '', 'pid', open.pid or '',
-                'label', open.label or '')
-  end
-  history_add(KEYS[1], q.hist, q.hret, 'ev', 'acquired', 'fence', fence, 'token', ARGV[1],
-              'host', q.host or '', 'pid', q.pid or '', 'user', q.user or '',
-              'label', q.label or '')
+  history_acquired(KEYS[1], 'x', fence, ARGV[1], q.host, q.pid, q.user, q.label, q.hist, q.hret)
 end
 if mine then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
-delay_hold(KEYS[1], ARGV[1], ARGV[2], redis.call('HGET', KEYS[2], 'delay'))
+delay_hold(KEYS[1], ARGV[1], ARGV[2], q.delay) -- the holder's field, as stored above
 return {1, fence}

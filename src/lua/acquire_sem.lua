@@ -6,12 +6,15 @@
 -- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
 -- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
--- label [delay_ms]
+-- label [delay_ms [hist hret]]
+-- The history (history.lua, hist > 0): the run opens; the holders whose lease is over,
+-- dropped here (or gone with their keys: no live holder left), end as expired.
 -- Closed by a lock-delay (delay.lua): {4, ms left}, after taking a place in the queue.
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
 --@delay
+--@history
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -38,7 +41,9 @@ local function meta(m)
   if ok and type(v) == 'table' then return v end
   return {}
 end
-prune(KEYS[4], 'HDEL', KEYS[5])
+local hist = (tonumber(ARGV[15] or '0') or 0) > 0
+local dead = prune(KEYS[4], 'HDEL', KEYS[5])
+if #dead > 0 then history_sem_expired(KEYS[1], dead) end
 -- A place in the queue is a short lease of its own (QLEASE_MS, lock.h's
 -- LOCK_QUEUE_LEASE_MS, or the ttl when shorter): a waiter that died costs the next one
 -- seconds, not its ttl; its host and pid (for --status) are in PREFIX{NAME}:qmeta.
@@ -110,12 +115,19 @@ if queued then
   redis.call('ZREM', KEYS[8], tok)
   redis.call('HDEL', qmeta, tok)
 end
+if hist and not mine then
+  if kind ~= 'x' and n == 0 then history_sem_expired(KEYS[1], nil) end
+  history_acquired(KEYS[1], kind, f, tok, ARGV[8], ARGV[9], ARGV[10], ARGV[13], ARGV[15],
+                   ARGV[16])
+end
 if kind == 'x' then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
              'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
-  redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
-  if ARGV[14] then redis.call('HSET', KEYS[2], 'delay', ARGV[14]) end
+  -- hist and hret: the release (release.lua) writes the run's end with them
+  redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3),
+             'hist', ARGV[15] or '0', 'hret', ARGV[16] or '0')
+  if (tonumber(ARGV[14] or '0') or 0) > 0 then redis.call('HSET', KEYS[2], 'delay', ARGV[14]) end
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('SET', KEYS[1], tok, 'PX', ttl) -- last, as in acquire.lua
   delay_hold(KEYS[1], tok, ttl, ARGV[14])

@@ -40,12 +40,32 @@ local function victim()
   return nil
 end
 -- The history (history.lua): the exclusive holder's run (token x) ended, broken by
--- ARGV[4..6] (the breaker's host, pid, user).
+-- ARGV[4..6] (the breaker's host, pid, user); its open run ends with it.
+local BY = {'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '',
+            'by_label', ARGV[9] or ''}
 local function history_broken(x)
   local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
+  if (tonumber(run[1] or '0') or 0) > 0 then history_close(KEYS[1], x) end
   history_add(KEYS[1], run[1], run[2], 'ev', 'broken', 'fence', run[3] or '', 'token', x,
-              'host', run[4] or '', 'pid', run[5] or '', 'label', run[6] or '',
-              'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '')
+              'host', run[4] or '', 'pid', run[5] or '', 'label', run[6] or '', unpack(BY))
+end
+-- Every shared holder's or permit's open run ends: broken while its lease lasts, else
+-- expired (a dead holder not yet dropped).
+local function history_sem_broken()
+  local all = redis.pcall('ZRANGE', KEYS[1] .. ':history:runs', 0, -1)
+  if type(all) ~= 'table' or all.err or #all == 0 then return end
+  for _, m in ipairs(all) do
+    local r = run_of(m)
+    if r and tonumber(redis.call('ZSCORE', KEYS[4], r.token) or 0) > now then
+      history_end(KEYS[1], r, 'broken', unpack(BY))
+    elseif r then
+      history_end(KEYS[1], r, 'expired')
+    end
+  end
+  redis.pcall('DEL', KEYS[1] .. ':history:runs')
+  if redis.pcall('GET', KEYS[1] .. ':history:run') == 'shared' then
+    redis.pcall('DEL', KEYS[1] .. ':history:run')
+  end
 end
 local tokens = {}
 if want_tok ~= '' or want_fence ~= '' then
@@ -63,6 +83,8 @@ if want_tok ~= '' or want_fence ~= '' then
     hs = {}
     add(v[1], v[2], v[3], {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept,
         m.label, m.renewed})
+    local r = history_close(KEYS[1], v[2])
+    if r then history_end(KEYS[1], r, 'broken', unpack(BY)) end
     redis.call('ZREM', KEYS[4], v[2])
     redis.call('HDEL', KEYS[5], v[2])
     if redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf') == 0 then
@@ -72,6 +94,7 @@ if want_tok ~= '' or want_fence ~= '' then
   n = 1
 else
   if tok then history_broken(tok) end
+  history_sem_broken()
   redis.call('DEL', KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6])
 end
 -- The places whose lease ended: their waiters are gone (acquire_sem.lua's QLEASE_MS).

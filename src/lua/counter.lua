@@ -45,8 +45,10 @@ local function fence_check(key)
   return nil
 end
 -- fence_next(key): count one acquisition (after fence_check) and return the counter's
--- new value as the string Redis stores.
+-- new value as the string Redis stores: INCR's reply, a Lua number, is exact (and
+-- printed with %d as Redis prints it) below 2^53 in magnitude; beyond, read back.
 local function fence_next(key)
-  redis.call('INCR', key)
+  local v = redis.call('INCR', key)
+  if v < 9007199254740992 and v > -9007199254740992 then return string.format('%d', v) end
   return redis.call('GET', key)
 end

@@ -3,10 +3,19 @@
 -- history: PREFIX{NAME}:history, a stream of the runs (acquired, and how each ended)
 -- and the supersessions, newest last, capped at len entries (exactly below 100, else
 -- MAXLEN ~: whole nodes of 100), PEXPIRE ret_ms on every write, so an idle name's
--- stream goes after its retention. len and ret_ms are the holder's (the owner hash's
--- hist and hret, given by its acquire); len 0 (or none): nothing is written.
+-- stream goes after its retention. len and ret_ms are the holder's (given by its
+-- acquire, kept with its open run); len 0 (or none): nothing is written.
 -- The history is best effort: a user whose ACL lacks +xadd/+xrevrange (or a key of
 -- another type) loses the record, never the lock (redis.pcall; --check says so).
+-- The open runs, so that each run gets exactly one end record, written by whoever ends
+-- it first, and an acquire reads one small key (not the stream): PREFIX{NAME}:history:run
+-- holds the open exclusive run (run_pack) or 'shared' while shared holders or permits
+-- have open runs, each in PREFIX{NAME}:history:runs (a sorted set of run_pack strings,
+-- scored by their token's first 12 hex digits to be found again; commands the
+-- documented ACL has); both PEXPIRE ret_ms when written, deleted when the last run ends. An end is recorded only
+-- for a run still open there: released, broken, preempted (the run's holder, or the
+-- operator, ends it), expired (the next acquire or a prune finds its lease over: nobody
+-- saw it end), lost (its holder lived to see its lease gone, before anyone else).
 -- history_add(lock, len, ret_ms, field, value, ...)
 local function history_add(lock, len, ret, ...)
   len = tonumber(len or '0') or 0
@@ -20,17 +29,110 @@ local function history_add(lock, len, ret, ...)
   ret = tonumber(ret or '0') or 0
   if ret > 0 then redis.pcall('PEXPIRE', k, ret) end
 end
--- history_open(lock): the last run's record (its fields: token fence host pid label) if
--- it has no end yet, else nil.
-local function history_open(lock)
-  local ends = {released = 1, expired = 1, broken = 1, preempted = 1, lost = 1}
-  local r = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 16)
-  if type(r) ~= 'table' or r.err then return nil end
-  for _, e in ipairs(r) do
-    local f = {}
-    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
-    if f.ev == 'acquired' then return f end
-    if ends[f.ev] then return nil end
+-- A run as one string: its fields, each ended by a NUL (none of them holds one: they
+-- come from C strings); run_of reads it back (nil: not a run, e.g. 'shared').
+local RUN_FIELDS = {'fence', 'token', 'host', 'pid', 'user', 'label', 'len', 'ret'}
+local function run_pack(fence, token, host, pid, user, label, len, ret)
+  return table.concat({fence, token, host or '', pid or '', user or '', label or '', len or '0',
+                       ret or '0', ''}, '\0')
+end
+local function run_of(v)
+  if type(v) ~= 'string' or not string.find(v, '\0', 1, true) then return nil end
+  local r, i = {}, 1
+  for x in string.gmatch(v, '([^%z]*)%z') do
+    if RUN_FIELDS[i] then r[RUN_FIELDS[i]] = x end
+    i = i + 1
+  end
+  return r
+end
+-- history_end(lock, run, ev, field, value, ...): the end record of an open run.
+local function history_end(lock, r, ev, ...)
+  history_add(lock, r.len, r.ret, 'ev', ev, 'fence', r.fence, 'token', r.token, 'host', r.host,
+              'pid', r.pid, 'label', r.label, ...)
+end
+-- history_set(k, v, ret): SET k v (PX ret_ms when there is one), the old value back.
+local function history_set(k, v, ret)
+  ret = tonumber(ret or '0') or 0
+  if ret > 0 then return redis.pcall('SET', k, v, 'PX', ret, 'GET') end
+  return redis.pcall('SET', k, v, 'GET')
+end
+-- The open runs of shared holders and permits: sem_find(lock, token) -> run, member.
+local function sem_score(token) return tonumber(string.sub(token, 1, 12), 16) or 0 end
+local function sem_find(lock, token)
+  local s = sem_score(token)
+  local ms = redis.pcall('ZRANGEBYSCORE', lock .. ':history:runs', s, s)
+  if type(ms) ~= 'table' or ms.err then return nil end
+  for _, m in ipairs(ms) do
+    local r = run_of(m)
+    if r and r.token == token then return r, m end
   end
   return nil
+end
+-- sem_drop(lock, member): one open run out; 'shared' goes with the last one.
+local function sem_drop(lock, m)
+  redis.pcall('ZREM', lock .. ':history:runs', m)
+  if redis.pcall('EXISTS', lock .. ':history:runs') == 0 and
+     redis.pcall('GET', lock .. ':history:run') == 'shared' then
+    redis.pcall('DEL', lock .. ':history:run')
+  end
+end
+-- history_sem_expired(lock, tokens): the shared holders' or permits' open runs whose
+-- lease is over end as expired (tokens nil: every one left).
+local function history_sem_expired(lock, tokens)
+  if not tokens then
+    local all = redis.pcall('ZRANGE', lock .. ':history:runs', 0, -1)
+    if type(all) ~= 'table' or all.err then return end
+    for _, m in ipairs(all) do
+      local r = run_of(m)
+      if r then history_end(lock, r, 'expired') end
+      sem_drop(lock, m)
+    end
+    return
+  end
+  for _, tok in ipairs(tokens) do
+    local r, m = sem_find(lock, tok)
+    if r then
+      sem_drop(lock, m)
+      history_end(lock, r, 'expired')
+    end
+  end
+end
+-- history_acquired(lock, kind, fence, token, host, pid, user, label, len, ret): a run
+-- opens (kind 'x': the exclusive one, else a shared holder's or a permit's); the open
+-- run it finds in its place (a lease that ran out unreleased) ends as expired.
+local function history_acquired(lock, kind, fence, token, host, pid, user, label, len, ret)
+  if (tonumber(len or '0') or 0) <= 0 then return end
+  local run = run_pack(fence, token, host, pid, user, label, len, ret)
+  local old = history_set(lock .. ':history:run', kind == 'x' and run or 'shared', ret)
+  if old == 'shared' and kind == 'x' then history_sem_expired(lock, nil) end
+  local r = run_of(old)
+  if r and r.token == token then
+    -- its own run, still open, taken again (a Redlock node that lost the key): no new run
+    history_set(lock .. ':history:run', old, ret)
+    return
+  end
+  if r then history_end(lock, r, 'expired') end
+  if kind ~= 'x' then
+    local runs = lock .. ':history:runs'
+    redis.pcall('ZADD', runs, sem_score(token), run)
+    if (tonumber(ret or '0') or 0) > 0 then redis.pcall('PEXPIRE', runs, ret) end
+  end
+  history_add(lock, len, ret, 'ev', 'acquired', 'fence', fence, 'token', token, 'host',
+              host or '', 'pid', pid or '', 'user', user or '', 'label', label or '')
+end
+-- history_close(lock, token): the open run of token, taken out of the open runs (its
+-- end is the caller's to write), or nil when it is not open (ended already).
+local function history_close(lock, token)
+  local k = lock .. ':history:run'
+  local run = redis.pcall('GET', k)
+  local r = run_of(run)
+  if r and r.token == token then
+    redis.pcall('DEL', k)
+    return r
+  end
+  if run ~= 'shared' then return nil end
+  local m
+  r, m = sem_find(lock, token)
+  if r then sem_drop(lock, m) end
+  return r
 end

@@ -4,7 +4,8 @@
 -- With a fair queue, only its head is woken (its own channel); else one plain waiter
 -- (wake_one.lua), and the release channel is told for everyone else who listens there
 -- (requests of other modes, Redlock waiters, older rlocks).
--- KEYS: lock owner   ARGV: token keep_ms channel publish wake_prefix [done_ms [status]]
+-- KEYS: lock owner
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret]]]
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
@@ -14,12 +15,31 @@
 --@wake_one
 --@history
 --@delay
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-delay_open(KEYS[1], ARGV[1]) -- released (--min-hold's keep too): no lock-delay
+-- The lock not ours (keep_ms -1: the holder's lease is over by its own clock, it
+-- releases nothing): the run is lost, recorded when it is still open (history.lua),
+-- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
+-- the lock now, if anyone does.
+local held = redis.call('GET', KEYS[1])
+if held ~= ARGV[1] or ARGV[2] == '-1' then
+  local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
+  if r then
+    local by = {}
+    if held and held ~= ARGV[1] then by = redis.call('HMGET', KEYS[2], 'host', 'pid', 'label') end
+    r.len, r.ret = ARGV[8], ARGV[9]
+    history_end(KEYS[1], r, 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
+                by[2] or '', 'by_label', by[3] or '')
+  end
+  return 0
+end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
--- ''); preempted when a --preempt request marked a --preemptible holder.
+-- ''); preempted when a --preempt request marked a --preemptible holder. The open run
+-- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends.
 local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',
-                      'label')
+                      'label', 'delay')
+-- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
+-- asks for one, or is gone)
+if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
+if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
 if by and by[1] then
   redis.call('DEL', KEYS[1] .. ':preempt')
@@ -33,7 +53,7 @@ else
               'status', ARGV[7] or '')
 end
 if tonumber(ARGV[6] or '0') > 0 then
-  redis.call('SET', KEYS[1] .. ':done', redis.call('HGET', KEYS[2], 'fence') or '0', 'PX', ARGV[6])
+  redis.call('SET', KEYS[1] .. ':done', run[3] or '0', 'PX', ARGV[6])
 end
 if tonumber(ARGV[2]) > 0 then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
@@ -47,8 +67,7 @@ local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if head then
   redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
-  local t = redis.call('TIME')
-  wake_one(KEYS[1], ARGV[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'release')
+  wake_one(KEYS[1], ARGV[5], nil, 'release')
   redis.call(ARGV[4], ARGV[3], ARGV[1])
 end
 return 1

@@ -1,8 +1,13 @@
 -- SPDX-License-Identifier: MIT
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
 -- --min-hold) and wake the head of the queue only, or everyone when there is none.
--- KEYS: holders meta limit queue   ARGV: token keep_ms channel publish wake_prefix
+-- KEYS: holders meta limit queue
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret]
+-- The history (history.lua): the run ends released with the command's status; lost when
+-- the lease is over (keep_ms -1: over by the holder's own clock, nothing is released);
+-- the dead holders dropped here end as expired.
 --@delay
+--@history
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, keep = ARGV[1], tonumber(ARGV[2])
@@ -13,9 +18,27 @@ local function expire_with_leases()
     for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], tonumber(top) - now) end
   end
 end
+local lock = string.sub(KEYS[1], 1, -9) -- less ':holders'
+local hist = (tonumber(ARGV[8] or '0') or 0) > 0
+local function history_ends(ev)
+  local r = hist and history_close(lock, tok)
+  if not r and hist and ev == 'released' then
+    local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+    if not ok or type(m) ~= 'table' then m = {} end
+    r = {fence = m.fence or '', token = tok, host = m.host or '', pid = m.pid or '',
+         label = m.label or ''}
+  end
+  if not r then return end
+  r.len, r.ret = ARGV[8], ARGV[9]
+  history_end(lock, r, ev, 'status', ARGV[7] or '')
+end
 local s = redis.call('ZSCORE', KEYS[1], tok)
-if not s or tonumber(s) <= now then return 0 end
-delay_open(string.sub(KEYS[1], 1, -9), tok) -- less ':holders': no lock-delay after a release
+if not s or tonumber(s) <= now or keep < 0 then
+  history_ends('lost')
+  return 0
+end
+delay_open(lock, tok) -- no lock-delay after a release
+history_ends('released')
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
@@ -33,6 +56,7 @@ local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 500)
 if #dead > 0 then
   redis.call('ZREM', KEYS[1], unpack(dead))
   redis.call('HDEL', KEYS[2], unpack(dead))
+  history_sem_expired(lock, dead)
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[3]) end
 expire_with_leases()

@@ -8,10 +8,15 @@
 -- release wakes a waiter again: no wake-up is lost while a live waiter has a place.
 -- redis.pcall: a user whose ACL predates this (no ZPOPMIN, RPUSH) must not have its
 -- release fail; its waiters are refused BLPOP too and listen on the release channel.
+-- now: the server's ms, or nil: read (TIME) only when there is a place to judge.
 local function wake_one(lock, prefix, now, why)
   for _ = 1, 16 do
     local w = redis.pcall('ZPOPMIN', lock .. ':waiters')
     if type(w) ~= 'table' or w.err or not w[1] then return end
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
     local left = tonumber(w[2]) - now
     if left > 0 then
       redis.pcall('RPUSH', prefix .. w[1], why)
