@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the command rlock runs; bats sets $output; each test sets URL for the helpers it calls (a test is a subshell)
 # The history (issue 28): every run of a name (acquired, and how it ended: released with
 # the command's status, broken and by whom, preempted and by whom, expired with no
 # release) and every supersession, in PREFIX{NAME}:history, a capped stream written by
