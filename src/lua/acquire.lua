@@ -15,7 +15,8 @@
 -- waiting, so that new shared holders queue behind it (writer preference).
 -- The lock under our own token: an earlier attempt of this request took it and its
 -- reply was lost (a timeout; the connection was dropped). It is ours: granted again,
--- its lease renewed from now, rather than waited for until it expires.
+-- its lease renewed from now, rather than waited for until it expires, with the fence
+-- recorded in its owner's record (counted once: the history's and RLOCK_FENCE agree).
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
@@ -114,7 +115,8 @@ end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
-local fence = fence_next(KEYS[3])
+-- Ours already (a retry after a lost reply): the fence it was given, not a second count.
+local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 redis.call('DEL', KEYS[2])

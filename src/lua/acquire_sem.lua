@@ -109,7 +109,9 @@ if not free then
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
-local f = fence_next(KEYS[3])
+-- Ours already (a retry after a lost reply): the fence it was given, counted once.
+local f = mine and (kind == 'x' and redis.call('HGET', KEYS[2], 'fence') or
+                    meta(redis.call('HGET', KEYS[5], tok)).fence) or fence_next(KEYS[3])
 if queued then
   redis.call('ZREM', KEYS[7], tok)
   redis.call('ZREM', KEYS[8], tok)

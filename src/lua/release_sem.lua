@@ -32,7 +32,18 @@ local function history_ends(ev)
   r.len, r.ret = ARGV[8], ARGV[9]
   history_end(lock, r, ev, 'status', ARGV[7] or '')
 end
+-- Sent again after a lost reply: the mark PREFIX{NAME}:rel:<token> of the first call
+-- (release.lua) gives its answer again, for as long as the lease would have lasted.
+local rel = lock .. ':rel:' .. tok
+if keep >= 0 then
+  local prior = redis.call('GET', rel)
+  if prior then return tonumber(prior) end
+end
 local s = redis.call('ZSCORE', KEYS[1], tok)
+if s and tonumber(s) > now and keep >= 0 then
+  local left = tonumber(s) - now
+  redis.call('SET', rel, keep > 0 and '2' or '1', 'PX', left > 1000 and left or 1000)
+end
 if not s or tonumber(s) <= now or keep < 0 then
   history_ends('lost')
   return 0

@@ -1,0 +1,119 @@
+#!/usr/bin/env bats
+# Every request keeps its own promise over an unreliable wire (issue 34).
+# A lost reply: the connection dies after the server ran a script and before its reply
+# arrived; rlock sends it again on a fresh connection. Each script rlock may send twice
+# recognises its own earlier effect and answers as the first call did: a retried
+# release is no "lock lost" (79), a retried acquire counts the fence once.
+# The fault: test/faults/proxy's `swallow PATTERN` forwards the next script call that
+# holds PATTERN, throws its reply away and drops the connection.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup_file() { common_setup_file; } # TCP: the proxy forwards to its port
+
+# swallow_proxy_start: test/faults/proxy in front of the test server, mode pass. Sets
+# PROXY_URL, PROXY_MODE (the mode file), PROXY_PID.
+swallow_proxy_start() {
+	PROXY_MODE=$BATS_TEST_TMPDIR/proxymode
+	echo pass >"$PROXY_MODE"
+	perl "$RLOCK_SOURCE_DIR/test/faults/proxy" 127.0.0.1 "$REDIS_PORT" "$PROXY_MODE" \
+		"$BATS_TEST_TMPDIR/proxyport" </dev/null >"$BATS_TEST_TMPDIR/proxy.log" 2>&1 3>&- 4>&- &
+	PROXY_PID=$!
+	disown "$PROXY_PID"
+	track_pid "$PROXY_PID"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/proxyport" || return 1
+	PROXY_URL=redis://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/proxyport")
+}
+
+# swallow PATTERN: arm the proxy for the next script call that holds PATTERN; returns
+# once the proxy has read it.
+swallow() {
+	echo "swallow $1" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow $1" "$PROXY_MODE.seen"
+}
+
+swallowed() { [[ -s $PROXY_MODE.swallowed ]]; }
+
+# fence_of NAME: the fence counter of lock NAME.
+fence_of() { rcli GET "rlock:{$1}:fence"; }
+
+# release_swallowed NAME RLOCK-ARGS...: a run whose release's reply is lost ends 0, the
+# lock released (no "lost").
+release_swallowed() {
+	local name=$1
+	shift
+	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	swallow_proxy_start
+	start_holder "$name" -u "$PROXY_URL" "$@"
+	swallow ':released'
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	if ((RLOCK_STATUS != 0)); then
+		fail "exit $RLOCK_STATUS after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
+	fi
+	run ! grep -q 'lost' "$HOLDER_ERR"
+	wait_until 10 key_absent "rlock:{$name}" # --min-hold: once its keep ends
+	# one run, ended once: released
+	run -0 --separate-stderr rlock -k "$name" --history --json
+	[[ $(grep -o '"event":"[a-z]*"' <<<"$output" | sort | uniq -c | xargs) == \
+		'1 "event":"acquired" 1 "event":"released"' ]] || fail "history: $output"
+	run -0 --separate-stderr rlock -k "$name" -n -- true
+}
+
+@test "a release whose reply is lost is sent again and ends 0, not 79 (exclusive)" {
+	release_swallowed r
+}
+
+@test "a release whose reply is lost is sent again and ends 0 (-s, -l 2, --fair)" {
+	release_swallowed rs -s
+	release_swallowed rl -l 2
+	release_swallowed rf --fair
+}
+
+@test "a release with --min-hold whose reply is lost ends 0, kept once" {
+	release_swallowed rm --min-hold 2s
+}
+
+# acquire_swallowed NAME RLOCK-ARGS...: a waiter's attempt takes the lock as the holder
+# releases it, and its reply is lost; the attempt sent again at once on a fresh
+# connection takes the lock as its own, the fence counted once (RLOCK_FENCE, the
+# counter and the history's records agree).
+acquire_swallowed() {
+	local name=$1
+	shift
+	run -0 rlock -k warm -- true
+	swallow_proxy_start
+	start_holder "$name" # directly, not through the proxy
+	local first=$HOLDER_PID
+	rlock_bg -vv -u "$PROXY_URL" -w 60s "$@" -k "$name" -- "$HOLD" "$name-w"
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	swallow ":{$name}:fence"
+	touch "$name.release"
+	rlock_wait "$first" 30
+	wait_until 30 test -e "$name-w.started" || fail "the waiter never ran: $(cat "$werr")"
+	track_pidfile "$name-w.pid"
+	swallowed || fail "the acquire's reply was not swallowed: $(cat "$werr")"
+	assert_equal "$(fence_of "$name")" 2
+	assert_equal "$(env_of "$name-w" RLOCK_FENCE)" 2
+	touch "$name-w.release"
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# two runs in the history, fences 1 and 2, each acquired once
+	run -0 --separate-stderr rlock -k "$name" --history --json
+	[[ $(grep -o '"acquired"' <<<"$output" | wc -l) == 2 ]] || fail "history: $output"
+	run ! grep -q '"fence": *"\?3' <<<"$output"
+}
+
+@test "an acquire whose reply is lost is sent again: one fence (exclusive)" {
+	acquire_swallowed a
+}
+
+@test "an acquire whose reply is lost is sent again: one fence (-s, -l 2, --fair)" {
+	acquire_swallowed as -s
+	acquire_swallowed al -l 2
+	acquire_swallowed af --fair
+}
