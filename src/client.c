@@ -109,8 +109,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 			return -1;
 		}
 		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
-			snprintf(err, errlen, "protocol error: reply from %s exceeds %zu bytes",
-			         c->srv->name, RESP_MAX_REPLY);
+			snprintf(err, errlen, "protocol error: %s", resp_reader_why(c->rd));
+			not_resp(c, err, errlen); /* final: waiting will not make it a reply */
 			return -1;
 		}
 	}
