@@ -82,6 +82,11 @@ if queued then
 elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
   free = false
 end
+-- Kept for the --preempt request that stopped its holder (release.lua, acquire.lua).
+if free and not mine then
+  local ho = redis.call('HMGET', KEYS[1] .. ':preempt', 'handover', 'token')
+  if ho[1] == '1' and ho[2] ~= tok then free = false end
+end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
 local closed = free and not mine and delay_closed(KEYS[1]) or 0
 if closed > 0 then free = false end

@@ -54,9 +54,9 @@ local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible',
 -- asks for one, or is gone)
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
-local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+local by = run[4] == '1' and
+           redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 if by and by[1] then
-  redis.call('DEL', KEYS[1] .. ':preempt')
   history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
@@ -80,7 +80,16 @@ end
 released(1)
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
-if head then
+if by and by[4] then
+  -- Preempted: the lock goes to the request that asked, while it lives (its mark's
+  -- short lease, acquire.lua), woken on its own list and channel; nobody else is woken.
+  local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. by[4]
+  redis.call('HSET', pk, 'handover', '1')
+  redis.call('ZREM', KEYS[1] .. ':waiters', by[4])
+  redis.pcall('RPUSH', wk, 'preempted')
+  redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
+  redis.call(ARGV[4], wk, 'preempted')
+elseif head then
   redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
   wake_one(KEYS[1], ARGV[5], nil, 'release')
