@@ -36,6 +36,9 @@ swallow() {
 
 swallowed() { [[ -s $PROXY_MODE.swallowed ]]; }
 
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
+
 # fence_of NAME: the fence counter of lock NAME.
 fence_of() { rcli GET "rlock:{$1}:fence"; }
 
@@ -119,4 +122,76 @@ acquire_swallowed() {
 	acquire_swallowed as -s
 	acquire_swallowed al -l 2
 	acquire_swallowed af --fair
+}
+
+# --- Decisions bound to the request they were made for, and to its being alive -----
+
+@test "--supersede: a replaced request whose next attempt finds the lock free exits 80, never runs" {
+	start_holder s -t 30s
+	local first=$HOLDER_PID
+	rlock_bg -vv --supersede -w 60s -k s -- touch a.ran
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$a_err"
+	kill -STOP "$a" # away (stopped, an outage): it tries again only after all of this
+	rlock_bg -vv --supersede -w 60s -k s -- touch b.ran
+	local b=$RLOCK_PID b_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$b_err"
+	touch s.release
+	rlock_wait "$first" 30
+	rlock_wait "$b" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e b.ran ]]
+	key_absent 'rlock:{s}' # the newer one ran and released: the lock is free
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	[[ ! -e a.ran ]] || fail "the replaced request ran after the newer one: $(cat "$a_err")"
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request' "$a_err" || fail "$(cat "$a_err")"
+}
+
+@test "--preempt: the preempted holder's release hands the lock to the request that asked, not the next waiter" {
+	start_holder p -t 3s --preemptible
+	local first=$HOLDER_PID
+	# an ordinary waiter: the next one a plain release wakes (its place, a lease of its
+	# short ttl, ends first)
+	rlock_bg -vv -w 60s -t 3s -k p -- "$HOLD" w
+	local w=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$w_err"
+	rlock_bg -w 60s -t 30s --preempt -k p -- "$HOLD" u
+	local u=$RLOCK_PID u_err=$RLOCK_ERR
+	rlock_wait "$first" 30
+	assert_equal "$RLOCK_STATUS" 81
+	wait_until 30 test -e u.started -o -e w.started
+	track_pidfile u.pid || :
+	track_pidfile w.pid || : # not started yet, or the holder it must not be
+	[[ -e u.started && ! -e w.started ]] ||
+		fail "the lock went to the ordinary waiter: $(cat "$w_err") / $(cat "$u_err")"
+	touch u.release w.release
+	rlock_wait "$u" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$w" 30
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{p}:preempt'
+}
+
+@test "--preempt: a requester killed hard (SIGKILL) no longer stops the holder" {
+	# renewals every 10 s: the first comes after the dead requester's mark is gone
+	start_holder k -t 30s --preemptible
+	local first=$HOLDER_PID t0
+	t0=$(now_ms)
+	rlock_bg -vv -w 60s --preempt -k k -- true
+	local u=$RLOCK_PID u_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$u_err"
+	key_exists 'rlock:{k}:preempt'
+	kill -KILL "$u"
+	# gone within its short lease, not the requester's ttl (30 s)
+	wait_until 15 key_absent 'rlock:{k}:preempt' ||
+		fail "the mark outlives its requester: $(rcli PTTL 'rlock:{k}:preempt') ms"
+	# past the holder's first renewal (at 10 s): still running
+	wait_until 30 past $((t0 + 11000))
+	proc_alive "$first" || fail "the holder was stopped for a request that is gone: $(cat "$HOLDER_ERR")"
+	[[ ! -e k.end ]]
+	touch k.release
+	rlock_wait "$first" 30
+	assert_equal "$RLOCK_STATUS" 0
 }
