@@ -77,8 +77,32 @@ release_swallowed() {
 	release_swallowed rf --fair
 }
 
+@test "a release whose reply is lost ends 0 with the history off too (exclusive, -s)" {
+	printf 'history = 0\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	release_swallowed_nohist ro
+	release_swallowed_nohist ros -s
+}
+
 @test "a release with --min-hold whose reply is lost ends 0, kept once" {
 	release_swallowed rm --min-hold 2s
+}
+
+# release_swallowed_nohist NAME RLOCK-ARGS...: release_swallowed, the history off: the
+# first release leaves its mark (rlock:{NAME}:rel:TOKEN) for what was left of the lease.
+release_swallowed_nohist() {
+	local name=$1
+	shift
+	swallow_proxy_start
+	start_holder "$name" -u "$PROXY_URL" "$@"
+	swallow ':released'
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$HOLDER_ERR")"
+	key_absent "rlock:{$name}:history"
+	key_exists "rlock:{$name}:rel:$(env_of "$name" RLOCK_TOKEN)"
+	key_absent "rlock:{$name}"
 }
 
 # acquire_swallowed NAME RLOCK-ARGS...: a waiter's attempt takes the lock as the holder

@@ -136,3 +136,31 @@ local function history_close(lock, token)
   if r then sem_drop(lock, m) end
   return r
 end
+-- released_before(lock, token, len): did a release of token end its run already (a
+-- release sent again after its reply was lost)? With the history on (len > 0), its end
+-- record (released or preempted) among the last 200 entries, newer than its acquired
+-- record; with it off, PREFIX{NAME}:rel:<token> (released_mark).
+local function released_before(lock, token, len)
+  if (tonumber(len or '0') or 0) <= 0 then
+    return redis.call('EXISTS', lock .. ':rel:' .. token) == 1
+  end
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 200)
+  if type(es) ~= 'table' or es.err then return false end
+  for _, e in ipairs(es) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == token and (ev == 'released' or ev == 'preempted') then return true end
+    if tok == token and ev == 'acquired' then return false end
+  end
+  return false
+end
+-- released_mark(lock, token, len, left_ms): with the history off, the mark a release
+-- sent again finds (PREFIX{NAME}:rel:<token>, "1"), for what was left of the lease (its
+-- holder sends no release after that), a second at least.
+local function released_mark(lock, token, len, left)
+  if (tonumber(len or '0') or 0) > 0 then return end
+  left = tonumber(left) or 0
+  redis.call('SET', lock .. ':rel:' .. token, '1', 'PX', left > 1000 and math.floor(left) or 1000)
+end

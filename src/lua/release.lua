@@ -19,21 +19,16 @@
 -- releases nothing): the run is lost, recorded when it is still open (history.lua),
 -- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
 -- the lock now, if anyone does.
--- A release sent again (its first reply was lost, the connection with it) finds the mark
--- PREFIX{NAME}:rel:<token> its first call left, and answers as that call did: the
--- mark lives as long as the lease it ended would have (its holder sends no release
--- after that), at least a second. Not declared, as the keys above.
-local rel = KEYS[1] .. ':rel:' .. ARGV[1]
-if ARGV[2] ~= '-1' then
-  local prior = redis.call('GET', rel)
-  if prior then return tonumber(prior) end
-end
-local function released(v)
-  local left = redis.call('PTTL', KEYS[1])
-  redis.call('SET', rel, v, 'PX', left > 1000 and left or 1000)
-  return v
-end
+-- A release sent again (its first reply was lost, the connection with it) answers as
+-- its first call did (history.lua's released_before): kept for --min-hold (the owner's
+-- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
 local held = redis.call('GET', KEYS[1])
+if ARGV[2] ~= '-1' and held == ARGV[1] and redis.call('HGET', KEYS[2], 'kept') == '1' then
+  return 2
+end
+if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1], ARGV[8]) then
+  return 1
+end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
   if r then
@@ -72,12 +67,11 @@ end
 if tonumber(ARGV[2]) > 0 then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
-  released(2)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
 end
-released(1)
+released_mark(KEYS[1], ARGV[1], ARGV[8], redis.call('PTTL', KEYS[1]))
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if by and by[4] then

@@ -32,17 +32,14 @@ local function history_ends(ev)
   r.len, r.ret = ARGV[8], ARGV[9]
   history_end(lock, r, ev, 'status', ARGV[7] or '')
 end
--- Sent again after a lost reply: the mark PREFIX{NAME}:rel:<token> of the first call
--- (release.lua) gives its answer again, for as long as the lease would have lasted.
-local rel = lock .. ':rel:' .. tok
-if keep >= 0 then
-  local prior = redis.call('GET', rel)
-  if prior then return tonumber(prior) end
-end
 local s = redis.call('ZSCORE', KEYS[1], tok)
-if s and tonumber(s) > now and keep >= 0 then
-  local left = tonumber(s) - now
-  redis.call('SET', rel, keep > 0 and '2' or '1', 'PX', left > 1000 and left or 1000)
+-- Sent again after a lost reply: the answer of the first call (release.lua), kept for
+-- --min-hold (kept in its record) or released (history.lua's released_before).
+if keep >= 0 and s then
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+  if ok and type(m) == 'table' and m.kept == '1' then return 2 end
+elseif keep >= 0 and released_before(lock, tok, ARGV[8]) then
+  return 1
 end
 if not s or tonumber(s) <= now or keep < 0 then
   history_ends('lost')
@@ -60,6 +57,7 @@ if keep > 0 then
   expire_with_leases()
   return 2
 end
+released_mark(lock, tok, ARGV[8], tonumber(s) - now)
 redis.call('ZREM', KEYS[1], tok)
 redis.call('HDEL', KEYS[2], tok)
 -- Dead holders too, so that the last one out leaves no key behind.
