@@ -84,12 +84,20 @@ release_swallowed() {
 	release_swallowed_nohist ros -s
 }
 
+@test "a release whose reply is lost ends 0 when the ACL refuses the history" {
+	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
+	export RLOCK_PASSWORD=pw
+	release_swallowed_nohist ra --user nohist
+	rcli ACL DELUSER nohist >/dev/null
+}
+
 @test "a release with --min-hold whose reply is lost ends 0, kept once" {
 	release_swallowed rm --min-hold 2s
 }
 
-# release_swallowed_nohist NAME RLOCK-ARGS...: release_swallowed, the history off: the
-# first release leaves its mark (rlock:{NAME}:rel:TOKEN) for what was left of the lease.
+# release_swallowed_nohist NAME RLOCK-ARGS...: release_swallowed, no history written (off,
+# or refused): the first release leaves its mark (rlock:{NAME}:rel:TOKEN) for what was
+# left of the lease.
 release_swallowed_nohist() {
 	local name=$1
 	shift

@@ -26,7 +26,7 @@ local held = redis.call('GET', KEYS[1])
 if ARGV[2] ~= '-1' and held == ARGV[1] and redis.call('HGET', KEYS[2], 'kept') == '1' then
   return 2
 end
-if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1], ARGV[8]) then
+if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1]) then
   return 1
 end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
@@ -51,13 +51,14 @@ if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local by = run[4] == '1' and
            redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
+local recorded
 if by and by[1] then
-  history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
+  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
               'by_label', by[3] or '')
 else
-  history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
+  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '')
 end
@@ -71,7 +72,7 @@ if tonumber(ARGV[2]) > 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
 end
-released_mark(KEYS[1], ARGV[1], ARGV[8], redis.call('PTTL', KEYS[1]))
+released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]))
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if by and by[4] then
