@@ -34,7 +34,7 @@
  *                          --preemptible holder, PX min(ttl, 5 s), renewed by its attempts
  *                          (its renewal: LOCK_PREEMPTED); handover 1: the holder released
  *                          for it, the free lock is that request's only
- *   PREFIX{NAME}:rel:TOKEN history off: "1", TOKEN released, PX what was left of the lease
+ *   PREFIX{NAME}:rel:TOKEN no history record written: "1", TOKEN released, PX the lease left
  *                          (a release sent again after a lost reply answers the same; with
  *                          the history on, its released record says it: history.lua)
  *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),

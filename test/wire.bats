@@ -101,6 +101,8 @@ release_swallowed() {
 release_swallowed_nohist() {
 	local name=$1
 	shift
+	# the scripts are cached (EVALSHA runs as sent), by the default user
+	run -0 env -u RLOCK_PASSWORD "$RLOCK" -k warm -- true
 	swallow_proxy_start
 	start_holder "$name" -u "$PROXY_URL" "$@"
 	swallow ':released'
@@ -109,7 +111,7 @@ release_swallowed_nohist() {
 	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
 	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$HOLDER_ERR")"
 	key_absent "rlock:{$name}:history"
-	key_exists "rlock:{$name}:rel:$(env_of "$name" RLOCK_TOKEN)"
+	key_exists "rlock:{$name}:rel:$(env_of "$name" RLOCK_TOKEN)" || fail "no mark: $(cat "$HOLDER_ERR")"
 	key_absent "rlock:{$name}"
 }
 
