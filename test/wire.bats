@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
 # Every request keeps its own promise over an unreliable wire (issue 34).
 # A lost reply: the connection dies after the server ran a script and before its reply
 # arrived; rlock sends it again on a fresh connection. Each script rlock may send twice
@@ -146,6 +147,17 @@ acquire_swallowed() {
 	[[ $(grep -o '"event":"acquired"' <<<"$h" | wc -l) == 2 ]] || fail "history: $h"
 	[[ $(grep -o '"fence":[0-9]*' <<<"$h" | sort -u | tr '\n' ' ') == '"fence":1 "fence":2 ' ]] ||
 		fail "history: $h"
+}
+
+@test "-n, an acquire whose reply is lost with its connection: 69, and the lock it took is given back" {
+	run -0 rlock -k warm -- true
+	swallow_proxy_start
+	swallow ':{g}:fence'
+	run -69 --separate-stderr rlock -u "$PROXY_URL" -n -k g -- touch ran
+	swallowed || fail "the acquire's reply was not swallowed: $stderr"
+	[[ ! -e ran ]]
+	assert_equal "$(fence_of g)" 1 # the server ran it
+	key_absent 'rlock:{g}' || fail "the lock was left held for its ttl: $(rcli PTTL 'rlock:{g}') ms"
 }
 
 @test "an acquire whose reply is lost is sent again: one fence (exclusive)" {
