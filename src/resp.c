@@ -159,20 +159,23 @@ void resp_reader_free(struct resp_reader *rd)
 /* The bytes fed and not yet read as a reply: can they come from a Redis server that
  * speaks RESP2 to rlock? Walked header by header (a bulk skipped by its length), each
  * judged as soon as its line is in, before any byte it announces (bytes that may never
- * come: a wait for them would look like a slow server). 0, or -1 with rd->why: a type
- * byte RESP2 has none for, a bulk longer than any reply rlock reads (RESP_MAX_REPLY), a
- * header line too long to hold a length. */
+ * come: a wait for them would look like a slow server). 0, or -1 with rd->why: a RESP3
+ * type, a bulk longer than any reply rlock reads (RESP_MAX_REPLY), a header line too
+ * long to hold a length. */
 static int impossible(struct resp_reader *rd)
 {
 	const char *p = rd->r->buf + rd->r->pos, *end = rd->r->buf + rd->r->len;
 
 	while (p < end) {
-		if (!strchr("+-:$*", *p) || *p == '\0') {
-			snprintf(rd->why, sizeof rd->why,
-			         "a reply of type '\\x%02x', which no Redis server sends in RESP2",
-			         (unsigned char)*p);
+		if (*p && strchr("_,#=(%~|>!", *p)) { /* hiredis 1.x reads them and waits */
+			snprintf(
+			    rd->why, sizeof rd->why,
+			    "a RESP3 reply (type '%c'), which no Redis server sends rlock (RESP2)",
+			    *p);
 			return -1;
 		}
+		if (!*p || !strchr("+-:$*", *p))
+			return 0; /* not RESP at all: the reader says so (resp_reader_get) */
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (*p != '+' && *p != '-' && (nl ? nl - p : end - p) > 24) {
 			snprintf(rd->why, sizeof rd->why, "a '%c' header longer than any length",
