@@ -137,7 +137,11 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 			buf[(*at)++] = (char)*p;
 		} else if (*p < 0x20 || *p == 0x7f) {
 			put(buf, n, at, "\\u%04x", *p);
+		} else if (log_utf8_len(p) == 0) { /* not UTF-8: JSON could not carry it */
+			put(buf, n, at, "\\ufffd");
 		} else {
+			for (size_t u = log_utf8_len(p); u > 1; u--)
+				buf[(*at)++] = (char)*p++;
 			buf[(*at)++] = (char)*p;
 		}
 	}
