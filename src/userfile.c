@@ -82,8 +82,9 @@ int userfile_append(const char *path, unsigned kinds, int mode, char *why, size_
 		return fail(fd, errno, why, n, NULL);
 	if (!(kind_of(st.st_mode) & kinds))
 		return fail(fd, EINVAL, why, n, kind_name(st.st_mode));
-	if (S_ISREG(st.st_mode) && userfile_owned(&st, why, n) < 0)
-		return fail(fd, EPERM, why, n, why);
+	char owner[120];
+	if (S_ISREG(st.st_mode) && userfile_owned(&st, owner, sizeof owner) < 0)
+		return fail(fd, EPERM, why, n, owner);
 	return fd;
 }
 
