@@ -337,9 +337,10 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	local log
 	for log in log.fifo planted.log; do
 		# -k: on a keeper blocked in open() the caller would wait for ever.
-		run -66 --separate-stderr timeout -k 5 30 "$RLOCK" -k ci --acquire --log-file "$PWD/$log"
-		# Whatever opened the FIFO for writing is let go (a reader comes, then leaves).
+		run --separate-stderr timeout -k 5 30 "$RLOCK" -k ci --acquire --log-file "$PWD/$log"
+		# Whatever blocks opening the FIFO for writing is let go (a reader comes).
 		[[ $log != log.fifo ]] || timeout 5 cat log.fifo >/dev/null || true
+		assert_equal "$status" 66
 		assert_output 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 66)'
 		assert_one_line_error
 		assert_regex "$stderr" "cannot open the keeper's log file '.*$log': is (a FIFO that nobody reads|a symbolic link)"
