@@ -203,7 +203,7 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
  * descriptor it was checked on. A memory BIO over them, or NULL with the reason. */
 static BIO *read_pem(const char *what, const char *path, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st = {0};
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	BIO *b = NULL;
 	char *data = NULL;
