@@ -287,9 +287,16 @@ int keeper_ended(const char *key, const char *token, char *buf, size_t n)
 
 	if (n == 0 || ended_path(key, token, 0, path, sizeof path) < 0)
 		return 0;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* The user's own 0700 directory (ended_path), yet opened as every file is: a FIFO
+	 * there is refused, not waited on. */
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	ssize_t got = read(fd, buf, n - 1);
 	close(fd);
 	if (got <= 0)
