@@ -24,6 +24,7 @@
 #include "secret.h"
 #include "tls.h"
 #include "tlsload.h"
+#include "userfile.h"
 #include "version.h"
 
 /* ---- the option table -------------------------------------------------------------
@@ -588,30 +589,29 @@ static void set_user(struct state *s, const char *user, enum rank rank, const ch
 	snprintf(s->user_from, sizeof s->user_from, "%s", src);
 }
 
-/* Open a config or password file without blocking (a FIFO would hang us forever) and
- * refuse anything but a regular file. Returns the fd, or -1 with errno ENOENT when
- * missing_ok and the file does not exist; exits 66 otherwise. */
+/* Open a config or password file without blocking (a FIFO would hang us forever),
+ * refuse anything but a regular file, and one that another user can change (ssh's rule,
+ * userfile.h: a layer that can name the server, a password file, the files rlock
+ * writes, must come from root or the user). Returns the fd, or -1 with errno ENOENT
+ * when missing_ok and the file does not exist; exits 66 otherwise. */
 static int open_regular(const char *what, const char *path, const char *src, struct stat *st,
                         int missing_ok)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	char why[300];
+	int fd = userfile_read(path, UF_REG, st, why, sizeof why);
 
-	if (fd < 0) {
-		if (missing_ok && errno == ENOENT)
-			return -1;
+	if (fd < 0 && missing_ok && errno == ENOENT)
+		return -1;
+	if (fd < 0 && errno == EINVAL)
+		input_error("%s%s%s '%s' %s", src ? src : "", src ? ": " : "", what, path, why);
+	if (fd < 0)
 		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
-		            path, strerror(errno));
-	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-		int dir = S_ISDIR(st->st_mode);
+		            path, why);
+	if (userfile_trusted(path, st, why, sizeof why) < 0) {
 		close(fd);
-		input_error("%s%s%s '%s' is %s", src ? src : "", src ? ": " : "", what, path,
-		            dir ? "a directory" : "not a regular file");
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		close(fd);
-		input_error("cannot read %s '%s': %s", what, path, strerror(errno));
+		input_error("%s%s%s '%s' %s: refused (it must be root's or yours, and writable by "
+		            "nobody else)",
+		            src ? src : "", src ? ": " : "", what, path, why);
 	}
 	return fd;
 }
@@ -1444,16 +1444,35 @@ static void bad_option(char **argv)
 
 /* ---- validation: the combinations, once every layer is applied ------------------- */
 
-/* The TLS files, before any traffic: one that cannot be read is the same mistake as a
- * password file that cannot (66), not a server that cannot be reached. */
+/* The TLS files, before any traffic: one that cannot be read, is not of its type, or
+ * that another user can change (a CA bundle others can write lets them vouch for any
+ * server), is the same mistake as such a password file (66), not a server that cannot
+ * be reached. Opened as every user-named file is: without blocking (userfile.h). */
 static void tls_files_readable(const struct tls_opts *t)
 {
 	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
 	static const char *const opt[] = {"--cacert", "--cert", "--tls-key", "--cacertdir"};
+	char why[300];
+	struct stat st;
 
-	for (int i = 0; i < 4; i++)
-		if (file[i] && access(file[i], i == 3 ? R_OK | X_OK : R_OK) != 0)
+	for (int i = 0; i < 4; i++) {
+		if (!file[i])
+			continue;
+		int fd = userfile_read(file[i], i == 3 ? UF_DIR : UF_REG, &st, why, sizeof why);
+		if (fd < 0 && errno == EINVAL)
+			input_error("%s: '%s' %s", opt[i], file[i],
+			            i == 3 ? "is not a directory" : why);
+		if (fd < 0)
+			input_error("%s: cannot read '%s': %s", opt[i], file[i], why);
+		close(fd);
+		if (i == 3 && access(file[i], R_OK | X_OK) != 0)
 			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));
+		if (userfile_trusted(file[i], &st, why, sizeof why) < 0)
+			input_error(
+			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
+			    "by nobody else)",
+			    opt[i], file[i], why);
+	}
 }
 
 static void validate_server(struct state *s)

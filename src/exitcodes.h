@@ -14,7 +14,9 @@
 	  "held with -s against -l, or another -l N")                                              \
 	X(66, RL_EX_NOINPUT, "66",                                                                 \
 	  "a file named on the command line or in the config cannot be\n"                          \
-	  "read (config, password file, --cacert, --cert, --tls-key)")                             \
+	  "read (config, password file, --cacert, --cert, --tls-key,\n"                            \
+	  "--acquire's --log-file), is not of its type, or another user\n"                         \
+	  "can change it (ssh's rule)")                                                            \
 	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
 	  "Redis unavailable before the command started (connect, TLS, auth;\n"                    \
 	  "-n: at once; else when the --wait ran out on it),\n"                                    \

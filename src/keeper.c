@@ -25,9 +25,11 @@
 #include "log.h"
 #include "parse.h"
 #include "renew.h"
+#include "userfile.h"
 
 /* The keeper's end of the report pipe (the parent waits on the other end). */
 static int report_fd = -1;
+static int log_fd = -1; /* --log-file, opened by the keeper before it takes the lock */
 
 /* Signals the parent passes on to the keeper while it waits. */
 static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -182,15 +184,25 @@ void keeper_detach(const struct keeper_args *k)
 	/* Every other inherited descriptor, whatever its number: a pipe the caller reads
 	 * to its end (a CI runner's log, a `$(...)`) must see it when the parent exits. */
 	fds_close_from(STDERR_FILENO + 1, report_fd);
+	/* The log file now, before the lock is taken: a FIFO nobody reads, a link planted
+	 * at its name, a file of another user are refused here (66), not found blocking in
+	 * open() once the lock is held (userfile.h). */
+	if (k->log_file) {
+		char why[300];
+		log_fd =
+		    userfile_append(k->log_file, UF_REG | UF_CHR | UF_FIFO, 0600, why, sizeof why);
+		if (log_fd < 0) {
+			log_error("cannot open the keeper's log file '%s': %s", k->log_file, why);
+			exit(RL_EX_NOINPUT);
+		}
+	}
 }
 
 /* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
  * log pipe) must not be held open by a process that outlives the step. */
 static int detach_stderr(const struct keeper_args *k)
 {
-	int fd = k->log_file
-	             ? open(k->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600)
-	             : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int fd = k->log_file ? log_fd : open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		log_error("cannot open the keeper's log file '%s': %s",
 		          k->log_file ? k->log_file : "/dev/null", strerror(errno));
@@ -275,9 +287,16 @@ int keeper_ended(const char *key, const char *token, char *buf, size_t n)
 
 	if (n == 0 || ended_path(key, token, 0, path, sizeof path) < 0)
 		return 0;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* The user's own 0700 directory (ended_path), yet opened as every file is: a FIFO
+	 * there is refused, not waited on. */
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	ssize_t got = read(fd, buf, n - 1);
 	close(fd);
 	if (got <= 0)

@@ -24,12 +24,15 @@ static void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		size_t u = log_utf8_len(p);
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
 		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(f, "\\u%04x", *p);
+		else if (u == 0) /* not UTF-8: JSON could not carry it */
+			fputs("\\ufffd", f);
 		else
-			fputc(*p, f);
+			fwrite(p, 1, u, f), p += u - 1;
 	}
 	fputc('"', f);
 }

@@ -126,3 +126,13 @@ expect_69_at_once() {
 	echo "# server never answers: rlock exit 69 after $ELAPSED_MS ms (io deadline 1 s)" >&3
 	assert_regex "$stderr" 'did not answer'
 }
+
+@test "a server's error text with terminal escapes: --check prints it escaped, never raw (issue 33)" {
+	hostile escape
+	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check
+	[[ $output$stderr == *'\x1b[31mred'* ]] || fail "not shown escaped: $output $stderr"
+	[[ $output$stderr != *$'\e'* && $output$stderr != *$'\x9b'* && $output$stderr != *$'\a'* ]] ||
+		fail "a raw escape reached the terminal: $(printf '%s\n%s' "$output" "$stderr" | cat -v)"
+	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json
+	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
+}
