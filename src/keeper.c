@@ -135,9 +135,11 @@ void keeper_detach(const struct keeper_args *k)
 	sigset_t set, orig;
 	int p[2];
 
+	/* Not a signal its caller ignores (nohup's SIGHUP): that would end the hold. */
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
-		sigaddset(&set, passed_on[i]);
+		if (!child_ignored(passed_on[i]))
+			sigaddset(&set, passed_on[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
 		parent_fail(RL_EX_OSERR, k->github);
@@ -166,6 +168,7 @@ void keeper_detach(const struct keeper_args *k)
 	 * nothing of the caller's but stderr, which it keeps until the lock is held so that
 	 * a busy lock or an unreachable server is reported where the caller looks. */
 	sigprocmask(SIG_SETMASK, &orig, NULL);
+	child_inherit_listen_all(); /* SIGTERM and SIGUSR1 (--release) are its controls */
 	close(p[0]);
 	report_fd = p[1];
 	setsid();

@@ -484,6 +484,7 @@ int main(int argc, char **argv)
 	sigset_t orig;
 	int sigfd, termfd, rc;
 
+	child_inherit(); /* before anything can write a diagnostic or fork */
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
