@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2016  # quoted $: for the perl and sh that run the commands
+# What rlock inherits from its caller (issue 33): signal dispositions, the mask,
+# limits. What rlock relies on is normalised at start, for rlock, its watchdog and the
+# keeper; what the command inherits is handed on as the caller gave it.
+
+load helpers
+
+# given PERL-CODE CMD ARGS...: exec CMD with the process state PERL-CODE sets up (a
+# caller that ignores SIGCHLD, blocks a signal, ...): every other signal at its default
+# and the mask empty (bats' own state is no caller's), descriptors >= 3 closed.
+given() {
+	local code=$1
+	shift
+	exec perl -e '
+use POSIX ();
+for my $fd (3 .. 1023) { POSIX::close($fd); }
+for my $sig (1 .. 31) {
+	next if $sig == 9 || $sig == 19;
+	POSIX::sigaction($sig, POSIX::SigAction->new("DEFAULT"));
+}
+POSIX::sigprocmask(POSIX::SIG_SETMASK(), POSIX::SigSet->new());
+'"$code"'
+exec { $ARGV[0] } @ARGV or do { print STDERR "exec $ARGV[0]: $!\n"; exit 127 };
+' "$@"
+}
+
+# snap FILE [STATUS]: the command: a copy of its own /proc/self/status into FILE, then
+# exit STATUS. In C: sh changes its own mask and SIGCHLD, perl resets an ignored SIGCHLD.
+setup_file() {
+	common_setup_file
+	export SNAP=$BATS_FILE_TMPDIR/snap
+	"${CC:-cc}" -O -o "$SNAP" -x c - <<'EOF_C'
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+	FILE *in = fopen("/proc/self/status", "r"), *out;
+	char line[512];
+
+	if (argc < 2 || !in || !(out = fopen(argv[1], "w")))
+		return 99;
+	while (fgets(line, sizeof line, in))
+		fputs(line, out);
+	return fclose(out) ? 99 : argc > 2 ? atoi(argv[2]) : 0;
+}
+EOF_C
+}
+
+# has_sig MASK SIG: bit SIG is set in MASK (hex, as /proc/PID/status shows it).
+has_sig() { (((0x$1 >> ($2 - 1)) & 1)); }
+
+# status_field FILE NAME: the value of NAME (SigIgn, SigBlk...) in a copy of
+# /proc/PID/status.
+status_field() { sed -n "s/^$2:[[:space:]]*//p" "$1"; }
+
+@test "a caller that ignores SIGCHLD: rlock sees its command end, and hands SIGCHLD on ignored" {
+	# With SIGCHLD ignored the kernel reaps the command itself and sends no SIGCHLD:
+	# on the old code rlock never saw it end and renewed the lock forever.
+	run -3 timeout -k 1 30 bash -c "$(declare -f given); given '\$SIG{CHLD} = \"IGNORE\";' \
+		\"\$RLOCK\" -k chld -t 3s -- \"\$SNAP\" cmd.status 3"
+	key_absent 'rlock:{chld}'
+	has_sig "$(status_field cmd.status SigIgn)" 17
+}
+
+@test "a stderr pipe whose reader is gone: -v lines are lost, the job runs and its status is rlock's" {
+	# The reader closed before rlock starts: the first -v line meets EPIPE (the old
+	# code died of SIGPIPE there, 141, and the command never ran).
+	run -4 timeout -k 1 30 perl -e '
+$SIG{PIPE} = "DEFAULT";
+pipe(my $r, my $w) or die; close $r; open(STDERR, ">&", $w) or die; close $w;
+exec { $ARGV[0] } @ARGV or exit 127;
+' "$RLOCK" -vv -k pipe -- "$SNAP" cmd.status 4
+	key_absent 'rlock:{pipe}'
+	# the caller's SIGPIPE, default, is the command's
+	! has_sig "$(status_field cmd.status SigIgn)" 13
+}
+
+@test "--acquire -v with a stderr pipe whose reader is gone: the keeper holds, --release releases" {
+	run -0 timeout -k 1 30 perl -e '
+$SIG{PIPE} = "DEFAULT";
+pipe(my $r, my $w) or die; close $r; open(STDERR, ">&", $w) or die; close $w;
+exec { $ARGV[0] } @ARGV or exit 127;
+' "$RLOCK" -v --acquire -k kpipe
+	eval "$output"
+	[[ -n ${RLOCK_TOKEN:-} ]]
+	key_exists 'rlock:{kpipe}'
+	run -0 timeout -k 1 30 "$RLOCK" -k kpipe --token "$RLOCK_TOKEN" --release
+	key_absent 'rlock:{kpipe}'
+}
+
+# waiting NAME: an rlock waits for lock NAME.
+waiting() { (($(waiters "$1") >= 1)); }
+
+# pending PID SIG: SIG is pending for PID (process-wide or for its main thread).
+pending() {
+	local f
+	f=$(cat "/proc/$1/status" 2>/dev/null) || return 1
+	has_sig "$(sed -n 's/^ShdPnd:[[:space:]]*//p' <<<"$f")" "$2" ||
+		has_sig "$(sed -n 's/^SigPnd:[[:space:]]*//p' <<<"$f")" "$2"
+}
+
+@test "a signal the caller ignores (nohup's SIGHUP) does not end a wait, and reaches the command ignored" {
+	start_holder busy
+	(given '$SIG{HUP} = "IGNORE";' "$RLOCK" -w 60 -k busy -- "$SNAP" cmd.status) \
+		>waiter.out 2>waiter.err &
+	local pid=$!
+	track_pid "$pid"
+	wait_until 30 waiting busy
+	kill -HUP "$pid"
+	# Ignored: discarded at once. Blocked for the signalfd (the old code): read, and
+	# rlock died of it (129) while it waited.
+	wait_until 10 not pending "$pid" 1
+	proc_alive "$pid"
+	touch busy.release
+	rlock_wait "$pid" 30
+	cat waiter.err
+	((RLOCK_STATUS == 0))
+	has_sig "$(status_field cmd.status SigIgn)" 1
+}
+
+@test "the caller's mask and ignored SIGPIPE and SIGINT reach the command as given" {
+	run -0 given 'POSIX::sigprocmask(POSIX::SIG_BLOCK(), POSIX::SigSet->new(POSIX::SIGUSR2()));
+$SIG{PIPE} = "IGNORE"; $SIG{INT} = "IGNORE";' \
+		"$RLOCK" -k mask -- "$SNAP" cmd.status
+	has_sig "$(status_field cmd.status SigBlk)" 12
+	! has_sig "$(status_field cmd.status SigBlk)" 13 # rlock's own block of SIGPIPE
+	! has_sig "$(status_field cmd.status SigBlk)" 17 # nor its SIGCHLD
+	has_sig "$(status_field cmd.status SigIgn)" 13
+	has_sig "$(status_field cmd.status SigIgn)" 2
+}
+
+@test "a low soft RLIMIT_NOFILE: rlock raises its own within the hard limit, the command gets the caller's" {
+	# The old code ran out of descriptors (an eventfd, the watchdog's pipes): 71.
+	run -0 bash -c 'ulimit -Sn 8 && exec "$RLOCK" -k nofile -- sh -c "ulimit -Sn"'
+	[[ $output == 8 ]]
+}
+
+@test "rlock writes no core file (it holds the password): its soft RLIMIT_CORE is 0, the command's the caller's" {
+	local want=1000
+	[[ $(ulimit -Hc) == unlimited ]] || (($(ulimit -Hc) >= want)) || want=$(ulimit -Hc)
+	ulimit -Sc "$want"
+	start_holder core
+	grep -E '^Max core file size +0 ' "/proc/$HOLDER_PID/limits"
+	grep -E "^Max core file size +$((want * 1024)) " "/proc/$(cat core.pid)/limits"
+	touch core.release
+	rlock_wait "$HOLDER_PID"
+	((RLOCK_STATUS == 0))
+}
