@@ -73,7 +73,7 @@ exec { $ARGV[0] } @ARGV or exit 127;
 ' "$RLOCK" -vv -k pipe -- "$SNAP" cmd.status 4
 	key_absent 'rlock:{pipe}'
 	# the caller's SIGPIPE, default, is the command's
-	! has_sig "$(status_field cmd.status SigIgn)" 13
+	run ! has_sig "$(status_field cmd.status SigIgn)" 13
 }
 
 @test "--acquire -v with a stderr pipe whose reader is gone: the keeper holds, --release releases" {
@@ -124,8 +124,8 @@ pending() {
 $SIG{PIPE} = "IGNORE"; $SIG{INT} = "IGNORE";' \
 		"$RLOCK" -k mask -- "$SNAP" cmd.status
 	has_sig "$(status_field cmd.status SigBlk)" 12
-	! has_sig "$(status_field cmd.status SigBlk)" 13 # rlock's own block of SIGPIPE
-	! has_sig "$(status_field cmd.status SigBlk)" 17 # nor its SIGCHLD
+	run ! has_sig "$(status_field cmd.status SigBlk)" 13 # rlock's own block of SIGPIPE
+	run ! has_sig "$(status_field cmd.status SigBlk)" 17 # nor its SIGCHLD
 	has_sig "$(status_field cmd.status SigIgn)" 13
 	has_sig "$(status_field cmd.status SigIgn)" 2
 }
@@ -146,4 +146,108 @@ $SIG{PIPE} = "IGNORE"; $SIG{INT} = "IGNORE";' \
 	touch core.release
 	rlock_wait "$HOLDER_PID"
 	((RLOCK_STATUS == 0))
+}
+
+# Who a pid names: a keeper is stopped by --release only if it is the process that
+# recorded itself as the hold's keeper (this boot, this pid namespace, its start time).
+
+# keeper_script: ns.sh NAME [OTHER], run in a fresh pid namespace: take NAME with a
+# keeper (NAME.token); with OTHER, once `go` exists, release OTHER with its token
+# (release.err, release.rc), then count the keepers still running in the namespace
+# (NAME.keepers) and release NAME; wait for NAME.end (bounded).
+keeper_script() {
+	cat >ns.sh <<'EOF_SH'
+name=$1 other=${2:-}
+eval "$("$RLOCK" --acquire -k "$name" -t 60s)" || exit 9
+echo "$RLOCK_TOKEN" >"$name.token"
+touch "$name.up"
+if [ -n "$other" ]; then
+	i=0
+	while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+	"$RLOCK" -v -k "$other" --token "$(cat "$other.token")" --release 2>release.err
+	echo $? >release.rc
+	grep -l rlock-keeper /proc/[0-9]*/comm 2>/dev/null | wc -l >"$name.keepers"
+	"$RLOCK" -k "$name" --token "$RLOCK_TOKEN" --release 2>>release.err
+	touch release.done
+fi
+i=0
+while [ ! -e "$name.end" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+EOF_SH
+}
+
+private_runtime_dir() {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/run
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+}
+
+@test "--release stops no other lock's keeper that has the recorded pid in a new pid namespace" {
+	require_tool unshare
+	unshare --pid --fork --kill-child --mount-proc true 2>/dev/null ||
+		ci_skip "unshare of a pid namespace is not permitted (needs root)"
+	private_runtime_dir
+	keeper_script
+	# A container's run: its keeper holds `first`; the container goes (its keeper with
+	# it, unreleased: the lock lives on for its ttl).
+	timeout 60 unshare --pid --fork --kill-child --mount-proc sh ns.sh first &
+	local ns1=$!
+	track_pid "$ns1"
+	wait_until 30 test -e first.up
+	local pid1
+	pid1=$(rcli HGET 'rlock:{first}:owner' pid)
+	touch first.end
+	wait_until 30 not proc_alive "$ns1"
+	key_exists 'rlock:{first}'
+	# The next run: the same start-up gives its keeper (of `second`) the same pid.
+	timeout 60 unshare --pid --fork --kill-child --mount-proc sh ns.sh second first &
+	local ns2=$!
+	track_pid "$ns2"
+	wait_until 30 test -e second.up
+	[[ $(rcli HGET 'rlock:{second}:owner' pid) == "$pid1" ]]
+	touch go
+	wait_until 30 test -e release.done
+	cat release.err
+	[[ $(cat release.rc) == 0 ]]
+	key_absent 'rlock:{first}'
+	# the old code: "keeper pid 3 stopped" (second's keeper, which exits unreleased)
+	run ! grep -q 'keeper pid .* stopped' release.err
+	[[ $(cat second.keepers) == 1 ]]
+	touch second.end
+	wait_until 30 not proc_alive "$ns2"
+}
+
+@test "--release stops no keeper whose pid the lock's record names but whose record here says otherwise" {
+	private_runtime_dir
+	# first's keeper dies unreleased (a reboot, a kill -9): its record stays.
+	eval "$(rlock --acquire -k first -t 60s)"
+	local tok1=$RLOCK_TOKEN pid1
+	pid1=$(rcli HGET 'rlock:{first}:owner' pid)
+	track_pid "$pid1"
+	kill -KILL "$pid1"
+	wait_until 10 not proc_alive "$pid1"
+	# second's keeper now has the pid first's records name (forged here: on a reboot
+	# or in a new pid namespace the same start-up gives it the same pid).
+	eval "$(rlock --acquire -k second -t 60s)"
+	local tok2=$RLOCK_TOKEN pid2 mark
+	pid2=$(rcli HGET 'rlock:{second}:owner' pid)
+	track_pid "$pid2"
+	rcli HSET 'rlock:{first}:owner' pid "$pid2" >/dev/null
+	# first's record of its keeper, its pid and start time now second's, from a boot
+	# before this one
+	local f mine='' start ns
+	for f in "$XDG_RUNTIME_DIR"/rlock/keeper-*; do
+		[[ -e $f ]] || continue # (the old code kept no such record)
+		read -r p start ns _ <"$f"
+		[[ $p == "$pid2" ]] && mine=$start.$ns
+	done
+	for f in "$XDG_RUNTIME_DIR"/rlock/keeper-*; do
+		[[ -e $f ]] && read -r p _ <"$f" && [[ $p == "$pid1" ]] || continue
+		echo "$pid2 ${mine%.*} ${mine#*.} 00000000-0000-0000-0000-000000000000" >"$f"
+	done
+	run -0 rlock -v -k first --token "$tok1" --release
+	# the old code: "keeper pid N stopped" (second's keeper)
+	refute_output --partial stopped
+	assert_output --partial 'no keeper of this lock runs on this host'
+	proc_alive "$pid2"
+	run -0 rlock -v -k second --token "$tok2" --release
+	assert_output --partial "keeper pid $pid2 stopped"
 }
