@@ -227,13 +227,13 @@ private_runtime_dir() {
 	# second's keeper now has the pid first's records name (forged here: on a reboot
 	# or in a new pid namespace the same start-up gives it the same pid).
 	eval "$(rlock --acquire -k second -t 60s)"
-	local tok2=$RLOCK_TOKEN pid2 mark
+	local tok2=$RLOCK_TOKEN pid2
 	pid2=$(rcli HGET 'rlock:{second}:owner' pid)
 	track_pid "$pid2"
 	rcli HSET 'rlock:{first}:owner' pid "$pid2" >/dev/null
 	# first's record of its keeper, its pid and start time now second's, from a boot
 	# before this one
-	local f mine='' start ns
+	local f p mine="" start ns
 	for f in "$XDG_RUNTIME_DIR"/rlock/keeper-*; do
 		[[ -e $f ]] || continue # (the old code kept no such record)
 		read -r p start ns _ <"$f"
