@@ -251,3 +251,45 @@ private_runtime_dir() {
 	run -0 rlock -v -k second --token "$tok2" --release
 	assert_output --partial "keeper pid $pid2 stopped"
 }
+
+# copier_foreground: the command rlock runs for lock `tstp` (a perl copier) owns the
+# terminal.
+copier_foreground() {
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{tstp}:owner' pid)
+	cpid=$(ps -o pid=,comm= --ppid "$rpid" 2>/dev/null | awk '$2 == "perl" {print $1}')
+	[[ -n $cpid ]] || return 1
+	[[ $(ps -o tpgid= -p "$cpid" | tr -d ' ') == "$(ps -o pgid= -p "$cpid" | tr -d ' ')" ]]
+}
+
+@test "a caller that blocks SIGTSTP: Ctrl-Z still stops rlock with its command (the shell gets control back)" {
+	require_tool script
+	mkfifo tty-in
+	(clean_exec script -qfec "bash --norc --noprofile -i" /dev/null) <tty-in >tty-out 2>&1 &
+	track_pid $!
+	exec 5>tty-in
+	# rlock gets SIGTSTP blocked; its command unblocks it (so Ctrl-Z stops it) and copies
+	# its input. The old code then sent itself the blocked SIGTSTP: it stayed running,
+	# took the command on again, and the shell never got the terminal back.
+	local unblock='use POSIX; sigprocmask(SIG_UNBLOCK, POSIX::SigSet->new(SIGTSTP));'
+	printf '%s\n' "perl -e 'use POSIX; sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGTSTP)); exec @ARGV' $RLOCK -u $REDIS_URL -k tstp -- perl -e '$unblock \$| = 1; print while <STDIN>' > copied" >&5
+	wait_until 30 key_exists 'rlock:{tstp}'
+	wait_until 30 copier_foreground
+	printf 'one\n' >&5
+	wait_until 30 grep -q one copied
+	printf '\032' >&5 # Ctrl-Z
+	wait_until 30 grep -q Stopped tty-out
+	printf 'echo shell-back > back\n' >&5
+	wait_until 30 test -e back
+	printf 'fg\n' >&5
+	wait_until 30 copier_foreground
+	printf 'two\n' >&5
+	wait_until 30 grep -q two copied
+	printf '\004' >&5 # Ctrl-D: end of the copier's input
+	wait_until 30 key_absent 'rlock:{tstp}'
+	printf 'echo rlock-exit=$? > exitcode\n' >&5
+	wait_until 30 test -s exitcode
+	printf 'exit\n' >&5
+	exec 5>&-
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+}
