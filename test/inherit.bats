@@ -140,7 +140,8 @@ $SIG{PIPE} = "IGNORE"; $SIG{INT} = "IGNORE";' \
 	local want=1000
 	[[ $(ulimit -Hc) == unlimited ]] || (($(ulimit -Hc) >= want)) || want=$(ulimit -Hc)
 	ulimit -Sc "$want"
-	start_holder core
+	# (an AddressSanitizer build would zero the limit itself before main)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}disable_coredump=0 start_holder core
 	grep -E '^Max core file size +0 ' "/proc/$HOLDER_PID/limits"
 	grep -E "^Max core file size +$((want * 1024)) " "/proc/$(cat core.pid)/limits"
 	touch core.release
