@@ -676,6 +676,10 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	char path[400];
 	if (rc != RL_EX_UNAVAILABLE && ended_path(l->key, k->token, 0, path, sizeof path) == 0)
 		unlink(path); /* the last step: --held is over */
+	/* and the keeper's mark, which one killed (kill -9, a reboot) leaves behind */
+	if (rc != RL_EX_UNAVAILABLE &&
+	    record_path("keeper", l->key, k->token, 0, path, sizeof path) == 0)
+		unlink(path);
 	store_close(s);
 	return rc;
 }

@@ -249,6 +249,8 @@ private_runtime_dir() {
 	refute_output --partial stopped
 	assert_output --partial 'no keeper of this lock runs on this host'
 	proc_alive "$pid2"
+	# first's stale record is gone with its release
+	run ! grep -rqs 00000000-0000 "$XDG_RUNTIME_DIR/rlock"
 	run -0 rlock -v -k second --token "$tok2" --release
 	assert_output --partial "keeper pid $pid2 stopped"
 }
