@@ -522,6 +522,21 @@ static int is_keeper(const struct proc_id *id)
 	return keeper_stat(id->pid, &start) == 0 && start == id->start;
 }
 
+int keeper_judge(const char *key, const char *token, long long pid)
+{
+	struct proc_id id, now;
+
+	if (mark_read(key, token, &id) < 0 || id.pid != pid)
+		return -2;
+	if (here(&now) < 0)
+		return -1;
+	if (strcmp(now.boot, id.boot) != 0)
+		return 0; /* no process outlives its boot */
+	if (now.pidns != id.pidns)
+		return -1; /* its pid means nothing here */
+	return is_keeper(&id);
+}
+
 /* The keeper that holds h, proven to be the process its mark (keeper_mark) names on
  * this boot, seen from this pid namespace: 0 with *id, or -1 (why: a debug line). */
 static int find_keeper(const struct holder *h, const char *key, const char *token,

@@ -296,3 +296,42 @@ copier_foreground() {
 	exec 5>&-
 	assert_equal "$(cat exitcode)" "rlock-exit=0"
 }
+
+@test "--status and --list judge a keeper by its record, not by a pid from another pid namespace" {
+	require_tool unshare
+	unshare --pid --fork --kill-child --mount-proc true 2>/dev/null ||
+		ci_skip "unshare of a pid namespace is not permitted (needs root)"
+	private_runtime_dir
+	# shellcheck disable=SC2016  # for the sh in the namespace
+	timeout 60 unshare --pid --fork --kill-child --mount-proc sh -c '
+		eval "$("$RLOCK" --acquire -k inns -t 60s)" || exit 9
+		touch inns.up
+		i=0
+		while [ ! -e inns.end ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+		"$RLOCK" -k inns --release' &
+	local ns=$!
+	track_pid "$ns"
+	wait_until 30 test -e inns.up
+	# Same host name, another pid namespace: its pid names another process here, or
+	# none (the old code: "process 3 runs on this host", or "... is gone from this host").
+	run -75 rlock -k inns --status
+	refute_line --regexp '^  process '
+	run -75 rlock -k inns --status --json
+	assert_output --partial '"pid_alive":null'
+	run -0 rlock --list
+	refute_output --partial '[gone]'
+	touch inns.end
+	wait_until 30 not proc_alive "$ns"
+	key_absent 'rlock:{inns}'
+	# A keeper in this namespace is still judged by its pid: alive, then gone.
+	eval "$(rlock --acquire -k here -t 60s)"
+	local pid
+	pid=$(rcli HGET 'rlock:{here}:owner' pid)
+	track_pid "$pid"
+	run -75 rlock -k here --status
+	assert_line "  process  $pid runs on this host"
+	kill -KILL "$pid"
+	wait_until 10 not proc_alive "$pid"
+	run -75 rlock -k here --status
+	assert_line --partial "holder process $pid is gone from this host"
+}
