@@ -322,10 +322,13 @@ static int mark_read(const char *key, const char *token, struct proc_id *id)
 
 	if (record_path("keeper", key, token, 0, path, sizeof path) < 0)
 		return -1;
+	struct stat st;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid()
+	                ? read(fd, buf, sizeof buf - 1)
+	                : -1;
 	close(fd);
 	if (n <= 0)
 		return -1;
