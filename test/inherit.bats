@@ -63,6 +63,28 @@ status_field() { sed -n "s/^$2:[[:space:]]*//p" "$1"; }
 	has_sig "$(status_field cmd.status SigIgn)" 17
 }
 
+@test "a caller that ignores SIGCHLD: SIGTERM (timeout(1), systemd) still ends rlock and its command" {
+	(given '$SIG{CHLD} = "IGNORE";' "$RLOCK" -k term -- "$HOLD" term) 2>term.err &
+	local pid=$!
+	track_pid "$pid"
+	wait_until 30 test -e term.started
+	track_pidfile term.pid
+	kill -TERM "$pid"
+	# the old code forwarded it, never saw the command end, and renewed on
+	rlock_wait "$pid" 30
+	((RLOCK_STATUS == 128 + 15))
+	key_absent 'rlock:{term}'
+}
+
+@test "--acquire under a caller that ignores SIGCHLD: a busy lock's status is the keeper's (75)" {
+	# The parent waits for the keeper's status: with SIGCHLD ignored the kernel reaped
+	# the keeper unseen and the old code said 70 (waitpid: ECHILD).
+	rcli SET 'rlock:{busyk}' someone PX 60000 >/dev/null
+	run -75 timeout -k 1 30 bash -c "$(declare -f given); given '\$SIG{CHLD} = \"IGNORE\";' \
+		\"\$RLOCK\" -k busyk -n --acquire"
+	assert_output --partial '(exit 75)'
+}
+
 @test "a stderr pipe whose reader is gone: -v lines are lost, the job runs and its status is rlock's" {
 	# The reader closed before rlock starts: the first -v line meets EPIPE (the old
 	# code died of SIGPIPE there, 141, and the command never ran).
