@@ -36,6 +36,7 @@ static struct {
 	sigset_t ignored;            /* forwarded signals the caller ignores */
 	struct rlimit core, nofile;
 	int core_saved, nofile_saved;
+	int closed[3]; /* fds 0-2 the caller closed (rlock puts /dev/null there) */
 } given;
 
 /* The descriptors rlock may need at once (sockets of a quorum, signalfds, the
@@ -50,6 +51,8 @@ void child_inherit(void)
 
 	sigemptyset(&dfl.sa_mask);
 	sigemptyset(&ign.sa_mask);
+	for (int fd = 0; fd < 3; fd++)
+		given.closed[fd] = fcntl(fd, F_GETFD) < 0 && errno == EBADF;
 	/* SIGCHLD ignored: the kernel would reap the command itself and send no SIGCHLD,
 	 * and rlock would never learn that it ended (timeout(1) resets it too). */
 	sigaction(SIGCHLD, &dfl, &given.chld);
@@ -146,14 +149,17 @@ void child_die_of(int sig)
 void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig)
 {
 	/* What the caller gave rlock, as it gave it (child_inherit): the dispositions
-	 * rlock changed for itself, the core limit, then the mask (rlock blocks and reads
-	 * a signalfd for the rest). System calls only: this runs in a vfork child. */
+	 * rlock changed for itself, the limits, fds 0-2 it closed, then the mask (rlock blocks and
+	 * reads a signalfd for the rest). System calls only: this runs in a vfork child. */
 	sigaction(SIGCHLD, &given.chld, NULL);
 	sigaction(SIGPIPE, &given.pipe, NULL);
 	if (given.core_saved)
 		setrlimit(RLIMIT_CORE, &given.core);
 	if (given.nofile_saved)
 		setrlimit(RLIMIT_NOFILE, &given.nofile);
+	for (int fd = 0; fd < 3; fd++)
+		if (given.closed[fd])
+			close(fd);
 	sigprocmask(SIG_SETMASK, orig, NULL);
 	if (shell_command)
 		execl("/bin/sh", "sh", "-c", shell_command, (char *)NULL);

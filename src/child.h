@@ -19,8 +19,9 @@
  * given): SIGCHLD to SIG_DFL (ignored, the kernel reaps the command unseen), SIGPIPE
  * ignored (a diagnostic to a reader gone fails with EPIPE instead of killing rlock),
  * the soft RLIMIT_CORE to 0 (rlock holds secrets), a soft RLIMIT_NOFILE below what
- * rlock may need raised (within the hard limit); and note the forwarded signals the
- * caller ignores: rlock neither forwards them nor ends a wait on them. */
+ * rlock may need raised (within the hard limit); note fds 0-2 the caller closed
+ * (closed again for the command: cli_open_std_fds puts /dev/null there for rlock); and note the
+ * forwarded signals the caller ignores: rlock neither forwards them nor ends a wait on them. */
 void child_inherit(void);
 
 /* The keeper (no command to hand signals to; its control is SIGTERM, SIGUSR1...):

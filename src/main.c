@@ -491,6 +491,11 @@ int main(int argc, char **argv)
 	events_of(&o);
 	if (o.mode == MODE_HELD)
 		held_plan(&o); /* checked before any traffic */
+	if (o.mode == MODE_ACQUIRE && cli_stdout_closed()) {
+		/* Nobody would learn the token: a keeper nobody can release. */
+		log_error("--acquire: standard output is closed: nobody would learn the token");
+		return RL_EX_IOERR;
+	}
 	if (o.mode == MODE_ACQUIRE)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)

@@ -152,6 +152,28 @@ $SIG{PIPE} = "IGNORE"; $SIG{INT} = "IGNORE";' \
 	has_sig "$(status_field cmd.status SigIgn)" 2
 }
 
+@test "fds 0-2 the caller closed: rlock works on /dev/null there, the command gets them closed" {
+	# rlock's Redis socket never takes fd 2 (its -v lines would go into the protocol);
+	# the command gets what the caller gave, as with flock(1) and timeout(1) (the old
+	# code handed it rlock's /dev/null).
+	run -0 bash -c 'exec "$RLOCK" -vv -k std -- sh -c "for fd in 0 1 2; do
+		[ -e /proc/\$\$/fd/\$fd ] && echo \$fd open >>fds || echo \$fd closed >>fds; done" <&- 2>&-'
+	assert_equal "$(cat fds)" "$(printf '0 closed\n1 open\n2 closed')"
+	key_absent 'rlock:{std}'
+}
+
+@test "--acquire with stdout closed: nobody would learn the token, so no keeper takes the lock (74)" {
+	run --separate-stderr bash -c 'exec "$RLOCK" -k noout --acquire >&-'
+	local pid
+	pid=$(rcli HGET 'rlock:{noout}:owner' pid)
+	[[ -z $pid ]] || track_pid "$pid"
+	# the old code: 0, and a keeper renewing a lock whose token nobody has
+	((status == 74))
+	key_absent 'rlock:{noout}'
+	run -74 bash -c 'exec "$RLOCK" -k noout --status >&-'
+	assert_output --partial 'standard output'
+}
+
 @test "a low soft RLIMIT_NOFILE: rlock raises its own within the hard limit, the command gets the caller's" {
 	# The old code ran out of descriptors (an eventfd, the watchdog's pipes): 71.
 	run -0 bash -c 'ulimit -Sn 8 && exec "$RLOCK" -k nofile -- sh -c "ulimit -Sn"'
