@@ -3,6 +3,8 @@
 # request with a bad reply, to prove rlock fails cleanly (exit 69, one line, command
 # never run, memory bounded). Bounded: serves at most 5 connections, exits after 20 s.
 #   hostile-server.pl PORT MODE READYFILE
+# bulkhang and resp3hang send a header no Redis sends rlock (a bulk of 2^63 - 2 bytes,
+# a RESP3 map) and then nothing, the connection open.
 # Two modes answer every request on every connection (up to 20 s):
 #   busy  the acquire script's "busy" reply, with PTTL $HOSTILE_PTTL (default
 #         INT64_MAX) and holder pid $HOSTILE_PID; each acquire request adds a line
@@ -82,6 +84,15 @@ for (1 .. 5) {
 	}
 	if ($mode eq 'hang') {
 		sleep 5;
+		close $c;
+		next;
+	}
+	if ($mode eq 'bulkhang' || $mode eq 'resp3hang') {
+		# A reply no Redis sends rlock, then nothing (the connection left open): a
+		# bulk of 2^63 - 2 bytes, or a RESP3 map on a RESP2 connection. Waiting for
+		# the rest would look like a slow server.
+		$c->syswrite($mode eq 'bulkhang' ? "\$9223372036854775806\r\n" : "%1\r\n");
+		sleep 19;
 		close $c;
 		next;
 	}
