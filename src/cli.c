@@ -526,6 +526,8 @@ static void cli_error(int status, const char *fmt, ...)
 #define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
 #define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
 
+static int stdout_closed;
+
 void cli_open_std_fds(void)
 {
 	/* With fd 0, 1 or 2 closed, the next open() (a Redis socket) would take its number
@@ -538,7 +540,14 @@ void cli_open_std_fds(void)
 			close(fd);
 			return;
 		}
+		if (fd == STDOUT_FILENO)
+			stdout_closed = 1;
 	}
+}
+
+int cli_stdout_closed(void)
+{
+	return stdout_closed;
 }
 
 static void set_secret(struct state *s, enum secret_slot slot, const char *pw, size_t len,
@@ -1396,6 +1405,10 @@ static void print_version(void)
 
 int cli_close_stdout(void)
 {
+	if (stdout_closed) {
+		log_error("cannot write to standard output: it is closed");
+		return RL_EX_IOERR;
+	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		log_error("cannot write to standard output: %s",
 		          errno ? strerror(errno) : "write error");
