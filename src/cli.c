@@ -168,7 +168,8 @@ static const struct optdef options[] = {
         "DUR more: a stalled holder cannot race the next",
         DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
-        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
+        "stop the command after DUR as timeout(1) does,\n"
+        "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
         DURATION(max_hold_ms, 0)),
     OPT("supersede", 0, F_RUN, NULL,
         "wait as the newest request only: a newer\n"
