@@ -107,6 +107,15 @@ release_holder() {
 		fail "the waiter started at $(cat w.start), before the holder ended at $(cat gen.end)"
 }
 
+@test "difference: a busy lock exits 75 by default (flock: 1); -E 1 gives flock's status" {
+	flock_holder
+	run -75 --separate-stderr rlock -n -k lockfile -- echo "You will never see this!"
+	assert_output ''
+	run -1 --separate-stderr rlock -n -E 1 -k lockfile -- echo "You will never see this!"
+	assert_output ''
+	release_holder
+}
+
 @test "flock/timeout: -w that runs out on a held lock: the -E status, the command never runs" {
 	flock_holder
 	run -5 --separate-stderr rlock -w 0.3 -E 5 -k lockfile -- echo "You will never see this!"

@@ -66,6 +66,16 @@ IGNORES_TERM='trap "" TERM; touch term.ignored; exec sleep 30'
 	key_absent 'rlock:{t}'
 }
 
+@test "difference: --kill-after 0 sends SIGKILL at once after SIGTERM (timeout: -k 0 never does): 137" {
+	local t0 t1
+	t0=$(now_ms)
+	run -137 --separate-stderr rlock --max-hold 2s --kill-after 0 -k t -c "$IGNORES_TERM"
+	t1=$(now_ms)
+	[[ -e term.ignored ]] || fail "SIGTERM came before the command could ignore it: $stderr"
+	echo "# stopped $((t1 - t0)) ms after the start (max-hold 2000 ms)" >&3
+	(((t1 - t0) < 10000)) || fail "SIGKILL did not follow at once"
+}
+
 @test "timeout.sh: a parent that ignores SIGCHLD: rlock still sees its command end: 0" {
 	# (trap '' CHLD; exec timeout 10 true); bounded: rlock must exit by itself.
 	(
