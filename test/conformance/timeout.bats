@@ -234,7 +234,9 @@ USR1_CMD='trap "touch sig.received; exit 0" USR1; echo $$ >cmd.pid; touch cmd.ru
 @test "timeout-group.sh: cascaded: an outer --max-hold stops an inner rlock, which stops its command: 124" {
 	local t0 t1
 	t0=$(now_ms)
-	run -124 --separate-stderr rlock --max-hold 1s -k outer -- \
+	# 3 s: both rlocks and the command's trap are up before the outer limit, on a slow
+	# pass too; the inner limit (25 s) is far beyond the bound checked below.
+	run -124 --separate-stderr rlock --max-hold 3s -k outer -- \
 		"$RLOCK" --max-hold 25 -k inner -c "${USR1_CMD/USR1/TERM}"
 	t1=$(now_ms)
 	[[ -e sig.received ]] || fail "the innermost command did not get the signal: $stderr"
