@@ -883,8 +883,11 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 		return RL_EX_LOST;
 	}
 	if (ch->timed_out) {
-		ch->term_sig = 0; /* stopped by us: 124, as timeout(1) */
-		return RL_EX_TIMEOUT;
+		/* Stopped by us, as timeout(1) says it: 124, or 137 (128+9) when it took
+		 * SIGKILL to stop the command; an exit status, not a signal of rlock's own. */
+		int killed = ch->term_sig == SIGKILL;
+		ch->term_sig = 0;
+		return killed ? RL_EX_TIMEOUT_KILLED : RL_EX_TIMEOUT;
 	}
 	if (ch->term_sig == SIGKILL && ch->watch_by != WATCHDOG_NONE &&
 	    clock_ms() >= ch->watch_by) {

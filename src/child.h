@@ -118,7 +118,8 @@ struct supervise_args {
  * group is empty (after a loss: once SIGKILL has emptied it). Returns rlock's exit
  * status: the command's status, 128+N if it died of signal N (ch->term_sig = N), 79 if
  * the lock was lost and the group was signalled for it, else 124 if stop_at passed and
- * the group was stopped for it (ch->timed_out). */
+ * the group was stopped for it (ch->timed_out), 137 if the command itself then died of
+ * SIGKILL. */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
 /* Give the terminal back if the command's group has it, tell the watchdog all is well

@@ -75,6 +75,8 @@ struct optdef {
 	long long def;        /* the default, with F_DEF */
 	long long value;      /* what a switch sets (T_SWITCH, T_SET_MS; a setter's choice) */
 	const char *def_text; /* a default given as a value (through the setter) */
+	const char *aliases;  /* other long names on the command line (flock's), ' '-separated */
+	int alias_letter;     /* another short option (flock's), not shown by --help */
 	const char *env;      /* an environment variable above the config file */
 	int (*check)(const char *, char *, size_t); /* T_STRING: a parser that says why not */
 	setter_fn *set;                             /* T_SPECIAL */
@@ -120,15 +122,17 @@ static const struct optdef options[] = {
         SPECIAL(opt_key)),
     OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
-    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)", SPECIAL(opt_kind),
-        .value = KIND_EXCLUSIVE),
+    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
+        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
         SPECIAL(opt_kind), .value = KIND_SHARED),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
         SPECIAL(opt_kind), .value = KIND_LIMIT, AT(limit), .min = 1, .max = LOCK_LIMIT_MAX),
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)", SWITCH(fair, 1)),
-    OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy", .type = T_SET_MS,
-        AT(wait_ms), .value = 0),
+    OPT("no-wait", 'n', 0, NULL,
+        "fail at once when the lock is busy (flock's\n"
+        "--nb, --nonblock, --nonblocking also work)",
+        .type = T_SET_MS, AT(wait_ms), .value = 0, .aliases = "nb nonblock nonblocking"),
     OPT_DEF("wait", 'w', F_ARG, "DUR",
             "wait at most DUR for the lock, and for a server\n"
             "that cannot serve yet (default: forever)",
@@ -165,7 +169,8 @@ static const struct optdef options[] = {
         "DUR more: a stalled holder cannot race the next",
         DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
-        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
+        "stop the command after DUR as timeout(1) does,\n"
+        "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
         DURATION(max_hold_ms, 0)),
     OPT("supersede", 0, F_RUN, NULL,
         "wait as the newest request only: a newer\n"
@@ -416,7 +421,7 @@ static const struct optdef *option_by_val(int val)
 	if (val >= OPT_VAL_LONG)
 		return i < NOPTIONS && options[i].name ? &options[i] : NULL;
 	for (i = 0; i < NOPTIONS; i++)
-		if (options[i].name && options[i].letter == val)
+		if (options[i].name && (options[i].letter == val || options[i].alias_letter == val))
 			return &options[i];
 	return NULL;
 }
@@ -439,13 +444,15 @@ static const struct optdef *config_option(const char *name)
 	return option_by_name(name);
 }
 
-/* getopt_long's tables, from the option table. */
-static struct option long_opts[NOPTIONS + 1];
-static char short_opts[2 * NOPTIONS + 2];
+/* getopt_long's tables, from the option table (an alias is one more entry for its row). */
+#define NALIASES 8
+static struct option long_opts[NOPTIONS + NALIASES + 1];
+static char short_opts[2 * NOPTIONS + NALIASES + 2];
+static char alias_names[NALIASES][16];
 
 static void build_getopt_tables(void)
 {
-	size_t nl = 0, ns = 0;
+	size_t nl = 0, ns = 0, na = 0;
 
 	short_opts[ns++] = '+'; /* stop at the command: its options are its own */
 	for (size_t i = 0; i < NOPTIONS; i++) {
@@ -459,6 +466,22 @@ static void build_getopt_tables(void)
 			short_opts[ns++] = (char)d->letter;
 			if (d->flags & F_ARG)
 				short_opts[ns++] = ':';
+		}
+		if (d->alias_letter) {
+			short_opts[ns++] = (char)d->alias_letter;
+			if (d->flags & F_ARG)
+				short_opts[ns++] = ':';
+		}
+		for (const char *a = d->aliases; a && *a;) {
+			size_t len = strcspn(a, " ");
+			if (na >= NALIASES || len >= sizeof alias_names[0])
+				abort(); /* the table above is wrong */
+			memcpy(alias_names[na], a, len);
+			alias_names[na][len] = '\0';
+			long_opts[nl++] = (struct option){
+			    alias_names[na++], d->flags & F_ARG ? required_argument : no_argument,
+			    NULL, getopt_val(d)};
+			a += len + (a[len] == ' ');
 		}
 	}
 	long_opts[nl] = (struct option){NULL, 0, NULL, 0};
