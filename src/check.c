@@ -304,7 +304,9 @@ static void check_version(struct node *n)
 		return;
 	}
 	info_field(n, "redis_version", v, sizeof v);
-	info_field(n, "redis_mode", mode, sizeof mode);
+	/* Valkey renamed redis_mode to server_mode (8.0) */
+	if (!info_field(n, "redis_mode", mode, sizeof mode))
+		info_field(n, "server_mode", mode, sizeof mode);
 	/* Valkey (and its kin) names itself in server_name and gives its own version in
 	 * NAME_version; redis_version is then the Redis it is compatible with. */
 	info_field(n, "server_name", server, sizeof server);
