@@ -235,10 +235,10 @@ static const struct optdef options[] = {
         "N replicas have the lock; else release, exit 69",
         INT(wait_replicas, 0, 1000)),
     OPT("wait-aof", 0, F_ARG, "L[,R]",
-        "after acquiring, WAITAOF (up to --io-timeout) until\n"
-        "the lock is in the AOF of the master (L=1) and R\n"
-        "replicas; else (or no WAITAOF, AOF off) release,\n"
-        "exit 69",
+        "after acquiring, WAITAOF (up to --io-timeout)\n"
+        "until the lock is in the AOF of the master (L=1)\n"
+        "and of R replicas; else (or no WAITAOF, AOF\n"
+        "off) release, exit 69",
         SPECIAL(opt_wait_aof)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"
