@@ -278,7 +278,7 @@ static void check_features(struct node *n, long compat, const char *product)
 		         "no KEEPTTL or ACL users (6.0): -s/--limit and a user in the URL fail; ");
 	if (compat < 60200)
 		snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
-		         "no SET ... GET (6.2): --history records nothing; ");
+		         "no SET ... GET (6.2): --history records no run's end; ");
 	if (compat < 70000)
 		snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
 		         "no ACL DRYRUN (7.0): --check tries the rights on a throwaway key; ");
