@@ -239,6 +239,11 @@ check_says() {
 	sentinel_topology_start
 	local m p lone
 	m=$(sentinel_master_port)
+	# the sentinels find each other by hello messages (every 2 s): wait until each
+	# counts all three (on a loaded machine that took longer than the topology's start)
+	for p in $SENT_PORTS; do
+		wait_until 30 sh -c "redis-cli -p $p SENTINEL CKQUORUM mymaster | grep -q '^OK 3 usable'"
+	done
 	run -2 rlock -u "$SENT_URL" --check
 	for p in $SENT_PORTS; do
 		assert_line --regexp "^ok +127\.0\.0\.1:$p sentinel: knows master 'mymaster' at 127\.0\.0\.1:$m; CKQUORUM: OK 3 usable Sentinels"
