@@ -36,6 +36,7 @@ struct node {
 	const struct opts *o;
 	struct out *out;
 	struct resp_reply *info; /* INFO's text, or NULL (refused) */
+	int waitaof_early;       /* WAITAOF can return before the fsync with everysec */
 	char key[300]; /* the throwaway key of the rights tried: PREFIX{rlock-check-HEX} */
 	char channel[320];
 };
@@ -284,8 +285,11 @@ static void check_features(struct node *n, long compat, const char *product)
 		         "no ACL DRYRUN (7.0): --check tries the rights on a throwaway key; ");
 	finding(n->out, compat < 60200 ? L_WARN : L_OK, name, "features",
 	        compat < 60200 ? "Redis 6.2 or later, or Valkey" : NULL, "%s%s", missing,
-	        compat >= 70200 ? "WAITAOF: --wait-aof can make a grant survive a restart"
-	                        : "no WAITAOF (7.2): --wait-aof is refused (exit 69)");
+	        compat < 70200     ? "no WAITAOF (7.2): --wait-aof is refused (exit 69)"
+	        : n->waitaof_early ? "WAITAOF, but with appendfsync everysec it can answer before "
+	                             "the fsync (redis/redis#13793): --wait-aof needs appendfsync "
+	                             "always here"
+	                           : "WAITAOF: --wait-aof can make a grant survive a restart");
 }
 
 static void check_version(struct node *n)
@@ -293,6 +297,7 @@ static void check_version(struct node *n)
 	struct resp_reply *r = NULL;
 	char err[512], v[64], mode[32], server[32], own[64], key[48], product[128];
 
+	n->waitaof_early = 0;
 	if (cmd(n, &r, err, sizeof err, "INFO", NULL) == LOCK_OK && r->type == RESP_STRING) {
 		n->info = r;
 	} else {
@@ -314,10 +319,18 @@ static void check_version(struct node *n)
 	if (server[0] && strcmp(server, "redis") != 0 && info_field(n, key, own, sizeof own)) {
 		snprintf(product, sizeof product, "%.30s %.40s",
 		         strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
+		/* Valkey 8.0 has the WAITAOF bug of Redis 7.4.0-7.4.2 (below) */
+		long ov = version_number(own);
+		n->waitaof_early = strcmp(server, "valkey") == 0 && ov >= 80000 && ov < 80100;
 		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s; speaks as Redis %s)",
 		        product, mode[0] ? mode : "standalone", v[0] ? v : "?");
 	} else {
 		snprintf(product, sizeof product, "Redis %.40s", v[0] ? v : "?");
+		/* With appendfsync everysec, WAITAOF could count writes as fsynced that were
+		 * written less than a second after the last fsync (redis/redis#13793: 7.4.0
+		 * to 7.4.2); seen on Valkey 8.0.1 by test/faults/run's aof-crash rows. */
+		long rv = version_number(v);
+		n->waitaof_early = rv >= 70400 && rv < 70403;
 		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s)", product,
 		        mode[0] ? mode : "standalone");
 	}
@@ -473,6 +486,12 @@ static void check_persistence(struct node *n)
 	else if (strcmp(fsync, "always") == 0)
 		finding(n->out, L_OK, name, "persistence", NULL,
 		        "appendonly yes, appendfsync always");
+	else if (strcmp(fsync, "everysec") == 0 && n->waitaof_early &&
+	         (n->o->wait_aof_local || n->o->wait_aof_replicas))
+		finding(n->out, L_UNSAFE, name, "persistence", fix,
+		        "appendonly yes, appendfsync everysec, and this version's WAITAOF can "
+		        "answer before the fsync (redis/redis#13793): --wait-aof does not make "
+		        "the grant survive a crash here");
 	else if (strcmp(fsync, "everysec") == 0)
 		finding(
 		    n->out, L_WARN, name, "persistence", fix,

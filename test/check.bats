@@ -66,12 +66,28 @@ product() {
 	want=$(product standalone)
 	run -0 --separate-stderr rlock -u "$GOOD_URL" --check
 	line ok version "$want\$"
-	if [[ $(rcli COMMAND INFO WAITAOF | head -1) == waitaof ]]; then
+	if [[ $(redis-server --version) == "Valkey server v=8.0."* ]]; then
+		# Valkey 8.0's WAITAOF can answer before the fsync with appendfsync everysec
+		# (redis/redis#13793; test/faults/run's aof-crash rows saw it on 8.0.1)
+		line ok features 'WAITAOF, but with appendfsync everysec it can answer before the fsync \(redis/redis#13793\): --wait-aof needs appendfsync always here$'
+		run -0 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
+		line ok persistence 'appendonly yes, appendfsync always'
+		redis_start --appendonly yes --appendfsync everysec
+		run -2 --separate-stderr rlock -u "$REDIS_URL" --wait-aof 1 --check
+		line unsafe persistence 'appendonly yes, appendfsync everysec, and this version.s WAITAOF can answer before the fsync'
+		run -1 --separate-stderr rlock -u "$REDIS_URL" --check
+		line warn persistence 'appendonly yes, appendfsync everysec: '
+		redis_stop "$REDIS_PID"
+	elif [[ $(rcli COMMAND INFO WAITAOF | head -1) == waitaof ]]; then
 		line ok features 'WAITAOF: --wait-aof can make a grant survive a restart$'
 		# --wait-aof on a master with appendonly yes: nothing against it
 		run -0 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
 		line ok features 'WAITAOF: '
 		line ok persistence 'appendonly yes, appendfsync always'
+		redis_start --appendonly yes --appendfsync everysec
+		run -1 --separate-stderr rlock -u "$REDIS_URL" --wait-aof 1 --check
+		line warn persistence 'appendonly yes, appendfsync everysec: '
+		redis_stop "$REDIS_PID"
 	else
 		line ok features 'no WAITAOF \(7\.2\): --wait-aof is refused \(exit 69\)$'
 		run -2 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
