@@ -93,13 +93,22 @@ job_var() { sed -n "s/^$3=//p" "$BATS_TEST_TMPDIR/$1/$2"; }
 # waiting N: N rlocks wait for the lock deploy.
 waiting() { [[ $(waiters deploy) == "$1" ]]; }
 
-# A later step of JOB (a `run:`): its environment has what GITHUB_ENV received.
+# A later step of JOB (a `run:`): its environment has what GITHUB_ENV received, and
+# neither the tests' server (REDIS_URL) nor their password.
 # shellcheck disable=SC2046  # the KEY=VALUE lines of GITHUB_ENV, one word each
 job_shell() {
 	local job=$1
 	shift
-	env -C "$BATS_TEST_TMPDIR/$job" "PATH=$BATS_TEST_TMPDIR/bin:$PATH" \
+	env -C "$BATS_TEST_TMPDIR/$job" -u REDISCLI_AUTH -u REDIS_URL "PATH=$BATS_TEST_TMPDIR/bin:$PATH" \
 		$(cat "$BATS_TEST_TMPDIR/$job/env") bash -c "$@"
+}
+
+# no_password FILE...: none of FILEs holds the password, but in the ::add-mask:: line.
+no_password() {
+	local f
+	for f; do
+		! grep -v '^::add-mask::' "$f" | grep -qF "$REDISCLI_AUTH" || fail "the password is in $f: $(cat "$f")"
+	done
 }
 
 @test "action: the main step takes the lock, masks the token before printing anything, sets outputs, RLOCK_* and the summary; post releases" {
@@ -109,11 +118,14 @@ job_shell() {
 	local token
 	token=$(rcli GET 'rlock:{deploy}')
 	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "not held: $token"
-	# The runner hides the token from the first line on: nothing shows it before.
-	assert_equal "${lines[0]}" "::add-mask::$token"
+	# The runner hides the password and the token from the first lines on: nothing
+	# shows them before.
+	assert_equal "${lines[0]}" "::add-mask::$REDISCLI_AUTH"
+	assert_equal "${lines[1]}" "::add-mask::$token"
 	[[ $(printf '%s\n%s\n' "$output" "$stderr" | grep -v '^::add-mask::' | grep -c "$token") == 0 ]] ||
 		fail "the token is printed: $output $stderr"
-	[[ $output$stderr != *"$REDISCLI_AUTH"* ]] || fail "the password is printed"
+	[[ $(printf '%s\n%s\n' "$output" "$stderr" | grep -v '^::add-mask::' | grep -c "$REDISCLI_AUTH") == 0 ]] ||
+		fail "the password is printed"
 	assert_equal "$(job_var job1 output acquired)" true
 	assert_equal "$(job_var job1 output fence)" 1
 	[[ $(job_var job1 output waited-seconds) =~ ^[0-9]+\.[0-9]$ ]] || fail "$(cat job1/output)"
@@ -129,12 +141,53 @@ job_shell() {
 	proc_alive "$keeper"
 	! tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF "$REDISCLI_AUTH" || fail "password on argv"
 	# A later step sees the lock's variables: `rlock --held` says it is held.
-	job_shell job1 'RLOCK_URL=$0 RLOCK_PASSWORD=$1 rlock --held' "$REDIS_URL" "$REDISCLI_AUTH"
+	job_shell job1 'rlock --held'
 	step job1 post
 	run -0 --separate-stderr "${STEP[@]}"
 	assert_output --regexp "^rlock: released 'deploy' after [0-9.]+ s$"
 	key_absent 'rlock:{deploy}' || fail "not released"
 	wait_until 10 not proc_alive "$keeper"
+}
+
+@test "action: later steps reach the server of the url and password inputs (--held, a nested rlock at once); the password is in no runner file, log, environment or argv; the post step removes its files (issue 38)" {
+	new_job job1
+	step job1 main
+	"${STEP[@]}" >job1/main.out 2>job1/main.err || fail "main: $(cat job1/main.*)"
+	local token conf
+	token=$(job_var job1 state token)
+	# A later step (only what GITHUB_ENV gave it): --held says yes, a nested rlock runs
+	# its command at once (-n: it would say busy, not wait).
+	run -0 --separate-stderr job_shell job1 'rlock --held'
+	local t0
+	t0=$(date +%s%3N)
+	run -0 --separate-stderr job_shell job1 'timeout 20 rlock -k deploy -n -- echo nested ran'
+	assert_output 'nested ran'
+	(($(date +%s%3N) - t0 < 10000)) || fail "the nested rlock took $(($(date +%s%3N) - t0)) ms"
+	assert_equal "$(rcli GET 'rlock:{deploy}')" "$token"
+	# They got RLOCK_CONFIG (a 0600 file of the job's, naming a 0600 password
+	# file), not the password.
+	conf=$(job_var job1 env RLOCK_CONFIG)
+	[[ -f $conf && $(stat -c %a "$conf") == 600 ]] || fail "RLOCK_CONFIG: '$conf' $(cat job1/env)"
+	local pwfile
+	pwfile=$(sed -n 's/^password-file = //p' "$conf")
+	[[ $(stat -c %a "$pwfile") == 600 && $(stat -c %a "$(dirname "$conf")") == 700 ]] || fail "modes"
+	# The keeper (it outlives the step) has no password in its environment or argv.
+	local keeper
+	keeper=$(rcli HGET 'rlock:{deploy}:owner' pid)
+	proc_alive "$keeper"
+	! tr '\0' '\n' <"/proc/$keeper/environ" | grep -qF "$REDISCLI_AUTH" || fail "password in the keeper's environment"
+	! tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF "$REDISCLI_AUTH" || fail "password on argv"
+	step job1 post
+	"${STEP[@]}" >job1/post.out 2>job1/post.err || fail "post: $(cat job1/post.*)"
+	key_absent 'rlock:{deploy}' || fail "not released"
+	no_password job1/env job1/output job1/state job1/summary job1/main.out job1/main.err job1/post.out job1/post.err
+	grep -qx "::add-mask::$REDISCLI_AUTH" job1/main.out || fail "the password is not masked: $(cat job1/main.out)"
+	# The post step removed the config and password files.
+	[[ ! -e $conf && ! -e $pwfile && ! -e $(dirname "$conf") ]] || fail "left: $(ls -la "$(dirname "$conf")")"
+	# No other file of the job's holds it (main.out: only its mask, checked above).
+	local left
+	left=$(grep -rlF --exclude=main.out "$REDISCLI_AUTH" job1) && fail "the password is left in $left"
+	true
 }
 
 @test "action: a second job waits, gets the lock after the first job's post step, and its summary says for whom it waited" {
