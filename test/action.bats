@@ -352,26 +352,89 @@ no_password() {
 	run -0 "${STEP[@]}"
 }
 
-@test "action: without an rlock on the PATH the main step builds this checkout with cmake" {
-	new_job build
+# build_stubs [MISSING-PACKAGE...]: a PATH (stub/) with node and stubs of what the
+# build uses: a cmake that records its arguments and "builds" by copying the binary
+# under test; cc and pkg-config; a dpkg-query that knows every package but MISSING;
+# a sudo and an apt-get that record their arguments (and DEBIAN_FRONTEND).
+build_stubs() {
 	mkdir stub
 	ln -s "$(command -v node)" stub/node
-	# A cmake that records its arguments and "builds" by copying the binary under test.
+	ln -s "$(command -v env)" stub/env
 	cat >stub/cmake <<EOF
 #!/bin/bash
 echo "\$*" >>$BATS_TEST_TMPDIR/cmake.log
 if [[ \$1 == --build ]]; then /bin/cp "$RLOCK" "\$2/rlock"; else /bin/mkdir -p "\$4"; fi
 EOF
-	chmod +x stub/cmake
+	printf '#!/bin/sh\nexit 0\n' >stub/cc
+	cp stub/cc stub/pkg-config
+	cat >stub/dpkg-query <<EOF
+#!/bin/bash
+for p in $*; do [[ \${!#} == "\$p" ]] && exit 1; done
+printf 'install ok installed'
+EOF
+	cat >stub/sudo <<EOF
+#!/bin/bash
+echo "sudo \$*" >>$BATS_TEST_TMPDIR/sudo.log
+[[ \$1 == -n ]] && shift
+exec "\$@"
+EOF
+	cat >stub/apt-get <<EOF
+#!/bin/bash
+echo "apt-get \$* (DEBIAN_FRONTEND=\$DEBIAN_FRONTEND)" >>$BATS_TEST_TMPDIR/apt.log
+exit \${APT_STATUS:-0}
+EOF
+	chmod +x stub/*
+}
+
+@test "action: without an rlock on the PATH the main step builds this checkout with cmake" {
+	new_job build
+	build_stubs
 	step build main "PATH=$PWD/stub"
 	run -0 --separate-stderr "${STEP[@]}"
 	local dir=$PWD/build/rlock-action-build
 	assert_equal "$(sed -n 1p cmake.log)" "-S $RLOCK_SOURCE_DIR -B $dir -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF"
 	assert_equal "$(sed -n 2p cmake.log)" "--build $dir --target rlock --parallel"
 	assert_equal "$(job_var build state rlock)" "$dir/rlock"
+	# All it needs is there: nothing installed.
+	[[ ! -e apt.log && ! -e sudo.log ]] || fail "installed: $(cat apt.log sudo.log)"
 	step build post "PATH=$PWD/stub"
 	run -0 "${STEP[@]}"
 	key_absent 'rlock:{deploy}'
+}
+
+@test "action: on a runner as it comes (no hiredis or OpenSSL headers), the main step installs them with apt-get, non-interactively, through sudo unless root, then builds (issue 38)" {
+	new_job build
+	build_stubs libhiredis-dev libssl-dev
+	local sudo=''
+	((UID == 0)) || sudo='sudo -n '
+	step build main "PATH=$PWD/stub"
+	run -0 --separate-stderr "${STEP[@]}"
+	assert_equal "$(cat apt.log)" "apt-get -q update (DEBIAN_FRONTEND=noninteractive)
+apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev (DEBIAN_FRONTEND=noninteractive)"
+	if [[ -n $sudo ]]; then
+		assert_equal "$(sed -n 2p sudo.log)" 'sudo -n env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev'
+	else
+		[[ ! -e sudo.log ]] || fail "root, yet sudo: $(cat sudo.log)"
+	fi
+	assert_line "rlock: ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev"
+	[[ $(wc -l <cmake.log) == 2 ]] || fail "cmake: $(cat cmake.log)"
+	step build post "PATH=$PWD/stub"
+	run -0 "${STEP[@]}"
+	key_absent 'rlock:{deploy}'
+	# An install that fails ends the step with the command and its status; no build.
+	new_job failed
+	rm -f apt.log cmake.log
+	step failed main "PATH=$PWD/stub" APT_STATUS=100
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_line "::error::rlock: ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get -q update: exit 100"
+	[[ ! -e cmake.log ]] || fail "built anyway: $(cat cmake.log)"
+	key_absent 'rlock:{deploy}'
+	# No apt-get (not Debian or Ubuntu): one line says what to install.
+	new_job noapt
+	rm stub/apt-get
+	step noapt main "PATH=$PWD/stub"
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_line '::error::rlock: building rlock needs libhiredis-dev, libssl-dev: install them, or put rlock on the PATH'
 }
 
 @test "--acquire --format github on a GitHub runner prints ::add-mask::TOKEN on stderr before the token (elsewhere, or sh format: not)" {
