@@ -493,3 +493,71 @@ own_lines() {
 	step waiter post
 	run -0 "${STEP[@]}"
 }
+
+@test "action: cacert, cert and tls-key inputs reach a rediss:// server with a private CA that asks for a client certificate, in later steps too; without cacert the error hints at it (issue 38)" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	tls_redis_start --tls-auth-clients yes --requirepass "$REDISCLI_AUTH"
+	local url="rediss://127.0.0.1:$TLS_PORT" c=$TLS_CERTS
+	new_job tls
+	step tls main "INPUT_URL=$url" "INPUT_CACERT=$c/ca.pem" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key"
+	"${STEP[@]}" >tls/main.out 2>tls/main.err || fail "main: $(cat tls/main.*)"
+	local token
+	token=$(job_var tls state token)
+	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" GET 'rlock:{deploy}')" "$token"
+	run -0 --separate-stderr job_shell tls 'rlock --held'
+	run -0 --separate-stderr job_shell tls 'timeout 20 rlock -k deploy -n -- echo nested ran'
+	assert_output 'nested ran'
+	step tls post "INPUT_URL=$url"
+	"${STEP[@]}" >tls/post.out 2>tls/post.err || fail "post: $(cat tls/post.*)"
+	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" EXISTS 'rlock:{deploy}')" 0
+	no_password tls/env tls/output tls/state tls/main.out tls/main.err tls/post.out tls/post.err
+	# No cacert: the system's trust store does not know the CA; the message says what to do.
+	new_job nocacert
+	step nocacert main "INPUT_URL=$url" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key" INPUT_WAIT=1s
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_regex "$stderr" 'certificate verify failed \(.*\); a private CA\? name its certificate with --cacert FILE$'
+	assert_line "::error::rlock --acquire of 'deploy' failed (exit 69): see its message above"
+	# The step that took nothing left no files behind.
+	[[ -z $(find nocacert -type d -name 'rlock-??????' -print -quit) ]] || fail "left: $(find nocacert)"
+}
+
+@test "action: supersede (a newer job's request takes the place of a waiting one, which skips or fails) and preempt (a --preemptible holder stops and hands over) (issue 38)" {
+	new_job holder
+	new_job older
+	new_job newer
+	step holder main
+	run -0 "${STEP[@]}"
+	step_bg older main INPUT_SUPERSEDE=true INPUT_ON-CONFLICT=skip
+	local older=$STEP_PID
+	wait_until 30 waiting 1 || fail "$(cat older/main.*)"
+	step_bg newer main INPUT_SUPERSEDE=true
+	local newer=$STEP_PID
+	rlock_wait "$older" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -qE '^::notice::`deploy` went to a newer request \(supersede\): https://github.example/acme/app/actions/runs/older skipped it after [0-9.]+ s$' \
+		older/main.out || fail "$(cat older/main.*)"
+	assert_equal "$(job_var older output acquired)" false
+	step holder post
+	run -0 "${STEP[@]}"
+	rlock_wait "$newer" 30
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(job_var newer output acquired)" true
+	step newer post
+	run -0 "${STEP[@]}"
+	# Preempt: a holder that agreed to be stopped (rlock --preemptible) gives way.
+	start_holder deploy --preemptible
+	new_job preempt
+	step preempt main INPUT_PREEMPT=true INPUT_WAIT=60s
+	run -0 "${STEP[@]}"
+	rlock_wait "$HOLDER_PID" 30
+	assert_equal "$RLOCK_STATUS" 81
+	assert_equal "$(rcli GET 'rlock:{deploy}')" "$(job_var preempt state token)"
+	step preempt post
+	run -0 "${STEP[@]}"
+	# A switch that is neither true nor false: one line, nothing taken.
+	new_job bad
+	step bad main INPUT_PREEMPT=maybe
+	run -1 "${STEP[@]}"
+	assert_output "::error::rlock: preempt: 'maybe' is not true or false"
+	key_absent 'rlock:{deploy}'
+}
