@@ -103,6 +103,15 @@ job_shell() {
 		$(cat "$BATS_TEST_TMPDIR/$job/env") bash -c "$@"
 }
 
+# took_nothing JOB: JOB's main step left the post step nothing to release (no state
+# but the connection's directory, which is gone already).
+took_nothing() {
+	local dir
+	[[ -z $(grep -v '^conn=' "$BATS_TEST_TMPDIR/$1/state") ]] || fail "state: $(cat "$BATS_TEST_TMPDIR/$1/state")"
+	dir=$(job_var "$1" state conn)
+	[[ -z $dir || ! -e $dir ]] || fail "left: $dir"
+}
+
 # no_password FILE...: none of FILEs holds the password, but in the ::add-mask:: line.
 no_password() {
 	local f
@@ -253,7 +262,7 @@ no_password() {
 		fail "$(cat job2/main.out)"
 	wait_until 30 waiting 0
 	assert_equal "$(job_var job2 output acquired)" false
-	[[ ! -s job2/state ]]
+	took_nothing job2
 	step job2 post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
@@ -270,17 +279,19 @@ no_password() {
 	run -0 "${STEP[@]}"
 	step skipper main INPUT_WAIT=0 INPUT_ON-CONFLICT=skip
 	run -0 --separate-stderr "${STEP[@]}"
-	assert_output --regexp '^::notice::`deploy` is busy \(held by https://github.example/acme/app/actions/runs/holder\): https://github.example/acme/app/actions/runs/skipper skipped it after [0-9.]+ s$'
+	assert_equal "${lines[0]}" "::add-mask::$REDISCLI_AUTH"
+	assert_line --index 1 --regexp '^::notice::`deploy` is busy \(held by https://github.example/acme/app/actions/runs/holder\): https://github.example/acme/app/actions/runs/skipper skipped it after [0-9.]+ s$'
 	assert_equal "$(job_var skipper output acquired)" false
 	assert_equal "$(job_var skipper output fence)" ''
 	grep -q 'skipped it' skipper/summary
-	[[ ! -s skipper/state && ! -s skipper/env ]]
+	took_nothing skipper
+	[[ ! -s skipper/env ]]
 	step skipper post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
 	step failer main INPUT_WAIT=200ms
 	run -1 --separate-stderr "${STEP[@]}"
-	assert_output --regexp '^::error::`deploy` is busy .* gave up after [0-9.]+ s$'
+	assert_line --index 1 --regexp '^::error::`deploy` is busy .* gave up after [0-9.]+ s$'
 	assert_equal "$(job_var failer output acquired)" false
 	step holder post
 	run -0 "${STEP[@]}"
@@ -316,7 +327,7 @@ no_password() {
 	new_job down
 	step down main "INPUT_URL=redis://127.0.0.1:$(dead_port)" INPUT_WAIT=1s # the wait rides out a server that is down
 	run -1 --separate-stderr "${STEP[@]}"
-	assert_output --regexp "^::error::rlock --acquire of 'deploy' failed \(exit 69\)"
+	assert_line --index 1 --regexp "^::error::rlock --acquire of 'deploy' failed \(exit 69\)"
 	step down post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
@@ -499,8 +510,15 @@ own_lines() {
 	tls_redis_start --tls-auth-clients yes --requirepass "$REDISCLI_AUTH"
 	local url="rediss://127.0.0.1:$TLS_PORT" c=$TLS_CERTS
 	new_job tls
-	step tls main "INPUT_URL=$url" "INPUT_CACERT=$c/ca.pem" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key"
+	# The password in the URL this time (a secret RLOCK_URL): masked, and in no file
+	# of the job's but the 0600 config file, which the post step removes.
+	step tls main "INPUT_URL=rediss://default:$REDISCLI_AUTH@127.0.0.1:$TLS_PORT" INPUT_PASSWORD= \
+		"INPUT_CACERT=$c/ca.pem" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key"
 	"${STEP[@]}" >tls/main.out 2>tls/main.err || fail "main: $(cat tls/main.*)"
+	assert_equal "$(head -n 1 tls/main.out)" "::add-mask::$REDISCLI_AUTH"
+	local conf
+	conf=$(job_var tls env RLOCK_CONFIG)
+	[[ $(stat -c %a "$conf") == 600 ]] || fail "config mode $(stat -c %a "$conf")"
 	local token
 	token=$(job_var tls state token)
 	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" GET 'rlock:{deploy}')" "$token"
@@ -511,6 +529,7 @@ own_lines() {
 	"${STEP[@]}" >tls/post.out 2>tls/post.err || fail "post: $(cat tls/post.*)"
 	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" EXISTS 'rlock:{deploy}')" 0
 	no_password tls/env tls/output tls/state tls/main.out tls/main.err tls/post.out tls/post.err
+	[[ ! -e $conf ]] || fail "the config file is left"
 	# No cacert: the system's trust store does not know the CA; the message says what to do.
 	new_job nocacert
 	step nocacert main "INPUT_URL=$url" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key" INPUT_WAIT=1s
