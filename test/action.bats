@@ -107,7 +107,7 @@ job_shell() {
 # but the connection's directory, which is gone already).
 took_nothing() {
 	local dir
-	[[ -z $(grep -v '^conn=' "$BATS_TEST_TMPDIR/$1/state") ]] || fail "state: $(cat "$BATS_TEST_TMPDIR/$1/state")"
+	! grep -qv '^conn=' "$BATS_TEST_TMPDIR/$1/state" || fail "state: $(cat "$BATS_TEST_TMPDIR/$1/state")"
 	dir=$(job_var "$1" state conn)
 	[[ -z $dir || ! -e $dir ]] || fail "left: $dir"
 }
