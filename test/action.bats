@@ -160,19 +160,23 @@ no_password() {
 
 @test "action: later steps reach the server of the url and password inputs (--held, a nested rlock at once); the password is in no runner file, log, environment or argv; the post step removes its files (issue 38)" {
 	new_job job1
-	step job1 main
+	# The job's own RLOCK_URL names another server: the url input wins, in later steps too.
+	local elsewhere
+	elsewhere=redis://127.0.0.1:$(dead_port)
+	step job1 main "RLOCK_URL=$elsewhere"
 	"${STEP[@]}" >job1/main.out 2>job1/main.err || fail "main: $(cat job1/main.*)"
 	local token conf
 	token=$(job_var job1 state token)
-	# A later step (only what GITHUB_ENV gave it): --held says yes, a nested rlock runs
-	# its command at once (-n: it would say busy, not wait).
-	run -0 --separate-stderr job_shell job1 'rlock --held'
+	# A later step (the job's environment, then what GITHUB_ENV gave it): --held says
+	# yes, a nested rlock runs its command at once (-n: it would say busy, not wait).
+	RLOCK_URL=$elsewhere run -0 --separate-stderr job_shell job1 'rlock --held'
 	local t0
 	t0=$(date +%s%3N)
 	run -0 --separate-stderr job_shell job1 'timeout 20 rlock -k deploy -n -- echo nested ran'
 	assert_output 'nested ran'
 	(($(date +%s%3N) - t0 < 10000)) || fail "the nested rlock took $(($(date +%s%3N) - t0)) ms"
 	assert_equal "$(rcli GET 'rlock:{deploy}')" "$token"
+	assert_equal "$(grep -c '^RLOCK_URL=$' job1/env)" 1 # (the job's RLOCK_URL emptied)
 	# They got RLOCK_CONFIG (a 0600 file of the job's, naming a 0600 password
 	# file), not the password.
 	conf=$(job_var job1 env RLOCK_CONFIG)
@@ -186,7 +190,7 @@ no_password() {
 	proc_alive "$keeper"
 	! tr '\0' '\n' <"/proc/$keeper/environ" | grep -qF "$REDISCLI_AUTH" || fail "password in the keeper's environment"
 	! tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF "$REDISCLI_AUTH" || fail "password on argv"
-	step job1 post
+	step job1 post "RLOCK_URL=$elsewhere"
 	"${STEP[@]}" >job1/post.out 2>job1/post.err || fail "post: $(cat job1/post.*)"
 	key_absent 'rlock:{deploy}' || fail "not released"
 	no_password job1/env job1/output job1/state job1/summary job1/main.out job1/main.err job1/post.out job1/post.err
