@@ -410,11 +410,17 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 /* A majority granted. Fencing: every node counted its own INCR; the largest of this
  * majority, merged back (SET if larger) into a majority, is seen by any later majority,
  * whose INCR then counts past it: strictly increasing across shifting majorities.
- * A node whose own count is the largest holds it already (counters only rise): when
- * those are a majority, nothing is left to merge and no round is sent (the common
- * case: nodes that every acquisition reaches count in step); else only the nodes
- * below it get the fence round. LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with
- * the reason in why. */
+ * The invariant the merge relies on, a majority holds the largest fence handed out,
+ * must hold after every acquisition, not only when this one needed the merge: a node
+ * left behind (restarted empty, or slow for one round) that a majority outvoted
+ * would otherwise stay behind, and once a node of that majority is restarted empty
+ * too, a later majority of the two counts from far below (issue 41: fence 6, then
+ * 2). So every granting node below the largest count gets the fence round, whether
+ * or not the others are a majority already; the grant counts when a majority holds a
+ * counter >= the fence. A node whose own count is the largest holds it already
+ * (counters only rise): when every granting node counted it, no round is sent (the
+ * common case: nodes that every acquisition reaches count in step). LOCK_OK
+ * (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
 static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_t t0,
                        int64_t *sent_ms, char *why, size_t whylen)
 {
@@ -428,8 +434,7 @@ static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_
 		}
 		behind += t->fq[i] != NULL;
 	}
-	if (merged < q->need && behind > 0 &&
-	    lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
+	if (behind > 0 && lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
 		round_trip(q, t->fq, STORE_NO_CAP);
 		for (int i = 0; i < q->n; i++) {
 			long long v = 0;
@@ -544,8 +549,9 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	struct quorum *q = ctx;
 
 	struct lock_request *rr = &q->renew, *ra = &q->reacq;
-	struct req rq = {.script = rr}, aq = {.script = ra};
-	const struct req *again[STORE_NODES_MAX] = {0};
+	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
+	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
+	int nbehind = 0;
 	struct lock_meta none = {"", "", "", 0, 0, NULL};
 	struct lock relock = *l;
 	struct holder h, by;
@@ -583,9 +589,22 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			if (rc == LOCK_OK) {
 				ok++;
 				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+				/* it counted from what it kept (nothing, restarted empty):
+				 * brought up to this holder's fence, so that the next
+				 * restart of another node cannot leave a majority below
+				 * it (merge_fence). Best effort: the renewal does not
+				 * wait on it to count. */
+				if (relock.fence < l->fence) {
+					behind[i] = &fr;
+					nbehind++;
+				}
 			}
 			taken += rc == LOCK_BUSY;
 		}
+		char ferr[200];
+		if (nbehind > 0 &&
+		    lock_request_fence(&q->fence, l, l->fence, ferr, sizeof ferr) == 0)
+			round_trip(q, behind, cap_ms);
 	}
 	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
 		*sent_ms = t0 - drift_ms(l);
