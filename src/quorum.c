@@ -33,6 +33,8 @@ struct quorum {
 	int any;          /* a node that answered lately */
 	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
 	char dup_id[41];
+	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
+	char alien_mode[16]; /* its redis_mode */
 	struct node node[STORE_NODES_MAX];
 	/* The requests being built: large, so neither on the stack nor thread-local (every
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
@@ -123,6 +125,21 @@ static int node_ready(struct quorum *q, int i)
 	struct node *nd = &q->node[i];
 
 	snprintf(nd->id, sizeof nd->id, "%s", client_run_id(nd->c));
+	/* A Cluster's nodes (or sentinels) given as several URLs are no independent
+	 * masters: Redlock over a Cluster's masters is not what was asked for (issue 41).
+	 * Dropped (it never votes); quorum_open then exits 64. */
+	const char *mode = client_redis_mode(nd->c);
+	if (strcmp(mode, "cluster") == 0 || strcmp(mode, "sentinel") == 0) {
+		if (q->alien < 0) {
+			q->alien = i;
+			snprintf(q->alien_mode, sizeof q->alien_mode, "%s", mode);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is a %s", nd->srv->name,
+		         mode[0] == 'c' ? "Redis Cluster node" : "sentinel");
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
 	for (int j = 0; j < q->n; j++) {
 		if (j == i || strcmp(q->node[j].id, nd->id) != 0)
 			continue;
@@ -309,7 +326,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 	q->n = cfg->n;
 	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
-	q->dup_a = q->dup_b = -1;
+	q->dup_a = q->dup_b = q->alien = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
@@ -320,6 +337,24 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 		for (int i = 0; i < q->n; i++) {
 			ok += q->node[i].c != NULL;
 			denied += q->node[i].denied;
+		}
+		if (q->alien >= 0) {
+			if (q->alien_mode[0] == 'c')
+				snprintf(
+				    err, errlen,
+				    "%.150s is a Redis Cluster node (redis_mode:cluster): several "
+				    "URLs are Redlock nodes, independent masters; for a Cluster "
+				    "give one node's URL (rlock finds the others)",
+				    q->node[q->alien].srv->name);
+			else
+				snprintf(
+				    err, errlen,
+				    "%.150s is a sentinel (redis_mode:sentinel): several URLs are "
+				    "Redlock nodes, independent masters; for Sentinel give "
+				    "redis-sentinel://HOST:PORT,HOST:PORT/MASTER",
+				    q->node[q->alien].srv->name);
+			quorum_close(q);
+			return STORE_USAGE;
 		}
 		if (q->dup_a >= 0) {
 			snprintf(
