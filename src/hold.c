@@ -62,7 +62,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
 	else if (rc == LOCK_ERR)
-		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
+		log_warn("cannot release %s (%s); it expires by its TTL%s", l->key, err,
+		         l->mark_done && l->once_per_ms > 0
+		             ? "; not marked done (--once-per): a later run runs again"
+		             : "");
 	else if (rc == LOCK_OK && keep_ms > 0)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);

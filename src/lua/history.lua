@@ -69,9 +69,11 @@ local function sem_find(lock, token)
   return nil
 end
 -- sem_drop(lock, member): one open run out; 'shared' goes with the last one.
+-- (Counted before: a key emptied here is not touched again, here.lua.)
 local function sem_drop(lock, m)
-  redis.pcall('ZREM', lock .. ':history:runs', m)
-  if redis.pcall('EXISTS', lock .. ':history:runs') == 0 and
+  local n = redis.pcall('ZCARD', lock .. ':history:runs')
+  local gone = redis.pcall('ZREM', lock .. ':history:runs', m)
+  if type(n) == 'number' and n - (type(gone) == 'number' and gone or 0) == 0 and
      redis.pcall('GET', lock .. ':history:run') == 'shared' then
     redis.pcall('DEL', lock .. ':history:run')
   end

@@ -9,12 +9,17 @@
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
--- The queue, the waiters and the mark (KEYS[1]..':queue', ':waiters', ':done', same
--- hash tag) are not declared: a slot being migrated answers a script whose declared keys are not all
--- present with TRYAGAIN, and they usually do not exist.
+-- The queue, the waiters, the mark, --preempt's request, the lock-delay and the history
+-- (KEYS[1]..':queue', ':waiters', ':done', ':preempt', ':delay', ':history', same hash
+-- tag) are not declared (a slot being migrated answers a script whose declared keys are
+-- not all present with TRYAGAIN, and most of them usually do not exist): the keys this
+-- step writes are touched first (here.lua), before any write, so that a node that
+-- refuses one refuses the whole release; the queue's head, the waiters and --preempt's
+-- request are only read (redis.pcall: not on this node, nothing to wake or record).
 --@wake_one
 --@history
 --@delay
+--@here
 -- The lock not ours (keep_ms -1: the holder's lease is over by its own clock, it
 -- releases nothing): the run is lost, recorded when it is still open (history.lua),
 -- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
@@ -38,9 +43,12 @@ local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible',
                       'label', 'delay')
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
+local hist = (tonumber(run[1] or '0') or 0) > 0
+here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
+     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run')
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
-local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+local by = run[4] == '1' and redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
 if by and by[1] then
   redis.call('DEL', KEYS[1] .. ':preempt')
   history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
@@ -63,7 +71,7 @@ if tonumber(ARGV[2]) > 0 then
   return 2
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
+local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if head then
   redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
