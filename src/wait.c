@@ -683,6 +683,8 @@ int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int 
                int *signo, char *err, size_t errlen)
 {
 	if (replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0) {
+		size_t used = strlen(err);
+		snprintf(err + used, errlen - used, ": not running the command");
 		/* The server may hold that connection in WAIT: the store closed it, and the
 		 * release goes on a fresh one. */
 		if (take_signal(a->sigfd, signo)) {
