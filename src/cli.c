@@ -232,7 +232,8 @@ static const struct optdef options[] = {
             DURATION(node_timeout_ms, 1)),
     OPT("wait-replicas", 0, F_ARG, "N",
         "after acquiring, wait (up to --io-timeout) until\n"
-        "N replicas have the lock; else release, exit 69",
+        "N replicas have the lock; else release, exit 69;\n"
+        "the release too (else a warning: not confirmed)",
         INT(wait_replicas, 0, 1000)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"
