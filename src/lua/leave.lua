@@ -21,7 +21,9 @@ end
 for _, k in ipairs({KEYS[1] .. ':supersede', KEYS[1] .. ':preempt'}) do
   if redis.pcall('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
 end
-local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+-- The head and the next one, read before: a queue emptied here is not touched again.
+local two = redis.call('ZRANGE', KEYS[2], 0, 1)
+local head = two[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.pcall('HDEL', KEYS[1] .. ':qmeta', ARGV[1]) -- its host and pid (acquire_sem.lua)
@@ -30,7 +32,7 @@ if redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call(ARGV[2], ARGV[4], 'leave')
 end
 if head == ARGV[1] then
-  local nxt = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  local nxt = two[2]
   if nxt then redis.call(ARGV[2], ARGV[3] .. nxt, 'next') end
 end
 return 1
