@@ -636,13 +636,14 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			}
 			taken += rc == LOCK_BUSY;
 		}
+	}
+	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
+		*sent_ms = t0 - drift_ms(l);
+		/* after the verdict: it neither delays nor clears the reasons of a failure */
 		char ferr[200];
 		if (nbehind > 0 &&
 		    lock_request_fence(&q->fence, l, l->fence, ferr, sizeof ferr) == 0)
 			round_trip(q, behind, cap_ms);
-	}
-	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
-		*sent_ms = t0 - drift_ms(l);
 		if (preempted == 0)
 			return LOCK_OK;
 		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
