@@ -228,13 +228,15 @@ released_whole() {
 	released_whole
 }
 
-@test "slot left MIGRATING, keys on the old owner: --fair, -s and -l 2 release whole, no warning (issue 41)" {
+@test "slot left MIGRATING, keys on the old owner: --fair, -s, -l 2 and --lock-delay release whole, no warning (issue 41)" {
 	local opt
-	for opt in --fair -s "-l 2"; do
+	for opt in --fair -s "-l 2" "--lock-delay 30s"; do
 		echo "# $opt" >&3
 		# shellcheck disable=SC2086  # -l 2: two words
 		held_while_migrating $opt
 		released_whole
+		# --lock-delay: released, so the name opens at once (its entry gone)
+		[[ $(redis-cli -p "$from" ZCARD "$key:delay") == 0 ]] || fail "the lock-delay entry is left"
 		rm -f a.*
 	done
 }
