@@ -10,7 +10,7 @@ _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-c
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
 --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
 
-_rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
+_rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --nb --nonblock --nonblocking --wait --timeout --conflict-exit-code --ttl
 --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
 --node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help

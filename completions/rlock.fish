@@ -71,6 +71,7 @@ complete -c rlock -n "not __rlock_in_command" -s s -l shared -d 'Shared lock: ma
 complete -c rlock -n "not __rlock_in_command" -s l -l limit -x -d 'At most N holders at once (a semaphore)'
 complete -c rlock -n "not __rlock_in_command" -l fair -d 'Waiters acquire in arrival order'
 complete -c rlock -n "not __rlock_in_command" -s n -l no-wait -d 'Fail at once when the lock is busy'
+complete -c rlock -n "not __rlock_in_command" -l nb -l nonblock -l nonblocking -d 'Same as --no-wait (flock\'s names)'
 complete -c rlock -n "not __rlock_in_command" -s w -l wait -x -a "$durations" -d 'Wait at most this long'
 complete -c rlock -n "not __rlock_in_command" -l timeout -x -a "$durations" -d 'Same as --wait'
 complete -c rlock -n "not __rlock_in_command" -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when not acquired'

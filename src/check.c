@@ -10,6 +10,7 @@
 
 #include "exitcodes.h"
 #include "lock.h"
+#include "log.h"
 #include "report.h"
 #include "sentinel.h"
 
@@ -67,8 +68,13 @@ static void finding(struct out *out, enum level lv, const char *node, const char
 			fputs("null", stdout);
 		fputs("}", stdout);
 	} else {
-		printf("%-6s %s %s: %s%s%s\n", level_name[lv], node, check, fact,
-		       fix ? "; fix: " : "", fix ? fix : "");
+		/* A terminal: what a server said (an error, an INFO field) may hold escapes. */
+		char n[1024], f[4 * sizeof fact], x[1024];
+		log_escape(n, sizeof n, node, strlen(node));
+		log_escape(f, sizeof f, fact, strlen(fact));
+		log_escape(x, sizeof x, fix ? fix : "", fix ? strlen(fix) : 0);
+		printf("%-6s %s %s: %s%s%s\n", level_name[lv], n, check, f, fix ? "; fix: " : "",
+		       x);
 	}
 	out->count[lv]++;
 }

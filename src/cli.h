@@ -96,8 +96,12 @@ struct opts {
  * closed), so no socket or file of ours takes their numbers. */
 void cli_open_std_fds(void);
 
+/* Whether stdout was closed when rlock started (cli_open_std_fds): what rlock writes
+ * there reaches nobody. */
+int cli_stdout_closed(void);
+
 /* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
- * pipe). For --status, --list, --help and --version. */
+ * pipe, a stdout closed at start). For --status, --list, --help and --version. */
 int cli_close_stdout(void);
 
 /* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in the

@@ -17,6 +17,7 @@ struct store {
 	struct client *c;            /* the connection of the calls */
 	const struct server *at;     /* where c goes */
 	int suspect;                 /* c has an unanswered request: only a release may follow */
+	int lost;                    /* the acquire's reply was lost with its connection */
 	struct client *sub;          /* release notifications: a subscription, or a wake list */
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
@@ -155,6 +156,8 @@ static void drop(struct store *s)
 /* A call on s->c failed: never reuse it, except for an ordered release (store.h). */
 static void failed(struct store *s)
 {
+	if (s->c && client_lost(s->c))
+		s->lost = 1; /* the server may have run it: store_unanswered() */
 	if (s->c && !client_broken(s->c))
 		s->suspect = 1;
 	else
@@ -440,7 +443,7 @@ int store_connected(const struct store *s)
 
 int store_unanswered(const struct store *s)
 {
-	return s->c && s->suspect;
+	return (s->c && s->suspect) || s->lost;
 }
 
 static const char *routed_name(void *ctx)
@@ -484,6 +487,7 @@ static int routed_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 {
 	struct store *s = ctx;
 	struct acquire_args a = {l, m, h, clock_ms(), s};
+	s->lost = 0; /* store_unanswered(): of this acquire */
 	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;

@@ -94,7 +94,9 @@ const struct store_config *store_config(const struct store *s);
 int store_connected(const struct store *s);
 
 /* True when s's connection holds a request left unanswered (a timeout): a lock it may
- * have taken can still be given back on it, after that request (store_release). */
+ * have taken can still be given back on it, after that request (store_release); or
+ * when the last acquire went out in full and its connection died before the reply (the
+ * server may have run it): given back on a fresh one. */
 int store_unanswered(const struct store *s);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see

@@ -507,12 +507,14 @@ static enum wait_state st_listen(struct wait_run *w)
 
 /* A place in a queue is a short lease of its own (LOCK_QUEUE_LEASE_MS, or the ttl when
  * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
- * per lease, so that only a dead waiter loses its place. */
+ * per lease, so that only a dead waiter loses its place. So is a --preempt request's mark
+ * (acquire.lua): a requester that is gone stops no holder. */
 static int64_t queue_nap(const struct lock *l, int64_t nap)
 {
 	const char *ch[2];
 
-	if (!l->nowait && lock_channels(l, ch) == 2 && nap > LOCK_QUEUE_LEASE_MS / 3)
+	if (!l->nowait && (lock_channels(l, ch) == 2 || l->preempt) &&
+	    nap > LOCK_QUEUE_LEASE_MS / 3)
 		return LOCK_QUEUE_LEASE_MS / 3;
 	return nap;
 }

@@ -10,13 +10,13 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
-load skip # ci_skip, require_tool
+load "${BASH_SOURCE[0]%/*}/skip" # ci_skip, require_tool (beside this file: test/conformance/ loads it too)
 
 # Every test is bounded; a file may lower or raise this before its first test.
 : "${BATS_TEST_TIMEOUT:=180}"
 export BATS_TEST_TIMEOUT
 
-RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "${BASH_SOURCE[0]%/*}/.." && pwd)}
 RLOCK_BUILD_DIR=${RLOCK_BUILD_DIR:-$RLOCK_SOURCE_DIR/build}
 RLOCK=${RLOCK:-$RLOCK_BUILD_DIR/rlock}
 export RLOCK RLOCK_SOURCE_DIR RLOCK_BUILD_DIR

@@ -29,20 +29,29 @@ local function history_ends(ev)
     r = {fence = m.fence or '', token = tok, host = m.host or '', pid = m.pid or '',
          label = m.label or ''}
   end
-  if not r then return end
+  if not r then return false end
   r.len, r.ret = ARGV[8], ARGV[9]
-  history_end(lock, r, ev, 'status', ARGV[7] or '')
+  return history_end(lock, r, ev, 'status', ARGV[7] or '')
 end
 local s = redis.call('ZSCORE', KEYS[1], tok)
+-- Sent again after a lost reply: the answer of the first call (release.lua), kept for
+-- --min-hold (kept in its record) or released (history.lua's released_before).
+if keep >= 0 and s then
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+  if ok and type(m) == 'table' and m.kept == '1' then return 2 end
+elseif keep >= 0 and released_before(lock, tok) then
+  return 1
+end
 if not s or tonumber(s) <= now or keep < 0 then
   history_ends('lost')
   return 0
 end
 -- The keys this step writes first (here.lua): a refusal does nothing.
 here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock .. ':history',
-     hist and lock .. ':history:run', hist and lock .. ':history:runs')
+     hist and lock .. ':history:run', hist and lock .. ':history:runs',
+     not hist and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
-history_ends('released')
+local recorded = history_ends('released')
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
@@ -53,6 +62,7 @@ if keep > 0 then
   expire_with_leases()
   return 2
 end
+released_mark(lock, tok, recorded, tonumber(s) - now)
 -- Dead holders too, so that the last one out leaves no key behind. A key emptied here is
 -- gone, and a node whose slot migrates refuses any command on it (here.lua): what is
 -- left is counted before, and an emptied key is not touched again.
