@@ -83,7 +83,7 @@ struct optdef {
 };
 
 static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
-    opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format;
+    opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format, opt_wait_aof;
 
 #define AT(field)              .off = offsetof(struct opts, field)
 #define SWITCH(field, v)       .type = T_SWITCH, AT(field), .value = (v)
@@ -241,6 +241,12 @@ static const struct optdef options[] = {
         "N replicas have the lock; else release, exit 69;\n"
         "the release too (else a warning: not confirmed)",
         INT(wait_replicas, 0, 1000)),
+    OPT("wait-aof", 0, F_ARG, "L[,R]",
+        "after acquiring, WAITAOF (up to --io-timeout)\n"
+        "until the lock is in the AOF of the master (L=1)\n"
+        "and of R replicas; else (or no WAITAOF, AOF\n"
+        "off) release, exit 69",
+        SPECIAL(opt_wait_aof)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"
         "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
@@ -887,6 +893,30 @@ static void opt_warn(struct state *s, const struct optdef *d, const char *val, c
 		            val);
 }
 
+/* --wait-aof LOCAL[,REPLICAS]: LOCAL 0 or 1 (WAITAOF's numlocal), REPLICAS 0..1000;
+ * "0" (or "0,0"): not asked. */
+static void opt_wait_aof(struct state *s, const struct optdef *d, const char *val, const char *src,
+                         int cli)
+{
+	char *end;
+	long rep = 0;
+
+	(void)d, (void)cli;
+	if ((val[0] != '0' && val[0] != '1') || (val[1] && val[1] != ','))
+		usage_error("%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+		            src, val);
+	if (val[1] == ',') {
+		errno = 0;
+		rep = strtol(val + 2, &end, 10);
+		if (val[2] < '0' || val[2] > '9' || *end || errno || rep > 1000)
+			usage_error(
+			    "%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+			    src, val);
+	}
+	s->o->wait_aof_local = val[0] - '0';
+	s->o->wait_aof_replicas = (int)rep;
+}
+
 static void opt_on_lost(struct state *s, const struct optdef *d, const char *val, const char *src,
                         int cli)
 {
@@ -1518,6 +1548,8 @@ static void validate_server(struct state *s)
 
 	if (o->nurls > 1 && o->wait_replicas > 0)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
+	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
+		usage_error("--wait-aof does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
 	distinct_nodes(o);

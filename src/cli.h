@@ -75,6 +75,8 @@ struct opts {
 	int64_t io_timeout_ms;
 	int64_t node_timeout_ms; /* Redlock: deadline of one round of requests */
 	int wait_replicas;       /* WAIT for this many replicas after acquiring */
+	int wait_aof_local;      /* --wait-aof LOCAL[,REPLICAS]: WAITAOF after acquiring */
+	int wait_aof_replicas;   /* (both 0: not asked) */
 	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;

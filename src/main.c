@@ -329,6 +329,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .limit = o->limit,
 	                       .fair = o->fair,
 	                       .wait_replicas = o->wait_replicas,
+	                       .wait_aof_local = o->wait_aof_local,
+	                       .wait_aof_replicas = o->wait_aof_replicas,
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,

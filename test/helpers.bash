@@ -28,6 +28,19 @@ unset RLOCK_URL RLOCK_PREFIX RLOCK_CONFIG RLOCK_PASSWORD REDISCLI_AUTH \
 export XDG_CONFIG_HOME="${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/xdg-config"
 export LC_ALL=C
 
+# RLOCK_TEST_SERVER_BIN=DIR: the servers every helper starts (redis-server,
+# redis-sentinel, redis-cli) come from DIR, first on PATH: scripts/servers prints such a
+# directory for Redis 7.2 and Valkey (scripts/test's compatibility passes). Unset: the
+# host's redis-server.
+if [[ -n ${RLOCK_TEST_SERVER_BIN:-} ]]; then
+	if [[ ! -x $RLOCK_TEST_SERVER_BIN/redis-server || ! -x $RLOCK_TEST_SERVER_BIN/redis-cli ]]; then
+		echo "RLOCK_TEST_SERVER_BIN=$RLOCK_TEST_SERVER_BIN has no redis-server and redis-cli" >&2
+		exit 1
+	fi
+	[[ :$PATH: == *":$RLOCK_TEST_SERVER_BIN:"* ]] || PATH=$RLOCK_TEST_SERVER_BIN:$PATH
+	export PATH
+fi
+
 # ---------------------------------------------------------------------------------
 # time and polling
 
