@@ -778,7 +778,12 @@ static void check_topology(struct out *out, const struct opts *o, const struct s
 	if (o->url.nsentinels)
 		finding(out, L_OK, name, "topology", NULL,
 		        "Sentinel '%s' names %s as master (ROLE confirmed)", o->url.master, master);
-	if (w->cluster)
+	if (w->cluster && o->nurls > 1) /* rlock refuses them (quorum.c, issue 41) */
+		finding(out, L_UNSAFE, name, "topology",
+		        "give one node's URL: rlock finds the Cluster's other nodes",
+		        "several URLs are Redlock nodes, and these are a Redis Cluster's nodes: "
+		        "rlock refuses them (exit 64)");
+	else if (w->cluster)
 		finding(out, bad ? L_UNSAFE : L_OK, name, "topology",
 		        bad ? "bring every master up, or let its replica take over" : NULL,
 		        "Cluster: %d of %d masters reachable", n - bad, n);

@@ -238,7 +238,8 @@ static const struct optdef options[] = {
             DURATION(node_timeout_ms, 1)),
     OPT("wait-replicas", 0, F_ARG, "N",
         "after acquiring, wait (up to --io-timeout) until\n"
-        "N replicas have the lock; else release, exit 69",
+        "N replicas have the lock; else release, exit 69;\n"
+        "the release too (else a warning: not confirmed)",
         INT(wait_replicas, 0, 1000)),
     OPT("wait-aof", 0, F_ARG, "L[,R]",
         "after acquiring, WAITAOF (up to --io-timeout)\n"

@@ -20,6 +20,7 @@ struct client {
 	int opening;     /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
 	int owed;        /* set-up replies still owed while opening */
 	char run_id[41]; /* srv->identify: who the server said it is */
+	char mode[16];   /* srv->identify: its redis_mode (standalone, cluster, sentinel) */
 };
 
 int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t errlen)
@@ -301,6 +302,11 @@ static int info_reply(struct client *c, const struct resp_reply *r, char *err, s
 	if (n == 40) {
 		memcpy(c->run_id, p + 7, 40);
 		c->run_id[40] = '\0';
+		/* redis_mode: a Cluster node or a sentinel is no Redlock node (quorum.c) */
+		const char *m = strstr(r->str, "redis_mode:");
+		size_t ml = m ? strspn(m + 11, "abcdefghijklmnopqrstuvwxyz") : 0;
+		snprintf(c->mode, sizeof c->mode, "%.*s", (int)(ml < sizeof c->mode ? ml : 0),
+		         m ? m + 11 : "");
 		return CLIENT_OK;
 	}
 	snprintf(err, errlen,
@@ -314,6 +320,11 @@ static int info_reply(struct client *c, const struct resp_reply *r, char *err, s
 const char *client_run_id(const struct client *c)
 {
 	return c->run_id;
+}
+
+const char *client_redis_mode(const struct client *c)
+{
+	return c->mode;
 }
 
 static struct client *client_new(const struct server *srv, char *err, size_t errlen)

@@ -392,7 +392,8 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 	}
 	/* A slot being migrated: a script whose keys are not all on one side is refused
 	 * until the migration ends, usually within milliseconds (then: MOVED). */
-	if (cluster_error_is(errtext, "TRYAGAIN"))
+	if (cluster_error_is(errtext, "TRYAGAIN") ||
+	    strncmp(errtext, CLUSTER_NONLOCAL, strlen(CLUSTER_NONLOCAL)) == 0)
 		return STORE_ROUTE_LATER;
 	/* A failover in progress: another try will find the new owner. */
 	if (x->st &&

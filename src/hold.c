@@ -52,6 +52,20 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	h->rn[i] = NULL;
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);
+	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
+	 * mark, the lock-delay's entry, the history's end record) as it covers the
+	 * acquire: a master demoted by a failover a moment ago still answers as one, and
+	 * what only it has is lost (issue 41). Not confirmed is said, never "done". */
+	char unconfirmed[300] = "";
+	struct store *used = live ? live : h->s;
+	if (rc == LOCK_OK && h->wait_replicas > 0) {
+		if (!used)
+			snprintf(unconfirmed, sizeof unconfirmed,
+			         "the connection that wrote is gone");
+		else if (store_wait_replicas(used, h->wait_replicas, unconfirmed,
+		                             sizeof unconfirmed) == 0)
+			unconfirmed[0] = '\0';
+	}
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
@@ -62,13 +76,25 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
 	else if (rc == LOCK_ERR)
-		log_warn("cannot release %s (%s); it expires by its TTL", l->key, err);
+		log_warn("cannot release %s (%s); it expires by its TTL%s", l->key, err,
+		         l->mark_done && l->once_per_ms > 0
+		             ? "; not marked done (--once-per): a later run runs again"
+		             : "");
+	else if (rc == LOCK_OK && unconfirmed[0])
+		log_warn("released %s%s on the master, not confirmed by %d replica(s) "
+		         "(--wait-replicas): %s; a failover now can bring the lock back until its "
+		         "TTL%s",
+		         l->key, keep_ms > 0 ? " (--min-hold)" : "", h->wait_replicas, unconfirmed,
+		         l->mark_done && l->once_per_ms > 0
+		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
+		               "may run again"
+		             : "");
 	else if (rc == LOCK_OK && keep_ms > 0)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
 		log_info("released %s", l->key);
-	if (rc == LOCK_OK && l->mark_done && l->once_per_ms > 0)
+	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->once_per_ms > 0)
 		log_info("marked %s done for %.1f s (--once-per)", l->key,
 		         (double)l->once_per_ms / 1000);
 	return rc;
@@ -337,6 +363,7 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->n = 0;
 	h->epfd = -1;
 	h->failed = sp->names[0];
+	h->wait_replicas = sp->wait_replicas;
 	h->loss_after_ms = lease_loss_after(sp->ttl_ms);
 	h->kill_by_ms = lease_kill_by(sp->ttl_ms);
 	h->warn_after_ms = lease_warn_after(sp->ttl_ms);

@@ -51,6 +51,7 @@ struct hold {
 	int64_t loss_after_ms, kill_by_ms, warn_after_ms;
 	int epfd;           /* several locks: readable when any renewal reports a loss */
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
+	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
 };
 

@@ -689,7 +689,15 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		if (h)
 			stop_keeper(h, l->key, k);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
-		if (rc == LOCK_OK) {
+		/* --wait-replicas: the release confirmed as the acquire was (hold.c) */
+		if (rc == LOCK_OK && k->wait_replicas > 0 &&
+		    store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
+			log_warn("released %s on the master, not confirmed by %d replica(s) "
+			         "(--wait-replicas): %s; a failover now can bring the lock back "
+			         "until its TTL",
+			         l->key, k->wait_replicas, err);
+			rc = 0;
+		} else if (rc == LOCK_OK) {
 			log_info("released %s%s", l->key,
 			         h ? ""
 			           : " (one of more holders than a status lists: its keeper "

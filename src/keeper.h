@@ -43,6 +43,7 @@ struct keeper_args {
 	const char *name;          /* --release: the lock's name, */
 	const char *token;         /* the token that holds it, */
 	int64_t connect_timeout_ms, io_timeout_ms;
+	int wait_replicas; /* --release --wait-replicas N: the release is WAITed for too */
 };
 
 /* Fork the keeper. Returns in the keeper only; the caller (the parent) waits for it to

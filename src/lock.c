@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cluster.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
@@ -202,6 +203,16 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 			snprintf(err, errlen, "%.300s", r->str);
 			return LOCK_REDIRECT;
 		}
+	}
+	/* A Cluster node whose slot migrates refuses a script's command on a key it does
+	 * not have. It has no code of its own (ERR, the same text in Redis and Valkey);
+	 * the scripts touch every key they write before their first write (here.lua), so
+	 * the refusal did nothing: a state that passes, tried again as TRYAGAIN is. */
+	if (r->type == RESP_ERROR && r->str &&
+	    strncmp(r->str, CLUSTER_NONLOCAL, strlen(CLUSTER_NONLOCAL)) == 0) {
+		conn_fault_note(CONN_FAULT_PASSING);
+		snprintf(err, errlen, "%.300s", r->str);
+		return LOCK_REDIRECT;
 	}
 	if (resp_is_noauth(r)) {
 		snprintf(err, errlen,
@@ -728,9 +739,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	int hargs = l->history_len > 0 ? 9 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
-		return request(q, S_RELEASE_SEM, 4,
-		               keys_of(&ks, l, 4, K_HOLDERS, K_META, K_LIMIT, K_QUEUE), hargs, args,
-		               err, errlen);
+		return request(q, S_RELEASE_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
+		               hargs, args, err, errlen);
 	int nargs = hargs > 5 ? hargs : l->mark_done && l->once_per_ms > 0 ? 6 : 5;
 	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
 	               errlen);

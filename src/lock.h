@@ -277,6 +277,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
 #define LOCK_ARGV_MAX 40
+
 struct lock_request {
 	int script, argc;
 	const char *argv[LOCK_ARGV_MAX];

@@ -177,7 +177,8 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .name = o->name,
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
-	                        .io_timeout_ms = o->io_timeout_ms};
+	                        .io_timeout_ms = o->io_timeout_ms,
+	                        .wait_replicas = o->wait_replicas};
 	return k;
 }
 

@@ -33,6 +33,8 @@ struct quorum {
 	int any;          /* a node that answered lately */
 	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
 	char dup_id[41];
+	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
+	char alien_mode[16]; /* its redis_mode */
 	struct node node[STORE_NODES_MAX];
 	/* The requests being built: large, so neither on the stack nor thread-local (every
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
@@ -123,6 +125,21 @@ static int node_ready(struct quorum *q, int i)
 	struct node *nd = &q->node[i];
 
 	snprintf(nd->id, sizeof nd->id, "%s", client_run_id(nd->c));
+	/* A Cluster's nodes (or sentinels) given as several URLs are no independent
+	 * masters: Redlock over a Cluster's masters is not what was asked for (issue 41).
+	 * Dropped (it never votes); quorum_open then exits 64. */
+	const char *mode = client_redis_mode(nd->c);
+	if (strcmp(mode, "cluster") == 0 || strcmp(mode, "sentinel") == 0) {
+		if (q->alien < 0) {
+			q->alien = i;
+			snprintf(q->alien_mode, sizeof q->alien_mode, "%s", mode);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is a %s", nd->srv->name,
+		         mode[0] == 'c' ? "Redis Cluster node" : "sentinel");
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
 	for (int j = 0; j < q->n; j++) {
 		if (j == i || strcmp(q->node[j].id, nd->id) != 0)
 			continue;
@@ -309,7 +326,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 	q->n = cfg->n;
 	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
-	q->dup_a = q->dup_b = -1;
+	q->dup_a = q->dup_b = q->alien = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
@@ -320,6 +337,24 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 		for (int i = 0; i < q->n; i++) {
 			ok += q->node[i].c != NULL;
 			denied += q->node[i].denied;
+		}
+		if (q->alien >= 0) {
+			if (q->alien_mode[0] == 'c')
+				snprintf(
+				    err, errlen,
+				    "%.150s is a Redis Cluster node (redis_mode:cluster): several "
+				    "URLs are Redlock nodes, independent masters; for a Cluster "
+				    "give one node's URL (rlock finds the others)",
+				    q->node[q->alien].srv->name);
+			else
+				snprintf(
+				    err, errlen,
+				    "%.150s is a sentinel (redis_mode:sentinel): several URLs are "
+				    "Redlock nodes, independent masters; for Sentinel give "
+				    "redis-sentinel://HOST:PORT,HOST:PORT/MASTER",
+				    q->node[q->alien].srv->name);
+			quorum_close(q);
+			return STORE_USAGE;
 		}
 		if (q->dup_a >= 0) {
 			snprintf(
@@ -410,11 +445,17 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 /* A majority granted. Fencing: every node counted its own INCR; the largest of this
  * majority, merged back (SET if larger) into a majority, is seen by any later majority,
  * whose INCR then counts past it: strictly increasing across shifting majorities.
- * A node whose own count is the largest holds it already (counters only rise): when
- * those are a majority, nothing is left to merge and no round is sent (the common
- * case: nodes that every acquisition reaches count in step); else only the nodes
- * below it get the fence round. LOCK_OK (l->fence, *sent_ms set), or LOCK_ERR with
- * the reason in why. */
+ * The invariant the merge relies on, a majority holds the largest fence handed out,
+ * must hold after every acquisition, not only when this one needed the merge: a node
+ * left behind (restarted empty, or slow for one round) that a majority outvoted
+ * would otherwise stay behind, and once a node of that majority is restarted empty
+ * too, a later majority of the two counts from far below (issue 41: fence 6, then
+ * 2). So every granting node below the largest count gets the fence round, whether
+ * or not the others are a majority already; the grant counts when a majority holds a
+ * counter >= the fence. A node whose own count is the largest holds it already
+ * (counters only rise): when every granting node counted it, no round is sent (the
+ * common case: nodes that every acquisition reaches count in step). LOCK_OK
+ * (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
 static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_t t0,
                        int64_t *sent_ms, char *why, size_t whylen)
 {
@@ -428,8 +469,7 @@ static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_
 		}
 		behind += t->fq[i] != NULL;
 	}
-	if (merged < q->need && behind > 0 &&
-	    lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
+	if (behind > 0 && lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
 		round_trip(q, t->fq, STORE_NO_CAP);
 		for (int i = 0; i < q->n; i++) {
 			long long v = 0;
@@ -544,8 +584,9 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	struct quorum *q = ctx;
 
 	struct lock_request *rr = &q->renew, *ra = &q->reacq;
-	struct req rq = {.script = rr}, aq = {.script = ra};
-	const struct req *again[STORE_NODES_MAX] = {0};
+	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
+	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
+	int nbehind = 0;
 	struct lock_meta none = {"", "", "", 0, 0, NULL};
 	struct lock relock = *l;
 	struct holder h, by;
@@ -583,12 +624,26 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			if (rc == LOCK_OK) {
 				ok++;
 				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+				/* it counted from what it kept (nothing, restarted empty):
+				 * brought up to this holder's fence, so that the next
+				 * restart of another node cannot leave a majority below
+				 * it (merge_fence). Best effort: the renewal does not
+				 * wait on it to count. */
+				if (relock.fence < l->fence) {
+					behind[i] = &fr;
+					nbehind++;
+				}
 			}
 			taken += rc == LOCK_BUSY;
 		}
 	}
 	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
 		*sent_ms = t0 - drift_ms(l);
+		/* after the verdict: it neither delays nor clears the reasons of a failure */
+		char ferr[200];
+		if (nbehind > 0 &&
+		    lock_request_fence(&q->fence, l, l->fence, ferr, sizeof ferr) == 0)
+			round_trip(q, behind, cap_ms);
 		if (preempted == 0)
 			return LOCK_OK;
 		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);

@@ -72,8 +72,7 @@ static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, 
 		         r->type == RESP_ERROR ? r->str : "unexpected reply");
 	} else if (r->integer < n) {
 		snprintf(err, errlen,
-		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
-		         "running the command",
+		         "only %lld of %d replicas acknowledged the writes within %s ms",
 		         r->integer, n, ms);
 	} else {
 		rc = 0;
@@ -725,10 +724,10 @@ static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 {
 	struct store *s = ctx;
 
-	/* WAIT counts the writes of this connection: the one that took the lock. */
+	/* WAIT counts the writes of this connection: the one that took (or released) the
+	 * lock. */
 	if (!s->c || s->suspect) {
-		snprintf(err, errlen,
-		         "WAIT for replicas: the connection that took the lock is gone");
+		snprintf(err, errlen, "WAIT for replicas: the connection that wrote is gone");
 		return -1;
 	}
 	int rc = wait_for_replicas(s->c, n, s->at->io_timeout_ms, err, errlen);

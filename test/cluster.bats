@@ -177,6 +177,25 @@ shard_subscribed() {
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
 }
 
+@test "several -u URLs that are the cluster's nodes: refused, 64, one line saying to give one node's URL (issue 41)" {
+	local p urls=()
+	for p in $(cluster_masters); do urls+=(-u "redis://127.0.0.1:$p"); done
+	run -64 --separate-stderr rlock "${urls[@]}" -k seeds -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'is a Redis Cluster node.*give one node.s URL'
+	[[ ! -e ran ]]
+	# nothing was taken on any master (Redlock over the masters would have)
+	for p in $(cluster_masters); do
+		[[ $(redis-cli -c -p "$p" EXISTS 'rlock:{seeds}') == 0 ]] || fail "a lock was left on $p"
+	done
+	run -64 --separate-stderr rlock "${urls[@]}" --status -k seeds
+	assert_regex "$stderr" 'is a Redis Cluster node'
+	run -2 rlock "${urls[@]}" --check
+	assert_regex "$output" "unsafe .*Redis Cluster's nodes: rlock refuses them"
+	# one node's URL is the Cluster, as before
+	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
+}
+
 @test "the lost-update checker finds no overlap against the cluster" {
 	run -0 "$CHECK" -p 4 -i 10 -k lu --rlock "$RLOCK"
 	echo "# $output" >&3

@@ -268,16 +268,44 @@ scripts_run() {
 	done
 }
 
-@test "a node restarted empty during the run is locked again by the renewal" {
-	rlock_bg -t 3s -k r -- "$HOLD" h
+@test "a node restarted empty during the run is locked again by the renewal, its fence counter brought up" {
+	run -0 rlock -k r -- true
+	run -0 rlock -k r -- true
+	rlock_bg -t 3s -k r -- "$HOLD" h # fence 3
 	wait_until 10 test -e h.started
 	node_kill 0
 	node_start 0
 	wait_until 10 node_has 0 'rlock:{r}' "$(env_of h RLOCK_TOKEN)"
+	# the relock counted 1 there; the renewal writes the holder's fence back (issue 41)
+	wait_until 10 node_has 0 'rlock:{r}:fence' 3
 	touch h.release
 	rlock_wait
 	((RLOCK_STATUS == 0))
 	[[ $(keys_left r) == 0 ]]
+}
+
+@test "rolling restart of 3 nodes, one slow for a round: the fence never goes back (issue 41)" {
+	# 3 nodes: 0, 1, 2. Fences 1..5; node 0 restarted empty; a run (6) must bring it up
+	# although 1 and 2 agree already; node 1 restarted empty; with node 2 paused for one
+	# round the next run is granted by 0 and 1: its fence must be 7, not 2.
+	local f
+	RLOCK_URL=redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)
+	for _ in 1 2 3 4 5; do run -0 rlock -k rr -- true; done
+	node_kill 0
+	node_start 0
+	run -0 rlock -k rr -- sh -c 'echo "$RLOCK_FENCE" > fence'
+	assert_equal "$(cat fence)" 6
+	local left
+	left=$(node_cli 0 GET 'rlock:{rr}:fence')
+	node_kill 1
+	node_start 1
+	node_pause 2
+	run -0 rlock --node-timeout 300ms -k rr -- sh -c 'echo "$RLOCK_FENCE" > fence'
+	node_resume 2
+	f=$(cat fence)
+	echo "# after the second restart, node 2 paused: fence $f" >&3
+	((f == 7)) || fail "fence $f after 6: it went back (node 0 was left at $left by the run that got 6)"
+	assert_equal "$left" 6
 }
 
 @test "lost-update checker with 5 nodes: no overlap, no lost update" {

@@ -30,3 +30,29 @@ setup_file() {
 	run -64 rlock -u "$MASTER_URL" --wait-replicas -1 -k r -- true
 	run -64 rlock -u "$MASTER_URL" --wait-replicas many -k r -- true
 }
+
+@test "the replica promoted while the command runs (a failover's first second): the release and the --once-per mark are said not confirmed, never done (issue 41)" {
+	# REPLICAOF NO ONE is what a failover does to the replica it promotes; the old master
+	# still answers as master (ROLE) until a sentinel reconfigures it: the release and
+	# the mark go there, and no replica follows it any more.
+	local replica
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	run --separate-stderr rlock -u "$MASTER_URL" --wait-replicas 1 --io-timeout 1s \
+		--once-per 1h -k fo -- redis-cli -p "$replica" REPLICAOF NO ONE
+	echo "# $stderr" >&3
+	assert_equal "$status" 0
+	assert_regex "$stderr" "released rlock:\{fo\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged the writes within 1000 ms.*not confirmed done \(--once-per\)"
+	[[ $stderr != *"marked rlock:{fo} done"* ]] || fail "said marked done"
+	# what the user was warned of: the promoted replica has the lock and no mark
+	[[ $(redis-cli -p "$replica" EXISTS 'rlock:{fo}:done') == 0 ]]
+	# a release that every replica confirms says nothing more than before
+	redis-cli -p "$MASTER_PORT" DEL 'rlock:{fo}:done' >/dev/null
+	redis-cli -p "$replica" REPLICAOF 127.0.0.1 "$MASTER_PORT" >/dev/null
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	run -0 --separate-stderr rlock -u "$MASTER_URL" --wait-replicas 1 --once-per 1h -k fo2 -- true
+	[[ -z $stderr ]] || fail "stderr: $stderr"
+	[[ $(redis-cli -p "$replica" EXISTS 'rlock:{fo2}:done') == 1 ]]
+	redis_stop "$REDIS_PID"
+}

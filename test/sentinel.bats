@@ -180,6 +180,32 @@ failover_now() {
 }
 
 
+@test "SENTINEL FAILOVER during the release, --once-per --wait-replicas 1: done on the new master, or said not confirmed (issue 41)" {
+	local old new s0=${SENT_PORTS%% *}
+	old=$MASTER_PORT new=$SENT_REPLICA_PORT
+	[[ $new != "$old" ]] || new=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$new"
+	# The command asks for the failover and ends once the replica is promoted: the
+	# release comes in the second when the sentinels still name the old master and it
+	# still answers ROLE master, though no replica follows it any more.
+	run --separate-stderr rlock -u "$SENT_URL" --wait-replicas 1 --io-timeout 1s --once-per 1h \
+		-k fr -- sh -c "i=0
+			until redis-cli -p $s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
+				i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
+			i=0
+			until [ \"\$(redis-cli -p $new ROLE | head -1)\" = master ]; do
+				i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done"
+	echo "# $stderr" >&3
+	assert_equal "$status" 0
+	wait_until 30 sentinels_agree "$new"
+	if [[ $stderr != *"not confirmed done (--once-per)"* ]]; then
+		# confirmed: then the new master has what the release wrote
+		[[ $(sent_cli "$new" EXISTS 'rlock:{fr}:done') == 1 ]] ||
+			fail "not said, and the new master has no mark (old $old, new $new)"
+		[[ $(sent_cli "$new" EXISTS 'rlock:{fr}') == 0 ]] || fail "the lock lives on the new master"
+	fi
+}
+
 # Last: it leaves the set without its former master.
 @test "the master goes away while held: renewals find the promoted replica, exit 0" {
 	local new

@@ -96,8 +96,8 @@ if not mine and held then
       redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
       local wk = KEYS[1] .. ':wake:' .. cur[1]
       redis.call('ZREM', KEYS[8], cur[1])
-      redis.call('RPUSH', wk, 'superseded')
-      redis.call('PEXPIRE', wk, ARGV[2])
+      redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
+      redis.pcall('PEXPIRE', wk, ARGV[2])
       redis.call('PUBLISH', wk, 'superseded')
       history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', o[7] or '',
                   'token', cur[1], 'host', cur[2] or '', 'pid', cur[3] or '',
@@ -143,7 +143,7 @@ end
 local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
-redis.call('DEL', KEYS[2])
+if not mine then redis.call('DEL', KEYS[2]) end -- ours: rewritten as is (here.lua)
 -- The last confirmed renewal (server ms, a string): renew.lua moves it on.
 local tr = redis.call('TIME')
 redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',

@@ -36,7 +36,8 @@ local function delay_hold(lock, tok, ttl, delay)
   local p = redis.call('PTTL', d)
   if p < tonumber(ttl) + delay then redis.call('PEXPIRE', d, tonumber(ttl) + delay) end
 end
--- delay_open(lock, tok): tok released: its delay ends now.
+-- delay_open(lock, tok): tok released: its delay ends now. A holder with a delay has its
+-- key touched first (here.lua); without, a refusal means no entry here (redis.pcall).
 local function delay_open(lock, tok)
-  redis.call('ZREM', lock .. ':delay', tok)
+  redis.pcall('ZREM', lock .. ':delay', tok)
 end

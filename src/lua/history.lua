@@ -70,9 +70,11 @@ local function sem_find(lock, token)
   return nil
 end
 -- sem_drop(lock, member): one open run out; 'shared' goes with the last one.
+-- (Counted before: a key emptied here is not touched again, here.lua.)
 local function sem_drop(lock, m)
-  redis.pcall('ZREM', lock .. ':history:runs', m)
-  if redis.pcall('EXISTS', lock .. ':history:runs') == 0 and
+  local n = redis.pcall('ZCARD', lock .. ':history:runs')
+  local gone = redis.pcall('ZREM', lock .. ':history:runs', m)
+  if type(n) == 'number' and n - (type(gone) == 'number' and gone or 0) == 0 and
      redis.pcall('GET', lock .. ':history:run') == 'shared' then
     redis.pcall('DEL', lock .. ':history:run')
   end
@@ -142,7 +144,7 @@ end
 -- end record in the history (released or preempted), newer than its acquired record,
 -- among the last 1000 entries.
 local function released_before(lock, token)
-  if redis.call('EXISTS', lock .. ':rel:' .. token) == 1 then return true end
+  if redis.pcall('EXISTS', lock .. ':rel:' .. token) == 1 then return true end -- here.lua
   local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   if type(es) ~= 'table' or es.err then return false end
   for _, e in ipairs(es) do

@@ -7,27 +7,32 @@
 -- wake-up goes to the next waiter.
 -- KEYS: lock queue qlease writer (lock.c: keys_of)
 --   ARGV: token publish wake_prefix channel
+-- Its place among the waiters, its wake list, --supersede's place, --preempt's request
+-- and its line in :qmeta are not declared: removed with redis.pcall (here.lua: not on
+-- this node while the slot migrates, nothing to remove here).
 --@wake_one
-local placed = redis.call('ZREM', KEYS[1] .. ':waiters', ARGV[1])
-redis.call('DEL', ARGV[3] .. ARGV[1])
+local placed = redis.pcall('ZREM', KEYS[1] .. ':waiters', ARGV[1])
+redis.pcall('DEL', ARGV[3] .. ARGV[1])
 if placed == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   local t = redis.call('TIME')
   wake_one(KEYS[1], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
 end
 -- --supersede's place and --preempt's request (acquire.lua) go with the waiter.
 for _, k in ipairs({KEYS[1] .. ':supersede', KEYS[1] .. ':preempt'}) do
-  if redis.call('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
+  if redis.pcall('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
 end
-local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+-- The head and the next one, read before: a queue emptied here is not touched again.
+local two = redis.call('ZRANGE', KEYS[2], 0, 1)
+local head = two[1]
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[1] .. ':qmeta', ARGV[1]) -- its host and pid (acquire_sem.lua)
+redis.pcall('HDEL', KEYS[1] .. ':qmeta', ARGV[1]) -- its host and pid (acquire_sem.lua)
 if redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call('DEL', KEYS[4])
   redis.call(ARGV[2], ARGV[4], 'leave')
 end
 if head == ARGV[1] then
-  local nxt = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+  local nxt = two[2]
   if nxt then redis.call(ARGV[2], ARGV[3] .. nxt, 'next') end
 end
 return 1

@@ -9,12 +9,17 @@
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
--- The queue, the waiters and the mark (KEYS[1]..':queue', ':waiters', ':done', same
--- hash tag) are not declared: a slot being migrated answers a script whose declared keys are not all
--- present with TRYAGAIN, and they usually do not exist.
+-- The queue, the waiters, the mark, --preempt's request, the lock-delay and the history
+-- (KEYS[1]..':queue', ':waiters', ':done', ':preempt', ':delay', ':history', same hash
+-- tag) are not declared (a slot being migrated answers a script whose declared keys are
+-- not all present with TRYAGAIN, and most of them usually do not exist): the keys this
+-- step writes are touched first (here.lua), before any write, so that a node that
+-- refuses one refuses the whole release; the queue's head, the waiters and --preempt's
+-- request are only read (redis.pcall: not on this node, nothing to wake or record).
 --@wake_one
 --@history
 --@delay
+--@here
 -- The lock not ours (keep_ms -1: the holder's lease is over by its own clock, it
 -- releases nothing): the run is lost, recorded when it is still open (history.lua),
 -- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
@@ -47,10 +52,14 @@ local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible',
                       'label', 'delay')
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
+local hist = (tonumber(run[1] or '0') or 0) > 0
+here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
+     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
+     not hist and tonumber(ARGV[2]) <= 0 and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local by = run[4] == '1' and
-           redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
+           redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 local recorded
 if by and by[1] then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
@@ -74,13 +83,13 @@ if tonumber(ARGV[2]) > 0 then
 end
 released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]))
 redis.call('DEL', KEYS[1], KEYS[2])
-local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
+local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if by and by[4] then
   -- Preempted: the lock goes to the request that asked, while it lives (its mark's
   -- short lease, acquire.lua), woken on its own list and channel; nobody else is woken.
   local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. by[4]
   redis.call('HSET', pk, 'handover', '1')
-  redis.call('ZREM', KEYS[1] .. ':waiters', by[4])
+  redis.pcall('ZREM', KEYS[1] .. ':waiters', by[4]) -- not here: no place to drop (here.lua)
   redis.pcall('RPUSH', wk, 'preempted')
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
   redis.call(ARGV[4], wk, 'preempted')

@@ -1,13 +1,14 @@
 -- SPDX-License-Identifier: MIT
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
 -- --min-hold) and wake the head of the queue only, or everyone when there is none.
--- KEYS: holders meta limit queue
+-- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret]
 -- The history (history.lua): the run ends released with the command's status; lost when
 -- the lease is over (keep_ms -1: over by the holder's own clock, nothing is released);
 -- the dead holders dropped here end as expired.
 --@delay
 --@history
+--@here
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, keep = ARGV[1], tonumber(ARGV[2])
@@ -45,6 +46,10 @@ if not s or tonumber(s) <= now or keep < 0 then
   history_ends('lost')
   return 0
 end
+-- The keys this step writes first (here.lua): a refusal does nothing.
+here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock .. ':history',
+     hist and lock .. ':history:run', hist and lock .. ':history:runs',
+     not hist and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
 local recorded = history_ends('released')
 if keep > 0 then
@@ -58,18 +63,15 @@ if keep > 0 then
   return 2
 end
 released_mark(lock, tok, recorded, tonumber(s) - now)
-redis.call('ZREM', KEYS[1], tok)
-redis.call('HDEL', KEYS[2], tok)
--- Dead holders too, so that the last one out leaves no key behind.
+-- Dead holders too, so that the last one out leaves no key behind. A key emptied here is
+-- gone, and a node whose slot migrates refuses any command on it (here.lua): what is
+-- left is counted before, and an emptied key is not touched again.
 local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 500)
-if #dead > 0 then
-  redis.call('ZREM', KEYS[1], unpack(dead))
-  redis.call('HDEL', KEYS[2], unpack(dead))
-  history_sem_expired(lock, dead)
-end
-if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('DEL', KEYS[3]) end
-expire_with_leases()
-local head = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+local left = redis.call('ZCARD', KEYS[1]) - redis.call('ZREM', KEYS[1], tok, unpack(dead))
+redis.call('HDEL', KEYS[2], tok, unpack(dead))
+if #dead > 0 then history_sem_expired(lock, dead) end
+if left == 0 then redis.call('DEL', KEYS[3]) else expire_with_leases() end
+local head = redis.pcall('ZRANGE', lock .. ':queue', 0, 0)[1]
 if head then
   redis.call(ARGV[4], ARGV[5] .. head, tok)
 else

@@ -2,7 +2,10 @@
 -- Renew: extend the lease only while the token is still the holder.
 -- KEYS: lock owner   ARGV: token ttl_ms [delay_ms: --lock-delay's entry moves on too]
 --@delay
+--@here
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+-- --lock-delay's entry moves on: its key first (here.lua), so a refusal does nothing.
+if (tonumber(ARGV[3] or '0') or 0) > 0 then here(KEYS[1] .. ':delay') end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 -- The last confirmed renewal, server ms as a string (never a Lua number), in the
 -- holder's record (only while it exists: a record written here would have no TTL):
@@ -13,9 +16,10 @@ if redis.call('PEXPIRE', KEYS[2], ARGV[2]) == 1 then
 end
 delay_hold(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 -- A --preemptible holder that a --preempt request marked: renewed, and told who asked
--- ({3, host, pid, label}); it stops its command and releases.
+-- ({3, host, pid, label}); it stops its command and releases. Read with redis.pcall
+-- (here.lua): not on this node while the slot migrates is no request yet.
 if redis.call('HGET', KEYS[2], 'preemptible') == '1' then
-  local by = redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+  local by = redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
   if by[1] then return {3, by[1], by[2] or false, by[3] or false} end
 end
 return 1

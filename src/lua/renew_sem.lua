@@ -2,11 +2,14 @@
 -- Renew one shared holder's or permit's lease, only while it is still live by the
 -- server's clock. KEYS: holders meta limit   ARGV: token ttl_ms [delay_ms] (delay.lua)
 --@delay
+--@here
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
+-- --lock-delay's entry moves on: its key first (here.lua), so a refusal does nothing.
+if (tonumber(ARGV[3] or '0') or 0) > 0 then here(string.sub(KEYS[1], 1, -9) .. ':delay') end
 redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 -- The last confirmed renewal (server ms, a string), in the holder's record: --status
 -- shows its age (holders.lua).
