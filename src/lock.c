@@ -345,8 +345,8 @@ int lock_fence_value(const struct resp_reply *r, long long *v)
 	return parse_int(r->str, LLONG_MIN, LLONG_MAX, v, NULL, 0);
 }
 
-/* Fill *h from the n (7 to 10) fields {host, pid, user, cmd, start, ttl, fence, kept,
- * label, renewed_ago} at e. */
+/* Fill *h from the n (7 to 11) fields {host, pid, user, cmd, start, ttl, fence, kept,
+ * label, renewed_ago, proc} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 {
 	copy_field(h->host, sizeof h->host, e[0]);
@@ -364,6 +364,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	if (n > 8)
 		copy_field(h->label, sizeof h->label, e[8]);
 	h->renewed_ago_ms = n > 9 ? field_number(e[9]) : -1;
+	if (n > 10)
+		copy_field(h->proc, sizeof h->proc, e[10]);
 }
 
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
@@ -508,8 +510,16 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	memset(hs, 0, sizeof *hs);
 	/* 13 (14: break) since holders show their renewal, waiters their host and pid, and
 	 * the last break its record; 11 since --lock-delay, 10 since --once-per (its mark), 8
-	 * since plain waiters have places; older server-side scripts say 7 or 8 */
+	 * since plain waiters have places; older server-side scripts say 7 or 8. A holder's
+	 * row: 14 fields since it names its process beyond the pid (proc), 13 before (told
+	 * apart by the count of holders when both divide). */
 	size_t hstride = r->elements >= 13 ? 13 : 12, qstride = r->elements >= 13 ? 5 : 2;
+	if (hstride == 13 && r->element[3]->type == RESP_ARRAY) {
+		size_t ne = r->element[3]->elements;
+		long long total = field_number(r->element[2]);
+		if (ne % 14 == 0 && (ne % 13 != 0 || (long long)(ne / 14) == total))
+			hstride = 14;
+	}
 	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
 	      is_array(r, 13) || is_array(r, 14)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
@@ -628,9 +638,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   ttl,
 		                                   "label",
 		                                   m->label ? m->label : "",
+		                                   "proc", /* who the pid names (holder.c) */
+		                                   m->proc ? m->proc : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		int na = queue_args(l, args, l->delay_ms > 0 ? 19 : 17, hist, hret);
+		int na = queue_args(l, args, l->delay_ms > 0 ? 21 : 19, hist, hret);
 		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
@@ -658,8 +670,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->label ? m->label : "",
 		                      delay,
 		                      hist, /* the history (acquire_sem.lua) */
-		                      hret};
-		int na = l->history_len > 0 ? 16 : l->delay_ms > 0 ? 14 : 13;
+		                      hret,
+		                      m->proc ? m->proc : ""};
+		int na = 17;
 		return request(q, S_ACQUIRE_SEM, nk, keys, na, args, err, errlen);
 	}
 }

@@ -147,6 +147,8 @@ struct holder {
 	int delayed;
 	/* since the last confirmed renewal (server's clock); -1 unknown */
 	long long renewed_ago_ms;
+	/* "BOOT_ID PIDNS_INODE" of the holder's process (holder_proc_self), "" unknown */
+	char proc[80];
 };
 
 struct waiter {
@@ -243,6 +245,7 @@ struct lock_meta {
 	long pid;
 	long long start_unix_ms;
 	const char *label; /* --label, or NULL */
+	const char *proc;  /* holder_proc_self(): boot id and pid namespace, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are
@@ -276,7 +279,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 40
+#define LOCK_ARGV_MAX 44
 
 struct lock_request {
 	int script, argc;

@@ -293,7 +293,8 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 	                      cmd,
 	                      (long)getpid(),
 	                      (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-	                      o->label};
+	                      o->label,
+	                      holder_proc_self()};
 	return m;
 }
 

@@ -587,7 +587,7 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
 	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
 	int nbehind = 0;
-	struct lock_meta none = {"", "", "", 0, 0, NULL};
+	struct lock_meta none = {"", "", "", 0, 0, NULL, NULL};
 	struct lock relock = *l;
 	struct holder h, by;
 	int ok = 0, taken = 0, lost = 0, preempted = 0;

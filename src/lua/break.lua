@@ -75,14 +75,14 @@ if want_tok ~= '' or want_fence ~= '' then
             broken_record(KEYS[1], now), 1, 0}
   end
   if v[1] == 'x' then
-    hs = {unpack(hs, 1, 13)} -- holders.lua read the exclusive holder first
+    hs = {unpack(hs, 1, 14)} -- holders.lua read the exclusive holder first
     history_broken(v[2])
     redis.call('DEL', KEYS[1], KEYS[2])
   else
     local m = v[4]
     hs = {}
     add(v[1], v[2], v[3], {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept,
-        m.label, m.renewed})
+        m.label, m.renewed, m.proc})
     local r = history_close(KEYS[1], v[2])
     if r then history_end(KEYS[1], r, 'broken', unpack(BY)) end
     redis.call('ZREM', KEYS[4], v[2])
@@ -105,7 +105,7 @@ if #gone > 0 then
   redis.call('HDEL', KEYS[1] .. ':qmeta', unpack(gone))
 end
 if n > 0 then
-  for i = 2, #hs, 13 do tokens[#tokens + 1] = hs[i] end
+  for i = 2, #hs, 14 do tokens[#tokens + 1] = hs[i] end
   local t = redis.call('TIME')
   local b = KEYS[1] .. ':broken'
   redis.call('DEL', b)
