@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the shells the tests start; bats sets $stderr; each test sets XDG_RUNTIME_DIR for itself
 # A lock across steps: `rlock --acquire` leaves a detached keeper renewing the lock and
 # prints RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE (or, when the lock is not held, the line that
 # gives eval rlock's status); `rlock --release` (another process) stops it and releases
