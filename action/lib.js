@@ -40,9 +40,40 @@ function summary(line) {
   if (process.env.GITHUB_STEP_SUMMARY) fs.appendFileSync(process.env.GITHUB_STEP_SUMMARY, `${line}\n`);
 }
 
-// A workflow command on stdout, its data escaped as the runner reads it.
+// Text that someone else may have written (another holder's label, host or command,
+// a server's message, an input) as one line of plain text: no line break (a line
+// starting "::" would be a workflow command: ::add-mask::, ::stop-commands::...), no
+// terminal escape, no character that turns text around (bidi controls), each shown
+// as \xNN or \u{NNNN} instead.
+function plain(text) {
+  return String(text).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g, (c) => {
+    const n = c.codePointAt(0);
+    return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u{${n.toString(16)}}`;
+  });
+}
+
+// plain(), then safe in the step summary (GitHub's Markdown, which also takes HTML):
+// what would make a link, an image, a tag, emphasis, a table or a heading is
+// backslash-escaped (&, <, > as entities); URLs and words read as they were.
+function markdown(text) {
+  return plain(text)
+    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    .replace(/[\\`*_{}[\]()#+!|~]/g, (c) => `\\${c}`)
+    .replace(/^([0-9]*)([-=.])/, '$1\\$2');
+}
+
+// A code span holding text (a lock name: printable ASCII, maybe with backticks).
+function code(text) {
+  const t = plain(text);
+  const runs = t.match(/`+/g) || [];
+  const fence = '`'.repeat(1 + Math.max(0, ...runs.map((r) => r.length)));
+  const pad = /^`|`$/.test(t) ? ' ' : '';
+  return `${fence}${pad}${t}${pad}${fence}`;
+}
+
+// A workflow command on stdout, its data one plain line, escaped as the runner reads it.
 function command(name, data) {
-  const escaped = String(data).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  const escaped = plain(data).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
   process.stdout.write(`::${name}::${escaped}\n`);
 }
 
@@ -93,5 +124,6 @@ function findRlock() {
 }
 
 module.exports = {
-  command, exportVariable, findRlock, input, rlockEnv, saveState, setOutput, state, summary,
+  code, command, exportVariable, findRlock, input, markdown, plain, rlockEnv, saveState, setOutput,
+  state, summary,
 };

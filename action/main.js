@@ -48,9 +48,11 @@ function holders(rlock, key, env) {
   try {
     const status = JSON.parse(r.stdout);
     if (!status.held) return '';
-    return (status.holders || [status])
+    const shown = status.holders || [status];
+    const more = (status.holder_count || 0) - shown.length; // --status --json shows 32
+    return shown
       .map((h) => h.label || (h.host ? `${h.host} pid ${h.pid}` : 'a holder without a name'))
-      .join(', ');
+      .join(', ') + (more > 0 ? ` and ${more} more` : '');
   } catch (e) {
     return '';
   }
@@ -97,12 +99,15 @@ function held(ctx, vars) {
   const { key, label, waited, before } = ctx;
   for (const name of ['RLOCK_KEY', 'RLOCK_TOKEN', 'RLOCK_FENCE']) lib.exportVariable(name, vars[name]);
   lib.setOutput('fence', vars.RLOCK_FENCE);
+  // Labels are anyone's text (other holders' above all): plain on stdout, Markdown-safe
+  // in the summary.
+  const line = (who, by, k, fence) => (before
+    ? `${who} waited ${waited} s for ${by}, then took ${k} (fence ${fence})`
+    : `${who} took ${k} after ${waited} s (fence ${fence})`);
   const who = label || 'this job';
-  const line = before
-    ? `${who} waited ${waited} s for ${before}, then took \`${key}\` (fence ${vars.RLOCK_FENCE})`
-    : `${who} took \`${key}\` after ${waited} s (fence ${vars.RLOCK_FENCE})`;
-  console.log(`rlock: ${line}`);
-  lib.summary(line);
+  console.log(`rlock: ${lib.plain(line(who, before, `\`${key}\``, vars.RLOCK_FENCE))}`);
+  lib.summary(line(lib.markdown(who), lib.markdown(before), lib.code(key),
+    lib.markdown(vars.RLOCK_FENCE)));
 }
 
 // The lock came while the step was being cancelled: give it back now.
@@ -124,10 +129,10 @@ function notHeld(ctx, r) {
   }
   if (r.status === 75) {
     const skip = lib.input('on-conflict') === 'skip';
-    const line = `\`${key}\` is busy${before ? ` (held by ${before})` : ''}: ${label || 'this job'} `
+    const line = (k, by, who) => `${k} is busy${before ? ` (held by ${by})` : ''}: ${who} `
       + `${skip ? 'skipped it' : 'gave up'} after ${waited} s`;
-    lib.summary(line);
-    lib.command(skip ? 'notice' : 'error', line);
+    lib.summary(line(lib.code(key), lib.markdown(before), lib.markdown(label || 'this job')));
+    lib.command(skip ? 'notice' : 'error', line(`\`${key}\``, before, label || 'this job'));
     return skip ? 0 : 1;
   }
   const how = r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;

@@ -32,7 +32,8 @@ function main() {
     stdio: ['ignore', 'inherit', 'pipe'],
   });
   const said = (r.stderr || '').trim();
-  if (said) process.stderr.write(`${said}\n`);
+  // rlock escapes what it prints; each line is made plain again all the same.
+  if (said) process.stderr.write(`${said.split('\n').map(lib.plain).join('\n')}\n`);
   const secs = ((Date.now() - Number(lib.state('since'))) / 1000).toFixed(1);
   if (r.status === 0) {
     console.log(`rlock: released '${key}' after ${secs} s`);
@@ -47,7 +48,7 @@ function main() {
     msg = `rlock --release of '${key}' failed (${how})${said ? `: ${said}` : ''}`;
   }
   lib.command('error', msg);
-  lib.summary(`${lib.state('label') || 'this job'}: ${msg}`);
+  lib.summary(`${lib.markdown(lib.state('label') || 'this job')}: ${lib.markdown(msg)}`);
   return 1;
 }
 

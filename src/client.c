@@ -14,6 +14,7 @@ struct client {
 	const struct server *srv;
 	int unanswered;  /* requests sent whose reply an abort left unread */
 	int broken;      /* a request was cut short: nothing more can be sent */
+	int lost;        /* a request went in full, its reply was lost with the connection */
 	int replied;     /* a reply has been read: the server speaks RESP */
 	int asking;      /* client_set_asking */
 	int opening;     /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
@@ -108,8 +109,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 			return -1;
 		}
 		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
-			snprintf(err, errlen, "protocol error: reply from %s exceeds %zu bytes",
-			         c->srv->name, RESP_MAX_REPLY);
+			snprintf(err, errlen, "protocol error: %s", resp_reader_why(c->rd));
+			not_resp(c, err, errlen); /* final: waiting will not make it a reply */
 			return -1;
 		}
 	}
@@ -156,7 +157,7 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 	if (got == 0 || got == CONN_ABORT)
 		c->unanswered++; /* sent in full; only the reply is missing */
 	else if (got != 1)
-		c->broken = 1;
+		c->broken = c->lost = 1; /* the server may have run it all the same */
 	if (got != 1)
 		return -1;
 	/* One request, one reply: anything more is a confused or hostile server. */
@@ -438,6 +439,11 @@ short client_events(const struct client *c)
 int client_broken(const struct client *c)
 {
 	return c->broken;
+}
+
+int client_lost(const struct client *c)
+{
+	return c->lost;
 }
 
 int client_fd(const struct client *c)

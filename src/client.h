@@ -96,6 +96,10 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
  * client_call): close it. */
 int client_broken(const struct client *c);
 
+/* True once a request went out in full and the connection died before its reply: the
+ * server may have run it (a lost reply, TRAPS.md). */
+int client_lost(const struct client *c);
+
 int client_fd(const struct client *c);
 /* True when a reply may already be buffered (check before polling the fd). */
 int client_buffered(const struct client *c);

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "userfile.h"
 
 #define EVENTS_SCHEMA 1
 #define TOKEN_SHOWN   8 /* the token's prefix in a line: enough to match, not to use */
@@ -98,11 +99,12 @@ static void open_file(void)
 		ev.fd = STDERR_FILENO;
 		return;
 	}
-	/* O_NONBLOCK: a FIFO nobody reads must not hold the job up (open or write). */
-	ev.fd =
-	    open(ev.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	/* O_NONBLOCK: a FIFO nobody reads must not hold the job up (open or write); a link
+	 * planted at the name, a file of another user, a directory: refused (userfile.h). */
+	char why[300];
+	ev.fd = userfile_append(ev.path, UF_REG | UF_CHR | UF_FIFO, 0644, why, sizeof why);
 	if (ev.fd < 0)
-		warn_once(strerror(errno));
+		warn_once(why);
 }
 
 /* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */
@@ -135,7 +137,11 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 			buf[(*at)++] = (char)*p;
 		} else if (*p < 0x20 || *p == 0x7f) {
 			put(buf, n, at, "\\u%04x", *p);
+		} else if (log_utf8_len(p) == 0) { /* not UTF-8: JSON could not carry it */
+			put(buf, n, at, "\\ufffd");
 		} else {
+			for (size_t u = log_utf8_len(p); u > 1; u--)
+				buf[(*at)++] = (char)*p++;
 			buf[(*at)++] = (char)*p;
 		}
 	}

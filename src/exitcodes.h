@@ -14,7 +14,9 @@
 	  "held with -s against -l, or another -l N")                                              \
 	X(66, RL_EX_NOINPUT, "66",                                                                 \
 	  "a file named on the command line or in the config cannot be\n"                          \
-	  "read (config, password file, --cacert, --cert, --tls-key)")                             \
+	  "read (config, password file, --cacert, --cert, --tls-key,\n"                            \
+	  "--acquire's --log-file), is not of its type, or another user\n"                         \
+	  "can change it (ssh's rule)")                                                            \
 	X(69, RL_EX_UNAVAILABLE, "69",                                                             \
 	  "Redis unavailable before the command started (connect, TLS, auth;\n"                    \
 	  "-n: at once; else when the --wait ran out on it),\n"                                    \
@@ -40,7 +42,10 @@
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \
-	X(127, RL_EX_NOTFOUND, NULL, NULL)
+	X(127, RL_EX_NOTFOUND, NULL, NULL)                                                         \
+	X(137, RL_EX_TIMEOUT_KILLED, "137",                                                        \
+	  "--max-hold expired and it took SIGKILL to stop the command (128+9,\n"                   \
+	  "as timeout(1))")
 
 enum rlock_exit {
 #define RL_EX_ENUM(code, name, shown, meaning) name = code,

@@ -27,8 +27,16 @@
  *                          while it lives, an acquire with --once-per is done (LOCK_DONE)
  *   PREFIX{NAME}:supersede hash token host pid label: the one waiting --supersede request,
  *                          PX its ttl (a newer one replaces it: LOCK_SUPERSEDED)
- *   PREFIX{NAME}:preempt   hash token host pid label: a --preempt request for a
- *                          --preemptible holder, PX its ttl (its renewal: LOCK_PREEMPTED)
+ *   PREFIX{NAME}:superseded:TOKEN  hash host pid label: who replaced TOKEN's --supersede
+ *                          request, PX 3 x the newer ttl (60 s at least): LOCK_SUPERSEDED
+ *                          on every later attempt, the lock held or free
+ *   PREFIX{NAME}:preempt   hash token host pid label [handover]: a --preempt request for a
+ *                          --preemptible holder, PX min(ttl, 5 s), renewed by its attempts
+ *                          (its renewal: LOCK_PREEMPTED); handover 1: the holder released
+ *                          for it, the free lock is that request's only
+ *   PREFIX{NAME}:rel:TOKEN no history record written: "1", TOKEN released, PX the lease left
+ *                          (a release sent again after a lost reply answers the same; with
+ *                          the history on, its released record says it: history.lua)
  *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
  *                          capped, PEXPIRE the retention on every write
  *   PREFIX{NAME}:broken    hash host pid user at tokens fence label: the last --break (who

@@ -65,6 +65,33 @@ void log_escape(char *dst, size_t n, const char *src, size_t srclen)
 	dst[o] = '\0';
 }
 
+size_t log_utf8_len(const unsigned char *p)
+{
+	unsigned char c = p[0];
+	size_t len;
+	unsigned min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	unsigned cp = c & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80) /* the NUL too */
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
 	char raw[1024], line[2048];

@@ -25,6 +25,11 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 #define log_trace(...) log_msg(LOG_TRACE, __VA_ARGS__)
 
+/* The length of the valid UTF-8 sequence that starts at p (1 for ASCII, the NUL too),
+ * or 0 when the byte at p starts none (a stray byte, an overlong form, a surrogate):
+ * JSON must be UTF-8, and text from another holder or a server may be anything. */
+size_t log_utf8_len(const unsigned char *p);
+
 /* Also send every message to syslog(3) (facility user, ident "rlock-keeper"): for a
  * detached keeper, whose stderr is /dev/null. Call before threads start. */
 void log_to_syslog(void);

@@ -15,9 +15,11 @@
 #include "clock.h"
 #include "exitcodes.h"
 #include "log.h"
+#include "userfile.h"
 
-#define FILE_MAX     (4 << 20) /* what is read back: a file of rlock's own is far smaller */
-#define SAMPLES_MAX  20000
+/* What is read back: more is refused (a warning, nothing written), never cut. 64 MiB
+ * is some 500,000 samples, about 40,000 lock names on one host. */
+#define FILE_MAX     (64 << 20)
 #define LOCK_WAIT_MS 2000 /* for the sidecar lock: other writers hold it for a moment */
 #define LABELS_MAX   (LOCK_NAME_MAX * 2 + 64)
 
@@ -161,22 +163,45 @@ static int parse_line(char *line, struct sample *s)
 	return 0;
 }
 
-/* The samples of the file as it is (none when it does not exist yet). buf is kept
- * for their labels; the caller frees both. -1 on an error reading it. */
-static int read_old(int fd, char **buf, struct sample **out, int *n)
+/* A line rlock writes, or may have written: a comment of one of its families' HELP or
+ * TYPE, or nothing. */
+static int own_comment(const char *line)
+{
+	return !line[0] || !strncmp(line, "# HELP rlock_", 13) ||
+	       !strncmp(line, "# TYPE rlock_", 13);
+}
+
+/* The samples of the file as it is (none when it does not exist yet), every one of
+ * them: a file that is not all rlock's (a line of another kind, a family of another
+ * version) or larger than FILE_MAX is not rewritten (-1, errno and *why say why), so
+ * that nothing in it is dropped. buf is kept for their labels; the caller frees both.
+ * -1 on an error reading it. */
+static int read_old(int fd, char **buf, struct sample **out, int *n, const char **why)
 {
 	struct stat st;
+	char owner[120];
 
 	*buf = NULL;
 	*out = NULL;
 	*n = 0;
+	*why = NULL;
+	if (fd < 0 && errno == ELOOP)
+		*why = "it is a symbolic link (rlock replaces only the file named)";
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (fstat(fd, &st) < 0)
 		return -1;
-	if (!S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
-		errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+	if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		return errno = EINVAL, -1;
+	}
+	if (userfile_owned(&st, owner, sizeof owner) < 0) {
+		*why = "it belongs to another user";
 		return -1;
+	}
+	if (st.st_size > FILE_MAX) {
+		*why = "larger than 64 MiB: not read back, so not rewritten";
+		return errno = EFBIG, -1;
 	}
 	*buf = malloc((size_t)st.st_size + 1);
 	if (!*buf)
@@ -187,19 +212,31 @@ static int read_old(int fd, char **buf, struct sample **out, int *n)
 	if (r < 0)
 		return -1;
 	(*buf)[got] = '\0';
-	size_t lines = 1;
-	for (const char *p = *buf; (p = strchr(p, '\n')); p++)
-		lines++;
-	*out = calloc(lines < SAMPLES_MAX ? lines : SAMPLES_MAX, sizeof **out);
-	if (!*out)
-		return -1;
-	for (char *line = *buf, *next; line && *line && *n < SAMPLES_MAX && (size_t)*n < lines;
-	     line = next) {
+	size_t cap = 0;
+	for (char *line = *buf, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		if (line[0] != '#' && line[0] && parse_line(line, &(*out)[*n]) == 0)
-			(*n)++;
+		if (line[0] == '#' || !line[0]) {
+			if (own_comment(line))
+				continue;
+		} else {
+			if ((size_t)*n == cap) {
+				size_t more = cap ? cap * 2 : 256;
+				struct sample *grown = realloc(*out, more * sizeof **out);
+				if (!grown)
+					return -1;
+				*out = grown;
+				cap = more;
+			}
+			if (parse_line(line, &(*out)[*n]) == 0) {
+				(*n)++;
+				continue;
+			}
+		}
+		*why = "it holds lines that are not rlock's metrics (or are another version's): "
+		       "not rewritten";
+		return errno = EINVAL, -1;
 	}
 	return 0;
 }
@@ -326,9 +363,10 @@ static int lock_sidecar(void)
 	char path[sizeof m.path + 8];
 
 	snprintf(path, sizeof path, "%s.lock", m.path);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	char why[300];
+	int fd = userfile_append(path, UF_REG, 0644, why, sizeof why);
 	if (fd < 0) {
-		warn_once("open its lock file", strerror(errno));
+		warn_once("open its lock file", why);
 		return -1;
 	}
 	for (int64_t until = clock_ms() + LOCK_WAIT_MS; flock(fd, LOCK_EX | LOCK_NB) < 0;) {
@@ -353,9 +391,11 @@ static void write_metrics(const struct run_state *r)
 	int lk = lock_sidecar();
 	if (lk < 0)
 		return;
-	int fd = open(m.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: refused */
-	if (read_old(fd, &buf, &old, &nold) < 0) {
-		warn_once("read it back", strerror(errno));
+	/* O_NONBLOCK: a FIFO is refused, not waited on; O_NOFOLLOW: a link is refused. */
+	int fd = open(m.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY);
+	const char *why;
+	if (read_old(fd, &buf, &old, &nold, &why) < 0) {
+		warn_once("read it back", why ? why : strerror(errno));
 	} else {
 		for (int i = 0; i < m.nnames && i < 16; i++)
 			n = series_of(ns, n, m.names[i], r);

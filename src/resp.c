@@ -11,6 +11,7 @@ struct resp_reader {
 	redisReader *r;
 	size_t fed;          /* bytes fed since the last complete reply */
 	const char *refused; /* why capped_create_array refused an array, or NULL */
+	char why[128];       /* why resp_reader_feed refused what came, or "" */
 	redisReplyObjectFunctions fn;
 };
 
@@ -155,12 +156,75 @@ void resp_reader_free(struct resp_reader *rd)
 	free(rd);
 }
 
+/* The bytes fed and not yet read as a reply: can they come from a Redis server that
+ * speaks RESP2 to rlock? Walked header by header (a bulk skipped by its length), each
+ * judged as soon as its line is in, before any byte it announces (bytes that may never
+ * come: a wait for them would look like a slow server). 0, or -1 with rd->why: a RESP3
+ * type, a bulk longer than any reply rlock reads (RESP_MAX_REPLY), a header line too
+ * long to hold a length. */
+static int impossible(struct resp_reader *rd)
+{
+	const char *p = rd->r->buf + rd->r->pos, *end = rd->r->buf + rd->r->len;
+
+	while (p < end) {
+		if (*p && strchr("_,#=(%~|>!", *p)) { /* hiredis 1.x reads them and waits */
+			snprintf(
+			    rd->why, sizeof rd->why,
+			    "a RESP3 reply (type '%c'), which no Redis server sends rlock (RESP2)",
+			    *p);
+			return -1;
+		}
+		if (!*p || !strchr("+-:$*", *p))
+			return 0; /* not RESP at all: the reader says so (resp_reader_get) */
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (*p != '+' && *p != '-' && (nl ? nl - p : end - p) > 24) {
+			snprintf(rd->why, sizeof rd->why, "a '%c' header longer than any length",
+			         *p);
+			return -1;
+		}
+		if (!nl)
+			return 0;
+		if (*p == '$') {
+			long long n = 0;
+			const char *d = p + 1 + (p[1] == '-');
+			for (; d < nl && *d >= '0' && *d <= '9' && n <= (long long)RESP_MAX_REPLY;
+			     d++)
+				n = n * 10 + (*d - '0');
+			if (p[1] != '-' && n > (long long)RESP_MAX_REPLY) {
+				snprintf(rd->why, sizeof rd->why,
+				         "a bulk string longer than %zu bytes, which no reply of "
+				         "rlock's is",
+				         RESP_MAX_REPLY);
+				return -1;
+			}
+			if (p[1] != '-') {
+				if ((size_t)(end - (nl + 1)) < (size_t)n + 2)
+					return 0;
+				nl += (size_t)n + 2;
+			}
+		}
+		p = nl + 1;
+	}
+	return 0;
+}
+
 int resp_reader_feed(struct resp_reader *rd, const char *buf, size_t len)
 {
 	rd->fed += len;
-	if (rd->fed > RESP_MAX_REPLY)
+	if (rd->fed > RESP_MAX_REPLY) {
+		snprintf(rd->why, sizeof rd->why, "a reply longer than %zu bytes", RESP_MAX_REPLY);
 		return -1;
-	return redisReaderFeed(rd->r, buf, len) == REDIS_OK ? 0 : -1;
+	}
+	if (redisReaderFeed(rd->r, buf, len) != REDIS_OK) {
+		snprintf(rd->why, sizeof rd->why, "cannot buffer the reply");
+		return -1;
+	}
+	return impossible(rd);
+}
+
+const char *resp_reader_why(const struct resp_reader *rd)
+{
+	return rd->why;
 }
 
 static struct resp_reply *convert(const redisReply *in, int depth)

@@ -37,8 +37,13 @@ struct resp_reader;
 struct resp_reader *resp_reader_new(void);
 void resp_reader_free(struct resp_reader *rd);
 
-/* Feed bytes from the server. -1 when the reply being read exceeds RESP_MAX_REPLY. */
+/* Feed bytes from the server. -1 when what came cannot be a reply of a Redis server to
+ * rlock (resp_reader_why): longer than RESP_MAX_REPLY, or announcing so, or a type
+ * RESP2 has not. Final: no server that sends it will send a reply. */
 int resp_reader_feed(struct resp_reader *rd, const char *buf, size_t len);
+
+/* Why resp_reader_feed refused. */
+const char *resp_reader_why(const struct resp_reader *rd);
 
 /* 1 and *out when a whole reply is available, 0 when more bytes are needed, -1 on a
  * protocol error (reason in err). */

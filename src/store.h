@@ -94,7 +94,9 @@ const struct store_config *store_config(const struct store *s);
 int store_connected(const struct store *s);
 
 /* True when s's connection holds a request left unanswered (a timeout): a lock it may
- * have taken can still be given back on it, after that request (store_release). */
+ * have taken can still be given back on it, after that request (store_release); or
+ * when the last acquire went out in full and its connection died before the reply (the
+ * server may have run it): given back on a fresh one. */
 int store_unanswered(const struct store *s);
 
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
@@ -142,6 +144,12 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
  * connection (0, or -1 with the reason; fewer than n is a failure). After a failure
  * the connection is closed (the server may still hold it in WAIT). */
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
+
+/* --wait-aof: WAITAOF local replicas on the connection that took the lock, within the
+ * io-timeout: 0 when the master's AOF (local 1) and `replicas` replicas' AOFs have it
+ * fsynced; else -1 with one line (a server without WAITAOF, appendonly off, too few
+ * within the time), the connection closed (the server may still hold it in WAITAOF). */
+int store_wait_aof(struct store *s, int local, int replicas, char *err, size_t errlen);
 
 /* --list: every lock of prefix held now, on every master (SCAN, then store_status):
  * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,10 +23,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -190,6 +193,94 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
 	return 0;
 }
 
+/* What a TLS file may weigh: a CA bundle of the whole web is some 200 KiB. More is
+ * refused, never cut. */
+#define TLS_FILE_MAX (16 << 20)
+
+/* The contents of a PEM file the user named, read by rlock itself rather than by
+ * OpenSSL from its path: opened without blocking (a FIFO put there would hang every
+ * later renewal that reloads it), checked to be a regular file, read from the one
+ * descriptor it was checked on. A memory BIO over them, or NULL with the reason. */
+static BIO *read_pem(const char *what, const char *path, char *err, size_t errlen)
+{
+	struct stat st = {0};
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	BIO *b = NULL;
+	char *data = NULL;
+
+	if (fd < 0) {
+		set_err(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TLS_FILE_MAX) {
+		set_err(err, errlen, "TLS: %s %s: %s", what, path,
+		        S_ISDIR(st.st_mode)    ? "is a directory"
+		        : !S_ISREG(st.st_mode) ? "is not a regular file"
+		                               : "larger than 16 MiB");
+		goto done;
+	}
+	data = malloc((size_t)st.st_size + 1);
+	if (!data) {
+		set_err(err, errlen, "TLS: %s %s: out of memory", what, path);
+		goto done;
+	}
+	ssize_t got = 0, r = 1;
+	while (got < st.st_size && (r = read(fd, data + got, (size_t)(st.st_size - got))) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			set_err(err, errlen, "TLS: cannot read %s %s: %s", what, path,
+			        strerror(errno));
+			goto done;
+		}
+		got += r;
+	}
+	/* A copy of its own (BIO_new_mem_buf would borrow data, freed below). */
+	b = BIO_new(BIO_s_mem());
+	if (!b || BIO_write(b, data, (int)got) != (int)got) {
+		BIO_free(b);
+		b = NULL;
+		set_err(err, errlen, "TLS: %s %s: out of memory", what, path);
+	}
+done:
+	if (data) {
+		OPENSSL_cleanse(data, (size_t)st.st_size); /* a private key, maybe */
+		free(data);
+	}
+	close(fd);
+	return b;
+}
+
+/* The CA certificates of a bundle into the context's store: 0, or -1 with the reason. */
+static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+	const char *r;
+	char buf[256];
+	int added = 0, rc = -1;
+	BIO *b = read_pem("CA bundle", path, err, errlen);
+
+	if (!b)
+		return -1;
+	STACK_OF(X509_INFO) *infos = PEM_X509_INFO_read_bio(b, NULL, NULL, NULL);
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++) {
+		X509_INFO *xi = sk_X509_INFO_value(infos, i);
+		if (xi->x509 && X509_STORE_add_cert(store, xi->x509) != 1)
+			goto done;
+		if (xi->crl && X509_STORE_add_crl(store, xi->crl) != 1)
+			goto done;
+		added += xi->x509 != NULL;
+	}
+	rc = added > 0 ? 0 : -1;
+done:
+	if (rc < 0)
+		set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
+		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "no certificate in it");
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	BIO_free(b);
+	return rc;
+}
+
 /* Whom to trust: the CA bundle or directory given, else the system's store (nothing
  * with --tls-insecure). 0, or -1 with the reason. */
 static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, size_t errlen)
@@ -214,9 +305,13 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 		return -1;
 	}
 	if (t->cacert || t->cacertdir) {
-		if (SSL_CTX_load_verify_locations(ctx, t->cacert, t->cacertdir) != 1) {
+		if (t->cacert && load_ca_bundle(ctx, t->cacert, err, errlen) < 0)
+			return -1;
+		/* A directory's files are read by OpenSSL when a name is looked up: the
+		 * front end checked the directory (userfile.h), its author owns them. */
+		if (t->cacertdir && SSL_CTX_load_verify_locations(ctx, NULL, t->cacertdir) != 1) {
 			set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
-			        t->cacert ? t->cacert : t->cacertdir,
+			        t->cacertdir,
 			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			return -1;
 		}
@@ -244,10 +339,35 @@ static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, 
 		return 0;
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
-	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
+	/* Read from descriptors rlock opened without blocking (read_pem), as OpenSSL's
+	 * *_file calls would read them: the certificate, then its chain; the key. */
+	BIO *cb = read_pem("client certificate", t->cert, err, errlen), *kb = NULL;
+	X509 *x = cb ? PEM_read_bio_X509_AUX(cb, NULL, no_passphrase, &asked) : NULL;
+	EVP_PKEY *pk = NULL;
+	int chained =
+	    x && SSL_CTX_use_certificate(ctx, x) == 1 && SSL_CTX_clear_chain_certs(ctx) == 1;
+	for (X509 *ca; chained && (ca = PEM_read_bio_X509(cb, NULL, no_passphrase, &asked));)
+		if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
+			X509_free(ca);
+			chained = 0;
+		}
+	if (chained) { /* the end of the file: no more PEM blocks, not an error */
+		unsigned long e = ERR_peek_last_error();
+		if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+			ERR_clear_error();
+		else if (e)
+			chained = 0;
+	}
+	if (chained && !(kb = read_pem("client key", key, err, errlen)))
+		goto done;
+	if (chained)
+		pk = PEM_read_bio_PrivateKey(kb, NULL, no_passphrase, &asked);
+	if (!cb)
+		; /* read_pem said why */
+	else if (!chained)
 		set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
 		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
-	else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1)
+	else if (!pk || SSL_CTX_use_PrivateKey(ctx, pk) != 1)
 		set_err(err, errlen, "TLS: cannot load client key %s: %s", key,
 		        asked ? "it is encrypted (passphrase-protected keys are not supported)"
 		        : (r = ssl_queue_reason(buf, sizeof buf)) ? r
@@ -257,6 +377,11 @@ static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, 
 		        t->cert);
 	else
 		rc = 0;
+done:
+	EVP_PKEY_free(pk);
+	X509_free(x);
+	BIO_free(kb);
+	BIO_free(cb);
 	/* The callback's userdata points at this stack frame: unhook it. */
 	SSL_CTX_set_default_passwd_cb(ctx, NULL);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);

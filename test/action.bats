@@ -60,7 +60,19 @@ step() {
 		"GITHUB_RUN_ID=${job##*/}" INPUT_KEY=deploy "INPUT_URL=$REDIS_URL"
 		"INPUT_PASSWORD=$REDISCLI_AUTH")
 	if [[ $which == post ]]; then
-		while IFS= read -r line; do STEP+=("STATE_$line"); done <"$job/state"
+		# NAME=VALUE, or NAME<<DELIMITER, the value's lines, DELIMITER (as the runner reads).
+		local name delim value
+		while IFS= read -r line; do
+			if [[ $line =~ ^([A-Za-z_][A-Za-z0-9_]*)\<\<(.+)$ ]]; then
+				name=${BASH_REMATCH[1]} delim=${BASH_REMATCH[2]} value=
+				while IFS= read -r line && [[ $line != "$delim" ]]; do
+					value+=${value:+$'\n'}$line
+				done
+				STEP+=("STATE_$name=$value")
+			else
+				STEP+=("STATE_$line")
+			fi
+		done <"$job/state"
 	fi
 	STEP+=("$@" node "$RLOCK_SOURCE_DIR/action/$which.js")
 }
@@ -322,4 +334,46 @@ EOF
 	refute_output --partial '::add-mask::'
 	eval "$output"
 	run -0 rlock -k deploy --release
+}
+
+# own_lines FILE: every line of a step's stdout is one of the action's own: a workflow
+# command it sends (add-mask, notice, error, group) or a line starting "rlock: ".
+own_lines() {
+	local line
+	while IFS= read -r line; do
+		[[ $line =~ ^::(add-mask|notice|error|group|endgroup):: || $line == 'rlock: '* ]] ||
+			fail "a line the action did not mean to print: $line"
+	done <"$1"
+	! grep -q $'\e' "$1" || fail "a terminal escape on stdout: $(cat -v "$1")"
+}
+
+@test "action: another holder's label (line breaks, workflow commands, escapes, Markdown) is printed as one plain line and Markdown-safe in the summary (issue 33)" {
+	local evil=$'evil\n::warning::pwned\n::stop-commands::tok\n::add-mask::rlock\e[31m ![x](https://evil.example/p.png) <img src=x> [click](https://evil.example)'
+	new_job holder
+	new_job skipper
+	new_job waiter
+	step holder main "INPUT_LABEL=$evil"
+	run -0 "${STEP[@]}"
+	step skipper main INPUT_WAIT=0 INPUT_ON-CONFLICT=skip
+	"${STEP[@]}" >skipper/main.out 2>skipper/main.err || fail "skipper: $(cat skipper/main.*)"
+	own_lines skipper/main.out
+	grep -qF '(held by evil\x0a::warning::pwned\x0a::stop-commands::tok\x0a::add-mask::rlock\x1b[31m' skipper/main.out ||
+		fail "$(cat skipper/main.out)"
+	# The summary: no image, link or tag that renders; the text is all there, escaped.
+	! grep -qE '!\[|<img|\]\(' skipper/summary || fail "summary: $(cat skipper/summary)"
+	grep -qF '\!\[x\]\(https://evil.example/p.png\) &lt;img src=x&gt;' skipper/summary ||
+		fail "summary: $(cat skipper/summary)"
+	# A job that waited for it says so the same way, on stdout and in its summary.
+	step_bg waiter main
+	local waiter=$STEP_PID
+	wait_until 30 waiting 1 || fail "$(cat waiter/main.*)"
+	step holder post
+	run -0 "${STEP[@]}"
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	own_lines waiter/main.out
+	grep -q 'waited .* for evil\\x0a::warning::pwned' waiter/main.out || fail "$(cat waiter/main.out)"
+	! grep -qE '!\[|<img|\]\(' waiter/summary || fail "summary: $(cat waiter/summary)"
+	step waiter post
+	run -0 "${STEP[@]}"
 }

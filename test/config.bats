@@ -300,7 +300,7 @@ EOF
 	for mode in 644 604 602 601 666; do
 		printf 'url = redis://127.0.0.1:%s\npassword = s3cret-pw\n' "$AUTH_PORT" | write_conf c.conf "$mode"
 		run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
-		assert_regex "$stderr" "c\.conf.*accessible by others \(mode $mode\)"
+		assert_regex "$stderr" "c\.conf.*(accessible|writable) by others \(mode $mode\)"
 		[[ $stderr != *s3cret-pw* ]]
 		[[ ! -e ran ]]
 	done
@@ -589,4 +589,77 @@ with_etc_conf() {
 	assert_equal "$stderr" "rlock: authentication to 127.0.0.1:$AUTH_PORT failed: wrong user name or password (user from /etc/rlock.conf:2, password from $XDG_CONFIG_HOME/rlock/config:1)"
 	RLOCK_PASSWORD=lay-pw run -0 --separate-stderr with_etc_conf etc.conf env -u REDIS_URL "$RLOCK" -v -k p -- true
 	assert_regex "$stderr" "rlock: user from /etc/rlock\.conf:2, password from RLOCK_PASSWORD"
+}
+
+# ---------------------------------------------------------------------------------
+# issue 33: files another user can write (SPEC §12, ssh's rule)
+
+# hostile_layer FILE [MODE]: a layer the user did not write that names a server and a
+# metrics file (which rlock would replace).
+hostile_layer() {
+	write_conf "$1" "${2:-644}" <<EOF
+url = redis://127.0.0.1:$AUTH_PORT
+metrics-file = $BATS_TEST_TMPDIR/victim
+EOF
+}
+
+@test "a config layer others can write is refused whole, 66, one line: group- or world-writable, in a directory others can write" {
+	echo 'precious' >victim
+	local m dir=$BATS_TEST_TMPDIR/xdgdirs
+	for m in 664 646; do
+		hostile_layer "$dir/rlock/config" "$m"
+		run -66 --separate-stderr env XDG_CONFIG_DIRS="$dir" "$RLOCK" -u "$REDIS_URL" -k x -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" "rlock/config' is writable by (its group|others) \(mode $m\): refused"
+	done
+	# The same file, 644, but in a directory anyone can change (not sticky): refused.
+	hostile_layer "$dir/rlock/config" 644
+	chmod 777 "$dir/rlock"
+	run -66 --separate-stderr env XDG_CONFIG_DIRS="$dir" "$RLOCK" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "is in $dir/rlock, which is writable by others \(mode 777\): refused"
+	# --config and \$RLOCK_CONFIG too, and the user's own layer.
+	chmod 755 "$dir/rlock"
+	chmod 664 "$dir/rlock/config"
+	run -66 --separate-stderr "$RLOCK" --config "$dir/rlock/config" -k x -- touch ran
+	assert_one_line_error
+	hostile_layer "$XDG_CONFIG_HOME/rlock/config" 620
+	run -66 --separate-stderr "$RLOCK" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	[[ ! -e ran && $(cat victim) == precious ]]
+	# A sticky directory (as /tmp) is safe: others cannot replace the user's file in it.
+	rm -rf "$dir" "$XDG_CONFIG_HOME/rlock"
+	write_conf "$dir/rlock/config" 644 <<<"ttl = 7s"
+	chmod 1777 "$dir/rlock"
+	run -0 env XDG_CONFIG_DIRS="$dir" "$RLOCK" -u "$REDIS_URL" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=7000'
+}
+
+@test "a config layer, password file or CA bundle of another user is refused (66), as ssh refuses it" {
+	[[ $EUID == 0 ]] || skip "chown to another user needs root"
+	echo 'precious' >victim
+	local dir=$BATS_TEST_TMPDIR/xdgdirs
+	hostile_layer "$dir/rlock/config" 644
+	chown nobody "$dir/rlock/config"
+	run -66 --separate-stderr env XDG_CONFIG_DIRS="$dir" "$RLOCK" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "rlock/config' belongs to another user \(uid [0-9]+\): refused"
+	# A directory above it that another user owns.
+	chown root "$dir/rlock/config"
+	chown nobody "$dir/rlock"
+	run -66 --separate-stderr env XDG_CONFIG_DIRS="$dir" "$RLOCK" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "is in $dir/rlock, which belongs to another user"
+	[[ ! -e ran && $(cat victim) == precious ]]
+	# A password file of another user: it chooses what rlock sends.
+	printf 's3cret-pw\n' >pw && chmod 600 pw && chown nobody pw
+	run -66 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" --password-file pw -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "password file 'pw' belongs to another user"
+	# TLS files: checked before any connection (no server at that port).
+	echo 'not a certificate' >ca.pem && chmod 664 ca.pem
+	run -66 --separate-stderr "$RLOCK" -u "rediss://127.0.0.1:1" --cacert ca.pem -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "--cacert: 'ca.pem' is writable by its group \(mode 664\): refused"
+	[[ ! -e ran ]]
 }

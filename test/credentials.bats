@@ -130,7 +130,7 @@ pwfile() {
 		pwfile "pw$mode" "$mode" "$PW"
 		run -66 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- touch ran
 		assert_one_line_error
-		assert_regex "$stderr" "accessible by others \(mode $mode\)"
+		assert_regex "$stderr" "(accessible|writable) by others \(mode $mode\)"
 		no_secret "$output" "$stderr"
 		[[ ! -e ran ]] || fail "mode $mode: command ran"
 	done

@@ -170,3 +170,16 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $(jq -r '"\(.status) \(.token)"' ev.jsonl) == "69 null" ]]
 	[[ -n $(jq -r .reason ev.jsonl) ]]
 }
+
+@test "events: a link planted at the file's name, a directory: refused with the one warning, nothing written through it (issue 33)" {
+	echo 'precious' >victim
+	ln -s "$PWD/victim" ev.jsonl
+	run -0 --separate-stderr "$RLOCK" -k ev --events "$PWD/ev.jsonl" -- echo ran
+	[[ $output == ran ]]
+	[[ $(grep -c 'events file' <<<"$stderr") == 1 ]] || fail "stderr: $stderr"
+	[[ $stderr == *"symbolic link"* ]] || fail "stderr: $stderr"
+	[[ $(cat victim) == precious ]]
+	mkdir evdir
+	run -0 --separate-stderr "$RLOCK" -k ev --events "$PWD/evdir" -- echo ran
+	[[ $stderr == *"s a directory"* ]] || fail "stderr: $stderr"
+}

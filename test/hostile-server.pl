@@ -3,12 +3,15 @@
 # request with a bad reply, to prove rlock fails cleanly (exit 69, one line, command
 # never run, memory bounded). Bounded: serves at most 5 connections, exits after 20 s.
 #   hostile-server.pl PORT MODE READYFILE
-# Two modes answer every request on every connection (up to 20 s):
+# bulkhang and resp3hang send a header no Redis sends rlock (a bulk of 2^63 - 2 bytes,
+# a RESP3 map) and then nothing, the connection open.
+# Three modes answer every request on every connection (up to 20 s):
 #   busy  the acquire script's "busy" reply, with PTTL $HOSTILE_PTTL (default
 #         INT64_MAX) and holder pid $HOSTILE_PID; each acquire request adds a line
 #         to READYFILE.count (how often rlock tried)
 #   scan  a SCAN reply whose cursor never returns to 0 (each SCAN adds a line to
 #         READYFILE.count too)
+#   escape  an error whose text holds terminal escapes (the %reply below)
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -33,9 +36,11 @@ my %reply = (
 	badcrlf => "\$3\r\nabcXY:1\r\n",
 	http    => "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
 	tlsalert => "\x15\x03\x03\x00\x02\x02\x32",    # a TLS port's answer to plain text
+	# an error text with a terminal escape, a C1 CSI and a line that is a workflow command
+	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J\r\n",
 );
 
-if ($mode eq 'busy' || $mode eq 'scan') {
+if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
@@ -67,7 +72,7 @@ if ($mode eq 'busy' || $mode eq 'scan') {
 				$h->syswrite("-ERR This instance has cluster support disabled\r\n");
 				next;
 			}
-			$h->syswrite($mode eq 'scan' ? $scan : $busy);
+			$h->syswrite($mode eq 'scan' ? $scan : $mode eq 'escape' ? $reply{escape} : $busy);
 		}
 	}
 }
@@ -82,6 +87,15 @@ for (1 .. 5) {
 	}
 	if ($mode eq 'hang') {
 		sleep 5;
+		close $c;
+		next;
+	}
+	if ($mode eq 'bulkhang' || $mode eq 'resp3hang') {
+		# A reply no Redis sends rlock, then nothing (the connection left open): a
+		# bulk of 2^63 - 2 bytes, or a RESP3 map on a RESP2 connection. Waiting for
+		# the rest would look like a slow server.
+		$c->syswrite($mode eq 'bulkhang' ? "\$9223372036854775806\r\n" : "%1\r\n");
+		sleep 19;
 		close $c;
 		next;
 	}

@@ -35,6 +35,21 @@ expect_69() {
 	((ELAPSED_MS < 60000)) || fail "took $ELAPSED_MS ms: hung"
 }
 
+# expect_69_at_once MODE: without -w (a passing outage is waited out forever), a header
+# no Redis server can send is final: 69 at once, not "did not answer" and a retry.
+expect_69_at_once() {
+	local t0
+	hostile "$1"
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" -u "redis://127.0.0.1:$HPORT" \
+		--io-timeout 1s -k h -- touch ran
+	ELAPSED_MS=$(($(now_ms) - t0))
+	((status == 69)) || fail "exit $status, not 69, after $ELAPSED_MS ms; stderr: $stderr"
+	[[ ! -e ran ]] || fail "the command ran against a hostile server"
+	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
+	run ! grep -q 'did not answer' <<<"$stderr"
+}
+
 @test "garbage instead of a reply" {
 	hostile garbage
 	expect_69
@@ -80,7 +95,18 @@ expect_69() {
 @test "enormous bulk length: bounded buffering" {
 	hostile bigbulk
 	expect_69
-	assert_regex "$stderr" 'exceeds'
+	assert_regex "$stderr" 'bulk string longer than'
+}
+
+@test "a bulk length of 2^63 - 2 and then nothing: final, 69 at once (no -w)" {
+	expect_69_at_once bulkhang
+	assert_regex "$stderr" 'bulk string longer than'
+}
+
+@test "a RESP3 type on a RESP2 connection and then nothing: final, 69 at once (no -w)" {
+	# hiredis 0.14 refuses the type byte itself; 1.x reads a RESP3 map and would wait
+	expect_69_at_once resp3hang
+	assert_regex "$stderr" 'protocol error'
 }
 
 @test "enormous array: bounded buffering" {
@@ -99,4 +125,14 @@ expect_69() {
 	expect_69 -n # waiting would retry a server that does not answer (it may be paused)
 	echo "# server never answers: rlock exit 69 after $ELAPSED_MS ms (io deadline 1 s)" >&3
 	assert_regex "$stderr" 'did not answer'
+}
+
+@test "a server's error text with terminal escapes: --check prints it escaped, never raw (issue 33)" {
+	hostile escape
+	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check
+	[[ $output$stderr == *'\x1b[31mred'* ]] || fail "not shown escaped: $output $stderr"
+	[[ $output$stderr != *$'\e'* && $output$stderr != *$'\x9b'* && $output$stderr != *$'\a'* ]] ||
+		fail "a raw escape reached the terminal: $(printf '%s\n%s' "$output" "$stderr" | cat -v)"
+	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json
+	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
 }

@@ -353,3 +353,28 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_regex "$stderr" 'lost by its keeper'
 	key_absent 'rlock:{ci}' # given back all the same
 }
+
+@test "--acquire --log-file: a FIFO nobody reads, a link planted at its name, another user's file: 66 at once, before the lock is taken (issue 33)" {
+	mkfifo log.fifo
+	echo 'precious' >victim
+	ln -s "$PWD/victim" planted.log
+	local log
+	for log in log.fifo planted.log; do
+		# -k: on a keeper blocked in open() the caller would wait for ever.
+		run --separate-stderr timeout -k 5 30 "$RLOCK" -k ci --acquire --log-file "$PWD/$log"
+		# Whatever blocks opening the FIFO for writing is let go (a reader comes).
+		[[ $log != log.fifo ]] || timeout 5 cat log.fifo >/dev/null || true
+		assert_equal "$status" 66
+		assert_output 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 66)'
+		assert_one_line_error
+		assert_regex "$stderr" "cannot open the keeper's log file '.*$log': is (a FIFO that nobody reads|a symbolic link)"
+		key_absent 'rlock:{ci}' || fail "$log: the lock was taken"
+	done
+	[[ $(cat victim) == precious ]]
+	if ((EUID == 0)); then
+		: >other.log && chown nobody other.log
+		run -66 --separate-stderr timeout -k 5 30 "$RLOCK" -k ci --acquire --log-file "$PWD/other.log"
+		assert_regex "$stderr" "other.log': belongs to another user"
+		[[ ! -s other.log ]]
+	fi
+}

@@ -38,3 +38,35 @@ setup_file() { common_setup_file --unix; }
 	run -0 rlock -k lb --release
 	run -64 --separate-stderr rlock -k lb --label "$(printf 'x%.0s' {1..257})" -- true
 }
+
+# strict_json: stdin is UTF-8 JSON (one document, or one per line with --lines).
+strict_json() {
+	python3 -c '
+import json, sys
+data = sys.stdin.buffer.read().decode("utf-8")  # strict: a stray byte fails
+docs = data.splitlines() if sys.argv[1:] == ["--lines"] else [data]
+for d in docs:
+    json.loads(d)
+' "$@"
+}
+
+@test "--label with bytes that are not UTF-8, a line break, an escape: every JSON output stays valid UTF-8 JSON (issue 33)" {
+	require_tool python3
+	local label=$'bad \xff\xfe caf\xc3\xa9 \e[31m\n::warning::pwned'
+	rlock_bg -k lj --label "$label" --events "$PWD/ev.jsonl" -- "$HOLD" a
+	wait_until 30 test -e a.started
+	track_pidfile a.pid
+	run -75 --separate-stderr rlock -k lj --status --json
+	strict_json <<<"$output" || fail "--status --json: $output"
+	[[ $(jq -r .label <<<"$output") == $'bad \xef\xbf\xbd\xef\xbf\xbd caf\xc3\xa9 \e[31m\n::warning::pwned' ]] || fail "$output"
+	run -0 --separate-stderr rlock --list --json
+	strict_json <<<"$output" || fail "--list --json: $output"
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
+	strict_json --lines <ev.jsonl || fail "events: $(cat ev.jsonl)"
+	run -0 --separate-stderr rlock -k lj --history --json
+	strict_json <<<"$output" || fail "--history --json: $output"
+	# The terminal's text shows each byte escaped, one line.
+	run -0 --separate-stderr rlock -k lj --history
+	[[ $output != *$'\e'* && $output != *$'\xff'* ]] || fail "$output"
+}

@@ -214,3 +214,41 @@ print(time.time() - last > 26 * 3600, time.time() + 27 * 3600 - last > 26 * 3600
 	[[ $(sample rlock.prom 'rlock_last_success_timestamp_seconds{key="nightly"}') == "$ok" ]]
 	[[ $(jq -r .event events.jsonl | tr '\n' ' ') == "acquired released busy " ]]
 }
+
+@test "metrics: every series of a large file is kept (2,000 names, 22,000 samples read back whole, issue 33)" {
+	python3 - <<'PY'
+with open('m.prom', 'w') as f:
+    f.write('# HELP rlock_exit_code Exit status of the last run.\n# TYPE rlock_exit_code gauge\n')
+    for i in range(2000):
+        f.write(''.join('rlock_exit_code{key="job%d",n="%d"} 0\n' % (i, j) for j in range(11)))
+PY
+	run -0 "$RLOCK" -k new --metrics-file m.prom -- true
+	valid m.prom
+	[[ $(grep -c '^rlock_exit_code{key="job' m.prom) == 22000 ]] ||
+		fail "series lost: $(grep -c '^rlock_exit_code{key="job' m.prom) of 22000 left"
+	grep -q '^rlock_exit_code{key="job1999",n="10"} 0$' m.prom
+	[[ $(outcome m.prom new) == ran ]]
+}
+
+@test "metrics: a file that is not rlock's metrics, a link, another user's file: not replaced, one warning, the job runs (issue 33)" {
+	printf 'root:x:0:0:root:/root:/bin/bash\n' >passwd
+	cp passwd passwd.orig
+	run -0 --separate-stderr "$RLOCK" -k m --metrics-file passwd -- echo ran
+	[[ $output == ran ]]
+	[[ $(grep -c 'metrics file' <<<"$stderr") == 1 && $stderr == *"not rlock's metrics"* ]] ||
+		fail "stderr: $stderr"
+	cmp passwd passwd.orig
+	# A link planted at the name: neither followed nor replaced.
+	ln -s "$PWD/passwd" link.prom
+	run -0 --separate-stderr "$RLOCK" -k m --metrics-file link.prom -- echo ran
+	[[ $stderr == *"symbolic link"* ]] || fail "stderr: $stderr"
+	[[ -L link.prom ]] && cmp passwd passwd.orig
+	if ((EUID == 0)); then
+		run -0 "$RLOCK" -k m --metrics-file other.prom -- true
+		chown nobody other.prom
+		cp other.prom other.orig
+		run -0 --separate-stderr "$RLOCK" -k m2 --metrics-file other.prom -- true
+		[[ $stderr == *"another user"* ]] || fail "stderr: $stderr"
+		cmp other.prom other.orig
+	fi
+}

@@ -320,3 +320,22 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	((alive)) || fail "rlock gave up: $(cat "$RLOCK_ERR")"
 	rode_out_outage hs "127\.0\.0\.1:$port" "TLS handshake with 127\.0\.0\.1:$port: timed out after [0-9]+ ms.*" 30
 }
+
+@test "--cacert, --cert, --tls-key as a FIFO: 66 at once, never read blocking (issue 33)" {
+	mkfifo f.pem
+	local opt
+	for opt in --cacert --cert --tls-key; do
+		local args=(--cacert "$CA")
+		case $opt in
+		--cacert) args=(--cacert f.pem) ;;
+		--cert) args+=(--cert f.pem --tls-key "$TLS_CERTS/client.key") ;;
+		--tls-key) args+=(--cert "$TLS_CERTS/client.pem" --tls-key f.pem) ;;
+		esac
+		# -k: a blocked open() is not ended by SIGTERM alone.
+		run --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_B_PORT" "${args[@]}" -k t -- touch ran
+		assert_equal "$status" 66
+		assert_one_line_error
+		assert_regex "$stderr" "$opt: 'f.pem' is not a regular file"
+	done
+	[[ ! -e ran ]]
+}

@@ -15,7 +15,8 @@
 -- waiting, so that new shared holders queue behind it (writer preference).
 -- The lock under our own token: an earlier attempt of this request took it and its
 -- reply was lost (a timeout; the connection was dropped). It is ours: granted again,
--- its lease renewed from now, rather than waited for until it expires.
+-- its lease renewed from now, rather than waited for until it expires, with the fence
+-- recorded in its owner's record (counted once: the history's and RLOCK_FENCE agree).
 -- The fence is a string from start to end (counter.lua); a counter that cannot count
 -- (not an integer, at the maximum) refuses every request at once, before any write.
 --@counter
@@ -38,6 +39,27 @@ local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local held = redis.call('GET', KEYS[1])
 local mine = held == ARGV[1]
+-- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
+-- final on every path, a free lock too (the newer one may have run and released).
+if q['@supersede'] and not mine then
+  local by = redis.call('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
+  if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
+end
+-- The place among the waiters: a lease of the ttl, renewed by every attempt (wake_one.lua).
+local function place()
+  if ARGV[3] ~= '1' then return 0 end
+  local t = redis.call('TIME')
+  local ttl = tonumber(ARGV[2])
+  redis.call('ZADD', KEYS[8], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl,
+             ARGV[1])
+  if redis.call('PTTL', KEYS[8]) < ttl then redis.call('PEXPIRE', KEYS[8], ttl) end
+  return 2
+end
+-- --preempt: a request's mark lives PREEMPT_MS (its ttl when shorter), renewed by each
+-- of its attempts (a --preempt waiter tries at least three times as often): a requester
+-- that is gone stops no holder. A preempted holder's release keeps the lock for that
+-- request (handover = 1, release.lua) for as long: nobody else takes it meanwhile.
+local PREEMPT_MS = math.min(tonumber(ARGV[2]), 5000)
 if KEYS[9] and not mine then
   local left = redis.call('PTTL', KEYS[9])
   if left ~= -2 then return {3, left} end
@@ -68,6 +90,10 @@ if not mine and held then
       return {5, cur[2] or false, cur[3] or false, cur[4] or false}
     end
     if cur[1] and cur[1] ~= ARGV[1] then
+      -- who replaced it, kept for the replaced request's next attempt on any path
+      local mk = KEYS[1] .. ':superseded:' .. cur[1]
+      redis.call('HSET', mk, 'host', q.host or '', 'pid', q.pid or '', 'label', q.label or '')
+      redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
       local wk = KEYS[1] .. ':wake:' .. cur[1]
       redis.call('ZREM', KEYS[8], cur[1])
       redis.call('RPUSH', wk, 'superseded')
@@ -90,19 +116,18 @@ if not mine and held then
     local pk = KEYS[1] .. ':preempt'
     redis.call('HSET', pk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
                'label', q.label or '')
-    redis.call('PEXPIRE', pk, ARGV[2])
+    redis.call('PEXPIRE', pk, PREEMPT_MS)
   end
-  local placed = 0
-  if ARGV[3] == '1' then
-    -- The place is a lease of the ttl, renewed by every attempt (wake_one.lua).
-    local t = redis.call('TIME')
-    local ttl = tonumber(ARGV[2])
-    redis.call('ZADD', KEYS[8], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl,
-               ARGV[1])
-    if redis.call('PTTL', KEYS[8]) < ttl then redis.call('PEXPIRE', KEYS[8], ttl) end
-    placed = 2
+  return {place(), redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
+end
+-- Free, but kept for the --preempt request that stopped its holder (release.lua).
+if not mine then
+  local pk = KEYS[1] .. ':preempt'
+  local ho = redis.call('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
+  if ho[1] == '1' and ho[2] ~= ARGV[1] then
+    return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
+            false, false, ho[5] or false}
   end
-  return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
 local closed = not mine and delay_closed(KEYS[1]) or 0
@@ -114,7 +139,8 @@ end
 -- Redis does not roll a script back: count first, then the holder's record, the lock
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
-local fence = fence_next(KEYS[3])
+-- Ours already (a retry after a lost reply): the fence it was given, not a second count.
+local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
 if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 redis.call('DEL', KEYS[2])

@@ -82,6 +82,11 @@ if queued then
 elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
   free = false
 end
+-- Kept for the --preempt request that stopped its holder (release.lua, acquire.lua).
+if free and not mine then
+  local ho = redis.call('HMGET', KEYS[1] .. ':preempt', 'handover', 'token')
+  if ho[1] == '1' and ho[2] ~= tok then free = false end
+end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
 local closed = free and not mine and delay_closed(KEYS[1]) or 0
 if closed > 0 then free = false end
@@ -109,7 +114,9 @@ if not free then
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
-local f = fence_next(KEYS[3])
+-- Ours already (a retry after a lost reply): the fence it was given, counted once.
+local f = mine and (kind == 'x' and redis.call('HGET', KEYS[2], 'fence') or
+                    meta(redis.call('HGET', KEYS[5], tok)).fence) or fence_next(KEYS[3])
 if queued then
   redis.call('ZREM', KEYS[7], tok)
   redis.call('ZREM', KEYS[8], tok)

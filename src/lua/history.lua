@@ -16,18 +16,19 @@
 -- for a run still open there: released, broken, preempted (the run's holder, or the
 -- operator, ends it), expired (the next acquire or a prune finds its lease over: nobody
 -- saw it end), lost (its holder lived to see its lease gone, before anyone else).
--- history_add(lock, len, ret_ms, field, value, ...)
+-- history_add(lock, len, ret_ms, field, value, ...): true when the entry was written.
 local function history_add(lock, len, ret, ...)
   len = tonumber(len or '0') or 0
-  if len <= 0 then return end
-  local k = lock .. ':history'
+  if len <= 0 then return false end
+  local k, r = lock .. ':history', nil
   if len < 100 then
-    redis.pcall('XADD', k, 'MAXLEN', len, '*', ...)
+    r = redis.pcall('XADD', k, 'MAXLEN', len, '*', ...)
   else
-    redis.pcall('XADD', k, 'MAXLEN', '~', len, '*', ...)
+    r = redis.pcall('XADD', k, 'MAXLEN', '~', len, '*', ...)
   end
   ret = tonumber(ret or '0') or 0
   if ret > 0 then redis.pcall('PEXPIRE', k, ret) end
+  return type(r) == 'string'
 end
 -- A run as one string: its fields, each ended by a NUL (none of them holds one: they
 -- come from C strings); run_of reads it back (nil: not a run, e.g. 'shared').
@@ -47,8 +48,8 @@ local function run_of(v)
 end
 -- history_end(lock, run, ev, field, value, ...): the end record of an open run.
 local function history_end(lock, r, ev, ...)
-  history_add(lock, r.len, r.ret, 'ev', ev, 'fence', r.fence, 'token', r.token, 'host', r.host,
-              'pid', r.pid, 'label', r.label, ...)
+  return history_add(lock, r.len, r.ret, 'ev', ev, 'fence', r.fence, 'token', r.token, 'host',
+                     r.host, 'pid', r.pid, 'label', r.label, ...)
 end
 -- history_set(k, v, ret): SET k v (PX ret_ms when there is one), the old value back.
 local function history_set(k, v, ret)
@@ -135,4 +136,31 @@ local function history_close(lock, token)
   r, m = sem_find(lock, token)
   if r then sem_drop(lock, m) end
   return r
+end
+-- released_before(lock, token): did a release of token end its run already (a release
+-- sent again after its reply was lost)? PREFIX{NAME}:rel:<token> (released_mark), or its
+-- end record in the history (released or preempted), newer than its acquired record,
+-- among the last 1000 entries.
+local function released_before(lock, token)
+  if redis.call('EXISTS', lock .. ':rel:' .. token) == 1 then return true end
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
+  if type(es) ~= 'table' or es.err then return false end
+  for _, e in ipairs(es) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == token and (ev == 'released' or ev == 'preempted') then return true end
+    if tok == token and ev == 'acquired' then return false end
+  end
+  return false
+end
+-- released_mark(lock, token, recorded, left_ms): unless the release's end record was
+-- written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,
+-- "1": the history off, or refused by the ACL), for what was left of the lease (its
+-- holder sends no release after that), a second at least.
+local function released_mark(lock, token, recorded, left)
+  if recorded then return end
+  left = tonumber(left) or 0
+  redis.call('SET', lock .. ':rel:' .. token, '1', 'PX', left > 1000 and math.floor(left) or 1000)
 end

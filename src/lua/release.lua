@@ -19,7 +19,16 @@
 -- releases nothing): the run is lost, recorded when it is still open (history.lua),
 -- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
 -- the lock now, if anyone does.
+-- A release sent again (its first reply was lost, the connection with it) answers as
+-- its first call did (history.lua's released_before): kept for --min-hold (the owner's
+-- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
 local held = redis.call('GET', KEYS[1])
+if ARGV[2] ~= '-1' and held == ARGV[1] and redis.call('HGET', KEYS[2], 'kept') == '1' then
+  return 2
+end
+if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1]) then
+  return 1
+end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
   if r then
@@ -40,15 +49,16 @@ local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible',
 -- asks for one, or is gone)
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 if (tonumber(run[1] or '0') or 0) > 0 then redis.pcall('DEL', KEYS[1] .. ':history:run') end
-local by = run[4] == '1' and redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label')
+local by = run[4] == '1' and
+           redis.call('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
+local recorded
 if by and by[1] then
-  redis.call('DEL', KEYS[1] .. ':preempt')
-  history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
+  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
               'by_label', by[3] or '')
 else
-  history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
+  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '')
 end
@@ -62,9 +72,19 @@ if tonumber(ARGV[2]) > 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
 end
+released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]))
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.call('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
-if head then
+if by and by[4] then
+  -- Preempted: the lock goes to the request that asked, while it lives (its mark's
+  -- short lease, acquire.lua), woken on its own list and channel; nobody else is woken.
+  local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. by[4]
+  redis.call('HSET', pk, 'handover', '1')
+  redis.call('ZREM', KEYS[1] .. ':waiters', by[4])
+  redis.pcall('RPUSH', wk, 'preempted')
+  redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
+  redis.call(ARGV[4], wk, 'preempted')
+elseif head then
   redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
   wake_one(KEYS[1], ARGV[5], nil, 'release')

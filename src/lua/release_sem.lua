@@ -28,17 +28,25 @@ local function history_ends(ev)
     r = {fence = m.fence or '', token = tok, host = m.host or '', pid = m.pid or '',
          label = m.label or ''}
   end
-  if not r then return end
+  if not r then return false end
   r.len, r.ret = ARGV[8], ARGV[9]
-  history_end(lock, r, ev, 'status', ARGV[7] or '')
+  return history_end(lock, r, ev, 'status', ARGV[7] or '')
 end
 local s = redis.call('ZSCORE', KEYS[1], tok)
+-- Sent again after a lost reply: the answer of the first call (release.lua), kept for
+-- --min-hold (kept in its record) or released (history.lua's released_before).
+if keep >= 0 and s then
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+  if ok and type(m) == 'table' and m.kept == '1' then return 2 end
+elseif keep >= 0 and released_before(lock, tok) then
+  return 1
+end
 if not s or tonumber(s) <= now or keep < 0 then
   history_ends('lost')
   return 0
 end
 delay_open(lock, tok) -- no lock-delay after a release
-history_ends('released')
+local recorded = history_ends('released')
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
@@ -49,6 +57,7 @@ if keep > 0 then
   expire_with_leases()
   return 2
 end
+released_mark(lock, tok, recorded, tonumber(s) - now)
 redis.call('ZREM', KEYS[1], tok)
 redis.call('HDEL', KEYS[2], tok)
 -- Dead holders too, so that the last one out leaves no key behind.

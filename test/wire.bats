@@ -1,0 +1,243 @@
+#!/usr/bin/env bats
+# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+# Every request keeps its own promise over an unreliable wire (issue 34).
+# A lost reply: the connection dies after the server ran a script and before its reply
+# arrived; rlock sends it again on a fresh connection. Each script rlock may send twice
+# recognises its own earlier effect and answers as the first call did: a retried
+# release is no "lock lost" (79), a retried acquire counts the fence once.
+# The fault: test/faults/proxy's `swallow PATTERN` forwards the next script call that
+# holds PATTERN, throws its reply away and drops the connection.
+
+bats_require_minimum_version 1.5.0
+
+load helpers
+
+setup_file() { common_setup_file; } # TCP: the proxy forwards to its port
+
+# swallow_proxy_start: test/faults/proxy in front of the test server, mode pass. Sets
+# PROXY_URL, PROXY_MODE (the mode file), PROXY_PID.
+swallow_proxy_start() {
+	PROXY_MODE=$BATS_TEST_TMPDIR/proxymode
+	echo pass >"$PROXY_MODE"
+	perl "$RLOCK_SOURCE_DIR/test/faults/proxy" 127.0.0.1 "$REDIS_PORT" "$PROXY_MODE" \
+		"$BATS_TEST_TMPDIR/proxyport" </dev/null >"$BATS_TEST_TMPDIR/proxy.log" 2>&1 3>&- 4>&- &
+	PROXY_PID=$!
+	disown "$PROXY_PID"
+	track_pid "$PROXY_PID"
+	wait_until 10 test -s "$BATS_TEST_TMPDIR/proxyport" || return 1
+	PROXY_URL=redis://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/proxyport")
+}
+
+# swallow PATTERN: arm the proxy for the next script call that holds PATTERN; returns
+# once the proxy has read it.
+swallow() {
+	echo "swallow $1" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow $1" "$PROXY_MODE.seen"
+}
+
+swallowed() { [[ -s $PROXY_MODE.swallowed ]]; }
+
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
+
+# fence_of NAME: the fence counter of lock NAME.
+fence_of() { rcli GET "rlock:{$1}:fence"; }
+
+# release_swallowed NAME RLOCK-ARGS...: a run whose release's reply is lost ends 0, the
+# lock released (no "lost").
+release_swallowed() {
+	local name=$1
+	shift
+	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	swallow_proxy_start
+	start_holder "$name" -u "$PROXY_URL" "$@"
+	swallow ':released'
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	if ((RLOCK_STATUS != 0)); then
+		fail "exit $RLOCK_STATUS after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
+	fi
+	run ! grep -q 'lost' "$HOLDER_ERR"
+	wait_until 10 key_absent "rlock:{$name}" # --min-hold: once its keep ends
+	# one run, ended once: released
+	local h
+	h=$(rlock -k "$name" --history --json)
+	[[ $(grep -o '"event":"[a-z]*"' <<<"$h" | sort | tr '\n' ' ') == \
+		'"event":"acquired" "event":"released" ' ]] || fail "history: $h"
+	run -0 --separate-stderr rlock -k "$name" -n -- true
+}
+
+@test "a release whose reply is lost is sent again and ends 0, not 79 (exclusive)" {
+	release_swallowed r
+}
+
+@test "a release whose reply is lost is sent again and ends 0 (-s, -l 2, --fair)" {
+	release_swallowed rs -s
+	release_swallowed rl -l 2
+	release_swallowed rf --fair
+}
+
+@test "a release whose reply is lost ends 0 with the history off too (exclusive, -s)" {
+	printf 'history = 0\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	release_swallowed_nohist ro
+	release_swallowed_nohist ros -s
+}
+
+@test "a release whose reply is lost ends 0 when the ACL refuses the history" {
+	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
+	export RLOCK_PASSWORD=pw
+	release_swallowed_nohist ra --user nohist
+	rcli ACL DELUSER nohist >/dev/null
+}
+
+@test "a release with --min-hold whose reply is lost ends 0, kept once" {
+	release_swallowed rm --min-hold 2s
+}
+
+# release_swallowed_nohist NAME RLOCK-ARGS...: release_swallowed, no history written (off,
+# or refused): the first release leaves its mark (rlock:{NAME}:rel:TOKEN) for what was
+# left of the lease.
+release_swallowed_nohist() {
+	local name=$1
+	shift
+	# the scripts are cached (EVALSHA runs as sent), by the default user
+	run -0 env -u RLOCK_PASSWORD "$RLOCK" -k warm -- true
+	swallow_proxy_start
+	start_holder "$name" -u "$PROXY_URL" "$@"
+	swallow ':released'
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$HOLDER_ERR")"
+	key_absent "rlock:{$name}:history"
+	key_exists "rlock:{$name}:rel:$(env_of "$name" RLOCK_TOKEN)" || fail "no mark: $(cat "$HOLDER_ERR")"
+	key_absent "rlock:{$name}"
+}
+
+# acquire_swallowed NAME RLOCK-ARGS...: a waiter's attempt takes the lock as the holder
+# releases it, and its reply is lost; the attempt sent again at once on a fresh
+# connection takes the lock as its own, the fence counted once (RLOCK_FENCE, the
+# counter and the history's records agree).
+acquire_swallowed() {
+	local name=$1
+	shift
+	run -0 rlock -k warm -- true
+	swallow_proxy_start
+	start_holder "$name" # directly, not through the proxy
+	local first=$HOLDER_PID
+	rlock_bg -vv -u "$PROXY_URL" -w 60s "$@" -k "$name" -- "$HOLD" "$name-w"
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	swallow ":{$name}:fence"
+	touch "$name.release"
+	rlock_wait "$first" 30
+	wait_until 30 test -e "$name-w.started" || fail "the waiter never ran: $(cat "$werr")"
+	track_pidfile "$name-w.pid"
+	swallowed || fail "the acquire's reply was not swallowed: $(cat "$werr")"
+	assert_equal "$(fence_of "$name")" 2
+	assert_equal "$(env_of "$name-w" RLOCK_FENCE)" 2
+	touch "$name-w.release"
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# two runs in the history, fences 1 and 2, each acquired once
+	local h
+	h=$(rlock -k "$name" --history --json)
+	[[ $(grep -o '"event":"acquired"' <<<"$h" | wc -l) == 2 ]] || fail "history: $h"
+	[[ $(grep -o '"fence":[0-9]*' <<<"$h" | sort -u | tr '\n' ' ') == '"fence":1 "fence":2 ' ]] ||
+		fail "history: $h"
+}
+
+@test "-n, an acquire whose reply is lost with its connection: 69, and the lock it took is given back" {
+	run -0 rlock -k warm -- true
+	swallow_proxy_start
+	swallow ':{g}:fence'
+	run -69 --separate-stderr rlock -u "$PROXY_URL" -n -k g -- touch ran
+	swallowed || fail "the acquire's reply was not swallowed: $stderr"
+	[[ ! -e ran ]]
+	assert_equal "$(fence_of g)" 1 # the server ran it
+	key_absent 'rlock:{g}' || fail "the lock was left held for its ttl: $(rcli PTTL 'rlock:{g}') ms"
+}
+
+@test "an acquire whose reply is lost is sent again: one fence (exclusive)" {
+	acquire_swallowed a
+}
+
+@test "an acquire whose reply is lost is sent again: one fence (-s, -l 2, --fair)" {
+	acquire_swallowed as -s
+	acquire_swallowed al -l 2
+	acquire_swallowed af --fair
+}
+
+# --- Decisions bound to the request they were made for, and to its being alive -----
+
+@test "--supersede: a replaced request whose next attempt finds the lock free exits 80, never runs" {
+	start_holder s -t 30s
+	local first=$HOLDER_PID
+	rlock_bg -vv --supersede -w 60s -k s -- touch a.ran
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$a_err"
+	kill -STOP "$a" # away (stopped, an outage): it tries again only after all of this
+	rlock_bg -vv --supersede -w 60s -k s -- touch b.ran
+	local b=$RLOCK_PID b_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$b_err"
+	touch s.release
+	rlock_wait "$first" 30
+	rlock_wait "$b" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e b.ran ]]
+	key_absent 'rlock:{s}' # the newer one ran and released: the lock is free
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	[[ ! -e a.ran ]] || fail "the replaced request ran after the newer one: $(cat "$a_err")"
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request' "$a_err" || fail "$(cat "$a_err")"
+}
+
+@test "--preempt: the preempted holder's release hands the lock to the request that asked, not the next waiter" {
+	start_holder p -t 3s --preemptible
+	local first=$HOLDER_PID
+	# an ordinary waiter: the next one a plain release wakes (its place, a lease of its
+	# short ttl, ends first)
+	rlock_bg -vv -w 60s -t 3s -k p -- "$HOLD" w
+	local w=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$w_err"
+	rlock_bg -w 60s -t 30s --preempt -k p -- "$HOLD" u
+	local u=$RLOCK_PID u_err=$RLOCK_ERR
+	rlock_wait "$first" 30
+	assert_equal "$RLOCK_STATUS" 81
+	wait_until 30 test -e u.started -o -e w.started
+	track_pidfile u.pid || :
+	track_pidfile w.pid || : # not started yet, or the holder it must not be
+	[[ -e u.started && ! -e w.started ]] ||
+		fail "the lock went to the ordinary waiter: $(cat "$w_err") / $(cat "$u_err")"
+	touch u.release w.release
+	rlock_wait "$u" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$w" 30
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{p}:preempt'
+}
+
+@test "--preempt: a requester killed hard (SIGKILL) no longer stops the holder" {
+	# renewals every 10 s: the first comes after the dead requester's mark is gone
+	start_holder k -t 30s --preemptible
+	local first=$HOLDER_PID t0
+	t0=$(now_ms)
+	rlock_bg -vv -w 60s --preempt -k k -- true
+	local u=$RLOCK_PID u_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$u_err"
+	key_exists 'rlock:{k}:preempt'
+	kill -KILL "$u"
+	# gone within its short lease, not the requester's ttl (30 s)
+	wait_until 15 key_absent 'rlock:{k}:preempt' ||
+		fail "the mark outlives its requester: $(rcli PTTL 'rlock:{k}:preempt') ms"
+	# past the holder's first renewal (at 10 s): still running
+	wait_until 30 past $((t0 + 11000))
+	proc_alive "$first" || fail "the holder was stopped for a request that is gone: $(cat "$HOLDER_ERR")"
+	[[ ! -e k.end ]]
+	touch k.release
+	rlock_wait "$first" 30
+	assert_equal "$RLOCK_STATUS" 0
+}
