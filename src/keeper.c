@@ -658,9 +658,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	static struct holders hs; /* large */
 	const struct holder *h = NULL;
 	struct lock mine = *l;
-	char err[400];
+	char err[400], ended[600];
 	int rc;
 
+	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
+	 * lease still ran on the server: the job was no longer guarded, as --held says. The
+	 * token may still hold the lock: given back all the same, and 79. */
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
 	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
@@ -689,9 +693,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		if (h)
 			stop_keeper(h, l->key, k);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
-		/* --wait-replicas: the release confirmed as the acquire was (hold.c) */
-		if (rc == LOCK_OK && k->wait_replicas > 0 &&
-		    store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
+		if (rc == LOCK_OK && gone) {
+			log_error("lock '%s': %s; released what was left of its lease", k->name,
+			          ended);
+			rc = RL_EX_LOST;
+		} else if (rc == LOCK_OK && k->wait_replicas > 0 &&
+		           /* --wait-replicas: the release confirmed as the acquire was (hold.c) */
+		           store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
 			log_warn("released %s on the master, not confirmed by %d replica(s) "
 			         "(--wait-replicas): %s; a failover now can bring the lock back "
 			         "until its TTL",
