@@ -221,6 +221,16 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
 		return LOCK_MISMATCH;
 	}
+	if (resp_is_error(r, "ERR") && (strstr(r->str, "user executing the script can't run") ||
+	                                strstr(r->str, "ACL failure in script"))) {
+		/* a command the script calls is refused (Redis 7.2 names it, 7.0 does not) */
+		snprintf(
+		    err, errlen,
+		    "%s: the ACL user may not run a command rlock's script calls (rlock --check "
+		    "names it; README: Credentials): %.300s",
+		    what, r->str);
+		return LOCK_DENIED;
+	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
