@@ -780,14 +780,17 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
                          size_t errlen)
 {
 	struct keys ks;
-	/* status reads the --once-per mark too; break leaves it (it is no holder) */
-	const char **keys =
-	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
-	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
+	/* status reads the --once-per mark too; break leaves it (it is no holder), reset
+	 * clears it */
+	int nkeys = brk && !l->reset ? 10 : 11;
+	const char **keys = keys_of(&ks, l, nkeys, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
 	const struct lock_meta *b = l->breaker;
-	char pid[24] = "";
+	char pid[24] = "", hist[24], hret[24];
 	if (b)
 		snprintf(pid, sizeof pid, "%ld", b->pid);
+	snprintf(hist, sizeof hist, "%d", l->history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
 	const char *args[] = {l->channel,
 	                      l->publish_cmd,
 	                      l->wake_prefix,
@@ -796,10 +799,16 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      b ? b->user : "",
 	                      l->break_token ? l->break_token : "",
 	                      l->break_fence ? l->break_fence : "",
-	                      b && b->label ? b->label : ""};
+	                      b && b->label ? b->label : "",
+	                      "reset",
+	                      hist,
+	                      hret};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 9 : 0, args, err,
-	               errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, nkeys, keys,
+	               !brk       ? 0
+	               : l->reset ? 12
+	                          : 9,
+	               args, err, errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
@@ -930,8 +939,8 @@ static void history_fill(struct history_entry *e, const struct resp_reply *r)
 		size_t off, size;
 	} f[] = {
 #define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
-	    F(ev),    F(fence),  F(token),   F(host),   F(pid),     F(user),
-	    F(label), F(status), F(by_host), F(by_pid), F(by_user), F(by_label),
+	    F(ev),     F(fence),   F(token),  F(host),    F(pid),      F(user),    F(label),
+	    F(status), F(by_host), F(by_pid), F(by_user), F(by_label), F(cleared),
 #undef F
 	};
 

@@ -253,7 +253,7 @@ pwfile() {
 	assert_equal "$(rcli -n 3 GET 'rlock:{acl}:fence')" 1
 }
 
-@test "the README's ACL user runs every verb: check, history, status, list, break, modes, lock-delay, once-per, preempt, supersede, across steps" {
+@test "the README's ACL user runs every verb: check, history, status, list, break, reset, modes, lock-delay, once-per, preempt, supersede, across steps" {
 	[[ $LOCKER_ACL == '~rlock:* &rlock:* +'* ]] || fail "no ACL line in the README: '$LOCKER_ACL'"
 	export RLOCK_PASSWORD=$LPW
 	local u=(-u "$URL" --user locker) pid
@@ -306,9 +306,12 @@ pwfile() {
 	run -75 rlock "${u[@]}" -k ld --status
 	assert_output --partial lock-delay
 	run -0 rlock "${u[@]}" --lock-delay 1s -k ld -w 20 -- true
+	run -0 rlock "${u[@]}" -k ld --reset
 	# --once-per, --min-hold, --max-hold, several names
 	run -0 rlock "${u[@]}" --once-per 1m -k op -- true
 	run -75 rlock "${u[@]}" --once-per 1m -k op -- true
+	run -0 --separate-stderr rlock "${u[@]}" -k op --reset
+	assert_regex "$stderr" 'cleared the --once-per mark'
 	run -0 rlock "${u[@]}" --min-hold 100ms --max-hold 10s -k mh -k mh2 -- true
 	# --preempt a --preemptible holder
 	rlock_bg "${u[@]}" --preemptible -k pe -- "$HOLD" pe

@@ -183,6 +183,18 @@ same_options() {
 	[[ -z $long ]] || fail "--help lines longer than 80 columns:"$'\n'"$long"
 }
 
+@test "--help's usage block and the man page's synopsis show every mode" {
+	need_rlock
+	local usage mode missing=
+	usage=$("$RLOCK" --help | sed -n '1,/^$/p')
+	for mode in status break reset list check acquire release held history; do
+		[[ $usage == *"--$mode"* ]] || missing+=" --$mode (usage)"
+		sed -n '/^\.Sh SYNOPSIS/,/^\.Sh /p' "$MAN" | grep -qx ".Fl \\\\-$mode" ||
+			missing+=" --$mode (man SYNOPSIS)"
+	done
+	[[ -z $missing ]] || fail "not shown:$missing"
+}
+
 @test "man page renders no nested quotes (Ql inside Ql or Pq)" {
 	need mandoc
 	local nested
