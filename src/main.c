@@ -128,7 +128,7 @@ static int done_already(const struct opts *o, const char *name, const struct hol
 		log_msg(
 		    o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
 		    "lock '%s' is done for this window (--once-per: a run succeeded); the window "
-		    "ends at %s (in %.1f s; --reset clears it)%s",
+		    "ends at %s (in %.1f s); --reset clears the mark%s",
 		    name, until, (double)h->pttl_ms / 1000,
 		    o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	else

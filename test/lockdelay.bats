@@ -225,7 +225,7 @@ closed_only() {
 	# a --once-per window: skipped until --reset clears it
 	run -0 "$RLOCK" -k op --once-per 1h -- true
 	run -75 --separate-stderr "$RLOCK" -k op --once-per 1h -- true
-	assert_regex "$stderr" "--reset clears it"
+	assert_regex "$stderr" "; --reset clears the mark"
 	run -0 --separate-stderr "$RLOCK" -k op --reset
 	assert_regex "$stderr" "reset rlock:\{op\}: cleared the --once-per mark of fence 1 \([0-9hms]+ were left\)"
 	run -0 "$RLOCK" -k op --once-per 1h -- echo again
