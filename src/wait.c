@@ -283,9 +283,10 @@ static int nap_until(const struct wait_args *a, struct store *sub, const struct 
 static int attempt(struct store *s, const struct wait_args *a, int first, int64_t deadline,
                    int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	/* The first try is not waiting: it may connect (a cluster's redirect to the slot's
-	 * node) even with -n; its hops are bounded by their own timeouts. */
-	int64_t cap = first ? STORE_NO_CAP : deadline;
+	/* The first try of -n is not waiting: it may connect (a cluster's redirect to the
+	 * slot's node); its hops are bounded by their own timeouts. Every other try, the
+	 * first of -w too, ends by the wait's deadline: connect, reply and all. */
+	int64_t cap = first && a->lock->nowait ? STORE_NO_CAP : deadline;
 	int rc = store_acquire(s, a->lock, a->meta, cap, sent_ms, h, err, errlen);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
@@ -309,11 +310,15 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
  * stderr: a blip the wait rides out is worth a line, not a failure. */
 static void outage_started(const char *name, const char *why, int64_t deadline)
 {
+	int64_t left = deadline - clock_ms();
+
 	if (deadline == INT64_MAX)
 		log_warn("lock '%s': %s; retrying (no --wait deadline)", name, why);
+	else if (left <= 0) /* said by the give-up line that follows */
+		return;
 	else
 		log_warn("lock '%s': %s; retrying for up to %.1f s (--wait)", name, why,
-		         (double)(deadline - clock_ms()) / 1000);
+		         (double)left / 1000);
 }
 
 static void outage_ended(const char *name, const char *server, int64_t since)
@@ -577,6 +582,18 @@ static enum wait_state st_nap(struct wait_run *w)
 	return ST_ATTEMPT;
 }
 
+/* What a clean-up may take when the wait ends: budget_ms, but no more than
+ * LATE_MS past the -w deadline (a deadline is a deadline: a frozen server gets the
+ * request written, and runs it after the unanswered one when it wakes). */
+#define LATE_MS 50
+static int64_t by_deadline(const struct wait_run *w, int64_t budget_ms)
+{
+	int64_t left = w->deadline == INT64_MAX ? budget_ms : w->deadline - clock_ms();
+
+	left = left < 0 ? LATE_MS : left + LATE_MS;
+	return budget_ms < left ? budget_ms : left;
+}
+
 /* Leaving: the live line, the listener, the place among the waiters, and a lock an
  * unanswered attempt may have taken. */
 static enum wait_rc finish(struct wait_run *w)
@@ -586,11 +603,12 @@ static enum wait_rc finish(struct wait_run *w)
 	store_unsubscribe(w->s);
 	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
 	                   w->rc == WAIT_SUPERSEDED))
-		leave(w->s, w->a, w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : w->a->io_timeout_ms);
+		leave(w->s, w->a,
+		      w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms));
 	/* An attempt whose reply never came may have taken the lock: give it back behind
 	 * that request, or it is held by nobody until its ttl ends. */
 	if (w->rc == WAIT_ERR && w->lock_rc == LOCK_ERR && store_unanswered(w->s))
-		give_back(w->s, w->a, GIVE_BACK_MS);
+		give_back(w->s, w->a, by_deadline(w, GIVE_BACK_MS));
 	return w->rc;
 }
 
@@ -658,7 +676,9 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	uint32_t seed = jitter_seed();
 	int rc, outage = 0;
 
-	while ((rc = store_open(out, cfg, 1, STORE_NO_CAP, err, errlen)) == STORE_ERR) {
+	/* -w: connecting (and the handshake) ends by the deadline too */
+	while ((rc = store_open(out, cfg, 1, wait_ms > 0 ? deadline : STORE_NO_CAP, err, errlen)) ==
+	       STORE_ERR) {
 		if (wait_ms == 0 || !store_fault_passing() || clock_ms() >= deadline)
 			break;
 		if (!outage++)
