@@ -685,6 +685,8 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 			outage_started(name, err, deadline);
 		if (!open_pause(sigfd, &step, &seed, deadline))
 			return STORE_ERR;
+		if (clock_ms() >= deadline) /* no try without time: err keeps the last one's */
+			break;
 	}
 	if (rc == STORE_OK && outage)
 		outage_ended(name, store_name(*out), start);
