@@ -477,7 +477,10 @@ static enum wait_state st_outage(struct wait_run *w)
 		return done(w, WAIT_ERR);
 	}
 	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
-	if (nap_until(w->a, w->s, w->h, w->start, until, "reconnecting", &w->drawn, w->signo) == -4)
+	char note[400]; /* what the progress line says it waits for: the server, the error */
+	snprintf(note, sizeof note, "Redis unavailable for %llds, reconnecting; last error: %.300s",
+	         (long long)((clock_ms() - w->outage_at) / 1000), w->err);
+	if (nap_until(w->a, w->s, w->h, w->start, until, note, &w->drawn, w->signo) == -4)
 		return done(w, WAIT_SIGNAL);
 	return ST_ATTEMPT;
 }
@@ -675,6 +678,7 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	int64_t deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	uint32_t seed = jitter_seed();
 	int rc, outage = 0;
+	int64_t due = start + PROGRESS_FIRST_MS; /* the next "still waiting" line */
 
 	/* -w: connecting (and the handshake) ends by the deadline too */
 	while ((rc = store_open(out, cfg, 1, wait_ms > 0 ? deadline : STORE_NO_CAP, err, errlen)) ==
@@ -683,6 +687,13 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 			break;
 		if (!outage++)
 			outage_started(name, err, deadline);
+		if (clock_ms() >= due) { /* as a busy wait's progress line (not under -q) */
+			log_warn("still waiting for '%s' after %llds: Redis unreachable, %d tries; "
+			         "last: %s%s",
+			         name, (long long)((clock_ms() - start) / 1000), outage, err,
+			         deadline == INT64_MAX ? " (retrying; no --wait deadline)" : "");
+			due = clock_ms() + PROGRESS_EVERY_MS;
+		}
 		if (!open_pause(sigfd, &step, &seed, deadline))
 			return STORE_ERR;
 		if (clock_ms() >= deadline) /* no try without time: err keeps the last one's */

@@ -103,6 +103,19 @@ ran_after_outage() {
 	kill -CONT "$REDIS_PID"
 }
 
+@test "waiting for an unreachable server without -w (a typo in the port): a periodic line says what it tries, for how long, the last error" {
+	local port
+	port=$(dead_port)
+	rlock_bg -u "redis://127.0.0.1:$port" -k typo -- touch ran
+	local pid=$RLOCK_PID err=$RLOCK_ERR
+	# first line at once, then after 10 s (as a busy lock's "still waiting")
+	wait_until 40 grep -q 'still waiting' "$err"
+	assert_regex "$(cat "$err")" "rlock: still waiting for 'typo' after 1[0-9]s: Redis unreachable, [0-9]+ tries; last: connect to 127\.0\.0\.1:$port: Connection refused \(retrying; no --wait deadline\)"
+	kill -TERM "$pid"
+	rlock_wait "$pid" 20
+	[[ ! -e ran ]]
+}
+
 @test "-n with the server down fails at once (69, one line)" {
 	local port
 	port=$(dead_port)
