@@ -365,7 +365,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	h->renewed_ago_ms = n > 9 ? field_number(e[9]) : -1;
 }
 
-/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
+ * kept, preemptible]]}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -376,6 +377,11 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->renewed_ago_ms = -1;
 	if (r->elements > 9)
 		copy_field(h->label, sizeof h->label, r->element[9]);
+	if (r->elements > 11) { /* since the busy reply says kept and preemptible */
+		h->kept = r->element[10]->type == RESP_STRING;
+		h->preemptible =
+		    r->element[11]->type == RESP_STRING && !strcmp(r->element[11]->str, "1");
+	}
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -440,7 +446,8 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_BUSY;
 	}
-	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
+	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12)) &&
+	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
 		l->supersede_placed = l->supersede;

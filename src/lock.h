@@ -150,6 +150,7 @@ struct holder {
 	int delayed;
 	/* since the last confirmed renewal (server's clock); -1 unknown */
 	long long renewed_ago_ms;
+	int preemptible; /* busy reply: the holder let --preempt stop it */
 };
 
 struct waiter {

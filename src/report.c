@@ -885,8 +885,14 @@ int report_history(struct store *s, const struct opts *o)
 		}
 		fputs("]}\n", stdout);
 	} else {
-		if (n == 0)
-			printf("%s: no history (config: history = N turns it on)\n", l.key);
+		if (n == 0 && o->history_len > 0)
+			printf("%s: no history yet (no run recorded under this name, or none "
+			       "within the retention)\n",
+			       l.key);
+		else if (n == 0)
+			printf("%s: no history (config: history = 0 here turns recording off; "
+			       "history = N turns it on)\n",
+			       l.key);
 		for (int i = 0; i < n; i++)
 			history_line(&e[i]);
 	}

@@ -410,8 +410,11 @@ static void announce_busy(struct wait_run *w)
 
 	if (w->announced)
 		return;
-	log_info("lock '%s' is busy (%s%s); waiting", w->a->name, w->h->delayed ? "" : "held by ",
-	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who));
+	log_info("lock '%s' is busy (%s%s); waiting%s", w->a->name, w->h->delayed ? "" : "held by ",
+	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
+	         w->a->lock->preempt && !w->h->delayed && w->h->host[0] && !w->h->preemptible
+	             ? " for its release: it is not --preemptible, so --preempt cannot stop it"
+	             : "");
 	w->announced = 1;
 	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
