@@ -437,6 +437,13 @@ static enum wait_state st_attempt(struct wait_run *w)
 			w->waiting = 1;
 		return done(w, WAIT_SIGNAL);
 	}
+	if (rc == LOCK_ERR && w->waiting && !w->outage && clock_ms() >= w->deadline) {
+		/* An attempt of a waiting request cut short by the -w deadline: the server
+		 * answered until now, the lock was busy the last it said; the attempt, if it
+		 * took the lock, is given back behind it (finish). */
+		log_debug("%s: at the --wait deadline", w->err);
+		return done(w, WAIT_BUSY);
+	}
 	if (rc == LOCK_ERR && w->waiting && !fresh) {
 		/* The connection that sat idle may simply have been closed (the server's
 		 * `timeout`, a restart): retry at once on a fresh one (the store never
@@ -613,7 +620,8 @@ static enum wait_rc finish(struct wait_run *w)
 		      w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms));
 	/* An attempt whose reply never came may have taken the lock: give it back behind
 	 * that request, or it is held by nobody until its ttl ends. */
-	if (w->rc == WAIT_ERR && w->lock_rc == LOCK_ERR && store_unanswered(w->s))
+	if ((w->rc == WAIT_ERR || w->rc == WAIT_BUSY) && w->lock_rc == LOCK_ERR &&
+	    store_unanswered(w->s))
 		give_back(w->s, w->a, by_deadline(w, GIVE_BACK_MS));
 	return w->rc;
 }
