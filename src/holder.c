@@ -90,8 +90,9 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 		         h->pttl_ms >= 0 ? " for " : "", h->pttl_ms >= 0 ? left : "",
 		         h->pttl_ms >= 0 ? " more" : "");
 	}
-	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "", cmd ? t.cmd : "",
-	         cmd ? ")" : "", label ? " [" : "", label ? t.label : "", label ? "]" : "", kept);
+	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "",
+	         cmd ? t.cmd : "", cmd ? ")" : "", label ? " [" : "", label ? t.label : "",
+	         label ? "]" : "", kept);
 	return buf;
 }
 

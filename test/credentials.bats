@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the command rlock runs; bats sets $stderr; each test exports its own RLOCK_PASSWORD
 # Credentials (SPEC §2, issue 3): password from the URL (warned about), --password-file
 # (refused when group/other can read or write it), REDISCLI_AUTH, RLOCK_PASSWORD;
 # ACL users with and without permission; NOAUTH/WRONGPASS/NOPERM → 69 with a clear
