@@ -708,7 +708,7 @@ creddir() {
 	exec_line() {
 		line=$(printf '%s\n' "$unit" | sed -n "s/^$1=//p")
 		line=${line//\$\$/\$}
-		line=${line//\/usr\/bin\/rlock/$RLOCK}
+		line=${line//exec rlock /exec $RLOCK }
 		line=${line//\/usr\/local\/bin\/reindex/$PWD/bin/reindex}
 		CREDENTIALS_DIRECTORY=$CREDS RUNTIME_DIRECTORY=$PWD/run RLOCK_URL=$URL eval "$line"
 	}
