@@ -128,6 +128,8 @@ static void holder_fields(FILE *f, const struct holder *h)
 	long long now = now_unix_ms();
 
 	json_who(f, h->host, h->pid, h->user);
+	fputs(",\"token\":", f); /* what --break --token compares */
+	json_str_or_null(f, h->token);
 	fputs(",\"command\":", f);
 	json_str_or_null(f, h->cmd);
 	fputs(",\"label\":", f);
@@ -295,8 +297,10 @@ static void print_holder(const struct holder *h)
 	     until[64];
 	long long now = now_unix_ms();
 	struct holder_text t;
+	char token[4 * sizeof h->token];
 
 	holder_text(h, now, &t);
+	esc(token, sizeof token, h->token[0] ? h->token : "?");
 	local_time(when, sizeof when, h->start_ms);
 	if (t.label[0])
 		snprintf(label, sizeof label, "  label    %s\n", t.label);
@@ -308,9 +312,9 @@ static void print_holder(const struct holder *h)
 		         "  kept     by --min-hold until %s: its command has exited\n", until);
 	}
 	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n%s"
-	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n",
+	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n  token    %s\n",
 	       t.host, t.pid, h->kept ? " (exited)" : "", t.user, t.cmd, label, when, t.held, state,
-	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence);
+	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence, token);
 	print_judgement(h, &t);
 }
 
