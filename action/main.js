@@ -37,7 +37,20 @@ function acquireArgs(key, label, logFile) {
   for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold']]) {
     if (lib.input(name)) args.push(option, lib.input(name));
   }
+  for (const name of ['supersede', 'preempt']) {
+    if (bool(name)) args.push(`--${name}`);
+  }
+  // Exit 80 when superseded, whatever a config file says (as -E 75 above).
+  if (bool('supersede')) args.push('--superseded-exit-code', '80');
   return args.concat(modeArgs(lib.input('mode')));
+}
+
+// A true/false input (YAML's spellings as the runner passes them; empty: false).
+function bool(name) {
+  const v = lib.input(name).toLowerCase();
+  if (['', 'false', 'no', 'off', '0'].includes(v)) return false;
+  if (['true', 'yes', 'on', '1'].includes(v)) return true;
+  throw new Error(`${name}: '${lib.input(name)}' is not true or false`);
 }
 
 // Who holds the lock now (their labels, else host and pid); '' when free or unknown.
@@ -96,8 +109,14 @@ function parseVars(out) {
 }
 
 function held(ctx, vars) {
-  const { key, label, waited, before } = ctx;
+  const { key, label, waited, before, conn } = ctx;
   for (const name of ['RLOCK_KEY', 'RLOCK_TOKEN', 'RLOCK_FENCE']) lib.exportVariable(name, vars[name]);
+  // Later steps reach the same server with the same credentials: the connection's
+  // config file (a job's own RLOCK_URL would beat its url: emptied).
+  if (conn) {
+    lib.exportVariable('RLOCK_CONFIG', conn.file);
+    if (conn.url && process.env.RLOCK_URL) lib.exportVariable('RLOCK_URL', '');
+  }
   lib.setOutput('fence', vars.RLOCK_FENCE);
   // Labels are anyone's text (other holders' above all): plain on stdout, Markdown-safe
   // in the summary.
@@ -127,9 +146,12 @@ function notHeld(ctx, r) {
     lib.command('error', `cancelled (${r.stoppedBy}) while taking the lock '${key}'`);
     return 1;
   }
-  if (r.status === 75) {
+  if (r.status === 75 || r.status === 80) {
+    // 80: --supersede, and a newer request took this one's place.
     const skip = lib.input('on-conflict') === 'skip';
-    const line = (k, by, who) => `${k} is busy${before ? ` (held by ${by})` : ''}: ${who} `
+    const what = (by) => (r.status === 80 ? 'went to a newer request (supersede)'
+      : `is busy${before ? ` (held by ${by})` : ''}`);
+    const line = (k, by, who) => `${k} ${what(by)}: ${who} `
       + `${skip ? 'skipped it' : 'gave up'} after ${waited} s`;
     lib.summary(line(lib.code(key), lib.markdown(before), lib.markdown(label || 'this job')));
     lib.command(skip ? 'notice' : 'error', line(`\`${key}\``, before, label || 'this job'));
@@ -150,22 +172,30 @@ async function main() {
   const log = path.join(process.env.RUNNER_TEMP || os.tmpdir(),
     `rlock-keeper-${crypto.randomBytes(8).toString('hex')}.log`);
   const args = acquireArgs(key, label, log);
+  // First (it masks the password before anything prints); its files go at the post
+  // step, or now if the lock is not taken.
+  const conn = lib.writeConnection();
+  if (conn) lib.saveState('conn', conn.dir);
   const rlock = lib.findRlock();
-  const env = lib.rlockEnv();
+  const env = lib.rlockEnv(conn);
   const before = holders(rlock, key, env);
   const start = process.hrtime.bigint();
   const r = await acquire(rlock, args, env);
   const waited = (Number(process.hrtime.bigint() - start) / 1e9).toFixed(1);
   const vars = parseVars(r.out);
   const token = vars.RLOCK_TOKEN || '';
-  const ctx = { rlock, key, label, env, waited, before };
+  const ctx = { rlock, key, label, env, waited, before, conn };
   if (token) lib.command('add-mask', token); // before any other line
   lib.setOutput('acquired', token ? 'true' : 'false');
   lib.setOutput('waited-seconds', waited);
   if (token && r.stoppedBy) return giveBack(ctx, token, r.stoppedBy);
-  if (!token) return notHeld(ctx, r);
+  if (!token) {
+    if (conn) lib.removeConnection(conn.dir);
+    return notHeld(ctx, r);
+  }
   for (const [name, value] of [['rlock', rlock], ['key', key], ['token', token], ['log', log],
-    ['label', label], ['since', Date.now()]]) lib.saveState(name, value);
+    ['label', label], ['since', Date.now()], ['conn-file', conn ? conn.file : ''],
+    ['conn-url', conn && conn.url ? 'true' : '']]) lib.saveState(name, value);
   held(ctx, vars);
   if (!cancel.by) return 0;
   lib.command('error', `cancelled (${cancel.by}): the post step gives the lock back`);

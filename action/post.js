@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The action's post step (post-if: always()): give the lock back with `rlock
-// --release`, after a failed or cancelled job too. A lock no longer held (its lease
-// lost during the job, or given up at --max-hold) fails the step with the keeper's
-// reason, so the run is red; a main step that took nothing leaves nothing to do.
+// --release`, after a failed or cancelled job too, and remove the connection's files.
+// A lock no longer held (its lease lost during the job, or given up at --max-hold)
+// fails the step with the keeper's reason, so the run is red; a main step that took
+// nothing leaves nothing to do.
 'use strict';
 
 const childProcess = require('child_process');
@@ -25,9 +26,11 @@ function main() {
   const token = lib.state('token');
   if (!token) return 0; // the main step took nothing: a quiet no-op
   const key = lib.state('key');
-  // The token in the environment, not on a command line that ps shows.
+  // The server and credentials of the main step (its connection's config file); the
+  // token in the environment, not on a command line that ps shows.
+  const conn = { file: lib.state('conn-file'), url: lib.state('conn-url') === 'true' };
   const r = childProcess.spawnSync(lib.state('rlock'), ['--key', key, '--release'], {
-    env: lib.rlockEnv({ RLOCK_TOKEN: token }),
+    env: lib.rlockEnv(conn, { RLOCK_TOKEN: token }),
     encoding: 'utf8',
     stdio: ['ignore', 'inherit', 'pipe'],
   });
@@ -57,4 +60,7 @@ try {
 } catch (e) {
   lib.command('error', `rlock: ${e.message}`);
   process.exitCode = 1;
+} finally {
+  // The connection's config and password files, whatever happened.
+  lib.removeConnection(lib.state('conn'));
 }

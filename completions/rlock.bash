@@ -8,12 +8,12 @@
 _rlock_opts_with_arg='-k --key --prefix -w --wait --timeout -E --conflict-exit-code
 -t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user
 --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout
---io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
+--io-timeout --node-timeout --wait-replicas --wait-aof --config --sentinel-user --sentinel-password-file --format --log-file --token --label'
 
-_rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --wait --timeout --conflict-exit-code --ttl
+_rlock_long_opts='--key --prefix --exclusive --shared --limit --fair --no-wait --nb --nonblock --nonblocking --wait --timeout --conflict-exit-code --ttl
 --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold --command --url --user --password-file --tls
 --cacert --cacertdir --cert --tls-key --sni --insecure --connect-timeout --io-timeout
---node-timeout --wait-replicas --config --verbose --quiet --json --status --break --list --help
+--node-timeout --wait-replicas --wait-aof --config --verbose --quiet --json --status --break --list --help
 --version --sentinel-user --sentinel-password-file --acquire --release --held --format --log-file --token --label'
 _rlock_long_opts+=' --check'
 _rlock_short_opts='-k -x -s -l -n -w -E -t -c -u -v -q -h -V'
@@ -187,6 +187,10 @@ _rlock() {
 		;;
 	--wait-replicas)
 		_rlock_compreply_words $'1\n2' "$cur"
+		return 0
+		;;
+	--wait-aof)
+		_rlock_compreply_words $'1\n1,1\n0,1' "$cur"
 		return 0
 		;;
 	--prefix | --user | --sni | -c | --command)

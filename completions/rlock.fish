@@ -36,7 +36,7 @@ function __rlock_locks
 end
 
 # Options that take a value as the next word.
-set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --config --sentinel-user --sentinel-password-file --format --log-file --token --label
+set -g __rlock_opts_with_arg -k --key --prefix -w --wait --timeout -E --conflict-exit-code -t --ttl --on-lost --warn --kill-after --min-hold --once-per --lock-delay --max-hold -l --limit -c --command -u --url --user --password-file --cacert --cacertdir --cert --tls-key --sni --connect-timeout --io-timeout --node-timeout --wait-replicas --wait-aof --config --sentinel-user --sentinel-password-file --format --log-file --token --label
 set -a __rlock_opts_with_arg --if-fence
 
 # True once the wrapped command has started on the command line (after "--" or the
@@ -71,6 +71,7 @@ complete -c rlock -n "not __rlock_in_command" -s s -l shared -d 'Shared lock: ma
 complete -c rlock -n "not __rlock_in_command" -s l -l limit -x -d 'At most N holders at once (a semaphore)'
 complete -c rlock -n "not __rlock_in_command" -l fair -d 'Waiters acquire in arrival order'
 complete -c rlock -n "not __rlock_in_command" -s n -l no-wait -d 'Fail at once when the lock is busy'
+complete -c rlock -n "not __rlock_in_command" -l nb -l nonblock -l nonblocking -d 'Same as --no-wait (flock\'s names)'
 complete -c rlock -n "not __rlock_in_command" -s w -l wait -x -a "$durations" -d 'Wait at most this long'
 complete -c rlock -n "not __rlock_in_command" -l timeout -x -a "$durations" -d 'Same as --wait'
 complete -c rlock -n "not __rlock_in_command" -s E -l conflict-exit-code -x -a '0 75' -d 'Exit status when not acquired'
@@ -104,6 +105,7 @@ complete -c rlock -n "not __rlock_in_command" -l connect-timeout -x -a "$duratio
 complete -c rlock -n "not __rlock_in_command" -l io-timeout -x -a "$durations" -d 'Per-request deadline (default 2s)'
 complete -c rlock -n "not __rlock_in_command" -l node-timeout -x -a "$durations" -d 'Redlock: deadline of each node reply (default 200ms)'
 complete -c rlock -n "not __rlock_in_command" -l wait-replicas -x -a '1 2' -d 'WAIT until N replicas have the lock'
+complete -c rlock -n "not __rlock_in_command" -l wait-aof -x -a '1 1,1 0,1' -d 'WAITAOF until the AOF of the master (and N replicas) has the lock'
 # Other
 complete -c rlock -n "not __rlock_in_command" -l config -r -F -d 'Config file'
 complete -c rlock -n "not __rlock_in_command" -s v -l verbose -d 'More diagnostics (repeatable)'

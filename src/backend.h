@@ -75,6 +75,8 @@ struct store_backend {
 	int (*is_holder)(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
 	                 struct holding *hd, char *err, size_t errlen);
 	int (*wait_replicas)(void *ctx, int n, char *err, size_t errlen);
+	/* store_wait_aof; NULL: the backend cannot (Redlock) */
+	int (*wait_aof)(void *ctx, int local, int replicas, char *err, size_t errlen);
 	/* SCAN every master for keys matching match; each page of names (an array reply)
 	 * to page(arg, names). 0, page's non-zero return, or -1 with the reason. */
 	int (*list)(void *ctx, const char *match,

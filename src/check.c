@@ -37,6 +37,7 @@ struct node {
 	const struct opts *o;
 	struct out *out;
 	struct resp_reply *info; /* INFO's text, or NULL (refused) */
+	int waitaof_early;       /* WAITAOF can return before the fsync with everysec */
 	char key[300]; /* the throwaway key of the rights tried: PREFIX{rlock-check-HEX} */
 	char channel[320];
 };
@@ -256,11 +257,65 @@ static int info_int(const struct node *n, const char *name, long long dflt)
 	return info_field(n, name, v, sizeof v) ? (int)strtoll(v, NULL, 10) : (int)dflt;
 }
 
+/* "7.2.4" as 70204 (0: not a version). */
+static long version_number(const char *v)
+{
+	long major = 0, minor = 0, patch = 0;
+
+	if (sscanf(v, "%ld.%ld.%ld", &major, &minor, &patch) < 2)
+		return 0;
+	return major * 10000 + minor * 100 + patch;
+}
+
+/* What the server's version means for rlock: the commands of its features that came
+ * after the 5.0 every script needs (TIME before writes: effects replication). Valkey
+ * speaks as Redis 7.2.4 (redis_version) and has everything Redis 7.2 has. */
+static void check_features(struct node *n, long compat, const char *product)
+{
+	const char *name = n->srv->name;
+	int aof = n->o->wait_aof_local || n->o->wait_aof_replicas;
+
+	if (!compat)
+		return;
+	if (compat < 50000) {
+		finding(n->out, L_UNSAFE, name, "features", "Redis 6.2 or later, or Valkey",
+		        "%s is older than Redis 5.0: rlock's scripts read TIME before they write "
+		        "(effects replication, 5.0+)",
+		        product);
+		return;
+	}
+	if (compat < 70200 && aof) {
+		finding(n->out, L_UNSAFE, name, "features",
+		        "Redis 7.2 or later, or Valkey; or drop --wait-aof",
+		        "%s has no WAITAOF: with --wait-aof every run exits 69 before its command",
+		        product);
+		return;
+	}
+	char missing[300] = "";
+	if (compat < 60000)
+		snprintf(missing, sizeof missing,
+		         "no KEEPTTL or ACL users (6.0): -s/--limit and a user in the URL fail; ");
+	if (compat < 60200)
+		snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+		         "no SET ... GET (6.2): --history records no run's end; ");
+	if (compat < 70000)
+		snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+		         "no ACL DRYRUN (7.0): --check tries the rights on a throwaway key; ");
+	finding(n->out, compat < 60200 ? L_WARN : L_OK, name, "features",
+	        compat < 60200 ? "Redis 6.2 or later, or Valkey" : NULL, "%s%s", missing,
+	        compat < 70200     ? "no WAITAOF (7.2): --wait-aof is refused (exit 69)"
+	        : n->waitaof_early ? "WAITAOF, but with appendfsync everysec it can answer before "
+	                             "the fsync (redis/redis#13793): --wait-aof needs appendfsync "
+	                             "always here"
+	                           : "WAITAOF: --wait-aof can make a grant survive a restart");
+}
+
 static void check_version(struct node *n)
 {
 	struct resp_reply *r = NULL;
-	char err[512], v[64], mode[32];
+	char err[512], v[64], mode[32], server[32], own[64], key[48], product[128];
 
+	n->waitaof_early = 0;
 	if (cmd(n, &r, err, sizeof err, "INFO", NULL) == LOCK_OK && r->type == RESP_STRING) {
 		n->info = r;
 	} else {
@@ -272,9 +327,32 @@ static void check_version(struct node *n)
 		return;
 	}
 	info_field(n, "redis_version", v, sizeof v);
-	info_field(n, "redis_mode", mode, sizeof mode);
-	finding(n->out, L_OK, n->srv->name, "version", NULL, "Redis %s (%s)", v[0] ? v : "?",
-	        mode[0] ? mode : "standalone");
+	/* Valkey renamed redis_mode to server_mode (8.0) */
+	if (!info_field(n, "redis_mode", mode, sizeof mode))
+		info_field(n, "server_mode", mode, sizeof mode);
+	/* Valkey (and its kin) names itself in server_name and gives its own version in
+	 * NAME_version; redis_version is then the Redis it is compatible with. */
+	info_field(n, "server_name", server, sizeof server);
+	snprintf(key, sizeof key, "%.30s_version", server);
+	if (server[0] && strcmp(server, "redis") != 0 && info_field(n, key, own, sizeof own)) {
+		snprintf(product, sizeof product, "%.30s %.40s",
+		         strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
+		/* Valkey 8.0 has the WAITAOF bug of Redis 7.4.0-7.4.2 (below) */
+		long ov = version_number(own);
+		n->waitaof_early = strcmp(server, "valkey") == 0 && ov >= 80000 && ov < 80100;
+		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s; speaks as Redis %s)",
+		        product, mode[0] ? mode : "standalone", v[0] ? v : "?");
+	} else {
+		snprintf(product, sizeof product, "Redis %.40s", v[0] ? v : "?");
+		/* With appendfsync everysec, WAITAOF could count writes as fsynced that were
+		 * written less than a second after the last fsync (redis/redis#13793: 7.4.0
+		 * to 7.4.2); seen on Valkey 8.0.1 by test/faults/run's aof-crash rows. */
+		long rv = version_number(v);
+		n->waitaof_early = rv >= 70400 && rv < 70403;
+		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s)", product,
+		        mode[0] ? mode : "standalone");
+	}
+	check_features(n, version_number(v), product);
 }
 
 /* SCRIPT LOAD of each script: cached, not run. NOPERM: EVAL of a no-op instead. */
@@ -416,11 +494,22 @@ static void check_persistence(struct node *n)
 		                       : "; AOF is off");
 		return;
 	}
-	if (strcmp(aof, "yes") != 0)
+	if (strcmp(aof, "yes") != 0 && n->o->wait_aof_local)
+		finding(n->out, L_UNSAFE, name, "persistence",
+		        "CONFIG SET appendonly yes (and in "
+		        "redis.conf), or drop --wait-aof",
+		        "appendonly no: with --wait-aof every run exits 69 before its command");
+	else if (strcmp(aof, "yes") != 0)
 		check_rdb_only(n, save);
 	else if (strcmp(fsync, "always") == 0)
 		finding(n->out, L_OK, name, "persistence", NULL,
 		        "appendonly yes, appendfsync always");
+	else if (strcmp(fsync, "everysec") == 0 && n->waitaof_early &&
+	         (n->o->wait_aof_local || n->o->wait_aof_replicas))
+		finding(n->out, L_UNSAFE, name, "persistence", fix,
+		        "appendonly yes, appendfsync everysec, and this version's WAITAOF can "
+		        "answer before the fsync (redis/redis#13793): --wait-aof does not make "
+		        "the grant survive a crash here");
 	else if (strcmp(fsync, "everysec") == 0)
 		finding(
 		    n->out, L_WARN, name, "persistence", fix,

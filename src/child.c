@@ -29,13 +29,89 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 #define KILL_REPEAT_MS      100   /* SIGKILL again while the group is not yet empty */
 #define KILL_GIVE_UP_MS     10000 /* after SIGKILL, stop waiting for an unkillable process */
 
+/* What rlock inherited from its caller and changes for itself (child_inherit), handed
+ * back to the command as it was given (child_exec). */
+static struct {
+	struct sigaction chld, pipe; /* SIG_DFL or SIG_IGN: exec keeps nothing else */
+	sigset_t ignored;            /* forwarded signals the caller ignores */
+	struct rlimit core, nofile;
+	int core_saved, nofile_saved;
+	int closed[3]; /* fds 0-2 the caller closed (rlock puts /dev/null there) */
+} given;
+
+/* The descriptors rlock may need at once (sockets of a quorum, signalfds, the
+ * watchdog's and the command's pipes, eventfds): a lower soft limit is raised to this
+ * (the hard limit allowing) for rlock alone. */
+#define NOFILE_NEED 256
+
+void child_inherit(void)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+	struct rlimit no_core;
+
+	sigemptyset(&dfl.sa_mask);
+	sigemptyset(&ign.sa_mask);
+	for (int fd = 0; fd < 3; fd++)
+		given.closed[fd] = fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+	/* SIGCHLD ignored: the kernel would reap the command itself and send no SIGCHLD,
+	 * and rlock would never learn that it ended (timeout(1) resets it too). */
+	sigaction(SIGCHLD, &dfl, &given.chld);
+	/* SIGPIPE: a diagnostic to a pipe whose reader left must fail (EPIPE), never kill
+	 * rlock before its command runs. */
+	sigaction(SIGPIPE, &ign, &given.pipe);
+	/* A forwarded signal the caller ignores (nohup's SIGHUP, a background job's SIGINT)
+	 * is not rlock's either: neither forwarded nor the end of a wait (timeout(1)). */
+	sigemptyset(&given.ignored);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) {
+		struct sigaction sa;
+		if (sigaction(forwarded[i], NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&given.ignored, forwarded[i]);
+	}
+	/* No core file of a process that holds a password or a token. */
+	if (getrlimit(RLIMIT_CORE, &given.core) == 0) {
+		given.core_saved = 1;
+		no_core = given.core;
+		no_core.rlim_cur = 0;
+		setrlimit(RLIMIT_CORE, &no_core);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &given.nofile) == 0 && given.nofile.rlim_cur < NOFILE_NEED &&
+	    given.nofile.rlim_cur < given.nofile.rlim_max) {
+		struct rlimit more = given.nofile;
+		more.rlim_cur = more.rlim_max < NOFILE_NEED ? more.rlim_max : NOFILE_NEED;
+		given.nofile_saved = setrlimit(RLIMIT_NOFILE, &more) == 0;
+	}
+}
+
+void child_inherit_listen_all(void)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+	sigemptyset(&dfl.sa_mask);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		if (sigismember(&given.ignored, forwarded[i]))
+			sigaction(forwarded[i], &dfl, NULL);
+	sigemptyset(&given.ignored);
+}
+
+int child_ignored(int sig)
+{
+	return sigismember(&given.ignored, sig) == 1;
+}
+
+/* The forwarded signals rlock listens to: those its caller does not ignore. */
+static void forwarded_set(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		if (!sigismember(&given.ignored, forwarded[i]))
+			sigaddset(set, forwarded[i]);
+}
+
 int child_signals_block(sigset_t *orig)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&set, forwarded[i]);
+	forwarded_set(&set);
 	sigaddset(&set, SIGCHLD);
 	sigset_t fdset = set;
 	/* Never die of a write to a closed socket (hiredis 0.14 trap; OpenSSL writes too),
@@ -51,9 +127,7 @@ int child_term_fd(void)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&set, forwarded[i]);
+	forwarded_set(&set);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
@@ -74,8 +148,18 @@ void child_die_of(int sig)
 
 void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig)
 {
-	/* rlock changes no signal disposition (it blocks and reads a signalfd), so the
-	 * caller's mask is all there is to give back. */
+	/* What the caller gave rlock, as it gave it (child_inherit): the dispositions
+	 * rlock changed for itself, the limits, fds 0-2 it closed, then the mask (rlock blocks and
+	 * reads a signalfd for the rest). System calls only: this runs in a vfork child. */
+	sigaction(SIGCHLD, &given.chld, NULL);
+	sigaction(SIGPIPE, &given.pipe, NULL);
+	if (given.core_saved)
+		setrlimit(RLIMIT_CORE, &given.core);
+	if (given.nofile_saved)
+		setrlimit(RLIMIT_NOFILE, &given.nofile);
+	for (int fd = 0; fd < 3; fd++)
+		if (given.closed[fd])
+			close(fd);
 	sigprocmask(SIG_SETMASK, orig, NULL);
 	if (shell_command)
 		execl("/bin/sh", "sh", "-c", shell_command, (char *)NULL);
@@ -474,8 +558,10 @@ static void follow_stop(struct child *ch, int stopsig)
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
+	sigset_t cur;
 	if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
-	    sa.sa_handler == SIG_IGN)
+	    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
+	    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
 		sig = SIGSTOP;
 	kill(getpid(), sig);
 	/* Continued. */
@@ -797,8 +883,11 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 		return RL_EX_LOST;
 	}
 	if (ch->timed_out) {
-		ch->term_sig = 0; /* stopped by us: 124, as timeout(1) */
-		return RL_EX_TIMEOUT;
+		/* Stopped by us, as timeout(1) says it: 124, or 137 (128+9) when it took
+		 * SIGKILL to stop the command; an exit status, not a signal of rlock's own. */
+		int killed = ch->term_sig == SIGKILL;
+		ch->term_sig = 0;
+		return killed ? RL_EX_TIMEOUT_KILLED : RL_EX_TIMEOUT;
 	}
 	if (ch->term_sig == SIGKILL && ch->watch_by != WATCHDOG_NONE &&
 	    clock_ms() >= ch->watch_by) {

@@ -14,8 +14,27 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Block the supervised signals; returns a close-on-exec signalfd, or -1. *orig gets
- * the original mask, restored in the child before exec. */
+/* First thing in main: normalise what rlock relies on and its caller may have set
+ * otherwise, remembering what the caller gave (child_exec hands it to the command as
+ * given): SIGCHLD to SIG_DFL (ignored, the kernel reaps the command unseen), SIGPIPE
+ * ignored (a diagnostic to a reader gone fails with EPIPE instead of killing rlock),
+ * the soft RLIMIT_CORE to 0 (rlock holds secrets), a soft RLIMIT_NOFILE below what
+ * rlock may need raised (within the hard limit); note fds 0-2 the caller closed
+ * (closed again for the command: cli_open_std_fds puts /dev/null there for rlock); and note the
+ * forwarded signals the caller ignores: rlock neither forwards them nor ends a wait on them. */
+void child_inherit(void);
+
+/* The keeper (no command to hand signals to; its control is SIGTERM, SIGUSR1...):
+ * listen to every forwarded signal, ignored by the caller or not. Before
+ * child_signals_block(). */
+void child_inherit_listen_all(void);
+
+/* Whether the caller ignored forwarded signal sig (child_inherit). */
+int child_ignored(int sig);
+
+/* Block the supervised signals (the forwarded ones the caller does not ignore); returns a
+ * close-on-exec signalfd, or -1. *orig gets the original mask, restored in the child before exec.
+ */
 int child_signals_block(sigset_t *orig);
 
 /* A close-on-exec, non-blocking signalfd of the terminating signals alone (those of
@@ -99,7 +118,8 @@ struct supervise_args {
  * group is empty (after a loss: once SIGKILL has emptied it). Returns rlock's exit
  * status: the command's status, 128+N if it died of signal N (ch->term_sig = N), 79 if
  * the lock was lost and the group was signalled for it, else 124 if stop_at passed and
- * the group was stopped for it (ch->timed_out). */
+ * the group was stopped for it (ch->timed_out), 137 if the command itself then died of
+ * SIGKILL. */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
 /* Give the terminal back if the command's group has it, tell the watchdog all is well

@@ -75,13 +75,15 @@ struct optdef {
 	long long def;        /* the default, with F_DEF */
 	long long value;      /* what a switch sets (T_SWITCH, T_SET_MS; a setter's choice) */
 	const char *def_text; /* a default given as a value (through the setter) */
+	const char *aliases;  /* other long names on the command line (flock's), ' '-separated */
+	int alias_letter;     /* another short option (flock's), not shown by --help */
 	const char *env;      /* an environment variable above the config file */
 	int (*check)(const char *, char *, size_t); /* T_STRING: a parser that says why not */
 	setter_fn *set;                             /* T_SPECIAL */
 };
 
 static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
-    opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format;
+    opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format, opt_wait_aof;
 
 #define AT(field)              .off = offsetof(struct opts, field)
 #define SWITCH(field, v)       .type = T_SWITCH, AT(field), .value = (v)
@@ -120,15 +122,17 @@ static const struct optdef options[] = {
         SPECIAL(opt_key)),
     OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
-    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x)", SPECIAL(opt_kind),
-        .value = KIND_EXCLUSIVE),
+    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
+        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
         SPECIAL(opt_kind), .value = KIND_SHARED),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
         SPECIAL(opt_kind), .value = KIND_LIMIT, AT(limit), .min = 1, .max = LOCK_LIMIT_MAX),
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)", SWITCH(fair, 1)),
-    OPT("no-wait", 'n', 0, NULL, "fail at once when the lock is busy", .type = T_SET_MS,
-        AT(wait_ms), .value = 0),
+    OPT("no-wait", 'n', 0, NULL,
+        "fail at once when the lock is busy (flock's\n"
+        "--nb, --nonblock, --nonblocking also work)",
+        .type = T_SET_MS, AT(wait_ms), .value = 0, .aliases = "nb nonblock nonblocking"),
     OPT_DEF("wait", 'w', F_ARG, "DUR",
             "wait at most DUR for the lock, and for a server\n"
             "that cannot serve yet (default: forever)",
@@ -165,7 +169,8 @@ static const struct optdef options[] = {
         "DUR more: a stalled holder cannot race the next",
         DURATION(lock_delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
-        "stop the command after DUR as timeout(1) does,\nrelease, exit 124 (0: no limit)",
+        "stop the command after DUR as timeout(1) does,\n"
+        "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
         DURATION(max_hold_ms, 0)),
     OPT("supersede", 0, F_RUN, NULL,
         "wait as the newest request only: a newer\n"
@@ -235,6 +240,12 @@ static const struct optdef options[] = {
         "after acquiring, wait (up to --io-timeout) until\n"
         "N replicas have the lock; else release, exit 69",
         INT(wait_replicas, 0, 1000)),
+    OPT("wait-aof", 0, F_ARG, "L[,R]",
+        "after acquiring, WAITAOF (up to --io-timeout)\n"
+        "until the lock is in the AOF of the master (L=1)\n"
+        "and of R replicas; else (or no WAITAOF, AOF\n"
+        "off) release, exit 69",
+        SPECIAL(opt_wait_aof)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"
         "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
@@ -423,7 +434,7 @@ static const struct optdef *option_by_val(int val)
 	if (val >= OPT_VAL_LONG)
 		return i < NOPTIONS && options[i].name ? &options[i] : NULL;
 	for (i = 0; i < NOPTIONS; i++)
-		if (options[i].name && options[i].letter == val)
+		if (options[i].name && (options[i].letter == val || options[i].alias_letter == val))
 			return &options[i];
 	return NULL;
 }
@@ -446,13 +457,15 @@ static const struct optdef *config_option(const char *name)
 	return option_by_name(name);
 }
 
-/* getopt_long's tables, from the option table. */
-static struct option long_opts[NOPTIONS + 1];
-static char short_opts[2 * NOPTIONS + 2];
+/* getopt_long's tables, from the option table (an alias is one more entry for its row). */
+#define NALIASES 8
+static struct option long_opts[NOPTIONS + NALIASES + 1];
+static char short_opts[2 * NOPTIONS + NALIASES + 2];
+static char alias_names[NALIASES][16];
 
 static void build_getopt_tables(void)
 {
-	size_t nl = 0, ns = 0;
+	size_t nl = 0, ns = 0, na = 0;
 
 	short_opts[ns++] = '+'; /* stop at the command: its options are its own */
 	for (size_t i = 0; i < NOPTIONS; i++) {
@@ -466,6 +479,22 @@ static void build_getopt_tables(void)
 			short_opts[ns++] = (char)d->letter;
 			if (d->flags & F_ARG)
 				short_opts[ns++] = ':';
+		}
+		if (d->alias_letter) {
+			short_opts[ns++] = (char)d->alias_letter;
+			if (d->flags & F_ARG)
+				short_opts[ns++] = ':';
+		}
+		for (const char *a = d->aliases; a && *a;) {
+			size_t len = strcspn(a, " ");
+			if (na >= NALIASES || len >= sizeof alias_names[0])
+				abort(); /* the table above is wrong */
+			memcpy(alias_names[na], a, len);
+			alias_names[na][len] = '\0';
+			long_opts[nl++] = (struct option){
+			    alias_names[na++], d->flags & F_ARG ? required_argument : no_argument,
+			    NULL, getopt_val(d)};
+			a += len + (a[len] == ' ');
 		}
 	}
 	long_opts[nl] = (struct option){NULL, 0, NULL, 0};
@@ -533,6 +562,8 @@ static void cli_error(int status, const char *fmt, ...)
 #define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
 #define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
 
+static int stdout_closed;
+
 void cli_open_std_fds(void)
 {
 	/* With fd 0, 1 or 2 closed, the next open() (a Redis socket) would take its number
@@ -545,7 +576,14 @@ void cli_open_std_fds(void)
 			close(fd);
 			return;
 		}
+		if (fd == STDOUT_FILENO)
+			stdout_closed = 1;
 	}
+}
+
+int cli_stdout_closed(void)
+{
+	return stdout_closed;
 }
 
 static void set_secret(struct state *s, enum secret_slot slot, const char *pw, size_t len,
@@ -859,6 +897,30 @@ static void opt_warn(struct state *s, const struct optdef *d, const char *val, c
 	if (s->o->warn_signal == SIGKILL || s->o->warn_signal == SIGSTOP)
 		usage_error("%s: the warning must be a signal the command can catch, not %s", src,
 		            val);
+}
+
+/* --wait-aof LOCAL[,REPLICAS]: LOCAL 0 or 1 (WAITAOF's numlocal), REPLICAS 0..1000;
+ * "0" (or "0,0"): not asked. */
+static void opt_wait_aof(struct state *s, const struct optdef *d, const char *val, const char *src,
+                         int cli)
+{
+	char *end;
+	long rep = 0;
+
+	(void)d, (void)cli;
+	if ((val[0] != '0' && val[0] != '1') || (val[1] && val[1] != ','))
+		usage_error("%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+		            src, val);
+	if (val[1] == ',') {
+		errno = 0;
+		rep = strtol(val + 2, &end, 10);
+		if (val[2] < '0' || val[2] > '9' || *end || errno || rep > 1000)
+			usage_error(
+			    "%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+			    src, val);
+	}
+	s->o->wait_aof_local = val[0] - '0';
+	s->o->wait_aof_replicas = (int)rep;
 }
 
 static void opt_on_lost(struct state *s, const struct optdef *d, const char *val, const char *src,
@@ -1403,6 +1465,10 @@ static void print_version(void)
 
 int cli_close_stdout(void)
 {
+	if (stdout_closed) {
+		log_error("cannot write to standard output: it is closed");
+		return RL_EX_IOERR;
+	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		log_error("cannot write to standard output: %s",
 		          errno ? strerror(errno) : "write error");
@@ -1488,6 +1554,8 @@ static void validate_server(struct state *s)
 
 	if (o->nurls > 1 && o->wait_replicas > 0)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
+	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
+		usage_error("--wait-aof does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
 	distinct_nodes(o);

@@ -76,6 +76,8 @@ struct opts {
 	int64_t io_timeout_ms;
 	int64_t node_timeout_ms; /* Redlock: deadline of one round of requests */
 	int wait_replicas;       /* WAIT for this many replicas after acquiring */
+	int wait_aof_local;      /* --wait-aof LOCAL[,REPLICAS]: WAITAOF after acquiring */
+	int wait_aof_replicas;   /* (both 0: not asked) */
 	int eviction_warning;    /* config `eviction-warning = off`: 0 (acknowledged) */
 
 	int json;
@@ -97,8 +99,12 @@ struct opts {
  * closed), so no socket or file of ours takes their numbers. */
 void cli_open_std_fds(void);
 
+/* Whether stdout was closed when rlock started (cli_open_std_fds): what rlock writes
+ * there reaches nobody. */
+int cli_stdout_closed(void);
+
 /* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
- * pipe). For --status, --list, --help and --version. */
+ * pipe, a stdout closed at start). For --status, --list, --help and --version. */
 int cli_close_stdout(void);
 
 /* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in the

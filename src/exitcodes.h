@@ -42,7 +42,10 @@
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \
-	X(127, RL_EX_NOTFOUND, NULL, NULL)
+	X(127, RL_EX_NOTFOUND, NULL, NULL)                                                         \
+	X(137, RL_EX_TIMEOUT_KILLED, "137",                                                        \
+	  "--max-hold expired and it took SIGKILL to stop the command (128+9,\n"                   \
+	  "as timeout(1))")
 
 enum rlock_exit {
 #define RL_EX_ENUM(code, name, shown, meaning) name = code,

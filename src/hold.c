@@ -290,7 +290,8 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		         (double)(clock_ms() - asked_ms) / 1000, l->fence, (long long)l->ttl_ms);
 	else
 		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
-	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, signo, err, errlen);
+	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, sp->wait_aof_local,
+	                sp->wait_aof_replicas, signo, err, errlen);
 	if (rc != WAIT_ACQUIRED)
 		return rc;
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a

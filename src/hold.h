@@ -28,7 +28,8 @@ struct hold_spec {
 	enum lock_mode mode;
 	int limit, fair;
 	int wait_replicas;
-	int status_line;      /* draw wait.h's live line */
+	int wait_aof_local, wait_aof_replicas; /* --wait-aof (both 0: none) */
+	int status_line;                       /* draw wait.h's live line */
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
 	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */

@@ -137,9 +137,11 @@ void keeper_detach(const struct keeper_args *k)
 	sigset_t set, orig;
 	int p[2];
 
+	/* Not a signal its caller ignores (nohup's SIGHUP): that would end the hold. */
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
-		sigaddset(&set, passed_on[i]);
+		if (!child_ignored(passed_on[i]))
+			sigaddset(&set, passed_on[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
 		parent_fail(RL_EX_OSERR, k->github);
@@ -168,6 +170,7 @@ void keeper_detach(const struct keeper_args *k)
 	 * nothing of the caller's but stderr, which it keeps until the lock is held so that
 	 * a busy lock or an unreachable server is reported where the caller looks. */
 	sigprocmask(SIG_SETMASK, &orig, NULL);
+	child_inherit_listen_all(); /* SIGTERM and SIGUSR1 (--release) are its controls */
 	close(p[0]);
 	report_fd = p[1];
 	setsid();
@@ -226,10 +229,12 @@ static int report_to_parent(const struct lock *l)
 	return 0;
 }
 
-/* The record of a hold's end (keeper.h): its path, into path (n bytes). With create,
- * the directory is made if missing. -1 when there is no directory of the user's own
- * (another owner, a link, open to others: never trusted). */
-static int ended_path(const char *key, const char *token, int create, char *path, size_t n)
+/* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
+ * ended) or "keeper" (who keeps it, keeper_mark): its path, into path (n bytes). With
+ * create, the directory is made if missing. -1 when there is no directory of the
+ * user's own (another owner, a link, open to others: never trusted). */
+static int record_path(const char *kind, const char *key, const char *token, int create, char *path,
+                       size_t n)
 {
 	const char *rt = getenv("XDG_RUNTIME_DIR");
 	char dir[300];
@@ -252,8 +257,136 @@ static int ended_path(const char *key, const char *token, int create, char *path
 	}
 	for (const char *p = token; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	snprintf(path, n, "%s/ended-%016llx", dir, (unsigned long long)h);
+	snprintf(path, n, "%s/%s-%016llx", dir, kind, (unsigned long long)h);
 	return 0;
+}
+
+static int ended_path(const char *key, const char *token, int create, char *path, size_t n)
+{
+	return record_path("ended", key, token, create, path, n);
+}
+
+/* Who a process is beyond its pid, which a reboot or another pid namespace (a
+ * container's restart) gives to another process: the boot, the pid namespace it was
+ * seen from, its start time (clock ticks after boot, /proc/PID/stat field 22). */
+struct proc_id {
+	long pid;
+	unsigned long long start;
+	unsigned long long pidns;
+	char boot[40];
+};
+
+/* /proc/PID/stat: its name is KEEPER_COMM, it is not a zombie, and its start time into
+ * *start. 0, or -1. */
+static int keeper_stat(long pid, unsigned long long *start)
+{
+	char path[64], stat[1024];
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, stat, sizeof stat - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	stat[n] = '\0';
+	/* pid (comm) state ... field 22 starttime */
+	const char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
+	char state;
+	if (!open_paren || !close_paren || close_paren[1] != ' ' ||
+	    close_paren - open_paren - 1 != (ptrdiff_t)strlen(KEEPER_COMM) ||
+	    strncmp(open_paren + 1, KEEPER_COMM, strlen(KEEPER_COMM)) != 0 ||
+	    sscanf(close_paren + 1,
+	           " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+	           "%llu",
+	           &state, start) != 2)
+		return -1;
+	return state == 'Z' || state == 'X' ? -1 : 0;
+}
+
+/* This boot and this process's pid namespace into *id (not its pid or start). */
+static int here(struct proc_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof *id);
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, id->boot, sizeof id->boot - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	id->boot[n] = '\0';
+	id->boot[strcspn(id->boot, "\n")] = '\0';
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -1;
+	id->pidns = ((unsigned long long)st.st_dev << 32) ^ (unsigned long long)st.st_ino;
+	return 0;
+}
+
+/* The keeper's mark (keeper_mark): who keeps the hold of key under token. 0, or -1
+ * (none, or not one of ours). */
+static int mark_read(const char *key, const char *token, struct proc_id *id)
+{
+	char path[400], buf[200];
+
+	if (record_path("keeper", key, token, 0, path, sizeof path) < 0)
+		return -1;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid()
+	                ? read(fd, buf, sizeof buf - 1)
+	                : -1;
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	memset(id, 0, sizeof *id);
+	return sscanf(buf, "%ld %llu %llu %39s", &id->pid, &id->start, &id->pidns, id->boot) == 4
+	           ? 0
+	           : -1;
+}
+
+/* Written by the keeper before it reports (so that a --release right after the eval
+ * finds it), removed when it ends: its pid, start time, pid namespace and boot, under
+ * the hold's key and token in the user's own directory. --release signals only the
+ * process this names (stop_keeper). Best effort: without it, --release releases only. */
+static void keeper_mark(const struct lock *l)
+{
+	char path[400], tmp[420], line[200];
+	struct proc_id me;
+
+	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0 ||
+	    record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+		return;
+	}
+	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+	int len = snprintf(line, sizeof line, "%ld %llu %llu %s\n", (long)getpid(), me.start,
+	                   me.pidns, me.boot);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	int ok = len > 0 && write(fd, line, (size_t)len) == len;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+	}
+}
+
+static void keeper_unmark(const struct lock *l)
+{
+	char path[400];
+	struct proc_id id;
+
+	/* Only its own: a mark of another process (a pid reused, a token copied) stays. */
+	if (mark_read(l->key, l->token, &id) == 0 && id.pid == (long)getpid() &&
+	    record_path("keeper", l->key, l->token, 0, path, sizeof path) == 0)
+		unlink(path);
 }
 
 /* Record why the keeper's hold of l ended ("REASON at TIME"), atomically (a temporary
@@ -334,7 +467,7 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 	}
 }
 
-int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
+static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
 	char err[400];
@@ -348,6 +481,7 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 		return hold_release(h, 0), RL_EX_USAGE;
 	if (k->log_file)
 		log_stamped();
+	keeper_mark(l);
 	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
@@ -393,54 +527,110 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 	return rc;
 }
 
-/* Is pid a live rlock keeper (not a zombie waiting for init to reap it, not a pid the
- * system has since given to another program)? */
-static int is_keeper(long pid)
+int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
 {
-	char path[64], stat[512];
+	int rc = hold_kept(h, sigfd, k);
 
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	keeper_unmark(&h->l[0]);
+	return rc;
+}
+
+/* Is the keeper *id still running: a live rlock keeper (not a zombie waiting for init
+ * to reap it) with the pid and the start time it recorded? */
+static int is_keeper(const struct proc_id *id)
+{
+	unsigned long long start;
+
+	return keeper_stat(id->pid, &start) == 0 && start == id->start;
+}
+
+int keeper_judge(const char *key, const char *token, long long pid)
+{
+	struct proc_id id, now;
+
+	if (mark_read(key, token, &id) < 0 || id.pid != pid)
+		return -2;
+	if (here(&now) < 0)
+		return -1;
+	if (strcmp(now.boot, id.boot) != 0)
+		return 0; /* no process outlives its boot */
+	if (now.pidns != id.pidns)
+		return -1; /* its pid means nothing here */
+	return is_keeper(&id);
+}
+
+/* The keeper that holds h, proven to be the process its mark (keeper_mark) names on
+ * this boot, seen from this pid namespace: 0 with *id, or -1 (why: a debug line). */
+static int find_keeper(const struct holder *h, const char *key, const char *token,
+                       struct proc_id *id)
+{
+	char host[256] = "";
+	struct proc_id now;
+	const char *why = NULL;
+
+	gethostname(host, sizeof host - 1);
+	if (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1)
+		why = "the lock's holder is no keeper on this host";
+	else if (mark_read(key, token, id) < 0 || id->pid != (long)h->pid)
+		why = "no record of its keeper here";
+	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
+		why = "its keeper ran before this boot";
+	else if (now.pidns != id->pidns)
+		why = "its keeper runs in another pid namespace";
+	else if (!is_keeper(id))
+		why = "its keeper is gone (its pid names another process, or none)";
+	if (why)
+		log_debug("%s: not signalled", why);
+	return why ? -1 : 0;
+}
+
+/* SIGUSR1 to the keeper *id, and only to it: through a pidfd, opened and then proven to
+ * name it (its start time), when the kernel has them. A pidfd (POLLIN once it exited)
+ * into *pidfd, or -1. 0, or -1 (not signalled). */
+static int signal_keeper(const struct proc_id *id, int *pidfd)
+{
+	*pidfd = -1;
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
+	if (fd >= 0) {
+		if (!is_keeper(id) || syscall(SYS_pidfd_send_signal, fd, SIGUSR1, NULL, 0) < 0) {
+			close(fd);
+			return -1;
+		}
+		*pidfd = fd;
 		return 0;
-	ssize_t n = read(fd, stat, sizeof stat - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	stat[n] = '\0';
-	/* pid (comm) state ... */
-	const char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
-	if (!open_paren || !close_paren || close_paren[1] != ' ')
-		return 0;
-	return close_paren - open_paren - 1 == (ptrdiff_t)strlen(KEEPER_COMM) &&
-	       !strncmp(open_paren + 1, KEEPER_COMM, strlen(KEEPER_COMM)) &&
-	       close_paren[2] != 'Z' && close_paren[2] != 'X';
+	}
+	if (errno != ENOSYS)
+		return -1;
+#endif
+	return is_keeper(id) && kill((pid_t)id->pid, SIGUSR1) == 0 ? 0 : -1;
 }
 
 /* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
  * when it runs on this host; wait for it, bounded (a renewal in flight ends within
  * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal. */
-static void stop_keeper(const struct holder *h, const struct keeper_args *k)
+static void stop_keeper(const struct holder *h, const char *key, const struct keeper_args *k)
 {
-	char host[256] = "";
-	long pid = (long)h->pid;
+	struct proc_id id;
+	int pidfd;
 
-	gethostname(host, sizeof host - 1);
-	if (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || pid <= 1 ||
-	    !is_keeper(pid)) {
+	if (find_keeper(h, key, k->token, &id) < 0 || signal_keeper(&id, &pidfd) < 0) {
 		log_info("no keeper of this lock runs on this host: releasing only");
 		return;
 	}
-	if (kill((pid_t)pid, SIGUSR1) < 0)
-		return;
+	long pid = id.pid;
 	/* Not so long that the lease (no longer renewed) runs out before the release. */
 	int64_t wait = k->connect_timeout_ms + k->io_timeout_ms + 1000;
 	if (h->pttl_ms > 0 && wait > h->pttl_ms / 2)
 		wait = h->pttl_ms / 2;
 	int64_t until = clock_ms() + wait;
-	while (is_keeper(pid) && clock_ms() < until)
-		poll(NULL, 0, 10);
-	if (is_keeper(pid))
+	while (is_keeper(&id) && clock_ms() < until) {
+		struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+		poll(&pf, pidfd >= 0 ? 1 : 0, 10);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (is_keeper(&id))
 		log_warn("keeper pid %ld did not stop in time; releasing anyway", pid);
 	else
 		log_info("keeper pid %ld stopped", pid);
@@ -538,7 +728,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		                            : LOCK_EXCLUSIVE,
 		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
 		if (h)
-			stop_keeper(h, k);
+			stop_keeper(h, l->key, k);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK) {
 			log_info("released %s%s", l->key,
@@ -564,6 +754,10 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	char path[400];
 	if (rc != RL_EX_UNAVAILABLE && ended_path(l->key, k->token, 0, path, sizeof path) == 0)
 		unlink(path); /* the last step: --held is over */
+	/* and the keeper's mark, which one killed (kill -9, a reboot) leaves behind */
+	if (rc != RL_EX_UNAVAILABLE &&
+	    record_path("keeper", l->key, k->token, 0, path, sizeof path) == 0)
+		unlink(path);
 	store_close(s);
 	return rc;
 }

@@ -27,6 +27,12 @@
 #define KEEPER_CMD  "(rlock --acquire keeper)" /* the owner record's cmd */
 #define KEEPER_COMM "rlock-keeper"             /* its process name (/proc/PID/comm) */
 
+/* Whether the keeper of key under token, recorded with pid, still runs, judged by the
+ * mark it left in the user's runtime directory (its pid, start time, pid namespace and
+ * boot): 1 it runs, 0 it is gone (its boot is over, or its pid names another process or
+ * none), -1 unknown (it runs in another pid namespace), -2 no mark of it here. */
+int keeper_judge(const char *key, const char *token, long long pid);
+
 /* What the keeper needs of the options (the front end builds it). */
 struct keeper_args {
 	int github;                /* --format github: KEY=VALUE lines */

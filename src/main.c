@@ -329,6 +329,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .limit = o->limit,
 	                       .fair = o->fair,
 	                       .wait_replicas = o->wait_replicas,
+	                       .wait_aof_local = o->wait_aof_local,
+	                       .wait_aof_replicas = o->wait_aof_replicas,
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
 	                       .check_now = !keeper && o->verbose > 0,
@@ -485,12 +487,18 @@ int main(int argc, char **argv)
 	sigset_t orig;
 	int sigfd, termfd, rc;
 
+	child_inherit(); /* before anything can write a diagnostic or fork */
 	cli_open_std_fds();
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
 	events_of(&o);
 	if (o.mode == MODE_HELD)
 		held_plan(&o); /* checked before any traffic */
+	if (o.mode == MODE_ACQUIRE && cli_stdout_closed()) {
+		/* Nobody would learn the token: a keeper nobody can release. */
+		log_error("--acquire: standard output is closed: nobody would learn the token");
+		return RL_EX_IOERR;
+	}
 	if (o.mode == MODE_ACQUIRE)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)

@@ -78,11 +78,23 @@ static void json_who(FILE *f, const char *host, long long pid, const char *user)
 	json_str_or_null(f, user);
 }
 
+/* Whether holder h of key still runs: a keeper by the mark it left here, which
+ * proves its identity beyond the pid (keeper_judge); else by its pid on this host. */
+static enum holder_proc judged(const struct holder *h, const char *key)
+{
+	if (strcmp(h->cmd, KEEPER_CMD) == 0) {
+		int k = keeper_judge(key, h->token, h->pid);
+		if (k != -2)
+			return k == 1 ? HOLDER_ALIVE : k == 0 ? HOLDER_GONE : HOLDER_ELSEWHERE;
+	}
+	return holder_process(h);
+}
+
 /* Whether the holder can be judged alive: its last renewal's age (server's clock), and
  * on this host whether its process runs (null: another host, or unknown). */
-static void judgement_json(FILE *f, const struct holder *h)
+static void judgement_json(FILE *f, const struct holder *h, const char *key)
 {
-	enum holder_proc p = holder_process(h);
+	enum holder_proc p = judged(h, key);
 
 	fputs(",\"renewed_ago_ms\":", f);
 	json_int_or_null(f, h->renewed_ago_ms >= 0, h->renewed_ago_ms);
@@ -123,7 +135,7 @@ static void broken_json(FILE *f, const struct broken *b)
 }
 
 /* One holder's fields (after "name", "key", "held"). */
-static void holder_fields(FILE *f, const struct holder *h)
+static void holder_fields(FILE *f, const struct holder *h, const char *key)
 {
 	long long now = now_unix_ms();
 
@@ -144,7 +156,7 @@ static void holder_fields(FILE *f, const struct holder *h)
 	json_int_or_null(f, h->pttl_ms >= 0, h->pttl_ms);
 	fprintf(f, ",\"min_hold\":%s,\"kept_until_ms\":", h->kept ? "true" : "false");
 	json_int_or_null(f, h->kept && h->pttl_ms >= 0, now + h->pttl_ms);
-	judgement_json(f, h);
+	judgement_json(f, h, key);
 }
 
 /* The lock as one object: the first holder's fields at the top (all there is for a
@@ -164,7 +176,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	fprintf(f, ",\"held\":%s", hs->n ? "true" : "false");
 	if (hs->n) {
 		fputc(',', f);
-		holder_fields(f, &hs->h[0]);
+		holder_fields(f, &hs->h[0], key);
 	}
 	/* exact 64-bit integers, never through a double; null: the counter holds no integer */
 	fputs(",\"fence\":", f);
@@ -206,7 +218,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	fprintf(f, ",\"holder_count\":%d,\"holders\":[", hs->total);
 	for (int i = 0; i < hs->n; i++) {
 		fputs(i ? ",{" : "{", f);
-		holder_fields(f, &hs->h[i]);
+		holder_fields(f, &hs->h[i], key);
 		fputs(",\"fence\":", f);
 		json_int_or_null(f, hs->h[i].has_fence, hs->h[i].fence);
 		fputc('}', f);
@@ -256,14 +268,14 @@ static void local_time(char *buf, size_t n, long long unix_ms)
 
 /* Whether the holder can be judged alive: when it last renewed, and on this host
  * whether its process still runs (a dead holder's lease still runs out on its own). */
-static void print_judgement(const struct holder *h, const struct holder_text *t)
+static void print_judgement(const struct holder *h, const struct holder_text *t, const char *key)
 {
 	char ago[32];
 
 	holder_human_ms(ago, sizeof ago, h->renewed_ago_ms);
 	if (h->renewed_ago_ms >= 0)
 		printf("  renewed  %s ago\n", ago);
-	enum holder_proc p = h->kept ? HOLDER_ELSEWHERE : holder_process(h);
+	enum holder_proc p = h->kept ? HOLDER_ELSEWHERE : judged(h, key);
 	if (p == HOLDER_GONE)
 		printf(
 		    "  process  holder process %s is gone from this host; the lease ends in %s\n",
@@ -291,7 +303,7 @@ static void print_broken(const struct broken *b)
 }
 
 /* One holder's block of --status. */
-static void print_holder(const struct holder *h)
+static void print_holder(const struct holder *h, const char *key)
 {
 	char state[200] = "", label[sizeof((struct holder_text *)0)->label + 16] = "", when[64],
 	     until[64];
@@ -315,7 +327,7 @@ static void print_holder(const struct holder *h)
 	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n  token    %s\n",
 	       t.host, t.pid, h->kept ? " (exited)" : "", t.user, t.cmd, label, when, t.held, state,
 	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence, token);
-	print_judgement(h, &t);
+	print_judgement(h, &t, key);
 }
 
 /* --lock-delay: "closed by lock-delay until TIME (LEFT left)" into buf. */
@@ -343,7 +355,7 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("%s is free (last fence %lld)\n", key, hs->last_fence);
 	} else if (hs->h[0].mode == 'x') {
 		printf("%s is held%s\n", key, hs->h[0].kept ? " (kept by --min-hold)" : "");
-		print_holder(&hs->h[0]);
+		print_holder(&hs->h[0], key);
 	} else {
 		if (hs->h[0].mode == 's')
 			printf("%s is held by %d shared holder%s\n", key, hs->total,
@@ -354,7 +366,7 @@ static void print_holders(const char *key, const struct holders *hs)
 		for (int i = 0; i < hs->n; i++) {
 			printf("holder %d%s\n", i + 1,
 			       hs->h[i].kept ? " (kept by --min-hold)" : "");
-			print_holder(&hs->h[i]);
+			print_holder(&hs->h[i], key);
 		}
 		if (hs->total > hs->n)
 			printf("... and %d more\n", hs->total - hs->n);
@@ -598,7 +610,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_human_ms(renewed, sizeof renewed, h->renewed_ago_ms);
 		printf("%-24s %-20s %-8s %-9s %-9s %-9s %s%s%s%s%s%s%s\n", ename, t.host, t.pid,
 		       t.held, t.left, renewed,
-		       !h->kept && holder_process(h) == HOLDER_GONE ? "[gone] " : "",
+		       !h->kept && judged(h, l->key) == HOLDER_GONE ? "[gone] " : "",
 		       h->kept ? "[kept by --min-hold] " : "",
 		       h->mode == 's'   ? "[shared] "
 		       : h->mode == 'l' ? "[permit] "

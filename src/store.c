@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "holder.h"
@@ -74,6 +75,61 @@ static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, 
 		         "only %lld of %d replicas acknowledged the lock within %s ms: not "
 		         "running the command",
 		         r->integer, n, ms);
+	} else {
+		rc = 0;
+	}
+	resp_free(r);
+	return rc;
+}
+
+/* WAITAOF local replicas io_ms: 0, or -1 with the reason. */
+static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms, char *err,
+                        size_t errlen)
+{
+	char nl[16], nr[16], ms[24], asked[40];
+	struct resp_reply *r = NULL;
+	int rc = -1;
+
+	snprintf(nl, sizeof nl, "%d", local);
+	snprintf(nr, sizeof nr, "%d", replicas);
+	snprintf(ms, sizeof ms, "%lld", (long long)io_ms);
+	snprintf(asked, sizeof asked, "--wait-aof %d,%d", local, replicas);
+	const char *argv[] = {"WAITAOF", nl, nr, ms};
+	size_t lens[] = {7, strlen(nl), strlen(nr), strlen(ms)};
+	if (client_call(c, 4, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s: WAITAOF: %s: not running the command", asked, why);
+	} else if (r->type == RESP_ERROR) {
+		/* Redis < 7.2 has no WAITAOF; with appendonly no, numlocal 1 is refused; a
+		 * replica refuses it. The server's own words, and what would make it work. */
+		int unknown = strncasecmp(r->str, "ERR unknown command", 19) == 0;
+		int len = (int)strlen(r->str);
+		while (len > 0 && (r->str[len - 1] == ' ' || r->str[len - 1] == '.'))
+			len--;
+		int noaof = !unknown && strstr(r->str, "appendonly") != NULL;
+		snprintf(err, errlen,
+		         "%s: the server refused WAITAOF (%.*s)%s: not running the command", asked,
+		         len < 200 ? len : 200, r->str,
+		         unknown ? ": it needs Redis 7.2 or later, or Valkey"
+		         : noaof ? ": the master needs appendonly yes"
+		                 : "");
+	} else if (r->type != RESP_ARRAY || r->elements != 2 ||
+	           r->element[0]->type != RESP_INTEGER || r->element[1]->type != RESP_INTEGER) {
+		snprintf(err, errlen, "%s: WAITAOF: unexpected reply: not running the command",
+		         asked);
+	} else if (r->element[0]->integer < local || r->element[1]->integer < replicas) {
+		char got[120] = "";
+		if (local)
+			snprintf(got, sizeof got, "the master's AOF: %s",
+			         r->element[0]->integer >= local ? "yes" : "no");
+		if (replicas)
+			snprintf(got + strlen(got), sizeof got - strlen(got),
+			         "%sthe AOF of %lld of %d replica(s)", local ? ", " : "",
+			         r->element[1]->integer, replicas);
+		snprintf(err, errlen,
+		         "%s: within %s ms the lock reached %s: not running the command", asked, ms,
+		         got);
 	} else {
 		rc = 0;
 	}
@@ -681,6 +737,24 @@ static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 	return rc;
 }
 
+static int routed_wait_aof(void *ctx, int local, int replicas, char *err, size_t errlen)
+{
+	struct store *s = ctx;
+
+	/* WAITAOF, as WAIT, counts the writes of this connection: the one that took the
+	 * lock (its grant and fence). */
+	if (!s->c || s->suspect) {
+		snprintf(err, errlen,
+		         "--wait-aof: the connection that took the lock is gone: not running the "
+		         "command");
+		return -1;
+	}
+	int rc = wait_for_aof(s->c, local, replicas, s->at->io_timeout_ms, err, errlen);
+	if (rc < 0)
+		drop(s);
+	return rc;
+}
+
 struct scan_args {
 	const char *cursor, *match;
 	struct resp_reply *r;
@@ -852,6 +926,7 @@ static const struct store_backend routed_backend = {
     .leave = routed_leave,
     .is_holder = routed_is_holder,
     .wait_replicas = routed_wait_replicas,
+    .wait_aof = routed_wait_aof,
     .list = routed_list,
     .check_eviction = routed_check_eviction,
     .history = routed_history,
@@ -924,6 +999,15 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen)
 {
 	return s->be->wait_replicas(s->ctx, n, err, errlen);
+}
+
+int store_wait_aof(struct store *s, int local, int replicas, char *err, size_t errlen)
+{
+	if (!s->be->wait_aof) {
+		snprintf(err, errlen, "--wait-aof does not apply to Redlock");
+		return -1;
+	}
+	return s->be->wait_aof(s->ctx, local, replicas, err, errlen);
 }
 
 /* SCAN MATCH needs the prefix's glob characters escaped. */

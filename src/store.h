@@ -145,6 +145,12 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
  * the connection is closed (the server may still hold it in WAIT). */
 int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
 
+/* --wait-aof: WAITAOF local replicas on the connection that took the lock, within the
+ * io-timeout: 0 when the master's AOF (local 1) and `replicas` replicas' AOFs have it
+ * fsynced; else -1 with one line (a server without WAITAOF, appendonly off, too few
+ * within the time), the connection closed (the server may still hold it in WAITAOF). */
+int store_wait_aof(struct store *s, int local, int replicas, char *err, size_t errlen);
+
 /* --list: every lock of prefix held now, on every master (SCAN, then store_status):
  * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the
  * server answered, each(arg, NULL, NULL, NULL). each's non-zero return stops the walk

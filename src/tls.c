@@ -40,6 +40,7 @@ struct tls_session {
 	SSL *ssl;
 	short events;   /* what the last CONN_AGAIN waits for */
 	int verify;     /* check the chain and the name */
+	int own_ca;     /* the chain is checked against --cacert/--cacertdir */
 	int tls_ready;  /* handshake completed */
 	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
 	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
@@ -47,6 +48,24 @@ struct tls_session {
 	char *name;     /* the name the certificate must match, or NULL */
 	char peer[320]; /* for messages */
 };
+
+/* A chain that ends at a CA nobody named: the server's CA is a private one, which the
+ * system's trust store does not hold (--cacert names it), or not the one --cacert
+ * names. Empty for any other verify result. */
+static const char *ca_hint(const struct tls_session *s, long vr)
+{
+	switch (vr) {
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		return s->own_ca ? "; is --cacert the CA that signed the server's certificate?"
+		                 : "; a private CA? name its certificate with --cacert FILE";
+	default:
+		return "";
+	}
+}
 
 static BIO_METHOD *bio_method;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
@@ -549,10 +568,10 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 		    vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH;
 		if (s->verify && vr != X509_V_OK)
 			set_err(err, errlen,
-			        "TLS handshake with %s: certificate verify failed (%s%s%s)",
+			        "TLS handshake with %s: certificate verify failed (%s%s%s)%s",
 			        s->peer, X509_verify_cert_error_string(vr),
 			        mismatch ? ": certificate not valid for " : "",
-			        mismatch && s->name ? s->name : "");
+			        mismatch && s->name ? s->name : "", ca_hint(s, vr));
 		else
 			set_err(err, errlen, "TLS handshake with %s: %s%s", s->peer,
 			        tls_reason(s, e, buf, sizeof buf),
@@ -633,6 +652,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	s->fd = fd;
 	s->events = POLLOUT;
 	s->verify = !t->insecure;
+	s->own_ca = t->cacert || t->cacertdir;
 	/* A longer peer name is cut short in messages only. */
 	(void)snprintf(s->peer, sizeof s->peer, "%s", peer);
 	ctx = tls_ctx_get(t, err, errlen);

@@ -724,11 +724,14 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 }
 
 /* --wait-replicas: WAIT narrows the window in which a failover to a replica that never
- * saw the lock hands it to someone else. */
+ * saw the lock hands it to someone else. --wait-aof: WAITAOF makes sure a restart from
+ * the AOF (of the master, of N replicas) still has the grant and its fence. */
 int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int replicas,
-               int *signo, char *err, size_t errlen)
+               int aof_local, int aof_replicas, int *signo, char *err, size_t errlen)
 {
-	if (replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0) {
+	if ((replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0) ||
+	    ((aof_local > 0 || aof_replicas > 0) &&
+	     store_wait_aof(s, aof_local, aof_replicas, err, errlen) < 0)) {
 		/* The server may hold that connection in WAIT: the store closed it, and the
 		 * release goes on a fresh one. */
 		if (take_signal(a->sigfd, signo)) {

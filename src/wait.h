@@ -63,11 +63,11 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
               int sigfd, char *err, size_t errlen);
 
 /* After WAIT_ACQUIRED, the last checks before the command starts: WAIT for `replicas`
- * replicas (0: none), then make sure the lease sent at sent_ms still has time left (the
- * rule of a late acquire reply) and no terminating signal arrived. On failure the
- * lock is given back (bounded by the io-timeout). WAIT_ACQUIRED (start the command),
- * WAIT_ERR (reason in err) or WAIT_SIGNAL (*signo). */
+ * replicas (0: none), WAITAOF aof_local aof_replicas (--wait-aof; both 0: none), then make sure the
+ * lease sent at sent_ms still has time left (the rule of a late acquire reply) and no terminating
+ * signal arrived. On failure the lock is given back (bounded by the io-timeout). WAIT_ACQUIRED
+ * (start the command), WAIT_ERR (reason in err) or WAIT_SIGNAL (*signo). */
 int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int replicas,
-               int *signo, char *err, size_t errlen);
+               int aof_local, int aof_replicas, int *signo, char *err, size_t errlen);
 
 #endif

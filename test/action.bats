@@ -93,13 +93,31 @@ job_var() { sed -n "s/^$3=//p" "$BATS_TEST_TMPDIR/$1/$2"; }
 # waiting N: N rlocks wait for the lock deploy.
 waiting() { [[ $(waiters deploy) == "$1" ]]; }
 
-# A later step of JOB (a `run:`): its environment has what GITHUB_ENV received.
+# A later step of JOB (a `run:`): its environment has what GITHUB_ENV received, and
+# neither the tests' server (REDIS_URL) nor their password.
 # shellcheck disable=SC2046  # the KEY=VALUE lines of GITHUB_ENV, one word each
 job_shell() {
 	local job=$1
 	shift
-	env -C "$BATS_TEST_TMPDIR/$job" "PATH=$BATS_TEST_TMPDIR/bin:$PATH" \
+	env -C "$BATS_TEST_TMPDIR/$job" -u REDISCLI_AUTH -u REDIS_URL "PATH=$BATS_TEST_TMPDIR/bin:$PATH" \
 		$(cat "$BATS_TEST_TMPDIR/$job/env") bash -c "$@"
+}
+
+# took_nothing JOB: JOB's main step left the post step nothing to release (no state
+# but the connection's directory, which is gone already).
+took_nothing() {
+	local dir
+	! grep -qv '^conn=' "$BATS_TEST_TMPDIR/$1/state" || fail "state: $(cat "$BATS_TEST_TMPDIR/$1/state")"
+	dir=$(job_var "$1" state conn)
+	[[ -z $dir || ! -e $dir ]] || fail "left: $dir"
+}
+
+# no_password FILE...: none of FILEs holds the password, but in the ::add-mask:: line.
+no_password() {
+	local f
+	for f; do
+		! grep -v '^::add-mask::' "$f" | grep -qF "$REDISCLI_AUTH" || fail "the password is in $f: $(cat "$f")"
+	done
 }
 
 @test "action: the main step takes the lock, masks the token before printing anything, sets outputs, RLOCK_* and the summary; post releases" {
@@ -109,11 +127,14 @@ job_shell() {
 	local token
 	token=$(rcli GET 'rlock:{deploy}')
 	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "not held: $token"
-	# The runner hides the token from the first line on: nothing shows it before.
-	assert_equal "${lines[0]}" "::add-mask::$token"
+	# The runner hides the password and the token from the first lines on: nothing
+	# shows them before.
+	assert_equal "${lines[0]}" "::add-mask::$REDISCLI_AUTH"
+	assert_equal "${lines[1]}" "::add-mask::$token"
 	[[ $(printf '%s\n%s\n' "$output" "$stderr" | grep -v '^::add-mask::' | grep -c "$token") == 0 ]] ||
 		fail "the token is printed: $output $stderr"
-	[[ $output$stderr != *"$REDISCLI_AUTH"* ]] || fail "the password is printed"
+	[[ $(printf '%s\n%s\n' "$output" "$stderr" | grep -v '^::add-mask::' | grep -c "$REDISCLI_AUTH") == 0 ]] ||
+		fail "the password is printed"
 	assert_equal "$(job_var job1 output acquired)" true
 	assert_equal "$(job_var job1 output fence)" 1
 	[[ $(job_var job1 output waited-seconds) =~ ^[0-9]+\.[0-9]$ ]] || fail "$(cat job1/output)"
@@ -129,12 +150,57 @@ job_shell() {
 	proc_alive "$keeper"
 	! tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF "$REDISCLI_AUTH" || fail "password on argv"
 	# A later step sees the lock's variables: `rlock --held` says it is held.
-	job_shell job1 'RLOCK_URL=$0 RLOCK_PASSWORD=$1 rlock --held' "$REDIS_URL" "$REDISCLI_AUTH"
+	job_shell job1 'rlock --held'
 	step job1 post
 	run -0 --separate-stderr "${STEP[@]}"
 	assert_output --regexp "^rlock: released 'deploy' after [0-9.]+ s$"
 	key_absent 'rlock:{deploy}' || fail "not released"
 	wait_until 10 not proc_alive "$keeper"
+}
+
+@test "action: later steps reach the server of the url and password inputs (--held, a nested rlock at once); the password is in no runner file, log, environment or argv; the post step removes its files (issue 38)" {
+	new_job job1
+	# The job's own RLOCK_URL names another server: the url input wins, in later steps too.
+	local elsewhere
+	elsewhere=redis://127.0.0.1:$(dead_port)
+	step job1 main "RLOCK_URL=$elsewhere"
+	"${STEP[@]}" >job1/main.out 2>job1/main.err || fail "main: $(cat job1/main.*)"
+	local token conf
+	token=$(job_var job1 state token)
+	# A later step (the job's environment, then what GITHUB_ENV gave it): --held says
+	# yes, a nested rlock runs its command at once (-n: it would say busy, not wait).
+	RLOCK_URL=$elsewhere run -0 --separate-stderr job_shell job1 'rlock --held'
+	local t0
+	t0=$(date +%s%3N)
+	run -0 --separate-stderr job_shell job1 'timeout 20 rlock -k deploy -n -- echo nested ran'
+	assert_output 'nested ran'
+	(($(date +%s%3N) - t0 < 10000)) || fail "the nested rlock took $(($(date +%s%3N) - t0)) ms"
+	assert_equal "$(rcli GET 'rlock:{deploy}')" "$token"
+	assert_equal "$(grep -c '^RLOCK_URL=$' job1/env)" 1 # (the job's RLOCK_URL emptied)
+	# They got RLOCK_CONFIG (a 0600 file of the job's, naming a 0600 password
+	# file), not the password.
+	conf=$(job_var job1 env RLOCK_CONFIG)
+	[[ -f $conf && $(stat -c %a "$conf") == 600 ]] || fail "RLOCK_CONFIG: '$conf' $(cat job1/env)"
+	local pwfile
+	pwfile=$(sed -n 's/^password-file = //p' "$conf")
+	[[ $(stat -c %a "$pwfile") == 600 && $(stat -c %a "$(dirname "$conf")") == 700 ]] || fail "modes"
+	# The keeper (it outlives the step) has no password in its environment or argv.
+	local keeper
+	keeper=$(rcli HGET 'rlock:{deploy}:owner' pid)
+	proc_alive "$keeper"
+	! tr '\0' '\n' <"/proc/$keeper/environ" | grep -qF "$REDISCLI_AUTH" || fail "password in the keeper's environment"
+	! tr '\0' ' ' <"/proc/$keeper/cmdline" | grep -qF "$REDISCLI_AUTH" || fail "password on argv"
+	step job1 post "RLOCK_URL=$elsewhere"
+	"${STEP[@]}" >job1/post.out 2>job1/post.err || fail "post: $(cat job1/post.*)"
+	key_absent 'rlock:{deploy}' || fail "not released"
+	no_password job1/env job1/output job1/state job1/summary job1/main.out job1/main.err job1/post.out job1/post.err
+	grep -qx "::add-mask::$REDISCLI_AUTH" job1/main.out || fail "the password is not masked: $(cat job1/main.out)"
+	# The post step removed the config and password files.
+	[[ ! -e $conf && ! -e $pwfile && ! -e $(dirname "$conf") ]] || fail "left: $(ls -la "$(dirname "$conf")")"
+	# No other file of the job's holds it (main.out: only its mask, checked above).
+	local left
+	left=$(grep -rlF --exclude=main.out "$REDISCLI_AUTH" job1) && fail "the password is left in $left"
+	true
 }
 
 @test "action: a second job waits, gets the lock after the first job's post step, and its summary says for whom it waited" {
@@ -200,7 +266,7 @@ job_shell() {
 		fail "$(cat job2/main.out)"
 	wait_until 30 waiting 0
 	assert_equal "$(job_var job2 output acquired)" false
-	[[ ! -s job2/state ]]
+	took_nothing job2
 	step job2 post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
@@ -217,17 +283,19 @@ job_shell() {
 	run -0 "${STEP[@]}"
 	step skipper main INPUT_WAIT=0 INPUT_ON-CONFLICT=skip
 	run -0 --separate-stderr "${STEP[@]}"
-	assert_output --regexp '^::notice::`deploy` is busy \(held by https://github.example/acme/app/actions/runs/holder\): https://github.example/acme/app/actions/runs/skipper skipped it after [0-9.]+ s$'
+	assert_equal "${lines[0]}" "::add-mask::$REDISCLI_AUTH"
+	assert_line --index 1 --regexp '^::notice::`deploy` is busy \(held by https://github.example/acme/app/actions/runs/holder\): https://github.example/acme/app/actions/runs/skipper skipped it after [0-9.]+ s$'
 	assert_equal "$(job_var skipper output acquired)" false
 	assert_equal "$(job_var skipper output fence)" ''
 	grep -q 'skipped it' skipper/summary
-	[[ ! -s skipper/state && ! -s skipper/env ]]
+	took_nothing skipper
+	[[ ! -s skipper/env ]]
 	step skipper post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
 	step failer main INPUT_WAIT=200ms
 	run -1 --separate-stderr "${STEP[@]}"
-	assert_output --regexp '^::error::`deploy` is busy .* gave up after [0-9.]+ s$'
+	assert_line --index 1 --regexp '^::error::`deploy` is busy .* gave up after [0-9.]+ s$'
 	assert_equal "$(job_var failer output acquired)" false
 	step holder post
 	run -0 "${STEP[@]}"
@@ -263,7 +331,7 @@ job_shell() {
 	new_job down
 	step down main "INPUT_URL=redis://127.0.0.1:$(dead_port)" INPUT_WAIT=1s # the wait rides out a server that is down
 	run -1 --separate-stderr "${STEP[@]}"
-	assert_output --regexp "^::error::rlock --acquire of 'deploy' failed \(exit 69\)"
+	assert_line --index 1 --regexp "^::error::rlock --acquire of 'deploy' failed \(exit 69\)"
 	step down post
 	run -0 --separate-stderr "${STEP[@]}"
 	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
@@ -299,26 +367,89 @@ job_shell() {
 	run -0 "${STEP[@]}"
 }
 
-@test "action: without an rlock on the PATH the main step builds this checkout with cmake" {
-	new_job build
+# build_stubs [MISSING-PACKAGE...]: a PATH (stub/) with node and stubs of what the
+# build uses: a cmake that records its arguments and "builds" by copying the binary
+# under test; cc and pkg-config; a dpkg-query that knows every package but MISSING;
+# a sudo and an apt-get that record their arguments (and DEBIAN_FRONTEND).
+build_stubs() {
 	mkdir stub
 	ln -s "$(command -v node)" stub/node
-	# A cmake that records its arguments and "builds" by copying the binary under test.
+	ln -s "$(command -v env)" stub/env
 	cat >stub/cmake <<EOF
 #!/bin/bash
 echo "\$*" >>$BATS_TEST_TMPDIR/cmake.log
 if [[ \$1 == --build ]]; then /bin/cp "$RLOCK" "\$2/rlock"; else /bin/mkdir -p "\$4"; fi
 EOF
-	chmod +x stub/cmake
+	printf '#!/bin/sh\nexit 0\n' >stub/cc
+	cp stub/cc stub/pkg-config
+	cat >stub/dpkg-query <<EOF
+#!/bin/bash
+for p in $*; do [[ \${!#} == "\$p" ]] && exit 1; done
+printf 'install ok installed'
+EOF
+	cat >stub/sudo <<EOF
+#!/bin/bash
+echo "sudo \$*" >>$BATS_TEST_TMPDIR/sudo.log
+[[ \$1 == -n ]] && shift
+exec "\$@"
+EOF
+	cat >stub/apt-get <<EOF
+#!/bin/bash
+echo "apt-get \$* (DEBIAN_FRONTEND=\$DEBIAN_FRONTEND)" >>$BATS_TEST_TMPDIR/apt.log
+exit \${APT_STATUS:-0}
+EOF
+	chmod +x stub/*
+}
+
+@test "action: without an rlock on the PATH the main step builds this checkout with cmake" {
+	new_job build
+	build_stubs
 	step build main "PATH=$PWD/stub"
 	run -0 --separate-stderr "${STEP[@]}"
 	local dir=$PWD/build/rlock-action-build
 	assert_equal "$(sed -n 1p cmake.log)" "-S $RLOCK_SOURCE_DIR -B $dir -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF"
 	assert_equal "$(sed -n 2p cmake.log)" "--build $dir --target rlock --parallel"
 	assert_equal "$(job_var build state rlock)" "$dir/rlock"
+	# All it needs is there: nothing installed.
+	[[ ! -e apt.log && ! -e sudo.log ]] || fail "installed: $(cat apt.log sudo.log)"
 	step build post "PATH=$PWD/stub"
 	run -0 "${STEP[@]}"
 	key_absent 'rlock:{deploy}'
+}
+
+@test "action: on a runner as it comes (no hiredis or OpenSSL headers), the main step installs them with apt-get, non-interactively, through sudo unless root, then builds (issue 38)" {
+	new_job build
+	build_stubs libhiredis-dev libssl-dev
+	local sudo=''
+	((UID == 0)) || sudo='sudo -n '
+	step build main "PATH=$PWD/stub"
+	run -0 --separate-stderr "${STEP[@]}"
+	assert_equal "$(cat apt.log)" "apt-get -q update (DEBIAN_FRONTEND=noninteractive)
+apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev (DEBIAN_FRONTEND=noninteractive)"
+	if [[ -n $sudo ]]; then
+		assert_equal "$(sed -n 2p sudo.log)" 'sudo -n env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev'
+	else
+		[[ ! -e sudo.log ]] || fail "root, yet sudo: $(cat sudo.log)"
+	fi
+	assert_line "rlock: ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install libhiredis-dev libssl-dev"
+	[[ $(wc -l <cmake.log) == 2 ]] || fail "cmake: $(cat cmake.log)"
+	step build post "PATH=$PWD/stub"
+	run -0 "${STEP[@]}"
+	key_absent 'rlock:{deploy}'
+	# An install that fails ends the step with the command and its status; no build.
+	new_job failed
+	rm -f apt.log cmake.log
+	step failed main "PATH=$PWD/stub" APT_STATUS=100
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_line "::error::rlock: ${sudo}env DEBIAN_FRONTEND=noninteractive apt-get -q update: exit 100"
+	[[ ! -e cmake.log ]] || fail "built anyway: $(cat cmake.log)"
+	key_absent 'rlock:{deploy}'
+	# No apt-get (not Debian or Ubuntu): one line says what to install.
+	new_job noapt
+	rm stub/apt-get
+	step noapt main "PATH=$PWD/stub"
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_line '::error::rlock: building rlock needs libhiredis-dev, libssl-dev: install them, or put rlock on the PATH'
 }
 
 @test "--acquire --format github on a GitHub runner prints ::add-mask::TOKEN on stderr before the token (elsewhere, or sh format: not)" {
@@ -376,4 +507,80 @@ own_lines() {
 	! grep -qE '!\[|<img|\]\(' waiter/summary || fail "summary: $(cat waiter/summary)"
 	step waiter post
 	run -0 "${STEP[@]}"
+}
+
+@test "action: cacert, cert and tls-key inputs reach a rediss:// server with a private CA that asks for a client certificate, in later steps too; without cacert the error hints at it (issue 38)" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	tls_redis_start --tls-auth-clients yes --requirepass "$REDISCLI_AUTH"
+	local url="rediss://127.0.0.1:$TLS_PORT" c=$TLS_CERTS
+	new_job tls
+	# The password in the URL this time (a secret RLOCK_URL): masked, and in no file
+	# of the job's but the 0600 config file, which the post step removes.
+	step tls main "INPUT_URL=rediss://default:$REDISCLI_AUTH@127.0.0.1:$TLS_PORT" INPUT_PASSWORD= \
+		"INPUT_CACERT=$c/ca.pem" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key"
+	"${STEP[@]}" >tls/main.out 2>tls/main.err || fail "main: $(cat tls/main.*)"
+	assert_equal "$(head -n 1 tls/main.out)" "::add-mask::$REDISCLI_AUTH"
+	local conf
+	conf=$(job_var tls env RLOCK_CONFIG)
+	[[ $(stat -c %a "$conf") == 600 ]] || fail "config mode $(stat -c %a "$conf")"
+	local token
+	token=$(job_var tls state token)
+	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" GET 'rlock:{deploy}')" "$token"
+	run -0 --separate-stderr job_shell tls 'rlock --held'
+	run -0 --separate-stderr job_shell tls 'timeout 20 rlock -k deploy -n -- echo nested ran'
+	assert_output 'nested ran'
+	step tls post "INPUT_URL=$url"
+	"${STEP[@]}" >tls/post.out 2>tls/post.err || fail "post: $(cat tls/post.*)"
+	assert_equal "$(tls_cli "$TLS_PORT" --no-auth-warning -a "$REDISCLI_AUTH" EXISTS 'rlock:{deploy}')" 0
+	no_password tls/env tls/output tls/state tls/main.out tls/main.err tls/post.out tls/post.err
+	[[ ! -e $conf ]] || fail "the config file is left"
+	# No cacert: the system's trust store does not know the CA; the message says what to do.
+	new_job nocacert
+	step nocacert main "INPUT_URL=$url" "INPUT_CERT=$c/client.pem" "INPUT_TLS-KEY=$c/client.key" INPUT_WAIT=1s
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_regex "$stderr" 'certificate verify failed \(.*\); a private CA\? name its certificate with --cacert FILE$'
+	assert_line "::error::rlock --acquire of 'deploy' failed (exit 69): see its message above"
+	# The step that took nothing left no files behind.
+	[[ -z $(find nocacert -type d -name 'rlock-??????' -print -quit) ]] || fail "left: $(find nocacert)"
+}
+
+@test "action: supersede (a newer job's request takes the place of a waiting one, which skips or fails) and preempt (a --preemptible holder stops and hands over) (issue 38)" {
+	new_job holder
+	new_job older
+	new_job newer
+	step holder main
+	run -0 "${STEP[@]}"
+	step_bg older main INPUT_SUPERSEDE=true INPUT_ON-CONFLICT=skip
+	local older=$STEP_PID
+	wait_until 30 waiting 1 || fail "$(cat older/main.*)"
+	step_bg newer main INPUT_SUPERSEDE=true
+	local newer=$STEP_PID
+	rlock_wait "$older" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -qE '^::notice::`deploy` went to a newer request \(supersede\): https://github.example/acme/app/actions/runs/older skipped it after [0-9.]+ s$' \
+		older/main.out || fail "$(cat older/main.*)"
+	assert_equal "$(job_var older output acquired)" false
+	step holder post
+	run -0 "${STEP[@]}"
+	rlock_wait "$newer" 30
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(job_var newer output acquired)" true
+	step newer post
+	run -0 "${STEP[@]}"
+	# Preempt: a holder that agreed to be stopped (rlock --preemptible) gives way.
+	start_holder deploy --preemptible
+	new_job preempt
+	step preempt main INPUT_PREEMPT=true INPUT_WAIT=60s
+	run -0 "${STEP[@]}"
+	rlock_wait "$HOLDER_PID" 30
+	assert_equal "$RLOCK_STATUS" 81
+	assert_equal "$(rcli GET 'rlock:{deploy}')" "$(job_var preempt state token)"
+	step preempt post
+	run -0 "${STEP[@]}"
+	# A switch that is neither true nor false: one line, nothing taken.
+	new_job bad
+	step bad main INPUT_PREEMPT=maybe
+	run -1 "${STEP[@]}"
+	assert_output "::error::rlock: preempt: 'maybe' is not true or false"
+	key_absent 'rlock:{deploy}'
 }

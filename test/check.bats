@@ -27,7 +27,7 @@ line() {
 
 @test "--check: 0 on one noeviction, appendonly yes, appendfsync always master" {
 	run -0 --separate-stderr rlock -u "$GOOD_URL" --check
-	for c in reach version scripts maxmemory-policy persistence replicas acl clock; do
+	for c in reach version features scripts maxmemory-policy persistence replicas acl clock; do
 		line ok "$c" ''
 	done
 	line ok reach 'answers; round trip [0-9.]+ ms \(median of 5 PINGs\)'
@@ -38,6 +38,67 @@ line() {
 	[[ -z $stderr ]] || fail "stderr: $stderr"
 	# it created nothing
 	assert_equal "$(rcli DBSIZE)" 0
+}
+
+# product MODE: the regex of what --check must call the redis-server on PATH (the one
+# the helpers start), from that binary's own --version: "Redis 7.2.6 (MODE)", "Valkey
+# 8.0.1 (MODE; speaks as Redis 7.2.4)".
+product() {
+	local v
+	v=$(redis-server --version)
+	case $v in
+	"Valkey server v="*)
+		v=${v#Valkey server v=}
+		v=${v%% *}
+		echo "Valkey ${v//./\\.} \\($1; speaks as Redis 7\\.[0-9.]+\\)"
+		;;
+	"Redis server v="*)
+		v=${v#Redis server v=}
+		v=${v%% *}
+		echo "Redis ${v//./\\.} \\($1\\)"
+		;;
+	*) fail "redis-server --version: $v" ;;
+	esac
+}
+
+@test "--check names the product and its version, and what it means for rlock (WAITAOF)" {
+	local want
+	want=$(product standalone)
+	run -0 --separate-stderr rlock -u "$GOOD_URL" --check
+	line ok version "$want\$"
+	if [[ $(redis-server --version) == "Valkey server v=8.0."* ]]; then
+		# Valkey 8.0's WAITAOF can answer before the fsync with appendfsync everysec
+		# (redis/redis#13793; test/faults/run's aof-crash rows saw it on 8.0.1)
+		line ok features 'WAITAOF, but with appendfsync everysec it can answer before the fsync \(redis/redis#13793\): --wait-aof needs appendfsync always here$'
+		run -0 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
+		line ok persistence 'appendonly yes, appendfsync always'
+		redis_start --appendonly yes --appendfsync everysec
+		run -2 --separate-stderr rlock -u "$REDIS_URL" --wait-aof 1 --check
+		line unsafe persistence 'appendonly yes, appendfsync everysec, and this version.s WAITAOF can answer before the fsync'
+		run -1 --separate-stderr rlock -u "$REDIS_URL" --check
+		line warn persistence 'appendonly yes, appendfsync everysec: '
+		redis_stop "$REDIS_PID"
+	elif [[ $(rcli COMMAND INFO WAITAOF | head -1) == waitaof ]]; then
+		line ok features 'WAITAOF: --wait-aof can make a grant survive a restart$'
+		# --wait-aof on a master with appendonly yes: nothing against it
+		run -0 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
+		line ok features 'WAITAOF: '
+		line ok persistence 'appendonly yes, appendfsync always'
+		redis_start --appendonly yes --appendfsync everysec
+		run -1 --separate-stderr rlock -u "$REDIS_URL" --wait-aof 1 --check
+		line warn persistence 'appendonly yes, appendfsync everysec: '
+		redis_stop "$REDIS_PID"
+	else
+		line ok features 'no WAITAOF \(7\.2\): --wait-aof is refused \(exit 69\)$'
+		run -2 --separate-stderr rlock -u "$GOOD_URL" --wait-aof 1 --check
+		line unsafe features 'Redis [0-9.]+ has no WAITAOF: with --wait-aof every run exits 69 before its command; fix: Redis 7\.2 or later, or Valkey; or drop --wait-aof$'
+		assert_line --regexp '^verdict: unsafe \([0-9]+ ok, 0 warn, 1 unsafe\)$'
+	fi
+	# --wait-aof where appendonly is off: every run would be refused
+	redis_start
+	run -2 --separate-stderr rlock -u "$REDIS_URL" --wait-aof 1 --check
+	line unsafe persistence 'appendonly no: with --wait-aof every run exits 69 before its command; fix: CONFIG SET appendonly yes'
+	redis_stop "$REDIS_PID"
 }
 
 @test "--check --json: one object that parses, the same findings" {
@@ -194,6 +255,11 @@ check_says() {
 	sentinel_topology_start
 	local m p lone
 	m=$(sentinel_master_port)
+	# the sentinels find each other by hello messages (every 2 s): wait until each
+	# counts all three (on a loaded machine that took longer than the topology's start)
+	for p in $SENT_PORTS; do
+		wait_until 30 sh -c "redis-cli -p $p SENTINEL CKQUORUM mymaster | grep -q '^OK 3 usable'"
+	done
 	run -2 rlock -u "$SENT_URL" --check
 	for p in $SENT_PORTS; do
 		assert_line --regexp "^ok +127\.0\.0\.1:$p sentinel: knows master 'mymaster' at 127\.0\.0\.1:$m; CKQUORUM: OK 3 usable Sentinels"
@@ -227,6 +293,7 @@ check_says() {
 	for p in $(cluster_masters); do
 		assert_line --regexp "^ok +127\.0\.0\.1:$p reach: "
 		assert_line --regexp "^ok +127\.0\.0\.1:$p cluster: cluster_state ok, 3 master"
+		assert_line --regexp "^ok +127\.0\.0\.1:$p version: $(product cluster)$"
 	done
 	line ok topology 'Cluster: 3 of 3 masters reachable'
 	[[ $(grep -c ' reach: ' <<<"$output") == 3 ]]
@@ -241,6 +308,7 @@ check_says() {
 	done
 	run -0 rlock -u "$urls" --check
 	[[ $(grep -c '^ok .* reach: ' <<<"$output") == 3 ]]
+	[[ $(grep -cE "^ok .* version: $(product standalone)$" <<<"$output") == 3 ]]
 	line ok topology 'Redlock: 3 of 3 nodes reachable'
 	redis_stop "${pids[2]}"
 	run -1 rlock -u "$urls" --check

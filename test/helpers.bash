@@ -10,13 +10,13 @@
 bats_require_minimum_version 1.5.0
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
-load skip # ci_skip, require_tool
+load "${BASH_SOURCE[0]%/*}/skip" # ci_skip, require_tool (beside this file: test/conformance/ loads it too)
 
 # Every test is bounded; a file may lower or raise this before its first test.
 : "${BATS_TEST_TIMEOUT:=180}"
 export BATS_TEST_TIMEOUT
 
-RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "${BASH_SOURCE[0]%/*}/.." && pwd)}
 RLOCK_BUILD_DIR=${RLOCK_BUILD_DIR:-$RLOCK_SOURCE_DIR/build}
 RLOCK=${RLOCK:-$RLOCK_BUILD_DIR/rlock}
 export RLOCK RLOCK_SOURCE_DIR RLOCK_BUILD_DIR
@@ -27,6 +27,19 @@ unset RLOCK_URL RLOCK_PREFIX RLOCK_CONFIG RLOCK_PASSWORD REDISCLI_AUTH \
 	RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE RLOCK_TTL_MS RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES
 export XDG_CONFIG_HOME="${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/xdg-config"
 export LC_ALL=C
+
+# RLOCK_TEST_SERVER_BIN=DIR: the servers every helper starts (redis-server,
+# redis-sentinel, redis-cli) come from DIR, first on PATH: scripts/servers prints such a
+# directory for Redis 7.2 and Valkey (scripts/test's compatibility passes). Unset: the
+# host's redis-server.
+if [[ -n ${RLOCK_TEST_SERVER_BIN:-} ]]; then
+	if [[ ! -x $RLOCK_TEST_SERVER_BIN/redis-server || ! -x $RLOCK_TEST_SERVER_BIN/redis-cli ]]; then
+		echo "RLOCK_TEST_SERVER_BIN=$RLOCK_TEST_SERVER_BIN has no redis-server and redis-cli" >&2
+		exit 1
+	fi
+	[[ :$PATH: == *":$RLOCK_TEST_SERVER_BIN:"* ]] || PATH=$RLOCK_TEST_SERVER_BIN:$PATH
+	export PATH
+fi
 
 # ---------------------------------------------------------------------------------
 # time and polling

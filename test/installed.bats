@@ -5,6 +5,9 @@
 # then checks what `apt install ./rlock_*.deb` promises: the binary (and its TLS
 # module), the man page, and completions that the three shells actually load from
 # their system directories. It skips when the package is not installed (fails on CI).
+# What else the machine has (an rlock that `cmake --install` put under /usr/local, a
+# user's own completions under ~/.local or ~/.config) must not change a verdict: each
+# test names the package's paths and keeps the user's and /usr/local's out of the search.
 
 load helpers
 
@@ -21,6 +24,10 @@ setup_file() {
 setup() {
 	package_installed || ci_skip "the rlock package is not installed (scripts/test installs it on CI)"
 	common_setup
+	# The system directories only: no ~/.local/share, ~/.config, /usr/local/share.
+	export XDG_DATA_HOME=$BATS_TEST_TMPDIR/data XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	export XDG_DATA_DIRS=/usr/share BASH_COMPLETION_USER_DIR=$BATS_TEST_TMPDIR/bash-completion
+	export MANPATH=/usr/share/man
 }
 
 @test "installed rlock: --version names hiredis and OpenSSL (the TLS module loads)" {
@@ -37,8 +44,12 @@ setup() {
 }
 
 @test "man -w rlock finds the installed page, and it renders" {
+	# MANPATH=/usr/share/man: a page under /usr/local (cmake --install) comes first on
+	# man's own search path; the package's page is the one checked.
 	run -0 man -w rlock
 	assert_regex "$output" '^/usr/share/man/man1/rlock\.1'
+	run -0 dpkg -S "$output"
+	assert_regex "$output" '^rlock: '
 	run -0 sh -c 'MANWIDTH=80 man rlock 2>&1 | grep -c "EXIT STATUS"'
 }
 
@@ -49,9 +60,12 @@ setup() {
 		__load_completion rlock || exit 3
 		COMP_WORDS=(rlock --no-w); COMP_CWORD=1; COMP_LINE="rlock --no-w"; COMP_POINT=${#COMP_LINE}
 		fn=$(complete -p rlock | sed -nE "s/.*-F ([^ ]+).*/\1/p")
+		shopt -s extdebug
+		declare -F "$fn" >&2 # where it was defined
 		"$fn" rlock --no-w rlock
 		printf "%s\n" "${COMPREPLY[@]}"'
 	assert_output --partial -- '--no-wait'
+	assert_regex "$output" ' /usr/share/bash-completion/completions/rlock'
 }
 
 @test "zsh: the completion loads from Debian's vendor-completions" {
@@ -64,6 +78,8 @@ setup() {
 
 @test "fish: the completion loads from vendor_completions.d" {
 	require_tool fish
+	[[ -f /usr/share/fish/vendor_completions.d/rlock.fish ]] ||
+		fail "no rlock.fish in /usr/share/fish/vendor_completions.d"
 	run -0 fish -c 'complete -C "rlock --no-w"'
 	assert_output --partial -- '--no-wait'
 }

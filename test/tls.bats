@@ -109,6 +109,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		-k t -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" '[Cc]ertificate|verif|issuer'
+	# The hint (issue 38): the CA named is not the one that signed it.
+	assert_regex "$stderr" "; is --cacert the CA that signed the server's certificate\?$"
 	[[ ! -e ran ]]
 	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}:fence')" 0
 }
@@ -116,6 +118,8 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 @test "no --cacert: the system trust store does not know the test CA: 69" {
 	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
 	assert_one_line_error
+	# A hint at --cacert (issue 38): a private CA is the likely cause.
+	assert_regex "$stderr" 'certificate verify failed \(.*\); a private CA\? name its certificate with --cacert FILE$'
 	[[ ! -e ran ]]
 }
 
@@ -154,6 +158,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		-k t -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" '[Ee]xpired'
+	[[ $stderr != *'--cacert'* ]] || fail "a CA hint for an expired certificate: $stderr"
 	[[ ! -e ran ]]
 }
 
