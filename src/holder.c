@@ -84,8 +84,16 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 		holder_text(h, 0, &t);
 	}
 	int cmd = (what & HOLDER_CMD) != 0, label = (what & HOLDER_LABEL) && t.label[0];
-	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "", cmd ? t.cmd : "",
-	         cmd ? ")" : "", label ? " [" : "", label ? t.label : "", label ? "]" : "");
+	char kept[96] = "", left[32];
+	if (h->kept) { /* nobody runs: the command ended, --min-hold keeps the lease */
+		holder_human_ms(left, sizeof left, h->pttl_ms);
+		snprintf(kept, sizeof kept, ", its command has ended (kept by --min-hold%s%s%s)",
+		         h->pttl_ms >= 0 ? " for " : "", h->pttl_ms >= 0 ? left : "",
+		         h->pttl_ms >= 0 ? " more" : "");
+	}
+	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "",
+	         cmd ? t.cmd : "", cmd ? ")" : "", label ? " [" : "", label ? t.label : "",
+	         label ? "]" : "", kept);
 	return buf;
 }
 

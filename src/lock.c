@@ -232,6 +232,16 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
 		return LOCK_MISMATCH;
 	}
+	if (resp_is_error(r, "ERR") && (strstr(r->str, "user executing the script can't run") ||
+	                                strstr(r->str, "ACL failure in script"))) {
+		/* a command the script calls is refused (Redis 7.2 names it, 7.0 does not) */
+		snprintf(
+		    err, errlen,
+		    "%s: the ACL user may not run a command rlock's script calls (rlock --check "
+		    "names it; README: Credentials): %.300s",
+		    what, r->str);
+		return LOCK_DENIED;
+	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
@@ -368,7 +378,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 		copy_field(h->proc, sizeof h->proc, e[10]);
 }
 
-/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
+ * kept, preemptible]]}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -379,6 +390,11 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->renewed_ago_ms = -1;
 	if (r->elements > 9)
 		copy_field(h->label, sizeof h->label, r->element[9]);
+	if (r->elements > 11) { /* since the busy reply says kept and preemptible */
+		h->kept = r->element[10]->type == RESP_STRING;
+		h->preemptible =
+		    r->element[11]->type == RESP_STRING && !strcmp(r->element[11]->str, "1");
+	}
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -443,7 +459,8 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_BUSY;
 	}
-	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
+	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12)) &&
+	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
 		l->supersede_placed = l->supersede;
@@ -793,14 +810,17 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
                          size_t errlen)
 {
 	struct keys ks;
-	/* status reads the --once-per mark too; break leaves it (it is no holder) */
-	const char **keys =
-	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
-	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
+	/* status reads the --once-per mark too; break leaves it (it is no holder), reset
+	 * clears it */
+	int nkeys = brk && !l->reset ? 10 : 11;
+	const char **keys = keys_of(&ks, l, nkeys, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
 	const struct lock_meta *b = l->breaker;
-	char pid[24] = "";
+	char pid[24] = "", hist[24], hret[24];
 	if (b)
 		snprintf(pid, sizeof pid, "%ld", b->pid);
+	snprintf(hist, sizeof hist, "%d", l->history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
 	const char *args[] = {l->channel,
 	                      l->publish_cmd,
 	                      l->wake_prefix,
@@ -809,10 +829,16 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      b ? b->user : "",
 	                      l->break_token ? l->break_token : "",
 	                      l->break_fence ? l->break_fence : "",
-	                      b && b->label ? b->label : ""};
+	                      b && b->label ? b->label : "",
+	                      "reset",
+	                      hist,
+	                      hret};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 9 : 0, args, err,
-	               errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, nkeys, keys,
+	               !brk       ? 0
+	               : l->reset ? 12
+	                          : 9,
+	               args, err, errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
@@ -943,8 +969,8 @@ static void history_fill(struct history_entry *e, const struct resp_reply *r)
 		size_t off, size;
 	} f[] = {
 #define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
-	    F(ev),    F(fence),  F(token),   F(host),   F(pid),     F(user),
-	    F(label), F(status), F(by_host), F(by_pid), F(by_user), F(by_label),
+	    F(ev),     F(fence),   F(token),  F(host),    F(pid),      F(user),    F(label),
+	    F(status), F(by_host), F(by_pid), F(by_user), F(by_label), F(cleared),
 #undef F
 	};
 

@@ -125,6 +125,9 @@ struct lock {
 	 * NULL: any (every holder is broken). */
 	const struct lock_meta *breaker;
 	const char *break_token, *break_fence;
+	/* --reset (with breaker): clear the name's marks (lock-delay, --once-per), remove
+	 * no holder */
+	int reset;
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
@@ -149,6 +152,7 @@ struct holder {
 	long long renewed_ago_ms;
 	/* "BOOT_ID PIDNS_INODE" of the holder's process (holder_proc_self), "" unknown */
 	char proc[80];
+	int preemptible; /* busy reply: the holder let --preempt stop it */
 };
 
 struct waiter {
@@ -311,6 +315,7 @@ struct history_entry {
 	char token[40];
 	char host[256], pid[24], user[64], label[LOCK_LABEL_MAX + 1], status[24];
 	char by_host[256], by_pid[24], by_user[64], by_label[LOCK_LABEL_MAX + 1];
+	char cleared[32]; /* reset: the marks cleared ("lock-delay once-per") */
 };
 #define HISTORY_MAX 1000 /* entries one read returns at most */
 int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,

@@ -104,8 +104,9 @@ if not free then
   if closed > 0 then return {4, closed} end
   if redis.call('EXISTS', KEYS[1]) == 1 then
     local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
-                         'label')
-    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
+                         'label', 'kept', 'preemptible')
+    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8],
+            o[9] or false, o[10] or false}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
