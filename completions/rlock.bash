@@ -23,6 +23,8 @@ _rlock_long_opts+=' --supersede --superseded-exit-code --preempt --preemptible -
 # --break's compare-and-break (issue 27)
 _rlock_opts_with_arg+=' --if-fence'
 _rlock_long_opts+=' --if-fence'
+# --reset: clear a name's marks (issue 38)
+_rlock_long_opts+=' --reset'
 # Events and metrics (README: Events and metrics).
 _rlock_opts_with_arg+=' --events --metrics-file'
 _rlock_long_opts+=' --events --metrics-file'

@@ -60,7 +60,7 @@ function __rlock_in_command
 end
 
 set -l durations '500ms\tduration' '5s\tduration' '30s\tduration' '5m\tduration'
-set -l modes '__fish_seen_argument -l status -l break -l list -l acquire -l release -l held'
+set -l modes '__fish_seen_argument -l status -l break -l reset -l list -l acquire -l release -l held'
 
 complete -c rlock -f
 # Lock
@@ -113,6 +113,7 @@ complete -c rlock -n "not __rlock_in_command" -s q -l quiet -d 'Only fatal error
 complete -c rlock -n "not __rlock_in_command" -l json -d 'JSON output for --status, --list and --held'
 complete -c rlock -l status -n "not __rlock_in_command; and not $modes" -d 'Show who holds the lock'
 complete -c rlock -l break -n "not __rlock_in_command; and not $modes" -d 'Force release the lock'
+complete -c rlock -l reset -n "not __rlock_in_command; and not $modes" -d 'Clear the lock-delay and --once-per marks (not a holder)'
 complete -c rlock -l list -n "not __rlock_in_command; and not $modes" -d 'List held locks'
 complete -c rlock -l check -n "not __rlock_in_command; and not $modes" -d 'Check the deployment: ok/warn/unsafe findings and a verdict'
 complete -c rlock -l acquire -n "not __rlock_in_command; and not $modes" -d 'Take the lock, leave a keeper, print its variables'

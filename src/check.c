@@ -132,6 +132,18 @@ static int check_reach(struct node *n)
 	enum level down = n->o->nurls > 1 ? L_WARN : L_UNSAFE; /* Redlock: the topology says */
 
 	int rc = cmd(n, &r, err, sizeof err, "PING", NULL);
+	if (rc == LOCK_OK && resp_is_error(r, "NOPERM")) {
+		/* logged in (a wrong password fails before): only PING is refused */
+		char fix[160];
+		snprintf(fix, sizeof fix, "ACL SETUSER %s +ping",
+		         n->srv->user ? n->srv->user : "default");
+		finding(n->out, L_WARN, name, "reach", fix,
+		        "answers, but user '%s' may not run PING (%.300s): no round trip measured",
+		        n->srv->user ? n->srv->user : "default", r->str);
+		resp_free(r);
+		n->out->reached++;
+		return 0;
+	}
 	if (rc == LOCK_OK && r->type == RESP_ERROR)
 		snprintf(err, sizeof err, "PING: %.300s", r->str), rc = LOCK_DENIED;
 	resp_free(r);
@@ -591,6 +603,9 @@ static const struct right rights[] = {
     {"zrangebyscore", 1, 0, {"ZRANGEBYSCORE", "K", "0", "1"}},
     {"zrem", 1, 0, {"ZREM", "K", "m"}},
     {"zscore", 1, 0, {"ZSCORE", "K", "m"}},
+    {"zremrangebyscore", 0, 0, {"ZREMRANGEBYSCORE", "K", "0", "1"}},
+    {"zrevrangebyscore", 0, 0, {"ZREVRANGEBYSCORE", "K", "1", "0"}},
+    {"type", 0, 0, {"TYPE", "K"}},
     {"xadd", 0, 0, {"XADD", "K", "*", "f", "v"}},
     {"xrevrange", 0, 0, {"XREVRANGE", "K", "+", "-"}},
     {"time", 1, 0, {"TIME"}},
@@ -602,6 +617,7 @@ static const struct right rights[] = {
     {"info", 0, 1, {"INFO", "server"}},
     {"scan", 0, 1, {"SCAN", "0", "MATCH", "K", "COUNT"}},
     {"wait", 0, 1, {"WAIT", "0", "0"}},
+    {"ping", 0, 1, {"PING"}},
 };
 #define NRIGHTS (sizeof rights / sizeof rights[0])
 
@@ -622,7 +638,8 @@ static const char trial_script[] =
     "try('PEXPIRE', k, '1') try('HGET', k, 'f') try('HMGET', k, 'f') try('HDEL', k, 'f')\n"
     "try('ZCOUNT', k, '0', '1') try('ZRANGE', k, '0', '1') try('ZRANGEBYSCORE', k, '0', '1')\n"
     "try('ZREM', k, 'm') try('ZSCORE', k, 'm') try('TIME') try('PUBLISH', ch, 'check')\n"
-    "try('XREVRANGE', k, '+', '-', 'COUNT', '1')\n"
+    "try('XREVRANGE', k, '+', '-', 'COUNT', '1') try('TYPE', k)\n"
+    "try('ZREMRANGEBYSCORE', k, '0', '1') try('ZREVRANGEBYSCORE', k, '1', '0')\n"
     "if try('DEL', k) then\n"
     "  for _, c in ipairs({{'SET', k, '1', 'NX', 'PX', '10000'}, {'INCR', k}, {'HSET', k, 'f', "
     "'1'},\n"
@@ -732,7 +749,8 @@ static void check_acl(struct node *n)
 		finding(n->out, needed ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
 		        "user '%s' lacks %s (%s)%s", user, names, how,
 		        needed ? ": locks cannot be taken, renewed or released"
-		               : ": waiting, --list or --wait-replicas fall short");
+		               : ": waiting, --list, --history, --lock-delay or --wait-replicas "
+		                 "fall short");
 }
 
 /* Every check of one node; 0, or -1 when it is unreachable. */

@@ -301,6 +301,11 @@ static const struct optdef options[] = {
         SPECIAL(opt_mode), .value = MODE_STATUS),
     OPT("break", 0, F_RUN, NULL, "force-release NAME and wake its waiters", SPECIAL(opt_mode),
         .value = MODE_BREAK),
+    OPT("reset", 0, F_RUN, NULL,
+        "clear NAME's marks: a --lock-delay that keeps\n"
+        "it closed, the --once-per window; never a\n"
+        "live holder (--break); recorded in --history",
+        SPECIAL(opt_mode), .value = MODE_RESET),
     OPT("history", 0, F_RUN, NULL,
         "show NAME's runs and supersessions, newest\n"
         "first (-n N: the last N, default 20; config\n"
@@ -334,6 +339,8 @@ static const char usage_head[] =
     "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
     "       rlock [OPTIONS] -k NAME --status [--json]\n"
     "       rlock [OPTIONS] -k NAME --break [--token TOKEN] [--if-fence N]\n"
+    "       rlock [OPTIONS] -k NAME --reset\n"
+    "       rlock [OPTIONS] -k NAME --history [-n N] [--json]\n"
     "       rlock [OPTIONS] --list [--json]\n"
     "       rlock [OPTIONS] --check [--json]\n"
     "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"

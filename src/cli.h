@@ -22,6 +22,7 @@ enum mode {
 	MODE_HELD,
 	MODE_HISTORY, /* --history */
 	MODE_CHECK,
+	MODE_RESET, /* --reset */
 };
 
 enum on_lost {

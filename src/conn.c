@@ -489,8 +489,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		    getnameinfo(sa, salen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST) == 0)
 			(void)snprintf(what, sizeof what, " (%s)", addr);
 		if (clock_ms() >= deadline_ms) {
-			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
-			        what, budget_ms(start, deadline_ms));
+			if (budget_ms(start, deadline_ms) > 0)
+				set_err(err, errlen, "connect to %s%s: timed out after %lld ms",
+				        c->peer, what, budget_ms(start, deadline_ms));
+			else
+				set_err(err, errlen, "connect to %s%s: not tried: no time left",
+				        c->peer, what);
 			return CONN_TIMEOUT;
 		}
 		fd = tcp_socket(sa->sa_family);

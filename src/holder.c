@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -83,8 +84,16 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 		holder_text(h, 0, &t);
 	}
 	int cmd = (what & HOLDER_CMD) != 0, label = (what & HOLDER_LABEL) && t.label[0];
-	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "", cmd ? t.cmd : "",
-	         cmd ? ")" : "", label ? " [" : "", label ? t.label : "", label ? "]" : "");
+	char kept[96] = "", left[32];
+	if (h->kept) { /* nobody runs: the command ended, --min-hold keeps the lease */
+		holder_human_ms(left, sizeof left, h->pttl_ms);
+		snprintf(kept, sizeof kept, ", its command has ended (kept by --min-hold%s%s%s)",
+		         h->pttl_ms >= 0 ? " for " : "", h->pttl_ms >= 0 ? left : "",
+		         h->pttl_ms >= 0 ? " more" : "");
+	}
+	snprintf(buf, n, "%s pid %s%s%s%s%s%s%s%s", t.host, t.pid, cmd ? " (" : "",
+	         cmd ? t.cmd : "", cmd ? ")" : "", label ? " [" : "", label ? t.label : "",
+	         label ? "]" : "", kept);
 	return buf;
 }
 
@@ -130,23 +139,57 @@ static int proc_stat(long long pid, char *state, long long *start_unix_ms)
 	return 0;
 }
 
+const char *holder_proc_self(void)
+{
+	static char self[80];
+	char boot[48] = "";
+	struct stat st;
+
+	if (self[0])
+		return self;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f && fgets(boot, sizeof boot, f))
+		boot[strcspn(boot, "\n")] = '\0';
+	if (f)
+		fclose(f);
+	if (boot[0] && !strchr(boot, ' ') && stat("/proc/self/ns/pid", &st) == 0)
+		snprintf(self, sizeof self, "%s %llu", boot, (unsigned long long)st.st_ino);
+	return self;
+}
+
 enum holder_proc holder_process(const struct holder *h)
 {
 	char host[256] = "", state = '?';
 	long long started = -1;
+	const char *self = holder_proc_self();
 
 	if (h->pid <= 0 || h->pid > INT_MAX || !h->host[0] ||
 	    gethostname(host, sizeof host - 1) < 0 || strcmp(host, h->host) != 0)
 		return HOLDER_ELSEWHERE;
+	/* Who the pid names: without the holder's boot and pid namespace (an older record,
+	 * or this host's unknown), nothing can be told from a pid here. */
+	if (!h->proc[0] || !self[0])
+		return HOLDER_ELSEWHERE;
+	size_t boot_len = strcspn(self, " ");
+	if (strncmp(h->proc, self, boot_len) != 0 || h->proc[boot_len] != ' ') {
+		/* Another boot: gone when the holder took the lock before this boot began
+		 * (this host rebooted since); else it is another machine of the same name. */
+		long long bt = boot_time();
+		return bt > 0 && h->start_ms > 0 && h->start_ms < bt * 1000 - 2000
+		           ? HOLDER_GONE
+		           : HOLDER_ELSEWHERE;
+	}
+	if (strcmp(h->proc, self) != 0)
+		return HOLDER_ELSEWHERE; /* another pid namespace: its pid is not ours */
 	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
 		return HOLDER_GONE;
 	if (proc_stat(h->pid, &state, &started) < 0)
-		return HOLDER_ALIVE; /* kill(2) found it; /proc says no more */
+		return HOLDER_ELSEWHERE; /* kill(2) found it; /proc says no more */
 	/* A zombie looks alive to kill(2). A process that started after the holder took the
 	 * lock (its start time, with a second for /proc's coarse boot time) is another one
 	 * that got the pid. */
 	if (state == 'Z' || state == 'X' ||
 	    (started > 0 && h->start_ms > 0 && started > h->start_ms + 2000))
 		return HOLDER_GONE;
-	return HOLDER_ALIVE;
+	return started > 0 && h->start_ms > 0 ? HOLDER_ALIVE : HOLDER_ELSEWHERE;
 }

@@ -40,10 +40,19 @@ const char *holder_broken(const struct broken *b, const char *token, char *buf, 
 void holder_human_ms(char *buf, size_t n, long long ms);
 
 /* Whether the holder's process still runs, judged only when its host is this host
- * (gethostname): HOLDER_GONE when there is no such process, or it is a zombie, or it
- * started after the holder took the lock (the pid was reused); HOLDER_ALIVE when it
- * runs; HOLDER_ELSEWHERE when the holder is on another host or the pid is unknown. */
+ * (gethostname) and its record names its process beyond the pid (struct holder's proc):
+ * HOLDER_ALIVE when boot, pid namespace and start time match (it started no later than
+ * it took the lock); HOLDER_GONE when it can be proven: same boot and namespace and no
+ * such process, a zombie, or one that started after the holder took the lock (the pid
+ * was reused), or another boot when the lock was taken before this boot began;
+ * HOLDER_ELSEWHERE (cannot tell) otherwise: another host, another pid namespace, another
+ * machine of the same name, an older record without proc, or the pid unknown. */
 enum holder_proc { HOLDER_ELSEWHERE = -1, HOLDER_GONE = 0, HOLDER_ALIVE = 1 };
+
 enum holder_proc holder_process(const struct holder *h);
+
+/* This process's "BOOT_ID PIDNS_INODE" (/proc/sys/kernel/random/boot_id, the inode of
+ * /proc/self/ns/pid), read once; "" when either cannot be read. */
+const char *holder_proc_self(void);
 
 #endif

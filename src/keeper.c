@@ -636,15 +636,56 @@ static void stop_keeper(const struct holder *h, const char *key, const struct ke
 		log_info("keeper pid %ld stopped", pid);
 }
 
+/* How the token's run ended, by the name's history (best effort: nothing when the
+ * history is off, refused or has no entry of the token): 1 with the text in buf. */
+#define RELEASE_HISTORY 100
+static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
+                   size_t n)
+{
+	struct history_entry *e = calloc(RELEASE_HISTORY, sizeof *e);
+	char err[300], when[64] = "?";
+	int count = RELEASE_HISTORY, found = 0;
+
+	if (!e || store_history(s, l, clock_ms() + k->io_timeout_ms, e, &count, err, sizeof err) !=
+	              LOCK_OK)
+		count = 0;
+	for (int i = 0; i < count && !found; i++) { /* newest first */
+		if (strcmp(e[i].token, k->token) != 0 || !strcmp(e[i].ev, "acquired"))
+			continue;
+		time_t t = (time_t)(e[i].at_ms / 1000);
+		struct tm tm;
+		if (localtime_r(&t, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		found = 1;
+		if (!strcmp(e[i].ev, "released"))
+			snprintf(buf, n,
+			         "it was already released at %s (a --release before this one)",
+			         when);
+		else if (!strcmp(e[i].ev, "expired"))
+			snprintf(buf, n,
+			         "its lease expired unrenewed (recorded at %s): the keeper was "
+			         "gone",
+			         when);
+		else
+			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", e[i].ev,
+			         when, k->name);
+	}
+	free(e);
+	return found;
+}
+
 /* The token does not hold the lock: say so, and who broke it when the last --break's
- * record (in hs, NULL: not read) names the token. */
-static int not_held(const struct lock *l, const struct keeper_args *k, const struct holders *hs)
+ * record (in hs, NULL: not read) names the token, or how the history says it ended. */
+static int not_held(struct store *s, const struct lock *l, const struct keeper_args *k,
+                    const struct holders *hs)
 {
 	char why[600], by[300];
 
 	if (keeper_ended(l->key, k->token, why, sizeof why))
 		log_error("lock '%s': %s", k->name, why);
 	if (hs && holder_broken(&hs->broken, k->token, by, sizeof by))
+		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
+	else if (run_end(s, l, k, by, sizeof by))
 		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
 	else
 		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
@@ -658,9 +699,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	static struct holders hs; /* large */
 	const struct holder *h = NULL;
 	struct lock mine = *l;
-	char err[400];
+	char err[400], ended[600];
 	int rc;
 
+	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
+	 * lease still ran on the server: the job was no longer guarded, as --held says. The
+	 * token may still hold the lock: given back all the same, and 79. */
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
 	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
@@ -673,7 +718,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		log_error("%s", err);
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
-		rc = not_held(l, k, &hs);
+		rc = not_held(s, l, k, &hs);
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
@@ -689,9 +734,13 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		if (h)
 			stop_keeper(h, l->key, k);
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
-		/* --wait-replicas: the release confirmed as the acquire was (hold.c) */
-		if (rc == LOCK_OK && k->wait_replicas > 0 &&
-		    store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
+		if (rc == LOCK_OK && gone) {
+			log_error("lock '%s': %s; released what was left of its lease", k->name,
+			          ended);
+			rc = RL_EX_LOST;
+		} else if (rc == LOCK_OK && k->wait_replicas > 0 &&
+		           /* --wait-replicas: the release confirmed as the acquire was (hold.c) */
+		           store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
 			log_warn("released %s on the master, not confirmed by %d replica(s) "
 			         "(--wait-replicas): %s; a failover now can bring the lock back "
 			         "until its TTL",
@@ -704,7 +753,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			             "ends at its next renewal)");
 			rc = 0;
 		} else if (rc == LOCK_NOTOURS && !h) {
-			rc = not_held(l, k, NULL);
+			rc = not_held(s, l, k, NULL);
 		} else if (rc == LOCK_NOTOURS) {
 			char by[300] = "";
 			renew_broken_why(s, NULL, &mine, STORE_NO_CAP, by, sizeof by);

@@ -232,6 +232,16 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
 		return LOCK_MISMATCH;
 	}
+	if (resp_is_error(r, "ERR") && (strstr(r->str, "user executing the script can't run") ||
+	                                strstr(r->str, "ACL failure in script"))) {
+		/* a command the script calls is refused (Redis 7.2 names it, 7.0 does not) */
+		snprintf(
+		    err, errlen,
+		    "%s: the ACL user may not run a command rlock's script calls (rlock --check "
+		    "names it; README: Credentials): %.300s",
+		    what, r->str);
+		return LOCK_DENIED;
+	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
@@ -345,8 +355,8 @@ int lock_fence_value(const struct resp_reply *r, long long *v)
 	return parse_int(r->str, LLONG_MIN, LLONG_MAX, v, NULL, 0);
 }
 
-/* Fill *h from the n (7 to 10) fields {host, pid, user, cmd, start, ttl, fence, kept,
- * label, renewed_ago} at e. */
+/* Fill *h from the n (7 to 11) fields {host, pid, user, cmd, start, ttl, fence, kept,
+ * label, renewed_ago, proc} at e. */
 static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 {
 	copy_field(h->host, sizeof h->host, e[0]);
@@ -364,9 +374,12 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 	if (n > 8)
 		copy_field(h->label, sizeof h->label, e[8]);
 	h->renewed_ago_ms = n > 9 ? field_number(e[9]) : -1;
+	if (n > 10)
+		copy_field(h->proc, sizeof h->proc, e[10]);
 }
 
-/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label]}. */
+/* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
+ * kept, preemptible]]}. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -377,6 +390,11 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	h->renewed_ago_ms = -1;
 	if (r->elements > 9)
 		copy_field(h->label, sizeof h->label, r->element[9]);
+	if (r->elements > 11) { /* since the busy reply says kept and preemptible */
+		h->kept = r->element[10]->type == RESP_STRING;
+		h->preemptible =
+		    r->element[11]->type == RESP_STRING && !strcmp(r->element[11]->str, "1");
+	}
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -441,7 +459,8 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_BUSY;
 	}
-	if ((is_array(r, 9) || is_array(r, 10)) && r->element[0]->type == RESP_INTEGER) {
+	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12)) &&
+	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
 		l->supersede_placed = l->supersede;
@@ -508,8 +527,16 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	memset(hs, 0, sizeof *hs);
 	/* 13 (14: break) since holders show their renewal, waiters their host and pid, and
 	 * the last break its record; 11 since --lock-delay, 10 since --once-per (its mark), 8
-	 * since plain waiters have places; older server-side scripts say 7 or 8 */
+	 * since plain waiters have places; older server-side scripts say 7 or 8. A holder's
+	 * row: 14 fields since it names its process beyond the pid (proc), 13 before (told
+	 * apart by the count of holders when both divide). */
 	size_t hstride = r->elements >= 13 ? 13 : 12, qstride = r->elements >= 13 ? 5 : 2;
+	if (hstride == 13 && r->element[3]->type == RESP_ARRAY) {
+		size_t ne = r->element[3]->elements;
+		long long total = field_number(r->element[2]);
+		if (ne % 14 == 0 && (ne % 13 != 0 || (long long)(ne / 14) == total))
+			hstride = 14;
+	}
 	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
 	      is_array(r, 13) || is_array(r, 14)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
@@ -628,9 +655,11 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   ttl,
 		                                   "label",
 		                                   m->label ? m->label : "",
+		                                   "proc", /* who the pid names (holder.c) */
+		                                   m->proc ? m->proc : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		int na = queue_args(l, args, l->delay_ms > 0 ? 19 : 17, hist, hret);
+		int na = queue_args(l, args, l->delay_ms > 0 ? 21 : 19, hist, hret);
 		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
 	} else {
 		if (l->mode == LOCK_SHARED)
@@ -658,8 +687,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      m->label ? m->label : "",
 		                      delay,
 		                      hist, /* the history (acquire_sem.lua) */
-		                      hret};
-		int na = l->history_len > 0 ? 16 : l->delay_ms > 0 ? 14 : 13;
+		                      hret,
+		                      m->proc ? m->proc : ""};
+		int na = 17;
 		return request(q, S_ACQUIRE_SEM, nk, keys, na, args, err, errlen);
 	}
 }
@@ -780,14 +810,17 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
                          size_t errlen)
 {
 	struct keys ks;
-	/* status reads the --once-per mark too; break leaves it (it is no holder) */
-	const char **keys =
-	    keys_of(&ks, l, brk ? 10 : 11, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META, K_LIMIT,
-	            K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
+	/* status reads the --once-per mark too; break leaves it (it is no holder), reset
+	 * clears it */
+	int nkeys = brk && !l->reset ? 10 : 11;
+	const char **keys = keys_of(&ks, l, nkeys, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
 	const struct lock_meta *b = l->breaker;
-	char pid[24] = "";
+	char pid[24] = "", hist[24], hret[24];
 	if (b)
 		snprintf(pid, sizeof pid, "%ld", b->pid);
+	snprintf(hist, sizeof hist, "%d", l->history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
 	const char *args[] = {l->channel,
 	                      l->publish_cmd,
 	                      l->wake_prefix,
@@ -796,10 +829,16 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      b ? b->user : "",
 	                      l->break_token ? l->break_token : "",
 	                      l->break_fence ? l->break_fence : "",
-	                      b && b->label ? b->label : ""};
+	                      b && b->label ? b->label : "",
+	                      "reset",
+	                      hist,
+	                      hret};
 
-	return request(q, brk ? S_BREAK : S_STATUS, brk ? 10 : 11, keys, brk ? 9 : 0, args, err,
-	               errlen);
+	return request(q, brk ? S_BREAK : S_STATUS, nkeys, keys,
+	               !brk       ? 0
+	               : l->reset ? 12
+	                          : 9,
+	               args, err, errlen);
 }
 
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
@@ -930,8 +969,8 @@ static void history_fill(struct history_entry *e, const struct resp_reply *r)
 		size_t off, size;
 	} f[] = {
 #define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
-	    F(ev),    F(fence),  F(token),   F(host),   F(pid),     F(user),
-	    F(label), F(status), F(by_host), F(by_pid), F(by_user), F(by_label),
+	    F(ev),     F(fence),   F(token),  F(host),    F(pid),      F(user),    F(label),
+	    F(status), F(by_host), F(by_pid), F(by_user), F(by_label), F(cleared),
 #undef F
 	};
 

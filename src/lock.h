@@ -125,6 +125,9 @@ struct lock {
 	 * NULL: any (every holder is broken). */
 	const struct lock_meta *breaker;
 	const char *break_token, *break_fence;
+	/* --reset (with breaker): clear the name's marks (lock-delay, --once-per), remove
+	 * no holder */
+	int reset;
 };
 
 /* One holder, parsed once from a script's reply. Text fields are "" when unknown and
@@ -147,6 +150,9 @@ struct holder {
 	int delayed;
 	/* since the last confirmed renewal (server's clock); -1 unknown */
 	long long renewed_ago_ms;
+	/* "BOOT_ID PIDNS_INODE" of the holder's process (holder_proc_self), "" unknown */
+	char proc[80];
+	int preemptible; /* busy reply: the holder let --preempt stop it */
 };
 
 struct waiter {
@@ -243,6 +249,7 @@ struct lock_meta {
 	long pid;
 	long long start_unix_ms;
 	const char *label; /* --label, or NULL */
+	const char *proc;  /* holder_proc_self(): boot id and pid namespace, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are
@@ -276,7 +283,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 40
+#define LOCK_ARGV_MAX 44
 
 struct lock_request {
 	int script, argc;
@@ -308,6 +315,7 @@ struct history_entry {
 	char token[40];
 	char host[256], pid[24], user[64], label[LOCK_LABEL_MAX + 1], status[24];
 	char by_host[256], by_pid[24], by_user[64], by_label[LOCK_LABEL_MAX + 1];
+	char cleared[32]; /* reset: the marks cleared ("lock-delay once-per") */
 };
 #define HISTORY_MAX 1000 /* entries one read returns at most */
 int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,

@@ -128,7 +128,7 @@ static int done_already(const struct opts *o, const char *name, const struct hol
 		log_msg(
 		    o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
 		    "lock '%s' is done for this window (--once-per: a run succeeded); the window "
-		    "ends at %s (in %.1f s)%s",
+		    "ends at %s (in %.1f s); --reset clears the mark%s",
 		    name, until, (double)h->pttl_ms / 1000,
 		    o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	else
@@ -271,6 +271,7 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 	} else {
 		rc = o->mode == MODE_STATUS    ? report_status(c, o)
 		     : o->mode == MODE_BREAK   ? report_break(c, o)
+		     : o->mode == MODE_RESET   ? report_reset(c, o)
 		     : o->mode == MODE_HELD    ? report_held(c, o)
 		     : o->mode == MODE_HISTORY ? report_history(c, o)
 		                               : report_list(c, o);
@@ -293,7 +294,8 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 	                      cmd,
 	                      (long)getpid(),
 	                      (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
-	                      o->label};
+	                      o->label,
+	                      holder_proc_self()};
 	return m;
 }
 

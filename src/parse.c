@@ -429,6 +429,11 @@ int parse_url(const char *s, struct url *u, char *err, size_t errlen)
 	for (p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return fail(err, errlen, "control character in URL");
+	if ((*s == '"' || *s == '\'') && s[1] && s[strlen(s) - 1] == *s)
+		return fail(err, errlen,
+		            "the URL is in quotes (%c...%c), which are not removed: in a config "
+		            "file, write url = redis://HOST:PORT without them",
+		            *s, *s);
 	if (!strstr(s, "://") && strncasecmp(s, "unix:", 5) != 0)
 		return fail(err, errlen,
 		            "missing URL scheme: write redis://HOST:PORT (or rediss://HOST:PORT "

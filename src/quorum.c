@@ -587,7 +587,7 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
 	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
 	int nbehind = 0;
-	struct lock_meta none = {"", "", "", 0, 0, NULL};
+	struct lock_meta none = {"", "", "", 0, 0, NULL, NULL};
 	struct lock relock = *l;
 	struct holder h, by;
 	int ok = 0, taken = 0, lost = 0, preempted = 0;
@@ -802,6 +802,12 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);
+	for (int i = 0; i < q->n; i++) /* --reset: the --once-per mark any node cleared */
+		if (ok[i] && nh[i].done && (!hs->done || nh[i].done_pttl_ms > hs->done_pttl_ms)) {
+			hs->done = 1;
+			hs->done_pttl_ms = nh[i].done_pttl_ms;
+			memcpy(hs->done_fence, nh[i].done_fence, sizeof hs->done_fence);
+		}
 	free(nh);
 	return LOCK_OK;
 }

@@ -140,6 +140,8 @@ static void holder_fields(FILE *f, const struct holder *h, const char *key)
 	long long now = now_unix_ms();
 
 	json_who(f, h->host, h->pid, h->user);
+	fputs(",\"token\":", f); /* what --break --token compares */
+	json_str_or_null(f, h->token);
 	fputs(",\"command\":", f);
 	json_str_or_null(f, h->cmd);
 	fputs(",\"label\":", f);
@@ -307,8 +309,10 @@ static void print_holder(const struct holder *h, const char *key)
 	     until[64];
 	long long now = now_unix_ms();
 	struct holder_text t;
+	char token[4 * sizeof h->token];
 
 	holder_text(h, now, &t);
+	esc(token, sizeof token, h->token[0] ? h->token : "?");
 	local_time(when, sizeof when, h->start_ms);
 	if (t.label[0])
 		snprintf(label, sizeof label, "  label    %s\n", t.label);
@@ -320,9 +324,9 @@ static void print_holder(const struct holder *h, const char *key)
 		         "  kept     by --min-hold until %s: its command has exited\n", until);
 	}
 	printf("  host     %s\n  pid      %s%s\n  user     %s\n  command  %s\n%s"
-	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n",
+	       "  since    %s (%s)\n%s  ttl left %s%s\n  fence    %s\n  token    %s\n",
 	       t.host, t.pid, h->kept ? " (exited)" : "", t.user, t.cmd, label, when, t.held, state,
-	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence);
+	       t.left, h->pttl_ms == -1 ? " (no expiry: set by hand?)" : "", t.fence, token);
 	print_judgement(h, &t, key);
 }
 
@@ -342,8 +346,9 @@ static void print_holders(const char *key, const struct holders *hs)
 	char closed[160];
 
 	if (!hs->n && hs->closed_ms > 0) {
-		printf("%s is %s: a lease ended without a release (last fence %lld)\n", key,
-		       closed_text(closed, sizeof closed, hs), hs->last_fence);
+		printf("%s is %s: a lease ended without a release (last fence %lld); --reset opens "
+		       "it\n",
+		       key, closed_text(closed, sizeof closed, hs), hs->last_fence);
 	} else if (!hs->n && !hs->has_last_fence) {
 		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
 	} else if (!hs->n) {
@@ -463,6 +468,21 @@ static int break_refused(const struct lock *l, const struct opts *o, const struc
 	return RL_EX_LOST;
 }
 
+/* --break: a lock-delay keeps the name closed after it; say until when and how to open
+ * it (--reset), even with -q. */
+static void break_closed(const struct lock *l, const struct opts *o, long long closed_ms)
+{
+	char left[64], name[4 * LOCK_NAME_MAX + 1];
+
+	if (closed_ms <= 0)
+		return;
+	holder_human_ms(left, sizeof left, closed_ms);
+	log_escape(name, sizeof name, o->name, strlen(o->name));
+	log_error("%s stays closed by --lock-delay for %s more (a lease that ended without a "
+	          "release); rlock -k %s --reset opens it now",
+	          l->key, left, name);
+}
+
 int report_break(struct store *s, const struct opts *o)
 {
 	struct lock l;
@@ -491,6 +511,7 @@ int report_break(struct store *s, const struct opts *o)
 		return break_refused(&l, o, &hs);
 	if (!hs.n) {
 		log_warn("%s was not held: nothing removed", l.key);
+		break_closed(&l, o, hs.closed_ms);
 		return 0;
 	}
 	/* Operator action: always say what was removed, even with -q (log_msg escapes). */
@@ -505,6 +526,47 @@ int report_break(struct store *s, const struct opts *o)
 	}
 	if (hs.total > hs.n)
 		log_error("broke %s: and %d more holders", l.key, hs.total - hs.n);
+	break_closed(&l, o, hs.closed_ms);
+	return 0;
+}
+
+int report_reset(struct store *s, const struct opts *o)
+{
+	struct lock l;
+	struct holders hs;
+	char err[400], host[256] = "", left[64], who[1024];
+	struct lock_meta me = {
+	    .host = host, .user = breaker_user(), .pid = (long)getpid(), .label = o->label};
+
+	lock_init(&l, o->prefix, o->name, o->ttl_ms);
+	gethostname(host, sizeof host - 1);
+	l.breaker = &me;
+	l.reset = 1;
+	l.history_len = o->history_len;
+	l.history_ms = o->history_ms;
+	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err) != LOCK_OK) {
+		request_failed(err);
+		store_close(s);
+		return RL_EX_UNAVAILABLE;
+	}
+	store_close(s);
+	/* Operator action: always say what was cleared, even with -q. */
+	if (hs.closed_ms > 0) {
+		holder_human_ms(left, sizeof left, hs.closed_ms);
+		log_error("reset %s: lifted the lock-delay (%s were left)", l.key, left);
+	}
+	if (hs.done) {
+		if (hs.done_pttl_ms >= 0)
+			holder_human_ms(left, sizeof left, hs.done_pttl_ms);
+		log_error("reset %s: cleared the --once-per mark of fence %s (%s were left)", l.key,
+		          hs.done_fence[0] ? hs.done_fence : "?",
+		          hs.done_pttl_ms >= 0 ? left : "no expiry");
+	}
+	if (hs.closed_ms <= 0 && !hs.done)
+		log_warn("%s had no lock-delay and no --once-per mark: nothing cleared", l.key);
+	if (hs.n > 0)
+		log_error("%s is still held by %s (a live holder: --break removes it)", l.key,
+		          holder_format(&hs.h[0], HOLDER_CMD | HOLDER_RAW, who, sizeof who));
 	return 0;
 }
 
@@ -768,6 +830,10 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 		fprintf(f, ",\"%s\":", history_fields[i].name);
 		history_fields[i].kind == 'n' ? json_num_or_null(f, v) : json_str_or_null(f, v);
 	}
+	if (e->cleared[0]) {
+		fputs(",\"cleared\":", f);
+		json_str(f, e->cleared);
+	}
 	if (!e->by_host[0] && !e->by_pid[0] && !e->by_user[0]) {
 		fputs(",\"by\":null}", f);
 		return;
@@ -792,11 +858,16 @@ static void history_line(const struct history_entry *e)
 	       host, e->pid[0] ? e->pid : "?", label[0] ? " [" : "", label, label[0] ? "]" : "");
 	if (e->status[0])
 		printf("  status %s", e->status);
+	if (e->cleared[0])
+		printf("  cleared %s", e->cleared);
 	if (e->by_host[0] || e->by_pid[0]) {
 		esc(by, sizeof by, e->by_host);
 		log_escape(blabel, sizeof blabel, e->by_label, strlen(e->by_label));
-		printf("  by %s pid %s%s%s%s", by, e->by_pid[0] ? e->by_pid : "?",
-		       blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
+		printf("  by %s pid %s", by, e->by_pid[0] ? e->by_pid : "?");
+		if (e->cleared[0] &&
+		    e->by_user[0]) /* a reset names its user, as a break's record */
+			printf(" (user %s)", e->by_user);
+		printf("%s%s%s", blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
 	}
 	putchar('\n');
 }
@@ -830,8 +901,14 @@ int report_history(struct store *s, const struct opts *o)
 		}
 		fputs("]}\n", stdout);
 	} else {
-		if (n == 0)
-			printf("%s: no history (config: history = N turns it on)\n", l.key);
+		if (n == 0 && o->history_len > 0)
+			printf("%s: no history yet (no run recorded under this name, or none "
+			       "within the retention)\n",
+			       l.key);
+		else if (n == 0)
+			printf("%s: no history (config: history = 0 here turns recording off; "
+			       "history = N turns it on)\n",
+			       l.key);
 		for (int i = 0; i < n; i++)
 			history_line(&e[i]);
 	}

@@ -10,6 +10,8 @@
 
 int report_status(struct store *s, const struct opts *o);
 int report_break(struct store *s, const struct opts *o);
+/* --reset: clear NAME's lock-delay and --once-per mark (never a holder); 0, or 69. */
+int report_reset(struct store *s, const struct opts *o);
 int report_list(struct store *s, const struct opts *o);
 /* --history [--json]: the newest o->history_count entries of NAME's history, newest
  * first; {"schema":1,"name","key","entries":[{"at_ms","event","fence","token","host",

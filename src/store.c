@@ -244,7 +244,6 @@ typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err
 
 #define RUN_RETRY   1 /* safe to repeat on a fresh connection */
 #define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
-#define RUN_FULL_IO 4 /* the request's deadline is not capped (an acquire) */
 
 /* One call of run(): what it does, and what it learnt on the way. */
 struct run_call {
@@ -309,8 +308,7 @@ static int try_on(struct run_call *c, const struct server *srv, int asking, int 
 	/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
 	client_set_asking(s->c, asking);
 	int64_t d = clock_ms() + srv->io_timeout_ms;
-	int rc = c->op(s->c, c->arg, c->flags & RUN_FULL_IO ? d : capped(d, c->cap_ms), c->err,
-	               c->errlen);
+	int rc = c->op(s->c, c->arg, capped(d, c->cap_ms), c->err, c->errlen);
 	if (s->c)
 		client_set_asking(s->c, 0);
 	return rc;
@@ -544,7 +542,9 @@ static int routed_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	struct store *s = ctx;
 	struct acquire_args a = {l, m, h, clock_ms(), s};
 	s->lost = 0; /* store_unanswered(): of this acquire */
-	int rc = run(s, l->key, NULL, RUN_FULL_IO, op_acquire, &a, cap_ms, err, errlen);
+	/* the reply too is awaited only until the cap (the -w deadline): an acquire left
+	 * unanswered is given back behind it (wait.c) */
+	int rc = run(s, l->key, NULL, 0, op_acquire, &a, cap_ms, err, errlen);
 	*sent_ms = a.sent;
 	return rc;
 }

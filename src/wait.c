@@ -283,9 +283,10 @@ static int nap_until(const struct wait_args *a, struct store *sub, const struct 
 static int attempt(struct store *s, const struct wait_args *a, int first, int64_t deadline,
                    int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
-	/* The first try is not waiting: it may connect (a cluster's redirect to the slot's
-	 * node) even with -n; its hops are bounded by their own timeouts. */
-	int64_t cap = first ? STORE_NO_CAP : deadline;
+	/* The first try of -n is not waiting: it may connect (a cluster's redirect to the
+	 * slot's node); its hops are bounded by their own timeouts. Every other try, the
+	 * first of -w too, ends by the wait's deadline: connect, reply and all. */
+	int64_t cap = first && a->lock->nowait ? STORE_NO_CAP : deadline;
 	int rc = store_acquire(s, a->lock, a->meta, cap, sent_ms, h, err, errlen);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
@@ -309,11 +310,15 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
  * stderr: a blip the wait rides out is worth a line, not a failure. */
 static void outage_started(const char *name, const char *why, int64_t deadline)
 {
+	int64_t left = deadline - clock_ms();
+
 	if (deadline == INT64_MAX)
 		log_warn("lock '%s': %s; retrying (no --wait deadline)", name, why);
+	else if (left <= 0) /* said by the give-up line that follows */
+		return;
 	else
 		log_warn("lock '%s': %s; retrying for up to %.1f s (--wait)", name, why,
-		         (double)(deadline - clock_ms()) / 1000);
+		         (double)left / 1000);
 }
 
 static void outage_ended(const char *name, const char *server, int64_t since)
@@ -405,8 +410,11 @@ static void announce_busy(struct wait_run *w)
 
 	if (w->announced)
 		return;
-	log_info("lock '%s' is busy (%s%s); waiting", w->a->name, w->h->delayed ? "" : "held by ",
-	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who));
+	log_info("lock '%s' is busy (%s%s); waiting%s", w->a->name, w->h->delayed ? "" : "held by ",
+	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
+	         w->a->lock->preempt && !w->h->delayed && w->h->host[0] && !w->h->preemptible
+	             ? " for its release: it is not --preemptible, so --preempt cannot stop it"
+	             : "");
 	w->announced = 1;
 	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
@@ -428,6 +436,13 @@ static enum wait_state st_attempt(struct wait_run *w)
 		if (!w->a->lock->nowait)
 			w->waiting = 1;
 		return done(w, WAIT_SIGNAL);
+	}
+	if (rc == LOCK_ERR && w->waiting && !w->outage && clock_ms() >= w->deadline) {
+		/* An attempt of a waiting request cut short by the -w deadline: the server
+		 * answered until now, the lock was busy the last it said; the attempt, if it
+		 * took the lock, is given back behind it (finish). */
+		log_debug("%s: at the --wait deadline", w->err);
+		return done(w, WAIT_BUSY);
 	}
 	if (rc == LOCK_ERR && w->waiting && !fresh) {
 		/* The connection that sat idle may simply have been closed (the server's
@@ -472,7 +487,10 @@ static enum wait_state st_outage(struct wait_run *w)
 		return done(w, WAIT_ERR);
 	}
 	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
-	if (nap_until(w->a, w->s, w->h, w->start, until, "reconnecting", &w->drawn, w->signo) == -4)
+	char note[400]; /* what the progress line says it waits for: the server, the error */
+	snprintf(note, sizeof note, "Redis unavailable for %llds, reconnecting; last error: %.300s",
+	         (long long)((clock_ms() - w->outage_at) / 1000), w->err);
+	if (nap_until(w->a, w->s, w->h, w->start, until, note, &w->drawn, w->signo) == -4)
 		return done(w, WAIT_SIGNAL);
 	return ST_ATTEMPT;
 }
@@ -577,6 +595,18 @@ static enum wait_state st_nap(struct wait_run *w)
 	return ST_ATTEMPT;
 }
 
+/* What a clean-up may take when the wait ends: budget_ms, but no more than
+ * LATE_MS past the -w deadline (a deadline is a deadline: a frozen server gets the
+ * request written, and runs it after the unanswered one when it wakes). */
+#define LATE_MS 50
+static int64_t by_deadline(const struct wait_run *w, int64_t budget_ms)
+{
+	int64_t left = w->deadline == INT64_MAX ? budget_ms : w->deadline - clock_ms();
+
+	left = left < 0 ? LATE_MS : left + LATE_MS;
+	return budget_ms < left ? budget_ms : left;
+}
+
 /* Leaving: the live line, the listener, the place among the waiters, and a lock an
  * unanswered attempt may have taken. */
 static enum wait_rc finish(struct wait_run *w)
@@ -586,11 +616,13 @@ static enum wait_rc finish(struct wait_run *w)
 	store_unsubscribe(w->s);
 	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
 	                   w->rc == WAIT_SUPERSEDED))
-		leave(w->s, w->a, w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : w->a->io_timeout_ms);
+		leave(w->s, w->a,
+		      w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms));
 	/* An attempt whose reply never came may have taken the lock: give it back behind
 	 * that request, or it is held by nobody until its ttl ends. */
-	if (w->rc == WAIT_ERR && w->lock_rc == LOCK_ERR && store_unanswered(w->s))
-		give_back(w->s, w->a, GIVE_BACK_MS);
+	if ((w->rc == WAIT_ERR || w->rc == WAIT_BUSY) && w->lock_rc == LOCK_ERR &&
+	    store_unanswered(w->s))
+		give_back(w->s, w->a, by_deadline(w, GIVE_BACK_MS));
 	return w->rc;
 }
 
@@ -657,14 +689,26 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	int64_t deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	uint32_t seed = jitter_seed();
 	int rc, outage = 0;
+	int64_t due = start + PROGRESS_FIRST_MS; /* the next "still waiting" line */
 
-	while ((rc = store_open(out, cfg, 1, STORE_NO_CAP, err, errlen)) == STORE_ERR) {
+	/* -w: connecting (and the handshake) ends by the deadline too */
+	while ((rc = store_open(out, cfg, 1, wait_ms > 0 ? deadline : STORE_NO_CAP, err, errlen)) ==
+	       STORE_ERR) {
 		if (wait_ms == 0 || !store_fault_passing() || clock_ms() >= deadline)
 			break;
 		if (!outage++)
 			outage_started(name, err, deadline);
+		if (clock_ms() >= due) { /* as a busy wait's progress line (not under -q) */
+			log_warn("still waiting for '%s' after %llds: Redis unreachable, %d tries; "
+			         "last: %s%s",
+			         name, (long long)((clock_ms() - start) / 1000), outage, err,
+			         deadline == INT64_MAX ? " (retrying; no --wait deadline)" : "");
+			due = clock_ms() + PROGRESS_EVERY_MS;
+		}
 		if (!open_pause(sigfd, &step, &seed, deadline))
 			return STORE_ERR;
+		if (clock_ms() >= deadline) /* no try without time: err keeps the last one's */
+			break;
 	}
 	if (rc == STORE_OK && outage)
 		outage_ended(name, store_name(*out), start);

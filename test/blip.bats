@@ -81,6 +81,41 @@ ran_after_outage() {
 	[[ ${#stderr_lines[@]} == 2 ]] || fail "$stderr"
 }
 
+@test "-w against a frozen server (SIGSTOP): 69 at the deadline, not an io-timeout later; no negative duration" {
+	local w t0 took
+	rlock -k f -- true # the connection works, the scripts are cached
+	kill -STOP "$REDIS_PID"
+	# a frozen server accepts connections (the kernel does) and never answers: every
+	# wait (connect, reply, backoff, the give-back of an unanswered acquire) must end
+	# within what is left of -w. Margin: 800 ms for a slow machine (main overshot by
+	# 1.6 s to 2 s: the first attempt waited its whole --io-timeout, the give-back 0.5 s).
+	for w in 1000 3000; do
+		t0=$(now_ms)
+		run -69 --separate-stderr rlock -v -w "${w}ms" -k f -- touch ran
+		took=$(($(now_ms) - t0))
+		echo "# frozen server, -w ${w}ms: 69 after $took ms" >&3
+		((took >= w - 50)) || fail "-w ${w}ms: gave up after $took ms, before the deadline: $stderr"
+		((took < w + 800)) || fail "-w ${w}ms: gave up after $took ms: $stderr"
+		[[ ! $stderr =~ -[0-9.]+\ ?(s|ms)([^a-z]|$) ]] || fail "a negative duration: $stderr"
+		[[ ! $stderr =~ after\ 0\ ms ]] || fail "a timeout of 0 ms: $stderr"
+	done
+	[[ ! -e ran ]]
+	kill -CONT "$REDIS_PID"
+}
+
+@test "waiting for an unreachable server without -w (a typo in the port): a periodic line says what it tries, for how long, the last error" {
+	local port
+	port=$(dead_port)
+	rlock_bg -u "redis://127.0.0.1:$port" -k typo -- touch ran
+	local pid=$RLOCK_PID err=$RLOCK_ERR
+	# first line at once, then after 10 s (as a busy lock's "still waiting")
+	wait_until 40 grep -q 'still waiting' "$err"
+	assert_regex "$(cat "$err")" "rlock: still waiting for 'typo' after 1[0-9]s: Redis unreachable, [0-9]+ tries; last: connect to 127\.0\.0\.1:$port: Connection refused \(retrying; no --wait deadline\)"
+	kill -TERM "$pid"
+	rlock_wait "$pid" 20
+	[[ ! -e ran ]]
+}
+
 @test "-n with the server down fails at once (69, one line)" {
 	local port
 	port=$(dead_port)

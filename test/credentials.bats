@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the command rlock runs; bats sets $stderr; each test exports its own RLOCK_PASSWORD
 # Credentials (SPEC §2, issue 3): password from the URL (warned about), --password-file
 # (refused when group/other can read or write it), REDISCLI_AUTH, RLOCK_PASSWORD;
 # ACL users with and without permission; NOAUTH/WRONGPASS/NOPERM → 69 with a clear
@@ -15,9 +15,11 @@ LPW='Lckr-s3cret-K4m2' # ACL user "locker" (least privilege)
 BADPW='Wrng-s3cret-Z8p5' # a wrong password
 SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
 SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
-# The least-privilege ACL line for rlock (README "Production"): keys and channels
-# under the prefix, the commands rlock sends and those its Lua scripts call.
-LOCKER_ACL='~rlock:* &rlock:* +evalsha +eval +subscribe +ssubscribe +publish +spublish +get +set +incr +del +exists +hset +hget +hdel +hmget +pexpire +pttl +time +zadd +zcard +zcount +zpopmin +zrange +zrangebyscore +zrem +zscore +xadd +xrevrange +rpush +blpop +scan +info +select +wait +role +asking +cluster|slots'
+# The least-privilege ACL line for rlock, taken from the README's Credentials section
+# itself (so that the doc and the tests cannot drift): keys and channels under the
+# prefix, the commands rlock sends and those its Lua scripts call.
+LOCKER_ACL=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' \
+	"${RLOCK_SOURCE_DIR:-$BATS_TEST_DIRNAME/..}/README.md")
 
 # The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
 rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
@@ -249,6 +251,102 @@ pwfile() {
 	# another database (SELECT)
 	run -0 rlock -u "redis://locker@127.0.0.1:$REDIS_PORT/3" -k acl -- echo ran
 	assert_equal "$(rcli -n 3 GET 'rlock:{acl}:fence')" 1
+}
+
+@test "the README's ACL user runs every verb: check, history, status, list, break, reset, modes, lock-delay, once-per, preempt, supersede, across steps" {
+	[[ $LOCKER_ACL == '~rlock:* &rlock:* +'* ]] || fail "no ACL line in the README: '$LOCKER_ACL'"
+	export RLOCK_PASSWORD=$LPW
+	local u=(-u "$URL" --user locker) pid
+	# --check: reachable, nothing unsafe (CONFIG GET may be refused: a warning)
+	run --separate-stderr rlock "${u[@]}" --check
+	[[ $status == 0 || $status == 1 ]] || fail "--check $status: $output $stderr"
+	refute_line --regexp "^unsafe"
+	assert_line --regexp '^ok +[^ ]+ reach: answers'
+	assert_line --regexp '^ok +[^ ]+ acl: user .locker. has the rights rlock uses'
+	rcli ACL LOG RESET >/dev/null # --check tries rights it can do without
+	run -0 rlock "${u[@]}" -k v -- true
+	run -0 rlock "${u[@]}" -k v --history
+	assert_output --partial acquired
+	run -0 rlock "${u[@]}" -k v --history --json
+	run -0 rlock "${u[@]}" -k v --status
+	run -0 rlock "${u[@]}" -k v --status --json
+	run -0 rlock "${u[@]}" --list --json
+	# every mode with a holder and a waiter (the release wakes one: ZPOPMIN, RPUSH, BLPOP)
+	local mode
+	for mode in -x -s '-l 1' --fair; do
+		local n=m${mode//[ -]/}
+		# shellcheck disable=SC2086  # $mode is one or two words
+		rlock_bg "${u[@]}" $mode -k "$n" -- "$HOLD" "$n"
+		pid=$RLOCK_PID
+		wait_until 30 test -e "$n.started"
+		run -75 rlock "${u[@]}" -k "$n" --status
+		if [[ $mode == -s ]]; then # a shared holder does not make another wait
+			# shellcheck disable=SC2086
+			run -0 rlock "${u[@]}" $mode -k "$n" -n -- true
+			touch "$n.release"
+		else
+			# shellcheck disable=SC2086
+			rlock_bg "${u[@]}" $mode -k "$n" -w 20 -- true
+			local waiter=$RLOCK_PID
+			wait_until 30 eval '(($(waiters "$n") >= 1))'
+			touch "$n.release"
+			rlock_wait "$waiter"
+			assert_equal "$RLOCK_STATUS" 0
+		fi
+		rlock_wait "$pid"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+	# --lock-delay: a broken holder leaves the name closed; the next waits it out
+	rlock_bg "${u[@]}" -t 1s --lock-delay 1s -k ld -- "$HOLD" ld
+	pid=$RLOCK_PID
+	wait_until 30 test -e ld.started
+	run -0 rlock "${u[@]}" -k ld --break
+	rlock_wait "$pid"
+	run -75 rlock "${u[@]}" -k ld -n -- true
+	run -75 rlock "${u[@]}" -k ld --status
+	assert_output --partial lock-delay
+	run -0 rlock "${u[@]}" --lock-delay 1s -k ld -w 20 -- true
+	run -0 rlock "${u[@]}" -k ld --reset
+	# --once-per, --min-hold, --max-hold, several names
+	run -0 rlock "${u[@]}" --once-per 1m -k op -- true
+	run -75 rlock "${u[@]}" --once-per 1m -k op -- true
+	run -0 --separate-stderr rlock "${u[@]}" -k op --reset
+	assert_regex "$stderr" 'cleared the --once-per mark'
+	run -0 rlock "${u[@]}" --min-hold 100ms --max-hold 10s -k mh -k mh2 -- true
+	# --preempt a --preemptible holder
+	rlock_bg "${u[@]}" --preemptible -k pe -- "$HOLD" pe
+	pid=$RLOCK_PID
+	wait_until 30 test -e pe.started
+	run -0 rlock "${u[@]}" --preempt -w 20 -k pe -- true
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 81
+	# --supersede: a newer request takes the older one's place
+	rlock_bg "${u[@]}" -k su -- "$HOLD" su
+	local holder=$RLOCK_PID
+	wait_until 30 test -e su.started
+	rlock_bg "${u[@]}" --supersede --label old -w 20 -k su -- true
+	pid=$RLOCK_PID
+	wait_until 30 eval '[[ $(rcli HGET "rlock:{su}:supersede" label) == old ]]'
+	rlock_bg "${u[@]}" --supersede --label new -w 20 -k su -- true
+	local newer=$RLOCK_PID
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 80
+	touch su.release
+	rlock_wait "$holder"
+	rlock_wait "$newer"
+	assert_equal "$RLOCK_STATUS" 0
+	# across steps: --acquire, --held, --break --token, --release
+	eval "$(rlock "${u[@]}" -k st --acquire)"
+	[[ -n ${RLOCK_TOKEN:-} ]] || fail "--acquire printed no token"
+	run -0 rlock "${u[@]}" --held
+	run -0 rlock "${u[@]}" -k st --release
+	eval "$(rlock "${u[@]}" -k st --acquire)"
+	run -0 rlock "${u[@]}" -k st --break --token "$RLOCK_TOKEN"
+	run -79 rlock "${u[@]}" -k st --release
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	# nothing was refused on the way
+	run -0 rcli ACL LOG
+	refute_output --partial locker
 }
 
 @test "ACL user without access to the lock's keys: 69, NOPERM-ish message" {
@@ -610,7 +708,7 @@ creddir() {
 	exec_line() {
 		line=$(printf '%s\n' "$unit" | sed -n "s/^$1=//p")
 		line=${line//\$\$/\$}
-		line=${line//\/usr\/bin\/rlock/$RLOCK}
+		line=${line//exec rlock /exec $RLOCK }
 		line=${line//\/usr\/local\/bin\/reindex/$PWD/bin/reindex}
 		CREDENTIALS_DIRECTORY=$CREDS RUNTIME_DIRECTORY=$PWD/run RLOCK_URL=$URL eval "$line"
 	}

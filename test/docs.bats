@@ -183,6 +183,26 @@ same_options() {
 	[[ -z $long ]] || fail "--help lines longer than 80 columns:"$'\n'"$long"
 }
 
+@test "--help's usage block and the man page's synopsis show every mode" {
+	need_rlock
+	local usage mode missing=
+	usage=$("$RLOCK" --help | sed -n '1,/^$/p')
+	for mode in status break reset list check acquire release held history; do
+		[[ $usage == *"--$mode"* ]] || missing+=" --$mode (usage)"
+		sed -n '/^\.Sh SYNOPSIS/,/^\.Sh /p' "$MAN" | grep -qx ".Fl \\\\-$mode" ||
+			missing+=" --$mode (man SYNOPSIS)"
+	done
+	[[ -z $missing ]] || fail "not shown:$missing"
+}
+
+@test "README's --check sample counts the scripts rlock has (src/lock.c)" {
+	local want said
+	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/lock.c" | grep -c '{lua_')
+	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/README.md")
+	((want > 0)) || fail "no scripts table in src/lock.c"
+	[[ $said == "$want" ]] || fail "README's --check sample says '$said' scripts; src/lock.c has $want"
+}
+
 @test "man page renders no nested quotes (Ql inside Ql or Pq)" {
 	need mandoc
 	local nested

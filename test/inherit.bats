@@ -379,3 +379,35 @@ copier_foreground() {
 	run -75 rlock -k here --status
 	assert_line --partial "holder process $pid is gone from this host"
 }
+
+@test "--status and --list cannot tell a holder in another pid namespace by its pid (issue 33)" {
+	require_tool unshare
+	unshare --pid --fork --kill-child --mount-proc true 2>/dev/null ||
+		ci_skip "unshare of a pid namespace is not permitted (needs root)"
+	# Same host name, another pid namespace: the exclusive holder is pid 1 there, which
+	# here is init (alive, started at boot: the old code said "runs"); the shared one's
+	# pid names another process here, or none (the old code: "runs" or "gone").
+	# shellcheck disable=SC2016  # for the sh in the namespace
+	echo 'i=0; touch "$1.up"
+		while [ ! -e ns.end ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done' >ns-hold
+	timeout 60 unshare --pid --fork --kill-child --mount-proc sh -c '
+		"$RLOCK" -s -k nss -t 60s -- sh ns-hold nss &
+		exec "$RLOCK" -k nsx -t 60s -- sh ns-hold nsx' &
+	local ns=$!
+	track_pid "$ns"
+	wait_until 30 test -e nsx.up
+	wait_until 30 test -e nss.up
+	assert_equal "$(rcli HGET 'rlock:{nsx}:owner' pid)" 1
+	local name
+	for name in nsx nss; do
+		run -75 rlock -k "$name" --status
+		refute_line --regexp '^  process '
+		run -75 --separate-stderr rlock -k "$name" --status --json
+		assert_equal "$(jq -r .pid_alive <<<"$output")" null
+	done
+	run -0 rlock --list
+	refute_output --partial '[gone]'
+	touch ns.end
+	wait_until 30 not proc_alive "$ns"
+	key_absent 'rlock:{nsx}'
+}

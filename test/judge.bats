@@ -245,3 +245,20 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	assert_equal "$RLOCK_STATUS" 0
 	[[ ! -s $qerr ]] || fail "-q printed: $(cat "$qerr")"
 }
+
+@test "the token that --break --token compares is the one --status and --list --json show (issue 38)" {
+	rlock_bg -k tok -- "$HOLD" tok
+	local holder=$RLOCK_PID token
+	wait_until 10 test -e tok.started
+	token=$(rcli GET 'rlock:{tok}')
+	run -75 rlock -k tok --status
+	assert_line "  token    $token"
+	run -0 rlock --list --json
+	assert_output --partial "\"token\":\"$token\""
+	run -75 rlock -k tok --status --json
+	token=$(jq -r .token <<<"$output")
+	run -0 --separate-stderr rlock -k tok --break --token "$token"
+	assert_regex "$stderr" "^rlock: broke rlock:\{tok\}: token $token, "
+	rlock_wait "$holder" 20
+	assert_equal "$RLOCK_STATUS" 79
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# shellcheck disable=SC2016,SC2154  # quoted $: for the shells the tests start; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the shells the tests start; bats sets $stderr; each test sets XDG_RUNTIME_DIR for itself
 # A lock across steps: `rlock --acquire` leaves a detached keeper renewing the lock and
 # prints RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE (or, when the lock is not held, the line that
 # gives eval rlock's status); `rlock --release` (another process) stops it and releases
@@ -328,6 +328,30 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	wait_until 20 grep -q 'SIGUSR1' "sub/$n.log"
 	wait_until 20 grep -q '^rlock_' "sub/$n.prom"
 	[[ ! -e /$n.log && ! -e /$n.jsonl && ! -e /$n.prom ]]
+}
+
+@test "--release after its keeper declared the lock lost while the lease still ran on the server: given back, but 79, as --held says (explorer: seed 834802819 round 10)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	# The keeper's renewals are refused (no script may run), so it cannot confirm one and
+	# gives the lock up by its own clock; the lease itself runs on (made long here, as it
+	# is for the last fifth of a TTL after a loss decided at 4/5).
+	rcli ACL SETUSER default -evalsha -eval -evalsha_ro -eval_ro >/dev/null
+	rcli PEXPIRE 'rlock:{ci}' 60000 >/dev/null
+	rcli PEXPIRE 'rlock:{ci}:owner' 60000 >/dev/null
+	wait_until 30 grep -q 'the keeper exits' k.log
+	wait_until 10 not proc_alive "$(cat keeper.pids)" # its record is written before it exits
+	rcli ACL SETUSER default +@all >/dev/null
+	[[ -n $(rcli GET 'rlock:{ci}') ]] || fail "the lease was meant to run on"
+	step held 'rlock --held'
+	assert_failure 79
+	step release 'rlock -k ci --release'
+	assert_failure 79 # main: 0, as if the keeper had guarded the job to the end
+	assert_regex "$stderr" 'lost by its keeper'
+	key_absent 'rlock:{ci}' # given back all the same
 }
 
 @test "--acquire --log-file: a FIFO nobody reads, a link planted at its name, another user's file: 66 at once, before the lock is taken (issue 33)" {

@@ -178,3 +178,56 @@ closed_only() {
 		redis_stop "${pids[$i]}"
 	done
 }
+
+@test "--reset: lifts a lock-delay after --break (which says the name stays closed), wakes the waiter, records who; never a live holder; clears a --once-per mark" {
+	# a holder with a long lock-delay, broken: the name stays closed, and --break says so
+	rlock_bg -k rs -t 2s --lock-delay 1h -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	run -0 --separate-stderr "$RLOCK" -k rs --break
+	assert_regex "$stderr" "rlock:\{rs\} stays closed by --lock-delay for [0-9hms]+ more .*; rlock -k rs --reset opens it now"
+	rlock_wait "$holder" 20
+	# a second --break: nothing removed, still closed, same hint
+	run -0 --separate-stderr "$RLOCK" -k rs --break
+	assert_regex "$stderr" "was not held: nothing removed"$'\n'".*stays closed by --lock-delay for [0-9hms]+ more"
+	run -75 "$RLOCK" -k rs --status
+	assert_output --partial '--reset opens it'
+	# a waiter sleeps on the delay; --reset opens the name and it runs at once
+	rlock_bg -k rs -w 60 -- true
+	local waiter=$RLOCK_PID t0
+	wait_until 10 closed_only rs
+	t0=$(now_ms)
+	run -0 --separate-stderr "$RLOCK" -q -k rs --label 'INC-42' --reset
+	assert_regex "$stderr" "^rlock: reset rlock:\{rs\}: lifted the lock-delay \([0-9hms]+ were left\)$"
+	rlock_wait "$waiter" 20
+	assert_equal "$RLOCK_STATUS" 0
+	local ms=$(($(now_ms) - t0))
+	((ms < 10000)) || fail "the waiter took ${ms} ms after --reset"
+	# the history says who reset it
+	run -0 "$RLOCK" -k rs --history --json
+	assert_output --regexp '"event":"reset"[^}]*"cleared":"lock-delay","by":\{"host":"[^"]+","pid":[0-9]+,"user":"'"$(id -un)"'","label":"INC-42"\}'
+	run -0 "$RLOCK" -k rs --history
+	assert_output --regexp "reset .* cleared lock-delay  by [^ ]+ pid [0-9]+ \(user $(id -un)\) \[INC-42\]"
+	# nothing left to clear: says so, exit 0
+	run -0 --separate-stderr "$RLOCK" -k rs --reset
+	assert_regex "$stderr" "no lock-delay and no --once-per mark: nothing cleared"
+	# a live holder stays (that is --break's business)
+	rlock_bg -k rs --lock-delay 1h -- "$HOLD" live
+	holder=$RLOCK_PID
+	wait_until 10 test -e live.started
+	run -0 --separate-stderr "$RLOCK" -k rs --reset
+	assert_regex "$stderr" "rlock:\{rs\} is still held by .* \(a live holder: --break removes it\)"
+	run -75 "$RLOCK" -k rs -n -- true
+	touch live.release
+	rlock_wait "$holder" 20
+	assert_equal "$RLOCK_STATUS" 0
+	run -0 "$RLOCK" -k rs -n -- true # released: its delay ended with it
+	# a --once-per window: skipped until --reset clears it
+	run -0 "$RLOCK" -k op --once-per 1h -- true
+	run -75 --separate-stderr "$RLOCK" -k op --once-per 1h -- true
+	assert_regex "$stderr" "; --reset clears the mark"
+	run -0 --separate-stderr "$RLOCK" -k op --reset
+	assert_regex "$stderr" "reset rlock:\{op\}: cleared the --once-per mark of fence 1 \([0-9hms]+ were left\)"
+	run -0 "$RLOCK" -k op --once-per 1h -- echo again
+	assert_output again
+}

@@ -93,3 +93,31 @@ load helpers
 	run cat k.log
 	assert_line --index 0 --regexp '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4} rlock\[[0-9]+\]: keeper pid [0-9]+ holds rlock:\{kl\}'
 }
+
+@test "small truths (issue 38): --history of an unused name, a lock kept by --min-hold, --preempt of a holder that is not --preemptible, a quoted URL, a second --release" {
+	# history is on by default: an unused name has none yet (not "turn it on")
+	run -0 rlock -k never-used --history
+	assert_output "rlock:{never-used}: no history yet (no run recorded under this name, or none within the retention)"
+	# a lock kept by --min-hold: its command has ended
+	run -0 rlock -k kept --min-hold 20s -- true
+	run -75 --separate-stderr rlock -k kept -n -- true
+	assert_regex "$stderr" "^rlock: lock 'kept' is busy: held by [^ ]+ pid [0-9]+, its command has ended \(kept by --min-hold for [0-9.]+s more\)$"
+	# --preempt, -v, against a holder that did not agree to be preempted
+	rlock_bg -k np -- "$HOLD" np
+	local holder=$RLOCK_PID
+	wait_until 10 test -e np.started
+	run -75 --separate-stderr rlock -v -k np --preempt -w 300ms -- true
+	assert_regex "$stderr" "lock 'np' is busy \(held by [^)]*\); waiting for its release: it is not --preemptible, so --preempt cannot stop it"
+	touch np.release
+	rlock_wait "$holder"
+	# a URL in quotes in a config file: the quotes are named
+	printf 'url = "redis://127.0.0.1:%s"\n' "$REDIS_PORT" >quoted.conf
+	run -64 --separate-stderr rlock --config quoted.conf -k q -- true
+	assert_regex "$stderr" 'the URL is in quotes \("\.\.\."\), which are not removed: in a config file, write url = redis://HOST:PORT without them'
+	# a second --release: already released (the history says so), still 79
+	eval "$(rlock -k rel --acquire)"
+	run -0 rlock -k rel --release
+	run -79 --separate-stderr rlock -k rel --release
+	assert_regex "$stderr" "^rlock: lock 'rel' is not held by this token: it was already released at [0-9-]+ [0-9:]+ \(a --release before this one\); nothing released$"
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+}

@@ -248,6 +248,27 @@ hold_lock() {
 	grep -q "^## \[${v}\]" "$RLOCK_SOURCE_DIR/CHANGELOG.md" || fail "CHANGELOG.md has no $v"
 }
 
+@test "build-deb: the .deb's version is the project's with a build suffix; a newer commit's build upgrades an older one" {
+	need dpkg
+	local d=$BATS_TEST_TMPDIR v pv old new
+	v=$(sed -nE 's/^project\(rlock VERSION ([0-9.]+).*/\1/p' "$RLOCK_SOURCE_DIR/CMakeLists.txt")
+	# two tarballs as make-tarball makes them (git archive: every file has the commit's
+	# time), an older and a newer commit of the same version
+	mkdir -p "$d/rlock-$v/packaging"
+	cp -a "$RLOCK_SOURCE_DIR/packaging/debian" "$d/rlock-$v/packaging/"
+	tar -C "$d" --mtime='2026-01-02 03:04:05 UTC' -czf "$d/old.tar.gz" "rlock-$v"
+	tar -C "$d" --mtime='2026-03-04 05:06:07 UTC' -czf "$d/new.tar.gz" "rlock-$v"
+	old=$("$RLOCK_SOURCE_DIR/packaging/build-deb" -V -o "$d/out" "$d/old.tar.gz")
+	new=$("$RLOCK_SOURCE_DIR/packaging/build-deb" -V -o "$d/out" "$d/new.tar.gz")
+	[[ $old == "$v"-*+git20260102030405 ]] || fail "old build: $old"
+	[[ $new == "$v"-*+git20260304050607 ]] || fail "new build: $new"
+	dpkg --compare-versions "$new" gt "$old" || fail "$new does not upgrade $old"
+	# and both upgrade the release of that version (-r: the changelog's own)
+	pv=$("$RLOCK_SOURCE_DIR/packaging/build-deb" -r -V -o "$d/out" "$d/old.tar.gz")
+	[[ $pv == "$v"-* && $pv != *git* ]] || fail "release: $pv"
+	dpkg --compare-versions "$old" gt "$pv" || fail "$old does not upgrade $pv"
+}
+
 @test "rpm spec parses with rpmspec -P" {
 	need rpmspec
 	run rpmspec -P "$RLOCK_SOURCE_DIR/packaging/rpm/rlock.spec"

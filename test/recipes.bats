@@ -226,8 +226,8 @@ EOF_PY
 	printf '#!/bin/sh\necho "$RLOCK_FENCE" >>%s/backups\n' "$PWD" >backup.sh
 	chmod +x backup.sh
 	# The same unit with this build's binary and a stub job where the recipe has
-	# /usr/bin/rlock and /usr/local/bin/backup.sh.
-	sed "s|/usr/bin/rlock|$RLOCK|; s|/usr/local/bin/backup.sh|$PWD/backup.sh|" \
+	# rlock (looked up by systemd) and /usr/local/bin/backup.sh.
+	sed "s|^ExecStart=rlock |ExecStart=$RLOCK |; s|/usr/local/bin/backup.sh|$PWD/backup.sh|" \
 		backup.service.orig >backup.service
 	if command -v systemd-analyze >/dev/null; then
 		run -0 systemd-analyze verify --man=no "$PWD/backup.service" "$PWD/backup.timer"
@@ -242,6 +242,34 @@ EOF_PY
 	run -0 bash -c "$cmd"
 	run -0 bash -c "$cmd"
 	[[ $(wc -l <backups) == 1 ]] || fail "backups: $(cat backups)"
+}
+
+@test "recipe: the systemd units find rlock where cmake --install puts it (/usr/local) and where the packages do (/usr): systemd-analyze verify" {
+	command -v systemd-analyze >/dev/null || ci_skip "systemd-analyze is not installed"
+	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || ci_skip "no CMake build directory"
+	local prefix root unit out
+	for prefix in /usr/local /usr; do
+		root=$BATS_TEST_TMPDIR/root${prefix//\//-}
+		run -0 env DESTDIR="$root" cmake --install "$RLOCK_BUILD_DIR" --prefix "$prefix"
+		[[ -x $root$prefix/bin/rlock ]] || fail "no $prefix/bin/rlock"
+		# what else the units run, as files that exist in that root
+		mkdir -p "$root/bin" "$root/usr/local/bin" "$root/etc/systemd/system"
+		cp /bin/sh "$root/bin/sh"
+		printf '#!/bin/sh\n' >"$root/usr/local/bin/backup.sh"
+		printf '#!/bin/sh\n' >"$root/usr/local/bin/reindex"
+		chmod +x "$root/usr/local/bin/backup.sh" "$root/usr/local/bin/reindex"
+		recipe systemd-service >"$root/etc/systemd/system/backup.service"
+		awk '/^<!-- recipe:systemd-lock-unit/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
+			"$RLOCK_SOURCE_DIR/README.md" >"$root/etc/systemd/system/reindex.service"
+		for unit in backup reindex; do
+			[[ -s $root/etc/systemd/system/$unit.service ]] || fail "no $unit unit in README.md"
+			# (the root has no sysinit.target: that complaint is not the unit's)
+			out=$(systemd-analyze verify --man=no --root="$root" "/etc/systemd/system/$unit.service" 2>&1 || true)
+			[[ $out != *"not executable"* && $out != *"No such file"* ]] ||
+				fail "$unit.service, rlock installed in $prefix: $out"
+		done
+		grep -q 'rlock' "$root/etc/systemd/system/backup.service"
+	done
 }
 
 @test "recipe: Kubernetes CronJob, the container's command in two clusters at once: one run" {

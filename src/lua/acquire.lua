@@ -79,7 +79,7 @@ if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
 end
 if not mine and held then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
-                      'label')
+                      'label', 'kept', 'preemptible')
   -- --supersede: one such request waits; a newer one takes its place and wakes it (its
   -- list and its channel), so that it leaves at once: {5, host, pid, label} of the
   -- newer one when it tries again ('2': it took the place before).
@@ -118,7 +118,8 @@ if not mine and held then
                'label', q.label or '')
     redis.call('PEXPIRE', pk, PREEMPT_MS)
   end
-  return {place(), redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
+  return {place(), redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8],
+          o[9] or false, o[10] or false}
 end
 -- Free, but kept for the --preempt request that stopped its holder (release.lua).
 if not mine then

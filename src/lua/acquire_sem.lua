@@ -6,7 +6,7 @@
 -- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
 -- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
--- label [delay_ms [hist hret]]
+-- label [delay_ms [hist hret [proc]]] (proc: boot id and pid namespace, holder.c)
 -- The history (history.lua, hist > 0): the run opens; the holders whose lease is over,
 -- dropped here (or gone with their keys: no live holder left), end as expired.
 -- Closed by a lock-delay (delay.lua): {4, ms left}, after taking a place in the queue.
@@ -104,8 +104,9 @@ if not free then
   if closed > 0 then return {4, closed} end
   if redis.call('EXISTS', KEYS[1]) == 1 then
     local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
-                         'label')
-    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8]}
+                         'label', 'kept', 'preemptible')
+    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8],
+            o[9] or false, o[10] or false}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
@@ -130,7 +131,8 @@ end
 if kind == 'x' then
   redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'fence', f, 'host', ARGV[8], 'pid', ARGV[9], 'user', ARGV[10],
-             'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13])
+             'cmd', ARGV[11], 'start', ARGV[12], 'ttl', ARGV[2], 'label', ARGV[13],
+             'proc', ARGV[17] or '')
   -- hist and hret: the release (release.lua) writes the run's end with them
   redis.call('HSET', KEYS[2], 'renewed', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3),
              'hist', ARGV[15] or '0', 'hret', ARGV[16] or '0')
@@ -143,7 +145,7 @@ end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
            cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
-           label = ARGV[13], renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
+           label = ARGV[13], proc = ARGV[17], renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)

@@ -12,9 +12,17 @@
 -- Reply: as status.lua's, with the holders removed (closed_ms false), and a 14th
 -- element: the places of gone waiters dropped from the queue.
 -- PREFIX{NAME}:qmeta and :broken are not declared, as release.lua's extra keys are not.
+-- Reset (ARGV[10] = 'reset', KEYS[11] = done; the operator's history length and
+-- retention in ARGV[11], ARGV[12]): no holder is removed (a live one stays --break's
+-- business); the name's marks are cleared: the --lock-delay entries of holders whose
+-- lease ended unreleased (PREFIX{NAME}:delay, not declared) and the --once-per mark.
+-- The reply says what they were (done_pttl, done, closed_ms as status.lua's), the
+-- history records the reset and who did it, and the waiters are woken.
+-- closed_ms (both): how long a lock-delay keeps the name closed after this step.
 --@wake_one
 --@holders
 --@history
+--@delay
 local want_tok, want_fence = ARGV[7] or '', ARGV[8] or ''
 local BROKEN_MS = 3600000
 -- The one holder asked for, as {mode, token, fence}, or nil.
@@ -67,6 +75,29 @@ local function history_sem_broken()
     redis.pcall('DEL', KEYS[1] .. ':history:run')
   end
 end
+if ARGV[10] == 'reset' then
+  local closed, d, x = delay_closed(KEYS[1]), KEYS[1] .. ':delay', redis.call('GET', KEYS[1])
+  for _, dt in ipairs(redis.call('ZRANGE', d, 0, 999)) do
+    local s = redis.call('ZSCORE', KEYS[4], dt)
+    if dt ~= x and not (s and tonumber(s) > now) then redis.call('ZREM', d, dt) end
+  end
+  local done = redis.pcall('GET', KEYS[11])
+  if type(done) ~= 'string' then done = false end
+  local done_pttl = done and redis.call('PTTL', KEYS[11])
+  if done then redis.call('DEL', KEYS[11]) end
+  if closed > 0 or done then
+    local what = {}
+    if closed > 0 then what[#what + 1] = 'lock-delay' end
+    if done then what[#what + 1] = 'once-per' end
+    history_add(KEYS[1], ARGV[11], ARGV[12], 'ev', 'reset', 'fence', done or '', 'host',
+                ARGV[4] or '', 'pid', ARGV[5] or '', 'user', ARGV[6] or '', 'label',
+                ARGV[9] or '', 'cleared', table.concat(what, ' '), unpack(BY))
+    wake_one(KEYS[1], ARGV[3], now, 'reset')
+    redis.call(ARGV[2], ARGV[1], 'reset')
+  end
+  return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
+          closed > 0 and closed, broken_record(KEYS[1], now), false, 0}
+end
 local tokens = {}
 if want_tok ~= '' or want_fence ~= '' then
   local v = victim()
@@ -75,14 +106,14 @@ if want_tok ~= '' or want_fence ~= '' then
             broken_record(KEYS[1], now), 1, 0}
   end
   if v[1] == 'x' then
-    hs = {unpack(hs, 1, 13)} -- holders.lua read the exclusive holder first
+    hs = {unpack(hs, 1, 14)} -- holders.lua read the exclusive holder first
     history_broken(v[2])
     redis.call('DEL', KEYS[1], KEYS[2])
   else
     local m = v[4]
     hs = {}
     add(v[1], v[2], v[3], {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept,
-        m.label, m.renewed})
+        m.label, m.renewed, m.proc})
     local r = history_close(KEYS[1], v[2])
     if r then history_end(KEYS[1], r, 'broken', unpack(BY)) end
     redis.call('ZREM', KEYS[4], v[2])
@@ -105,7 +136,7 @@ if #gone > 0 then
   redis.call('HDEL', KEYS[1] .. ':qmeta', unpack(gone))
 end
 if n > 0 then
-  for i = 2, #hs, 13 do tokens[#tokens + 1] = hs[i] end
+  for i = 2, #hs, 14 do tokens[#tokens + 1] = hs[i] end
   local t = redis.call('TIME')
   local b = KEYS[1] .. ':broken'
   redis.call('DEL', b)
@@ -119,6 +150,7 @@ if n > 0 then
   wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.call(ARGV[2], ARGV[1], 'break')
 end
+local closed = delay_closed(KEYS[1])
 return {fence, lim or false, n, hs, {}, 0, false,
-        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, false,
+        redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, closed > 0 and closed,
         broken_record(KEYS[1], now), false, #gone}

@@ -1,8 +1,9 @@
 -- SPDX-License-Identifier: MIT
 -- Included (by the build, at a '--@holders' line) by status.lua and break.lua: every
 -- live holder (the exclusive one, shared holders or permits, live by the server's
--- clock) into hs, 13 fields each (mode token pttl host pid user cmd start ttl fence
--- kept label renewed_ago: ms since the last confirmed renewal, by the server's clock),
+-- clock) into hs, 14 fields each (mode token pttl host pid user cmd start ttl fence
+-- kept label renewed_ago: ms since the last confirmed renewal, by the server's clock;
+-- proc: the holder's boot id and pid namespace, as recorded, or false in older records),
 -- n the total (hs keeps 33 at most); now, lim as read; fence the counter as
 -- stored (a string, never a Lua number; 0 when absent, as INCR counts; false when it
 -- cannot be read: a key of another type).
@@ -17,14 +18,14 @@ local function add(mode, tok, pttl, o)
   local renewed = tonumber(o[10] or '')
   local row = {mode, tok, pttl, o[1] or false, o[2] or false, o[3] or false, o[4] or false,
                o[5] or false, o[6] or false, o[7] or false, o[8] or false, o[9] or false,
-               renewed and now - renewed or false}
-  for i = 1, 13 do hs[#hs + 1] = row[i] end
+               renewed and now - renewed or false, o[11] or false}
+  for i = 1, 14 do hs[#hs + 1] = row[i] end
 end
 local tok = redis.call('GET', KEYS[1])
 if tok then
   n = 1
   add('x', tok, redis.call('PTTL', KEYS[1]), redis.call('HMGET', KEYS[2], 'host', 'pid', 'user',
-      'cmd', 'start', 'ttl', 'fence', 'kept', 'label', 'renewed'))
+      'cmd', 'start', 'ttl', 'fence', 'kept', 'label', 'renewed', 'proc'))
 end
 n = n + redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')
 local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
@@ -32,7 +33,8 @@ for i = 1, #live, 2 do
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], live[i]) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
   add(lim == 'shared' and 's' or 'l', live[i], tonumber(live[i + 1]) - now,
-      {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label, m.renewed})
+      {m.host, m.pid, m.user, m.cmd, m.start, m.ttl, m.fence, m.kept, m.label, m.renewed,
+       m.proc})
 end
 -- broken_record(lock, now): the last --break's record PREFIX{NAME}:broken (break.lua)
 -- as {host, pid, user, ms_ago, tokens (the broken holders', space-separated), fence,

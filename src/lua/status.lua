@@ -2,10 +2,10 @@
 -- Status: every holder (the exclusive one, shared holders or permits, live by the
 -- server's clock), the queue and the fence; changes nothing.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters done
--- Reply: {last_fence, limit, holders_total, {13 fields per holder}, {token, lease_left,
+-- Reply: {last_fence, limit, holders_total, {14 fields per holder}, {token, lease_left,
 -- host, pid, waited_ms per waiter}, queue_total, writer, plain_waiters, done_pttl,
 -- done_fence, closed_ms, broken, false}; holder fields: mode token pttl host pid user
--- cmd start ttl fence kept label renewed_ago; done_pttl/done_fence: the --once-per mark
+-- cmd start ttl fence kept label renewed_ago proc; done_pttl/done_fence: the --once-per mark
 -- (false when there is none); closed_ms: how long a lock-delay keeps the name closed
 -- (delay.lua; false when open); broken: the last --break's record (holders.lua), or
 -- false. PREFIX{NAME}:qmeta and :broken (same hash tag) are not declared, as
