@@ -275,3 +275,21 @@ C
 		[[ $asked != *" $p "* ]] || fail "demo installs the test package $p: $asked"
 	done
 }
+
+@test "scripts/demo: the two jobs run one after the other, its stamped lines in time order" {
+	((EUID == 0)) || skip "needs root (scripts/deps --run would go through sudo)"
+	# the binary under test, not a build of its own (RLOCK_DEMO_RLOCK)
+	run -0 --separate-stderr timeout 60 env RLOCK_DEMO_RLOCK="$RLOCK" "$RLOCK_SOURCE_DIR/scripts/demo"
+	local stamped
+	stamped=$(printf '%s\n' "$output" | grep -E '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}  ')
+	echo "$stamped" >&3
+	# one stamper: the times never run backwards (two raced each other before)
+	printf '%s\n' "$stamped" | cut -c1-12 | sort -c ||
+		fail "stamped lines out of time order"
+	local a_end b_start
+	a_end=$(printf '%s\n' "$stamped" | grep -n 'job A end$' | cut -d: -f1)
+	b_start=$(printf '%s\n' "$stamped" | grep -n 'job B start$' | cut -d: -f1)
+	[[ -n $a_end && -n $b_start ]] || fail "a job's lines are missing"
+	((a_end < b_start)) || fail "job B started before job A ended"
+	assert_line --partial "is busy (held by"
+}
