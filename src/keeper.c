@@ -559,8 +559,9 @@ int keeper_judge(const char *key, const char *token, long long pid)
 	return is_keeper(&id);
 }
 
-/* The keeper that holds h, proven to be the process its mark (keeper_mark) names on
- * this boot, seen from this pid namespace: 0 with *id, or -1 (why: a debug line). */
+/* The keeper that holds h (NULL: the server did not say; the mark alone names it),
+ * proven to be the process its mark (keeper_mark) names on this boot, seen from this
+ * pid namespace: 0 with *id, or -1 (why: a debug line). */
 static int find_keeper(const struct holder *h, const char *key, const char *token,
                        struct proc_id *id)
 {
@@ -569,9 +570,9 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 	const char *why = NULL;
 
 	gethostname(host, sizeof host - 1);
-	if (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1)
+	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
 		why = "the lock's holder is no keeper on this host";
-	else if (mark_read(key, token, id) < 0 || id->pid != (long)h->pid)
+	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
 		why = "no record of its keeper here";
 	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
 		why = "its keeper ran before this boot";
@@ -608,20 +609,24 @@ static int signal_keeper(const struct proc_id *id, int *pidfd)
 
 /* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
  * when it runs on this host; wait for it, bounded (a renewal in flight ends within
- * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal. */
-static void stop_keeper(const struct holder *h, const char *key, const struct keeper_args *k)
+ * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal.
+ * h NULL: the server could not be asked (the release fails too, and the lock is left
+ * to its TTL, which is true only once its keeper no longer renews it). 0: stopped (or
+ * signalled), -1: none found. */
+static int stop_keeper(const struct holder *h, const char *key, const struct keeper_args *k)
 {
 	struct proc_id id;
 	int pidfd;
 
 	if (find_keeper(h, key, k->token, &id) < 0 || signal_keeper(&id, &pidfd) < 0) {
-		log_info("no keeper of this lock runs on this host: releasing only");
-		return;
+		if (h)
+			log_info("no keeper of this lock runs on this host: releasing only");
+		return -1;
 	}
 	long pid = id.pid;
 	/* Not so long that the lease (no longer renewed) runs out before the release. */
 	int64_t wait = k->connect_timeout_ms + k->io_timeout_ms + 1000;
-	if (h->pttl_ms > 0 && wait > h->pttl_ms / 2)
+	if (h && h->pttl_ms > 0 && wait > h->pttl_ms / 2)
 		wait = h->pttl_ms / 2;
 	int64_t until = clock_ms() + wait;
 	while (is_keeper(&id) && clock_ms() < until) {
@@ -631,9 +636,11 @@ static void stop_keeper(const struct holder *h, const char *key, const struct ke
 	if (pidfd >= 0)
 		close(pidfd);
 	if (is_keeper(&id))
-		log_warn("keeper pid %ld did not stop in time; releasing anyway", pid);
+		log_warn("keeper pid %ld did not stop in time%s", pid,
+		         h ? "; releasing anyway" : "");
 	else
 		log_info("keeper pid %ld stopped", pid);
+	return 0;
 }
 
 /* How the token's run ended, by the name's history (best effort: nothing when the
@@ -715,7 +722,11 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	 * still be a shared holder or a permit. */
 	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
 	if (rc != LOCK_OK) {
-		log_error("%s", err);
+		/* The user asked to release: the keeper on this host is stopped all the same
+		 * (found by its mark alone), so that the lock does expire by its TTL. */
+		int stopped = stop_keeper(NULL, l->key, k) == 0;
+		log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
+		          stopped ? " (the keeper is stopped)" : "");
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
 		rc = not_held(s, l, k, &hs);
@@ -731,8 +742,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		              : mode == 'l' ? LOCK_LIMIT
 		                            : LOCK_EXCLUSIVE,
 		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
-		if (h)
-			stop_keeper(h, l->key, k);
+		int stopped = h && stop_keeper(h, l->key, k) == 0;
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK && gone) {
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
@@ -762,8 +772,11 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			    k->name, by[0] ? ": " : "", by);
 			rc = RL_EX_LOST;
 		} else {
+			/* an unlisted token's keeper too: else it renews on (found by its mark) */
+			if (!h)
+				stopped = stop_keeper(NULL, l->key, k) == 0;
 			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
-			          h ? " (the keeper is stopped)" : "");
+			          stopped ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}

@@ -610,10 +610,17 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			lost++;
 		}
 	}
+	if (lost > q->n - q->need) {
+		/* Gone from more nodes than a quorum can spare: broken (--break runs on every
+		 * node), expired or taken, not restarted. The lock is lost, as on one server:
+		 * locking those nodes again would take it back from whoever it went to. */
+		snprintf(err, errlen, "the token is gone from %d of %d nodes", lost, q->n);
+		return LOCK_NOTOURS;
+	}
 	if (lost > 0) {
 		/* A node that restarted without the key (no persistence) is locked again with
-		 * the same token; one that another holder took stays lost. The owner fields
-		 * are the majority's to show. */
+		 * the same token (a minority: a majority still has it); one that another
+		 * holder took stays lost. The owner fields are the majority's to show. */
 		if (lock_request_acquire(ra, &relock, &none, err, errlen) == 0)
 			round_trip(q, again, cap_ms);
 		for (int i = 0; i < q->n; i++) {

@@ -354,6 +354,27 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	key_absent 'rlock:{ci}' # given back all the same
 }
 
+@test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	# a TTL long enough that the keeper cannot give the lock up by its own clock while
+	# the server is stopped (it would then end anyway)
+	step acquire 'rlock -k ci --acquire -t 10s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	kill -STOP "$REDIS_PID"
+	step release 'rlock -k ci --release --connect-timeout 500ms --io-timeout 500ms'
+	kill -CONT "$REDIS_PID"
+	assert_failure 69
+	assert_regex "$stderr" 'expires by its TTL'
+	# main: the keeper renewed on once the server was back; the lock never expired
+	wait_until 10 not proc_alive "$(cat keeper.pids)" ||
+		fail "the keeper still runs after --release said the lock expires by its TTL: $(cat k.log)"
+	wait_until 30 key_absent 'rlock:{ci}'
+	step held 'rlock --held'
+	assert_failure 79
+}
+
 @test "--acquire --log-file: a FIFO nobody reads, a link planted at its name, another user's file: 66 at once, before the lock is taken (issue 33)" {
 	mkfifo log.fifo
 	echo 'precious' >victim

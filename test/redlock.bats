@@ -308,6 +308,35 @@ scripts_run() {
 	assert_equal "$left" 6
 }
 
+@test "--break of a run's lock on every node: the renewal finds it lost (79), as on one server; it does not lock the nodes again" {
+	rlock_bg -t 2s -k bk -- "$HOLD" h
+	wait_until 10 test -e h.started
+	run -0 rlock -k bk --break
+	# main: the renewal locked the 5 nodes again with its token and the run went on
+	rlock_wait "$RLOCK_PID" 20
+	((RLOCK_STATUS == 79)) || fail "the run exited $RLOCK_STATUS after its lock was broken: $(cat "$RLOCK_ERR")"
+	[[ $(keys_left bk) == 0 ]]
+}
+
+@test "a keeper's lock broken on every node: the keeper ends at its next renewal; --held and --release say 79 (explorer: seed 1947886235 round 27)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	rlock -k kb --acquire -t 2s --log-file "$PWD/k.log" >vars.sh
+	local pid
+	pid=$(node_cli 0 HGET 'rlock:{kb}:owner' pid)
+	[[ $(cat "/proc/$pid/comm") == rlock-keeper ]]
+	echo "$pid" >keeper.pid
+	run -0 rlock -k kb --break
+	# main: still running (and silent) 10 s and more later, the nodes locked again
+	wait_until 15 not proc_alive "$pid" || {
+		kill -KILL "$pid"
+		fail "the keeper still runs after its lock was broken: $(cat k.log)"
+	}
+	[[ $(keys_left kb) == 0 ]]
+	run -79 bash -c ". ./vars.sh && '$RLOCK' --held"
+	run -79 bash -c ". ./vars.sh && '$RLOCK' -k kb --release"
+}
+
 @test "lost-update checker with 5 nodes: no overlap, no lost update" {
 	# Its line, and on failure its first overlaps and rlock errors, are shown. The check
 	# is about overlaps, not speed: a round deadline long enough for a sanitized rlock on
