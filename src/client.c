@@ -302,11 +302,17 @@ static int info_reply(struct client *c, const struct resp_reply *r, char *err, s
 	if (n == 40) {
 		memcpy(c->run_id, p + 7, 40);
 		c->run_id[40] = '\0';
-		/* redis_mode: a Cluster node or a sentinel is no Redlock node (quorum.c) */
+		/* its mode: a Cluster node or a sentinel is no Redlock node (quorum.c). Redis
+		 * says redis_mode, Valkey 8 server_mode (check.c reads both too). */
 		const char *m = strstr(r->str, "redis_mode:");
-		size_t ml = m ? strspn(m + 11, "abcdefghijklmnopqrstuvwxyz") : 0;
+		size_t at = 11;
+		if (!m) {
+			m = strstr(r->str, "server_mode:");
+			at = 12;
+		}
+		size_t ml = m ? strspn(m + at, "abcdefghijklmnopqrstuvwxyz") : 0;
 		snprintf(c->mode, sizeof c->mode, "%.*s", (int)(ml < sizeof c->mode ? ml : 0),
-		         m ? m + 11 : "");
+		         m ? m + at : "");
 		return CLIENT_OK;
 	}
 	snprintf(err, errlen,

@@ -34,7 +34,7 @@ struct quorum {
 	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
 	char dup_id[41];
 	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
-	char alien_mode[16]; /* its redis_mode */
+	char alien_mode[16]; /* its redis_mode or server_mode */
 	struct node node[STORE_NODES_MAX];
 	/* The requests being built: large, so neither on the stack nor thread-local (every
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
@@ -342,17 +342,18 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			if (q->alien_mode[0] == 'c')
 				snprintf(
 				    err, errlen,
-				    "%.150s is a Redis Cluster node (redis_mode:cluster): several "
+				    "%.150s is a Redis Cluster node (its INFO says cluster mode): "
+				    "several "
 				    "URLs are Redlock nodes, independent masters; for a Cluster "
 				    "give one node's URL (rlock finds the others)",
 				    q->node[q->alien].srv->name);
 			else
-				snprintf(
-				    err, errlen,
-				    "%.150s is a sentinel (redis_mode:sentinel): several URLs are "
-				    "Redlock nodes, independent masters; for Sentinel give "
-				    "redis-sentinel://HOST:PORT,HOST:PORT/MASTER",
-				    q->node[q->alien].srv->name);
+				snprintf(err, errlen,
+				         "%.150s is a sentinel (its INFO says sentinel mode): "
+				         "several URLs are "
+				         "Redlock nodes, independent masters; for Sentinel give "
+				         "redis-sentinel://HOST:PORT,HOST:PORT/MASTER",
+				         q->node[q->alien].srv->name);
 			quorum_close(q);
 			return STORE_USAGE;
 		}
