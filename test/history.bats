@@ -73,11 +73,13 @@ runs_of() {
 		jq -r --arg l "$2" '[.entries[] | select(.label == $l)] | reverse | .[] | "\(.event) \(.status)"'
 }
 
-# renewed_since NAME R0: NAME's holder renewed since its record said R0 (server ms).
+# holder_rec NAME: NAME's holder records (exclusive: its last renewal; a permit's JSON).
+holder_rec() { rcli HGET "rlock:{$1}:owner" renewed; rcli HVALS "rlock:{$1}:meta"; }
+# renewed_since NAME R0: NAME's holder renewed since its records said R0.
 renewed_since() {
 	local r
-	r=$(rcli HGET "rlock:{$1}:owner" renewed)
-	[[ -n $r && $r != "$2" ]]
+	r=$(holder_rec "$1")
+	[[ -n ${r//$'\n'/} && $r != "$2" ]]
 }
 
 # scenario: the runs on $URL, then the history checked.
@@ -429,22 +431,29 @@ lost 137'
 	# run held the lock to its end, its record is expired with status 0, not lost
 	# a release before, so that the server knows the release script: sent by its sha
 	# alone, it runs when the server is back (NOSCRIPT would ask for it again)
-	run -0 rlock -k b0 -- true
-	rlock_bg -k b1 -t 2s --label late -- "$HOLD" b1
-	wait_until 30 test -e b1.started
-	# after a renewal (ttl/3): the release goes on the renewal's open connection, so it
-	# is in the stopped server's socket, not a connection still to be made
+	# (exclusive, then a permit of -l 2, whose keys expire with its lease)
 	local r0
-	r0=$(rcli HGET 'rlock:{b1}:owner' renewed)
-	wait_until 30 renewed_since b1 "$r0"
-	kill -STOP "$REDIS_PID"
-	touch b1.release
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 0
-	# the key's lease ends on the server's clock at most a round trip after rlock's
-	sleep 1
-	kill -CONT "$REDIS_PID"
-	wait_until 30 test -n "$(runs_of b1 late | sed 1d)"
-	assert_equal "$(runs_of b1 late)" 'acquired null
+	n=0
+	for mode in '' '-l 2'; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086  # the mode is two words for -l
+		run -0 rlock -k b0 $mode -- true
+		# shellcheck disable=SC2086
+		rlock_bg -k "b$n" $mode -t 2s --label late -- "$HOLD" "b$n"
+		wait_until 30 test -e "b$n.started"
+		# after a renewal (ttl/3): the release goes on the renewal's open connection,
+		# so it is in the stopped server's socket, not a connection still to be made
+		r0=$(holder_rec "b$n")
+		wait_until 30 renewed_since "b$n" "$r0"
+		kill -STOP "$REDIS_PID"
+		touch "b$n.release"
+		rlock_wait "$RLOCK_PID" 30
+		assert_equal "$RLOCK_STATUS" 0
+		# the key's lease ends on the server's clock at most a round trip after rlock's
+		sleep 1
+		kill -CONT "$REDIS_PID"
+		wait_until 30 test -n "$(runs_of "b$n" late | sed 1d)"
+		assert_equal "$(runs_of "b$n" late)" 'acquired null
 expired 0'
+	done
 }

@@ -31,6 +31,8 @@
 -- way (a server stopped or slow); the command ended inside its lease by rlock's clock,
 -- so the run ends expired (with the command's status), not lost. The lock gone but
 -- its owner's record left (deleted, evicted), or taken by another: lost.
+-- So too (lost: "expired", keep_ms -1) a release that rlock could not send before its
+-- lease ended by its own clock, the command having ended inside it.
 -- A release sent again (its first reply was lost, the connection with it) answers as
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
 -- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
@@ -47,7 +49,8 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
     local by = {}
     if held and held ~= ARGV[1] then by = redis.call('HMGET', KEYS[2], 'host', 'pid', 'label') end
     r.len, r.ret = ARGV[8], ARGV[9]
-    local late = ARGV[2] ~= '-1' and not held and redis.call('EXISTS', KEYS[2]) == 0
+    local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and ARGV[2] ~= '-1' and
+                 not held and redis.call('EXISTS', KEYS[2]) == 0
     history_end(KEYS[1], r, late and 'expired' or 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
                 by[2] or '', 'by_label', by[3] or '')
   end

@@ -5,9 +5,11 @@
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
 -- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
 -- still its own, is released, and the run ends lost; as release.lua)
--- A permit whose lease ran out by the server's clock (its score in the past) while a
+-- A permit whose lease ran out by the server's clock (its score in the past, or its
+-- entries gone with the keys' expiry, its record in meta too) while a
 -- release sent within it by rlock's clock was on its way: the run ends expired, with
--- the command's status (it ended inside its lease by rlock's clock), not lost.
+-- the command's status (it ended inside its lease by rlock's clock), not lost; so too
+-- (lost: "expired", keep_ms -1) a release rlock could not send before that end.
 -- The history (history.lua): the run ends released with the command's status; lost when
 -- the lease is over (keep_ms -1: over by the holder's own clock, nothing is released);
 -- the dead holders dropped here end as expired.
@@ -48,7 +50,9 @@ elseif keep >= 0 and released_before(lock, tok) then
   return 1
 end
 if not s or tonumber(s) <= now or keep < 0 then
-  history_ends(keep >= 0 and s and 'expired' or 'lost')
+  local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
+               (s or redis.call('HEXISTS', KEYS[2], tok) == 0)
+  history_ends(late and 'expired' or 'lost')
   return 0
 end
 -- The keys this step writes first (here.lua): a refusal does nothing.
