@@ -122,6 +122,14 @@ void hold_set_status(struct hold *h, int status)
 		h->l[i].run_status = status;
 }
 
+void hold_set_lost(struct hold *h, int declared)
+{
+	for (int i = 0; i < h->n; i++) {
+		h->l[i].lost_seen = 1;
+		h->l[i].lost_declared = declared;
+	}
+}
+
 int hold_preempted(const struct hold *h, char *who, size_t n)
 {
 	for (int i = 0; i < h->n; i++) {

@@ -100,6 +100,10 @@ void hold_mark_done(struct hold *h);
 /* The command ended with status (the history's record of the release). */
 void hold_set_status(struct hold *h, int status);
 
+/* The lease was found lost while the command ran; declared (exit 79): the release
+ * records the run lost. */
+void hold_set_lost(struct hold *h, int declared);
+
 /* --preemptible: 1 when a --preempt request asked for a lock of h (its renewal said
  * so), with who asked in who; else 0. */
 int hold_preempted(const struct hold *h, char *who, size_t n);

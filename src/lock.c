@@ -761,12 +761,16 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		snprintf(status, sizeof status, "%d", l->run_status);
 	snprintf(hist, sizeof hist, "%d", l->history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
-	const char *args[] = {l->token, keep, l->channel, l->publish_cmd, l->wake_prefix, done,
-	                      status,   hist, hret};
+	const char *ev = l->lost_declared                             ? "lost"
+	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
+	                                                              : "";
+	const char *args[] = {l->token, keep,   l->channel, l->publish_cmd, l->wake_prefix,
+	                      done,     status, hist,       hret,           ev};
 	struct keys ks;
 	/* the history's records take the command's status and the history's length and
-	 * retention (ARGV[7..9]: the holder's record may be gone) */
-	int hargs = l->history_len > 0 ? 9 : 5;
+	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
+	 * declared the lease lost (its end record says so, as its exit status does) */
+	int hargs = l->history_len > 0 ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),

@@ -103,6 +103,14 @@ struct lock {
 	int history_len;
 	int64_t history_ms;
 	int run_status;
+	/* set before the release: rlock declared the lease lost by its own clock (its
+	 * renewal gave up, the command was stopped, exit 79): the release, when it still
+	 * finds the lock its own, frees it and records the run lost, not released */
+	int lost_declared;
+	/* set before the release: the lease was found lost while the command ran (also
+	 * with --on-lost ignore); unset, a lease over by rlock's clock at the release
+	 * ended after the command did: the run held the lock to its end, "expired" */
+	int lost_seen;
 	/* --lock-delay: 0 none; else a lease of this lock that ends without a release keeps
 	 * the name closed this many ms more (PREFIX{NAME}:delay). */
 	int64_t delay_ms;

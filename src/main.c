@@ -443,6 +443,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	};
 	rc = child_supervise(&ch, &sa);
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
+	if (ch.lost)                   /* exit 79: the history's end record says lost too */
+		hold_set_lost(h, o->on_lost != LOST_IGNORE);
 	rc = preempted(h, o, rc);
 	if (rc == 0 && o->once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */

@@ -30,6 +30,12 @@ setup_file() {
 
 teardown_file() { redis_stop_all; }
 
+# a test that stops the server (SIGSTOP) resumes it on any way out
+teardown() {
+	kill -CONT "$REDIS_PID" 2>/dev/null || true
+	common_teardown
+}
+
 setup() {
 	local p
 	for p in $(redis-cli -p "$CLUSTER_FIRST" CLUSTER NODES | awk '$3 ~ /master/ { split($2, a, "[:@]"); print a[2] }') $NODE_PORTS; do
@@ -65,6 +71,15 @@ one_end() {
 runs_of() {
 	rlock -u "${URL:-$REDIS_URL}" -k "$1" --history --json -n 1000 |
 		jq -r --arg l "$2" '[.entries[] | select(.label == $l)] | reverse | .[] | "\(.event) \(.status)"'
+}
+
+# holder_rec NAME: NAME's holder records (exclusive: its last renewal; a permit's JSON).
+holder_rec() { rcli HGET "rlock:{$1}:owner" renewed; rcli HVALS "rlock:{$1}:meta"; }
+# renewed_since NAME R0: NAME's holder renewed since its records said R0.
+renewed_since() {
+	local r
+	r=$(holder_rec "$1")
+	[[ -n ${r//$'\n'/} && $r != "$2" ]]
 }
 
 # scenario: the runs on $URL, then the history checked.
@@ -386,4 +401,59 @@ lost 137'
 		assert_equal "$(redis-cli -p "$p" XREVRANGE 'rlock:{rl}:history' + - | grep -c '^lost$')" 1
 	done
 	one_end "$(rlock -u "$URL" -k rl --history --json -n 1000)"
+}
+
+@test "history: the end record agrees with the exit status when the server stops (79: lost; a command ended inside its lease: 0, expired)" {
+	# a server stopped while rlock holds (exclusive, then a permit of -l 2): rlock
+	# declares the loss on its own clock (4/5 of the ttl), stops the command and exits
+	# 79; the server back before the lease can end there, its release finds the lock
+	# still its own: it frees it and the run ends lost, not released
+	local mode n=0 st
+	for mode in '' '-l 2'; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086  # the mode is two words for -l
+		rlock_bg -k "a$n" $mode -t 6s --label paused -- "$HOLD" "a$n"
+		wait_until 30 test -e "a$n.started"
+		kill -STOP "$REDIS_PID"
+		wait_until 30 not proc_alive "$(cat "a$n.pid")"
+		kill -CONT "$REDIS_PID"
+		rlock_wait "$RLOCK_PID" 30
+		assert_equal "$RLOCK_STATUS" 79
+		st=$(runs_of "a$n" paused | tail -n 1)
+		[[ $st == 'lost '* ]] || fail "${mode:--x}: exit 79 but the end record is '$st'"
+		# freed by that release: the next run gets it at once
+		# shellcheck disable=SC2086
+		run -0 rlock -k "a$n" $mode -n -- true
+	done
+	# the command ends inside its lease, then the server stops: the release cannot
+	# get through before the lease ends by rlock's clock (exit 0, the command's own);
+	# sent meanwhile, it reaches the server only after the lease ran out there: the
+	# run held the lock to its end, its record is expired with status 0, not lost
+	# a release before, so that the server knows the release script: sent by its sha
+	# alone, it runs when the server is back (NOSCRIPT would ask for it again)
+	# (exclusive, then a permit of -l 2, whose keys expire with its lease)
+	local r0
+	n=0
+	for mode in '' '-l 2'; do
+		n=$((n + 1))
+		# shellcheck disable=SC2086  # the mode is two words for -l
+		run -0 rlock -k b0 $mode -- true
+		# shellcheck disable=SC2086
+		rlock_bg -k "b$n" $mode -t 2s --label late -- "$HOLD" "b$n"
+		wait_until 30 test -e "b$n.started"
+		# after a renewal (ttl/3): the release goes on the renewal's open connection,
+		# so it is in the stopped server's socket, not a connection still to be made
+		r0=$(holder_rec "b$n")
+		wait_until 30 renewed_since "b$n" "$r0"
+		kill -STOP "$REDIS_PID"
+		touch "b$n.release"
+		rlock_wait "$RLOCK_PID" 30
+		assert_equal "$RLOCK_STATUS" 0
+		# the key's lease ends on the server's clock at most a round trip after rlock's
+		sleep 1
+		kill -CONT "$REDIS_PID"
+		wait_until 30 test -n "$(runs_of "b$n" late | sed 1d)"
+		assert_equal "$(runs_of "b$n" late)" 'acquired null
+expired 0'
+	done
 }

@@ -159,3 +159,31 @@ superseded_at() {
 	run -64 --separate-stderr rlock -k dep --supersede -n -- true
 }
 
+
+@test "--supersede beside shared holders or permits: the newer request replaces the older (80), only the newer runs" {
+	local mode
+	for mode in -s '-l 2'; do
+		rm -f h.* exit.* out.* err.*
+		: >log
+		# shellcheck disable=SC2086  # the mode is two words for -l
+		rlock_bg -k dep $mode --label holder -- "$HOLD" h
+		local h_pid=$RLOCK_PID
+		wait_until 30 test -e h.started
+		request 1 -w 60s
+		wait_until 30 place_is req1
+		request 2 -w 60s
+		wait_until 30 place_is req2
+		wait_until 30 test -s exit.1
+		read -r st _ <exit.1
+		[[ $st == 80 ]] || fail "$mode: the older request exited $st, not 80: $(cat err.1)"
+		grep -q 'superseded by a newer --supersede request (.*\[req2\])' err.1 ||
+			fail "$mode: no line naming req2: $(cat err.1)"
+		touch h.release
+		rlock_wait "$h_pid" 30
+		assert_equal "$RLOCK_STATUS" 0
+		wait_until 30 test -s exit.2
+		read -r st _ <exit.2
+		assert_equal "$st" 0
+		assert_equal "$(cat log)" "run 2"
+	done
+}

@@ -55,6 +55,41 @@ local function place()
   if redis.call('PTTL', KEYS[8]) < ttl then redis.call('PEXPIRE', KEYS[8], ttl) end
   return 2
 end
+-- --supersede: one such request waits, whatever holds the lock (an exclusive holder,
+-- shared holders or permits, a lock-delay, a --preempt handover); a newer one takes its
+-- place and wakes it (its list and its channel), so that it leaves at once: {5, host,
+-- pid, label} of the newer one when it tries again ('2': it took the place before).
+-- Called before every busy answer; a reply to return, or nil. fence: the holder's.
+local function supersede(fence)
+  if not q['@supersede'] or mine then return nil end
+  local sk = KEYS[1] .. ':supersede'
+  local cur = redis.call('HMGET', sk, 'token', 'host', 'pid', 'label')
+  if q['@supersede'] == '2' and cur[1] and cur[1] ~= ARGV[1] then
+    return {5, cur[2] or false, cur[3] or false, cur[4] or false}
+  end
+  if cur[1] and cur[1] ~= ARGV[1] then
+    -- who replaced it, kept for the replaced request's next attempt on any path
+    local mk = KEYS[1] .. ':superseded:' .. cur[1]
+    redis.call('HSET', mk, 'host', q.host or '', 'pid', q.pid or '', 'label', q.label or '')
+    redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
+    local wk = KEYS[1] .. ':wake:' .. cur[1]
+    redis.call('ZREM', KEYS[8], cur[1])
+    redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
+    redis.pcall('PEXPIRE', wk, ARGV[2])
+    redis.call('PUBLISH', wk, 'superseded')
+    history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', fence or '',
+                'token', cur[1], 'host', cur[2] or '', 'pid', cur[3] or '',
+                'label', cur[4] or '', 'by_host', q.host or '', 'by_pid', q.pid or '',
+                'by_label', q.label or '')
+  end
+  if cur[1] ~= ARGV[1] then
+    redis.call('DEL', sk)
+    redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
+               'label', q.label or '')
+  end
+  redis.call('PEXPIRE', sk, ARGV[2])
+  return nil
+end
 -- --preempt: a request's mark lives PREEMPT_MS (its ttl when shorter), renewed by each
 -- of its attempts (a --preempt waiter tries at least three times as often): a requester
 -- that is gone stops no holder. A preempted holder's release keeps the lock for that
@@ -74,43 +109,16 @@ if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
   local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
+  local by = supersede(m.fence)
+  if by then return by end
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 if not mine and held then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                       'label', 'kept', 'preemptible')
-  -- --supersede: one such request waits; a newer one takes its place and wakes it (its
-  -- list and its channel), so that it leaves at once: {5, host, pid, label} of the
-  -- newer one when it tries again ('2': it took the place before).
-  local sk = KEYS[1] .. ':supersede'
-  if q['@supersede'] then
-    local cur = redis.call('HMGET', sk, 'token', 'host', 'pid', 'label')
-    if q['@supersede'] == '2' and cur[1] and cur[1] ~= ARGV[1] then
-      return {5, cur[2] or false, cur[3] or false, cur[4] or false}
-    end
-    if cur[1] and cur[1] ~= ARGV[1] then
-      -- who replaced it, kept for the replaced request's next attempt on any path
-      local mk = KEYS[1] .. ':superseded:' .. cur[1]
-      redis.call('HSET', mk, 'host', q.host or '', 'pid', q.pid or '', 'label', q.label or '')
-      redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
-      local wk = KEYS[1] .. ':wake:' .. cur[1]
-      redis.call('ZREM', KEYS[8], cur[1])
-      redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
-      redis.pcall('PEXPIRE', wk, ARGV[2])
-      redis.call('PUBLISH', wk, 'superseded')
-      history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', o[7] or '',
-                  'token', cur[1], 'host', cur[2] or '', 'pid', cur[3] or '',
-                  'label', cur[4] or '', 'by_host', q.host or '', 'by_pid', q.pid or '',
-                  'by_label', q.label or '')
-    end
-    if cur[1] ~= ARGV[1] then
-      redis.call('DEL', sk)
-      redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
-                 'label', q.label or '')
-    end
-    redis.call('PEXPIRE', sk, ARGV[2])
-  end
+  local by = supersede(o[7])
+  if by then return by end
   -- --preempt: a holder that agreed (--preemptible) learns it from its renewal.
   if q['@preempt'] and redis.call('HGET', KEYS[2], 'preemptible') == '1' then
     local pk = KEYS[1] .. ':preempt'
@@ -126,6 +134,8 @@ if not mine then
   local pk = KEYS[1] .. ':preempt'
   local ho = redis.call('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
   if ho[1] == '1' and ho[2] ~= ARGV[1] then
+    local by = supersede(nil)
+    if by then return by end
     return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
             false, false, ho[5] or false}
   end
@@ -133,6 +143,8 @@ end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
 local closed = not mine and delay_closed(KEYS[1]) or 0
 if closed > 0 then
+  local by = supersede(nil)
+  if by then return by end
   -- No place among the waiters: no release will come; the waiter sleeps until it opens.
   redis.call('ZREM', KEYS[8], ARGV[1])
   return {4, closed}

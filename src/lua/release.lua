@@ -5,7 +5,9 @@
 -- (wake_one.lua), and the release channel is told for everyone else who listens there
 -- (requests of other modes, Redlock waiters, older rlocks).
 -- KEYS: lock owner
--- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret]]]
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
+-- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
+-- lock, still its own, is released all the same, and the run ends lost, not released)
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
@@ -24,6 +26,13 @@
 -- releases nothing): the run is lost, recorded when it is still open (history.lua),
 -- with hist and hret (ARGV[8], ARGV[9]: the owner's record may be gone) and who holds
 -- the lock now, if anyone does.
+-- Not ours and free, its owner's record gone with it (keep_ms >= 0: sent within the
+-- lease by rlock's clock): the lease ran out on the server while the release was on its
+-- way (a server stopped or slow); the command ended inside its lease by rlock's clock,
+-- so the run ends expired (with the command's status), not lost. The lock gone but
+-- its owner's record left (deleted, evicted), or taken by another: lost.
+-- So too (lost: "expired", keep_ms -1) a release that rlock could not send before its
+-- lease ended by its own clock, the command having ended inside it.
 -- A release sent again (its first reply was lost, the connection with it) answers as
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
 -- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
@@ -40,7 +49,9 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
     local by = {}
     if held and held ~= ARGV[1] then by = redis.call('HMGET', KEYS[2], 'host', 'pid', 'label') end
     r.len, r.ret = ARGV[8], ARGV[9]
-    history_end(KEYS[1], r, 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
+    local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and ARGV[2] ~= '-1' and
+                 not held and redis.call('EXISTS', KEYS[2]) == 0
+    history_end(KEYS[1], r, late and 'expired' or 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
                 by[2] or '', 'by_label', by[3] or '')
   end
   return 0
@@ -67,7 +78,8 @@ if by and by[1] then
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
               'by_label', by[3] or '')
 else
-  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'released', 'fence', run[3] or '', 'token',
+  recorded = history_add(KEYS[1], run[1], run[2], 'ev',
+              ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '')
 end

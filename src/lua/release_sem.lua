@@ -2,7 +2,14 @@
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
 -- --min-hold) and wake the head of the queue only, or everyone when there is none.
 -- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
--- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret]
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
+-- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
+-- still its own, is released, and the run ends lost; as release.lua)
+-- A permit whose lease ran out by the server's clock (its score in the past, or its
+-- entries gone with the keys' expiry, its record in meta too) while a
+-- release sent within it by rlock's clock was on its way: the run ends expired, with
+-- the command's status (it ended inside its lease by rlock's clock), not lost; so too
+-- (lost: "expired", keep_ms -1) a release rlock could not send before that end.
 -- The history (history.lua): the run ends released with the command's status; lost when
 -- the lease is over (keep_ms -1: over by the holder's own clock, nothing is released);
 -- the dead holders dropped here end as expired.
@@ -21,9 +28,9 @@ local function expire_with_leases()
 end
 local lock = string.sub(KEYS[1], 1, -9) -- less ':holders'
 local hist = (tonumber(ARGV[8] or '0') or 0) > 0
-local function history_ends(ev)
+local function history_ends(ev, ours)
   local r = hist and history_close(lock, tok)
-  if not r and hist and ev == 'released' then
+  if not r and hist and ours then
     local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
     if not ok or type(m) ~= 'table' then m = {} end
     r = {fence = m.fence or '', token = tok, host = m.host or '', pid = m.pid or '',
@@ -43,7 +50,9 @@ elseif keep >= 0 and released_before(lock, tok) then
   return 1
 end
 if not s or tonumber(s) <= now or keep < 0 then
-  history_ends('lost')
+  local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
+               (s or redis.call('HEXISTS', KEYS[2], tok) == 0)
+  history_ends(late and 'expired' or 'lost')
   return 0
 end
 -- The keys this step writes first (here.lua): a refusal does nothing.
@@ -51,7 +60,7 @@ here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock ..
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
      not hist and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
-local recorded = history_ends('released')
+local recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released', true)
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
