@@ -66,8 +66,8 @@ int client_continue(struct client *c, char *err, size_t errlen);
 /* The server's run_id (40 hex digits, new at each start) as the handshake of an
  * identify server read it; "" otherwise. */
 const char *client_run_id(const struct client *c);
-/* Its redis_mode (Valkey 8: server_mode) as the same INFO server said ("standalone", "cluster", "sentinel"),
- * "" when it did not say. */
+/* Its redis_mode (Valkey 8: server_mode) as the same INFO server said ("standalone",
+ * "cluster", "sentinel"), "" when it did not say. */
 const char *client_redis_mode(const struct client *c);
 short client_events(const struct client *c);
 
