@@ -33,10 +33,6 @@ struct cluster_addr {
  * ASK this parser cannot read. */
 int cluster_parse_redirect(const char *errtext, int *ask, unsigned *slot, struct cluster_addr *to);
 
-/* The start of a Cluster node's refusal of a script's command on a key it does not have
- * while the key's slot migrates (no code of its own: Redis and Valkey say it so). */
-#define CLUSTER_NONLOCAL "ERR Script attempted to access a non local key"
-
 /* Does the error text's code (its first word) equal code? */
 int cluster_error_is(const char *errtext, const char *code);
 

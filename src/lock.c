@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "cluster.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/lua/ (one screen each): each checks and changes

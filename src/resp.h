@@ -63,4 +63,8 @@ int resp_is_noauth(const struct resp_reply *r);
 /* The hiredis version string, for --version. */
 const char *resp_hiredis_version(void);
 
+/* The start of a Cluster node's refusal of a script's command on a key it does not have
+ * while the key's slot migrates (no code of its own: Redis and Valkey say it so). */
+#define CLUSTER_NONLOCAL "ERR Script attempted to access a non local key"
+
 #endif
