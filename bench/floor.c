@@ -7,10 +7,14 @@
  *   goodbye; read the reply; vfork the command: setpgid, PR_SET_PDEATHSIG, read the
  *   watchdog's ready byte, write the group on the watchdog's pipe, exec; wait for it;
  *   say goodbye to the watchdog; DEL KEY (one round trip).
+ * With -W (the hand-off and throughput floor): a busy lock is waited for on a wake list,
+ * BLPOP KEY:wake (1 s at most, then SET NX again), and the release pushes one wake-up in
+ * the same round trip as its DEL: DEL KEY, RPUSH KEY:wake 1, LTRIM KEY:wake 0 0 (one
+ * write, three replies; the list never holds more than one stale wake-up).
  * No renewal, no token check on release, no fence, no owner record, no history, no
  * signal handling, no deadlines: not a lock to use. bench/floor-serial.c is the first
  * floor, each step after the one before.
- * Usage: floor PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
+ * Usage: floor [-W] PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -53,13 +57,54 @@ static pid_t watchdog(int ready, int *wfd)
 	return w;
 }
 
+/* Read n replies (each a line: +OK, :1, $-1, *-1 ... or a short bulk / array); the first
+ * one's first byte in *first. Enough for SET, DEL, RPUSH, LTRIM and BLPOP's replies here. */
+static int replies(int fd, int n, char *first, char *buf, size_t cap)
+{
+	size_t have = 0;
+	int lines = 0, need = 0;
+
+	*first = 0;
+	while (n > 0) {
+		ssize_t r = read(fd, buf + have, cap - have - 1);
+		if (r <= 0)
+			return -1;
+		have += (size_t)r;
+		buf[have] = 0;
+		if (!*first)
+			*first = buf[0];
+		/* count whole replies: a line, or *2 with two bulks (BLPOP: 5 lines) */
+		lines = 0;
+		for (size_t i = 0; i + 1 < have; i++)
+			if (buf[i] == '\r' && buf[i + 1] == '\n')
+				lines++;
+		need = 0;
+		for (size_t i = 0, k = 0; k < (size_t)n && i < have; k++) {
+			int l = buf[i] == '*' && buf[i + 1] == '2' ? 5 : buf[i] == '$' && buf[i + 1] != '-' ? 2 : 1;
+			need += l;
+			for (int j = 0; j < l && i < have; j++) {
+				char *e = strstr(buf + i, "\r\n");
+				if (!e)
+					break;
+				i = (size_t)(e - buf) + 2;
+			}
+		}
+		if (lines >= need)
+			return 0;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned char rnd[16];
 	char tok[33], req[512], rep[256];
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int ready[2], wfd = -1;
+	int wait = argc > 1 && !strcmp(argv[1], "-W");
 
+	argv += wait;
+	argc -= wait;
 	if (argc < 4)
 		return 64;
 	sa.sin_port = htons((unsigned short)atoi(argv[1]));
@@ -86,6 +131,16 @@ int main(int argc, char **argv)
 	if (r <= 0)
 		return 69;
 	rep[r] = '\0';
+	while (wait && strncmp(rep, "+OK", 3)) {
+		char bl[256], c;
+		int bn = snprintf(bl, sizeof bl, "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s:wake\r\n$1\r\n1\r\n",
+		                  kl + 5, argv[2]);
+		if (write(fd, bl, (size_t)bn) != bn || replies(fd, 1, &c, rep, sizeof rep) < 0)
+			return 69;
+		if (write(fd, req, (size_t)len) != len || (r = read(fd, rep, sizeof rep - 1)) <= 0)
+			return 69;
+		rep[r] = '\0';
+	}
 	if (strncmp(rep, "+OK", 3))
 		return 75; /* busy: the watchdog ends at the end of its pipe */
 	pid_t parent = getpid();
@@ -108,7 +163,13 @@ int main(int argc, char **argv)
 		;
 	(void)!write(wfd, "", 1); /* goodbye */
 	len = snprintf(req, sizeof req, "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", kl, argv[2]);
-	if (write(fd, req, (size_t)len) != len || read(fd, rep, sizeof rep - 1) <= 0)
+	if (wait) /* the wake-up, in the same write */
+		len += snprintf(req + len, sizeof req - (size_t)len,
+		                "*3\r\n$5\r\nRPUSH\r\n$%zu\r\n%s:wake\r\n$1\r\n1\r\n"
+		                "*4\r\n$5\r\nLTRIM\r\n$%zu\r\n%s:wake\r\n$1\r\n0\r\n$1\r\n0\r\n",
+		                kl + 5, argv[2], kl + 5, argv[2]);
+	char c;
+	if (write(fd, req, (size_t)len) != len || replies(fd, wait ? 3 : 1, &c, rep, sizeof rep) < 0)
 		return 69;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
