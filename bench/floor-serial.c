@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* bench/floor-serial: the first floor (issue 25), kept beside bench/floor.c to show what
  * the ordering is worth: here every step waits for the one before. Connect to
- * 127.0.0.1:PORT, SET KEY TOKEN NX PX 30000, read the reply, fork and exec the command, wait for it, DEL KEY. With -w, one more fork: a watchdog in its own
- * session that waits on a pipe and kills the command's group when the pipe ends
- * without a goodbye (what rlock's watchdog guarantees, minus the renewal deadlines);
- * the command, in its own group, execs only once the watchdog is forked (a go pipe).
- * No renewal, no token check on release, no signal handling: not a lock to use.
- * Usage: floor-serial [-w] PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
+ * 127.0.0.1:PORT, SET KEY TOKEN NX PX 30000, read the reply, fork and exec the command, wait for
+ * it, DEL KEY. With -w, one more fork: a watchdog in its own session that waits on a pipe and kills
+ * the command's group when the pipe ends without a goodbye (what rlock's watchdog guarantees, minus
+ * the renewal deadlines); the command, in its own group, execs only once the watchdog is forked (a
+ * go pipe). No renewal, no token check on release, no signal handling: not a lock to use. Usage:
+ * floor-serial [-w] PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>

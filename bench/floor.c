@@ -80,7 +80,9 @@ static int replies(int fd, int n, char *first, char *buf, size_t cap)
 				lines++;
 		need = 0;
 		for (size_t i = 0, k = 0; k < (size_t)n && i < have; k++) {
-			int l = buf[i] == '*' && buf[i + 1] == '2' ? 5 : buf[i] == '$' && buf[i + 1] != '-' ? 2 : 1;
+			int l = buf[i] == '*' && buf[i + 1] == '2'   ? 5
+			        : buf[i] == '$' && buf[i + 1] != '-' ? 2
+			                                             : 1;
 			need += l;
 			for (int j = 0; j < l && i < have; j++) {
 				char *e = strstr(buf + i, "\r\n");
@@ -133,8 +135,9 @@ int main(int argc, char **argv)
 	rep[r] = '\0';
 	while (wait && strncmp(rep, "+OK", 3)) {
 		char bl[256], c;
-		int bn = snprintf(bl, sizeof bl, "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s:wake\r\n$1\r\n1\r\n",
-		                  kl + 5, argv[2]);
+		int bn =
+		    snprintf(bl, sizeof bl, "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s:wake\r\n$1\r\n1\r\n",
+		             kl + 5, argv[2]);
 		if (write(fd, bl, (size_t)bn) != bn || replies(fd, 1, &c, rep, sizeof rep) < 0)
 			return 69;
 		if (write(fd, req, (size_t)len) != len || (r = read(fd, rep, sizeof rep - 1)) <= 0)
@@ -169,7 +172,8 @@ int main(int argc, char **argv)
 		                "*4\r\n$5\r\nLTRIM\r\n$%zu\r\n%s:wake\r\n$1\r\n0\r\n$1\r\n0\r\n",
 		                kl + 5, argv[2], kl + 5, argv[2]);
 	char c;
-	if (write(fd, req, (size_t)len) != len || replies(fd, wait ? 3 : 1, &c, rep, sizeof rep) < 0)
+	if (write(fd, req, (size_t)len) != len ||
+	    replies(fd, wait ? 3 : 1, &c, rep, sizeof rep) < 0)
 		return 69;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -89,8 +89,7 @@ int main(int argc, char **argv)
 	}
 	double r25 = q(r, n, 0.25), r50 = q(r, n, 0.5), r75 = q(r, n, 0.75);
 	printf("A %.0f µs  B %.0f µs  A/B %.3f (p25 %.3f, p75 %.3f)  n=%d%s\n", q(ta, n, 0.5),
-	       q(tb, n, 0.5), r50, r25, r75, n,
-	       bad_a || bad_b ? "  (some runs failed)" : "");
+	       q(tb, n, 0.5), r50, r25, r75, n, bad_a || bad_b ? "  (some runs failed)" : "");
 	if (bad_a || bad_b)
 		fprintf(stderr, "pairs: failed runs: A %d, B %d\n", bad_a, bad_b);
 	return 0;
