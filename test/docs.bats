@@ -36,10 +36,11 @@ help_exits() {
 	"$RLOCK" --help | sed -n '/^Exit status:/,$p' | grep -oE '^  [0-9][0-9/]*' |
 		tr '/' '\n' | tr -dc '0-9\n' | sort -u
 }
-# readme_table HEADING: the first cells of the table right under HEADING in README.md.
-readme_table() {
-	awk -v h="$1" '$0 == h { on = 1; next } on && /^#/ { exit }
-		on && /^\|/ && !/^\|---/ { print }' "$RLOCK_SOURCE_DIR/README.md" |
+# doc_table FILE HEADING: the first cells of the table right under HEADING in FILE (a
+# path under the source tree).
+doc_table() {
+	awk -v h="$2" '$0 == h { on = 1; next } on && /^#/ { exit }
+		on && /^\|/ && !/^\|---/ { print }' "$RLOCK_SOURCE_DIR/$1" |
 		awk -F'|' 'NR > 1 { print $2 }'
 }
 need_rlock() {
@@ -154,14 +155,14 @@ same_options() {
 	done
 }
 
-@test "README's option table holds exactly the options of --help" {
+@test "docs/options.md's table holds exactly the options of --help" {
 	need_rlock
 	local cells
-	cells=$(readme_table "### Options")
-	[[ -n $cells ]] || fail "README.md: no table under '### Options'"
-	same_options "README.md option table, long options" "$(help_long)" \
+	cells=$(doc_table docs/options.md "# Options")
+	[[ -n $cells ]] || fail "docs/options.md: no table under '# Options'"
+	same_options "docs/options.md option table, long options" "$(help_long)" \
 		"$(grep -oE -- '(^|[^[:alnum:]-])--[a-z][a-z0-9-]*' <<<"$cells" | sed 's/^[^-]*//' | sort -u)"
-	same_options "README.md option table, short options" "$(help_short)" \
+	same_options "docs/options.md option table, short options" "$(help_short)" \
 		"$(grep -oE -- '(^|[^[:alnum:]-])-[[:alnum:]]([^[:alnum:]-]|$)' <<<"$cells" |
 			tr -dc -- '-[:alnum:]\n' | sort -u)"
 }
@@ -169,7 +170,7 @@ same_options() {
 @test "README's exit-status table holds exactly the exit statuses of --help" {
 	need_rlock
 	local cells
-	cells=$(readme_table "## Exit status")
+	cells=$(doc_table README.md "## Exit status")
 	[[ -n $cells ]] || fail "README.md: no table under '## Exit status'"
 	# "126 / 127" is two statuses; "the command's own" is none
 	same_options "README.md exit-status table" "$(help_exits)" \
@@ -195,12 +196,12 @@ same_options() {
 	[[ -z $missing ]] || fail "not shown:$missing"
 }
 
-@test "README's --check sample counts the scripts rlock has (src/lock.c)" {
+@test "docs/production.md's --check sample counts the scripts rlock has (src/lock.c)" {
 	local want said
 	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/lock.c" | grep -c '{lua_')
-	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/README.md")
+	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/docs/production.md")
 	((want > 0)) || fail "no scripts table in src/lock.c"
-	[[ $said == "$want" ]] || fail "README's --check sample says '$said' scripts; src/lock.c has $want"
+	[[ $said == "$want" ]] || fail "docs/production.md's --check sample says '$said' scripts; src/lock.c has $want"
 }
 
 @test "man page renders no nested quotes (Ql inside Ql or Pq)" {
