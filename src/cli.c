@@ -283,7 +283,7 @@ static const struct optdef options[] = {
         "or -k NAME --token TOKEN), 79 if not, 69 if\n"
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
-    HEADING("Events and metrics (README: Events and metrics):"),
+    HEADING("Events and metrics:"),
     OPT("events", 0, F_ARG, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
