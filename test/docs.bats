@@ -210,9 +210,9 @@ has_sections() {
 	[[ -z $wrong ]] || fail "docs/options.md's table, not as --help:$wrong"
 }
 
-@test "the completions take a value for exactly the options that do in --help" {
+@test "bash and zsh completions take a value for exactly the options that do in --help" {
 	need_rlock
-	local bash_opts zsh_opts fish_opts
+	local bash_opts zsh_opts
 	# shellcheck disable=SC2016
 	bash_opts=$(bash -c 'source "$1"; printf "%s\n" $_rlock_opts_with_arg' _ "$COMP/rlock.bash" |
 		sort -u)
@@ -221,11 +221,22 @@ has_sections() {
 	zsh_opts=$(grep -oE -- "(--[a-z][a-z0-9-]*=|[{' ]-[[:alnum:]]\+)" "$COMP/_rlock" |
 		tr -d "{' =+" | sort -u)
 	same_options "completions/_rlock (options with =/+)" "$(help_takes_value)" "$zsh_opts"
-	# fish: the complete lines that take an argument (-x or -r)
+}
+
+@test "the fish completion takes a value for exactly the options that do in --help" {
+	need_rlock
+	need fish
+	local fish_opts
+	# the complete lines that take an argument (-x or -r)
 	fish_opts=$(grep -E '^complete -c rlock .* -(x|r)( |$)' "$COMP/rlock.fish" |
 		grep -oE -- ' -(l [a-z][a-z0-9-]*|s [[:alnum:]])' |
 		sed -E 's/^ -l /--/; s/^ -s /-/' | sort -u)
 	same_options "completions/rlock.fish (-x/-r)" "$(help_takes_value)" "$fish_opts"
+	# and the list its command-line scanner skips values by, as fish builds it
+	# shellcheck disable=SC2016
+	fish_opts=$(fish -c 'source $argv[1]; printf "%s\n" $__rlock_opts_with_arg' "$COMP/rlock.fish" |
+		sort -u)
+	same_options "completions/rlock.fish (__rlock_opts_with_arg)" "$(help_takes_value)" "$fish_opts"
 }
 
 @test "Markdown pages: every relative link leads to a file, and every #anchor to a heading" {
