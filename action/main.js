@@ -35,7 +35,7 @@ function acquireArgs(key, label, logFile) {
   args.push('--log-file', logFile);
   if (label) args.push('--label', label);
   for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold'],
-    ['once-per', '--once-per']]) {
+    ['once-per', '--once-per'], ['lock-delay', '--lock-delay'], ['wait-replicas', '--wait-replicas']]) {
     if (lib.input(name)) args.push(option, lib.input(name));
   }
   for (const name of ['supersede', 'preempt']) {

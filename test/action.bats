@@ -631,3 +631,22 @@ own_lines() {
 	step holder post
 	run -0 "${STEP[@]}"
 }
+
+@test "action: lock-delay and wait-replicas inputs reach rlock (--lock-delay, --wait-replicas) (issue 38)" {
+	new_job delayed
+	step delayed main INPUT_LOCK-DELAY=5m
+	run -0 "${STEP[@]}"
+	# the holder's lock-delay entry: its lease end + 5 min
+	[[ -n $(rcli ZSCORE 'rlock:{deploy}:delay' "$(job_var delayed state token)") ]] ||
+		fail "no lock-delay entry: $(rcli ZRANGE 'rlock:{deploy}:delay' 0 -1)"
+	step delayed post
+	run -0 "${STEP[@]}"
+	key_absent 'rlock:{deploy}:delay' # released: the name opens at once
+	# this server has no replica: WAIT 1 is not acknowledged, nothing is taken
+	new_job replicas
+	step replicas main INPUT_WAIT-REPLICAS=1 INPUT_WAIT=0
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_regex "$stderr" 'replica'
+	assert_equal "$(job_var replicas output acquired)" false
+	key_absent 'rlock:{deploy}'
+}
