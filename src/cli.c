@@ -33,7 +33,8 @@
  * getopt_long's tables, the config-file keys, --help and the defaults are all built
  * from it, and apply() sets a plain option from its row alone; the few options with a
  * meaning of their own (a list, a rank, a mode) name a setter. docs.bats holds the man
- * page, the README and the completions against --help. A new option is one row here. */
+ * page (scripts/man-options), docs/options.md and the completions against --help. A new
+ * option is one row here. */
 
 struct state;
 struct optdef;
@@ -284,7 +285,7 @@ static const struct optdef options[] = {
         "or -k NAME --token TOKEN), 79 if not, 69 if\n"
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
-    HEADING("Events and metrics (README: Events and metrics):"),
+    HEADING("Events and metrics:"),
     OPT("events", 0, F_ARG, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
@@ -504,7 +505,7 @@ static void build_getopt_tables(void)
 }
 
 /* Where a password or user name came from; a stronger source replaces a weaker one.
- * The order is the README's ("Config file"): REDIS_URL (usually the application's own
+ * The order is rlock.conf(5)'s: REDIS_URL (usually the application's own
  * Redis) is below the config file. */
 enum rank {
 	R_NONE,
@@ -1392,7 +1393,7 @@ static void choose_url(struct state *s)
 	o->url = o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
 	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
-	 * untouched (README, "The running command"). */
+	 * untouched (docs/usage.md, "The running command"). */
 	for (int i = 0; i < s->url_cli_count; i++)
 		scrub_url_list((char *)s->url_cli[i]);
 	if (s->url_config)
@@ -1440,7 +1441,7 @@ static void env_passwords(struct state *s)
 	char *p;
 
 	/* Copied (masked) into the vault; the variables themselves are the user's and stay
-	 * as they are, for the command (README, "The running command"). */
+	 * as they are, for the command (docs/usage.md, "The running command"). */
 	if ((p = getenv("REDISCLI_AUTH")) && *p)
 		set_password(s, p, strlen(p), R_ENV, "REDISCLI_AUTH");
 	if ((p = getenv("RLOCK_PASSWORD")) && *p)

@@ -113,11 +113,11 @@ setup_file() { common_setup_file --unix; }
 	assert_one_line_error
 }
 
-@test "recipe: README's --once-per crontab line, run as written" {
+@test "recipe: the --once-per crontab line of docs/production.md, run as written" {
 	local line
 	line=$(awk '/^<!-- recipe:once-per/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
-		"$RLOCK_SOURCE_DIR/README.md")
-	[[ $line == *'--once-per 1h'* ]] || fail "no once-per recipe in README.md: '$line'"
+		"$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ $line == *'--once-per 1h'* ]] || fail "no once-per recipe in docs/production.md: '$line'"
 	# the command of the crontab line: the five time fields dropped, the job a stub
 	line=$(printf '%s\n' "$line" | sed -E 's/^([^ ]+ +){5}//; s#/usr/local/bin/report.sh#./report.sh#')
 	printf '#!/bin/sh\necho ran >>runs\nexit "${FAIL:-0}"\n' >report.sh
