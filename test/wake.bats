@@ -202,3 +202,26 @@ DEAD2=0123456789abcdef0123456789abcde2
 	assert_equal "$RLOCK_STATUS" 0
 	grep -q 'woken by the release' "$w_err" || fail "not woken: $(cat "$w_err")"
 }
+
+@test "as the documented least-privilege ACL user: the stand-by is woken too" {
+	local acl
+	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ -n $acl ]] || fail "no ACL line in docs/production.md"
+	# shellcheck disable=SC2086  # acl is a list of ACL rules
+	rcli ACL SETUSER wlocker reset on '>wake-pw' $acl >/dev/null
+	local url=${REDIS_URL/redis:\/\//redis://wlocker@}
+	RLOCK_PASSWORD=wake-pw REDIS_URL=$url rlock_bg -k aclgone -t 60s -- "$HOLD" a
+	local a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	RLOCK_PASSWORD=wake-pw REDIS_URL=$url rlock_bg -vv -k aclgone -t 120s -w 60s -- true
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 has_places aclgone 1
+	rcli ZADD 'rlock:{aclgone}:waiters' $(($(server_ms) + 30000)) "$DEAD1" >/dev/null
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$w_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -q 'woken by the release' "$w_err" || fail "not woken: $(cat "$w_err")"
+	rcli ACL DELUSER wlocker >/dev/null
+}

@@ -41,9 +41,10 @@ local function wake_one(lock, prefix, now, why)
     end
   end
   if not woken then return end
-  local f = redis.pcall('ZREVRANGE', z, 0, 2, 'WITHSCORES')
+  -- the last three (ZRANGE: the documented ACL has no ZREVRANGE), the last renewed first
+  local f = redis.pcall('ZRANGE', z, -3, -1, 'WITHSCORES')
   if type(f) ~= 'table' or f.err then return end
-  for i = 1, #f - 1, 2 do
+  for i = #f - 1, 1, -2 do
     if waiting(f[i], f[i + 1]) then
       push(f[i], f[i + 1], 'standby')
       return
