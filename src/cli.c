@@ -162,7 +162,8 @@ static const struct optdef options[] = {
     OPT("once-per", 0, F_ARG, "DUR",
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
-        "failed run marks nothing (exclusive, one -k)",
+        "failed run marks nothing (exclusive, one -k);\n"
+        "--release --once-per DUR marks an --acquire's",
         DURATION(once_per_ms, 0)),
     OPT("lock-delay", 0, F_ARG, "DUR",
         "if the lease ends without a release (a crash,\n"
@@ -1623,15 +1624,15 @@ static void validate_mode(struct state *s, int nargs)
 		release_token(o);
 }
 
-/* --once-per marks a name done after its command succeeded: it needs that command
- * (not --acquire, whose steps rlock never sees end), one exclusive lock (not a shared
+/* --once-per marks a name done after its command succeeded; --acquire with it is refused
+ * while the mark lives (its steps are not seen to end: the mark is written by the
+ * --release --once-per DUR that says they succeeded). One exclusive lock (not a shared
  * hold or a permit, not several names) on one server (the mark is not a quorum's). */
 static void validate_once_per(const struct opts *o)
 {
-	if (o->once_per_ms == 0 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE))
+	if (o->once_per_ms == 0 ||
+	    (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE))
 		return;
-	if (o->mode == MODE_ACQUIRE)
-		usage_error("--once-per goes with a command, not with --acquire");
 	if (o->kind != KIND_EXCLUSIVE)
 		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
 	if (o->nnames > 1)
