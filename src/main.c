@@ -267,6 +267,9 @@ static int command(struct store *c, const struct opts *o, const struct keeper_ar
 			return RL_EX_OSERR;
 		}
 		lock_set_mode(&l, lock_mode_of(o), o->limit, o->fair, o->wait_ms == 0);
+		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
+		l.once_per_ms = o->once_per_ms;
+		l.mark_done = o->once_per_ms > 0;
 		rc = keeper_release(c, &l, k);
 	} else {
 		rc = o->mode == MODE_STATUS    ? report_status(c, o)
