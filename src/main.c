@@ -445,6 +445,11 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .renew_ctx = h,
 	};
 	rc = child_supervise(&ch, &sa);
+	/* The group is done (or, after a failed supervision, left to the watchdog, which
+	 * kills it as its pipe ends): the watchdog goes now, its exit overlapping the
+	 * release's round trip rather than trailing rlock's own (issue 40), and it is told
+	 * to kill what is left of a group before the release is sent, not after. */
+	child_finish(&ch);
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
 	if (ch.lost)                   /* exit 79: the history's end record says lost too */
 		hold_set_lost(h, o->on_lost != LOST_IGNORE);
@@ -469,7 +474,6 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
 	}
 	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
-	child_finish(&ch);
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	return rc;
