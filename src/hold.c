@@ -130,6 +130,12 @@ void hold_set_lost(struct hold *h, int declared)
 	}
 }
 
+void hold_set_preempted(struct hold *h)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].preempted_declared = 1;
+}
+
 int hold_preempted(const struct hold *h, char *who, size_t n)
 {
 	for (int i = 0; i < h->n; i++) {

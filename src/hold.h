@@ -108,6 +108,10 @@ void hold_set_lost(struct hold *h, int declared);
  * so), with who asked in who; else 0. */
 int hold_preempted(const struct hold *h, char *who, size_t n);
 
+/* rlock stopped the command for that request (exit 81): the release records the run
+ * preempted. */
+void hold_set_preempted(struct hold *h);
+
 /* Close the main handle (a keeper: its renewal threads have their own). */
 void hold_drop_main(struct hold *h);
 

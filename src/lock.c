@@ -760,7 +760,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		snprintf(status, sizeof status, "%d", l->run_status);
 	snprintf(hist, sizeof hist, "%d", l->history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
-	const char *ev = l->lost_declared                             ? "lost"
+	const char *ev = l->preempted_declared                        ? "preempted"
+	                 : l->lost_declared                           ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
 	                                                              : "";
 	const char *args[] = {l->token, keep,   l->channel, l->publish_cmd, l->wake_prefix,
@@ -768,7 +769,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	struct keys ks;
 	/* the history's records take the command's status and the history's length and
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
-	 * declared the lease lost (its end record says so, as its exit status does) */
+	 * declared the lease lost (its end record says so, as its exit status does),
+	 * "preempted": rlock stopped the command for a --preempt request (exit 81) */
 	int hargs = l->history_len > 0 ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))

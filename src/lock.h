@@ -111,6 +111,10 @@ struct lock {
 	 * with --on-lost ignore); unset, a lease over by rlock's clock at the release
 	 * ended after the command did: the run held the lock to its end, "expired" */
 	int lost_seen;
+	/* set before the release: rlock stopped the command for a --preempt request (exit
+	 * 81): the release records the run preempted; unset, it records released even when
+	 * a request waits (the command ended on its own; the request gets the lock) */
+	int preempted_declared;
 	/* --lock-delay: 0 none; else a lease of this lock that ends without a release keeps
 	 * the name closed this many ms more (PREFIX{NAME}:delay). */
 	int64_t delay_ms;

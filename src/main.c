@@ -391,12 +391,13 @@ static int64_t lease_kill_at(const void *ctx)
 
 /* --preemptible: a --preempt request stopped the command (as on a loss): 81 and a line
  * naming who asked (the release follows, in run()); else status as it is. */
-static int preempted(const struct hold *h, const struct opts *o, int status)
+static int preempted(struct hold *h, const struct opts *o, int status)
 {
 	char why[300];
 
 	if (!hold_preempted(h, why, sizeof why))
 		return status;
+	hold_set_preempted(h); /* the history's end record says preempted too */
 	log_error("lock '%s': %s: the command was stopped, the lock is released; exiting %d",
 	          o->name, why, RL_EX_PREEMPTED);
 	return RL_EX_PREEMPTED;

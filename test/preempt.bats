@@ -93,3 +93,25 @@ r start"
 	assert_equal "$(cat log)" "h start
 h end"
 }
+
+# preempt_asked: a --preempt request has marked the lock
+preempt_asked() { [[ $(rcli EXISTS 'rlock:{p}:preempt') == 1 ]]; }
+
+@test "--preemptible whose command ends on its own before rlock saw the request: exit 0 and the history says released 0, not preempted" {
+	# a long lease: no renewal (the one that reads the request) before the command ends
+	rlock_bg -k p -t 60s --preemptible --label nightly -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 3s --preempt -w 60s --label hotfix -c 'echo "r start" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}

@@ -7,7 +7,9 @@
 -- KEYS: lock owner
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
 -- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
--- lock, still its own, is released all the same, and the run ends lost, not released)
+-- lock, still its own, is released all the same, and the run ends lost, not released;
+-- "preempted" when rlock stopped the command for a --preempt request and exits 81: the
+-- run ends preempted; else a request that waits gets the lock, the run ends released)
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
@@ -49,8 +51,8 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
     local by = {}
     if held and held ~= ARGV[1] then by = redis.call('HMGET', KEYS[2], 'host', 'pid', 'label') end
     r.len, r.ret = ARGV[8], ARGV[9]
-    local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and ARGV[2] ~= '-1' and
-                 not held and redis.call('EXISTS', KEYS[2]) == 0
+    local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and ARGV[10] ~= 'preempted' and
+                 ARGV[2] ~= '-1' and not held and redis.call('EXISTS', KEYS[2]) == 0
     history_end(KEYS[1], r, late and 'expired' or 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
                 by[2] or '', 'by_label', by[3] or '')
   end
@@ -72,7 +74,7 @@ if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local by = run[4] == '1' and
            redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 local recorded
-if by and by[1] then
+if by and by[1] and ARGV[10] == 'preempted' then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
