@@ -3,7 +3,7 @@
 # Documentation stays in step with the program: every option that `rlock --help`
 # shows is in the man page, the README's option table and the bash, zsh and fish
 # completions, and none of those offers an option that --help does not know; the exit
-# statuses of src/exitcodes.h are those of --help, the man page and the README's table.
+# statuses of src/base/exitcodes.h are those of --help, the man page and the README's table.
 # The man page lints clean.
 # shellcheck shell=bash
 
@@ -135,15 +135,15 @@ same_options() {
 	done
 }
 
-@test "--help prints exactly the exit statuses of src/exitcodes.h" {
+@test "--help prints exactly the exit statuses of src/base/exitcodes.h" {
 	need_rlock
 	local header
-	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || ci_skip "no src/exitcodes.h"
+	[[ -r $RLOCK_SOURCE_DIR/src/base/exitcodes.h ]] || ci_skip "no src/base/exitcodes.h"
 	# the rows of the table: X(code, NAME, ...)
-	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/exitcodes.h" |
+	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/base/exitcodes.h" |
 		tr -dc '0-9\n' | sort -u)
-	[[ -n $header ]] || fail "src/exitcodes.h: no X(code, ...) rows found"
-	same_options "--help's exit statuses, against src/exitcodes.h" "$header" "$(help_exits)"
+	[[ -n $header ]] || fail "src/base/exitcodes.h: no X(code, ...) rows found"
+	same_options "--help's exit statuses, against src/base/exitcodes.h" "$header" "$(help_exits)"
 }
 
 @test "man page lists every exit status of --help" {
@@ -195,12 +195,12 @@ same_options() {
 	[[ -z $missing ]] || fail "not shown:$missing"
 }
 
-@test "README's --check sample counts the scripts rlock has (src/lock.c)" {
+@test "README's --check sample counts the scripts rlock has (src/store/lock.c)" {
 	local want said
-	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/lock.c" | grep -c '{lua_')
+	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/store/lock.c" | grep -c '{lua_')
 	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/README.md")
-	((want > 0)) || fail "no scripts table in src/lock.c"
-	[[ $said == "$want" ]] || fail "README's --check sample says '$said' scripts; src/lock.c has $want"
+	((want > 0)) || fail "no scripts table in src/store/lock.c"
+	[[ $said == "$want" ]] || fail "README's --check sample says '$said' scripts; src/store/lock.c has $want"
 }
 
 @test "man page renders no nested quotes (Ql inside Ql or Pq)" {

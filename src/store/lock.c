@@ -12,7 +12,7 @@
 
 #include "parse.h"
 
-/* The protocol is the scripts in src/lua/ (one screen each): each checks and changes
+/* The protocol is the scripts in src/store/lua/ (one screen each): each checks and changes
  * in one atomic step, so there is no check-then-set race, no SET without a TTL, and no
  * delete or extension of a lease whose token is not ours. The build embeds them with
  * their SHA-1 (scripts.h), so the fast path needs no hashing at run time.
@@ -427,7 +427,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 {
 	if (r->type == RESP_ERROR)
 		return server_error(r, "acquire", err, errlen);
-	/* The fence comes as a string (never a Lua number: src/lua/counter.lua). */
+	/* The fence comes as a string (never a Lua number: src/store/lua/counter.lua). */
 	long long fence;
 	if (is_array(r, 2) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 1 &&
 	    lock_fence_value(r->element[1], &fence) == 0) {

@@ -6,7 +6,7 @@
  *   PREFIX{NAME}           exclusive holder: token, PX ttl (plain SET NX PX compatible)
  *   PREFIX{NAME}:fence     INCR per acquisition (every mode, every permit), never
  *                          expires -> RLOCK_FENCE; a signed 64-bit integer, kept a
- *                          string in the scripts, never a Lua number (src/lua/counter.lua)
+ *                          string in the scripts, never a Lua number (src/store/lua/counter.lua)
  *   PREFIX{NAME}:owner     hash host pid user cmd start ttl fence label renewed [kept], same
  *                          expiry as the lock (kept: the command exited, --min-hold keeps
  *                          it; renewed: the last confirmed renewal, server ms)
@@ -37,14 +37,14 @@
  *   PREFIX{NAME}:rel:TOKEN no history record written: "1", TOKEN released, PX the lease left
  *                          (a release sent again after a lost reply answers the same; with
  *                          the history on, its released record says it: history.lua)
- *   PREFIX{NAME}:history   stream of the runs and supersessions (src/lua/history.lua),
+ *   PREFIX{NAME}:history   stream of the runs and supersessions (src/store/lua/history.lua),
  *                          capped, PEXPIRE the retention on every write
  *   PREFIX{NAME}:broken    hash host pid user at tokens fence label: the last --break (who
  *                          broke which holders, at server ms), PX LOCK_BROKEN_KEEP_MS
  *   PREFIX{NAME}:delay     --lock-delay: zset token -> lease end + the holder's delay
  *                          (server ms), moved on by renewals, removed by a release; an
  *                          entry whose lease ended unreleased closes the name to every
- *                          acquire until its score (src/lua/delay.lua)
+ *                          acquire until its score (src/store/lua/delay.lua)
  * All but the fence expire with the leases in them (refreshed to the longest one).
  */
 #ifndef RLOCK_LOCK_H
@@ -60,10 +60,10 @@
 #define LOCK_LABEL_MAX 256 /* --label TEXT: bytes */
 #define LOCK_LIMIT_MAX 100000
 /* A waiter's place in the fair queue is a lease of its own, this long (or its ttl when
- * shorter; src/lua/acquire_sem.lua's QLEASE_MS): a waiter refreshes it at least every
+ * shorter; src/store/lua/acquire_sem.lua's QLEASE_MS): a waiter refreshes it at least every
  * third of it (wait.c), and one that died costs the next at most this long. */
 #define LOCK_QUEUE_LEASE_MS 5000
-/* How long the record of a --break is kept (src/lua/break.lua's BROKEN_MS). */
+/* How long the record of a --break is kept (src/store/lua/break.lua's BROKEN_MS). */
 #define LOCK_BROKEN_KEEP_MS 3600000
 
 enum lock_mode {
@@ -311,7 +311,7 @@ int lock_request_fence(struct lock_request *q, const struct lock *l, long long f
                        size_t errlen);
 int lock_request_argv(const struct lock_request *q, int full, const char **argv, size_t *lens);
 
-/* --history: one entry of PREFIX{NAME}:history (src/lua/history.lua), as stored
+/* --history: one entry of PREFIX{NAME}:history (src/store/lua/history.lua), as stored
  * (untrusted text, "" when absent): ev is acquired, released, expired, broken, preempted
  * or superseded; by_*: who broke, preempted or superseded it; at_ms: the server's time
  * of the write (the entry's id). */
@@ -354,7 +354,7 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 /* Release if the token still holds it: delete and publish, or, when keep_ms > 0, let
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,
  * LOCK_ERR. With the history on, a token that no longer holds it records its run lost
- * (once: src/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
+ * (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
  * run lost (the lease is over by the holder's clock, lease.h: never a release then). */
 #define LOCK_KEEP_LOST INT64_MIN
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
