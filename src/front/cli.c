@@ -20,10 +20,8 @@
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
-#include "resp.h"
 #include "secret.h"
-#include "tls.h"
-#include "tlsload.h"
+#include "store.h"
 #include "userfile.h"
 #include "version.h"
 
@@ -1450,17 +1448,10 @@ static void env_passwords(struct state *s)
 
 static void print_version(void)
 {
-	const struct tls_ops *tls;
-	char why[512];
+	char libs[600];
 
-	/* OpenSSL lives in the TLS module: loading it here also shows it works. */
-	tls = tlsload(why, sizeof why);
-	if (tls)
-		printf("rlock %s (hiredis %s, %s)\n", RLOCK_VERSION, resp_hiredis_version(),
-		       tls->version());
-	else
-		printf("rlock %s (hiredis %s, TLS: unavailable (%s))\n", RLOCK_VERSION,
-		       resp_hiredis_version(), why);
+	store_libraries(libs, sizeof libs);
+	printf("rlock %s (%s)\n", RLOCK_VERSION, libs);
 	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 

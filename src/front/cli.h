@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "conn.h"
+#include "conncodes.h" /* struct tls_opts */
 #include "parse.h"
 
 #define CLI_URLS_MAX   16 /* Redlock nodes */

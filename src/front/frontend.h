@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* The front end's side of the seam: the options (cli.h) become the store's config
- * (store.h), once, before anything connects. Nothing below this file reads struct opts. */
+/* The front end's side of the seam: the options (cli.h) become what the store is asked
+ * (store.h), once, before anything connects. Nothing below the front end reads struct
+ * opts. */
 #ifndef RLOCK_FRONTEND_H
 #define RLOCK_FRONTEND_H
 
+#include "check.h"
 #include "cli.h"
 #include "store.h"
 
-/* Fill *cfg from the options (no I/O): the servers, and the backend and route that
- * serve them (a Redlock quorum, Sentinel, a Cluster node, or one server as given). */
-void store_config_from_opts(struct store_config *cfg, const struct opts *o);
+/* Fill *a from the options (no I/O); store_configure(a) then builds the store's
+ * configuration. a points into o, which must outlive the run. */
+void store_ask_from_opts(struct store_ask *a, const struct opts *o);
+
+/* What --check needs of the options (check.h). */
+void check_ask_from_opts(struct check_ask *a, const struct opts *o);
 
 #endif

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "child.h"
 #include "cli.h"
+#include "clock.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "frontend.h"
@@ -213,7 +214,7 @@ static int setup_signals(int *sigfd, int *termfd, sigset_t *orig)
 		log_error("cannot set up signal handling: %s", strerror(errno));
 		return -1;
 	}
-	conn_set_abort_fd(*termfd);
+	store_set_abort_fd(*termfd);
 	return 0;
 }
 
@@ -486,7 +487,8 @@ int main(int argc, char **argv)
 	static struct opts o; /* zero, as cli_parse wants it */
 	static struct hold hold;
 	static struct reenter re;
-	struct store_config cfg;
+	struct store_config *cfg;
+	struct store_ask ask;
 	struct store *c = NULL;
 	sigset_t orig;
 	int sigfd, termfd, rc;
@@ -508,14 +510,19 @@ int main(int argc, char **argv)
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)
 		return RL_EX_OSERR;
 	if (o.tls.enabled)
-		conn_tls_init();
-	store_config_from_opts(&cfg, &o);
+		store_tls_init();
+	store_ask_from_opts(&ask, &o);
+	cfg = store_configure(&ask);
 	if (o.mode == MODE_CHECK) {
-		rc = check_run(&cfg, &o);
+		struct check_ask ca;
+		check_ask_from_opts(&ca, &o);
+		rc = check_run(cfg, &ca);
+		int wrc = cli_close_stdout();
+		rc = wrc ? wrc : rc;
 		die_if_signalled(termfd);
 		return rc;
 	}
-	rc = open_store(&c, &cfg, &o, termfd);
+	rc = open_store(&c, cfg, &o, termfd);
 	if (rc != 0)
 		return rc;
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
@@ -523,10 +530,10 @@ int main(int argc, char **argv)
 	reenter_plan_names(&re, c, &o, &orig);
 	if (o.mode == MODE_RUN)
 		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
-	acquire(&hold, c, &cfg, &o, termfd);
+	acquire(&hold, c, cfg, &o, termfd);
 	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
-	conn_set_abort_fd(-1);
+	store_set_abort_fd(-1);
 	close(termfd);
 	if (o.mode == MODE_ACQUIRE)
 		return keeper_hold(&hold, sigfd, &k);

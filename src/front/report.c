@@ -12,35 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exitcodes.h"
 #include "holder.h"
+#include "json.h"
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
 #include "parse.h"
 #include "reenter.h"
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		size_t u = log_utf8_len(p);
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (u == 0) /* not UTF-8: JSON could not carry it */
-			fputs("\\ufffd", f);
-		else
-			fwrite(p, 1, u, f), p += u - 1;
-	}
-	fputc('"', f);
-}
-
-void report_json_str(FILE *f, const char *s)
-{
-	json_str(f, s);
-}
 
 static long long now_unix_ms(void)
 {
@@ -242,7 +222,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
  * dies of the signal, as an interrupted program does, without a word). */
 static void request_failed(const char *err)
 {
-	if (!conn_abort_pending())
+	if (!store_abort_pending())
 		log_error("%s", err);
 }
 

@@ -32,7 +32,4 @@ void held_plan(const struct opts *o);
  * "fence" null and "locks" the per-lock objects. Closes s. */
 int report_held(struct store *s, const struct opts *o);
 
-/* One JSON string, escaped (for --check's output too). */
-void report_json_str(FILE *f, const char *s);
-
 #endif

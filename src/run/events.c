@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "userfile.h"
@@ -122,6 +123,29 @@ __attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_
 		*at += (size_t)w;
 }
 
+/* Escaped pieces into buf (json_escape): once fewer than 8 bytes are left, none but the
+ * closing quote, so truncation shows as a short line. */
+struct sink {
+	char *buf;
+	size_t n, *at;
+	int full;
+};
+
+static void put_piece(void *arg, const char *p, size_t len)
+{
+	struct sink *k = arg;
+	int quote = len == 1 && *p == '"'; /* the opening or the closing one */
+
+	if (!quote && (k->full || *k->at + 7 >= k->n)) {
+		k->full = 1;
+		return;
+	}
+	if (*k->at + len < k->n) {
+		memcpy(k->buf + *k->at, p, len);
+		*k->at += len;
+	}
+}
+
 /* JSON string s (NULL: null) at buf + *at, escaped; truncation shows as a short line. */
 static void put_str(char *buf, size_t n, size_t *at, const char *s)
 {
@@ -129,24 +153,9 @@ static void put_str(char *buf, size_t n, size_t *at, const char *s)
 		put(buf, n, at, "null");
 		return;
 	}
-	if (*at + 1 < n)
-		buf[(*at)++] = '"';
-	for (const unsigned char *p = (const unsigned char *)s; *p && *at + 7 < n; p++) {
-		if (*p == '"' || *p == '\\') {
-			buf[(*at)++] = '\\';
-			buf[(*at)++] = (char)*p;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			put(buf, n, at, "\\u%04x", *p);
-		} else if (log_utf8_len(p) == 0) { /* not UTF-8: JSON could not carry it */
-			put(buf, n, at, "\\ufffd");
-		} else {
-			for (size_t u = log_utf8_len(p); u > 1; u--)
-				buf[(*at)++] = (char)*p++;
-			buf[(*at)++] = (char)*p;
-		}
-	}
-	if (*at + 1 < n)
-		buf[(*at)++] = '"';
+	struct sink k = {buf, n, at, 0};
+
+	json_escape(s, put_piece, &k);
 	buf[*at < n ? *at : n - 1] = '\0';
 }
 

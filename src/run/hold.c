@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "events.h"
 #include "log.h"
 #include "renew.h"
@@ -25,8 +26,8 @@ static void record_lost(const struct hold *h, const struct lock *l, struct store
 	if (l->history_len <= 0)
 		return;
 	if (!s && h->cfg &&
-	    store_open(&fresh, h->cfg, 0, clock_ms() + h->cfg->srv[0].io_timeout_ms, err,
-	               sizeof err) == STORE_OK)
+	    store_open(&fresh, h->cfg, 0, clock_ms() + store_io_timeout(h->cfg), err, sizeof err) ==
+	        STORE_OK)
 		s = fresh;
 	if (s && store_release(s, l, LOCK_KEEP_LOST, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
 		log_debug("cannot record the loss of %s in its history (%s)", l->key, err);

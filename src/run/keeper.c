@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "clock.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "fds.h"

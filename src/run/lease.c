@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "lease.h"
+#include "clock.h"
 
 #include <stdio.h>
 

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "events.h"
 #include "holder.h"
 #include "lease.h"
@@ -362,7 +363,7 @@ struct store *renew_stop(struct renew *r, int64_t *confirmed_sent)
 		return NULL;
 	}
 	/* Long enough for any bounded call of the thread (a connect, then a command). */
-	int64_t wait_ms = r->cfg->srv[0].connect_timeout_ms + r->cfg->srv[0].io_timeout_ms;
+	int64_t wait_ms = store_connect_timeout(r->cfg) + store_io_timeout(r->cfg);
 	int64_t until = clock_ms() + wait_ms;
 	(void)!write(r->stop_fd, &one, sizeof one);
 	*confirmed_sent = r->confirmed_sent; /* a renewal in flight may only push it later */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "events.h"
 #include "holder.h"
 #include "lease.h"

@@ -12,8 +12,8 @@
 
 #include "client.h"
 #include "lock.h"
+#include "store.h"
 
-#define STORE_NO_CAP     INT64_MAX
 #define STORE_HOPS_MAX   5 /* redirects followed by one call */
 #define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */
 
@@ -48,9 +48,6 @@ struct store_config {
 	const struct store_route *route;     /* NULL: srv[0] as given */
 	void *route_arg;                     /* the route's context: written by resolve() only */
 };
-
-/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
 
 /* A backend: one implementation of the store's calls. ctx is a handle's state, from
  * open(). Optional entries may be NULL. */
@@ -97,5 +94,10 @@ struct store_backend {
 	                 const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
 	                 size_t errlen);
 };
+
+/* The routed single server (store.c), a peer of quorum_backend (quorum.h). Another
+ * backend may drive it directly: open with *ctx NULL makes a handle of its own, which
+ * its close frees. */
+extern const struct store_backend routed_backend;
 
 #endif

@@ -8,10 +8,11 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "backend.h"
 #include "exitcodes.h"
+#include "json.h"
 #include "lock.h"
 #include "log.h"
-#include "report.h"
 #include "sentinel.h"
 
 #define PINGS          5    /* the round trip: the median of these */
@@ -34,7 +35,7 @@ struct out {
 struct node {
 	struct store *s;
 	const struct server *srv;
-	const struct opts *o;
+	const struct check_ask *o;
 	struct out *out;
 	struct resp_reply *info; /* INFO's text, or NULL (refused) */
 	int waitaof_early;       /* WAITAOF can return before the fsync with everysec */
@@ -57,14 +58,14 @@ static void finding(struct out *out, enum level lv, const char *node, const char
 	if (out->json) {
 		fputs(out->count[0] + out->count[1] + out->count[2] ? ",{" : "{", stdout);
 		printf("\"level\":\"%s\",\"node\":", level_name[lv]);
-		report_json_str(stdout, node);
+		json_str(stdout, node);
 		fputs(",\"check\":", stdout);
-		report_json_str(stdout, check);
+		json_str(stdout, check);
 		fputs(",\"fact\":", stdout);
-		report_json_str(stdout, fact);
+		json_str(stdout, fact);
 		fputs(",\"fix\":", stdout);
 		if (fix)
-			report_json_str(stdout, fix);
+			json_str(stdout, fix);
 		else
 			fputs("null", stdout);
 		fputs("}", stdout);
@@ -129,7 +130,7 @@ static int check_reach(struct node *n)
 	char err[512];
 	int64_t rtt[PINGS];
 	const char *name = n->srv->name;
-	enum level down = n->o->nurls > 1 ? L_WARN : L_UNSAFE; /* Redlock: the topology says */
+	enum level down = n->o->redlock ? L_WARN : L_UNSAFE; /* Redlock: the topology says */
 
 	int rc = cmd(n, &r, err, sizeof err, "PING", NULL);
 	if (rc == LOCK_OK && resp_is_error(r, "NOPERM")) {
@@ -464,7 +465,7 @@ static void check_rdb_only(struct node *n, const char *save)
 		    "RDB snapshots only (save %s): a crash or restart loses the writes since the "
 		    "last snapshot, up to %ld s (locks taken and fences counted in that window)",
 		    save, save_window(save));
-	else if (n->o->nurls > 1)
+	else if (n->o->redlock)
 		finding(n->out, L_WARN, name, "persistence",
 		        "keep a restarted node out for one TTL (Redlock's delayed restart), or AOF",
 		        "none: a restart empties the node, and its vote for a lock still held "
@@ -787,16 +788,16 @@ struct seen {
 	char run_id[STORE_NODES_MAX][48];
 };
 
-static void check_topology(struct out *out, const struct opts *o, const struct seen *w,
+static void check_topology(struct out *out, const struct check_ask *o, const struct seen *w,
                            const char *master)
 {
-	const char *name = o->url.nsentinels ? "sentinel" : o->nurls > 1 ? "redlock" : "cluster";
+	const char *name = o->sentinels ? "sentinel" : o->redlock ? "redlock" : "cluster";
 	int n = out->nodes, bad = w->unreachable;
 
-	if (o->url.nsentinels)
+	if (o->sentinels)
 		finding(out, L_OK, name, "topology", NULL,
-		        "Sentinel '%s' names %s as master (ROLE confirmed)", o->url.master, master);
-	if (w->cluster && o->nurls > 1) /* rlock refuses them (quorum.c, issue 41) */
+		        "Sentinel '%s' names %s as master (ROLE confirmed)", o->master, master);
+	if (w->cluster && o->redlock) /* rlock refuses them (quorum.c, issue 41) */
 		finding(out, L_UNSAFE, name, "topology",
 		        "give one node's URL: rlock finds the Cluster's other nodes",
 		        "several URLs are Redlock nodes, and these are a Redis Cluster's nodes: "
@@ -805,14 +806,14 @@ static void check_topology(struct out *out, const struct opts *o, const struct s
 		finding(out, bad ? L_UNSAFE : L_OK, name, "topology",
 		        bad ? "bring every master up, or let its replica take over" : NULL,
 		        "Cluster: %d of %d masters reachable", n - bad, n);
-	if (o->nurls > 1)
+	if (o->redlock)
 		finding(out,
 		        bad == 0          ? L_OK
 		        : n - bad > n / 2 ? L_WARN
 		                          : L_UNSAFE,
 		        name, "topology", bad ? "bring every Redlock node up" : NULL,
 		        "Redlock: %d of %d nodes reachable", n - bad, n);
-	for (int i = 0; o->nurls > 1 && i < n; i++)
+	for (int i = 0; o->redlock && i < n; i++)
 		for (int j = i + 1; j < n; j++)
 			if (w->run_id[i][0] && !strcmp(w->run_id[i], w->run_id[j]))
 				finding(out, L_UNSAFE, name, "topology",
@@ -822,7 +823,7 @@ static void check_topology(struct out *out, const struct opts *o, const struct s
 }
 
 /* Every node in turn. */
-static void check_nodes(struct store *s, const struct opts *o, struct out *out, struct seen *w,
+static void check_nodes(struct store *s, const struct check_ask *o, struct out *out, struct seen *w,
                         char *master, size_t mlen)
 {
 	struct node n = {.s = s, .o = o, .out = out};
@@ -886,7 +887,7 @@ static int check_sentinel(struct out *out, const struct sentinel *st, int i, int
 
 /* The sentinels themselves (a redis-sentinel:// URL): each one's answer, then how many
  * answered and know the master, and whether they name the same address. */
-static void check_sentinels(struct out *out, const struct sentinel *st, const struct opts *o)
+static void check_sentinels(struct out *out, const struct sentinel *st, const struct check_ask *o)
 {
 	int answered = 0, known = 0, differ = 0;
 	char first[URL_HOST_MAX + 8] = "";
@@ -910,7 +911,7 @@ static void check_sentinels(struct out *out, const struct sentinel *st, const st
 	        differ ? "; they name different addresses (a failover under way?)" : "");
 }
 
-int check_run(struct store_config *cfg, const struct opts *o)
+int check_run(struct store_config *cfg, const struct check_ask *o)
 {
 	struct out out = {.json = o->json};
 	struct seen w = {0};
@@ -941,6 +942,5 @@ int check_run(struct store_config *cfg, const struct opts *o)
 	else
 		printf("verdict: %s (%d ok, %d warn, %d unsafe)\n", verdict, out.count[L_OK],
 		       out.count[L_WARN], out.count[L_UNSAFE]);
-	int wrc = cli_close_stdout();
-	return wrc ? wrc : rc;
+	return rc;
 }

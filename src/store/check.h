@@ -10,10 +10,24 @@
 #ifndef RLOCK_CHECK_H
 #define RLOCK_CHECK_H
 
-#include "frontend.h"
+#include "store.h"
+
+/* What --check needs of the options, built by the front end (main.c). */
+struct check_ask {
+	const char *server; /* the server's URL without a password, for messages */
+	const char *prefix; /* key prefix (the throwaway key's) */
+	int json;
+	int redlock;        /* several URLs: a Redlock quorum */
+	int sentinels;      /* a Sentinel URL: how many sentinels it names; else 0 */
+	const char *master; /* a Sentinel URL: the master's name */
+	int wait_replicas;  /* --wait-replicas N */
+	int wait_aof_local; /* --wait-aof LOCAL[,REPLICAS] */
+	int wait_aof_replicas;
+	int64_t connect_timeout_ms, io_timeout_ms;
+};
 
 /* Resolve, open, check every node, print. 0 all ok, 1 warnings only, 2 unsafe, 69 no
- * node reachable, 74 the output cannot be written. */
-int check_run(struct store_config *cfg, const struct opts *o);
+ * node reachable (the caller flushes stdout: 74 when it cannot be written). */
+int check_run(struct store_config *cfg, const struct check_ask *o);
 
 #endif

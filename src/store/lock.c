@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "lock.h"
+#include "client.h"
 
 #include <errno.h>
 #include <limits.h>

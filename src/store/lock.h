@@ -52,8 +52,14 @@
 
 #include <stdint.h>
 
-#include "client.h"
+#include <stddef.h>
+
 #include "parse.h" /* LOCK_NAME_MAX */
+
+/* Handed through, never opened here: a connection (client.h) and a reply (resp.h), so a
+ * file that reads a lock sees neither the socket nor the RESP layer. */
+struct client;
+struct resp_reply;
 
 #define LOCK_KEY_MAX   1100
 #define LOCK_TOKEN_LEN 32  /* 128 bits, hex */

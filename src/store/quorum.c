@@ -8,7 +8,6 @@
 
 #include "holder.h"
 #include "log.h"
-#include "store.h"
 
 #define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
 #define LIST_NAMES_MAX 100000
@@ -987,16 +986,19 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 		if (!q->node[i].c)
 			continue;
 		struct store_config *one = calloc(1, sizeof *one);
-		struct store *t = NULL;
+		void *t = NULL;
 		if (!one)
 			return;
 		one->n = 1;
 		one->srv[0] = q->cfg->srv[i];
 		one->srv[0].ep.tls = &one->srv[0].tls;
 		int64_t d = clock_ms() + 2 * q->cfg->node_timeout_ms;
-		if (store_open(&t, one, 0, d, err, sizeof err) == STORE_OK)
-			store_check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
-		store_close(t);
+		/* the node as a single server: its peer behind the same interface */
+		conn_fault_clear(); /* as store_open() does */
+		if (routed_backend.open(&t, one, 0, d, err, sizeof err) == STORE_OK) {
+			routed_backend.check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+			routed_backend.close(t);
+		}
 		free(one);
 	}
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "store.h"
+#include "backend.h"
+#include "tls.h"
+#include "tlsload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@ struct store {
 	const struct store_backend *be;
 	void *ctx; /* be's per-handle state (the routed backend: s itself) */
 	char name[64];
+	int alone; /* the routed backend's own handle (routed_open with *ctx NULL) */
 };
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
@@ -409,8 +413,6 @@ static int run(struct store *s, const char *key, const struct server *fixed, int
 	}
 }
 
-static const struct store_backend routed_backend;
-
 int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
                char *err, size_t errlen)
 {
@@ -453,17 +455,36 @@ static void routed_close(void *ctx)
 	if (s->route)
 		s->cfg->route->close(s->route);
 	s->route = NULL;
+	if (s->alone)
+		free(s);
 }
 
-/* The routed single server: *ctx comes in as the store handle. */
+/* The routed single server: *ctx comes in as the store handle, or NULL from another
+ * backend (the quorum's nodes): then a handle of its own, freed by routed_close(). */
 static int routed_open(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
                        char *err, size_t errlen)
 {
 	struct store *s = *ctx;
 
+	if (!s) {
+		if (!(s = calloc(1, sizeof *s))) {
+			snprintf(err, errlen, "out of memory");
+			return STORE_ERR;
+		}
+		s->cfg = cfg;
+		s->be = &routed_backend;
+		s->ctx = s;
+		s->alone = 1;
+		*ctx = s;
+	}
+
 	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
 	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
 		snprintf(err, errlen, "out of memory");
+		if (s->alone) {
+			free(s);
+			*ctx = NULL;
+		}
 		return STORE_ERR;
 	}
 	if (connect) {
@@ -507,11 +528,6 @@ static const char *routed_name(void *ctx)
 	if (s->route && s->cfg->route->name)
 		return s->cfg->route->name(s->route);
 	return s->name;
-}
-
-const struct store_config *store_config(const struct store *s)
-{
-	return s->cfg;
 }
 
 struct acquire_args {
@@ -912,7 +928,7 @@ static int routed_node_call(void *ctx, const struct server *srv, int argc, const
 	return run(ctx, NULL, srv, 0, op_raw, &a, cap_ms, err, errlen);
 }
 
-static const struct store_backend routed_backend = {
+const struct store_backend routed_backend = {
     .open = routed_open,
     .close = routed_close,
     .name = routed_name,
@@ -1244,4 +1260,32 @@ void store_unsubscribe(struct store *s)
 	s->sub = NULL;
 	s->sub_at = NULL;
 	s->sub_armed = 0;
+}
+
+void store_set_abort_fd(int fd)
+{
+	conn_set_abort_fd(fd);
+}
+
+int store_abort_pending(void)
+{
+	return conn_abort_pending();
+}
+
+void store_tls_init(void)
+{
+	conn_tls_init();
+}
+
+void store_libraries(char *buf, size_t len)
+{
+	char why[512];
+	/* OpenSSL lives in the TLS module: loading it here also shows it works. */
+	const struct tls_ops *tls = tlsload(why, sizeof why);
+
+	if (tls)
+		snprintf(buf, len, "hiredis %s, %s", resp_hiredis_version(), tls->version());
+	else
+		snprintf(buf, len, "hiredis %s, TLS: unavailable (%s)", resp_hiredis_version(),
+		         why);
 }

@@ -56,9 +56,55 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
-#include "client.h"
+#include "conncodes.h" /* struct tls_opts */
 #include "lock.h"
+
+#define STORE_NO_CAP INT64_MAX
+
+/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
+enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
+
+/* The store's own (backend.h), handed through: the configuration of one run, a server
+ * behind the seam (--check's nodes). */
+struct store_config;
+struct server;
+
+/* What the front end says of the servers, once, from the options (frontend.c): the
+ * URLs (nurls > 1: a Redlock quorum over urls; else url, maybe a Sentinel URL), how to
+ * log in, the deadlines. Read by store_configure() only; url, urls, tls and the strings
+ * must outlive the run. */
+struct store_ask {
+	int nurls;
+	const struct url *url, *urls;
+	const struct tls_opts *tls;
+	const char *user;       /* ACL user, or NULL */
+	int has_password;       /* in the vault (secret.h) */
+	const char *creds_from; /* where they came from, for messages; or NULL */
+	const char *sentinel_user;
+	int has_sentinel_password;
+	int64_t connect_timeout_ms, io_timeout_ms, node_timeout_ms;
+	int64_t ttl_ms; /* the Sentinel route rechecks its master every ttl/4 */
+};
+
+/* The connections' process-wide settings, behind the seam (conn.h says each):
+ * store_set_abort_fd: in the calling thread, every later wait of the store also ends as
+ * soon as fd is readable (-1: none); store_abort_pending: that fd is readable now (a
+ * failure just seen may be that interruption); store_tls_init: load the TLS module,
+ * before threads start. */
+void store_set_abort_fd(int fd);
+int store_abort_pending(void);
+void store_tls_init(void);
+/* "hiredis X.Y.Z, OpenSSL ..." or "hiredis X.Y.Z, TLS: unavailable (why)": what
+ * --version says of the libraries the store talks through (loads the TLS module). */
+void store_libraries(char *buf, size_t len);
+
+/* The run's configuration, from a (no I/O): the servers, and the backend and route
+ * that serve them (a Redlock quorum, Sentinel, a Cluster node, or one server as given).
+ * Once per process: it returns the same storage each call. */
+struct store_config *store_configure(const struct store_ask *a);
+/* The deadlines it carries (the first server's). */
+int64_t store_connect_timeout(const struct store_config *cfg);
+int64_t store_io_timeout(const struct store_config *cfg);
 
 struct store;
 
@@ -87,7 +133,6 @@ void store_while_waiting(void (*fn)(void));
 
 /* The server for messages ("127.0.0.1:6379", "3 nodes"). */
 const char *store_name(const struct store *s);
-const struct store_config *store_config(const struct store *s);
 
 /* True when s has a connection that served a call and may serve the next (a failure
  * on it may be an idle connection the server or a NAT dropped: worth one retry). */

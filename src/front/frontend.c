@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+#include "frontend.h"
+
+#include <string.h>
+
+void store_ask_from_opts(struct store_ask *a, const struct opts *o)
+{
+	memset(a, 0, sizeof *a);
+	a->nurls = o->nurls;
+	a->url = &o->url;
+	a->urls = o->urls;
+	a->tls = &o->tls;
+	a->user = o->user;
+	a->has_password = o->has_password;
+	a->creds_from = o->creds_from[0] ? o->creds_from : NULL;
+	a->sentinel_user = o->sentinel_user;
+	a->has_sentinel_password = o->has_sentinel_password;
+	a->connect_timeout_ms = o->connect_timeout_ms;
+	a->io_timeout_ms = o->io_timeout_ms;
+	a->node_timeout_ms = o->node_timeout_ms;
+	a->ttl_ms = o->ttl_ms;
+}
+
+void check_ask_from_opts(struct check_ask *a, const struct opts *o)
+{
+	memset(a, 0, sizeof *a);
+	a->server = o->server;
+	a->prefix = o->prefix;
+	a->json = o->json;
+	a->redlock = o->nurls > 1;
+	a->sentinels = o->url.nsentinels;
+	a->master = o->url.master;
+	a->wait_replicas = o->wait_replicas;
+	a->wait_aof_local = o->wait_aof_local;
+	a->wait_aof_replicas = o->wait_aof_replicas;
+	a->connect_timeout_ms = o->connect_timeout_ms;
+	a->io_timeout_ms = o->io_timeout_ms;
+}
