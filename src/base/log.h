@@ -23,7 +23,6 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
-#define log_trace(...) log_msg(LOG_TRACE, __VA_ARGS__)
 
 /* The length of the valid UTF-8 sequence that starts at p (1 for ASCII, the NUL too),
  * or 0 when the byte at p starts none (a stray byte, an overlong form, a surrogate):

@@ -40,21 +40,6 @@ int secret_set_slot(enum secret_slot slot, const char *pw, size_t len)
 	return 0;
 }
 
-int secret_set(const char *pw, size_t len)
-{
-	return secret_set_slot(SECRET_DATA, pw, len);
-}
-
-int secret_present_slot(enum secret_slot slot)
-{
-	return v && slot < SECRET_SLOTS && v[slot].len > 0;
-}
-
-int secret_present(void)
-{
-	return secret_present_slot(SECRET_DATA);
-}
-
 size_t secret_reveal_slot(enum secret_slot slot, char *buf, size_t cap)
 {
 	size_t n = v && slot < SECRET_SLOTS ? v[slot].len : 0;

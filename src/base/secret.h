@@ -12,18 +12,13 @@
 #define SECRET_MAX 512
 
 enum secret_slot {
-	SECRET_DATA,     /* the Redis servers' password (secret_set and friends) */
+	SECRET_DATA,     /* the Redis servers' password (secret_reveal and friends) */
 	SECRET_SENTINEL, /* the sentinels' own password */
 	SECRET_SLOTS,
 };
 
 /* Store (replacing any previous one). 0, or -1 when too long or out of memory. */
-int secret_set(const char *pw, size_t len);
 int secret_set_slot(enum secret_slot slot, const char *pw, size_t len);
-
-/* Is a password set? */
-int secret_present(void);
-int secret_present_slot(enum secret_slot slot);
 
 /* Copy the password into buf (cap >= SECRET_MAX + 1, NUL-terminated); returns its
  * length. The caller wipes buf with explicit_bzero when done. */

@@ -943,8 +943,3 @@ void conn_close(struct conn *c)
 		(void)close(c->fd);
 	free(c);
 }
-
-const char *conn_peer(const struct conn *c)
-{
-	return c->peer;
-}

@@ -138,9 +138,6 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, ch
 /* Close and free; NULL is fine. Does not block (no TLS close_notify wait). */
 void conn_close(struct conn *c);
 
-/* Describe the peer for messages, e.g. "127.0.0.1:6379" or "/tmp/r.sock". */
-const char *conn_peer(const struct conn *c);
-
 /* Load the TLS module and set up OpenSSL, before threads start; safe to call more
  * than once. A failure is reported by conn_open() of a TLS endpoint ("TLS support is
  * not available: ..."). */
