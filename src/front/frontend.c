@@ -36,3 +36,26 @@ void check_ask_from_opts(struct check_ask *a, const struct opts *o)
 	a->connect_timeout_ms = o->connect_timeout_ms;
 	a->io_timeout_ms = o->io_timeout_ms;
 }
+
+enum lock_mode lock_mode_of(int kind)
+{
+	return kind == KIND_SHARED ? LOCK_SHARED : kind == KIND_LIMIT ? LOCK_LIMIT : LOCK_EXCLUSIVE;
+}
+
+void lock_ask_from_opts(struct lock_ask *a, const struct opts *o)
+{
+	memset(a, 0, sizeof *a);
+	a->prefix = o->prefix;
+	a->ttl_ms = o->ttl_ms;
+	a->mode = lock_mode_of(o->kind);
+	a->limit = o->limit;
+	a->fair = o->fair;
+	a->nowait = o->wait_ms == 0;
+	a->once_per_ms = o->once_per_ms;
+	a->supersede = o->supersede;
+	a->preempt = o->preempt;
+	a->preemptible = o->preemptible;
+	a->history_len = o->history_len;
+	a->history_ms = o->history_ms;
+	a->delay_ms = o->lock_delay_ms;
+}

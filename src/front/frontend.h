@@ -16,4 +16,10 @@ void store_ask_from_opts(struct store_ask *a, const struct opts *o);
 /* What --check needs of the options (check.h). */
 void check_ask_from_opts(struct check_ask *a, const struct opts *o);
 
+/* The lock request of every lock of the run (lock.h), once: mode, N, ttl, fair,
+ * once-per, deploy queues, history, lock-delay. a points into o (its prefix). */
+void lock_ask_from_opts(struct lock_ask *a, const struct opts *o);
+/* -s / -l N / neither, as the lock's mode. */
+enum lock_mode lock_mode_of(int kind);
+
 #endif

@@ -60,15 +60,8 @@ static void child_environment(const struct reenter *r, const struct hold *h, int
 	if (warn_signal)
 		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
 	reenter_environment(r, h->l, h->n);
-	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ttl_ms);
+	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ask.ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
-}
-
-static enum lock_mode lock_mode_of(const struct opts *o)
-{
-	return o->kind == KIND_SHARED  ? LOCK_SHARED
-	       : o->kind == KIND_LIMIT ? LOCK_LIMIT
-	                               : LOCK_EXCLUSIVE;
 }
 
 /* A nested rlock whose process tree already holds every name it asks for (in a mode at
@@ -78,9 +71,10 @@ static enum lock_mode lock_mode_of(const struct opts *o)
 static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o,
                                const sigset_t *orig)
 {
-	struct reenter_ask q = {
-	    o->prefix,        o->names,        o->nnames, o->ttl_ms,
-	    o->io_timeout_ms, lock_mode_of(o), o->limit,  o->mode == MODE_ACQUIRE};
+	struct reenter_ask q = {o->prefix,        o->names,
+	                        o->nnames,        o->ttl_ms,
+	                        o->io_timeout_ms, lock_mode_of(o->kind),
+	                        o->limit,         o->mode == MODE_ACQUIRE};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
@@ -256,18 +250,18 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 }
 
 /* --status, --break, --release, --list, --held. */
-static int command(struct store *c, const struct opts *o, const struct keeper_args *k, int termfd)
+static int command(struct store *c, const struct opts *o, const struct lock_ask *ask,
+                   const struct keeper_args *k, int termfd)
 {
 	int rc;
 
 	if (o->mode == MODE_RELEASE) {
 		static struct lock l; /* large */
-		if (lock_init(&l, o->prefix, o->name, o->ttl_ms) < 0) {
+		if (lock_init_ask(&l, ask, o->name) < 0) {
 			log_error("no randomness for the lock token: %s", strerror(errno));
 			store_close(c);
 			return RL_EX_OSERR;
 		}
-		lock_set_mode(&l, lock_mode_of(o), o->limit, o->fair, o->wait_ms == 0);
 		rc = keeper_release(c, &l, k);
 	} else {
 		rc = o->mode == MODE_STATUS    ? report_status(c, o)
@@ -313,7 +307,7 @@ static int superseded(const struct opts *o, const char *name, const struct holde
 
 /* Take every name of o into h (h owns c from here on), or exit as the failure says. */
 static void acquire(struct hold *h, struct store *c, const struct store_config *cfg,
-                    const struct opts *o, int termfd)
+                    const struct opts *o, const struct lock_ask *ask, int termfd)
 {
 	char cmd[512], host[256] = "", err[512], warn_key[300];
 	struct holder who;
@@ -322,28 +316,17 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 
 	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o->prefix);
 	struct lock_meta meta = owner_record(o, cmd, sizeof cmd, host, sizeof host);
-	struct hold_spec sp = {.prefix = o->prefix,
+	struct hold_spec sp = {.ask = ask,
 	                       .names = o->names,
 	                       .nnames = o->nnames,
-	                       .ttl_ms = o->ttl_ms,
 	                       .wait_ms = o->wait_ms,
 	                       .io_timeout_ms = o->io_timeout_ms,
-	                       .mode = lock_mode_of(o),
-	                       .limit = o->limit,
-	                       .fair = o->fair,
 	                       .wait_replicas = o->wait_replicas,
 	                       .wait_aof_local = o->wait_aof_local,
 	                       .wait_aof_replicas = o->wait_aof_replicas,
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
-	                       .check_now = !keeper && o->verbose > 0,
-	                       .once_per_ms = o->once_per_ms,
-	                       .supersede = o->supersede,
-	                       .preempt = o->preempt,
-	                       .preemptible = o->preemptible,
-	                       .history_len = o->history_len,
-	                       .history_ms = o->history_ms,
-	                       .delay_ms = o->lock_delay_ms};
+	                       .check_now = !keeper && o->verbose > 0};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
@@ -489,6 +472,7 @@ int main(int argc, char **argv)
 	static struct reenter re;
 	struct store_config *cfg;
 	struct store_ask ask;
+	struct lock_ask req; /* every lock's request, built once here */
 	struct store *c = NULL;
 	sigset_t orig;
 	int sigfd, termfd, rc;
@@ -525,12 +509,13 @@ int main(int argc, char **argv)
 	rc = open_store(&c, cfg, &o, termfd);
 	if (rc != 0)
 		return rc;
+	lock_ask_from_opts(&req, &o);
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
-		return command(c, &o, &k, termfd);
+		return command(c, &o, &req, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);
 	if (o.mode == MODE_RUN)
 		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
-	acquire(&hold, c, cfg, &o, termfd);
+	acquire(&hold, c, cfg, &o, &req, termfd);
 	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	store_set_abort_fd(-1);

@@ -522,8 +522,8 @@ int report_reset(struct store *s, const struct opts *o)
 	gethostname(host, sizeof host - 1);
 	l.breaker = &me;
 	l.reset = 1;
-	l.history_len = o->history_len;
-	l.history_ms = o->history_ms;
+	l.ask.history_len = o->history_len;
+	l.ask.history_ms = o->history_ms;
 	if (store_break(s, &l, clock_ms() + o->io_timeout_ms, &hs, err, sizeof err) != LOCK_OK) {
 		request_failed(err);
 		store_close(s);

@@ -23,7 +23,7 @@ static void record_lost(const struct hold *h, const struct lock *l, struct store
 	struct store *fresh = NULL;
 	char err[300];
 
-	if (l->history_len <= 0)
+	if (l->ask.history_len <= 0)
 		return;
 	if (!s && h->cfg &&
 	    store_open(&fresh, h->cfg, 0, clock_ms() + store_io_timeout(h->cfg), err, sizeof err) ==
@@ -51,7 +51,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	else
 		renew_drop(h->rn[i]);
 	h->rn[i] = NULL;
-	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ttl_ms,
+	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
@@ -78,7 +78,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
 	else if (rc == LOCK_ERR)
 		log_warn("cannot release %s (%s); it expires by its TTL%s", l->key, err,
-		         l->mark_done && l->once_per_ms > 0
+		         l->mark_done && l->ask.once_per_ms > 0
 		             ? "; not marked done (--once-per): a later run runs again"
 		             : "");
 	else if (rc == LOCK_OK && unconfirmed[0])
@@ -86,7 +86,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		         "(--wait-replicas): %s; a failover now can bring the lock back until its "
 		         "TTL%s",
 		         l->key, keep_ms > 0 ? " (--min-hold)" : "", h->wait_replicas, unconfirmed,
-		         l->mark_done && l->once_per_ms > 0
+		         l->mark_done && l->ask.once_per_ms > 0
 		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
 		               "may run again"
 		             : "");
@@ -95,9 +95,9 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
 		log_info("released %s", l->key);
-	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->once_per_ms > 0)
+	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->ask.once_per_ms > 0)
 		log_info("marked %s done for %.1f s (--once-per)", l->key,
-		         (double)l->once_per_ms / 1000);
+		         (double)l->ask.once_per_ms / 1000);
 	return rc;
 }
 
@@ -291,18 +291,10 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	int64_t left = sp->wait_ms, sent;
 
 	h->failed = name;
-	if (lock_init(l, sp->prefix, name, sp->ttl_ms) < 0) {
+	if (lock_init_ask(l, sp->ask, name) < 0) {
 		snprintf(err, errlen, "no randomness for the lock token: %s", strerror(errno));
 		return WAIT_OSERR;
 	}
-	lock_set_mode(l, sp->mode, sp->limit, sp->fair, sp->wait_ms == 0);
-	l->once_per_ms = sp->once_per_ms;
-	l->supersede = sp->supersede;
-	l->preempt = sp->preempt;
-	l->preemptible = sp->preemptible;
-	l->history_len = sp->history_len;
-	l->history_ms = sp->history_ms;
-	l->delay_ms = sp->delay_ms;
 	if (h->n > 0 && sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;
@@ -322,7 +314,8 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	/* As flock -v: how long getting the lock took. */
 	if (h->n == 0)
 		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
-		         (double)(clock_ms() - asked_ms) / 1000, l->fence, (long long)l->ttl_ms);
+		         (double)(clock_ms() - asked_ms) / 1000, l->fence,
+		         (long long)l->ask.ttl_ms);
 	else
 		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
 	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, sp->wait_aof_local,
@@ -373,9 +366,9 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->epfd = -1;
 	h->failed = sp->names[0];
 	h->wait_replicas = sp->wait_replicas;
-	h->loss_after_ms = lease_loss_after(sp->ttl_ms);
-	h->kill_by_ms = lease_kill_by(sp->ttl_ms);
-	h->warn_after_ms = lease_warn_after(sp->ttl_ms);
+	h->loss_after_ms = lease_loss_after(sp->ask->ttl_ms);
+	h->kill_by_ms = lease_kill_by(sp->ask->ttl_ms);
+	h->warn_after_ms = lease_warn_after(sp->ask->ttl_ms);
 	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
 		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
 	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {

@@ -21,22 +21,15 @@
 
 /* What a hold needs of the options (the front end builds it). */
 struct hold_spec {
-	const char *prefix;
-	const char *const *names; /* sorted */
+	const struct lock_ask *ask; /* every lock's request (lock.h), the front end's */
+	const char *const *names;   /* sorted */
 	int nnames;
-	int64_t ttl_ms, wait_ms, io_timeout_ms; /* wait_ms: -1 forever, 0 no wait */
-	enum lock_mode mode;
-	int limit, fair;
+	int64_t wait_ms, io_timeout_ms; /* wait_ms: -1 forever, 0 no wait (ask->nowait) */
 	int wait_replicas;
 	int wait_aof_local, wait_aof_replicas; /* --wait-aof (both 0: none) */
 	int status_line;                       /* draw wait.h's live line */
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
-	int64_t once_per_ms;  /* --once-per (0: none): see struct lock */
-	/* deploy queues and the history: see struct lock */
-	int supersede, preempt, preemptible, history_len;
-	int64_t history_ms;
-	int64_t delay_ms; /* --lock-delay (0: none): see struct lock */
 };
 
 struct renew;

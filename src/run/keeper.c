@@ -451,7 +451,7 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 
 	for (;;) {
 		int64_t warn_at = hold_warn_at(h), until = stop_at;
-		int64_t next = warn_at != warned ? warn_at : clock_ms() + h->l[0].ttl_ms / 10;
+		int64_t next = warn_at != warned ? warn_at : clock_ms() + h->l[0].ask.ttl_ms / 10;
 		if (k->warn && (until < 0 || next < until))
 			until = next;
 		int rc = hold_watch(h, sigfd, until, signo, err, errlen);
@@ -486,7 +486,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
-	         l->fence, (long long)l->ttl_ms);
+	         l->fence, (long long)l->ask.ttl_ms);
 	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
 	char why[500];
 	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
@@ -742,7 +742,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		              mode == 's'   ? LOCK_SHARED
 		              : mode == 'l' ? LOCK_LIMIT
 		                            : LOCK_EXCLUSIVE,
-		              mode == 'l' ? atoi(hs.limit) : 0, l->fair, l->nowait);
+		              mode == 'l' ? atoi(hs.limit) : 0, l->ask.fair, l->ask.nowait);
 		int stopped = h && stop_keeper(h, l->key, k) == 0;
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK && gone) {

@@ -151,7 +151,7 @@ static void *renew_main(void *arg)
 {
 	struct renew *r = arg;
 	struct store *s = NULL;
-	const int64_t ttl = r->lock->ttl_ms;
+	const int64_t ttl = r->lock->ask.ttl_ms;
 	char err[300] = "";
 	int checked = !r->warn_key;
 
@@ -273,7 +273,7 @@ int64_t renew_due(const struct renew *r)
 {
 	if (r->launched || r->launch_failed || r->quiet)
 		return INT64_MAX;
-	return r->confirmed_sent + r->lock->ttl_ms / 3;
+	return r->confirmed_sent + r->lock->ask.ttl_ms / 3;
 }
 
 int renew_launch(struct renew *r, char *err, size_t errlen)

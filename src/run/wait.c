@@ -173,7 +173,7 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
  * at which the hold counts it lost (lease.h). */
 static int64_t lease_floor(const struct lock *l)
 {
-	return lease_loss_after(l->ttl_ms);
+	return lease_loss_after(l->ask.ttl_ms);
 }
 
 /* After a terminating signal (rlock is asked to stop now) or an attempt that failed
@@ -201,7 +201,7 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 	if (lease_release(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
 	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
-		          (long long)a->lock->ttl_ms);
+		          (long long)a->lock->ask.ttl_ms);
 }
 
 /* A waiter that gives up leaves the fair queue and drops its writer mark at once (not
@@ -213,7 +213,7 @@ static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
 
 	if (store_leave(s, a->lock, cleanup_deadline(a, budget_ms), err, sizeof err) != LOCK_OK)
 		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
-		          (long long)a->lock->ttl_ms);
+		          (long long)a->lock->ask.ttl_ms);
 }
 
 /* Without a terminal (a CI log, cron's mail), a waiting run says now and then what it
@@ -287,7 +287,7 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
 	/* The first try of -n is not waiting: it may connect (a cluster's redirect to the
 	 * slot's node); its hops are bounded by their own timeouts. Every other try, the
 	 * first of -w too, ends by the wait's deadline: connect, reply and all. */
-	int64_t cap = first && a->lock->nowait ? STORE_NO_CAP : deadline;
+	int64_t cap = first && a->lock->ask.nowait ? STORE_NO_CAP : deadline;
 	int rc = store_acquire(s, a->lock, a->meta, cap, sent_ms, h, err, errlen);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
@@ -297,7 +297,7 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
 		give_back(s, a, a->io_timeout_ms);
 		snprintf(err, errlen,
 		         "%s answered after %lld ms, too late for a %lld ms lease: increase --ttl",
-		         store_name(s), (long long)late, (long long)a->lock->ttl_ms);
+		         store_name(s), (long long)late, (long long)a->lock->ask.ttl_ms);
 		log_debug("%s", err);
 		if (clock_ms() >= deadline)
 			return LOCK_ERR;
@@ -413,7 +413,7 @@ static void announce_busy(struct wait_run *w)
 		return;
 	log_info("lock '%s' is busy (%s%s); waiting%s", w->a->name, w->h->delayed ? "" : "held by ",
 	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
-	         w->a->lock->preempt && !w->h->delayed && w->h->host[0] && !w->h->preemptible
+	         w->a->lock->ask.preempt && !w->h->delayed && w->h->host[0] && !w->h->preemptible
 	             ? " for its release: it is not --preemptible, so --preempt cannot stop it"
 	             : "");
 	w->announced = 1;
@@ -434,7 +434,7 @@ static enum wait_state st_attempt(struct wait_run *w)
 		 * have been taken all the same: the lock, or (a waiting request) a place
 		 * among the waiters or in the queue, left at the end. */
 		give_back(w->s, w->a, GIVE_BACK_MS);
-		if (!w->a->lock->nowait)
+		if (!w->a->lock->ask.nowait)
 			w->waiting = 1;
 		return done(w, WAIT_SIGNAL);
 	}
@@ -452,7 +452,7 @@ static enum wait_state st_attempt(struct wait_run *w)
 		w->again = 1;
 		return ST_ATTEMPT;
 	}
-	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->nowait && store_fault_passing())))
+	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->ask.nowait && store_fault_passing())))
 		return ST_OUTAGE;
 	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
 		outage_ended(w->a->name, store_name(w->s), w->outage_at);
@@ -532,7 +532,7 @@ static int64_t queue_nap(const struct lock *l, int64_t nap)
 {
 	const char *ch[2];
 
-	if (!l->nowait && (lock_channels(l, ch) == 2 || l->preempt) &&
+	if (!l->ask.nowait && (lock_channels(l, ch) == 2 || l->ask.preempt) &&
 	    nap > LOCK_QUEUE_LEASE_MS / 3)
 		return LOCK_QUEUE_LEASE_MS / 3;
 	return nap;
@@ -555,12 +555,12 @@ static int64_t busy_nap(struct wait_run *w)
 	if (w->h->delayed && w->h->pttl_ms >= 0) {
 		w->pttl_woke = 0;
 		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
-		return nap < l->ttl_ms / 3 ? nap : l->ttl_ms / 3;
+		return nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3;
 	}
 	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
 		nap = jittered(BACKOFF_MAX_MS, &w->seed);
-	if (nap > l->ttl_ms / 3)
-		nap = l->ttl_ms / 3;
+	if (nap > l->ask.ttl_ms / 3)
+		nap = l->ask.ttl_ms / 3;
 	nap = queue_nap(l, nap);
 	w->pttl_woke = !w->pttl_woke && w->h->pttl_ms >= 0 && w->h->pttl_ms < nap;
 	if (w->pttl_woke)
@@ -754,7 +754,7 @@ int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int 
 		snprintf(err, errlen,
 		         "%lld ms of the %lld ms lease were gone before the command could start: "
 		         "not running it (increase --ttl)",
-		         (long long)used, (long long)a->lock->ttl_ms);
+		         (long long)used, (long long)a->lock->ask.ttl_ms);
 		return WAIT_ERR;
 	}
 	if (take_signal(a->sigfd, signo)) {

@@ -280,7 +280,8 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	snprintf(l->key, sizeof l->key, "%.128s{%.512s}", prefix, name);
 	snprintf(l->channel, sizeof l->channel, "%.700s:released", l->key);
 	snprintf(l->wake_prefix, sizeof l->wake_prefix, "%.700s:wake:", l->key);
-	l->ttl_ms = ttl_ms;
+	l->ask.prefix = prefix;
+	l->ask.ttl_ms = ttl_ms;
 	l->publish_cmd = "PUBLISH";
 	l->run_status = -1;
 	while (got < sizeof rnd) {
@@ -300,12 +301,21 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 	return 0;
 }
 
+int lock_init_ask(struct lock *l, const struct lock_ask *a, const char *name)
+{
+	int rc = lock_init(l, a->prefix, name, a->ttl_ms);
+
+	l->ask = *a;
+	l->ask.limit = a->mode == LOCK_LIMIT ? a->limit : 0;
+	return rc;
+}
+
 void lock_set_mode(struct lock *l, enum lock_mode mode, int limit, int fair, int nowait)
 {
-	l->mode = mode;
-	l->limit = mode == LOCK_LIMIT ? limit : 0;
-	l->fair = fair;
-	l->nowait = nowait;
+	l->ask.mode = mode;
+	l->ask.limit = mode == LOCK_LIMIT ? limit : 0;
+	l->ask.fair = fair;
+	l->ask.nowait = nowait;
 }
 
 int lock_channels(const struct lock *l, const char **ch)
@@ -313,13 +323,13 @@ int lock_channels(const struct lock *l, const char **ch)
 	ch[0] = l->channel;
 	ch[1] = l->wake_channel;
 	/* --supersede: a newer request wakes this one on its own channel too (Redlock) */
-	return l->mode != LOCK_EXCLUSIVE || l->fair || l->supersede ? 2 : 1;
+	return l->ask.mode != LOCK_EXCLUSIVE || l->ask.fair || l->ask.supersede ? 2 : 1;
 }
 
 /* Held in the zset of shared holders / permits (else: the plain exclusive key). */
 static int sem_held(const struct lock *l)
 {
-	return l->mode != LOCK_EXCLUSIVE;
+	return l->ask.mode != LOCK_EXCLUSIVE;
 }
 
 static void copy_field(char *dst, size_t n, const struct resp_reply *r)
@@ -463,7 +473,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
-		l->supersede_placed = l->supersede;
+		l->supersede_placed = l->ask.supersede;
 		return LOCK_BUSY;
 	}
 	snprintf(err, errlen, "acquire: unexpected reply from the server");
@@ -600,19 +610,19 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 static int queue_args(const struct lock *l, const char **args, int n, const char *hist,
                       const char *hret)
 {
-	if (l->supersede) {
+	if (l->ask.supersede) {
 		args[n++] = "@supersede";
 		args[n++] = l->supersede_placed ? "2" : "1";
 	}
-	if (l->preempt) {
+	if (l->ask.preempt) {
 		args[n++] = "@preempt";
 		args[n++] = "1";
 	}
-	if (l->preemptible) {
+	if (l->ask.preemptible) {
 		args[n++] = "preemptible";
 		args[n++] = "1";
 	}
-	if (l->history_len > 0) {
+	if (l->ask.history_len > 0) {
 		args[n++] = "hist";
 		args[n++] = hist;
 		args[n++] = "hret";
@@ -626,21 +636,21 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 {
 	char ttl[24], pid[24], start[24], kind[24], delay[24], hist[24], hret[24];
 
-	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
 	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
-	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
-	snprintf(hist, sizeof hist, "%d", l->history_len);
-	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
-	if (l->mode == LOCK_EXCLUSIVE && !l->fair) {
+	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
+	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
+	if (l->ask.mode == LOCK_EXCLUSIVE && !l->ask.fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
 		struct keys ks;
-		int nk = l->once_per_ms > 0 ? 9 : 8;
+		int nk = l->ask.once_per_ms > 0 ? 9 : 8;
 		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
 		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE);
 		const char *args[LOCK_ARGV_MAX] = {l->token,
 		                                   ttl,
-		                                   l->may_place && !l->nowait ? "1" : "0",
+		                                   l->may_place && !l->ask.nowait ? "1" : "0",
 		                                   "host",
 		                                   m->host,
 		                                   "pid",
@@ -659,24 +669,24 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   m->proc ? m->proc : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		int na = queue_args(l, args, l->delay_ms > 0 ? 21 : 19, hist, hret);
+		int na = queue_args(l, args, l->ask.delay_ms > 0 ? 21 : 19, hist, hret);
 		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
 	} else {
-		if (l->mode == LOCK_SHARED)
+		if (l->ask.mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
-		else if (l->mode == LOCK_LIMIT)
-			snprintf(kind, sizeof kind, "%d", l->limit);
+		else if (l->ask.mode == LOCK_LIMIT)
+			snprintf(kind, sizeof kind, "%d", l->ask.limit);
 		else
 			snprintf(kind, sizeof kind, "x");
 		struct keys ks;
-		int nk = l->once_per_ms > 0 ? 10 : 9;
+		int nk = l->ask.once_per_ms > 0 ? 10 : 9;
 		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
 		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_DONE);
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
-		                      l->fair ? "1" : "0",
-		                      l->nowait ? "1" : "0",
+		                      l->ask.fair ? "1" : "0",
+		                      l->ask.nowait ? "1" : "0",
 		                      l->publish_cmd,
 		                      l->wake_prefix,
 		                      m->host,
@@ -720,10 +730,10 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 {
 	char ttl[24], delay[24];
 
-	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ttl_ms);
-	snprintf(delay, sizeof delay, "%lld", (long long)l->delay_ms);
+	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
+	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
 	const char *args[] = {l->token, ttl, delay}; /* delay: --lock-delay's entry moves on */
-	int nargs = l->delay_ms > 0 ? 3 : 2;
+	int nargs = l->ask.delay_ms > 0 ? 3 : 2;
 	struct keys ks;
 	if (sem_held(l))
 		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
@@ -756,11 +766,11 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 
 	snprintf(keep, sizeof keep, "%lld",
 	         keep_ms == LOCK_KEEP_LOST ? -1LL : (long long)(keep_ms > 0 ? keep_ms : 0));
-	snprintf(done, sizeof done, "%lld", l->mark_done ? (long long)l->once_per_ms : 0);
+	snprintf(done, sizeof done, "%lld", l->mark_done ? (long long)l->ask.once_per_ms : 0);
 	if (l->run_status >= 0)
 		snprintf(status, sizeof status, "%d", l->run_status);
-	snprintf(hist, sizeof hist, "%d", l->history_len);
-	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
+	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
 	const char *ev = l->lost_declared                             ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
 	                                                              : "";
@@ -770,12 +780,12 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	/* the history's records take the command's status and the history's length and
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
 	 * declared the lease lost (its end record says so, as its exit status does) */
-	int hargs = l->history_len > 0 ? 10 : 5;
+	int hargs = l->ask.history_len > 0 ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
 		               hargs, args, err, errlen);
-	int nargs = hargs > 5 ? hargs : l->mark_done && l->once_per_ms > 0 ? 6 : 5;
+	int nargs = hargs > 5 ? hargs : l->mark_done && l->ask.once_per_ms > 0 ? 6 : 5;
 	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
 	               errlen);
 }
@@ -823,8 +833,8 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	char pid[24] = "", hist[24], hret[24];
 	if (b)
 		snprintf(pid, sizeof pid, "%ld", b->pid);
-	snprintf(hist, sizeof hist, "%d", l->history_len);
-	snprintf(hret, sizeof hret, "%lld", (long long)l->history_ms);
+	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
+	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
 	const char *args[] = {l->channel,
 	                      l->publish_cmd,
 	                      l->wake_prefix,

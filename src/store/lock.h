@@ -78,6 +78,31 @@ enum lock_mode {
 	LOCK_LIMIT,         /* -l N: at most N holders, each its own permit */
 };
 
+/* A lock request: what the run asks of each of its locks, built once by the front end
+ * from the options (frontend.c: lock_ask_from_opts) and carried by value in every
+ * struct lock (l->ask) down to the store, the backends and the scripts' arguments
+ * (lock.c). A new lock-request option is a field here, its line in frontend.c, its
+ * argument in lock.c and the script that obeys it. */
+struct lock_ask {
+	const char *prefix; /* key prefix */
+	int64_t ttl_ms;
+	enum lock_mode mode;
+	int limit;  /* LOCK_LIMIT: N */
+	int fair;   /* --fair: join the FIFO queue when busy */
+	int nowait; /* -n: never join the queue */
+	/* --once-per: 0 none; else the acquire is refused while PREFIX{NAME}:done lives
+	 * (LOCK_DONE), and a release with mark_done set writes it for this many ms. */
+	int64_t once_per_ms;
+	/* Deploy queues (plain exclusive lock): --supersede, --preempt, --preemptible;
+	 * the history's length (0: off) and retention, written by the scripts. */
+	int supersede, preempt, preemptible;
+	int history_len;
+	int64_t history_ms;
+	/* --lock-delay: 0 none; else a lease of this lock that ends without a release keeps
+	 * the name closed this many ms more (PREFIX{NAME}:delay). */
+	int64_t delay_ms;
+};
+
 /* One lock request. Its identity (lock_init, lock_set_mode) is fixed for the run and
  * read by every layer; the last attempt's outcome and the store's choices for the next
  * request are written by the store and lock.c. The lock's other keys (PREFIX{NAME}:fence,
@@ -91,23 +116,12 @@ struct lock {
 	 * waiter with a place the list a release pushes to (it waits with BLPOP). */
 	char wake_channel[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
-	int64_t ttl_ms;
-	enum lock_mode mode;
-	int limit;  /* LOCK_LIMIT: N */
-	int fair;   /* --fair: join the FIFO queue when busy */
-	int nowait; /* -n: never join the queue */
-	/* --once-per: 0 none; else the acquire is refused while PREFIX{NAME}:done lives
-	 * (LOCK_DONE), and a release with mark_done set writes it for this many ms. */
-	int64_t once_per_ms;
-	int mark_done; /* set before the release: the command succeeded */
-	/* Deploy queues (plain exclusive lock): --supersede (supersede_placed: an attempt
-	 * took the waiting place, the next ones check they still have it), --preempt,
-	 * --preemptible; the history's length (0: off) and retention, written by the
-	 * scripts; run_status: the command's exit status for the release's record (-1:
+	struct lock_ask ask; /* the request (its prefix: the run's; key holds it) */
+	int mark_done;       /* set before the release: the command succeeded */
+	/* --supersede: an attempt took the waiting place, the next ones check they still
+	 * have it; run_status: the command's exit status for the release's record (-1:
 	 * none). */
-	int supersede, supersede_placed, preempt, preemptible;
-	int history_len;
-	int64_t history_ms;
+	int supersede_placed;
 	int run_status;
 	/* set before the release: rlock declared the lease lost by its own clock (its
 	 * renewal gave up, the command was stopped, exit 79): the release, when it still
@@ -117,9 +131,6 @@ struct lock {
 	 * with --on-lost ignore); unset, a lease over by rlock's clock at the release
 	 * ended after the command did: the run held the lock to its end, "expired" */
 	int lost_seen;
-	/* --lock-delay: 0 none; else a lease of this lock that ends without a release keeps
-	 * the name closed this many ms more (PREFIX{NAME}:delay). */
-	int64_t delay_ms;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -241,6 +252,8 @@ enum lock_rc {
 
 /* Build the key names and a fresh random token (getrandom). -1 if no randomness. */
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms);
+/* lock_init for the request a (its prefix and ttl), which l then carries (l->ask). */
+int lock_init_ask(struct lock *l, const struct lock_ask *a, const char *name);
 
 /* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive),
  * PREFIX{NAME}:holders (shared, permits) or PREFIX{NAME}:delay (--lock-delay) into name

@@ -52,7 +52,7 @@ struct req {
 
 static int64_t drift_ms(const struct lock *l)
 {
-	return l->ttl_ms / 100 + 2;
+	return l->ask.ttl_ms / 100 + 2;
 }
 
 static void node_drop(struct node *nd)
@@ -481,7 +481,7 @@ static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_
 		}
 	}
 	int64_t elapsed = clock_ms() - t0;
-	if (merged >= q->need && elapsed < l->ttl_ms - drift_ms(l)) {
+	if (merged >= q->need && elapsed < l->ask.ttl_ms - drift_ms(l)) {
 		l->fence = t->fence;
 		*sent_ms = t0 - drift_ms(l);
 		log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", t->ok, q->n, t->fence,
@@ -495,7 +495,7 @@ static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_
 	else
 		snprintf(why, whylen,
 		         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
-		         (long long)elapsed, (long long)l->ttl_ms);
+		         (long long)elapsed, (long long)l->ask.ttl_ms);
 	return LOCK_ERR;
 }
 
@@ -644,7 +644,7 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			taken += rc == LOCK_BUSY;
 		}
 	}
-	if (ok >= q->need && clock_ms() - t0 < l->ttl_ms - drift_ms(l)) {
+	if (ok >= q->need && clock_ms() - t0 < l->ask.ttl_ms - drift_ms(l)) {
 		*sent_ms = t0 - drift_ms(l);
 		/* after the verdict: it neither delays nor clears the reasons of a failure */
 		char ferr[200];
