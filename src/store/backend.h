@@ -93,11 +93,20 @@ struct store_backend {
 	int (*node_call)(void *ctx, const struct server *srv, int argc, const char **argv,
 	                 const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
 	                 size_t errlen);
+	/* store_connected, store_unanswered. Optional: NULL, never (a quorum's). */
+	int (*connected)(const void *ctx);
+	int (*unanswered)(const void *ctx);
+	/* Where a waiter's place lives (places): the server of the handle's open
+	 * connection, NULL when none. Required when places is set. */
+	const struct server *(*placed_at)(const void *ctx);
+	/* Release notifications without listen_at: the server of l's channel and the
+	 * (S)SUBSCRIBE to send there. STORE_OK, or STORE_ERR with the reason. */
+	int (*listen_on)(void *ctx, const struct lock *l, const struct server **srv,
+	                 const char **cmd, char *err, size_t errlen);
 };
 
-/* The routed single server (store.c), a peer of quorum_backend (quorum.h). Another
- * backend may drive it directly: open with *ctx NULL makes a handle of its own, which
- * its close frees. */
+/* The routed single server (routed.c), a peer of quorum_backend (quorum.h); another
+ * backend may drive it directly (the quorum's nodes, one at a time). */
 extern const struct store_backend routed_backend;
 
 #endif
