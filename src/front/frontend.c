@@ -59,3 +59,22 @@ void lock_ask_from_opts(struct lock_ask *a, const struct opts *o)
 	a->history_ms = o->history_ms;
 	a->delay_ms = o->lock_delay_ms;
 }
+
+void report_ask_from_opts(struct report_ask *a, const struct opts *o)
+{
+	memset(a, 0, sizeof *a);
+	a->prefix = o->prefix;
+	a->name = o->name;
+	a->ttl_ms = o->ttl_ms;
+	a->history_len = o->history_len;
+	a->history_count = o->history_count;
+	a->history_ms = o->history_ms;
+	a->token = o->token;
+	a->if_fence = o->if_fence;
+	a->label = o->label;
+	a->json = o->json;
+	a->conflict_exit = o->conflict_exit;
+	a->io_timeout_ms = o->io_timeout_ms;
+	a->sentinels = o->url.nsentinels;
+	a->master = o->url.master;
+}

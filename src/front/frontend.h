@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "cli.h"
+#include "report.h"
 #include "store.h"
 
 /* Fill *a from the options (no I/O); store_configure(a) then builds the store's
@@ -21,5 +22,8 @@ void check_ask_from_opts(struct check_ask *a, const struct opts *o);
 void lock_ask_from_opts(struct lock_ask *a, const struct opts *o);
 /* -s / -l N / neither, as the lock's mode. */
 enum lock_mode lock_mode_of(int kind);
+
+/* What --status, --break, --reset, --list, --held and --history need (report.h). */
+void report_ask_from_opts(struct report_ask *a, const struct opts *o);
 
 #endif

@@ -264,12 +264,14 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		}
 		rc = keeper_release(c, &l, k);
 	} else {
-		rc = o->mode == MODE_STATUS    ? report_status(c, o)
-		     : o->mode == MODE_BREAK   ? report_break(c, o)
-		     : o->mode == MODE_RESET   ? report_reset(c, o)
-		     : o->mode == MODE_HELD    ? report_held(c, o)
-		     : o->mode == MODE_HISTORY ? report_history(c, o)
-		                               : report_list(c, o);
+		struct report_ask ra;
+		report_ask_from_opts(&ra, o);
+		rc = o->mode == MODE_STATUS    ? report_status(c, &ra)
+		     : o->mode == MODE_BREAK   ? report_break(c, &ra)
+		     : o->mode == MODE_RESET   ? report_reset(c, &ra)
+		     : o->mode == MODE_HELD    ? report_held(c, &ra)
+		     : o->mode == MODE_HISTORY ? report_history(c, &ra)
+		                               : report_list(c, &ra);
 	}
 	die_if_signalled(termfd);
 	return rc;
@@ -482,8 +484,11 @@ int main(int argc, char **argv)
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
 	events_of(&o);
-	if (o.mode == MODE_HELD)
-		held_plan(&o); /* checked before any traffic */
+	if (o.mode == MODE_HELD) {
+		struct report_ask ra;
+		report_ask_from_opts(&ra, &o);
+		held_plan(&ra); /* checked before any traffic */
+	}
 	if (o.mode == MODE_ACQUIRE && cli_stdout_closed()) {
 		/* Nobody would learn the token: a keeper nobody can release. */
 		log_error("--acquire: standard output is closed: nobody would learn the token");

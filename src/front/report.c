@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h" /* cli_close_stdout */
 #include "clock.h"
 #include "exitcodes.h"
 #include "holder.h"
@@ -387,7 +388,7 @@ static void print_holders(const char *key, const struct holders *hs)
 	print_broken(&hs->broken);
 }
 
-int report_status(struct store *s, const struct opts *o)
+int report_status(struct store *s, const struct report_ask *o)
 {
 	struct lock l;
 	struct holders hs;
@@ -402,7 +403,7 @@ int report_status(struct store *s, const struct opts *o)
 	/* Sentinel: which server the sentinels named (and answered). */
 	char master[320];
 	snprintf(master, sizeof master, "%s", store_name(s));
-	const char *via = o->url.nsentinels ? master : NULL;
+	const char *via = o->sentinels ? master : NULL;
 	store_close(s);
 	if (o->json) {
 		holders_json(stdout, o->name, l.key, via, &hs);
@@ -410,7 +411,7 @@ int report_status(struct store *s, const struct opts *o)
 	} else {
 		print_holders(l.key, &hs);
 		if (via)
-			printf("  master   %s (Sentinel '%s')\n", via, o->url.master);
+			printf("  master   %s (Sentinel '%s')\n", via, o->master);
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held (or closed by a lock-delay: an acquire now would
@@ -433,7 +434,7 @@ static const char *breaker_user(void)
 }
 
 /* --break --token/--if-fence found no such holder: nothing was broken. */
-static int break_refused(const struct lock *l, const struct opts *o, const struct holders *hs)
+static int break_refused(const struct lock *l, const struct report_ask *o, const struct holders *hs)
 {
 	char who[1200] = "it is free", h[1024];
 
@@ -450,7 +451,7 @@ static int break_refused(const struct lock *l, const struct opts *o, const struc
 
 /* --break: a lock-delay keeps the name closed after it; say until when and how to open
  * it (--reset), even with -q. */
-static void break_closed(const struct lock *l, const struct opts *o, long long closed_ms)
+static void break_closed(const struct lock *l, const struct report_ask *o, long long closed_ms)
 {
 	char left[64], name[4 * LOCK_NAME_MAX + 1];
 
@@ -463,7 +464,7 @@ static void break_closed(const struct lock *l, const struct opts *o, long long c
 	          l->key, left, name);
 }
 
-int report_break(struct store *s, const struct opts *o)
+int report_break(struct store *s, const struct report_ask *o)
 {
 	struct lock l;
 	struct holders hs;
@@ -510,7 +511,7 @@ int report_break(struct store *s, const struct opts *o)
 	return 0;
 }
 
-int report_reset(struct store *s, const struct opts *o)
+int report_reset(struct store *s, const struct report_ask *o)
 {
 	struct lock l;
 	struct holders hs;
@@ -551,7 +552,7 @@ int report_reset(struct store *s, const struct opts *o)
 }
 
 struct list_out {
-	const struct opts *o;
+	const struct report_ask *o;
 	int started, count;
 };
 
@@ -559,7 +560,7 @@ struct list_out {
 static int list_lock(void *arg, const char *name, const struct lock *l, const struct holders *hs)
 {
 	struct list_out *w = arg;
-	const struct opts *o = w->o;
+	const struct report_ask *o = w->o;
 
 	if (!name) {
 		/* Only once the server answered: an error leaves stdout empty. */
@@ -608,7 +609,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	return 0;
 }
 
-int report_list(struct store *s, const struct opts *o)
+int report_list(struct store *s, const struct report_ask *o)
 {
 	struct list_out w = {.o = o};
 	char err[400] = "";
@@ -657,7 +658,7 @@ static void plan_add(const char *prefix, const char *name, const char *token, co
 	memcpy(plan.token[plan.n++], token, LOCK_TOKEN_LEN + 1);
 }
 
-void held_plan(const struct opts *o)
+void held_plan(const struct report_ask *o)
 {
 	static struct reenter r; /* large */
 
@@ -716,7 +717,7 @@ static void held_json(FILE *f, const char *head, const char *key, int held,
 	fputc('}', f);
 }
 
-int report_held(struct store *s, const struct opts *o)
+int report_held(struct store *s, const struct report_ask *o)
 {
 	int held[REENTER_MAX], all = 1, unknown = 0;
 	struct holding hd[REENTER_MAX];
@@ -852,7 +853,7 @@ static void history_line(const struct history_entry *e)
 	putchar('\n');
 }
 
-int report_history(struct store *s, const struct opts *o)
+int report_history(struct store *s, const struct report_ask *o)
 {
 	struct lock l;
 	char err[400];
