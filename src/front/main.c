@@ -465,6 +465,34 @@ static void watchdog_ahead(void)
 	(void)child_watchdog_ahead();
 }
 
+static void held_plan_of(const struct opts *o)
+{
+	struct report_ask ra;
+
+	report_ask_from_opts(&ra, o);
+	held_plan(&ra);
+}
+
+static struct store_config *store_configure_from_opts(const struct opts *o)
+{
+	struct store_ask ask;
+
+	store_ask_from_opts(&ask, o);
+	return store_configure(&ask);
+}
+
+/* --check: every node behind the seam, read-only; then stdout flushed (74 if not). */
+static int check(struct store_config *cfg, const struct opts *o, int termfd)
+{
+	struct check_ask ca;
+
+	check_ask_from_opts(&ca, o);
+	int rc = check_run(cfg, &ca);
+	int wrc = cli_close_stdout();
+	die_if_signalled(termfd);
+	return wrc ? wrc : rc;
+}
+
 _Static_assert(OPTS_NAMES_MAX <= HOLD_LOCKS_MAX, "a hold holds every name -k may give");
 
 int main(int argc, char **argv)
@@ -473,7 +501,6 @@ int main(int argc, char **argv)
 	static struct hold hold;
 	static struct reenter re;
 	struct store_config *cfg;
-	struct store_ask ask;
 	struct lock_ask req; /* every lock's request, built once here */
 	struct store *c = NULL;
 	sigset_t orig;
@@ -484,11 +511,8 @@ int main(int argc, char **argv)
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
 	events_of(&o);
-	if (o.mode == MODE_HELD) {
-		struct report_ask ra;
-		report_ask_from_opts(&ra, &o);
-		held_plan(&ra); /* checked before any traffic */
-	}
+	if (o.mode == MODE_HELD)
+		held_plan_of(&o); /* checked before any traffic */
 	if (o.mode == MODE_ACQUIRE && cli_stdout_closed()) {
 		/* Nobody would learn the token: a keeper nobody can release. */
 		log_error("--acquire: standard output is closed: nobody would learn the token");
@@ -500,17 +524,9 @@ int main(int argc, char **argv)
 		return RL_EX_OSERR;
 	if (o.tls.enabled)
 		store_tls_init();
-	store_ask_from_opts(&ask, &o);
-	cfg = store_configure(&ask);
-	if (o.mode == MODE_CHECK) {
-		struct check_ask ca;
-		check_ask_from_opts(&ca, &o);
-		rc = check_run(cfg, &ca);
-		int wrc = cli_close_stdout();
-		rc = wrc ? wrc : rc;
-		die_if_signalled(termfd);
-		return rc;
-	}
+	cfg = store_configure_from_opts(&o);
+	if (o.mode == MODE_CHECK)
+		return check(cfg, &o, termfd);
 	rc = open_store(&c, cfg, &o, termfd);
 	if (rc != 0)
 		return rc;

@@ -12,7 +12,7 @@
 
 #include "client.h"
 #include "lock.h"
-#include "store.h"
+#include "storecodes.h"
 
 #define STORE_HOPS_MAX   5 /* redirects followed by one call */
 #define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */

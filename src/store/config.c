@@ -2,6 +2,7 @@
 /* The store's configuration, built once from what the front end asks (store_ask):
  * the servers, and the backend and route that serve them. */
 #include "backend.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -58,11 +58,7 @@
 
 #include "conncodes.h" /* struct tls_opts */
 #include "lock.h"
-
-#define STORE_NO_CAP INT64_MAX
-
-/* STORE_USAGE: the configuration is wrong (Redlock nodes that are one server): 64. */
-enum { STORE_OK = 0, STORE_NEW = 1, STORE_ERR = -1, STORE_DENIED = -3, STORE_USAGE = -4 };
+#include "storecodes.h"
 
 /* The store's own (backend.h), handed through: the configuration of one run, a server
  * behind the seam (--check's nodes). */
