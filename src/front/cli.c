@@ -125,8 +125,9 @@ static const struct optdef options[] = {
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
         SPECIAL(opt_kind), .value = KIND_SHARED),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
-        SPECIAL(opt_kind), .value = KIND_LIMIT, AT(limit), .min = 1, .max = LOCK_LIMIT_MAX),
-    OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)", SWITCH(fair, 1)),
+        SPECIAL(opt_kind), .value = KIND_LIMIT, AT(lock.limit), .min = 1, .max = LOCK_LIMIT_MAX),
+    OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)",
+        SWITCH(lock.fair, 1)),
     OPT("no-wait", 'n', 0, NULL,
         "fail at once when the lock is busy (flock's\n"
         "--nb, --nonblock, --nonblocking also work)",
@@ -140,7 +141,7 @@ static const struct optdef options[] = {
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
             RL_EX_CONFLICT, INT(conflict_exit, 0, 255)),
     OPT_DEF("ttl", 't', F_ARG, "DUR", "lease length, renewed every ttl/3 (default 30s)", 30000,
-            DURATION(ttl_ms, 100)),
+            DURATION(lock.ttl_ms, 100)),
     OPT("on-lost", 0, F_ARG, "ACTION",
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
@@ -160,12 +161,12 @@ static const struct optdef options[] = {
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
         "failed run marks nothing (exclusive, one -k)",
-        DURATION(once_per_ms, 0)),
+        DURATION(lock.once_per_ms, 0)),
     OPT("lock-delay", 0, F_ARG, "DUR",
         "if the lease ends without a release (a crash,\n"
         "a lost lease, --break), keep the name closed\n"
         "DUR more: a stalled holder cannot race the next",
-        DURATION(lock_delay_ms, 0)),
+        DURATION(lock.delay_ms, 0)),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\n"
         "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
@@ -174,20 +175,20 @@ static const struct optdef options[] = {
         "wait as the newest request only: a newer\n"
         "--supersede takes this one's place, which then\n"
         "exits 80 (exclusive, not --fair)",
-        SWITCH(supersede, 1)),
+        SWITCH(lock.supersede, 1)),
     OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
             "exit status when superseded (default 80;\n0: a skipped job passes)", RL_EX_SUPERSEDED,
             INT(superseded_exit, 0, 255)),
     OPT("preempt", 0, F_RUN, NULL,
         "ask a --preemptible holder to stop its command\n"
         "and release; then take the lock",
-        SWITCH(preempt, 1)),
+        SWITCH(lock.preempt, 1)),
     OPT("preemptible", 0, F_RUN, NULL,
         "let a --preempt request stop the command (as\n"
         "on a lost lease: --warn, then --on-lost), exit 81",
-        SWITCH(preemptible, 1)),
-    OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(history_len, 0, 1000000), .def = 100),
-    OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(history_ms, 1000),
+        SWITCH(lock.preemptible, 1)),
+    OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(lock.history_len, 0, 1000000), .def = 100),
+    OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(lock.history_ms, 1000),
                .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
         "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
@@ -878,7 +879,7 @@ static void opt_kind(struct state *s, const struct optdef *d, const char *val, c
 	s->kind_opt = d->letter;
 	s->o->kind = (int)d->value;
 	if (d->flags & F_ARG)
-		s->o->limit = int_arg(d, src, val);
+		s->o->lock.limit = int_arg(d, src, val);
 }
 
 static void opt_warn(struct state *s, const struct optdef *d, const char *val, const char *src,
@@ -1548,7 +1549,7 @@ static void validate_server(struct state *s)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
 		usage_error("--wait-aof does not apply to Redlock (several --url)");
-	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->fair))
+	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->lock.fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
 	distinct_nodes(o);
 	if (o->tls.enabled && o->url.scheme == URL_UNIX)
@@ -1618,7 +1619,7 @@ static void validate_mode(struct state *s, int nargs)
  * hold or a permit, not several names) on one server (the mark is not a quorum's). */
 static void validate_once_per(const struct opts *o)
 {
-	if (o->once_per_ms == 0 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE))
+	if (o->lock.once_per_ms == 0 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE))
 		return;
 	if (o->mode == MODE_ACQUIRE)
 		usage_error("--once-per goes with a command, not with --acquire");
@@ -1653,17 +1654,17 @@ static void validate_queue(const struct opts *o)
 {
 	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 
-	if ((o->supersede || o->preempt || o->preemptible) && !run)
+	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) && !run)
 		usage_error(
 		    "--supersede, --preempt and --preemptible go with a command or --acquire");
-	if ((o->supersede || o->preempt || o->preemptible) &&
-	    (o->kind != KIND_EXCLUSIVE || o->fair || o->nnames > 1))
+	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) &&
+	    (o->kind != KIND_EXCLUSIVE || o->lock.fair || o->nnames > 1))
 		usage_error(
 		    "--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
 		    "not with -s, --limit or --fair");
-	if ((o->supersede || o->preempt) && o->wait_ms == 0)
+	if ((o->lock.supersede || o->lock.preempt) && o->wait_ms == 0)
 		usage_error("--supersede and --preempt wait for the lock: not with -n");
-	if (o->preemptible && o->mode == MODE_ACQUIRE)
+	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
 }
 

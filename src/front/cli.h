@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "conncodes.h" /* struct tls_opts */
+#include "lock.h"      /* struct lock_ask */
 #include "parse.h"
 
 #define CLI_URLS_MAX   16 /* Redlock nodes */
@@ -43,24 +44,21 @@ struct opts {
 
 	int64_t wait_ms;   /* -1: forever; 0: -n */
 	int conflict_exit; /* -E */
-	int64_t ttl_ms;
+	/* The lock request (lock.h), written by the option table itself: -t, -l N, --fair,
+	 * --once-per, --lock-delay, --supersede, --preempt, --preemptible, the history.
+	 * Its prefix, mode and nowait are the front end's (frontend.c), from prefix, kind
+	 * and wait_ms. */
+	struct lock_ask lock;
 	enum on_lost on_lost;
 	int lost_signal;
 	int warn_signal; /* --warn SIGNAL; 0: none */
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;
-	int64_t once_per_ms;                                   /* --once-per: 0 none */
-	int64_t lock_delay_ms;                                 /* --lock-delay: 0 none */
 	int64_t max_hold_ms;                                   /* --max-hold; 0: no limit */
 	enum { KIND_EXCLUSIVE, KIND_SHARED, KIND_LIMIT } kind; /* -x (default), -s, -l N */
-	int limit;                                             /* -l N */
-	int fair;                                              /* --fair */
-	/* Deploy queues: --supersede (superseded_exit: its status when replaced), --preempt,
-	 * --preemptible; the history (config history = N, 0 off; history-retention) and
-	 * --history's count (-n N). */
-	int supersede, superseded_exit, preempt, preemptible;
-	int history_len, history_count;
-	int64_t history_ms;
+	/* --supersede's status when replaced; --history's count (-n N) */
+	int superseded_exit;
+	int history_count;
 
 	struct url url; /* the server (the first of urls when several) */
 	struct url urls[CLI_URLS_MAX];

@@ -18,7 +18,7 @@ void store_ask_from_opts(struct store_ask *a, const struct opts *o)
 	a->connect_timeout_ms = o->connect_timeout_ms;
 	a->io_timeout_ms = o->io_timeout_ms;
 	a->node_timeout_ms = o->node_timeout_ms;
-	a->ttl_ms = o->ttl_ms;
+	a->ttl_ms = o->lock.ttl_ms;
 }
 
 void check_ask_from_opts(struct check_ask *a, const struct opts *o)
@@ -44,20 +44,10 @@ enum lock_mode lock_mode_of(int kind)
 
 void lock_ask_from_opts(struct lock_ask *a, const struct opts *o)
 {
-	memset(a, 0, sizeof *a);
+	*a = o->lock; /* what the option table wrote */
 	a->prefix = o->prefix;
-	a->ttl_ms = o->ttl_ms;
 	a->mode = lock_mode_of(o->kind);
-	a->limit = o->limit;
-	a->fair = o->fair;
 	a->nowait = o->wait_ms == 0;
-	a->once_per_ms = o->once_per_ms;
-	a->supersede = o->supersede;
-	a->preempt = o->preempt;
-	a->preemptible = o->preemptible;
-	a->history_len = o->history_len;
-	a->history_ms = o->history_ms;
-	a->delay_ms = o->lock_delay_ms;
 }
 
 void report_ask_from_opts(struct report_ask *a, const struct opts *o)
@@ -65,10 +55,10 @@ void report_ask_from_opts(struct report_ask *a, const struct opts *o)
 	memset(a, 0, sizeof *a);
 	a->prefix = o->prefix;
 	a->name = o->name;
-	a->ttl_ms = o->ttl_ms;
-	a->history_len = o->history_len;
+	a->ttl_ms = o->lock.ttl_ms;
+	a->history_len = o->lock.history_len;
 	a->history_count = o->history_count;
-	a->history_ms = o->history_ms;
+	a->history_ms = o->lock.history_ms;
 	a->token = o->token;
 	a->if_fence = o->if_fence;
 	a->label = o->label;

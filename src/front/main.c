@@ -72,9 +72,9 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
                                const sigset_t *orig)
 {
 	struct reenter_ask q = {o->prefix,        o->names,
-	                        o->nnames,        o->ttl_ms,
+	                        o->nnames,        o->lock.ttl_ms,
 	                        o->io_timeout_ms, lock_mode_of(o->kind),
-	                        o->limit,         o->mode == MODE_ACQUIRE};
+	                        o->lock.limit,    o->mode == MODE_ACQUIRE};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
@@ -432,7 +432,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (ch.lost)                   /* exit 79: the history's end record says lost too */
 		hold_set_lost(h, o->on_lost != LOST_IGNORE);
 	rc = preempted(h, o, rc);
-	if (rc == 0 && o->once_per_ms > 0)
+	if (rc == 0 && o->lock.once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
 	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
