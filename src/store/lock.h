@@ -78,11 +78,11 @@ enum lock_mode {
 	LOCK_LIMIT,         /* -l N: at most N holders, each its own permit */
 };
 
-/* A lock request: what the run asks of each of its locks, built once by the front end
- * from the options (frontend.c: lock_ask_from_opts) and carried by value in every
- * struct lock (l->ask) down to the store, the backends and the scripts' arguments
- * (lock.c). A new lock-request option is a field here, its line in frontend.c, its
- * argument in lock.c and the script that obeys it. */
+/* A lock request: what the run asks of each of its locks, written by the front end's
+ * option table (struct opts' lock; frontend.c adds prefix, mode and nowait) and carried
+ * by value in every struct lock (l->ask) down to the store, the backends and the
+ * scripts' arguments (lock.c). A new lock-request option is its row in the option
+ * table, a field here, its argument in lock.c and the script that obeys it. */
 struct lock_ask {
 	const char *prefix; /* key prefix */
 	int64_t ttl_ms;
