@@ -34,7 +34,8 @@ function acquireArgs(key, label, logFile) {
   const args = ['--key', key, '--acquire', '--format', 'github', '--conflict-exit-code', '75'];
   args.push('--log-file', logFile);
   if (label) args.push('--label', label);
-  for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold']]) {
+  for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold'],
+    ['once-per', '--once-per'], ['lock-delay', '--lock-delay'], ['wait-replicas', '--wait-replicas']]) {
     if (lib.input(name)) args.push(option, lib.input(name));
   }
   for (const name of ['supersede', 'preempt']) {
@@ -51,6 +52,18 @@ function bool(name) {
   if (['', 'false', 'no', 'off', '0'].includes(v)) return false;
   if (['true', 'yes', 'on', '1'].includes(v)) return true;
   throw new Error(`${name}: '${lib.input(name)}' is not true or false`);
+}
+
+// --once-per's mark on the name, from --status --json: {fence, left_ms}, or null.
+function doneMark(rlock, key, env) {
+  const r = childProcess.spawnSync(rlock, ['--key', key, '--status', '--json'], {
+    env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30000,
+  });
+  try {
+    return JSON.parse(r.stdout).done || null;
+  } catch (e) {
+    return null;
+  }
 }
 
 // Who holds the lock now (their labels, else host and pid); '' when free or unknown.
@@ -138,13 +151,22 @@ function giveBack(ctx, token, sig) {
   return 1;
 }
 
-function notHeld(ctx, r) {
+function notHeld(ctx, r, done) {
   const { key, label, waited, before } = ctx;
   lib.setOutput('fence', '');
   if (r.error) throw new Error(`cannot run ${ctx.rlock}: ${r.error.message}`);
   if (r.stoppedBy) {
     lib.command('error', `cancelled (${r.stoppedBy}) while taking the lock '${key}'`);
     return 1;
+  }
+  if (done) {
+    const left = done.left_ms >= 0 ? ` for ${(done.left_ms / 1000).toFixed(0)} s more` : '';
+    const line = (k, who) => `${k} is done for this window (once-per: a job succeeded, fence `
+      + `${done.fence}${left}): ${who} skipped it`;
+    lib.setOutput('done', 'true');
+    lib.summary(line(lib.code(key), lib.markdown(label || 'this job')));
+    lib.command('notice', line(`\`${key}\``, label || 'this job'));
+    return 0;
   }
   if (r.status === 75 || r.status === 80) {
     // 80: --supersede, and a newer request took this one's place.
@@ -190,10 +212,20 @@ async function main() {
   lib.setOutput('waited-seconds', waited);
   if (token && r.stoppedBy) return giveBack(ctx, token, r.stoppedBy);
   if (!token) {
+    // once-per: a job succeeded inside the window (75 is -E's, busy's too: the mark
+    // tells), read while the connection's files are still there.
+    const done = r.status === 75 && lib.input('once-per') ? doneMark(rlock, key, env) : null;
     if (conn) lib.removeConnection(conn.dir);
-    return notHeld(ctx, r);
+    return notHeld(ctx, r, done);
   }
+  // once-per: the name is marked done at the post step if the job's last step, run only
+  // when every step before it succeeded, created this file (README: the Action).
+  const doneFile = lib.input('once-per')
+    ? path.join(process.env.RUNNER_TEMP || os.tmpdir(), `rlock-done-${crypto.randomBytes(8).toString('hex')}`)
+    : '';
+  if (doneFile) lib.exportVariable('RLOCK_DONE_FILE', doneFile);
   for (const [name, value] of [['rlock', rlock], ['key', key], ['token', token], ['log', log],
+    ['once-per', lib.input('once-per')], ['done-file', doneFile],
     ['label', label], ['since', Date.now()], ['conn-file', conn ? conn.file : ''],
     ['conn-url', conn && conn.url ? 'true' : '']]) lib.saveState(name, value);
   held(ctx, vars);

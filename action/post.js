@@ -29,7 +29,14 @@ function main() {
   // The server and credentials of the main step (its connection's config file); the
   // token in the environment, not on a command line that ps shows.
   const conn = { file: lib.state('conn-file'), url: lib.state('conn-url') === 'true' };
-  const r = childProcess.spawnSync(lib.state('rlock'), ['--key', key, '--release'], {
+  // once-per: the job's last step said every step succeeded (RLOCK_DONE_FILE): the
+  // release marks the name done for the window.
+  const once = lib.state('once-per');
+  const doneFile = lib.state('done-file');
+  const done = once && doneFile && fs.existsSync(doneFile);
+  if (doneFile) fs.rmSync(doneFile, { force: true });
+  const args = ['--key', key, '--release'].concat(done ? ['--once-per', once] : []);
+  const r = childProcess.spawnSync(lib.state('rlock'), args, {
     env: lib.rlockEnv(conn, { RLOCK_TOKEN: token }),
     encoding: 'utf8',
     stdio: ['ignore', 'inherit', 'pipe'],
@@ -39,7 +46,8 @@ function main() {
   if (said) process.stderr.write(`${said.split('\n').map(lib.plain).join('\n')}\n`);
   const secs = ((Date.now() - Number(lib.state('since'))) / 1000).toFixed(1);
   if (r.status === 0) {
-    console.log(`rlock: released '${key}' after ${secs} s`);
+    console.log(`rlock: released '${key}' after ${secs} s${done ? `, marked done for ${once} (once-per)`
+      : once ? ' (not marked done: the job did not reach its last step, RLOCK_DONE_FILE)' : ''}`);
     return 0;
   }
   let msg;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Install rules: binary, TLS module, man page and shell completions (GNUInstallDirs
+# Install rules: binary, TLS module, man pages and shell completions (GNUInstallDirs
 # paths).
 # Included from the top-level CMakeLists.txt, which already includes GNUInstallDirs.
 #
@@ -15,15 +15,20 @@ set(RLOCK_ZSH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/zsh/site-functions"
     CACHE STRING "where to install the zsh completion (empty: do not install)")
 set(RLOCK_FISH_COMPLETION_DIR "${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d"
     CACHE STRING "where to install the fish completion (empty: do not install)")
-option(RLOCK_INSTALL_DOCS "install README, CHANGELOG and SECURITY into DOCDIR" ON)
+option(RLOCK_INSTALL_DOCS "install README, CONTRIBUTING, CHANGELOG, SECURITY and docs/ into DOCDIR" ON)
 
 install(TARGETS rlock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The TLS module is private to rlock (no SONAME, not for linking): LIBDIR/rlock, the
 # directory compiled into rlock as RLOCK_TLS_MODULE_DIR.
 install(TARGETS rlock-tls LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/rlock)
 
+# rlock(1), the configuration file rlock.conf(5), the keys and protocol rlock-protocol(7).
 install(FILES ${PROJECT_SOURCE_DIR}/man/rlock.1
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_SOURCE_DIR}/man/rlock.conf.5
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+install(FILES ${PROJECT_SOURCE_DIR}/man/rlock-protocol.7
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man7)
 
 if(RLOCK_BASH_COMPLETION_DIR)
   # bash-completion loads completions/NAME on demand: the file is called just "rlock".
@@ -40,11 +45,14 @@ if(RLOCK_FISH_COMPLETION_DIR)
 endif()
 
 if(RLOCK_INSTALL_DOCS)
-  foreach(doc README.md CHANGELOG.md SECURITY.md LICENSE)
+  foreach(doc README.md CONTRIBUTING.md CHANGELOG.md SECURITY.md LICENSE)
     if(EXISTS ${PROJECT_SOURCE_DIR}/${doc})
       install(FILES ${PROJECT_SOURCE_DIR}/${doc} DESTINATION ${CMAKE_INSTALL_DOCDIR})
     endif()
   endforeach()
+  # the pages the README links to, where its links (docs/NAME.md) find them
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+          FILES_MATCHING PATTERN "*.md")
 endif()
 
 # Release tarball: `cpack --config CPackSourceConfig.cmake` (or packaging/make-tarball,

@@ -25,7 +25,7 @@ _rlock_opts_with_arg+=' --if-fence'
 _rlock_long_opts+=' --if-fence'
 # --reset: clear a name's marks (issue 38)
 _rlock_long_opts+=' --reset'
-# Events and metrics (README: Events and metrics).
+# Events and metrics (docs/operations.md).
 _rlock_opts_with_arg+=' --events --metrics-file'
 _rlock_long_opts+=' --events --metrics-file'
 

@@ -584,3 +584,69 @@ own_lines() {
 	assert_output "::error::rlock: preempt: 'maybe' is not true or false"
 	key_absent 'rlock:{deploy}'
 }
+
+@test "action: once-per (a job whose last step ran marks the name done at its post step; later jobs skip; a failed job marks nothing) (issue 38)" {
+	# A job that failed before its last step: released, nothing marked.
+	new_job failed
+	step failed main INPUT_ONCE-PER=1h
+	run -0 "${STEP[@]}"
+	assert_equal "$(job_var failed output acquired)" true
+	[[ -n $(job_var failed env RLOCK_DONE_FILE) ]] || fail "env: $(cat failed/env)"
+	step failed post
+	run -0 "${STEP[@]}"
+	assert_output --partial 'not marked done'
+	key_absent 'rlock:{deploy}'
+	key_absent 'rlock:{deploy}:done'
+	# A job that reached its last step (touch "$RLOCK_DONE_FILE", as the README says).
+	new_job ok
+	step ok main INPUT_ONCE-PER=1h
+	run -0 "${STEP[@]}"
+	job_shell ok 'touch "$RLOCK_DONE_FILE"'
+	step ok post
+	run -0 "${STEP[@]}"
+	assert_output --partial 'marked done for 1h (once-per)'
+	key_absent 'rlock:{deploy}'
+	assert_equal "$(rcli GET 'rlock:{deploy}:done')" "$(job_var ok output fence)"
+	[[ -z $(find ok -name 'rlock-done-*') ]] || fail "the done file is left"
+	# Inside the window: the next job takes nothing and succeeds, whatever on-conflict says.
+	new_job later
+	step later main INPUT_ONCE-PER=1h
+	run -0 --separate-stderr "${STEP[@]}"
+	assert_line --regexp '^::notice::`deploy` is done for this window \(once-per: a job succeeded, fence [0-9]+ for [0-9]+ s more\): https://github.example/acme/app/actions/runs/later skipped it$'
+	assert_equal "$(job_var later output acquired)" false
+	assert_equal "$(job_var later output "done")" true
+	took_nothing later
+	step later post
+	run -0 --separate-stderr "${STEP[@]}"
+	[[ -z $output$stderr ]] || fail "post printed: $output $stderr"
+	# A busy lock is still busy, not done (once-per given, no mark).
+	rcli DEL 'rlock:{deploy}:done' >/dev/null
+	new_job holder
+	step holder main
+	run -0 "${STEP[@]}"
+	new_job busy
+	step busy main INPUT_ONCE-PER=1h INPUT_WAIT=0
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_line --regexp '^::error::`deploy` is busy '
+	step holder post
+	run -0 "${STEP[@]}"
+}
+
+@test "action: lock-delay and wait-replicas inputs reach rlock (--lock-delay, --wait-replicas) (issue 38)" {
+	new_job delayed
+	step delayed main INPUT_LOCK-DELAY=5m
+	run -0 "${STEP[@]}"
+	# the holder's lock-delay entry: its lease end + 5 min
+	[[ -n $(rcli ZSCORE 'rlock:{deploy}:delay' "$(job_var delayed state token)") ]] ||
+		fail "no lock-delay entry: $(rcli ZRANGE 'rlock:{deploy}:delay' 0 -1)"
+	step delayed post
+	run -0 "${STEP[@]}"
+	key_absent 'rlock:{deploy}:delay' # released: the name opens at once
+	# this server has no replica: WAIT 1 is not acknowledged, nothing is taken
+	new_job replicas
+	step replicas main INPUT_WAIT-REPLICAS=1 INPUT_WAIT=0
+	run -1 --separate-stderr "${STEP[@]}"
+	assert_regex "$stderr" 'replica'
+	assert_equal "$(job_var replicas output acquired)" false
+	key_absent 'rlock:{deploy}'
+}

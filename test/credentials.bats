@@ -15,11 +15,11 @@ LPW='Lckr-s3cret-K4m2' # ACL user "locker" (least privilege)
 BADPW='Wrng-s3cret-Z8p5' # a wrong password
 SPW='sp@c:i/al%-s3cret-R2' # ACL user "special", URL-encoded below
 SPW_ENC='sp%40c%3Ai%2Fal%25-s3cret-R2'
-# The least-privilege ACL line for rlock, taken from the README's Credentials section
+# The least-privilege ACL line for rlock, taken from docs/production.md's Credentials section
 # itself (so that the doc and the tests cannot drift): keys and channels under the
 # prefix, the commands rlock sends and those its Lua scripts call.
 LOCKER_ACL=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' \
-	"${RLOCK_SOURCE_DIR:-$BATS_TEST_DIRNAME/..}/README.md")
+	"${RLOCK_SOURCE_DIR:-$BATS_TEST_DIRNAME/..}/docs/production.md")
 
 # The server requires a password: the helpers' rcli (and FLUSHALL) must send it.
 rcli() { REDISCLI_AUTH=$PW redis-cli --no-auth-warning -p "$REDIS_PORT" "$@"; }
@@ -44,7 +44,7 @@ setup_file() {
 	# everything but BLPOP: a waiter cannot block on its wake list
 	# shellcheck disable=SC2086
 	rcli ACL SETUSER noblpop reset on ">$LPW" ${LOCKER_ACL/+blpop /} >/dev/null
-	# the README's ACL line before wake-one (no +zpopmin +rpush +blpop)
+	# the documented ACL line before wake-one (no +zpopmin +rpush +blpop)
 	local old=${LOCKER_ACL/+zpopmin /}
 	old=${old/+rpush /}
 	# shellcheck disable=SC2086
@@ -253,8 +253,8 @@ pwfile() {
 	assert_equal "$(rcli -n 3 GET 'rlock:{acl}:fence')" 1
 }
 
-@test "the README's ACL user runs every verb: check, history, status, list, break, reset, modes, lock-delay, once-per, preempt, supersede, across steps" {
-	[[ $LOCKER_ACL == '~rlock:* &rlock:* +'* ]] || fail "no ACL line in the README: '$LOCKER_ACL'"
+@test "the documented ACL user runs every verb: check, history, status, list, break, reset, modes, lock-delay, once-per, preempt, supersede, across steps" {
+	[[ $LOCKER_ACL == '~rlock:* &rlock:* +'* ]] || fail "no ACL line in docs/production.md: '$LOCKER_ACL'"
 	export RLOCK_PASSWORD=$LPW
 	local u=(-u "$URL" --user locker) pid
 	# --check: reachable, nothing unsafe (CONFIG GET may be refused: a warning)
@@ -691,12 +691,12 @@ creddir() {
 	assert_equal "$(rcli GET 'rlock:{c}:fence')" 2
 }
 
-@test "README's systemd unit: systemd-analyze verify is clean; its Exec lines take the lock with the credential and give it back" {
+@test "the systemd unit of docs/recipes.md: systemd-analyze verify is clean; its Exec lines take the lock with the credential and give it back" {
 	require_tool systemd-analyze
 	local unit line
 	unit=$(awk '/^<!-- recipe:systemd-lock-unit/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
-		"$RLOCK_SOURCE_DIR/README.md")
-	[[ $unit == *KillMode=mixed* && $unit == *LoadCredential=rlock-password* ]] || fail "no unit in README.md"
+		"$RLOCK_SOURCE_DIR/docs/recipes.md")
+	[[ $unit == *KillMode=mixed* && $unit == *LoadCredential=rlock-password* ]] || fail "no unit in docs/recipes.md"
 	printf '%s\n' "$unit" >reindex.service
 	run -0 systemd-analyze verify "$PWD/reindex.service"
 	assert_output ''

@@ -1,10 +1,13 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# Documentation stays in step with the program: every option that `rlock --help`
-# shows is in the man page, the README's option table and the bash, zsh and fish
-# completions, and none of those offers an option that --help does not know; the exit
-# statuses of src/base/exitcodes.h are those of --help, the man page and the README's table.
-# The man page lints clean.
+# Documentation stays in step with the program. The option table of src/front/cli.c is the
+# one source: `rlock --help` is built from it, rlock(1)'s OPTIONS are generated from
+# --help (scripts/man-options; held here with --check), and docs/options.md's table and
+# headings, and the bash, zsh and fish completions, must offer exactly the options of
+# --help, with the same argument names (docs) and the same options taking a value
+# (completions). The exit statuses of src/base/exitcodes.h are those of --help, rlock(1) and
+# the README's table. The three man pages lint clean and render without warnings, and
+# the links between the Markdown pages lead somewhere.
 # shellcheck shell=bash
 
 bats_require_minimum_version 1.5.0
@@ -19,6 +22,8 @@ RLOCK_SOURCE_DIR=${RLOCK_SOURCE_DIR:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 RLOCK_BUILD_DIR=${RLOCK_BUILD_DIR:-$RLOCK_SOURCE_DIR/build}
 RLOCK=${RLOCK:-$RLOCK_BUILD_DIR/rlock}
 MAN=$RLOCK_SOURCE_DIR/man/rlock.1
+MANS=("$MAN" "$RLOCK_SOURCE_DIR/man/rlock.conf.5" "$RLOCK_SOURCE_DIR/man/rlock-protocol.7")
+OPTIONS_MD=$RLOCK_SOURCE_DIR/docs/options.md
 COMP=$RLOCK_SOURCE_DIR/completions
 export LC_ALL=C
 
@@ -31,15 +36,28 @@ help_long() {
 help_short() {
 	"$RLOCK" --help | grep -oE -- '^[[:space:]]+-[[:alnum:]],' | tr -d ' \t,' | sort -u
 }
+# Sorted "--name ARG" of every option of --help that takes a value (its long form).
+# An option's line is indented 2 ("  -k, --key NAME") or 6 ("      --prefix STR").
+help_args() {
+	"$RLOCK" --help | grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]* [^ ]+' |
+		sed -E 's/^ +(-[[:alnum:]], )?//' | sort -u
+}
+# Sorted option names (long, and short where there is one) of the options that take a
+# value, as --help shows them.
+help_takes_value() {
+	"$RLOCK" --help | grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]* [^ ]+' |
+		sed -E 's/^ +//; s/,//; s/ [^ -][^ ]*$//' | tr ' ' '\n' | sort -u
+}
 # Sorted exit statuses in --help's "Exit status:" table ("126/127" is two; "N" none).
 help_exits() {
 	"$RLOCK" --help | sed -n '/^Exit status:/,$p' | grep -oE '^  [0-9][0-9/]*' |
 		tr '/' '\n' | tr -dc '0-9\n' | sort -u
 }
-# readme_table HEADING: the first cells of the table right under HEADING in README.md.
-readme_table() {
-	awk -v h="$1" '$0 == h { on = 1; next } on && /^#/ { exit }
-		on && /^\|/ && !/^\|---/ { print }' "$RLOCK_SOURCE_DIR/README.md" |
+# doc_table FILE HEADING: the first cells of the table right under HEADING in FILE (a
+# path under the source tree).
+doc_table() {
+	awk -v h="$2" '$0 == h { on = 1; next } on && /^#/ { exit }
+		on && /^\|/ && !/^\|---/ { print }' "$RLOCK_SOURCE_DIR/$1" |
 		awk -F'|' 'NR > 1 { print $2 }'
 }
 need_rlock() {
@@ -108,31 +126,155 @@ same_options() {
 	same_options "completions/rlock.fish short options" "$(help_short)" "$short"
 }
 
-@test "man page: mandoc -Tlint -Werror is clean, -Wall finds nothing but missing Xr" {
+@test "man pages: mandoc -Tlint -Werror is clean, -Wall finds nothing but missing Xr" {
 	need mandoc
-	run mandoc -Tlint -Werror "$MAN"
-	assert_success
-	# STYLE messages about cross-references depend on which manuals this machine has.
-	run bash -c 'mandoc -Tlint -Wall "$1" 2>&1 |
-		grep -v -e "referenced manual not found" -e "mandoc.db"' _ "$MAN"
-	assert_output ""
-}
-
-@test "man page: man --warnings renders it without warnings" {
-	need man
-	run --separate-stderr man --warnings -l "$MAN"
-	assert_success
-	# shellcheck disable=SC2154 # set by run --separate-stderr
-	assert_equal "$stderr" ""
-	assert_output --partial "EXIT STATUS"
-}
-
-@test "man page has the sections a user looks for" {
-	local s
-	for s in NAME SYNOPSIS DESCRIPTION ENVIRONMENT FILES "EXIT STATUS" PROTOCOL SAFETY \
-		EXAMPLES "SEE ALSO"; do
-		grep -qx "\.Sh $s" "$MAN" || fail "man/rlock.1 has no $s section"
+	local m
+	for m in "${MANS[@]}"; do
+		run mandoc -Tlint -Werror "$m"
+		assert_success
+		# STYLE messages about cross-references depend on which manuals this machine has.
+		run bash -c 'mandoc -Tlint -Wall "$1" 2>&1 |
+			grep -v -e "referenced manual not found" -e "mandoc.db"' _ "$m"
+		assert_output ""
 	done
+}
+
+@test "man pages: man --warnings renders each without warnings" {
+	need man
+	local m
+	for m in "${MANS[@]}"; do
+		run --separate-stderr man --warnings -l "$m"
+		assert_success
+		# shellcheck disable=SC2154 # set by run --separate-stderr
+		[[ -z $stderr ]] || fail "man --warnings -l $m: $stderr"
+		assert_output --partial "SEE ALSO"
+	done
+}
+
+# has_sections PAGE SECTION...: fail naming the first .Sh the page lacks.
+has_sections() {
+	local page=$1 s
+	shift
+	for s in "$@"; do
+		grep -qx "\.Sh $s" "$RLOCK_SOURCE_DIR/$page" || fail "$page has no $s section"
+	done
+}
+
+@test "man pages have the sections a user looks for, and name each other" {
+	has_sections man/rlock.1 NAME SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT FILES \
+		"EXIT STATUS" EXAMPLES "SEE ALSO"
+	has_sections man/rlock.conf.5 NAME SYNOPSIS DESCRIPTION FILES EXAMPLES "SEE ALSO"
+	has_sections man/rlock-protocol.7 NAME DESCRIPTION PROTOCOL SAFETY "SEE ALSO"
+	local m
+	for m in "rlock.conf 5" "rlock-protocol 7"; do
+		sed -n '/^\.Sh SEE ALSO/,$p' "$MAN" | grep -q "^\.Xr $m" ||
+			fail "rlock(1)'s SEE ALSO does not name $m"
+	done
+	for m in man/rlock.conf.5 man/rlock-protocol.7; do
+		sed -n '/^\.Sh SEE ALSO/,$p' "$RLOCK_SOURCE_DIR/$m" | grep -q '^\.Xr rlock 1' ||
+			fail "$m's SEE ALSO does not name rlock 1"
+	done
+}
+
+@test "rlock(1)'s OPTIONS are --help's, as scripts/man-options draws them" {
+	need_rlock
+	run "$RLOCK_SOURCE_DIR/scripts/man-options" --check "$RLOCK"
+	assert_success
+}
+
+@test "docs/options.md: one heading per option of --help, with --help's argument" {
+	need_rlock
+	local heads want
+	# "### `-k, --key NAME`" -> "--key NAME"
+	heads=$(sed -nE 's/^### `(-[[:alnum:]], )?(--[a-z][^`]*)`$/\2/p' "$OPTIONS_MD" | sort)
+	[[ -n $heads ]] || fail "docs/options.md: no option headings"
+	want=$({
+		help_args
+		comm -23 <(help_long) <(help_args | cut -d' ' -f1 | sort -u) |
+			grep -vxE -- '--(nb|nonblock|nonblocking)'
+	} | sort)
+	same_options "docs/options.md headings (option and argument)" "$want" "$heads"
+}
+
+@test "docs/options.md's table names each option's argument as --help does" {
+	need_rlock
+	local cells spec name wrong=
+	cells=$(doc_table docs/options.md "# Options")
+	while read -r spec; do
+		[[ $cells == *"$spec"* ]] || wrong+=" [$spec]"
+	done < <(help_args)
+	# and no option without a value is shown with one
+	for name in $(comm -23 <(help_long) <(help_args | cut -d' ' -f1 | sort -u)); do
+		grep -qE -- "$name [A-Z]" <<<"$cells" && wrong+=" [$name takes no value]"
+	done
+	[[ -z $wrong ]] || fail "docs/options.md's table, not as --help:$wrong"
+}
+
+@test "bash and zsh completions take a value for exactly the options that do in --help" {
+	need_rlock
+	local bash_opts zsh_opts
+	# shellcheck disable=SC2016
+	bash_opts=$(bash -c 'source "$1"; printf "%s\n" $_rlock_opts_with_arg' _ "$COMP/rlock.bash" |
+		sort -u)
+	same_options "completions/rlock.bash (_rlock_opts_with_arg)" "$(help_takes_value)" "$bash_opts"
+	# zsh: --name= and -x+ in the _arguments specs
+	zsh_opts=$(grep -oE -- "(--[a-z][a-z0-9-]*=|[{' ]-[[:alnum:]]\+)" "$COMP/_rlock" |
+		tr -d "{' =+" | sort -u)
+	same_options "completions/_rlock (options with =/+)" "$(help_takes_value)" "$zsh_opts"
+}
+
+@test "the fish completion takes a value for exactly the options that do in --help" {
+	need_rlock
+	need fish
+	local fish_opts
+	# the complete lines that take an argument (-x or -r)
+	fish_opts=$(grep -E '^complete -c rlock .* -(x|r)( |$)' "$COMP/rlock.fish" |
+		grep -oE -- ' -(l [a-z][a-z0-9-]*|s [[:alnum:]])' |
+		sed -E 's/^ -l /--/; s/^ -s /-/' | sort -u)
+	same_options "completions/rlock.fish (-x/-r)" "$(help_takes_value)" "$fish_opts"
+	# and the list its command-line scanner skips values by, as fish builds it
+	# shellcheck disable=SC2016
+	fish_opts=$(fish -c 'source $argv[1]; printf "%s\n" $__rlock_opts_with_arg' "$COMP/rlock.fish" |
+		sort -u)
+	same_options "completions/rlock.fish (__rlock_opts_with_arg)" "$(help_takes_value)" "$fish_opts"
+}
+
+@test "Markdown pages: every relative link leads to a file, and every #anchor to a heading" {
+	require_tool python3
+	run python3 - "$RLOCK_SOURCE_DIR" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+pages = ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', 'SECURITY.md']
+pages += ['docs/' + f for f in sorted(os.listdir(os.path.join(root, 'docs'))) if f.endswith('.md')]
+def slugs(path):
+    out, fence = set(), False
+    for line in open(path, encoding='utf-8'):
+        if line.startswith('```'):
+            fence = not fence
+        m = None if fence else re.match(r'#+ (.*)', line)
+        if m:
+            s = re.sub(r'[^\w\- ]', '', m.group(1).strip().lower()).replace(' ', '-')
+            out.add(s)
+    return out
+bad = []
+for page in pages:
+    path = os.path.join(root, page)
+    if not os.path.exists(path):
+        continue
+    text = re.sub(r'```.*?```', '', open(path, encoding='utf-8').read(), flags=re.S)
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'[a-z]+:', target):
+            continue
+        file, _, anchor = target.partition('#')
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+        if not os.path.exists(dest):
+            bad.append(f'{page}: {target}: no such file')
+        elif anchor and dest.endswith('.md') and anchor not in slugs(dest):
+            bad.append(f'{page}: {target}: no such heading')
+print('\n'.join(bad))
+sys.exit(1 if bad else 0)
+PY
+	assert_success
 }
 
 @test "--help prints exactly the exit statuses of src/base/exitcodes.h" {
@@ -154,14 +296,14 @@ same_options() {
 	done
 }
 
-@test "README's option table holds exactly the options of --help" {
+@test "docs/options.md's table holds exactly the options of --help" {
 	need_rlock
 	local cells
-	cells=$(readme_table "### Options")
-	[[ -n $cells ]] || fail "README.md: no table under '### Options'"
-	same_options "README.md option table, long options" "$(help_long)" \
+	cells=$(doc_table docs/options.md "# Options")
+	[[ -n $cells ]] || fail "docs/options.md: no table under '# Options'"
+	same_options "docs/options.md option table, long options" "$(help_long)" \
 		"$(grep -oE -- '(^|[^[:alnum:]-])--[a-z][a-z0-9-]*' <<<"$cells" | sed 's/^[^-]*//' | sort -u)"
-	same_options "README.md option table, short options" "$(help_short)" \
+	same_options "docs/options.md option table, short options" "$(help_short)" \
 		"$(grep -oE -- '(^|[^[:alnum:]-])-[[:alnum:]]([^[:alnum:]-]|$)' <<<"$cells" |
 			tr -dc -- '-[:alnum:]\n' | sort -u)"
 }
@@ -169,7 +311,7 @@ same_options() {
 @test "README's exit-status table holds exactly the exit statuses of --help" {
 	need_rlock
 	local cells
-	cells=$(readme_table "## Exit status")
+	cells=$(doc_table README.md "## Exit status")
 	[[ -n $cells ]] || fail "README.md: no table under '## Exit status'"
 	# "126 / 127" is two statuses; "the command's own" is none
 	same_options "README.md exit-status table" "$(help_exits)" \
@@ -195,21 +337,23 @@ same_options() {
 	[[ -z $missing ]] || fail "not shown:$missing"
 }
 
-@test "README's --check sample counts the scripts rlock has (src/store/lock.c)" {
+@test "docs/production.md's --check sample counts the scripts rlock has (src/store/lock.c)" {
 	local want said
 	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/store/lock.c" | grep -c '{lua_')
-	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/README.md")
+	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/docs/production.md")
 	((want > 0)) || fail "no scripts table in src/store/lock.c"
-	[[ $said == "$want" ]] || fail "README's --check sample says '$said' scripts; src/store/lock.c has $want"
+	[[ $said == "$want" ]] || fail "docs/production.md's --check sample says '$said' scripts; src/store/lock.c has $want"
 }
 
-@test "man page renders no nested quotes (Ql inside Ql or Pq)" {
+@test "man pages render no nested quotes (Ql inside Ql or Pq)" {
 	need mandoc
-	local nested
+	local nested m
 	# ASCII output quotes as `...'; an opening quote before the previous one closed
 	# is a nested quote (the text is joined: a quote may span lines).
-	nested=$(mandoc -Tascii "$MAN" | col -b | tr '\n' ' ' | grep -o "\`[^']*\`" || true)
-	[[ -z $nested ]] || fail "nested quotes in the rendered man page:"$'\n'"$nested"
+	for m in "${MANS[@]}"; do
+		nested=$(mandoc -Tascii "$m" | col -b | tr '\n' ' ' | grep -o "\`[^']*\`" || true)
+		[[ -z $nested ]] || fail "nested quotes in the rendered $m:"$'\n'"$nested"
+	done
 }
 
 @test "bash completion completes the command without '--' (rlock -k x sle<TAB>)" {

@@ -215,7 +215,7 @@ only_fence_left() {
 	assert_equal "$(rcli GET 'rlock:{lu}:fence')" $((ABOVE53 + 12))
 }
 
-@test "README's seeding recipe: after a data loss, fences start above every earlier one" {
+@test "the seeding recipe (docs/recipes.md): after a data loss, fences start above every earlier one" {
 	local _ before seeded recipe
 	for _ in 1 2 3; do
 		run -0 rlock -k f -c 'echo "$RLOCK_FENCE"'
@@ -224,8 +224,8 @@ only_fence_left() {
 	rcli FLUSHALL >/dev/null # the server lost its data
 	recipe=$(awk '$0 == "<!-- recipe:fence-seed -->" { f = 1; next }
 		f == 1 && /^```/ { f = 2; next } f == 2 && /^```/ { exit } f == 2 { print }' \
-		"$RLOCK_SOURCE_DIR/README.md")
-	[[ $recipe == *"'rlock:{NAME}:fence'"* ]] || fail "no fence-seed recipe in README.md: $recipe"
+		"$RLOCK_SOURCE_DIR/docs/recipes.md")
+	[[ $recipe == *"'rlock:{NAME}:fence'"* ]] || fail "no fence-seed recipe in docs/recipes.md: $recipe"
 	(
 		# shellcheck disable=SC2317  # called by the recipe
 		redis-cli() { command redis-cli -p "$REDIS_PORT" "$@"; }

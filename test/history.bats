@@ -457,3 +457,27 @@ lost 137'
 expired 0'
 	done
 }
+
+# kept_then_broken: a run kept by --min-hold after its command exited, broken by the
+# operator (with --token when asked), then its history: one end record, released.
+kept_then_broken() {
+	local tok=()
+	run -0 rlock -u "$URL" -k q --min-hold 1h --label kept -- true
+	run rlock -u "$URL" -k q --status
+	assert_output --partial 'kept by --min-hold'
+	[[ $1 != token ]] || tok=(--token "$(rcli GET 'rlock:{q}')")
+	run -0 rlock -u "$URL" -k q --break "${tok[@]}"
+	run -0 rlock -u "$URL" -k q -n -- true
+	one_end "$(hist)"
+	run -0 runs_of q kept
+	assert_output $'acquired null\nreleased 0'
+}
+
+@test "history: --break of a lock kept by --min-hold adds no second end record (its run ended released)" {
+	URL=$REDIS_URL
+	kept_then_broken
+	rcli FLUSHALL >/dev/null
+	kept_then_broken token
+	URL=$NODES
+	kept_then_broken
+}

@@ -53,6 +53,29 @@ setup() {
 	run -0 sh -c 'MANWIDTH=80 man rlock 2>&1 | grep -c "EXIT STATUS"'
 }
 
+@test "man finds rlock.conf(5) and rlock-protocol(7) from the package, and they render" {
+	local page sec
+	for page in rlock.conf:5 rlock-protocol:7; do
+		sec=${page#*:}
+		page=${page%:*}
+		run -0 man -w "$sec" "$page"
+		assert_regex "$output" "^/usr/share/man/man$sec/$page\.$sec"
+		run -0 dpkg -S "$output"
+		assert_regex "$output" '^rlock: '
+		run -0 sh -c 'MANWIDTH=80 man "$1" "$2" 2>&1 | grep -c "SEE ALSO"' _ "$sec" "$page"
+	done
+}
+
+@test "the package ships the documentation the README links to" {
+	local d
+	for d in README.md CONTRIBUTING.md docs/options.md docs/usage.md docs/production.md \
+		docs/operations.md docs/scaling.md docs/recipes.md docs/guarantees.md \
+		docs/compatibility.md; do
+		[[ -f /usr/share/doc/rlock/$d || -f /usr/share/doc/rlock/$d.gz ]] ||
+			fail "the package has no /usr/share/doc/rlock/$d"
+	done
+}
+
 @test "bash: the system completion completes rlock --no-w<TAB> to --no-wait" {
 	[[ -r /usr/share/bash-completion/bash_completion ]] || ci_skip "bash-completion not installed"
 	run -0 bash -c '

@@ -22,7 +22,7 @@ teardown() { :; }
 	local f missing=()
 	for f in "$src"/src/*/*.[ch] "$src"/src/*/*.in "$src"/src/store/lua/*.lua "$src"/test/unit_*.c \
 		"$src"/fuzz/*.c "$src"/scripts/* "$src"/completions/* "$src"/CMakeLists.txt \
-		"$src"/man/rlock.1; do
+		"$src"/man/rlock.1 "$src"/man/rlock.conf.5 "$src"/man/rlock-protocol.7; do
 		[[ -f $f ]] || continue
 		head -n 3 "$f" | grep -q 'SPDX-License-Identifier: MIT' || missing+=("${f#"$src"/}")
 	done

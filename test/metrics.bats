@@ -170,18 +170,18 @@ run_renewed() {
 	assert_one_line_error
 }
 
-# recipe NAME: the fenced block of README.md after <!-- recipe:NAME -->.
+# recipe NAME: the fenced block of docs/operations.md after <!-- recipe:NAME -->.
 recipe() {
-	sed -n "/^<!-- recipe:$1 -->\$/,\$p" "$RLOCK_SOURCE_DIR/README.md" |
+	sed -n "/^<!-- recipe:$1 -->\$/,\$p" "$RLOCK_SOURCE_DIR/docs/operations.md" |
 		sed -n '2,/^```$/p' | sed '1d;$d'
 }
 
-@test "metrics: the README recipe: the cron line records a success the alert rule sees, a busy host keeps it" {
+@test "metrics: the recipe of docs/operations.md: the cron line records a success the alert rule sees, a busy host keeps it" {
 	python3 -c 'import yaml' 2>/dev/null || ci_skip "python3-yaml is not installed"
 	require_tool jq
 	local line cmd ok
 	line=$(recipe metrics-cron)
-	[[ -n $line ]] || fail "README: no metrics-cron recipe"
+	[[ -n $line ]] || fail "docs/operations.md: no metrics-cron recipe"
 	read -r _ _ _ _ _ cmd <<<"$line"
 	cmd=${cmd//\/var\/lib\/node_exporter\/textfile/$BATS_TEST_TMPDIR}
 	cmd=${cmd//\/var\/log\/rlock/$BATS_TEST_TMPDIR}

@@ -106,18 +106,18 @@ setup_file() { common_setup_file --unix; }
 		assert_one_line_error
 		assert_regex "$stderr" '--once-per'
 	done
-	run -64 --separate-stderr rlock --once-per 1h -k op --acquire
+	run -64 --separate-stderr rlock --once-per 1h -k op -s --acquire
 	assert_one_line_error
 	assert_regex "$stderr" '--once-per'
 	run -64 --separate-stderr rlock --once-per soon -k op -- true
 	assert_one_line_error
 }
 
-@test "recipe: README's --once-per crontab line, run as written" {
+@test "recipe: the --once-per crontab line of docs/production.md, run as written" {
 	local line
 	line=$(awk '/^<!-- recipe:once-per/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
-		"$RLOCK_SOURCE_DIR/README.md")
-	[[ $line == *'--once-per 1h'* ]] || fail "no once-per recipe in README.md: '$line'"
+		"$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ $line == *'--once-per 1h'* ]] || fail "no once-per recipe in docs/production.md: '$line'"
 	# the command of the crontab line: the five time fields dropped, the job a stub
 	line=$(printf '%s\n' "$line" | sed -E 's/^([^ ]+ +){5}//; s#/usr/local/bin/report.sh#./report.sh#')
 	printf '#!/bin/sh\necho ran >>runs\nexit "${FAIL:-0}"\n' >report.sh
@@ -139,4 +139,30 @@ setup_file() { common_setup_file --unix; }
 	run -75 --separate-stderr rlock --fair -k op --once-per 1h -c 'echo ran >>runs'
 	assert_regex "$stderr" 'is done for this window'
 	[[ $(grep -c ran runs) == 1 ]]
+}
+
+@test "--acquire --once-per is refused while the name is done; --release --once-per DUR marks it (the steps succeeded), a plain --release does not (issue 38)" {
+	local out
+	out=$(rlock -k acq --acquire --once-per 1h) || fail "acquire: $out"
+	eval "$out"
+	run -0 rlock -k acq --release
+	key_absent 'rlock:{acq}:done' # released without --once-per: the steps did not say they succeeded
+	out=$(rlock -k acq --acquire --once-per 1h) || fail "acquire: $out"
+	eval "$out"
+	run -0 --separate-stderr rlock -v -k acq --release --once-per 1h
+	assert_regex "$stderr" "lock 'acq' is done for 3600 s \(--once-per\)"
+	assert_equal "$(rcli GET 'rlock:{acq}:done')" "$RLOCK_FENCE"
+	local ttl
+	ttl=$(rcli PTTL 'rlock:{acq}:done')
+	((ttl > 3500000 && ttl <= 3600000)) || fail "PTTL $ttl"
+	# done: a later --acquire --once-per takes nothing, exits as -E, says when it ends
+	run -75 --separate-stderr rlock -k acq --acquire --once-per 1h
+	refute_output --partial 'RLOCK_TOKEN='
+	assert_regex "$stderr" "lock 'acq' is done for this window"
+	run -0 --separate-stderr rlock -k acq --acquire --once-per 1h -E 0
+	refute_output --partial 'RLOCK_TOKEN='
+	# without --once-per the mark binds nothing
+	out=$(rlock -k acq --acquire -n) || fail "acquire: $out"
+	eval "$out"
+	run -0 rlock -k acq --release
 }

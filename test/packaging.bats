@@ -86,7 +86,7 @@ hold_lock() {
 	fail "rlock --list never showed lock $1"
 }
 
-@test "DESTDIR install puts binary, TLS module, man page and completions in place" {
+@test "DESTDIR install puts binary, TLS module, man pages, docs and completions in place" {
 	need_rlock
 	[[ -f $RLOCK_BUILD_DIR/CMakeCache.txt ]] || ci_skip "no CMake build directory"
 	local root=$BATS_FILE_TMPDIR/root cache zsh_dir libdir
@@ -101,6 +101,14 @@ hold_lock() {
 	[[ -x $root/usr/bin/rlock ]] || fail "no usr/bin/rlock"
 	[[ -f $root$libdir/rlock/rlock-tls.so ]] || fail "no TLS module in $libdir/rlock"
 	[[ -f $root/usr/share/man/man1/rlock.1 ]] || fail "no man page"
+	[[ -f $root/usr/share/man/man5/rlock.conf.5 ]] || fail "no rlock.conf(5)"
+	[[ -f $root/usr/share/man/man7/rlock-protocol.7 ]] || fail "no rlock-protocol(7)"
+	if grep -q '^RLOCK_INSTALL_DOCS:BOOL=ON' "$cache"; then
+		local d
+		for d in README.md CONTRIBUTING.md docs/options.md docs/production.md docs/recipes.md; do
+			[[ -f $root/usr/share/doc/rlock/$d ]] || fail "no usr/share/doc/rlock/$d"
+		done
+	fi
 	[[ -f $root/usr/share/bash-completion/completions/rlock ]] || fail "no bash completion"
 	[[ -f $root$zsh_dir/_rlock ]] || fail "no zsh completion in $zsh_dir"
 	[[ -f $root/usr/share/fish/vendor_completions.d/rlock.fish ]] || fail "no fish completion"

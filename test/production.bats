@@ -1,24 +1,24 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# README "## Production", followed as written: a TLS redis-server with certificates made
-# by the test, the README's ACL line, its config file and its crontab line under cron's
+# docs/production.md, followed as written: a TLS redis-server with certificates made
+# by the test, the page's ACL line, its config file and its crontab line under cron's
 # bare environment (env -i), the password sources, and the TLS failures it promises
 # (wrong CA, wrong name, expired, plaintext/TLS mismatch, TLS < 1.2: exit 69).
 #
-# The README's config block, crontab line and ACL line are extracted from README.md, so
+# The page's config block, crontab line and ACL line are extracted from it, so
 # the test breaks if the documentation drifts from what works.
 
 # shellcheck disable=SC2030,SC2031  # each @test runs in its own subshell: exports are per test
 load helpers
 
-README=$RLOCK_SOURCE_DIR/README.md
+PRODUCTION=$RLOCK_SOURCE_DIR/docs/production.md
 
 setup_file() {
 	rlock_require_binary
 	mkdir -p "$XDG_CONFIG_HOME"
 	tls_make_certs "$BATS_FILE_TMPDIR/certs"
 	# a plaintext server (for TLS-to-plaintext), then an expired-certificate one, a
-	# client-certificate one, and the main TLS server with the README's ACL user
+	# client-certificate one, and the main TLS server with the page's ACL user
 	redis_start
 	export PLAIN_PORT=$REDIS_PORT
 	tls_redis_start --cert "$TLS_CERTS/expired.pem"
@@ -31,7 +31,7 @@ setup_file() {
 	acl=$(readme_acl) || return 1
 	# shellcheck disable=SC2086  # the ACL line is split into words, as redis-cli does
 	tls_cli "$PORT" ${acl//>PASSWORD/>locker-pw} | grep -qx OK || {
-		echo "the README's ACL line failed: $acl" >&2
+		echo "the page's ACL line failed: $acl" >&2
 		return 1
 	}
 }
@@ -52,11 +52,12 @@ teardown() { common_teardown; }
 tcli() { (unset REDISCLI_AUTH && tls_cli "$PORT" "$@"); }
 
 # ---------------------------------------------------------------------------------
-# what the README says, extracted
+# what docs/production.md says, extracted
 
-# _production: the README's "## Production" section.
+# _production: docs/production.md (it was the README's "## Production" section).
 _production() {
-	awk '/^## Production$/ {on = 1; next} /^## / {on = 0} on' "$README"
+	[[ -s $PRODUCTION ]] || echo "no $PRODUCTION" >&2
+	cat "$PRODUCTION"
 }
 
 # readme_block MARKER: the fenced block that follows the HTML comment containing MARKER.
@@ -72,38 +73,38 @@ readme_acl() {
 	local line
 	line=$(_production | sed -n 's/^ *\(ACL SETUSER .*\)$/\1/p' | head -1)
 	[[ -n $line ]] || {
-		echo "no 'ACL SETUSER' line in README's Production section" >&2
+		echo "no 'ACL SETUSER' line in docs/production.md" >&2
 		return 1
 	}
 	echo "$line"
 }
 
-# readme_config: the README's config file with the server, password file and CA
+# readme_config: the page's config file with the server, password file and CA
 # replaced by this test's. Fails if a placeholder is left.
 readme_config() {
 	local c
 	c=$(readme_block 'runs this file') || return 1
 	[[ -n $c ]] || {
-		echo "no config block in README" >&2
+		echo "no config block in docs/production.md" >&2
 		return 1
 	}
 	c=${c//rediss:\/\/redis.example.com:6380/rediss://localhost:$PORT}
 	c=${c//\/home\/backup\/.config\/rlock\/password/$HOME/.config/rlock/password}
 	c=${c//\/etc\/rlock\/redis-ca.pem/$TLS_CERTS/ca.pem}
 	if [[ $c == *example.com* || $c == */home/backup* || $c == */etc/rlock/* ]]; then
-		echo "README config has an unreplaced placeholder: $c" >&2
+		echo "docs/production.md config has an unreplaced placeholder: $c" >&2
 		return 1
 	fi
 	echo "$c"
 }
 
-# readme_cron_command: the command part of the README's crontab line (after the five
+# readme_cron_command: the command part of the page's crontab line (after the five
 # schedule fields), with the job replaced by $1.
 readme_cron_command() {
 	local line cmd
 	line=$(readme_block 'runs this line' | grep -v '^#' | head -1)
 	[[ -n $line ]] || {
-		echo "no crontab line in README" >&2
+		echo "no crontab line in docs/production.md" >&2
 		return 1
 	}
 	cmd=$(awk '{for (i = 6; i <= NF; i++) printf "%s%s", $i, (i < NF ? " " : "\n")}' <<<"$line")
@@ -114,7 +115,7 @@ readme_cron_command() {
 	echo "${cmd//\/usr\/local\/bin\/backup.sh/$1}"
 }
 
-# install_readme_config: do what the README says: directory 700, password file, both
+# install_readme_config: do what docs/production.md says: directory 700, password file, both
 # chmod 600, the config file in ~/.config/rlock/config.
 install_readme_config() {
 	install -d -m 700 "$HOME/.config/rlock"
@@ -138,9 +139,9 @@ make_job() {
 }
 
 # ---------------------------------------------------------------------------------
-# the README's cron setup, literally
+# the page's cron setup, literally
 
-@test "README: the config file, as written, reaches the TLS server under cron's env -i" {
+@test "production.md: the config file, as written, reaches the TLS server under cron's env -i" {
 	install_readme_config
 	run -0 --separate-stderr cron "rlock -k nightly -c 'echo key=\$RLOCK_KEY fence=\$RLOCK_FENCE'"
 	assert_output 'key=rlock:{nightly} fence=1'
@@ -149,7 +150,7 @@ make_job() {
 	assert_equal "$(tcli GET 'rlock:{nightly}:fence')" 1
 }
 
-@test "README: the crontab line on two hosts runs the job once, silently" {
+@test "production.md: the crontab line on two hosts runs the job once, silently" {
 	install_readme_config
 	make_job
 	local cmd
@@ -177,7 +178,7 @@ make_job() {
 	assert_equal "$(tail -1 runs)" 'run by rlock:{nightly-backup} fence 2'
 }
 
-@test "README: the crontab line's job, when it outlasts --min-hold, releases at its end" {
+@test "production.md: the crontab line's job, when it outlasts --min-hold, releases at its end" {
 	install_readme_config
 	make_job
 	local cmd
@@ -190,7 +191,7 @@ make_job() {
 	assert_equal "$(wc -l <runs)" 2
 }
 
-@test "README: the operator commands work with the same config (--status, --json, --list, --break)" {
+@test "production.md: the operator commands work with the same config (--status, --json, --list, --break)" {
 	install_readme_config
 	cron "rlock -k nightly-backup -- $HOLD h" >/dev/null 2>&1 &
 	track_pid $!
@@ -216,7 +217,7 @@ make_job() {
 	assert_regex "$stderr" 'not held'
 }
 
-@test "README: the password file must be private (chmod 600), else 66" {
+@test "production.md: the password file must be private (chmod 600), else 66" {
 	install_readme_config
 	chmod 644 "$HOME/.config/rlock/password"
 	run -66 --separate-stderr cron "rlock -k nightly -- touch $BATS_TEST_TMPDIR/ran"
@@ -225,7 +226,7 @@ make_job() {
 	[[ ! -e ran ]]
 }
 
-@test "README: a config holding 'password =' must not be accessible by others" {
+@test "production.md: a config holding 'password =' must not be accessible by others" {
 	install_readme_config
 	sed -i '/^password-file/d' "$HOME/.config/rlock/config"
 	echo 'password = locker-pw' >>"$HOME/.config/rlock/config"
@@ -242,7 +243,7 @@ make_job() {
 # ---------------------------------------------------------------------------------
 # ACL user
 
-@test "README ACL line: the user can lock, wait and be woken, --status, --list, --break" {
+@test "production.md ACL line: the user can lock, wait and be woken, --status, --list, --break" {
 	export REDISCLI_AUTH=locker-pw
 	local url=rediss://locker@localhost:$PORT
 	local tls=(--cacert "$TLS_CERTS/ca.pem")
@@ -285,14 +286,14 @@ make_job() {
 @test "ACL: a database other than 0 needs +select; --wait-replicas needs +wait" {
 	export REDISCLI_AUTH=locker-pw
 	local tls=(--cacert "$TLS_CERTS/ca.pem") acl
-	# The README's user (with +select) works on database 1 ...
+	# The page's user (with +select) works on database 1 ...
 	run -0 rlock -u "rediss://locker@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
 	[[ -e ran ]]
 	rm -f ran
 	assert_equal "$(tcli -n 1 GET 'rlock:{x}:fence')" 1
 	# ... and the same line without +select does not: it is needed.
 	acl=$(readme_acl)
-	[[ $acl == *" +select"* ]] || fail "README's ACL line lacks +select"
+	[[ $acl == *" +select"* ]] || fail "production.md's ACL line lacks +select"
 	acl=${acl/SETUSER locker /SETUSER nosel }
 	acl=${acl/ +select/}
 	# shellcheck disable=SC2086
@@ -300,9 +301,9 @@ make_job() {
 	run -69 --separate-stderr rlock -u "rediss://nosel@localhost:$PORT/1" "${tls[@]}" -k x -- touch ran
 	assert_regex "$stderr" "NOPERM.*'select'"
 	[[ ! -e ran ]]
-	# --wait-replicas needs +wait, which the README's line has for it: without it, NOPERM.
+	# --wait-replicas needs +wait, which the page's line has for it: without it, NOPERM.
 	acl=$(readme_acl)
-	[[ $acl == *" +wait"* ]] || fail "README's ACL line lacks +wait"
+	[[ $acl == *" +wait"* ]] || fail "production.md's ACL line lacks +wait"
 	acl=${acl/SETUSER locker /SETUSER nowait }
 	acl=${acl/ +wait/}
 	# shellcheck disable=SC2086
@@ -374,7 +375,7 @@ make_job() {
 }
 
 # ---------------------------------------------------------------------------------
-# TLS: what the README promises
+# TLS: what docs/production.md promises
 
 @test "TLS: verified against the system trust store by default (test CA unknown: 69)" {
 	# (a generous --connect-timeout: at load 40 the handshake outlasted the 2 s default,
@@ -486,7 +487,7 @@ tls_protocol_server() {
 	run -0 rlock -u "rediss://localhost:$PORT" --insecure --cacert "$TLS_CERTS/other-ca.pem" -k x -- true
 }
 
-@test "eviction: the README's noeviction advice: the TLS server (noeviction) draws no warning" {
+@test "eviction: the page's noeviction advice: the TLS server (noeviction) draws no warning" {
 	assert_equal "$(tcli CONFIG GET maxmemory-policy | sed -n 2p)" noeviction
 	REDISCLI_AUTH=locker-pw run -0 --separate-stderr rlock -u "rediss://locker@localhost:$PORT" \
 		--cacert "$TLS_CERTS/ca.pem" -v -k x -- true

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # shellcheck disable=SC2016,SC2154,SC2153  # quoted $: for the shells the tests start; bats sets $stderr
-# README's recipes, run as written: each test extracts its blocks from README.md (a
-# fenced block after `<!-- recipe:NAME -->`) and runs them the way the CI system,
+# The recipes of docs/recipes.md, run as written: each test extracts its blocks from that
+# page (a fenced block after `<!-- recipe:NAME -->`) and runs them the way the CI system,
 # systemd or Kubernetes would, against this file's redis-server.
 
 load helpers
@@ -28,13 +28,15 @@ teardown() {
 	common_teardown
 }
 
-# recipe NAME: the fenced block of README.md after <!-- recipe:NAME -->.
+RECIPES=$RLOCK_SOURCE_DIR/docs/recipes.md
+
+# recipe NAME: the fenced block of docs/recipes.md after <!-- recipe:NAME -->.
 recipe() {
 	awk -v m="<!-- recipe:$1 -->" '
 		$0 == m { found = 1; next }
 		found == 1 && /^```/ { found = 2; next }
 		found == 2 && /^```/ { exit }
-		found == 2 { print }' "$RLOCK_SOURCE_DIR/README.md"
+		found == 2 { print }' "$RECIPES"
 }
 
 # A CI step stub: checks that the lock is held by this job's token, records the fence.
@@ -55,7 +57,7 @@ EOF_STUB
 
 @test "recipe: GitHub Actions, several steps under one lock (fake \$GITHUB_ENV)" {
 	recipe github >workflow.yml
-	[[ -s workflow.yml ]] || fail "no github recipe in README.md"
+	[[ -s workflow.yml ]] || fail "no github recipe in docs/recipes.md"
 	make_stub migrate.sh
 	make_stub deploy.sh
 	: >github_env
@@ -91,7 +93,7 @@ EOF_PY
 
 @test "recipe: GitLab CI, a dotenv report; the release fails the job on a loss; after_script gives back after a failure" {
 	recipe gitlab >gitlab-ci.yml
-	[[ -s gitlab-ci.yml ]] || fail "no gitlab recipe in README.md"
+	[[ -s gitlab-ci.yml ]] || fail "no gitlab recipe in docs/recipes.md"
 	make_stub migrate.sh
 	make_stub deploy.sh
 	# The runner: script in one shell, stopping at the first failure; after_script in a
@@ -137,7 +139,7 @@ EOF_PY
 @test "recipe: GitHub Actions, the rlock action in a whole workflow (main and post steps under node)" {
 	require_tool node
 	recipe github-action >workflow.yml
-	[[ -s workflow.yml ]] || fail "no github-action recipe in README.md"
+	[[ -s workflow.yml ]] || fail "no github-action recipe in docs/recipes.md"
 	make_stub migrate.sh
 	make_stub deploy.sh
 	echo 'echo "deploy.sh $*" >>args.log' >>deploy.sh
@@ -222,7 +224,7 @@ EOF_PY
 @test "recipe: systemd service + timer (systemd-analyze verify; ExecStart on two hosts)" {
 	recipe systemd-service >backup.service.orig
 	recipe systemd-timer >backup.timer
-	[[ -s backup.service.orig && -s backup.timer ]] || fail "no systemd recipe in README.md"
+	[[ -s backup.service.orig && -s backup.timer ]] || fail "no systemd recipe in docs/recipes.md"
 	printf '#!/bin/sh\necho "$RLOCK_FENCE" >>%s/backups\n' "$PWD" >backup.sh
 	chmod +x backup.sh
 	# The same unit with this build's binary and a stub job where the recipe has
@@ -260,9 +262,9 @@ EOF_PY
 		chmod +x "$root/usr/local/bin/backup.sh" "$root/usr/local/bin/reindex"
 		recipe systemd-service >"$root/etc/systemd/system/backup.service"
 		awk '/^<!-- recipe:systemd-lock-unit/ { f = 1; next } f && /^```/ { if (f == 2) exit; f = 2; next } f == 2 { print }' \
-			"$RLOCK_SOURCE_DIR/README.md" >"$root/etc/systemd/system/reindex.service"
+			"$RECIPES" >"$root/etc/systemd/system/reindex.service"
 		for unit in backup reindex; do
-			[[ -s $root/etc/systemd/system/$unit.service ]] || fail "no $unit unit in README.md"
+			[[ -s $root/etc/systemd/system/$unit.service ]] || fail "no $unit unit in docs/recipes.md"
 			# (the root has no sysinit.target: that complaint is not the unit's)
 			out=$(systemd-analyze verify --man=no --root="$root" "/etc/systemd/system/$unit.service" 2>&1 || true)
 			[[ $out != *"not executable"* && $out != *"No such file"* ]] ||
@@ -274,7 +276,7 @@ EOF_PY
 
 @test "recipe: Kubernetes CronJob, the container's command in two clusters at once: one run" {
 	recipe kubernetes >cronjob.yml
-	[[ -s cronjob.yml ]] || fail "no kubernetes recipe in README.md"
+	[[ -s cronjob.yml ]] || fail "no kubernetes recipe in docs/recipes.md"
 	printf '#!/bin/sh\ntouch %s/started.$$\nwhile [ ! -e %s/go ]; do sleep 0.05; done\necho ran >>%s/runs\n' \
 		"$PWD" "$PWD" "$PWD" >report.sh
 	chmod +x report.sh
@@ -299,7 +301,7 @@ print("\n".join(c["command"]))' cronjob.yml)
 
 @test "recipe: fenced write — a holder whose lock was taken over cannot overwrite the newer write" {
 	recipe fenced-write >fenced-write.sh
-	[[ -s fenced-write.sh ]] || fail "no fenced-write recipe in README.md"
+	[[ -s fenced-write.sh ]] || fail "no fenced-write recipe in docs/recipes.md"
 	chmod +x fenced-write.sh
 	export DB=$PWD/state.db
 	# A normal run writes.
@@ -329,7 +331,7 @@ supersede_place_is() { [[ $(rcli HGET 'rlock:{deploy-prod}:supersede' label) == 
 @test "recipe: the same deploy queued from GitHub Actions, then from GitLab CI: the newer deploys, the older passes as skipped" {
 	recipe supersede-github >github.yml
 	recipe supersede-gitlab >gitlab.yml
-	[[ -s github.yml && -s gitlab.yml ]] || fail "no supersede recipes in README.md"
+	[[ -s github.yml && -s gitlab.yml ]] || fail "no supersede recipes in docs/recipes.md"
 	: >log
 	printf '#!/bin/sh\necho "deploy $RLOCK_FENCE" >>log\n' >deploy.sh
 	chmod +x deploy.sh

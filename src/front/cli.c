@@ -31,7 +31,8 @@
  * getopt_long's tables, the config-file keys, --help and the defaults are all built
  * from it, and apply() sets a plain option from its row alone; the few options with a
  * meaning of their own (a list, a rank, a mode) name a setter. docs.bats holds the man
- * page, the README and the completions against --help. A new option is one row here. */
+ * page (scripts/man-options), docs/options.md and the completions against --help. A new
+ * option is one row here. */
 
 struct state;
 struct optdef;
@@ -160,7 +161,8 @@ static const struct optdef options[] = {
     OPT("once-per", 0, F_ARG, "DUR",
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
-        "failed run marks nothing (exclusive, one -k)",
+        "failed run marks nothing (exclusive, one -k);\n"
+        "--release --once-per DUR marks an --acquire's",
         DURATION(lock.once_per_ms, 0)),
     OPT("lock-delay", 0, F_ARG, "DUR",
         "if the lease ends without a release (a crash,\n"
@@ -282,7 +284,7 @@ static const struct optdef options[] = {
         "or -k NAME --token TOKEN), 79 if not, 69 if\n"
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
-    HEADING("Events and metrics (README: Events and metrics):"),
+    HEADING("Events and metrics:"),
     OPT("events", 0, F_ARG, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
@@ -502,7 +504,7 @@ static void build_getopt_tables(void)
 }
 
 /* Where a password or user name came from; a stronger source replaces a weaker one.
- * The order is the README's ("Config file"): REDIS_URL (usually the application's own
+ * The order is rlock.conf(5)'s: REDIS_URL (usually the application's own
  * Redis) is below the config file. */
 enum rank {
 	R_NONE,
@@ -1390,7 +1392,7 @@ static void choose_url(struct state *s)
 	o->url = o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
 	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
-	 * untouched (README, "The running command"). */
+	 * untouched (docs/usage.md, "The running command"). */
 	for (int i = 0; i < s->url_cli_count; i++)
 		scrub_url_list((char *)s->url_cli[i]);
 	if (s->url_config)
@@ -1438,7 +1440,7 @@ static void env_passwords(struct state *s)
 	char *p;
 
 	/* Copied (masked) into the vault; the variables themselves are the user's and stay
-	 * as they are, for the command (README, "The running command"). */
+	 * as they are, for the command (docs/usage.md, "The running command"). */
 	if ((p = getenv("REDISCLI_AUTH")) && *p)
 		set_password(s, p, strlen(p), R_ENV, "REDISCLI_AUTH");
 	if ((p = getenv("RLOCK_PASSWORD")) && *p)
@@ -1614,15 +1616,15 @@ static void validate_mode(struct state *s, int nargs)
 		release_token(o);
 }
 
-/* --once-per marks a name done after its command succeeded: it needs that command
- * (not --acquire, whose steps rlock never sees end), one exclusive lock (not a shared
+/* --once-per marks a name done after its command succeeded; --acquire with it is refused
+ * while the mark lives (its steps are not seen to end: the mark is written by the
+ * --release --once-per DUR that says they succeeded). One exclusive lock (not a shared
  * hold or a permit, not several names) on one server (the mark is not a quorum's). */
 static void validate_once_per(const struct opts *o)
 {
-	if (o->lock.once_per_ms == 0 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE))
+	if (o->lock.once_per_ms == 0 ||
+	    (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE))
 		return;
-	if (o->mode == MODE_ACQUIRE)
-		usage_error("--once-per goes with a command, not with --acquire");
 	if (o->kind != KIND_EXCLUSIVE)
 		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
 	if (o->nnames > 1)

@@ -262,6 +262,8 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 			store_close(c);
 			return RL_EX_OSERR;
 		}
+		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
+		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k);
 	} else {
 		struct report_ask ra;

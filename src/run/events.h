@@ -5,7 +5,8 @@
  * The rooms where these things happen call events_emit() with what they know; the
  * rest (the time, the host, the pid, the token's prefix, the label, the hold time)
  * is added here. A file that cannot be written never stops the job: one warning on
- * stderr, once. The line format is a stable interface (README, "Events and metrics"). */
+ * stderr, once. The line format is a stable interface (docs/operations.md, "Events and metrics").
+ */
 #ifndef RLOCK_EVENTS_H
 #define RLOCK_EVENTS_H
 

@@ -762,6 +762,14 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			         h ? ""
 			           : " (one of more holders than a status lists: its keeper "
 			             "ends at its next renewal)");
+			/* --once-per: release.lua writes the mark, an exclusive lock's only */
+			if (mine.mark_done && mode == 'x')
+				log_info("lock '%s' is done for %.0f s (--once-per)", k->name,
+				         (double)mine.ask.once_per_ms / 1000);
+			else if (mine.mark_done)
+				log_warn("lock '%s' is not marked done: --once-per is an exclusive "
+				         "lock's, this token held a shared hold or a permit",
+				         k->name);
 			rc = 0;
 		} else if (rc == LOCK_NOTOURS && !h) {
 			rc = not_held(s, l, k, NULL);

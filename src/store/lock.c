@@ -238,7 +238,7 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(
 		    err, errlen,
 		    "%s: the ACL user may not run a command rlock's script calls (rlock --check "
-		    "names it; README: Credentials): %.300s",
+		    "names it; docs/production.md: Credentials): %.300s",
 		    what, r->str);
 		return LOCK_DENIED;
 	}

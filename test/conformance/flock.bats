@@ -7,8 +7,8 @@
 # rlock against a real redis-server: the same scenario, the same expected outcome, in
 # rlock's terms (a lock NAME instead of a file; the conflict status as -E sets it).
 # The scenarios and outcomes are carried over; the tests are this project's own.
-# Where rlock deliberately differs, the README's "Differences from flock(1) and
-# timeout(1)" table (and rlock(1)'s) says so and why.
+# Where rlock deliberately differs, docs/compatibility.md ("Differences from flock(1) and
+# timeout(1)") says so and why.
 #
 # Upstream cases that cannot apply (each listed once, with the reason):
 # - flock/fd, flock/fcntl-fd, unlock (its first two steps): a lock on an open file

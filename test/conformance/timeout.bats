@@ -8,8 +8,8 @@
 # rlock, as a test of rlock against a real redis-server: `timeout [-k K] DUR CMD`
 # is `rlock --max-hold DUR [--kill-after K] -k NAME -- CMD`, with the same expected
 # outcome. The scenarios and outcomes are carried over; the tests are this project's
-# own. Where rlock deliberately differs, the README's "Differences from flock(1) and
-# timeout(1)" table (and rlock(1)'s) says so and why, and the test checks rlock's side.
+# own. Where rlock deliberately differs, docs/compatibility.md ("Differences from flock(1) and
+# timeout(1)") says so and why, and the test checks rlock's side.
 #
 # Upstream cases that cannot apply (each listed once, with the reason):
 # - timeout.sh `--preserve-status`: rlock has no such option; a command stopped by

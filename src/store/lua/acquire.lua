@@ -154,7 +154,12 @@ end
 -- no lock that nobody holds.
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
 local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
-if ARGV[3] == '1' then redis.call('ZREM', KEYS[8], ARGV[1]) end
+-- A waiting request: its place goes, and so does a wake-up left in its list (a standby's
+-- and a release's both, wake_one.lua), undeclared (redis.pcall: here.lua).
+if ARGV[3] == '1' then
+  redis.call('ZREM', KEYS[8], ARGV[1])
+  redis.pcall('DEL', KEYS[1] .. ':wake:' .. ARGV[1])
+end
 if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 if not mine then redis.call('DEL', KEYS[2]) end -- ours: rewritten as is (here.lua)
 -- The last confirmed renewal (server ms, a string): renew.lua moves it on.

@@ -48,12 +48,14 @@ local function victim()
   return nil
 end
 -- The history (history.lua): the exclusive holder's run (token x) ended, broken by
--- ARGV[4..6] (the breaker's host, pid, user); its open run ends with it.
+-- ARGV[4..6] (the breaker's host, pid, user), only while its run is open: a lock kept
+-- by --min-hold after its command exited has its end record (released) already, and
+-- a run gets one (the :broken record still names who broke it, for --status).
 local BY = {'by_host', ARGV[4] or '', 'by_pid', ARGV[5] or '', 'by_user', ARGV[6] or '',
             'by_label', ARGV[9] or ''}
 local function history_broken(x)
   local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'host', 'pid', 'label')
-  if (tonumber(run[1] or '0') or 0) > 0 then history_close(KEYS[1], x) end
+  if not ((tonumber(run[1] or '0') or 0) > 0 and history_close(KEYS[1], x)) then return end
   history_add(KEYS[1], run[1], run[2], 'ev', 'broken', 'fence', run[3] or '', 'token', x,
               'host', run[4] or '', 'pid', run[5] or '', 'label', run[6] or '', unpack(BY))
 end
