@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $stderr
-# Documentation stays in step with the program. The option table of src/cli.c is the
+# Documentation stays in step with the program. The option table of src/front/cli.c is the
 # one source: `rlock --help` is built from it, rlock(1)'s OPTIONS are generated from
 # --help (scripts/man-options; held here with --check), and docs/options.md's table and
 # headings, and the bash, zsh and fish completions, must offer exactly the options of
 # --help, with the same argument names (docs) and the same options taking a value
-# (completions). The exit statuses of src/exitcodes.h are those of --help, rlock(1) and
+# (completions). The exit statuses of src/base/exitcodes.h are those of --help, rlock(1) and
 # the README's table. The three man pages lint clean and render without warnings, and
 # the links between the Markdown pages lead somewhere.
 # shellcheck shell=bash
@@ -277,15 +277,15 @@ PY
 	assert_success
 }
 
-@test "--help prints exactly the exit statuses of src/exitcodes.h" {
+@test "--help prints exactly the exit statuses of src/base/exitcodes.h" {
 	need_rlock
 	local header
-	[[ -r $RLOCK_SOURCE_DIR/src/exitcodes.h ]] || ci_skip "no src/exitcodes.h"
+	[[ -r $RLOCK_SOURCE_DIR/src/base/exitcodes.h ]] || ci_skip "no src/base/exitcodes.h"
 	# the rows of the table: X(code, NAME, ...)
-	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/exitcodes.h" |
+	header=$(grep -oE '^[[:space:]]*X\([0-9]+,' "$RLOCK_SOURCE_DIR/src/base/exitcodes.h" |
 		tr -dc '0-9\n' | sort -u)
-	[[ -n $header ]] || fail "src/exitcodes.h: no X(code, ...) rows found"
-	same_options "--help's exit statuses, against src/exitcodes.h" "$header" "$(help_exits)"
+	[[ -n $header ]] || fail "src/base/exitcodes.h: no X(code, ...) rows found"
+	same_options "--help's exit statuses, against src/base/exitcodes.h" "$header" "$(help_exits)"
 }
 
 @test "man page lists every exit status of --help" {
@@ -337,12 +337,12 @@ PY
 	[[ -z $missing ]] || fail "not shown:$missing"
 }
 
-@test "docs/production.md's --check sample counts the scripts rlock has (src/lock.c)" {
+@test "docs/production.md's --check sample counts the scripts rlock has (src/store/lock.c)" {
 	local want said
-	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/lock.c" | grep -c '{lua_')
+	want=$(sed -n '/^} scripts\[S_COUNT\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/store/lock.c" | grep -c '{lua_')
 	said=$(sed -nE 's/.*scripts: the ([0-9]+) scripts of rlock load.*/\1/p' "$RLOCK_SOURCE_DIR/docs/production.md")
-	((want > 0)) || fail "no scripts table in src/lock.c"
-	[[ $said == "$want" ]] || fail "docs/production.md's --check sample says '$said' scripts; src/lock.c has $want"
+	((want > 0)) || fail "no scripts table in src/store/lock.c"
+	[[ $said == "$want" ]] || fail "docs/production.md's --check sample says '$said' scripts; src/store/lock.c has $want"
 }
 
 @test "man pages render no nested quotes (Ql inside Ql or Pq)" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# One holder formatter (src/holder.c): --list and --status print a holder's fields
+# One holder formatter (src/store/holder.c): --list and --status print a holder's fields
 # whole, escaped, from the same text.
 
 load helpers

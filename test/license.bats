@@ -20,7 +20,7 @@ teardown() { :; }
 
 @test "every source file carries an SPDX-License-Identifier: MIT line" {
 	local f missing=()
-	for f in "$src"/src/*.[ch] "$src"/src/*.in "$src"/src/lua/*.lua "$src"/test/unit_*.c \
+	for f in "$src"/src/*/*.[ch] "$src"/src/*/*.in "$src"/src/store/lua/*.lua "$src"/test/unit_*.c \
 		"$src"/fuzz/*.c "$src"/scripts/* "$src"/completions/* "$src"/CMakeLists.txt \
 		"$src"/man/rlock.1 "$src"/man/rlock.conf.5 "$src"/man/rlock-protocol.7; do
 		[[ -f $f ]] || continue

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for src/cluster.c: key slots against a real node's CLUSTER KEYSLOT
+/* Unit tests for src/store/cluster.c: key slots against a real node's CLUSTER KEYSLOT
  * (Redis 7.0.15), redirect parsing, and the slot map from a CLUSTER SLOTS reply. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for src/fds.c: descriptors far above 1024 are closed, by close_range and
+/* Unit tests for src/base/fds.c: descriptors far above 1024 are closed, by close_range and
  * by the /proc/self/fd walk that stands in for it on older kernels; the one kept and
  * 0-2 stay. */
 #include <errno.h>

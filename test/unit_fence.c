@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Fences are exact signed 64-bit integers from the scripts' replies on (the scripts send
- * them as strings, never as Lua numbers: src/lua/counter.lua): the acquire, merge and
+ * them as strings, never as Lua numbers: src/store/lua/counter.lua): the acquire, merge and
  * status decoders read every value of the range exactly, and refuse what is not one. */
 #include <limits.h>
 #include <string.h>

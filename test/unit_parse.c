@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for src/parse.c: every accepted form, every rejection, and the promise
+/* Unit tests for src/base/parse.c: every accepted form, every rejection, and the promise
  * that no reason ever contains the password. */
 #include <limits.h>
 #include <signal.h>

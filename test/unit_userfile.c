@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for src/userfile.c and log_utf8_len (src/log.c): the opens that cannot
+/* Unit tests for src/base/userfile.c and log_utf8_len (src/base/log.c): the opens that cannot
  * block (a FIFO with nobody at the other end), the type checks, the link at a name
  * rlock writes, ssh's rule for a file and the directories above it; and which bytes
  * start a valid UTF-8 sequence (what JSON can carry). */

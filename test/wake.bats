@@ -4,7 +4,7 @@
 # Wake one (issue 10): a plain waiter takes a place among the waiters
 # (PREFIX{NAME}:waiters) and blocks on its own list; a release wakes one waiter, not
 # every one, and no wake-up is lost while a live waiter has a place
-# (src/lua/wake_one.lua). Stopped waiters (SIGSTOP) make the order deterministic: a
+# (src/store/lua/wake_one.lua). Stopped waiters (SIGSTOP) make the order deterministic: a
 # stopped waiter cannot try, so what the server did is all that moved.
 
 load helpers

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Diagnostics on stderr: one write(2) per message, prefixed "rlock: ", control
+ * characters escaped, never a secret (callers never pass one). Thread-safe. */
+#ifndef RLOCK_LOG_H
+#define RLOCK_LOG_H
+
+#include <stddef.h>
+
+enum log_level {
+	LOG_ERROR = -1, /* shown even with -q */
+	LOG_WARN = 0,   /* shown unless -q */
+	LOG_INFO = 1,   /* -v */
+	LOG_DEBUG = 2,  /* -vv */
+	LOG_TRACE = 3,  /* -vvv */
+};
+
+/* -1 for -q, 0 by default, the -v count otherwise. Set once before threads start. */
+extern int log_verbosity;
+
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* The length of the valid UTF-8 sequence that starts at p (1 for ASCII, the NUL too),
+ * or 0 when the byte at p starts none (a stray byte, an overlong form, a surrogate):
+ * JSON must be UTF-8, and text from another holder or a server may be anything. */
+size_t log_utf8_len(const unsigned char *p);
+
+/* Also send every message to syslog(3) (facility user, ident "rlock-keeper"): for a
+ * detached keeper, whose stderr is /dev/null. Call before threads start. */
+void log_to_syslog(void);
+
+/* From now on, prefix every line with the local time and the pid (a log file that
+ * outlives the run: the keeper's --log-file). */
+void log_stamped(void);
+
+/* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
+ * terminates. For untrusted text: server replies, holder metadata, file names. */
+void log_escape(char *dst, size_t n, const char *src, size_t srclen);
+
+#endif

@@ -1,0 +1,1843 @@
+/* SPDX-License-Identifier: MIT */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exitcodes.h"
+#include "keeper.h"
+#include "lock.h"
+#include "log.h"
+#include "secret.h"
+#include "store.h"
+#include "userfile.h"
+#include "version.h"
+
+/* ---- the option table -------------------------------------------------------------
+ * One row per option, as tmux's options-table.c: its name (long option = config-file
+ * key) and short letter, its type, range and default, and where it goes in struct opts.
+ * getopt_long's tables, the config-file keys, --help and the defaults are all built
+ * from it, and apply() sets a plain option from its row alone; the few options with a
+ * meaning of their own (a list, a rank, a mode) name a setter. docs.bats holds the man
+ * page (scripts/man-options), docs/options.md and the completions against --help. A new
+ * option is one row here. */
+
+struct state;
+struct optdef;
+
+/* A special option's setter: `val` from src ("--url", "FILE:LINE", "RLOCK_PREFIX",
+ * "default"); `cli` tells the command line from the other layers (for secrets). */
+typedef void setter_fn(struct state *s, const struct optdef *d, const char *val, const char *src,
+                       int cli);
+
+enum {
+	F_ARG = 1,     /* takes a value */
+	F_RUN = 2,     /* names one run (or is about this invocation): not in a config file */
+	F_CONFIG = 4,  /* config file only: never on the command line, not in --help */
+	F_DEF = 8,     /* .def is the default of the target */
+	F_SECRET = 16, /* its value is (or names) a password: consumed at once, never kept */
+};
+
+enum otype {
+	T_NONE,     /* read by cli_parse itself (--config, --help, --version) */
+	T_SWITCH,   /* int target := .value */
+	T_SET_MS,   /* int64_t target := .value (-n: wait 0) */
+	T_COUNT,    /* int target counts up (-v); a negative (-q) restarts at 1 */
+	T_STRING,   /* const char * target; at most .max bytes (0: any); .check */
+	T_DURATION, /* int64_t target, in ms, at least .min */
+	T_INT,      /* int target, in [.min, .max] */
+	T_SPECIAL,  /* .set does it */
+};
+
+struct optdef {
+	const char *heading; /* a --help section heading instead of an option */
+	const char *name;    /* long option = config-file key */
+	int letter;          /* short option, or 0 */
+	int flags;
+	const char *arg;  /* the value's name in --help */
+	const char *help; /* --help text; '\n' starts a continuation line */
+	enum otype type;
+	size_t off;           /* the target: offsetof(struct opts, ...) */
+	long long min, max;   /* range (T_INT), least (T_DURATION), length (T_STRING) */
+	long long def;        /* the default, with F_DEF */
+	long long value;      /* what a switch sets (T_SWITCH, T_SET_MS; a setter's choice) */
+	const char *def_text; /* a default given as a value (through the setter) */
+	const char *aliases;  /* other long names on the command line (flock's), ' '-separated */
+	int alias_letter;     /* another short option (flock's), not shown by --help */
+	const char *env;      /* an environment variable above the config file */
+	int (*check)(const char *, char *, size_t); /* T_STRING: a parser that says why not */
+	setter_fn *set;                             /* T_SPECIAL */
+};
+
+static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
+    opt_password_file, opt_password, opt_eviction_warning, opt_mode, opt_format, opt_wait_aof;
+
+#define AT(field)              .off = offsetof(struct opts, field)
+#define SWITCH(field, v)       .type = T_SWITCH, AT(field), .value = (v)
+#define STRING(field, maxlen)  .type = T_STRING, AT(field), .max = (maxlen)
+#define DURATION(field, least) .type = T_DURATION, AT(field), .min = (least)
+#define INT(field, lo, hi)     .type = T_INT, AT(field), .min = (lo), .max = (hi)
+#define SPECIAL(fn)            .type = T_SPECIAL, .set = (fn)
+
+#define HEADING(h)                                                                                 \
+	{                                                                                          \
+		.heading = (h)                                                                     \
+	}
+#define OPT(name_, letter_, flags_, arg_, help_, ...)                                              \
+	{                                                                                          \
+		.name = (name_), .letter = (letter_), .arg = (arg_), .help = (help_), __VA_ARGS__, \
+		.flags = (flags_)                                                                  \
+	}
+#define OPT_HIDDEN(name_, flags_, ...)                                                             \
+	{                                                                                          \
+		.name = (name_), __VA_ARGS__, .flags = (flags_)                                    \
+	}
+
+/* A row whose target starts at def_ (a number: ms for a duration). */
+#define OPT_DEF(name_, letter_, flags_, arg_, help_, def_, ...)                                    \
+	{                                                                                          \
+		.name = (name_), .letter = (letter_), .arg = (arg_), .help = (help_), __VA_ARGS__, \
+		.def = (def_), .flags = (flags_) | F_DEF                                           \
+	}
+
+static const struct optdef options[] = {
+    HEADING("Lock:"),
+    OPT("key", 'k', F_ARG | F_RUN, "NAME",
+        "lock name (printable ASCII, no space or braces);\n"
+        "the Redis key is PREFIX{NAME}; repeat it to hold\n"
+        "several locks, all or nothing",
+        SPECIAL(opt_key)),
+    OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
+        STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
+    OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
+        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
+    OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
+        SPECIAL(opt_kind), .value = KIND_SHARED),
+    OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
+        SPECIAL(opt_kind), .value = KIND_LIMIT, AT(lock.limit), .min = 1, .max = LOCK_LIMIT_MAX),
+    OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)",
+        SWITCH(lock.fair, 1)),
+    OPT("no-wait", 'n', 0, NULL,
+        "fail at once when the lock is busy (flock's\n"
+        "--nb, --nonblock, --nonblocking also work)",
+        .type = T_SET_MS, AT(wait_ms), .value = 0, .aliases = "nb nonblock nonblocking"),
+    OPT_DEF("wait", 'w', F_ARG, "DUR",
+            "wait at most DUR for the lock, and for a server\n"
+            "that cannot serve yet (default: forever)",
+            -1, DURATION(wait_ms, 0)),
+    OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
+    OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
+            "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
+            RL_EX_CONFLICT, INT(conflict_exit, 0, 255)),
+    OPT_DEF("ttl", 't', F_ARG, "DUR", "lease length, renewed every ttl/3 (default 30s)", 30000,
+            DURATION(lock.ttl_ms, 100)),
+    OPT("on-lost", 0, F_ARG, "ACTION",
+        "when the lease can no longer be guaranteed: term,\n"
+        "kill, a signal name, or ignore (default term)",
+        SPECIAL(opt_on_lost), .def_text = "term"),
+    OPT("warn", 0, F_ARG, "SIGNAL",
+        "send SIGNAL once to the command's group when a\n"
+        "renewal is a third of the ttl late, before\n"
+        "--on-lost acts; a renewal re-arms it (env\n"
+        "RLOCK_WARN_SIGNAL tells the command)",
+        SPECIAL(opt_warn)),
+    OPT_DEF("kill-after", 0, F_ARG, "DUR",
+            "grace between the first signal and SIGKILL\n(default 10s)", 10000,
+            DURATION(kill_after_ms, 0)),
+    OPT("min-hold", 0, F_ARG, "DUR", "keep the lock at least DUR after the command\nstarted",
+        DURATION(min_hold_ms, 0)),
+    OPT("once-per", 0, F_ARG, "DUR",
+        "after the command succeeds, skip later runs\n"
+        "for DUR (exit as -E, say when it ends); a\n"
+        "failed run marks nothing (exclusive, one -k);\n"
+        "--release --once-per DUR marks an --acquire's",
+        DURATION(lock.once_per_ms, 0)),
+    OPT("lock-delay", 0, F_ARG, "DUR",
+        "if the lease ends without a release (a crash,\n"
+        "a lost lease, --break), keep the name closed\n"
+        "DUR more: a stalled holder cannot race the next",
+        DURATION(lock.delay_ms, 0)),
+    OPT("max-hold", 0, F_ARG, "DUR",
+        "stop the command after DUR as timeout(1) does,\n"
+        "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
+        DURATION(max_hold_ms, 0)),
+    OPT("supersede", 0, F_RUN, NULL,
+        "wait as the newest request only: a newer\n"
+        "--supersede takes this one's place, which then\n"
+        "exits 80 (exclusive, not --fair)",
+        SWITCH(lock.supersede, 1)),
+    OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
+            "exit status when superseded (default 80;\n0: a skipped job passes)", RL_EX_SUPERSEDED,
+            INT(superseded_exit, 0, 255)),
+    OPT("preempt", 0, F_RUN, NULL,
+        "ask a --preemptible holder to stop its command\n"
+        "and release; then take the lock",
+        SWITCH(lock.preempt, 1)),
+    OPT("preemptible", 0, F_RUN, NULL,
+        "let a --preempt request stop the command (as\n"
+        "on a lost lease: --warn, then --on-lost), exit 81",
+        SWITCH(lock.preemptible, 1)),
+    OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(lock.history_len, 0, 1000000), .def = 100),
+    OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(lock.history_ms, 1000),
+               .def = 7 * 86400000LL),
+    OPT("label", 0, F_ARG | F_RUN, "TEXT",
+        "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
+        STRING(label, LOCK_LABEL_MAX)),
+    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0)),
+    HEADING("Server:"),
+    OPT("url", 'u', F_ARG, "URL",
+        "redis://[[user]:password@]host[:port][/db],\n"
+        "rediss://..., unix:///path[?db=N],\n"
+        "redis-sentinel://[[user]:password@]host:port\n"
+        "[,host:port...]/MASTER[/db] (Sentinel; the\n"
+        "user and password are the sentinels'); default:\n"
+        "env RLOCK_URL, the config file, env REDIS_URL,\n"
+        "then redis://127.0.0.1:6379; several (repeated\n"
+        "or comma-separated): Redlock on those masters",
+        SPECIAL(opt_url)),
+    OPT("user", 0, F_ARG, "NAME", "ACL user name", SPECIAL(opt_user)),
+    OPT("password-file", 0, F_ARG | F_SECRET, "FILE",
+        "read the password from FILE (must not be\n"
+        "accessible by others); cred:NAME: the systemd\n"
+        "credential NAME; env REDISCLI_AUTH or\n"
+        "RLOCK_PASSWORD also work; else, under systemd,\n"
+        "$CREDENTIALS_DIRECTORY/rlock-password",
+        SPECIAL(opt_password_file), .value = SECRET_DATA),
+    OPT("sentinel-user", 0, F_ARG, "NAME", "the sentinels' ACL user name",
+        SPECIAL(opt_sentinel_user)),
+    OPT("sentinel-password-file", 0, F_ARG | F_SECRET, "FILE",
+        "read the sentinels' password from FILE; env\n"
+        "RLOCK_SENTINEL_PASSWORD also works",
+        SPECIAL(opt_password_file), .value = SECRET_SENTINEL),
+    OPT("tls", 0, 0, NULL, "connect with TLS (as rediss://)", SWITCH(tls.enabled, 1)),
+    OPT("cacert", 0, F_ARG, "FILE", "CA certificates that verify the server",
+        STRING(tls.cacert, 0)),
+    OPT("cacertdir", 0, F_ARG, "DIR", "directory of CA certificates", STRING(tls.cacertdir, 0)),
+    OPT("cert", 0, F_ARG, "FILE", "client certificate", STRING(tls.cert, 0)),
+    OPT("tls-key", 0, F_ARG, "FILE", "client certificate's private key", STRING(tls.key, 0)),
+    OPT("sni", 0, F_ARG, "NAME", "server name to send and verify", STRING(tls.sni, 0)),
+    OPT("insecure", 0, 0, NULL, "do not verify the server's certificate (unsafe)",
+        SWITCH(tls.insecure, 1)),
+    OPT_DEF("connect-timeout", 0, F_ARG, "DUR", "deadline to connect (default 2s)", 2000,
+            DURATION(connect_timeout_ms, 1)),
+    OPT_DEF("io-timeout", 0, F_ARG, "DUR", "deadline for each request (default 2s)", 2000,
+            DURATION(io_timeout_ms, 1)),
+    OPT_DEF("node-timeout", 0, F_ARG, "DUR",
+            "Redlock: deadline of each node's reply\n(default 200ms)", 200,
+            DURATION(node_timeout_ms, 1)),
+    OPT("wait-replicas", 0, F_ARG, "N",
+        "after acquiring, wait (up to --io-timeout) until\n"
+        "N replicas have the lock; else release, exit 69;\n"
+        "the release too (else a warning: not confirmed)",
+        INT(wait_replicas, 0, 1000)),
+    OPT("wait-aof", 0, F_ARG, "L[,R]",
+        "after acquiring, WAITAOF (up to --io-timeout)\n"
+        "until the lock is in the AOF of the master (L=1)\n"
+        "and of R replicas; else (or no WAITAOF, AOF\n"
+        "off) release, exit 69",
+        SPECIAL(opt_wait_aof)),
+    OPT("config", 0, F_ARG | F_RUN, "FILE",
+        "config file instead of the layers (default:\n"
+        "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
+        "merged key by key, later wins: /etc/rlock.conf,\n"
+        "$XDG_CONFIG_DIRS/rlock/config,\n"
+        "$XDG_CONFIG_HOME/rlock/config",
+        .type = T_NONE),
+    OPT_HIDDEN("password", F_ARG | F_CONFIG | F_SECRET, SPECIAL(opt_password),
+               .value = SECRET_DATA),
+    OPT_HIDDEN("eviction-warning", F_ARG | F_CONFIG, SPECIAL(opt_eviction_warning),
+               AT(eviction_warning), .def_text = "on"),
+    OPT_HIDDEN("sentinel-password", F_ARG | F_CONFIG | F_SECRET, SPECIAL(opt_password),
+               .value = SECRET_SENTINEL),
+    HEADING("Across steps (a detached keeper holds the lock):"),
+    OPT("acquire", 0, F_RUN, NULL,
+        "take NAME, leave a keeper renewing it, print\nRLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE for "
+        "eval\n(not held: a line that gives eval the status)",
+        SPECIAL(opt_mode), .value = MODE_ACQUIRE),
+    OPT("format", 0, F_ARG | F_RUN, "FMT",
+        "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)",
+        SPECIAL(opt_format), AT(format_github)),
+    OPT("log-file", 0, F_ARG, "FILE", "the keeper's log (default: syslog)", STRING(log_file, 0)),
+    OPT("release", 0, F_RUN, NULL,
+        "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
+        "(or\nthe token is not the holder)",
+        SPECIAL(opt_mode), .value = MODE_RELEASE),
+    OPT("token", 0, F_ARG | F_RUN, "TOKEN",
+        "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
+        "that holder\n(else nothing, exit 79)",
+        STRING(token, 0)),
+    OPT("held", 0, F_RUN, NULL,
+        "inside the job: exit 0 if its token still holds\n"
+        "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
+        "or -k NAME --token TOKEN), 79 if not, 69 if\n"
+        "Redis cannot say; one read, no change",
+        SPECIAL(opt_mode), .value = MODE_HELD),
+    HEADING("Events and metrics:"),
+    OPT("events", 0, F_ARG, "FILE",
+        "append one JSON line per event (waiting,\n"
+        "acquired, busy, renew-failed, warned, lost,\n"
+        "released, keeper-*) to FILE; - for stderr",
+        STRING(events_file, 0)),
+    OPT("metrics-file", 0, F_ARG, "PATH",
+        "write the run's metrics to PATH (Prometheus\n"
+        "textfile format), atomically, when acquired\n"
+        "and at exit; other keys' series are kept",
+        STRING(metrics_file, 0)),
+    HEADING("Operator:"),
+    OPT("status", 0, F_RUN, NULL,
+        "show who holds NAME; exit 0 if free, 75 (or the\n"
+        "non-zero -E) if held",
+        SPECIAL(opt_mode), .value = MODE_STATUS),
+    OPT("break", 0, F_RUN, NULL, "force-release NAME and wake its waiters", SPECIAL(opt_mode),
+        .value = MODE_BREAK),
+    OPT("reset", 0, F_RUN, NULL,
+        "clear NAME's marks: a --lock-delay that keeps\n"
+        "it closed, the --once-per window; never a\n"
+        "live holder (--break); recorded in --history",
+        SPECIAL(opt_mode), .value = MODE_RESET),
+    OPT("history", 0, F_RUN, NULL,
+        "show NAME's runs and supersessions, newest\n"
+        "first (-n N: the last N, default 20; config\n"
+        "history = N keeps N, 0 none; default 100)",
+        SPECIAL(opt_mode), .value = MODE_HISTORY),
+    OPT("if-fence", 0, F_ARG | F_RUN, "N",
+        "--break: only the holder of fence N (with\n"
+        "--token: only that token); else nothing, exit 79",
+        STRING(if_fence, 24)),
+    OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
+        .value = MODE_LIST),
+    OPT("check", 0, F_RUN, NULL,
+        "check the deployment (every node): ok/warn/unsafe\n"
+        "findings and a verdict (--json: one object);\n"
+        "exit 0 ok, 1 warnings, 2 unsafe, 69 unreachable",
+        SPECIAL(opt_mode), .value = MODE_CHECK),
+    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
+    OPT("verbose", 'v', F_RUN, NULL,
+        "say what happens on stderr: server, wait,\n"
+        "release (-vv: renewals too)",
+        .type = T_COUNT, AT(verbose)),
+    OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr", SWITCH(verbose, -1)),
+    OPT("help", 'h', F_RUN, NULL, "show this help", .type = T_NONE),
+    OPT("version", 'V', F_RUN, NULL,
+        "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)", .type = T_NONE),
+};
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+static const char usage_head[] =
+    "Usage: rlock [OPTIONS] -k NAME [--] COMMAND [ARG...]\n"
+    "       rlock [OPTIONS] -k NAME -c 'SHELL COMMAND'\n"
+    "       rlock [OPTIONS] -k NAME --status [--json]\n"
+    "       rlock [OPTIONS] -k NAME --break [--token TOKEN] [--if-fence N]\n"
+    "       rlock [OPTIONS] -k NAME --reset\n"
+    "       rlock [OPTIONS] -k NAME --history [-n N] [--json]\n"
+    "       rlock [OPTIONS] --list [--json]\n"
+    "       rlock [OPTIONS] --check [--json]\n"
+    "       rlock [OPTIONS] -k NAME --acquire [--format sh|github]\n"
+    "       rlock [OPTIONS] -k NAME --release [--token TOKEN]\n"
+    "       rlock [OPTIONS] [-k NAME --token TOKEN] --held [--json]\n"
+    "\n"
+    "Run COMMAND while holding the lock NAME in Redis, so that it runs in one place\n"
+    "at a time across machines. The lease is renewed while COMMAND runs and released\n"
+    "when it exits; rlock exits with COMMAND's status.\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Durations: 500ms, 30s, 5m, 2h, 1d, or a bare number of seconds (1.5 allowed).\n"
+    "\n"
+    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (with\n"
+    "several locks also RLOCK_KEYS, RLOCK_TOKENS, RLOCK_FENCES). A nested rlock is\n"
+    "granted the names its process tree holds already (in a mode at least as strong)\n"
+    "and takes the others; one that would wait for its own ancestor exits 64.\n"
+    "\n"
+    "Exit status:\n"
+    "  N        the command's own status; if it died of signal N, rlock dies of\n"
+    "           it too (the shell shows 128+N)\n";
+
+#define HELP_COLUMN 30
+#define EXIT_COLUMN 11
+
+/* A help text from its table, each '\n' starting a line indented to `column`. */
+static void print_text(FILE *f, const char *text, int column)
+{
+	for (const char *p = text; *p;) {
+		size_t len = strcspn(p, "\n");
+		fprintf(f, "%.*s\n", (int)len, p);
+		p += len;
+		if (*p == '\n' && *++p)
+			fprintf(f, "%*s", column, "");
+	}
+}
+
+/* exitcodes.h's table: "  64       usage error: ...", continuation lines indented. */
+static void print_exit_table(FILE *f)
+{
+#define RL_EX_ROW(code, name, shown, meaning) {shown, meaning},
+	static const struct {
+		const char *shown, *meaning;
+	} rows[] = {RL_EXIT_TABLE(RL_EX_ROW)};
+#undef RL_EX_ROW
+
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (!rows[i].shown)
+			continue;
+		fprintf(f, "  %-*s", EXIT_COLUMN - 2, rows[i].shown);
+		print_text(f, rows[i].meaning, EXIT_COLUMN);
+	}
+}
+
+static void print_help(FILE *f)
+{
+	fputs(usage_head, f);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		char left[64];
+		if (d->heading) {
+			fprintf(f, "\n%s\n", d->heading);
+			continue;
+		}
+		if (!d->help)
+			continue;
+		int n = snprintf(left, sizeof left, "  %c%c%c --%s%s%s", d->letter ? '-' : ' ',
+		                 d->letter ? d->letter : ' ', d->letter ? ',' : ' ', d->name,
+		                 d->arg ? " " : "", d->arg ? d->arg : "");
+		fprintf(f, "%-*s", HELP_COLUMN, left);
+		if (n >= HELP_COLUMN - 1)
+			fprintf(f, "\n%*s", HELP_COLUMN, "");
+		print_text(f, d->help, HELP_COLUMN);
+	}
+	fputs(usage_tail, f);
+	print_exit_table(f);
+}
+
+/* getopt_long's value for a row: its short letter, else OPT_VAL_LONG + its index. */
+#define OPT_VAL_LONG 256 /* past every char */
+
+static int getopt_val(const struct optdef *d)
+{
+	return d->letter ? d->letter : OPT_VAL_LONG + (int)(d - options);
+}
+
+static const struct optdef *option_by_val(int val)
+{
+	size_t i = (size_t)(val - OPT_VAL_LONG);
+
+	if (val >= OPT_VAL_LONG)
+		return i < NOPTIONS && options[i].name ? &options[i] : NULL;
+	for (i = 0; i < NOPTIONS; i++)
+		if (options[i].name && (options[i].letter == val || options[i].alias_letter == val))
+			return &options[i];
+	return NULL;
+}
+
+static const struct optdef *option_by_name(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].name && !strcmp(options[i].name, name))
+			return &options[i];
+	return NULL;
+}
+
+/* A config file's key: its config-only row first (`history = N` is not --history). */
+static const struct optdef *config_option(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (options[i].name && (options[i].flags & F_CONFIG) &&
+		    !strcmp(options[i].name, name))
+			return &options[i];
+	return option_by_name(name);
+}
+
+/* getopt_long's tables, from the option table (an alias is one more entry for its row). */
+#define NALIASES 8
+static struct option long_opts[NOPTIONS + NALIASES + 1];
+static char short_opts[2 * NOPTIONS + NALIASES + 2];
+static char alias_names[NALIASES][16];
+
+static void build_getopt_tables(void)
+{
+	size_t nl = 0, ns = 0, na = 0;
+
+	short_opts[ns++] = '+'; /* stop at the command: its options are its own */
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		if (!d->name || (d->flags & F_CONFIG))
+			continue;
+		long_opts[nl++] =
+		    (struct option){d->name, d->flags & F_ARG ? required_argument : no_argument,
+		                    NULL, getopt_val(d)};
+		if (d->letter) {
+			short_opts[ns++] = (char)d->letter;
+			if (d->flags & F_ARG)
+				short_opts[ns++] = ':';
+		}
+		if (d->alias_letter) {
+			short_opts[ns++] = (char)d->alias_letter;
+			if (d->flags & F_ARG)
+				short_opts[ns++] = ':';
+		}
+		for (const char *a = d->aliases; a && *a;) {
+			size_t len = strcspn(a, " ");
+			if (na >= NALIASES || len >= sizeof alias_names[0])
+				abort(); /* the table above is wrong */
+			memcpy(alias_names[na], a, len);
+			alias_names[na][len] = '\0';
+			long_opts[nl++] = (struct option){
+			    alias_names[na++], d->flags & F_ARG ? required_argument : no_argument,
+			    NULL, getopt_val(d)};
+			a += len + (a[len] == ' ');
+		}
+	}
+	long_opts[nl] = (struct option){NULL, 0, NULL, 0};
+	short_opts[ns] = '\0';
+}
+
+/* Where a password or user name came from; a stronger source replaces a weaker one.
+ * The order is rlock.conf(5)'s: REDIS_URL (usually the application's own
+ * Redis) is below the config file. */
+enum rank {
+	R_NONE,
+	R_REDIS_URL,
+	R_CONFIG_URL,
+	R_CONFIG,
+	R_ENV_URL,
+	R_ENV,
+	R_CLI_URL,
+	R_CLI,
+};
+
+struct state {
+	struct opts *o;
+	const char *url_cli[CLI_URLS_MAX], *url_config;
+	char url_config_src[600];
+	int url_cli_count;
+	int url_pw_seen;           /* a URL of the list had a password (the vault has it) */
+	char url_pw[URL_PASS_MAX]; /* ... this one, while the list is read */
+	enum rank pw_rank, user_rank, spw_rank, suser_rank;
+	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
+	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
+	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
+	int config_has_secret;
+	char url_from[700];  /* where the URL came from, for -v */
+	char user_from[600]; /* where the user came from */
+};
+
+/* --acquire was asked for with the sh output (seen by the first pass over argv, before
+ * any error): a failure here is printed for eval as the keeper's are. */
+static int acquire_sh;
+
+static void __attribute__((noreturn)) fail(int status)
+{
+	if (acquire_sh)
+		keeper_print_failure(status);
+	exit(status);
+}
+
+/* One line on stderr, then exit status. A usage error (64) points to --help; a file
+ * named on the command line or in the config that cannot be read (missing,
+ * unreadable, not a regular file, a secret others may read: 66) is one class of
+ * mistake, one status, and no pointer to --help (the options were right). */
+static void cli_error(int status, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static void cli_error(int status, const char *fmt, ...)
+{
+	char buf[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	log_error("%s%s", buf, status == RL_EX_USAGE ? " (try 'rlock --help')" : "");
+	fail(status);
+}
+#define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
+#define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
+
+static int stdout_closed;
+
+void cli_open_std_fds(void)
+{
+	/* With fd 0, 1 or 2 closed, the next open() (a Redis socket) would take its number
+	 * and our messages would be written into the protocol. */
+	for (;;) {
+		int fd = open("/dev/null", O_RDWR | O_NOCTTY);
+		if (fd < 0)
+			_exit(RL_EX_OSERR); /* nowhere to say so */
+		if (fd > 2) {
+			close(fd);
+			return;
+		}
+		if (fd == STDOUT_FILENO)
+			stdout_closed = 1;
+	}
+}
+
+int cli_stdout_closed(void)
+{
+	return stdout_closed;
+}
+
+static void set_secret(struct state *s, enum secret_slot slot, const char *pw, size_t len,
+                       enum rank rank, const char *src)
+{
+	static int registered;
+	enum rank *have = slot == SECRET_SENTINEL ? &s->spw_rank : &s->pw_rank;
+
+	if (rank < *have)
+		return;
+	if (secret_set_slot(slot, pw, len) < 0) {
+		log_error("cannot store the password (at most %d bytes)", SECRET_MAX);
+		fail(RL_EX_USAGE);
+	}
+	if (slot == SECRET_SENTINEL) {
+		s->o->has_sentinel_password = 1;
+	} else {
+		s->o->has_password = 1;
+		snprintf(s->pw_from, sizeof s->pw_from, "%s", src);
+	}
+	*have = rank;
+	if (!registered) {
+		registered = 1;
+		atexit(secret_wipe);
+	}
+}
+
+static void set_password(struct state *s, const char *pw, size_t len, enum rank rank,
+                         const char *src)
+{
+	set_secret(s, SECRET_DATA, pw, len, rank, src);
+}
+
+static void set_sentinel_user(struct state *s, const char *user, enum rank rank)
+{
+	if (rank < s->suser_rank)
+		return;
+	s->o->sentinel_user = user;
+	s->suser_rank = rank;
+}
+
+static void set_user(struct state *s, const char *user, enum rank rank, const char *src)
+{
+	if (rank < s->user_rank)
+		return;
+	s->o->user = user;
+	s->user_rank = rank;
+	snprintf(s->user_from, sizeof s->user_from, "%s", src);
+}
+
+/* Open a config or password file without blocking (a FIFO would hang us forever),
+ * refuse anything but a regular file, and one that another user can change (ssh's rule,
+ * userfile.h: a layer that can name the server, a password file, the files rlock
+ * writes, must come from root or the user). Returns the fd, or -1 with errno ENOENT
+ * when missing_ok and the file does not exist; exits 66 otherwise. */
+static int open_regular(const char *what, const char *path, const char *src, struct stat *st,
+                        int missing_ok)
+{
+	char why[300];
+	int fd = userfile_read(path, UF_REG, st, why, sizeof why);
+
+	if (fd < 0 && missing_ok && errno == ENOENT)
+		return -1;
+	if (fd < 0 && errno == EINVAL)
+		input_error("%s%s%s '%s' %s", src ? src : "", src ? ": " : "", what, path, why);
+	if (fd < 0)
+		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
+		            path, why);
+	if (userfile_trusted(path, st, why, sizeof why) < 0) {
+		close(fd);
+		input_error("%s%s%s '%s' %s: refused (it must be root's or yours, and writable by "
+		            "nobody else)",
+		            src ? src : "", src ? ": " : "", what, path, why);
+	}
+	return fd;
+}
+
+/* A file holding a secret: others must have no access at all; its group may read it
+ * (a shared /etc/rlock.conf, 0640 root:rlock) but not change it. */
+static void check_secret_mode(const char *what, const char *path, const char *src,
+                              const struct stat *st)
+{
+	unsigned mode = (unsigned)(st->st_mode & 0777);
+
+	if (mode & S_IRWXO)
+		input_error("%s%s%s '%s' holds a password and is accessible by others (mode "
+		            "%03o); chmod o-rwx it",
+		            src ? src : "", src ? ": " : "", what, path, mode);
+	if (mode & S_IWGRP)
+		input_error("%s%s%s '%s' holds a password and is writable by its group (mode "
+		            "%03o); chmod g-w it",
+		            src ? src : "", src ? ": " : "", what, path, mode);
+}
+
+/* A systemd credential (LoadCredential=, SetCredential=): the file NAME in
+ * $CREDENTIALS_DIRECTORY, into path. NAME is one file name, never a path. */
+static void credential_path(char *path, size_t n, const char *name, const char *src)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		usage_error("%s: cred:NAME takes the name of a systemd credential, not '%.100s'",
+		            src, name);
+	if (!dir || !*dir)
+		usage_error("%s: cred:%.100s needs $CREDENTIALS_DIRECTORY (systemd's "
+		            "LoadCredential=), which is not set",
+		            src, name);
+	if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n)
+		usage_error("%s: $CREDENTIALS_DIRECTORY is too long", src);
+}
+
+/* The password in the file path (cred:NAME: a systemd credential); with missing_ok, a
+ * file that does not exist is 0 (nothing read), else 1. */
+static int read_password_file(struct state *s, const char *path, const char *src, enum rank rank,
+                              enum secret_slot slot, int missing_ok)
+{
+	char buf[URL_PASS_MAX + 2], cred[PATH_MAX], from[600];
+	struct stat st;
+
+	snprintf(from, sizeof from, "%s", src);
+	if (!strncmp(path, "cred:", 5)) {
+		credential_path(cred, sizeof cred, path + 5, src);
+		snprintf(from, sizeof from, "%.100s (systemd credential %.400s)", src, cred);
+		path = cred;
+	}
+	int fd = open_regular("password file", path, src, &st, missing_ok);
+	if (fd < 0)
+		return 0;
+	check_secret_mode("password file", path, src, &st);
+	ssize_t n;
+	do
+		n = read(fd, buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0)
+		input_error("%s: cannot read '%s': %s", src, path, strerror(errno));
+	buf[n] = '\0';
+	size_t len = strcspn(buf, "\r\n");
+	if (len == 0 || len > URL_PASS_MAX - 1) {
+		explicit_bzero(buf, sizeof buf);
+		usage_error("%s: password file '%s' must hold one line of 1..%d bytes", src, path,
+		            URL_PASS_MAX - 1);
+	}
+	set_secret(s, slot, buf, len, rank, from);
+	explicit_bzero(buf, sizeof buf);
+	return 1;
+}
+
+/* Under systemd with LoadCredential=rlock-password:..., and no password given anywhere
+ * else (the command line, the environment, the config file, a URL): the credential. */
+static void credential_password(struct state *s)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char path[PATH_MAX];
+
+	if (s->o->has_password || !dir || !*dir ||
+	    (size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
+		return;
+	read_password_file(s, path, "$CREDENTIALS_DIRECTORY/rlock-password", R_NONE, SECRET_DATA,
+	                   1);
+}
+
+/* ---- applying an option ------------------------------------------------------------ */
+
+static void *target(struct state *s, const struct optdef *d)
+{
+	return (char *)s->o + d->off;
+}
+
+static int64_t duration_arg(const struct optdef *d, const char *src, const char *val)
+{
+	int64_t ms;
+	char err[200];
+
+	if (parse_duration(val, &ms, err, sizeof err) < 0)
+		usage_error("%s: %s", src, err);
+	if (ms < d->min && d->min == 1)
+		usage_error("%s: must be more than 0", src);
+	if (ms < d->min)
+		usage_error("%s: the %s must be at least %lldms, not '%s'", src, d->name, d->min,
+		            val);
+	return ms;
+}
+
+static int int_arg(const struct optdef *d, const char *src, const char *val)
+{
+	long long n;
+	char err[200];
+
+	if (parse_int(val, d->min, d->max, &n, err, sizeof err) < 0)
+		usage_error("%s: %s", src, err);
+	return (int)n;
+}
+
+static const char *string_arg(const struct optdef *d, const char *src, const char *val)
+{
+	char err[200];
+
+	if (d->check && d->check(val, err, sizeof err) < 0)
+		usage_error("%s: %s", src, err);
+	if (d->max && strlen(val) > (size_t)d->max)
+		usage_error("%s: at most %lld bytes", src, d->max);
+	return val;
+}
+
+/* Apply one option from the command line (src "--ttl"), the environment (src
+ * "RLOCK_PREFIX"), the config file (src "FILE:LINE") or its default (src "default").
+ * `cli` tells the command line from the rest, for the precedence of secrets. */
+static void apply(struct state *s, const struct optdef *d, const char *val, const char *src,
+                  int cli)
+{
+	void *t = target(s, d);
+
+	switch (d->type) {
+	case T_NONE:
+		break;
+	case T_SWITCH:
+		*(int *)t = (int)d->value;
+		break;
+	case T_SET_MS:
+		*(int64_t *)t = d->value;
+		break;
+	case T_COUNT:
+		*(int *)t = *(int *)t < 0 ? 1 : *(int *)t + 1;
+		break;
+	case T_STRING:
+		*(const char **)t = string_arg(d, src, val);
+		break;
+	case T_DURATION:
+		*(int64_t *)t = duration_arg(d, src, val);
+		break;
+	case T_INT:
+		*(int *)t = int_arg(d, src, val);
+		break;
+	case T_SPECIAL:
+		d->set(s, d, val, src, cli);
+		break;
+	}
+}
+
+/* Every target starts at its row's default (*o is zero on entry). */
+static void apply_defaults(struct state *s)
+{
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		if (d->def_text)
+			apply(s, d, d->def_text, "default", 0);
+		else if ((d->flags & F_DEF) && d->type == T_DURATION)
+			*(int64_t *)target(s, d) = d->def;
+		else if (d->flags & F_DEF)
+			*(int *)target(s, d) = (int)d->def;
+	}
+}
+
+/* The environment layer: the rows that name a variable (besides the URL and the
+ * passwords, which have precedences of their own). */
+static void apply_env(struct state *s)
+{
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const char *e = options[i].env ? getenv(options[i].env) : NULL;
+		if (e && *e)
+			apply(s, &options[i], e, options[i].env, 0);
+	}
+}
+
+/* ---- the special options ------------------------------------------------------------ */
+
+static void opt_key(struct state *s, const struct optdef *d, const char *val, const char *src,
+                    int cli)
+{
+	struct opts *o = s->o;
+	char err[200];
+
+	(void)d, (void)cli;
+	if (parse_lock_name(val, err, sizeof err) < 0)
+		usage_error("%s: %s", src, err);
+	for (int i = 0; i < o->nnames; i++)
+		if (!strcmp(o->names[i], val))
+			usage_error("%s: lock '%s' is given twice", src, val);
+	if (o->nnames == OPTS_NAMES_MAX)
+		usage_error("%s: at most %d locks at once", src, OPTS_NAMES_MAX);
+	o->names[o->nnames++] = val;
+	o->name = val;
+}
+
+/* -x, -s, -l N: one kind of lock, whichever layer names it. */
+static void opt_kind(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	(void)cli;
+	if (s->kind_opt && s->kind_opt != d->letter)
+		usage_error("-%c and -%c do not go together", s->kind_opt, d->letter);
+	s->kind_opt = d->letter;
+	s->o->kind = (int)d->value;
+	if (d->flags & F_ARG)
+		s->o->lock.limit = int_arg(d, src, val);
+}
+
+static void opt_warn(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	char err[200];
+
+	(void)d, (void)cli;
+	if (!strcasecmp(val, "none")) {
+		s->o->warn_signal = 0;
+		return;
+	}
+	if (parse_signal(val, &s->o->warn_signal, err, sizeof err) < 0)
+		usage_error("%s: '%s' is not a signal name (or none)", src, val);
+	if (s->o->warn_signal == SIGKILL || s->o->warn_signal == SIGSTOP)
+		usage_error("%s: the warning must be a signal the command can catch, not %s", src,
+		            val);
+}
+
+/* --wait-aof LOCAL[,REPLICAS]: LOCAL 0 or 1 (WAITAOF's numlocal), REPLICAS 0..1000;
+ * "0" (or "0,0"): not asked. */
+static void opt_wait_aof(struct state *s, const struct optdef *d, const char *val, const char *src,
+                         int cli)
+{
+	char *end;
+	long rep = 0;
+
+	(void)d, (void)cli;
+	if ((val[0] != '0' && val[0] != '1') || (val[1] && val[1] != ','))
+		usage_error("%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+		            src, val);
+	if (val[1] == ',') {
+		errno = 0;
+		rep = strtol(val + 2, &end, 10);
+		if (val[2] < '0' || val[2] > '9' || *end || errno || rep > 1000)
+			usage_error(
+			    "%s: '%s' is not LOCAL[,REPLICAS] (LOCAL 0 or 1, REPLICAS 0..1000)",
+			    src, val);
+	}
+	s->o->wait_aof_local = val[0] - '0';
+	s->o->wait_aof_replicas = (int)rep;
+}
+
+static void opt_on_lost(struct state *s, const struct optdef *d, const char *val, const char *src,
+                        int cli)
+{
+	struct opts *o = s->o;
+	char err[200];
+
+	(void)d, (void)cli;
+	if (!strcasecmp(val, "term")) {
+		o->on_lost = LOST_TERM;
+		o->lost_signal = SIGTERM;
+	} else if (!strcasecmp(val, "kill")) {
+		o->on_lost = LOST_KILL;
+		o->lost_signal = SIGKILL;
+	} else if (!strcasecmp(val, "ignore")) {
+		o->on_lost = LOST_IGNORE;
+	} else {
+		int sig;
+		if (parse_signal(val, &sig, err, sizeof err) < 0)
+			usage_error("%s: '%s' is not term, kill, ignore or a signal name", src,
+			            val);
+		o->on_lost = LOST_SIGNAL;
+		o->lost_signal = sig;
+	}
+}
+
+/* --url: the command line's are kept for choose_url(); the config file's is checked at
+ * once, even when the environment overrides it: a broken config file is reported, not
+ * silently carried around. */
+static void opt_url(struct state *s, const struct optdef *d, const char *val, const char *src,
+                    int cli)
+{
+	(void)d;
+	if (cli) {
+		if (s->url_cli_count >= CLI_URLS_MAX)
+			usage_error("--url: at most %d servers", CLI_URLS_MAX);
+		s->url_cli[s->url_cli_count++] = val;
+		return;
+	}
+	char err[300];
+	struct url probe;
+	if (parse_url(val, &probe, err, sizeof err) < 0)
+		usage_error("%s: %s", src, err);
+	explicit_bzero(&probe, sizeof probe);
+	s->url_config = val;
+	snprintf(s->url_config_src, sizeof s->url_config_src, "%s", src);
+}
+
+static void opt_user(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	(void)d, (void)src;
+	set_user(s, val, cli ? R_CLI : R_CONFIG, src);
+}
+
+static void opt_sentinel_user(struct state *s, const struct optdef *d, const char *val,
+                              const char *src, int cli)
+{
+	(void)d, (void)src;
+	set_sentinel_user(s, val, cli ? R_CLI : R_CONFIG);
+}
+
+static void opt_password_file(struct state *s, const struct optdef *d, const char *val,
+                              const char *src, int cli)
+{
+	read_password_file(s, val, src, cli ? R_CLI : R_CONFIG, (enum secret_slot)d->value, 0);
+}
+
+/* password = / sentinel-password = in a config file (F_CONFIG: never on the command
+ * line, where ps would show it). */
+static void opt_password(struct state *s, const struct optdef *d, const char *val, const char *src,
+                         int cli)
+{
+	(void)src, (void)cli;
+	set_secret(s, (enum secret_slot)d->value, val, strlen(val), R_CONFIG, src);
+	s->config_has_secret = 1;
+}
+
+/* eviction-warning = off: the operator acknowledged the server's eviction policy. */
+static void opt_eviction_warning(struct state *s, const struct optdef *d, const char *val,
+                                 const char *src, int cli)
+{
+	(void)cli;
+	if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "false"))
+		*(int *)target(s, d) = 0;
+	else if (!strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "true"))
+		*(int *)target(s, d) = 1;
+	else
+		usage_error("%s: eviction-warning is 'on' or 'off', not '%.100s'", src, val);
+}
+
+/* --status, --break, --list, --acquire, --release: one mode. */
+static void opt_mode(struct state *s, const struct optdef *d, const char *val, const char *src,
+                     int cli)
+{
+	(void)val, (void)src, (void)cli;
+	if (s->mode_opt && s->o->mode != (enum mode)d->value)
+		usage_error("--%s and --%s do not go together", s->mode_opt, d->name);
+	s->o->mode = (enum mode)d->value;
+	s->mode_opt = d->name;
+}
+
+static void opt_format(struct state *s, const struct optdef *d, const char *val, const char *src,
+                       int cli)
+{
+	(void)cli;
+	if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
+		usage_error("%s: '%.100s' is not sh or github", src, val);
+	*(int *)target(s, d) = !strcmp(val, "github");
+}
+
+/* ---- config file ------------------------------------------------------------------ */
+
+/* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
+ * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist), and
+ * an empty $RLOCK_CONFIG or /dev/null none at all; else /etc/rlock.conf, then
+ * rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the first named is
+ * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
+ * ~/.config): merged key by key, the later wins (as git and systemd do). */
+#define CONFIG_LAYERS_MAX 10
+static int config_layers(const char *cli_path, const char **paths, int *explicit)
+{
+	static char buf[CONFIG_LAYERS_MAX][4096];
+	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
+	int n = 0;
+
+	*explicit = one != NULL;
+	if (one) {
+		if (*one && strcmp(one, "/dev/null") != 0)
+			paths[n++] = one;
+		return n;
+	}
+	paths[n++] = "/etc/rlock.conf";
+	const char *dirs = getenv("XDG_CONFIG_DIRS");
+	if (!dirs || !*dirs)
+		dirs = "/etc/xdg";
+	for (const char *end = dirs + strlen(dirs); end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
+		const char *start = end;
+		while (start > dirs && start[-1] != ':')
+			start--;
+		if (start[0] == '/' && snprintf(buf[n], sizeof buf[n], "%.*s/rlock/config",
+		                                (int)(end - start), start) < (int)sizeof buf[n])
+			paths[n] = buf[n], n++; /* relative entries are ignored (XDG) */
+		end = start > dirs ? start - 1 : start;
+	}
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	if (!home || !*home) {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : NULL;
+	}
+	if (xdg && *xdg &&
+	    snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	else if ((!xdg || !*xdg) && home &&
+	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
+	             (int)sizeof buf[n])
+		paths[n] = buf[n], n++;
+	return n;
+}
+
+/* Config values live as long as the process; kept reachable here (a value set twice
+ * is not a leak). */
+static char **kept;
+static size_t nkept;
+
+static const char *keep_string(const char *v)
+{
+	char **grown = realloc(kept, (nkept + 1) * sizeof *kept);
+	char *copy = strdup(v);
+
+	if (!grown || !copy) {
+		log_error("out of memory");
+		fail(RL_EX_SOFTWARE);
+	}
+	kept = grown;
+	kept[nkept++] = copy;
+	return copy;
+}
+
+/* A flag's value in a config file: 1 on, 0 off, -1 neither. */
+static int flag_value(const char *v)
+{
+	static const char *const on[] = {"true", "yes", "on", "1"};
+	static const char *const off[] = {"false", "no", "off", "0"};
+
+	if (!v)
+		return 1;
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, on[i]))
+			return 1;
+		if (!strcasecmp(v, off[i]))
+			return 0;
+	}
+	return -1;
+}
+
+static void load_config(struct state *s, const char *path, int explicit_path)
+{
+	struct stat st = {0};
+	char line[4096], iobuf[8192];
+	int lineno = 0;
+	int fd = open_regular("config file", path, NULL, &st, !explicit_path);
+
+	s->config_has_secret = 0; /* this file's own */
+	if (fd < 0)
+		return;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		input_error("cannot read config file '%s': %s", path, strerror(errno));
+	}
+	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
+	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+	while (fgets(line, sizeof line, f)) {
+		char src[600], err[300], *key, *val;
+		lineno++;
+		snprintf(src, sizeof src, "%.500s:%d", path, lineno);
+		if (!strchr(line, '\n') && !feof(f))
+			usage_error("%s: line too long", src);
+		int got = parse_config_line(line, &key, &val, err, sizeof err);
+		if (got < 0)
+			usage_error("%s: %s", src, err);
+		if (got == 0)
+			continue;
+		const struct optdef *d = config_option(key);
+		if (!d) {
+			char q[120];
+			log_escape(q, sizeof q, key, strlen(key));
+			usage_error("%s: unknown setting '%.100s'", src, q);
+		}
+		if (d->flags & F_RUN)
+			usage_error("%s: '%s' is not allowed in a config file (give it on the "
+			            "command line)",
+			            src, key);
+		if ((d->flags & F_ARG) && (!val || !*val))
+			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
+		if (!(d->flags & F_ARG)) {
+			int on = flag_value(val);
+			if (on < 0)
+				usage_error(
+				    "%s: '%s' is a switch: its value is true, yes, on or 1 (on), "
+				    "or false, no, off or 0 (off)",
+				    src, key);
+			if (!on)
+				continue;
+		}
+		if (d->set == opt_url && strchr(val, '@'))
+			s->config_has_secret = 1;
+		if (d->flags & F_SECRET) {
+			/* Consumed at once (copied or read): no copy of a secret lingers. */
+			apply(s, d, val, src, 0);
+			explicit_bzero(line, sizeof line);
+			continue;
+		}
+		apply(s, d, val ? keep_string(val) : NULL, src, 0);
+	}
+	explicit_bzero(line, sizeof line);
+	fclose(f);
+	explicit_bzero(iobuf, sizeof iobuf);
+	if (s->config_has_secret)
+		check_secret_mode("config file", path, NULL, &st);
+}
+
+/* ---- validation ------------------------------------------------------------------- */
+
+/* The server, for -v: the URL without its password. */
+static void describe_server(char *buf, size_t n, const struct url *u)
+{
+	char db[24] = "";
+
+	if (u->scheme == URL_UNIX) {
+		if (u->db)
+			snprintf(db, sizeof db, "?db=%d", u->db);
+		snprintf(buf, n, "unix://%s%s", u->path, db);
+		return;
+	}
+	if (u->db)
+		snprintf(db, sizeof db, "/%d", u->db);
+	if (u->nsentinels) {
+		size_t used = (size_t)snprintf(buf, n, "%s://",
+		                               u->scheme == URL_SENTINELS ? "rediss-sentinel"
+		                                                          : "redis-sentinel");
+		for (int i = 0; i < u->nsentinels && used < n; i++)
+			used += (size_t)snprintf(
+			    buf + used, n - used,
+			    strchr(u->sentinel[i].host, ':') ? "%s[%s]:%d" : "%s%s:%d",
+			    i ? "," : "", u->sentinel[i].host, u->sentinel[i].port);
+		if (used < n)
+			snprintf(buf + used, n - used, "/%s%s", u->master, db);
+		return;
+	}
+	snprintf(buf, n, strchr(u->host, ':') ? "%s://[%s]:%d%s" : "%s://%s:%d%s",
+	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
+}
+
+#define URL_MAX_TEXT 2048
+
+/* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
+static int sentinel_url(const char *s)
+{
+	return strncasecmp(s, "redis-sentinel:", 15) == 0 ||
+	       strncasecmp(s, "rediss-sentinel:", 16) == 0;
+}
+
+/* Overwrite the password inside each URL of a comma list in place (argv lives in
+ * /proc/PID/cmdline): this only narrows the window in which another user could read it
+ * there. */
+static void scrub_url_list(char *list)
+{
+	char one[URL_MAX_TEXT];
+	size_t off, len;
+
+	if (sentinel_url(list)) {
+		if (url_password_span(list, &off, &len))
+			memset(list + off, '*', len);
+		return;
+	}
+
+	for (char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n < sizeof one) {
+			memcpy(one, p, n);
+			one[n] = '\0';
+			if (url_password_span(one, &off, &len))
+				memset(p + off, '*', len);
+			explicit_bzero(one, n);
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+}
+
+/* Parse one URL of the list into o->urls[o->nurls]; its password goes to the vault (all
+ * of a Redlock's nodes share one password). */
+static void add_url(struct state *s, const char *text, size_t n, const char *src, enum rank rank)
+{
+	struct opts *o = s->o;
+	char one[URL_MAX_TEXT], err[300];
+
+	if (o->nurls >= CLI_URLS_MAX)
+		usage_error("%s: at most %d servers", src, CLI_URLS_MAX);
+	if (n >= sizeof one)
+		usage_error("%s: URL too long", src);
+	memcpy(one, text, n);
+	one[n] = '\0';
+	struct url *u = &o->urls[o->nurls];
+	int rc = parse_url(one, u, err, sizeof err);
+	explicit_bzero(one, sizeof one);
+	if (rc < 0)
+		usage_error("%s: %s", src, err);
+	if (u->nsentinels > 0) {
+		/* Sentinels name one master: its own secrets, and never one of a list. */
+		if (o->nurls > 0)
+			usage_error("%s: a Sentinel URL cannot be one of several servers", src);
+		if (u->has_password && rank == R_CLI_URL)
+			log_warn("a password on the command line is visible to other users in ps; "
+			         "use --sentinel-password-file or RLOCK_SENTINEL_PASSWORD");
+		if (u->has_password)
+			set_secret(s, SECRET_SENTINEL, u->password, strlen(u->password), rank, src);
+		if (u->has_user)
+			set_sentinel_user(s, u->user, rank);
+		u->has_password = u->has_user = 0;
+	}
+	if (o->nurls > 0 && o->urls[0].nsentinels > 0)
+		usage_error("%s: a Sentinel URL cannot be one of several servers", src);
+	if (u->has_password) {
+		if (s->url_pw_seen && strcmp(u->password, s->url_pw) != 0) {
+			explicit_bzero(u->password, sizeof u->password);
+			explicit_bzero(s->url_pw, sizeof s->url_pw);
+			usage_error("%s: the Redlock nodes must share one password", src);
+		}
+		if (rank == R_CLI_URL && !s->url_pw_seen) {
+			log_warn("a password on the command line is visible to other users in ps; "
+			         "use --password-file or REDISCLI_AUTH");
+		}
+		if (!s->url_pw_seen)
+			set_password(s, u->password, strlen(u->password), rank, src);
+		s->url_pw_seen = 1;
+		snprintf(s->url_pw, sizeof s->url_pw, "%s", u->password);
+	}
+	explicit_bzero(u->password, sizeof u->password);
+	if (u->has_user)
+		set_user(s, u->user, rank, src);
+	if (u->scheme == URL_REDISS || u->scheme == URL_SENTINELS)
+		o->tls.enabled = 1;
+	if (u->scheme == URL_UNIX && o->tls.enabled)
+		usage_error("%s: TLS over a Unix socket is not supported", src);
+	o->nurls++;
+}
+
+static void add_url_list(struct state *s, const char *list, const char *src, enum rank rank)
+{
+	if (sentinel_url(list)) {
+		add_url(s, list, strlen(list), src, rank);
+		return;
+	}
+	for (const char *p = list;;) {
+		size_t n = strcspn(p, ",");
+		if (n == 0)
+			usage_error("%s: empty URL in the list", src);
+		add_url(s, p, n, src, rank);
+		p += n;
+		if (!*p)
+			break;
+		p++;
+	}
+}
+
+/* Redlock counts its nodes as independent masters: two URLs that name one server by
+ * the same text (its database aside: one restart empties both) are a usage error. The
+ * same server under two names (an alias, an address, its Unix socket) is found by
+ * asking each server who it is in the handshake (client.c, quorum.c). */
+static void distinct_nodes(const struct opts *o)
+{
+	for (int i = 1; i < o->nurls; i++)
+		for (int j = 0; j < i; j++) {
+			const struct url *a = &o->urls[j], *b = &o->urls[i];
+			int unix_a = a->scheme == URL_UNIX, unix_b = b->scheme == URL_UNIX;
+			if (unix_a != unix_b ||
+			    (unix_a ? strcmp(a->path, b->path) != 0
+			            : strcasecmp(a->host, b->host) != 0 || a->port != b->port))
+				continue;
+			char x[URL_MAX_TEXT], y[URL_MAX_TEXT];
+			describe_server(x, sizeof x, a);
+			describe_server(y, sizeof y, b);
+			usage_error(
+			    "Redlock nodes must be distinct servers: %s and %s are the same "
+			    "server",
+			    x, y);
+		}
+}
+
+static void choose_url(struct state *s)
+{
+	struct opts *o = s->o;
+	const char *url = NULL, *src = NULL;
+	enum rank rank = R_NONE;
+	const char *e;
+
+	if (s->url_cli_count > 0) {
+		src = "--url";
+		rank = R_CLI_URL;
+		for (int i = 0; i < s->url_cli_count; i++)
+			add_url_list(s, s->url_cli[i], src, rank);
+	} else {
+		if ((e = getenv("RLOCK_URL")) && *e) {
+			url = e;
+			src = "RLOCK_URL";
+			rank = R_ENV_URL;
+		} else if (s->url_config) {
+			url = s->url_config;
+			src = s->url_config_src;
+			rank = R_CONFIG_URL;
+		} else if ((e = getenv("REDIS_URL")) && *e) {
+			url = e;
+			src = "REDIS_URL";
+			rank = R_REDIS_URL;
+		} else {
+			url = "redis://127.0.0.1:6379";
+			src = "default URL";
+		}
+		add_url_list(s, url, src, rank);
+	}
+	explicit_bzero(s->url_pw, sizeof s->url_pw);
+	o->url = o->urls[0];
+	/* The URL strings that are ours keep no plain password once parsed: argv is visible
+	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
+	 * untouched (docs/usage.md, "The running command"). */
+	for (int i = 0; i < s->url_cli_count; i++)
+		scrub_url_list((char *)s->url_cli[i]);
+	if (s->url_config)
+		scrub_url_list((char *)s->url_config);
+	if (rank == R_CONFIG_URL)
+		snprintf(s->url_from, sizeof s->url_from, "config %s", src);
+	else
+		snprintf(s->url_from, sizeof s->url_from, "%s", rank == R_NONE ? "default" : src);
+}
+
+/* With -v: which server, and where its URL came from. */
+static void say_server(struct state *s)
+{
+	struct opts *o = s->o;
+
+	describe_server(o->server, sizeof o->server, &o->url);
+	if (o->nurls > 1) {
+		size_t used = strlen(o->server);
+		snprintf(o->server + used, sizeof o->server - used, " and %d more (Redlock)",
+		         o->nurls - 1);
+	}
+	log_info("server %s%s (URL from %s)", o->server, o->tls.enabled ? " with TLS" : "",
+	         s->url_from);
+}
+
+/* With -v, and in an authentication failure: where the user and the password came
+ * from (never the password). */
+static void say_credentials(struct state *s)
+{
+	struct opts *o = s->o;
+	int n = 0;
+
+	o->creds_from[0] = '\0';
+	if (o->user)
+		n = snprintf(o->creds_from, sizeof o->creds_from, "user from %.250s", s->user_from);
+	if (o->has_password && n >= 0 && (size_t)n < sizeof o->creds_from)
+		snprintf(o->creds_from + n, sizeof o->creds_from - (size_t)n,
+		         "%spassword from %.250s", n ? ", " : "", s->pw_from);
+	if (o->creds_from[0])
+		log_info("%s", o->creds_from);
+}
+
+static void env_passwords(struct state *s)
+{
+	char *p;
+
+	/* Copied (masked) into the vault; the variables themselves are the user's and stay
+	 * as they are, for the command (docs/usage.md, "The running command"). */
+	if ((p = getenv("REDISCLI_AUTH")) && *p)
+		set_password(s, p, strlen(p), R_ENV, "REDISCLI_AUTH");
+	if ((p = getenv("RLOCK_PASSWORD")) && *p)
+		set_password(s, p, strlen(p), R_ENV, "RLOCK_PASSWORD");
+	if ((p = getenv("RLOCK_SENTINEL_PASSWORD")) && *p)
+		set_secret(s, SECRET_SENTINEL, p, strlen(p), R_ENV, "RLOCK_SENTINEL_PASSWORD");
+}
+
+static void print_version(void)
+{
+	char libs[600];
+
+	store_libraries(libs, sizeof libs);
+	printf("rlock %s (%s)\n", RLOCK_VERSION, libs);
+	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
+}
+
+int cli_close_stdout(void)
+{
+	if (stdout_closed) {
+		log_error("cannot write to standard output: it is closed");
+		return RL_EX_IOERR;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		log_error("cannot write to standard output: %s",
+		          errno ? strerror(errno) : "write error");
+		return RL_EX_IOERR;
+	}
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
+ * the shape rlock gives its tokens. */
+static void release_token(struct opts *o)
+{
+	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
+
+	if (!o->token)
+		o->token = getenv("RLOCK_TOKEN");
+	if (!o->token || !*o->token)
+		usage_error("--release needs the holder's token: --token TOKEN or RLOCK_TOKEN (as "
+		            "printed by --acquire)");
+	size_t n = strspn(o->token, "0123456789abcdef");
+	if (n != 32 || o->token[n])
+		usage_error("%s: not an rlock token (32 hex digits)", src);
+}
+
+/* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
+static void bad_option(char **argv)
+{
+	const char *bad = argv[optind - 1];
+	const struct optdef *d;
+
+	if (optopt && optopt < OPT_VAL_LONG && (d = option_by_val(optopt)) && (d->flags & F_ARG) &&
+	    bad && bad[0] == '-' && bad[1] != '-')
+		usage_error("option -%c needs a value", optopt);
+	if (bad && bad[0] == '-' && bad[1] == '-' && !strchr(bad, '=') &&
+	    (d = option_by_name(bad + 2)) && (d->flags & F_ARG) && !(d->flags & F_CONFIG))
+		usage_error("option --%s needs a value", d->name);
+	if (optopt && optopt < OPT_VAL_LONG)
+		usage_error("unknown option -%c", optopt);
+	usage_error("unknown option '%.100s'", bad ? bad : "?");
+}
+
+/* ---- validation: the combinations, once every layer is applied ------------------- */
+
+/* The TLS files, before any traffic: one that cannot be read, is not of its type, or
+ * that another user can change (a CA bundle others can write lets them vouch for any
+ * server), is the same mistake as such a password file (66), not a server that cannot
+ * be reached. Opened as every user-named file is: without blocking (userfile.h). */
+static void tls_files_readable(const struct tls_opts *t)
+{
+	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
+	static const char *const opt[] = {"--cacert", "--cert", "--tls-key", "--cacertdir"};
+	char why[300];
+	struct stat st;
+
+	for (int i = 0; i < 4; i++) {
+		if (!file[i])
+			continue;
+		int fd = userfile_read(file[i], i == 3 ? UF_DIR : UF_REG, &st, why, sizeof why);
+		if (fd < 0 && errno == EINVAL)
+			input_error("%s: '%s' %s", opt[i], file[i],
+			            i == 3 ? "is not a directory" : why);
+		if (fd < 0)
+			input_error("%s: cannot read '%s': %s", opt[i], file[i], why);
+		close(fd);
+		if (i == 3 && access(file[i], R_OK | X_OK) != 0)
+			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));
+		if (userfile_trusted(file[i], &st, why, sizeof why) < 0)
+			input_error(
+			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
+			    "by nobody else)",
+			    opt[i], file[i], why);
+	}
+}
+
+static void validate_server(struct state *s)
+{
+	struct opts *o = s->o;
+
+	if (o->nurls > 1 && o->wait_replicas > 0)
+		usage_error("--wait-replicas does not apply to Redlock (several --url)");
+	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
+		usage_error("--wait-aof does not apply to Redlock (several --url)");
+	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->lock.fair))
+		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
+	distinct_nodes(o);
+	if (o->tls.enabled && o->url.scheme == URL_UNIX)
+		usage_error("--tls: TLS over a Unix socket is not supported");
+	if (!o->tls.enabled && (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key ||
+	                        o->tls.sni || o->tls.insecure))
+		usage_error("TLS options need --tls or a rediss:// URL");
+	if (!!o->tls.cert != !!o->tls.key)
+		usage_error("--cert and --tls-key go together");
+	if (o->tls.enabled)
+		tls_files_readable(&o->tls);
+	if (o->tls.enabled && o->tls.insecure)
+		log_warn("--insecure: the server's certificate is not verified (anyone on the "
+		         "path can pose as the server)");
+	if (!o->url.nsentinels && (s->suser_rank == R_CLI || s->spw_rank == R_CLI))
+		usage_error("--sentinel-user and --sentinel-password-file go with a "
+		            "redis-sentinel:// URL");
+}
+
+/* What the mode needs: a name, a command or none, a token. */
+static void validate_mode(struct state *s, int nargs)
+{
+	struct opts *o = s->o;
+
+	if (o->nnames > 1 && o->mode != MODE_RUN)
+		usage_error("several -k go with a command, not with --%s", s->mode_opt);
+	if (o->mode == MODE_RUN) {
+		if (!o->name)
+			usage_error("no lock name: give -k NAME");
+		if (o->shell_command && nargs > 0)
+			usage_error(
+			    "give either -c 'COMMAND' or a command after the options, not both");
+		if (!o->shell_command && nargs == 0)
+			usage_error("no command to run");
+		return;
+	}
+	if (o->mode == MODE_HELD) {
+		/* The lock(s) and token(s) are found (and checked) by held_plan() (report.h). */
+		if (nargs > 0 || o->shell_command)
+			usage_error("no command is run with --held");
+		if (o->token && !o->name)
+			usage_error("--token goes with -k NAME (which lock the token should hold)");
+		return;
+	}
+	if (o->mode == MODE_CHECK) {
+		if (nargs > 0 || o->shell_command || o->name)
+			usage_error(
+			    "--check checks the servers: it takes no -k NAME and no command");
+		return;
+	}
+	if (o->mode != MODE_LIST && !o->name)
+		usage_error("--%s needs -k NAME", s->mode_opt);
+	if (o->mode == MODE_LIST && o->name)
+		usage_error("--list shows every lock under the prefix: it takes no -k NAME");
+	if ((o->mode == MODE_ACQUIRE || o->mode == MODE_RELEASE) && (nargs > 0 || o->shell_command))
+		usage_error("--%s runs no command (the next steps of your script run under the "
+		            "lock)",
+		            s->mode_opt);
+	if (nargs > 0 || o->shell_command)
+		usage_error("no command is run with --status, --break or --list");
+	if (o->mode == MODE_RELEASE)
+		release_token(o);
+}
+
+/* --once-per marks a name done after its command succeeded; --acquire with it is refused
+ * while the mark lives (its steps are not seen to end: the mark is written by the
+ * --release --once-per DUR that says they succeeded). One exclusive lock (not a shared
+ * hold or a permit, not several names) on one server (the mark is not a quorum's). */
+static void validate_once_per(const struct opts *o)
+{
+	if (o->lock.once_per_ms == 0 ||
+	    (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE))
+		return;
+	if (o->kind != KIND_EXCLUSIVE)
+		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
+	if (o->nnames > 1)
+		usage_error("--once-per goes with one -k NAME");
+	if (o->nurls > 1)
+		usage_error("--once-per uses one server, not Redlock (several --url)");
+}
+
+/* --history -n N: getopt reads -n as --no-wait and leaves N as an argument; it is the
+ * count. The arguments left for validate_mode. */
+static int history_count(struct opts *o, int nargs, char **args)
+{
+	long long n;
+
+	if (o->mode != MODE_HISTORY)
+		return nargs;
+	o->history_count = 20;
+	if (o->wait_ms != 0)
+		return nargs;
+	if (nargs != 1 || parse_int(args[0], 1, HISTORY_MAX, &n, NULL, 0) < 0)
+		usage_error("--history: -n takes a count, 1 to %d", HISTORY_MAX);
+	o->history_count = (int)n;
+	return 0;
+}
+
+/* Deploy queues: --supersede and --preempt wait for an exclusive lock (not in a fair
+ * queue: the scripts refuse a mix on one name); --preemptible needs a command to stop. */
+static void validate_queue(const struct opts *o)
+{
+	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+
+	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) && !run)
+		usage_error(
+		    "--supersede, --preempt and --preemptible go with a command or --acquire");
+	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) &&
+	    (o->kind != KIND_EXCLUSIVE || o->lock.fair || o->nnames > 1))
+		usage_error(
+		    "--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
+		    "not with -s, --limit or --fair");
+	if ((o->lock.supersede || o->lock.preempt) && o->wait_ms == 0)
+		usage_error("--supersede and --preempt wait for the lock: not with -n");
+	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
+		usage_error("--preemptible goes with a command, not with --acquire");
+}
+
+/* --break --token T / --if-fence N: break only that holder. The fence is kept in the
+ * form the counter stores (the scripts compare the text). */
+static void validate_break(struct opts *o)
+{
+	static char fence[24];
+	long long v;
+	size_t n = o->token ? strspn(o->token, "0123456789abcdef") : 0;
+
+	if (o->if_fence && o->mode != MODE_BREAK)
+		usage_error("--if-fence goes with --break");
+	if (o->mode != MODE_BREAK)
+		return;
+	if (o->token && (n != 32 || o->token[n]))
+		usage_error("--token: not an rlock token (32 hex digits)");
+	if (!o->if_fence)
+		return;
+	if (parse_int(o->if_fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
+		usage_error("--if-fence: '%s' is not a fence (a 64-bit integer)", o->if_fence);
+	snprintf(fence, sizeof fence, "%lld", v);
+	o->if_fence = fence;
+}
+
+/* --acquire: the keeper changes to "/" before it opens its log or loads the TLS files
+ * (its renewals reload them), so a relative path is made absolute here, against the
+ * caller's directory (--events and --metrics-file: events_setup). */
+static void keeper_paths(struct opts *o)
+{
+	const char **path[] = {&o->log_file, &o->tls.cacert, &o->tls.cacertdir, &o->tls.cert,
+	                       &o->tls.key};
+	char cwd[4096];
+
+	for (size_t i = 0; o->mode == MODE_ACQUIRE && i < sizeof path / sizeof path[0]; i++) {
+		const char *p = *path[i];
+		if (!p || p[0] == '/')
+			continue;
+		char *abs = NULL;
+		if (!getcwd(cwd, sizeof cwd) || asprintf(&abs, "%s/%s", cwd, p) < 0)
+			usage_error("--acquire: cannot make '%s' absolute: %s", p, strerror(errno));
+		*path[i] = abs; /* lives as long as the options */
+	}
+}
+
+/* The one validate step: combinations of options, after the command line, the
+ * environment and the config file are all applied (a lone value was checked by its
+ * row). Exits 64 with one line on stderr. */
+static void validate(struct state *s, int nargs)
+{
+	struct opts *o = s->o;
+
+	validate_server(s);
+	validate_mode(s, nargs);
+	if (o->json && o->mode != MODE_STATUS && o->mode != MODE_LIST && o->mode != MODE_HELD &&
+	    o->mode != MODE_CHECK && o->mode != MODE_HISTORY)
+		usage_error("--json goes with --status, --list, --held, --check or --history");
+	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD && o->mode != MODE_BREAK)
+		usage_error("--token goes with --release, --held or --break");
+	validate_break(o);
+	if (o->format_github && o->mode != MODE_ACQUIRE)
+		usage_error("--format goes with --acquire");
+	validate_once_per(o);
+	validate_queue(o);
+	keeper_paths(o);
+}
+
+/* Warnings about settings that are valid but probably not what was meant. */
+static void warn_logins(const struct opts *o)
+{
+	if (o->sentinel_user && !o->has_sentinel_password)
+		log_warn("sentinel user '%s' has no password, so rlock does not log in to the "
+		         "sentinels as that user; give its password or drop the user name",
+		         o->sentinel_user);
+	if (o->user && !o->has_password)
+		log_warn("user '%s' has no password, so rlock does not log in as that user (it "
+		         "connects as the default user); give its password or drop the user name",
+		         o->user);
+}
+
+/* ---- cli_parse ------------------------------------------------------------------- */
+
+/* Pass 1 over argv: --help and --version (print and exit), --config, and whether
+ * --acquire's sh output is asked for. Errors are left to pass 2. */
+static const char *first_pass(int argc, char **argv)
+{
+	const char *config_cli = NULL;
+	int acquire = 0, github = 0, c, idx;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		const struct optdef *d = option_by_val(c);
+		const char *name = d ? d->name : "";
+		if (!strcmp(name, "acquire"))
+			acquire = 1;
+		if (!strcmp(name, "format"))
+			github = optarg && !strcmp(optarg, "github");
+		if (!strcmp(name, "help")) {
+			print_help(stdout);
+			exit(cli_close_stdout());
+		}
+		if (!strcmp(name, "version")) {
+			print_version();
+			exit(cli_close_stdout());
+		}
+		if (!strcmp(name, "config"))
+			config_cli = optarg;
+	}
+	acquire_sh = acquire && !github;
+	return config_cli;
+}
+
+/* -n and -w (or --timeout) on one command line contradict each other: a usage error,
+ * not the last one silently winning. *seen: the first of them. */
+static void wait_once(struct state *s, const struct optdef *d, const struct optdef **seen)
+{
+	if (target(s, d) != (void *)&s->o->wait_ms)
+		return;
+	if (*seen && (*seen)->type != d->type)
+		usage_error("--%s and --%s do not go together", (*seen)->name, d->name);
+	*seen = d;
+}
+
+/* Pass 2: the command line, above every other layer. */
+static void apply_argv(struct state *s, int argc, char **argv)
+{
+	const struct optdef *wait_seen = NULL;
+	int c, idx;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+		const struct optdef *d = option_by_val(c);
+		char src[64];
+		if (c == '?' || c == ':' || !d)
+			bad_option(argv);
+		snprintf(src, sizeof src, "--%s", d->name);
+		wait_once(s, d, &wait_seen);
+		apply(s, d, optarg, src, 1);
+	}
+}
+
+void cli_parse(int argc, char **argv, struct opts *o)
+{
+	struct state s = {.o = o};
+	int explicit_path;
+
+	/* *o is zero already (a static: its 95 KiB of URLs are not touched unless used) */
+	build_getopt_tables();
+	apply_defaults(&s);
+	const char *cfg[CONFIG_LAYERS_MAX];
+	int ncfg = config_layers(first_pass(argc, argv), cfg, &explicit_path);
+
+	/* Lowest precedence first: config files, then environment, then command line. */
+	for (int i = 0; i < ncfg; i++)
+		load_config(&s, cfg[i], explicit_path);
+	apply_env(&s);
+	env_passwords(&s);
+	apply_argv(&s, argc, argv);
+	log_verbosity = o->verbose;
+
+	choose_url(&s);
+	credential_password(&s);
+	validate(&s, history_count(o, argc - optind, argv + optind));
+	say_server(&s);
+	say_credentials(&s);
+	warn_logins(o);
+	if (o->nnames > 1) {
+		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
+		o->name = o->names[0];
+	}
+	if (o->mode == MODE_RUN)
+		o->argv = argv + optind;
+}

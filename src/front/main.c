@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+/* rlock: run a command while holding a lock in Redis.
+ * The story: options → connect → acquire (or wait) → run → release → exit. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "child.h"
+#include "cli.h"
+#include "clock.h"
+#include "events.h"
+#include "exitcodes.h"
+#include "frontend.h"
+#include "hold.h"
+#include "holder.h"
+#include "keeper.h"
+#include "lock.h"
+#include "log.h"
+#include "parse.h"
+#include "reenter.h"
+#include "report.h"
+#include "store.h"
+#include "wait.h"
+
+static void describe_command(char *buf, size_t n, const struct opts *o)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (o->mode == MODE_ACQUIRE) {
+		snprintf(buf, n, "%s", KEEPER_CMD);
+		return;
+	}
+	if (o->shell_command) {
+		snprintf(buf, n, "%s", o->shell_command);
+		return;
+	}
+	for (char **a = o->argv; *a && used + 1 < n; a++) {
+		int w = snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* Environment of the command: the user's own, untouched (as flock and timeout pass
+ * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
+ * or taken here) and the lease length of those taken here. A secret rlock read from a
+ * file or the config is never added. */
+static void child_environment(const struct reenter *r, const struct hold *h, int warn_signal)
+{
+	char v[32];
+
+	if (warn_signal)
+		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
+	reenter_environment(r, h->l, h->n);
+	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ask.ttl_ms);
+	setenv("RLOCK_TTL_MS", v, 1);
+}
+
+/* A nested rlock whose process tree already holds every name it asks for (in a mode at
+ * least as strong) runs the command directly instead of deadlocking against its
+ * ancestor; with only some of them, o keeps the names left to take (reenter.h). With
+ * --acquire it only refuses (64) what would wait for an ancestor. */
+static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o,
+                               const sigset_t *orig)
+{
+	struct reenter_ask q = {o->prefix,        o->names,
+	                        o->nnames,        o->lock.ttl_ms,
+	                        o->io_timeout_ms, lock_mode_of(o->kind),
+	                        o->lock.limit,    o->mode == MODE_ACQUIRE};
+
+	int left = reenter_plan(r, s, &q);
+	o->nnames = q.nnames;
+	if (left > 0 || o->mode == MODE_ACQUIRE) {
+		o->name = o->names[0]; /* only the names left to take */
+		return;
+	}
+	log_info("every lock asked for is already held by this process tree: running the "
+	         "command directly");
+	store_close(s);
+	reenter_environment(r, NULL, 0);
+	child_exec(o->argv, o->shell_command, orig);
+	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
+	          errno == ENOENT ? "command not found" : strerror(errno));
+	exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+}
+
+static int busy(const struct opts *o, const char *name, const struct holder *h)
+{
+	/* -E 0 skips silently; -v still says so. */
+	char who[1200] = "";
+
+	if (h->host[0] || h->delayed)
+		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
+	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
+	        !who[0]      ? ""
+	        : h->delayed ? ": "
+	                     : ": held by ",
+	        who, o->wait_ms > 0 ? " (gave up waiting)" : "",
+	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
+	return o->conflict_exit;
+}
+
+/* --once-per: a run succeeded inside the window; say when it ends (-E 0: only -v). */
+static int done_already(const struct opts *o, const char *name, const struct holder *h)
+{
+	char until[64] = "";
+
+	if (h->pttl_ms >= 0) {
+		time_t t = time(NULL) + (time_t)((h->pttl_ms + 999) / 1000);
+		struct tm tm;
+		if (localtime_r(&t, &tm))
+			strftime(until, sizeof until, "%Y-%m-%d %H:%M:%S %z", &tm);
+	}
+	if (until[0])
+		log_msg(
+		    o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
+		    "lock '%s' is done for this window (--once-per: a run succeeded); the window "
+		    "ends at %s (in %.1f s); --reset clears the mark%s",
+		    name, until, (double)h->pttl_ms / 1000,
+		    o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
+	else
+		log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO,
+		        "lock '%s' is done (--once-per: its mark has no expiry, set by hand?)%s",
+		        name, o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
+	return o->conflict_exit;
+}
+
+/* The holder's user name, for --status: $USER, as login, su, sudo and cron set it,
+ * when rlock runs with its real uid (not set-uid), so that the common case needs no
+ * look-up in NSS (nscd, nsswitch.conf, /etc/passwd: 9 system calls and a tenth of
+ * rlock's own instructions); else, or when it is not a plain name, the account name of
+ * the effective uid. Informational, as the host and pid are: not a credential. */
+static const char *user_name(void)
+{
+	const char *u = getenv("USER");
+	size_t n = u ? strlen(u) : 0;
+	int plain = n > 0 && n < 64 && getuid() == geteuid();
+
+	for (size_t i = 0; plain && i < n; i++)
+		plain = u[i] > ' ' && u[i] < 0x7f;
+	if (plain)
+		return u;
+	struct passwd *pw = getpwuid(geteuid());
+	return pw ? pw->pw_name : u ? u : "";
+}
+
+/* Before the command starts: a terminating signal that cut a wait short ends rlock
+ * as that signal would have. */
+static void die_if_signalled(int termfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si)
+		child_die_of((int)si.ssi_signo);
+}
+
+static struct keeper_args keeper_args_of(const struct opts *o)
+{
+	struct keeper_args k = {.github = o->format_github,
+	                        .close_stdout = cli_close_stdout,
+	                        .log_file = o->log_file,
+	                        .max_hold_ms = o->max_hold_ms,
+	                        .warn = o->warn_signal != 0,
+	                        .name = o->name,
+	                        .token = o->token,
+	                        .connect_timeout_ms = o->connect_timeout_ms,
+	                        .io_timeout_ms = o->io_timeout_ms,
+	                        .wait_replicas = o->wait_replicas};
+	return k;
+}
+
+/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+ * (which changes to "/"); a bad path is a usage error. */
+static void events_of(const struct opts *o)
+{
+	struct events_config e = {.events_path = o->events_file,
+	                          .metrics_path = o->metrics_file,
+	                          .prefix = o->prefix,
+	                          .names = o->names,
+	                          .nnames = o->nnames,
+	                          .label = o->label,
+	                          .conflict_exit = o->conflict_exit};
+	char err[300];
+
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	    events_setup(&e, err, sizeof err) < 0) {
+		log_error("%s", err);
+		exit(RL_EX_USAGE);
+	}
+}
+
+/* Signals: blocked, read from sigfd; until the command starts, every wait (lookup,
+ * connect, reply, sleep) ends at once on a terminating signal (termfd): rlock then
+ * gives back what it may hold and dies of it. */
+static int setup_signals(int *sigfd, int *termfd, sigset_t *orig)
+{
+	*sigfd = child_signals_block(orig);
+	*termfd = *sigfd < 0 ? -1 : child_term_fd();
+	if (*termfd < 0) {
+		log_error("cannot set up signal handling: %s", strerror(errno));
+		return -1;
+	}
+	store_set_abort_fd(*termfd);
+	return 0;
+}
+
+/* Look the name up once (later connects, for renewal, waiting and release, reuse its
+ * addresses and never wait on a resolver) and open the main handle, within the wait
+ * when running a command (wait_open; o->wait_ms then keeps what is left of it). The
+ * password stays in memory while connections may need reopening; it is wiped at exit.
+ * 0, or the exit status. */
+static int open_store(struct store **c, struct store_config *cfg, struct opts *o, int termfd)
+{
+	char err[700];
+	int64_t start = clock_ms();
+	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+
+	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
+	 * looks the name up again; once one succeeded, the addresses are kept. */
+	int64_t wait = waits ? o->wait_ms : 0;
+	if (rc == STORE_ERR && wait != 0 && store_fault_passing())
+		rc = STORE_OK;
+	if (wait > 0) /* what the lookup left of the wait (at least a try) */
+		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
+	if (rc == STORE_OK)
+		rc = wait_open(c, cfg, o->name, wait, termfd, err, sizeof err);
+	if (rc == STORE_OK)
+		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+	if (rc == STORE_OK && o->wait_ms > 0) {
+		/* The connect was part of the wait: what is left of it (at least a try). */
+		int64_t left = o->wait_ms - (clock_ms() - start);
+		o->wait_ms = left > 0 ? left : 1;
+	}
+	if (rc == STORE_OK)
+		return 0;
+	die_if_signalled(termfd);
+	log_error("%s", err);
+	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	return rc;
+}
+
+/* --status, --break, --release, --list, --held. */
+static int command(struct store *c, const struct opts *o, const struct lock_ask *ask,
+                   const struct keeper_args *k, int termfd)
+{
+	int rc;
+
+	if (o->mode == MODE_RELEASE) {
+		static struct lock l; /* large */
+		if (lock_init_ask(&l, ask, o->name) < 0) {
+			log_error("no randomness for the lock token: %s", strerror(errno));
+			store_close(c);
+			return RL_EX_OSERR;
+		}
+		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
+		l.mark_done = l.ask.once_per_ms > 0;
+		rc = keeper_release(c, &l, k);
+	} else {
+		struct report_ask ra;
+		report_ask_from_opts(&ra, o);
+		rc = o->mode == MODE_STATUS    ? report_status(c, &ra)
+		     : o->mode == MODE_BREAK   ? report_break(c, &ra)
+		     : o->mode == MODE_RESET   ? report_reset(c, &ra)
+		     : o->mode == MODE_HELD    ? report_held(c, &ra)
+		     : o->mode == MODE_HISTORY ? report_history(c, &ra)
+		                               : report_list(c, &ra);
+	}
+	die_if_signalled(termfd);
+	return rc;
+}
+
+/* The owner record: who holds the lock, for --status and the wait line. */
+static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmdlen, char *host,
+                                     size_t hostlen)
+{
+	struct timespec now;
+
+	gethostname(host, hostlen - 1);
+	describe_command(cmd, cmdlen, o);
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct lock_meta m = {host,
+	                      user_name(),
+	                      cmd,
+	                      (long)getpid(),
+	                      (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+	                      o->label,
+	                      holder_proc_self()};
+	return m;
+}
+
+/* --supersede: a newer request took this one's place; it leaves, saying which. */
+static int superseded(const struct opts *o, const char *name, const struct holder *newer)
+{
+	char who[800];
+
+	log_warn("lock '%s': superseded by a newer --supersede request (%s); exiting %d", name,
+	         holder_format(newer, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
+	         o->superseded_exit);
+	return o->superseded_exit;
+}
+
+/* Take every name of o into h (h owns c from here on), or exit as the failure says. */
+static void acquire(struct hold *h, struct store *c, const struct store_config *cfg,
+                    const struct opts *o, const struct lock_ask *ask, int termfd)
+{
+	char cmd[512], host[256] = "", err[512], warn_key[300];
+	struct holder who;
+	int signo = 0;
+	int keeper = o->mode == MODE_ACQUIRE;
+
+	snprintf(warn_key, sizeof warn_key, "%.200seviction-warned", o->prefix);
+	struct lock_meta meta = owner_record(o, cmd, sizeof cmd, host, sizeof host);
+	struct hold_spec sp = {.ask = ask,
+	                       .names = o->names,
+	                       .nnames = o->nnames,
+	                       .wait_ms = o->wait_ms,
+	                       .io_timeout_ms = o->io_timeout_ms,
+	                       .wait_replicas = o->wait_replicas,
+	                       .wait_aof_local = o->wait_aof_local,
+	                       .wait_aof_replicas = o->wait_aof_replicas,
+	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
+	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
+	                       .check_now = !keeper && o->verbose > 0};
+	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
+	if (rc == WAIT_ACQUIRED)
+		return;
+	if (rc == WAIT_SIGNAL)
+		child_die_of(signo);
+	if (rc == WAIT_BUSY)
+		exit(busy(o, h->failed, &who));
+	if (rc == WAIT_DONE)
+		exit(done_already(o, h->failed, &who));
+	if (rc == WAIT_SUPERSEDED)
+		exit(superseded(o, h->failed, &who));
+	if (rc == WAIT_MISMATCH) {
+		/* Holders that disagree on the kind of lock or on N: a usage error. */
+		log_error("lock '%s': %s", h->failed, err);
+		exit(RL_EX_USAGE);
+	}
+	log_error("%s", err);
+	events_emit(EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE,
+	                               .reason = err});
+	exit(rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE);
+}
+
+static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
+{
+	hold_lost_reason(ctx, timed_out, buf, n);
+}
+
+static int64_t lease_lost_at(const void *ctx)
+{
+	return hold_lost_at(ctx);
+}
+
+static int64_t lease_warn_at(const void *ctx)
+{
+	return hold_warn_at(ctx);
+}
+
+static int64_t lease_kill_at(const void *ctx)
+{
+	return hold_kill_at(ctx);
+}
+
+/* --preemptible: a --preempt request stopped the command (as on a loss): 81 and a line
+ * naming who asked (the release follows, in run()); else status as it is. */
+static int preempted(struct hold *h, const struct opts *o, int status)
+{
+	char why[300];
+
+	if (!hold_preempted(h, why, sizeof why))
+		return status;
+	hold_set_preempted(h); /* the history's end record says preempted too */
+	log_error("lock '%s': %s: the command was stopped, the lock is released; exiting %d",
+	          o->name, why, RL_EX_PREEMPTED);
+	return RL_EX_PREEMPTED;
+}
+
+static int64_t lease_renew_due(const void *ctx)
+{
+	return hold_renew_due(ctx);
+}
+
+static void lease_renew_launch(void *ctx)
+{
+	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+}
+
+/* Run the command under the hold, supervise it, give the locks back. The status. */
+static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
+               const sigset_t *orig)
+{
+	struct child ch;
+	int64_t started = clock_ms();
+
+	child_environment(re, h, o->warn_signal);
+	int rc = child_spawn(&ch, o->argv, o->shell_command, orig,
+	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
+	if (rc != 0) {
+		hold_release(h, 0);
+		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+		return rc;
+	}
+	struct supervise_args sa = {
+	    .sigfd = sigfd,
+	    .lost_fd = hold_lost_fd(h),
+	    .lost_at = lease_lost_at,
+	    .kill_at = lease_kill_at,
+	    .lost_reason = lease_lost,
+	    .ctx = h,
+	    .action = o->on_lost == LOST_IGNORE ? ACT_IGNORE : ACT_SIGNAL,
+	    .lost_signal = o->lost_signal,
+	    .warn_signal = o->warn_signal,
+	    .warn_at = lease_warn_at,
+	    .kill_after_ms = o->kill_after_ms,
+	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
+	    .renew_due = lease_renew_due,
+	    .renew_launch = lease_renew_launch,
+	    .renew_ctx = h,
+	};
+	rc = child_supervise(&ch, &sa);
+	/* The group is done (or, after a failed supervision, left to the watchdog, which
+	 * kills it as its pipe ends): the watchdog goes now, its exit overlapping the
+	 * release's round trip rather than trailing rlock's own (issue 40), and it is told
+	 * to kill what is left of a group before the release is sent, not after. */
+	child_finish(&ch);
+	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
+	if (ch.lost)                   /* exit 79: the history's end record says lost too */
+		hold_set_lost(h, o->on_lost != LOST_IGNORE);
+	rc = preempted(h, o, rc);
+	if (rc == 0 && o->lock.once_per_ms > 0)
+		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
+	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
+		/* Broken, deleted, expired or flushed while the command ran, and not seen by
+		 * a renewal before it ended: mutual exclusion did not hold. */
+		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";
+		if (h->gone_why[0])
+			snprintf(why, sizeof why, ": %s", h->gone_why);
+		if (o->on_lost == LOST_IGNORE) {
+			log_warn(
+			    "lock lost: it was no longer held when the command ended%s; --on-lost "
+			    "ignore",
+			    why);
+		} else {
+			log_error("lock lost: it was no longer held when the command ended%s", why);
+			rc = RL_EX_LOST;
+		}
+		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
+	}
+	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
+		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
+	return rc;
+}
+
+/* The command's watchdog, started during the acquire's round trip (store_while_waiting): a
+ * failure is child_spawn's to retry and report. */
+static void watchdog_ahead(void)
+{
+	(void)child_watchdog_ahead();
+}
+
+static void held_plan_of(const struct opts *o)
+{
+	struct report_ask ra;
+
+	report_ask_from_opts(&ra, o);
+	held_plan(&ra);
+}
+
+static struct store_config *store_configure_from_opts(const struct opts *o)
+{
+	struct store_ask ask;
+
+	store_ask_from_opts(&ask, o);
+	return store_configure(&ask);
+}
+
+/* --check: every node behind the seam, read-only; then stdout flushed (74 if not). */
+static int check(struct store_config *cfg, const struct opts *o, int termfd)
+{
+	struct check_ask ca;
+
+	check_ask_from_opts(&ca, o);
+	int rc = check_run(cfg, &ca);
+	int wrc = cli_close_stdout();
+	die_if_signalled(termfd);
+	return wrc ? wrc : rc;
+}
+
+_Static_assert(OPTS_NAMES_MAX <= HOLD_LOCKS_MAX, "a hold holds every name -k may give");
+
+int main(int argc, char **argv)
+{
+	static struct opts o; /* zero, as cli_parse wants it */
+	static struct hold hold;
+	static struct reenter re;
+	struct store_config *cfg;
+	struct lock_ask req; /* every lock's request, built once here */
+	struct store *c = NULL;
+	sigset_t orig;
+	int sigfd, termfd, rc;
+
+	child_inherit(); /* before anything can write a diagnostic or fork */
+	cli_open_std_fds();
+	cli_parse(argc, argv, &o);
+	struct keeper_args k = keeper_args_of(&o);
+	events_of(&o);
+	if (o.mode == MODE_HELD)
+		held_plan_of(&o); /* checked before any traffic */
+	if (o.mode == MODE_ACQUIRE && cli_stdout_closed()) {
+		/* Nobody would learn the token: a keeper nobody can release. */
+		log_error("--acquire: standard output is closed: nobody would learn the token");
+		return RL_EX_IOERR;
+	}
+	if (o.mode == MODE_ACQUIRE)
+		keeper_detach(&k); /* from here on, this process is the keeper */
+	if (setup_signals(&sigfd, &termfd, &orig) < 0)
+		return RL_EX_OSERR;
+	if (o.tls.enabled)
+		store_tls_init();
+	cfg = store_configure_from_opts(&o);
+	if (o.mode == MODE_CHECK)
+		return check(cfg, &o, termfd);
+	rc = open_store(&c, cfg, &o, termfd);
+	if (rc != 0)
+		return rc;
+	lock_ask_from_opts(&req, &o);
+	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
+		return command(c, &o, &req, &k, termfd);
+	reenter_plan_names(&re, c, &o, &orig);
+	if (o.mode == MODE_RUN)
+		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
+	acquire(&hold, c, cfg, &o, &req, termfd);
+	store_while_waiting(NULL);
+	/* From here on, signals are the supervisor's to forward. */
+	store_set_abort_fd(-1);
+	close(termfd);
+	if (o.mode == MODE_ACQUIRE)
+		return keeper_hold(&hold, sigfd, &k);
+	return run(&hold, &o, &re, sigfd, &orig);
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+#include "events.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "userfile.h"
+
+#define EVENTS_SCHEMA 1
+#define TOKEN_SHOWN   8 /* the token's prefix in a line: enough to match, not to use */
+
+static const char *const kind_names[] = {
+    [EV_WAITING] = "waiting",
+    [EV_ACQUIRED] = "acquired",
+    [EV_BUSY] = "busy",
+    [EV_UNAVAILABLE] = "unavailable",
+    [EV_RENEWED] = "renewed",
+    [EV_RENEW_FAILED] = "renew-failed",
+    [EV_WARNED] = "warned",
+    [EV_LOST] = "lost",
+    [EV_RELEASED] = "released",
+    [EV_KEEPER_STARTED] = "keeper-started",
+    [EV_KEEPER_LOST] = "keeper-lost",
+    [EV_KEEPER_STOPPED] = "keeper-stopped",
+    [EV_KEEPER_RELEASED] = "keeper-released",
+};
+
+/* Set once by events_setup (before threads), read by every thread. */
+static struct {
+	int on;          /* --events */
+	int any;         /* --events or --metrics-file: else events_emit does nothing */
+	char path[4096]; /* absolute, or "-" */
+	const char *prefix, *name, *label;
+	char host[256];
+	int fd;
+	pthread_once_t opened;
+	atomic_flag warned;
+} ev = {.fd = -1, .opened = PTHREAD_ONCE_INIT, .warned = ATOMIC_FLAG_INIT};
+
+/* Main thread only (acquired happens before the renewal thread of that lock starts). */
+static const struct lock *first_lock;
+static int64_t acquired_at = -1;
+static int lost;
+
+/* The absolute form of path into dst (size n), "-" kept: a keeper changes to "/"
+ * before it writes. 0, or -1 (no working directory, too long). */
+static int events_absolute(char *dst, size_t n, const char *path)
+{
+	char cwd[4096];
+
+	if (path[0] == '/' || !strcmp(path, "-"))
+		return snprintf(dst, n, "%s", path) < (int)n ? 0 : -1;
+	if (!getcwd(cwd, sizeof cwd))
+		return -1;
+	return snprintf(dst, n, "%s/%s", cwd, path) < (int)n ? 0 : -1;
+}
+
+int events_setup(const struct events_config *c, char *err, size_t errlen)
+{
+	ev.prefix = c->prefix;
+	ev.name = c->nnames > 0 ? c->names[0] : "";
+	ev.label = c->label;
+	gethostname(ev.host, sizeof ev.host - 1);
+	if (c->events_path) {
+		if (!c->events_path[0] ||
+		    events_absolute(ev.path, sizeof ev.path, c->events_path)) {
+			snprintf(err, errlen, "--events: '%s': not a usable path", c->events_path);
+			return -1;
+		}
+		ev.on = 1;
+	}
+	ev.any = ev.on || c->metrics_path;
+	char mpath[sizeof ev.path];
+	int abs_ok = c->metrics_path && events_absolute(mpath, sizeof mpath, c->metrics_path) == 0;
+	return metrics_setup(c, abs_ok ? mpath : NULL, err, errlen);
+}
+
+static void warn_once(const char *why)
+{
+	if (!atomic_flag_test_and_set(&ev.warned))
+		log_warn("cannot write the events file '%s' (%s): the job goes on without it",
+		         ev.path, why);
+}
+
+static void open_file(void)
+{
+	if (!strcmp(ev.path, "-")) {
+		ev.fd = STDERR_FILENO;
+		return;
+	}
+	/* O_NONBLOCK: a FIFO nobody reads must not hold the job up (open or write); a link
+	 * planted at the name, a file of another user, a directory: refused (userfile.h). */
+	char why[300];
+	ev.fd = userfile_append(ev.path, UF_REG | UF_CHR | UF_FIFO, 0644, why, sizeof why);
+	if (ev.fd < 0)
+		warn_once(why);
+}
+
+/* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */
+__attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_t *at,
+                                                      const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*at >= n)
+		return;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *at, n - *at, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*at += (size_t)w;
+}
+
+/* Escaped pieces into buf (json_escape): once fewer than 8 bytes are left, none but the
+ * closing quote, so truncation shows as a short line. */
+struct sink {
+	char *buf;
+	size_t n, *at;
+	int full;
+};
+
+static void put_piece(void *arg, const char *p, size_t len)
+{
+	struct sink *k = arg;
+	int quote = len == 1 && *p == '"'; /* the opening or the closing one */
+
+	if (!quote && (k->full || *k->at + 7 >= k->n)) {
+		k->full = 1;
+		return;
+	}
+	if (*k->at + len < k->n) {
+		memcpy(k->buf + *k->at, p, len);
+		*k->at += len;
+	}
+}
+
+/* JSON string s (NULL: null) at buf + *at, escaped; truncation shows as a short line. */
+static void put_str(char *buf, size_t n, size_t *at, const char *s)
+{
+	if (!s) {
+		put(buf, n, at, "null");
+		return;
+	}
+	struct sink k = {buf, n, at, 0};
+
+	json_escape(s, put_piece, &k);
+	buf[*at < n ? *at : n - 1] = '\0';
+}
+
+/* Now as "2026-11-25T13:30:01.123Z" into out; returns it in Unix ms. */
+static long long rfc3339_now(char *out, size_t n)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t w = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + w, n - w, ".%03ldZ", ts.tv_nsec / 1000000);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The name in key (PREFIX{NAME}), into name. */
+static void name_of(char *name, size_t n, const char *key)
+{
+	size_t p = strlen(ev.prefix), k = strlen(key);
+
+	if (k >= p + 2 && !strncmp(key, ev.prefix, p) && key[p] == '{' && key[k - 1] == '}')
+		snprintf(name, n, "%.*s", (int)(k - p - 2), key + p + 1);
+	else
+		snprintf(name, n, "%s", key);
+}
+
+/* The fields every line has: the schema, the time, the kind, the lock, who. */
+static void put_head(char *buf, size_t n, size_t *at, enum ev_kind kind, const struct lock *l)
+{
+	char when[40], key[LOCK_KEY_MAX], name[LOCK_KEY_MAX], token[TOKEN_SHOWN + 1];
+
+	long long ms = rfc3339_now(when, sizeof when);
+	if (l)
+		snprintf(key, sizeof key, "%s", l->key);
+	else
+		snprintf(key, sizeof key, "%s{%s}", ev.prefix, ev.name);
+	name_of(name, sizeof name, key);
+	if (l)
+		snprintf(token, sizeof token, "%.*s", TOKEN_SHOWN, l->token);
+	put(buf, n, at,
+	    "{\"schema\":%d,\"time\":\"%s\",\"time_ms\":%lld,\"event\":\"%s\",\"name\":",
+	    EVENTS_SCHEMA, when, ms, kind_names[kind]);
+	put_str(buf, n, at, name);
+	put(buf, n, at, ",\"key\":");
+	put_str(buf, n, at, key);
+	put(buf, n, at, ",\"host\":");
+	put_str(buf, n, at, ev.host);
+	put(buf, n, at, ",\"pid\":%ld,\"token\":", (long)getpid());
+	put_str(buf, n, at, l ? token : NULL);
+	put(buf, n, at, ",\"label\":");
+	put_str(buf, n, at, ev.label && ev.label[0] ? ev.label : NULL);
+}
+
+/* The fields of one kind. */
+static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const struct ev_facts *f,
+                      int64_t hold_ms)
+{
+	switch (kind) {
+	case EV_ACQUIRED:
+		put(buf, n, at, ",\"wait_ms\":%lld,\"fence\":%lld", (long long)f->wait_ms,
+		    f->lock ? f->lock->fence : 0);
+		break;
+	case EV_BUSY:
+		put(buf, n, at, ",\"wait_ms\":%lld", (long long)f->wait_ms);
+		break;
+	case EV_RELEASED:
+	case EV_KEEPER_RELEASED:
+		put(buf, n, at, ",\"hold_ms\":%lld,\"status\":%d", (long long)hold_ms, f->status);
+		break;
+	case EV_UNAVAILABLE:
+		put(buf, n, at, ",\"status\":%d", f->status);
+		/* fall through */
+	case EV_RENEW_FAILED:
+	case EV_LOST:
+	case EV_KEEPER_LOST:
+		put(buf, n, at, ",\"reason\":");
+		put_str(buf, n, at, f->reason);
+		break;
+	default:
+		break;
+	}
+}
+
+static void write_line(enum ev_kind kind, const struct ev_facts *f, const struct lock *l,
+                       int64_t hold_ms)
+{
+	char buf[8192]; /* the longest label and reason, escaped, fit */
+	size_t at = 0;
+
+	pthread_once(&ev.opened, open_file);
+	if (ev.fd < 0)
+		return;
+	put_head(buf, sizeof buf - 2, &at, kind, l);
+	put_facts(buf, sizeof buf - 2, &at, kind, f, hold_ms);
+	if (at > sizeof buf - 3)
+		at = sizeof buf - 3; /* cut short: still one line, never two */
+	buf[at++] = '}';
+	buf[at++] = '\n';
+	/* One write(2), O_APPEND: lines of concurrent runs never interleave. */
+	ssize_t w;
+	do
+		w = write(ev.fd, buf, at);
+	while (w < 0 && errno == EINTR);
+	if (w != (ssize_t)at)
+		warn_once(w < 0 ? strerror(errno) : "short write");
+}
+
+/* What the run knows across events: its first lock, when it was acquired, a loss. */
+static void note(enum ev_kind kind, const struct ev_facts *f)
+{
+	if (kind == EV_ACQUIRED && !first_lock) {
+		first_lock = f->lock;
+		acquired_at = clock_ms();
+	}
+	if (kind == EV_LOST || kind == EV_KEEPER_LOST)
+		lost = 1;
+}
+
+void events_emit(enum ev_kind kind, const struct ev_facts *f)
+{
+	if (!ev.any)
+		return; /* the common case costs a branch */
+	if (kind == EV_RENEWED || kind == EV_RENEW_FAILED) {
+		/* A renewal thread: it touches nothing of the main thread's. */
+		metrics_count_renewal(kind == EV_RENEWED);
+		if (ev.on && kind == EV_RENEW_FAILED && !f->repeat)
+			write_line(kind, f, f->lock, 0);
+		return;
+	}
+	note(kind, f);
+	int64_t hold_ms = acquired_at < 0 ? 0 : clock_ms() - acquired_at;
+	if (ev.on)
+		write_line(kind, f, f->lock ? f->lock : first_lock, hold_ms);
+	metrics_note(kind, f, hold_ms, lost);
+}

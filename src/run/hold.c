@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+#include "hold.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "events.h"
+#include "log.h"
+#include "renew.h"
+
+/* The lease of lock i is over by rlock's clock: nothing is released (lease.h), but the
+ * history, when on, records the run lost (once: the script skips a run that ended
+ * already). Best effort, on s or a fresh handle, within one io-timeout. */
+static void record_lost(const struct hold *h, const struct lock *l, struct store *s)
+{
+	struct store *fresh = NULL;
+	char err[300];
+
+	if (l->ask.history_len <= 0)
+		return;
+	if (!s && h->cfg &&
+	    store_open(&fresh, h->cfg, 0, clock_ms() + store_io_timeout(h->cfg), err, sizeof err) ==
+	        STORE_OK)
+		s = fresh;
+	if (s && store_release(s, l, LOCK_KEEP_LOST, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
+		log_debug("cannot record the loss of %s in its history (%s)", l->key, err);
+	store_close(fresh);
+}
+
+/* Give back lock i: on its renewal thread's handle when it renewed, else on the main
+ * one, else a fresh one. A thread that never touched the network (a hold shorter than
+ * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
+ * rlock. The main handle then sat idle for longer than ttl/3, and a NAT or firewall
+ * may have dropped it silently. */
+static int release_one(struct hold *h, int i, int64_t keep_ms)
+{
+	const struct lock *l = &h->l[i];
+	int64_t confirmed = h->sent[i];
+	struct store *live = NULL;
+	char err[300];
+
+	if (h->rn[i] && !renew_quiet(h->rn[i]))
+		live = renew_stop(h->rn[i], &confirmed);
+	else
+		renew_drop(h->rn[i]);
+	h->rn[i] = NULL;
+	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
+	                       STORE_NO_CAP, err, sizeof err);
+	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
+	 * mark, the lock-delay's entry, the history's end record) as it covers the
+	 * acquire: a master demoted by a failover a moment ago still answers as one, and
+	 * what only it has is lost (issue 41). Not confirmed is said, never "done". */
+	char unconfirmed[300] = "";
+	struct store *used = live ? live : h->s;
+	if (rc == LOCK_OK && h->wait_replicas > 0) {
+		if (!used)
+			snprintf(unconfirmed, sizeof unconfirmed,
+			         "the connection that wrote is gone");
+		else if (store_wait_replicas(used, h->wait_replicas, unconfirmed,
+		                             sizeof unconfirmed) == 0)
+			unconfirmed[0] = '\0';
+	}
+	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
+		record_lost(h, l, live ? live : h->s);
+	h->gone_why[0] = '\0';
+	if (rc == LOCK_NOTOURS) /* who broke it, on the handle that found it gone */
+		renew_broken_why(live ? live : h->s, h->cfg, l, STORE_NO_CAP, h->gone_why,
+		                 sizeof h->gone_why);
+	store_close(live);
+	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
+		log_debug("the lease of %s is over (lost): nothing to release", l->key);
+	else if (rc == LOCK_ERR)
+		log_warn("cannot release %s (%s); it expires by its TTL%s", l->key, err,
+		         l->mark_done && l->ask.once_per_ms > 0
+		             ? "; not marked done (--once-per): a later run runs again"
+		             : "");
+	else if (rc == LOCK_OK && unconfirmed[0])
+		log_warn("released %s%s on the master, not confirmed by %d replica(s) "
+		         "(--wait-replicas): %s; a failover now can bring the lock back until its "
+		         "TTL%s",
+		         l->key, keep_ms > 0 ? " (--min-hold)" : "", h->wait_replicas, unconfirmed,
+		         l->mark_done && l->ask.once_per_ms > 0
+		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
+		               "may run again"
+		             : "");
+	else if (rc == LOCK_OK && keep_ms > 0)
+		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
+		         (double)keep_ms / 1000);
+	else if (rc == LOCK_OK)
+		log_info("released %s", l->key);
+	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->ask.once_per_ms > 0)
+		log_info("marked %s done for %.1f s (--once-per)", l->key,
+		         (double)l->ask.once_per_ms / 1000);
+	return rc;
+}
+
+static void close_all(struct hold *h)
+{
+	store_close(h->s);
+	h->s = NULL;
+	if (h->epfd >= 0)
+		close(h->epfd);
+	h->epfd = -1;
+	h->n = 0;
+}
+
+void hold_mark_done(struct hold *h)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].mark_done = 1;
+}
+
+void hold_set_status(struct hold *h, int status)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].run_status = status;
+}
+
+void hold_set_lost(struct hold *h, int declared)
+{
+	for (int i = 0; i < h->n; i++) {
+		h->l[i].lost_seen = 1;
+		h->l[i].lost_declared = declared;
+	}
+}
+
+void hold_set_preempted(struct hold *h)
+{
+	for (int i = 0; i < h->n; i++)
+		h->l[i].preempted_declared = 1;
+}
+
+int hold_preempted(const struct hold *h, char *who, size_t n)
+{
+	for (int i = 0; i < h->n; i++) {
+		if (h->rn[i] && renew_preempted(h->rn[i])) {
+			renew_reason(h->rn[i], 0, who, n);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int hold_release(struct hold *h, int64_t keep_ms)
+{
+	int rc = HOLD_OK;
+
+	for (int i = h->n - 1; i >= 0; i--) {
+		int r = release_one(h, i, keep_ms);
+		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
+			log_error("lock lost: %s was no longer held at the release%s%s",
+			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
+		if (r == LOCK_NOTOURS)
+			rc = HOLD_LOST;
+		else if (r != LOCK_OK && rc == HOLD_OK)
+			rc = HOLD_ERR;
+	}
+	close_all(h);
+	return rc;
+}
+
+void hold_abandon(struct hold *h)
+{
+	for (int i = h->n - 1; i >= 0; i--) {
+		int64_t confirmed;
+		store_close(renew_stop(h->rn[i], &confirmed));
+		h->rn[i] = NULL;
+	}
+	close_all(h);
+}
+
+void hold_drop_main(struct hold *h)
+{
+	store_close(h->s);
+	h->s = NULL;
+}
+
+/* The earliest of of(r) over the hold's renewals (INT64_MAX: none). */
+static int64_t earliest(const struct hold *h, int64_t (*of)(const struct renew *))
+{
+	int64_t first = INT64_MAX;
+
+	for (int i = 0; i < h->n; i++) {
+		int64_t t = of(h->rn[i]);
+		if (t < first)
+			first = t;
+	}
+	return first;
+}
+
+int64_t hold_confirmed_sent(const struct hold *h)
+{
+	return earliest(h, renew_confirmed_sent);
+}
+
+int64_t hold_lost_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->loss_after_ms;
+}
+
+int64_t hold_warn_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->warn_after_ms;
+}
+
+int64_t hold_kill_at(const struct hold *h)
+{
+	return hold_confirmed_sent(h) + h->kill_by_ms;
+}
+
+int hold_lost_fd(const struct hold *h)
+{
+	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
+}
+
+void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
+{
+	int64_t now = clock_ms();
+
+	/* The others first: the first lock's reason is the one left. */
+	for (int i = 1; i < h->n; i++) {
+		struct pollfd p = {.fd = renew_fd(h->rn[i]), .events = POLLIN};
+		if ((timed_out && now >= renew_confirmed_sent(h->rn[i]) + h->loss_after_ms) ||
+		    (!timed_out && poll(&p, 1, 0) == 1)) {
+			char why[300];
+			renew_reason(h->rn[i], timed_out, why, sizeof why);
+			snprintf(buf, n, "%s: %s", h->l[i].key, why);
+			return;
+		}
+	}
+	renew_reason(h->rn[0], timed_out, buf, n);
+}
+
+int64_t hold_renew_due(const struct hold *h)
+{
+	return earliest(h, renew_due);
+}
+
+int hold_renew_launch(struct hold *h)
+{
+	char err[300];
+	int rc = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		if (renew_launch(h->rn[i], err, sizeof err) == 0)
+			continue;
+		log_error("%s: %s: the lease will run out", h->l[i].key, err);
+		rc = -1;
+	}
+	return rc;
+}
+
+int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen)
+{
+	*signo = 0;
+	hold_renew_launch(h); /* a failure shows as the loss, in time */
+	for (;;) {
+		int64_t now = clock_ms(), lost_at = hold_lost_at(h);
+		if (now >= lost_at) {
+			hold_lost_reason(h, 1, err, errlen);
+			return 0;
+		}
+		if (stop_at >= 0 && now >= stop_at)
+			return 1;
+		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
+		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
+		                      {.fd = hold_lost_fd(h), .events = POLLIN}};
+		if (poll(p, 2, t > 60000 ? 60000 : (int)t) <= 0)
+			continue;
+		if (p[1].revents & POLLIN) {
+			hold_lost_reason(h, 0, err, errlen);
+			return 0;
+		}
+		struct signalfd_siginfo si;
+		if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD) {
+			*signo = (int)si.ssi_signo;
+			return 0;
+		}
+	}
+}
+
+/* Take lock i (name, within what is left of the wait counted from asked_ms), check it
+ * and start its renewal. */
+static int take_one(struct hold *h, const struct hold_spec *sp, const struct lock_meta *meta,
+                    int termfd, int64_t asked_ms, struct holder *who, int *signo, char *err,
+                    size_t errlen)
+{
+	struct lock *l = &h->l[h->n];
+	const char *name = sp->names[h->n];
+	int64_t left = sp->wait_ms, sent;
+
+	h->failed = name;
+	if (lock_init_ask(l, sp->ask, name) < 0) {
+		snprintf(err, errlen, "no randomness for the lock token: %s", strerror(errno));
+		return WAIT_OSERR;
+	}
+	if (h->n > 0 && sp->wait_ms >= 0) {
+		left = asked_ms + sp->wait_ms - clock_ms();
+		left = left < 0 ? 0 : left;
+	}
+	/* The locks taken so far are renewed while this one is waited for. */
+	if (h->n > 0 && hold_renew_launch(h) < 0) {
+		snprintf(err, errlen, "cannot start the renewal thread of %s", h->l[0].key);
+		return WAIT_OSERR;
+	}
+	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
+	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
+	if (rc == WAIT_BUSY || rc == WAIT_DONE)
+		events_emit(EV_BUSY,
+		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
+	if (rc != WAIT_ACQUIRED)
+		return rc;
+	/* As flock -v: how long getting the lock took. */
+	if (h->n == 0)
+		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
+		         (double)(clock_ms() - asked_ms) / 1000, l->fence,
+		         (long long)l->ask.ttl_ms);
+	else
+		log_info("got the lock %s too (fence %lld)", l->key, l->fence);
+	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, sp->wait_aof_local,
+	                sp->wait_aof_replicas, signo, err, errlen);
+	if (rc != WAIT_ACQUIRED)
+		return rc;
+	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
+	 * short command costs no second connection and no INFO. */
+	h->sent[h->n] = sent;
+	events_emit(EV_ACQUIRED, &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
+	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
+	                h->n == 0 && sp->check_now, err, errlen) < 0) {
+		h->rn[h->n] = NULL;
+		h->n++; /* given back with the others */
+		return WAIT_OSERR;
+	}
+	h->n++;
+	return WAIT_ACQUIRED;
+}
+
+/* Several locks: one fd readable when any renewal reports a loss. */
+static int watch_all(struct hold *h)
+{
+	if (h->n == 1)
+		return 0;
+	h->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (h->epfd < 0)
+		return -1;
+	for (int i = 0; i < h->n; i++) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, renew_fd(h->rn[i]), &ev) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg,
+                 const struct hold_spec *sp, const struct lock_meta *meta, int termfd,
+                 struct holder *who, int *signo, char *err, size_t errlen)
+{
+	int64_t asked = clock_ms();
+	int rc = WAIT_ACQUIRED;
+
+	/* Not a memset: h is large (HOLD_LOCKS_MAX locks) and only h->n entries are used. */
+	h->cfg = cfg;
+	h->s = s;
+	h->n = 0;
+	h->epfd = -1;
+	h->failed = sp->names[0];
+	h->wait_replicas = sp->wait_replicas;
+	h->loss_after_ms = lease_loss_after(sp->ask->ttl_ms);
+	h->kill_by_ms = lease_kill_by(sp->ask->ttl_ms);
+	h->warn_after_ms = lease_warn_after(sp->ask->ttl_ms);
+	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
+		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
+	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {
+		/* No way to hear of a loss: the command would run unwatched. */
+		snprintf(err, errlen, "cannot watch the locks for a loss: %s", strerror(errno));
+		rc = WAIT_OSERR;
+	}
+	struct pollfd lp = {.fd = rc == WAIT_ACQUIRED ? hold_lost_fd(h) : -1, .events = POLLIN};
+	if (rc == WAIT_ACQUIRED && (poll(&lp, 1, 0) != 0 || clock_ms() >= hold_lost_at(h))) {
+		snprintf(err, errlen, "a lock was lost while waiting for the others");
+		rc = WAIT_ERR;
+	}
+	if (rc != WAIT_ACQUIRED)
+		hold_release(h, 0);
+	return rc;
+}

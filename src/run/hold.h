@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* A hold: the set of leases rlock keeps while the command runs (or the keeper waits),
+ * one lock being the N = 1 case. It acquires them in the order given (cli.c sorts the
+ * names, so `-k A -k B` and `-k B -k A` cannot deadlock: nobody holds a later name while
+ * waiting for an earlier one), renews each on its own thread (started when its first
+ * renewal is due, or when the hold waits for its next name), and watches them as one
+ * lease: the oldest confirmed send time of them all, and the loss of any one is the loss
+ * of the set (79). The lease rule it applies is lease.h's. */
+#ifndef RLOCK_HOLD_H
+#define RLOCK_HOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lease.h"
+#include "lock.h"
+#include "store.h"
+#include "wait.h"
+
+#define HOLD_LOCKS_MAX 16 /* -k given several times (cli.h's OPTS_NAMES_MAX) */
+
+/* What a hold needs of the options (the front end builds it). */
+struct hold_spec {
+	const struct lock_ask *ask; /* every lock's request (lock.h), the front end's */
+	const char *const *names;   /* sorted */
+	int nnames;
+	int64_t wait_ms, io_timeout_ms; /* wait_ms: -1 forever, 0 no wait (ask->nowait) */
+	int wait_replicas;
+	int wait_aof_local, wait_aof_replicas; /* --wait-aof (both 0: none) */
+	int status_line;                       /* draw wait.h's live line */
+	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
+	int check_now;        /* look at the eviction policy at once (-v) */
+};
+
+struct renew;
+
+struct hold {
+	const struct store_config *cfg;
+	struct store *s; /* the main handle: acquires, and releases when no renewal ran */
+	int n;           /* locks held */
+	struct lock l[HOLD_LOCKS_MAX];
+	struct renew *rn[HOLD_LOCKS_MAX];
+	int64_t sent[HOLD_LOCKS_MAX];
+	int64_t loss_after_ms, kill_by_ms, warn_after_ms;
+	int epfd;           /* several locks: readable when any renewal reports a loss */
+	const char *failed; /* the name that was busy or failed (hold_acquire) */
+	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
+	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
+};
+
+/* Acquire every name of sp on s (h owns s from here on), waiting as sp says (within
+ * sp->wait_ms counted from the start), each checked by wait_ready() and renewed from
+ * the moment it is taken; then make sure no loss came meanwhile. WAIT_ACQUIRED, or
+ * (everything taken given back, s closed) WAIT_BUSY (*who: the holder of h->failed),
+ * WAIT_DONE (--once-per: h->failed was done inside its window, who->pttl_ms its rest),
+ * WAIT_SIGNAL (*signo), WAIT_MISMATCH, WAIT_DENIED, WAIT_ERR or WAIT_OSERR with err,
+ * as from wait_acquire(). h is large: not on a small stack. */
+int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg,
+                 const struct hold_spec *sp, const struct lock_meta *meta, int termfd,
+                 struct holder *who, int *signo, char *err, size_t errlen);
+
+/* The oldest confirmed send time (monotonic ms) of the hold's leases, and the moments
+ * it counts as lost and by which a command must be dead. Thread-safe. */
+int64_t hold_confirmed_sent(const struct hold *h);
+int64_t hold_lost_at(const struct hold *h);
+int64_t hold_kill_at(const struct hold *h);
+/* --warn: when a renewal is overdue by a third of the ttl (lease_warn_after). */
+int64_t hold_warn_at(const struct hold *h);
+
+/* Readable once a renewal heard from the server that a lock is no longer ours. */
+int hold_lost_fd(const struct hold *h);
+
+/* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd). */
+void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
+
+/* The renewal threads start when their first renewal is due (renew.h), so that a short
+ * command costs none: hold_renew_due() says when (INT64_MAX: none is waiting), and
+ * hold_renew_launch() starts every one not yet running (a failure is logged; that lease
+ * then runs out and the hold is lost: -1). hold_acquire() starts the threads of the
+ * locks taken before it waits for the next one. Main thread only. */
+int64_t hold_renew_due(const struct hold *h);
+int hold_renew_launch(struct hold *h);
+
+/* No child: start the renewals, then wait until a signal on sigfd other than SIGCHLD
+ * (*signo), a loss (0 with *signo 0, reason in err) or stop_at (monotonic ms, -1
+ * none: 1). */
+int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen);
+
+/* --once-per: the command succeeded, so hold_release marks every lock done for its
+ * window (in the release script, only where the lock is still ours). */
+void hold_mark_done(struct hold *h);
+
+/* The command ended with status (the history's record of the release). */
+void hold_set_status(struct hold *h, int status);
+
+/* The lease was found lost while the command ran; declared (exit 79): the release
+ * records the run lost. */
+void hold_set_lost(struct hold *h, int declared);
+
+/* --preemptible: 1 when a --preempt request asked for a lock of h (its renewal said
+ * so), with who asked in who; else 0. */
+int hold_preempted(const struct hold *h, char *who, size_t n);
+
+/* rlock stopped the command for that request (exit 81): the release records the run
+ * preempted. */
+void hold_set_preempted(struct hold *h);
+
+/* Close the main handle (a keeper: its renewal threads have their own). */
+void hold_drop_main(struct hold *h);
+
+enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
+
+/* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
+ * on its renewal thread's handle when it renewed, else on the main one, else a fresh
+ * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
+ * no longer ours; the first lock's loss is the caller's to say, with h->gone_why) or
+ * HOLD_ERR (a release failed: the lock expires by its TTL). */
+int hold_release(struct hold *h, int64_t keep_ms);
+
+/* Stop the renewals and close every handle, releasing nothing. */
+void hold_abandon(struct hold *h);
+
+#endif

@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: MIT */
+#include "keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child.h"
+#include "clock.h"
+#include "events.h"
+#include "exitcodes.h"
+#include "fds.h"
+#include "holder.h"
+#include "log.h"
+#include "parse.h"
+#include "renew.h"
+#include "userfile.h"
+
+/* The keeper's end of the report pipe (the parent waits on the other end). */
+static int report_fd = -1;
+static int log_fd = -1; /* --log-file, opened by the keeper before it takes the lock */
+
+/* Signals the parent passes on to the keeper while it waits. */
+static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/* Single-quoted for sh: ' becomes '\''. */
+static void print_sh(const char *name, const char *v)
+{
+	printf("%s='", name);
+	for (; *v; v++)
+		if (*v == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*v);
+	printf("'; export %s\n", name);
+}
+
+void keeper_print_failure(int status)
+{
+	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	/* A subshell's exit gives eval the status without leaving an interactive shell. */
+	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
+	fflush(stdout);
+}
+
+/* The parent, when the lock is not held: the failure line (sh output), the status. */
+static void __attribute__((noreturn)) parent_fail(int status, int github)
+{
+	if (!github)
+		keeper_print_failure(status);
+	exit(status);
+}
+
+/* The parent: wait for the keeper's report (or its exit), print, exit. */
+static void __attribute__((noreturn))
+parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
+{
+	char buf[4096];
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = rfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				kill(keeper, (int)si.ssi_signo);
+		}
+		if (p[0].revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(rfd, buf + got, sizeof buf - 1 - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || (got += (size_t)n) >= sizeof buf - 1)
+				break;
+		}
+	}
+	buf[got] = '\0';
+	/* "KEY\nTOKEN\nFENCE\n": the keeper holds the lock. */
+	char *key = buf, *token = strchr(key, '\n'),
+	     *fence = token ? strchr(token + 1, '\n') : NULL;
+	if (fence && strchr(fence + 1, '\n')) {
+		*token++ = '\0';
+		*fence++ = '\0';
+		*strchr(fence, '\n') = '\0';
+		if (k->github) {
+			/* A GitHub runner hides the token in its log: before it is printed (not
+			 * elsewhere: a GitLab log, say, would show it). */
+			const char *gha = getenv("GITHUB_ACTIONS");
+			if (gha && !strcmp(gha, "true")) {
+				fprintf(stderr, "::add-mask::%s\n", token);
+				fflush(stderr);
+			}
+			printf("RLOCK_KEY=%s\nRLOCK_TOKEN=%s\nRLOCK_FENCE=%s\n", key, token, fence);
+		} else {
+			print_sh("RLOCK_KEY", key);
+			print_sh("RLOCK_TOKEN", token);
+			print_sh("RLOCK_FENCE", fence);
+		}
+		int rc = k->close_stdout();
+		if (rc != 0)
+			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
+		exit(rc);
+	}
+	/* No report: the keeper failed (busy, unavailable, a signal) and said why on our
+	 * stderr; its status is ours, and eval's (its death by a signal: 128+N, as a
+	 * shell shows it, before the parent dies of the same signal). */
+	int st;
+	while (waitpid(keeper, &st, 0) < 0)
+		if (errno != EINTR)
+			parent_fail(RL_EX_SOFTWARE, k->github);
+	if (WIFSIGNALED(st)) {
+		if (!k->github)
+			keeper_print_failure(128 + WTERMSIG(st));
+		child_die_of(WTERMSIG(st));
+	}
+	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, k->github);
+}
+
+void keeper_detach(const struct keeper_args *k)
+{
+	sigset_t set, orig;
+	int p[2];
+
+	/* Not a signal its caller ignores (nohup's SIGHUP): that would end the hold. */
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
+		if (!child_ignored(passed_on[i]))
+			sigaddset(&set, passed_on[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		log_error("cannot start the keeper: %s", strerror(errno));
+		parent_fail(RL_EX_OSERR, k->github);
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		log_error("cannot start the keeper: %s", strerror(errno));
+		parent_fail(RL_EX_OSERR, k->github);
+	}
+	if (pid > 0) {
+		/* A write to a pipe nobody reads fails (EPIPE): the keeper is then told to give
+		 * the lock back; killed by SIGPIPE, the parent would leave it held under a token
+		 * nobody learnt. */
+		signal(SIGPIPE, SIG_IGN);
+		close(p[1]);
+		int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (sfd < 0) {
+			kill(pid, SIGTERM);
+			log_error("cannot set up signal handling: %s", strerror(errno));
+			parent_fail(RL_EX_OSERR, k->github);
+		}
+		parent_wait(pid, p[0], sfd, k);
+	}
+	/* The keeper: its own session (no controlling terminal, no job control signals),
+	 * nothing of the caller's but stderr, which it keeps until the lock is held so that
+	 * a busy lock or an unreachable server is reported where the caller looks. */
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	child_inherit_listen_all(); /* SIGTERM and SIGUSR1 (--release) are its controls */
+	close(p[0]);
+	report_fd = p[1];
+	setsid();
+	prctl(PR_SET_NAME, KEEPER_COMM);
+	if (chdir("/") < 0)
+		log_debug("keeper: cannot chdir to /: %s", strerror(errno));
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		/* stdout too: a caller's $(...) ends when the parent exits, not the keeper. */
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		close(nul);
+	}
+	/* Every other inherited descriptor, whatever its number: a pipe the caller reads
+	 * to its end (a CI runner's log, a `$(...)`) must see it when the parent exits. */
+	fds_close_from(STDERR_FILENO + 1, report_fd);
+	/* The log file now, before the lock is taken: a FIFO nobody reads, a link planted
+	 * at its name, a file of another user are refused here (66), not found blocking in
+	 * open() once the lock is held (userfile.h). */
+	if (k->log_file) {
+		char why[300];
+		log_fd =
+		    userfile_append(k->log_file, UF_REG | UF_CHR | UF_FIFO, 0600, why, sizeof why);
+		if (log_fd < 0) {
+			log_error("cannot open the keeper's log file '%s': %s", k->log_file, why);
+			exit(RL_EX_NOINPUT);
+		}
+	}
+}
+
+/* Put stderr on the log file or /dev/null: the caller's stderr (a terminal, a CI
+ * log pipe) must not be held open by a process that outlives the step. */
+static int detach_stderr(const struct keeper_args *k)
+{
+	int fd = k->log_file ? log_fd : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_error("cannot open the keeper's log file '%s': %s",
+		          k->log_file ? k->log_file : "/dev/null", strerror(errno));
+		return -1;
+	}
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	return 0;
+}
+
+/* Tell the waiting parent the lock's details: it prints them and exits. */
+static int report_to_parent(const struct lock *l)
+{
+	char msg[1300];
+	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+
+	if (write(report_fd, msg, (size_t)n) != n)
+		return -1; /* the parent is gone: nobody knows the token */
+	close(report_fd);
+	report_fd = -1;
+	return 0;
+}
+
+/* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
+ * ended) or "keeper" (who keeps it, keeper_mark): its path, into path (n bytes). With
+ * create, the directory is made if missing. -1 when there is no directory of the
+ * user's own (another owner, a link, open to others: never trusted). */
+static int record_path(const char *kind, const char *key, const char *token, int create, char *path,
+                       size_t n)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char dir[300];
+	struct stat st;
+	uint64_t h = 14695981039346656037ULL; /* FNV-1a of key, NUL, token */
+
+	if (rt && rt[0] == '/' && strlen(rt) < 200)
+		snprintf(dir, sizeof dir, "%s/rlock", rt);
+	else
+		snprintf(dir, sizeof dir, "/tmp/rlock-%ld", (long)getuid());
+	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077))
+		return -1;
+	for (const char *p = key;; p++) {
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		if (!*p)
+			break;
+	}
+	for (const char *p = token; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	snprintf(path, n, "%s/%s-%016llx", dir, kind, (unsigned long long)h);
+	return 0;
+}
+
+static int ended_path(const char *key, const char *token, int create, char *path, size_t n)
+{
+	return record_path("ended", key, token, create, path, n);
+}
+
+/* Who a process is beyond its pid, which a reboot or another pid namespace (a
+ * container's restart) gives to another process: the boot, the pid namespace it was
+ * seen from, its start time (clock ticks after boot, /proc/PID/stat field 22). */
+struct proc_id {
+	long pid;
+	unsigned long long start;
+	unsigned long long pidns;
+	char boot[40];
+};
+
+/* /proc/PID/stat: its name is KEEPER_COMM, it is not a zombie, and its start time into
+ * *start. 0, or -1. */
+static int keeper_stat(long pid, unsigned long long *start)
+{
+	char path[64], stat[1024];
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, stat, sizeof stat - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	stat[n] = '\0';
+	/* pid (comm) state ... field 22 starttime */
+	const char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
+	char state;
+	if (!open_paren || !close_paren || close_paren[1] != ' ' ||
+	    close_paren - open_paren - 1 != (ptrdiff_t)strlen(KEEPER_COMM) ||
+	    strncmp(open_paren + 1, KEEPER_COMM, strlen(KEEPER_COMM)) != 0 ||
+	    sscanf(close_paren + 1,
+	           " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+	           "%llu",
+	           &state, start) != 2)
+		return -1;
+	return state == 'Z' || state == 'X' ? -1 : 0;
+}
+
+/* This boot and this process's pid namespace into *id (not its pid or start). */
+static int here(struct proc_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof *id);
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, id->boot, sizeof id->boot - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	id->boot[n] = '\0';
+	id->boot[strcspn(id->boot, "\n")] = '\0';
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -1;
+	id->pidns = ((unsigned long long)st.st_dev << 32) ^ (unsigned long long)st.st_ino;
+	return 0;
+}
+
+/* The keeper's mark (keeper_mark): who keeps the hold of key under token. 0, or -1
+ * (none, or not one of ours). */
+static int mark_read(const char *key, const char *token, struct proc_id *id)
+{
+	char path[400], buf[200];
+
+	if (record_path("keeper", key, token, 0, path, sizeof path) < 0)
+		return -1;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid()
+	                ? read(fd, buf, sizeof buf - 1)
+	                : -1;
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	memset(id, 0, sizeof *id);
+	return sscanf(buf, "%ld %llu %llu %39s", &id->pid, &id->start, &id->pidns, id->boot) == 4
+	           ? 0
+	           : -1;
+}
+
+/* Written by the keeper before it reports (so that a --release right after the eval
+ * finds it), removed when it ends: its pid, start time, pid namespace and boot, under
+ * the hold's key and token in the user's own directory. --release signals only the
+ * process this names (stop_keeper). Best effort: without it, --release releases only. */
+static void keeper_mark(const struct lock *l)
+{
+	char path[400], tmp[420], line[200];
+	struct proc_id me;
+
+	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0 ||
+	    record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+		return;
+	}
+	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+	int len = snprintf(line, sizeof line, "%ld %llu %llu %s\n", (long)getpid(), me.start,
+	                   me.pidns, me.boot);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	int ok = len > 0 && write(fd, line, (size_t)len) == len;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+	}
+}
+
+static void keeper_unmark(const struct lock *l)
+{
+	char path[400];
+	struct proc_id id;
+
+	/* Only its own: a mark of another process (a pid reused, a token copied) stays. */
+	if (mark_read(l->key, l->token, &id) == 0 && id.pid == (long)getpid() &&
+	    record_path("keeper", l->key, l->token, 0, path, sizeof path) == 0)
+		unlink(path);
+}
+
+/* Record why the keeper's hold of l ended ("REASON at TIME"), atomically (a temporary
+ * file renamed). Best effort: --held then asks Redis alone. */
+static void ended_note(const struct lock *l, const char *reason)
+{
+	char path[400], tmp[420], when[64] = "?";
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0)
+		return;
+	if (localtime_r(&now, &tm))
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
+	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	char line[600];
+	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
+	int ok = len > 0 && write(fd, line, (size_t)len) == len;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		log_debug("cannot record the end of the hold for --held");
+	}
+}
+
+int keeper_ended(const char *key, const char *token, char *buf, size_t n)
+{
+	char path[400];
+
+	if (n == 0 || ended_path(key, token, 0, path, sizeof path) < 0)
+		return 0;
+	/* The user's own 0700 directory (ended_path), yet opened as every file is: a FIFO
+	 * there is refused, not waited on. */
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	ssize_t got = read(fd, buf, n - 1);
+	close(fd);
+	if (got <= 0)
+		return 0;
+	buf[got] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 1;
+}
+
+/* hold_watch, and with --warn (k->warn) a warning in the keeper's log once a renewal
+ * is a third of the ttl late (hold_warn_at), once per danger: a confirmed renewal moves
+ * that point on, which re-arms it (looked for every tenth of the ttl once warned).
+ * What hold_watch returns. */
+static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper_args *k,
+                 int *signo, char *err, size_t errlen)
+{
+	int64_t warned = -1;
+
+	for (;;) {
+		int64_t warn_at = hold_warn_at(h), until = stop_at;
+		int64_t next = warn_at != warned ? warn_at : clock_ms() + h->l[0].ask.ttl_ms / 10;
+		if (k->warn && (until < 0 || next < until))
+			until = next;
+		int rc = hold_watch(h, sigfd, until, signo, err, errlen);
+		if (rc != 1 || until == stop_at)
+			return rc;
+		if (warn_at == warned || hold_warn_at(h) != warn_at)
+			continue; /* still warned, or a renewal was confirmed meanwhile */
+		warned = warn_at;
+		log_warn(
+		    "no renewal of %s confirmed for %lld ms (--warn): the lease counts as lost "
+		    "in %lld ms",
+		    h->l[0].key, (long long)(clock_ms() - hold_confirmed_sent(h)),
+		    (long long)(hold_lost_at(h) - clock_ms()));
+	}
+}
+
+static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
+{
+	const struct lock *l = &h->l[0];
+	char err[400];
+	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
+	int signo, rc;
+
+	hold_drop_main(h); /* the renewal thread has its own handle */
+	if (!k->log_file)
+		log_to_syslog();
+	if (detach_stderr(k) < 0)
+		return hold_release(h, 0), RL_EX_USAGE;
+	if (k->log_file)
+		log_stamped();
+	keeper_mark(l);
+	if (report_to_parent(l) < 0)
+		return hold_release(h, 0), RL_EX_OSERR;
+	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
+	         l->fence, (long long)l->ask.ttl_ms);
+	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
+	char why[500];
+	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
+		log_error("--max-hold is over: the keeper releases %s", l->key);
+		snprintf(why, sizeof why, "given up by its keeper at --max-hold");
+		rc = RL_EX_TIMEOUT;
+	} else if (signo) {
+		log_info("keeper: SIG%s: %s", signal_name(signo),
+		         signo == SIGUSR1 ? "stopping (rlock --release releases)" : "releasing");
+		snprintf(why, sizeof why, "released by its keeper on SIG%s", signal_name(signo));
+		rc = 0;
+	} else {
+		hold_abandon(h);
+		log_error("lock lost: %s; the keeper exits", err);
+		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = err});
+		snprintf(why, sizeof why, "lost by its keeper (%.400s)", err);
+		ended_note(l, why);
+		return RL_EX_LOST;
+	}
+	if (signo == SIGUSR1) {
+		events_emit(EV_KEEPER_STOPPED, &(struct ev_facts){.lock = l});
+		hold_abandon(h);
+		return rc;
+	}
+	if (hold_release(h, 0) == HOLD_LOST) {
+		const char *by = h->gone_why, *sep = by[0] ? ": " : "";
+		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
+		          l->key, sep, by);
+		events_emit(
+		    EV_KEEPER_LOST,
+		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+		snprintf(why, sizeof why,
+		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
+		rc = RL_EX_LOST;
+	} else {
+		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
+	}
+	ended_note(l, why);
+	return rc;
+}
+
+int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k)
+{
+	int rc = hold_kept(h, sigfd, k);
+
+	keeper_unmark(&h->l[0]);
+	return rc;
+}
+
+/* Is the keeper *id still running: a live rlock keeper (not a zombie waiting for init
+ * to reap it) with the pid and the start time it recorded? */
+static int is_keeper(const struct proc_id *id)
+{
+	unsigned long long start;
+
+	return keeper_stat(id->pid, &start) == 0 && start == id->start;
+}
+
+int keeper_judge(const char *key, const char *token, long long pid)
+{
+	struct proc_id id, now;
+
+	if (mark_read(key, token, &id) < 0 || id.pid != pid)
+		return -2;
+	if (here(&now) < 0)
+		return -1;
+	if (strcmp(now.boot, id.boot) != 0)
+		return 0; /* no process outlives its boot */
+	if (now.pidns != id.pidns)
+		return -1; /* its pid means nothing here */
+	return is_keeper(&id);
+}
+
+/* The keeper that holds h (NULL: the server did not say; the mark alone names it),
+ * proven to be the process its mark (keeper_mark) names on this boot, seen from this
+ * pid namespace: 0 with *id, or -1 (why: a debug line). */
+static int find_keeper(const struct holder *h, const char *key, const char *token,
+                       struct proc_id *id)
+{
+	char host[256] = "";
+	struct proc_id now;
+	const char *why = NULL;
+
+	gethostname(host, sizeof host - 1);
+	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
+		why = "the lock's holder is no keeper on this host";
+	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
+		why = "no record of its keeper here";
+	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
+		why = "its keeper ran before this boot";
+	else if (now.pidns != id->pidns)
+		why = "its keeper runs in another pid namespace";
+	else if (!is_keeper(id))
+		why = "its keeper is gone (its pid names another process, or none)";
+	if (why)
+		log_debug("%s: not signalled", why);
+	return why ? -1 : 0;
+}
+
+/* SIGUSR1 to the keeper *id, and only to it: through a pidfd, opened and then proven to
+ * name it (its start time), when the kernel has them. A pidfd (POLLIN once it exited)
+ * into *pidfd, or -1. 0, or -1 (not signalled). */
+static int signal_keeper(const struct proc_id *id, int *pidfd)
+{
+	*pidfd = -1;
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)id->pid, 0);
+	if (fd >= 0) {
+		if (!is_keeper(id) || syscall(SYS_pidfd_send_signal, fd, SIGUSR1, NULL, 0) < 0) {
+			close(fd);
+			return -1;
+		}
+		*pidfd = fd;
+		return 0;
+	}
+	if (errno != ENOSYS)
+		return -1;
+#endif
+	return is_keeper(id) && kill((pid_t)id->pid, SIGUSR1) == 0 ? 0 : -1;
+}
+
+/* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
+ * when it runs on this host; wait for it, bounded (a renewal in flight ends within
+ * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal.
+ * h NULL: the server could not be asked (the release fails too, and the lock is left
+ * to its TTL, which is true only once its keeper no longer renews it). 0: stopped (or
+ * signalled), -1: none found. */
+static int stop_keeper(const struct holder *h, const char *key, const struct keeper_args *k)
+{
+	struct proc_id id;
+	int pidfd;
+
+	if (find_keeper(h, key, k->token, &id) < 0 || signal_keeper(&id, &pidfd) < 0) {
+		if (h)
+			log_info("no keeper of this lock runs on this host: releasing only");
+		return -1;
+	}
+	long pid = id.pid;
+	/* Not so long that the lease (no longer renewed) runs out before the release. */
+	int64_t wait = k->connect_timeout_ms + k->io_timeout_ms + 1000;
+	if (h && h->pttl_ms > 0 && wait > h->pttl_ms / 2)
+		wait = h->pttl_ms / 2;
+	int64_t until = clock_ms() + wait;
+	while (is_keeper(&id) && clock_ms() < until) {
+		struct pollfd pf = {.fd = pidfd, .events = POLLIN};
+		poll(&pf, pidfd >= 0 ? 1 : 0, 10);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (is_keeper(&id))
+		log_warn("keeper pid %ld did not stop in time%s", pid,
+		         h ? "; releasing anyway" : "");
+	else
+		log_info("keeper pid %ld stopped", pid);
+	return 0;
+}
+
+/* How the token's run ended, by the name's history (best effort: nothing when the
+ * history is off, refused or has no entry of the token): 1 with the text in buf. */
+#define RELEASE_HISTORY 100
+static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
+                   size_t n)
+{
+	struct history_entry *e = calloc(RELEASE_HISTORY, sizeof *e);
+	char err[300], when[64] = "?";
+	int count = RELEASE_HISTORY, found = 0;
+
+	if (!e || store_history(s, l, clock_ms() + k->io_timeout_ms, e, &count, err, sizeof err) !=
+	              LOCK_OK)
+		count = 0;
+	for (int i = 0; i < count && !found; i++) { /* newest first */
+		if (strcmp(e[i].token, k->token) != 0 || !strcmp(e[i].ev, "acquired"))
+			continue;
+		time_t t = (time_t)(e[i].at_ms / 1000);
+		struct tm tm;
+		if (localtime_r(&t, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		found = 1;
+		if (!strcmp(e[i].ev, "released"))
+			snprintf(buf, n,
+			         "it was already released at %s (a --release before this one)",
+			         when);
+		else if (!strcmp(e[i].ev, "expired"))
+			snprintf(buf, n,
+			         "its lease expired unrenewed (recorded at %s): the keeper was "
+			         "gone",
+			         when);
+		else
+			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", e[i].ev,
+			         when, k->name);
+	}
+	free(e);
+	return found;
+}
+
+/* The token does not hold the lock: say so, and who broke it when the last --break's
+ * record (in hs, NULL: not read) names the token, or how the history says it ended. */
+static int not_held(struct store *s, const struct lock *l, const struct keeper_args *k,
+                    const struct holders *hs)
+{
+	char why[600], by[300];
+
+	if (keeper_ended(l->key, k->token, why, sizeof why))
+		log_error("lock '%s': %s", k->name, why);
+	if (hs && holder_broken(&hs->broken, k->token, by, sizeof by))
+		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
+	else if (run_end(s, l, k, by, sizeof by))
+		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
+	else
+		log_error("lock '%s' is not held by this token: it was lost (expired, broken or "
+		          "taken over) since --acquire, or the token is wrong; nothing released",
+		          k->name);
+	return RL_EX_LOST;
+}
+
+int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k)
+{
+	static struct holders hs; /* large */
+	const struct holder *h = NULL;
+	struct lock mine = *l;
+	char err[400], ended[600];
+	int rc;
+
+	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
+	 * lease still ran on the server: the job was no longer guarded, as --held says. The
+	 * token may still hold the lock: given back all the same, and 79. */
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
+	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
+	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
+		if (hs.h[i].held && !strcmp(hs.h[i].token, k->token))
+			h = &hs.h[i];
+	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
+	 * still be a shared holder or a permit. */
+	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
+	if (rc != LOCK_OK) {
+		/* The user asked to release: the keeper on this host is stopped all the same
+		 * (found by its mark alone), so that the lock does expire by its TTL. */
+		int stopped = stop_keeper(NULL, l->key, k) == 0;
+		log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
+		          stopped ? " (the keeper is stopped)" : "");
+		rc = RL_EX_UNAVAILABLE;
+	} else if (!h && !unlisted) {
+		rc = not_held(s, l, k, &hs);
+	} else {
+		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
+		 * left a shared holder or a permit), whatever -s or -l is given here. An
+		 * unlisted token: in the lock's mode, which touches nothing when the token
+		 * holds nothing; its keeper, not known here, is not stopped first and finds
+		 * the lock gone at its next renewal. */
+		char mode = h ? h->mode : strcmp(hs.limit, "shared") != 0 ? 'l' : 's';
+		lock_set_mode(&mine,
+		              mode == 's'   ? LOCK_SHARED
+		              : mode == 'l' ? LOCK_LIMIT
+		                            : LOCK_EXCLUSIVE,
+		              mode == 'l' ? atoi(hs.limit) : 0, l->ask.fair, l->ask.nowait);
+		int stopped = h && stop_keeper(h, l->key, k) == 0;
+		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
+		if (rc == LOCK_OK && gone) {
+			log_error("lock '%s': %s; released what was left of its lease", k->name,
+			          ended);
+			rc = RL_EX_LOST;
+		} else if (rc == LOCK_OK && k->wait_replicas > 0 &&
+		           /* --wait-replicas: the release confirmed as the acquire was (hold.c) */
+		           store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
+			log_warn("released %s on the master, not confirmed by %d replica(s) "
+			         "(--wait-replicas): %s; a failover now can bring the lock back "
+			         "until its TTL",
+			         l->key, k->wait_replicas, err);
+			rc = 0;
+		} else if (rc == LOCK_OK) {
+			log_info("released %s%s", l->key,
+			         h ? ""
+			           : " (one of more holders than a status lists: its keeper "
+			             "ends at its next renewal)");
+			/* --once-per: release.lua writes the mark, an exclusive lock's only */
+			if (mine.mark_done && mode == 'x')
+				log_info("lock '%s' is done for %.0f s (--once-per)", k->name,
+				         (double)mine.ask.once_per_ms / 1000);
+			else if (mine.mark_done)
+				log_warn("lock '%s' is not marked done: --once-per is an exclusive "
+				         "lock's, this token held a shared hold or a permit",
+				         k->name);
+			rc = 0;
+		} else if (rc == LOCK_NOTOURS && !h) {
+			rc = not_held(s, l, k, NULL);
+		} else if (rc == LOCK_NOTOURS) {
+			char by[300] = "";
+			renew_broken_why(s, NULL, &mine, STORE_NO_CAP, by, sizeof by);
+			log_error(
+			    "lock lost: '%s' was no longer held by this token at the release%s%s",
+			    k->name, by[0] ? ": " : "", by);
+			rc = RL_EX_LOST;
+		} else {
+			/* an unlisted token's keeper too: else it renews on (found by its mark) */
+			if (!h)
+				stopped = stop_keeper(NULL, l->key, k) == 0;
+			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
+			          stopped ? " (the keeper is stopped)" : "");
+			rc = RL_EX_UNAVAILABLE;
+		}
+	}
+	char path[400];
+	if (rc != RL_EX_UNAVAILABLE && ended_path(l->key, k->token, 0, path, sizeof path) == 0)
+		unlink(path); /* the last step: --held is over */
+	/* and the keeper's mark, which one killed (kill -9, a reboot) leaves behind */
+	if (rc != RL_EX_UNAVAILABLE &&
+	    record_path("keeper", l->key, k->token, 0, path, sizeof path) == 0)
+		unlink(path);
+	store_close(s);
+	return rc;
+}

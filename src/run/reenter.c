@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+#include "reenter.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "exitcodes.h"
+#include "log.h"
+
+/* The next space-separated word of *p: its start and length (0 at the end). */
+static size_t word(const char **p, const char **start)
+{
+	const char *s = *p + strspn(*p, " ");
+	size_t n = strcspn(s, " ");
+
+	*start = s;
+	*p = s + n;
+	return n;
+}
+
+static void add(struct reenter *r, const char *key, size_t kn, const char *tok, size_t tn,
+                const char *fence, size_t fn)
+{
+	struct inherited *h = &r->in[r->n];
+
+	/* What does not fit is no token of ours: nothing to inherit. */
+	if (r->n == REENTER_MAX || kn == 0 || kn >= sizeof h->key || tn == 0 ||
+	    tn >= sizeof h->token || fn >= sizeof h->fence)
+		return;
+	memcpy(h->key, key, kn);
+	h->key[kn] = '\0';
+	memcpy(h->token, tok, tn);
+	h->token[tn] = '\0';
+	memcpy(h->fence, fence, fn);
+	h->fence[fn] = '\0';
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->in[i].key, h->key) && !strcmp(r->in[i].token, h->token))
+			return; /* RLOCK_KEY is RLOCK_KEYS' first too */
+	r->n++;
+}
+
+static int count(const char *s)
+{
+	const char *w;
+	int n = 0;
+
+	while (s && word(&s, &w) > 0)
+		n++;
+	return n;
+}
+
+/* RLOCK_KEY + RLOCK_TOKEN, then every pair of RLOCK_KEYS + RLOCK_TOKENS (when they have
+ * as many words; RLOCK_FENCES too, or no fences are known). */
+void reenter_inherited(struct reenter *r)
+{
+	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
+	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
+	           *fs = getenv("RLOCK_FENCES");
+
+	r->n = 0;
+	if (k && t)
+		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
+	int n = count(ks);
+	if (n == 0 || count(ts) != n)
+		return;
+	if (count(fs) != n)
+		fs = NULL;
+	for (int i = 0; i < n; i++) {
+		const char *kw, *tw, *fw = "";
+		size_t kn = word(&ks, &kw), tn = word(&ts, &tw), fn = fs ? word(&fs, &fw) : 0;
+		add(r, kw, kn, tw, tn, fw, fn);
+	}
+}
+
+static const char *describe(char *buf, size_t n, char mode, int limit)
+{
+	if (mode == 's')
+		snprintf(buf, n, "shared (-s)");
+	else if (mode == 'l')
+		snprintf(buf, n, "as a permit of --limit %d", limit);
+	else
+		snprintf(buf, n, "exclusive");
+	return buf;
+}
+
+/* Does a hold in mode/limit grant what q asks for? Exclusive grants everything. */
+static int grants(char mode, int limit, const struct reenter_ask *q)
+{
+	return mode == 'x' || (mode == 's' && q->mode == LOCK_SHARED) ||
+	       (mode == 'l' && q->mode == LOCK_LIMIT && limit == q->limit);
+}
+
+int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
+{
+	static struct lock probe; /* large; only its key names are used */
+	int left = 0;
+
+	reenter_inherited(r);
+	r->nnames = o->nnames;
+	for (int i = 0; i < o->nnames; i++) {
+		r->names[i] = o->names[i];
+		r->held[i] = -1;
+	}
+	for (int i = 0; i < r->nnames; i++) {
+		const char *name = r->names[i];
+		/* No randomness for its token: nothing is inherited (the acquire says why). */
+		int known = r->n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
+		for (int j = 0; known && j < r->n && r->held[i] < 0; j++) {
+			char err[300], have[64], want[64];
+			struct holding hd;
+			if (strcmp(probe.key, r->in[j].key) != 0)
+				continue;
+			int rc =
+			    store_is_holder(s, &probe, r->in[j].token,
+			                    clock_ms() + o->io_timeout_ms, &hd, err, sizeof err);
+			char mode = hd.mode;
+			int limit = hd.limit;
+			if (rc < 0)
+				log_debug("lock '%s': cannot tell whether it is inherited (%s)",
+				          name, err);
+			if (rc != 1)
+				continue;
+			if (!grants(mode, limit, o)) {
+				log_error(
+				    "lock '%s' is held %s by this process tree: asking for it %s "
+				    "would wait for itself",
+				    name, describe(have, sizeof have, mode, limit),
+				    describe(want, sizeof want,
+				             o->mode == LOCK_SHARED  ? 's'
+				             : o->mode == LOCK_LIMIT ? 'l'
+				                                     : 'x',
+				             o->limit));
+				exit(RL_EX_USAGE);
+			}
+			/* --acquire leaves a keeper holding a lock of its own (its --release must
+			 * not give back the ancestor's): next to a shared hold or a permit it takes
+			 * one; an exclusive hold it could only wait for. */
+			if (o->keeper && mode != 'x')
+				break;
+			if (o->keeper) {
+				log_error(
+				    "lock '%s' is held exclusive by this process tree: --acquire "
+				    "would wait for itself",
+				    name);
+				exit(RL_EX_USAGE);
+			}
+			r->held[i] = j;
+		}
+		if (r->held[i] < 0)
+			o->names[left++] = name;
+		else
+			log_info("lock '%s' is already held by this process tree (re-entrant)",
+			         name);
+	}
+	o->nnames = left;
+	return left;
+}
+
+/* Append " word" (or "word" first) to the growing list at *buf; 0, or -1 out of memory. */
+static int append(char **buf, size_t *len, const char *w)
+{
+	size_t n = strlen(w);
+	char *b = realloc(*buf, *len + n + 2);
+
+	if (!b)
+		return -1;
+	if (*len > 0)
+		b[(*len)++] = ' ';
+	memcpy(b + *len, w, n + 1);
+	*len += n;
+	*buf = b;
+	return 0;
+}
+
+void reenter_environment(const struct reenter *r, const struct lock *taken_locks, int ntaken)
+{
+	char *keys = NULL, *tokens = NULL, *fences = NULL;
+	size_t kl = 0, tl = 0, fl = 0;
+	int n = 0, taken = 0, fail = 0;
+	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX];
+
+	for (int i = 0; i < r->nnames; i++) {
+		const char *k, *t, *f;
+		char fence[24];
+		if (r->held[i] >= 0) {
+			const struct inherited *h = &r->in[r->held[i]];
+			k = h->key;
+			t = h->token;
+			f = h->fence[0] ? h->fence : "0";
+		} else {
+			if (taken >= ntaken)
+				continue; /* not reached: every name not inherited was taken */
+			const struct lock *l = &taken_locks[taken++];
+			snprintf(fence, sizeof fence, "%lld", l->fence);
+			k = l->key;
+			t = l->token;
+			f = fence;
+		}
+		if (i == 0) {
+			setenv("RLOCK_KEY", k, 1);
+			setenv("RLOCK_TOKEN", t, 1);
+			setenv("RLOCK_FENCE", f, 1);
+		}
+		listed[n++] = k;
+		fail |= append(&keys, &kl, k) | append(&tokens, &tl, t) | append(&fences, &fl, f);
+	}
+	/* Then what the tree holds besides, once per key: not a name asked for (granted, or
+	 * taken anew because the inherited token no longer held it). */
+	for (int j = 0; j < r->n; j++) {
+		int dup = 0;
+		for (int i = 0; i < n && !dup; i++)
+			dup = !strcmp(listed[i], r->in[j].key);
+		if (dup)
+			continue;
+		listed[n++] = r->in[j].key;
+		fail |= append(&keys, &kl, r->in[j].key) | append(&tokens, &tl, r->in[j].token) |
+		        append(&fences, &fl, r->in[j].fence[0] ? r->in[j].fence : "0");
+	}
+	if (n > 1 && !fail) {
+		setenv("RLOCK_KEYS", keys, 1);
+		setenv("RLOCK_TOKENS", tokens, 1);
+		setenv("RLOCK_FENCES", fences, 1);
+	} else {
+		unsetenv("RLOCK_KEYS");
+		unsetenv("RLOCK_TOKENS");
+		unsetenv("RLOCK_FENCES");
+	}
+	free(keys);
+	free(tokens);
+	free(fences);
+}

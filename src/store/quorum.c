@@ -1,0 +1,1122 @@
+/* SPDX-License-Identifier: MIT */
+#include "quorum.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "holder.h"
+#include "log.h"
+
+#define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
+#define LIST_NAMES_MAX 100000
+
+struct node {
+	const struct server *srv;
+	struct client *c;
+	int skip;                 /* replies owed to requests a deadline left unanswered */
+	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
+	int waiting;              /* this round: a reply is awaited */
+	int opening;              /* this round: connecting (client_start) */
+	int denied;               /* the last connect was refused (AUTH) */
+	int64_t retry_at;         /* no new connect before (the last one timed out) */
+	struct resp_reply *reply; /* this round's reply, or NULL (none) */
+	char err[200];            /* why not */
+	char id[41];              /* its server's run_id, as its last handshake said */
+};
+
+struct quorum {
+	const struct store_config *cfg;
+	int n, need;
+	int any;          /* a node that answered lately */
+	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
+	char dup_id[41];
+	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
+	char alien_mode[16]; /* its redis_mode or server_mode */
+	struct node node[STORE_NODES_MAX];
+	/* The requests being built: large, so neither on the stack nor thread-local (every
+	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
+	 * handle is used by one thread at a time (store.h). */
+	struct lock_request acq, fence, renew, reacq, rel, hold;
+	char name[32]; /* "N Redlock nodes" */
+};
+
+/* One node's request in a round: a script, or a plain command. */
+struct req {
+	const struct lock_request *script;
+	int argc;
+	const char *argv[8];
+	size_t lens[8];
+};
+
+static int64_t drift_ms(const struct lock *l)
+{
+	return l->ask.ttl_ms / 100 + 2;
+}
+
+static void node_drop(struct node *nd)
+{
+	client_close(nd->c);
+	nd->c = NULL;
+	nd->skip = 0;
+}
+
+static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
+{
+	const char *argv[LOCK_ARGV_MAX];
+	size_t lens[LOCK_ARGV_MAX];
+	int argc = rq->argc;
+
+	if (rq->script) {
+		argc = lock_request_argv(rq->script, nd->full, argv, lens);
+	} else {
+		memcpy(argv, rq->argv, sizeof rq->argv);
+		memcpy(lens, rq->lens, sizeof rq->lens);
+	}
+	if (client_send(nd->c, argc, argv, lens, deadline, nd->err, sizeof nd->err) < 0) {
+		node_drop(nd);
+		return -1;
+	}
+	nd->waiting = 1;
+	return 0;
+}
+
+/* Read what nd has without waiting: its reply, an owed one, or a NOSCRIPT to answer
+ * with EVAL. */
+static void node_read(struct quorum *q, int i, const struct req *rq, int64_t deadline)
+{
+	struct node *nd = &q->node[i];
+
+	while (nd->waiting) {
+		struct resp_reply *r = NULL;
+		int got = client_recv(nd->c, 0, &r, nd->err, sizeof nd->err);
+		if (got == 0)
+			return;
+		if (got != 1) {
+			nd->waiting = 0;
+			node_drop(nd);
+			return;
+		}
+		if (nd->skip > 0) {
+			nd->skip--;
+			resp_free(r);
+			continue;
+		}
+		nd->waiting = 0;
+		if (rq->script && !nd->full && resp_is_error(r, "NOSCRIPT")) {
+			resp_free(r);
+			nd->full = 1;
+			node_send(nd, rq, deadline);
+			continue;
+		}
+		nd->reply = r;
+		q->any = i;
+	}
+}
+
+/* Node i's handshake is done: its server said who it is. The same server as another
+ * node's (however their URLs name it: an alias, an address, its Unix socket) would
+ * vote twice: its connection is dropped, so it never counts (quorum_open then exits
+ * 64). 0, or -1 dropped. */
+static int node_ready(struct quorum *q, int i)
+{
+	struct node *nd = &q->node[i];
+
+	snprintf(nd->id, sizeof nd->id, "%s", client_run_id(nd->c));
+	/* A Cluster's nodes (or sentinels) given as several URLs are no independent
+	 * masters: Redlock over a Cluster's masters is not what was asked for (issue 41).
+	 * Dropped (it never votes); quorum_open then exits 64. */
+	const char *mode = client_redis_mode(nd->c);
+	if (strcmp(mode, "cluster") == 0 || strcmp(mode, "sentinel") == 0) {
+		if (q->alien < 0) {
+			q->alien = i;
+			snprintf(q->alien_mode, sizeof q->alien_mode, "%s", mode);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is a %s", nd->srv->name,
+		         mode[0] == 'c' ? "Redis Cluster node" : "sentinel");
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
+	for (int j = 0; j < q->n; j++) {
+		if (j == i || strcmp(q->node[j].id, nd->id) != 0)
+			continue;
+		if (q->dup_a < 0) {
+			q->dup_a = j < i ? j : i;
+			q->dup_b = j < i ? i : j;
+			snprintf(q->dup_id, sizeof q->dup_id, "%s", nd->id);
+		}
+		snprintf(nd->err, sizeof nd->err, "%.80s is the same server as %.80s",
+		         nd->srv->name, q->node[j].srv->name);
+		nd->id[0] = '\0';
+		node_drop(nd);
+		return -1;
+	}
+	return 0;
+}
+
+/* Start connecting nd, unless its last connect timed out less than a node timeout ago
+ * (so that k unreachable nodes cost one node timeout, not one per round: the rounds of
+ * one acquisition follow each other closely). */
+static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t deadline)
+{
+	if (now < nd->retry_at) {
+		snprintf(nd->err, sizeof nd->err,
+		         "connect to %.120s: no answer within %lld ms (not tried again yet)",
+		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		return;
+	}
+	int rc = client_start(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err);
+	nd->denied = rc == CLIENT_AUTH;
+	nd->opening = rc == CLIENT_AGAIN;
+	if (rc != CLIENT_OK && rc != CLIENT_AGAIN)
+		nd->c = NULL;
+	if (rc == CLIENT_OK)
+		node_ready(q, (int)(nd - q->node));
+}
+
+static int has_request(const struct req *rq)
+{
+	return rq->script || rq->argc > 0;
+}
+
+/* Go on connecting node i; once ready, send its request. */
+static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t deadline)
+{
+	struct node *nd = &q->node[i];
+	int rc = client_continue(nd->c, nd->err, sizeof nd->err);
+
+	if (rc == CLIENT_AGAIN)
+		return;
+	nd->opening = 0;
+	nd->denied = rc == CLIENT_AUTH;
+	if (rc != CLIENT_OK)
+		node_drop(nd);
+	else if (node_ready(q, i) == 0 && has_request(rq))
+		node_send(nd, rq, deadline);
+}
+
+/* Send rq[i] to every node i that has one, connecting those without a connection, and
+ * collect the replies in one poll loop until the round's deadline: node_timeout after
+ * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
+ * the round never lasts longer than its deadline, however many nodes are unreachable.
+ * A request without a command (argc 0) only connects. Afterwards node[i].reply is the
+ * reply or NULL, and node[i].c is set when i is connected. */
+static void round_trip(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
+{
+	int64_t now = clock_ms(), deadline = now + q->cfg->node_timeout_ms;
+
+	if (deadline > cap_ms)
+		deadline = cap_ms;
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		resp_free(nd->reply);
+		nd->reply = NULL;
+		nd->full = nd->waiting = nd->opening = 0;
+		nd->err[0] = '\0';
+		if (!rq[i])
+			continue;
+		if (!nd->c)
+			node_start(q, nd, now, deadline);
+		if (nd->c && !nd->opening && has_request(rq[i]))
+			node_send(nd, rq[i], deadline);
+	}
+	for (;;) {
+		struct pollfd p[STORE_NODES_MAX];
+		int idx[STORE_NODES_MAX], np = 0, ready = 0;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			if (!nd->waiting && !nd->opening)
+				continue;
+			if (nd->waiting && client_buffered(nd->c))
+				ready = 1;
+			p[np].fd = client_fd(nd->c);
+			p[np].events = nd->opening ? client_events(nd->c) : POLLIN;
+			p[np].revents = 0;
+			idx[np++] = i;
+		}
+		int64_t left = deadline - clock_ms();
+		if (np == 0 || left <= 0 || conn_abort_pending())
+			break;
+		int rc = poll(p, (nfds_t)np, ready ? 0 : (int)left);
+		if (rc < 0)
+			continue; /* EINTR; the deadline still holds */
+		for (int k = 0; k < np; k++) {
+			if (!ready && !p[k].revents)
+				continue;
+			if (q->node[idx[k]].opening)
+				node_continue(q, idx[k], rq[idx[k]], deadline);
+			else
+				node_read(q, idx[k], rq[idx[k]], deadline);
+		}
+	}
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (nd->opening) {
+			snprintf(nd->err, sizeof nd->err,
+			         "connect to %.120s: no answer within %lld ms", nd->srv->name,
+			         (long long)q->cfg->node_timeout_ms);
+			conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded: may answer */
+			nd->opening = 0;
+			node_drop(nd);
+			nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
+			continue;
+		}
+		if (!nd->waiting)
+			continue;
+		/* Sent but not answered: its reply is owed; a later request on this
+		 * connection runs after it on the server (a release after an acquire). */
+		nd->waiting = 0;
+		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
+		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		conn_fault_note(CONN_FAULT_PASSING);
+		if (++nd->skip > SKIP_MAX)
+			node_drop(nd);
+	}
+}
+
+/* The same request to every node. */
+static void round_all(struct quorum *q, const struct req *one, int64_t cap_ms)
+{
+	const struct req *rq[STORE_NODES_MAX];
+
+	for (int i = 0; i < q->n; i++)
+		rq[i] = one;
+	round_trip(q, rq, cap_ms);
+}
+
+/* err: "no quorum: k of N nodes ..." plus the first node's reason. */
+static void no_quorum(const struct quorum *q, int ok, const char *what, char *err, size_t errlen)
+{
+	const char *why = "";
+
+	for (int i = 0; i < q->n && !*why; i++)
+		if (q->node[i].err[0])
+			why = q->node[i].err;
+	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
+	         what, q->need, *why ? "; " : "", why);
+}
+
+static void quorum_close(void *ctx)
+{
+	struct quorum *q = ctx;
+
+	if (!q)
+		return;
+	for (int i = 0; i < q->n; i++) {
+		resp_free(q->node[i].reply);
+		client_close(q->node[i].c);
+	}
+	free(q);
+}
+
+static int quorum_open(void **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
+{
+	struct quorum *q = calloc(1, sizeof *q);
+
+	*out = NULL;
+	if (!q) {
+		snprintf(err, errlen, "out of memory");
+		return STORE_ERR;
+	}
+	q->cfg = cfg;
+	q->n = cfg->n;
+	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
+	q->need = cfg->n / 2 + 1;
+	q->dup_a = q->dup_b = q->alien = -1;
+	for (int i = 0; i < q->n; i++)
+		q->node[i].srv = &cfg->srv[i];
+	if (connect) {
+		/* Every node at once, within one node timeout (each says who it is). */
+		struct req none = {0};
+		int ok = 0, denied = 0;
+		round_all(q, &none, cap_ms);
+		for (int i = 0; i < q->n; i++) {
+			ok += q->node[i].c != NULL;
+			denied += q->node[i].denied;
+		}
+		if (q->alien >= 0) {
+			if (q->alien_mode[0] == 'c')
+				snprintf(
+				    err, errlen,
+				    "%.150s is a Redis Cluster node (its INFO says cluster mode): "
+				    "several "
+				    "URLs are Redlock nodes, independent masters; for a Cluster "
+				    "give one node's URL (rlock finds the others)",
+				    q->node[q->alien].srv->name);
+			else
+				snprintf(err, errlen,
+				         "%.150s is a sentinel (its INFO says sentinel mode): "
+				         "several URLs are "
+				         "Redlock nodes, independent masters; for Sentinel give "
+				         "redis-sentinel://HOST:PORT,HOST:PORT/MASTER",
+				         q->node[q->alien].srv->name);
+			quorum_close(q);
+			return STORE_USAGE;
+		}
+		if (q->dup_a >= 0) {
+			snprintf(
+			    err, errlen,
+			    "Redlock nodes must be distinct servers: %.150s and %.150s are the "
+			    "same server (run_id %.12s...)",
+			    q->node[q->dup_a].srv->name, q->node[q->dup_b].srv->name, q->dup_id);
+			quorum_close(q);
+			return STORE_USAGE;
+		}
+		if (ok < q->need) {
+			no_quorum(q, ok, "reachable", err, errlen);
+			quorum_close(q);
+			return denied ? STORE_DENIED : STORE_ERR;
+		}
+	}
+	*out = q;
+	return STORE_OK;
+}
+
+static const char *quorum_name(void *ctx)
+{
+	struct quorum *q = ctx;
+
+	return q->name;
+}
+
+/* Every node publishes the release: the first one that answers will do, starting with
+ * one that answered lately. */
+static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
+{
+	struct quorum *q = ctx;
+
+	*wait_ms = q->cfg->node_timeout_ms;
+	return k < q->n ? q->node[(q->any + k) % q->n].srv : NULL;
+}
+
+/* Give back on every node (after a failed attempt): best effort within one round. */
+static void release_all(struct quorum *q, const struct lock *l)
+{
+	struct lock_request rl;
+	struct req rq = {.script = &rl};
+	char err[200];
+
+	if (lock_request_release(&rl, l, 0, err, sizeof err) == 0)
+		round_all(q, &rq, STORE_NO_CAP);
+}
+
+/* The nodes' answers to one acquire round. */
+struct tally {
+	int ok, busy, denied, mismatch;
+	int superseded;                /* --supersede: nodes where a newer request took the place */
+	struct holder newer;           /* the newer request, as the first of them says */
+	long long fence;               /* the largest fence of the nodes that granted */
+	long long nf[STORE_NODES_MAX]; /* each granting node's own count */
+	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
+};
+
+static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
+                          struct tally *t)
+{
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		struct holder nh;
+		if (!nd->reply) {
+			t->denied += nd->denied;
+			continue;
+		}
+		int rc = lock_decode_acquire(nd->reply, l, &nh, nd->err, sizeof nd->err);
+		if (rc == LOCK_OK) {
+			t->ok++;
+			t->fence = t->ok == 1 || l->fence > t->fence ? l->fence : t->fence;
+			t->nf[i] = l->fence;
+			t->fq[i] = fr;
+		} else if (rc == LOCK_BUSY) {
+			if (!t->busy++)
+				*h = nh;
+		} else if (rc == LOCK_SUPERSEDED) {
+			if (!t->superseded++)
+				t->newer = nh;
+		} else {
+			t->denied += rc == LOCK_DENIED;
+			t->mismatch += rc == LOCK_MISMATCH;
+		}
+	}
+}
+
+/* A majority granted. Fencing: every node counted its own INCR; the largest of this
+ * majority, merged back (SET if larger) into a majority, is seen by any later majority,
+ * whose INCR then counts past it: strictly increasing across shifting majorities.
+ * The invariant the merge relies on, a majority holds the largest fence handed out,
+ * must hold after every acquisition, not only when this one needed the merge: a node
+ * left behind (restarted empty, or slow for one round) that a majority outvoted
+ * would otherwise stay behind, and once a node of that majority is restarted empty
+ * too, a later majority of the two counts from far below (issue 41: fence 6, then
+ * 2). So every granting node below the largest count gets the fence round, whether
+ * or not the others are a majority already; the grant counts when a majority holds a
+ * counter >= the fence. A node whose own count is the largest holds it already
+ * (counters only rise): when every granting node counted it, no round is sent (the
+ * common case: nodes that every acquisition reaches count in step). LOCK_OK
+ * (l->fence, *sent_ms set), or LOCK_ERR with the reason in why. */
+static int merge_fence(struct quorum *q, struct lock *l, struct tally *t, int64_t t0,
+                       int64_t *sent_ms, char *why, size_t whylen)
+{
+	struct lock_request *rf = &q->fence;
+	int merged = 0, behind = 0;
+
+	for (int i = 0; i < q->n; i++) {
+		if (t->fq[i] && t->nf[i] == t->fence) {
+			t->fq[i] = NULL;
+			merged++;
+		}
+		behind += t->fq[i] != NULL;
+	}
+	if (behind > 0 && lock_request_fence(rf, l, t->fence, why, whylen) == 0) {
+		round_trip(q, t->fq, STORE_NO_CAP);
+		for (int i = 0; i < q->n; i++) {
+			long long v = 0;
+			if (t->fq[i] && q->node[i].reply &&
+			    lock_decode_fence(q->node[i].reply, &v, q->node[i].err,
+			                      sizeof q->node[i].err) == LOCK_OK &&
+			    v >= t->fence)
+				merged++;
+		}
+	}
+	int64_t elapsed = clock_ms() - t0;
+	if (merged >= q->need && elapsed < l->ask.ttl_ms - drift_ms(l)) {
+		l->fence = t->fence;
+		*sent_ms = t0 - drift_ms(l);
+		log_debug("Redlock: %d of %d nodes, fence %lld, %lld ms", t->ok, q->n, t->fence,
+		          (long long)elapsed);
+		return LOCK_OK;
+	}
+	if (why[0])
+		;
+	else if (merged < q->need)
+		no_quorum(q, merged, "took the fence", why, whylen);
+	else
+		snprintf(why, whylen,
+		         "Redlock: the quorum took %lld ms, too long for a %lld ms lease",
+		         (long long)elapsed, (long long)l->ask.ttl_ms);
+	return LOCK_ERR;
+}
+
+/* No lock (what was taken is given back already): why not, from the tally. */
+static int refusal(struct quorum *q, const struct tally *t, struct holder *h, char *err,
+                   size_t errlen)
+{
+	/* A newer --supersede request took this one's place (on one node is enough: it is
+	 * newer wherever it got to). */
+	if (t->superseded) {
+		*h = t->newer;
+		return LOCK_SUPERSEDED;
+	}
+	if (t->mismatch && t->ok + t->busy < q->need) {
+		for (int i = 0; i < q->n; i++)
+			if (q->node[i].err[0])
+				snprintf(err, errlen, "%s", q->node[i].err);
+		return LOCK_MISMATCH;
+	}
+	if (t->denied && t->ok + t->busy < q->need) {
+		no_quorum(q, t->ok + t->busy, "let us in", err, errlen);
+		return LOCK_DENIED;
+	}
+	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
+	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
+	if (t->busy > 0 && t->ok + t->busy >= q->need) {
+		if (t->ok > 0)
+			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+		return LOCK_BUSY;
+	}
+	no_quorum(q, t->ok + t->busy, "answered", err, errlen);
+	return LOCK_ERR;
+}
+
+/* The nodes that did not grant, and why (read before the fence round clears their
+ * reasons): "" when every node granted. A quorum with nodes missing holds with less
+ * redundancy than asked for, which the caller says in one line (not under -q). */
+static void missing_nodes(const struct quorum *q, const struct tally *t, char *buf, size_t n)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < q->n && used + 1 < n; i++) {
+		if (t->fq[i])
+			continue;
+		int w =
+		    snprintf(buf + used, n - used, "%s%s (%s)", used ? ", " : "",
+		             q->cfg->srv[i].name, q->node[i].err[0] ? q->node[i].err : "no grant");
+		used = w < 0 ? used : used + (size_t)w;
+	}
+}
+
+static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
+	struct tally t = {0};
+	char why[300] = "", missing[600];
+
+	(void)cap_ms; /* one round is bounded by the node timeout */
+	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, STORE_NO_CAP);
+	tally_acquire(q, l, &fr, h, &t);
+	missing_nodes(q, &t, missing, sizeof missing);
+	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK) {
+		if (missing[0])
+			log_warn("Redlock degraded: %s held by %d of %d nodes; missing: %s", l->key,
+			         t.ok, q->n, missing);
+		return LOCK_OK;
+	}
+	release_all(q, l);
+	if (why[0]) {
+		snprintf(err, errlen, "%s", why);
+		return LOCK_ERR;
+	}
+	return refusal(q, &t, h, err, errlen);
+}
+
+static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	struct lock_request *rr = &q->renew, *ra = &q->reacq;
+	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
+	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
+	int nbehind = 0;
+	struct lock_meta none = {"", "", "", 0, 0, NULL, NULL};
+	struct lock relock = *l;
+	struct holder h, by;
+	int ok = 0, taken = 0, lost = 0, preempted = 0;
+
+	if (lock_request_renew(rr, l, err, errlen) < 0)
+		return LOCK_ERR;
+	int64_t t0 = clock_ms();
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		long long v = 0;
+		if (!nd->reply ||
+		    lock_decode_renew(nd->reply, &v, &by, nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		preempted += v == 3; /* renewed, and a --preempt request asks (lock.h) */
+		if (v == 1 || v == 3) {
+			ok++;
+		} else {
+			again[i] = &aq;
+			lost++;
+		}
+	}
+	if (lost > q->n - q->need) {
+		/* Gone from more nodes than a quorum can spare: broken (--break runs on every
+		 * node), expired or taken, not restarted. The lock is lost, as on one server:
+		 * locking those nodes again would take it back from whoever it went to. */
+		snprintf(err, errlen, "the token is gone from %d of %d nodes", lost, q->n);
+		return LOCK_NOTOURS;
+	}
+	if (lost > 0) {
+		/* A node that restarted without the key (no persistence) is locked again with
+		 * the same token (a minority: a majority still has it); one that another
+		 * holder took stays lost. The owner fields are the majority's to show. */
+		if (lock_request_acquire(ra, &relock, &none, err, errlen) == 0)
+			round_trip(q, again, cap_ms);
+		for (int i = 0; i < q->n; i++) {
+			if (!again[i] || !q->node[i].reply)
+				continue;
+			int rc = lock_decode_acquire(q->node[i].reply, &relock, &h, q->node[i].err,
+			                             sizeof q->node[i].err);
+			if (rc == LOCK_OK) {
+				ok++;
+				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+				/* it counted from what it kept (nothing, restarted empty):
+				 * brought up to this holder's fence, so that the next
+				 * restart of another node cannot leave a majority below
+				 * it (merge_fence). Best effort: the renewal does not
+				 * wait on it to count. */
+				if (relock.fence < l->fence) {
+					behind[i] = &fr;
+					nbehind++;
+				}
+			}
+			taken += rc == LOCK_BUSY;
+		}
+	}
+	if (ok >= q->need && clock_ms() - t0 < l->ask.ttl_ms - drift_ms(l)) {
+		*sent_ms = t0 - drift_ms(l);
+		/* after the verdict: it neither delays nor clears the reasons of a failure */
+		char ferr[200];
+		if (nbehind > 0 &&
+		    lock_request_fence(&q->fence, l, l->fence, ferr, sizeof ferr) == 0)
+			round_trip(q, behind, cap_ms);
+		if (preempted == 0)
+			return LOCK_OK;
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+		return LOCK_PREEMPTED;
+	}
+	if (taken > q->n - q->need) {
+		snprintf(err, errlen, "%d of %d nodes are held by another token", taken, q->n);
+		return LOCK_NOTOURS;
+	}
+	no_quorum(q, ok, "confirmed the renewal", err, errlen);
+	return LOCK_ERR;
+}
+
+static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	struct lock_request *rl = &q->rel;
+	struct req rq = {.script = rl};
+	int ok = 0, notours = 0;
+
+	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
+		return LOCK_ERR;
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		long long v = 0;
+		if (!nd->reply ||
+		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		if (v == 0)
+			notours++;
+		else
+			ok++;
+	}
+	if (ok >= q->need)
+		return LOCK_OK;
+	if (notours > q->n - q->need)
+		return LOCK_NOTOURS;
+	no_quorum(q, ok, "released it", err, errlen);
+	return LOCK_ERR;
+}
+
+/* Status or break on every node: the exclusive holder whose token a quorum has (else,
+ * for break, the first one seen), the largest fence, nodes_ok/nodes_total. */
+/* The status (brk: break) script on every node: nh[i] and ok[i] = 1 for each node that
+ * answered. The number that answered, or -1 with the reason. */
+static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
+                         struct holders *nh, int *ok, char *err, size_t errlen)
+{
+	struct lock_request *rs = &q->hold;
+	struct req rq = {.script = rs};
+	int answered = 0;
+
+	if (lock_request_holders(rs, l, brk, err, errlen) < 0)
+		return -1;
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (!nd->reply || lock_decode_holders(nd->reply, brk ? "break" : "status", &nh[i],
+		                                      nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		ok[i] = 1;
+		answered++;
+	}
+	return answered;
+}
+
+static int by_pttl_desc(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x < y) - (x > y);
+}
+
+/* --lock-delay: how long a majority of the nodes stays closed (each node keeps its own
+ * PREFIX{NAME}:delay), 0 if it is not. */
+static long long closed_on_majority(const struct quorum *q, const struct holders *nh, const int *ok)
+{
+	long long closed[STORE_NODES_MAX];
+	int m = 0;
+
+	for (int i = 0; i < q->n; i++)
+		if (ok[i])
+			closed[m++] = nh[i].closed_ms;
+	if (m < q->need)
+		return 0;
+	qsort(closed, (size_t)m, sizeof closed[0], by_pttl_desc);
+	return closed[q->need - 1];
+}
+
+static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
+                   struct holders *hs, char *err, size_t errlen)
+{
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
+	int answered, best = -1, best_votes = 0, fenced = 0;
+	long long fence = 0;
+
+	answered = !nh ? -1 : round_holders(q, l, brk, cap_ms, nh, ok, err, errlen);
+	if (answered < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
+		return LOCK_ERR;
+	}
+	for (int i = 0; i < q->n; i++)
+		if (ok[i] && nh[i].has_last_fence && (!fenced++ || nh[i].last_fence > fence))
+			fence = nh[i].last_fence;
+	for (int i = 0; i < q->n; i++) {
+		int votes = 0;
+		if (!ok[i] || nh[i].n == 0)
+			continue;
+		for (int j = 0; j < q->n; j++)
+			votes +=
+			    ok[j] && nh[j].n > 0 && strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0;
+		if (votes > best_votes) {
+			best = i;
+			best_votes = votes;
+		}
+	}
+	if (answered < q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
+		free(nh);
+		return LOCK_ERR;
+	}
+	memset(hs, 0, sizeof *hs);
+	if (best >= 0 && (brk || best_votes >= q->need))
+		*hs = nh[best];
+	hs->last_fence = fence;
+	hs->has_last_fence = fenced > 0;
+	/* A holder's fence is the largest its token got from a node: what the merge handed
+	 * it (each node that granted recorded its own count). Not the largest counter: a
+	 * later split vote counts too, and a node may have been set by hand. */
+	for (int i = 0; i < hs->n; i++) {
+		struct holder *h = &hs->h[i];
+		for (int j = 0; j < q->n; j++)
+			for (int k = 0; ok[j] && k < nh[j].n; k++)
+				if (nh[j].h[k].has_fence &&
+				    strcmp(nh[j].h[k].token, h->token) == 0 &&
+				    (!h->has_fence || nh[j].h[k].fence > h->fence)) {
+					h->fence = nh[j].h[k].fence;
+					h->has_fence = 1;
+				}
+	}
+	/* --break --token/--if-fence: refused when no node that answered broke anything;
+	 * the last break's record from the first node that has one. */
+	int refused = brk;
+	for (int i = 0; i < q->n; i++) {
+		refused = refused && (!ok[i] || nh[i].refused);
+		if (ok[i] && nh[i].broken.known && !hs->broken.known)
+			hs->broken = nh[i].broken;
+	}
+	hs->refused = refused;
+	hs->nodes_ok = answered;
+	hs->nodes_total = q->n;
+	hs->closed_ms = closed_on_majority(q, nh, ok);
+	for (int i = 0; i < q->n; i++) /* --reset: the --once-per mark any node cleared */
+		if (ok[i] && nh[i].done && (!hs->done || nh[i].done_pttl_ms > hs->done_pttl_ms)) {
+			hs->done = 1;
+			hs->done_pttl_ms = nh[i].done_pttl_ms;
+			memcpy(hs->done_fence, nh[i].done_fence, sizeof hs->done_fence);
+		}
+	free(nh);
+	return LOCK_OK;
+}
+
+static int quorum_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	return holders(q, l, 0, cap_ms, h, err, errlen);
+}
+
+static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	return holders(q, l, 1, cap_ms, h, err, errlen);
+}
+
+/* Redlock locks are exclusive only (cli.c): hd->mode stays 'x'. Held when a majority
+ * of the nodes has token as its live holder (the status script: one read each); not
+ * held when even the nodes that did not answer could not make a majority; else the
+ * store cannot say. The lease left is the time until fewer than a majority hold it;
+ * the fence, the largest a node recorded for token (as quorum_status). */
+static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            struct holding *hd, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
+	int ok[STORE_NODES_MAX] = {0};
+	long long pttl[STORE_NODES_MAX];
+	int answered, ours = 0, rc;
+
+	answered = !nh ? -1 : round_holders(q, l, 0, cap_ms, nh, ok, err, errlen);
+	if (answered < 0) {
+		if (!nh)
+			snprintf(err, errlen, "out of memory");
+		free(nh);
+		return -1;
+	}
+	for (int i = 0; i < q->n; i++) {
+		if (!ok[i] || nh[i].n == 0 || strcmp(nh[i].h[0].token, token) != 0)
+			continue;
+		const struct holder *h = &nh[i].h[0];
+		pttl[ours++] = h->pttl_ms;
+		if (h->has_fence && (!hd->has_fence || h->fence > hd->fence)) {
+			hd->fence = h->fence;
+			hd->has_fence = 1;
+		}
+	}
+	if (ours >= q->need) {
+		qsort(pttl, (size_t)ours, sizeof pttl[0], by_pttl_desc);
+		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
+		rc = 1;
+	} else if (ours + (q->n - answered) >= q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
+		rc = -1;
+	} else {
+		rc = 0;
+	}
+	free(nh);
+	return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	const struct resp_reply *x = *(struct resp_reply *const *)a;
+	const struct resp_reply *y = *(struct resp_reply *const *)b;
+
+	return strcmp(x->str, y->str);
+}
+
+/* --list: the names found on any node, once each, in one page. */
+static int quorum_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	struct resp_reply all = {.type = RESP_ARRAY};
+	struct resp_reply *pages[STORE_NODES_MAX * 64];
+	int npages = 0, scanned = 0, rc = 0;
+
+	all.element = calloc(LIST_NAMES_MAX, sizeof *all.element);
+	if (!all.element) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* Connect the nodes without a (usable) connection all at once, then scan each. */
+	struct req none = {0};
+	for (int i = 0; i < q->n; i++)
+		if (q->node[i].skip)
+			node_drop(&q->node[i]);
+	round_all(q, &none, STORE_NO_CAP);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		char cursor[32] = "0";
+		int done = 0;
+		if (!nd->c)
+			continue;
+		while (!done && npages < STORE_NODES_MAX * 64) {
+			struct resp_reply *r = NULL;
+			const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};
+			size_t lens[6];
+			for (int k = 0; k < 6; k++)
+				lens[k] = strlen(argv[k]);
+			if (client_call(nd->c, 6, argv, lens, clock_ms() + nd->srv->io_timeout_ms,
+			                &r, nd->err, sizeof nd->err) < 0 ||
+			    r->type != RESP_ARRAY || r->elements != 2 ||
+			    r->element[0]->type != RESP_STRING ||
+			    r->element[1]->type != RESP_ARRAY) {
+				if (r && r->type == RESP_ERROR)
+					snprintf(nd->err, sizeof nd->err, "SCAN: %.150s", r->str);
+				resp_free(r);
+				node_drop(nd);
+				break;
+			}
+			pages[npages++] = r;
+			for (size_t k = 0;
+			     k < r->element[1]->elements && all.elements < LIST_NAMES_MAX; k++)
+				if (r->element[1]->element[k]->type == RESP_STRING)
+					all.element[all.elements++] = r->element[1]->element[k];
+			snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+			done = strcmp(cursor, "0") == 0;
+		}
+		scanned += done;
+	}
+	if (scanned < q->need) {
+		no_quorum(q, scanned, "listed", err, errlen);
+		rc = -1;
+	} else {
+		qsort(all.element, all.elements, sizeof *all.element, by_name);
+		size_t kept = 0;
+		for (size_t k = 0; k < all.elements; k++)
+			if (kept == 0 ||
+			    strcmp(all.element[kept - 1]->str, all.element[k]->str) != 0)
+				all.element[kept++] = all.element[k];
+		all.elements = kept;
+		rc = page(arg, &all);
+	}
+	free(all.element);
+	for (int k = 0; k < npages; k++)
+		resp_free(pages[k]);
+	return rc;
+}
+
+static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	(void)ctx, (void)l, (void)cap_ms, (void)err, (void)errlen;
+	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
+}
+
+static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)
+{
+	(void)ctx, (void)n;
+	snprintf(err, errlen, "--wait-replicas does not apply to Redlock");
+	return -1;
+}
+
+/* Each node on its own, one after the other, each within a node timeout; not those the
+ * quorum could not connect to (each would cost its timeout). */
+static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+{
+	struct quorum *q = ctx;
+	char err[300];
+
+	for (int i = 0; i < q->n; i++) {
+		if (!q->node[i].c)
+			continue;
+		struct store_config *one = calloc(1, sizeof *one);
+		void *t = NULL;
+		if (!one)
+			return;
+		one->n = 1;
+		one->srv[0] = q->cfg->srv[i];
+		one->srv[0].ep.tls = &one->srv[0].tls;
+		int64_t d = clock_ms() + 2 * q->cfg->node_timeout_ms;
+		/* the node as a single server: its peer behind the same interface */
+		conn_fault_clear(); /* as store_open() does */
+		if (routed_backend.open(&t, one, 0, d, err, sizeof err) == STORE_OK) {
+			routed_backend.check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+			routed_backend.close(t);
+		}
+		free(one);
+	}
+}
+
+/* --history: newest first by fence (the run it concerns), then by the server's time. */
+static int by_fence_desc(const void *a, const void *b)
+{
+	const struct history_entry *x = a, *y = b;
+	long long fx = strtoll(x->fence, NULL, 10), fy = strtoll(y->fence, NULL, 10);
+
+	if (fx != fy)
+		return (fx < fy) - (fx > fy);
+	return (x->at_ms < y->at_ms) - (x->at_ms > y->at_ms);
+}
+
+/* e[0..n) has an entry of the same event about the same token (another node's). */
+static int history_seen(const struct history_entry *e, int n, const struct history_entry *x)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0)
+			return 1;
+	return 0;
+}
+
+/* Every node that granted a run wrote its history: each node's, merged by fence. */
+static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                          int *n, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+	struct req rq = {.script = &q->hold};
+	struct history_entry *all = calloc((size_t)(*n * q->n), sizeof *all);
+	int got = 0, answered = 0;
+
+	if (!all || lock_request_history(&q->hold, l, *n, err, errlen) < 0) {
+		if (!all)
+			snprintf(err, errlen, "out of memory");
+		free(all);
+		return LOCK_ERR;
+	}
+	round_all(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		int k = nd->reply
+		            ? lock_decode_history(nd->reply, all + got, *n, nd->err, sizeof nd->err)
+		            : -1;
+		int w = got;
+		for (int j = 0; j < k; j++)
+			if (!history_seen(all, w, &all[got + j]))
+				all[w++] = all[got + j];
+		got = w;
+		answered += k >= 0;
+	}
+	if (answered == 0) {
+		no_quorum(q, 0, "answered", err, errlen);
+		free(all);
+		return LOCK_ERR;
+	}
+	qsort(all, (size_t)got, sizeof *all, by_fence_desc);
+	*n = got < *n ? got : *n;
+	memcpy(e, all, (size_t)*n * sizeof *e);
+	free(all);
+	return LOCK_OK;
+}
+
+/* --check: each node, one command at a time on its own connection. */
+static const struct server *quorum_node(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+
+	(void)cap_ms;
+	err[0] = '\0';
+	return k >= 0 && k < q->n ? q->node[k].srv : NULL;
+}
+
+static int quorum_node_call(void *ctx, const struct server *srv, int argc, const char **argv,
+                            const size_t *lens, int64_t cap_ms, struct resp_reply **reply,
+                            char *err, size_t errlen)
+{
+	struct quorum *q = ctx;
+	struct node *nd = NULL;
+
+	for (int i = 0; i < q->n && !nd; i++)
+		nd = q->node[i].srv == srv ? &q->node[i] : NULL;
+	if (!nd) {
+		snprintf(err, errlen, "internal error: not a Redlock node");
+		return LOCK_ERR;
+	}
+	if (!nd->c) {
+		int rc = client_open(&nd->c, srv, cap_ms, err, errlen);
+		if (rc != CLIENT_OK) {
+			nd->c = NULL;
+			return rc == CLIENT_AUTH ? LOCK_DENIED : LOCK_ERR;
+		}
+	}
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	if (client_call(nd->c, argc, argv, lens, d < cap_ms ? d : cap_ms, reply, err, errlen) == 0)
+		return LOCK_OK;
+	node_drop(nd);
+	return LOCK_ERR;
+}
+
+const struct store_backend quorum_backend = {
+    .open = quorum_open,
+    .close = quorum_close,
+    .name = quorum_name,
+    .places = 0,
+    .acquire = quorum_acquire,
+    .renew = quorum_renew,
+    .release = quorum_release,
+    .status = quorum_status,
+    .brk = quorum_break,
+    .leave = quorum_leave,
+    .is_holder = quorum_is_holder,
+    .wait_replicas = quorum_wait_replicas,
+    .list = quorum_list,
+    .check_eviction = quorum_check_eviction,
+    .listen_at = quorum_listen_at,
+    .history = quorum_history,
+    .node = quorum_node,
+    .node_call = quorum_node_call,
+};

@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: MIT */
+/* The routed single server (backend.h: routed_backend), a peer of the Redlock quorum
+ * behind the seam: every request goes to the one server that owns the key, found by the
+ * configuration's route (plain, Sentinel or Cluster), on one connection that a failure
+ * replaces, with one retry on a fresh connection where that is safe (store.h). */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "clock.h"
+#include "holder.h"
+#include "log.h"
+
+#define WARN_EVERY_SEC "86400" /* the eviction warning: once a day per server */
+
+/* One handle's state. */
+struct routed {
+	const struct store_config *cfg;
+	void *route;             /* the route's per-handle state */
+	struct client *c;        /* the connection of the calls */
+	const struct server *at; /* where c goes */
+	int suspect;             /* c has an unanswered request: only a release may follow */
+	int lost;                /* the acquire's reply was lost with its connection */
+	char name[64];
+};
+
+/* Commands that are not the lock protocol's scripts: re-entry, --wait-replicas, the
+ * eviction check, release notifications. */
+
+/* 1 when token holds l->key, 0 when not, -1 on error. */
+/* WAIT n io_ms: 0, or -1 with the reason. */
+static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, size_t errlen)
+{
+	char cnt[16], ms[24];
+	struct resp_reply *r = NULL;
+	int rc = -1;
+
+	snprintf(cnt, sizeof cnt, "%d", n);
+	snprintf(ms, sizeof ms, "%lld", (long long)io_ms);
+	const char *argv[] = {"WAIT", cnt, ms};
+	size_t lens[] = {4, strlen(cnt), strlen(ms)};
+	if (client_call(c, 3, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "WAIT for replicas: %s", why);
+	} else if (r->type != RESP_INTEGER) {
+		snprintf(err, errlen, "WAIT for replicas: %.300s",
+		         r->type == RESP_ERROR ? r->str : "unexpected reply");
+	} else if (r->integer < n) {
+		snprintf(err, errlen,
+		         "only %lld of %d replicas acknowledged the writes within %s ms",
+		         r->integer, n, ms);
+	} else {
+		rc = 0;
+	}
+	resp_free(r);
+	return rc;
+}
+
+/* WAITAOF local replicas io_ms: 0, or -1 with the reason. */
+static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms, char *err,
+                        size_t errlen)
+{
+	char nl[16], nr[16], ms[24], asked[40];
+	struct resp_reply *r = NULL;
+	int rc = -1;
+
+	snprintf(nl, sizeof nl, "%d", local);
+	snprintf(nr, sizeof nr, "%d", replicas);
+	snprintf(ms, sizeof ms, "%lld", (long long)io_ms);
+	snprintf(asked, sizeof asked, "--wait-aof %d,%d", local, replicas);
+	const char *argv[] = {"WAITAOF", nl, nr, ms};
+	size_t lens[] = {7, strlen(nl), strlen(nr), strlen(ms)};
+	if (client_call(c, 4, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s: WAITAOF: %s: not running the command", asked, why);
+	} else if (r->type == RESP_ERROR) {
+		/* Redis < 7.2 has no WAITAOF; with appendonly no, numlocal 1 is refused; a
+		 * replica refuses it. The server's own words, and what would make it work. */
+		int unknown = strncasecmp(r->str, "ERR unknown command", 19) == 0;
+		int len = (int)strlen(r->str);
+		while (len > 0 && (r->str[len - 1] == ' ' || r->str[len - 1] == '.'))
+			len--;
+		int noaof = !unknown && strstr(r->str, "appendonly") != NULL;
+		snprintf(err, errlen,
+		         "%s: the server refused WAITAOF (%.*s)%s: not running the command", asked,
+		         len < 200 ? len : 200, r->str,
+		         unknown ? ": it needs Redis 7.2 or later, or Valkey"
+		         : noaof ? ": the master needs appendonly yes"
+		                 : "");
+	} else if (r->type != RESP_ARRAY || r->elements != 2 ||
+	           r->element[0]->type != RESP_INTEGER || r->element[1]->type != RESP_INTEGER) {
+		snprintf(err, errlen, "%s: WAITAOF: unexpected reply: not running the command",
+		         asked);
+	} else if (r->element[0]->integer < local || r->element[1]->integer < replicas) {
+		char got[120] = "";
+		if (local)
+			snprintf(got, sizeof got, "the master's AOF: %s",
+			         r->element[0]->integer >= local ? "yes" : "no");
+		if (replicas)
+			snprintf(got + strlen(got), sizeof got - strlen(got),
+			         "%sthe AOF of %lld of %d replica(s)", local ? ", " : "",
+			         r->element[1]->integer, replicas);
+		snprintf(err, errlen,
+		         "%s: within %s ms the lock reached %s: not running the command", asked, ms,
+		         got);
+	} else {
+		rc = 0;
+	}
+	resp_free(r);
+	return rc;
+}
+
+/* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
+ * pressure: another client then acquires it while we still run. *policy gets the
+ * policy to warn about, or "" (none, or another run warned within the day: the first
+ * run to SET the marker says it). A server that refuses INFO (ACL) is not
+ * second-guessed. LOCK_OK or LOCK_ERR. */
+static int eviction_policy(struct client *c, const char *warn_key, int64_t d, char *policy,
+                           size_t n, char *err, size_t errlen)
+{
+	struct resp_reply *rep = NULL;
+	const char *info[] = {"INFO", "memory"};
+	size_t info_lens[] = {4, 6};
+
+	policy[0] = '\0';
+	if (client_call(c, 2, info, info_lens, d, &rep, err, errlen) < 0)
+		return LOCK_ERR;
+	const char *p = rep->type == RESP_STRING ? strstr(rep->str, "maxmemory_policy:") : NULL;
+	if (p) {
+		p += strlen("maxmemory_policy:");
+		size_t len = strcspn(p, "\r\n");
+		snprintf(policy, n, "%.*s", (int)(len < 63 ? len : 63), p);
+	}
+	resp_free(rep);
+	if (!policy[0] || strcmp(policy, "noeviction") == 0) {
+		policy[0] = '\0';
+		return LOCK_OK;
+	}
+	const char *set[] = {"SET", warn_key, "1", "NX", "EX", WARN_EVERY_SEC};
+	size_t set_lens[] = {3, strlen(warn_key), 1, 2, 2, strlen(WARN_EVERY_SEC)};
+	rep = NULL;
+	if (client_call(c, 6, set, set_lens, d, &rep, err, errlen) < 0)
+		return LOCK_OK; /* warn anyway */
+	if (rep->type == RESP_NIL)
+		policy[0] = '\0';
+	resp_free(rep);
+	return LOCK_OK;
+}
+
+static void drop(struct routed *s)
+{
+	client_close(s->c);
+	s->c = NULL;
+	s->at = NULL;
+	s->suspect = 0;
+}
+
+/* A call on s->c failed: never reuse it, except for an ordered release (store.h). */
+static void failed(struct routed *s)
+{
+	if (s->c && client_lost(s->c))
+		s->lost = 1; /* the server may have run it: store_unanswered() */
+	if (s->c && !client_broken(s->c))
+		s->suspect = 1;
+	else
+		drop(s);
+}
+
+static int connect_to(struct routed *s, const struct server *srv, int64_t cap_ms, char *err,
+                      size_t errlen)
+{
+	drop(s);
+	int rc = client_open(&s->c, srv, cap_ms, err, errlen);
+	if (rc != CLIENT_OK) {
+		s->c = NULL;
+		return rc == CLIENT_AUTH ? LOCK_DENIED : LOCK_ERR;
+	}
+	s->at = srv;
+	return LOCK_OK;
+}
+
+static int64_t capped(int64_t t, int64_t cap)
+{
+	return t < cap ? t : cap;
+}
+
+#define PAUSE_FIRST_MS 50
+
+typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err, size_t errlen);
+
+#define RUN_RETRY   1 /* safe to repeat on a fresh connection */
+#define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
+
+/* One call of run(): what it does, and what it learnt on the way. */
+struct run_call {
+	struct routed *s;
+	const char *key;
+	const struct server *fixed;
+	int flags;
+	op_fn op;
+	void *arg;
+	int64_t cap_ms;
+	char *err;
+	size_t errlen;
+	int retried;              /* the one retry on a fresh connection is spent */
+	const struct server *srv; /* the server of the last try */
+};
+
+#define HOP_ELSEWHERE (-100) /* srv is unreachable and the route knows another way */
+#define HOP_LATER     (-101) /* the route says: a passing state, pause and repeat */
+#define HOP_AGAIN     (-102) /* once more, on a fresh connection */
+
+/* The server of the next try: `fixed`, the ASK target, the one server, or the route's. */
+static int target(struct run_call *c, const struct server *ask, const struct server **srv)
+{
+	const struct store_route *rt = c->s->cfg->route;
+
+	*srv = c->fixed ? c->fixed : ask;
+	if (!*srv && !rt)
+		*srv = &c->s->cfg->srv[0];
+	if (*srv)
+		return LOCK_OK;
+	int rc = rt->locate(c->s->route, c->key, c->cap_ms, srv, c->err, c->errlen);
+	return rc == STORE_OK ? LOCK_OK : rc == STORE_DENIED ? LOCK_DENIED : LOCK_ERR;
+}
+
+/* srv failed to connect or to answer: may the route send us elsewhere? */
+static int elsewhere(struct run_call *c, const struct server *srv)
+{
+	const struct store_route *rt = c->s->cfg->route;
+	const struct server *ignored = NULL;
+
+	return rt && !conn_abort_pending() && clock_ms() < c->cap_ms &&
+	       rt->redirect(c->s->route, c->key, srv, NULL, &ignored) == STORE_ROUTE_RETRY;
+}
+
+/* One try of op on srv (after an ASKING when asking), connecting first if need be
+ * (*opened). LOCK_*, or HOP_ELSEWHERE. */
+static int try_on(struct run_call *c, const struct server *srv, int asking, int *opened)
+{
+	struct routed *s = c->s;
+
+	*opened = 0;
+	if (s->c && (s->at != srv || (s->suspect && !(c->flags & RUN_ORDERED))))
+		drop(s);
+	if (!s->c) {
+		int rc = connect_to(s, srv, c->cap_ms, c->err, c->errlen);
+		if (rc == LOCK_ERR && elsewhere(c, srv))
+			return HOP_ELSEWHERE;
+		if (rc != LOCK_OK)
+			return rc;
+		*opened = 1;
+	}
+	/* ASK: every command of op (EVAL after NOSCRIPT too) after an ASKING. */
+	client_set_asking(s->c, asking);
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+	int rc = c->op(s->c, c->arg, capped(d, c->cap_ms), c->err, c->errlen);
+	if (s->c)
+		client_set_asking(s->c, 0);
+	return rc;
+}
+
+/* op failed on srv (LOCK_ERR): HOP_ELSEWHERE, HOP_AGAIN (once, when the flags allow it
+ * and the connection that failed was not new), or LOCK_ERR. */
+static int after_failure(struct run_call *c, const struct server *srv, int opened)
+{
+	failed(c->s);
+	if (conn_abort_pending() || clock_ms() >= c->cap_ms)
+		return LOCK_ERR;
+	if (elsewhere(c, srv))
+		return HOP_ELSEWHERE;
+	if (!(c->flags & RUN_RETRY) || opened || c->retried)
+		return LOCK_ERR;
+	c->retried = 1;
+	drop(c->s);
+	log_debug("%s; retrying on a fresh connection", c->err);
+	return HOP_AGAIN;
+}
+
+/* err = "SRV: server error: err". LOCK_ERR. */
+static int server_error(struct run_call *c)
+{
+	char why[300];
+
+	snprintf(why, sizeof why, "%s", c->err);
+	snprintf(c->err, c->errlen, "%s: server error: %s", c->srv->name, why);
+	return LOCK_ERR;
+}
+
+/* Follow the route for at most STORE_HOPS_MAX redirects: LOCK_*, or HOP_LATER. */
+static int run_hops(struct run_call *c)
+{
+	const struct store_route *rt = c->s->cfg->route;
+	const struct server *ask = NULL;
+	int unreachable = 0; /* the last hop: a redirect, or a node that failed */
+
+	for (int hop = 0; hop <= STORE_HOPS_MAX; hop++) {
+		int opened, rc = target(c, ask, &c->srv);
+		if (rc != LOCK_OK)
+			return rc;
+		rc = try_on(c, c->srv, ask != NULL, &opened);
+		ask = NULL;
+		if (rc == LOCK_REDIRECT) {
+			int what = rt ? rt->redirect(c->s->route, c->key, c->srv, c->err, &ask)
+			              : STORE_ROUTE_FAIL;
+			if (what == STORE_ROUTE_LATER)
+				return HOP_LATER;
+			if (what == STORE_ROUTE_FAIL)
+				return server_error(c);
+			if (what != STORE_ROUTE_ASK)
+				ask = NULL;
+			unreachable = 0;
+			continue;
+		}
+		if (rc == LOCK_ERR)
+			rc = after_failure(c, c->srv, opened);
+		if (rc == HOP_ELSEWHERE)
+			unreachable = 1;
+		else if (rc != HOP_AGAIN)
+			return rc;
+	}
+	char why[300];
+	snprintf(why, sizeof why, "%s", c->err);
+	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
+	                  * the sentinels) still name it. Say which node, not "redirects". */
+		snprintf(c->err, c->errlen, "%s (still named the lock's server after %d lookups)",
+		         why, STORE_HOPS_MAX + 1);
+	else
+		snprintf(c->err, c->errlen, "more than %d redirects for one request",
+		         STORE_HOPS_MAX);
+	return LOCK_ERR;
+}
+
+/* The one place that reconnects and retries: op on the server that owns key (or on
+ * `fixed`), following the route's redirects, repeated once on a fresh connection when
+ * flags allow and the connection that failed was not opened by this call. A state that
+ * passes (STORE_ROUTE_LATER) pauses, 50 ms doubling, and starts the redirects afresh:
+ * the refusal ran nothing (TRYAGAIN), so repeating is safe, also for an acquire. */
+static int run(struct routed *s, const char *key, const struct server *fixed, int flags, op_fn op,
+               void *arg, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct run_call c = {s, key, fixed, flags, op, arg, cap_ms, err, errlen, 0, NULL};
+	int64_t pause = PAUSE_FIRST_MS;
+
+	for (int pauses = 0;; pauses++) {
+		int rc = run_hops(&c);
+		if (rc != HOP_LATER)
+			return rc;
+		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
+		    conn_abort_pending())
+			return server_error(&c);
+		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
+		conn_pause_until(clock_ms() + pause);
+		pause *= 2;
+	}
+}
+static void routed_close(void *ctx)
+{
+	struct routed *s = ctx;
+
+	drop(s);
+	if (s->route)
+		s->cfg->route->close(s->route);
+	free(s);
+}
+
+static int routed_open(void **ctx, const struct store_config *cfg, int connect, int64_t cap_ms,
+                       char *err, size_t errlen)
+{
+	struct routed *s = calloc(1, sizeof *s);
+
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return STORE_ERR;
+	}
+	s->cfg = cfg;
+	snprintf(s->name, sizeof s->name, "%.60s", cfg->srv[0].name);
+	if (cfg->route && !(s->route = cfg->route->open(cfg->route_arg))) {
+		snprintf(err, errlen, "out of memory");
+		free(s);
+		return STORE_ERR;
+	}
+	if (connect) {
+		const struct server *srv = &cfg->srv[0];
+		int rc = cfg->route ? cfg->route->locate(s->route, NULL, cap_ms, &srv, err, errlen)
+		                    : STORE_OK;
+		if (rc == STORE_OK)
+			rc = connect_to(s, srv, cap_ms, err, errlen);
+		if (rc != STORE_OK) {
+			routed_close(s);
+			return rc == LOCK_DENIED ? STORE_DENIED : STORE_ERR;
+		}
+	}
+	*ctx = s;
+	return STORE_OK;
+}
+
+static int routed_connected(const void *ctx)
+{
+	const struct routed *s = ctx;
+
+	return s->c && !s->suspect;
+}
+
+static int routed_unanswered(const void *ctx)
+{
+	const struct routed *s = ctx;
+
+	return (s->c && s->suspect) || s->lost;
+}
+
+/* A waiter's place lives where its last attempt went: the open connection's server. */
+static const struct server *routed_placed_at(const void *ctx)
+{
+	const struct routed *s = ctx;
+
+	return s->c ? s->at : NULL;
+}
+
+/* The release notifications: on the route's server of the channel, with the route's
+ * (S)SUBSCRIBE. */
+static int routed_listen_on(void *ctx, const struct lock *l, const struct server **at,
+                            const char **cmd, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+	const struct server *srv = &s->cfg->srv[0];
+	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+
+	*cmd = "SUBSCRIBE";
+	if (rt && rt->probe)
+		rt->probe(s->route, cap);
+	if (rt && rt->locate(s->route, l->channel, cap, &srv, err, errlen) != STORE_OK)
+		return STORE_ERR;
+	if (rt && rt->subscribe_cmd)
+		*cmd = rt->subscribe_cmd(s->route, l->channel);
+	*at = srv;
+	return STORE_OK;
+}
+
+static const char *routed_name(void *ctx)
+{
+	struct routed *s = ctx;
+
+	if (s->route && s->cfg->route->name)
+		return s->cfg->route->name(s->route);
+	return s->name;
+}
+
+struct acquire_args {
+	struct lock *l;
+	const struct lock_meta *m;
+	struct holder *h;
+	int64_t sent;
+	struct routed *s;
+};
+
+static const struct lock *announcing(struct routed *s, const struct lock *l, struct lock *copy);
+
+static int op_acquire(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct acquire_args *a = arg;
+
+	struct lock copy;
+
+	/* a semaphore's acquire may wake the next waiter of a fair queue */
+	a->l->publish_cmd = announcing(a->s, a->l, &copy)->publish_cmd;
+	a->sent = clock_ms();
+	return lock_acquire(c, a->l, a->m, d, a->h, err, errlen);
+}
+
+static int routed_acquire(void *ctx, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                          int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct acquire_args a = {l, m, h, clock_ms(), s};
+	s->lost = 0; /* store_unanswered(): of this acquire */
+	/* the reply too is awaited only until the cap (the -w deadline): an acquire left
+	 * unanswered is given back behind it (wait.c) */
+	int rc = run(s, l->key, NULL, 0, op_acquire, &a, cap_ms, err, errlen);
+	*sent_ms = a.sent;
+	return rc;
+}
+
+struct renew_args {
+	const struct lock *l;
+	int64_t sent;
+};
+
+static int op_renew(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct renew_args *a = arg;
+
+	struct holder by;
+
+	a->sent = clock_ms();
+	int rc = lock_renew(c, a->l, d, &by, err, errlen);
+	if (rc == LOCK_PREEMPTED) /* who asked: renew.h's reason */
+		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+	return rc;
+}
+
+static int routed_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
+                        char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct renew_args a = {l, clock_ms()};
+	int rc = run(s, l->key, NULL, RUN_RETRY, op_renew, &a, cap_ms, err, errlen);
+	*sent_ms = a.sent;
+	return rc;
+}
+
+struct release_args {
+	const struct lock *l;
+	int64_t keep_ms;
+	struct routed *s;
+};
+
+/* l, or a copy of it that announces its release with SPUBLISH when the route says
+ * waiters listen on the shard (subscribe_cmd). */
+static const struct lock *announcing(struct routed *s, const struct lock *l, struct lock *copy)
+{
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->subscribe_cmd ||
+	    strcmp(rt->subscribe_cmd(s->route, l->channel), "SSUBSCRIBE") != 0)
+		return l;
+	*copy = *l;
+	copy->publish_cmd = "SPUBLISH";
+	return copy;
+}
+
+static int op_release(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct release_args *a = arg;
+	struct lock copy;
+
+	return lock_release(c, announcing(a->s, a->l, &copy), a->keep_ms, d, err, errlen);
+}
+
+static int routed_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
+                          char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct release_args a = {l, keep_ms, s};
+
+	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
+}
+
+struct holder_args {
+	const struct lock *l;
+	struct holders *h;
+	struct routed *s;
+};
+
+static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_args *a = arg;
+
+	return lock_status(c, a->l, d, a->h, err, errlen);
+}
+
+static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_args *a = arg;
+	struct lock copy;
+
+	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
+}
+
+struct history_args {
+	const struct lock *l;
+	struct history_entry *e;
+	int *n;
+};
+
+static int op_history(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct history_args *a = arg;
+	int rc = lock_history(c, a->l, *a->n, d, a->e, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	*a->n = rc;
+	return LOCK_OK;
+}
+
+static int routed_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                          int *n, char *err, size_t errlen)
+{
+	struct history_args a = {l, e, n};
+
+	return run(ctx, l->key, NULL, RUN_RETRY, op_history, &a, cap_ms, err, errlen);
+}
+
+static int routed_status(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                         char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct holder_args a = {l, h, s};
+
+	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
+}
+
+static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
+                        char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct holder_args a = {l, h, s};
+
+	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
+}
+
+static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct release_args *a = arg;
+	struct lock copy;
+
+	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
+}
+
+static int routed_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct release_args a = {l, 0, s};
+
+	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
+}
+
+struct holder_check {
+	const struct lock *l;
+	const char *token;
+	int ours;
+	struct holding *hd;
+};
+
+static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_check *a = arg;
+
+	/* A routing error goes back to run() (store.h), which follows it: a Cluster node
+	 * that does not own the key answers MOVED. */
+	a->ours = lock_holds(c, a->l, a->token, d, a->hd, err, errlen);
+	return a->ours < 0 ? a->ours : LOCK_OK;
+}
+
+static int routed_is_holder(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
+                            struct holding *hd, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	struct holder_check a = {l, token, 0, hd};
+	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
+	return rc != LOCK_OK ? -1 : a.ours;
+}
+
+static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+
+	/* WAIT counts the writes of this connection: the one that took (or released) the
+	 * lock. */
+	if (!s->c || s->suspect) {
+		snprintf(err, errlen, "WAIT for replicas: the connection that wrote is gone");
+		return -1;
+	}
+	int rc = wait_for_replicas(s->c, n, s->at->io_timeout_ms, err, errlen);
+	if (rc < 0)
+		drop(s);
+	return rc;
+}
+
+static int routed_wait_aof(void *ctx, int local, int replicas, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+
+	/* WAITAOF, as WAIT, counts the writes of this connection: the one that took the
+	 * lock (its grant and fence). */
+	if (!s->c || s->suspect) {
+		snprintf(err, errlen,
+		         "--wait-aof: the connection that took the lock is gone: not running the "
+		         "command");
+		return -1;
+	}
+	int rc = wait_for_aof(s->c, local, replicas, s->at->io_timeout_ms, err, errlen);
+	if (rc < 0)
+		drop(s);
+	return rc;
+}
+
+struct scan_args {
+	const char *cursor, *match;
+	struct resp_reply *r;
+};
+
+static int op_scan(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct scan_args *a = arg;
+	const char *argv[] = {"SCAN", a->cursor, "MATCH", a->match, "COUNT", "200"};
+	size_t lens[6];
+
+	for (int i = 0; i < 6; i++)
+		lens[i] = strlen(argv[i]);
+	resp_free(a->r);
+	a->r = NULL;
+	if (client_call(c, 6, argv, lens, d, &a->r, err, errlen) < 0)
+		return LOCK_ERR;
+	const struct resp_reply *r = a->r;
+	if (r->type == RESP_ARRAY && r->elements == 2 && r->element[0]->type == RESP_STRING &&
+	    r->element[1]->type == RESP_ARRAY)
+		return LOCK_OK;
+	if (resp_is_noauth(r))
+		snprintf(err, errlen,
+		         "SCAN: the server requires a password (NOAUTH); see "
+		         "--password-file");
+	else if (r->type == RESP_ERROR)
+		snprintf(err, errlen, "SCAN: %.300s", r->str);
+	else
+		snprintf(err, errlen, "SCAN: unexpected reply from the server");
+	return LOCK_ERR;
+}
+
+#define SCAN_ROUNDS_MAX 1000000L
+
+/* SCAN one server to the end. */
+static int scan_server(struct routed *s, const struct server *srv, const char *match,
+                       int (*page)(void *, const struct resp_reply *), void *arg, char *err,
+                       size_t errlen)
+{
+	char cursor[32] = "0";
+	struct scan_args a = {cursor, match, NULL};
+	int rc = 0;
+
+	/* A server whose cursor never comes back to 0 must not keep --list going forever:
+	 * SCAN ... COUNT 200 walks 200 million keys in this many rounds. */
+	for (long rounds = 0;; rounds++) {
+		if (rounds >= SCAN_ROUNDS_MAX) {
+			snprintf(err, errlen, "SCAN did not finish after %ld rounds: giving up",
+			         SCAN_ROUNDS_MAX);
+			rc = -1;
+			break;
+		}
+		/* srv NULL: the route's server (its deadlines are the configured ones). */
+		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a,
+		        clock_ms() + s->cfg->srv[0].io_timeout_ms, err, errlen) != LOCK_OK) {
+			rc = -1;
+			break;
+		}
+		snprintf(cursor, sizeof cursor, "%s", a.r->element[0]->str);
+		rc = page(arg, a.r->element[1]);
+		if (rc != 0 || strcmp(cursor, "0") == 0)
+			break;
+	}
+	resp_free(a.r);
+	return rc;
+}
+
+static int routed_list(void *ctx, const char *match,
+                       int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
+                       size_t errlen)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+
+	if (!rt || !rt->master)
+		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
+	for (int i = 0;; i++) {
+		const struct server *m = rt->master(
+		    s->route, i, clock_ms() + s->cfg->srv[0].connect_timeout_ms, err, errlen);
+		if (!m)
+			return err[0] ? -1 : 0;
+		int rc = scan_server(s, m, match, page, arg, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+}
+
+struct eviction_args {
+	struct routed *s;
+	const char *warn_key;
+};
+
+static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct eviction_args *a = arg;
+	char policy[64];
+
+	int rc = eviction_policy(c, a->warn_key, d, policy, sizeof policy, err, errlen);
+	if (rc == LOCK_OK && policy[0])
+		log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock can "
+		         "be evicted and taken by another holder; use noeviction (said once a "
+		         "day; 'eviction-warning = off' in the config file acknowledges it)",
+		         a->s->at->name, policy);
+	return rc;
+}
+
+static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+{
+	struct routed *s = ctx;
+	struct eviction_args a = {s, warn_key};
+	char err[300];
+
+	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
+	        sizeof err) != LOCK_OK)
+		log_debug("eviction policy: %s", err);
+}
+
+/* --check: the route's masters, or the one server. */
+static const struct server *routed_node(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+
+	err[0] = '\0';
+	if (rt && rt->master)
+		return rt->master(s->route, k, cap_ms, err, errlen);
+	if (!rt)
+		return k == 0 ? &s->cfg->srv[0] : NULL;
+	const struct server *srv = NULL;
+	if (k == 0 && rt->locate(s->route, NULL, cap_ms, &srv, err, errlen) != STORE_OK)
+		srv = NULL;
+	return srv;
+}
+
+struct raw_args {
+	int argc;
+	const char **argv;
+	const size_t *lens;
+	struct resp_reply **reply;
+};
+
+static int op_raw(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct raw_args *a = arg;
+
+	return client_call(c, a->argc, a->argv, a->lens, d, a->reply, err, errlen) < 0 ? LOCK_ERR
+	                                                                               : LOCK_OK;
+}
+
+static int routed_node_call(void *ctx, const struct server *srv, int argc, const char **argv,
+                            const size_t *lens, int64_t cap_ms, struct resp_reply **reply,
+                            char *err, size_t errlen)
+{
+	struct raw_args a = {argc, argv, lens, reply};
+
+	return run(ctx, NULL, srv, 0, op_raw, &a, cap_ms, err, errlen);
+}
+
+const struct store_backend routed_backend = {
+    .open = routed_open,
+    .close = routed_close,
+    .name = routed_name,
+    .places = 1,
+    .acquire = routed_acquire,
+    .renew = routed_renew,
+    .release = routed_release,
+    .status = routed_status,
+    .brk = routed_break,
+    .leave = routed_leave,
+    .is_holder = routed_is_holder,
+    .wait_replicas = routed_wait_replicas,
+    .wait_aof = routed_wait_aof,
+    .list = routed_list,
+    .check_eviction = routed_check_eviction,
+    .history = routed_history,
+    .node = routed_node,
+    .node_call = routed_node_call,
+    .connected = routed_connected,
+    .unanswered = routed_unanswered,
+    .placed_at = routed_placed_at,
+    .listen_on = routed_listen_on,
+};

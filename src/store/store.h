@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* The store: where locks live. main, wait, renew and report talk only to this layer;
+ * it owns the connections, decides where each command goes, and retries once on a
+ * fresh connection where that is safe. lock.c is the protocol it speaks.
+ *
+ * Handles and threads. A struct store is one thread's handle (main has one, the
+ * renewal thread opens its own with store_open() on the same config): a handle and
+ * everything it owns (connections, the route's state) is used by one thread at a
+ * time. The config is shared read-only once store_resolve() has run.
+ *
+ * Connections. A call that fails marks its connection broken: it is closed and the
+ * next call opens a fresh one. One exception keeps a connection's order: after a
+ * request that went out in full but whose reply never came (deadline, abort fd), the
+ * connection is kept for a store_release() only, which the server then runs after
+ * the unanswered request (how a lock an interrupted acquire may have taken is given
+ * back); any other call replaces it. Calls that are safe to repeat (renew, release,
+ * status, is-holder, --list's SCAN) are retried once on a fresh connection when they
+ * failed on one opened earlier (a NAT, a server `timeout`, a restart may have closed
+ * it while idle), never after a terminating signal (conn_abort_pending()).
+ *
+ * Deadlines. Every call takes cap_ms, an absolute monotonic time nothing it does
+ * goes past (STORE_NO_CAP: none); each request also has its own io-timeout.
+ *
+ * How a backend plugs in (Sentinel, Cluster). The single-server backend here is
+ * connections + retries around one `struct server`. A backend that must find the
+ * server first, or follow redirects, supplies a `struct store_route` (its own file,
+ * e.g. sentinel.c, cluster.c) and a case in the front end's store_config_from_opts():
+ *   - locate(key): the server that owns key (the Sentinel master; the node of key's
+ *     slot) before every request; the store reconnects when the pointer it returns
+ *     differs from the connected one, so keep servers at stable addresses;
+ *   - redirect(key, srv, errtext): srv answered with a routing error (MOVED, ASK,
+ *     READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, LOADING: lock.c returns
+ *     LOCK_REDIRECT with the error text verbatim), or, errtext NULL, the connection
+ *     to srv failed. Return STORE_ROUTE_RETRY (forget what you knew: the store calls
+ *     locate again and repeats, at most STORE_HOPS_MAX times within cap_ms),
+ *     STORE_ROUTE_ASK with *ask set (repeat once on *ask after ASKING),
+ *     STORE_ROUTE_LATER (a state that passes, e.g. TRYAGAIN while the slot migrates:
+ *     the store pauses, 50 ms doubling, and repeats, at most STORE_PAUSES_MAX times
+ *     within cap_ms; then the error stands) or STORE_ROUTE_FAIL (the error stands);
+ *   - master(i): the i-th master for --list (NULL after the last);
+ *   - subscribe_cmd(key): "SUBSCRIBE" (the default) or "SSUBSCRIBE" (sharded pub/sub:
+ *     then releases are announced with SPUBLISH, and waiters listen with both, so a
+ *     PUBLISH from a run that did not know wakes them too);
+ *   - probe(cap_ms): learn what only asking tells (Cluster: is it one, which version),
+ *     before a subscription (the waiting path, never the fast one);
+ *   - name(): the server now, for messages and --status (store_name());
+ *   - resolve(arg, deadline): look the route's own names up, from store_resolve().
+ * Each handle gets its own route state from open(arg) (so routes need no locks);
+ * state that must outlive one handle belongs in arg, shared read-only.
+ * Redlock (several URLs, cfg->n > 1) is not a route: every call goes to quorum.c,
+ * which drives N connections in one poll loop per round (see quorum.h): a backend
+ * (backend.h) the front end chooses. */
+#ifndef RLOCK_STORE_H
+#define RLOCK_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conncodes.h" /* struct tls_opts */
+#include "lock.h"
+#include "storecodes.h"
+
+/* The store's own (backend.h), handed through: the configuration of one run, a server
+ * behind the seam (--check's nodes). */
+struct store_config;
+struct server;
+
+/* What the front end says of the servers, once, from the options (frontend.c): the
+ * URLs (nurls > 1: a Redlock quorum over urls; else url, maybe a Sentinel URL), how to
+ * log in, the deadlines. Read by store_configure() only; url, urls, tls and the strings
+ * must outlive the run. */
+struct store_ask {
+	int nurls;
+	const struct url *url, *urls;
+	const struct tls_opts *tls;
+	const char *user;       /* ACL user, or NULL */
+	int has_password;       /* in the vault (secret.h) */
+	const char *creds_from; /* where they came from, for messages; or NULL */
+	const char *sentinel_user;
+	int has_sentinel_password;
+	int64_t connect_timeout_ms, io_timeout_ms, node_timeout_ms;
+	int64_t ttl_ms; /* the Sentinel route rechecks its master every ttl/4 */
+};
+
+/* The connections' process-wide settings, behind the seam (conn.h says each):
+ * store_set_abort_fd: in the calling thread, every later wait of the store also ends as
+ * soon as fd is readable (-1: none); store_abort_pending: that fd is readable now (a
+ * failure just seen may be that interruption); store_tls_init: load the TLS module,
+ * before threads start. */
+void store_set_abort_fd(int fd);
+int store_abort_pending(void);
+void store_tls_init(void);
+/* "hiredis X.Y.Z, OpenSSL ..." or "hiredis X.Y.Z, TLS: unavailable (why)": what
+ * --version says of the libraries the store talks through (loads the TLS module). */
+void store_libraries(char *buf, size_t len);
+
+/* The run's configuration, from a (no I/O): the servers, and the backend and route
+ * that serve them (a Redlock quorum, Sentinel, a Cluster node, or one server as given).
+ * Once per process: it returns the same storage each call. */
+struct store_config *store_configure(const struct store_ask *a);
+/* The deadlines it carries (the first server's). */
+int64_t store_connect_timeout(const struct store_config *cfg);
+int64_t store_io_timeout(const struct store_config *cfg);
+
+struct store;
+
+/* Look the servers' names up once, before the threads start and before deadline_ms
+ * (client_resolve()). STORE_OK or STORE_ERR. */
+int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen);
+
+/* A new handle on cfg (which must outlive it). connect: open a connection now (main:
+ * fail early, exit 69; a Redlock quorum also checks that its nodes are distinct
+ * servers), else on first use. STORE_OK, STORE_ERR, STORE_DENIED, STORE_USAGE (Redlock
+ * nodes that are one server); on failure *out is NULL. */
+int store_open(struct store **out, const struct store_config *cfg, int connect, int64_t cap_ms,
+               char *err, size_t errlen);
+void store_close(struct store *s);
+
+/* True when the last store_open or store_acquire of this thread failed in a way
+ * waiting may fix, and in no way it cannot (conn_fault: refused, timed out, LOADING,
+ * READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN; not a certificate, a password, a
+ * peer that is not Redis). */
+int store_fault_passing(void);
+
+/* In the calling thread only: run fn once, the next time a request of this thread waits
+ * for its reply (the request is on its way), then forget it: local work that may
+ * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */
+void store_while_waiting(void (*fn)(void));
+
+/* The server for messages ("127.0.0.1:6379", "3 nodes"). */
+const char *store_name(const struct store *s);
+
+/* True when s has a connection that served a call and may serve the next (a failure
+ * on it may be an idle connection the server or a NAT dropped: worth one retry). */
+int store_connected(const struct store *s);
+
+/* True when s's connection holds a request left unanswered (a timeout): a lock it may
+ * have taken can still be given back on it, after that request (store_release); or
+ * when the last acquire went out in full and its connection died before the reply (the
+ * server may have run it): given back on a fresh one. */
+int store_unanswered(const struct store *s);
+
+/* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
+ * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
+ * moved earlier by the clock-drift allowance): it cannot end before *sent_ms + ttl.
+ * cap_ms bounds connecting; the request itself always gets its full io-timeout (one
+ * cut short would leave a lock nobody knows to give back). Never retried here (an
+ * acquire whose reply was lost may have taken the lock: store_release gives it back). */
+int store_acquire(struct store *s, struct lock *l, const struct lock_meta *m, int64_t cap_ms,
+                  int64_t *sent_ms, struct holder *h, char *err, size_t errlen);
+
+/* Extend the lease: LOCK_OK (*sent_ms as for store_acquire), LOCK_NOTOURS, LOCK_ERR. */
+int store_renew(struct store *s, const struct lock *l, int64_t cap_ms, int64_t *sent_ms, char *err,
+                size_t errlen);
+
+/* Give back (keep_ms > 0: let it run keep_ms more, --min-hold): LOCK_OK, LOCK_NOTOURS,
+ * LOCK_ERR. */
+int store_release(struct store *s, const struct lock *l, int64_t keep_ms, int64_t cap_ms, char *err,
+                  size_t errlen);
+
+/* Read every holder and the queue (status) or remove the holders whoever they are
+ * (break): LOCK_OK with *h. */
+int store_status(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h,
+                 char *err, size_t errlen);
+int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
+                size_t errlen);
+
+/* --history: the newest *n entries of l's history into e (in: room; out: how many),
+ * newest first (Redlock: the nodes' merged by fence). LOCK_OK, or an error. */
+int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct history_entry *e,
+                  int *n, char *err, size_t errlen);
+
+/* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK
+ * or LOCK_ERR. */
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
+
+/* Re-entry and --held: 1 when token is a live holder of l now (exclusive, shared or a
+ * permit; Redlock: on a majority of the nodes), 0 when not, -1 when the store cannot
+ * say (Redlock: too few answers to tell). Reads only. On 1, *hd says how it holds l
+ * (lock.h). */
+int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,
+                    struct holding *hd, char *err, size_t errlen);
+
+/* After an acquire on this handle: WAIT until n replicas have the writes of its
+ * connection (0, or -1 with the reason; fewer than n is a failure). After a failure
+ * the connection is closed (the server may still hold it in WAIT). */
+int store_wait_replicas(struct store *s, int n, char *err, size_t errlen);
+
+/* --wait-aof: WAITAOF local replicas on the connection that took the lock, within the
+ * io-timeout: 0 when the master's AOF (local 1) and `replicas` replicas' AOFs have it
+ * fsynced; else -1 with one line (a server without WAITAOF, appendonly off, too few
+ * within the time), the connection closed (the server may still hold it in WAITAOF). */
+int store_wait_aof(struct store *s, int local, int replicas, char *err, size_t errlen);
+
+/* --list: every lock of prefix held now, on every master (SCAN, then store_status):
+ * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the
+ * server answered, each(arg, NULL, NULL, NULL). each's non-zero return stops the walk
+ * and is returned. 0, or -1 with the reason. */
+int store_list(struct store *s, const char *prefix,
+               int (*each)(void *arg, const char *name, const struct lock *l,
+                           const struct holders *hs),
+               void *arg, char *err, size_t errlen);
+
+/* The eviction policy of the server(s), warned about once a day per server (warn_key:
+ * the marker). Best effort, nothing past cap_ms. */
+void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
+
+/* --check: the k-th node (from 0): the one server, the master the sentinels name, each
+ * master of the Cluster's slot map, each Redlock node. NULL after the last, or when the
+ * route cannot say (err then set; "" after the last). */
+const struct server *store_node(struct store *s, int k, int64_t cap_ms, char *err, size_t errlen);
+
+/* --check: one command on srv (from store_node), on a connection kept for the next call
+ * on srv; any reply, an ERROR too, in *reply (free with resp_free). LOCK_OK, LOCK_DENIED
+ * (AUTH refused), LOCK_ERR (unreachable, no reply before cap_ms), with the reason. */
+int store_node_call(struct store *s, const struct server *srv, int argc, const char **argv,
+                    const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
+                    size_t errlen);
+
+/* Release notifications, on a connection of their own: for a waiter with a place
+ * (l->placed, after a busy store_acquire) its own wake list, else the release
+ * channel(s). subscribe (call it before every sleep; it keeps what still listens):
+ * STORE_NEW a new subscription (try again at once: a release before it was not
+ * heard), STORE_OK listening (a wake list keeps a push made before it listened),
+ * STORE_ERR. fd: poll it for POLLIN (-1 when not listening); check buffered first.
+ * read: 1 woken (a release was published, or pushed to the list), 0 nothing yet (or
+ * another message), -1 it broke (closed; subscribe again). */
+int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen);
+int store_notify_fd(const struct store *s);
+int store_notify_buffered(const struct store *s);
+int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);
+void store_unsubscribe(struct store *s);
+/* 1 once the server refused BLPOP (an ACL that predates wake-one): the waiter listens
+ * on the channel from then on, and a place it took before only swallows a wake-up. */
+int store_wake_refused(const struct store *s);
+
+#endif
