@@ -352,6 +352,11 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_failure 79 # main: 0, as if the keeper had guarded the job to the end
 	assert_regex "$stderr" 'lost by its keeper'
 	key_absent 'rlock:{ci}' # given back all the same
+	# the run's end record agrees with 79: lost, not released (layers' merge: released)
+	run -0 rlock -k ci --history --json
+	echo "$output" | jq -e '[.entries[] | select(.event != "acquired")] |
+		length == 1 and .[0].event == "lost"' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .fence, .status]]')"
 }
 
 @test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34)" {

@@ -744,6 +744,9 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		                            : LOCK_EXCLUSIVE,
 		              mode == 'l' ? atoi(hs.limit) : 0, l->ask.fair, l->ask.nowait);
 		int stopped = h && stop_keeper(h, l->key, k) == 0;
+		/* its keeper gave the lease up as lost: the run's end record says lost, as the
+		 * exit status (79) does, not released */
+		mine.lost_declared = gone != 0;
 		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
 		if (rc == LOCK_OK && gone) {
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
