@@ -380,6 +380,24 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_failure 79
 }
 
+@test "--release whose connection is refused at once (69) stops the keeper all the same: the lock expires (explorer: seed 1712401040 round 10)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 10s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	local port
+	port=$(free_port)
+	# nothing listens there: the connection fails before any request
+	step release "rlock -u redis://127.0.0.1:$port -k ci --release"
+	assert_failure 69
+	assert_regex "$stderr" 'expires by its TTL \(the keeper is stopped\)'
+	# main: said only "connect to ...: Connection refused"; the keeper renewed on
+	wait_until 10 not proc_alive "$(cat keeper.pids)" ||
+		fail "the keeper still runs after --release exited 69: $(cat k.log)"
+	wait_until 30 key_absent 'rlock:{ci}'
+}
+
 @test "--acquire --log-file: a FIFO nobody reads, a link planted at its name, another user's file: 66 at once, before the lock is taken (issue 33)" {
 	mkfifo log.fifo
 	echo 'precious' >victim

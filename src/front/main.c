@@ -535,9 +535,15 @@ int main(int argc, char **argv)
 	if (o.mode == MODE_CHECK)
 		return check(cfg, &o, termfd);
 	rc = open_store(&c, cfg, &o, termfd);
+	lock_ask_from_opts(&req, &o);
+	if (rc != 0 && o.mode == MODE_RELEASE) {
+		/* the user asked to release: its keeper stops even so (keeper.c) */
+		static struct lock l; /* large */
+		if (lock_init_ask(&l, &req, o.name) == 0)
+			keeper_release_unreached(&l, &k);
+	}
 	if (rc != 0)
 		return rc;
-	lock_ask_from_opts(&req, &o);
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &req, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);

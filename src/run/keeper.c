@@ -702,6 +702,13 @@ static int not_held(struct store *s, const struct lock *l, const struct keeper_a
 	return RL_EX_LOST;
 }
 
+void keeper_release_unreached(const struct lock *l, const struct keeper_args *k)
+{
+	int stopped = stop_keeper(NULL, l->key, k) == 0;
+	log_error("cannot release '%s': Redis cannot be reached; it expires by its TTL%s", k->name,
+	          stopped ? " (the keeper is stopped)" : "");
+}
+
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k)
 {
 	static struct holders hs; /* large */

@@ -78,6 +78,11 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
  * unavailable). */
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k);
 
+/* --release that could not reach Redis at all (its connection failed before any
+ * request): the keeper on this host is stopped all the same (found by its mark), so
+ * that the lock does expire by its TTL, and a line says so. */
+void keeper_release_unreached(const struct lock *l, const struct keeper_args *k);
+
 /* How a keeper's hold ended without --release (lost, given up at --max-hold, released on
  * a signal), for --held in the steps, even with Redis down: the keeper records it in
  * $XDG_RUNTIME_DIR/rlock/ (else /tmp/rlock-UID/; a directory of the user's own, mode
