@@ -514,7 +514,8 @@ int main(int argc, char **argv)
 	int sigfd, termfd, rc;
 
 	child_inherit(); /* before anything can write a diagnostic or fork */
-	cli_open_std_fds();
+	if (child_std_closed())
+		cli_open_std_fds(); /* an open and a close of /dev/null spared otherwise */
 	cli_parse(argc, argv, &o);
 	struct keeper_args k = keeper_args_of(&o);
 	events_of(&o);

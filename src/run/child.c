@@ -82,6 +82,11 @@ void child_inherit(void)
 	}
 }
 
+int child_std_closed(void)
+{
+	return given.closed[0] || given.closed[1] || given.closed[2];
+}
+
 void child_inherit_listen_all(void)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};

@@ -24,6 +24,10 @@
  * forwarded signals the caller ignores: rlock neither forwards them nor ends a wait on them. */
 void child_inherit(void);
 
+/* Whether the caller closed any of fds 0-2 (child_inherit): else cli_open_std_fds has
+ * nothing to do. */
+int child_std_closed(void);
+
 /* The keeper (no command to hand signals to; its control is SIGTERM, SIGUSR1...):
  * listen to every forwarded signal, ignored by the caller or not. Before
  * child_signals_block(). */

@@ -2,6 +2,7 @@
 #include "holder.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -139,21 +140,44 @@ static int proc_stat(long long pid, char *state, long long *start_unix_ms)
 	return 0;
 }
 
+/* The pid namespace's inode number in *ino: readlink's "pid:[N]" (the N stat gives as
+ * st_ino, without the look-up of the namespace's inode), else stat's. 0, or -1. */
+static int pid_ns(unsigned long long *ino)
+{
+	char link[64];
+	struct stat st;
+	int used = 0;
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof link - 1);
+
+	if (n > 0) {
+		link[n] = '\0';
+		if (sscanf(link, "pid:[%llu]%n", ino, &used) == 1 && used == n)
+			return 0;
+	}
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -1;
+	*ino = (unsigned long long)st.st_ino;
+	return 0;
+}
+
 const char *holder_proc_self(void)
 {
 	static char self[80];
 	char boot[48] = "";
-	struct stat st;
+	unsigned long long ns;
 
 	if (self[0])
 		return self;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f && fgets(boot, sizeof boot, f))
+	/* one read, no stdio buffer: "UUID\n" */
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, boot, sizeof boot - 1);
+		boot[n > 0 ? n : 0] = '\0';
 		boot[strcspn(boot, "\n")] = '\0';
-	if (f)
-		fclose(f);
-	if (boot[0] && !strchr(boot, ' ') && stat("/proc/self/ns/pid", &st) == 0)
-		snprintf(self, sizeof self, "%s %llu", boot, (unsigned long long)st.st_ino);
+		close(fd);
+	}
+	if (boot[0] && !strchr(boot, ' ') && pid_ns(&ns) == 0)
+		snprintf(self, sizeof self, "%s %llu", boot, ns);
 	return self;
 }
 

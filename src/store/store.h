@@ -96,7 +96,7 @@ void store_libraries(char *buf, size_t len);
 
 /* The run's configuration, from a (no I/O): the servers, and the backend and route
  * that serve them (a Redlock quorum, Sentinel, a Cluster node, or one server as given).
- * Once per process: it returns the same storage each call. */
+ * Once per process: its storage is a static, filled from zero, never cleared. */
 struct store_config *store_configure(const struct store_ask *a);
 /* The deadlines it carries (the first server's). */
 int64_t store_connect_timeout(const struct store_config *cfg);
