@@ -46,9 +46,14 @@ static redisReplyObjectFunctions defaults;
  * linked with -z now; musl and distribution packages bind at load anyway.) */
 static void bind_hiredis(redisReader *r)
 {
-	/* (requests are formatted by resp_format, not by libhiredis) every reply type rlock reads,
-	 * then a bulk string long enough (the reader keeps more than 1 KiB consumed) that it also
-	 * compacts its buffer (sdsrange) */
+	const char *argv[3] = {"AUTH", "user", "password"};
+	const size_t lens[3] = {4, 4, 8};
+	char *cmd = NULL;
+
+	if (redisFormatCommandArgv(&cmd, 3, argv, lens) > 0)
+		free(cmd);
+	/* every reply type rlock reads, then a bulk string long enough (the reader keeps
+	 * more than 1 KiB consumed) that it also compacts its buffer (sdsrange) */
 	static const char replies[] = "+OK\r\n-ERR x\r\n:1\r\n$1\r\nx\r\n$-1\r\n*-1\r\n*0\r\n"
 	                              "*2\r\n$1\r\nx\r\n*1\r\n:2\r\n$1100\r\n";
 	char pad[1100 + 2 + sizeof "+OK\r\n" - 1];
@@ -107,68 +112,17 @@ void resp_free(struct resp_reply *r)
 	free(r);
 }
 
-/* n in decimal at p (no terminator): the digits' count. */
-static size_t put_size(char *p, size_t n)
-{
-	char d[24];
-	size_t k = 0;
-
-	do
-		d[k++] = (char)('0' + n % 10);
-	while ((n /= 10) != 0);
-	for (size_t i = 0; i < k; i++)
-		p[i] = d[k - 1 - i];
-	return k;
-}
-
-static size_t size_digits(size_t n)
-{
-	size_t k = 1;
-
-	while ((n /= 10) != 0)
-		k++;
-	return k;
-}
-
-/* RESP2's request form, as hiredis' redisFormatCommandArgv writes it ("*N\r\n", then
- * "$LEN\r\n" ARG "\r\n" each), without its sprintf per argument: a lock request is
- * some 20 of them, formatted before every request's write (issue 40). */
 int resp_format(char **out, size_t *outlen, int argc, const char **argv, const size_t *lens)
 {
-	size_t total;
-
+	char *cmd = NULL;
 	pthread_once(&defaults_once, save_defaults); /* before the first AUTH */
-	if (argc < 0)
+	/* int in hiredis 0.14/1.0, long long from 1.1: long long holds both. */
+	long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+
+	if (n <= 0 || !cmd)
 		return -1;
-	total = 1 + size_digits((size_t)argc) + 2;
-	for (int i = 0; i < argc; i++) {
-		size_t one = 1 + size_digits(lens[i]) + 2 + lens[i] + 2;
-		if (one < lens[i] || total + one < total)
-			return -1; /* cannot be: no argument is that long */
-		total += one;
-	}
-	char *cmd = malloc(total + 1);
-	if (!cmd)
-		return -1;
-	char *p = cmd;
-	*p++ = '*';
-	p += put_size(p, (size_t)argc);
-	*p++ = '\r';
-	*p++ = '\n';
-	for (int i = 0; i < argc; i++) {
-		*p++ = '$';
-		p += put_size(p, lens[i]);
-		*p++ = '\r';
-		*p++ = '\n';
-		if (lens[i])
-			memcpy(p, argv[i], lens[i]);
-		p += lens[i];
-		*p++ = '\r';
-		*p++ = '\n';
-	}
-	*p = '\0';
 	*out = cmd;
-	*outlen = total;
+	*outlen = (size_t)n;
 	return 0;
 }
 
