@@ -14,7 +14,13 @@
  * No renewal, no token check on release, no fence, no owner record, no history, no
  * signal handling, no deadlines: not a lock to use. bench/floor-serial.c is the first
  * floor, each step after the one before.
- * Usage: floor [-W] PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
+ * With -G ACQ REL (the guarded floor): the least rlock's guarantees ask of the server, by
+ * two scripts already loaded (bench/run: SCRIPT LOAD, their SHA-1s here): the acquire
+ * EVALSHA ACQ 3 KEY KEY:owner KEY:fence TOKEN PX PID (SET NX PX, INCR the fence, HSET
+ * the holder's record with its fence and pid, PEXPIRE it: the fence as an integer, or
+ * nil), the release EVALSHA REL 2 KEY KEY:owner TOKEN (GET and compare, DEL both,
+ * PUBLISH KEY:released: 1, or 0 when the lock was not ours); no history, no waiters.
+ * Usage: floor [-W | -G ACQ REL] PORT KEY CMD [ARG...]; built by bench/run with cc alone. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -104,9 +110,16 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	int ready[2], wfd = -1;
 	int wait = argc > 1 && !strcmp(argv[1], "-W");
+	const char *gacq = NULL, *grel = NULL;
 
 	argv += wait;
 	argc -= wait;
+	if (!wait && argc > 3 && !strcmp(argv[1], "-G")) {
+		gacq = argv[2];
+		grel = argv[3];
+		argv += 3;
+		argc -= 3;
+	}
 	if (argc < 4)
 		return 64;
 	sa.sin_port = htons((unsigned short)atoi(argv[1]));
@@ -119,10 +132,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 16; i++)
 		snprintf(tok + 2 * i, 3, "%02x", rnd[i]);
 	size_t kl = strlen(argv[2]);
-	int len = snprintf(
-	    req, sizeof req,
-	    "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$32\r\n%s\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n",
-	    kl, argv[2], tok);
+	char pids[24];
+	int pl = snprintf(pids, sizeof pids, "%ld", (long)getpid());
+	int len =
+	    gacq ? snprintf(req, sizeof req,
+	                    "*9\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n3\r\n$%zu\r\n%s\r\n"
+	                    "$%zu\r\n%s:owner\r\n$%zu\r\n%s:fence\r\n$32\r\n%s\r\n$5\r\n30000\r\n"
+	                    "$%d\r\n%s\r\n",
+	                    gacq, kl, argv[2], kl + 6, argv[2], kl + 6, argv[2], tok, pl, pids)
+	         : snprintf(req, sizeof req,
+	                    "*6\r\n$3\r\nSET\r\n$%zu\r\n%s\r\n$32\r\n%s\r\n$2\r\nNX\r\n$2\r\nPX\r\n$5\r\n30000\r\n",
+	                    kl, argv[2], tok);
 	if (len < 0 || (size_t)len >= sizeof req || write(fd, req, (size_t)len) != len)
 		return 69;
 	/* the watchdog's fork while the server answers */
@@ -144,7 +164,7 @@ int main(int argc, char **argv)
 			return 69;
 		rep[r] = '\0';
 	}
-	if (strncmp(rep, "+OK", 3))
+	if (gacq ? rep[0] != ':' : strncmp(rep, "+OK", 3) != 0)
 		return 75; /* busy: the watchdog ends at the end of its pipe */
 	pid_t parent = getpid();
 	pid_t pid = vfork();
@@ -165,7 +185,11 @@ int main(int argc, char **argv)
 	while (pid > 0 && waitpid(pid, &st, 0) < 0)
 		;
 	(void)!write(wfd, "", 1); /* goodbye */
-	len = snprintf(req, sizeof req, "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", kl, argv[2]);
+	len = grel ? snprintf(req, sizeof req,
+	                      "*6\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n$1\r\n2\r\n$%zu\r\n%s\r\n"
+	                      "$%zu\r\n%s:owner\r\n$32\r\n%s\r\n",
+	                      grel, kl, argv[2], kl + 6, argv[2], tok)
+	           : snprintf(req, sizeof req, "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", kl, argv[2]);
 	if (wait) /* the wake-up, in the same write */
 		len += snprintf(req + len, sizeof req - (size_t)len,
 		                "*3\r\n$5\r\nRPUSH\r\n$%zu\r\n%s:wake\r\n$1\r\n1\r\n"
@@ -175,5 +199,7 @@ int main(int argc, char **argv)
 	if (write(fd, req, (size_t)len) != len ||
 	    replies(fd, wait ? 3 : 1, &c, rep, sizeof rep) < 0)
 		return 69;
+	if (grel && c != ':')
+		return 69; /* a script error (not loaded: bench/run loads both) */
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
