@@ -650,7 +650,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE);
 		const char *args[LOCK_ARGV_MAX] = {l->token,
 		                                   ttl,
-		                                   l->may_place && !l->ask.nowait ? "1" : "0",
+		                                   !l->may_place || l->ask.nowait ? "0"
+		                                   : l->asked                     ? "1"
+		                                                                  : "p",
 		                                   "host",
 		                                   m->host,
 		                                   "pid",
@@ -710,8 +712,11 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, in
 	struct lock_request q;
 	struct resp_reply *r;
 
-	if (lock_request_acquire(&q, l, m, err, errlen) < 0 ||
-	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
+	if (lock_request_acquire(&q, l, m, err, errlen) < 0)
+		return LOCK_ERR;
+	int sent = send_request(c, &q, deadline_ms, &r, err, errlen);
+	l->asked = 1; /* sent, or perhaps sent: its reply may be what was lost */
+	if (sent < 0)
 		return LOCK_ERR;
 	int rc = lock_decode_acquire(r, l, h, err, errlen);
 	resp_free(r);

@@ -145,9 +145,12 @@ struct lock {
 	/* A plain waiting request takes a place among the waiters, so that a release wakes
 	 * one waiter (its list) instead of everyone (the channel). may_place: the store
 	 * allows it (not Redlock: a release on each node would wake a different waiter);
-	 * placed: the last busy reply gave this request a place. */
+	 * placed: the last busy reply gave this request a place; asked: an acquire of this
+	 * token was sent before (only then can a place or a wake-up of it exist: its first
+	 * grant has none to clear, acquire.lua). */
 	int may_place;
 	int placed;
+	int asked;
 
 	/* --break: who breaks (recorded in PREFIX{NAME}:broken; NULL: none recorded), and
 	 * the one holder to break: its token and/or fence (a 64-bit integer as text);

@@ -4,7 +4,8 @@
 -- and for how long, so a waiter knows when the lease can run out; a waiting request
 -- (wait = 1) takes a place among the waiters, so a release wakes one, not all.
 -- KEYS: lock owner fence holders meta queue writer waiters [done] (lock.c: keys_of)
--- ARGV: token ttl_ms wait field value ...
+-- ARGV: token ttl_ms wait field value ... (wait: 0; 1, or p on this token's first attempt:
+-- take a place among the waiters when busy)
 -- Reply: {1, fence (a string)}, or busy: {0 or 2 (2: placed among the waiters), pttl, holder...},
 -- or done: {3, pttl of the mark}, or closed by a lock-delay: {4, ms left} (delay.lua; the
 -- holder's field delay, ms, asks for one), or superseded (--supersede): {5, host, pid, label}.
@@ -47,7 +48,7 @@ if q['@supersede'] and not mine then
 end
 -- The place among the waiters: a lease of the ttl, renewed by every attempt (wake_one.lua).
 local function place()
-  if ARGV[3] ~= '1' then return 0 end
+  if ARGV[3] ~= '1' and ARGV[3] ~= 'p' then return 0 end
   local t = redis.call('TIME')
   local ttl = tonumber(ARGV[2])
   redis.call('ZADD', KEYS[8], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ttl,
@@ -103,7 +104,15 @@ if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[6]) == 1 then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
 end
-if not mine and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
+-- A free lock: one look at every key that could stand in the way (shared holders or
+-- permits, the fair queue, the writer mark, --preempt's request, a lock-delay); none
+-- (the usual case): none of the steps below that read or clear them has anything to do.
+local others = 1
+if not mine and not held then
+  others = redis.call('EXISTS', KEYS[4], KEYS[6], KEYS[7], KEYS[1] .. ':preempt',
+                      KEYS[1] .. ':delay')
+end
+if not mine and others > 0 and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
@@ -130,7 +139,7 @@ if not mine and held then
           o[9] or false, o[10] or false}
 end
 -- Free, but kept for the --preempt request that stopped its holder (release.lua).
-if not mine then
+if not mine and others > 0 then
   local pk = KEYS[1] .. ':preempt'
   local ho = redis.call('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
   if ho[1] == '1' and ho[2] ~= ARGV[1] then
@@ -141,7 +150,7 @@ if not mine then
   end
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
-local closed = not mine and delay_closed(KEYS[1]) or 0
+local closed = not mine and others > 0 and delay_closed(KEYS[1]) or 0
 if closed > 0 then
   local by = supersede(nil)
   if by then return by end
@@ -155,12 +164,13 @@ end
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
 local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
 -- A waiting request: its place goes, and so does a wake-up left in its list (a standby's
--- and a release's both, wake_one.lua), undeclared (redis.pcall: here.lua).
+-- and a release's both, wake_one.lua), undeclared (redis.pcall: here.lua). Its first
+-- attempt ('p') has neither: only an attempt of this token can have made them.
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[8], ARGV[1])
   redis.pcall('DEL', KEYS[1] .. ':wake:' .. ARGV[1])
 end
-if redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
+if others > 0 and redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 if not mine then redis.call('DEL', KEYS[2]) end -- ours: rewritten as is (here.lua)
 -- The last confirmed renewal (server ms, a string): renew.lua moves it on.
 local tr = redis.call('TIME')
@@ -171,7 +181,7 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
-  redis.call('DEL', KEYS[1] .. ':preempt')
+  if others > 0 then redis.call('DEL', KEYS[1] .. ':preempt') end
   history_acquired(KEYS[1], 'x', fence, ARGV[1], q.host, q.pid, q.user, q.label, q.hist, q.hret)
 end
 if mine then

@@ -39,7 +39,11 @@
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
 -- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
 local held = redis.call('GET', KEYS[1])
-if ARGV[2] ~= '-1' and held == ARGV[1] and redis.call('HGET', KEYS[2], 'kept') == '1' then
+-- The holder's record, read once while the lock is ours (kept: a release sent again).
+local run = ARGV[2] ~= '-1' and held == ARGV[1] and
+            redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',
+                       'label', 'delay', 'kept')
+if run and run[9] == '1' then
   return 2
 end
 if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1]) then
@@ -61,8 +65,6 @@ end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
 -- ''); preempted when a --preempt request marked a --preemptible holder. The open run
 -- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends.
-local run = redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',
-                      'label', 'delay')
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
 local hist = (tonumber(run[1] or '0') or 0) > 0
@@ -95,7 +97,7 @@ if tonumber(ARGV[2]) > 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
 end
-released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]))
+if not recorded then released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1])) end
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
 if by and by[4] then
