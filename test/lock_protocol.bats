@@ -44,17 +44,28 @@ load helpers
 	assert_equal "$RLOCK_STATUS" 0
 }
 
-@test "owner user: \$USER as the environment says it (no NSS look-up), else the uid's account name" {
+@test "owner user: \$USER, else \$LOGNAME (cron's), as the environment says it (no NSS look-up), else the uid's account name" {
 	local user
 	for user in someone '' 'two words'; do
-		USER=$user rlock -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+		env -u LOGNAME USER="$user" "$RLOCK" -k u -- \
+			sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
 		if [[ $user == someone ]]; then
 			assert_equal "$(cat u.out)" someone
 		else
 			assert_equal "$(cat u.out)" "$(id -un)"
 		fi
 	done
-	env -u USER "$RLOCK" -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	# cron(8) sets LOGNAME, not USER; USER first when both are set
+	env -u USER LOGNAME=cronjob "$RLOCK" -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	assert_equal "$(cat u.out)" cronjob
+	USER=someone LOGNAME=cronjob rlock -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	assert_equal "$(cat u.out)" someone
+	# not a plain name: the next one, else the account's
+	env -u USER LOGNAME='two words' "$RLOCK" -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	assert_equal "$(cat u.out)" "$(id -un)"
+	USER='two words' LOGNAME=cronjob rlock -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
+	assert_equal "$(cat u.out)" cronjob
+	env -u USER -u LOGNAME "$RLOCK" -k u -- sh -c "redis-cli -p $REDIS_PORT HGET 'rlock:{u}:owner' user >u.out"
 	assert_equal "$(cat u.out)" "$(id -un)"
 }
 
