@@ -1069,17 +1069,20 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 			paths[n] = buf[n], n++; /* relative entries are ignored (XDG) */
 		end = start > dirs ? start - 1 : start;
 	}
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	if (xdg && *xdg) {
+		if (snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
+			paths[n] = buf[n], n++;
+		return n;
+	}
+	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset */
+	const char *home = getenv("HOME");
 	if (!home || !*home) {
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (xdg && *xdg &&
-	    snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
-		paths[n] = buf[n], n++;
-	else if ((!xdg || !*xdg) && home &&
-	         snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
-	             (int)sizeof buf[n])
+	if (home && snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
+	                (int)sizeof buf[n])
 		paths[n] = buf[n], n++;
 	return n;
 }
