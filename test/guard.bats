@@ -129,7 +129,7 @@ watchdog_of() {
 	local holder=$RLOCK_PID w='' w2
 	wait_until 30 not key_absent 'rlock:{g}'
 	rlock_bg --pgrp -w 60 -t 3s -k g -c './step; true'
-	# forked during the first (busy) attempt, while its reply was on its way
+	# forked during a busy attempt's round trip, or as it first goes to sleep
 	wait_until 30 eval 'w=$(watchdog_of "$RLOCK_PID")' || fail "no watchdog while waiting"
 	track_pid "$w"
 	[[ ! -e started ]]
@@ -144,6 +144,24 @@ watchdog_of() {
 	assert_equal "$(session_of "$w2")" "$w2"
 	kill -KILL -- "-$RLOCK_PID"
 	step_dies "rlock's group killed after its first watchdog died while it waited"
+}
+
+@test "a waiter's watchdog is up as soon as it sleeps, not forked when the lock comes (a hand-off does not wait for the fork)" {
+	rlock_bg -k gw -- sh -c 'while [ ! -e go ]; do sleep 0.02; done'
+	local holder=$RLOCK_PID w=''
+	wait_until 30 not key_absent 'rlock:{gw}'
+	# the default ttl (30 s): no attempt after its first ones for 2.5 s at least (the
+	# safety net); the replies of those come at once on loopback, with no round trip
+	# left to fork in
+	rlock_bg -w 60 -k gw -- true
+	local waiter=$RLOCK_PID
+	wait_until 30 eval '[[ $(rcli ZCARD "rlock:{gw}:waiters") == 1 ]]'
+	wait_until 2 eval 'w=$(watchdog_of "$waiter")' || fail "no watchdog 2 s after it took its place"
+	track_pid "$w"
+	touch go
+	rlock_wait "$holder" 30
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
 }
 
 # A pids cgroup for one rlock run, made by the test (root): v1's pids hierarchy, or

@@ -69,6 +69,10 @@ int conn_abort_pending(void);
  * trip. NULL (the default) forgets it unrun. */
 void conn_set_idle(void (*fn)(void));
 
+/* In the calling thread only: run now the work conn_set_idle left, if it has not run
+ * (the caller is about to sleep: a wait for a busy lock), and forget it. */
+void conn_idle_now(void);
+
 /* What the calling thread's failures since conn_fault_clear() were, OR-ed: PASSING
  * where waiting may fix it (nobody listens yet, a connect or a reply that timed out,
  * a server loading or failing over), FINAL where it cannot (a certificate that does

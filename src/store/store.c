@@ -101,6 +101,11 @@ void store_while_waiting(void (*fn)(void))
 	conn_set_idle(fn);
 }
 
+void store_idle_now(void)
+{
+	conn_idle_now();
+}
+
 int store_fault_passing(void)
 {
 	return conn_fault() == CONN_FAULT_PASSING;
