@@ -1081,8 +1081,8 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (home && snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) <
-	                (int)sizeof buf[n])
+	if (home &&
+	    snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) < (int)sizeof buf[n])
 		paths[n] = buf[n], n++;
 	return n;
 }

@@ -134,10 +134,11 @@ static int done_already(const struct opts *o, const char *name, const struct hol
 }
 
 /* The holder's user name, for --status: $USER (login, su, sudo), else $LOGNAME (POSIX's
- * name for it, the one of the two cron(8) sets), when rlock runs with its real uid (not set-uid) and
- * the value is a plain name, so that the common cases need no look-up in NSS (nscd's
- * sockets, nsswitch.conf, /etc/passwd: 100-300 us a run, issue 40); else the account
- * name of the effective uid. Informational, as the host and pid are: not a credential. */
+ * name for it, the only one of the two cron(8) sets), when rlock runs with its real
+ * uid (not set-uid) and the value is a plain name, so that the common cases need no
+ * look-up in NSS (nscd's sockets, nsswitch.conf, /etc/passwd: 100-300 us a run, issue
+ * 40); else the account name of the effective uid. Informational, as the host and pid
+ * are: not a credential. */
 static const char *user_name(void)
 {
 	const char *vars[] = {"USER", "LOGNAME"};
