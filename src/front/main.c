@@ -143,11 +143,12 @@ static const char *user_name(void)
 {
 	const char *vars[] = {"USER", "LOGNAME"};
 	const char *u = NULL;
+	int real = getuid() == geteuid();
 
 	for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
 		const char *e = getenv(vars[v]);
 		size_t n = e ? strlen(e) : 0;
-		int plain = n > 0 && n < 64 && getuid() == geteuid();
+		int plain = real && n > 0 && n < 64;
 		for (size_t i = 0; plain && i < n; i++)
 			plain = e[i] > ' ' && e[i] < 0x7f;
 		if (plain)
