@@ -36,10 +36,24 @@ for i = 4, #ARGV - 1, 2 do
     q[ARGV[i]] = ARGV[i + 1]
   end
 end
-local why = fence_check(KEYS[3])
-if why then return redis.error_reply(why) end
 local held = redis.call('GET', KEYS[1])
 local mine = held == ARGV[1]
+-- A free lock: one look at every key that could stand in the way (shared holders or
+-- permits, the fair queue, the writer mark, --preempt's request, a lock-delay) or be
+-- left over (an owner's record that outlived its lock by a few ms); none (the usual
+-- case): none of the steps below that read, clear or overwrite them has anything to do.
+local others = 1
+if not mine and not held then
+  others = redis.call('EXISTS', KEYS[4], KEYS[6], KEYS[7], KEYS[1] .. ':preempt',
+                      KEYS[1] .. ':delay', KEYS[2])
+end
+-- Such a request (no --once-per, no --supersede) writes first the count itself, which
+-- refuses what fence_check does (fence_take); any other checks the counter first.
+local fast = others == 0 and not KEYS[9] and not q['@supersede']
+if not fast then
+  local why = fence_check(KEYS[3])
+  if why then return redis.error_reply(why) end
+end
 -- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
 -- final on every path, a free lock too (the newer one may have run and released).
 if q['@supersede'] and not mine then
@@ -104,14 +118,6 @@ if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[6]) == 1 then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
 end
--- A free lock: one look at every key that could stand in the way (shared holders or
--- permits, the fair queue, the writer mark, --preempt's request, a lock-delay); none
--- (the usual case): none of the steps below that read or clear them has anything to do.
-local others = 1
-if not mine and not held then
-  others = redis.call('EXISTS', KEYS[4], KEYS[6], KEYS[7], KEYS[1] .. ':preempt',
-                      KEYS[1] .. ':delay')
-end
 if not mine and others > 0 and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
@@ -162,7 +168,15 @@ end
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
-local fence = mine and redis.call('HGET', KEYS[2], 'fence') or fence_next(KEYS[3])
+local fence, why
+if mine then
+  fence = redis.call('HGET', KEYS[2], 'fence')
+elseif fast then
+  fence, why = fence_take(KEYS[3])
+  if not fence then return redis.error_reply(why) end
+else
+  fence = fence_next(KEYS[3])
+end
 -- A waiting request: its place goes, and so does a wake-up left in its list (a standby's
 -- and a release's both, wake_one.lua), undeclared (redis.pcall: here.lua). Its first
 -- attempt ('p') has neither: only an attempt of this token can have made them.
@@ -171,7 +185,9 @@ if ARGV[3] == '1' then
   redis.pcall('DEL', KEYS[1] .. ':wake:' .. ARGV[1])
 end
 if others > 0 and redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
-if not mine then redis.call('DEL', KEYS[2]) end -- ours: rewritten as is (here.lua)
+-- An earlier holder's record, unless the look above found none; ours: rewritten as is
+-- (here.lua).
+if not mine and others > 0 then redis.call('DEL', KEYS[2]) end
 -- The last confirmed renewal (server ms, a string): renew.lua moves it on.
 local tr = redis.call('TIME')
 redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',

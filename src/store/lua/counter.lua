@@ -52,3 +52,18 @@ local function fence_next(key)
   if v < 9007199254740992 and v > -9007199254740992 then return string.format('%d', v) end
   return redis.call('GET', key)
 end
+-- fence_take(key): fence_next for a request whose first write is this count, with no
+-- fence_check before it: INCR refuses what fence_check does (another type, not an
+-- integer, the maximum) and writes nothing when it does; the refusal is then named as
+-- fence_check names it: nil and the error's text. Refused for another reason (an ACL,
+-- a replica, OOM), INCR is called again and raises it as fence_next would.
+local function fence_take(key)
+  local v = redis.pcall('INCR', key)
+  if type(v) == 'table' then
+    local why = fence_check(key)
+    if why then return nil, why end
+    v = redis.call('INCR', key)
+  end
+  if v < 9007199254740992 and v > -9007199254740992 then return string.format('%d', v) end
+  return redis.call('GET', key)
+end
