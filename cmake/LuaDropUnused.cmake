@@ -15,9 +15,8 @@ function(lua_drop_unused var)
     string(REGEX MATCHALL "\nlocal function [A-Za-z_][A-Za-z0-9_]*\\(" heads "\n${text}")
     foreach(head IN LISTS heads)
       string(REGEX REPLACE "^\nlocal function ([A-Za-z0-9_]+)\\($" "\\1" name "${head}")
-      string(FIND "\n${text}" "${head}" at)
-      string(SUBSTRING "\n${text}" ${at} -1 rest)
-      string(SUBSTRING "${rest}" 1 -1 rest) # from 'local function'
+      string(FIND "\n${text}" "${head}" at) # in text: where 'local function' starts
+      string(SUBSTRING "${text}" ${at} -1 rest)
       string(FIND "${rest}" "\n" eol)
       string(SUBSTRING "${rest}" 0 ${eol} first)
       if(first MATCHES " end$")
