@@ -44,13 +44,16 @@ local function fence_check(key)
   end
   return nil
 end
--- fence_next(key): count one acquisition (after fence_check) and return the counter's
--- new value as the string Redis stores: INCR's reply, a Lua number, is exact (and
--- printed with %d as Redis prints it) below 2^53 in magnitude; beyond, read back.
-local function fence_next(key)
-  local v = redis.call('INCR', key)
+-- fence_of(key, v): INCR's reply v as the string Redis stores at key: a Lua number is
+-- exact (and printed with %d as Redis prints it) below 2^53 in magnitude; beyond, read
+-- back.
+local function fence_of(key, v)
   if v < 9007199254740992 and v > -9007199254740992 then return string.format('%d', v) end
   return redis.call('GET', key)
+end
+-- fence_next(key): count one acquisition (after fence_check): the counter's new value.
+local function fence_next(key)
+  return fence_of(key, redis.call('INCR', key))
 end
 -- fence_take(key): fence_next for a request whose first write is this count, with no
 -- fence_check before it: INCR refuses what fence_check does (another type, not an
@@ -64,6 +67,5 @@ local function fence_take(key)
     if why then return nil, why end
     v = redis.call('INCR', key)
   end
-  if v < 9007199254740992 and v > -9007199254740992 then return string.format('%d', v) end
-  return redis.call('GET', key)
+  return fence_of(key, v)
 end
