@@ -155,7 +155,7 @@ no_password() {
 	run -0 --separate-stderr "${STEP[@]}"
 	assert_output --regexp "^rlock: released 'deploy' after [0-9.]+ s$"
 	key_absent 'rlock:{deploy}' || fail "not released"
-	wait_until 10 not proc_alive "$keeper"
+	wait_until 10 proc_gone "$keeper"
 }
 
 @test "action: later steps reach the server of the url and password inputs (--held, a nested rlock at once); the password is in no runner file, log, environment or argv; the post step removes its files (issue 38)" {

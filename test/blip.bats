@@ -186,7 +186,7 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 	redis-cli -p "$port" DEBUG POPULATE 5000 >/dev/null
 	redis-cli -p "$port" SAVE >/dev/null
 	redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-	wait_until 10 not proc_alive "$BLIP_PID"
+	wait_until 10 proc_gone "$BLIP_PID"
 	# The same dump again, 2 ms per key (10 s), answering LOADING meanwhile.
 	blip_start "$port" --key-load-delay 2000 --loading-process-events-interval-bytes 1024
 	wait_until 10 loading_now "$port"

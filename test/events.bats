@@ -110,7 +110,7 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)
 	track_pid "$keeper"
 	run -0 "$RLOCK" -k kp --release --token "$RLOCK_TOKEN"
-	wait_until 20 not proc_alive "$keeper"
+	wait_until 20 proc_gone "$keeper"
 	run -0 events ev.jsonl
 	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-stopped " ]] || fail "$output"
 	[[ $(jq -r -s 'map(.token) | unique | .[]' ev.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
@@ -120,7 +120,7 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev2.jsonl)
 	track_pid "$keeper"
 	kill -TERM "$keeper"
-	wait_until 20 not proc_alive "$keeper"
+	wait_until 20 proc_gone "$keeper"
 	run -0 events ev2.jsonl
 	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-released " ]] || fail "$output"
 	[[ $(jq -r 'select(.event == "keeper-released") | .status' ev2.jsonl) == 0 ]]
@@ -133,7 +133,7 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	keeper=$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)
 	track_pid "$keeper"
 	run -0 "$RLOCK" -k kl --break
-	wait_until 20 not proc_alive "$keeper"
+	wait_until 20 proc_gone "$keeper"
 	run -0 events ev.jsonl
 	[[ $(tr '\n' ' ' <<<"$output") == "acquired keeper-started keeper-lost " ]] || fail "$output"
 	[[ $(jq -r 'select(.event == "keeper-lost") | .reason' ev.jsonl) == *"no longer ours"* ]]

@@ -145,7 +145,7 @@ only_fence_left() {
 	assert_line "RLOCK_FENCE='$((NEARMAX + 1))'; export RLOCK_FENCE"
 	assert_equal "$(rcli HGET 'rlock:{ci}:owner' fence)" "$((NEARMAX + 1))"
 	run -0 --separate-stderr env "RLOCK_TOKEN=$(rcli GET 'rlock:{ci}')" "$RLOCK" -k ci --release
-	wait_until 20 not proc_alive "$pid"
+	wait_until 20 proc_gone "$pid"
 	# --break of a holder: the log line names its exact fence
 	rlock_bg -k ci -- "$HOLD" a
 	wait_until 30 test -e a.started

@@ -11,7 +11,7 @@ load helpers
 	rlock_bg -k bg -c "$HOLD job & echo \$\$ > sh.pid; exit 0"
 	wait_until 30 test -e job.started
 	track_pidfile job.pid
-	wait_until 30 not proc_alive "$(cat sh.pid)" # the command itself has exited
+	wait_until 30 pidfile_gone sh.pid # the command itself has exited
 	proc_alive "$RLOCK_PID" || fail "rlock exited while the job it started still runs"
 	key_exists 'rlock:{bg}' || fail "lock released while the job still runs"
 	touch job.release
@@ -26,7 +26,7 @@ load helpers
 	track_pidfile d.pid
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{daemon}'
-	proc_alive "$(cat d.pid)" || fail "the daemon was killed"
+	pidfile_alive d.pid || fail "the daemon was killed"
 	kill "$(cat d.pid)"
 }
 
@@ -45,10 +45,10 @@ load helpers
 	rlock_bg -k wd -c 'sleep 300 & echo $! > bg.pid; exit 0'
 	wait_until 30 test -s bg.pid
 	track_pidfile bg.pid
-	wait_until 30 proc_alive "$(cat bg.pid)"
+	wait_until 30 pidfile_alive bg.pid
 	proc_alive "$RLOCK_PID" || fail "rlock exited while the job it started still runs"
 	kill -KILL "$RLOCK_PID"
-	wait_until 30 not proc_alive "$(cat bg.pid)" || fail "the background job survived rlock"
+	wait_until 30 pidfile_gone bg.pid || fail "the background job survived rlock"
 }
 
 @test "a forwarded signal reaches the background job left in the group" {
@@ -56,11 +56,11 @@ load helpers
 	wait_until 30 test -s bg.pid
 	track_pidfile bg.pid
 	# the command itself has exited (else the TERM would end it, and rlock with 143)
-	wait_until 30 not proc_alive "$(cat sh.pid)"
+	wait_until 30 pidfile_gone sh.pid
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0 # the command's own status: sh had exited 0
-	not proc_alive "$(cat bg.pid)"
+	pidfile_gone bg.pid
 	key_absent 'rlock:{fwd}'
 }
 

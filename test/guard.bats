@@ -26,7 +26,7 @@ EOF
 # expires by its TTL, not held by anyone afterwards.
 step_dies() {
 	track_pidfile step.pid
-	wait_until 20 not proc_alive "$(cat step.pid)" ||
+	wait_until 20 pidfile_gone step.pid ||
 		fail "$1: the command's own child (pid $(cat step.pid)) runs on unprotected"
 	wait_until 30 key_absent 'rlock:{g}'
 	run -0 rlock -n -k g -- true
@@ -82,7 +82,7 @@ watchdog_of() {
 	track_pid "$t"
 	wait_until 30 test -e started
 	kill -ALRM "$t"
-	wait_until 20 not proc_alive "$t"
+	wait_until 20 proc_gone "$t"
 	step_dies "timeout -s KILL"
 }
 
@@ -105,7 +105,7 @@ watchdog_of() {
 		wait' bash "$RLOCK") </dev/null >out 2>err &
 	track_pid $!
 	wait_until 40 test -s step.pid
-	wait_until 40 not proc_alive $!
+	wait_until 40 proc_gone $!
 	step_dies "kill -9 %job"
 }
 

@@ -72,7 +72,7 @@ let_go() {
 	cmd=$(cat h.pid)
 	kill -KILL "$RLOCK_PID"
 	rlock_wait
-	wait_until 20 not proc_alive "$cmd" # the watchdog ends the command
+	wait_until 20 proc_gone "$cmd" # the watchdog ends the command
 	wait_until 20 key_absent 'rlock:{e}'
 	run -79 held_as h
 }

@@ -75,7 +75,7 @@ wait_until() {
 	done
 }
 
-# not CMD...: negate, for use with wait_until (wait_until 5 not proc_alive "$pid").
+# not CMD...: negate, for use with wait_until (wait_until 5 proc_gone "$pid").
 not() { ! "$@"; }
 
 # proc_alive PID: the process exists and is not a zombie (or dead, state X).
@@ -87,6 +87,32 @@ proc_alive() {
 	state=${stat##*) }
 	state=${state%% *}
 	[[ $state != Z && $state != X ]]
+}
+
+# proc_gone PID: the process has ended (or is a zombie). An empty PID, or one that is
+# not a number, is no answer and fails: a wait or an assertion on a pid not known yet
+# must wait or fail, never read "ended" into missing data (`not proc_alive ""` did).
+proc_gone() { [[ ${1:-} =~ ^[0-9]+$ ]] && ! proc_alive "$1"; }
+
+# pid_of FILE: the pid FILE holds once it is written whole (one number), else fails.
+pid_of() {
+	local p
+	p=$(cat "$1" 2>/dev/null) || return 1
+	[[ $p =~ ^[0-9]+$ ]] || return 1
+	printf '%s\n' "$p"
+}
+
+# pidfile_alive FILE, pidfile_gone FILE: the process whose pid FILE holds is running,
+# has ended. FILE is read at each call, so that wait_until polls it as it is written (a
+# "$(cat FILE)" argument is read once, when wait_until is called); while FILE holds no
+# pid, both fail.
+pidfile_alive() {
+	local p
+	p=$(pid_of "$1") && proc_alive "$p"
+}
+pidfile_gone() {
+	local p
+	p=$(pid_of "$1") && proc_gone "$p"
 }
 
 # file_has_lines FILE N: FILE exists and has at least N lines.
@@ -233,9 +259,9 @@ redis_stop() {
 	[[ -n $pid ]] || return 0
 	kill -CONT "$pid" 2>/dev/null || true
 	kill -TERM "$pid" 2>/dev/null || true
-	if ! wait_until 10 not proc_alive "$pid" 2>/dev/null; then
+	if ! wait_until 10 proc_gone "$pid" 2>/dev/null; then
 		kill -KILL "$pid" 2>/dev/null || true
-		wait_until 5 not proc_alive "$pid" || true
+		wait_until 5 proc_gone "$pid" || true
 	fi
 	wait "$pid" 2>/dev/null || true
 }
@@ -319,7 +345,11 @@ rlock_bg() {
 # to exit; sets RLOCK_STATUS. Fails the test if it is still running.
 rlock_wait() {
 	local pid=${1:-$RLOCK_PID} timeout=${2:-20}
-	if ! wait_until "$timeout" not proc_alive "$pid"; then
+	[[ -n $pid ]] || {
+		echo "rlock_wait: no pid to wait for" >&2
+		return 1
+	}
+	if ! wait_until "$timeout" proc_gone "$pid"; then
 		echo "rlock_wait: pid $pid still running after ${timeout}s" >&2
 		return 1
 	fi

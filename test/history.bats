@@ -295,7 +295,7 @@ kill_hard() {
 	[[ -n ${w:-} ]] || fail "no watchdog of $RLOCK_PID"
 	kill -KILL "$RLOCK_PID" "$w" "$(cat "$1.pid")"
 	rlock_wait "$RLOCK_PID" 30
-	wait_until 30 not proc_alive "$w"
+	wait_until 30 proc_gone "$w"
 }
 
 @test "history: a shared holder or permit killed hard ends as expired, once, seen by the next one" {
@@ -354,7 +354,7 @@ lost 143'
 	wait_until 30 test -e l3.started
 	kill -STOP "$RLOCK_PID"
 	wait_until 30 key_absent 'rlock:{l3}'
-	wait_until 30 not proc_alive "$(cat l3.pid)"
+	wait_until 30 pidfile_gone l3.pid
 	kill -CONT "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 79
@@ -390,7 +390,7 @@ expired null'
 	for p in $NODE_PORTS; do
 		wait_until 30 eval "[[ \$(redis-cli -p $p EXISTS 'rlock:{rl}') == 0 ]]"
 	done
-	wait_until 30 not proc_alive "$(cat rl.pid)"
+	wait_until 30 pidfile_gone rl.pid
 	kill -CONT "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 79
@@ -415,7 +415,7 @@ lost 137'
 		rlock_bg -k "a$n" $mode -t 6s --label paused -- "$HOLD" "a$n"
 		wait_until 30 test -e "a$n.started"
 		kill -STOP "$REDIS_PID"
-		wait_until 30 not proc_alive "$(cat "a$n.pid")"
+		wait_until 30 pidfile_gone "a$n.pid"
 		kill -CONT "$REDIS_PID"
 		rlock_wait "$RLOCK_PID" 30
 		assert_equal "$RLOCK_STATUS" 79
@@ -452,7 +452,7 @@ lost 137'
 		# the key's lease ends on the server's clock at most a round trip after rlock's
 		sleep 1
 		kill -CONT "$REDIS_PID"
-		wait_until 30 test -n "$(runs_of "b$n" late | sed 1d)"
+		wait_until 30 eval '[[ -n $(runs_of "b$n" late | sed 1d) ]]'
 		assert_equal "$(runs_of "b$n" late)" 'acquired null
 expired 0'
 	done

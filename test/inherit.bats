@@ -240,7 +240,7 @@ private_runtime_dir() {
 	local pid1
 	pid1=$(rcli HGET 'rlock:{first}:owner' pid)
 	touch first.end
-	wait_until 30 not proc_alive "$ns1"
+	wait_until 30 proc_gone "$ns1"
 	key_exists 'rlock:{first}'
 	# The next run: the same start-up gives its keeper (of `second`) the same pid.
 	timeout 60 unshare --pid --fork --kill-child --mount-proc sh ns.sh second first &
@@ -257,7 +257,7 @@ private_runtime_dir() {
 	run ! grep -q 'keeper pid .* stopped' release.err
 	[[ $(cat second.keepers) == 1 ]]
 	touch second.end
-	wait_until 30 not proc_alive "$ns2"
+	wait_until 30 proc_gone "$ns2"
 }
 
 @test "--release stops no keeper whose pid the lock's record names but whose record here says otherwise" {
@@ -268,7 +268,7 @@ private_runtime_dir() {
 	pid1=$(rcli HGET 'rlock:{first}:owner' pid)
 	track_pid "$pid1"
 	kill -KILL "$pid1"
-	wait_until 10 not proc_alive "$pid1"
+	wait_until 10 proc_gone "$pid1"
 	# second's keeper now has the pid first's records name (forged here: on a reboot
 	# or in a new pid namespace the same start-up gives it the same pid).
 	eval "$(rlock --acquire -k second -t 60s)"
@@ -365,7 +365,7 @@ copier_foreground() {
 	run -0 rlock --list
 	refute_output --partial '[gone]'
 	touch inns.end
-	wait_until 30 not proc_alive "$ns"
+	wait_until 30 proc_gone "$ns"
 	key_absent 'rlock:{inns}'
 	# A keeper in this namespace is still judged by its pid: alive, then gone.
 	eval "$(rlock --acquire -k here -t 60s)"
@@ -375,7 +375,7 @@ copier_foreground() {
 	run -75 rlock -k here --status
 	assert_line "  process  $pid runs on this host"
 	kill -KILL "$pid"
-	wait_until 10 not proc_alive "$pid"
+	wait_until 10 proc_gone "$pid"
 	run -75 rlock -k here --status
 	assert_line --partial "holder process $pid is gone from this host"
 }
@@ -408,6 +408,6 @@ copier_foreground() {
 	run -0 rlock --list
 	refute_output --partial '[gone]'
 	touch ns.end
-	wait_until 30 not proc_alive "$ns"
+	wait_until 30 proc_gone "$ns"
 	key_absent 'rlock:{nsx}'
 }

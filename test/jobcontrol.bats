@@ -65,7 +65,7 @@ running() { [[ $(state "$1") != T ]]; }
 	# and it is a normal background job: kill %1 ends it, the lock is released
 	printf 'kill %%1\n' >&5
 	wait_until 30 key_absent 'rlock:{bgz}'
-	wait_until 30 not proc_alive "$rpid"
+	wait_until 30 proc_gone "$rpid"
 	printf 'echo still-here > still\n' >&5
 	wait_until 30 test -e still
 }

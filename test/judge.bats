@@ -42,8 +42,8 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	assert_line --regexp '^ +renewed +[0-9.ms]+ ago$'
 	assert_equal "$(status_json g .pid_alive)" true
 	kill -KILL "$HOLDER_PID"
-	wait_until 30 not proc_alive "$HOLDER_PID"
-	wait_until 30 not proc_alive "$(cat g.pid)"
+	wait_until 30 proc_gone "$HOLDER_PID"
+	wait_until 30 pidfile_gone g.pid
 	run -75 rlock -k g --status
 	assert_line --regexp "^ +process +holder process $HOLDER_PID is gone from this host; the lease ends in [0-9]"
 	run -75 --separate-stderr rlock -k g --status --json
@@ -68,7 +68,7 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	# a dead holder's age grows (by the server's clock) until its lease ends
 	start_holder d -t 60s
 	kill -KILL "$HOLDER_PID"
-	wait_until 30 not proc_alive "$HOLDER_PID"
+	wait_until 30 proc_gone "$HOLDER_PID"
 	a=$(status_json d .renewed_ago_ms)
 	[[ $a =~ ^[0-9]+$ ]] || fail "renewed_ago_ms: '$a'"
 	wait_until 30 renewed_ago_at_least d $((a + 1500))
@@ -165,7 +165,7 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	# the keeper, not stopped by a --release that found nothing to release, is told to
 	# release (SIGTERM) before its renewal (at 20 s) notices
 	kill -TERM "$keeper"
-	wait_until 20 not proc_alive "$keeper"
+	wait_until 20 proc_gone "$keeper"
 	assert_regex "$(cat k.log)" "lock lost: rlock:\{kp\} was no longer held when the keeper released it: broken [0-9.ms]+ ago by --break from $(hostname) pid [0-9]+ \(user $(id -un)\) \[operator\]"
 }
 
@@ -196,7 +196,7 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	local next=$RLOCK_PID
 	wait_until 30 queue_length f 2
 	kill -KILL "$dead"
-	wait_until 30 not proc_alive "$dead"
+	wait_until 30 proc_gone "$dead"
 	local t0
 	t0=$(now_ms)
 	touch f.release
@@ -216,7 +216,7 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	local dead=$RLOCK_PID
 	wait_until 30 queue_length c 1
 	kill -KILL "$dead"
-	wait_until 30 not proc_alive "$dead"
+	wait_until 30 proc_gone "$dead"
 	# its place lease (5 s) ends: --status counts it no more
 	wait_until 30 queue_counts c 0
 	run -0 --separate-stderr rlock -k c --break

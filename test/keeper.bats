@@ -78,7 +78,7 @@ keeper_pid() { rcli HGET 'rlock:{ci}:owner' pid; }
 	step release 'rlock -k ci --release'
 	assert_success
 	key_absent 'rlock:{ci}' || [[ $(rcli GET 'rlock:{ci}') != "$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)" ]]
-	wait_until 20 not proc_alive "$pid"
+	wait_until 20 proc_gone "$pid"
 	rlock_wait "$RLOCK_PID" 30
 	[[ $RLOCK_STATUS == 0 ]] || fail "the waiter exited $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
 	key_absent 'rlock:{ci}'
@@ -209,7 +209,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		assert_success
 		[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$t1") ]] || fail "$kind: $t1 still holds"
 		[[ -n $(rcli ZSCORE 'rlock:{ci}:holders' "$t2") ]] || fail "$kind: the other holder is gone"
-		wait_until 20 not proc_alive "$k1"
+		wait_until 20 proc_gone "$k1"
 		if [[ $kind == '-l 2' ]]; then
 			# Its permit is free now, not at the end of its TTL.
 			run -0 rlock -k ci -l 2 -n -- true
@@ -223,7 +223,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		# With the mode given explicitly, as before.
 		step release2 ". ./v2.sh; rlock -k ci $kind --release"
 		assert_success
-		wait_until 20 not proc_alive "$k2"
+		wait_until 20 proc_gone "$k2"
 		[[ $(rcli EXISTS 'rlock:{ci}:holders') == 0 ]] || fail "$kind: holders left"
 	done
 }
@@ -239,13 +239,13 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	pid=$(keeper_pid)
 	echo "$pid" >keeper.pids
 	# The step's shell has exited: the keeper was the only writer left.
-	wait_until 20 not proc_alive "$reader" || fail "the keeper holds fd 1500: $(readlink "/proc/$pid/fd/1500")"
+	wait_until 20 proc_gone "$reader" || fail "the keeper holds fd 1500: $(readlink "/proc/$pid/fd/1500")"
 	grep -qx before log.out
 	proc_alive "$pid" || fail "the keeper is gone"
 	[[ ! -e /proc/$pid/fd/1500 ]]
 	step release 'rlock -k ci --release'
 	assert_success
-	wait_until 20 not proc_alive "$pid"
+	wait_until 20 proc_gone "$pid"
 }
 
 @test "--release of a permit that a status read does not list (more than 32 holders): released (0); a token holding nothing there: 79, nothing touched" {
@@ -283,7 +283,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	local pid
 	pid=$(sed -n 's/.*keeper pid \([0-9]*\) holds.*/\1/p' k.log)
 	echo "$pid" >keeper.pids
-	wait_until 20 not proc_alive "$pid"
+	wait_until 20 proc_gone "$pid"
 }
 
 @test "--held in a later step after the keeper gave the lock up at --max-hold: 79 with the reason and the time, with Redis stopped too" {
@@ -295,7 +295,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	step held 'rlock --held'
 	((status == 0))
 	wait_until 30 grep -q 'max-hold is over' k.log
-	wait_until 10 not proc_alive "$(cat keeper.pids)" # its record is written before it exits
+	wait_until 10 pidfile_gone keeper.pids # its record is written before it exits
 	step held 'rlock --held'
 	((status == 79))
 	[[ $stderr == *"given up by its keeper at --max-hold at 20"* ]]
@@ -324,7 +324,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	wait_until 20 grep -q '"event":"keeper-started"' "sub/$n.jsonl"
 	step release 'rlock -k ci --release'
 	((status == 0)) || fail "--release exited $status: $stderr"
-	wait_until 20 not proc_alive "$(cat keeper.pids)"
+	wait_until 20 pidfile_gone keeper.pids
 	wait_until 20 grep -q 'SIGUSR1' "sub/$n.log"
 	wait_until 20 grep -q '^rlock_' "sub/$n.prom"
 	[[ ! -e /$n.log && ! -e /$n.jsonl && ! -e /$n.prom ]]
@@ -343,7 +343,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	rcli PEXPIRE 'rlock:{ci}' 60000 >/dev/null
 	rcli PEXPIRE 'rlock:{ci}:owner' 60000 >/dev/null
 	wait_until 30 grep -q 'the keeper exits' k.log
-	wait_until 10 not proc_alive "$(cat keeper.pids)" # its record is written before it exits
+	wait_until 10 pidfile_gone keeper.pids # its record is written before it exits
 	rcli ACL SETUSER default +@all >/dev/null
 	[[ -n $(rcli GET 'rlock:{ci}') ]] || fail "the lease was meant to run on"
 	step held 'rlock --held'
@@ -373,7 +373,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_failure 69
 	assert_regex "$stderr" 'expires by its TTL'
 	# main: the keeper renewed on once the server was back; the lock never expired
-	wait_until 10 not proc_alive "$(cat keeper.pids)" ||
+	wait_until 10 pidfile_gone keeper.pids ||
 		fail "the keeper still runs after --release said the lock expires by its TTL: $(cat k.log)"
 	wait_until 30 key_absent 'rlock:{ci}'
 	step held 'rlock --held'
@@ -393,7 +393,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_failure 69
 	assert_regex "$stderr" 'expires by its TTL \(the keeper is stopped\)'
 	# main: said only "connect to ...: Connection refused"; the keeper renewed on
-	wait_until 10 not proc_alive "$(cat keeper.pids)" ||
+	wait_until 10 pidfile_gone keeper.pids ||
 		fail "the keeper still runs after --release exited 69: $(cat k.log)"
 	wait_until 30 key_absent 'rlock:{ci}'
 }

@@ -114,7 +114,7 @@ C
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 79
 	# rlock returns only once the group is empty
-	not proc_alive "$(cat member.pid)" || fail "a member of the command's group survived the loss"
+	pidfile_gone member.pid || fail "a member of the command's group survived the loss"
 	grep -q 'sending SIGKILL' "$RLOCK_ERR"
 	assert_equal "$(rcli GET 'rlock:{grp}')" stolen
 }

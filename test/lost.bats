@@ -71,8 +71,8 @@ got_signal() {
 }
 
 assert_victim_gone() {
-	wait_until 30 not proc_alive "$(cat v.pid)" || fail "the command survived the lost lock"
-	wait_until 30 not proc_alive "$(cat v.gpid)" ||
+	wait_until 30 pidfile_gone v.pid || fail "the command survived the lost lock"
+	wait_until 30 pidfile_gone v.gpid ||
 		fail "a process in the command's group survived the lost lock"
 }
 
@@ -164,7 +164,7 @@ assert_victim_gone() {
 	steal
 	# the warning appears once rlock notices (next renewal, ≤ ttl/3)
 	wait_until 30 test -s "$RLOCK_ERR"
-	proc_alive "$(cat v.pid)" || fail "command was stopped despite --on-lost ignore"
+	pidfile_alive v.pid || fail "command was stopped despite --on-lost ignore"
 	touch v.release
 	rlock_wait "$RLOCK_PID" 30
 	assert_equal "$RLOCK_STATUS" 0

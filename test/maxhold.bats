@@ -25,7 +25,7 @@ teardown() {
 	assert_regex "$stderr" 'max-hold is over: sending SIGTERM'
 	key_absent 'rlock:{mh}' || fail "the lock was not released"
 	[[ $(rcli GET 'rlock:{mh}:fence') == 1 ]]
-	run ! proc_alive "$(cat c.pid)"
+	run -0 pidfile_gone c.pid
 	# --max-hold 0 on the command line lifts the config file's limit; a command that
 	# ends in time keeps its own status.
 	run -3 rlock --config cfg --max-hold 0 -k mh -c 'sleep 1.2; exit 3'
@@ -42,8 +42,8 @@ teardown() {
 	assert_regex "$stderr" 'SIGKILL in 500 ms'
 	assert_regex "$stderr" 'still runs [0-9]+ ms after SIGTERM: sending SIGKILL'
 	key_absent 'rlock:{mh}' || fail "the lock was not released"
-	run ! proc_alive "$(cat c.pid)"
-	run ! proc_alive "$(cat g.pid)"
+	run -0 pidfile_gone c.pid
+	run -0 pidfile_gone g.pid
 }
 
 @test "--max-hold: a bad duration is a usage error (64)" {

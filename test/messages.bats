@@ -11,7 +11,7 @@ load helpers
 	track_pidfile cmd.pid
 	kill -STOP "$RLOCK_PID"
 	# the watchdog kills the group by the lease's kill deadline while rlock stands still
-	wait_until 20 not proc_alive "$(cat cmd.pid)"
+	wait_until 20 pidfile_gone cmd.pid
 	kill -CONT "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 79

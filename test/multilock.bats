@@ -39,7 +39,7 @@ EOF_PROBE
 	local p
 	for p in "${pids[@]}"; do
 		track_pid "$p"
-		wait_until 150 not proc_alive "$p" || fail "a contender is stuck (deadlock?)"
+		wait_until 150 proc_gone "$p" || fail "a contender is stuck (deadlock?)"
 	done
 	t1=$(now_ms)
 	local n
@@ -97,7 +97,7 @@ EOF_PROBE
 	rlock_wait "$RLOCK_PID" 30
 	[[ $RLOCK_STATUS == 79 ]] || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
 	grep -q 'rlock:{B}' "$RLOCK_ERR" || fail "does not say which lock: $(cat "$RLOCK_ERR")"
-	run ! proc_alive "$(cat l.pid)"
+	run -0 pidfile_gone l.pid
 	key_absent 'rlock:{A}' || fail "A was not released"
 	[[ $(rcli GET 'rlock:{B}') == stolen ]]
 }

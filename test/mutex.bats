@@ -18,6 +18,40 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 	((count < 120)) || fail "no lost update without a lock: $output"
 }
 
+@test "the pid oracles: a pid not known yet is no answer, and a pid file is read at each poll (sensitivity)" {
+	# The form the suite used, `wait_until N not proc_alive "$(cat F)"`, read F once and
+	# took an empty read for a process that had ended: the wait passed at once.
+	not proc_alive "" || fail "the old form no longer reads missing data as ended"
+	run -1 proc_gone ""
+	run -1 proc_gone "12x"
+	run -1 pidfile_gone none.pid
+	run -1 pidfile_alive none.pid
+	: >empty.pid
+	run -1 pidfile_gone empty.pid
+	# a process that runs: alive, not gone; once reaped: gone, not alive
+	sleep 30 &
+	local p=$!
+	track_pid "$p"
+	echo "$p" >s.pid
+	run -0 pidfile_alive s.pid
+	run -1 pidfile_gone s.pid
+	run -1 proc_gone "$p"
+	kill "$p"
+	wait "$p" 2>/dev/null || true
+	run -0 pidfile_gone s.pid
+	run -0 proc_gone "$p"
+	# written only after the poll began: the poll waits for it (the old form passed at once)
+	(
+		sleep 0.3
+		sh -c 'echo $$ >late.pid; sleep 0.3'
+	) &
+	track_pid $!
+	local t0
+	t0=$(now_ms)
+	wait_until 30 pidfile_gone late.pid
+	(($(now_ms) - t0 >= 500)) || fail "pidfile_gone answered before late.pid held an ended pid"
+}
+
 @test "6 workers × 20 increments under rlock: exact count, no overlap" {
 	local t0 t1
 	t0=$(now_ms)

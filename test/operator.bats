@@ -152,7 +152,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	run -0 rlock -k b --break
 	rlock_wait "$HOLDER_PID" 30
 	assert_equal "$RLOCK_STATUS" 79
-	wait_until 30 not proc_alive "$(cat b.pid)"
+	wait_until 30 pidfile_gone b.pid
 	[[ ! -e b.end ]] || fail "the command ran to its end after the lock was broken"
 	assert_regex "$(cat "$HOLDER_ERR")" 'lost'
 }

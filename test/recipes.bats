@@ -348,12 +348,12 @@ supersede_place_is() { [[ $(rcli HGET 'rlock:{deploy-prod}:supersede' label) == 
 	(CI_PIPELINE_ID=9 DEPLOY_LOCK_URL=$RLOCK_URL clean_exec bash -e gitlab.sh) </dev/null >gl.out 2>gl.err &
 	local gl=$!
 	track_pid "$gl"
-	wait_until 30 not proc_alive "$gh"
+	wait_until 30 proc_gone "$gh"
 	wait "$gh" || fail "the GitHub job failed: $(cat gh.err)"
 	grep -q 'superseded by a newer --supersede request (.* \[gitlab 9\])' gh.err
 	touch h.release
 	rlock_wait "$h_pid" 30
-	wait_until 30 not proc_alive "$gl"
+	wait_until 30 proc_gone "$gl"
 	wait "$gl" || fail "the GitLab job failed: $(cat gl.err)"
 	assert_equal "$(cat log)" "deploy 2"
 }

@@ -328,7 +328,7 @@ scripts_run() {
 	echo "$pid" >keeper.pid
 	run -0 rlock -k kb --break
 	# main: still running (and silent) 10 s and more later, the nodes locked again
-	wait_until 15 not proc_alive "$pid" || {
+	wait_until 15 proc_gone "$pid" || {
 		kill -KILL "$pid"
 		fail "the keeper still runs after its lock was broken: $(cat k.log)"
 	}

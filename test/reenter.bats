@@ -111,7 +111,7 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	# SIGTERM makes the keeper release (what --release of a shared keeper does is not
 	# this test's business)
 	kill -TERM "$keeper"
-	wait_until 30 not proc_alive "$keeper"
+	wait_until 30 proc_gone "$keeper"
 }
 
 @test "--acquire of a name the tree holds exclusive exits 64 (it would wait for itself); beside a shared hold it takes one" {
@@ -132,7 +132,7 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	keeper=$(rcli HGET 'rlock:{S}:meta' "$token" | sed 's/.*"pid":"\{0,1\}\([0-9]*\).*/\1/')
 	track_pid "$keeper"
 	kill -TERM "$keeper"
-	wait_until 30 not proc_alive "$keeper"
+	wait_until 30 proc_gone "$keeper"
 	wait_until 30 key_absent 'rlock:{S}:holders'
 }
 

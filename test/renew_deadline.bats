@@ -23,7 +23,7 @@ load helpers
 	perl "$BATS_TEST_DIRNAME/blackhole.pl" "$port" bh.ready 3>&- 4>&- &
 	track_pid $!
 	wait_until 30 test -e bh.ready
-	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived the lease"
+	wait_until 30 pidfile_gone c.pid || fail "the command outlived the lease"
 	t_dead=$(now_ms)
 	rlock_wait "$RLOCK_PID" 30
 	REDIS_PID=$main_pid REDIS_PORT=$main_port REDIS_URL=$main_url

@@ -156,7 +156,7 @@ forward_once() {
 	local t0 t1
 	t0=$(now_ms)
 	kill -KILL "$RLOCK_PID"
-	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
+	wait_until 30 pidfile_gone c.pid || fail "the command outlived a SIGKILLed rlock"
 	t1=$(now_ms)
 	echo "# command died $((t1 - t0)) ms after rlock was SIGKILLed" >&3
 	wait_until 30 key_absent 'rlock:{s}'
@@ -171,8 +171,8 @@ forward_once() {
 	track_pidfile c.pid
 	track_pidfile g.pid
 	kill -KILL "$RLOCK_PID"
-	wait_until 30 not proc_alive "$(cat c.pid)" || fail "the command outlived a SIGKILLed rlock"
-	wait_until 30 not proc_alive "$(cat g.pid)" ||
+	wait_until 30 pidfile_gone c.pid || fail "the command outlived a SIGKILLed rlock"
+	wait_until 30 pidfile_gone g.pid ||
 		fail "the command's child (pid $(cat g.pid)) kept running unprotected"
 }
 
@@ -198,7 +198,7 @@ forward_once() {
 	rlock_wait "$RLOCK_PID" 30
 	local k
 	for k in $kids; do
-		wait_until 30 not proc_alive "$k" ||
+		wait_until 30 proc_gone "$k" ||
 			fail "rlock's child $k ($(cat "/proc/$k/comm" 2>/dev/null)) outlived it"
 	done
 }

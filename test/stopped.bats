@@ -28,7 +28,7 @@ load helpers
 	track_pidfile cmd.pid
 	kill -STOP "$RLOCK_PID"
 	wait_until 15 key_absent 'rlock:{ig}'
-	proc_alive "$(cat cmd.pid)" || fail "the command was killed despite --on-lost ignore"
+	pidfile_alive cmd.pid || fail "the command was killed despite --on-lost ignore"
 	kill -CONT "$RLOCK_PID"
 	kill -TERM "$(cat cmd.pid)"
 	rlock_wait "$RLOCK_PID" 15
@@ -57,7 +57,7 @@ watchdog_of() {
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{wd}'
-	wait_until 10 not proc_alive "$wd" || fail "the stopped watchdog $wd outlived rlock"
+	wait_until 10 proc_gone "$wd" || fail "the stopped watchdog $wd outlived rlock"
 }
 
 @test "the command starts only once its watchdog exists (a rlock stopped or killed at the fork leaves no command unwatched)" {

@@ -304,7 +304,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	wait_until 30 renewed 4 'rlock:{kt}' tls_cli "$TLS_B_PORT"
 	run -0 --separate-stderr rlock -u "$u" --cacert ca.pem --cert client.pem \
 		--tls-key client.key -k kt --release
-	wait_until 20 not proc_alive "$k"
+	wait_until 20 proc_gone "$k"
 	[[ -z $(tls_cli "$TLS_B_PORT" GET 'rlock:{kt}') ]]
 }
 

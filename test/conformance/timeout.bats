@@ -228,7 +228,7 @@ USR1_CMD='trap "touch sig.received; exit 0" USR1; echo $$ >cmd.pid; touch cmd.ru
 	wait_until 30 test -e cmd.running
 	track_pidfile cmd.pid
 	kill -KILL "$RLOCK_PID"
-	wait_until 20 not proc_alive "$(cat cmd.pid)"
+	wait_until 20 pidfile_gone cmd.pid
 }
 
 @test "timeout-group.sh: cascaded: an outer --max-hold stops an inner rlock, which stops its command: 124" {
