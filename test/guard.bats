@@ -127,7 +127,7 @@ watchdog_of() {
 	make_step
 	rlock_bg -k g -- sh -c 'while [ ! -e go ]; do sleep 0.02; done'
 	local holder=$RLOCK_PID w='' w2
-	wait_until 30 not key_absent 'rlock:{g}'
+	wait_until 30 key_exists 'rlock:{g}'
 	rlock_bg --pgrp -w 60 -t 3s -k g -c './step; true'
 	# forked during a busy attempt's round trip, or as it first goes to sleep
 	wait_until 30 eval 'w=$(watchdog_of "$RLOCK_PID")' || fail "no watchdog while waiting"
@@ -149,7 +149,7 @@ watchdog_of() {
 @test "a waiter's watchdog is up as soon as it sleeps, not forked when the lock comes (a hand-off does not wait for the fork)" {
 	rlock_bg -k gw -- sh -c 'while [ ! -e go ]; do sleep 0.02; done'
 	local holder=$RLOCK_PID w=''
-	wait_until 30 not key_absent 'rlock:{gw}'
+	wait_until 30 key_exists 'rlock:{gw}'
 	# the default ttl (30 s): no attempt after its first ones for 2.5 s at least (the
 	# safety net); the replies of those come at once on loopback, with no round trip
 	# left to fork in
