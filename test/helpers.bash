@@ -75,7 +75,9 @@ wait_until() {
 	done
 }
 
-# not CMD...: negate, for use with wait_until (wait_until 5 proc_gone "$pid").
+# not CMD...: negate, for use with wait_until. A CMD that fails on missing data (an
+# empty pid, a redis-cli that could not connect) becomes a verdict under `not`: prefer
+# the check that fails without an answer (proc_gone, pidfile_gone, key_exists).
 not() { ! "$@"; }
 
 # proc_alive PID: the process exists and is not a zombie (or dead, state X).
