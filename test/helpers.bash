@@ -488,6 +488,12 @@ renewed() {
 # key_exists KEY / key_absent KEY
 key_exists() { [[ $(rcli EXISTS "$1") == 1 ]]; }
 key_absent() { [[ $(rcli EXISTS "$1") == 0 ]]; }
+# zset_lacks KEY MEMBER: the sorted set KEY has no MEMBER (a read that fails is no answer).
+zset_lacks() {
+	local s
+	s=$(rcli ZSCORE "$1" "$2") || return 1
+	[[ -z $s ]]
+}
 # history_expiring KEY [RETENTION_MS]: KEY, a name's run history (PREFIX{NAME}:history, on
 # by default), is absent or expires within the retention (default 7 days): the one key
 # besides the fence counter that an idle name keeps, and not for ever.

@@ -207,7 +207,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		# The token alone: released in the holder's mode, its keeper stopped.
 		step release1 ". ./v1.sh; rlock -k ci --release"
 		assert_success
-		[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$t1") ]] || fail "$kind: $t1 still holds"
+		zset_lacks 'rlock:{ci}:holders' "$t1" || fail "$kind: $t1 still holds"
 		[[ -n $(rcli ZSCORE 'rlock:{ci}:holders' "$t2") ]] || fail "$kind: the other holder is gone"
 		wait_until 20 proc_gone "$k1"
 		if [[ $kind == '-l 2' ]]; then
@@ -268,7 +268,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 34 ]] || fail "a token holding nothing touched the permits"
 	step release 'rlock -k ci --release'
 	assert_success
-	[[ -z $(rcli ZSCORE 'rlock:{ci}:holders' "$tok") ]] || fail "the keeper's permit is still held"
+	zset_lacks 'rlock:{ci}:holders' "$tok" || fail "the keeper's permit is still held"
 	[[ $(rcli ZCARD 'rlock:{ci}:holders') == 33 ]] || fail "other permits touched"
 }
 
