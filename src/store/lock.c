@@ -78,61 +78,39 @@ static const char *const key_suffix[K_N] = {"",        ":owner",   ":fence", ":h
                                             ":meta",   ":limit",   ":queue", ":qlease",
                                             ":writer", ":waiters", ":done"};
 
-struct keys {
-	char buf[K_N][LOCK_KEY_MAX];
-	const char *p[K_N];
-};
-
-/* One key of l, in ks. */
-static const char *key_of(struct keys *ks, const struct lock *l, int which)
-{
-	snprintf(ks->buf[which], sizeof ks->buf[which], "%.700s%s", l->key, key_suffix[which]);
-	return ks->buf[which];
-}
-
-/* A script's KEYS: n keys of l, in the order given (K_...). Every script takes its keys
- * in the order of the K_ enum, leaving out those it does not use: a script declares no
- * key it does not need (while a Cluster slot migrates, a script whose declared keys
- * are not all on one node is refused with TRYAGAIN). */
-static const char **keys_of(struct keys *ks, const struct lock *l, int n, ...)
-{
-	va_list ap;
-
-	va_start(ap, n);
-	for (int i = 0; i < n && i < K_N; i++)
-		ks->p[i] = key_of(ks, l, va_arg(ap, int));
-	va_end(ap);
-	return ks->p;
-}
-
-static int request(struct lock_request *q, int s, int nkeys, const char **keys, int nargs,
-                   const char **args, char *err, size_t errlen)
+/* A script's KEYS are keys of l, PREFIX{NAME}SUFFIX, given by their K_... in the order of
+ * the K_ enum, leaving out those it does not use: a script declares no key it does not
+ * need (while a Cluster slot migrates, a script whose declared keys are not all on one
+ * node is refused with TRYAGAIN). request() makes them in the request itself. */
+static int request(struct lock_request *q, int s, const struct lock *l, int nkeys,
+                   const int *keys, int nargs, const char **args, char *err, size_t errlen)
 {
 	size_t used = 0;
-	char nk[16];
 
 	q->script = s;
 	q->argc = 0;
-	if (3 + nkeys + nargs > LOCK_ARGV_MAX) {
+	if (3 + nkeys + nargs > LOCK_ARGV_MAX || nkeys > K_N) {
 		snprintf(err, errlen, "internal error: too many script arguments");
 		return -1;
 	}
-	snprintf(nk, sizeof nk, "%d", nkeys);
 	q->argv[q->argc++] = "EVALSHA";
 	q->argv[q->argc++] = scripts[s].sha;
 	for (int i = -1; i < nkeys + nargs; i++) {
-		const char *a = i < 0 ? nk : i < nkeys ? keys[i] : args[i - nkeys];
-		size_t n = strlen(a);
-		if (used + n + 1 > sizeof q->buf) {
+		char *at = q->buf + used;
+		size_t room = sizeof q->buf - used;
+		int n = i < 0         ? snprintf(at, room, "%d", nkeys)
+		        : i < nkeys   ? snprintf(at, room, "%.700s%s", l->key, key_suffix[keys[i]])
+		                      : snprintf(at, room, "%s", args[i - nkeys]);
+		if (n < 0 || (size_t)n >= room) {
 			snprintf(err, errlen, "internal error: script arguments too long");
 			return -1;
 		}
-		memcpy(q->buf + used, a, n + 1);
-		q->argv[q->argc++] = q->buf + used;
-		used += n + 1;
+		q->lens[q->argc] = (size_t)n;
+		q->argv[q->argc++] = at;
+		used += (size_t)n + 1;
 	}
-	for (int i = 0; i < q->argc; i++)
-		q->lens[i] = strlen(q->argv[i]);
+	q->lens[0] = strlen(q->argv[0]);
+	q->lens[1] = strlen(q->argv[1]);
 	return 0;
 }
 
@@ -179,12 +157,13 @@ static int send_request(struct client *c, const struct lock_request *q, int64_t 
 }
 
 /* Build and run script s in one step. */
-static int eval(struct client *c, int s, int nkeys, const char **keys, int nargs, const char **args,
-                int64_t deadline_ms, struct resp_reply **reply, char *err, size_t errlen)
+static int eval(struct client *c, int s, const struct lock *l, int nkeys, const int *keys,
+                int nargs, const char **args, int64_t deadline_ms, struct resp_reply **reply,
+                char *err, size_t errlen)
 {
 	struct lock_request q;
 
-	if (request(&q, s, nkeys, keys, nargs, args, err, errlen) < 0)
+	if (request(&q, s, l, nkeys, keys, nargs, args, err, errlen) < 0)
 		return -1;
 	return send_request(c, &q, deadline_ms, reply, err, errlen);
 }
@@ -644,10 +623,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
 	if (l->ask.mode == LOCK_EXCLUSIVE && !l->ask.fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
-		struct keys ks;
 		int nk = l->ask.once_per_ms > 0 ? 9 : 8;
-		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE);
+		const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE};
 		const char *args[LOCK_ARGV_MAX] = {l->token,
 		                                   ttl,
 		                                   !l->may_place || l->ask.nowait ? "0"
@@ -672,7 +650,7 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
 		int na = queue_args(l, args, l->ask.delay_ms > 0 ? 21 : 19, hist, hret);
-		return request(q, S_ACQUIRE, nk, keys, na, args, err, errlen);
+		return request(q, S_ACQUIRE, l, nk, keys, na, args, err, errlen);
 	} else {
 		if (l->ask.mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
@@ -680,10 +658,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 			snprintf(kind, sizeof kind, "%d", l->ask.limit);
 		else
 			snprintf(kind, sizeof kind, "x");
-		struct keys ks;
 		int nk = l->ask.once_per_ms > 0 ? 10 : 9;
-		const char **keys = keys_of(&ks, l, nk, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_DONE);
+		const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_DONE};
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
@@ -702,7 +679,7 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                      hret,
 		                      m->proc ? m->proc : ""};
 		int na = 17;
-		return request(q, S_ACQUIRE_SEM, nk, keys, na, args, err, errlen);
+		return request(q, S_ACQUIRE_SEM, l, nk, keys, na, args, err, errlen);
 	}
 }
 
@@ -739,11 +716,10 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
 	const char *args[] = {l->token, ttl, delay}; /* delay: --lock-delay's entry moves on */
 	int nargs = l->ask.delay_ms > 0 ? 3 : 2;
-	struct keys ks;
 	if (sem_held(l))
-		return request(q, S_RENEW_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
+		return request(q, S_RENEW_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
 		               nargs, args, err, errlen);
-	return request(q, S_RENEW, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
+	return request(q, S_RENEW, l, 2, (const int[]){K_LOCK, K_OWNER}, nargs, args, err,
 	               errlen);
 }
 
@@ -782,7 +758,6 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	                                                              : "";
 	const char *args[] = {l->token, keep,   l->channel, l->publish_cmd, l->wake_prefix,
 	                      done,     status, hist,       hret,           ev};
-	struct keys ks;
 	/* the history's records take the command's status and the history's length and
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
 	 * declared the lease lost (its end record says so, as its exit status does),
@@ -790,10 +765,10 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	int hargs = l->ask.history_len > 0 ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
-		return request(q, S_RELEASE_SEM, 3, keys_of(&ks, l, 3, K_HOLDERS, K_META, K_LIMIT),
+		return request(q, S_RELEASE_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
 		               hargs, args, err, errlen);
 	int nargs = hargs > 5 ? hargs : l->mark_done && l->ask.once_per_ms > 0 ? 6 : 5;
-	return request(q, S_RELEASE, 2, keys_of(&ks, l, 2, K_LOCK, K_OWNER), nargs, args, err,
+	return request(q, S_RELEASE, l, 2, (const int[]){K_LOCK, K_OWNER}, nargs, args, err,
 	               errlen);
 }
 
@@ -818,11 +793,10 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 {
 	struct resp_reply *r;
 	long long v = 0;
-	struct keys ks;
-	const char **keys = keys_of(&ks, l, 4, K_LOCK, K_QUEUE, K_QLEASE, K_WRITER);
+	const int *keys = (const int[]){K_LOCK, K_QUEUE, K_QLEASE, K_WRITER};
 	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
-	if (eval(c, S_LEAVE, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, S_LEAVE, l, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	return check_int(r, "leave the queue", err, errlen, &v);
 }
@@ -830,12 +804,11 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
                          size_t errlen)
 {
-	struct keys ks;
 	/* status reads the --once-per mark too; break leaves it (it is no holder), reset
 	 * clears it */
 	int nkeys = brk && !l->reset ? 10 : 11;
-	const char **keys = keys_of(&ks, l, nkeys, K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE);
+	const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
+	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE};
 	const struct lock_meta *b = l->breaker;
 	char pid[24] = "", hist[24], hret[24];
 	if (b)
@@ -855,7 +828,7 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	                      hist,
 	                      hret};
 
-	return request(q, brk ? S_BREAK : S_STATUS, nkeys, keys,
+	return request(q, brk ? S_BREAK : S_STATUS, l, nkeys, keys,
 	               !brk       ? 0
 	               : l->reset ? 12
 	                          : 9,
@@ -866,12 +839,11 @@ int lock_request_fence(struct lock_request *q, const struct lock *l, long long f
                        size_t errlen)
 {
 	char v[24];
-	struct keys ks;
-	const char **keys = keys_of(&ks, l, 1, K_FENCE);
+	const int *keys = (const int[]){K_FENCE};
 	const char *args[] = {v};
 
 	snprintf(v, sizeof v, "%lld", fence);
-	return request(q, S_FENCE, 1, keys, 1, args, err, errlen);
+	return request(q, S_FENCE, l, 1, keys, 1, args, err, errlen);
 }
 
 static int holders_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,
@@ -906,8 +878,8 @@ int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 static int lease_left(struct client *c, const struct lock *l, const char *token,
                       int64_t deadline_ms, long long *left_ms, char *err, size_t errlen)
 {
-	struct keys ks;
-	const char *holders = key_of(&ks, l, K_HOLDERS);
+	char holders[LOCK_KEY_MAX];
+	snprintf(holders, sizeof holders, "%.700s%s", l->key, key_suffix[K_HOLDERS]);
 	const char *zs[3] = {"ZSCORE", holders, token}, *tm[1] = {"TIME"};
 	size_t zl[3] = {6, strlen(holders), strlen(token)}, tl[1] = {4};
 	struct resp_reply *z = NULL, *t = NULL;
@@ -975,11 +947,10 @@ int lock_request_history(struct lock_request *q, const struct lock *l, int count
                          size_t errlen)
 {
 	char n[24];
-	struct keys ks;
 	const char *args[] = {n};
 
 	snprintf(n, sizeof n, "%d", count);
-	return request(q, S_HISTORY_READ, 1, keys_of(&ks, l, 1, K_LOCK), 1, args, err, errlen);
+	return request(q, S_HISTORY_READ, l, 1, (const int[]){K_LOCK}, 1, args, err, errlen);
 }
 
 /* One entry {id, field, value, ...} into *e. */
