@@ -1044,9 +1044,28 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
  * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
  * ~/.config): merged key by key, the later wins (as git and systemd do). */
 #define CONFIG_LAYERS_MAX 10
+#define CONFIG_PATH_MAX   4096
+
+/* paths[*n++] = a path made from fmt, packed after the last one in pool (the pages a run
+ * writes are each a page fault), unless it is CONFIG_PATH_MAX bytes or longer. */
+static void __attribute__((format(printf, 5, 6)))
+add_layer(const char **paths, int *n, char *pool, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int len = vsnprintf(pool + *used, CONFIG_PATH_MAX, fmt, ap);
+	va_end(ap);
+	if (len < 0 || len >= CONFIG_PATH_MAX)
+		return;
+	paths[(*n)++] = pool + *used;
+	*used += (size_t)len + 1;
+}
+
 static int config_layers(const char *cli_path, const char **paths, int *explicit)
 {
-	static char buf[CONFIG_LAYERS_MAX][4096];
+	static char pool[CONFIG_LAYERS_MAX * CONFIG_PATH_MAX];
+	size_t used = 0;
 	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
 	int n = 0;
 
@@ -1064,15 +1083,14 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		const char *start = end;
 		while (start > dirs && start[-1] != ':')
 			start--;
-		if (start[0] == '/' && snprintf(buf[n], sizeof buf[n], "%.*s/rlock/config",
-		                                (int)(end - start), start) < (int)sizeof buf[n])
-			paths[n] = buf[n], n++; /* relative entries are ignored (XDG) */
+		if (start[0] == '/') /* relative entries are ignored (XDG) */
+			add_layer(paths, &n, pool, &used, "%.*s/rlock/config", (int)(end - start),
+			          start);
 		end = start > dirs ? start - 1 : start;
 	}
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	if (xdg && *xdg) {
-		if (snprintf(buf[n], sizeof buf[n], "%s/rlock/config", xdg) < (int)sizeof buf[n])
-			paths[n] = buf[n], n++;
+		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
 	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset */
@@ -1081,9 +1099,8 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
-	if (home &&
-	    snprintf(buf[n], sizeof buf[n], "%s/.config/rlock/config", home) < (int)sizeof buf[n])
-		paths[n] = buf[n], n++;
+	if (home)
+		add_layer(paths, &n, pool, &used, "%s/.config/rlock/config", home);
 	return n;
 }
 
@@ -1392,7 +1409,7 @@ static void choose_url(struct state *s)
 		add_url_list(s, url, src, rank);
 	}
 	explicit_bzero(s->url_pw, sizeof s->url_pw);
-	o->url = o->urls[0];
+	o->url = &o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
 	 * in /proc/PID/cmdline. The environment is the user's and passes to the command
 	 * untouched (docs/usage.md, "The running command"). */
@@ -1411,7 +1428,7 @@ static void say_server(struct state *s)
 {
 	struct opts *o = s->o;
 
-	describe_server(o->server, sizeof o->server, &o->url);
+	describe_server(o->server, sizeof o->server, o->url);
 	if (o->nurls > 1) {
 		size_t used = strlen(o->server);
 		snprintf(o->server + used, sizeof o->server - used, " and %d more (Redlock)",
@@ -1557,7 +1574,7 @@ static void validate_server(struct state *s)
 	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->lock.fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
 	distinct_nodes(o);
-	if (o->tls.enabled && o->url.scheme == URL_UNIX)
+	if (o->tls.enabled && o->url->scheme == URL_UNIX)
 		usage_error("--tls: TLS over a Unix socket is not supported");
 	if (!o->tls.enabled && (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key ||
 	                        o->tls.sni || o->tls.insecure))
@@ -1569,7 +1586,7 @@ static void validate_server(struct state *s)
 	if (o->tls.enabled && o->tls.insecure)
 		log_warn("--insecure: the server's certificate is not verified (anyone on the "
 		         "path can pose as the server)");
-	if (!o->url.nsentinels && (s->suser_rank == R_CLI || s->spw_rank == R_CLI))
+	if (!o->url->nsentinels && (s->suser_rank == R_CLI || s->spw_rank == R_CLI))
 		usage_error("--sentinel-user and --sentinel-password-file go with a "
 		            "redis-sentinel:// URL");
 }

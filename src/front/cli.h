@@ -60,8 +60,7 @@ struct opts {
 	int superseded_exit;
 	int history_count;
 
-	struct url url; /* the server (the first of urls when several) */
-	struct url urls[CLI_URLS_MAX];
+	const struct url *url;     /* the server: the first of urls */
 	int nurls;                 /* > 1: Redlock over these independent masters */
 	char server[400];          /* the server's URL without a password, for messages */
 	const char *user;          /* overrides the URL's user */
@@ -91,6 +90,10 @@ struct opts {
 
 	char **argv;               /* command to run (NULL-terminated), MODE_RUN */
 	const char *shell_command; /* -c STRING, or NULL */
+
+	/* Last, the large one: a run writes the fields above and the first server, and
+	 * each page of this struct written is a page fault (a zero page) at start. */
+	struct url urls[CLI_URLS_MAX];
 };
 
 /* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were

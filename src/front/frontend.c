@@ -7,7 +7,7 @@ void store_ask_from_opts(struct store_ask *a, const struct opts *o)
 {
 	memset(a, 0, sizeof *a);
 	a->nurls = o->nurls;
-	a->url = &o->url;
+	a->url = o->url;
 	a->urls = o->urls;
 	a->tls = &o->tls;
 	a->user = o->user;
@@ -28,8 +28,8 @@ void check_ask_from_opts(struct check_ask *a, const struct opts *o)
 	a->prefix = o->prefix;
 	a->json = o->json;
 	a->redlock = o->nurls > 1;
-	a->sentinels = o->url.nsentinels;
-	a->master = o->url.master;
+	a->sentinels = o->url->nsentinels;
+	a->master = o->url->master;
 	a->wait_replicas = o->wait_replicas;
 	a->wait_aof_local = o->wait_aof_local;
 	a->wait_aof_replicas = o->wait_aof_replicas;
@@ -65,6 +65,6 @@ void report_ask_from_opts(struct report_ask *a, const struct opts *o)
 	a->json = o->json;
 	a->conflict_exit = o->conflict_exit;
 	a->io_timeout_ms = o->io_timeout_ms;
-	a->sentinels = o->url.nsentinels;
-	a->master = o->url.master;
+	a->sentinels = o->url->nsentinels;
+	a->master = o->url->master;
 }

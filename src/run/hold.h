@@ -38,7 +38,6 @@ struct hold {
 	const struct store_config *cfg;
 	struct store *s; /* the main handle: acquires, and releases when no renewal ran */
 	int n;           /* locks held */
-	struct lock l[HOLD_LOCKS_MAX];
 	struct renew *rn[HOLD_LOCKS_MAX];
 	int64_t sent[HOLD_LOCKS_MAX];
 	int64_t loss_after_ms, kill_by_ms, warn_after_ms;
@@ -46,6 +45,8 @@ struct hold {
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
 	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
+	/* last: a run writes the fields above and its locks, each page a page fault */
+	struct lock l[HOLD_LOCKS_MAX];
 };
 
 /* Acquire every name of sp on s (h owns s from here on), waiting as sp says (within

@@ -24,11 +24,12 @@ struct inherited {
 };
 
 struct reenter {
-	int n; /* inherited holds read from the environment */
-	struct inherited in[REENTER_MAX];
+	int n;      /* inherited holds read from the environment */
 	int nnames; /* the names asked for (o->names before the plan) */
 	const char *names[HOLD_LOCKS_MAX];
 	int held[HOLD_LOCKS_MAX]; /* per name: index in in[] that grants it, or -1 */
+	/* last: a run without inherited holds writes only the fields above (a page fault) */
+	struct inherited in[REENTER_MAX];
 };
 
 /* What a nested rlock asks for (the front end builds it). */

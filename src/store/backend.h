@@ -41,12 +41,13 @@ struct store_route {
 #define STORE_NODES_MAX 16
 struct store_backend;
 struct store_config {
-	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
 	int n;
 	int64_t node_timeout_ms;             /* Redlock: one node's deadline per request */
 	const struct store_backend *backend; /* NULL: the routed single server (store.c) */
 	const struct store_route *route;     /* NULL: srv[0] as given */
 	void *route_arg;                     /* the route's context: written by resolve() only */
+	/* last: a run writes the fields above and the first server, each page a page fault */
+	struct server srv[STORE_NODES_MAX]; /* the URLs given: one, or a Redlock quorum */
 };
 
 /* A backend: one implementation of the store's calls. ctx is a handle's state, from
