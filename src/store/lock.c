@@ -82,8 +82,8 @@ static const char *const key_suffix[K_N] = {"",        ":owner",   ":fence", ":h
  * the K_ enum, leaving out those it does not use: a script declares no key it does not
  * need (while a Cluster slot migrates, a script whose declared keys are not all on one
  * node is refused with TRYAGAIN). request() makes them in the request itself. */
-static int request(struct lock_request *q, int s, const struct lock *l, int nkeys,
-                   const int *keys, int nargs, const char **args, char *err, size_t errlen)
+static int request(struct lock_request *q, int s, const struct lock *l, int nkeys, const int *keys,
+                   int nargs, const char **args, char *err, size_t errlen)
 {
 	size_t used = 0;
 
@@ -98,9 +98,9 @@ static int request(struct lock_request *q, int s, const struct lock *l, int nkey
 	for (int i = -1; i < nkeys + nargs; i++) {
 		char *at = q->buf + used;
 		size_t room = sizeof q->buf - used;
-		int n = i < 0         ? snprintf(at, room, "%d", nkeys)
-		        : i < nkeys   ? snprintf(at, room, "%.700s%s", l->key, key_suffix[keys[i]])
-		                      : snprintf(at, room, "%s", args[i - nkeys]);
+		int n = i < 0       ? snprintf(at, room, "%d", nkeys)
+		        : i < nkeys ? snprintf(at, room, "%.700s%s", l->key, key_suffix[keys[i]])
+		                    : snprintf(at, room, "%s", args[i - nkeys]);
 		if (n < 0 || (size_t)n >= room) {
 			snprintf(err, errlen, "internal error: script arguments too long");
 			return -1;
@@ -624,8 +624,8 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 	if (l->ask.mode == LOCK_EXCLUSIVE && !l->ask.fair) {
 		/* The mark is declared only with --once-per: without it, nothing changes. */
 		int nk = l->ask.once_per_ms > 0 ? 9 : 8;
-		const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_QUEUE, K_WRITER, K_WAITERS, K_DONE};
+		const int *keys = (const int[]){K_LOCK,  K_OWNER,  K_FENCE,   K_HOLDERS, K_META,
+		                                K_QUEUE, K_WRITER, K_WAITERS, K_DONE};
 		const char *args[LOCK_ARGV_MAX] = {l->token,
 		                                   ttl,
 		                                   !l->may_place || l->ask.nowait ? "0"
@@ -659,8 +659,8 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		else
 			snprintf(kind, sizeof kind, "x");
 		int nk = l->ask.once_per_ms > 0 ? 10 : 9;
-		const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-		                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_DONE};
+		const int *keys = (const int[]){K_LOCK,  K_OWNER, K_FENCE,  K_HOLDERS, K_META,
+		                                K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER,  K_DONE};
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
@@ -719,8 +719,7 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	if (sem_held(l))
 		return request(q, S_RENEW_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
 		               nargs, args, err, errlen);
-	return request(q, S_RENEW, l, 2, (const int[]){K_LOCK, K_OWNER}, nargs, args, err,
-	               errlen);
+	return request(q, S_RENEW, l, 2, (const int[]){K_LOCK, K_OWNER}, nargs, args, err, errlen);
 }
 
 int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *by,
@@ -807,8 +806,8 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	/* status reads the --once-per mark too; break leaves it (it is no holder), reset
 	 * clears it */
 	int nkeys = brk && !l->reset ? 10 : 11;
-	const int *keys = (const int[]){K_LOCK, K_OWNER, K_FENCE, K_HOLDERS, K_META,
-	                            K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE};
+	const int *keys = (const int[]){K_LOCK,  K_OWNER,  K_FENCE,  K_HOLDERS, K_META, K_LIMIT,
+	                                K_QUEUE, K_QLEASE, K_WRITER, K_WAITERS, K_DONE};
 	const struct lock_meta *b = l->breaker;
 	char pid[24] = "", hist[24], hret[24];
 	if (b)
