@@ -473,6 +473,13 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	return rc;
 }
 
+/* The command's watchdog, started during the acquire's round trip (store_while_waiting): a
+ * failure is child_spawn's to retry and report. */
+static void watchdog_ahead(void)
+{
+	(void)child_watchdog_ahead();
+}
+
 static void held_plan_of(const struct opts *o)
 {
 	struct report_ask ra;
@@ -531,13 +538,6 @@ int main(int argc, char **argv)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)
 		return RL_EX_OSERR;
-	/* The command's watchdog, forked before anything else is set up: the fewer pages
-	 * rlock has written by then, the fewer it copies afterwards (copy-on-write); the
-	 * fork is the cheaper, the fewer it maps. Up before the lock is asked for, so that
-	 * neither a hand-off nor the command's start waits for it. A failure is
-	 * child_spawn's to retry and report; one never handed a group exits with rlock. */
-	if (o.mode == MODE_RUN)
-		(void)child_watchdog_ahead();
 	if (o.tls.enabled)
 		store_tls_init();
 	cfg = store_configure_from_opts(&o);
@@ -556,7 +556,10 @@ int main(int argc, char **argv)
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &req, &k, termfd);
 	reenter_plan_names(&re, c, &o, &orig);
+	if (o.mode == MODE_RUN)
+		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, cfg, &o, &req, termfd);
+	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	store_set_abort_fd(-1);
 	close(termfd);

@@ -65,6 +65,23 @@ void conn_set_abort_fd(int fd)
 	abort_fd = fd;
 }
 
+/* The calling thread's work for its next wait on a reply (conn_set_idle), or NULL. */
+static _Thread_local void (*idle_fn)(void);
+
+void conn_set_idle(void (*fn)(void))
+{
+	idle_fn = fn;
+}
+
+void conn_idle_now(void)
+{
+	void (*fn)(void) = idle_fn;
+
+	idle_fn = NULL;
+	if (fn)
+		fn();
+}
+
 int conn_abort_pending(void)
 {
 	struct pollfd p = {.fd = abort_fd, .events = POLLIN};
@@ -901,6 +918,7 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, ch
 		n = conn_read_some(c, buf, cap, err, errlen);
 		if (n != CONN_AGAIN)
 			return n;
+		conn_idle_now();
 		w = wait_fd(c->fd, c->events, deadline_ms);
 		if (w == WAIT_ABORT) {
 			set_err(err, errlen, "read from %s: interrupted", c->peer);

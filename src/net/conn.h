@@ -64,6 +64,15 @@ void conn_set_abort_fd(int fd);
  * that interruption rather than a fault worth reporting. */
 int conn_abort_pending(void);
 
+/* In the calling thread only: run fn once, the next time conn_read has to wait for a
+ * reply (the request is on its way), then forget it: work that may overlap a round
+ * trip. NULL (the default) forgets it unrun. */
+void conn_set_idle(void (*fn)(void));
+
+/* In the calling thread only: run now the work conn_set_idle left, if it has not run
+ * (the caller is about to sleep: a wait for a busy lock), and forget it. */
+void conn_idle_now(void);
+
 /* What the calling thread's failures since conn_fault_clear() were, OR-ed: PASSING
  * where waiting may fix it (nobody listens yet, a connect or a reply that timed out,
  * a server loading or failing over), FINAL where it cannot (a certificate that does

@@ -258,12 +258,16 @@ static int64_t progress(const struct wait_args *a, const struct holder *h, int64
 	return progress_due;
 }
 
-/* Sleep until `until`, redrawing the live line every second: what sleep_until says. */
+/* Sleep until `until`, redrawing the live line every second: what sleep_until says.
+ * Work left for a round trip (the command's watchdog, store_while_waiting) runs first,
+ * if no round trip has run it: while this waiter sleeps, not in the round trip of the
+ * attempt that takes the lock (a hand-off would wait for its fork). */
 static int nap_until(const struct wait_args *a, struct store *sub, const struct holder *h,
                      int64_t start, int64_t until, const char *note, int *drawn, int *signo)
 {
 	int s;
 
+	store_idle_now();
 	do {
 		int64_t tick = until, due = progress(a, h, start, note);
 		if (due < tick)

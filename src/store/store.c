@@ -96,6 +96,16 @@ int store_open(struct store **out, const struct store_config *cfg, int connect, 
 	return STORE_OK;
 }
 
+void store_while_waiting(void (*fn)(void))
+{
+	conn_set_idle(fn);
+}
+
+void store_idle_now(void)
+{
+	conn_idle_now();
+}
+
 int store_fault_passing(void)
 {
 	return conn_fault() == CONN_FAULT_PASSING;

@@ -122,6 +122,15 @@ void store_close(struct store *s);
  * peer that is not Redis). */
 int store_fault_passing(void);
 
+/* In the calling thread only: run fn once, the next time a request of this thread waits
+ * for its reply (the request is on its way), then forget it: local work that may
+ * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */
+void store_while_waiting(void (*fn)(void));
+
+/* The calling thread is about to sleep (a busy lock's wait): run now what
+ * store_while_waiting left, if no round trip ran it yet, and forget it. */
+void store_idle_now(void);
+
 /* The server for messages ("127.0.0.1:6379", "3 nodes"). */
 const char *store_name(const struct store *s);
 
