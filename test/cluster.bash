@@ -1,5 +1,6 @@
 # A real Redis Cluster for the tests: 3 masters + 3 replicas (`--cluster-enabled yes`)
-# on free loopback ports (each port and port+10000, the cluster bus, free; so <= 45535),
+# on free loopback ports (each port and port+10000, the cluster bus, free; both below the
+# kernel's ephemeral range, so <= 22767; a node whose port was taken meanwhile moves on),
 # nodes.conf under the file's temp dir, created with `redis-cli --cluster create`,
 # readiness polled (cluster_state:ok on every node), stopped by PID (redis_stop_all:
 # every PID is in redis.pids like redis_start's). Load after helpers.
@@ -9,7 +10,7 @@
 _cluster_port() {
 	local i port
 	for ((i = 0; i < 200; i++)); do
-		port=$((20000 + (RANDOM * 32768 + RANDOM + $$) % 25535))
+		port=$((20000 + (RANDOM * 32768 + RANDOM + $$) % 2768))
 		if _port_free "$port" && _port_free $((port + 10000)); then
 			echo "$port"
 			return 0
@@ -45,16 +46,22 @@ cluster_start() {
 	local masters=${1:-3} i port pid dir ports=() pids=() addrs=()
 	CLUSTER_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-${TMPDIR:-/tmp}}/cluster.XXXXXX")
 	for ((i = 0; i < 2 * masters; i++)); do
-		port=$(_cluster_port) || return 1
-		dir=$CLUSTER_DIR/$port
-		mkdir -p "$dir"
-		redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
-			--cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 3000 \
-			--save '' --appendonly no --daemonize no --dir "$dir" \
-			</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
-		pid=$!
-		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
-		if ! _await_server cluster_start "$pid" "$dir" _redis_ready -p "$port"; then
+		local attempt st=2
+		for ((attempt = 0; attempt < 5 && st == 2; attempt++)); do
+			port=$(_cluster_port) || return 1
+			dir=$CLUSTER_DIR/$port
+			mkdir -p "$dir"
+			redis-server --port "$port" --bind 127.0.0.1 --cluster-enabled yes \
+				--cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 3000 \
+				--save '' --appendonly no --daemonize no --dir "$dir" \
+				</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+			pid=$!
+			echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+			st=0
+			# 2: it died (its port or bus port taken meanwhile): another port
+			_await_server cluster_start "$pid" "$dir" _redis_is "$pid" -p "$port" || st=$?
+		done
+		if ((st != 0)); then
 			cat "$dir/redis.log" >&2
 			return 1
 		fi

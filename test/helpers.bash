@@ -135,13 +135,15 @@ _port_free() {
 		close $s; exit 0' "$1"
 }
 
-# free_port: print a free loopback port in [20000, 55535], derived from $$ and a
-# counter so that parallel bats files start from different places.
+# free_port: print a free loopback port in [20000, 32767], derived from $$ and a
+# counter so that parallel bats files start from different places. Below the kernel's
+# ephemeral range (32768 up): no outgoing connection's source port can take it before
+# a server binds it; another suite's server still may (redis_start then moves on).
 free_port() {
 	local i port
 	for ((i = 0; i < 200; i++)); do
 		_redis_port_counter=$((_redis_port_counter + 1))
-		port=$((20000 + ($$ * 37 + _redis_port_counter * 101 + RANDOM) % 35000))
+		port=$((20000 + ($$ * 37 + _redis_port_counter * 101 + RANDOM) % 12768))
 		if _port_free "$port"; then
 			echo "$port"
 			return 0
@@ -153,6 +155,14 @@ free_port() {
 
 _redis_ready() {
 	redis-cli "$@" ping 2>/dev/null | grep -q PONG
+}
+
+# _redis_is PID ARGS...: the server redis-cli ARGS reaches answers, and it is PID (not
+# another program's server that holds the port PID could not bind).
+_redis_is() {
+	local pid=$1
+	shift
+	redis-cli "$@" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"
 }
 
 # _await_server WHO PID DIR PROBE [ARGS...]: poll PROBE ARGS (bounded: 200 x 50 ms)
@@ -174,7 +184,17 @@ _await_server() {
 		return 1
 	fi
 	wait "$pid" 2>/dev/null || true
+	_forget_pid "$pid"
 	return 2
+}
+
+# _forget_pid PID: PID has been reaped: out of redis.pids, so that redis_stop_all never
+# signals a pid the kernel may have given to another process since.
+_forget_pid() {
+	local f=${BATS_FILE_TMPDIR:-/tmp}/redis.pids
+	[[ -f $f ]] || return 0
+	grep -vx -- "$1" "$f" >"$f.tmp" || true
+	mv -f "$f.tmp" "$f"
 }
 
 # redis_start [--unix] [EXTRA REDIS-SERVER ARGS...]
@@ -210,7 +230,7 @@ redis_start() {
 		pid=$!
 		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
 		local st=0
-		_await_server redis_start "$pid" "$dir" _redis_ready "${cli_args[@]}" || st=$? # set -e
+		_await_server redis_start "$pid" "$dir" _redis_is "$pid" "${cli_args[@]}" || st=$? # set -e
 		case $st in
 		0)
 			export REDIS_PID=$pid REDIS_PORT=$port REDIS_SOCKET=$sock REDIS_DIR=$dir

@@ -72,14 +72,38 @@ sentinel_topology_start() {
 	SENT_REPLICA_PORT=$REDIS_PORT SENT_REPLICA_PID=$REDIS_PID
 	wait_until 30 sh -c "redis-cli -p $SENT_REPLICA_PORT info replication |
 		grep -q master_link_status:up" || return 1
-	SENT_PIDS=() SENT_DIRS=() SENT_PORTS=
-	for ((i = 0; i < 3; i++)); do
-		p=$(free_port) || return 1
-		SENT_PORTS="$SENT_PORTS${SENT_PORTS:+ }$p"
+	local attempt st=2
+	for ((attempt = 0; attempt < 5 && st == 2; attempt++)); do
+		SENT_PIDS=() SENT_DIRS=() SENT_PORTS=
+		for ((i = 0; i < 3; i++)); do
+			p=$(free_port) || return 1
+			SENT_PORTS="$SENT_PORTS${SENT_PORTS:+ }$p"
+		done
+		for p in $SENT_PORTS; do
+			sentinel_start_one "$p" "$SENT_PORTS"
+		done
+		# One that died at once (its port taken since free_port): each names the
+		# others' ports, so all three start again on three others.
+		st=0
+		for ((i = 0; i < 3; i++)); do
+			p=$(echo "$SENT_PORTS" | cut -d' ' -f$((i + 1)))
+			_await_server sentinel_topology_start "${SENT_PIDS[i]}" "${SENT_DIRS[i]}" \
+				_redis_is "${SENT_PIDS[i]}" -p "$p" || st=$?
+			((st == 0)) || break
+		done
+		((st == 0)) && break
+		((st == 2)) || return 1
+		# the others, not waited for yet (their pids cannot be reused); the dead one
+		# is reaped already
+		local j
+		for ((j = 0; j < 3; j++)); do
+			((j == i)) && continue
+			kill -KILL "${SENT_PIDS[j]}" 2>/dev/null
+			wait "${SENT_PIDS[j]}" 2>/dev/null || true
+			_forget_pid "${SENT_PIDS[j]}"
+		done
 	done
-	for p in $SENT_PORTS; do
-		sentinel_start_one "$p" "$SENT_PORTS"
-	done
+	((st == 0)) || return 1
 	for p in $SENT_PORTS; do
 		if ! wait_until 60 _sentinel_ready "$p" 1 2; then
 			for i in "${SENT_DIRS[@]}"; do tail -20 "$i/sentinel.log" >&2; done

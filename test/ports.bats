@@ -1,0 +1,68 @@
+#!/usr/bin/env bats
+# The test servers' ports: a server whose port was taken between free_port and its bind
+# (another suite's server, on a busy machine) starts again elsewhere: redis_start,
+# cluster_start's nodes and sentinel_topology_start's trio; the server that answers on
+# the port must be the one started (another's PONG is not a start); and a server reaped
+# that way leaves redis.pids, so redis_stop_all never signals a pid the kernel may have
+# given to another process since. Each test hands the helper a port another redis-server
+# holds, then free ones.
+
+load helpers
+load cluster
+load sentinel
+
+setup_file() { :; }
+teardown_file() { :; }
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	# another program's server, on the port the helper is handed first
+	TAKEN=$(free_port)
+	redis-server --port "$TAKEN" --bind 127.0.0.1 --save '' --appendonly no \
+		</dev/null >/dev/null 2>&1 3>&- 4>&- &
+	HOLDER=$!
+	wait_until 10 _redis_is "$HOLDER" -p "$TAKEN"
+}
+
+teardown() {
+	redis_stop_all
+	redis_stop "$HOLDER"
+}
+
+# counted NAME N: NAME (a port helper) answers $TAKEN on its call number N (from 1),
+# the helper's own answer otherwise; its calls are counted in NAME.calls.
+counted() {
+	eval "_orig_$1() $(declare -f "$1" | tail -n +2)"
+	eval "$1() {
+		local c=\$((\$(cat $BATS_TEST_TMPDIR/$1.calls 2>/dev/null || echo 0) + 1))
+		echo \$c >$BATS_TEST_TMPDIR/$1.calls
+		if ((c == $2)); then echo \$TAKEN; else _orig_$1; fi
+	}"
+}
+
+@test "redis_start: a server whose port was taken starts on another, and its pid is forgotten" {
+	counted free_port 1
+	redis_start
+	[[ $REDIS_PORT != "$TAKEN" ]]
+	assert_equal "$(cat free_port.calls)" 2
+	# the one that died is out of redis.pids: only the one that runs is left
+	assert_equal "$(cat "$BATS_FILE_TMPDIR/redis.pids")" "$REDIS_PID"
+}
+
+@test "cluster_start: a node whose port was taken starts on another" {
+	counted _cluster_port 1
+	cluster_start
+	[[ " $CLUSTER_PORTS " != *" $TAKEN "* ]]
+	assert_equal "$(cat _cluster_port.calls)" 7 # 6 nodes, one of them twice
+	assert_equal "$(wc -l <"$BATS_FILE_TMPDIR/redis.pids")" 6
+}
+
+@test "sentinel_topology_start: a sentinel whose port was taken: the three start again elsewhere" {
+	# calls 1 and 2 are the master's and the replica's, 3 the first sentinel's
+	counted free_port 3
+	sentinel_topology_start
+	[[ " $SENT_PORTS " != *" $TAKEN "* ]]
+	assert_equal "$(cat free_port.calls)" 8 # 2 servers, 3 sentinels twice
+	# 2 servers and the second trio: the first trio's are reaped and forgotten
+	assert_equal "$(wc -l <"$BATS_FILE_TMPDIR/redis.pids")" 5
+}
