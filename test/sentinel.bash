@@ -85,10 +85,11 @@ sentinel_topology_start() {
 		# One that died at once (its port taken since free_port): each names the
 		# others' ports, so all three start again on three others.
 		st=0
+		local -a sp
+		read -ra sp <<<"$SENT_PORTS"
 		for ((i = 0; i < 3; i++)); do
-			p=$(echo "$SENT_PORTS" | cut -d' ' -f$((i + 1)))
 			_await_server sentinel_topology_start "${SENT_PIDS[i]}" "${SENT_DIRS[i]}" \
-				_redis_is "${SENT_PIDS[i]}" -p "$p" || st=$?
+				_redis_is "${SENT_PIDS[i]}" -p "${sp[i]}" || st=$?
 			((st == 0)) || break
 		done
 		((st == 0)) && break
