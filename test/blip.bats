@@ -21,6 +21,23 @@ blip_start() {
 	track_pid "$BLIP_PID"
 }
 
+# blip_serve [ARGS...]: blip_start on a free port, done once the server answering there
+# is the one started (BLIP_PORT, BLIP_PID); on another port when that one was taken
+# meanwhile (its server died: the port is someone else's).
+blip_serve() {
+	local attempt st
+	for ((attempt = 0; attempt < 5; attempt++)); do
+		BLIP_PORT=$(free_port) || return 1
+		blip_start "$BLIP_PORT" "$@"
+		st=0
+		_await_server blip_serve "$BLIP_PID" "$BATS_TEST_TMPDIR/late" \
+			_redis_is "$BLIP_PID" -p "$BLIP_PORT" || st=$?
+		((st == 2)) || return "$st"
+	done
+	echo "blip_serve: no port kept its server in 5 tries" >&2
+	return 1
+}
+
 # outage_said FILE: the outage's first line is on stderr (rlock is retrying).
 outage_said() { grep -q "; retrying" "$1"; }
 
@@ -57,9 +74,8 @@ ran_after_outage() {
 
 @test "a server that cannot serve yet (READONLY: a replica) is retried until it can: the job runs" {
 	local port
-	port=$(free_port)
-	blip_start "$port" --replicaof 127.0.0.1 "$(dead_port)"
-	wait_until 10 _redis_ready -p "$port"
+	blip_serve --replicaof 127.0.0.1 "$(dead_port)"
+	port=$BLIP_PORT
 	rlock_bg -w 20s -u "redis://127.0.0.1:$port" -k r -- touch ran
 	wait_until 10 outage_said "$RLOCK_ERR"
 	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
@@ -156,9 +172,8 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 
 @test "a server busy running a script (BUSY) is waited out, db 0 (the acquire) and db 1 (SELECT): both jobs run after SCRIPT KILL" {
 	local port r1 e1
-	port=$(free_port)
-	blip_start "$port" --busy-reply-threshold 100
-	wait_until 10 _redis_ready -p "$port"
+	blip_serve --busy-reply-threshold 100
+	port=$BLIP_PORT
 	# a script that never ends on its own (its client gets an error when it is killed)
 	(exec 3>&- 4>&- redis-cli -p "$port" EVAL 'while true do end' 0 >busy.out 2>&1) &
 	track_pid $!
@@ -180,9 +195,8 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 
 @test "a server loading its dataset (LOADING) is waited out: the job runs once it has loaded" {
 	local port
-	port=$(free_port)
-	blip_start "$port" --enable-debug-command local
-	wait_until 10 _redis_ready -p "$port"
+	blip_serve --enable-debug-command local
+	port=$BLIP_PORT
 	redis-cli -p "$port" DEBUG POPULATE 5000 >/dev/null
 	redis-cli -p "$port" SAVE >/dev/null
 	redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true

@@ -241,7 +241,7 @@ lone_sentinel() {
 	printf 'port %s\nbind 127.0.0.1\ndaemonize no\ndir %s\n' "$1" "$dir" >"$dir/sentinel.conf"
 	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
 	echo "$!" >>"$BATS_FILE_TMPDIR/redis.pids"
-	wait_until 20 _redis_ready -p "$1"
+	wait_until 20 _redis_is "$!" -p "$1"
 }
 
 # check_says LEVEL CHECK REGEX: --check over $URL (exit 1 or 2) has that finding.

@@ -8,19 +8,30 @@ load helpers
 
 N=5
 
-# node_start I: start node I (on its old port when it had one), record its pid.
+# node_start I: start node I and record its pid, once the server answering on its port
+# is the one started. Its first start picks a free port (another one when that was
+# taken meanwhile); a restart keeps the port the URLs name.
 node_start() {
-	local i=$1 port dir pid
-	port=$(cat "$BATS_FILE_TMPDIR/node$i.port" 2>/dev/null) || port=$(free_port)
+	local i=$1 port dir pid st attempt
 	dir=$BATS_FILE_TMPDIR/node$i
 	mkdir -p "$dir"
-	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-		--daemonize no --dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
-	pid=$!
-	echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
-	echo "$port" >"$BATS_FILE_TMPDIR/node$i.port"
-	echo "$pid" >"$BATS_FILE_TMPDIR/node$i.pid"
-	wait_until 10 _redis_ready -p "$port"
+	for ((attempt = 0; attempt < 5; attempt++)); do
+		port=$(cat "$BATS_FILE_TMPDIR/node$i.port" 2>/dev/null) || port=$(free_port)
+		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+			--daemonize no --dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
+		pid=$!
+		echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
+		st=0
+		_await_server node_start "$pid" "$dir" _redis_is "$pid" -p "$port" || st=$?
+		if ((st == 0)); then
+			echo "$port" >"$BATS_FILE_TMPDIR/node$i.port"
+			echo "$pid" >"$BATS_FILE_TMPDIR/node$i.pid"
+			return 0
+		fi
+		[[ $st == 2 && ! -e $BATS_FILE_TMPDIR/node$i.port ]] || break
+	done
+	echo "node_start $i: no server of ours answers on port $port" >&2
+	return 1
 }
 
 node_port() { cat "$BATS_FILE_TMPDIR/node$1.port"; }
@@ -33,7 +44,7 @@ node_cli() {
 node_pause() { kill -STOP "$(node_pid "$1")"; }
 node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
-node_up() { _redis_ready -p "$(node_port "$1")"; }
+node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
 
 # The five URLs, comma-separated.

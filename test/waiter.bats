@@ -22,7 +22,7 @@ restart_redis() {
 	REDIS_PID=$!
 	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
 	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
-	wait_until 30 _redis_ready -p "$REDIS_PORT"
+	wait_until 30 _redis_is "$REDIS_PID" -p "$REDIS_PORT"
 }
 
 setup() {
@@ -38,7 +38,7 @@ teardown() {
 	common_teardown
 	# a test that stopped the server (and failed before restarting it) leaves one
 	# for the next test
-	_redis_ready -p "$REDIS_PORT" || restart_redis
+	_redis_is "$REDIS_PID" -p "$REDIS_PORT" || restart_redis
 }
 
 # ---------------------------------------------------------------------------------
