@@ -359,6 +359,35 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .fence, .status]]')"
 }
 
+@test "--release of a run whose token also opened an earlier run (a late grant given back, then taken again): that run's end is not this one's (explorer: seed 602239655 round 1)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 30s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	local tok fence
+	tok=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)
+	fence=$(sed -n "s/^RLOCK_FENCE='\(.*\)'.*/\1/p" vars.sh)
+	# The history as an --acquire leaves it when its first grant's reply came too late
+	# for the lease: that grant given back (released), the same token's next attempt
+	# granted (the run that ran), oldest first.
+	rcli DEL 'rlock:{ci}:history' >/dev/null
+	rcli XADD 'rlock:{ci}:history' '*' ev acquired fence "$((fence - 1))" token "$tok" \
+		host h pid 1 user u label '' >/dev/null
+	rcli XADD 'rlock:{ci}:history' '*' ev released fence "$((fence - 1))" token "$tok" \
+		host h pid 1 label '' status 0 >/dev/null
+	rcli XADD 'rlock:{ci}:history' '*' ev acquired fence "$fence" token "$tok" \
+		host h pid 1 user u label '' >/dev/null
+	# ... and that run's lease ran out unrenewed (the server stopped): no end recorded.
+	rcli DEL 'rlock:{ci}' 'rlock:{ci}:owner' >/dev/null
+	step release 'rlock -k ci --release'
+	assert_failure 79
+	# main: "it was already released at ... (a --release before this one)", the end of
+	# the given-back grant, the same token's earlier run
+	refute_regex "$stderr" 'already released'
+	assert_regex "$stderr" "lock 'ci' is not held by this token: it was lost \(expired, broken or taken over\) since --acquire"
+}
+
 @test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"

@@ -645,7 +645,10 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 }
 
 /* How the token's run ended, by the name's history (best effort: nothing when the
- * history is off, refused or has no entry of the token): 1 with the text in buf. */
+ * history is off, refused or has no entry of the token): 1 with the text in buf. Only
+ * an end newer than the token's last grant is its run's: one token can open two runs (a
+ * grant whose reply came too late is given back, released, and the next attempt of the
+ * same --acquire takes the lock again), and the end of the first is not the second's. */
 #define RELEASE_HISTORY 100
 static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
                    size_t n)
@@ -658,8 +661,10 @@ static int run_end(struct store *s, const struct lock *l, const struct keeper_ar
 	              LOCK_OK)
 		count = 0;
 	for (int i = 0; i < count && !found; i++) { /* newest first */
-		if (strcmp(e[i].token, k->token) != 0 || !strcmp(e[i].ev, "acquired"))
+		if (strcmp(e[i].token, k->token) != 0)
 			continue;
+		if (!strcmp(e[i].ev, "acquired"))
+			break; /* the run is still open in the history: no end recorded */
 		time_t t = (time_t)(e[i].at_ms / 1000);
 		struct tm tm;
 		if (localtime_r(&t, &tm))
