@@ -57,7 +57,7 @@ static void test_acquire(void)
 	    {"0", 0},
 	    {"-4", -4},
 	};
-	long long f;
+	long long f = 0;
 
 	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
 		CHECK(acquire_with(exact[i].s, &f) == LOCK_OK);
