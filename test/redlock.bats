@@ -364,6 +364,21 @@ scripts_run() {
 	assert_regex "$stderr" 'Redlock'
 	run -64 --separate-stderr rlock -u redis://:a@127.0.0.1:1 -u redis://:b@127.0.0.1:2 -k u -- true
 	assert_regex "$stderr" 'share one password'
+	# one user too: the last user would otherwise log in to every node, and a node
+	# whose user it is not would count as down (one failure fewer tolerated, unsaid)
+	run -64 --separate-stderr rlock -u redis://alice@127.0.0.1:1,redis://bob@127.0.0.1:2,redis://127.0.0.1:3 -k u -- true
+	assert_regex "$stderr" 'share one user'
+	[[ "$stderr" != *$'\n'* ]]
+	# the same user twice, and a URL without one, is one user: not a usage error
+	run -69 --separate-stderr rlock -n -u redis://alice@127.0.0.1:1,redis://127.0.0.1:2,redis://alice@127.0.0.1:3 -k u -- touch ran
+	refute_regex "$stderr" 'share one user'
+	# one TLS setting serves every node: a mixed list would speak TLS to plain servers
+	for l in redis://127.0.0.1:1,rediss://127.0.0.1:2,redis://127.0.0.1:3 \
+		rediss://127.0.0.1:1,unix:///nonexistent/s,rediss://127.0.0.1:3; do
+		run -64 --separate-stderr rlock -u "$l" -k u -- touch ran
+		assert_regex "$stderr" 'must all use TLS \(rediss://\) or none'
+	done
+	[[ ! -e ran ]]
 	run -64 --separate-stderr rlock -s -k u -- true
 	assert_regex "$stderr" 'not Redlock'
 }

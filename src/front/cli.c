@@ -523,6 +523,8 @@ struct state {
 	char url_config_src[600];
 	int url_cli_count;
 	int url_pw_seen;           /* a URL of the list had a password (the vault has it) */
+	const char *url_user;      /* the first user a URL of the list named */
+	int url_tls;               /* the list's first URL: -1 none yet, 1 TLS, 0 not */
 	char url_pw[URL_PASS_MAX]; /* ... this one, while the list is read */
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
@@ -1326,9 +1328,19 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 		snprintf(s->url_pw, sizeof s->url_pw, "%s", u->password);
 	}
 	explicit_bzero(u->password, sizeof u->password);
-	if (u->has_user)
+	if (u->has_user) {
+		if (s->url_user && strcmp(u->user, s->url_user) != 0)
+			usage_error("%s: the Redlock nodes must share one user", src);
+		s->url_user = u->user;
 		set_user(s, u->user, rank, src);
-	if (u->scheme == URL_REDISS || u->scheme == URL_SENTINELS)
+	}
+	/* One TLS setting serves every node: a list that mixes rediss:// with redis:// or
+	 * unix:// would speak TLS to a plain server (or plain to a TLS one). */
+	int tls = u->scheme == URL_REDISS || u->scheme == URL_SENTINELS;
+	if (s->url_tls >= 0 && tls != s->url_tls)
+		usage_error("%s: the Redlock nodes must all use TLS (rediss://) or none", src);
+	s->url_tls = tls;
+	if (tls)
 		o->tls.enabled = 1;
 	if (u->scheme == URL_UNIX && o->tls.enabled)
 		usage_error("%s: TLS over a Unix socket is not supported", src);
@@ -1831,7 +1843,7 @@ static void apply_argv(struct state *s, int argc, char **argv)
 
 void cli_parse(int argc, char **argv, struct opts *o)
 {
-	struct state s = {.o = o};
+	struct state s = {.o = o, .url_tls = -1};
 	int explicit_path;
 
 	/* *o is zero already (a static: its 95 KiB of URLs are not touched unless used) */
