@@ -374,9 +374,14 @@ scripts_run() {
 	refute_regex "$stderr" 'share one user'
 	# one TLS setting serves every node: a mixed list would speak TLS to plain servers
 	for l in redis://127.0.0.1:1,rediss://127.0.0.1:2,redis://127.0.0.1:3 \
-		rediss://127.0.0.1:1,unix:///nonexistent/s,rediss://127.0.0.1:3; do
+		rediss://127.0.0.1:1,rediss://127.0.0.1:2,redis://127.0.0.1:3; do
 		run -64 --separate-stderr rlock -u "$l" -k u -- touch ran
 		assert_regex "$stderr" 'must all use TLS \(rediss://\) or none'
+	done
+	# a Unix socket among TLS nodes, wherever it stands in the list
+	for l in rediss://127.0.0.1:1,unix:///nonexistent/s unix:///nonexistent/s,rediss://127.0.0.1:1; do
+		run -64 --separate-stderr rlock -u "$l" -k u -- touch ran
+		assert_regex "$stderr" 'TLS over a Unix socket is not supported'
 	done
 	[[ ! -e ran ]]
 	run -64 --separate-stderr rlock -s -k u -- true

@@ -247,6 +247,31 @@ usage_error() {
 	run -0 rlock -k u --status --status
 }
 
+@test "an option the mode cannot act on is refused from the command line, read quietly from a config file" {
+	# a preempted holder must stop its command and give the lock to the request at once
+	usage_error --preemptible --on-lost ignore -k u -- touch ran
+	assert_regex "$stderr" -- '--preemptible .*not with --on-lost ignore'
+	usage_error --preemptible --min-hold 1s -k u -- touch ran
+	assert_regex "$stderr" -- '--preemptible .*not with --min-hold'
+	# --acquire and --release run no command (github format: no sh lines on stdout)
+	usage_error -k u --acquire --format github --min-hold 1s
+	assert_regex "$stderr" -- '--min-hold goes with a command, not with --acquire'
+	usage_error -k u --release --token 0123456789abcdef0123456789abcdef --min-hold 1s
+	assert_regex "$stderr" -- '--min-hold goes with a command, not with --release'
+	usage_error -k u --acquire --format github --on-lost kill
+	assert_regex "$stderr" -- '--on-lost acts on a command'
+	usage_error -k u --acquire --format github --kill-after 1s
+	assert_regex "$stderr" -- '--kill-after acts on a command'
+	# the same settings in a config file serve the runs that read them: no refusal
+	printf 'min-hold = 1s\non-lost = kill\nkill-after = 2s\n' >cfg
+	chmod 600 cfg
+	run -0 --separate-stderr env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" -k cfgk --acquire --format github
+	local token
+	token=$(sed -n 's/^RLOCK_TOKEN=//p' <<<"$output")
+	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "no token in: $output"
+	run -0 env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" -k cfgk --release --token "$token"
+}
+
 @test "-u HOST:PORT gets a hint to write redis://HOST:PORT" {
 	usage_error -u 127.0.0.1:6379 -k u -- touch ran
 	assert_regex "$stderr" 'write redis://HOST:PORT'

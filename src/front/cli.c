@@ -525,14 +525,16 @@ struct state {
 	int url_pw_seen;           /* a URL of the list had a password (the vault has it) */
 	const char *url_user;      /* the first user a URL of the list named */
 	int url_tls;               /* the list's first URL: -1 none yet, 1 TLS, 0 not */
+	int url_unix;              /* a URL of the list is a Unix socket */
 	char url_pw[URL_PASS_MAX]; /* ... this one, while the list is read */
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
 	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
 	int config_has_secret;
-	char url_from[700];  /* where the URL came from, for -v */
-	char user_from[600]; /* where the user came from */
+	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
+	char url_from[700];             /* where the URL came from, for -v */
+	char user_from[600];            /* where the user came from */
 };
 
 /* --acquire was asked for with the sh output (seen by the first pass over argv, before
@@ -801,6 +803,8 @@ static void apply(struct state *s, const struct optdef *d, const char *val, cons
 {
 	void *t = target(s, d);
 
+	if (cli)
+		s->on_cli[d - options] = 1;
 	switch (d->type) {
 	case T_NONE:
 		break;
@@ -1337,13 +1341,14 @@ static void add_url(struct state *s, const char *text, size_t n, const char *src
 	/* One TLS setting serves every node: a list that mixes rediss:// with redis:// or
 	 * unix:// would speak TLS to a plain server (or plain to a TLS one). */
 	int tls = u->scheme == URL_REDISS || u->scheme == URL_SENTINELS;
+	s->url_unix |= u->scheme == URL_UNIX;
+	if (tls)
+		o->tls.enabled = 1;
+	if (s->url_unix && o->tls.enabled)
+		usage_error("%s: TLS over a Unix socket is not supported", src);
 	if (s->url_tls >= 0 && tls != s->url_tls)
 		usage_error("%s: the Redlock nodes must all use TLS (rediss://) or none", src);
 	s->url_tls = tls;
-	if (tls)
-		o->tls.enabled = 1;
-	if (u->scheme == URL_UNIX && o->tls.enabled)
-		usage_error("%s: TLS over a Unix socket is not supported", src);
 	o->nurls++;
 }
 
@@ -1700,6 +1705,43 @@ static void validate_queue(const struct opts *o)
 		usage_error("--supersede and --preempt wait for the lock: not with -n");
 	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
+	/* A preempted holder stops its command and gives the lock to the request at once:
+	 * with --on-lost ignore its command would run on past the lease (a second holder),
+	 * with --min-hold the lock would stay closed to the request it was stopped for. */
+	if (o->lock.preemptible && o->on_lost == LOST_IGNORE)
+		usage_error("--preemptible stops the command for the request: not with --on-lost "
+		            "ignore");
+	if (o->lock.preemptible && o->min_hold_ms > 0)
+		usage_error("--preemptible gives the lock to the request at once: not with "
+		            "--min-hold");
+}
+
+/* Given on the command line (a config file's setting serves every mode that reads it,
+ * and is quietly not read by the others). */
+static int on_cli(const struct state *s, const char *name)
+{
+	const struct optdef *d = option_by_name(name);
+
+	return d && s->on_cli[d - options];
+}
+
+/* --acquire and --release run no command: the options that act on one are refused
+ * when the command line gives them, not silently dropped. */
+static void validate_keeper(const struct state *s)
+{
+	const struct opts *o = s->o;
+
+	if (o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE)
+		return;
+	if (on_cli(s, "min-hold"))
+		usage_error("--min-hold goes with a command, not with --%s (the lock is held until "
+		            "--release: run the steps that long)",
+		            s->mode_opt);
+	for (const char *const *n = (const char *const[]){"on-lost", "kill-after", NULL}; *n; n++)
+		if (o->mode == MODE_ACQUIRE && on_cli(s, *n))
+			usage_error("--%s acts on a command: --acquire runs none (a lost lock is "
+			            "logged by its keeper; --held and --release exit 79)",
+			            *n);
 }
 
 /* --break --token T / --if-fence N: break only that holder. The fence is kept in the
@@ -1763,6 +1805,7 @@ static void validate(struct state *s, int nargs)
 		usage_error("--format goes with --acquire");
 	validate_once_per(o);
 	validate_queue(o);
+	validate_keeper(s);
 	keeper_paths(o);
 }
 
