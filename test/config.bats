@@ -331,6 +331,37 @@ EOF
 	[[ -e ran ]]
 }
 
+@test "a world-readable config whose url has an '@' but no password is fine; a password in any URL of a list is not" {
+	# a user name alone is no secret (it draws the no-password warning, and runs)
+	printf 'url = redis://nobody@127.0.0.1:%s\n' "$REDIS_PORT" | write_conf c.conf 644
+	run -0 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	[[ -e ran ]]
+	refute_regex "$stderr" 'holds a password'
+	rm ran
+	# a password in the second URL of a Redlock list (the first has a port's ':')
+	printf 'url = redis://127.0.0.1:1,redis://:s3cret-pw@127.0.0.1:2,redis://127.0.0.1:3\n' |
+		write_conf c.conf 644
+	run -66 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	assert_regex "$stderr" 'c\.conf.*holds a password'
+	[[ $stderr != *s3cret-pw* ]]
+	[[ ! -e ran ]]
+}
+
+@test "url: a Redlock list in a config file is read as a list (each URL checked); an empty one is refused" {
+	# one node answers, two are dead: a quorum of 3 (2) is not reached, so 69, naming 3
+	printf 'url = redis://127.0.0.1:%s,redis://127.0.0.1:1,redis://127.0.0.1:2\n' "$REDIS_PORT" |
+		write_conf c.conf
+	run -69 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -n -- touch ran
+	assert_regex "$stderr" 'of 3 nodes'
+	[[ ! -e ran ]]
+	printf 'url = redis://127.0.0.1:1,,redis://127.0.0.1:2\n' | write_conf c.conf
+	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	assert_regex "$stderr" 'c\.conf:1: empty URL in the list'
+	printf 'url = redis://127.0.0.1:1,redis://[::1\n' | write_conf c.conf
+	run -64 --separate-stderr env -u REDIS_URL "$RLOCK" --config c.conf -k p -- touch ran
+	assert_regex "$stderr" 'c\.conf:1: '
+}
+
 @test "a world-readable config without a secret is fine (password-file points elsewhere)" {
 	printf 's3cret-pw\n' >pw && chmod 600 pw
 	write_conf c.conf 644 <<EOF

@@ -956,6 +956,10 @@ static void opt_on_lost(struct state *s, const struct optdef *d, const char *val
 	}
 }
 
+#define URL_MAX_TEXT 2048
+static int url_list_has_password(const char *list);
+static int sentinel_url(const char *s);
+
 /* --url: the command line's are kept for choose_url(); the config file's is checked at
  * once, even when the environment overrides it: a broken config file is reported, not
  * silently carried around. */
@@ -969,11 +973,26 @@ static void opt_url(struct state *s, const struct optdef *d, const char *val, co
 		s->url_cli[s->url_cli_count++] = val;
 		return;
 	}
-	char err[300];
+	/* each URL of a list (a Redlock's masters), as add_url_list() reads it */
+	char err[300], one[URL_MAX_TEXT];
 	struct url probe;
-	if (parse_url(val, &probe, err, sizeof err) < 0)
-		usage_error("%s: %s", src, err);
-	explicit_bzero(&probe, sizeof probe);
+	size_t n;
+	for (const char *p = val;; p += n + 1) {
+		n = sentinel_url(val) ? strlen(p) : strcspn(p, ",");
+		if (n == 0)
+			usage_error("%s: empty URL in the list", src);
+		if (n >= sizeof one)
+			usage_error("%s: URL too long", src);
+		memcpy(one, p, n);
+		one[n] = '\0';
+		int rc = parse_url(one, &probe, err, sizeof err);
+		explicit_bzero(one, sizeof one);
+		explicit_bzero(&probe, sizeof probe);
+		if (rc < 0)
+			usage_error("%s: %s", src, err);
+		if (!p[n])
+			break;
+	}
 	s->url_config = val;
 	snprintf(s->url_config_src, sizeof s->url_config_src, "%s", src);
 }
@@ -1196,7 +1215,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			if (!on)
 				continue;
 		}
-		if (d->set == opt_url && strchr(val, '@'))
+		if (d->set == opt_url && url_list_has_password(val))
 			s->config_has_secret = 1;
 		if (d->flags & F_SECRET) {
 			/* Consumed at once (copied or read): no copy of a secret lingers. */
@@ -1245,13 +1264,34 @@ static void describe_server(char *buf, size_t n, const struct url *u)
 	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
 }
 
-#define URL_MAX_TEXT 2048
 
 /* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
 static int sentinel_url(const char *s)
 {
 	return strncasecmp(s, "redis-sentinel:", 15) == 0 ||
 	       strncasecmp(s, "rediss-sentinel:", 16) == 0;
+}
+
+/* Does a URL (or a comma list of them) hold a password? As the URL parser reads one: an
+ * '@' alone is not one (a user name, a Unix socket's path). Too long to tell: yes. */
+static int url_list_has_password(const char *list)
+{
+	char one[URL_MAX_TEXT];
+	size_t off, len, n;
+	int has = 0;
+
+	if (sentinel_url(list))
+		return url_password_span(list, &off, &len) && len > 0;
+	for (const char *p = list; !has && *p; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		if (n >= sizeof one)
+			return 1;
+		memcpy(one, p, n);
+		one[n] = '\0';
+		has = url_password_span(one, &off, &len) && len > 0;
+		explicit_bzero(one, n);
+	}
+	return has;
 }
 
 /* Overwrite the password inside each URL of a comma list in place (argv lives in
