@@ -346,3 +346,38 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	done
 	[[ ! -e ran ]]
 }
+
+@test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
+	local mod
+	mod=$(dirname "$RLOCK")/rlock-tls.so
+	[[ -f $mod ]] || fail "no TLS module beside $RLOCK"
+	mkdir m
+	cp "$mod" m/
+	chmod 755 m
+	chmod 644 m/rlock-tls.so
+	RLOCK_TLS_MODULE=$PWD/m/rlock-tls.so run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacert "$CA" -k t -- touch ran
+	[[ -e ran ]] && rm ran
+	chmod 666 m/rlock-tls.so
+	RLOCK_TLS_MODULE=$PWD/m/rlock-tls.so run -66 --separate-stderr rlock \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t -- touch ran
+	assert_regex "$stderr" "^rlock: TLS module '.*/m/rlock-tls.so' is writable by others"
+	((${#stderr_lines[@]} == 1)) || fail "more than one line: $stderr"
+	[[ ! -e ran ]]
+	# its directory: others could replace it
+	chmod 644 m/rlock-tls.so
+	chmod 777 m
+	RLOCK_TLS_MODULE=$PWD/m/rlock-tls.so run -66 --separate-stderr rlock \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t -- touch ran
+	assert_regex "$stderr" "^rlock: TLS module .* which is writable by others"
+	[[ ! -e ran ]]
+	chmod 755 m
+	# the module found beside the executable is held to the same rule
+	mkdir exe
+	cp "$RLOCK" "$mod" exe/
+	chmod 666 exe/rlock-tls.so
+	run -66 --separate-stderr env -u RLOCK_TLS_MODULE exe/rlock \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t -- touch ran
+	assert_regex "$stderr" "^rlock: TLS module '.*/exe/rlock-tls.so' is writable by others"
+	[[ ! -e ran ]]
+}

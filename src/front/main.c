@@ -538,8 +538,11 @@ int main(int argc, char **argv)
 		keeper_detach(&k); /* from here on, this process is the keeper */
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)
 		return RL_EX_OSERR;
-	if (o.tls.enabled)
-		store_tls_init();
+	char why[4096 + 700];
+	if (o.tls.enabled && store_tls_init(why, sizeof why) < 0) {
+		log_error("%s", why);
+		return RL_EX_NOINPUT;
+	}
 	cfg = store_configure_from_opts(&o);
 	if (o.mode == MODE_CHECK)
 		return check(cfg, &o, termfd);

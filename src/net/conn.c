@@ -538,13 +538,13 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 
 /* ---- TLS ----------------------------------------------------------------------- */
 
-void conn_tls_init(void)
+int conn_tls_init(char *why, size_t n)
 {
-	char why[256];
-
 	/* Load the module (and initialise OpenSSL) before threads start; a failure is
-	 * reported by the first TLS connection, which gets the same answer. */
-	(void)tlsload(why, sizeof why);
+	 * reported by the first TLS connection, which gets the same answer, but for a
+	 * module refused as untrusted: the caller says so at once. */
+	(void)tlsload(why, n);
+	return tlsload_refused() ? -1 : 0;
 }
 
 /* A handshake that ended: a certificate that does not verify, or a peer that is no

@@ -144,7 +144,8 @@ void conn_close(struct conn *c);
 
 /* Load the TLS module and set up OpenSSL, before threads start; safe to call more
  * than once. A failure is reported by conn_open() of a TLS endpoint ("TLS support is
- * not available: ..."). */
-void conn_tls_init(void);
+ * not available: ..."); a module refused as untrusted (tlsload.h) also here: -1 with
+ * why, else 0. */
+int conn_tls_init(char *why, size_t n);
 
 #endif

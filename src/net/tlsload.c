@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tls.h"
+#include "userfile.h"
 
 #ifndef RLOCK_TLS_MODULE_DIR
 #define RLOCK_TLS_MODULE_DIR "/usr/local/lib/rlock"
@@ -22,7 +24,8 @@
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const struct tls_ops *loaded;
-static char load_error[PATH_MAX + 256];
+static char load_error[PATH_MAX + 640];
+static int load_refused; /* the module is one another user could have written */
 
 /* rlock-tls.so in the directory of the running executable, if it exists there. */
 static int beside_exe(char *buf, size_t len)
@@ -61,6 +64,19 @@ static void load(void)
 	else if (beside_exe(path, sizeof path) < 0)
 		(void)snprintf(path, sizeof path, "%s/%s", RLOCK_TLS_MODULE_DIR, MODULE_NAME);
 
+	/* The module checks every certificate: trusted as the TLS files are (ssh's rule,
+	 * userfile.h). With it and every directory above it the user's or root's and
+	 * writable by nobody else, nobody else can change it before the dlopen either. */
+	struct stat st;
+	char untrusted[300];
+	if (stat(path, &st) == 0 && userfile_trusted(path, &st, untrusted, sizeof untrusted) < 0) {
+		(void)snprintf(load_error, sizeof load_error,
+		               "TLS module '%s' %s: refused (it must be root's or yours, and "
+		               "writable by nobody else)",
+		               path, untrusted);
+		load_refused = 1;
+		return;
+	}
 	/* RTLD_LOCAL: OpenSSL's symbols stay out of the global namespace, so they cannot
 	 * collide with anything else in the process. */
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -98,4 +114,10 @@ const struct tls_ops *tlsload(char *err, size_t errlen)
 	if (!loaded && err && errlen > 0)
 		(void)snprintf(err, errlen, "%s", load_error);
 	return loaded;
+}
+
+int tlsload_refused(void)
+{
+	(void)pthread_once(&load_once, load);
+	return load_refused;
 }

@@ -5,7 +5,9 @@
  *   1. $RLOCK_TLS_MODULE, a full path (ignored in set-id processes);
  *   2. rlock-tls.so next to the running executable (a build tree);
  *   3. RLOCK_TLS_MODULE_DIR/rlock-tls.so, the install directory compiled in
- *      (LIBDIR/rlock). */
+ *      (LIBDIR/rlock).
+ * The module found is loaded only if it and every directory above it are root's or
+ * the user's and writable by nobody else (userfile.h): it checks every certificate. */
 #ifndef RLOCK_TLSLOAD_H
 #define RLOCK_TLSLOAD_H
 
@@ -18,5 +20,9 @@ struct tls_ops;
  * "cannot load /usr/lib/rlock/rlock-tls.so: No such file or directory". Every call
  * gives the first call's answer. Thread-safe. */
 const struct tls_ops *tlsload(char *err, size_t errlen);
+
+/* Was the module refused because another user could have written it, or a directory
+ * above it (userfile.h's rule)? Loads it first, as tlsload() does. */
+int tlsload_refused(void);
 
 #endif

@@ -449,9 +449,9 @@ int store_abort_pending(void)
 	return conn_abort_pending();
 }
 
-void store_tls_init(void)
+int store_tls_init(char *why, size_t n)
 {
-	conn_tls_init();
+	return conn_tls_init(why, n);
 }
 
 void store_libraries(char *buf, size_t len)

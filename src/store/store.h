@@ -86,10 +86,11 @@ struct store_ask {
  * store_set_abort_fd: in the calling thread, every later wait of the store also ends as
  * soon as fd is readable (-1: none); store_abort_pending: that fd is readable now (a
  * failure just seen may be that interruption); store_tls_init: load the TLS module,
- * before threads start. */
+ * before threads start: -1 with why when it is refused as one another user could have
+ * written (other failures are the first TLS connection's to report), else 0. */
 void store_set_abort_fd(int fd);
 int store_abort_pending(void);
-void store_tls_init(void);
+int store_tls_init(char *why, size_t n);
 /* "hiredis X.Y.Z, OpenSSL ..." or "hiredis X.Y.Z, TLS: unavailable (why)": what
  * --version says of the libraries the store talks through (loads the TLS module). */
 void store_libraries(char *buf, size_t len);
