@@ -1264,7 +1264,6 @@ static void describe_server(char *buf, size_t n, const struct url *u)
 	         u->scheme == URL_REDISS ? "rediss" : "redis", u->host, u->port, db);
 }
 
-
 /* A Sentinel URL's commas separate its sentinels, not Redlock servers. */
 static int sentinel_url(const char *s)
 {
