@@ -84,6 +84,32 @@ closed_only() {
 	only_fence d
 }
 
+@test "lock-delay: a --fair waiter keeps its place in the queue while it waits out the delay; a later one comes after it" {
+	export PORT=$REDIS_PORT
+	holder_killed q -t 2s --lock-delay 9s >/dev/null
+	# F1 with the default ttl (30 s): its naps through the delay were up to 10 s, longer
+	# than its place's 5 s lease, which then lapsed while it waited
+	rlock_bg -k q --fair -w 40s -c 'echo F1 >>order'
+	local f1=$RLOCK_PID s0
+	placed() { [[ $(rcli ZCARD 'rlock:{q}:qlease') == 1 ]]; }
+	wait_until 10 placed
+	s0=$(rcli ZRANGE 'rlock:{q}:qlease' 0 0 WITHSCORES | tail -1)
+	refreshed() {
+		local s
+		s=$(rcli ZRANGE 'rlock:{q}:qlease' 0 0 WITHSCORES | tail -1)
+		[[ -n $s && -n $s0 ]] && ((s > s0))
+	}
+	# refreshed within a lease, not at the delay's end (about 10 s away)
+	wait_until 7 refreshed || fail "F1's place was not refreshed while the name was closed"
+	rlock_bg -k q --fair -w 40s -c 'echo F2 >>order'
+	local f2=$RLOCK_PID
+	rlock_wait "$f1" 40
+	((RLOCK_STATUS == 0)) || fail "F1 exited $RLOCK_STATUS: $(cat "$BATS_TEST_TMPDIR"/rlock.2.err)"
+	rlock_wait "$f2" 40
+	((RLOCK_STATUS == 0))
+	assert_equal "$(tr '\n' ' ' <order)" "F1 F2 "
+}
+
 @test "lock-delay: a normal release opens the name at once, and so does --min-hold's end" {
 	export PORT=$REDIS_PORT
 	rlock_bg -k r --lock-delay 60s -- "$HOLD" h

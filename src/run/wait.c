@@ -559,7 +559,8 @@ static int64_t busy_nap(struct wait_run *w)
 	if (w->h->delayed && w->h->pttl_ms >= 0) {
 		w->pttl_woke = 0;
 		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
-		return nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3;
+		/* a place in the queue and a --preempt mark are kept through the delay too */
+		return queue_nap(l, nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3);
 	}
 	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
 		nap = jittered(BACKOFF_MAX_MS, &w->seed);
