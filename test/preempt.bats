@@ -246,3 +246,17 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	run -0 --separate-stderr rlock -k p --status
 	run ! grep -q 'r ran' log
 }
+
+@test "--preemptible --min-hold: the hand-over wins over the keep, the request runs at once and the holder exits 81" {
+	rlock_bg -k p -t 3s --preemptible --min-hold 60s -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r start" >>log'
+	local r_pid=$RLOCK_PID
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	# not kept for the rest of --min-hold's minute
+	rlock_wait "$r_pid" 20
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(tail -1 log)" "r start"
+}
