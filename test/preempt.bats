@@ -115,3 +115,134 @@ preempt_asked() { [[ $(rcli EXISTS 'rlock:{p}:preempt') == 1 ]]; }
 		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
 }
+
+# slow_job: a holder's command whose SIGTERM trap waits (until h.go, 30 s at most), so
+# that a test can arrange who waits, and who still lives, before the release.
+slow_job() {
+	cat >slowjob <<'EOF2'
+#!/bin/sh
+trap 'echo "h trapped" >>log; i=0; while [ ! -e h.go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done; echo "h end $(date +%s%3N)" >>log; exit 3' TERM
+echo "h start" >>log
+touch h.started
+i=0
+while [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+EOF2
+	chmod +x slowjob
+}
+
+h_trapped() { grep -q '^h trapped' log; }
+
+# log_order: the log's first words, one line each (h start, h trapped, h end, r, f, s)
+log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? " " $2 : "")}' log; }
+
+@test "--preempt takes the lock before --fair and shared waiters that came later, at once (no stall on the reservation)" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r $(date +%s%3N)" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	# later waiters of other modes: one in the fair queue, one shared
+	rlock_bg -k p -t 30s --fair -w 60s -c 'echo "f $(date +%s%3N)" >>log'
+	local f_pid=$RLOCK_PID
+	wait_until 30 key_exists 'rlock:{p}:queue'
+	rlock_bg -vv -k p -t 30s -s -w 60s -c 'echo "s $(date +%s%3N)" >>log'
+	local s_pid=$RLOCK_PID s_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$s_err"
+	touch h.go
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	for p in "$r_pid" "$f_pid" "$s_pid"; do
+		rlock_wait "$p" 30
+		assert_equal "$RLOCK_STATUS" 0
+	done
+	# the request the holder was stopped for ran first, and took the lock at once: not
+	# after its reservation (5 s) ran out
+	[[ $(log_order | head -4 | tr '\n' ,) == "h start,h trapped,h end,r," ]] || fail "$(cat log)"
+	local h_end r_at
+	h_end=$(awk '$2 == "end" {print $3}' log)
+	r_at=$(awk '$1 == "r" {print $2}' log)
+	((r_at - h_end < 2500)) || fail "the --preempt request ran $((r_at - h_end)) ms after the release"
+}
+
+@test "--preempt with a --fair waiter already queued behind the holder still stops it, and goes first" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --fair -w 60s -c 'echo "f $(date +%s%3N)" >>log'
+	local f_pid=$RLOCK_PID
+	wait_until 30 key_exists 'rlock:{p}:queue'
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r $(date +%s%3N)" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 15 h_trapped || fail "the holder was not asked: $(cat log)"
+	touch h.go
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$f_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ $(log_order | tr '\n' ,) == "h start,h trapped,h end,r,f," ]] || fail "$(cat log)"
+}
+
+@test "--status and --list show the name kept for a --preempt request (exit 75), then free once its reservation ends" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	# the request dies; its mark lives on (5 s), so the release still hands it the lock
+	kill -KILL "$r_pid"
+	touch h.go
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	run -75 --separate-stderr rlock -k p --status
+	[[ $output == *"rlock:{p} is reserved for the --preempt request of "*" pid $r_pid [hotfix] until "* ]] ||
+		fail "$output"
+	run -75 --separate-stderr rlock -k p --status --json
+	jq -e --argjson pid "$r_pid" '.held == false and .reserved.by == "preempt" and
+		.reserved.pid == $pid and .reserved.label == "hotfix" and
+		(.reserved.token | length) == 32 and .reserved.left_ms > 0 and
+		.reserved.until_ms > .reserved.left_ms' <<<"$output" >/dev/null || fail "$output"
+	run -0 --separate-stderr rlock --list
+	[[ $output == *"reserved for the --preempt request of "*"pid $r_pid"* ]] || fail "$output"
+	run -0 --separate-stderr rlock --list --json
+	jq -e '.locks | length == 1 and .[0].name == "p" and .[0].reserved.by == "preempt"' \
+		<<<"$output" >/dev/null || fail "$output"
+	run -75 --separate-stderr rlock -k p -n -- true
+	# the reservation is a lease: gone with its request
+	wait_until 15 key_absent 'rlock:{p}:preempt'
+	run -0 --separate-stderr rlock -k p --status
+	run -0 --separate-stderr rlock -k p -n -- true
+	[[ ! -e log ]] || ! grep -q 'r ran' log
+}
+
+@test "--preemptible stopped for a request that then gave up: the command's own status, one line, and the history says released" {
+	slow_job
+	rlock_bg -k p -t 6s --preemptible --label nightly -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	# a short mark (the request's ttl, 1 s): gone soon after the request
+	rlock_bg -k p -t 1s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -KILL "$r_pid"
+	wait_until 15 key_absent 'rlock:{p}:preempt'
+	touch h.go
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	grep -q "lock 'p': preempted by .*: the command was stopped, but that request gave up before the lock was released; exiting 3" "$h_err" ||
+		fail "$(cat "$h_err")"
+	run ! grep -q 'exiting 81' "$h_err"
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 3' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	# nothing kept for the request that is gone
+	run -0 --separate-stderr rlock -k p --status
+	run ! grep -q 'r ran' log
+}

@@ -96,6 +96,43 @@ release_swallowed() {
 	release_swallowed rm --min-hold 2s
 }
 
+# preempted_swallowed NAME: a --preemptible holder stopped for a --preempt request, whose
+# release (handing the lock to the request) loses its reply: the release sent again
+# answers as the first did (handed over), so the holder still exits 81, and the run ends
+# preempted once.
+preempted_swallowed() {
+	local name=$1
+	run -0 env -u RLOCK_PASSWORD "$RLOCK" -k warm -- true # the scripts are cached
+	swallow_proxy_start
+	start_holder "$name" -u "$PROXY_URL" -t 3s --preemptible
+	swallow ':released'
+	rlock_bg -w 60s -t 30s --preempt -k "$name" -- touch "$name.r.ran"
+	local r=$RLOCK_PID r_err=$RLOCK_ERR
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	((RLOCK_STATUS == 81)) || fail "exit $RLOCK_STATUS: $(cat "$HOLDER_ERR")"
+	grep -q 'the lock is released to that request; exiting 81' "$HOLDER_ERR" ||
+		fail "$(cat "$HOLDER_ERR")"
+	rlock_wait "$r" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e $name.r.ran ]] || fail "$(cat "$r_err")"
+}
+
+@test "a preempted holder's release whose reply is lost is sent again: still 81, the run preempted once" {
+	preempted_swallowed pr
+	local h
+	h=$(rlock -k pr --history --json)
+	jq -e '[.entries[] | .event] | sort == ["acquired", "acquired", "preempted", "released"]' \
+		<<<"$h" >/dev/null || fail "history: $h"
+}
+
+@test "a preempted holder's release whose reply is lost: still 81 with the history off too" {
+	printf 'history = 0\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	preempted_swallowed po
+	key_absent 'rlock:{po}:history'
+}
+
 # release_swallowed_nohist NAME RLOCK-ARGS...: release_swallowed, no history written (off,
 # or refused): the first release leaves its mark (rlock:{NAME}:rel:TOKEN) for what was
 # left of the lease.

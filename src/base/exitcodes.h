@@ -38,7 +38,8 @@
 	  "(see --superseded-exit-code)")                                                          \
 	X(81, RL_EX_PREEMPTED, "81",                                                               \
 	  "--preemptible: a --preempt request stopped the command (as on a\n"                      \
-	  "lost lease) and the lock was released")                                                 \
+	  "lost lease) and the lock was released to it (gone by then: the\n"                       \
+	  "command's own status)")                                                                 \
 	X(124, RL_EX_TIMEOUT, "124",                                                               \
 	  "--max-hold expired and the command was stopped (as timeout(1))")                        \
 	X(126, RL_EX_NOEXEC, "126/127", "command not executable / not found")                      \

@@ -382,18 +382,31 @@ static int64_t lease_kill_at(const void *ctx)
 	return hold_kill_at(ctx);
 }
 
-/* --preemptible: a --preempt request stopped the command (as on a loss): 81 and a line
- * naming who asked (the release follows, in run()); else status as it is. */
-static int preempted(struct hold *h, const struct opts *o, int status)
+/* --preemptible: a --preempt request stopped the command (as on a loss), and the
+ * release (released: hold_release's) said whether the lock went to it. Handed over: 81
+ * and a line naming who asked. Not (the request gave up or died before the release, or
+ * the release failed): a line that says so, and the command's own status (own, 128+N
+ * for a signal: rlock sent it, as --max-hold's 124 is not rlock's death); the lock
+ * found lost: the caller says it (79). */
+static int preempted(const struct hold *h, const struct opts *o, const char *who, int released,
+                     int own)
 {
-	char why[300];
-
-	if (!hold_preempted(h, why, sizeof why))
-		return status;
-	hold_set_preempted(h); /* the history's end record says preempted too */
-	log_error("lock '%s': %s: the command was stopped, the lock is released; exiting %d",
-	          o->name, why, RL_EX_PREEMPTED);
-	return RL_EX_PREEMPTED;
+	if (h->handed_over) {
+		log_error("lock '%s': %s: the command was stopped, the lock is released to that "
+		          "request; exiting %d",
+		          o->name, who, RL_EX_PREEMPTED);
+		return RL_EX_PREEMPTED;
+	}
+	if (released == HOLD_LOST)
+		return own; /* the caller says lost: 79 */
+	log_error("lock '%s': %s: the command was stopped, but %s; exiting %d (the command's "
+	          "status)",
+	          o->name, who,
+	          released == HOLD_ERR ? "the release failed: the lock was not handed to that "
+	                                 "request"
+	                               : "that request gave up before the lock was released",
+	          own);
+	return own;
 }
 
 static int64_t lease_renew_due(const void *ctx)
@@ -447,10 +460,18 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
 	if (ch.lost)                   /* exit 79: the history's end record says lost too */
 		hold_set_lost(h, o->on_lost != LOST_IGNORE);
-	rc = preempted(h, o, rc);
-	if (rc == 0 && o->lock.once_per_ms > 0)
+	/* Stopped for a --preempt request: the release hands the lock to it (its end record
+	 * preempted) while the request lives, which only the release can tell. */
+	char who[300];
+	int asked = ch.lost && hold_preempted(h, who, sizeof who);
+	if (asked)
+		hold_set_preempted(h);
+	if (rc == 0 && !asked && o->lock.once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
-	if (hold_release(h, o->min_hold_ms - (clock_ms() - started)) == HOLD_LOST && !ch.lost) {
+	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
+	if (asked)
+		rc = preempted(h, o, who, released, ch.status);
+	if (released == HOLD_LOST && (!ch.lost || asked)) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */
 		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";

@@ -115,6 +115,26 @@ static void broken_json(FILE *f, const struct broken *b)
 	fputs("]}", f);
 }
 
+/* --preempt's hand-over: the free lock kept for the request that stopped its holder. */
+static void reserved_json(FILE *f, const struct reserved *r)
+{
+	if (!r->known)
+		return;
+	fputs(",\"reserved\":{\"by\":\"preempt\",\"token\":", f);
+	json_str_or_null(f, r->token);
+	fputs(",\"host\":", f);
+	json_str_or_null(f, r->host);
+	fputs(",\"pid\":", f);
+	json_int_or_null(f, r->pid >= 0, r->pid);
+	fputs(",\"label\":", f);
+	json_str_or_null(f, r->label);
+	fputs(",\"left_ms\":", f);
+	json_int_or_null(f, r->left_ms >= 0, r->left_ms);
+	fputs(",\"until_ms\":", f);
+	json_int_or_null(f, r->left_ms >= 0, now_unix_ms() + r->left_ms);
+	fputc('}', f);
+}
+
 /* One holder's fields (after "name", "key", "held"). */
 static void holder_fields(FILE *f, const struct holder *h, const char *key)
 {
@@ -181,6 +201,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	if (hs->closed_ms > 0) /* --lock-delay: a lease ended unreleased */
 		fprintf(f, ",\"closed\":{\"by\":\"lock-delay\",\"left_ms\":%lld,\"until_ms\":%lld}",
 		        hs->closed_ms, now_unix_ms() + hs->closed_ms);
+	reserved_json(f, &hs->reserved);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	broken_json(f, &hs->broken);
@@ -322,11 +343,34 @@ static const char *closed_text(char *buf, size_t n, const struct holders *hs)
 	return buf;
 }
 
+/* --preempt's hand-over: "reserved for the --preempt request of HOST pid N [LABEL] until
+ * TIME (LEFT left)" into buf. */
+static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
+{
+	char host[1024], label[4 * sizeof r->label], until[64], left[32];
+
+	esc(host, sizeof host, r->host[0] ? r->host : "?");
+	log_escape(label, sizeof label, r->label, strlen(r->label));
+	local_time(until, sizeof until, r->left_ms >= 0 ? now_unix_ms() + r->left_ms : -1);
+	holder_human_ms(left, sizeof left, r->left_ms);
+	snprintf(buf, n,
+	         "reserved for the --preempt request of %s pid %lld%s%s%s until %s (%s left)", host,
+	         r->pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
+	return buf;
+}
+
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160];
+	char closed[160], reserved[2400];
 
-	if (!hs->n && hs->closed_ms > 0) {
+	if (!hs->n && hs->reserved.known) {
+		printf("%s is %s: its preempted holder released it to that request, which takes "
+		       "it next (last fence %lld)\n",
+		       key, reserved_text(reserved, sizeof reserved, &hs->reserved),
+		       hs->last_fence);
+		if (hs->closed_ms > 0)
+			printf("and %s\n", closed_text(closed, sizeof closed, hs));
+	} else if (!hs->n && hs->closed_ms > 0) {
 		printf("%s is %s: a lease ended without a release (last fence %lld); --reset opens "
 		       "it\n",
 		       key, closed_text(closed, sizeof closed, hs), hs->last_fence);
@@ -414,13 +458,13 @@ int report_status(struct store *s, const struct report_ask *o)
 			printf("  master   %s (Sentinel '%s')\n", via, o->master);
 	}
 	int rc = cli_close_stdout();
-	/* --status has its own rule: held (or closed by a lock-delay: an acquire now would
-	 * be busy) is 75, or the -E status unless that is 0 (a skip code would make a held
-	 * lock look free). */
-	return rc                       ? rc
-	       : !hs.n && !hs.closed_ms ? 0
-	       : o->conflict_exit       ? o->conflict_exit
-	                                : RL_EX_CONFLICT;
+	/* --status has its own rule: held (or closed by a lock-delay, or kept for a --preempt
+	 * request: an acquire now would be busy) is 75, or the -E status unless that is 0 (a
+	 * skip code would make a held lock look free). */
+	return rc                                             ? rc
+	       : !hs.n && !hs.closed_ms && !hs.reserved.known ? 0
+	       : o->conflict_exit                             ? o->conflict_exit
+	                                                      : RL_EX_CONFLICT;
 }
 
 /* The breaker's user name, for the record of the break (informational, as its host and
@@ -598,7 +642,13 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		                        : "",
 		       t.cmd, t.label[0] ? " [" : "", t.label, t.label[0] ? "]" : "");
 	}
-	if (!o->json && !hs->n && hs->closed_ms > 0) { /* nobody holds it: the delay's row */
+	if (!o->json && !hs->n && hs->reserved.known) { /* nobody holds it: the hand-over's row */
+		char ename[4 * LOCK_NAME_MAX + 1], left[32], reserved[2400];
+		esc(ename, sizeof ename, name);
+		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
+		printf("%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		       reserved_text(reserved, sizeof reserved, &hs->reserved));
+	} else if (!o->json && !hs->n && hs->closed_ms > 0) { /* the delay's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->closed_ms);

@@ -53,6 +53,12 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	h->rn[i] = NULL;
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
 	                       STORE_NO_CAP, err, sizeof err);
+	int handed = rc == LOCK_HANDED_OVER; /* released, to the --preempt request */
+	if (handed) {
+		h->handed_over = 1;
+		rc = LOCK_OK;
+		keep_ms = 0; /* not kept for --min-hold: the request took it (release.lua) */
+	}
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
 	 * acquire: a master demoted by a failover a moment ago still answers as one, and
@@ -94,7 +100,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
-		log_info("released %s", l->key);
+		log_info("released %s%s", l->key, handed ? " to the --preempt request" : "");
 	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->ask.once_per_ms > 0)
 		log_info("marked %s done for %.1f s (--once-per)", l->key,
 		         (double)l->ask.once_per_ms / 1000);
@@ -152,6 +158,7 @@ int hold_release(struct hold *h, int64_t keep_ms)
 {
 	int rc = HOLD_OK;
 
+	h->handed_over = 0;
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
 		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */

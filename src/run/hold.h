@@ -45,6 +45,9 @@ struct hold {
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
 	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
+	/* hold_release: the release handed the lock to the --preempt request that stopped
+	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
+	int handed_over;
 	/* last: a run writes the fields above and its locks, each page a page fault */
 	struct lock l[HOLD_LOCKS_MAX];
 };
@@ -102,8 +105,9 @@ void hold_set_lost(struct hold *h, int declared);
  * so), with who asked in who; else 0. */
 int hold_preempted(const struct hold *h, char *who, size_t n);
 
-/* rlock stopped the command for that request (exit 81): the release records the run
- * preempted. */
+/* rlock stopped the command for that request: the release hands the lock to it and
+ * records the run preempted while the request's mark lives (h->handed_over: exit 81);
+ * else (it gave up or died first) the run ends released. */
 void hold_set_preempted(struct hold *h);
 
 /* Close the main handle (a keeper: its renewal threads have their own). */
@@ -115,7 +119,8 @@ enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh
  * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
  * no longer ours; the first lock's loss is the caller's to say, with h->gone_why) or
- * HOLD_ERR (a release failed: the lock expires by its TTL). */
+ * HOLD_ERR (a release failed: the lock expires by its TTL); h->handed_over says whether
+ * a release handed its lock to a --preempt request. */
 int hold_release(struct hold *h, int64_t keep_ms);
 
 /* Stop the renewals and close every handle, releasing nothing. */

@@ -232,7 +232,7 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
 {
-	static const char hsuf[] = ":holders", dsuf[] = ":delay";
+	static const char hsuf[] = ":holders", dsuf[] = ":delay", psuf[] = ":preempt";
 	size_t plen = strlen(prefix);
 
 	if (len > sizeof hsuf - 1 &&
@@ -241,6 +241,9 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 	else if (len > sizeof dsuf - 1 &&
 	         memcmp(key + len - (sizeof dsuf - 1), dsuf, sizeof dsuf - 1) == 0)
 		len -= sizeof dsuf - 1;
+	else if (len > sizeof psuf - 1 &&
+	         memcmp(key + len - (sizeof psuf - 1), psuf, sizeof psuf - 1) == 0)
+		len -= sizeof psuf - 1;
 	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
@@ -300,8 +303,11 @@ int lock_channels(const struct lock *l, const char **ch)
 {
 	ch[0] = l->channel;
 	ch[1] = l->wake_channel;
-	/* --supersede: a newer request wakes this one on its own channel too (Redlock) */
-	return l->ask.mode != LOCK_EXCLUSIVE || l->ask.fair || l->ask.supersede ? 2 : 1;
+	/* --supersede: a newer request wakes this one on its own channel too; --preempt: the
+	 * preempted holder's release hands it the lock there (Redlock: no wake list) */
+	return l->ask.mode != LOCK_EXCLUSIVE || l->ask.fair || l->ask.supersede || l->ask.preempt
+	           ? 2
+	           : 1;
 }
 
 /* Held in the zset of shared holders / permits (else: the plain exclusive key). */
@@ -482,8 +488,23 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 	return LOCK_OK;
 }
 
-/* The tail of a status or break reply (13 or 14 elements): the last break's record
- * {host, pid, user, ms_ago, tokens, fence[, label]} or nil, refused, and (break) pruned. */
+/* The status reply's 15th element: --preempt's hand-over {token, host, pid, label,
+ * pttl}, or nil. */
+static void decode_reserved(const struct resp_reply *r, struct reserved *v)
+{
+	if (r->type != RESP_ARRAY || r->elements != 5)
+		return;
+	v->known = 1;
+	copy_field(v->token, sizeof v->token, r->element[0]);
+	copy_field(v->host, sizeof v->host, r->element[1]);
+	v->pid = field_number(r->element[2]);
+	copy_field(v->label, sizeof v->label, r->element[3]);
+	v->left_ms = r->element[4]->type == RESP_INTEGER ? r->element[4]->integer : -1;
+}
+
+/* The tail of a status or break reply (13 to 15 elements): the last break's record
+ * {host, pid, user, ms_ago, tokens, fence[, label]} or nil, refused, (break) pruned, and
+ * (status) the hand-over. */
 static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 {
 	const struct resp_reply *b = r->element[11];
@@ -505,6 +526,8 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 		long long v = field_number(r->element[13]);
 		hs->pruned = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
 	}
+	if (r->elements > 14)
+		decode_reserved(r->element[14], &hs->reserved);
 }
 
 int lock_decode_holders(const struct resp_reply *r, const char *what, struct holders *hs, char *err,
@@ -513,11 +536,12 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 13 (14: break) since holders show their renewal, waiters their host and pid, and
-	 * the last break its record; 11 since --lock-delay, 10 since --once-per (its mark), 8
-	 * since plain waiters have places; older server-side scripts say 7 or 8. A holder's
-	 * row: 14 fields since it names its process beyond the pid (proc), 13 before (told
-	 * apart by the count of holders when both divide). */
+	/* 15 (status) since it shows --preempt's hand-over; 13 (14: break) since holders show their
+	 * renewal, waiters their host and pid, and the last break its record; 11 since
+	 * --lock-delay, 10 since --once-per (its mark), 8 since plain waiters have places; older
+	 * server-side scripts say 7 or 8. A holder's row: 14 fields since it names its process
+	 * beyond the pid (proc), 13 before (told apart by the count of holders when both divide).
+	 */
 	size_t hstride = r->elements >= 13 ? 13 : 12, qstride = r->elements >= 13 ? 5 : 2;
 	if (hstride == 13 && r->element[3]->type == RESP_ARRAY) {
 		size_t ne = r->element[3]->elements;
@@ -526,7 +550,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 			hstride = 14;
 	}
 	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
-	      is_array(r, 13) || is_array(r, 14)) ||
+	      is_array(r, 13) || is_array(r, 14) || is_array(r, 15)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
 	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % qstride != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -759,8 +783,9 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	/* the history's records take the command's status and the history's length and
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
 	 * declared the lease lost (its end record says so, as its exit status does),
-	 * "preempted": rlock stopped the command for a --preempt request (exit 81) */
-	int hargs = l->ask.history_len > 0 ? 10 : 5;
+	 * "preempted": rlock stopped the command for a --preempt request (the reply says
+	 * whether the lock went to it: exit 81), told with the history off too */
+	int hargs = l->ask.history_len > 0 || l->preempted_declared ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
@@ -783,7 +808,7 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	int rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
-	return v == 0 ? LOCK_NOTOURS : LOCK_OK;
+	return v == 0 ? LOCK_NOTOURS : v == 3 ? LOCK_HANDED_OVER : LOCK_OK;
 }
 
 int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,

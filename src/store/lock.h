@@ -207,6 +207,17 @@ struct broken {
 	char label[LOCK_LABEL_MAX + 1];
 };
 
+/* --preempt's hand-over (PREFIX{NAME}:preempt, handover 1): a preempted holder's release
+ * kept the free lock for the request that stopped it; every other acquire waits. */
+struct reserved {
+	int known;
+	char token[80];
+	char host[256];
+	long long pid; /* -1 unknown */
+	char label[LOCK_LABEL_MAX + 1];
+	long long left_ms; /* the reservation's time left, by the server's clock (-1 no expiry) */
+};
+
 #define HOLDERS_MAX 32
 #define WAITERS_MAX 32
 
@@ -229,6 +240,7 @@ struct holders {
 	char done_fence[32];       /* its value: the fence of the run that succeeded */
 	long long closed_ms;       /* --lock-delay: the name stays closed this long (0: open) */
 	struct broken broken;      /* the last --break, if its record still lives */
+	struct reserved reserved;  /* --preempt's hand-over, while the lock is kept for it */
 	int refused;               /* --break --token/--if-fence: no such holder, nothing broken */
 	int pruned;                /* --break: places of gone waiters dropped from the queue */
 };
@@ -246,6 +258,10 @@ enum lock_rc {
 	/* renew of a --preemptible holder: renewed, and a --preempt request asks for the
 	 * lock (err: who asked) */
 	LOCK_PREEMPTED = 5,
+	/* release told preempted (preempted_declared): released, and handed to the --preempt
+	 * request that stopped the command, whose mark still lived (release.lua); a release
+	 * that found the mark gone (the request gave up or died) says LOCK_OK */
+	LOCK_HANDED_OVER = 6,
 	LOCK_ERR = -1, /* connection or server error; reason in err */
 	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
 	 * not an integer, at the maximum): refusals that waiting cannot fix. */
@@ -263,7 +279,8 @@ int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_
 int lock_init_ask(struct lock *l, const struct lock_ask *a, const char *name);
 
 /* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive),
- * PREFIX{NAME}:holders (shared, permits) or PREFIX{NAME}:delay (--lock-delay) into name
+ * PREFIX{NAME}:holders (shared, permits), PREFIX{NAME}:delay (--lock-delay) or
+ * PREFIX{NAME}:preempt (--preempt) into name
  * (LOCK_NAME_MAX + 1 bytes): 0, or -1 when key is neither (another key of the lock, or not
  * rlock's). */
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
@@ -274,7 +291,8 @@ void lock_set_mode(struct lock *l, enum lock_mode mode, int limit, int fair, int
 
 /* The pub/sub channels a waiter of l subscribes to, into ch[0..1]: the release
  * channel, and its own wake-up channel when it may wait in a queue (any mode but a
- * plain exclusive lock, which never joins one). Returns how many (1 or 2). */
+ * plain exclusive lock, which never joins one) or be woken alone (--supersede; --preempt:
+ * a preempted holder's release publishes there only). Returns how many (1 or 2). */
 int lock_channels(const struct lock *l, const char **ch);
 
 /* Owner metadata recorded with the lock. */
@@ -379,8 +397,10 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
 
 /* Release if the token still holds it: delete and publish, or, when keep_ms > 0, let
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,
- * LOCK_ERR. With the history on, a token that no longer holds it records its run lost
- * (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
+ * LOCK_ERR, or LOCK_HANDED_OVER (l->preempted_declared, and the --preempt request's mark
+ * still lived: the lock went to it, --min-hold notwithstanding; a release sent again
+ * answers as the first did). With the history on, a token that no longer holds it records its run
+ * lost (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
  * run lost (the lease is over by the holder's clock, lease.h: never a release then). */
 #define LOCK_KEEP_LOST INT64_MIN
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,

@@ -671,7 +671,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0;
+	int ok = 0, notours = 0, handed = 0;
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -686,9 +686,11 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 			notours++;
 		else
 			ok++;
+		handed += v == 3; /* handed to the --preempt request (lock.h) */
 	}
+	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
-		return LOCK_OK;
+		return handed >= q->need ? LOCK_HANDED_OVER : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
 	no_quorum(q, ok, "released it", err, errlen);
@@ -741,6 +743,31 @@ static long long closed_on_majority(const struct quorum *q, const struct holders
 		return 0;
 	qsort(closed, (size_t)m, sizeof closed[0], by_pttl_desc);
 	return closed[q->need - 1];
+}
+
+/* --preempt's hand-over: kept for one request on a majority of the nodes (each keeps
+ * its own PREFIX{NAME}:preempt; another request cannot get a quorum then), for as long
+ * as a majority keeps it; else none. */
+static struct reserved reserved_on_majority(const struct quorum *q, const struct holders *nh,
+                                            const int *ok)
+{
+	struct reserved none = {0}, first = {0};
+	long long left[STORE_NODES_MAX];
+	int m = 0;
+
+	for (int i = 0; i < q->n; i++) {
+		if (!ok[i] || !nh[i].reserved.known)
+			continue;
+		if (!first.known)
+			first = nh[i].reserved;
+		if (strcmp(nh[i].reserved.token, first.token) == 0)
+			left[m++] = nh[i].reserved.left_ms;
+	}
+	if (m < q->need)
+		return none;
+	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
+	first.left_ms = left[q->need - 1];
+	return first;
 }
 
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
@@ -809,6 +836,7 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);
+	hs->reserved = reserved_on_majority(q, nh, ok);
 	for (int i = 0; i < q->n; i++) /* --reset: the --once-per mark any node cleared */
 		if (ok[i] && nh[i].done && (!hs->done || nh[i].done_pttl_ms > hs->done_pttl_ms)) {
 			hs->done = 1;

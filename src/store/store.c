@@ -248,9 +248,14 @@ static int list_page(void *arg, const struct resp_reply *names)
 		                 w->err, w->errlen) != LOCK_OK)
 			return -1;
 		/* A lock-delay's key names a lock only while nobody holds it (else the
-		 * holder's key lists it): closed by the delay. */
+		 * holder's key lists it): closed by the delay; so does --preempt's, while
+		 * the free lock is kept for that request (once: not when the delay's does). */
 		int delay_key = k->len > 6 && memcmp(k->str + k->len - 6, ":delay", 6) == 0;
-		if (delay_key ? !hs.n && hs.closed_ms > 0 : hs.n > 0) /* else gone meanwhile */
+		int preempt_key = k->len > 8 && memcmp(k->str + k->len - 8, ":preempt", 8) == 0;
+		int listed = delay_key     ? !hs.n && hs.closed_ms > 0
+		             : preempt_key ? !hs.n && hs.reserved.known && hs.closed_ms <= 0
+		                           : hs.n > 0; /* else gone meanwhile */
+		if (listed)
 			rc = w->each(w->arg, name, &l, &hs);
 	}
 	return rc;

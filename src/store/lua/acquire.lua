@@ -108,17 +108,41 @@ end
 -- --preempt: a request's mark lives PREEMPT_MS (its ttl when shorter), renewed by each
 -- of its attempts (a --preempt waiter tries at least three times as often): a requester
 -- that is gone stops no holder. A preempted holder's release keeps the lock for that
--- request (handover = 1, release.lua) for as long: nobody else takes it meanwhile.
+-- request (handover = 1, release.lua) for as long, renewed the same way: nobody else
+-- takes it meanwhile (acquire_sem.lua too), and that request takes it before any other
+-- waiter (the fair queue too); only live shared holders or permits, or a lock-delay, make
+-- it wait, its reservation kept.
 local PREEMPT_MS = math.min(tonumber(ARGV[2]), 5000)
+local pk = KEYS[1] .. ':preempt'
+local ho = {}
+if not mine and others > 0 then
+  ho = redis.call('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
+  if ho[1] ~= '1' then ho = {} end
+end
+local handed = ho[1] and ho[2] == ARGV[1]
+if handed then redis.call('PEXPIRE', pk, PREEMPT_MS) end
+-- --preempt: a holder that agreed (--preemptible) learns it from its renewal.
+local function ask_preempt()
+  if q['@preempt'] and held and redis.call('HGET', KEYS[2], 'preemptible') == '1' then
+    redis.call('HSET', pk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
+               'label', q.label or '')
+    redis.call('PEXPIRE', pk, PREEMPT_MS)
+  end
+end
 if KEYS[9] and not mine then
   local left = redis.call('PTTL', KEYS[9])
-  if left ~= -2 then return {3, left} end
+  if left ~= -2 then
+    if handed then redis.call('DEL', pk) end -- done: it leaves, so does its reservation
+    return {3, left}
+  end
 end
 if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[6]) == 1 then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
 end
-if not mine and others > 0 and redis.call('EXISTS', KEYS[4], KEYS[6]) > 0 then
+if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
+                                 not handed and redis.call('EXISTS', KEYS[6]) == 1) then
+  ask_preempt() -- an exclusive holder with --fair waiters behind it
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
@@ -134,26 +158,16 @@ if not mine and held then
                       'label', 'kept', 'preemptible')
   local by = supersede(o[7])
   if by then return by end
-  -- --preempt: a holder that agreed (--preemptible) learns it from its renewal.
-  if q['@preempt'] and redis.call('HGET', KEYS[2], 'preemptible') == '1' then
-    local pk = KEYS[1] .. ':preempt'
-    redis.call('HSET', pk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
-               'label', q.label or '')
-    redis.call('PEXPIRE', pk, PREEMPT_MS)
-  end
+  ask_preempt()
   return {place(), redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8],
           o[9] or false, o[10] or false}
 end
 -- Free, but kept for the --preempt request that stopped its holder (release.lua).
-if not mine and others > 0 then
-  local pk = KEYS[1] .. ':preempt'
-  local ho = redis.call('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
-  if ho[1] == '1' and ho[2] ~= ARGV[1] then
-    local by = supersede(nil)
-    if by then return by end
-    return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
-            false, false, ho[5] or false}
-  end
+if ho[1] and not handed then
+  local by = supersede(nil)
+  if by then return by end
+  return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
+          false, false, ho[5] or false}
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
 local closed = not mine and others > 0 and delay_closed(KEYS[1]) or 0
@@ -197,7 +211,7 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
-  if others > 0 then redis.call('DEL', KEYS[1] .. ':preempt') end
+  if others > 0 then redis.call('DEL', pk) end
   history_acquired(KEYS[1], 'x', fence, ARGV[1], q.host, q.pid, q.user, q.label, q.hist, q.hret)
 end
 if mine then

@@ -82,10 +82,12 @@ if queued then
 elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
   free = false
 end
--- Kept for the --preempt request that stopped its holder (release.lua, acquire.lua).
+-- Kept for the --preempt request that stopped its holder (release.lua, acquire.lua):
+-- it goes first, before the queue's head too; the busy reply names it.
+local ho = {}
 if free and not mine then
-  local ho = redis.call('HMGET', KEYS[1] .. ':preempt', 'handover', 'token')
-  if ho[1] == '1' and ho[2] ~= tok then free = false end
+  ho = redis.call('HMGET', KEYS[1] .. ':preempt', 'handover', 'token', 'host', 'pid', 'label')
+  if ho[1] == '1' and ho[2] ~= tok then free = false else ho = {} end
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
 local closed = free and not mine and delay_closed(KEYS[1]) or 0
@@ -109,6 +111,10 @@ if not free then
             o[9] or false, o[10] or false}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  if not first[1] and ho[1] then
+    return {0, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false, false,
+            false, false, false, false, ho[5] or false}
+  end
   if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
   local m = meta(redis.call('HGET', KEYS[5], first[1]))
   return {0, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,

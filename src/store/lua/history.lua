@@ -140,11 +140,13 @@ local function history_close(lock, token)
   return r
 end
 -- released_before(lock, token): did a release of token end its run already (a release
--- sent again after its reply was lost)? PREFIX{NAME}:rel:<token> (released_mark), or its
--- end record in the history (released or preempted), newer than its acquired record,
--- among the last 1000 entries.
+-- sent again after its reply was lost)? Its first answer (1 released, 3 handed to the
+-- --preempt request that stopped it: release.lua), or false: PREFIX{NAME}:rel:<token>
+-- (released_mark), or its end record in the history (released: 1, preempted: 3), newer
+-- than its acquired record, among the last 1000 entries.
 local function released_before(lock, token)
-  if redis.pcall('EXISTS', lock .. ':rel:' .. token) == 1 then return true end -- here.lua
+  local mark = redis.pcall('GET', lock .. ':rel:' .. token) -- here.lua
+  if mark == '3' then return 3 elseif type(mark) == 'string' then return 1 end
   local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   if type(es) ~= 'table' or es.err then return false end
   for _, e in ipairs(es) do
@@ -152,17 +154,19 @@ local function released_before(lock, token)
     for i = 1, #f - 1, 2 do
       if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
     end
-    if tok == token and (ev == 'released' or ev == 'preempted') then return true end
+    if tok == token and ev == 'released' then return 1 end
+    if tok == token and ev == 'preempted' then return 3 end
     if tok == token and ev == 'acquired' then return false end
   end
   return false
 end
--- released_mark(lock, token, recorded, left_ms): unless the release's end record was
--- written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,
--- "1": the history off, or refused by the ACL), for what was left of the lease (its
--- holder sends no release after that), a second at least.
-local function released_mark(lock, token, recorded, left)
+-- released_mark(lock, token, recorded, left_ms[, answer]): unless the release's end record
+-- was written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,
+-- the release's answer, "1" or "3": the history off, or refused by the ACL), for what was
+-- left of the lease (its holder sends no release after that), a second at least.
+local function released_mark(lock, token, recorded, left, answer)
   if recorded then return end
   left = tonumber(left) or 0
-  redis.call('SET', lock .. ':rel:' .. token, '1', 'PX', left > 1000 and math.floor(left) or 1000)
+  redis.call('SET', lock .. ':rel:' .. token, tostring(answer or 1), 'PX',
+             left > 1000 and math.floor(left) or 1000)
 end

@@ -8,8 +8,14 @@
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
 -- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
 -- lock, still its own, is released all the same, and the run ends lost, not released;
--- "preempted" when rlock stopped the command for a --preempt request and exits 81: the
--- run ends preempted; else a request that waits gets the lock, the run ends released)
+-- "preempted" when rlock stopped the command for a --preempt request: see the reply)
+-- Reply: 0 not ours, 1 released, 2 kept (--min-hold), 3 released and handed to the
+-- --preempt request that stopped the command (lost "preempted", and its mark still
+-- lives: the request is alive; rlock exits 81, the run ends preempted). Told preempted
+-- but the mark gone (the request gave up or died before this release): 1, the run ends
+-- released with the command's status. The mark there but not told preempted (the
+-- command ended on its own first): the lock is handed over all the same, 1, released.
+-- A hand-over overrides --min-hold's keep: the request takes the lock now.
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
@@ -37,7 +43,8 @@
 -- lease ended by its own clock, the command having ended inside it.
 -- A release sent again (its first reply was lost, the connection with it) answers as
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
--- kept), or released (its end record; with the history off, PREFIX{NAME}:rel:<token>).
+-- kept), or released or handed over (its end record, released or preempted; with the
+-- history off, PREFIX{NAME}:rel:<token> holds the answer).
 local held = redis.call('GET', KEYS[1])
 -- The holder's record, read once while the lock is ours (kept: a release sent again).
 local run = ARGV[2] ~= '-1' and held == ARGV[1] and
@@ -46,9 +53,8 @@ local run = ARGV[2] ~= '-1' and held == ARGV[1] and
 if run and run[9] == '1' then
   return 2
 end
-if ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1]) then
-  return 1
-end
+local before = ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1])
+if before then return before end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
   if r then
@@ -63,20 +69,24 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
   return 0
 end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
--- ''); preempted when a --preempt request marked a --preemptible holder. The open run
+-- ''); preempted when rlock stopped the command for a --preempt request whose mark
+-- still lives (the lock is handed to it, reply 3), else released. The open run
 -- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends.
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
 local hist = (tonumber(run[1] or '0') or 0) > 0
-here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
-     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     not hist and tonumber(ARGV[2]) <= 0 and KEYS[1] .. ':rel:' .. ARGV[1])
-if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local by = run[4] == '1' and
            redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
+-- The request whose mark lives gets the lock (below); preempted: it stopped the command.
+local to = by and by[4]
+local preempted = to and ARGV[10] == 'preempted'
+here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
+     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
+     not hist and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
+if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
+if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
-if by and by[1] and ARGV[10] == 'preempted' then
+if preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
@@ -90,22 +100,26 @@ end
 if tonumber(ARGV[6] or '0') > 0 then
   redis.call('SET', KEYS[1] .. ':done', run[3] or '0', 'PX', ARGV[6])
 end
-if tonumber(ARGV[2]) > 0 then
+if tonumber(ARGV[2]) > 0 and not preempted then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
 end
-if not recorded then released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1])) end
+local answer = preempted and 3 or 1
+if not recorded then
+  released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]), answer)
+end
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
-if by and by[4] then
-  -- Preempted: the lock goes to the request that asked, while it lives (its mark's
-  -- short lease, acquire.lua), woken on its own list and channel; nobody else is woken.
-  local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. by[4]
+if to then
+  -- The lock goes to the request that asked, while it lives (its mark's short lease,
+  -- renewed by its attempts: acquire.lua), before any other waiter of any mode, woken
+  -- on its own list and channel; nobody else is woken (its release wakes them).
+  local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. to
   redis.call('HSET', pk, 'handover', '1')
-  redis.pcall('ZREM', KEYS[1] .. ':waiters', by[4]) -- not here: no place to drop (here.lua)
+  redis.pcall('ZREM', KEYS[1] .. ':waiters', to) -- not here: no place to drop (here.lua)
   redis.pcall('RPUSH', wk, 'preempted')
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
   redis.call(ARGV[4], wk, 'preempted')
@@ -115,4 +129,4 @@ else
   wake_one(KEYS[1], ARGV[5], nil, 'release')
   redis.call(ARGV[4], ARGV[3], ARGV[1])
 end
-return 1
+return answer
