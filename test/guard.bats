@@ -109,6 +109,43 @@ watchdog_of() {
 	step_dies "kill -9 %job"
 }
 
+# A command's process that moves to a process group of its own (timeout(1) without
+# --foreground does setpgid; so does a job-control shell's job) stays under the lock:
+# the cover is every group of rlock's session that the command's processes are in.
+@test "rlock SIGKILLed: a step in timeout(1)'s own process group dies too" {
+	make_step
+	rlock_bg -t 3s -k g -c 'timeout 120 ./step; true'
+	wait_until 30 test -e started
+	kill -KILL "$RLOCK_PID"
+	step_dies "rlock SIGKILLed, the step in timeout's group"
+}
+
+@test "the lock lost: a step in timeout(1)'s own process group is stopped too, 79" {
+	make_step
+	rlock_bg -t 3s -k g -c 'timeout 120 ./step; true'
+	wait_until 30 test -e started
+	track_pidfile step.pid
+	rcli DEL 'rlock:{g}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	wait_until 20 pidfile_gone step.pid || fail "the step runs on after the loss"
+}
+
+@test "a background job in another process group (timeout ... &) keeps the lock until it ends" {
+	make_step
+	rlock_bg -t 3s -k g -c 'timeout 120 ./step & echo $$ >outer.pid'
+	wait_until 30 test -e started
+	track_pidfile step.pid
+	wait_until 30 pidfile_gone outer.pid
+	# the command's shell is gone; its job runs on in timeout's group: still held
+	run ! wait_until 2 proc_gone "$RLOCK_PID"
+	key_exists 'rlock:{g}'
+	kill "$(cat step.pid)"
+	rlock_wait "$RLOCK_PID" 20
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{g}'
+}
+
 @test "the watchdog killed while the command runs: a new one guards it" {
 	make_step
 	rlock_bg --pgrp -t 3s -k g -c './step; true'

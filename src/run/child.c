@@ -178,6 +178,152 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
 
+/* ---- the command's cover ------------------------------------------------------------
+ *
+ * The lock covers the command's process group and every process group of rlock's
+ * session that a process the command started moved to (setpgid: timeout(1) without
+ * --foreground, a job-control shell's jobs). A process that started a session of its own
+ * (a daemon) leaves the cover, as documented. The cover is found in /proc: the command's
+ * group, the processes whose parent is rlock (orphans of the command reparented to it,
+ * its child subreaper), and everything below them in the session. */
+#define COVER_MAX 64
+
+struct proc_row {
+	pid_t pid, ppid, pgrp, sid;
+	int live; /* can run: not a zombie (or a zombie leader with live threads) */
+};
+
+/* Every process's row (malloc'd into *rows): the count, or -1. */
+static int proc_table(struct proc_row **rows)
+{
+	DIR *d = opendir("/proc");
+	int n = 0, cap = 0;
+	struct proc_row *r = NULL;
+	struct dirent *e;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], buf[512];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio
+		 * nice num_threads */
+		const char *p = strrchr(buf, ')');
+		char state;
+		int ppid, pgrp, sid, threads;
+		if (!p || sscanf(p + 1,
+		                 " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+		                 "%*d %*d %d",
+		                 &state, &ppid, &pgrp, &sid, &threads) != 5)
+			continue;
+		if (n == cap) {
+			struct proc_row *m =
+			    realloc(r, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *r);
+			if (!m)
+				break;
+			r = m;
+		}
+		r[n++] = (struct proc_row){(pid_t)atol(e->d_name), ppid, pgrp, sid,
+		                           (state != 'Z' && state != 'X') || threads > 1};
+	}
+	closedir(d);
+	*rows = r;
+	return n;
+}
+
+/* The groups of the cover of group pgid in session sid (pgid first), also below the
+ * processes whose parent is `parent` (0: none), never the group `skip` (rlock's own):
+ * their number; *live: a process of the cover can still run. A table that cannot be
+ * read gives pgid alone, live as far as kill() can tell. */
+static int cover_groups(pid_t pgid, pid_t sid, pid_t parent, pid_t skip, pid_t *g, int *live)
+{
+	struct proc_row *r = NULL;
+	int n = proc_table(&r), ng = 1;
+	char *in = n > 0 ? calloc((size_t)n, 1) : NULL;
+
+	g[0] = pgid;
+	*live = !(kill(-pgid, 0) < 0 && errno == ESRCH);
+	if (!in) {
+		free(r);
+		return 1;
+	}
+	*live = 0;
+	for (int i = 0; i < n; i++)
+		in[i] = r[i].pgrp == pgid || (parent > 0 && r[i].ppid == parent && r[i].sid == sid);
+	/* down the parent links, within the session, until nothing is added */
+	for (int added = 1, round = 0; added && round < 64; round++) {
+		added = 0;
+		for (int i = 0; i < n; i++) {
+			if (in[i] || r[i].sid != sid)
+				continue;
+			for (int j = 0; j < n; j++)
+				if (in[j] && r[j].pid == r[i].ppid) {
+					in[i] = added = 1;
+					break;
+				}
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		if (!in[i] || r[i].pgrp == skip)
+			continue;
+		*live |= r[i].live;
+		int k = 0;
+		while (k < ng && g[k] != r[i].pgrp)
+			k++;
+		if (k == ng && ng < COVER_MAX)
+			g[ng++] = r[i].pgrp;
+	}
+	free(in);
+	free(r);
+	return ng;
+}
+
+/* Send sig to every group of the cover (the command's group first). */
+static void cover_kill(pid_t pgid, pid_t sid, pid_t parent, pid_t skip, int sig)
+{
+	pid_t g[COVER_MAX];
+	int live;
+	int n = cover_groups(pgid, sid, parent, skip, g, &live);
+
+	for (int i = 0; i < n; i++)
+		kill(-g[i], sig);
+}
+
+/* Has rlock a child besides the command and its watchdog? When the command's group is
+ * empty, every process of the cover has been reparented to rlock, its subreaper (to its
+ * main thread's list): one read then tells whether a stray is left. Cannot tell: yes. */
+static int other_children(pid_t cmd, pid_t watchdog)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len < 0)
+		return 1;
+	buf[len] = '\0';
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid != cmd && pid != watchdog)
+			return 1;
+	}
+	return len == (ssize_t)sizeof buf - 1;
+}
+
 /* The first message a watchdog reads: the group it guards (the command writes it, just
  * before its exec), or the end of its pipe: nothing was started, nothing to kill. */
 static pid_t watchdog_group(int fd)
@@ -195,7 +341,7 @@ static pid_t watchdog_group(int fd)
 
 /* The watchdog's life: learn the group, then kill it at the deadline it holds, or when
  * rlock is gone (the end of its pipe); exit on WATCHDOG_DISARM. */
-static void __attribute__((noreturn)) watchdog_run(int fd)
+static void __attribute__((noreturn)) watchdog_run(int fd, pid_t sid, pid_t rlock, pid_t rlock_pgrp)
 {
 	pid_t pgid = watchdog_group(fd);
 	int64_t kill_by = WATCHDOG_NONE; /* the next message, written with the group */
@@ -205,7 +351,10 @@ static void __attribute__((noreturn)) watchdog_run(int fd)
 		if (kill_by != WATCHDOG_NONE) {
 			int64_t left = kill_by - clock_ms();
 			if (left <= 0) {
-				kill(-pgid, SIGKILL);
+				/* rlock stopped or stuck: its orphans too, while it is our parent
+				 */
+				cover_kill(pgid, sid, getppid() == rlock ? rlock : 0, rlock_pgrp,
+				           SIGKILL);
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
@@ -224,7 +373,8 @@ static void __attribute__((noreturn)) watchdog_run(int fd)
 			kill_by = v;
 			continue;
 		}
-		kill(-pgid, SIGKILL); /* rlock is gone (end of the pipe) */
+		/* rlock is gone (end of the pipe); its orphans went to another reaper */
+		cover_kill(pgid, sid, getppid() == rlock ? rlock : 0, rlock_pgrp, SIGKILL);
 		_exit(0);
 	}
 }
@@ -263,12 +413,13 @@ static pid_t fork_watchdog(int ready_fd, int *write_fd)
 		sigset_t all;
 		sigfillset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
+		pid_t sid = getsid(0), rlock = getppid(), rlock_pgrp = getpgrp();
 		if (setsid() < 0)
 			_exit(errno & 0xff); /* never ready: the command does not run */
 		(void)!write(ready_fd, "", 1);
 		fds_close_from(0, p[0]);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		watchdog_run(p[0]);
+		watchdog_run(p[0], sid, rlock, rlock_pgrp);
 	}
 	close(p[0]);
 	*write_fd = p[1];
@@ -690,6 +841,25 @@ static void escalate_by(struct sup *s, int64_t at)
 		s->kill_at = at;
 }
 
+/* A stop (a loss, --max-hold, SIGKILL): to the command's whole cover, not its group
+ * alone: what it moved to another group stops with it. */
+static void stop_cover(const struct sup *s, int sig)
+{
+	cover_kill(s->ch->pid, getsid(0), getpid(), getpgrp(), sig);
+}
+
+/* Can a process of the command's cover still run? */
+static int cover_live(const struct sup *s)
+{
+	pid_t pid = s->ch->pid, g[COVER_MAX];
+	int live;
+
+	if (!group_live(pid) && !other_children(pid, s->ch->watchdog))
+		return 0;
+	cover_groups(pid, getsid(0), getpid(), getpgrp(), g, &live);
+	return live;
+}
+
 /* The lease is lost: signal the group first (nothing may delay that, not even a log
  * line to a stderr that blocks), then say so. */
 static void on_loss(struct sup *s, int timed_out)
@@ -714,13 +884,13 @@ static void on_loss(struct sup *s, int timed_out)
 	 * to warn of: the --warn signal first, so the command hears it before the stop. */
 	if (!timed_out && a->warn_signal && s->warned < 0)
 		kill(-s->ch->pid, a->warn_signal);
-	kill(-s->ch->pid, a->lost_signal);
+	stop_cover(s, a->lost_signal);
 	char when[160] = "";
 	if (a->lost_signal == SIGKILL) {
 		s->killed = now;
 		s->kill_at = -1;
 	} else {
-		kill(-s->ch->pid, SIGCONT); /* a stopped group must hear it too */
+		stop_cover(s, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
 		if (s->kill_at <= now)
@@ -756,8 +926,8 @@ static void on_max_hold(struct sup *s)
 		s->signalled = now;
 		s->first_sig = SIGTERM;
 	}
-	kill(-s->ch->pid, SIGTERM);
-	kill(-s->ch->pid, SIGCONT);
+	stop_cover(s, SIGTERM);
+	stop_cover(s, SIGCONT);
 	escalate_by(s, now + a->kill_after_ms);
 	log_error("--max-hold is over: sending SIGTERM to the command's process group "
 	          "(SIGKILL in %lld ms if it still runs)",
@@ -798,7 +968,7 @@ static void on_timers(struct sup *s, int64_t now)
 		on_max_hold(s);
 	}
 	if (s->kill_at >= 0 && now >= s->kill_at) {
-		kill(-s->ch->pid, SIGKILL);
+		stop_cover(s, SIGKILL);
 		s->kill_at = -1;
 		s->killed = now;
 		log_warn("the command's group still runs %lld ms after SIG%s: sending SIGKILL",
@@ -809,13 +979,12 @@ static void on_timers(struct sup *s, int64_t now)
 /* Once the command exited: is its group empty (or beyond SIGKILL's reach)? */
 static int group_done(struct sup *s, int64_t now)
 {
-	pid_t pid = s->ch->pid;
-
 	if (s->ch->reaped && (s->group_check < 0 || now >= s->group_check || s->killed >= 0)) {
-		if (!group_live(pid))
+		if (!cover_live(s))
 			return 1;
 		if (!s->announced++)
-			log_debug("the command exited; waiting for the rest of its process group");
+			log_debug("the command exited; waiting for the rest of its process group "
+			          "(and the groups its processes moved to)");
 		s->group_check = now + s->group_wait;
 		s->group_wait =
 		    s->group_wait * 2 > GROUP_POLL_MAX_MS ? GROUP_POLL_MAX_MS : s->group_wait * 2;
@@ -826,7 +995,7 @@ static int group_done(struct sup *s, int64_t now)
 			         "for them");
 			return 1;
 		}
-		kill(-pid, SIGKILL); /* anything forked meanwhile */
+		stop_cover(s, SIGKILL); /* anything forked meanwhile */
 	}
 	return 0;
 }
