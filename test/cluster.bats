@@ -46,6 +46,15 @@ cluster_settings_back() {
 	done
 }
 
+# cluster_no_fail PORT...: no node flags another as failing (fail, fail?): a master
+# stopped past the node timeout is marked FAIL, cleared some seconds after it answers.
+cluster_no_fail() {
+	local p
+	for p in "$@"; do
+		! redis-cli -p "$p" CLUSTER NODES | awk '{ print $3 }' | grep -q fail || return 1
+	done
+}
+
 # pid_of_port PORT: the pid of the cluster node on PORT (CLUSTER_PORTS and CLUSTER_PIDS
 # are in the same order).
 pid_of_port() {
@@ -251,6 +260,8 @@ shard_subscribed() {
 	kill -CONT "$last_pid"
 	PAUSED_PID=
 	cluster_settings_back
+	# shellcheck disable=SC2086 # one port a word
+	wait_until 60 cluster_no_fail $CLUSTER_PORTS
 	# shellcheck disable=SC2086 # one port a word
 	wait_until 30 _cluster_ok $CLUSTER_PORTS
 	run -0 --separate-stderr rlock --list --json
