@@ -27,7 +27,45 @@ setup() {
 	make_hold_script
 }
 
-teardown() { common_teardown; }
+# a test that stops a master (SIGSTOP) resumes it, and gives the cluster back its
+# settings, on any way out
+teardown() {
+	if [[ -n ${PAUSED_PID:-} ]]; then
+		kill -CONT "$PAUSED_PID" 2>/dev/null || true
+		cluster_settings_back
+	fi
+	common_teardown
+}
+
+# cluster_settings_back: what the paused-master test changed, as cluster_start set it.
+cluster_settings_back() {
+	local p
+	for p in $CLUSTER_PORTS; do
+		redis-cli -p "$p" CONFIG SET cluster-require-full-coverage yes >/dev/null 2>&1 || true
+		redis-cli -p "$p" CONFIG SET cluster-replica-no-failover no >/dev/null 2>&1 || true
+	done
+}
+
+# cluster_no_fail PORT...: no node flags another as failing (fail, fail?): a master
+# stopped past the node timeout is marked FAIL, cleared some seconds after it answers.
+cluster_no_fail() {
+	local p
+	for p in "$@"; do
+		! redis-cli -p "$p" CLUSTER NODES | awk '{ print $3 }' | grep -q fail || return 1
+	done
+}
+
+# pid_of_port PORT: the pid of the cluster node on PORT (CLUSTER_PORTS and CLUSTER_PIDS
+# are in the same order).
+pid_of_port() {
+	local ports pids i
+	read -ra ports <<<"$CLUSTER_PORTS"
+	read -ra pids <<<"$CLUSTER_PIDS"
+	for i in "${!ports[@]}"; do
+		[[ ${ports[i]} == "$1" ]] && echo "${pids[i]}" && return 0
+	done
+	return 1
+}
 
 # name_on PORT: a lock name whose keys live on the master at PORT.
 name_on() {
@@ -173,6 +211,61 @@ shard_subscribed() {
 	REDIS_URL=redis://127.0.0.1:$other run -75 rlock -k "$name" --status
 	assert_output --regexp "pid +${pids[0]}"
 	REDIS_URL=redis://127.0.0.1:$other run -0 rlock -k "${names[1]}" --break
+	for name in "${names[@]}"; do touch "$name.release"; done
+	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
+}
+
+@test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status and --held" {
+	local m name names=() pids=() last last_pid lastname p
+	for m in $(cluster_masters); do
+		name=$(name_on "$m")
+		names+=("$name")
+		rlock_bg -k "$name" -t 60s -- "$HOLD" "$name"
+		pids+=("$RLOCK_PID")
+	done
+	for name in "${names[@]}"; do wait_until 30 test -e "$name.started"; done
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(echo "$output" | jq '.locks | length')" 3
+	# the master of the last slots: --list scans it last, after the others' locks
+	last=$(redis-cli -p "$REDIS_PORT" CLUSTER NODES | awk '$3 ~ /master/ && $NF ~ /-16383$/ { split($2, a, "[:@]"); print a[2] }')
+	[[ -n $last && $last != "$REDIS_PORT" ]] || fail "no last master apart from the seed: $last"
+	last_pid=$(pid_of_port "$last")
+	lastname=$(name_on "$last")
+	# paused, it stays the master and the others keep serving their slots, however long
+	# the test takes (no failover by its replica, no CLUSTERDOWN for the others)
+	for p in $CLUSTER_PORTS; do
+		redis-cli -p "$p" CONFIG SET cluster-require-full-coverage no >/dev/null
+		redis-cli -p "$p" CONFIG SET cluster-replica-no-failover yes >/dev/null
+	done
+	PAUSED_PID=$last_pid
+	kill -STOP "$last_pid"
+	local t=(--connect-timeout 300ms --io-timeout 300ms)
+	run -69 --separate-stderr rlock "${t[@]}" --list --json
+	assert_one_line_error
+	assert_equal "$output" ""
+	run -69 --separate-stderr rlock "${t[@]}" --list
+	assert_one_line_error
+	assert_equal "$output" ""
+	# a lock on the paused master: --status and --held cannot say, and print nothing
+	# (--held --json says null: "cannot tell", its documented unknown)
+	run -69 --separate-stderr rlock "${t[@]}" -k "$lastname" --status --json
+	assert_equal "$output" ""
+	run -69 --separate-stderr rlock "${t[@]}" -k "$lastname" --held --token 0123456789abcdef0123456789abcdef --json
+	assert_equal "$(echo "$output" | jq -c '[.held, .ttl_left_ms, .fence]')" '[null,null,null]'
+	# --check reports per node: the paused one is a finding, and the verdict says so
+	run -2 --separate-stderr rlock "${t[@]}" --check --json
+	assert_equal "$(echo "$output" | jq -r '.verdict')" unsafe
+	assert_equal "$(echo "$output" | jq -r --arg n "127.0.0.1:$last" '[.findings[] | select(.node == $n and .check == "reach") | .level] | join(" ")')" unsafe
+	assert_equal "$(echo "$output" | jq -r '.findings[] | select(.check == "topology") | .fact')" 'Cluster: 2 of 3 masters reachable'
+	kill -CONT "$last_pid"
+	PAUSED_PID=
+	cluster_settings_back
+	# shellcheck disable=SC2086 # one port a word
+	wait_until 60 cluster_no_fail $CLUSTER_PORTS
+	# shellcheck disable=SC2086 # one port a word
+	wait_until 30 _cluster_ok $CLUSTER_PORTS
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(echo "$output" | jq '.locks | length')" 3
 	for name in "${names[@]}"; do touch "$name.release"; done
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
 }

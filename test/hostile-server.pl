@@ -12,6 +12,8 @@
 #   scan  a SCAN reply whose cursor never returns to 0 (each SCAN adds a line to
 #         READYFILE.count too)
 #   escape  an error whose text holds terminal escapes (the %reply below)
+#   scanbreak  a SCAN's first page (cursor 1, no names), then an error for every SCAN
+#         that goes on from a cursor: a server that fails mid-SCAN, after its first page
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -40,7 +42,7 @@ my %reply = (
 	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J\r\n",
 );
 
-if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape') {
+if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
@@ -70,6 +72,12 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape') {
 			# a standalone server's answer to --list's cluster probe
 			if ($buf =~ /CLUSTER/) {
 				$h->syswrite("-ERR This instance has cluster support disabled\r\n");
+				next;
+			}
+			if ($mode eq 'scanbreak') {
+				my ($cursor) = $buf =~ /SCAN\r\n\$\d+\r\n(\d+)\r\n/;
+				$h->syswrite(!defined $cursor ? "-ERR not SCAN\r\n"
+					: $cursor eq '0' ? $scan : "-ERR injected: the server failed mid-SCAN\r\n");
 				next;
 			}
 			$h->syswrite($mode eq 'scan' ? $scan : $mode eq 'escape' ? $reply{escape} : $busy);

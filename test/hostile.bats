@@ -136,3 +136,17 @@ expect_69_at_once() {
 	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json
 	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
 }
+
+@test "a server that fails mid-SCAN, after its first page: --list prints nothing (text and JSON), 69, one line" {
+	hostile scanbreak
+	local json
+	for json in "" --json; do
+		run -69 --separate-stderr timeout -s KILL 30 "$RLOCK" -u "redis://127.0.0.1:$HPORT" \
+			--io-timeout 1s --list $json
+		assert_equal "$output" ""
+		assert_one_line_error
+		assert_regex "$stderr" 'failed mid-SCAN'
+	done
+	# the first page was served (the header would have followed it)
+	[[ $(wc -l <ready.count) -ge 4 ]]
+}

@@ -94,6 +94,8 @@ teardown() {
 	kill_tracked
 	for ((i = 0; i < N; i++)); do
 		node_resume "$i"
+		node_cli "$i" ACL SETUSER default +@all >/dev/null 2>&1 || true
+		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
 	done
 }
 
@@ -222,6 +224,99 @@ teardown() {
 	[[ ! -e ran ]]
 	assert_one_line_error
 	assert_regex "$stderr" 'no Redlock quorum: 0 of 5 nodes reachable.*(certificate|verif)'
+	for i in "${pids[@]}"; do redis_stop "$i"; done
+}
+
+@test "--history and --list with fewer nodes than a quorum answering: 69 and nothing on stdout, never a part shown as the whole" {
+	local i args
+	run -0 rlock -k hq -- true
+	run -0 rlock -k hq -- true
+	# a node that cannot read its history: reachable, but it refuses the script (the
+	# teardown gives every right back)
+	spoil() { node_cli "$1" ACL SETUSER default -evalsha -eval >/dev/null; }
+	spoil 0
+	spoil 1
+	# a majority answers: every run was granted by a majority, which shares a node with it
+	run -0 --separate-stderr rlock -k hq --history --json
+	assert_equal "$(echo "$output" | jq -r '[.entries[].event] | join(" ")')" 'released acquired released acquired'
+	spoil 2
+	for args in "--json" ""; do
+		# shellcheck disable=SC2086 # one option a word
+		run -69 --separate-stderr rlock -k hq --history $args
+		assert_equal "$output" ""
+		assert_one_line_error
+		assert_regex "$stderr" 'no Redlock quorum: 2 of 5 nodes answered.*NOPERM'
+	done
+	for i in 0 1 2; do node_pause "$i"; done
+	for args in "-k hq --history" "--list --json" "--list"; do
+		# shellcheck disable=SC2086 # one option a word
+		run -69 --separate-stderr rlock --node-timeout 300ms $args
+		assert_equal "$output" ""
+		assert_one_line_error
+		assert_regex "$stderr" 'no Redlock quorum: 2 of 5 nodes'
+	done
+}
+
+@test "nodes that are read-only replicas: the give-up line says READONLY, the nodes' own answer (not another round's)" {
+	local list i
+	list=redis://127.0.0.1:$(node_port 0)
+	for i in 1 2; do
+		node_cli "$i" REPLICAOF 127.0.0.1 "$(node_port 3)" >/dev/null
+		list+=,redis://127.0.0.1:$(node_port "$i")
+	done
+	for args in "-w 1s" "-n"; do
+		# shellcheck disable=SC2086 # one option a word
+		run -69 --separate-stderr rlock -u "$list" $args -k ro -- touch ran
+		[[ ! -e ran ]]
+		assert_regex "$(tail -1 <<<"$stderr")" 'no Redlock quorum: 1 of 3 nodes answered \(2 needed\); READONLY'
+	done
+	for i in 1 2; do node_cli "$i" REPLICAOF NO ONE >/dev/null; done
+}
+
+@test "rediss:// nodes that are plaintext Redis servers: 69 at once with the plaintext line, as one such URL (no retry without -w)" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	local i list='' t0 ms
+	for i in 0 1 2; do list+=${list:+,}rediss://127.0.0.1:$(node_port "$i"); done
+	t0=$(now_ms)
+	# no -n, no -w: an outage would be waited out forever (timeout: the bound)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" -u "$list" --cacert "$TLS_CERTS/ca.pem" \
+		-k pt -- touch ran
+	ms=$(($(now_ms) - t0))
+	((status == 69)) || fail "exit $status after $ms ms: $stderr"
+	[[ ! -e ran ]]
+	assert_one_line_error
+	assert_regex "$stderr" 'no Redlock quorum: 0 of 3 nodes reachable.*answered in plaintext .*use redis://'
+	echo "# 3 rediss:// nodes, all plaintext: 69 after $ms ms (node timeout 200 ms)" >&3
+	# the inspection commands say the same
+	run -69 --separate-stderr rlock -u "$list" --cacert "$TLS_CERTS/ca.pem" -k pt --status
+	assert_regex "$stderr" 'answered in plaintext'
+	[[ $(keys_left pt) == 0 ]]
+}
+
+@test "a paused TLS node: no probe while a quorum answers; when rounds fail, each silent node is probed once, and its error may pass" {
+	tls_make_certs "$BATS_TEST_TMPDIR/certs"
+	local i list='' pids=() n
+	for i in 0 1 2; do
+		tls_redis_start
+		pids+=("$TLS_PID")
+		list+=${list:+,}rediss://127.0.0.1:$TLS_PORT
+	done
+	kill -STOP "${pids[2]}"
+	# degraded but working: the acquire, several renewals and the release, no probe
+	run -0 --separate-stderr rlock -vv -u "$list" --cacert "$TLS_CERTS/ca.pem" -t 600ms \
+		-k pz -- sleep 1
+	n=$(grep -c 'probing for a plaintext' <<<"$stderr" || true)
+	assert_equal "$n" 0
+	# no quorum: many rounds within -w, the two silent nodes probed once each; a paused
+	# server may answer later (waited for, not a final error)
+	kill -STOP "${pids[1]}"
+	run --separate-stderr rlock -vv -u "$list" --cacert "$TLS_CERTS/ca.pem" -w 2s -k pz -- touch ran
+	kill -CONT "${pids[1]}" "${pids[2]}"
+	((status == 69 || status == 75)) || fail "exit $status: $stderr"
+	[[ ! -e ran ]]
+	n=$(grep -c 'probing for a plaintext' <<<"$stderr" || true)
+	assert_equal "$n" 2
+	[[ $stderr != *'answered in plaintext'* ]] || fail "a paused TLS server taken for a plaintext one: $stderr"
 	for i in "${pids[@]}"; do redis_stop "$i"; done
 }
 

@@ -597,32 +597,39 @@ int report_reset(struct store *s, const struct report_ask *o)
 
 struct list_out {
 	const struct report_ask *o;
+	FILE *f; /* the answer, in memory until it is complete */
 	int started, count;
 };
+
+/* The listing's head: JSON's opening, or the table's header line. */
+static void list_head(struct list_out *w)
+{
+	w->started = 1;
+	if (w->o->json) {
+		fputs("{\"prefix\":", w->f);
+		json_str(w->f, w->o->prefix);
+		fputs(",\"locks\":[", w->f);
+	} else {
+		fprintf(w->f, "%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
+		        "TTL", "RENEWED", "COMMAND");
+	}
+}
 
 /* One lock held (name NULL: the server answered, the listing begins). */
 static int list_lock(void *arg, const char *name, const struct lock *l, const struct holders *hs)
 {
 	struct list_out *w = arg;
 	const struct report_ask *o = w->o;
+	FILE *f = w->f;
 
 	if (!name) {
-		/* Only once the server answered: an error leaves stdout empty. */
-		w->started = 1;
-		if (o->json) {
-			fputs("{\"prefix\":", stdout);
-			json_str(stdout, o->prefix);
-			fputs(",\"locks\":[", stdout);
-		} else {
-			printf("%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID",
-			       "HELD", "TTL", "RENEWED", "COMMAND");
-		}
+		list_head(w);
 		return 0;
 	}
 	if (o->json) {
 		if (w->count)
-			fputc(',', stdout);
-		holders_json(stdout, name, l->key, NULL, hs);
+			fputc(',', f);
+		holders_json(f, name, l->key, NULL, hs);
 	}
 	/* One row per holder (shared holders and permits too). */
 	for (int j = 0; !o->json && j < hs->n; j++) {
@@ -633,14 +640,14 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_text(h, now_unix_ms(), &t);
 		esc(ename, sizeof ename, name);
 		holder_human_ms(renewed, sizeof renewed, h->renewed_ago_ms);
-		printf("%-24s %-20s %-8s %-9s %-9s %-9s %s%s%s%s%s%s%s\n", ename, t.host, t.pid,
-		       t.held, t.left, renewed,
-		       !h->kept && judged(h, l->key) == HOLDER_GONE ? "[gone] " : "",
-		       h->kept ? "[kept by --min-hold] " : "",
-		       h->mode == 's'   ? "[shared] "
-		       : h->mode == 'l' ? "[permit] "
-		                        : "",
-		       t.cmd, t.label[0] ? " [" : "", t.label, t.label[0] ? "]" : "");
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s %-9s %s%s%s%s%s%s%s\n", ename, t.host, t.pid,
+		        t.held, t.left, renewed,
+		        !h->kept && judged(h, l->key) == HOLDER_GONE ? "[gone] " : "",
+		        h->kept ? "[kept by --min-hold] " : "",
+		        h->mode == 's'   ? "[shared] "
+		        : h->mode == 'l' ? "[permit] "
+		                         : "",
+		        t.cmd, t.label[0] ? " [" : "", t.label, t.label[0] ? "]" : "");
 	}
 	if (!o->json && !hs->n && hs->reserved.known) { /* nobody holds it: the hand-over's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], reserved[2400];
@@ -652,26 +659,49 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->closed_ms);
-		printf("%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
-		       closed_text(closed, sizeof closed, hs));
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		        closed_text(closed, sizeof closed, hs));
 	}
 	w->count++;
-	return 0;
+	return ferror(f) ? -1 : 0; /* out of memory: stop the walk */
 }
 
+/* The whole answer or nothing: the listing is kept in memory until every master (every
+ * SCAN page, every lock's status) has answered, then written at once; a failure on the
+ * way (a Cluster master that does not answer, a server lost after its first page)
+ * leaves stdout empty. */
 int report_list(struct store *s, const struct report_ask *o)
 {
 	struct list_out w = {.o = o};
-	char err[400] = "";
+	char err[400] = "", *buf = NULL;
+	size_t len = 0;
 	int rc = 0;
 
+	w.f = open_memstream(&buf, &len);
+	if (!w.f) {
+		log_error("--list: out of memory");
+		store_close(s);
+		return RL_EX_OSERR;
+	}
 	if (store_list(s, o->prefix, list_lock, &w, err, sizeof err) != 0) {
+		if (ferror(w.f))
+			snprintf(err, sizeof err,
+			         "--list: out of memory for the answer; nothing printed");
 		request_failed(err);
-		rc = RL_EX_UNAVAILABLE;
+		rc = ferror(w.f) ? RL_EX_OSERR : RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
-	if (o->json && w.started)
-		fputs("]}\n", stdout);
+	if (!rc && !w.started) /* no master at all: an empty listing, complete */
+		list_head(&w);
+	if (!rc && o->json)
+		fputs("]}\n", w.f);
+	if (fclose(w.f) != 0 && !rc) {
+		log_error("--list: out of memory for the answer; nothing printed");
+		rc = RL_EX_OSERR;
+	}
+	if (!rc)
+		fwrite(buf, 1, len, stdout);
+	free(buf);
 	int wr = cli_close_stdout();
 	return rc ? rc : wr;
 }

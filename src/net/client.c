@@ -445,6 +445,16 @@ int client_continue(struct client *c, char *err, size_t errlen)
 	return CLIENT_OK;
 }
 
+int client_probe(struct client *c)
+{
+	return c->opening == 1 && conn_probe(c->conn);
+}
+
+int client_plaintext(const struct client *c)
+{
+	return conn_plaintext(c->conn);
+}
+
 short client_events(const struct client *c)
 {
 	/* Awaiting the handshake's replies (over TLS the session says what it waits for). */

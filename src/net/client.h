@@ -62,6 +62,12 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 int client_start(struct client **out, const struct server *srv, int64_t deadline_ms, char *err,
                  size_t errlen);
 int client_continue(struct client *c, char *err, size_t errlen);
+/* A client_start() connection whose TLS handshake has heard nothing: probe whether a
+ * plaintext Redis listens there instead (conn_probe: 1 started, then client_continue
+ * as before); client_plaintext(c): 1 once the probe found one (its CLIENT_ERR is then a
+ * fault that time cannot fix). */
+int client_probe(struct client *c);
+int client_plaintext(const struct client *c);
 
 /* The server's run_id (40 hex digits, new at each start) as the handshake of an
  * identify server read it; "" otherwise. */

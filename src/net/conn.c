@@ -39,7 +39,10 @@ struct conn {
 	const struct endpoint *ep; /* while connecting */
 	struct conn_addrs addrs;   /* the addresses to try, in order */
 	int addr;                  /* the one being tried */
-	int connecting;            /* 1: TCP connect in progress; 2: TLS handshake */
+	int connecting;            /* 1: TCP connect in progress; 2: TLS handshake; 3: the
+	                            * plaintext probe of a silent handshake (conn_probe) */
+	size_t probe_sent;         /* the probe's filler sent so far */
+	int plaintext;             /* the probe's verdict: a plaintext Redis answered */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -583,38 +586,40 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
  * (PROTO_INLINE_MAX_SIZE), then answers "-ERR Protocol error: too big inline request";
  * a TLS server paused or busy says nothing either. The session is given up, so the
  * socket may take that much filler: a Redis answers with a RESP error, a TLS server
- * with an alert record or not at all. Bounded by PLAINTEXT_PROBE_MS. */
-#define PLAINTEXT_PROBE_MS    250
+ * with an alert record or not at all. Bounded by CONN_PROBE_MS (conn.h). */
 #define PLAINTEXT_PROBE_BYTES (64 * 1024 + 4096)
-static int plaintext_redis(int fd)
+
+/* One step of the probe, never waiting: 1 a plaintext Redis answered, 0 something else
+ * answered (an alert) or the peer hung up, CONN_AGAIN not yet (poll c->events). */
+static int probe_step(struct conn *c)
 {
 	static const char filler[4096] = {0};
-	int64_t end = clock_ms() + PLAINTEXT_PROBE_MS;
-	size_t sent = 0;
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
 	char b;
 
-	for (int64_t left; (left = end - clock_ms()) > 0;) {
-		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (sent < PLAINTEXT_PROBE_BYTES)
-			p.events |= POLLOUT;
-		if (poll(&p, 1, (int)left) <= 0)
-			continue; /* EINTR, or the time is up */
-		if (p.revents & (POLLIN | POLLHUP | POLLERR))
-			return recv(fd, &b, 1, 0) == 1 && b == '-';
-		ssize_t n = send(fd, filler, sizeof filler, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+		return recv(c->fd, &b, 1, 0) == 1 && b == '-';
+	while (c->probe_sent < PLAINTEXT_PROBE_BYTES) {
+		ssize_t n = send(c->fd, filler, sizeof filler, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0)
 			return 0;
-		sent += n > 0 ? (size_t)n : 0;
+		c->probe_sent += (size_t)n;
 	}
-	return 0;
+	c->events = c->probe_sent < PLAINTEXT_PROBE_BYTES ? POLLIN | POLLOUT : POLLIN;
+	return CONN_AGAIN;
 }
 
-/* The handshake timed out: a plaintext port is a fault waiting cannot fix; silence
- * may be a server that answers later (a wait retries it). CONN_TIMEOUT or CONN_ERR. */
-static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadline_ms, char *err,
-                       size_t errlen)
+/* The probe's verdict on a silent handshake: a plaintext port is a fault waiting cannot
+ * fix (CONN_ERR); anything else may be a TLS server that answers later (CONN_TIMEOUT). */
+static int probe_verdict(struct conn *c, int plaintext, const char *waited, char *err,
+                         size_t errlen)
 {
-	if (!heard && plaintext_redis(c->fd)) {
+	c->plaintext = plaintext;
+	if (plaintext) {
 		conn_fault_note(CONN_FAULT_FINAL);
 		set_err(err, errlen,
 		        "TLS handshake with %s: the server answered in plaintext (a Redis "
@@ -623,9 +628,36 @@ static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadlin
 		return CONN_ERR;
 	}
 	conn_fault_note(CONN_FAULT_PASSING);
-	set_err(err, errlen, "TLS handshake with %s: timed out after %lld ms%s", c->peer,
-	        budget_ms(start, deadline_ms), heard ? "" : " (no reply; is it a TLS port?)");
+	set_err(err, errlen, "TLS handshake with %s: %s (no reply; is it a TLS port?)", c->peer,
+	        waited);
 	return CONN_TIMEOUT;
+}
+
+/* The handshake timed out: probe (blocking, CONN_PROBE_MS at most) whether a plaintext
+ * Redis listens there. CONN_TIMEOUT or CONN_ERR. */
+static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadline_ms, char *err,
+                       size_t errlen)
+{
+	char waited[64];
+	int plaintext = 0;
+
+	snprintf(waited, sizeof waited, "timed out after %lld ms", budget_ms(start, deadline_ms));
+	if (heard) { /* a TLS server, slow: no probe */
+		conn_fault_note(CONN_FAULT_PASSING);
+		set_err(err, errlen, "TLS handshake with %s: %s", c->peer, waited);
+		return CONN_TIMEOUT;
+	}
+	c->probe_sent = 0;
+	for (int64_t end = clock_ms() + CONN_PROBE_MS, left; (left = end - clock_ms()) > 0;) {
+		int rc = probe_step(c);
+		if (rc != CONN_AGAIN) {
+			plaintext = rc;
+			break;
+		}
+		struct pollfd p = {.fd = c->fd, .events = c->events};
+		(void)poll(&p, 1, (int)left); /* EINTR, or the time is up: the loop says */
+	}
+	return probe_verdict(c, plaintext, waited, err, errlen);
 }
 
 /* Wrap the connected socket in TLS and drive the handshake until the deadline. */
@@ -789,6 +821,12 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 			return rc;
 		c->connecting = 2;
 	}
+	if (c->connecting == 3) {
+		rc = probe_step(c);
+		if (rc == CONN_AGAIN)
+			return CONN_AGAIN;
+		return probe_verdict(c, rc, "silent", err, errlen);
+	}
 	if (c->connecting == 2) {
 		rc = c->tls_ops->handshake(c->tls, err, errlen);
 		if (rc == CONN_AGAIN) {
@@ -802,6 +840,21 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 	c->ep = NULL;
 	c->events = POLLIN;
 	return CONN_OK;
+}
+
+int conn_probe(struct conn *c)
+{
+	if (c->connecting != 2 || c->tls_ops->heard(c->tls))
+		return 0;
+	c->connecting = 3;
+	c->probe_sent = 0;
+	c->events = POLLIN | POLLOUT;
+	return 1;
+}
+
+int conn_plaintext(const struct conn *c)
+{
+	return c->plaintext;
 }
 
 ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, size_t errlen)

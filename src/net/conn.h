@@ -113,6 +113,21 @@ int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms
                size_t errlen);
 int conn_continue(struct conn *c, char *err, size_t errlen);
 
+/* A TLS handshake that met silence (SPEC: an error time cannot fix fails at once): a
+ * plaintext Redis on the port swallows a ClientHello without a word, as a paused TLS
+ * server does. conn_probe(c), for a conn_start() connection still in a handshake that
+ * has heard nothing: gives the handshake up and starts a probe instead (up to 68 KiB of
+ * filler; a Redis answers that with a RESP error); 1 started, 0 not (no handshake under
+ * way, or the server has spoken TLS). Then conn_continue() drives the probe as it drove
+ * the handshake, and ends it with CONN_ERR "... answered in plaintext ..." (a final
+ * fault, conn_fault()) or CONN_TIMEOUT (something else answered, a passing fault); a
+ * probe still at CONN_AGAIN after CONN_PROBE_MS says nothing (a TLS server that is
+ * paused). conn_open() probes the same way, blocking, when its handshake times out.
+ * conn_plaintext(c): 1 once the probe found a plaintext Redis. */
+#define CONN_PROBE_MS 250
+int conn_probe(struct conn *c);
+int conn_plaintext(const struct conn *c);
+
 /* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
  * CONN_ERR. */
 ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, size_t errlen);

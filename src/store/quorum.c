@@ -2,6 +2,7 @@
 #include "quorum.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,65 @@ struct node {
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
+	int probing;              /* this round: probing a silent TLS handshake (conn_probe) */
 	int denied;               /* the last connect was refused (AUTH) */
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
 	char id[41];              /* its server's run_id, as its last handshake said */
 };
+
+/* What the probes of silent TLS handshakes found (round_probe), for the whole process:
+ * a waiter opens the store again for each attempt, and a renewal thread has a handle of
+ * its own, yet each server is probed once until it has answered TLS. Per server: 0 not
+ * probed, 1 probed and silent (paused?), 2 a plaintext Redis (with what was found). */
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct probe_memo {
+	const struct server *srv;
+	int probed;
+	char plain[sizeof((struct node *)0)->err];
+} probe_memo[4 * STORE_NODES_MAX];
+
+/* srv's memo (probed, and *plain when probed is 2: err's size). */
+static int probe_get(const struct server *srv, char *plain)
+{
+	int probed = 0;
+
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof probe_memo / sizeof probe_memo[0]; i++)
+		if (probe_memo[i].srv == srv) {
+			probed = probe_memo[i].probed;
+			if (probed == 2 && plain)
+				memcpy(plain, probe_memo[i].plain, sizeof probe_memo[i].plain);
+			break;
+		}
+	pthread_mutex_unlock(&probe_mu);
+	return probed;
+}
+
+/* Remember srv's probe (0: it answered TLS; forget). A full table forgets: a server is
+ * then probed again, which costs time, never a wrong verdict. */
+static void probe_set(const struct server *srv, int probed, const char *plain)
+{
+	struct probe_memo *free_one = NULL;
+
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof probe_memo / sizeof probe_memo[0]; i++) {
+		struct probe_memo *m = &probe_memo[i];
+		if (m->srv == srv) {
+			free_one = m;
+			break;
+		}
+		if (!m->srv && !free_one)
+			free_one = m;
+	}
+	if (free_one && (probed || free_one->srv == srv)) {
+		free_one->srv = probed ? srv : NULL;
+		free_one->probed = probed;
+		snprintf(free_one->plain, sizeof free_one->plain, "%s", probed == 2 ? plain : "");
+	}
+	pthread_mutex_unlock(&probe_mu);
+}
 
 struct quorum {
 	const struct store_config *cfg;
@@ -91,8 +145,10 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 	while (nd->waiting) {
 		struct resp_reply *r = NULL;
 		int got = client_recv(nd->c, 0, &r, nd->err, sizeof nd->err);
-		if (got == 0)
+		if (got == 0) { /* nothing yet: not a reason ("timed out after 0 ms") */
+			nd->err[0] = '\0';
 			return;
+		}
 		if (got != 1) {
 			nd->waiting = 0;
 			node_drop(nd);
@@ -162,9 +218,14 @@ static int node_ready(struct quorum *q, int i)
 static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t deadline)
 {
 	if (now < nd->retry_at) {
-		snprintf(nd->err, sizeof nd->err,
-		         "connect to %.120s: no answer within %lld ms (not tried again yet)",
-		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		if (probe_get(nd->srv, nd->err) == 2) {
+			conn_fault_note(CONN_FAULT_FINAL);
+		} else {
+			snprintf(
+			    nd->err, sizeof nd->err,
+			    "connect to %.120s: no answer within %lld ms (not tried again yet)",
+			    nd->srv->name, (long long)q->cfg->node_timeout_ms);
+		}
 		return;
 	}
 	int rc = client_start(&nd->c, nd->srv, deadline, nd->err, sizeof nd->err);
@@ -172,8 +233,10 @@ static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t d
 	nd->opening = rc == CLIENT_AGAIN;
 	if (rc != CLIENT_OK && rc != CLIENT_AGAIN)
 		nd->c = NULL;
-	if (rc == CLIENT_OK)
+	if (rc == CLIENT_OK) {
+		probe_set(nd->srv, 0, NULL);
 		node_ready(q, (int)(nd - q->node));
+	}
 }
 
 static int has_request(const struct req *rq)
@@ -191,43 +254,29 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 		return;
 	nd->opening = 0;
 	nd->denied = rc == CLIENT_AUTH;
+	if (nd->probing) { /* the probe's verdict: the error is final, or may pass */
+		nd->probing = 0;
+		probe_set(nd->srv, client_plaintext(nd->c) ? 2 : 1, nd->err);
+		nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
+	} else if (rc == CLIENT_OK) {
+		probe_set(nd->srv, 0, NULL); /* it answered TLS (or speaks no TLS) */
+	}
 	if (rc != CLIENT_OK)
 		node_drop(nd);
 	else if (node_ready(q, i) == 0 && has_request(rq))
 		node_send(nd, rq, deadline);
 }
 
-/* Send rq[i] to every node i that has one, connecting those without a connection, and
- * collect the replies in one poll loop until the round's deadline: node_timeout after
- * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
- * the round never lasts longer than its deadline, however many nodes are unreachable.
- * A request without a command (argc 0) only connects. Afterwards node[i].reply is the
- * reply or NULL, and node[i].c is set when i is connected. */
-static void round_trip(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
+/* Poll the round's nodes until deadline: those waiting for a reply and those opening
+ * (probes: only those probing a silent handshake). */
+static void round_poll(struct quorum *q, const struct req *const *rq, int64_t deadline, int probes)
 {
-	int64_t now = clock_ms(), deadline = now + q->cfg->node_timeout_ms;
-
-	if (deadline > cap_ms)
-		deadline = cap_ms;
-	for (int i = 0; i < q->n; i++) {
-		struct node *nd = &q->node[i];
-		resp_free(nd->reply);
-		nd->reply = NULL;
-		nd->full = nd->waiting = nd->opening = 0;
-		nd->err[0] = '\0';
-		if (!rq[i])
-			continue;
-		if (!nd->c)
-			node_start(q, nd, now, deadline);
-		if (nd->c && !nd->opening && has_request(rq[i]))
-			node_send(nd, rq[i], deadline);
-	}
 	for (;;) {
 		struct pollfd p[STORE_NODES_MAX];
 		int idx[STORE_NODES_MAX], np = 0, ready = 0;
 		for (int i = 0; i < q->n; i++) {
 			struct node *nd = &q->node[i];
-			if (!nd->waiting && !nd->opening)
+			if (probes ? !nd->probing : !nd->waiting && !nd->opening)
 				continue;
 			if (nd->waiting && client_buffered(nd->c))
 				ready = 1;
@@ -251,14 +300,83 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 				node_read(q, idx[k], rq[idx[k]], deadline);
 		}
 	}
+}
+
+/* The round's deadline passed with nodes still in a TLS handshake that heard nothing,
+ * and too few answers for a quorum: a plaintext Redis behind a rediss:// URL is a fault
+ * that time cannot fix, which silence cannot tell from a paused TLS server (conn.h).
+ * Each such node is probed, all at once, for at most CONN_PROBE_MS (and the node
+ * timeout), and only once until it has answered TLS again: a paused TLS node costs a
+ * round that fails anyway one probe, never every round; a round with a quorum none. */
+static void round_probe(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
+{
+	int answered = 0, started = 0;
+	int64_t span =
+	    q->cfg->node_timeout_ms < CONN_PROBE_MS ? q->cfg->node_timeout_ms : CONN_PROBE_MS;
+	int64_t end = clock_ms() + span;
+
+	for (int i = 0; i < q->n; i++) {
+		const struct node *nd = &q->node[i];
+		answered +=
+		    rq[i] && (has_request(rq[i]) ? nd->reply != NULL : nd->c && !nd->opening);
+	}
+	if (answered >= q->need || end > cap_ms)
+		return;
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (nd->opening && !probe_get(nd->srv, NULL) && client_probe(nd->c)) {
+			nd->probing = started = 1;
+			log_debug("%s: its TLS handshake heard nothing: probing for a plaintext "
+			          "Redis (once, until it answers TLS)",
+			          nd->srv->name);
+		}
+	}
+	if (started)
+		round_poll(q, rq, end, 1);
+}
+
+/* Send rq[i] to every node i that has one, connecting those without a connection, and
+ * collect the replies in one poll loop until the round's deadline: node_timeout after
+ * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
+ * the round never lasts longer than its deadline, however many nodes are unreachable
+ * (but for round_probe's probes of silent handshakes). A request without a command
+ * (argc 0) only connects. Afterwards node[i].reply is the reply or NULL, and node[i].c
+ * is set when i is connected. */
+static void round_trip(struct quorum *q, const struct req *const *rq, int64_t cap_ms)
+{
+	int64_t now = clock_ms(), deadline = now + q->cfg->node_timeout_ms;
+
+	if (deadline > cap_ms)
+		deadline = cap_ms;
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		resp_free(nd->reply);
+		nd->reply = NULL;
+		nd->full = nd->waiting = nd->opening = nd->probing = 0;
+		nd->err[0] = '\0';
+		if (!rq[i])
+			continue;
+		if (!nd->c)
+			node_start(q, nd, now, deadline);
+		if (nd->c && !nd->opening && has_request(rq[i]))
+			node_send(nd, rq[i], deadline);
+	}
+	round_poll(q, rq, deadline, 0);
+	round_probe(q, rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		if (nd->opening) {
-			snprintf(nd->err, sizeof nd->err,
-			         "connect to %.120s: no answer within %lld ms", nd->srv->name,
-			         (long long)q->cfg->node_timeout_ms);
-			conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded: may answer */
-			nd->opening = 0;
+			if (probe_get(nd->srv, nd->err) == 2) { /* found earlier: plaintext */
+				conn_fault_note(CONN_FAULT_FINAL);
+			} else {
+				snprintf(nd->err, sizeof nd->err,
+				         "connect to %.120s: no answer within %lld ms",
+				         nd->srv->name, (long long)q->cfg->node_timeout_ms);
+				conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded */
+			}
+			if (nd->probing) /* the probe heard nothing either: a paused server */
+				probe_set(nd->srv, 1, NULL);
+			nd->opening = nd->probing = 0;
 			node_drop(nd);
 			nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
 			continue;
@@ -570,12 +688,15 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 			         t.ok, q->n, missing);
 		return LOCK_OK;
 	}
-	release_all(q, l);
-	if (why[0]) {
+	/* Why, from this round's answers (a READONLY replica's error, a node's silence),
+	 * before the release round replaces them with its own. */
+	int rc = LOCK_ERR;
+	if (why[0])
 		snprintf(err, errlen, "%s", why);
-		return LOCK_ERR;
-	}
-	return refusal(q, &t, h, err, errlen);
+	else
+		rc = refusal(q, &t, h, err, errlen);
+	release_all(q, l);
+	return rc;
 }
 
 static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
@@ -925,7 +1046,7 @@ static int quorum_list(void *ctx, const char *match,
 
 	struct resp_reply all = {.type = RESP_ARRAY};
 	struct resp_reply *pages[STORE_NODES_MAX * 64];
-	int npages = 0, scanned = 0, rc = 0;
+	int npages = 0, scanned = 0, rc = 0, over = 0;
 
 	all.element = calloc(LIST_NAMES_MAX, sizeof *all.element);
 	if (!all.element) {
@@ -944,7 +1065,12 @@ static int quorum_list(void *ctx, const char *match,
 		int done = 0;
 		if (!nd->c)
 			continue;
-		while (!done && npages < STORE_NODES_MAX * 64) {
+		while (!done && !over) {
+			if (npages ==
+			    STORE_NODES_MAX * 64) { /* a cap refuses, it never truncates */
+				over = 1;
+				break;
+			}
 			struct resp_reply *r = NULL;
 			const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", "1000"};
 			size_t lens[6];
@@ -962,16 +1088,26 @@ static int quorum_list(void *ctx, const char *match,
 				break;
 			}
 			pages[npages++] = r;
-			for (size_t k = 0;
-			     k < r->element[1]->elements && all.elements < LIST_NAMES_MAX; k++)
-				if (r->element[1]->element[k]->type == RESP_STRING)
+			for (size_t k = 0; k < r->element[1]->elements && !over; k++) {
+				if (r->element[1]->element[k]->type != RESP_STRING)
+					continue;
+				if (all.elements == LIST_NAMES_MAX)
+					over = 1;
+				else
 					all.element[all.elements++] = r->element[1]->element[k];
+			}
 			snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
 			done = strcmp(cursor, "0") == 0;
 		}
 		scanned += done;
 	}
-	if (scanned < q->need) {
+	if (over) {
+		snprintf(err, errlen,
+		         "--list over Redlock keeps at most %d names (or %d SCAN pages) in memory, "
+		         "and more match the prefix: nothing listed",
+		         LIST_NAMES_MAX, STORE_NODES_MAX * 64);
+		rc = -1;
+	} else if (scanned < q->need) {
 		no_quorum(q, scanned, "listed", err, errlen);
 		rc = -1;
 	} else {
@@ -1079,8 +1215,11 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		got = w;
 		answered += k >= 0;
 	}
-	if (answered == 0) {
-		no_quorum(q, 0, "answered", err, errlen);
+	/* Every run was granted by a majority, and any two majorities share a node: with a
+	 * majority's answers no run is missed; with fewer, part of the history could be
+	 * missing, and a part is not printed as if it were the whole. */
+	if (answered < q->need) {
+		no_quorum(q, answered, "answered", err, errlen);
 		free(all);
 		return LOCK_ERR;
 	}
