@@ -65,8 +65,10 @@ watchdog_of() {
 	track_pid "$w"
 	assert_equal "$(session_of "$w")" "$w"
 	[[ $(session_of "$w") != "$(session_of "$RLOCK_PID")" ]]
-	# and it keeps nothing of the caller's, whatever the number: only its pipe
-	assert_equal "$(find "/proc/$w/fd" -mindepth 1 | wc -l)" 1
+	# and it keeps nothing of the caller's, whatever the number: only its pipes, its
+	# orders on 0 and its report (the deadline it acted on) on 1
+	assert_equal "$(find "/proc/$w/fd" -mindepth 1 -printf '%f\n' | sort -n | xargs)" '0 1'
+	[[ $(readlink "/proc/$w/fd/0") == pipe:* && $(readlink "/proc/$w/fd/1") == pipe:* ]]
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
 }

@@ -451,3 +451,72 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		[[ ! -s other.log ]]
 	fi
 }
+
+# ends_of TOKEN: the end records of TOKEN's runs in the history of ci, oldest first, one
+# event per line (none: nothing).
+ends_of() {
+	rlock -k ci --history --json |
+		jq -r --arg t "$1" '[.entries[] | select(.token == $t and .event != "acquired")] |
+			reverse | .[].event'
+}
+
+@test "a keeper whose lock was deleted records its run lost, once: --release (79) adds nothing, the next grant finds no open run to call expired" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	local tok
+	tok=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)
+	rcli DEL 'rlock:{ci}' >/dev/null
+	wait_until 30 grep -q 'the keeper exits' k.log
+	wait_until 10 pidfile_gone keeper.pids
+	assert_equal "$(ends_of "$tok")" lost # main: none, the run left open
+	step release 'rlock -k ci --release'
+	assert_failure 79
+	assert_regex "$stderr" 'its run ended lost at'
+	run -0 rlock -k ci -- true
+	assert_equal "$(ends_of "$tok")" lost # main: expired, by the next grant
+}
+
+@test "a keeper that found its lock not its own recorded the run lost; its --release, finding the lock its own again, frees it and records no second end" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	local tok
+	tok=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)
+	# Not its own for one renewal, then its own again with the lease running on: as a
+	# keeper sees a lease it gave up by its own clock that the server still keeps.
+	rcli SET 'rlock:{ci}' someone-else KEEPTTL >/dev/null
+	wait_until 30 grep -q 'the keeper exits' k.log
+	wait_until 10 pidfile_gone keeper.pids
+	rcli SET 'rlock:{ci}' "$tok" PX 60000 >/dev/null
+	rcli PEXPIRE 'rlock:{ci}:owner' 60000 >/dev/null
+	assert_equal "$(ends_of "$tok")" lost
+	step release 'rlock -k ci --release'
+	assert_failure 79
+	assert_regex "$stderr" 'lost by its keeper'
+	key_absent 'rlock:{ci}' # given back all the same
+	assert_equal "$(ends_of "$tok")" lost # one end record, not two
+}
+
+@test "--release of a keeper that died unheard (kill -9) and whose lease is gone: 79, and the run ends lost in the history" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 30s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	local tok
+	tok=$(sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" vars.sh)
+	kill -KILL "$(cat keeper.pids)"
+	wait_until 10 pidfile_gone keeper.pids
+	rcli DEL 'rlock:{ci}' 'rlock:{ci}:owner' >/dev/null # its lease ran out
+	step release 'rlock -k ci --release'
+	assert_failure 79
+	assert_equal "$(ends_of "$tok")" lost # main: none (then expired, by the next grant)
+	step release-again 'rlock -k ci --release'
+	assert_failure 79
+	assert_equal "$(ends_of "$tok")" lost # once
+}

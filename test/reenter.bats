@@ -154,3 +154,43 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	[[ ! -e ran ]] || fail "a nested exclusive run ran under a shared hold"
 	assert_equal "$(rcli GET 'rlock:{S}:fence')" 1
 }
+
+@test "a nested run re-entered whole honours its own --max-hold as timeout(1): its command's group stopped after DUR, 124 (137 when it took SIGKILL); the lock stays the parent's" {
+	# The command leaves a background child in its group: --max-hold stops the group.
+	rlock_bg -k A -- sh -c '
+		"$RLOCK" -k A --max-hold 1s -- sh -c "sleep 60 & echo \$! >bg.pid; echo \$\$ >cmd.pid; wait"
+		echo $? >term.rc
+		"$RLOCK" -k A --max-hold 1s --kill-after 300ms -- sh -c "trap \"\" TERM; echo \$\$ >stubborn.pid; while :; do sleep 0.05; done"
+		echo $? >kill.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e parent.started
+	track_pidfile bg.pid
+	track_pidfile cmd.pid
+	track_pidfile stubborn.pid
+	assert_equal "$(nested_status term)" 124 # main: 0 after 60 s (the test's timeout)
+	assert_equal "$(nested_status kill)" 137
+	pidfile_gone bg.pid || fail "the nested command's background child outlived --max-hold"
+	pidfile_gone stubborn.pid
+	# the parent's lock all along: one acquisition, still its token
+	assert_equal "$(rcli GET 'rlock:{A}:fence')" 1
+	assert_equal "$(rcli GET 'rlock:{A}')" "$(env_of parent RLOCK_TOKEN)"
+	touch parent.release
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "under --acquire's variables, a nested run's --max-hold stops its command (124); --preemptible re-entered whole is refused (64)" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	local t0
+	t0=$(now_ms)
+	run -124 rlock -k A --max-hold 1s -- sleep 60
+	(($(now_ms) - t0 < 30000)) || fail "the command was not stopped at --max-hold"
+	assert_output --partial -- '--max-hold is over'
+	run -64 rlock -k A --preemptible -- touch ran
+	assert_output --partial 'give --preemptible to the rlock that holds it'
+	[[ ! -e ran ]]
+	assert_equal "$(rcli GET 'rlock:{A}')" "$RLOCK_TOKEN"
+	run -0 rlock -k A --release
+}

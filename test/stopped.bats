@@ -22,6 +22,27 @@ load helpers
 	grep -q 'lock lost' "$RLOCK_ERR"
 }
 
+@test "rlock stopped after a renewal, continued once the watchdog killed the group and before the lease ends: 79, the watchdog named, the run recorded lost" {
+	# The renewal that follows SIGCONT succeeds (the lease still runs on the server) and
+	# moves the watchdog's deadline on before rlock reaps the command: rlock must know
+	# from the watchdog itself that it killed the group, not guess from its clock.
+	rlock_bg -t 3s -k sc -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 60'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	renewed_reset
+	wait_until 10 renewed 1 'rlock:{sc}' rcli # the renewal thread runs
+	kill -STOP "$RLOCK_PID"
+	wait_until 15 pidfile_gone cmd.pid || fail "the watchdog did not kill the command"
+	key_exists 'rlock:{sc}' || skip "the lease ran out before SIGCONT (a very slow machine)"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	grep -q 'lock lost: .*the watchdog killed the command' "$RLOCK_ERR"
+	run -0 rlock -k sc --history
+	assert_line --index 0 --regexp '^[-0-9]+ [0-9:]+  lost  .* status 137$'
+	refute_output --partial released
+}
+
 @test "--on-lost ignore: a stopped rlock's command goes on (the user chose to run unprotected)" {
 	rlock_bg -t 1s --on-lost ignore -k ig -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 60'
 	wait_until 10 test -e started

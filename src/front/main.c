@@ -64,11 +64,78 @@ static void child_environment(const struct reenter *r, const struct hold *h, int
 	setenv("RLOCK_TTL_MS", v, 1);
 }
 
+static int64_t never(const void *ctx)
+{
+	(void)ctx;
+	return INT64_MAX;
+}
+
+static void never_lost(const void *ctx, int timed_out, char *buf, size_t n)
+{
+	(void)ctx;
+	(void)timed_out;
+	snprintf(buf, n, "no lease of its own");
+}
+
+/* A run re-entered whole holds no lock of its own: the ancestor's lease, renewal, loss
+ * action, --min-hold, --lock-delay, label, events and metrics are the ancestor's (its
+ * --on-lost signals its group, this rlock with it, which forwards the signal). What is
+ * this run's own is its command's time: --max-hold stops it as timeout(1) does (SIGTERM
+ * to its group, SIGKILL after --kill-after: 124, or 137), so the command then runs in a
+ * group of its own under a watchdog (child_spawn, no lease deadline); without it, the
+ * command runs in this process (exec), as before. --preemptible is refused (64): this
+ * run has no lock a --preempt request could take from it. Never returns. */
+static void __attribute__((noreturn))
+run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
+{
+	if (o->lock.preemptible) {
+		log_error("--preemptible: every lock asked for is already held by this process "
+		          "tree, so this run has none of its own to give up; give --preemptible to "
+		          "the rlock that holds it");
+		exit(RL_EX_USAGE);
+	}
+	if (o->min_hold_ms > 0 || o->warn_signal || o->lock.delay_ms > 0 || o->label ||
+	    o->lock.once_per_ms > 0 || o->events_file || o->metrics_file)
+		log_info("a nested run keeps the holder's lease: --min-hold, --warn, --on-lost, "
+		         "--lock-delay, --label, --once-per, --events and --metrics-file are the "
+		         "holder's (given here, they do nothing)");
+	if (o->max_hold_ms <= 0) {
+		log_info("every lock asked for is already held by this process tree: running the "
+		         "command directly");
+		child_exec(o->argv, o->shell_command, orig);
+		log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
+		          errno == ENOENT ? "command not found" : strerror(errno));
+		exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+	}
+	log_info("every lock asked for is already held by this process tree: running the "
+	         "command under --max-hold alone");
+	struct child ch;
+	int64_t started = clock_ms();
+	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1);
+	if (rc != 0)
+		exit(rc);
+	struct supervise_args sa = {.sigfd = sigfd,
+	                            .lost_fd = -1,
+	                            .lost_at = never,
+	                            .kill_at = never,
+	                            .lost_reason = never_lost,
+	                            .action = ACT_IGNORE,
+	                            .lost_signal = SIGTERM,
+	                            .warn_at = never,
+	                            .kill_after_ms = o->kill_after_ms,
+	                            .stop_at = started + o->max_hold_ms};
+	rc = child_supervise(&ch, &sa);
+	child_finish(&ch);
+	if (ch.term_sig)
+		child_die_of(ch.term_sig); /* as a run that holds its lock */
+	exit(rc);
+}
+
 /* A nested rlock whose process tree already holds every name it asks for (in a mode at
- * least as strong) runs the command directly instead of deadlocking against its
- * ancestor; with only some of them, o keeps the names left to take (reenter.h). With
- * --acquire it only refuses (64) what would wait for an ancestor. */
-static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o,
+ * least as strong) runs the command itself instead of deadlocking against its ancestor
+ * (run_reentered); with only some of them, o keeps the names left to take (reenter.h).
+ * With --acquire it only refuses (64) what would wait for an ancestor. */
+static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o, int sigfd,
                                const sigset_t *orig)
 {
 	struct reenter_ask q = {o->prefix,        o->names,
@@ -82,14 +149,9 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 		o->name = o->names[0]; /* only the names left to take */
 		return;
 	}
-	log_info("every lock asked for is already held by this process tree: running the "
-	         "command directly");
 	store_close(s);
 	reenter_environment(r, NULL, 0);
-	child_exec(o->argv, o->shell_command, orig);
-	log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
-	          errno == ENOENT ? "command not found" : strerror(errno));
-	exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+	run_reentered(o, sigfd, orig);
 }
 
 static int busy(const struct opts *o, const char *name, const struct holder *h)
@@ -579,7 +641,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &req, &k, termfd);
-	reenter_plan_names(&re, c, &o, &orig);
+	reenter_plan_names(&re, c, &o, sigfd, &orig);
 	if (o.mode == MODE_RUN)
 		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, cfg, &o, &req, termfd);

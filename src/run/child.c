@@ -340,10 +340,15 @@ static pid_t watchdog_group(int fd)
 }
 
 /* The watchdog's life: learn the group, then kill it at the deadline it holds, or when
- * rlock is gone (the end of its pipe); exit on WATCHDOG_DISARM. */
-static void __attribute__((noreturn)) watchdog_run(int fd, pid_t sid, pid_t rlock, pid_t rlock_pgrp)
+ * rlock is gone (the end of its pipe); exit on WATCHDOG_DISARM. Its orders come on fd
+ * 0; a deadline it acted on is reported on fd 1 (watchdog_heard) before the group's
+ * SIGKILL: rlock, which reaps the command only after that kill, finds the report then,
+ * whatever deadline it has told since (issue: a renewal after SIGCONT moved it on).
+ * It kills the command's cover (sid: rlock's session; rlock's orphans while rlock is
+ * its parent; never rlock's own group). */
+static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock, pid_t rlock_pgrp)
 {
-	pid_t pgid = watchdog_group(fd);
+	pid_t pgid = watchdog_group(0);
 	int64_t kill_by = WATCHDOG_NONE; /* the next message, written with the group */
 
 	for (;;) {
@@ -351,6 +356,8 @@ static void __attribute__((noreturn)) watchdog_run(int fd, pid_t sid, pid_t rloc
 		if (kill_by != WATCHDOG_NONE) {
 			int64_t left = kill_by - clock_ms();
 			if (left <= 0) {
+				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
+					(void)!write(1, &kill_by, sizeof kill_by);
 				/* rlock stopped or stuck: its orphans too, while it is our parent
 				 */
 				cover_kill(pgid, sid, getppid() == rlock ? rlock : 0, rlock_pgrp,
@@ -360,11 +367,11 @@ static void __attribute__((noreturn)) watchdog_run(int fd, pid_t sid, pid_t rloc
 			}
 			timeout = left > 60000 ? 60000 : (int)left;
 		}
-		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		struct pollfd pf = {.fd = 0, .events = POLLIN};
 		if (poll(&pf, 1, timeout) <= 0)
 			continue;
 		int64_t v;
-		ssize_t n = read(fd, &v, sizeof v);
+		ssize_t n = read(0, &v, sizeof v);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
@@ -394,18 +401,28 @@ static void __attribute__((noreturn)) watchdog_run(int fd, pid_t sid, pid_t rloc
  * it before its exec (no hop through rlock), or rlock does (watchdog_await). One that
  * cannot get there exits with its errno, the byte unwritten. Its first message is the
  * group to guard and the group's deadline (watchdog_run). Returns its pid (*write_fd:
- * its pipe), or 0 with errno set. */
-static pid_t fork_watchdog(int ready_fd, int *write_fd)
+ * its pipe; *report_fd: the non-blocking read end of its report that it killed the
+ * group at a deadline), or 0 with errno set. */
+static pid_t fork_watchdog(int ready_fd, int *write_fd, int *report_fd)
 {
-	int p[2];
+	int p[2], r[2];
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return 0;
+	if (pipe2(r, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		errno = e;
+		return 0;
+	}
 	pid_t w = fork();
 	if (w < 0) {
 		int e = errno;
 		close(p[0]);
 		close(p[1]);
+		close(r[0]);
+		close(r[1]);
 		errno = e;
 		return 0;
 	}
@@ -417,12 +434,18 @@ static pid_t fork_watchdog(int ready_fd, int *write_fd)
 		if (setsid() < 0)
 			_exit(errno & 0xff); /* never ready: the command does not run */
 		(void)!write(ready_fd, "", 1);
-		fds_close_from(0, p[0]);
+		/* Its orders on 0, its report on 1 (rlock's fds 0-2 are always open, so
+		 * neither pipe is one of them), nothing else. */
+		dup2(p[0], 0);
+		dup2(r[1], 1);
+		fds_close_from(2, -1);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		watchdog_run(p[0], sid, rlock, rlock_pgrp);
+		watchdog_run(sid, rlock, rlock_pgrp);
 	}
 	close(p[0]);
+	close(r[1]);
 	*write_fd = p[1];
+	*report_fd = r[0];
 	return w;
 }
 
@@ -439,15 +462,15 @@ static int watchdog_errno(pid_t w)
 
 /* A watchdog started while the command runs: wait until it is ready. Bounded: a fresh
  * process that does two system calls; one that cannot in WATCHDOG_READY_MS is as good
- * as none. Its pid (*write_fd: its pipe), or 0 with errno set. */
-static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
+ * as none. Its pid (*write_fd: its pipe, *report_fd: its report), or 0 with errno set. */
+static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd, int *report_fd)
 {
-	int ready[2], fd, rc;
+	int ready[2], fd, rfd, rc;
 	char c;
 
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return 0;
-	pid_t w = fork_watchdog(ready[1], &fd);
+	pid_t w = fork_watchdog(ready[1], &fd, &rfd);
 	int e = errno;
 	close(ready[1]);
 	if (!w) {
@@ -462,6 +485,7 @@ static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
 	if (rc <= 0 || read(ready[0], &c, 1) != 1) {
 		close(ready[0]);
 		close(fd);
+		close(rfd);
 		e = watchdog_errno(w);
 		errno = rc == 0 ? ETIMEDOUT : e;
 		return 0;
@@ -470,7 +494,30 @@ static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd)
 	int64_t first[2] = {pgid, kill_by}; /* one write: atomic on a pipe */
 	(void)!write(fd, first, sizeof first);
 	*write_fd = fd;
+	*report_fd = rfd;
 	return w;
+}
+
+/* Forget the watchdog: close its pipe (one that knows no group just exits; one that
+ * does kills it) and its report. */
+static void watchdog_drop(struct child *ch)
+{
+	if (ch->watch_fd >= 0)
+		close(ch->watch_fd);
+	if (ch->watch_report >= 0)
+		close(ch->watch_report);
+	ch->watch_fd = ch->watch_report = -1;
+	ch->watchdog = 0;
+}
+
+/* Read the watchdog's report (fork_watchdog): ch->watchdog_killed once it said that it
+ * killed the group at a deadline. Non-blocking. */
+static void watchdog_heard(struct child *ch)
+{
+	int64_t v;
+
+	while (ch->watch_report >= 0 && read(ch->watch_report, &v, sizeof v) == (ssize_t)sizeof v)
+		ch->watchdog_killed = 1;
 }
 
 static void tell_watchdog(struct child *ch, int64_t v)
@@ -588,10 +635,11 @@ static pid_t start_command(const struct setup *u)
 
 /* A watchdog started ahead of the command (child_watchdog_ahead), for child_spawn. */
 static struct {
-	pid_t pid; /* 0: none */
-	int fd;    /* its pipe */
-	int ready; /* the read end of its ready byte */
-	int err;   /* why none: the errno of what failed */
+	pid_t pid;  /* 0: none */
+	int fd;     /* its pipe */
+	int report; /* its report's read end */
+	int ready;  /* the read end of its ready byte */
+	int err;    /* why none: the errno of what failed */
 } ahead;
 
 int child_watchdog_ahead(void)
@@ -602,7 +650,7 @@ int child_watchdog_ahead(void)
 		ahead.err = errno;
 		return -1;
 	}
-	ahead.pid = fork_watchdog(ready[1], &ahead.fd);
+	ahead.pid = fork_watchdog(ready[1], &ahead.fd, &ahead.report);
 	ahead.err = errno;
 	close(ready[1]);
 	if (!ahead.pid) {
@@ -620,6 +668,7 @@ static int take_watchdog(struct child *ch, int *ready)
 {
 	if (ahead.pid && waitpid(ahead.pid, NULL, WNOHANG) != 0) {
 		close(ahead.fd);
+		close(ahead.report);
 		close(ahead.ready);
 		ahead.pid = 0;
 	}
@@ -631,6 +680,7 @@ static int take_watchdog(struct child *ch, int *ready)
 	}
 	ch->watchdog = ahead.pid;
 	ch->watch_fd = ahead.fd;
+	ch->watch_report = ahead.report;
 	*ready = ahead.ready;
 	ahead.pid = 0;
 	return 0;
@@ -643,6 +693,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 
 	memset(ch, 0, sizeof *ch);
 	ch->watch_fd = -1;
+	ch->watch_report = -1;
 	ch->tty = -1;
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
 		ch->tty = STDIN_FILENO;
@@ -659,9 +710,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		log_error("cannot create a pipe: %s", strerror(errno));
 		close(ready);
-		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
-		ch->watch_fd = -1;
-		ch->watchdog = 0;
+		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
 		return RL_EX_OSERR;
 	}
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
@@ -673,9 +722,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	close(ready);
 	if (pid < 0) {
 		close(ep[0]);
-		close(ch->watch_fd); /* the watchdog learns of no group: it just exits */
-		ch->watch_fd = -1;
-		ch->watchdog = 0;
+		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
 		log_error("cannot fork: %s", strerror(fork_errno));
 		return RL_EX_OSERR;
 	}
@@ -693,9 +740,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		msg[1] = watchdog_errno(ch->watchdog);
 	else
 		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
-	close(ch->watch_fd);
-	ch->watch_fd = -1;
-	ch->watchdog = 0;
+	watchdog_drop(ch);
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
@@ -728,9 +773,9 @@ static void follow_stop(struct child *ch, int stopsig)
  * command must not go on without one. */
 static void restart_watchdog(struct child *ch)
 {
-	close(ch->watch_fd);
-	ch->watch_fd = -1;
-	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd);
+	watchdog_heard(ch); /* what the dead one said before it died */
+	watchdog_drop(ch);
+	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
 	if (ch->watchdog)
 		log_warn("the watchdog process died: a new one guards the command");
 	else
@@ -1063,12 +1108,15 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 		ch->term_sig = 0;
 		return killed ? RL_EX_TIMEOUT_KILLED : RL_EX_TIMEOUT;
 	}
-	if (ch->term_sig == SIGKILL && ch->watch_by != WATCHDOG_NONE &&
-	    clock_ms() >= ch->watch_by) {
-		/* rlock was stopped (or starved) past the lease: the watchdog did its job. */
+	watchdog_heard(ch);
+	if (ch->term_sig == SIGKILL && ch->watchdog_killed) {
+		/* rlock was stopped (or starved) past the lease: the watchdog did its job, and
+		 * said so before its SIGKILL (a clock read here would not know: a renewal
+		 * confirmed since SIGCONT moves the deadline on). The run is lost. */
 		log_error("lock lost: rlock could not renew in time (stopped?); the watchdog "
 		          "killed the command's process group before the lease could end");
 		ch->term_sig = 0;
+		ch->lost = 1;
 		return RL_EX_LOST;
 	}
 	return rc;
@@ -1128,6 +1176,9 @@ void child_finish(struct child *ch)
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
 	}
+	if (ch->watch_report >= 0)
+		close(ch->watch_report);
+	ch->watch_report = -1;
 	/* Not waited for: it ends on its own as it reads the disarm or the end of its
 	 * pipe (then killing what is left of the group), and its zombie is reaped after
 	 * rlock exits. One that is stopped must still get there. */

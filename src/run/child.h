@@ -56,16 +56,19 @@ void child_die_of(int sig) __attribute__((noreturn));
 void child_exec(char *const *argv, const char *shell_command, const sigset_t *orig);
 
 struct child {
-	pid_t pid;        /* the command; also its process group id */
-	int reaped;       /* the command itself has been waited for */
-	int term_sig;     /* the signal it died of, or 0 */
-	int lost;         /* the lease was found lost while it ran (--on-lost ignore too) */
-	int timed_out;    /* stopped for --max-hold */
-	int status;       /* the command's own status (128+N: signal N), for the history */
-	pid_t watchdog;   /* kills the group if rlock itself dies; 0 if none */
-	int watch_fd;     /* write end kept by rlock */
-	int64_t watch_by; /* the group's SIGKILL deadline the watchdog holds */
-	int tty;          /* terminal fd handed to the command's group, or -1 */
+	pid_t pid;           /* the command; also its process group id */
+	int reaped;          /* the command itself has been waited for */
+	int term_sig;        /* the signal it died of, or 0 */
+	int lost;            /* the lease was found lost while it ran (--on-lost ignore too),
+	                      * or the watchdog killed the group at its deadline */
+	int timed_out;       /* stopped for --max-hold */
+	int status;          /* the command's own status (128+N: signal N), for the history */
+	pid_t watchdog;      /* kills the group if rlock itself dies; 0 if none */
+	int watch_fd;        /* write end kept by rlock */
+	int watch_report;    /* the watchdog's report: it killed the group at a deadline */
+	int watchdog_killed; /* it said so (before its SIGKILL): the exit is 79 */
+	int64_t watch_by;    /* the group's SIGKILL deadline the watchdog holds (last told) */
+	int tty;             /* terminal fd handed to the command's group, or -1 */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed
@@ -121,7 +124,9 @@ struct supervise_args {
  * loss and on stop_at, reap, and return once the command has exited and its process
  * group is empty (after a loss: once SIGKILL has emptied it). Returns rlock's exit
  * status: the command's status, 128+N if it died of signal N (ch->term_sig = N), 79 if
- * the lock was lost and the group was signalled for it, else 124 if stop_at passed and
+ * the lock was lost and the group was signalled for it, or the watchdog reported that
+ * it killed the group at its deadline and the command died of that SIGKILL (ch->lost
+ * either way, the history's record of the run says lost), else 124 if stop_at passed and
  * the group was stopped for it (ch->timed_out), 137 if the command itself then died of
  * SIGKILL. */
 int child_supervise(struct child *ch, const struct supervise_args *a);

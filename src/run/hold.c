@@ -183,6 +183,19 @@ void hold_abandon(struct hold *h)
 	close_all(h);
 }
 
+void hold_abandon_lost(struct hold *h)
+{
+	hold_set_lost(h, 1);
+	for (int i = h->n - 1; i >= 0; i--) {
+		int64_t confirmed;
+		struct store *s = renew_stop(h->rn[i], &confirmed);
+		h->rn[i] = NULL;
+		record_lost(h, &h->l[i], s);
+		store_close(s);
+	}
+	close_all(h);
+}
+
 void hold_drop_main(struct hold *h)
 {
 	store_close(h->s);

@@ -110,6 +110,13 @@ int hold_preempted(const struct hold *h, char *who, size_t n);
  * else (it gave up or died first) the run ends released. */
 void hold_set_preempted(struct hold *h);
 
+/* The hold is lost and nothing is released (a keeper: its job may still run under
+ * what is left of the lease, and its --release frees it): stop the renewals, record each
+ * lock's run lost in the history (best effort, within one io-timeout each; the scripts
+ * end a run once, so the run a token opened last, and only while it is open), close
+ * every handle. */
+void hold_abandon_lost(struct hold *h);
+
 /* Close the main handle (a keeper: its renewal threads have their own). */
 void hold_drop_main(struct hold *h);
 

@@ -499,7 +499,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		snprintf(why, sizeof why, "released by its keeper on SIG%s", signal_name(signo));
 		rc = 0;
 	} else {
-		hold_abandon(h);
+		hold_abandon_lost(h); /* the history's end record of the run: lost */
 		log_error("lock lost: %s; the keeper exits", err);
 		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = err});
 		snprintf(why, sizeof why, "lost by its keeper (%.400s)", err);
@@ -707,6 +707,22 @@ static int not_held(struct store *s, const struct lock *l, const struct keeper_a
 	return RL_EX_LOST;
 }
 
+/* --release exits 79 for a token that holds nothing: its run, while the history still
+ * has it open (its keeper died unheard, or was stopped past its lease), ends lost, as a
+ * 79 says (docs/options.md --history). Nothing is released (LOCK_KEEP_LOST); a run that
+ * ended already (its keeper recorded the loss, a later grant found it expired) is not
+ * touched: the scripts end only the token's open run. Best effort. */
+static void record_run_lost(struct store *s, struct lock *mine)
+{
+	char err[300];
+
+	if (mine->ask.history_len <= 0)
+		return;
+	mine->lost_seen = mine->lost_declared = 1;
+	if (store_release(s, mine, LOCK_KEEP_LOST, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
+		log_debug("cannot record the loss of %s in its history (%s)", mine->key, err);
+}
+
 void keeper_release_unreached(const struct lock *l, const struct keeper_args *k)
 {
 	int stopped = stop_keeper(NULL, l->key, k) == 0;
@@ -742,7 +758,8 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		          stopped ? " (the keeper is stopped)" : "");
 		rc = RL_EX_UNAVAILABLE;
 	} else if (!h && !unlisted) {
-		rc = not_held(s, l, k, &hs);
+		rc = not_held(s, l, k, &hs); /* first: it reads how the history says it ended */
+		record_run_lost(s, &mine);
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An

@@ -71,10 +71,14 @@ end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
 -- ''); preempted when rlock stopped the command for a --preempt request whose mark
 -- still lives (the lock is handed to it, reply 3), else released. The open run
--- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends.
+-- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends,
+-- unless its end is recorded already (a keeper that gave its lease up as lost by its own
+-- clock recorded it, keep_ms -1, and left the lock to its job: its --release frees it).
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
 local hist = (tonumber(run[1] or '0') or 0) > 0
+local open = hist and run_of(redis.pcall('GET', KEYS[1] .. ':history:run'))
+open = open and open.token == ARGV[1]
 local by = run[4] == '1' and
            redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 -- The request whose mark lives gets the lock (below); preempted: it stopped the command.
@@ -82,16 +86,16 @@ local to = by and by[4]
 local preempted = to and ARGV[10] == 'preempted'
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
      KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     not hist and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
+     not open and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if hist then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+if open then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
-if preempted then
+if open and preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
               'by_label', by[3] or '')
-else
+elseif open then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev',
               ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',

@@ -28,14 +28,11 @@ local function expire_with_leases()
 end
 local lock = string.sub(KEYS[1], 1, -9) -- less ':holders'
 local hist = (tonumber(ARGV[8] or '0') or 0) > 0
-local function history_ends(ev, ours)
+-- The token's open run ends (history.lua: an end only for a run still open; one that
+-- ended already, e.g. recorded lost by a keeper that gave its lease up by its own clock
+-- and left the permit to its job, gets no second end when its --release frees it).
+local function history_ends(ev)
   local r = hist and history_close(lock, tok)
-  if not r and hist and ours then
-    local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
-    if not ok or type(m) ~= 'table' then m = {} end
-    r = {fence = m.fence or '', token = tok, host = m.host or '', pid = m.pid or '',
-         label = m.label or ''}
-  end
   if not r then return false end
   r.len, r.ret = ARGV[8], ARGV[9]
   return history_end(lock, r, ev, 'status', ARGV[7] or '')
@@ -55,12 +52,15 @@ if not s or tonumber(s) <= now or keep < 0 then
   history_ends(late and 'expired' or 'lost')
   return 0
 end
--- The keys this step writes first (here.lua): a refusal does nothing.
+-- The keys this step writes first (here.lua): a refusal does nothing. The mark of a
+-- release without its end record (released_mark) is written too when the run has none
+-- to write (the history off, or its run ended already).
+local open = hist and sem_find(lock, tok)
 here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
-     not hist and keep <= 0 and lock .. ':rel:' .. tok)
+     not open and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
-local recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released', true)
+local recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released')
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
