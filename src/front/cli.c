@@ -1741,7 +1741,7 @@ static void validate_queue(const struct opts *o)
 		    "--supersede, --preempt and --preemptible go with one exclusive -k NAME, "
 		    "not with -s, --limit or --fair");
 	if ((o->lock.supersede || o->lock.preempt) && o->wait_ms == 0)
-		usage_error("--supersede and --preempt wait for the lock: not with -n");
+		usage_error("--supersede and --preempt wait for the lock: not with -n (or -w 0)");
 	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
 	/* A preempted holder stops its command and gives the lock to the request at once:
