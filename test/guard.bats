@@ -148,6 +148,28 @@ watchdog_of() {
 	key_absent 'rlock:{g}'
 }
 
+@test "a child rlock inherited through exec is not the command's: neither stopped with it nor waited for" {
+	cat >bgjob <<'EOF'
+#!/bin/sh
+echo $$ >"$1.pid"
+exec sleep 60
+EOF
+	chmod +x bgjob
+	# --max-hold stops the command's cover; the job the shell started before its exec is
+	# in a group of its own (timeout's), and rlock's child only by inheritance
+	run -124 bash -c 'timeout 60 ./bgjob one >/dev/null 2>&1 & echo $! >t1.pid; exec "$RLOCK" -k g --max-hold 1s -- sleep 30'
+	track_pidfile t1.pid
+	wait_until 10 test -s one.pid
+	track_pidfile one.pid
+	proc_alive "$(cat one.pid)" || fail "the inherited job was stopped with the command"
+	# and the end does not wait for it (it would: 60 s, past this timeout)
+	run -0 timeout 20 bash -c 'timeout 60 ./bgjob two >/dev/null 2>&1 & echo $! >t2.pid; exec "$RLOCK" -k g -- true'
+	track_pidfile t2.pid
+	wait_until 10 test -s two.pid
+	track_pidfile two.pid
+	key_absent 'rlock:{g}'
+}
+
 @test "the watchdog killed while the command runs: a new one guards it" {
 	make_step
 	rlock_bg --pgrp -t 3s -k g -c './step; true'

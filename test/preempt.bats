@@ -210,6 +210,8 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 		.reserved.until_ms > .reserved.left_ms' <<<"$output" >/dev/null || fail "$output"
 	run -0 --separate-stderr rlock --list
 	[[ $output == *"reserved for the --preempt request of "*"pid $r_pid"* ]] || fail "$output"
+	# its row comes after the header, as every row does (the whole answer is written at once)
+	[[ ${lines[0]} == NAME* && ${lines[1]} == p\ * ]] || fail "$output"
 	run -0 --separate-stderr rlock --list --json
 	jq -e '.locks | length == 1 and .[0].name == "p" and .[0].reserved.by == "preempt"' \
 		<<<"$output" >/dev/null || fail "$output"

@@ -270,6 +270,9 @@ usage_error() {
 	token=$(sed -n 's/^RLOCK_TOKEN=//p' <<<"$output")
 	[[ $token =~ ^[0-9a-f]{32}$ ]] || fail "no token in: $output"
 	run -0 env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" -k cfgk --release --token "$token"
+	# a fleet's min-hold gives way to a preemptible run's hand-over: not refused
+	run -0 env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" -k cfgp --preemptible -- touch ran
+	[[ -e ran ]]
 }
 
 @test "-u HOST:PORT gets a hint to write redis://HOST:PORT" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+# shellcheck disable=SC2154,SC2030,SC2031  # bats sets $stderr (run --separate-stderr); each @test is a subshell of its own
 # Every request keeps its own promise over an unreliable wire (issue 34).
 # A lost reply: the connection dies after the server ran a script and before its reply
 # arrived; rlock sends it again on a fresh connection. Each script rlock may send twice

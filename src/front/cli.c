@@ -1745,14 +1745,10 @@ static void validate_queue(const struct opts *o)
 	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
 	/* A preempted holder stops its command and gives the lock to the request at once:
-	 * with --on-lost ignore its command would run on past the lease (a second holder),
-	 * with --min-hold the lock would stay closed to the request it was stopped for. */
+	 * with --on-lost ignore its command would run on past the lease (a second holder). */
 	if (o->lock.preemptible && o->on_lost == LOST_IGNORE)
 		usage_error("--preemptible stops the command for the request: not with --on-lost "
 		            "ignore");
-	if (o->lock.preemptible && o->min_hold_ms > 0)
-		usage_error("--preemptible gives the lock to the request at once: not with "
-		            "--min-hold");
 }
 
 /* Given on the command line (a config file's setting serves every mode that reads it,
@@ -1781,6 +1777,16 @@ static void validate_keeper(const struct state *s)
 			usage_error("--%s acts on a command: --acquire runs none (a lost lock is "
 			            "logged by its keeper; --held and --release exit 79)",
 			            *n);
+}
+
+/* --preemptible with --min-hold on the command line contradict each other (a preempted
+ * holder gives the lock to the request at once, the release hands it over whatever a
+ * keep says); a configuration file's min-hold gives way to the hand-over quietly. */
+static void validate_preemptible(const struct state *s)
+{
+	if (s->o->lock.preemptible && on_cli(s, "min-hold"))
+		usage_error("--preemptible gives the lock to the request at once: not with "
+		            "--min-hold");
 }
 
 /* --break --token T / --if-fence N: break only that holder. The fence is kept in the
@@ -1845,6 +1851,7 @@ static void validate(struct state *s, int nargs)
 	validate_once_per(o);
 	validate_queue(o);
 	validate_keeper(s);
+	validate_preemptible(s);
 	keeper_paths(o);
 }
 

@@ -653,8 +653,8 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], reserved[2400];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
-		printf("%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
-		       reserved_text(reserved, sizeof reserved, &hs->reserved));
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		        reserved_text(reserved, sizeof reserved, &hs->reserved));
 	} else if (!o->json && !hs->n && hs->closed_ms > 0) { /* the delay's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);

@@ -69,6 +69,13 @@ static void load(void)
 	 * writable by nobody else, nobody else can change it before the dlopen either. */
 	struct stat st;
 	char untrusted[300];
+	if (path[0] != '/') { /* dlopen() would search the library path for a bare name */
+		(void)snprintf(load_error, sizeof load_error,
+		               "TLS module '%s' (RLOCK_TLS_MODULE) is not a full path: refused",
+		               path);
+		load_refused = 1;
+		return;
+	}
 	if (stat(path, &st) == 0 && userfile_trusted(path, &st, untrusted, sizeof untrusted) < 0) {
 		(void)snprintf(load_error, sizeof load_error,
 		               "TLS module '%s' %s: refused (it must be root's or yours, and "

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -183,145 +184,145 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
  * The lock covers the command's process group and every process group of rlock's
  * session that a process the command started moved to (setpgid: timeout(1) without
  * --foreground, a job-control shell's jobs). A process that started a session of its own
- * (a daemon) leaves the cover, as documented. The cover is found in /proc: the command's
- * group, the processes whose parent is rlock (orphans of the command reparented to it,
- * its child subreaper), and everything below them in the session. */
-#define COVER_MAX 64
+ * (a daemon) leaves the cover, as documented. The cover is walked down the kernel's
+ * child lists (/proc/PID/task/TID/children) from its roots: the command, and rlock's
+ * children that are the command's orphans (reparented to rlock, its child subreaper) —
+ * never a child rlock had before the command (one it inherited through exec, the
+ * watchdog). Its cost is the cover's size, not the machine's; the command's group is
+ * signalled before the walk, so nothing the walk costs delays that. */
+#define COVER_MAX     64   /* groups */
+#define COVER_WALK    4096 /* processes */
+#define INHERITED_MAX 64
 
-struct proc_row {
-	pid_t pid, ppid, pgrp, sid;
-	int live; /* can run: not a zombie (or a zombie leader with live threads) */
-};
+static int group_live(pid_t pgid);
 
-/* Every process's row (malloc'd into *rows): the count, or -1. */
-static int proc_table(struct proc_row **rows)
+/* rlock's children before the command (or INHERITED_MAX + 1: too many to tell orphans
+ * from them, so none is taken for one). */
+static pid_t inherited[INHERITED_MAX];
+static int ninherited = -1;
+
+/* The children of pid (every thread's list) appended to q from *n, up to max. */
+static void children_of(pid_t pid, pid_t *q, int *n, int max)
 {
-	DIR *d = opendir("/proc");
-	int n = 0, cap = 0;
-	struct proc_row *r = NULL;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+	DIR *d = opendir(path);
 	struct dirent *e;
 
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char path[300], buf[512];
+	while (d && (e = readdir(d)) && *n < max) {
+		char file[128], buf[4096];
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		snprintf(file, sizeof file, "/proc/%ld/task/%.20s/children", (long)pid, e->d_name);
+		int fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		ssize_t len = read(fd, buf, sizeof buf - 1);
 		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio
-		 * nice num_threads */
-		const char *p = strrchr(buf, ')');
-		char state;
-		int ppid, pgrp, sid, threads;
-		if (!p || sscanf(p + 1,
-		                 " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-		                 "%*d %*d %d",
-		                 &state, &ppid, &pgrp, &sid, &threads) != 5)
-			continue;
-		if (n == cap) {
-			struct proc_row *m =
-			    realloc(r, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *r);
-			if (!m)
+		buf[len > 0 ? len : 0] = '\0';
+		for (char *p = buf, *end; *n < max; p = end) {
+			long c = strtol(p, &end, 10);
+			if (end == p)
 				break;
-			r = m;
+			q[(*n)++] = (pid_t)c;
 		}
-		r[n++] = (struct proc_row){(pid_t)atol(e->d_name), ppid, pgrp, sid,
-		                           (state != 'Z' && state != 'X') || threads > 1};
 	}
-	closedir(d);
-	*rows = r;
-	return n;
+	if (d)
+		closedir(d);
 }
 
-/* The groups of the cover of group pgid in session sid (pgid first), also below the
- * processes whose parent is `parent` (0: none), never the group `skip` (rlock's own):
- * their number; *live: a process of the cover can still run. A table that cannot be
- * read gives pgid alone, live as far as kill() can tell. */
-static int cover_groups(pid_t pgid, pid_t sid, pid_t parent, pid_t skip, pid_t *g, int *live)
+/* Note rlock's children before the command starts (once). */
+static void note_inherited(void)
 {
-	struct proc_row *r = NULL;
-	int n = proc_table(&r), ng = 1;
-	char *in = n > 0 ? calloc((size_t)n, 1) : NULL;
+	pid_t q[INHERITED_MAX + 1];
+	int n = 0;
 
-	g[0] = pgid;
-	*live = !(kill(-pgid, 0) < 0 && errno == ESRCH);
-	if (!in) {
-		free(r);
-		return 1;
-	}
+	if (ninherited >= 0)
+		return;
+	children_of(getpid(), q, &n, INHERITED_MAX + 1);
+	memcpy(inherited, q, sizeof(pid_t) * (size_t)(n > INHERITED_MAX ? INHERITED_MAX : n));
+	ninherited = n;
+}
+
+/* One process's group, session and whether it can run, from /proc/PID/stat: 0 or -1. */
+static int proc_facts(pid_t pid, pid_t *pgrp, pid_t *sid, int *live)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t len = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio nice
+	 * num_threads: a zombie leader with live threads still runs */
+	const char *p = strrchr(buf, ')');
+	char state;
+	int g, s, threads;
+	if (!p ||
+	    sscanf(p + 1, " %c %*d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
+	           &state, &g, &s, &threads) != 4)
+		return -1;
+	*pgrp = g;
+	*sid = s;
+	*live = (state != 'Z' && state != 'X') || threads > 1;
+	return 0;
+}
+
+/* The groups of the cover of the command cmd (its group: cmd) in session sid, never the
+ * group skip (rlock's own); with orphans, also below rlock's children that it did not
+ * have before the command. Returns their number (cmd first); *live: a process of the
+ * cover other than the command's group's can still run. */
+static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g, int *live)
+{
+	static pid_t q[COVER_WALK]; /* the watchdog and the supervisor: one thread each */
+	int n = 0, ng = 1;
+
+	g[0] = cmd;
 	*live = 0;
-	for (int i = 0; i < n; i++)
-		in[i] = r[i].pgrp == pgid || (parent > 0 && r[i].ppid == parent && r[i].sid == sid);
-	/* down the parent links, within the session, until nothing is added */
-	for (int added = 1, round = 0; added && round < 64; round++) {
-		added = 0;
-		for (int i = 0; i < n; i++) {
-			if (in[i] || r[i].sid != sid)
-				continue;
-			for (int j = 0; j < n; j++)
-				if (in[j] && r[j].pid == r[i].ppid) {
-					in[i] = added = 1;
-					break;
-				}
+	q[n++] = cmd;
+	if (orphans && ninherited >= 0 && ninherited <= INHERITED_MAX) {
+		int from = n;
+		children_of(getpid(), q, &n, COVER_WALK);
+		for (int i = from; i < n; i++) {
+			int old = q[i] == cmd;
+			for (int k = 0; k < ninherited && !old; k++)
+				old = q[i] == inherited[k];
+			if (old)
+				q[i--] = q[--n];
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		if (!in[i] || r[i].pgrp == skip)
-			continue;
-		*live |= r[i].live;
-		int k = 0;
-		while (k < ng && g[k] != r[i].pgrp)
-			k++;
-		if (k == ng && ng < COVER_MAX)
-			g[ng++] = r[i].pgrp;
+		pid_t pg, ps;
+		int lv;
+		if (proc_facts(q[i], &pg, &ps, &lv) < 0 || ps != sid)
+			continue; /* gone, or a session of its own: not below it either */
+		if (pg != skip && pg != cmd) {
+			*live |= lv;
+			int k = 1;
+			while (k < ng && g[k] != pg)
+				k++;
+			if (k == ng && ng < COVER_MAX)
+				g[ng++] = pg;
+		}
+		children_of(q[i], q, &n, COVER_WALK);
 	}
-	free(in);
-	free(r);
 	return ng;
 }
 
-/* Send sig to every group of the cover (the command's group first). */
-static void cover_kill(pid_t pgid, pid_t sid, pid_t parent, pid_t skip, int sig)
+/* Send sig to the command's group at once, then to the other groups of its cover. */
+static void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
 {
 	pid_t g[COVER_MAX];
 	int live;
-	int n = cover_groups(pgid, sid, parent, skip, g, &live);
 
-	for (int i = 0; i < n; i++)
+	kill(-cmd, sig);
+	int n = cover_groups(cmd, sid, orphans, skip, g, &live);
+	for (int i = 1; i < n; i++)
 		kill(-g[i], sig);
-}
-
-/* Has rlock a child besides the command and its watchdog? When the command's group is
- * empty, every process of the cover has been reparented to rlock, its subreaper (to its
- * main thread's list): one read then tells whether a stray is left. Cannot tell: yes. */
-static int other_children(pid_t cmd, pid_t watchdog)
-{
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1;
-	ssize_t len = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (len < 0)
-		return 1;
-	buf[len] = '\0';
-	for (char *p = buf, *end; *p; p = end) {
-		long pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		if (pid != cmd && pid != watchdog)
-			return 1;
-	}
-	return len == (ssize_t)sizeof buf - 1;
 }
 
 /* The first message a watchdog reads: the group it guards (the command writes it, just
@@ -344,9 +345,10 @@ static pid_t watchdog_group(int fd)
  * 0; a deadline it acted on is reported on fd 1 (watchdog_heard) before the group's
  * SIGKILL: rlock, which reaps the command only after that kill, finds the report then,
  * whatever deadline it has told since (issue: a renewal after SIGCONT moved it on).
- * It kills the command's cover (sid: rlock's session; rlock's orphans while rlock is
- * its parent; never rlock's own group). */
-static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock, pid_t rlock_pgrp)
+ * It kills the command's cover as far as it can see it: what is below the command (sid:
+ * rlock's session; never rlock's own group). Orphans that rlock reaps are rlock's to
+ * stop while it runs; once it is gone, they are another reaper's. */
+static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 {
 	pid_t pgid = watchdog_group(0);
 	int64_t kill_by = WATCHDOG_NONE; /* the next message, written with the group */
@@ -358,10 +360,8 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock, pid_t
 			if (left <= 0) {
 				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
 					(void)!write(1, &kill_by, sizeof kill_by);
-				/* rlock stopped or stuck: its orphans too, while it is our parent
-				 */
-				cover_kill(pgid, sid, getppid() == rlock ? rlock : 0, rlock_pgrp,
-				           SIGKILL);
+				/* rlock stopped or stuck past the deadline */
+				cover_kill(pgid, sid, 0, rlock_pgrp, SIGKILL);
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
@@ -380,8 +380,20 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock, pid_t
 			kill_by = v;
 			continue;
 		}
-		/* rlock is gone (end of the pipe); its orphans went to another reaper */
-		cover_kill(pgid, sid, getppid() == rlock ? rlock : 0, rlock_pgrp, SIGKILL);
+		/* rlock is gone (end of the pipe): the command's top process is stopped
+		 * (PR_SET_PDEATHSIG), not dead, so what it started is still below it; again
+		 * while anything of the cover can run (bounded: a process in D state takes
+		 * its SIGKILL when it leaves that state) */
+		for (int i = 0; i < 50; i++) {
+			pid_t g[COVER_MAX];
+			int live;
+			cover_kill(pgid, sid, 0, rlock_pgrp, SIGKILL);
+			cover_groups(pgid, sid, 0, rlock_pgrp, g, &live);
+			if (!live && !group_live(pgid))
+				break;
+			struct timespec ts = {0, 20 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
 		_exit(0);
 	}
 }
@@ -430,7 +442,7 @@ static pid_t fork_watchdog(int ready_fd, int *write_fd, int *report_fd)
 		sigset_t all;
 		sigfillset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		pid_t sid = getsid(0), rlock = getppid(), rlock_pgrp = getpgrp();
+		pid_t sid = getsid(0), rlock_pgrp = getpgrp();
 		if (setsid() < 0)
 			_exit(errno & 0xff); /* never ready: the command does not run */
 		(void)!write(ready_fd, "", 1);
@@ -440,7 +452,7 @@ static pid_t fork_watchdog(int ready_fd, int *write_fd, int *report_fd)
 		dup2(r[1], 1);
 		fds_close_from(2, -1);
 		prctl(PR_SET_NAME, "rlock-watchdog");
-		watchdog_run(sid, rlock, rlock_pgrp);
+		watchdog_run(sid, rlock_pgrp);
 	}
 	close(p[0]);
 	close(r[1]);
@@ -577,7 +589,11 @@ static void __attribute__((noreturn)) command_child(const struct setup *u)
 		setup_failed(u->ep, STEP_GROUP, errno);
 	if (u->tty >= 0)
 		tcsetpgrp(u->tty, getpid());
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+	/* Stopped, not killed, when rlock dies: frozen, it runs no more than a dead one
+	 * would, and it keeps its children, so that the watchdog finds through it the
+	 * groups they moved to (the cover) and kills them all; killed at once, it would
+	 * orphan them out of the watchdog's sight first. */
+	if (prctl(PR_SET_PDEATHSIG, SIGSTOP) < 0)
 		setup_failed(u->ep, STEP_PDEATHSIG, errno);
 	if (getppid() != u->parent)
 		kill(getpid(), SIGKILL); /* rlock is already gone: never run unprotected */
@@ -646,6 +662,8 @@ int child_watchdog_ahead(void)
 {
 	int ready[2];
 
+	note_inherited(); /* off the path: the acquire's reply is on its way */
+
 	if (pipe2(ready, O_CLOEXEC) < 0) {
 		ahead.err = errno;
 		return -1;
@@ -701,6 +719,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
+	note_inherited(); /* which children are not the command's (once) */
 	/* The watchdog first (started ahead, while the lock was asked for): it is in its
 	 * own session, or gets there while rlock starts the command, which execs once it
 	 * has read the watchdog's ready byte. */
@@ -890,7 +909,7 @@ static void escalate_by(struct sup *s, int64_t at)
  * alone: what it moved to another group stops with it. */
 static void stop_cover(const struct sup *s, int sig)
 {
-	cover_kill(s->ch->pid, getsid(0), getpid(), getpgrp(), sig);
+	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig);
 }
 
 /* Can a process of the command's cover still run? */
@@ -899,9 +918,9 @@ static int cover_live(const struct sup *s)
 	pid_t pid = s->ch->pid, g[COVER_MAX];
 	int live;
 
-	if (!group_live(pid) && !other_children(pid, s->ch->watchdog))
-		return 0;
-	cover_groups(pid, getsid(0), getpid(), getpgrp(), g, &live);
+	if (group_live(pid))
+		return 1;
+	cover_groups(pid, getsid(0), 1, getpgrp(), g, &live);
 	return live;
 }
 
