@@ -313,7 +313,8 @@ static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g,
 	return ng;
 }
 
-/* Send sig to the command's group at once, then to the other groups of its cover. */
+/* Send sig to the command's group at once, then to the other groups of its cover
+ * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked). */
 static void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
 {
 	pid_t g[COVER_MAX];
@@ -323,6 +324,21 @@ static void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
 	int n = cover_groups(cmd, sid, orphans, skip, g, &live);
 	for (int i = 1; i < n; i++)
 		kill(-g[i], sig);
+}
+
+/* The watchdog's kill: the command's group frozen at once (SIGSTOP: nothing of it runs
+ * on, and nothing of it dies, so the tree below it stays in place for the walk: its
+ * orphans would go to another reaper, out of sight), then every group of the cover
+ * SIGKILLed. */
+static void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip)
+{
+	pid_t g[COVER_MAX];
+	int live;
+
+	kill(-cmd, SIGSTOP);
+	int n = cover_groups(cmd, sid, 0, skip, g, &live);
+	for (int i = 0; i < n; i++)
+		kill(-g[i], SIGKILL);
 }
 
 /* The first message a watchdog reads: the group it guards (the command writes it, just
@@ -361,7 +377,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
 					(void)!write(1, &kill_by, sizeof kill_by);
 				/* rlock stopped or stuck past the deadline */
-				cover_kill(pgid, sid, 0, rlock_pgrp, SIGKILL);
+				cover_freeze_kill(pgid, sid, rlock_pgrp);
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
@@ -387,7 +403,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 		for (int i = 0; i < 50; i++) {
 			pid_t g[COVER_MAX];
 			int live;
-			cover_kill(pgid, sid, 0, rlock_pgrp, SIGKILL);
+			cover_freeze_kill(pgid, sid, rlock_pgrp);
 			cover_groups(pgid, sid, 0, rlock_pgrp, g, &live);
 			if (!live && !group_live(pgid))
 				break;
