@@ -283,12 +283,15 @@ static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g,
 
 	g[0] = cmd;
 	*live = 0;
-	q[n++] = cmd;
+	/* the command's pid names it only while its group lives (a pid that leads a group
+	 * is not given to another process); an empty group's may be anyone's by now */
+	if (kill(-cmd, 0) == 0)
+		q[n++] = cmd;
 	if (orphans && ninherited >= 0 && ninherited <= INHERITED_MAX) {
 		int from = n;
 		children_of(getpid(), q, &n, COVER_WALK);
 		for (int i = from; i < n; i++) {
-			int old = q[i] == cmd;
+			int old = from == 1 && q[i] == cmd; /* walked from q[0] already */
 			for (int k = 0; k < ninherited && !old; k++)
 				old = q[i] == inherited[k];
 			if (old)
