@@ -231,15 +231,48 @@ static void children_of(pid_t pid, pid_t *q, int *n, int max)
 		closedir(d);
 }
 
+/* rlock's own children, from its main thread's list: the one its forks (the command,
+ * the watchdog) and exec's inheritance are on, and the one the kernel gives orphans to
+ * (the first live thread of their subreaper). One read, where children_of() reads every
+ * thread's. */
+static int kids_fd = -1; /* that list, opened ahead: a read of it is then one pread */
+
+static void own_children(pid_t *q, int *n, int max)
+{
+	char path[64], buf[4096];
+	if (kids_fd < 0) {
+		snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
+		kids_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	ssize_t len = kids_fd >= 0 ? pread(kids_fd, buf, sizeof buf - 1, 0) : -1;
+	buf[len > 0 ? len : 0] = '\0';
+	for (char *p = buf, *end; *n < max; p = end) {
+		long c = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		q[(*n)++] = (pid_t)c;
+	}
+}
+
 /* Note rlock's children before the command starts (once). */
 static void note_inherited(void)
 {
 	pid_t q[INHERITED_MAX + 1];
 	int n = 0;
+	siginfo_t si;
 
 	if (ninherited >= 0)
 		return;
-	children_of(getpid(), q, &n, INHERITED_MAX + 1);
+	/* no child at all (the common case): one call says so; the list is opened all the
+	 * same, for the end's look at it (the open, not the read, is what costs) */
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
+		kids_fd = open(path, O_RDONLY | O_CLOEXEC);
+		ninherited = 0;
+		return;
+	}
+	own_children(q, &n, INHERITED_MAX + 1);
 	memcpy(inherited, q, sizeof(pid_t) * (size_t)(n > INHERITED_MAX ? INHERITED_MAX : n));
 	ninherited = n;
 }
@@ -276,7 +309,8 @@ static int proc_facts(pid_t pid, pid_t *pgrp, pid_t *sid, int *live)
  * group skip (rlock's own); with orphans, also below rlock's children that it did not
  * have before the command. Returns their number (cmd first); *live: a process of the
  * cover other than the command's group's can still run. */
-static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g, int *live)
+static int cover_walk(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, pid_t *g,
+                      int *live)
 {
 	static pid_t q[COVER_WALK]; /* the watchdog and the supervisor: one thread each */
 	int n = 0, ng = 1;
@@ -289,9 +323,10 @@ static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g,
 		q[n++] = cmd;
 	if (orphans && ninherited >= 0 && ninherited <= INHERITED_MAX) {
 		int from = n;
-		children_of(getpid(), q, &n, COVER_WALK);
+		own_children(q, &n, COVER_WALK);
 		for (int i = from; i < n; i++) {
-			int old = from == 1 && q[i] == cmd; /* walked from q[0] already */
+			/* walked from q[0] already; the watchdog, in a session of its own */
+			int old = (from == 1 && q[i] == cmd) || q[i] == watchdog;
 			for (int k = 0; k < ninherited && !old; k++)
 				old = q[i] == inherited[k];
 			if (old)
@@ -314,6 +349,11 @@ static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g,
 		children_of(q[i], q, &n, COVER_WALK);
 	}
 	return ng;
+}
+
+static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g, int *live)
+{
+	return cover_walk(cmd, sid, orphans, 0, skip, g, live);
 }
 
 /* Send sig to the command's group at once, then to the other groups of its cover
@@ -939,7 +979,7 @@ static int cover_live(const struct sup *s)
 
 	if (group_live(pid))
 		return 1;
-	cover_groups(pid, getsid(0), 1, getpgrp(), g, &live);
+	cover_walk(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), g, &live);
 	return live;
 }
 
