@@ -201,6 +201,22 @@ static int group_live(pid_t pgid);
 static pid_t inherited[INHERITED_MAX];
 static int ninherited = -1;
 
+/* A child list's pids (read from its start: a seq file is made anew by each read at 0)
+ * appended to q from *n, up to max. */
+static void read_pids(int fd, pid_t *q, int *n, int max)
+{
+	char buf[4096];
+	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
+
+	buf[len > 0 ? len : 0] = '\0';
+	for (char *p = buf, *end; *n < max; p = end) {
+		long c = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		q[(*n)++] = (pid_t)c;
+	}
+}
+
 /* The children of pid (every thread's list) appended to q from *n, up to max. */
 static void children_of(pid_t pid, pid_t *q, int *n, int max)
 {
@@ -210,22 +226,15 @@ static void children_of(pid_t pid, pid_t *q, int *n, int max)
 	struct dirent *e;
 
 	while (d && (e = readdir(d)) && *n < max) {
-		char file[128], buf[4096];
+		char file[128];
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		snprintf(file, sizeof file, "/proc/%ld/task/%.20s/children", (long)pid, e->d_name);
 		int fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		ssize_t len = read(fd, buf, sizeof buf - 1);
+		read_pids(fd, q, n, max);
 		close(fd);
-		buf[len > 0 ? len : 0] = '\0';
-		for (char *p = buf, *end; *n < max; p = end) {
-			long c = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			q[(*n)++] = (pid_t)c;
-		}
 	}
 	if (d)
 		closedir(d);
@@ -239,19 +248,13 @@ static int kids_fd = -1; /* that list, opened ahead: a read of it is then one pr
 
 static void own_children(pid_t *q, int *n, int max)
 {
-	char path[64], buf[4096];
+	char path[64];
 	if (kids_fd < 0) {
 		snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
 		kids_fd = open(path, O_RDONLY | O_CLOEXEC);
 	}
-	ssize_t len = kids_fd >= 0 ? pread(kids_fd, buf, sizeof buf - 1, 0) : -1;
-	buf[len > 0 ? len : 0] = '\0';
-	for (char *p = buf, *end; *n < max; p = end) {
-		long c = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		q[(*n)++] = (pid_t)c;
-	}
+	if (kids_fd >= 0)
+		read_pids(kids_fd, q, n, max);
 }
 
 /* Note rlock's children before the command starts (once). */
@@ -900,30 +903,11 @@ static int group_live(pid_t pgid)
 	int live = 0;
 	struct dirent *e;
 	while (!live && (e = readdir(d))) {
-		char path[300], buf[512];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio
-		 * nice num_threads: a zombie leader with live threads still runs. */
-		const char *p = strrchr(buf, ')');
-		char state;
-		int pgrp, threads;
-		if (p &&
-		    sscanf(p + 1,
-		           " %c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-		           "%*d %*d %d",
-		           &state, &pgrp, &threads) == 3 &&
-		    pgrp == pgid && ((state != 'Z' && state != 'X') || threads > 1))
-			live = 1;
+		pid_t pg, sid;
+		int lv;
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+		    proc_facts((pid_t)atol(e->d_name), &pg, &sid, &lv) == 0 && pg == pgid)
+			live = lv;
 	}
 	closedir(d);
 	return live;
