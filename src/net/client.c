@@ -82,6 +82,7 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
                 size_t errlen)
 {
 	char buf[4096];
+	int64_t start = clock_ms();
 
 	for (;;) {
 		int got = resp_reader_get(c->rd, reply, err, errlen);
@@ -92,8 +93,14 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		if (got != 0)
 			return got;
 		ssize_t n = conn_read(c->conn, buf, sizeof buf, deadline_ms, err, errlen);
-		if (n == CONN_TIMEOUT)
+		if (n == CONN_TIMEOUT) {
+			/* The whole wait for this reply, not the last read's share of it (a reply
+			 * that came in parts would say "after 0 ms"). */
+			int64_t waited = clock_ms() - start;
+			snprintf(err, errlen, "read from %s: timed out after %lld ms", c->srv->name,
+			         (long long)(waited > 0 ? waited : 0));
 			return 0;
+		}
 		if (n == CONN_ABORT)
 			return CONN_ABORT;
 		if (n == CONN_EOF) {
