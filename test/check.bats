@@ -216,6 +216,12 @@ time_calls() {
 	tls_redis_start --appendonly yes --appendfsync always
 	run -0 rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert "$TLS_CERTS/ca.pem" --check
 	assert_line --regexp "^ok +127\.0\.0\.1:$TLS_PORT reach: "
+	line ok tls 'the servers. certificate chains and host names are verified'
+	# --insecure works, and is a finding of its own: who answered is not known
+	run -1 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --insecure --check
+	line warn tls 'the servers. certificates are not verified \(--insecure\).*; fix: give --cacert'
+	run -1 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --insecure --check --json
+	assert_output --partial '"check":"tls"'
 	run -69 rlock -u "rediss://127.0.0.1:$TLS_PORT" --check # the system's CAs: refused
 	line unsafe reach ''
 	redis_stop "$TLS_PID"

@@ -33,6 +33,8 @@ void check_ask_from_opts(struct check_ask *a, const struct opts *o)
 	a->wait_replicas = o->wait_replicas;
 	a->wait_aof_local = o->wait_aof_local;
 	a->wait_aof_replicas = o->wait_aof_replicas;
+	a->tls = o->tls.enabled;
+	a->tls_insecure = o->tls.enabled && o->tls.insecure;
 	a->connect_timeout_ms = o->connect_timeout_ms;
 	a->io_timeout_ms = o->io_timeout_ms;
 }

@@ -929,6 +929,16 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	store_close(s);
 	if (out.reached > 0)
 		check_topology(&out, o, &w, master);
+	if (o->tls_insecure) /* the connection worked; who answered it is not known */
+		finding(
+		    &out, L_WARN, o->server, "tls",
+		    "give --cacert (the CA that signed the servers' certificates) and drop "
+		    "--insecure",
+		    "the servers' certificates are not verified (--insecure): anyone on the path "
+		    "can pose as a server and grant any lock");
+	else if (o->tls && out.reached > 0)
+		finding(&out, L_OK, o->server, "tls", NULL,
+		        "the servers' certificate chains and host names are verified");
 	if (sentinel_of(cfg))
 		check_sentinels(&out, sentinel_of(cfg), o);
 	int rc = out.reached == 0      ? RL_EX_UNAVAILABLE

@@ -23,6 +23,8 @@ struct check_ask {
 	int wait_replicas;  /* --wait-replicas N */
 	int wait_aof_local; /* --wait-aof LOCAL[,REPLICAS] */
 	int wait_aof_replicas;
+	int tls;          /* TLS to the servers (--tls or rediss://) */
+	int tls_insecure; /* --insecure: the servers' certificates are not verified */
 	int64_t connect_timeout_ms, io_timeout_ms;
 };
 
