@@ -216,6 +216,9 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	jq -e '.locks | length == 1 and .[0].name == "p" and .[0].reserved.by == "preempt"' \
 		<<<"$output" >/dev/null || fail "$output"
 	run -75 --separate-stderr rlock -k p -n -- true
+	# nobody holds it: -n says for whom it is kept, not "held by" the requester
+	[[ $stderr == *"lock 'p' is busy: reserved for the --preempt request of "*" pid $r_pid [hotfix] for "*" more" ]] ||
+		fail "$stderr"
 	# the reservation is a lease: gone with its request
 	wait_until 15 key_absent 'rlock:{p}:preempt'
 	run -0 --separate-stderr rlock -k p --status

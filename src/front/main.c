@@ -159,12 +159,12 @@ static int busy(const struct opts *o, const char *name, const struct holder *h)
 	/* -E 0 skips silently; -v still says so. */
 	char who[1200] = "";
 
-	if (h->host[0] || h->delayed)
+	if (h->host[0] || holder_nobody(h))
 		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
 	log_msg(o->conflict_exit != 0 ? LOG_WARN : LOG_INFO, "lock '%s' is busy%s%s%s%s", name,
-	        !who[0]      ? ""
-	        : h->delayed ? ": "
-	                     : ": held by ",
+	        !who[0]            ? ""
+	        : holder_nobody(h) ? ": "
+	                           : ": held by ",
 	        who, o->wait_ms > 0 ? " (gave up waiting)" : "",
 	        o->conflict_exit == 0 ? "; skipped (-E 0)" : "");
 	return o->conflict_exit;

@@ -83,7 +83,7 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	if (!status_visible())
 		return;
 	long long held = held_ms(h->start_ms);
-	if (!note && h->delayed) /* nobody holds it: "closed by lock-delay for ..." */
+	if (!note && holder_nobody(h)) /* "closed by lock-delay for ...", "reserved for ..." */
 		note = holder_format(h, 0, who, sizeof who);
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
@@ -246,6 +246,8 @@ static int64_t progress(const struct wait_args *a, const struct holder *h, int64
 		snprintf(label, sizeof label, " [%s]", a->meta->label);
 	if (note)
 		snprintf(who, sizeof who, "%s", note);
+	else if (holder_nobody(h))
+		holder_format(h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who);
 	else if (h->host[0])
 		snprintf(
 		    who, sizeof who, "held by %s for %s",
@@ -415,9 +417,11 @@ static void announce_busy(struct wait_run *w)
 
 	if (w->announced)
 		return;
-	log_info("lock '%s' is busy (%s%s); waiting%s", w->a->name, w->h->delayed ? "" : "held by ",
+	log_info("lock '%s' is busy (%s%s); waiting%s", w->a->name,
+	         holder_nobody(w->h) ? "" : "held by ",
 	         holder_format(w->h, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
-	         w->a->lock->ask.preempt && !w->h->delayed && w->h->host[0] && !w->h->preemptible
+	         w->a->lock->ask.preempt && !holder_nobody(w->h) && w->h->host[0] &&
+	                 !w->h->preemptible
 	             ? " for its release: it is not --preemptible, so --preempt cannot stop it"
 	             : "");
 	w->announced = 1;

@@ -86,6 +86,14 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	}
 	int cmd = (what & HOLDER_CMD) != 0, label = (what & HOLDER_LABEL) && t.label[0];
 	char kept[96] = "", left[32];
+	if (h->reserved) { /* nobody holds it: kept for the request that preempted its holder */
+		holder_human_ms(left, sizeof left, h->pttl_ms);
+		snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s%s%s%s",
+		         t.host, t.pid, label ? " [" : "", label ? t.label : "", label ? "]" : "",
+		         h->pttl_ms >= 0 ? " for " : "", h->pttl_ms >= 0 ? left : "",
+		         h->pttl_ms >= 0 ? " more" : "");
+		return buf;
+	}
 	if (h->kept) { /* nobody runs: the command ended, --min-hold keeps the lease */
 		holder_human_ms(left, sizeof left, h->pttl_ms);
 		snprintf(kept, sizeof kept, ", its command has ended (kept by --min-hold%s%s%s)",

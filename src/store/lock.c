@@ -373,7 +373,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 }
 
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
- * kept, preemptible]]}. */
+ * kept, preemptible[, "reserved"]]]}: "reserved" when nobody holds the name and it is kept
+ * for the --preempt request named. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -389,6 +390,8 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 		h->preemptible =
 		    r->element[11]->type == RESP_STRING && !strcmp(r->element[11]->str, "1");
 	}
+	h->reserved = r->elements > 12 && r->element[12]->type == RESP_STRING &&
+	              !strcmp(r->element[12]->str, "reserved");
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -453,7 +456,7 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_BUSY;
 	}
-	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12)) &&
+	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12) || is_array(r, 13)) &&
 	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;

@@ -185,7 +185,17 @@ struct holder {
 	/* "BOOT_ID PIDNS_INODE" of the holder's process (holder_proc_self), "" unknown */
 	char proc[80];
 	int preemptible; /* busy reply: the holder let --preempt stop it */
+	/* no holder: the name is kept for the --preempt request of host/pid/label (its
+	 * holder was preempted); pttl_ms is how long the reservation lasts */
+	int reserved;
 };
+
+/* Nobody holds the name, and holder_format says why (lock-delay, a --preempt
+ * reservation): a message says its text, never "held by". */
+static inline int holder_nobody(const struct holder *h)
+{
+	return h->delayed || h->reserved;
+}
 
 struct waiter {
 	char token[80];

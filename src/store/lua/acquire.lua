@@ -167,7 +167,7 @@ if ho[1] and not handed then
   local by = supersede(nil)
   if by then return by end
   return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
-          false, false, ho[5] or false}
+          false, false, ho[5] or false, false, false, 'reserved'}
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
 local closed = not mine and others > 0 and delay_closed(KEYS[1]) or 0
