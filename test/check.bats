@@ -31,6 +31,9 @@ line() {
 		line ok "$c" ''
 	done
 	line ok reach 'answers; round trip [0-9.]+ ms \(median of 5 PINGs\)'
+	# ASCII only: the output may go to a terminal or a log that is not UTF-8
+	line ok clock "offset -?[0-9.]+ ms from this host's clock \(\+/-[0-9.]+ ms\)"
+	if LC_ALL=C grep -q $'[\x80-\xff]' <<<"$output"; then fail "not ASCII: $output"; fi
 	line ok persistence 'appendonly yes, appendfsync always'
 	line ok replicas 'master, no replicas'
 	assert_line --regexp '^verdict: ok \([0-9]+ ok, 0 warn, 0 unsafe\)$'

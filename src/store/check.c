@@ -229,7 +229,7 @@ static void check_clock(struct node *n, int64_t off0, int64_t rtt0)
 		    (off1 < 0 ? -off1 : off1) / 1e6, off1 < 0 ? "behind" : "ahead of");
 	else
 		finding(n->out, L_OK, name, "clock", NULL,
-		        "offset %.1f ms from this host's clock (±%.2f ms), steady during the check",
+		        "offset %.1f ms from this host's clock (+/-%.2f ms), steady during the check",
 		        off1 / 1000.0, rtt1 / 2000.0);
 }
 
