@@ -21,6 +21,7 @@
 #include "fds.h"
 #include "log.h"
 #include "parse.h"
+#include "procstat.h"
 
 /* Signals that reach the command exactly once. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -283,28 +284,13 @@ static void note_inherited(void)
 /* One process's group, session and whether it can run, from /proc/PID/stat: 0 or -1. */
 static int proc_facts(pid_t pid, pid_t *pgrp, pid_t *sid, int *live)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	struct proc_stat st;
+
+	if (proc_stat_read(pid, &st) < 0)
 		return -1;
-	ssize_t len = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (len <= 0)
-		return -1;
-	buf[len] = '\0';
-	/* pid (comm) state ppid pgrp session tty tpgid flags 4*faults 4*times prio nice
-	 * num_threads: a zombie leader with live threads still runs */
-	const char *p = strrchr(buf, ')');
-	char state;
-	int g, s, threads;
-	if (!p ||
-	    sscanf(p + 1, " %c %*d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d",
-	           &state, &g, &s, &threads) != 4)
-		return -1;
-	*pgrp = g;
-	*sid = s;
-	*live = (state != 'Z' && state != 'X') || threads > 1;
+	*pgrp = st.pgrp;
+	*sid = st.sid;
+	*live = proc_stat_live(&st);
 	return 0;
 }
 

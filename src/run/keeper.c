@@ -25,6 +25,7 @@
 #include "holder.h"
 #include "log.h"
 #include "parse.h"
+#include "procstat.h"
 #include "renew.h"
 #include "userfile.h"
 
@@ -281,29 +282,13 @@ struct proc_id {
  * *start. 0, or -1. */
 static int keeper_stat(long pid, unsigned long long *start)
 {
-	char path[64], stat[1024];
+	struct proc_stat st;
 
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (proc_stat_read(pid, &st) < 0 || strcmp(st.comm, KEEPER_COMM) != 0 || st.state == 'Z' ||
+	    st.state == 'X')
 		return -1;
-	ssize_t n = read(fd, stat, sizeof stat - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	stat[n] = '\0';
-	/* pid (comm) state ... field 22 starttime */
-	const char *open_paren = strchr(stat, '('), *close_paren = strrchr(stat, ')');
-	char state;
-	if (!open_paren || !close_paren || close_paren[1] != ' ' ||
-	    close_paren - open_paren - 1 != (ptrdiff_t)strlen(KEEPER_COMM) ||
-	    strncmp(open_paren + 1, KEEPER_COMM, strlen(KEEPER_COMM)) != 0 ||
-	    sscanf(close_paren + 1,
-	           " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-	           "%llu",
-	           &state, start) != 2)
-		return -1;
-	return state == 'Z' || state == 'X' ? -1 : 0;
+	*start = st.start_ticks;
+	return 0;
 }
 
 /* This boot and this process's pid namespace into *id (not its pid or start). */

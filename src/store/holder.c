@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "procstat.h"
 
 void holder_human_ms(char *buf, size_t n, long long ms)
 {
@@ -125,26 +126,16 @@ static long long boot_time(void)
  * file or an unexpected one). */
 static int proc_stat(long long pid, char *state, long long *start_unix_ms)
 {
-	char path[64], buf[1024];
-	unsigned long long ticks = 0;
+	struct proc_stat st;
 
-	snprintf(path, sizeof path, "/proc/%lld/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if (proc_stat_read(pid, &st) < 0)
 		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* after the command name (which may hold anything, ')' too): state, then field 22 */
-	const char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1,
-	                 " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-	                 "%*s %*s %*s %*s %llu",
-	                 state, &ticks) != 2)
-		return -1;
+	*state = st.state;
 	long long bt = boot_time(), hz = sysconf(_SC_CLK_TCK);
 	*start_unix_ms =
-	    bt < 0 || hz <= 0 ? -1 : bt * 1000 + (long long)(ticks * 1000 / (unsigned long long)hz);
+	    bt < 0 || hz <= 0
+	        ? -1
+	        : bt * 1000 + (long long)(st.start_ticks * 1000 / (unsigned long long)hz);
 	return 0;
 }
 
