@@ -228,9 +228,10 @@ static void check_clock(struct node *n, int64_t off0, int64_t rtt0)
 		    "clocks share no time source, and a correction will be a jump",
 		    (off1 < 0 ? -off1 : off1) / 1e6, off1 < 0 ? "behind" : "ahead of");
 	else
-		finding(n->out, L_OK, name, "clock", NULL,
-		        "offset %.1f ms from this host's clock (+/-%.2f ms), steady during the check",
-		        off1 / 1000.0, rtt1 / 2000.0);
+		finding(
+		    n->out, L_OK, name, "clock", NULL,
+		    "offset %.1f ms from this host's clock (+/-%.2f ms), steady during the check",
+		    off1 / 1000.0, rtt1 / 2000.0);
 }
 
 /* INFO's field name ("role"), copied into val: 1, or 0 when absent or INFO refused. */
