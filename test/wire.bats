@@ -96,6 +96,43 @@ release_swallowed() {
 	release_swallowed rm --min-hold 2s
 }
 
+# release_trimmed NAME RLOCK-ARGS...: with a short history (history = 1), a run whose
+# release's reply is lost, and is sent again late (the wire slow from then on), while a
+# waiter the release woke takes the lock: the waiter's acquired record trims the
+# release's own from the history before it is sent again. It still ends 0, not 79.
+release_trimmed() {
+	local name=$1
+	shift
+	printf 'history = 1\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	run -0 rlock "$@" -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	# the wire holds each way 800 ms once the reply is swallowed: one round trip in time
+	start_holder "$name" -u "$PROXY_URL" --io-timeout 5s "$@"
+	rlock_bg -vv -w 60s -k "$name" -- touch "$name.w.ran"
+	local w=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	local held=$RLOCK_STATUS
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	rlock_wait "$w" 30 || fail "the waiter: $(cat "$werr")"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e $name.w.ran ]] || fail "$(cat "$werr")"
+	((held == 0)) || fail "exit $held after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
+	run ! grep -q 'lost' "$HOLDER_ERR"
+}
+
+@test "a release whose reply is lost ends 0 when a short history (history = 1) lost its record meanwhile (exclusive, -s)" {
+	release_trimmed rt
+	release_trimmed rts -s
+}
+
+
+
 # preempted_swallowed NAME: a --preemptible holder stopped for a --preempt request, whose
 # release (handing the lock to the request) loses its reply: the release sent again
 # answers as the first did (handed over), so the holder still exits 81, and the run ends
