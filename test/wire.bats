@@ -315,3 +315,58 @@ acquire_swallowed() {
 	rlock_wait "$first" 30
 	assert_equal "$RLOCK_STATUS" 0
 }
+
+# proxied_sentinel_start: one sentinel that names the test server through the swallowing
+# proxy as the master 'm' (swallow_proxy_start): a routed request (Sentinel's route,
+# which goes elsewhere when a server fails) passes the proxy. Sets SENT_URL.
+proxied_sentinel_start() {
+	swallow_proxy_start || return 1
+	local pport=${PROXY_URL##*:} sport dir=$BATS_TEST_TMPDIR/sentinel
+	sport=$(free_port) || return 1
+	mkdir -p "$dir"
+	printf '%s\n' "port $sport" 'bind 127.0.0.1' 'daemonize no' "dir $dir" \
+		'sentinel resolve-hostnames no' "sentinel monitor m 127.0.0.1 $pport 1" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/log" 2>&1 3>&- 4>&- &
+	track_pid $!
+	disown $!
+	wait_until 30 sh -c "redis-cli -p $sport SENTINEL get-master-addr-by-name m 2>/dev/null | grep -qx $pport" ||
+		return 1
+	SENT_URL=redis-sentinel://127.0.0.1:$sport/m
+}
+
+# A --break is never sent twice: its script cannot tell its own earlier effect from a
+# holder it never saw (the waiter its break woke). Through a route that follows a server
+# that fails (Sentinel), a break whose reply is lost was sent again: with --token, "no
+# such holder" (79) for the holder it had broken; without, it broke the next holder too.
+@test "a --break whose reply is lost is not sent again elsewhere (Sentinel): not 79, and the next holder is not broken" {
+	proxied_sentinel_start
+	run -0 rlock -k warm --break # the scripts are cached: EVALSHA runs as sent
+	local opt
+	for opt in "" --token; do
+		rm -f "$BATS_TEST_TMPDIR"/proxymode.* b.* bw.*
+		echo pass >"$PROXY_MODE"
+		start_holder b -t 30s
+		local first=$HOLDER_PID token
+		token=$(env_of b RLOCK_TOKEN)
+		rlock_bg -vv -w 60s -t 30s -k b -- "$HOLD" bw
+		local w=$RLOCK_PID werr=$RLOCK_ERR
+		wait_until 30 grep -q 'listening for the release' "$werr"
+		echo "swallow-slow :wake:" >"$PROXY_MODE"
+		wait_until 10 grep -qsxF "swallow-slow :wake:" "$PROXY_MODE.seen"
+		# shellcheck disable=SC2086  # no --token: no word
+		run --separate-stderr rlock -u "$SENT_URL" --io-timeout 5s -k b --break ${opt:+--token "$token"}
+		swallowed || fail "the break's reply was not swallowed: $stderr"
+		((status != 79)) || fail "79 (no such holder) for the holder it broke: $stderr"
+		((status == 69)) || fail "exit $status: $stderr"
+		rlock_wait "$first" 30
+		assert_equal "$RLOCK_STATUS" 79 # broken once: its own loss
+		# the waiter the break woke holds the lock, unbroken
+		wait_until 30 test -e bw.started || fail "the waiter never ran: $(cat "$werr")"
+		track_pidfile bw.pid
+		[[ $(rcli GET 'rlock:{b}') == "$(env_of bw RLOCK_TOKEN)" ]] ||
+			fail "the waiter's lock was broken too: $stderr"
+		touch bw.release
+		rlock_wait "$w" 30
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
