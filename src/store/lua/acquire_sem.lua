@@ -149,9 +149,12 @@ if kind == 'x' then
   return {1, f}
 end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
+-- delay: this holder has a --lock-delay entry (release_sem.lua touches its key first)
+local delay = (tonumber(ARGV[14] or '0') or 0) > 0 and ARGV[14] or nil
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
            cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
-           label = ARGV[13], proc = ARGV[17], renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
+           label = ARGV[13], proc = ARGV[17], delay = delay,
+           renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)

@@ -59,7 +59,11 @@ end
 -- for it (history_keeps).
 local open = hist and sem_find(lock, tok)
 local keeps = open and history_keeps(ARGV[8])
-here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock .. ':history',
+-- A holder with a --lock-delay entry (its record says so: acquire_sem.lua) has that key
+-- touched too: its entry must go with the release, or the release not happen.
+local rec_ok, rec = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+local delayed = rec_ok and type(rec) == 'table' and rec.delay
+here(delayed and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
      not keeps and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
