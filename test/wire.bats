@@ -370,3 +370,42 @@ proxied_sentinel_start() {
 		assert_equal "$RLOCK_STATUS" 0
 	done
 }
+
+# A grant whose reply came too late is given back (a release: with the history short or
+# off, it leaves its mark rlock:{NAME}:rel:TOKEN for what is left of that lease), and the
+# waiter's next attempt takes the lock again under the same token: a new run. The mark
+# is the first run's answer, not the second's: a second run whose lock is broken ends
+# lost (79) at its release, never "released" (0) by the first run's mark.
+@test "a grant given back (its reply came too late) and taken again by the same token: a loss of the second run is still 79" {
+	local h mode
+	for h in 0 50; do
+		for mode in "" -s; do
+			late_taken_again "$h" ${mode:+"$mode"}
+		done
+	done
+}
+
+# late_taken_again HISTORY [-s]: one round of the test above.
+late_taken_again() {
+	local h=$1
+	shift
+	printf 'history = %s\n' "$h" >conf
+	export RLOCK_CONFIG=$PWD/conf
+	rm -f late.*
+	run -0 rlock "$@" -k warm -- true # the scripts are cached: the first request runs as sent
+	# the server frozen before the request comes: it runs it when it thaws, later
+	# than the lease floor (4/5 of 5 s) after it was sent
+	kill -STOP "$REDIS_PID"
+	rlock_bg -vv -t 5s --io-timeout 10s -w 30s "$@" -k late -- "$HOLD" late
+	local w=$RLOCK_PID werr=$RLOCK_ERR t0
+	t0=$(now_ms)
+	wait_until 30 past $((t0 + 4500))
+	kill -CONT "$REDIS_PID"
+	wait_until 30 test -e late.started || fail "never ran: $(cat "$werr")"
+	track_pidfile late.pid
+	grep -q 'too late' "$werr" || fail "no late grant given back: $(cat "$werr")"
+	run -0 rlock -k late --break
+	touch late.release
+	rlock_wait "$w" 30
+	((RLOCK_STATUS == 79)) || fail "history = $h $*: exit $RLOCK_STATUS for a run whose lock was broken: $(cat "$werr")"
+}

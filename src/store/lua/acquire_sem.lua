@@ -129,6 +129,9 @@ if queued then
   redis.call('ZREM', KEYS[8], tok)
   redis.call('HDEL', qmeta, tok)
 end
+-- A new run of a token whose earlier grant was given back: that release's mark
+-- (release.lua, release_sem.lua) answered for the earlier run, not this one.
+if not mine then redis.pcall('DEL', KEYS[1] .. ':rel:' .. tok) end
 if hist and not mine then
   if kind ~= 'x' and n == 0 then history_sem_expired(KEYS[1], nil) end
   history_acquired(KEYS[1], kind, f, tok, ARGV[8], ARGV[9], ARGV[10], ARGV[13], ARGV[15],
