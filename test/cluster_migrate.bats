@@ -273,6 +273,35 @@ released_whole() {
 	[[ ! -e ran ]]
 }
 
+@test "slot migrating, only the lock-delay's key moved: a shared holder's release is refused whole or opens the name (never said released while its delay closes it)" {
+	local slot
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	# -t 30s: no renewal (every 10 s) between the move and the release
+	rlock_bg -s --lock-delay 1h -k "$name" -t 30s -- "$HOLD" a
+	wait_until 30 test -e a.started
+	[[ $(redis-cli -p "$from" ZCARD "$key:delay") == 1 ]]
+	migrate_start "$slot" "$from" "$to"
+	migrate_keys "$from" "$to" "$key:delay"
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	# the migration ends: every key on the new owner
+	# shellcheck disable=SC2046  # one key a word
+	migrate_keys "$from" "$to" $(redis-cli -p "$from" --scan --pattern "$key*")
+	migrate_end "$slot" "$to"
+	if [[ ! -s $RLOCK_ERR ]]; then
+		# said released: the name opens at once (a release removes its delay entry)
+		run -0 --separate-stderr rlock -n -k "$name" -- true ||
+			fail "released without a word, yet closed by its lock-delay: $stderr"
+	else
+		grep -q 'cannot release' "$RLOCK_ERR" || fail "holder: $(cat "$RLOCK_ERR")"
+	fi
+}
+
 # waiting_on PORT: a waiter blocks on its wake list (BLPOP) on the node at PORT.
 waiting_on() {
 	(($(redis-cli -p "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1))

@@ -82,20 +82,39 @@ renewed_since() {
 	[[ -n ${r//$'\n'/} && $r != "$2" ]]
 }
 
-# scenario: the runs on $URL, then the history checked.
+# keys_left NAME: NAME's keys, but the releases' marks (rlock:{NAME}:rel:TOKEN: a history
+# shorter than 100 entries may trim a release's own record before a release sent again
+# looks for it), which must expire with what was left of their lease.
+keys_left() {
+	local k
+	for k in $(rcli --scan --pattern "rlock:{$1}:rel:*"); do
+		(($(rcli PTTL "$k") > 0)) || echo "$k (no expiry)"
+	done
+	rcli --scan --pattern "rlock:{$1}*" | grep -v ':rel:' | sort | tr '\n' ' '
+}
+
+# scenario: the runs on $URL, then the history checked. NO_SUPERSEDE: a plain request
+# where the others are --supersede requests (Redlock refuses --supersede).
 scenario() {
 	local h_pid s1 s2 p_pid q_pid b_pid e_pid
 	# a run that ends with status 3, while two --supersede requests arrive
 	rlock_bg -u "$URL" -k q --label first -- "$HOLD" a 3
 	h_pid=$RLOCK_PID
 	wait_until 30 test -e a.started
-	rlock_bg -vv -u "$URL" -k q --supersede --label s1 -- true
-	s1=$RLOCK_PID
-	wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
-	rlock_bg -u "$URL" -k q --supersede --label s2 -c 'echo s2 >>log'
-	s2=$RLOCK_PID
-	rlock_wait "$s1" 30
-	assert_equal "$RLOCK_STATUS" 80
+	if [[ -z ${NO_SUPERSEDE:-} ]]; then
+		rlock_bg -vv -u "$URL" -k q --supersede --label s1 -- true
+		s1=$RLOCK_PID
+		wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
+		rlock_bg -u "$URL" -k q --supersede --label s2 -c 'echo s2 >>log'
+		s2=$RLOCK_PID
+		rlock_wait "$s1" 30
+		assert_equal "$RLOCK_STATUS" 80
+	else
+		run -64 rlock -u "$URL" -k q --supersede --label s1 -- true
+		rlock_bg -vv -u "$URL" -k q --label s2 -c 'echo s2 >>log'
+		s2=$RLOCK_PID
+		wait_until 30 grep -q 'listening for the release' "$RLOCK_ERR"
+	fi
 	touch a.release
 	rlock_wait "$h_pid" 30
 	assert_equal "$RLOCK_STATUS" 3
@@ -133,7 +152,8 @@ scenario() {
 	echo "$j" | jq -e '[.entries[].fence] | . == (sort | reverse)' >/dev/null || fail "not newest first: $j"
 	ev() { echo "$j" | jq -e "$1" >/dev/null || fail "no $1 in: $j"; }
 	ev '[.entries[] | select(.event == "released" and .label == "first" and .status == 3)] | length == 1'
-	ev '[.entries[] | select(.event == "superseded" and .label == "s1" and .by.label == "s2" and (.by.pid | type) == "number")] | length == 1'
+	[[ -n ${NO_SUPERSEDE:-} ]] ||
+		ev '[.entries[] | select(.event == "superseded" and .label == "s1" and .by.label == "s2" and (.by.pid | type) == "number")] | length == 1'
 	ev '[.entries[] | select(.event == "released" and .label == "s2" and .status == 0)] | length == 1'
 	ev '[.entries[] | select(.event == "preempted" and .label == "nightly" and .by.label == "hotfix")] | length == 1'
 	# the preempted run's status is its command's (the trap's exit 3), not rlock's 81
@@ -163,7 +183,7 @@ hotfix"
 }
 
 @test "history over three Redlock nodes: written where granted, merged by fence" {
-	URL=$NODES
+	URL=$NODES NO_SUPERSEDE=1
 	scenario
 }
 
@@ -258,7 +278,7 @@ released 0'
 	# the open runs' keys go with the last run: the fence and the history are left
 	local n
 	for n in sh lim fair; do
-		assert_equal "$(rcli --scan --pattern "rlock:{$n}*" | sort | tr '\n' ' ')" "rlock:{$n}:fence rlock:{$n}:history "
+		assert_equal "$(keys_left "$n")" "rlock:{$n}:fence rlock:{$n}:history "
 	done
 }
 
@@ -324,7 +344,7 @@ expired null'
 	local n
 	for n in e1 e2 e3; do
 		one_end "$(rlock -k $n --history --json -n 1000)"
-		assert_equal "$(rcli --scan --pattern "rlock:{$n}*" | sort | tr '\n' ' ')" "rlock:{$n}:fence rlock:{$n}:history "
+		assert_equal "$(keys_left "$n")" "rlock:{$n}:fence rlock:{$n}:history "
 	done
 }
 

@@ -481,6 +481,13 @@ scripts_run() {
 	[[ ! -e ran ]]
 	run -64 --separate-stderr rlock -s -k u -- true
 	assert_regex "$stderr" 'not Redlock'
+	# --supersede: each master orders the requests as they reach it; two that cross
+	# would each replace the other on some node (both 80, neither runs)
+	run -64 --separate-stderr rlock --supersede -w 10s -k u -- touch ran
+	assert_regex "$stderr" '^rlock: --supersede uses one server, not Redlock'
+	[[ $stderr != *$'\n'* ]]
+	run -64 --separate-stderr rlock --supersede --acquire -w 10s -k u
+	[[ ! -e ran ]]
 }
 
 @test "distinct nodes: the same host:port twice is refused before any traffic (64); three distinct nodes are fine" {

@@ -96,6 +96,43 @@ release_swallowed() {
 	release_swallowed rm --min-hold 2s
 }
 
+# release_trimmed NAME RLOCK-ARGS...: with a short history (history = 1), a run whose
+# release's reply is lost, and is sent again late (the wire slow from then on), while a
+# waiter the release woke takes the lock: the waiter's acquired record trims the
+# release's own from the history before it is sent again. It still ends 0, not 79.
+release_trimmed() {
+	local name=$1
+	shift
+	printf 'history = 1\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	run -0 rlock "$@" -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	# the wire holds each way 800 ms once the reply is swallowed: one round trip in time
+	start_holder "$name" -u "$PROXY_URL" --io-timeout 5s "$@"
+	rlock_bg -vv -w 60s -k "$name" -- touch "$name.w.ran"
+	local w=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	local held=$RLOCK_STATUS
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	rlock_wait "$w" 30 || fail "the waiter: $(cat "$werr")"
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e $name.w.ran ]] || fail "$(cat "$werr")"
+	((held == 0)) || fail "exit $held after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
+	run ! grep -q 'lost' "$HOLDER_ERR"
+}
+
+@test "a release whose reply is lost ends 0 when a short history (history = 1) lost its record meanwhile (exclusive, -s)" {
+	release_trimmed rt
+	release_trimmed rts -s
+}
+
+
+
 # preempted_swallowed NAME: a --preemptible holder stopped for a --preempt request, whose
 # release (handing the lock to the request) loses its reply: the release sent again
 # answers as the first did (handed over), so the holder still exits 81, and the run ends
@@ -277,4 +314,98 @@ acquire_swallowed() {
 	touch k.release
 	rlock_wait "$first" 30
 	assert_equal "$RLOCK_STATUS" 0
+}
+
+# proxied_sentinel_start: one sentinel that names the test server through the swallowing
+# proxy as the master 'm' (swallow_proxy_start): a routed request (Sentinel's route,
+# which goes elsewhere when a server fails) passes the proxy. Sets SENT_URL.
+proxied_sentinel_start() {
+	swallow_proxy_start || return 1
+	local pport=${PROXY_URL##*:} sport dir=$BATS_TEST_TMPDIR/sentinel
+	sport=$(free_port) || return 1
+	mkdir -p "$dir"
+	printf '%s\n' "port $sport" 'bind 127.0.0.1' 'daemonize no' "dir $dir" \
+		'sentinel resolve-hostnames no' "sentinel monitor m 127.0.0.1 $pport 1" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/log" 2>&1 3>&- 4>&- &
+	track_pid $!
+	disown $!
+	wait_until 30 sh -c "redis-cli -p $sport SENTINEL get-master-addr-by-name m 2>/dev/null | grep -qx $pport" ||
+		return 1
+	SENT_URL=redis-sentinel://127.0.0.1:$sport/m
+}
+
+# A --break is never sent twice: its script cannot tell its own earlier effect from a
+# holder it never saw (the waiter its break woke). Through a route that follows a server
+# that fails (Sentinel), a break whose reply is lost was sent again: with --token, "no
+# such holder" (79) for the holder it had broken; without, it broke the next holder too.
+@test "a --break whose reply is lost is not sent again elsewhere (Sentinel): not 79, and the next holder is not broken" {
+	proxied_sentinel_start
+	run -0 rlock -k warm --break # the scripts are cached: EVALSHA runs as sent
+	local opt
+	for opt in "" --token; do
+		rm -f "$BATS_TEST_TMPDIR"/proxymode.* b.* bw.*
+		echo pass >"$PROXY_MODE"
+		start_holder b -t 30s
+		local first=$HOLDER_PID token
+		token=$(env_of b RLOCK_TOKEN)
+		rlock_bg -vv -w 60s -t 30s -k b -- "$HOLD" bw
+		local w=$RLOCK_PID werr=$RLOCK_ERR
+		wait_until 30 grep -q 'listening for the release' "$werr"
+		echo "swallow-slow :wake:" >"$PROXY_MODE"
+		wait_until 10 grep -qsxF "swallow-slow :wake:" "$PROXY_MODE.seen"
+		# shellcheck disable=SC2086  # no --token: no word
+		run --separate-stderr rlock -u "$SENT_URL" --io-timeout 5s -k b --break ${opt:+--token "$token"}
+		swallowed || fail "the break's reply was not swallowed: $stderr"
+		((status != 79)) || fail "79 (no such holder) for the holder it broke: $stderr"
+		((status == 69)) || fail "exit $status: $stderr"
+		rlock_wait "$first" 30
+		assert_equal "$RLOCK_STATUS" 79 # broken once: its own loss
+		# the waiter the break woke holds the lock, unbroken
+		wait_until 30 test -e bw.started || fail "the waiter never ran: $(cat "$werr")"
+		track_pidfile bw.pid
+		[[ $(rcli GET 'rlock:{b}') == "$(env_of bw RLOCK_TOKEN)" ]] ||
+			fail "the waiter's lock was broken too: $stderr"
+		touch bw.release
+		rlock_wait "$w" 30
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
+# A grant whose reply came too late is given back (a release: with the history short or
+# off, it leaves its mark rlock:{NAME}:rel:TOKEN for what is left of that lease), and the
+# waiter's next attempt takes the lock again under the same token: a new run. The mark
+# is the first run's answer, not the second's: a second run whose lock is broken ends
+# lost (79) at its release, never "released" (0) by the first run's mark.
+@test "a grant given back (its reply came too late) and taken again by the same token: a loss of the second run is still 79" {
+	local h mode
+	for h in 0 50; do
+		for mode in "" -s; do
+			late_taken_again "$h" ${mode:+"$mode"}
+		done
+	done
+}
+
+# late_taken_again HISTORY [-s]: one round of the test above.
+late_taken_again() {
+	local h=$1
+	shift
+	printf 'history = %s\n' "$h" >conf
+	export RLOCK_CONFIG=$PWD/conf
+	rm -f late.*
+	run -0 rlock "$@" -k warm -- true # the scripts are cached: the first request runs as sent
+	# the server frozen before the request comes: it runs it when it thaws, later
+	# than the lease floor (4/5 of 5 s) after it was sent, and answers
+	kill -STOP "$REDIS_PID"
+	rlock_bg -vv -t 5s --io-timeout 20s -w 60s "$@" -k late -- "$HOLD" late
+	local w=$RLOCK_PID werr=$RLOCK_ERR t0
+	t0=$(now_ms)
+	wait_until 30 past $((t0 + 6500)) # margin for a slow start; well inside --io-timeout
+	kill -CONT "$REDIS_PID"
+	wait_until 30 test -e late.started || fail "never ran: $(cat "$werr")"
+	track_pidfile late.pid
+	grep -q 'too late' "$werr" || fail "no late grant given back: $(cat "$werr")"
+	run -0 rlock -k late --break
+	touch late.release
+	rlock_wait "$w" 30
+	((RLOCK_STATUS == 79)) || fail "history = $h $*: exit $RLOCK_STATUS for a run whose lock was broken: $(cat "$werr")"
 }

@@ -176,7 +176,8 @@ static const struct optdef options[] = {
     OPT("supersede", 0, F_RUN, NULL,
         "wait as the newest request only: a newer\n"
         "--supersede takes this one's place, which then\n"
-        "exits 80 (exclusive, not --fair)",
+        "exits 80 (exclusive, not --fair; one server,\n"
+        "not Redlock)",
         SWITCH(lock.supersede, 1)),
     OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
             "exit status when superseded (default 80;\n0: a skipped job passes)", RL_EX_SUPERSEDED,
@@ -1742,6 +1743,11 @@ static void validate_queue(const struct opts *o)
 		    "not with -s, --limit or --fair");
 	if ((o->lock.supersede || o->lock.preempt) && o->wait_ms == 0)
 		usage_error("--supersede and --preempt wait for the lock: not with -n (or -w 0)");
+	/* Each master orders the requests as they reach it: two that cross (one slower to
+	 * a node) each replace the other somewhere, and both exit 80, neither runs. */
+	if (o->lock.supersede && o->nurls > 1)
+		usage_error("--supersede uses one server, not Redlock (several --url): independent "
+		            "masters cannot agree which request is the newer");
 	if (o->lock.preemptible && o->mode == MODE_ACQUIRE)
 		usage_error("--preemptible goes with a command, not with --acquire");
 	/* A preempted holder stops its command and gives the lock to the request at once:

@@ -196,6 +196,9 @@ typedef int (*op_fn)(struct client *c, void *arg, int64_t deadline_ms, char *err
 
 #define RUN_RETRY   1 /* safe to repeat on a fresh connection */
 #define RUN_ORDERED 2 /* may follow an unanswered request (a release) */
+/* never sent twice, elsewhere neither: its script cannot tell its own earlier effect
+ * from another's (a --break) */
+#define RUN_ONCE 4
 
 /* One call of run(): what it does, and what it learnt on the way. */
 struct run_call {
@@ -266,14 +269,15 @@ static int try_on(struct run_call *c, const struct server *srv, int asking, int 
 	return rc;
 }
 
-/* op failed on srv (LOCK_ERR): HOP_ELSEWHERE, HOP_AGAIN (once, when the flags allow it
- * and the connection that failed was not new), or LOCK_ERR. */
+/* op failed on srv (LOCK_ERR): HOP_ELSEWHERE (not RUN_ONCE: the server may have run it
+ * and lost only the reply), HOP_AGAIN (once, when the flags allow it and the connection
+ * that failed was not new), or LOCK_ERR. */
 static int after_failure(struct run_call *c, const struct server *srv, int opened)
 {
 	failed(c->s);
 	if (conn_abort_pending() || clock_ms() >= c->cap_ms)
 		return LOCK_ERR;
-	if (elsewhere(c, srv))
+	if (!(c->flags & RUN_ONCE) && elsewhere(c, srv))
 		return HOP_ELSEWHERE;
 	if (!(c->flags & RUN_RETRY) || opened || c->retried)
 		return LOCK_ERR;
@@ -615,7 +619,9 @@ static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	struct routed *s = ctx;
 	struct holder_args a = {l, h, s};
 
-	return run(s, l->key, NULL, 0, op_break, &a, cap_ms, err, errlen);
+	/* A break sent again would find nothing to break (--token: "no such holder") or
+	 * break the holder its first call let in (the waiter it woke). */
+	return run(s, l->key, NULL, RUN_ONCE, op_break, &a, cap_ms, err, errlen);
 }
 
 static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)

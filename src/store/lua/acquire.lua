@@ -198,6 +198,10 @@ if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[8], ARGV[1])
   redis.pcall('DEL', KEYS[1] .. ':wake:' .. ARGV[1])
 end
+-- A new run of a token whose earlier grant was given back (its reply came too late, a
+-- Redlock round without a quorum): that release's mark (release.lua) answered for the
+-- earlier run; a release of this one must not find it. Not on a first attempt ('p').
+if not mine and ARGV[3] ~= 'p' then redis.pcall('DEL', KEYS[1] .. ':rel:' .. ARGV[1]) end
 if others > 0 and redis.call('GET', KEYS[7]) == ARGV[1] then redis.call('DEL', KEYS[7]) end
 -- An earlier holder's record, unless the look above found none; ours: rewritten as is
 -- (here.lua).

@@ -129,6 +129,9 @@ if queued then
   redis.call('ZREM', KEYS[8], tok)
   redis.call('HDEL', qmeta, tok)
 end
+-- A new run of a token whose earlier grant was given back: that release's mark
+-- (release.lua, release_sem.lua) answered for the earlier run, not this one.
+if not mine then redis.pcall('DEL', KEYS[1] .. ':rel:' .. tok) end
 if hist and not mine then
   if kind ~= 'x' and n == 0 then history_sem_expired(KEYS[1], nil) end
   history_acquired(KEYS[1], kind, f, tok, ARGV[8], ARGV[9], ARGV[10], ARGV[13], ARGV[15],
@@ -149,9 +152,12 @@ if kind == 'x' then
   return {1, f}
 end
 redis.call('ZADD', KEYS[4], now + ttl, tok)
+-- delay: this holder has a --lock-delay entry (release_sem.lua touches its key first)
+local delay = (tonumber(ARGV[14] or '0') or 0) > 0 and ARGV[14] or nil
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
            cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
-           label = ARGV[13], proc = ARGV[17], renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
+           label = ARGV[13], proc = ARGV[17], delay = delay,
+           renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)
 extend(KEYS[5], ttl)

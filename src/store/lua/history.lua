@@ -160,6 +160,13 @@ local function released_before(lock, token)
   end
   return false
 end
+-- history_keeps(len): a record written now outlives the next few (history = len): the
+-- cap trims whole nodes of 100 from the oldest end (MAXLEN ~) from 100 on; below, it is
+-- exact, and the next record (a waiter's acquired, woken by the release) may trim it
+-- (history = 1) before a release sent again looks for it: then the mark is written too.
+local function history_keeps(len)
+  return (tonumber(len or '0') or 0) >= 100
+end
 -- released_mark(lock, token, recorded, left_ms[, answer]): unless the release's end record
 -- was written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,
 -- the release's answer, "1" or "3": the history off, or refused by the ACL), for what was

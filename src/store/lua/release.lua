@@ -84,9 +84,12 @@ local by = run[4] == '1' and
 -- The request whose mark lives gets the lock (below); preempted: it stopped the command.
 local to = by and by[4]
 local preempted = to and ARGV[10] == 'preempted'
+-- The mark (released_mark) when no end record is written, or when a short history may
+-- have trimmed it before a release sent again looks (history_keeps).
+local keeps = open and history_keeps(run[1])
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
      KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     not open and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
+     not keeps and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 if open then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
@@ -112,8 +115,8 @@ if tonumber(ARGV[2]) > 0 and not preempted then
   return 2
 end
 local answer = preempted and 3 or 1
-if not recorded then
-  released_mark(KEYS[1], ARGV[1], recorded, redis.call('PTTL', KEYS[1]), answer)
+if not (recorded and keeps) then
+  released_mark(KEYS[1], ARGV[1], false, redis.call('PTTL', KEYS[1]), answer)
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]

@@ -55,10 +55,17 @@ end
 -- The keys this step writes first (here.lua): a refusal does nothing. The mark of a
 -- release without its end record (released_mark) is written too when the run has none
 -- to write (the history off, or its run ended already).
+-- So too when a short history may trim the end record before a release sent again looks
+-- for it (history_keeps).
 local open = hist and sem_find(lock, tok)
-here(redis.call('HGET', KEYS[2], 'delay') and lock .. ':delay', hist and lock .. ':history',
+local keeps = open and history_keeps(ARGV[8])
+-- A holder with a --lock-delay entry (its record says so: acquire_sem.lua) has that key
+-- touched too: its entry must go with the release, or the release not happen.
+local rec_ok, rec = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
+local delayed = rec_ok and type(rec) == 'table' and rec.delay
+here(delayed and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
-     not open and keep <= 0 and lock .. ':rel:' .. tok)
+     not keeps and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
 local recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released')
 if keep > 0 then
@@ -71,7 +78,7 @@ if keep > 0 then
   expire_with_leases()
   return 2
 end
-released_mark(lock, tok, recorded, tonumber(s) - now)
+released_mark(lock, tok, recorded and keeps, tonumber(s) - now)
 -- Dead holders too, so that the last one out leaves no key behind. A key emptied here is
 -- gone, and a node whose slot migrates refuses any command on it (here.lua): what is
 -- left is counted before, and an emptied key is not touched again.
