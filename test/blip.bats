@@ -119,6 +119,47 @@ ran_after_outage() {
 	kill -CONT "$REDIS_PID"
 }
 
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
+
+# The backoff between tries grows to seconds (2 s between connects, 5 s between
+# attempts): a pause that would run into the deadline ends LAST_TRY_MS (250 ms) before
+# it, so a server back shortly before the deadline is tried. Before, the pause ran to the
+# deadline and rlock gave up without trying ("unavailable for the whole wait"). Each
+# case runs three times: the backoff is jittered, and a lucky try may land late.
+
+@test "a server started 650 ms before the -w deadline is connected to by a last try: the job runs" {
+	local i port t0
+	for i in 1 2 3; do
+		port=$(dead_port)
+		t0=$(now_ms)
+		rlock_bg -w 3s -u "redis://127.0.0.1:$port" -k "late$i" -- touch "ran$i"
+		wait_until 10 past $((t0 + 2350))
+		blip_start "$port"
+		rlock_wait "$RLOCK_PID" 15
+		[[ -e ran$i ]] || fail "try $i: the server was back before the deadline, rlock gave up ($RLOCK_STATUS): $(cat "$RLOCK_ERR")"
+		assert_equal "$RLOCK_STATUS" 0
+		redis_stop "$BLIP_PID"
+	done
+}
+
+@test "a server that serves again (READONLY ends) 800 ms before the -w deadline is found by a last attempt: the job runs" {
+	local i port t0
+	blip_serve --replicaof 127.0.0.1 "$(dead_port)"
+	port=$BLIP_PORT
+	for i in 1 2 3; do
+		redis-cli -p "$port" REPLICAOF 127.0.0.1 "$(dead_port)" >/dev/null
+		t0=$(now_ms)
+		rlock_bg -w 7s -u "redis://127.0.0.1:$port" -k "ro$i" -- touch "ran$i"
+		wait_until 10 outage_said "$RLOCK_ERR"
+		wait_until 10 past $((t0 + 6200))
+		redis-cli -p "$port" REPLICAOF NO ONE >/dev/null
+		rlock_wait "$RLOCK_PID" 15
+		[[ -e ran$i ]] || fail "try $i: the server served before the deadline, rlock gave up ($RLOCK_STATUS): $(cat "$RLOCK_ERR")"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
 @test "waiting for an unreachable server without -w (a typo in the port): a periodic line says what it tries, for how long, the last error" {
 	local port
 	port=$(dead_port)
