@@ -7,6 +7,8 @@
 
 #include "clock.h"
 #include "exitcodes.h"
+#include "holder.h"
+#include "keeper.h"
 #include "log.h"
 
 /* The next space-separated word of *p: its start and length (0 at the end). */
@@ -92,6 +94,34 @@ static int grants(char mode, int limit, const struct reenter_ask *q)
 	       (mode == 'l' && q->mode == LOCK_LIMIT && limit == q->limit);
 }
 
+/* Is the process that holds token on l gone (the status's record of it), so that
+ * nothing renews the lease that token names? A keeper is judged by the mark it left
+ * (keeper_judge), any other holder by its pid on this host (holder_process). 0 when that
+ * cannot be told (another host or pid namespace, no record, no reply): trusted, as
+ * before. */
+static int holder_gone(struct store *s, const struct lock *l, const char *token,
+                       int64_t io_timeout_ms, long long *pid)
+{
+	struct holders *hs = malloc(sizeof *hs); /* large */
+	char err[300];
+	int gone = 0;
+
+	if (hs && store_status(s, l, clock_ms() + io_timeout_ms, hs, err, sizeof err) == LOCK_OK)
+		for (int k = 0; k < hs->n; k++) {
+			const struct holder *h = &hs->h[k];
+			if (strcmp(h->token, token) != 0)
+				continue;
+			int keeper = strcmp(h->cmd, KEEPER_CMD) == 0
+			                 ? keeper_judge(l->key, h->token, h->pid)
+			                 : -2;
+			gone = keeper == 0 || (keeper == -2 && holder_process(h) == HOLDER_GONE);
+			*pid = h->pid;
+			break;
+		}
+	free(hs);
+	return gone;
+}
+
 int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 {
 	static struct lock probe; /* large; only its key names are used */
@@ -122,6 +152,18 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				          name, err);
 			if (rc != 1)
 				continue;
+			/* A token whose holder died (an escaped process, a dead keeper's
+			 * variables) still names a live lease until its TTL ends, but nobody
+			 * renews it: a command run under it would go on unprotected. */
+			long long pid = -1;
+			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, &pid)) {
+				log_warn(
+				    "lock '%s': the inherited token's holder (pid %lld) is gone "
+				    "and "
+				    "nobody renews its lease: not re-entrant, taking the lock anew",
+				    name, pid);
+				continue;
+			}
 			if (!grants(mode, limit, o)) {
 				log_error(
 				    "lock '%s' is held %s by this process tree: asking for it %s "
