@@ -119,6 +119,23 @@ ran_after_outage() {
 	kill -CONT "$REDIS_PID"
 }
 
+@test "-w against a frozen server under an inherited token of the name: 69 at the deadline (asking what is inherited is part of the wait)" {
+	local t0 took
+	rlock -k f -- true # the connection works, the scripts are cached
+	kill -STOP "$REDIS_PID"
+	# a nested run asks the server whether its variables hold the name: one io-timeout
+	# (here 5 s) that the 1 s wait did not bound
+	t0=$(now_ms)
+	RLOCK_KEY='rlock:{f}' RLOCK_TOKEN=0123456789abcdef0123456789abcdef \
+		run -69 --separate-stderr rlock --io-timeout 5s -w 1s -k f -- touch ran
+	took=$(($(now_ms) - t0))
+	kill -CONT "$REDIS_PID"
+	echo "# frozen server, inherited token, -w 1s: 69 after $took ms" >&3
+	[[ ! -e ran ]]
+	((took >= 950)) || fail "gave up after $took ms, before the deadline: $stderr"
+	((took < 1800)) || fail "gave up after $took ms, an io-timeout past the 1 s wait: $stderr"
+}
+
 # past MS: the clock (now_ms) is past MS.
 past() { (($(now_ms) > $1)); }
 

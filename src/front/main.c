@@ -138,13 +138,25 @@ run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
 static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o, int sigfd,
                                const sigset_t *orig)
 {
-	struct reenter_ask q = {o->prefix,        o->names,
-	                        o->nnames,        o->lock.ttl_ms,
-	                        o->io_timeout_ms, lock_mode_of(o->kind),
-	                        o->lock.limit,    o->mode == MODE_ACQUIRE};
+	int64_t start = clock_ms();
+	/* -w: asking the server what is inherited is part of the wait (-n: its one try
+	 * is not capped, as the acquire's is not) */
+	struct reenter_ask q = {o->prefix,
+	                        o->names,
+	                        o->nnames,
+	                        o->lock.ttl_ms,
+	                        o->io_timeout_ms,
+	                        lock_mode_of(o->kind),
+	                        o->lock.limit,
+	                        o->mode == MODE_ACQUIRE,
+	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
+	if (o->wait_ms > 0) { /* what is left of the wait (at least a try) */
+		int64_t rest = o->wait_ms - (clock_ms() - start);
+		o->wait_ms = rest > 0 ? rest : 1;
+	}
 	if (left > 0 || o->mode == MODE_ACQUIRE) {
 		o->name = o->names[0]; /* only the names left to take */
 		return;

@@ -100,13 +100,15 @@ static int grants(char mode, int limit, const struct reenter_ask *q)
  * cannot be told (another host or pid namespace, no record, no reply): trusted, as
  * before. */
 static int holder_gone(struct store *s, const struct lock *l, const char *token,
-                       int64_t io_timeout_ms, long long *pid)
+                       int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
 {
 	struct holders *hs = malloc(sizeof *hs); /* large */
 	char err[300];
 	int gone = 0;
+	int64_t cap = clock_ms() + io_timeout_ms;
 
-	if (hs && store_status(s, l, clock_ms() + io_timeout_ms, hs, err, sizeof err) == LOCK_OK)
+	cap = cap < deadline_ms ? cap : deadline_ms;
+	if (hs && store_status(s, l, cap, hs, err, sizeof err) == LOCK_OK)
 		for (int k = 0; k < hs->n; k++) {
 			const struct holder *h = &hs->h[k];
 			if (strcmp(h->token, token) != 0)
@@ -142,9 +144,10 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			struct holding hd;
 			if (strcmp(probe.key, r->in[j].key) != 0)
 				continue;
+			int64_t cap = clock_ms() + o->io_timeout_ms;
+			cap = cap < o->deadline_ms ? cap : o->deadline_ms;
 			int rc =
-			    store_is_holder(s, &probe, r->in[j].token,
-			                    clock_ms() + o->io_timeout_ms, &hd, err, sizeof err);
+			    store_is_holder(s, &probe, r->in[j].token, cap, &hd, err, sizeof err);
 			char mode = hd.mode;
 			int limit = hd.limit;
 			if (rc < 0)
@@ -156,7 +159,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
-			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, &pid)) {
+			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, o->deadline_ms,
+			                &pid)) {
 				log_warn(
 				    "lock '%s': the inherited token's holder (pid %lld) is gone "
 				    "and "

@@ -41,6 +41,9 @@ struct reenter_ask {
 	enum lock_mode mode; /* and limit: how they are asked for */
 	int limit;
 	int keeper; /* --acquire */
+	/* monotonic ms by which the plan's requests end too (-w: they are part of the
+	 * wait), INT64_MAX: one io-timeout each */
+	int64_t deadline_ms;
 };
 
 /* Only read the inherited holds (r->n, r->in): RLOCK_KEY + RLOCK_TOKEN first, then the
