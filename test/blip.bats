@@ -271,7 +271,8 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 # make_dns_shim: dns.so, a getaddrinfo that answers for two test names the way a
 # resolver does: rlock-dns.test fails with EAI_AGAIN (a resolver that cannot answer
 # now) until the file $DNS_UP exists, then is 127.0.0.1; rlock-nxdomain.test does not
-# exist (EAI_NONAME). Every other name goes to the real resolver.
+# exist (EAI_NONAME); rlock-silent.test gets no answer (a resolver that is not
+# reachable: 30 s, then EAI_AGAIN). Every other name goes to the real resolver.
 make_dns_shim() {
 	cat >dns.c <<'C'
 #define _GNU_SOURCE
@@ -289,6 +290,10 @@ int getaddrinfo(const char *n, const char *s, const struct addrinfo *h, struct a
 	int numeric = h && (h->ai_flags & AI_NUMERICHOST);
 	if (n && !numeric && !strcmp(n, "rlock-nxdomain.test"))
 		return EAI_NONAME;
+	if (n && !numeric && !strcmp(n, "rlock-silent.test")) {
+		sleep(30);
+		return EAI_AGAIN;
+	}
 	if (n && !numeric && !strcmp(n, "rlock-dns.test")) {
 		const char *up = getenv("DNS_UP");
 		if (!up || access(up, F_OK) != 0)
@@ -324,6 +329,19 @@ C
 
 # ---------------------------------------------------------------------------------
 # item 5: the quick start takes only what it needs
+
+@test "-w 1s with a resolver that does not answer: 69 at the deadline, not a --connect-timeout later" {
+	make_dns_shim
+	local asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" t0 took
+	t0=$(now_ms)
+	LD_PRELOAD=$PWD/dns.so ASAN_OPTIONS=$asan run -69 --separate-stderr \
+		"$RLOCK" --connect-timeout 5s -w 1s -u "redis://rlock-silent.test:$REDIS_PORT" -k sl -- touch ran
+	took=$(($(now_ms) - t0))
+	echo "# silent resolver, -w 1s: 69 after $took ms" >&3
+	[[ ! -e ran ]]
+	((took >= 950)) || fail "gave up after $took ms, before the deadline: $stderr"
+	((took < 1800)) || fail "gave up after $took ms: the lookup was not part of the 1 s wait: $stderr"
+}
 
 @test "scripts/demo on a machine without packages asks apt-get for the build and run dependencies only" {
 	((EUID == 0)) || skip "needs root (as non-root, deps would go through sudo, whose PATH is not ours)"

@@ -303,13 +303,19 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 {
 	char err[700];
 	int64_t start = clock_ms();
-	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+	int64_t wait = waits ? o->wait_ms : 0;
+	/* The lookup is part of the wait too: it ends by the -w deadline. */
+	int64_t cap = start + o->connect_timeout_ms;
+	if (wait > 0 && start + wait < cap)
+		cap = start + wait;
+	int rc = store_resolve(cfg, cap, err, sizeof err);
 
 	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
-	 * looks the name up again; once one succeeded, the addresses are kept. */
-	int64_t wait = waits ? o->wait_ms : 0;
-	if (rc == STORE_ERR && wait != 0 && store_fault_passing())
+	 * looks the name up again; once one succeeded, the addresses are kept. A lookup
+	 * that took the whole wait is the answer (its error said). */
+	if (rc == STORE_ERR && wait != 0 && store_fault_passing() &&
+	    (wait < 0 || clock_ms() - start < wait))
 		rc = STORE_OK;
 	if (wait > 0) /* what the lookup left of the wait (at least a try) */
 		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
