@@ -231,3 +231,17 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	[[ ! -e ran ]] || fail "ran under a dead keeper's lease"
 	assert_regex "$stderr" "the inherited token's holder \(pid $keeper\) is gone"
 }
+
+@test "a nested run's RLOCK_FENCE is the fence the server holds for the inherited token, not a garbled or missing variable's" {
+	run -0 rlock -k F -- true # fence 1: the parent below gets 2
+	run -0 rlock -k F -- sh -c '
+		echo "parent $RLOCK_FENCE"
+		RLOCK_FENCE=999 "$RLOCK" -k F -- sh -c "echo \"garbled \$RLOCK_FENCE\""
+		env -u RLOCK_FENCE "$RLOCK" -k F -- sh -c "echo \"missing \$RLOCK_FENCE\""
+		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""'
+	assert_line 'parent 2'
+	assert_line 'garbled 2'
+	assert_line 'missing 2'
+	# F inherited (2), G taken here (its first fence)
+	assert_line 'several 2 1'
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "reenter.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "holder.h"
 #include "keeper.h"
 #include "log.h"
+#include "parse.h"
 
 /* The next space-separated word of *p: its start and length (0 at the end). */
 static size_t word(const char **p, const char **start)
@@ -37,6 +39,9 @@ static void add(struct reenter *r, const char *key, size_t kn, const char *tok, 
 	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
 	h->fence[fn] = '\0';
+	long long v;
+	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
+		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
 	for (int i = 0; i < r->n; i++)
 		if (!strcmp(r->in[i].key, h->key) && !strcmp(r->in[i].token, h->token))
 			return; /* RLOCK_KEY is RLOCK_KEYS' first too */
@@ -193,6 +198,10 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				exit(RL_EX_USAGE);
 			}
 			r->held[i] = j;
+			/* The command's fence is the one the server holds for that token, not
+			 * what the variable says (a garbled or stale RLOCK_FENCE). */
+			if (hd.has_fence)
+				snprintf(r->in[j].fence, sizeof r->in[j].fence, "%lld", hd.fence);
 		}
 		if (r->held[i] < 0)
 			o->names[left++] = name;
