@@ -245,3 +245,14 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	# F inherited (2), G taken here (its first fence)
 	assert_line 'several 2 1'
 }
+
+@test "a server that cannot answer as a nested run asks about its inherited token (CLIENT PAUSE) is asked again within the wait: re-entered, not a wait for its own ancestor" {
+	# Before: the question timed out, the run went on as a normal one and waited for
+	# the lock its own parent holds (75 at -w; without -w, for ever).
+	run -0 --separate-stderr rlock -k P -- sh -c '
+		redis-cli -p "$REDIS_PORT" CLIENT PAUSE 1500 WRITE >/dev/null
+		"$RLOCK" --io-timeout 300ms -w 10s -k P -- sh -c "echo \"nested \$RLOCK_FENCE\""'
+	assert_output 'nested 1'
+	assert_regex "$stderr" "lock 'P': cannot tell whether the inherited token holds it \(.*\); retrying until the --wait deadline"
+	assert_regex "$stderr" "lock 'P': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s"
+}

@@ -136,7 +136,7 @@ run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
  * (run_reentered); with only some of them, o keeps the names left to take (reenter.h).
  * With --acquire it only refuses (64) what would wait for an ancestor. */
 static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o, int sigfd,
-                               const sigset_t *orig)
+                               int termfd, const sigset_t *orig)
 {
 	int64_t start = clock_ms();
 	/* -w: asking the server what is inherited is part of the wait (-n: its one try
@@ -149,7 +149,9 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 	                        lock_mode_of(o->kind),
 	                        o->lock.limit,
 	                        o->mode == MODE_ACQUIRE,
-	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX};
+	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX,
+	                        o->wait_ms != 0,
+	                        termfd};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
@@ -659,7 +661,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &req, &k, termfd);
-	reenter_plan_names(&re, c, &o, sigfd, &orig);
+	reenter_plan_names(&re, c, &o, sigfd, termfd, &orig);
 	if (o.mode == MODE_RUN)
 		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, cfg, &o, &req, termfd);

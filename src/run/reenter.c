@@ -2,6 +2,7 @@
 #include "reenter.h"
 
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,47 @@ static int holder_gone(struct store *s, const struct lock *l, const char *token,
 	return gone;
 }
 
+/* Does token hold l now (store_is_holder)? Waiting, a server that cannot say now (a
+ * blip, a failover, a pause) is asked again until the wait's deadline, with one line
+ * when that starts and one when it ends: a nested run that went on without the answer
+ * would wait for its own ancestor (for ever, without -w). */
+#define ASK_FIRST_MS 200
+#define ASK_MAX_MS   2000
+static int ask_holder(struct store *s, const struct lock *l, const char *name, const char *token,
+                      const struct reenter_ask *o, struct holding *hd, char *err, size_t errlen)
+{
+	int64_t since = -1, step = ASK_FIRST_MS;
+
+	for (;;) {
+		int64_t cap = clock_ms() + o->io_timeout_ms;
+		cap = cap < o->deadline_ms ? cap : o->deadline_ms;
+		int rc = store_is_holder(s, l, token, cap, hd, err, errlen);
+		if (rc >= 0 || !o->waits || !store_fault_passing() ||
+		    clock_ms() >= o->deadline_ms || store_abort_pending()) {
+			if (since >= 0 && rc >= 0)
+				log_warn("lock '%s': %s answers again after %.1f s", name,
+				         store_name(s), (double)(clock_ms() - since) / 1000);
+			return rc;
+		}
+		if (since < 0) {
+			since = clock_ms();
+			log_warn(
+			    "lock '%s': cannot tell whether the inherited token holds it (%s); "
+			    "retrying%s",
+			    name, err,
+			    o->deadline_ms == INT64_MAX ? " (no --wait deadline)"
+			                                : " until the --wait deadline");
+		}
+		int64_t until = clock_ms() + step;
+		until = until < o->deadline_ms ? until : o->deadline_ms;
+		step = step * 2 > ASK_MAX_MS ? ASK_MAX_MS : step * 2;
+		struct pollfd p = {.fd = o->sigfd, .events = POLLIN};
+		for (int64_t left; (left = until - clock_ms()) > 0;)
+			if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+				return rc; /* a terminating signal: the caller dies of it */
+	}
+}
+
 int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 {
 	static struct lock probe; /* large; only its key names are used */
@@ -149,10 +191,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			struct holding hd;
 			if (strcmp(probe.key, r->in[j].key) != 0)
 				continue;
-			int64_t cap = clock_ms() + o->io_timeout_ms;
-			cap = cap < o->deadline_ms ? cap : o->deadline_ms;
 			int rc =
-			    store_is_holder(s, &probe, r->in[j].token, cap, &hd, err, sizeof err);
+			    ask_holder(s, &probe, name, r->in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
 			int limit = hd.limit;
 			if (rc < 0)
