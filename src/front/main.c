@@ -501,6 +501,17 @@ static void lease_renew_launch(void *ctx)
 	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
 }
 
+/* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */
+static int late_signal(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo != SIGCHLD)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                const sigset_t *orig)
@@ -573,6 +584,14 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
+	/* A terminating signal that came while rlock released (the command gone: nothing
+	 * to forward it to) is not lost: released, rlock dies of it, as before the command
+	 * started, so that a calling shell or loop sees the interrupt. Not over a status
+	 * of rlock's own (79, 81, 124, 137). */
+	int late =
+	    rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out ? late_signal(sigfd) : 0;
+	if (late)
+		child_die_of(late);
 	return rc;
 }
 
