@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include "reenter.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "exitcodes.h"
@@ -100,9 +104,37 @@ static int grants(char mode, int limit, const struct reenter_ask *q)
 	       (mode == 'l' && q->mode == LOCK_LIMIT && limit == q->limit);
 }
 
+/* Is holder h (not a keeper) gone for certain: recorded on this host, in this boot and
+ * pid namespace, and its pid names no process, or a zombie? A pid that another process
+ * took since is not told: its start time, read against the wall clock, would misjudge a
+ * live parent after a clock step, and the nested run would then wait for it. */
+static int pid_gone(const struct holder *h)
+{
+	char host[256] = "", path[64], buf[512], state = '?';
+	const char *self = holder_proc_self();
+
+	if (h->pid <= 1 || h->pid > INT_MAX || !h->proc[0] || !self[0] ||
+	    strcmp(h->proc, self) != 0 || gethostname(host, sizeof host - 1) < 0 ||
+	    strcmp(host, h->host) != 0)
+		return 0;
+	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof path, "/proc/%lld/stat", h->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* after the command name (which may hold anything, ')' too): the state */
+	const char *p = strrchr(buf, ')');
+	if (p && sscanf(p + 1, " %c", &state) == 1)
+		return state == 'Z' || state == 'X';
+	return 0;
+}
+
 /* Is the process that holds token on l gone (the status's record of it), so that
  * nothing renews the lease that token names? A keeper is judged by the mark it left
- * (keeper_judge), any other holder by its pid on this host (holder_process). 0 when that
+ * (keeper_judge), any other holder by its pid on this host (pid_gone). 0 when that
  * cannot be told (another host or pid namespace, no record, no reply): trusted, as
  * before. */
 static int holder_gone(struct store *s, const struct lock *l, const char *token,
@@ -122,7 +154,7 @@ static int holder_gone(struct store *s, const struct lock *l, const char *token,
 			int keeper = strcmp(h->cmd, KEEPER_CMD) == 0
 			                 ? keeper_judge(l->key, h->token, h->pid)
 			                 : -2;
-			gone = keeper == 0 || (keeper == -2 && holder_process(h) == HOLDER_GONE);
+			gone = keeper == 0 || (keeper == -2 && pid_gone(h));
 			*pid = h->pid;
 			break;
 		}
