@@ -238,11 +238,10 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			long long pid = -1;
 			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, o->deadline_ms,
 			                &pid)) {
-				log_warn(
-				    "lock '%s': the inherited token's holder (pid %lld) is gone "
-				    "and "
-				    "nobody renews its lease: not re-entrant, taking the lock anew",
-				    name, pid);
+				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
+				         "gone and nobody renews its lease: not re-entrant, taking "
+				         "the lock anew",
+				         name, pid);
 				continue;
 			}
 			if (!grants(mode, limit, o)) {
