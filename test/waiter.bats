@@ -114,6 +114,18 @@ past() { (($(now_ms) > $1)); }
 	done
 }
 
+@test "a holder's lease that ends 150 ms before the -w deadline: the waiter wakes at its end and takes the lock (the last try does not come earlier)" {
+	# the waiter wakes when the holder's PTTL says the lease ends; a wake-up inside the
+	# last 250 ms of the wait is kept, not moved to the last try's time (which found
+	# the lock still held, and then only the deadline was left: 75)
+	local round # (bats' run sets i)
+	for round in 1 2; do
+		rcli SET "rlock:{e$round}" foreign-token PX 5850 >/dev/null
+		run -0 --separate-stderr rlock -w 6s -k "e$round" -- touch "ran$round"
+		[[ -e ran$round ]] || fail "try $round: not taken at the lease's end: $stderr"
+	done
+}
+
 @test "with -n, a dead server is 69 at once (with a wait, the first connect is part of it: blip.bats)" {
 	local port
 	port=$(dead_port)

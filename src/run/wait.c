@@ -169,20 +169,22 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 	}
 }
 
-/* The last try of a wait begins LAST_TRY_MS before its deadline: a pause (a backoff step
- * of up to BACKOFF_MAX_MS, a nap) that would run into the last LAST_TRY_MS ends there
+/* A wait's last try begins LAST_TRY_MS before its deadline: a pause (a backoff step of
+ * up to BACKOFF_MAX_MS, a nap) that would run to the deadline or past it ends there
  * instead, unless the try before it began there already. A server that answers again
  * (a lock that became free without a release notification) before then is found, and
  * that try ends by the deadline (it is capped there) rather than being cut off before
- * it began. The end of a pause after the try at `tried` (monotonic ms). */
+ * it began. A pause that ends before the deadline is kept (a holder's lease that ends
+ * then: that is when to try). The end of a pause after the try at `tried` (monotonic
+ * ms). */
 #define LAST_TRY_MS 250
 static int64_t pause_end(int64_t until, int64_t deadline, int64_t tried)
 {
 	int64_t last = deadline - LAST_TRY_MS;
 
-	if (deadline == INT64_MAX || until < last)
+	if (deadline == INT64_MAX || until < deadline)
 		return until;
-	return tried < last ? last : until < deadline ? until : deadline;
+	return tried < last ? last : deadline;
 }
 
 /* How long after the request was sent a granted lease is still worth using: the point
