@@ -119,6 +119,64 @@ ran_after_outage() {
 	kill -CONT "$REDIS_PID"
 }
 
+@test "-w against a frozen server under an inherited token of the name: 69 at the deadline (asking what is inherited is part of the wait)" {
+	local t0 took
+	rlock -k f -- true # the connection works, the scripts are cached
+	kill -STOP "$REDIS_PID"
+	# a nested run asks the server whether its variables hold the name: one io-timeout
+	# (here 5 s) that the 1 s wait did not bound
+	t0=$(now_ms)
+	RLOCK_KEY='rlock:{f}' RLOCK_TOKEN=0123456789abcdef0123456789abcdef \
+		run -69 --separate-stderr rlock --io-timeout 5s -w 1s -k f -- touch ran
+	took=$(($(now_ms) - t0))
+	kill -CONT "$REDIS_PID"
+	echo "# frozen server, inherited token, -w 1s: 69 after $took ms" >&3
+	[[ ! -e ran ]]
+	((took >= 950)) || fail "gave up after $took ms, before the deadline: $stderr"
+	((took < 1800)) || fail "gave up after $took ms, an io-timeout past the 1 s wait: $stderr"
+}
+
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
+
+# The backoff between tries grows to seconds (2 s between connects, 5 s between
+# attempts): a pause that would run into the deadline ends LAST_TRY_MS (250 ms) before
+# it, so a server back shortly before the deadline is tried. Before, the pause ran to the
+# deadline and rlock gave up without trying ("unavailable for the whole wait"). Each
+# case runs three times: the backoff is jittered, and a lucky try may land late.
+
+@test "a server started 650 ms before the -w deadline is connected to by a last try: the job runs" {
+	local i port t0
+	for i in 1 2 3; do
+		port=$(dead_port)
+		t0=$(now_ms)
+		rlock_bg -w 3s -u "redis://127.0.0.1:$port" -k "late$i" -- touch "ran$i"
+		wait_until 10 past $((t0 + 2350))
+		blip_start "$port"
+		rlock_wait "$RLOCK_PID" 15
+		[[ -e ran$i ]] || fail "try $i: the server was back before the deadline, rlock gave up ($RLOCK_STATUS): $(cat "$RLOCK_ERR")"
+		assert_equal "$RLOCK_STATUS" 0
+		redis_stop "$BLIP_PID"
+	done
+}
+
+@test "a server that serves again (READONLY ends) 800 ms before the -w deadline is found by a last attempt: the job runs" {
+	local i port t0
+	blip_serve --replicaof 127.0.0.1 "$(dead_port)"
+	port=$BLIP_PORT
+	for i in 1 2 3; do
+		redis-cli -p "$port" REPLICAOF 127.0.0.1 "$(dead_port)" >/dev/null
+		t0=$(now_ms)
+		rlock_bg -w 7s -u "redis://127.0.0.1:$port" -k "ro$i" -- touch "ran$i"
+		wait_until 10 outage_said "$RLOCK_ERR"
+		wait_until 10 past $((t0 + 6200))
+		redis-cli -p "$port" REPLICAOF NO ONE >/dev/null
+		rlock_wait "$RLOCK_PID" 15
+		[[ -e ran$i ]] || fail "try $i: the server served before the deadline, rlock gave up ($RLOCK_STATUS): $(cat "$RLOCK_ERR")"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
 @test "waiting for an unreachable server without -w (a typo in the port): a periodic line says what it tries, for how long, the last error" {
 	local port
 	port=$(dead_port)
@@ -213,7 +271,8 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 # make_dns_shim: dns.so, a getaddrinfo that answers for two test names the way a
 # resolver does: rlock-dns.test fails with EAI_AGAIN (a resolver that cannot answer
 # now) until the file $DNS_UP exists, then is 127.0.0.1; rlock-nxdomain.test does not
-# exist (EAI_NONAME). Every other name goes to the real resolver.
+# exist (EAI_NONAME); rlock-silent.test gets no answer (a resolver that is not
+# reachable: 30 s, then EAI_AGAIN). Every other name goes to the real resolver.
 make_dns_shim() {
 	cat >dns.c <<'C'
 #define _GNU_SOURCE
@@ -231,6 +290,10 @@ int getaddrinfo(const char *n, const char *s, const struct addrinfo *h, struct a
 	int numeric = h && (h->ai_flags & AI_NUMERICHOST);
 	if (n && !numeric && !strcmp(n, "rlock-nxdomain.test"))
 		return EAI_NONAME;
+	if (n && !numeric && !strcmp(n, "rlock-silent.test")) {
+		sleep(30);
+		return EAI_AGAIN;
+	}
 	if (n && !numeric && !strcmp(n, "rlock-dns.test")) {
 		const char *up = getenv("DNS_UP");
 		if (!up || access(up, F_OK) != 0)
@@ -266,6 +329,19 @@ C
 
 # ---------------------------------------------------------------------------------
 # item 5: the quick start takes only what it needs
+
+@test "-w 1s with a resolver that does not answer: 69 at the deadline, not a --connect-timeout later" {
+	make_dns_shim
+	local asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" t0 took
+	t0=$(now_ms)
+	LD_PRELOAD=$PWD/dns.so ASAN_OPTIONS=$asan run -69 --separate-stderr \
+		"$RLOCK" --connect-timeout 5s -w 1s -u "redis://rlock-silent.test:$REDIS_PORT" -k sl -- touch ran
+	took=$(($(now_ms) - t0))
+	echo "# silent resolver, -w 1s: 69 after $took ms" >&3
+	[[ ! -e ran ]]
+	((took >= 950)) || fail "gave up after $took ms, before the deadline: $stderr"
+	((took < 1800)) || fail "gave up after $took ms: the lookup was not part of the 1 s wait: $stderr"
+}
 
 @test "scripts/demo on a machine without packages asks apt-get for the build and run dependencies only" {
 	((EUID == 0)) || skip "needs root (as non-root, deps would go through sudo, whose PATH is not ours)"

@@ -101,3 +101,18 @@ EOF_PROBE
 	key_absent 'rlock:{A}' || fail "A was not released"
 	[[ $(rcli GET 'rlock:{B}') == stolen ]]
 }
+
+@test "a lock taken first and lost while the next one is waited for: both given back and taken again, the command runs (was 69, 'Redis unavailable')" {
+	rcli SET 'rlock:{B}' other PX 4000 >/dev/null
+	rlock_bg -t 3s -k A -k B -- sh -c 'echo "$RLOCK_FENCES" >fences'
+	wait_until 30 key_exists 'rlock:{A}'
+	rcli DEL 'rlock:{A}' >/dev/null # broken: its renewal (every second) finds it gone
+	rlock_wait "$RLOCK_PID" 30
+	[[ $RLOCK_STATUS == 0 ]] || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	# A taken again (fence 2), B once given back and taken again (fence 2)
+	assert_equal "$(cat fences)" '2 2'
+	grep -q 'a lock was lost while waiting for the others (.*); giving them back and taking them all again' "$RLOCK_ERR" ||
+		fail "$(cat "$RLOCK_ERR")"
+	key_absent 'rlock:{A}'
+	key_absent 'rlock:{B}'
+}

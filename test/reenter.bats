@@ -194,3 +194,65 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	assert_equal "$(rcli GET 'rlock:{A}')" "$RLOCK_TOKEN"
 	run -0 rlock -k A --release
 }
+
+# vars_of FILE NAME: the value of NAME in FILE (lines NAME=VALUE, as env prints them).
+vars_of() { sed -n "s/^$2=//p" "$1"; }
+
+@test "a token whose holder died is not re-entered (nobody renews its lease): -n is busy (75), a wait takes the lock anew" {
+	# the parent's variables outlive it in a process that left its cover (a daemon, a
+	# later CI step): its lease lives on until the TTL, renewed by nobody
+	rlock_bg -t 10s -k D -- sh -c 'env | grep "^RLOCK_" >vars; touch started; exec sleep 60'
+	local parent=$RLOCK_PID
+	wait_until 30 test -e started
+	kill -KILL "$parent"
+	wait_until 30 proc_gone "$parent"
+	key_exists 'rlock:{D}'
+	RLOCK_KEY=$(vars_of vars RLOCK_KEY) RLOCK_TOKEN=$(vars_of vars RLOCK_TOKEN) \
+		RLOCK_FENCE=$(vars_of vars RLOCK_FENCE) run -75 --separate-stderr rlock -n -k D -- touch ran
+	[[ ! -e ran ]] || fail "ran under a lease nobody renews"
+	assert_regex "$stderr" "lock 'D': the inherited token's holder \(pid $parent\) is gone and nobody renews its lease: not re-entrant, taking the lock anew"
+	# waiting: taken anew once the dead holder's lease ends (fence 2)
+	RLOCK_KEY=$(vars_of vars RLOCK_KEY) RLOCK_TOKEN=$(vars_of vars RLOCK_TOKEN) \
+		RLOCK_FENCE=$(vars_of vars RLOCK_FENCE) run -0 rlock -q -w 30s -k D -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 2
+}
+
+@test "a dead keeper's variables are not re-entered: -n is busy (75)" {
+	eval "$(rlock -t 10s -k K --acquire)"
+	local keeper
+	keeper=$(rcli HGET 'rlock:{K}:owner' pid)
+	track_pid "$keeper"
+	# alive: re-entered
+	run -0 rlock -n -k K -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_output 1
+	kill -KILL "$keeper"
+	wait_until 30 proc_gone "$keeper"
+	run -75 --separate-stderr rlock -n -k K -- touch ran
+	[[ ! -e ran ]] || fail "ran under a dead keeper's lease"
+	assert_regex "$stderr" "the inherited token's holder \(pid $keeper\) is gone"
+}
+
+@test "a nested run's RLOCK_FENCE is the fence the server holds for the inherited token, not a garbled or missing variable's" {
+	run -0 rlock -k F -- true # fence 1: the parent below gets 2
+	run -0 rlock -k F -- sh -c '
+		echo "parent $RLOCK_FENCE"
+		RLOCK_FENCE=999 "$RLOCK" -k F -- sh -c "echo \"garbled \$RLOCK_FENCE\""
+		env -u RLOCK_FENCE "$RLOCK" -k F -- sh -c "echo \"missing \$RLOCK_FENCE\""
+		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""'
+	assert_line 'parent 2'
+	assert_line 'garbled 2'
+	assert_line 'missing 2'
+	# F inherited (2), G taken here (its first fence)
+	assert_line 'several 2 1'
+}
+
+@test "a server that cannot answer as a nested run asks about its inherited token (CLIENT PAUSE) is asked again within the wait: re-entered, not a wait for its own ancestor" {
+	# Before: the question timed out, the run went on as a normal one and waited for
+	# the lock its own parent holds (75 at -w; without -w, for ever).
+	run -0 --separate-stderr rlock -k P -- sh -c '
+		redis-cli -p "$REDIS_PORT" CLIENT PAUSE 1500 WRITE >/dev/null
+		"$RLOCK" --io-timeout 300ms -w 10s -k P -- sh -c "echo \"nested \$RLOCK_FENCE\""'
+	assert_output 'nested 1'
+	assert_regex "$stderr" "lock 'P': cannot tell whether the inherited token holds it \(.*\); retrying until the --wait deadline"
+	assert_regex "$stderr" "lock 'P': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s"
+}

@@ -213,3 +213,22 @@ forward_once() {
 	assert_equal "$(cat s.log)" $'USR1\nUSR2'
 	assert_equal "$RLOCK_STATUS" 3
 }
+
+# reaped PARENT PID: PID is no longer a child of PARENT (reaped, not a zombie of it).
+reaped() { ! children_of "$1" | grep -qx "$2"; }
+
+@test "a signal that comes while rlock releases (the command gone) is not lost: released, rlock dies of it" {
+	# the command freezes the server and exits 0: the release then waits (--io-timeout)
+	rlock_bg --io-timeout 3s -k rel -- sh -c 'echo $$ >cmd.pid; kill -STOP "$REDIS_PID"'
+	wait_until 30 test -s cmd.pid
+	# reaped: rlock is past the command's supervision, in the release
+	wait_until 30 reaped "$RLOCK_PID" "$(cat cmd.pid)"
+	kill -TERM "$RLOCK_PID"
+	local st=0
+	rlock_wait "$RLOCK_PID" 30 || st=$?
+	kill -CONT "$REDIS_PID"
+	((st == 0)) || fail "rlock did not end"
+	# before: 0, and a shell loop around rlock went on (the interrupt was lost)
+	assert_equal "$RLOCK_STATUS" 143
+	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
+}

@@ -94,6 +94,38 @@ teardown() {
 	assert_equal "${#lines[@]}" 2
 }
 
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
+
+@test "a lock freed without a release notification 800 ms before the -w deadline is taken by a last attempt, not given up on (75)" {
+	# the backoff's naps grow to 5 s: one that would run into the deadline ends 250 ms
+	# before it (a last attempt), not at it. Three times: the backoff is jittered.
+	local i t0
+	for i in 1 2 3; do
+		foreign "q$i"
+		t0=$(now_ms)
+		rlock_bg -w 7s -k "q$i" -- touch "ran$i"
+		wait_until 10 has_waiter "q$i"
+		wait_until 10 past $((t0 + 6200))
+		rcli DEL "rlock:{q$i}" >/dev/null # a flush, an eviction: nobody publishes
+		rlock_wait "$RLOCK_PID" 15
+		[[ -e ran$i ]] || fail "try $i: the lock was free before the deadline, rlock gave up ($RLOCK_STATUS): $(cat "$RLOCK_ERR")"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
+@test "a holder's lease that ends 150 ms before the -w deadline: the waiter wakes at its end and takes the lock (the last try does not come earlier)" {
+	# the waiter wakes when the holder's PTTL says the lease ends; a wake-up inside the
+	# last 250 ms of the wait is kept, not moved to the last try's time (which found
+	# the lock still held, and then only the deadline was left: 75)
+	local round # (bats' run sets i)
+	for round in 1 2; do
+		rcli SET "rlock:{e$round}" foreign-token PX 5850 >/dev/null
+		run -0 --separate-stderr rlock -w 6s -k "e$round" -- touch "ran$round"
+		[[ -e ran$round ]] || fail "try $round: not taken at the lease's end: $stderr"
+	done
+}
+
 @test "with -n, a dead server is 69 at once (with a wait, the first connect is part of it: blip.bats)" {
 	local port
 	port=$(dead_port)

@@ -136,15 +136,29 @@ run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
  * (run_reentered); with only some of them, o keeps the names left to take (reenter.h).
  * With --acquire it only refuses (64) what would wait for an ancestor. */
 static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *o, int sigfd,
-                               const sigset_t *orig)
+                               int termfd, const sigset_t *orig)
 {
-	struct reenter_ask q = {o->prefix,        o->names,
-	                        o->nnames,        o->lock.ttl_ms,
-	                        o->io_timeout_ms, lock_mode_of(o->kind),
-	                        o->lock.limit,    o->mode == MODE_ACQUIRE};
+	int64_t start = clock_ms();
+	/* -w: asking the server what is inherited is part of the wait (-n: its one try
+	 * is not capped, as the acquire's is not) */
+	struct reenter_ask q = {o->prefix,
+	                        o->names,
+	                        o->nnames,
+	                        o->lock.ttl_ms,
+	                        o->io_timeout_ms,
+	                        lock_mode_of(o->kind),
+	                        o->lock.limit,
+	                        o->mode == MODE_ACQUIRE,
+	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX,
+	                        o->wait_ms != 0,
+	                        termfd};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
+	if (o->wait_ms > 0) { /* what is left of the wait (at least a try) */
+		int64_t rest = o->wait_ms - (clock_ms() - start);
+		o->wait_ms = rest > 0 ? rest : 1;
+	}
 	if (left > 0 || o->mode == MODE_ACQUIRE) {
 		o->name = o->names[0]; /* only the names left to take */
 		return;
@@ -291,13 +305,19 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 {
 	char err[700];
 	int64_t start = clock_ms();
-	int rc = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+	int64_t wait = waits ? o->wait_ms : 0;
+	/* The lookup is part of the wait too: it ends by the -w deadline. */
+	int64_t cap = start + o->connect_timeout_ms;
+	if (wait > 0 && start + wait < cap)
+		cap = start + wait;
+	int rc = store_resolve(cfg, cap, err, sizeof err);
 
 	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
-	 * looks the name up again; once one succeeded, the addresses are kept. */
-	int64_t wait = waits ? o->wait_ms : 0;
-	if (rc == STORE_ERR && wait != 0 && store_fault_passing())
+	 * looks the name up again; once one succeeded, the addresses are kept. A lookup
+	 * that took the whole wait is the answer (its error said). */
+	if (rc == STORE_ERR && wait != 0 && store_fault_passing() &&
+	    (wait < 0 || clock_ms() - start < wait))
 		rc = STORE_OK;
 	if (wait > 0) /* what the lookup left of the wait (at least a try) */
 		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
@@ -481,6 +501,17 @@ static void lease_renew_launch(void *ctx)
 	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
 }
 
+/* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */
+static int late_signal(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo != SIGCHLD)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                const sigset_t *orig)
@@ -553,6 +584,14 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
+	/* A terminating signal that came while rlock released (the command gone: nothing
+	 * to forward it to) is not lost: released, rlock dies of it, as before the command
+	 * started, so that a calling shell or loop sees the interrupt. Not over a status
+	 * of rlock's own (79, 81, 124, 137). */
+	int late =
+	    rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out ? late_signal(sigfd) : 0;
+	if (late)
+		child_die_of(late);
 	return rc;
 }
 
@@ -641,7 +680,7 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)
 		return command(c, &o, &req, &k, termfd);
-	reenter_plan_names(&re, c, &o, sigfd, &orig);
+	reenter_plan_names(&re, c, &o, sigfd, termfd, &orig);
 	if (o.mode == MODE_RUN)
 		store_while_waiting(watchdog_ahead); /* while the acquire's reply is on its way */
 	acquire(&hold, c, cfg, &o, &req, termfd);

@@ -107,6 +107,17 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	return rc;
 }
 
+/* Give back every lock taken so far (the main handle stays open): none is held. */
+static void give_back_taken(struct hold *h)
+{
+	for (int i = h->n - 1; i >= 0; i--)
+		release_one(h, i, 0);
+	if (h->epfd >= 0)
+		close(h->epfd);
+	h->epfd = -1;
+	h->n = 0;
+}
+
 static void close_all(struct hold *h)
 {
 	store_close(h->s);
@@ -321,7 +332,8 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		snprintf(err, errlen, "no randomness for the lock token: %s", strerror(errno));
 		return WAIT_OSERR;
 	}
-	if (h->n > 0 && sp->wait_ms >= 0) {
+	/* the wait counts from asked_ms: for the first name too when taken again */
+	if (sp->wait_ms >= 0) {
 		left = asked_ms + sp->wait_ms - clock_ms();
 		left = left < 0 ? 0 : left;
 	}
@@ -395,17 +407,35 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->loss_after_ms = lease_loss_after(sp->ask->ttl_ms);
 	h->kill_by_ms = lease_kill_by(sp->ask->ttl_ms);
 	h->warn_after_ms = lease_warn_after(sp->ask->ttl_ms);
-	while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
-		rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
-	if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {
-		/* No way to hear of a loss: the command would run unwatched. */
-		snprintf(err, errlen, "cannot watch the locks for a loss: %s", strerror(errno));
-		rc = WAIT_OSERR;
-	}
-	struct pollfd lp = {.fd = rc == WAIT_ACQUIRED ? hold_lost_fd(h) : -1, .events = POLLIN};
-	if (rc == WAIT_ACQUIRED && (poll(&lp, 1, 0) != 0 || clock_ms() >= hold_lost_at(h))) {
-		snprintf(err, errlen, "a lock was lost while waiting for the others");
-		rc = WAIT_ERR;
+	for (;;) {
+		while (rc == WAIT_ACQUIRED && h->n < sp->nnames)
+			rc = take_one(h, sp, meta, termfd, asked, who, signo, err, errlen);
+		if (rc == WAIT_ACQUIRED && watch_all(h) < 0) {
+			/* No way to hear of a loss: the command would run unwatched. */
+			snprintf(err, errlen, "cannot watch the locks for a loss: %s",
+			         strerror(errno));
+			rc = WAIT_OSERR;
+		}
+		struct pollfd lp = {.fd = rc == WAIT_ACQUIRED ? hold_lost_fd(h) : -1,
+		                    .events = POLLIN};
+		if (rc != WAIT_ACQUIRED || (poll(&lp, 1, 0) == 0 && clock_ms() < hold_lost_at(h)))
+			break;
+		/* A lock taken first was lost (broken, expired, taken over) while the others
+		 * were waited for: nothing ran under it. All are given back and taken again,
+		 * in the same order, within what is left of the wait; once it is over (-n),
+		 * not acquired (75), as a busy name is. */
+		char why[300];
+		hold_lost_reason(h, clock_ms() >= hold_lost_at(h), why, sizeof why);
+		int again = sp->wait_ms < 0 || clock_ms() < asked + sp->wait_ms;
+		log_warn("a lock was lost while waiting for the others (%s); %s", why,
+		         again ? "giving them back and taking them all again" : "not acquired");
+		give_back_taken(h);
+		if (!again) {
+			h->failed = sp->names[0];
+			memset(who, 0, sizeof *who);
+			rc = WAIT_BUSY;
+			break;
+		}
 	}
 	if (rc != WAIT_ACQUIRED)
 		hold_release(h, 0);

@@ -54,7 +54,8 @@ struct hold {
 
 /* Acquire every name of sp on s (h owns s from here on), waiting as sp says (within
  * sp->wait_ms counted from the start), each checked by wait_ready() and renewed from
- * the moment it is taken; then make sure no loss came meanwhile. WAIT_ACQUIRED, or
+ * the moment it is taken; then make sure no loss came meanwhile (one did: all given back
+ * and taken again within the wait, WAIT_BUSY once it is over). WAIT_ACQUIRED, or
  * (everything taken given back, s closed) WAIT_BUSY (*who: the holder of h->failed),
  * WAIT_DONE (--once-per: h->failed was done inside its window, who->pttl_ms its rest),
  * WAIT_SIGNAL (*signo), WAIT_MISMATCH, WAIT_DENIED, WAIT_ERR or WAIT_OSERR with err,

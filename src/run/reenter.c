@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 #include "reenter.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "exitcodes.h"
+#include "holder.h"
+#include "keeper.h"
 #include "log.h"
+#include "parse.h"
 
 /* The next space-separated word of *p: its start and length (0 at the end). */
 static size_t word(const char **p, const char **start)
@@ -35,6 +44,9 @@ static void add(struct reenter *r, const char *key, size_t kn, const char *tok, 
 	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
 	h->fence[fn] = '\0';
+	long long v;
+	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
+		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
 	for (int i = 0; i < r->n; i++)
 		if (!strcmp(r->in[i].key, h->key) && !strcmp(r->in[i].token, h->token))
 			return; /* RLOCK_KEY is RLOCK_KEYS' first too */
@@ -92,6 +104,105 @@ static int grants(char mode, int limit, const struct reenter_ask *q)
 	       (mode == 'l' && q->mode == LOCK_LIMIT && limit == q->limit);
 }
 
+/* Is holder h (not a keeper) gone for certain: recorded on this host, in this boot and
+ * pid namespace, and its pid names no process, or a zombie? A pid that another process
+ * took since is not told: its start time, read against the wall clock, would misjudge a
+ * live parent after a clock step, and the nested run would then wait for it. */
+static int pid_gone(const struct holder *h)
+{
+	char host[256] = "", path[64], buf[512], state = '?';
+	const char *self = holder_proc_self();
+
+	if (h->pid <= 1 || h->pid > INT_MAX || !h->proc[0] || !self[0] ||
+	    strcmp(h->proc, self) != 0 || gethostname(host, sizeof host - 1) < 0 ||
+	    strcmp(host, h->host) != 0)
+		return 0;
+	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof path, "/proc/%lld/stat", h->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* after the command name (which may hold anything, ')' too): the state */
+	const char *p = strrchr(buf, ')');
+	if (p && sscanf(p + 1, " %c", &state) == 1)
+		return state == 'Z' || state == 'X';
+	return 0;
+}
+
+/* Is the process that holds token on l gone (the status's record of it), so that
+ * nothing renews the lease that token names? A keeper is judged by the mark it left
+ * (keeper_judge), any other holder by its pid on this host (pid_gone). 0 when that
+ * cannot be told (another host or pid namespace, no record, no reply): trusted, as
+ * before. */
+static int holder_gone(struct store *s, const struct lock *l, const char *token,
+                       int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+{
+	struct holders *hs = malloc(sizeof *hs); /* large */
+	char err[300];
+	int gone = 0;
+	int64_t cap = clock_ms() + io_timeout_ms;
+
+	cap = cap < deadline_ms ? cap : deadline_ms;
+	if (hs && store_status(s, l, cap, hs, err, sizeof err) == LOCK_OK)
+		for (int k = 0; k < hs->n; k++) {
+			const struct holder *h = &hs->h[k];
+			if (strcmp(h->token, token) != 0)
+				continue;
+			int keeper = strcmp(h->cmd, KEEPER_CMD) == 0
+			                 ? keeper_judge(l->key, h->token, h->pid)
+			                 : -2;
+			gone = keeper == 0 || (keeper == -2 && pid_gone(h));
+			*pid = h->pid;
+			break;
+		}
+	free(hs);
+	return gone;
+}
+
+/* Does token hold l now (store_is_holder)? Waiting, a server that cannot say now (a
+ * blip, a failover, a pause) is asked again until the wait's deadline, with one line
+ * when that starts and one when it ends: a nested run that went on without the answer
+ * would wait for its own ancestor (for ever, without -w). */
+#define ASK_FIRST_MS 200
+#define ASK_MAX_MS   2000
+static int ask_holder(struct store *s, const struct lock *l, const char *name, const char *token,
+                      const struct reenter_ask *o, struct holding *hd, char *err, size_t errlen)
+{
+	int64_t since = -1, step = ASK_FIRST_MS;
+
+	for (;;) {
+		int64_t cap = clock_ms() + o->io_timeout_ms;
+		cap = cap < o->deadline_ms ? cap : o->deadline_ms;
+		int rc = store_is_holder(s, l, token, cap, hd, err, errlen);
+		if (rc >= 0 || !o->waits || !store_fault_passing() ||
+		    clock_ms() >= o->deadline_ms || store_abort_pending()) {
+			if (since >= 0 && rc >= 0)
+				log_warn("lock '%s': %s answers again after %.1f s", name,
+				         store_name(s), (double)(clock_ms() - since) / 1000);
+			return rc;
+		}
+		if (since < 0) {
+			since = clock_ms();
+			log_warn(
+			    "lock '%s': cannot tell whether the inherited token holds it (%s); "
+			    "retrying%s",
+			    name, err,
+			    o->deadline_ms == INT64_MAX ? " (no --wait deadline)"
+			                                : " until the --wait deadline");
+		}
+		int64_t until = clock_ms() + step;
+		until = until < o->deadline_ms ? until : o->deadline_ms;
+		step = step * 2 > ASK_MAX_MS ? ASK_MAX_MS : step * 2;
+		struct pollfd p = {.fd = o->sigfd, .events = POLLIN};
+		for (int64_t left; (left = until - clock_ms()) > 0;)
+			if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+				return rc; /* a terminating signal: the caller dies of it */
+	}
+}
+
 int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 {
 	static struct lock probe; /* large; only its key names are used */
@@ -113,8 +224,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			if (strcmp(probe.key, r->in[j].key) != 0)
 				continue;
 			int rc =
-			    store_is_holder(s, &probe, r->in[j].token,
-			                    clock_ms() + o->io_timeout_ms, &hd, err, sizeof err);
+			    ask_holder(s, &probe, name, r->in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
 			int limit = hd.limit;
 			if (rc < 0)
@@ -122,6 +232,18 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				          name, err);
 			if (rc != 1)
 				continue;
+			/* A token whose holder died (an escaped process, a dead keeper's
+			 * variables) still names a live lease until its TTL ends, but nobody
+			 * renews it: a command run under it would go on unprotected. */
+			long long pid = -1;
+			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, o->deadline_ms,
+			                &pid)) {
+				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
+				         "gone and nobody renews its lease: not re-entrant, taking "
+				         "the lock anew",
+				         name, pid);
+				continue;
+			}
 			if (!grants(mode, limit, o)) {
 				log_error(
 				    "lock '%s' is held %s by this process tree: asking for it %s "
@@ -147,6 +269,10 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				exit(RL_EX_USAGE);
 			}
 			r->held[i] = j;
+			/* The command's fence is the one the server holds for that token, not
+			 * what the variable says (a garbled or stale RLOCK_FENCE). */
+			if (hd.has_fence)
+				snprintf(r->in[j].fence, sizeof r->in[j].fence, "%lld", hd.fence);
 		}
 		if (r->held[i] < 0)
 			o->names[left++] = name;

@@ -41,6 +41,13 @@ struct reenter_ask {
 	enum lock_mode mode; /* and limit: how they are asked for */
 	int limit;
 	int keeper; /* --acquire */
+	/* monotonic ms by which the plan's requests end too (-w: they are part of the
+	 * wait), INT64_MAX: one io-timeout each */
+	int64_t deadline_ms;
+	/* waiting (not -n): a server that cannot say now is asked again until deadline_ms,
+	 * pausing on sigfd (a terminating signal ends the pause) */
+	int waits;
+	int sigfd;
 };
 
 /* Only read the inherited holds (r->n, r->in): RLOCK_KEY + RLOCK_TOKEN first, then the

@@ -169,6 +169,24 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 	}
 }
 
+/* A wait's last try begins LAST_TRY_MS before its deadline: a pause (a backoff step of
+ * up to BACKOFF_MAX_MS, a nap) that would run to the deadline or past it ends there
+ * instead, unless the try before it began there already. A server that answers again
+ * (a lock that became free without a release notification) before then is found, and
+ * that try ends by the deadline (it is capped there) rather than being cut off before
+ * it began. A pause that ends before the deadline is kept (a holder's lease that ends
+ * then: that is when to try). The end of a pause after the try at `tried` (monotonic
+ * ms). */
+#define LAST_TRY_MS 250
+static int64_t pause_end(int64_t until, int64_t deadline, int64_t tried)
+{
+	int64_t last = deadline - LAST_TRY_MS;
+
+	if (deadline == INT64_MAX || until < deadline)
+		return until;
+	return tried < last ? last : deadline;
+}
+
 /* How long after the request was sent a granted lease is still worth using: the point
  * at which the hold counts it lost (lease.h). */
 static int64_t lease_floor(const struct lock *l)
@@ -350,6 +368,7 @@ struct wait_run {
 	uint32_t seed;
 	int64_t start, deadline, backoff_ms;
 	int64_t busy_at;   /* when the last attempt said busy */
+	int64_t tried_at;  /* when the last attempt began */
 	int lock_rc;       /* the last attempt's LOCK_* */
 	enum wait_rc rc;   /* the result, at ST_DONE */
 	int64_t outage_at; /* when the outage began */
@@ -372,9 +391,11 @@ static int64_t backoff(struct wait_run *w, int grow)
 	return nap;
 }
 
+/* The end of a pause before the next attempt: never past the deadline, and the last
+ * attempt LAST_TRY_MS before it. */
 static int64_t before_deadline(const struct wait_run *w, int64_t until)
 {
-	return until < w->deadline ? until : w->deadline;
+	return pause_end(until, w->deadline, w->tried_at);
 }
 
 static enum wait_state done(struct wait_run *w, enum wait_rc rc)
@@ -435,6 +456,7 @@ static enum wait_state st_attempt(struct wait_run *w)
 	int rc;
 
 	w->again = 0;
+	w->tried_at = clock_ms();
 	rc = w->lock_rc =
 	    attempt(w->s, w->a, !w->waiting, w->deadline, w->sent_ms, w->h, w->err, w->errlen);
 	if (rc != LOCK_OK && rc != LOCK_BUSY && take_signal(w->a->sigfd, w->signo)) {
@@ -675,17 +697,17 @@ int wait_acquire(struct store *s, const struct wait_args *a, int64_t *sent_ms, s
 	return finish(&w);
 }
 
-/* The pause between two connects: a jittered step that doubles up to OPEN_MAX_MS,
- * never past the deadline; 0 when a terminating signal cut it short (left unread:
- * the caller dies of it). */
+/* The pause between two connects (the last began at `tried`): a jittered step that
+ * doubles up to OPEN_MAX_MS, never past the deadline, the last connect LAST_TRY_MS
+ * before it; 0 when a terminating signal cut it short (left unread: the caller dies of
+ * it). */
 #define OPEN_MAX_MS 2000
-static int open_pause(int sigfd, int64_t *step, uint32_t *seed, int64_t deadline)
+static int open_pause(int sigfd, int64_t *step, uint32_t *seed, int64_t deadline, int64_t tried)
 {
-	int64_t until = clock_ms() + jittered(*step, seed);
+	int64_t until = pause_end(clock_ms() + jittered(*step, seed), deadline, tried);
 	struct pollfd p = {.fd = sigfd, .events = POLLIN};
 
 	*step = *step * 2 > OPEN_MAX_MS ? OPEN_MAX_MS : *step * 2;
-	until = until < deadline ? until : deadline;
 	for (int64_t left; (left = until - clock_ms()) > 0;)
 		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
 			return 0;
@@ -700,6 +722,7 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	uint32_t seed = jitter_seed();
 	int rc, outage = 0;
 	int64_t due = start + PROGRESS_FIRST_MS; /* the next "still waiting" line */
+	int64_t tried = start;                   /* when the last connect began */
 
 	/* -w: connecting (and the handshake) ends by the deadline too */
 	while ((rc = store_open(out, cfg, 1, wait_ms > 0 ? deadline : STORE_NO_CAP, err, errlen)) ==
@@ -715,10 +738,11 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 			         deadline == INT64_MAX ? " (retrying; no --wait deadline)" : "");
 			due = clock_ms() + PROGRESS_EVERY_MS;
 		}
-		if (!open_pause(sigfd, &step, &seed, deadline))
+		if (!open_pause(sigfd, &step, &seed, deadline, tried))
 			return STORE_ERR;
 		if (clock_ms() >= deadline) /* no try without time: err keeps the last one's */
 			break;
+		tried = clock_ms();
 	}
 	if (rc == STORE_OK && outage)
 		outage_ended(name, store_name(*out), start);

@@ -190,6 +190,7 @@ int store_is_holder(struct store *s, const struct lock *l, const char *token, in
 	memset(hd, 0, sizeof *hd);
 	hd->mode = 'x';
 	hd->ttl_left_ms = -1;
+	conn_fault_clear(); /* store_fault_passing(): of this question */
 	return s->be->is_holder(s->ctx, l, token, cap_ms, hd, err, errlen);
 }
 
