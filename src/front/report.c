@@ -907,27 +907,41 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 	fputs("}}", f);
 }
 
-/* One line of --history: when, what, the fence, whose run, and who acted. */
+/* One line of --history: when, what, the fence, whose run, and who acted. Every field
+ * is the stream's text, which any client can write (XADD): each one escaped. */
 static void history_line(const struct history_entry *e)
 {
-	char when[32], host[1024], label[4 * (LOCK_LABEL_MAX + 1)], by[1024], blabel[sizeof label];
+	char when[32], ev[4 * sizeof e->ev], fence[4 * sizeof e->fence], host[1024],
+	    pid[4 * sizeof e->pid], label[4 * (LOCK_LABEL_MAX + 1)], status[4 * sizeof e->status],
+	    cleared[4 * sizeof e->cleared], by[1024], by_pid[4 * sizeof e->by_pid],
+	    by_user[4 * sizeof e->by_user], blabel[sizeof label];
 
 	local_time(when, sizeof when, e->at_ms);
+	log_escape(ev, sizeof ev, e->ev, strlen(e->ev));
+	esc(fence, sizeof fence, e->fence);
 	esc(host, sizeof host, e->host);
+	esc(pid, sizeof pid, e->pid);
 	log_escape(label, sizeof label, e->label, strlen(e->label));
-	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, e->ev, e->fence[0] ? e->fence : "?",
-	       host, e->pid[0] ? e->pid : "?", label[0] ? " [" : "", label, label[0] ? "]" : "");
-	if (e->status[0])
-		printf("  status %s", e->status);
-	if (e->cleared[0])
-		printf("  cleared %s", e->cleared);
+	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, ev, fence, host, pid,
+	       label[0] ? " [" : "", label, label[0] ? "]" : "");
+	if (e->status[0]) {
+		esc(status, sizeof status, e->status);
+		printf("  status %s", status);
+	}
+	if (e->cleared[0]) {
+		esc(cleared, sizeof cleared, e->cleared);
+		printf("  cleared %s", cleared);
+	}
 	if (e->by_host[0] || e->by_pid[0]) {
 		esc(by, sizeof by, e->by_host);
+		esc(by_pid, sizeof by_pid, e->by_pid);
 		log_escape(blabel, sizeof blabel, e->by_label, strlen(e->by_label));
-		printf("  by %s pid %s", by, e->by_pid[0] ? e->by_pid : "?");
+		printf("  by %s pid %s", by, by_pid);
 		if (e->cleared[0] &&
-		    e->by_user[0]) /* a reset names its user, as a break's record */
-			printf(" (user %s)", e->by_user);
+		    e->by_user[0]) { /* a reset names its user, as a break's record */
+			esc(by_user, sizeof by_user, e->by_user);
+			printf(" (user %s)", by_user);
+		}
 		printf("%s%s%s", blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
 	}
 	putchar('\n');
