@@ -48,6 +48,8 @@ static void json_int_or_null(FILE *f, int known, long long v)
 		fputs("null", f);
 }
 
+static void json_num_or_null(FILE *f, const char *s);
+
 /* "host":…,"pid":…,"user":… (pid < 0: unknown). */
 static void json_who(FILE *f, const char *host, long long pid, const char *user)
 {
@@ -213,10 +215,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	        !hs->n || hs->h[0].mode == 'x' ? "exclusive"
 	        : hs->h[0].mode == 's'         ? "shared"
 	                                       : "limit");
-	if (strcmp(hs->limit, "shared") == 0 || !hs->limit[0])
-		fputs("null", f);
-	else
-		fputs(hs->limit, f);
+	json_num_or_null(f, hs->limit); /* "shared", or text anyone could SET: null */
 	fprintf(f, ",\"holder_count\":%d,\"holders\":[", hs->total);
 	for (int i = 0; i < hs->n; i++) {
 		fputs(i ? ",{" : "{", f);
@@ -385,9 +384,11 @@ static void print_holders(const char *key, const struct holders *hs)
 		if (hs->h[0].mode == 's')
 			printf("%s is held by %d shared holder%s\n", key, hs->total,
 			       hs->total == 1 ? "" : "s");
-		else
-			printf("%s is held by %d of %s permits (--limit)\n", key, hs->total,
-			       hs->limit[0] ? hs->limit : "?");
+		else {
+			char limit[4 * sizeof hs->limit];
+			esc(limit, sizeof limit, hs->limit);
+			printf("%s is held by %d of %s permits (--limit)\n", key, hs->total, limit);
+		}
 		for (int i = 0; i < hs->n; i++) {
 			printf("holder %d%s\n", i + 1,
 			       hs->h[i].kept ? " (kept by --min-hold)" : "");
