@@ -288,7 +288,8 @@ static void print_judgement(const struct holder *h, const struct holder_text *t,
 /* The last --break's record, while it is kept (LOCK_BROKEN_KEEP_MS). */
 static void print_broken(const struct broken *b)
 {
-	char host[1024], user[256], ago[32], when[64], tok[1200], label[4 * sizeof b->label];
+	char host[1024], user[256], ago[32], when[64], tok[1200], label[4 * sizeof b->label],
+	    fence[4 * sizeof b->fence];
 
 	if (!b->known)
 		return;
@@ -298,9 +299,10 @@ static void print_broken(const struct broken *b)
 	holder_human_ms(ago, sizeof ago, b->ago_ms);
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
 	log_escape(label, sizeof label, b->label, strlen(b->label));
+	esc(fence, sizeof fence, b->fence);
 	printf("broken   %s ago (%s) by %s pid %lld (user %s)%s%s%s: token %.16s%s, fence %s\n",
 	       ago, when, host, b->pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
-	       strlen(tok) > 16 ? "..." : "", b->fence[0] ? b->fence : "?");
+	       strlen(tok) > 16 ? "..." : "", fence);
 }
 
 /* One holder's block of --status. */
