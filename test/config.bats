@@ -446,6 +446,35 @@ EOF
 	assert_output --partial 'ttl=7000'
 }
 
+@test "exclusive in the config: -s or -l N on the command line wins (not 64)" {
+	printf 'exclusive = true\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -s -k x -- true
+	run -0 --separate-stderr rlock --config c.conf -l 2 -k x -- true
+	# on the command line itself the kinds still contradict each other
+	run -64 --separate-stderr rlock --config c.conf -x -s -k x -- true
+	assert_equal "$stderr" "rlock: -x and -s do not go together (try 'rlock --help')"
+}
+
+@test "the config's TLS settings serve its TLS server: a plain server named by --url or RLOCK_URL is not refused" {
+	# /etc/rlock.conf as rlock.conf(5) shows it: a managed Redis over TLS. A run that
+	# names another server (a plain local one) on the command line or in RLOCK_URL
+	# speaks to it as its URL says.
+	: >ca.pem
+	printf 'url = rediss://127.0.0.1:1\ncacert = %s/ca.pem\ntls\n' "$PWD" | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -u "$REDIS_URL" -k x -- echo ran
+	assert_output ran
+	RLOCK_URL=$REDIS_URL run -0 --separate-stderr rlock --config c.conf -k x -- echo ran
+	assert_output ran
+	# what the command line asks for itself still holds: --tls over a plain URL is TLS,
+	# and TLS files without TLS are a mistake
+	run -64 --separate-stderr rlock --config /dev/null -u "$REDIS_URL" --cacert ca.pem -k x -- true
+	assert_regex "$stderr" 'TLS options need --tls'
+	# a config that names TLS files for its own plain server is a mistake too
+	printf 'url = %s\ncacert = %s/ca.pem\n' "$REDIS_URL" "$PWD" | write_conf plain.conf
+	run -64 --separate-stderr rlock --config plain.conf -k x -- true
+	assert_regex "$stderr" 'TLS options need --tls'
+}
+
 @test "password: config < REDISCLI_AUTH / RLOCK_PASSWORD < --password-file" {
 	printf 'url = redis://127.0.0.1:%s\npassword = wrong-pw\n' "$AUTH_PORT" | write_conf c.conf
 	run -69 env -u REDIS_URL "$RLOCK" --config c.conf -k p -- true

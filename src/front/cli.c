@@ -530,12 +530,15 @@ struct state {
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
-	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
+	int kind_opt; /* x, s or l: the command line's option that chose the kind of lock, or 0 */
 	int config_has_secret;
 	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
 	char url_from[700];             /* where the URL came from, for -v */
+	enum rank url_rank;             /* and from which layer */
 	char user_from[600];            /* where the user came from */
 };
+
+static int on_cli(const struct state *s, const char *name);
 
 /* --acquire was asked for with the sh output (seen by the first pass over argv, before
  * any error): a failure here is printed for eval as the keeper's are. */
@@ -877,14 +880,15 @@ static void opt_key(struct state *s, const struct optdef *d, const char *val, co
 	o->name = val;
 }
 
-/* -x, -s, -l N: one kind of lock, whichever layer names it. */
+/* -x, -s, -l N: one kind of lock on the command line; it beats a config file's
+ * `exclusive` (the only kind a config file may name), as every option does. */
 static void opt_kind(struct state *s, const struct optdef *d, const char *val, const char *src,
                      int cli)
 {
-	(void)cli;
-	if (s->kind_opt && s->kind_opt != d->letter)
+	if (cli && s->kind_opt && s->kind_opt != d->letter)
 		usage_error("-%c and -%c do not go together", s->kind_opt, d->letter);
-	s->kind_opt = d->letter;
+	if (cli)
+		s->kind_opt = d->letter;
 	s->o->kind = (int)d->value;
 	if (d->flags & F_ARG)
 		s->o->lock.limit = int_arg(d, src, val);
@@ -1440,6 +1444,10 @@ static void choose_url(struct state *s)
 	enum rank rank = R_NONE;
 	const char *e;
 
+	/* A config file's `tls` is its server's: a URL from above it (the command line,
+	 * RLOCK_URL) says by its scheme whether it is TLS, unless --tls says so too. */
+	if ((s->url_cli_count > 0 || ((e = getenv("RLOCK_URL")) && *e)) && !on_cli(s, "tls"))
+		o->tls.enabled = 0;
 	if (s->url_cli_count > 0) {
 		src = "--url";
 		rank = R_CLI_URL;
@@ -1464,6 +1472,7 @@ static void choose_url(struct state *s)
 		}
 		add_url_list(s, url, src, rank);
 	}
+	s->url_rank = rank;
 	explicit_bzero(s->url_pw, sizeof s->url_pw);
 	o->url = &o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
@@ -1632,8 +1641,18 @@ static void validate_server(struct state *s)
 	distinct_nodes(o);
 	if (o->tls.enabled && o->url->scheme == URL_UNIX)
 		usage_error("--tls: TLS over a Unix socket is not supported");
-	if (!o->tls.enabled && (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key ||
-	                        o->tls.sni || o->tls.insecure))
+	/* TLS files without TLS: a mistake on the command line, or in a config file that
+	 * names its own plain server; a config file's TLS files for its TLS server do not
+	 * apply to a plain one named above it (--url, RLOCK_URL). */
+	int tls_cli = 0;
+	for (const char *const *n = (const char *const[]){"cacert", "cacertdir", "cert", "tls-key",
+	                                                  "sni", "insecure", NULL};
+	     *n; n++)
+		tls_cli |= on_cli(s, *n);
+	if (!o->tls.enabled &&
+	    (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key || o->tls.sni ||
+	     o->tls.insecure) &&
+	    (tls_cli || s->url_rank < R_ENV_URL))
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
