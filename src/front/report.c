@@ -761,6 +761,12 @@ void held_plan(const struct report_ask *o)
 		plan_add(o->prefix, o->name, tok, o->token ? "--token" : "the inherited token");
 		return;
 	}
+	if (r.rest_keys) { /* more than one run reads: some would go unchecked */
+		log_error("--held: RLOCK_KEYS names more than %d locks, more than --held checks "
+		          "at once; give -k NAME for each",
+		          REENTER_MAX);
+		exit(RL_EX_UNAVAILABLE);
+	}
 	if (r.n == 0)
 		held_usage("--held needs a lock: run it inside the job (%s), or give -k NAME "
 		           "--token TOKEN",
