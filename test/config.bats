@@ -455,6 +455,31 @@ EOF
 	assert_equal "$stderr" "rlock: -x and -s do not go together (try 'rlock --help')"
 }
 
+@test "a config file's setting that a mode does not take is quietly not read there, not a usage error" {
+	# once-per, wait-replicas, wait-aof, no-wait and on-lost serve the runs that take
+	# them; a run whose command line asks for what they do not go with (-s, several -k,
+	# Redlock, --preempt, --preemptible) runs without them, as --acquire runs without
+	# a config file's min-hold. On the command line the same pairs stay 64.
+	local redlock=$REDIS_URL,redis://127.0.0.1:1,redis://127.0.0.1:2
+	printf 'once-per = 1h\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -s -k a -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock --config c.conf -l 2 -k a -- true
+	run -0 --separate-stderr rlock --config c.conf -k a -k b -- true
+	printf 'once-per = 1h\nwait-replicas = 1\nwait-aof = 1\nno-wait\non-lost = ignore\n' | write_conf r.conf
+	# (two of the three nodes are down: no quorum, 69 at once with no-wait; not 64)
+	run -69 --separate-stderr rlock --config r.conf -u "$redlock" -k a -- true
+	printf 'no-wait\non-lost = ignore\n' | write_conf q.conf
+	run -0 --separate-stderr rlock --config q.conf --preempt -k q -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock --config q.conf --preemptible -k q -- echo ran
+	assert_output ran
+	run -64 --separate-stderr rlock --config /dev/null --once-per 1h -s -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null -n --preempt -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null --on-lost ignore --preemptible -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null --wait-replicas 1 -u "$redlock" -k a -- true
+}
+
 @test "the config's TLS settings serve its TLS server: a plain server named by --url or RLOCK_URL is not refused" {
 	# /etc/rlock.conf as rlock.conf(5) shows it: a managed Redis over TLS. A run that
 	# names another server (a plain local one) on the command line or in RLOCK_URL

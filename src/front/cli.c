@@ -1628,10 +1628,27 @@ static void tls_files_readable(const struct tls_opts *t)
 	}
 }
 
+/* A config file's setting that this run's command line leaves no room for (--once-per
+ * with -s, --wait-replicas with Redlock, ...) is not read by this run, as a mode that
+ * does not take a setting does not read it (on_cli): 1 when it was the config's (the
+ * caller then clears it), 0 when the command line gave it (a usage error). */
+static int not_read_here(const struct state *s, const char *name)
+{
+	if (on_cli(s, name))
+		return 0;
+	log_debug("the config file's %s does not apply to this run: not read", name);
+	return 1;
+}
+
 static void validate_server(struct state *s)
 {
 	struct opts *o = s->o;
 
+	if (o->nurls > 1 && o->wait_replicas > 0 && not_read_here(s, "wait-replicas"))
+		o->wait_replicas = 0;
+	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas) &&
+	    not_read_here(s, "wait-aof"))
+		o->wait_aof_local = o->wait_aof_replicas = 0;
 	if (o->nurls > 1 && o->wait_replicas > 0)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
@@ -1715,10 +1732,17 @@ static void validate_mode(struct state *s, int nargs)
  * while the mark lives (its steps are not seen to end: the mark is written by the
  * --release --once-per DUR that says they succeeded). One exclusive lock (not a shared
  * hold or a permit, not several names) on one server (the mark is not a quorum's). */
-static void validate_once_per(const struct opts *o)
+static void validate_once_per(const struct state *s)
 {
+	struct opts *o = s->o;
+
 	if (o->lock.once_per_ms == 0 ||
 	    (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE))
+		return;
+	if ((o->kind != KIND_EXCLUSIVE || o->nnames > 1 || o->nurls > 1) &&
+	    not_read_here(s, "once-per"))
+		o->lock.once_per_ms = 0;
+	if (o->lock.once_per_ms == 0)
 		return;
 	if (o->kind != KIND_EXCLUSIVE)
 		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
@@ -1747,9 +1771,21 @@ static int history_count(struct opts *o, int nargs, char **args)
 
 /* Deploy queues: --supersede and --preempt wait for an exclusive lock (not in a fair
  * queue: the scripts refuse a mix on one name); --preemptible needs a command to stop. */
-static void validate_queue(const struct opts *o)
+static void validate_queue(const struct state *s)
 {
+	struct opts *o = s->o;
 	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+
+	/* a config file's no-wait (or wait = 0) and on-lost = ignore give way to them */
+	if (run && (o->lock.supersede || o->lock.preempt) && o->wait_ms == 0 &&
+	    !on_cli(s, "no-wait") && !on_cli(s, "wait") && !on_cli(s, "timeout") &&
+	    not_read_here(s, "no-wait"))
+		o->wait_ms = -1;
+	if (run && o->lock.preemptible && o->on_lost == LOST_IGNORE &&
+	    not_read_here(s, "on-lost")) {
+		o->on_lost = LOST_TERM;
+		o->lost_signal = SIGTERM;
+	}
 
 	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) && !run)
 		usage_error(
@@ -1867,8 +1903,8 @@ static void validate(struct state *s, int nargs)
 	validate_break(o);
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
-	validate_once_per(o);
-	validate_queue(o);
+	validate_once_per(s);
+	validate_queue(s);
 	validate_keeper(s);
 	validate_preemptible(s);
 	keeper_paths(o);
