@@ -43,3 +43,19 @@ setup_file() {
 	touch sem.release
 	rlock_wait "$pid"
 }
+
+@test "a command line longer than the owner record keeps (511 bytes) is shown cut with '...', never as if whole" {
+	local long
+	long=$(printf 'y%.0s' {1..600})
+	rlock_bg -t 20s -k cut -- "$HOLD" cut 0 "$long"
+	local pid=$RLOCK_PID
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/cut.started"
+	track_pidfile "$BATS_TEST_TMPDIR/cut.pid"
+	run -75 --separate-stderr rlock --status -k cut --json
+	local cmd
+	cmd=$(jq -r .command <<<"$output")
+	[[ $cmd == "$HOLD cut 0 yyy"*'...' ]] || fail "not marked as cut: $cmd"
+	((${#cmd} <= 511)) || fail "longer than the record: ${#cmd}"
+	touch cut.release
+	rlock_wait "$pid"
+}
