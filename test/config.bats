@@ -100,6 +100,15 @@ EOF
 	assert_output --partial 'key=home:{x}'
 }
 
+@test "a relative XDG_CONFIG_HOME is ignored, as the XDG spec says: the directory the job runs in names no config" {
+	# A job that runs in a checkout (CI) must not take its lock server from a file the
+	# checkout ships (.config/rlock/config) because XDG_CONFIG_HOME=.config.
+	printf 'prefix = home:\n' | write_conf "$HOME/.config/rlock/config"
+	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
+	XDG_CONFIG_HOME=.config run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=home:{x}'
+}
+
 @test "no config file anywhere: defaults" {
 	run -0 rlock -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'

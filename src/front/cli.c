@@ -1118,7 +1118,7 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		end = start > dirs ? start - 1 : start;
 	}
 	const char *xdg = getenv("XDG_CONFIG_HOME");
-	if (xdg && *xdg) {
+	if (xdg && xdg[0] == '/') { /* a relative one is ignored (XDG), as in XDG_CONFIG_DIRS */
 		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
