@@ -109,6 +109,20 @@ EOF
 	assert_output --partial 'key=home:{x}'
 }
 
+@test "a relative path in a config file is refused (64, FILE:LINE): a config serves runs in any directory" {
+	# cacert = ca.pem would trust the CA of whatever directory a job runs in (a
+	# checkout's); a password file, a log, the events and metrics files likewise.
+	local k
+	for k in cacert cacertdir cert tls-key password-file sentinel-password-file log-file events metrics-file; do
+		printf 'ttl = 5s\n%s = rel/file\n' "$k" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- true
+		assert_equal "$stderr" "rlock: c.conf:2: $k = 'rel/file': a path in a config file must be absolute (a run may start in any directory) (try 'rlock --help')"
+	done
+	# what is no path stays as it was: events = - (stderr), password-file = cred:NAME
+	printf 'events = -\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -k x -- true
+}
+
 @test "no config file anywhere: defaults" {
 	run -0 rlock -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'

@@ -1169,6 +1169,19 @@ static int flag_value(const char *v)
 	return -1;
 }
 
+/* A setting whose value is a file's path. */
+static int config_path(const char *name)
+{
+	static const char *const paths[] = {"cacert",   "cacertdir",     "cert",
+	                                    "tls-key",  "password-file", "sentinel-password-file",
+	                                    "log-file", "events",        "metrics-file"};
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		if (!strcmp(name, paths[i]))
+			return 1;
+	return 0;
+}
+
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	struct stat st = {0};
@@ -1219,6 +1232,13 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			if (!on)
 				continue;
 		}
+		if (val && val[0] != '/' && config_path(d->name) &&
+		    !(d->set == opt_password_file && !strncmp(val, "cred:", 5)) &&
+		    !(!strcmp(d->name, "events") && !strcmp(val, "-")))
+			usage_error(
+			    "%s: %s = '%.200s': a path in a config file must be absolute (a "
+			    "run may start in any directory)",
+			    src, key, val);
 		if (d->set == opt_url && url_list_has_password(val))
 			s->config_has_secret = 1;
 		if (d->flags & F_SECRET) {
