@@ -1645,6 +1645,11 @@ static void tls_files_readable(const struct tls_opts *t)
 			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
 			    "by nobody else)",
 			    opt[i], file[i], why);
+		/* the client's private key is a secret as a password file is (ssh's rule) */
+		if (i == 2 && (st.st_mode & S_IRWXO))
+			input_error("%s: '%s' is a private key accessible by others (mode %03o); "
+			            "chmod o-rwx it",
+			            opt[i], file[i], (unsigned)(st.st_mode & 0777));
 	}
 }
 
