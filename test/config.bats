@@ -100,6 +100,29 @@ EOF
 	assert_output --partial 'key=home:{x}'
 }
 
+@test "a relative XDG_CONFIG_HOME is ignored, as the XDG spec says: the directory the job runs in names no config" {
+	# A job that runs in a checkout (CI) must not take its lock server from a file the
+	# checkout ships (.config/rlock/config) because XDG_CONFIG_HOME=.config.
+	printf 'prefix = home:\n' | write_conf "$HOME/.config/rlock/config"
+	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
+	XDG_CONFIG_HOME=.config run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=home:{x}'
+}
+
+@test "a relative path in a config file is refused (64, FILE:LINE): a config serves runs in any directory" {
+	# cacert = ca.pem would trust the CA of whatever directory a job runs in (a
+	# checkout's); a password file, a log, the events and metrics files likewise.
+	local k
+	for k in cacert cacertdir cert tls-key password-file sentinel-password-file log-file events metrics-file; do
+		printf 'ttl = 5s\n%s = rel/file\n' "$k" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- true
+		assert_equal "$stderr" "rlock: c.conf:2: $k = 'rel/file': a path in a config file must be absolute (a run may start in any directory) (try 'rlock --help')"
+	done
+	# what is no path stays as it was: events = - (stderr), password-file = cred:NAME
+	printf 'events = -\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -k x -- true
+}
+
 @test "no config file anywhere: defaults" {
 	run -0 rlock -k x -c "$show_env"
 	assert_output 'key=rlock:{x} ttl=30000'
@@ -444,6 +467,60 @@ EOF
 	printf 'ttl = 5s\n' | write_conf c.conf
 	run -0 rlock --config c.conf -t 7s -k x -c "$show_env"
 	assert_output --partial 'ttl=7000'
+}
+
+@test "exclusive in the config: -s or -l N on the command line wins (not 64)" {
+	printf 'exclusive = true\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -s -k x -- true
+	run -0 --separate-stderr rlock --config c.conf -l 2 -k x -- true
+	# on the command line itself the kinds still contradict each other
+	run -64 --separate-stderr rlock --config c.conf -x -s -k x -- true
+	assert_equal "$stderr" "rlock: -x and -s do not go together (try 'rlock --help')"
+}
+
+@test "a config file's setting that a mode does not take is quietly not read there, not a usage error" {
+	# once-per, wait-replicas, wait-aof, no-wait and on-lost serve the runs that take
+	# them; a run whose command line asks for what they do not go with (-s, several -k,
+	# Redlock, --preempt, --preemptible) runs without them, as --acquire runs without
+	# a config file's min-hold. On the command line the same pairs stay 64.
+	local redlock=$REDIS_URL,redis://127.0.0.1:1,redis://127.0.0.1:2
+	printf 'once-per = 1h\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -s -k a -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock --config c.conf -l 2 -k a -- true
+	run -0 --separate-stderr rlock --config c.conf -k a -k b -- true
+	printf 'once-per = 1h\nwait-replicas = 1\nwait-aof = 1\nno-wait\non-lost = ignore\n' | write_conf r.conf
+	# (two of the three nodes are down: no quorum, 69 at once with no-wait; not 64)
+	run -69 --separate-stderr rlock --config r.conf -u "$redlock" -k a -- true
+	printf 'no-wait\non-lost = ignore\n' | write_conf q.conf
+	run -0 --separate-stderr rlock --config q.conf --preempt -k q -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock --config q.conf --preemptible -k q -- echo ran
+	assert_output ran
+	run -64 --separate-stderr rlock --config /dev/null --once-per 1h -s -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null -n --preempt -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null --on-lost ignore --preemptible -k a -- true
+	run -64 --separate-stderr rlock --config /dev/null --wait-replicas 1 -u "$redlock" -k a -- true
+}
+
+@test "the config's TLS settings serve its TLS server: a plain server named by --url or RLOCK_URL is not refused" {
+	# /etc/rlock.conf as rlock.conf(5) shows it: a managed Redis over TLS. A run that
+	# names another server (a plain local one) on the command line or in RLOCK_URL
+	# speaks to it as its URL says.
+	: >ca.pem
+	printf 'url = rediss://127.0.0.1:1\ncacert = %s/ca.pem\ntls\n' "$PWD" | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -u "$REDIS_URL" -k x -- echo ran
+	assert_output ran
+	RLOCK_URL=$REDIS_URL run -0 --separate-stderr rlock --config c.conf -k x -- echo ran
+	assert_output ran
+	# what the command line asks for itself still holds: --tls over a plain URL is TLS,
+	# and TLS files without TLS are a mistake
+	run -64 --separate-stderr rlock --config /dev/null -u "$REDIS_URL" --cacert ca.pem -k x -- true
+	assert_regex "$stderr" 'TLS options need --tls'
+	# a config that names TLS files for its own plain server is a mistake too
+	printf 'url = %s\ncacert = %s/ca.pem\n' "$REDIS_URL" "$PWD" | write_conf plain.conf
+	run -64 --separate-stderr rlock --config plain.conf -k x -- true
+	assert_regex "$stderr" 'TLS options need --tls'
 }
 
 @test "password: config < REDISCLI_AUTH / RLOCK_PASSWORD < --password-file" {

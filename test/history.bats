@@ -235,6 +235,21 @@ hotfix"
 	assert_equal "$(echo "$output" | jq -r '.entries[0].label')" $'evil\e[31m"x'
 }
 
+@test "history: every field read back is escaped for the terminal, whoever wrote the stream" {
+	# The stream is plain Redis data: another client can XADD an entry whose event,
+	# fence, pid, status, cleared marks or breaker's user hold terminal escapes and
+	# line breaks. --history prints each field escaped, on one line per entry.
+	run -0 rlock -k esc2 -- true
+	rcli XADD 'rlock:{esc2}:history' '*' ev $'x\e]0;ev\a' fence $'1\e[2J' token t host h \
+		pid $'9\rpid' user u status $'0\e[31m' cleared $'c\e[5m' by_host b by_pid $'1\n2' \
+		by_user $'u\e[1m' >/dev/null
+	run -0 --separate-stderr rlock -k esc2 --history
+	[[ $output != *$'\e'* && $output != *$'\r'* && $output != *$'\a'* ]] ||
+		fail "a raw control character reached the terminal: $(cat -v <<<"$output")"
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 0 --partial 'x\x1b]0;ev\x07  fence 1\x1b[2J  h pid 9\x0dpid  status 0\x1b[31m  cleared c\x1b[5m  by b pid 1\x0a2 (user u\x1b[1m)'
+}
+
 @test "history is best effort: a user whose ACL lacks +xadd +xrevrange still gets the lock" {
 	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
 	RLOCK_PASSWORD=pw run -0 --separate-stderr rlock --user nohist -k acl -- echo ran

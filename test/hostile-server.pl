@@ -12,6 +12,8 @@
 #   scan  a SCAN reply whose cursor never returns to 0 (each SCAN adds a line to
 #         READYFILE.count too)
 #   escape  an error whose text holds terminal escapes (the %reply below)
+#   loadescape  LOADING (a state that passes: a waiter retries) whose text holds
+#         terminal escapes
 #   scanbreak  a SCAN's first page (cursor 1, no names), then an error for every SCAN
 #         that goes on from a cursor: a server that fails mid-SCAN, after its first page
 use strict;
@@ -40,9 +42,11 @@ my %reply = (
 	tlsalert => "\x15\x03\x03\x00\x02\x02\x32",    # a TLS port's answer to plain text
 	# an error text with a terminal escape, a C1 CSI and a line that is a workflow command
 	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J\r\n",
+	loadescape => "-LOADING \e[31mred\e]0;title\a \x9b2J\r\n",
 );
 
-if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak') {
+if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak' ||
+	$mode eq 'loadescape') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
@@ -80,7 +84,7 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbre
 					: $cursor eq '0' ? $scan : "-ERR injected: the server failed mid-SCAN\r\n");
 				next;
 			}
-			$h->syswrite($mode eq 'scan' ? $scan : $mode eq 'escape' ? $reply{escape} : $busy);
+			$h->syswrite($mode eq 'scan' ? $scan : $mode eq 'busy' ? $busy : $reply{$mode});
 		}
 	}
 }

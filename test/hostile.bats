@@ -137,6 +137,21 @@ expect_69_at_once() {
 	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
 }
 
+@test "a LOADING whose text holds terminal escapes: a waiter's live line on a terminal shows it escaped" {
+	# The live line (a terminal only) says what the waiter waits for: the server's
+	# last error, which is the server's own text.
+	hostile loadescape
+	(clean_exec script -qfec "$RLOCK -u redis://127.0.0.1:$HPORT --io-timeout 1s -w 2s -k h -- true; echo rlock-exit=\$? >exitcode" \
+		/dev/null) </dev/null >tty-out 2>&1
+	assert_equal "$(cat exitcode)" rlock-exit=69
+	grep -q 'waiting .* LOADING \\x1b\[31mred' tty-out || fail "no live line with the error escaped: $(cat -v tty-out)"
+	# the live line's own "\r\e[K" aside, no escape, bell or C1 control reaches the terminal
+	local out
+	out=$(sed 's/\x1b\[K//g' tty-out)
+	[[ $out != *$'\e'* && $out != *$'\x9b'* && $out != *$'\a'* ]] ||
+		fail "a raw escape reached the terminal: $(cat -v tty-out)"
+}
+
 @test "a server that fails mid-SCAN, after its first page: --list prints nothing (text and JSON), 69, one line" {
 	hostile scanbreak
 	local json

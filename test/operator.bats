@@ -580,6 +580,17 @@ forge_holder() {
 	assert_line --regexp '^esc +h\\x1b.* +\? '
 }
 
+@test "--status escapes the last --break's record, its fence too" {
+	# PREFIX{NAME}:broken is plain Redis data: every field of it is shown escaped.
+	rcli HSET 'rlock:{bk}:broken' host $'h\e[1m' pid 5 user $'u\e[2m' at "$(now_ms)" \
+		tokens $'t\e[3m' fence $'7\e[2J\r' label $'l\a' >/dev/null
+	rcli PEXPIRE 'rlock:{bk}:broken' 60000 >/dev/null
+	run -0 rlock -k bk --status
+	[[ $output != *$'\e'* && $output != *$'\a'* && $output != *$'\r'* ]] ||
+		fail "raw control character in --status: $(cat -v <<<"$output")"
+	assert_line --regexp '^broken .* by h\\x1b\[1m pid 5 \(user u\\x1b\[2m\) \[l\\x07\]: token t\\x1b\[3m, fence 7\\x1b\[2J\\x0d$'
+}
+
 @test "--status --json: unknown holder fields are null, a non-numeric pid too (issue 14.16)" {
 	rcli SET 'rlock:{f}' foreign-token PX 30000 >/dev/null
 	run -75 rlock -k f --status --json

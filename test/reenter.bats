@@ -256,3 +256,22 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	assert_regex "$stderr" "lock 'P': cannot tell whether the inherited token holds it \(.*\); retrying until the --wait deadline"
 	assert_regex "$stderr" "lock 'P': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s"
 }
+
+@test "more inherited locks than one rlock keeps (32): every one is passed on to the command, none dropped; --held cannot tell (69)" {
+	# A tree of nested runs can hold more names than one run reads (2 x 16 -k); what a
+	# run does not read it passes on untouched, so a deeper run still finds its lock.
+	local keys='' tokens='' fences='' i
+	for i in $(seq 1 33); do
+		keys+="${keys:+ }rlock:{a$i}"
+		tokens+="${tokens:+ }$(printf '%032x' "$i")"
+		fences+="${fences:+ }$i"
+	done
+	RLOCK_KEYS=$keys RLOCK_TOKENS=$tokens RLOCK_FENCES=$fences \
+		run -0 --separate-stderr rlock -k z -- sh -c 'echo "$RLOCK_KEYS"; echo "$RLOCK_TOKENS"; echo "$RLOCK_FENCES"'
+	assert_equal "${lines[0]}" "rlock:{z} $keys"
+	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens"
+	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
+	# --held checks every inherited lock or says it cannot (never 0 for one unchecked)
+	RLOCK_KEYS=$keys RLOCK_TOKENS=$tokens RLOCK_FENCES=$fences run -69 --separate-stderr rlock --held
+	assert_one_line_error
+}

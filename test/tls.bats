@@ -258,6 +258,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "a --tls-key others can read is refused (66, one line), as ssh refuses an unprotected key; its group may read it" {
+	# The client key is a credential as a password file is: the same rule.
+	cp "$TLS_CERTS/client.key" open.key
+	chmod 644 open.key
+	run -66 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" --tls-key open.key -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "--tls-key: 'open.key' is a private key accessible by others \(mode 644\)"
+	[[ ! -e ran ]]
+	chmod 640 open.key
+	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/client.pem" --tls-key open.key -k t -- echo ran
+	assert_output ran
+}
+
 @test "--insecure accepts the wrong CA, a host mismatch and an expired certificate" {
 	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$OTHER_CA" \
 		--insecure -k t -- echo ran

@@ -531,12 +531,15 @@ struct state {
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
-	int kind_opt;         /* x, s or l: the option that chose the kind of lock, or 0 */
+	int kind_opt; /* x, s or l: the command line's option that chose the kind of lock, or 0 */
 	int config_has_secret;
 	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
 	char url_from[700];             /* where the URL came from, for -v */
+	enum rank url_rank;             /* and from which layer */
 	char user_from[600];            /* where the user came from */
 };
+
+static int on_cli(const struct state *s, const char *name);
 
 /* --acquire was asked for with the sh output (seen by the first pass over argv, before
  * any error): a failure here is printed for eval as the keeper's are. */
@@ -878,14 +881,15 @@ static void opt_key(struct state *s, const struct optdef *d, const char *val, co
 	o->name = val;
 }
 
-/* -x, -s, -l N: one kind of lock, whichever layer names it. */
+/* -x, -s, -l N: one kind of lock on the command line; it beats a config file's
+ * `exclusive` (the only kind a config file may name), as every option does. */
 static void opt_kind(struct state *s, const struct optdef *d, const char *val, const char *src,
                      int cli)
 {
-	(void)cli;
-	if (s->kind_opt && s->kind_opt != d->letter)
+	if (cli && s->kind_opt && s->kind_opt != d->letter)
 		usage_error("-%c and -%c do not go together", s->kind_opt, d->letter);
-	s->kind_opt = d->letter;
+	if (cli)
+		s->kind_opt = d->letter;
 	s->o->kind = (int)d->value;
 	if (d->flags & F_ARG)
 		s->o->lock.limit = int_arg(d, src, val);
@@ -1115,7 +1119,7 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		end = start > dirs ? start - 1 : start;
 	}
 	const char *xdg = getenv("XDG_CONFIG_HOME");
-	if (xdg && *xdg) {
+	if (xdg && xdg[0] == '/') { /* a relative one is ignored (XDG), as in XDG_CONFIG_DIRS */
 		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
@@ -1164,6 +1168,19 @@ static int flag_value(const char *v)
 			return 0;
 	}
 	return -1;
+}
+
+/* A setting whose value is a file's path. */
+static int config_path(const char *name)
+{
+	static const char *const paths[] = {"cacert",   "cacertdir",     "cert",
+	                                    "tls-key",  "password-file", "sentinel-password-file",
+	                                    "log-file", "events",        "metrics-file"};
+
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		if (!strcmp(name, paths[i]))
+			return 1;
+	return 0;
 }
 
 static void load_config(struct state *s, const char *path, int explicit_path)
@@ -1216,6 +1233,13 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			if (!on)
 				continue;
 		}
+		if (val && val[0] != '/' && config_path(d->name) &&
+		    !(d->set == opt_password_file && !strncmp(val, "cred:", 5)) &&
+		    !(!strcmp(d->name, "events") && !strcmp(val, "-")))
+			usage_error(
+			    "%s: %s = '%.200s': a path in a config file must be absolute (a "
+			    "run may start in any directory)",
+			    src, key, val);
 		if (d->set == opt_url && url_list_has_password(val))
 			s->config_has_secret = 1;
 		if (d->flags & F_SECRET) {
@@ -1441,6 +1465,10 @@ static void choose_url(struct state *s)
 	enum rank rank = R_NONE;
 	const char *e;
 
+	/* A config file's `tls` is its server's: a URL from above it (the command line,
+	 * RLOCK_URL) says by its scheme whether it is TLS, unless --tls says so too. */
+	if ((s->url_cli_count > 0 || ((e = getenv("RLOCK_URL")) && *e)) && !on_cli(s, "tls"))
+		o->tls.enabled = 0;
 	if (s->url_cli_count > 0) {
 		src = "--url";
 		rank = R_CLI_URL;
@@ -1465,6 +1493,7 @@ static void choose_url(struct state *s)
 		}
 		add_url_list(s, url, src, rank);
 	}
+	s->url_rank = rank;
 	explicit_bzero(s->url_pw, sizeof s->url_pw);
 	o->url = &o->urls[0];
 	/* The URL strings that are ours keep no plain password once parsed: argv is visible
@@ -1617,13 +1646,35 @@ static void tls_files_readable(const struct tls_opts *t)
 			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
 			    "by nobody else)",
 			    opt[i], file[i], why);
+		/* the client's private key is a secret as a password file is (ssh's rule) */
+		if (i == 2 && (st.st_mode & S_IRWXO))
+			input_error("%s: '%s' is a private key accessible by others (mode %03o); "
+			            "chmod o-rwx it",
+			            opt[i], file[i], (unsigned)(st.st_mode & 0777));
 	}
+}
+
+/* A config file's setting that this run's command line leaves no room for (--once-per
+ * with -s, --wait-replicas with Redlock, ...) is not read by this run, as a mode that
+ * does not take a setting does not read it (on_cli): 1 when it was the config's (the
+ * caller then clears it), 0 when the command line gave it (a usage error). */
+static int not_read_here(const struct state *s, const char *name)
+{
+	if (on_cli(s, name))
+		return 0;
+	log_debug("the config file's %s does not apply to this run: not read", name);
+	return 1;
 }
 
 static void validate_server(struct state *s)
 {
 	struct opts *o = s->o;
 
+	if (o->nurls > 1 && o->wait_replicas > 0 && not_read_here(s, "wait-replicas"))
+		o->wait_replicas = 0;
+	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas) &&
+	    not_read_here(s, "wait-aof"))
+		o->wait_aof_local = o->wait_aof_replicas = 0;
 	if (o->nurls > 1 && o->wait_replicas > 0)
 		usage_error("--wait-replicas does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->wait_aof_local || o->wait_aof_replicas))
@@ -1633,8 +1684,18 @@ static void validate_server(struct state *s)
 	distinct_nodes(o);
 	if (o->tls.enabled && o->url->scheme == URL_UNIX)
 		usage_error("--tls: TLS over a Unix socket is not supported");
-	if (!o->tls.enabled && (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key ||
-	                        o->tls.sni || o->tls.insecure))
+	/* TLS files without TLS: a mistake on the command line, or in a config file that
+	 * names its own plain server; a config file's TLS files for its TLS server do not
+	 * apply to a plain one named above it (--url, RLOCK_URL). */
+	int tls_cli = 0;
+	for (const char *const *n = (const char *const[]){"cacert", "cacertdir", "cert", "tls-key",
+	                                                  "sni", "insecure", NULL};
+	     *n; n++)
+		tls_cli |= on_cli(s, *n);
+	if (!o->tls.enabled &&
+	    (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key || o->tls.sni ||
+	     o->tls.insecure) &&
+	    (tls_cli || s->url_rank < R_ENV_URL))
 		usage_error("TLS options need --tls or a rediss:// URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
@@ -1697,10 +1758,17 @@ static void validate_mode(struct state *s, int nargs)
  * while the mark lives (its steps are not seen to end: the mark is written by the
  * --release --once-per DUR that says they succeeded). One exclusive lock (not a shared
  * hold or a permit, not several names) on one server (the mark is not a quorum's). */
-static void validate_once_per(const struct opts *o)
+static void validate_once_per(const struct state *s)
 {
+	struct opts *o = s->o;
+
 	if (o->lock.once_per_ms == 0 ||
 	    (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE && o->mode != MODE_RELEASE))
+		return;
+	if ((o->kind != KIND_EXCLUSIVE || o->nnames > 1 || o->nurls > 1) &&
+	    not_read_here(s, "once-per"))
+		o->lock.once_per_ms = 0;
+	if (o->lock.once_per_ms == 0)
 		return;
 	if (o->kind != KIND_EXCLUSIVE)
 		usage_error("--once-per goes with an exclusive lock, not with -s or --limit");
@@ -1729,9 +1797,21 @@ static int history_count(struct opts *o, int nargs, char **args)
 
 /* Deploy queues: --supersede and --preempt wait for an exclusive lock (not in a fair
  * queue: the scripts refuse a mix on one name); --preemptible needs a command to stop. */
-static void validate_queue(const struct opts *o)
+static void validate_queue(const struct state *s)
 {
+	struct opts *o = s->o;
 	int run = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
+
+	/* a config file's no-wait (or wait = 0) and on-lost = ignore give way to them */
+	if (run && (o->lock.supersede || o->lock.preempt) && o->wait_ms == 0 &&
+	    !on_cli(s, "no-wait") && !on_cli(s, "wait") && !on_cli(s, "timeout") &&
+	    not_read_here(s, "no-wait"))
+		o->wait_ms = -1;
+	if (run && o->lock.preemptible && o->on_lost == LOST_IGNORE &&
+	    not_read_here(s, "on-lost")) {
+		o->on_lost = LOST_TERM;
+		o->lost_signal = SIGTERM;
+	}
 
 	if ((o->lock.supersede || o->lock.preempt || o->lock.preemptible) && !run)
 		usage_error(
@@ -1854,8 +1934,8 @@ static void validate(struct state *s, int nargs)
 	validate_break(o);
 	if (o->format_github && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
-	validate_once_per(o);
-	validate_queue(o);
+	validate_once_per(s);
+	validate_queue(s);
 	validate_keeper(s);
 	validate_preemptible(s);
 	keeper_paths(o);

@@ -28,6 +28,9 @@
 #include "store.h"
 #include "wait.h"
 
+/* The command line for the owner record (n > 4 bytes): one that does not fit ends in
+ * "..." where it was cut (never mid-character), so --status never shows a part as the
+ * whole. */
 static void describe_command(char *buf, size_t n, const struct opts *o)
 {
 	size_t used = 0;
@@ -38,15 +41,17 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 		return;
 	}
 	if (o->shell_command) {
-		snprintf(buf, n, "%s", o->shell_command);
+		used = (size_t)snprintf(buf, n, "%s", o->shell_command);
+	} else {
+		for (char **a = o->argv; *a && used < n; a++)
+			used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
+	}
+	if (used < n)
 		return;
-	}
-	for (char **a = o->argv; *a && used + 1 < n; a++) {
-		int w = snprintf(buf + used, n - used, "%s%s", used ? " " : "", *a);
-		if (w < 0)
-			break;
-		used += (size_t)w;
-	}
+	size_t end = n - 4;
+	while (end > 0 && ((unsigned char)buf[end] & 0xc0) == 0x80)
+		end--; /* a UTF-8 continuation byte: cut before its character */
+	memcpy(buf + end, "...", 4);
 }
 
 /* Environment of the command: the user's own, untouched (as flock and timeout pass

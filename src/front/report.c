@@ -48,6 +48,8 @@ static void json_int_or_null(FILE *f, int known, long long v)
 		fputs("null", f);
 }
 
+static void json_num_or_null(FILE *f, const char *s);
+
 /* "host":…,"pid":…,"user":… (pid < 0: unknown). */
 static void json_who(FILE *f, const char *host, long long pid, const char *user)
 {
@@ -213,10 +215,7 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	        !hs->n || hs->h[0].mode == 'x' ? "exclusive"
 	        : hs->h[0].mode == 's'         ? "shared"
 	                                       : "limit");
-	if (strcmp(hs->limit, "shared") == 0 || !hs->limit[0])
-		fputs("null", f);
-	else
-		fputs(hs->limit, f);
+	json_num_or_null(f, hs->limit); /* "shared", or text anyone could SET: null */
 	fprintf(f, ",\"holder_count\":%d,\"holders\":[", hs->total);
 	for (int i = 0; i < hs->n; i++) {
 		fputs(i ? ",{" : "{", f);
@@ -289,7 +288,8 @@ static void print_judgement(const struct holder *h, const struct holder_text *t,
 /* The last --break's record, while it is kept (LOCK_BROKEN_KEEP_MS). */
 static void print_broken(const struct broken *b)
 {
-	char host[1024], user[256], ago[32], when[64], tok[1200], label[4 * sizeof b->label];
+	char host[1024], user[256], ago[32], when[64], tok[1200], label[4 * sizeof b->label],
+	    fence[4 * sizeof b->fence];
 
 	if (!b->known)
 		return;
@@ -299,9 +299,10 @@ static void print_broken(const struct broken *b)
 	holder_human_ms(ago, sizeof ago, b->ago_ms);
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
 	log_escape(label, sizeof label, b->label, strlen(b->label));
+	esc(fence, sizeof fence, b->fence);
 	printf("broken   %s ago (%s) by %s pid %lld (user %s)%s%s%s: token %.16s%s, fence %s\n",
 	       ago, when, host, b->pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
-	       strlen(tok) > 16 ? "..." : "", b->fence[0] ? b->fence : "?");
+	       strlen(tok) > 16 ? "..." : "", fence);
 }
 
 /* One holder's block of --status. */
@@ -385,9 +386,11 @@ static void print_holders(const char *key, const struct holders *hs)
 		if (hs->h[0].mode == 's')
 			printf("%s is held by %d shared holder%s\n", key, hs->total,
 			       hs->total == 1 ? "" : "s");
-		else
-			printf("%s is held by %d of %s permits (--limit)\n", key, hs->total,
-			       hs->limit[0] ? hs->limit : "?");
+		else {
+			char limit[4 * sizeof hs->limit];
+			esc(limit, sizeof limit, hs->limit);
+			printf("%s is held by %d of %s permits (--limit)\n", key, hs->total, limit);
+		}
 		for (int i = 0; i < hs->n; i++) {
 			printf("holder %d%s\n", i + 1,
 			       hs->h[i].kept ? " (kept by --min-hold)" : "");
@@ -758,6 +761,12 @@ void held_plan(const struct report_ask *o)
 		plan_add(o->prefix, o->name, tok, o->token ? "--token" : "the inherited token");
 		return;
 	}
+	if (r.rest_keys) { /* more than one run reads: some would go unchecked */
+		log_error("--held: RLOCK_KEYS names more than %d locks, more than --held checks "
+		          "at once; give -k NAME for each",
+		          REENTER_MAX);
+		exit(RL_EX_UNAVAILABLE);
+	}
 	if (r.n == 0)
 		held_usage("--held needs a lock: run it inside the job (%s), or give -k NAME "
 		           "--token TOKEN",
@@ -907,27 +916,41 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 	fputs("}}", f);
 }
 
-/* One line of --history: when, what, the fence, whose run, and who acted. */
+/* One line of --history: when, what, the fence, whose run, and who acted. Every field
+ * is the stream's text, which any client can write (XADD): each one escaped. */
 static void history_line(const struct history_entry *e)
 {
-	char when[32], host[1024], label[4 * (LOCK_LABEL_MAX + 1)], by[1024], blabel[sizeof label];
+	char when[32], ev[4 * sizeof e->ev], fence[4 * sizeof e->fence], host[1024],
+	    pid[4 * sizeof e->pid], label[4 * (LOCK_LABEL_MAX + 1)], status[4 * sizeof e->status],
+	    cleared[4 * sizeof e->cleared], by[1024], by_pid[4 * sizeof e->by_pid],
+	    by_user[4 * sizeof e->by_user], blabel[sizeof label];
 
 	local_time(when, sizeof when, e->at_ms);
+	log_escape(ev, sizeof ev, e->ev, strlen(e->ev));
+	esc(fence, sizeof fence, e->fence);
 	esc(host, sizeof host, e->host);
+	esc(pid, sizeof pid, e->pid);
 	log_escape(label, sizeof label, e->label, strlen(e->label));
-	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, e->ev, e->fence[0] ? e->fence : "?",
-	       host, e->pid[0] ? e->pid : "?", label[0] ? " [" : "", label, label[0] ? "]" : "");
-	if (e->status[0])
-		printf("  status %s", e->status);
-	if (e->cleared[0])
-		printf("  cleared %s", e->cleared);
+	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, ev, fence, host, pid,
+	       label[0] ? " [" : "", label, label[0] ? "]" : "");
+	if (e->status[0]) {
+		esc(status, sizeof status, e->status);
+		printf("  status %s", status);
+	}
+	if (e->cleared[0]) {
+		esc(cleared, sizeof cleared, e->cleared);
+		printf("  cleared %s", cleared);
+	}
 	if (e->by_host[0] || e->by_pid[0]) {
 		esc(by, sizeof by, e->by_host);
+		esc(by_pid, sizeof by_pid, e->by_pid);
 		log_escape(blabel, sizeof blabel, e->by_label, strlen(e->by_label));
-		printf("  by %s pid %s", by, e->by_pid[0] ? e->by_pid : "?");
+		printf("  by %s pid %s", by, by_pid);
 		if (e->cleared[0] &&
-		    e->by_user[0]) /* a reset names its user, as a break's record */
-			printf(" (user %s)", e->by_user);
+		    e->by_user[0]) { /* a reset names its user, as a break's record */
+			esc(by_user, sizeof by_user, e->by_user);
+			printf(" (user %s)", by_user);
+		}
 		printf("%s%s%s", blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
 	}
 	putchar('\n');

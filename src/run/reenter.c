@@ -72,6 +72,7 @@ void reenter_inherited(struct reenter *r)
 	           *fs = getenv("RLOCK_FENCES");
 
 	r->n = 0;
+	r->rest_keys = r->rest_tokens = r->rest_fences = NULL;
 	if (k && t)
 		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
 	int n = count(ks);
@@ -81,6 +82,10 @@ void reenter_inherited(struct reenter *r)
 		fs = NULL;
 	for (int i = 0; i < n; i++) {
 		const char *kw, *tw, *fw = "";
+		if (r->n == REENTER_MAX) { /* a cap: what it does not read goes on as it is */
+			r->rest_keys = ks, r->rest_tokens = ts, r->rest_fences = fs;
+			return;
+		}
 		size_t kn = word(&ks, &kw), tn = word(&ts, &tw), fn = fs ? word(&fs, &fw) : 0;
 		add(r, kw, kn, tw, tn, fw, fn);
 	}
@@ -284,20 +289,26 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	return left;
 }
 
-/* Append " word" (or "word" first) to the growing list at *buf; 0, or -1 out of memory. */
-static int append(char **buf, size_t *len, const char *w)
+/* Append " word" (or "word" first; its n bytes) to the growing list at *buf; 0, or -1
+ * out of memory. */
+static int append_n(char **buf, size_t *len, const char *w, size_t n)
 {
-	size_t n = strlen(w);
 	char *b = realloc(*buf, *len + n + 2);
 
 	if (!b)
 		return -1;
 	if (*len > 0)
 		b[(*len)++] = ' ';
-	memcpy(b + *len, w, n + 1);
+	memcpy(b + *len, w, n);
 	*len += n;
+	b[*len] = '\0';
 	*buf = b;
 	return 0;
+}
+
+static int append(char **buf, size_t *len, const char *w)
+{
+	return append_n(buf, len, w, strlen(w));
 }
 
 void reenter_environment(const struct reenter *r, const struct lock *taken_locks, int ntaken)
@@ -343,6 +354,22 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		listed[n++] = r->in[j].key;
 		fail |= append(&keys, &kl, r->in[j].key) | append(&tokens, &tl, r->in[j].token) |
 		        append(&fences, &fl, r->in[j].fence[0] ? r->in[j].fence : "0");
+	}
+	/* Then the pairs past what one run reads, as they came (a deeper run may hold them). */
+	for (const char *ks = r->rest_keys, *ts = r->rest_tokens, *fs = r->rest_fences;;) {
+		const char *kw, *tw, *fw = "0";
+		size_t kn = ks ? word(&ks, &kw) : 0, tn = kn ? word(&ts, &tw) : 0,
+		       fn = fs ? word(&fs, &fw) : 1;
+		if (kn == 0)
+			break;
+		int dup = 0;
+		for (int i = 0; i < n && i < REENTER_MAX + HOLD_LOCKS_MAX && !dup; i++)
+			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn);
+		if (dup)
+			continue;
+		fail |= append_n(&keys, &kl, kw, kn) | append_n(&tokens, &tl, tw, tn) |
+		        append_n(&fences, &fl, fw, fn);
+		n++;
 	}
 	if (n > 1 && !fail) {
 		setenv("RLOCK_KEYS", keys, 1);

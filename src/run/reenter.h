@@ -28,6 +28,9 @@ struct reenter {
 	int nnames; /* the names asked for (o->names before the plan) */
 	const char *names[HOLD_LOCKS_MAX];
 	int held[HOLD_LOCKS_MAX]; /* per name: index in in[] that grants it, or -1 */
+	/* The pairs of RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES past REENTER_MAX, as the
+	 * environment has them (rest_fences NULL: no fences): not read, passed on. */
+	const char *rest_keys, *rest_tokens, *rest_fences;
 	/* last: a run without inherited holds writes only the fields above (a page fault) */
 	struct inherited in[REENTER_MAX];
 };
@@ -51,7 +54,9 @@ struct reenter_ask {
 };
 
 /* Only read the inherited holds (r->n, r->in): RLOCK_KEY + RLOCK_TOKEN first, then the
- * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; what does not fit is skipped. */
+ * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; a pair that is no token of ours
+ * is skipped, and the pairs past REENTER_MAX are left in r->rest_* (never dropped:
+ * reenter_environment passes them on). */
 void reenter_inherited(struct reenter *r);
 
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of

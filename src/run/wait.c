@@ -75,7 +75,7 @@ static long long held_ms(long long start)
 static void status_draw(const struct wait_args *a, const struct holder *h, int64_t waited_ms,
                         const char *note)
 {
-	char line[1000], who[800];
+	char line[1000], who[800], text[800];
 	const char *clear = "\r\033[K";
 	size_t pre = strlen(clear);
 	int n;
@@ -85,9 +85,11 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 	long long held = held_ms(h->start_ms);
 	if (!note && holder_nobody(h)) /* "closed by lock-delay for ...", "reserved for ..." */
 		note = holder_format(h, 0, who, sizeof who);
+	if (note) /* a server's error text among it: escaped as the holder's is */
+		log_escape(text, sizeof text, note, strlen(note));
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,
-		             (long long)(waited_ms / 1000), a->name, note);
+		             (long long)(waited_ms / 1000), a->name, text);
 	else if (h->host[0])
 		/* Everything the holder wrote is escaped: it could hold terminal escapes. */
 		n = snprintf(line, sizeof line,
