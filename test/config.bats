@@ -743,6 +743,49 @@ EOF
 	assert_output 'key=rlock:{x} ttl=7000'
 }
 
+@test "a config, password file or CA reached through a link that others could re-point is refused (66): the link's directory and owner count, not only the target's" {
+	echo 'precious' >victim
+	local good=$BATS_TEST_TMPDIR/mine ow=$BATS_TEST_TMPDIR/ow
+	write_conf "$good/config" 644 <<<"ttl = 7s"
+	# the link, in a directory anyone can change (not sticky): whoever can write there
+	# can point it at another file
+	mkdir -p "$ow"
+	chmod 777 "$ow"
+	ln -s "$good/config" "$ow/config"
+	run -66 --separate-stderr "$RLOCK" --config "$ow/config" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "is reached through the link $ow/config, in $ow, which is writable by others \(mode 777\): refused"
+	# a link to that link, from a safe place: the chain is followed, and refused the same
+	ln -s "$ow/config" "$good/via"
+	run -66 --separate-stderr "$RLOCK" --config "$good/via" -u "$REDIS_URL" -k x -- touch ran
+	assert_regex "$stderr" "is reached through the link $ow/config, in $ow"
+	# a directory of the path that is a link there: the same
+	ln -s "$good" "$ow/d"
+	run -66 --separate-stderr "$RLOCK" --config "$ow/d/config" -u "$REDIS_URL" -k x -- touch ran
+	assert_regex "$stderr" "is reached through the link $ow/d, in $ow"
+	# the password file too
+	printf 'secret\n' >"$good/pw"
+	chmod 600 "$good/pw"
+	ln -s "$good/pw" "$ow/pw"
+	run -66 --separate-stderr "$RLOCK" --password-file "$ow/pw" -u "$REDIS_URL" -k x -- touch ran
+	assert_one_line_error
+	# in a sticky directory (as /tmp), the user's own link is safe; another user's is not
+	chmod 1777 "$ow"
+	run -0 "$RLOCK" --config "$ow/config" -u "$REDIS_URL" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=7000'
+	run -0 "$RLOCK" --config "$good/via" -u "$REDIS_URL" -k x -c "$show_env"
+	if [[ $EUID == 0 ]]; then
+		chown -h nobody "$ow/config"
+		run -66 --separate-stderr "$RLOCK" --config "$ow/config" -u "$REDIS_URL" -k x -- touch ran
+		assert_regex "$stderr" "is reached through $ow/config, a link of another user \(uid [0-9]+\)"
+	fi
+	# relative names and .. resolve as the kernel does
+	cd "$good"
+	run -0 "$RLOCK" --config ./../mine/./config -u "$REDIS_URL" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=7000'
+	[[ ! -e ran && ! -e $good/ran && $(cat "$BATS_TEST_TMPDIR/victim") == precious ]]
+}
+
 @test "a config layer, password file or CA bundle of another user is refused (66), as ssh refuses it" {
 	[[ $EUID == 0 ]] || skip "chown to another user needs root"
 	echo 'precious' >victim
