@@ -227,6 +227,11 @@ int userfile_trusted(const char *path, const struct stat *st, char *why, size_t 
 	}
 	if (resolve_safely(path, real, sizeof real, why, n) < 0)
 		return -1;
+	struct stat rs; /* what the name leads to now is what was opened */
+	if (stat(real, &rs) < 0 || rs.st_dev != st->st_dev || rs.st_ino != st->st_ino) {
+		snprintf(why, n, "was replaced while rlock read it");
+		return -1;
+	}
 	char *slash = strrchr(real, '/');
 	if (slash)
 		slash[slash == real] = '\0'; /* its directory */
