@@ -520,3 +520,37 @@ ends_of() {
 	assert_failure 79
 	assert_equal "$(ends_of "$tok")" lost # once
 }
+
+# A signal that reaches --acquire once its keeper holds the lock (reported, the parent
+# not yet done): the parent stopped (SIGSTOP) while the keeper takes the lock, then the
+# signal, then SIGCONT, so that both wait at once. The keeper used to get the signal as
+# is (SIGTERM: it released; SIGUSR1, --release's control: it stopped renewing) while the
+# parent printed the variables and exited 0: the steps ran unguarded.
+@test "a signal that reaches --acquire after its keeper took the lock: the lock is given back, 128+N for eval, never the variables with 0" {
+	make_hold_script
+	local sig want
+	for sig in TERM USR1; do
+		want=$((128 + $(kill -l "$sig")))
+		rm -f "$BATS_TEST_TMPDIR"/h.*
+		start_holder h -t 30s
+		rlock_bg -k h -t 30s -w 60s --acquire
+		wait_until 30 eval '[[ $(waiters h) == 1 ]]'
+		kill -STOP "$RLOCK_PID"
+		touch "$BATS_TEST_TMPDIR/h.release"
+		rlock_wait "$HOLDER_PID" 30
+		wait_until 30 eval '[[ $(rcli HGET "rlock:{h}:owner" cmd) == "(rlock --acquire keeper)" ]]'
+		local kp
+		kp=$(rcli HGET 'rlock:{h}:owner' pid)
+		echo "$kp" >>keeper.pids
+		kill "-$sig" "$RLOCK_PID"
+		kill -CONT "$RLOCK_PID"
+		rlock_wait "$RLOCK_PID" 30
+		[[ $RLOCK_STATUS == "$want" ]] ||
+			fail "SIG$sig: exited $RLOCK_STATUS ($(cat "$RLOCK_OUT")): $(cat "$RLOCK_ERR")"
+		! grep -q RLOCK_TOKEN= "$RLOCK_OUT" || fail "SIG$sig: printed the token: $(cat "$RLOCK_OUT")"
+		run "-$want" bash -c 'eval "$(cat "$1")"' _ "$RLOCK_OUT"
+		# given back at once (not left to its TTL), and no keeper renews it
+		wait_until 10 key_absent 'rlock:{h}'
+		wait_until 30 proc_gone "$kp"
+	done
+}

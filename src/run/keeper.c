@@ -65,12 +65,46 @@ static void __attribute__((noreturn)) parent_fail(int status, int github)
 	exit(status);
 }
 
+/* Pass the signals waiting on sfd on to the keeper; the first one's number (or sig,
+ * the one seen before). SIGUSR1 goes as SIGTERM: to a keeper that holds the lock,
+ * SIGUSR1 is --release's "stop renewing, release nothing", and a keeper that already
+ * reported (our read of it still to come) would leave the lock to its TTL. */
+static int pass_on(pid_t keeper, int sfd, int sig)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		int s = (int)si.ssi_signo;
+		kill(keeper, s == SIGUSR1 ? SIGTERM : s);
+		if (!sig)
+			sig = s;
+	}
+	return sig;
+}
+
+/* A signal reached us before we printed: the keeper has it (a waiting keeper ends, one
+ * that took the lock meanwhile gives it back); wait for it, so that the lock is free
+ * when eval returns, then hand eval 128+N and die of the signal, as on a signal while
+ * waiting. Never the variables: the steps would run under a lock given back. */
+static void __attribute__((noreturn))
+interrupted(pid_t keeper, int sig, const struct keeper_args *k)
+{
+	int st;
+
+	while (waitpid(keeper, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!k->github)
+		keeper_print_failure(128 + sig);
+	child_die_of(sig);
+}
+
 /* The parent: wait for the keeper's report (or its exit), print, exit. */
 static void __attribute__((noreturn))
 parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
 	char buf[4096];
 	size_t got = 0;
+	int sig = 0; /* the first signal that reached us: the run is interrupted */
 
 	for (;;) {
 		struct pollfd p[2] = {{.fd = rfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
@@ -79,11 +113,8 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 				continue;
 			break;
 		}
-		if (p[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-				kill(keeper, (int)si.ssi_signo);
-		}
+		if (p[1].revents & POLLIN)
+			sig = pass_on(keeper, sfd, sig);
 		if (p[0].revents & (POLLIN | POLLHUP)) {
 			ssize_t n = read(rfd, buf + got, sizeof buf - 1 - got);
 			if (n < 0 && errno == EINTR)
@@ -92,6 +123,10 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 				break;
 		}
 	}
+	/* One arriving while the report came in counts as before it: we print nothing yet. */
+	sig = pass_on(keeper, sfd, sig);
+	if (sig)
+		interrupted(keeper, sig, k);
 	buf[got] = '\0';
 	/* "KEY\nTOKEN\nFENCE\n": the keeper holds the lock. */
 	char *key = buf, *token = strchr(key, '\n'),
