@@ -150,6 +150,27 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $stderr == *"/dev/full"* ]]
 }
 
+@test "events: a line cut short by a full disk is not glued to the next run's first line" {
+	((EUID == 0)) || skip "needs root (a small tmpfs of its own mount namespace)"
+	require_tool unshare
+	mkdir -p small
+	# Two pages: the events file fills the first but for a few bytes, a filler the
+	# second; the first run's acquired line is cut short (a short write), its released
+	# line not written at all (ENOSPC); the filler goes, a second run writes its lines.
+	# shellcheck disable=SC2016  # for the inner shell
+	run -0 unshare -m sh -c 'mount -t tmpfs -o size=8k none small || exit 9
+		printf "{\"pad\":\"%04070d\"}\n" 0 >small/ev.jsonl
+		head -c 4096 /dev/zero >small/fill
+		"$1" -k ev --events small/ev.jsonl -- true 2>first.err || exit 10
+		rm small/fill
+		"$1" -k ev --events small/ev.jsonl -- true || exit 11
+		cp small/ev.jsonl ev.jsonl' sh "$RLOCK"
+	grep -q 'events file' first.err || fail "the disk was not full: $(cat first.err)"
+	# the line cut short stays as it is; every whole line around it reads
+	[[ $(jq -cR 'fromjson? | .event // "pad"' ev.jsonl | tr '\n' ' ') == '"pad" "acquired" "released" ' ]] ||
+		fail "the second run's lines do not all read: $(tail -c 700 ev.jsonl)"
+}
+
 @test "events: from the config file (events = FILE), - for stderr; an empty path is a usage error" {
 	printf 'events = %s\n' "$BATS_TEST_TMPDIR/conf.jsonl" >conf
 	run -0 "$RLOCK" --config conf -k ev -- true

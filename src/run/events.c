@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,9 +46,10 @@ static struct {
 	const char *prefix, *name, *label;
 	char host[256];
 	int fd;
+	int rfd; /* the same file read-only (a regular file's), for its last byte */
 	pthread_once_t opened;
 	atomic_flag warned;
-} ev = {.fd = -1, .opened = PTHREAD_ONCE_INIT, .warned = ATOMIC_FLAG_INIT};
+} ev = {.fd = -1, .rfd = -1, .opened = PTHREAD_ONCE_INIT, .warned = ATOMIC_FLAG_INIT};
 
 /* Main thread only (acquired happens before the renewal thread of that lock starts). */
 static const struct lock *first_lock;
@@ -104,8 +106,28 @@ static void open_file(void)
 	 * planted at the name, a file of another user, a directory: refused (userfile.h). */
 	char why[300];
 	ev.fd = userfile_append(ev.path, UF_REG | UF_CHR | UF_FIFO, 0644, why, sizeof why);
-	if (ev.fd < 0)
+	if (ev.fd < 0) {
 		warn_once(why);
+		return;
+	}
+	/* The file just opened (not its name again), to read: a regular file's last byte. */
+	struct stat st;
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", ev.fd);
+	if (fstat(ev.fd, &st) == 0 && S_ISREG(st.st_mode))
+		ev.rfd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+}
+
+/* Does the file end inside a line: one cut short by a write that failed midway (a full
+ * disk), here or in an earlier run? The next line then starts on a line of its own,
+ * not glued to that piece and lost with it. */
+static int ends_cut(void)
+{
+	struct stat st;
+	char last;
+
+	return ev.rfd >= 0 && fstat(ev.rfd, &st) == 0 && st.st_size > 0 &&
+	       pread(ev.rfd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
 /* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */
@@ -249,6 +271,8 @@ static void write_line(enum ev_kind kind, const struct ev_facts *f, const struct
 	pthread_once(&ev.opened, open_file);
 	if (ev.fd < 0)
 		return;
+	if (ends_cut())
+		buf[at++] = '\n';
 	put_head(buf, sizeof buf - 2, &at, kind, l);
 	put_facts(buf, sizeof buf - 2, &at, kind, f, hold_ms);
 	if (at > sizeof buf - 3)
