@@ -554,3 +554,34 @@ ends_of() {
 		wait_until 30 proc_gone "$kp"
 	done
 }
+
+# The server still has the token (the lease runs out by its TTL), but the keeper on
+# this host was killed unheard (kill -9, the OOM killer): nothing renews the lease, so
+# `rlock --held && ./publish.sh` would publish under a lock about to end. A nested run
+# already refuses such a token (reenter.c); --held said 0.
+@test "--held after the keeper was killed unheard (kill -9), its lease still running on the server: 79, the keeper named; nothing changed" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 60s >vars.sh'
+	assert_success
+	step held-live 'rlock --held'
+	assert_success
+	local pid
+	pid=$(keeper_pid)
+	echo "$pid" >keeper.pids
+	kill -KILL "$pid"
+	wait_until 20 proc_gone "$pid"
+	step held 'rlock --held'
+	assert_failure 79
+	assert_regex "$stderr" "is not held by token [0-9a-f]{32}: its holder \(pid $pid\) is gone and nobody renews its lease"
+	[[ $(wc -l <<<"$stderr") == 1 ]] || fail "more than one line: $stderr"
+	step held-json 'rlock --held --json'
+	assert_failure 79
+	[[ $output == '{"schema":1,"key":"rlock:{ci}","held":false,"ttl_left_ms":null,"fence":null}' ]] ||
+		fail "json: $output"
+	key_exists 'rlock:{ci}'
+	# --release gives back what is left of it: the lock was held all along (0)
+	step release 'rlock -k ci --release'
+	assert_success
+	key_absent 'rlock:{ci}'
+}

@@ -810,7 +810,7 @@ int report_held(struct store *s, const struct report_ask *o)
 {
 	int held[REENTER_MAX], all = 1, unknown = 0;
 	struct holding hd[REENTER_MAX];
-	long long least = -1;
+	long long least = -1, pid = -1;
 	char err[400];
 
 	for (int i = 0; i < plan.n; i++) {
@@ -832,6 +832,19 @@ int report_held(struct store *s, const struct report_ask *o)
 		} else if (held[i] == 0) {
 			all = 0;
 			log_warn("%s is not held by token %s", plan.l[i].key, plan.token[i]);
+		} else if (reenter_holder_gone(s, &plan.l[i], plan.token[i], o->io_timeout_ms,
+		                               INT64_MAX, &pid)) {
+			/* Its keeper (or rlock) on this host was killed unheard: the lease runs
+			 * out by its TTL and nothing renews it (a nested run refuses it too). */
+			held[i] = 0;
+			all = 0;
+			char left[64] = "";
+			if (hd[i].ttl_left_ms >= 0)
+				snprintf(left, sizeof left, " (it ends in %lld ms)",
+				         (long long)hd[i].ttl_left_ms);
+			log_warn("%s is not held by token %s: its holder (pid %lld) is gone and "
+			         "nobody renews its lease%s",
+			         plan.l[i].key, plan.token[i], pid, left);
 		} else if (hd[i].ttl_left_ms >= 0 && (least < 0 || hd[i].ttl_left_ms < least)) {
 			least = hd[i].ttl_left_ms;
 		}

@@ -137,13 +137,10 @@ static int pid_gone(const struct holder *h)
 	return 0;
 }
 
-/* Is the process that holds token on l gone (the status's record of it), so that
- * nothing renews the lease that token names? A keeper is judged by the mark it left
- * (keeper_judge), any other holder by its pid on this host (pid_gone). 0 when that
- * cannot be told (another host or pid namespace, no record, no reply): trusted, as
- * before. */
-static int holder_gone(struct store *s, const struct lock *l, const char *token,
-                       int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+/* reenter.h. A keeper is judged by the mark it left (keeper_judge), any other holder
+ * by its pid on this host (pid_gone). */
+int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
+                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
 {
 	struct holders *hs = malloc(sizeof *hs); /* large */
 	char err[300];
@@ -241,8 +238,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
-			if (holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms, o->deadline_ms,
-			                &pid)) {
+			if (reenter_holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms,
+			                        o->deadline_ms, &pid)) {
 				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",

@@ -69,6 +69,14 @@ void reenter_inherited(struct reenter *r);
  * 64, and one it holds shared or as a permit is taken. */
 int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o);
 
+/* Is the process that holds token on l gone (the status's record of it: a keeper or an
+ * rlock on this host, in this boot and pid namespace), so that nothing renews the lease
+ * that token names, which then ends by its TTL? Its pid into *pid. 0 when that cannot
+ * be told (another host or pid namespace, no record, no reply within io_timeout_ms or
+ * by deadline_ms): trusted. */
+int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
+                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid);
+
 /* The command's environment: RLOCK_KEY/RLOCK_TOKEN/RLOCK_FENCE name the first name
  * asked for (inherited, or the first of the ntaken locks taken now, in order); RLOCK_KEYS,
  * RLOCK_TOKENS and RLOCK_FENCES list every lock the command runs under (the names asked for in
