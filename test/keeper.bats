@@ -585,3 +585,25 @@ ends_of() {
 	assert_success
 	key_absent 'rlock:{ci}'
 }
+
+# The same moment, but --acquire is SIGKILLed (a CI job's group killed at its timeout):
+# it never printed the token, so nobody could --release the lock; the keeper renewed it
+# for ever. It now waits for --acquire to say it printed, and gives the lock back when
+# it ended without saying so.
+@test "--acquire SIGKILLed after its keeper took the lock, before it printed the token: the keeper gives the lock back, not kept for ever" {
+	make_hold_script
+	start_holder h -t 30s
+	rlock_bg -k h -t 3s -w 60s --acquire
+	wait_until 30 eval '[[ $(waiters h) == 1 ]]'
+	kill -STOP "$RLOCK_PID"
+	touch "$BATS_TEST_TMPDIR/h.release"
+	rlock_wait "$HOLDER_PID" 30
+	wait_until 30 eval '[[ $(rcli HGET "rlock:{h}:owner" cmd) == "(rlock --acquire keeper)" ]]'
+	local kp
+	kp=$(rcli HGET 'rlock:{h}:owner' pid)
+	echo "$kp" >>keeper.pids
+	kill -KILL "$RLOCK_PID"
+	# given back (a keeper that kept it renews it every second: it would stay)
+	wait_until 20 key_absent 'rlock:{h}'
+	wait_until 30 proc_gone "$kp"
+}

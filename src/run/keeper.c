@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -29,12 +30,15 @@
 #include "renew.h"
 #include "userfile.h"
 
-/* The keeper's end of the report pipe (the parent waits on the other end). */
+/* The keeper's end of the report socket (the parent waits on the other end, and says
+ * there that it printed the token: PRINTED). */
 static int report_fd = -1;
 static int log_fd = -1; /* --log-file, opened by the keeper before it takes the lock */
 
 /* Signals the parent passes on to the keeper while it waits. */
 static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+#define PRINTED 'p'
 
 /* Single-quoted for sh: ' becomes '\''. */
 static void print_sh(const char *name, const char *v)
@@ -152,6 +156,9 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 		int rc = k->close_stdout();
 		if (rc != 0)
 			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
+		else if (write(rfd, &(char){PRINTED}, 1) != 1)
+			log_debug("cannot tell the keeper that the token is printed: %s",
+			          strerror(errno));
 		exit(rc);
 	}
 	/* No report: the keeper failed (busy, unavailable, a signal) and said why on our
@@ -179,7 +186,8 @@ void keeper_detach(const struct keeper_args *k)
 	for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
 		if (!child_ignored(passed_on[i]))
 			sigaddset(&set, passed_on[i]);
-	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 || pipe2(p, O_CLOEXEC) < 0) {
+	if (sigprocmask(SIG_BLOCK, &set, &orig) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
 		log_error("cannot start the keeper: %s", strerror(errno));
 		parent_fail(RL_EX_OSERR, k->github);
 	}
@@ -260,10 +268,43 @@ static int report_to_parent(const struct lock *l)
 	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
 
 	if (write(report_fd, msg, (size_t)n) != n)
-		return -1; /* the parent is gone: nobody knows the token */
+		return -1;            /* the parent is gone: nobody knows the token */
+	shutdown(report_fd, SHUT_WR); /* the end of the report; its answer still to come */
+	return 0;
+}
+
+/* Did the parent print the token (PRINTED)? Its end without that (SIGKILLed after our
+ * report and before it printed, a CI job's group killed) leaves nobody who could
+ * --release the lock: -1, give it back. Waited for while the lease is sure (a signal, a
+ * loss heard, or the loss deadline end the wait: watch() takes them over): 0. */
+static int parent_printed(struct hold *h, int sigfd)
+{
+	int rc = 0;
+
+	for (;;) {
+		int64_t left = hold_lost_at(h) - clock_ms();
+		if (left <= 0)
+			break;
+		struct pollfd p[3] = {{.fd = report_fd, .events = POLLIN},
+		                      {.fd = sigfd, .events = POLLIN},
+		                      {.fd = hold_lost_fd(h), .events = POLLIN}};
+		int n = poll(p, 3, left > 1000 ? 1000 : (int)left);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		if (p[1].revents || p[2].revents)
+			break;
+		char c;
+		ssize_t got = read(report_fd, &c, 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		rc = got == 1 && c == PRINTED ? 0 : -1;
+		break;
+	}
 	close(report_fd);
 	report_fd = -1;
-	return 0;
+	return rc;
 }
 
 /* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
@@ -505,6 +546,12 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	keeper_mark(l);
 	if (report_to_parent(l) < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
+	if (parent_printed(h, sigfd) < 0) {
+		log_error("rlock --acquire ended before it printed the token: nobody could "
+		          "release %s; the keeper gives it back",
+		          l->key);
+		return hold_release(h, 0), RL_EX_OSERR;
+	}
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);
 	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
