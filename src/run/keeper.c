@@ -761,9 +761,11 @@ static int not_held(struct store *s, const struct lock *l, const struct keeper_a
 {
 	char why[600], by[300];
 
+	/* One line: the keeper's own account (it names a --break), else the server's. */
 	if (keeper_ended(l->key, k->token, why, sizeof why))
-		log_error("lock '%s': %s", k->name, why);
-	if (hs && holder_broken(&hs->broken, k->token, by, sizeof by))
+		log_error("lock '%s' is not held by this token: %s; nothing released", k->name,
+		          why);
+	else if (hs && holder_broken(&hs->broken, k->token, by, sizeof by))
 		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
 	else if (run_end(s, l, k, by, sizeof by))
 		log_error("lock '%s' is not held by this token: %s; nothing released", k->name, by);
