@@ -831,6 +831,12 @@ EOF
 	# the password given above the file, or TLS asked for, is the user's choice
 	RLOCK_PASSWORD=s3cret-pw run -0 --separate-stderr rlock --config c.conf -u "redis://127.0.0.1:$AUTH_PORT" -k x -- echo ran
 	assert_output ran
+	# the sentinels' password too, for a plain redis-sentinel:// URL named above the file
+	printf 'url = REDISS-SENTINEL://127.0.0.1:1/m\nsentinel-password-file = %s/pw\n' "$PWD" |
+		write_conf s.conf
+	run -64 --separate-stderr rlock --config s.conf -u "redis-sentinel://127.0.0.1:$AUTH_PORT/m" -n -k x -- echo ran
+	refute_output ran
+	assert_regex "$stderr" "sentinel password .* in the clear"
 	# a config file that names no server of its own: its tls is for whichever server
 	# the run names (RLOCK_URL per host), never dropped (it spoke plain to it)
 	printf 'tls\ncacert = %s/ca.pem\n' "$PWD" | write_conf notls.conf

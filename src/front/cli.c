@@ -1473,8 +1473,8 @@ static void choose_url(struct state *s)
 	    !on_cli(s, "tls")) {
 		s->tls_set_aside = o->tls.enabled || o->tls.cacert || o->tls.cacertdir ||
 		                   o->tls.cert || o->tls.key || o->tls.sni || o->tls.insecure ||
-		                   !strncmp(s->url_config, "rediss://", 9) ||
-		                   !strncmp(s->url_config, "sentinels://", 12);
+		                   !strncasecmp(s->url_config, "rediss://", 9) ||
+		                   !strncasecmp(s->url_config, "rediss-sentinel://", 18);
 		o->tls.enabled = 0;
 	}
 	if (s->url_cli_count > 0) {
@@ -1713,6 +1713,13 @@ static void validate_server(struct state *s)
 		            "clear to the plain %s server; give --tls, a rediss:// URL, or the "
 		            "password with --password-file, REDISCLI_AUTH or RLOCK_PASSWORD",
 		            s->pw_from, s->url_rank == R_CLI_URL ? "--url" : "RLOCK_URL");
+	if (s->tls_set_aside && !o->tls.enabled && o->has_sentinel_password &&
+	    o->url->nsentinels > 0 && (s->spw_rank == R_CONFIG || s->spw_rank == R_CONFIG_URL))
+		usage_error(
+		    "the config file's sentinel password is for its TLS server, not sent in "
+		    "the clear to the plain sentinels of %s; give --tls, a rediss-sentinel:// "
+		    "URL, or --sentinel-password-file or RLOCK_SENTINEL_PASSWORD",
+		    s->url_rank == R_CLI_URL ? "--url" : "RLOCK_URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
 	if (o->tls.enabled)
