@@ -814,3 +814,32 @@ EOF
 	assert_regex "$stderr" "--cacert: 'ca.pem' is writable by its group \(mode 664\): refused"
 	[[ ! -e ran ]]
 }
+
+@test "the config's TLS settings set aside for a plain --url/RLOCK_URL server: its password is not sent there in the clear (64); a config without a server of its own keeps TLS" {
+	# rlock.conf(5)'s managed Redis over TLS, with its password. A plain server named
+	# above the file does not speak TLS: the file's secret, meant for a TLS server, is
+	# not sent to it in the clear (AUTH_PORT's server would have accepted it: 0).
+	: >ca.pem
+	printf 's3cret-pw\n' >pw && chmod 600 pw
+	printf 'url = rediss://127.0.0.1:1\npassword-file = %s/pw\ncacert = %s/ca.pem\n' "$PWD" "$PWD" |
+		write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -u "redis://127.0.0.1:$AUTH_PORT" -k x -- echo ran
+	refute_output ran
+	assert_regex "$stderr" 'in the clear'
+	RLOCK_URL=redis://127.0.0.1:$AUTH_PORT run -64 --separate-stderr rlock --config c.conf -k x -- echo ran
+	refute_output ran
+	# the password given above the file, or TLS asked for, is the user's choice
+	RLOCK_PASSWORD=s3cret-pw run -0 --separate-stderr rlock --config c.conf -u "redis://127.0.0.1:$AUTH_PORT" -k x -- echo ran
+	assert_output ran
+	# the sentinels' password too, for a plain redis-sentinel:// URL named above the file
+	printf 'url = REDISS-SENTINEL://127.0.0.1:1/m\nsentinel-password-file = %s/pw\n' "$PWD" |
+		write_conf s.conf
+	run -64 --separate-stderr rlock --config s.conf -u "redis-sentinel://127.0.0.1:$AUTH_PORT/m" -n -k x -- echo ran
+	refute_output ran
+	assert_regex "$stderr" "sentinel password .* in the clear"
+	# a config file that names no server of its own: its tls is for whichever server
+	# the run names (RLOCK_URL per host), never dropped (it spoke plain to it)
+	printf 'tls\ncacert = %s/ca.pem\n' "$PWD" | write_conf notls.conf
+	RLOCK_URL=$REDIS_URL run -69 --separate-stderr rlock --config notls.conf -k x -- echo ran
+	refute_output ran
+}

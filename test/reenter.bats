@@ -275,3 +275,19 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	RLOCK_KEYS=$keys RLOCK_TOKENS=$tokens RLOCK_FENCES=$fences run -69 --separate-stderr rlock --held
 	assert_one_line_error
 }
+
+@test "far more inherited locks than one rlock keeps (32 + 20): each one past the cap passed on exactly once, in order; a duplicate among them once" {
+	# The pairs past the cap are passed on as they came; the run must not read past
+	# what it listed while checking them for duplicates (it crashed, or dropped pairs).
+	local keys='' tokens='' fences='' i
+	for i in $(seq 1 52); do
+		keys+="${keys:+ }rlock:{a$i}"
+		tokens+="${tokens:+ }$(printf '%032x' "$i")"
+		fences+="${fences:+ }$i"
+	done
+	RLOCK_KEYS="$keys rlock:{a52}" RLOCK_TOKENS="$tokens $(printf '%032x' 52)" RLOCK_FENCES="$fences 52" \
+		run -0 --separate-stderr rlock -k z -- sh -c 'echo "$RLOCK_KEYS"; echo "$RLOCK_TOKENS"; echo "$RLOCK_FENCES"'
+	assert_equal "${lines[0]}" "rlock:{z} $keys"
+	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens"
+	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
+}

@@ -536,7 +536,8 @@ struct state {
 	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
 	char url_from[700];             /* where the URL came from, for -v */
 	enum rank url_rank;             /* and from which layer */
-	char user_from[600];            /* where the user came from */
+	int tls_set_aside; /* the config file's TLS (for its own server) gave way to a URL above */
+	char user_from[600]; /* where the user came from */
 };
 
 static int on_cli(const struct state *s, const char *name);
@@ -1465,10 +1466,17 @@ static void choose_url(struct state *s)
 	enum rank rank = R_NONE;
 	const char *e;
 
-	/* A config file's `tls` is its server's: a URL from above it (the command line,
-	 * RLOCK_URL) says by its scheme whether it is TLS, unless --tls says so too. */
-	if ((s->url_cli_count > 0 || ((e = getenv("RLOCK_URL")) && *e)) && !on_cli(s, "tls"))
+	/* A config file's `tls` is its server's (the file names one): a URL from above it
+	 * (the command line, RLOCK_URL) says by its scheme whether it is TLS, unless --tls
+	 * says so too. A file that names no server sets TLS for whichever the run names. */
+	if ((s->url_cli_count > 0 || ((e = getenv("RLOCK_URL")) && *e)) && s->url_config &&
+	    !on_cli(s, "tls")) {
+		s->tls_set_aside = o->tls.enabled || o->tls.cacert || o->tls.cacertdir ||
+		                   o->tls.cert || o->tls.key || o->tls.sni || o->tls.insecure ||
+		                   !strncasecmp(s->url_config, "rediss://", 9) ||
+		                   !strncasecmp(s->url_config, "rediss-sentinel://", 18);
 		o->tls.enabled = 0;
+	}
 	if (s->url_cli_count > 0) {
 		src = "--url";
 		rank = R_CLI_URL;
@@ -1695,8 +1703,23 @@ static void validate_server(struct state *s)
 	if (!o->tls.enabled &&
 	    (o->tls.cacert || o->tls.cacertdir || o->tls.cert || o->tls.key || o->tls.sni ||
 	     o->tls.insecure) &&
-	    (tls_cli || s->url_rank < R_ENV_URL))
+	    (tls_cli || s->url_rank < R_ENV_URL || !s->tls_set_aside))
 		usage_error("TLS options need --tls or a rediss:// URL");
+	/* The config file's password went with its TLS server: set aside for a plain one,
+	 * it would cross the network in the clear to a server the file does not name. */
+	if (s->tls_set_aside && !o->tls.enabled && o->has_password &&
+	    (s->pw_rank == R_CONFIG || s->pw_rank == R_CONFIG_URL))
+		usage_error("%s: the config file's password is for its TLS server, not sent in the "
+		            "clear to the plain %s server; give --tls, a rediss:// URL, or the "
+		            "password with --password-file, REDISCLI_AUTH or RLOCK_PASSWORD",
+		            s->pw_from, s->url_rank == R_CLI_URL ? "--url" : "RLOCK_URL");
+	if (s->tls_set_aside && !o->tls.enabled && o->has_sentinel_password &&
+	    o->url->nsentinels > 0 && (s->spw_rank == R_CONFIG || s->spw_rank == R_CONFIG_URL))
+		usage_error(
+		    "the config file's sentinel password is for its TLS server, not sent in "
+		    "the clear to the plain sentinels of %s; give --tls, a rediss-sentinel:// "
+		    "URL, or --sentinel-password-file or RLOCK_SENTINEL_PASSWORD",
+		    s->url_rank == R_CLI_URL ? "--url" : "RLOCK_URL");
 	if (!!o->tls.cert != !!o->tls.key)
 		usage_error("--cert and --tls-key go together");
 	if (o->tls.enabled)

@@ -352,7 +352,10 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		fail |= append(&keys, &kl, r->in[j].key) | append(&tokens, &tl, r->in[j].token) |
 		        append(&fences, &fl, r->in[j].fence[0] ? r->in[j].fence : "0");
 	}
-	/* Then the pairs past what one run reads, as they came (a deeper run may hold them). */
+	/* Then the pairs past what one run reads, as they came (a deeper run may hold them),
+	 * once per key: not one listed above, nor one earlier among them (listed[] holds only
+	 * the first n0; the rest are words of rest_keys). */
+	const int n0 = n;
 	for (const char *ks = r->rest_keys, *ts = r->rest_tokens, *fs = r->rest_fences;;) {
 		const char *kw, *tw, *fw = "0";
 		size_t kn = ks ? word(&ks, &kw) : 0, tn = kn ? word(&ts, &tw) : 0,
@@ -360,8 +363,10 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		if (kn == 0)
 			break;
 		int dup = 0;
-		for (int i = 0; i < n && i < REENTER_MAX + HOLD_LOCKS_MAX && !dup; i++)
+		for (int i = 0; i < n0 && !dup; i++)
 			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn);
+		for (const char *p = r->rest_keys, *pw; !dup && word(&p, &pw) > 0 && pw < kw;)
+			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn);
 		if (dup)
 			continue;
 		fail |= append_n(&keys, &kl, kw, kn) | append_n(&tokens, &tl, tw, tn) |
