@@ -17,6 +17,7 @@
 #include "keeper.h"
 #include "log.h"
 #include "parse.h"
+#include "procstat.h"
 
 /* The next space-separated word of *p: its start and length (0 at the end). */
 static size_t word(const char **p, const char **start)
@@ -115,8 +116,9 @@ static int grants(char mode, int limit, const struct reenter_ask *q)
  * live parent after a clock step, and the nested run would then wait for it. */
 static int pid_gone(const struct holder *h)
 {
-	char host[256] = "", path[64], buf[512], state = '?';
+	char host[256] = "";
 	const char *self = holder_proc_self();
+	struct proc_stat st;
 
 	if (h->pid <= 1 || h->pid > INT_MAX || !h->proc[0] || !self[0] ||
 	    strcmp(h->proc, self) != 0 || gethostname(host, sizeof host - 1) < 0 ||
@@ -124,17 +126,8 @@ static int pid_gone(const struct holder *h)
 		return 0;
 	if (kill((pid_t)h->pid, 0) < 0 && errno == ESRCH)
 		return 1;
-	snprintf(path, sizeof path, "/proc/%lld/stat", h->pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	/* after the command name (which may hold anything, ')' too): the state */
-	const char *p = strrchr(buf, ')');
-	if (p && sscanf(p + 1, " %c", &state) == 1)
-		return state == 'Z' || state == 'X';
-	return 0;
+	/* a zombie (whose other threads do not run) is gone; unreadable: not known gone */
+	return proc_stat_read(h->pid, &st) == 0 && !proc_stat_live(&st);
 }
 
 /* reenter.h. A keeper is judged by the mark it left (keeper_judge), any other holder
