@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "child.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,12 +15,12 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cover.h"
 #include "events.h"
 #include "exitcodes.h"
 #include "fds.h"
 #include "log.h"
 #include "parse.h"
-#include "procstat.h"
 
 /* Signals that reach the command exactly once. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -180,199 +179,6 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
 
-/* ---- the command's cover ------------------------------------------------------------
- *
- * The lock covers the command's process group and every process group of rlock's
- * session that a process the command started moved to (setpgid: timeout(1) without
- * --foreground, a job-control shell's jobs). A process that started a session of its own
- * (a daemon) leaves the cover, as documented. The cover is walked down the kernel's
- * child lists (/proc/PID/task/TID/children) from its roots: the command, and rlock's
- * children that are the command's orphans (reparented to rlock, its child subreaper) —
- * never a child rlock had before the command (one it inherited through exec, the
- * watchdog). Its cost is the cover's size, not the machine's; the command's group is
- * signalled before the walk, so nothing the walk costs delays that. */
-#define COVER_MAX     64   /* groups */
-#define COVER_WALK    4096 /* processes */
-#define INHERITED_MAX 64
-
-static int group_live(pid_t pgid);
-
-/* rlock's children before the command (or INHERITED_MAX + 1: too many to tell orphans
- * from them, so none is taken for one). */
-static pid_t inherited[INHERITED_MAX];
-static int ninherited = -1;
-
-/* A child list's pids (read from its start: a seq file is made anew by each read at 0)
- * appended to q from *n, up to max. */
-static void read_pids(int fd, pid_t *q, int *n, int max)
-{
-	char buf[4096];
-	ssize_t len = pread(fd, buf, sizeof buf - 1, 0);
-
-	buf[len > 0 ? len : 0] = '\0';
-	for (char *p = buf, *end; *n < max; p = end) {
-		long c = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		q[(*n)++] = (pid_t)c;
-	}
-}
-
-/* The children of pid (every thread's list) appended to q from *n, up to max. */
-static void children_of(pid_t pid, pid_t *q, int *n, int max)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
-	DIR *d = opendir(path);
-	struct dirent *e;
-
-	while (d && (e = readdir(d)) && *n < max) {
-		char file[128];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(file, sizeof file, "/proc/%ld/task/%.20s/children", (long)pid, e->d_name);
-		int fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		read_pids(fd, q, n, max);
-		close(fd);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* rlock's own children, from its main thread's list: the one its forks (the command,
- * the watchdog) and exec's inheritance are on, and the one the kernel gives orphans to
- * (the first live thread of their subreaper). One read, where children_of() reads every
- * thread's. */
-static int kids_fd = -1; /* that list, opened ahead: a read of it is then one pread */
-
-static void own_children(pid_t *q, int *n, int max)
-{
-	char path[64];
-	if (kids_fd < 0) {
-		snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
-		kids_fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
-	if (kids_fd >= 0)
-		read_pids(kids_fd, q, n, max);
-}
-
-/* Note rlock's children before the command starts (once). */
-static void note_inherited(void)
-{
-	pid_t q[INHERITED_MAX + 1];
-	int n = 0;
-	siginfo_t si;
-
-	if (ninherited >= 0)
-		return;
-	/* no child at all (the common case): one call says so; the list is opened all the
-	 * same, for the end's look at it (the open, not the read, is what costs) */
-	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
-		char path[64];
-		snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)getpid());
-		kids_fd = open(path, O_RDONLY | O_CLOEXEC);
-		ninherited = 0;
-		return;
-	}
-	own_children(q, &n, INHERITED_MAX + 1);
-	memcpy(inherited, q, sizeof(pid_t) * (size_t)(n > INHERITED_MAX ? INHERITED_MAX : n));
-	ninherited = n;
-}
-
-/* One process's group, session and whether it can run, from /proc/PID/stat: 0 or -1. */
-static int proc_facts(pid_t pid, pid_t *pgrp, pid_t *sid, int *live)
-{
-	struct proc_stat st;
-
-	if (proc_stat_read(pid, &st) < 0)
-		return -1;
-	*pgrp = st.pgrp;
-	*sid = st.sid;
-	*live = proc_stat_live(&st);
-	return 0;
-}
-
-/* The groups of the cover of the command cmd (its group: cmd) in session sid, never the
- * group skip (rlock's own); with orphans, also below rlock's children that it did not
- * have before the command. Returns their number (cmd first); *live: a process of the
- * cover other than the command's group's can still run. */
-static int cover_walk(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, pid_t *g,
-                      int *live)
-{
-	static pid_t q[COVER_WALK]; /* the watchdog and the supervisor: one thread each */
-	int n = 0, ng = 1;
-
-	g[0] = cmd;
-	*live = 0;
-	/* the command's pid names it only while its group lives (a pid that leads a group
-	 * is not given to another process); an empty group's may be anyone's by now */
-	if (kill(-cmd, 0) == 0)
-		q[n++] = cmd;
-	if (orphans && ninherited >= 0 && ninherited <= INHERITED_MAX) {
-		int from = n;
-		own_children(q, &n, COVER_WALK);
-		for (int i = from; i < n; i++) {
-			/* walked from q[0] already; the watchdog, in a session of its own */
-			int old = (from == 1 && q[i] == cmd) || q[i] == watchdog;
-			for (int k = 0; k < ninherited && !old; k++)
-				old = q[i] == inherited[k];
-			if (old)
-				q[i--] = q[--n];
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		pid_t pg, ps;
-		int lv;
-		if (proc_facts(q[i], &pg, &ps, &lv) < 0 || ps != sid)
-			continue; /* gone, or a session of its own: not below it either */
-		if (pg != skip && pg != cmd) {
-			*live |= lv;
-			int k = 1;
-			while (k < ng && g[k] != pg)
-				k++;
-			if (k == ng && ng < COVER_MAX)
-				g[ng++] = pg;
-		}
-		children_of(q[i], q, &n, COVER_WALK);
-	}
-	return ng;
-}
-
-static int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t skip, pid_t *g, int *live)
-{
-	return cover_walk(cmd, sid, orphans, 0, skip, g, live);
-}
-
-/* Send sig to the command's group at once, then to the other groups of its cover
- * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked). */
-static void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
-{
-	pid_t g[COVER_MAX];
-	int live;
-
-	kill(-cmd, sig);
-	int n = cover_groups(cmd, sid, orphans, skip, g, &live);
-	for (int i = 1; i < n; i++)
-		kill(-g[i], sig);
-}
-
-/* The watchdog's kill: the command's group frozen at once (SIGSTOP: nothing of it runs
- * on, and nothing of it dies, so the tree below it stays in place for the walk: its
- * orphans would go to another reaper, out of sight), then every group of the cover
- * SIGKILLed. */
-static void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip)
-{
-	pid_t g[COVER_MAX];
-	int live;
-
-	kill(-cmd, SIGSTOP);
-	int n = cover_groups(cmd, sid, 0, skip, g, &live);
-	for (int i = 0; i < n; i++)
-		kill(-g[i], SIGKILL);
-}
-
 /* The first message a watchdog reads: the group it guards (the command writes it, just
  * before its exec), or the end of its pipe: nothing was started, nothing to kill. */
 static pid_t watchdog_group(int fd)
@@ -436,8 +242,8 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 			pid_t g[COVER_MAX];
 			int live;
 			cover_freeze_kill(pgid, sid, rlock_pgrp);
-			cover_groups(pgid, sid, 0, rlock_pgrp, g, &live);
-			if (!live && !group_live(pgid))
+			cover_groups(pgid, sid, 0, 0, rlock_pgrp, g, &live);
+			if (!live && !cover_group_live(pgid))
 				break;
 			struct timespec ts = {0, 20 * 1000 * 1000};
 			nanosleep(&ts, NULL);
@@ -710,7 +516,7 @@ int child_watchdog_ahead(void)
 {
 	int ready[2];
 
-	note_inherited(); /* off the path: the acquire's reply is on its way */
+	cover_note_inherited(); /* off the path: the acquire's reply is on its way */
 
 	if (pipe2(ready, O_CLOEXEC) < 0) {
 		ahead.err = errno;
@@ -767,7 +573,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		log_debug("cannot become a child subreaper: %s", strerror(errno));
-	note_inherited(); /* which children are not the command's (once) */
+	cover_note_inherited(); /* which children are not the command's (once) */
 	/* The watchdog first (started ahead, while the lock was asked for): it is in its
 	 * own session, or gets there while rlock starts the command, which execs once it
 	 * has read the watchdog's ready byte. */
@@ -876,29 +682,6 @@ static int reap(struct child *ch, int *st)
 	}
 }
 
-/* Does process group pgid still hold a process that can run? Zombies cannot: ours are
- * reaped before this is asked, and one whose parent left the group (setsid) and never
- * reaps it must not hold the lock forever. */
-static int group_live(pid_t pgid)
-{
-	if (kill(-pgid, 0) < 0 && errno == ESRCH)
-		return 0;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return 1;
-	int live = 0;
-	struct dirent *e;
-	while (!live && (e = readdir(d))) {
-		pid_t pg, sid;
-		int lv;
-		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
-		    proc_facts((pid_t)atol(e->d_name), &pg, &sid, &lv) == 0 && pg == pgid)
-			live = lv;
-	}
-	closedir(d);
-	return live;
-}
-
 static int exit_status(int st, int *term_sig)
 {
 	*term_sig = 0;
@@ -947,9 +730,9 @@ static int cover_live(const struct sup *s)
 	pid_t pid = s->ch->pid, g[COVER_MAX];
 	int live;
 
-	if (group_live(pid))
+	if (cover_group_live(pid))
 		return 1;
-	cover_walk(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), g, &live);
+	cover_groups(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), g, &live);
 	return live;
 }
 
@@ -1219,7 +1002,7 @@ void child_finish(struct child *ch)
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */
-		if (!group_live(ch->pid))
+		if (!cover_group_live(ch->pid))
 			tell_watchdog(ch, WATCHDOG_DISARM);
 		close(ch->watch_fd);
 		ch->watch_fd = -1;
