@@ -153,3 +153,30 @@ EOF2
 	assert_line status=0
 	assert_line ran
 }
+
+@test "a name with two addresses, the first black-holed (SYN never answered): the second is tried within --connect-timeout" {
+	cat >t.sh <<'EOF2'
+redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --daemonize no >redis.log 2>&1 &
+for _ in $(seq 100); do redis-cli ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+perl "$BLACKHOLE" 6379 bh.ready ::1 &
+for _ in $(seq 200); do [ -e bh.ready ] && break; sleep 0.05; done
+[ -e bh.ready ] || { echo "no black hole"; exit 3; }
+printf '::1 redis.rlock-test.example\n127.0.0.1 redis.rlock-test.example\n' >>hosts
+getent ahosts redis.rlock-test.example | head -1
+t0=$(date +%s%3N)
+timeout -s KILL 20 "$RLOCK" -n -u redis://redis.rlock-test.example:6379 --connect-timeout 2s -k r -- touch ran 2>err
+echo "status=$?"
+echo "took=$(($(date +%s%3N) - t0))"
+[ -e ran ] && echo ran
+cat err
+EOF2
+	BLACKHOLE=$BATS_TEST_DIRNAME/blackhole.pl run -0 in_namespace t.sh
+	echo "$output"
+	# the resolver's order: the black-holed ::1 first
+	assert_line --regexp '^::1 +STREAM redis.rlock-test.example$'
+	assert_line status=0
+	assert_line ran
+	local took
+	took=$(sed -n 's/^took=//p' <<<"$output")
+	((took < 6000)) || fail "took $took ms"
+}

@@ -515,7 +515,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			        strerror(errno));
 			continue;
 		}
-		rc = connect_fd(fd, sa, salen, deadline_ms);
+		/* A name's addresses share what is left: one that never answers (a SYN
+		 * black-holed) leaves the next its turn. The last one gets all the rest. */
+		int64_t until = deadline_ms, now = clock_ms();
+		if (i < addrs->n - 1)
+			until = now + (deadline_ms - now) / (addrs->n - i);
+		rc = connect_fd(fd, sa, salen, until);
 		if (rc != CONN_OK && rc != CONN_ABORT)
 			conn_fault_note(CONN_FAULT_PASSING);
 		if (rc == CONN_OK) {
@@ -524,8 +529,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		}
 		saved = errno;
 		close(fd);
+		if (rc == CONN_TIMEOUT && until < deadline_ms) {
+			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
+			        what, budget_ms(now, until));
+			continue;
+		}
 		if (rc == CONN_TIMEOUT) {
-			/* The whole budget is spent; later addresses would get none of it. */
 			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
 			        what, budget_ms(start, deadline_ms));
 			return rc;
