@@ -180,3 +180,30 @@ EOF2
 	took=$(sed -n 's/^took=//p' <<<"$output")
 	((took < 6000)) || fail "took $took ms"
 }
+
+@test "Redlock: a node whose name's first address is black-holed is reached at its second within the round" {
+	cat >t.sh <<'EOF2'
+for p in 6379 6380 6381; do
+	redis-server --port $p --bind 127.0.0.1 --save '' --appendonly no --daemonize no >redis$p.log 2>&1 &
+done
+for p in 6379 6380 6381; do
+	for _ in $(seq 100); do redis-cli -p $p ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+done
+for p in 6380 6381; do perl "$BLACKHOLE" $p bh$p.ready ::1 & done
+for p in 6380 6381; do
+	for _ in $(seq 200); do [ -e bh$p.ready ] && break; sleep 0.05; done
+	[ -e bh$p.ready ] || { echo "no black hole"; exit 3; }
+done
+printf '::1 redis.rlock-test.example\n127.0.0.1 redis.rlock-test.example\n' >>hosts
+u=redis://127.0.0.1:6379,redis://redis.rlock-test.example:6380,redis://redis.rlock-test.example:6381
+timeout -s KILL 20 "$RLOCK" -n -u "$u" --node-timeout 1s -k r -- touch ran 2>err
+echo "status=$?"
+[ -e ran ] && echo ran
+cat err
+EOF2
+	BLACKHOLE=$BATS_TEST_DIRNAME/blackhole.pl run -0 in_namespace t.sh
+	echo "$output"
+	assert_line status=0
+	assert_line ran
+	refute_output --partial degraded
+}

@@ -484,6 +484,11 @@ short client_events(const struct client *c)
 	return conn_events(c->conn);
 }
 
+int64_t client_wake_ms(const struct client *c)
+{
+	return c->opening == 1 ? conn_wake_ms(c->conn) : INT64_MAX;
+}
+
 int client_broken(const struct client *c)
 {
 	return c->broken;
