@@ -1,19 +1,19 @@
 #!/usr/bin/perl
 # A TCP port where connect() hangs: a listener whose accept queue is full and never
 # drained, so the kernel drops new SYNs. Bounded: exits after 30 s.
-#   blackhole.pl PORT READYFILE
+#   blackhole.pl PORT READYFILE [ADDRESS]   (ADDRESS: 127.0.0.1 unless given, e.g. ::1)
 use strict;
 use warnings;
-use IO::Socket::INET;
-use Socket;
+use IO::Socket::IP;
 
-my ($port, $ready) = @ARGV;
-my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port, Proto => 'tcp',
+my ($port, $ready, $addr) = @ARGV;
+$addr //= '127.0.0.1';
+my $l = IO::Socket::IP->new(LocalHost => $addr, LocalPort => $port, Proto => 'tcp',
 	Listen => 1, ReuseAddr => 1) or die "listen: $!";
 # Fill the accept queue until a probe connect times out (at most 64 tries).
 my @fill;
 for (1 .. 64) {
-	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp',
+	my $s = IO::Socket::IP->new(PeerHost => $addr, PeerPort => $port, Proto => 'tcp',
 		Timeout => 0.3);
 	last unless $s;
 	push @fill, $s;

@@ -570,6 +570,23 @@ renewed_once() {
 	redis_stop "$REDIS_PID"
 }
 
+@test "a server whose error after AUTH quotes the password (AUTH renamed away): no part of it is passed on" {
+	redis_start --rename-command AUTH ''
+	# Redis quotes an unknown command's arguments, cut to 128 bytes: a long password
+	# comes back in part, which the whole-password check did not catch.
+	local long
+	long=Lng-s3cret-$(printf 'k%.0s' {1..120})-T41L
+	RLOCK_PASSWORD=$long run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'authentication to 127\.0\.0\.1:[0-9]+ failed: server refused AUTH'
+	[[ $stderr != *Lng-s3cret* && $stderr != *kkkk* ]] || fail "part of the password in: $stderr"
+	RLOCK_PASSWORD=$PW run -69 --separate-stderr rlock --user locker -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
+	assert_one_line_error
+	[[ $stderr != *s3cret* ]] || fail "part of the password in: $stderr"
+	[[ ! -e ran ]]
+	redis_stop "$REDIS_PID"
+}
+
 @test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
 	pwfile lpw 600 "$LPW"
 	rlock_bg -u "$URL" --user locker --password-file "$PWFILE" -t 60s -k nb -- "$HOLD" a

@@ -153,3 +153,57 @@ EOF2
 	assert_line status=0
 	assert_line ran
 }
+
+@test "a name with two addresses, the first black-holed (SYN never answered): the second is tried within --connect-timeout" {
+	cat >t.sh <<'EOF2'
+redis-server --port 6379 --bind 127.0.0.1 --save '' --appendonly no --daemonize no >redis.log 2>&1 &
+for _ in $(seq 100); do redis-cli ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+perl "$BLACKHOLE" 6379 bh.ready ::1 &
+for _ in $(seq 200); do [ -e bh.ready ] && break; sleep 0.05; done
+[ -e bh.ready ] || { echo "no black hole"; exit 3; }
+printf '::1 redis.rlock-test.example\n127.0.0.1 redis.rlock-test.example\n' >>hosts
+getent ahosts redis.rlock-test.example | head -1
+t0=$(date +%s%3N)
+timeout -s KILL 20 "$RLOCK" -n -u redis://redis.rlock-test.example:6379 --connect-timeout 2s -k r -- touch ran 2>err
+echo "status=$?"
+echo "took=$(($(date +%s%3N) - t0))"
+[ -e ran ] && echo ran
+cat err
+EOF2
+	BLACKHOLE=$BATS_TEST_DIRNAME/blackhole.pl run -0 in_namespace t.sh
+	echo "$output"
+	# the resolver's order: the black-holed ::1 first
+	assert_line --regexp '^::1 +STREAM redis.rlock-test.example$'
+	assert_line status=0
+	assert_line ran
+	local took
+	took=$(sed -n 's/^took=//p' <<<"$output")
+	((took < 6000)) || fail "took $took ms"
+}
+
+@test "Redlock: a node whose name's first address is black-holed is reached at its second within the round" {
+	cat >t.sh <<'EOF2'
+for p in 6379 6380 6381; do
+	redis-server --port $p --bind 127.0.0.1 --save '' --appendonly no --daemonize no >redis$p.log 2>&1 &
+done
+for p in 6379 6380 6381; do
+	for _ in $(seq 100); do redis-cli -p $p ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+done
+for p in 6380 6381; do perl "$BLACKHOLE" $p bh$p.ready ::1 & done
+for p in 6380 6381; do
+	for _ in $(seq 200); do [ -e bh$p.ready ] && break; sleep 0.05; done
+	[ -e bh$p.ready ] || { echo "no black hole"; exit 3; }
+done
+printf '::1 redis.rlock-test.example\n127.0.0.1 redis.rlock-test.example\n' >>hosts
+u=redis://127.0.0.1:6379,redis://redis.rlock-test.example:6380,redis://redis.rlock-test.example:6381
+timeout -s KILL 20 "$RLOCK" -n -u "$u" --node-timeout 1s -k r -- touch ran 2>err
+echo "status=$?"
+[ -e ran ] && echo ran
+cat err
+EOF2
+	BLACKHOLE=$BATS_TEST_DIRNAME/blackhole.pl run -0 in_namespace t.sh
+	echo "$output"
+	assert_line status=0
+	assert_line ran
+	refute_output --partial degraded
+}

@@ -243,6 +243,14 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	run -64 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --cacert "$CA" \
 		-k t -- touch ran
 	assert_one_line_error
+	# an empty or malformed --sni is a usage error, not an unavailable server (was 69)
+	local sni
+	for sni in '' 'a b' "$(printf 'x%.0s' {1..256})"; do
+		run -64 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+			--sni "$sni" -k t -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" '^rlock: --sni: '
+	done
 	[[ ! -e ran ]]
 }
 

@@ -112,6 +112,23 @@ static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, op
 		.def = (def_), .flags = (flags_) | F_DEF                                           \
 	}
 
+/* --sni: a host name or IP address to send and verify. An empty one (or a space, a
+ * control character) is no name: OpenSSL refuses it at the first connect, which
+ * said 69 as for a server that cannot be reached. */
+static int check_sni(const char *s, char *err, size_t errlen)
+{
+	if (!*s) {
+		snprintf(err, errlen, "empty server name");
+		return -1;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= ' ' || *p == 0x7f) {
+			snprintf(err, errlen, "a server name has no space or control character");
+			return -1;
+		}
+	return 0;
+}
+
 static const struct optdef options[] = {
     HEADING("Lock:"),
     OPT("key", 'k', F_ARG | F_RUN, "NAME",
@@ -228,7 +245,8 @@ static const struct optdef options[] = {
     OPT("cacertdir", 0, F_ARG, "DIR", "directory of CA certificates", STRING(tls.cacertdir, 0)),
     OPT("cert", 0, F_ARG, "FILE", "client certificate", STRING(tls.cert, 0)),
     OPT("tls-key", 0, F_ARG, "FILE", "client certificate's private key", STRING(tls.key, 0)),
-    OPT("sni", 0, F_ARG, "NAME", "server name to send and verify", STRING(tls.sni, 0)),
+    OPT("sni", 0, F_ARG, "NAME", "server name to send and verify", STRING(tls.sni, 255),
+        .check = check_sni),
     OPT("insecure", 0, 0, NULL, "do not verify the server's certificate (unsafe)",
         SWITCH(tls.insecure, 1)),
     OPT_DEF("connect-timeout", 0, F_ARG, "DUR", "deadline to connect (default 2s)", 2000,

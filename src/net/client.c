@@ -211,6 +211,20 @@ static int auth_args(const struct server *srv, char pw[SECRET_MAX + 1], const ch
 	return 3;
 }
 
+/* Does text hold any piece of the password (PW_PIECE bytes in a row, or all of a shorter
+ * one)? A server may quote it cut short (Redis's "unknown command ... with args
+ * beginning with:" stops at 128 bytes), so the whole password is not the only leak. */
+#define PW_PIECE 4
+static int holds_piece(const char *text, size_t len, const char *pw, size_t pwlen)
+{
+	size_t piece = pwlen < PW_PIECE ? pwlen : PW_PIECE;
+
+	for (size_t i = 0; piece > 0 && i + piece <= pwlen; i++)
+		if (memmem(text, len, pw + i, piece))
+			return 1;
+	return 0;
+}
+
 /* AUTH's reply: CLIENT_OK, or CLIENT_AUTH or CLIENT_ERR with the reason. */
 static int auth_reply(const struct server *srv, const struct resp_reply *r, char *err,
                       size_t errlen)
@@ -220,11 +234,11 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 	if (r->type != RESP_ERROR)
 		return CLIENT_OK;
 	/* Never echo the server's text blindly: it is about our secret. Redis's own words
-	 * are passed on only when they do not contain it (e.g. "AUTH <password> called
+	 * are passed on only when no piece of it is in them (e.g. "AUTH <password> called
 	 * without any password configured"). */
 	size_t pwlen = secret_reveal(pw, sizeof pw);
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
-	           !memmem(r->str, strlen(r->str), pw, pwlen);
+	           !holds_piece(r->str, strlen(r->str), pw, pwlen);
 	explicit_bzero(pw, sizeof pw);
 	snprintf(err, errlen, "authentication to %s failed: %.300s%s%.260s%s", srv->name,
 	         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
@@ -468,6 +482,11 @@ short client_events(const struct client *c)
 	if (c->opening == 2 && !c->srv->tls.enabled)
 		return POLLIN;
 	return conn_events(c->conn);
+}
+
+int64_t client_wake_ms(const struct client *c)
+{
+	return c->opening == 1 ? conn_wake_ms(c->conn) : INT64_MAX;
 }
 
 int client_broken(const struct client *c)

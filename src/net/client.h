@@ -76,6 +76,9 @@ const char *client_run_id(const struct client *c);
  * "cluster", "sentinel"), "" when it did not say. */
 const char *client_redis_mode(const struct client *c);
 short client_events(const struct client *c);
+/* While connecting: when client_continue() must be called even if client_fd() is not
+ * ready (conn_wake_ms: a host's next address); INT64_MAX when nothing is due. */
+int64_t client_wake_ms(const struct client *c);
 
 /* Send one command and read its reply before the deadline. An ERROR reply is a
  * successful call (*reply has type RESP_ERROR). Returns 0, or -1 with the reason.

@@ -42,6 +42,8 @@ struct conn {
 	int connecting;            /* 1: TCP connect in progress; 2: TLS handshake; 3: the
 	                            * plaintext probe of a silent handshake (conn_probe) */
 	size_t probe_sent;         /* the probe's filler sent so far */
+	int64_t deadline;          /* conn_start's deadline */
+	int64_t addr_until;        /* when the address being tried gives way to the next */
 	int plaintext;             /* the probe's verdict: a plaintext Redis answered */
 };
 
@@ -515,7 +517,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			        strerror(errno));
 			continue;
 		}
-		rc = connect_fd(fd, sa, salen, deadline_ms);
+		/* A name's addresses share what is left: one that never answers (a SYN
+		 * black-holed) leaves the next its turn. The last one gets all the rest. */
+		int64_t until = deadline_ms, now = clock_ms();
+		if (i < addrs->n - 1)
+			until = now + (deadline_ms - now) / (addrs->n - i);
+		rc = connect_fd(fd, sa, salen, until);
 		if (rc != CONN_OK && rc != CONN_ABORT)
 			conn_fault_note(CONN_FAULT_PASSING);
 		if (rc == CONN_OK) {
@@ -524,8 +531,12 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		}
 		saved = errno;
 		close(fd);
+		if (rc == CONN_TIMEOUT && until < deadline_ms) {
+			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
+			        what, budget_ms(now, until));
+			continue;
+		}
 		if (rc == CONN_TIMEOUT) {
-			/* The whole budget is spent; later addresses would get none of it. */
 			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
 			        what, budget_ms(start, deadline_ms));
 			return rc;
@@ -739,6 +750,11 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 		int now = connect(fd, sa, c->addrs.a[c->addr].len) == 0;
 		/* After EINTR the connect carries on in the background, as with EINPROGRESS. */
 		if (now || errno == EINPROGRESS || errno == EINTR) {
+			/* The addresses share the time left, as in open_tcp(). */
+			int64_t t = clock_ms();
+			c->addr_until = c->deadline;
+			if (c->addr < c->addrs.n - 1 && c->deadline > t)
+				c->addr_until = t + (c->deadline - t) / (c->addrs.n - c->addr);
 			c->fd = fd;
 			c->events = POLLOUT;
 			return now ? CONN_OK : CONN_AGAIN;
@@ -764,6 +780,7 @@ int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms
 	c->fd = -1;
 	c->events = POLLIN;
 	c->ep = ep;
+	c->deadline = deadline_ms;
 	if (ep->path) {
 		/* A Unix connect does not wait (a full backlog is an error here). */
 		rc = open_unix(c, ep->path, clock_ms(), clock_ms(), err, errlen);
@@ -797,9 +814,12 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 		return CONN_OK;
 	while (c->connecting == 1) {
 		struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-		if (poll(&p, 1, 0) == 0)
+		int waiting = poll(&p, 1, 0) == 0;
+		if (waiting && (c->addr >= c->addrs.n - 1 || clock_ms() < c->addr_until))
 			return CONN_AGAIN;
-		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		if (waiting)
+			soerr = ETIMEDOUT; /* its share is spent: the next address */
+		else if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
 			soerr = errno;
 		if (soerr == 0) {
 			c->connecting = 0;
@@ -840,6 +860,11 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 	c->ep = NULL;
 	c->events = POLLIN;
 	return CONN_OK;
+}
+
+int64_t conn_wake_ms(const struct conn *c)
+{
+	return c->connecting == 1 && c->addr < c->addrs.n - 1 ? c->addr_until : INT64_MAX;
 }
 
 int conn_probe(struct conn *c)

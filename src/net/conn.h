@@ -113,6 +113,11 @@ int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms
                size_t errlen);
 int conn_continue(struct conn *c, char *err, size_t errlen);
 
+/* A host's addresses share conn_start's deadline (as in conn_open): when the one being
+ * tried has not answered by conn_wake_ms(c), conn_continue() gives up on it and starts
+ * the next. The caller's poll wakes by then; INT64_MAX when nothing is due. */
+int64_t conn_wake_ms(const struct conn *c);
+
 /* A TLS handshake that met silence (SPEC: an error time cannot fix fails at once): a
  * plaintext Redis on the port swallows a ClientHello without a word, as a paused TLS
  * server does. conn_probe(c), for a conn_start() connection still in a handshake that

@@ -274,25 +274,30 @@ static void round_poll(struct quorum *q, const struct req *const *rq, int64_t de
 	for (;;) {
 		struct pollfd p[STORE_NODES_MAX];
 		int idx[STORE_NODES_MAX], np = 0, ready = 0;
+		int64_t wake = deadline; /* or earlier: a connect's next address is due */
 		for (int i = 0; i < q->n; i++) {
 			struct node *nd = &q->node[i];
 			if (probes ? !nd->probing : !nd->waiting && !nd->opening)
 				continue;
 			if (nd->waiting && client_buffered(nd->c))
 				ready = 1;
+			if (nd->opening && client_wake_ms(nd->c) < wake)
+				wake = client_wake_ms(nd->c);
 			p[np].fd = client_fd(nd->c);
 			p[np].events = nd->opening ? client_events(nd->c) : POLLIN;
 			p[np].revents = 0;
 			idx[np++] = i;
 		}
-		int64_t left = deadline - clock_ms();
+		int64_t left = deadline - clock_ms(), nap = wake - clock_ms();
 		if (np == 0 || left <= 0 || conn_abort_pending())
 			break;
-		int rc = poll(p, (nfds_t)np, ready ? 0 : (int)left);
+		int rc = poll(p, (nfds_t)np, ready ? 0 : nap < 0 ? 0 : (int)nap);
 		if (rc < 0)
 			continue; /* EINTR; the deadline still holds */
 		for (int k = 0; k < np; k++) {
-			if (!ready && !p[k].revents)
+			struct node *nd = &q->node[idx[k]];
+			if (!ready && !p[k].revents &&
+			    !(nd->opening && clock_ms() >= client_wake_ms(nd->c)))
 				continue;
 			if (q->node[idx[k]].opening)
 				node_continue(q, idx[k], rq[idx[k]], deadline);
