@@ -136,6 +136,23 @@ C
 	run -3 --separate-stderr rlock --on-lost ignore -t 60s -k ign -- sh -c "redis-cli -p $REDIS_PORT DEL 'rlock:{ign}' >/dev/null; exit 3"
 	assert_one_line_error
 	assert_regex "$stderr" 'no longer held'
+	# -q keeps it: with ignore, that line is the only way to tell mutual exclusion failed
+	run -3 --separate-stderr rlock -q --on-lost ignore -t 60s -k ign -- sh -c "redis-cli -p $REDIS_PORT DEL 'rlock:{ign}' >/dev/null; exit 3"
+	assert_one_line_error
+	assert_regex "$stderr" 'no longer held'
+}
+
+@test "lock lost while the command runs, --on-lost ignore -q: the loss is still said" {
+	# the command deletes the lock, then waits (bounded) until rlock has said it lost it
+	cat >cmd.sh <<EOF
+redis-cli -p $REDIS_PORT DEL 'rlock:{ign2}' >/dev/null
+i=0
+until grep -q 'lock lost' err; do i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.05; done
+EOF
+	local st=0
+	rlock -q --on-lost ignore -t 1500ms -k ign2 -- sh cmd.sh 2>err || st=$?
+	((st == 0)) || fail "exit $st: $(cat err)"
+	assert_regex "$(cat err)" 'lock lost: .*the command goes on \(--on-lost ignore\)'
 }
 
 @test "lock still ours at release: the command's status, nothing on stderr" {

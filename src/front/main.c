@@ -575,8 +575,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";
 		if (h->gone_why[0])
 			snprintf(why, sizeof why, ": %s", h->gone_why);
-		if (o->on_lost == LOST_IGNORE) {
-			log_warn(
+		if (o->on_lost == LOST_IGNORE) { /* shown even with -q: the status cannot say it */
+			log_error(
 			    "lock lost: it was no longer held when the command ended%s; --on-lost "
 			    "ignore",
 			    why);

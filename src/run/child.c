@@ -749,7 +749,8 @@ static void on_loss(struct sup *s, int timed_out)
 	if (a->action == ACT_IGNORE) {
 		tell_watchdog(s->ch, WATCHDOG_NONE);
 		a->lost_reason(a->ctx, timed_out, why, sizeof why);
-		log_warn("lock lost: %s; the command goes on (--on-lost ignore)", why);
+		/* shown even with -q: with ignore, the exit status cannot say it */
+		log_error("lock lost: %s; the command goes on (--on-lost ignore)", why);
 		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 		return;
 	}
