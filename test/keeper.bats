@@ -527,22 +527,30 @@ ends_of() {
 # signal, then SIGCONT, so that both wait at once. The keeper used to get the signal as
 # is (SIGTERM: it released; SIGUSR1, --release's control: it stopped renewing) while the
 # parent printed the variables and exited 0: the steps ran unguarded.
+# acquire_stopped_after_grant TTL: an --acquire of h (-t TTL) that waits behind a holder,
+# is stopped (SIGSTOP), and whose keeper then takes the lock: $RLOCK_PID the stopped
+# --acquire, $KEEPER_PID its keeper (noted in keeper.pids for the teardown).
+acquire_stopped_after_grant() {
+	start_holder h -t 30s
+	rlock_bg -k h -t "$1" -w 60s --acquire
+	wait_until 30 eval '[[ $(waiters h) == 1 ]]'
+	kill -STOP "$RLOCK_PID"
+	touch "$BATS_TEST_TMPDIR/h.release"
+	rlock_wait "$HOLDER_PID" 30
+	wait_until 30 eval '[[ $(rcli HGET "rlock:{h}:owner" cmd) == "(rlock --acquire keeper)" ]]'
+	KEEPER_PID=$(rcli HGET 'rlock:{h}:owner' pid)
+	echo "$KEEPER_PID" >>keeper.pids
+}
+
 @test "a signal that reaches --acquire after its keeper took the lock: the lock is given back, 128+N for eval, never the variables with 0" {
 	make_hold_script
 	local sig want
 	for sig in TERM USR1; do
 		want=$((128 + $(kill -l "$sig")))
 		rm -f "$BATS_TEST_TMPDIR"/h.*
-		start_holder h -t 30s
-		rlock_bg -k h -t 30s -w 60s --acquire
-		wait_until 30 eval '[[ $(waiters h) == 1 ]]'
-		kill -STOP "$RLOCK_PID"
-		touch "$BATS_TEST_TMPDIR/h.release"
-		rlock_wait "$HOLDER_PID" 30
-		wait_until 30 eval '[[ $(rcli HGET "rlock:{h}:owner" cmd) == "(rlock --acquire keeper)" ]]'
 		local kp
-		kp=$(rcli HGET 'rlock:{h}:owner' pid)
-		echo "$kp" >>keeper.pids
+		acquire_stopped_after_grant 30s
+		kp=$KEEPER_PID
 		kill "-$sig" "$RLOCK_PID"
 		kill -CONT "$RLOCK_PID"
 		rlock_wait "$RLOCK_PID" 30
@@ -593,16 +601,9 @@ ends_of() {
 # it ended without saying so.
 @test "--acquire SIGKILLed after its keeper took the lock, before it printed the token: the keeper gives the lock back, not kept for ever" {
 	make_hold_script
-	start_holder h -t 30s
-	rlock_bg -k h -t 3s -w 60s --acquire
-	wait_until 30 eval '[[ $(waiters h) == 1 ]]'
-	kill -STOP "$RLOCK_PID"
-	touch "$BATS_TEST_TMPDIR/h.release"
-	rlock_wait "$HOLDER_PID" 30
-	wait_until 30 eval '[[ $(rcli HGET "rlock:{h}:owner" cmd) == "(rlock --acquire keeper)" ]]'
 	local kp
-	kp=$(rcli HGET 'rlock:{h}:owner' pid)
-	echo "$kp" >>keeper.pids
+	acquire_stopped_after_grant 3s
+	kp=$KEEPER_PID
 	kill -KILL "$RLOCK_PID"
 	# given back (a keeper that kept it renews it every second: it would stay)
 	wait_until 20 key_absent 'rlock:{h}'
