@@ -17,7 +17,7 @@ blip_start() {
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
 		--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 	BLIP_PID=$!
-	echo "$BLIP_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
+	remember_server "$BLIP_PID"
 	track_pid "$BLIP_PID"
 }
 

@@ -249,7 +249,7 @@ lone_sentinel() {
 	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
 	printf 'port %s\nbind 127.0.0.1\ndaemonize no\ndir %s\n' "$1" "$dir" >"$dir/sentinel.conf"
 	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
-	echo "$!" >>"$BATS_FILE_TMPDIR/redis.pids"
+	remember_server "$!"
 	wait_until 20 _redis_is "$!" -p "$1"
 }
 

@@ -56,7 +56,7 @@ cluster_start() {
 				--save '' --appendonly no --daemonize no --dir "$dir" \
 				</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 			pid=$!
-			echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+			remember_server "$pid"
 			st=0
 			# 2: it died (its port or bus port taken meanwhile): another port
 			_await_server cluster_start "$pid" "$dir" _redis_is "$pid" -p "$port" || st=$?

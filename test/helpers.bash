@@ -188,13 +188,27 @@ _await_server() {
 	return 2
 }
 
+# remember_server PID: note a server this file started (in redis.pids, as "PID START",
+# START its starttime: redis_stop_all stops it at the file's end, and never a process
+# that got its PID after it was gone: a PID is reused quickly on a busy machine).
+remember_server() {
+	echo "$1 $(_proc_field "$1" 22 2>/dev/null || echo -)" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+}
+
 # _forget_pid PID: PID has been reaped: out of redis.pids, so that redis_stop_all never
 # signals a pid the kernel may have given to another process since.
 _forget_pid() {
 	local f=${BATS_FILE_TMPDIR:-/tmp}/redis.pids
 	[[ -f $f ]] || return 0
-	grep -vx -- "$1" "$f" >"$f.tmp" || true
+	awk -v p="$1" '$1 != p' "$f" >"$f.tmp" || true
 	mv -f "$f.tmp" "$f"
+}
+
+# _remembered_start PID: the starttime redis.pids holds for PID (- for one that was
+# gone when noted), or nothing when PID is not there.
+_remembered_start() {
+	awk -v p="$1" '$1 == p { s = $2 } END { if (s != "") print s }' \
+		"${BATS_FILE_TMPDIR:-/tmp}/redis.pids" 2>/dev/null
 }
 
 # redis_start [--unix] [EXTRA REDIS-SERVER ARGS...]
@@ -228,7 +242,7 @@ redis_start() {
 		redis-server "${listen_args[@]}" --save '' --appendonly no --daemonize no \
 			--dir "$dir" "$@" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 		pid=$!
-		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+		remember_server "$pid"
 		local st=0
 		_await_server redis_start "$pid" "$dir" _redis_is "$pid" "${cli_args[@]}" || st=$? # set -e
 		case $st in
@@ -275,25 +289,30 @@ waiters() {
 }
 
 # redis_stop [PID]: SIGTERM the server (default $REDIS_PID), wait for it, SIGKILL if
-# it lingers. Resumes it first in case a test left it stopped.
+# it lingers. Resumes it first in case a test left it stopped. A server of redis.pids
+# that is gone already (its PID perhaps another process's now) is only forgotten.
 redis_stop() {
-	local pid=${1:-${REDIS_PID:-}}
+	local pid=${1:-${REDIS_PID:-}} start
 	[[ -n $pid ]] || return 0
-	kill -CONT "$pid" 2>/dev/null || true
-	kill -TERM "$pid" 2>/dev/null || true
-	if ! wait_until 10 proc_gone "$pid" 2>/dev/null; then
-		kill -KILL "$pid" 2>/dev/null || true
-		wait_until 5 proc_gone "$pid" || true
+	start=$(_remembered_start "$pid")
+	if [[ -z $start ]] || _same_proc "$pid" "$start"; then
+		kill -CONT "$pid" 2>/dev/null || true
+		kill -TERM "$pid" 2>/dev/null || true
+		if ! wait_until 10 proc_gone "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null || true
+			wait_until 5 proc_gone "$pid" || true
+		fi
+		wait "$pid" 2>/dev/null || true
 	fi
-	wait "$pid" 2>/dev/null || true
+	[[ -z $start ]] || _forget_pid "$pid"
 }
 
 redis_stop_all() {
-	local f=${BATS_FILE_TMPDIR:-/tmp}/redis.pids pid
+	local f=${BATS_FILE_TMPDIR:-/tmp}/redis.pids pid _start
 	[[ -f $f ]] || return 0
-	while read -r pid; do
+	while read -r pid _start; do
 		redis_stop "$pid"
-	done <"$f"
+	done < <(cat "$f")
 	rm -f "$f"
 }
 
@@ -383,7 +402,8 @@ rlock_wait() {
 track_pid() {
 	local p
 	for p in "$@"; do
-		echo "$p" >>"$BATS_TEST_TMPDIR/tracked.pids"
+		# "PID START": kill_tracked never signals a PID given to another process since
+		echo "$p $(_proc_field "$p" 22 2>/dev/null || echo -)" >>"$BATS_TEST_TMPDIR/tracked.pids"
 	done
 }
 
@@ -435,7 +455,7 @@ _settling() {
 			if ((n == 1)); then
 				_my_ancestor "$pid" && continue # hold run by the test itself
 			else
-				grep -qsx "$pid" "$tracked" || continue
+				grep -qs "^$pid " "$tracked" || continue
 			fi
 			echo "$pid $start"
 		done <"$tag.rlock"
@@ -469,12 +489,12 @@ settle_tracked() {
 # kill_tracked: SIGKILL every tracked process (and its group, if it leads one), once
 # the rlocks told to let go have finished (settle_tracked).
 kill_tracked() {
-	local f=$BATS_TEST_TMPDIR/tracked.pids pid
+	local f=$BATS_TEST_TMPDIR/tracked.pids pid start
 	settle_tracked
 	[[ -f $f ]] || return 0
-	while read -r pid; do
+	while read -r pid start; do
 		[[ $pid =~ ^[0-9]+$ ]] || continue
-		if proc_alive "$pid"; then
+		if _same_proc "$pid" "$start"; then
 			if [[ $(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ') == "$pid" ]]; then
 				kill -KILL -- "-$pid" 2>/dev/null || true
 			fi
@@ -801,7 +821,7 @@ tls_redis_start() {
 			--save '' --appendonly no --daemonize no --dir "$dir" "$@" \
 			</dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 		pid=$!
-		echo "$pid" >>"${BATS_FILE_TMPDIR:-/tmp}/redis.pids"
+		remember_server "$pid"
 		local st=0
 		_await_server tls_redis_start "$pid" "$dir" _tls_ready "$port" || st=$? # set -e
 		case $st in

@@ -46,7 +46,7 @@ counted() {
 	[[ $REDIS_PORT != "$TAKEN" ]]
 	assert_equal "$(cat free_port.calls)" 2
 	# the one that died is out of redis.pids: only the one that runs is left
-	assert_equal "$(cat "$BATS_FILE_TMPDIR/redis.pids")" "$REDIS_PID"
+	assert_equal "$(cut -d" " -f1 "$BATS_FILE_TMPDIR/redis.pids")" "$REDIS_PID"
 }
 
 @test "cluster_start: a node whose port was taken starts on another" {
@@ -65,4 +65,26 @@ counted() {
 	assert_equal "$(cat free_port.calls)" 8 # 2 servers, 3 sentinels twice
 	# 2 servers and the second trio: the first trio's are reaped and forgotten
 	assert_equal "$(wc -l <"$BATS_FILE_TMPDIR/redis.pids")" 5
+}
+
+@test "redis_stop_all and kill_tracked never signal a PID that is another process's now" {
+	# a server stopped by a test is forgotten at once
+	redis_start
+	local first=$REDIS_PID
+	redis_stop "$first"
+	[[ $(cut -d" " -f1 "$BATS_FILE_TMPDIR/redis.pids") != *"$first"* ]]
+	# a PID noted with another start time stands for a process long gone: the one
+	# that has it now (here a sleep of the test's own) is left alone by both
+	sleep 1000 >/dev/null 2>&1 3>&- 4>&- &
+	local other=$! start
+	start=$(_proc_field "$other" 22)
+	echo "$other $((start - 1))" >>"$BATS_FILE_TMPDIR/redis.pids"
+	echo "$other $((start - 1))" >>"$BATS_TEST_TMPDIR/tracked.pids"
+	redis_stop_all
+	kill_tracked
+	proc_alive "$other" || fail "a process that got a remembered PID was killed"
+	# noted with its own start time, it is stopped
+	remember_server "$other"
+	redis_stop_all
+	wait_until 10 proc_gone "$other"
 }

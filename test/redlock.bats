@@ -20,7 +20,7 @@ node_start() {
 		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 			--daemonize no --dir "$dir" </dev/null >"$dir/redis.log" 2>&1 3>&- 4>&- &
 		pid=$!
-		echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
+		remember_server "$pid"
 		st=0
 		_await_server node_start "$pid" "$dir" _redis_is "$pid" -p "$port" || st=$?
 		if ((st == 0)); then

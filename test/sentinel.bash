@@ -55,7 +55,7 @@ EOF
 	} >"$dir/sentinel.conf"
 	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
 	local pid=$!
-	echo "$pid" >>"$BATS_FILE_TMPDIR/redis.pids"
+	remember_server "$pid"
 	SENT_PIDS+=("$pid")
 	SENT_DIRS+=("$dir")
 }

@@ -83,7 +83,7 @@ EOF
 		done
 	} >"$dir/sentinel.conf"
 	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
-	echo "$!" >>"$BATS_FILE_TMPDIR/redis.pids"
+	remember_server "$!"
 }
 
 # sentinel_sees_all PORT: the sentinel on PORT answers over TLS and its own TLS links

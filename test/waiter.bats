@@ -20,7 +20,7 @@ restart_redis() {
 	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
 		--daemonize no --dir "${REDIS_DIR:?}" </dev/null >>"${REDIS_DIR:?}/redis.log" 2>&1 3>&- 4>&- &
 	REDIS_PID=$!
-	echo "$REDIS_PID" >>"$BATS_FILE_TMPDIR/redis.pids"
+	remember_server "$REDIS_PID"
 	echo "$REDIS_PID" >"$BATS_FILE_TMPDIR/redis.current" # for the next tests' setup
 	wait_until 30 _redis_is "$REDIS_PID" -p "$REDIS_PORT"
 }
