@@ -172,6 +172,37 @@ pwfile() {
 	[[ ! -e ran ]]
 }
 
+@test "redis-cli's --pass PASSWORD (and --password, --sentinel-pass): 64, the password not shown, no file read by that name" {
+	# getopt_long took --pass and --password as abbreviations of --password-file: the
+	# password was read as a file name and printed in "cannot read password file".
+	printf '%s\n' "$BADPW" >"$PW" # a file named as the password: must not be read
+	chmod 600 "$PW"
+	local spelling
+	for spelling in --pass --password --passw --password-fil --sentinel-pass --sentinel-password; do
+		run -64 --separate-stderr rlock -u "$URL" "$spelling" "$PW" -k c -- touch ran
+		assert_one_line_error
+		no_secret "$output" "$stderr"
+		[[ $stderr == *"$spelling"* ]] || fail "$spelling: the message does not name it: $stderr"
+		run -64 --separate-stderr rlock -u "$URL" "$spelling=$PW" -k c -- touch ran
+		assert_one_line_error
+		no_secret "$output" "$stderr"
+	done
+	# redis-cli's -a PASSWORD: unknown, and not shown either
+	run -64 --separate-stderr rlock -u "$URL" -a "$PW" -k c -- touch ran
+	assert_one_line_error
+	no_secret "$output" "$stderr"
+	run -64 --separate-stderr rlock -u "$URL" "-a$PW" -k c -- touch ran
+	assert_one_line_error
+	no_secret "$output" "$stderr"
+	[[ ! -e ran ]]
+	# the full spellings still work
+	pwfile pw 600 "$PW"
+	run -0 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock -u "$URL" --password-file="$PWFILE" -k c -- echo ran
+	assert_output ran
+}
+
 @test "command line wins over the environment (SPEC §6 precedence)" {
 	pwfile pw 600 "$PW"
 	RLOCK_PASSWORD=$BADPW REDISCLI_AUTH=$BADPW run -0 --separate-stderr \

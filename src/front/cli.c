@@ -2038,6 +2038,26 @@ static void wait_once(struct state *s, const struct optdef *d, const struct optd
 	*seen = d;
 }
 
+/* A password file's option (an F_SECRET row) is taken only spelled in full:
+ * getopt_long would take redis-cli's --pass PASSWORD, or --password, as an
+ * abbreviation of --password-file, read a file named as the password and print that
+ * name in its error. The value is not shown. */
+static void secret_spelled_out(int argc, char **argv, const struct option *lo)
+{
+	int i = optarg && optind >= 2 && optind <= argc && optarg == argv[optind - 1] ? optind - 2
+	                                                                              : optind - 1;
+	const char *typed = i >= 0 && i < argc ? argv[i] : NULL;
+
+	if (!typed || strncmp(typed, "--", 2) != 0)
+		return;
+	typed += 2;
+	size_t len = strcspn(typed, "=");
+	if (len != strlen(lo->name))
+		usage_error("'--%.*s' is not an option (its value is not shown): a password is "
+		            "given with --%s FILE or the environment",
+		            (int)(len < 40 ? len : 40), typed, lo->name);
+}
+
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
@@ -2046,11 +2066,13 @@ static void apply_argv(struct state *s, int argc, char **argv)
 
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+	while ((idx = -1, c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
 		const struct optdef *d = option_by_val(c);
 		char src[64];
 		if (c == '?' || c == ':' || !d)
 			bad_option(argv);
+		if (idx >= 0 && (d->flags & F_SECRET))
+			secret_spelled_out(argc, argv, &long_opts[idx]);
 		snprintf(src, sizeof src, "--%s", d->name);
 		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
