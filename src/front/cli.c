@@ -1231,11 +1231,8 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		if (got == 0)
 			continue;
 		const struct optdef *d = config_option(key);
-		if (!d) {
-			char q[120];
-			log_escape(q, sizeof q, key, strlen(key));
-			usage_error("%s: unknown setting '%.100s'", src, q);
-		}
+		if (!d) /* escaped by the log, once */
+			usage_error("%s: unknown setting '%.100s'", src, key);
 		if (d->flags & F_RUN)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
 			            "command line)",
