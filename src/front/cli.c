@@ -1622,6 +1622,36 @@ static void release_token(struct opts *o)
 		usage_error("%s: not an rlock token (32 hex digits)", src);
 }
 
+/* typed (after "--", up to any '=') abbreviates more than one option (aliases of one
+ * option count once): say which, as getopt_long's own message would, in one line. */
+static void ambiguous_option(const char *typed)
+{
+	size_t len = strcspn(typed, "="), n = 0;
+	const struct option *fit[16];
+	char list[700] = "";
+
+	if (len == 0)
+		return;
+	for (const struct option *lo = long_opts; lo->name && n < 16; lo++) {
+		int again = 0;
+		for (size_t i = 0; i < n; i++)
+			again |= fit[i]->val == lo->val;
+		if (!again && !strncmp(lo->name, typed, len))
+			fit[n++] = lo;
+	}
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		size_t used = strlen(list);
+		snprintf(list + used, sizeof list - used, "%s--%s",
+		         i == 0       ? ""
+		         : i + 1 == n ? " or "
+		                      : ", ",
+		         fit[i]->name);
+	}
+	usage_error("option '--%.*s' is ambiguous: %s?", (int)(len < 60 ? len : 60), typed, list);
+}
+
 /* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
 static void bad_option(char **argv)
 {
@@ -1636,6 +1666,8 @@ static void bad_option(char **argv)
 		usage_error("option --%s needs a value", d->name);
 	if (optopt && optopt < OPT_VAL_LONG)
 		usage_error("unknown option -%c", optopt);
+	if (bad && bad[0] == '-' && bad[1] == '-')
+		ambiguous_option(bad + 2);
 	usage_error("unknown option '%.100s'", bad ? bad : "?");
 }
 
