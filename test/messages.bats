@@ -129,10 +129,10 @@ load helpers
 	assert_equal "$stderr" 'rlock: h\xc3\xa9llo: command not found'
 	printf 't\\tl = 5s\n' >esc.conf
 	run -64 --separate-stderr rlock --config "$PWD/esc.conf" -k e -- touch ran
-	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x5ctl' (try 'rlock --help')"
+	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x5c...' (try 'rlock --help')"
 	printf 't\001tl = 5s\n' >esc.conf
 	run -64 --separate-stderr rlock --config "$PWD/esc.conf" -k e -- touch ran
-	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x01tl' (try 'rlock --help')"
+	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x01...' (try 'rlock --help')"
 	[[ ! -e ran ]]
 	# a name that --break leaves closed by its --lock-delay
 	rlock_bg --lock-delay 1m -k 'l\d' -- "$HOLD" a

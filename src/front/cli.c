@@ -1231,8 +1231,15 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 		if (got == 0)
 			continue;
 		const struct optdef *d = config_option(key);
-		if (!d) /* escaped by the log, once */
-			usage_error("%s: unknown setting '%.100s'", src, key);
+		if (!d) {
+			/* The name as far as it is one, then its first other byte: the rest may
+			 * be a secret ("password:s3cret"). Escaped by the log, once. */
+			size_t n =
+			    strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			                "0123456789-_.");
+			usage_error("%s: unknown setting '%.*s%s'", src,
+			            (int)(n < 100 ? n + !!key[n] : 100), key, key[n] ? "..." : "");
+		}
 		if (d->flags & F_RUN)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
 			            "command line)",
@@ -1255,7 +1262,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error(
 			    "%s: %s = '%.200s': a path in a config file must be absolute (a "
 			    "run may start in any directory)",
-			    src, key, val);
+			    src, key, (d->flags & F_SECRET) ? "..." : val); /* a password, maybe */
 		if (d->set == opt_url && url_list_has_password(val))
 			s->config_has_secret = 1;
 		if (d->flags & F_SECRET) {
