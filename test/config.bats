@@ -190,6 +190,27 @@ EOF
 	assert_output 'key=syn:{x} ttl=4000'
 }
 
+@test "a file saved by a Windows editor (a UTF-8 BOM, CRLF) is read as git config reads it; a BOM elsewhere is no setting" {
+	printf '\357\273\277prefix = win:\r\nttl = 4s\r\n' | write_conf c.conf
+	run -0 --separate-stderr rlock --config c.conf -k x -c "$show_env"
+	assert_output 'key=win:{x} ttl=4000'
+	printf 'ttl = 4s\n\357\273\277prefix = win:\n' | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+	assert_equal "$stderr" "rlock: c.conf:2: unknown setting '\\xef...' (try 'rlock --help')"
+	[[ ! -e ran ]]
+}
+
+@test "a NUL byte in a config file: 64 saying so, wherever it is (it was 'line too long', or the rest of a last line dropped)" {
+	local content
+	for content in 'ttl = 5s\0junk\n' 'ttl = 5s\0junk' 'ttl = 5s\n\0'; do
+		# shellcheck disable=SC2059  # the content is the format: its \0 is the byte
+		printf "$content" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_regex "$stderr" "^rlock: c\.conf:[12]: a NUL byte in the line \(not a text file\?\) \(try 'rlock --help'\)$"
+	done
+	[[ ! -e ran ]]
+}
+
 @test "a later line overrides an earlier one" {
 	printf 'ttl = 4s\nttl = 9s\n' | write_conf c.conf
 	run -0 rlock --config c.conf -k x -c "$show_env"

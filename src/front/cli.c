@@ -1219,13 +1219,19 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
-	while (fgets(line, sizeof line, f)) {
+	for (long at = ftell(f); fgets(line, sizeof line, f); at = ftell(f)) {
 		char src[600], err[300], *key, *val;
 		lineno++;
 		snprintf(src, sizeof src, "%.500s:%d", path, lineno);
+		/* fgets reads on past a NUL byte, which would end the line unseen */
+		if (at >= 0 && ftell(f) - at > (long)strlen(line))
+			usage_error("%s: a NUL byte in the line (not a text file?)", src);
 		if (!strchr(line, '\n') && !feof(f))
 			usage_error("%s: line too long", src);
-		int got = parse_config_line(line, &key, &val, err, sizeof err);
+		/* A UTF-8 byte order mark (a Windows editor's) starts the text, as git config
+		 * and systemd read it. */
+		char *text = lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3) ? line + 3 : line;
+		int got = parse_config_line(text, &key, &val, err, sizeof err);
 		if (got < 0)
 			usage_error("%s: %s", src, err);
 		if (got == 0)
