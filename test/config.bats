@@ -661,7 +661,7 @@ EOF
 	run -0 --separate-stderr rlock -u "redis://weak@${REDIS_URL#redis://}" -k w -- echo ran
 	assert_output ran
 	assert_equal "${#stderr_lines[@]}" 1
-	assert_regex "$stderr" "^rlock: user 'weak' has no password"
+	assert_regex "$stderr" "^rlock: the URL names a user but no password "
 	run -0 --separate-stderr rlock --user weak -k w -- echo ran
 	assert_regex "$stderr" "^rlock: user 'weak' has no password"
 	# with a password source: no such warning

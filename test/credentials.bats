@@ -203,6 +203,26 @@ pwfile() {
 	assert_output ran
 }
 
+@test "redis-cli's redis://PASSWORD@HOST: rlock reads a user name there, and its warning does not show it" {
+	# redis-cli -u takes the userinfo without ':' as the password; rlock (as documented)
+	# as a user name, and warned "user 'PASSWORD' has no password", echoing it.
+	run -69 --separate-stderr rlock -u "redis://$PW@127.0.0.1:$REDIS_PORT" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	assert_regex "$stderr" "URL names a user but no password .*redis-cli reads it as the password.*redis://:PASSWORD@HOST"
+	[[ ! -e ran ]]
+	printf 'url = redis://%s@127.0.0.1:%s\n' "$PW" "$REDIS_PORT" >c.conf
+	chmod 600 c.conf
+	run -69 --separate-stderr rlock --config "$PWD/c.conf" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	# (port 1: nobody listens; -n: no waiting for the sentinels)
+	run -69 --separate-stderr rlock -n -u "redis-sentinel://$PW@127.0.0.1:1/m" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	assert_regex "$stderr" "Sentinel URL names a user but no password"
+	# --user NAME names a user: it is shown
+	run -69 --separate-stderr rlock -u "$URL" --user locker -k c -- touch ran
+	assert_regex "$stderr" "user 'locker' has no password"
+}
+
 @test "command line wins over the environment (SPEC §6 precedence)" {
 	pwfile pw 600 "$PW"
 	RLOCK_PASSWORD=$BADPW REDISCLI_AUTH=$BADPW run -0 --separate-stderr \

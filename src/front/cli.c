@@ -2024,14 +2024,35 @@ static void validate(struct state *s, int nargs)
 	keeper_paths(o);
 }
 
-/* Warnings about settings that are valid but probably not what was meant. */
-static void warn_logins(const struct opts *o)
+static int url_rank(enum rank r)
 {
-	if (o->sentinel_user && !o->has_sentinel_password)
+	return r == R_REDIS_URL || r == R_CONFIG_URL || r == R_ENV_URL || r == R_CLI_URL;
+}
+
+/* Warnings about settings that are valid but probably not what was meant. A URL's user
+ * name without a password is not shown: redis-cli reads redis://WORD@HOST as the
+ * password WORD. */
+static void warn_logins(const struct state *s)
+{
+	const struct opts *o = s->o;
+	static const char not_shown[] =
+	    "(redis://NAME@HOST; NAME not shown: redis-cli reads it as the password)";
+	static const char fix[] = "for a password write redis://:PASSWORD@HOST or "
+	                          "redis://USER:PASSWORD@HOST, or give a password file";
+
+	if (o->sentinel_user && !o->has_sentinel_password && url_rank(s->suser_rank))
+		log_warn("the Sentinel URL names a user but no password %s, so rlock does not log "
+		         "in to the sentinels as that user; %s",
+		         not_shown, fix);
+	else if (o->sentinel_user && !o->has_sentinel_password)
 		log_warn("sentinel user '%s' has no password, so rlock does not log in to the "
 		         "sentinels as that user; give its password or drop the user name",
 		         o->sentinel_user);
-	if (o->user && !o->has_password)
+	if (o->user && !o->has_password && url_rank(s->user_rank))
+		log_warn("the URL names a user but no password %s, so rlock does not log in as "
+		         "that user (it connects as the default user); %s",
+		         not_shown, fix);
+	else if (o->user && !o->has_password)
 		log_warn("user '%s' has no password, so rlock does not log in as that user (it "
 		         "connects as the default user); give its password or drop the user name",
 		         o->user);
@@ -2145,7 +2166,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	validate(&s, history_count(o, argc - optind, argv + optind));
 	say_server(&s);
 	say_credentials(&s);
-	warn_logins(o);
+	warn_logins(&s);
 	if (o->nnames > 1) {
 		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
 		o->name = o->names[0];
