@@ -190,6 +190,57 @@ pwfile() {
 	[[ ! -e ran ]]
 }
 
+@test "redis-cli's --pass PASSWORD (and --password, --sentinel-pass): 64, the password not shown, no file read by that name" {
+	# getopt_long took --pass and --password as abbreviations of --password-file: the
+	# password was read as a file name and printed in "cannot read password file".
+	printf '%s\n' "$BADPW" >"$PW" # a file named as the password: must not be read
+	chmod 600 "$PW"
+	local spelling
+	for spelling in --pass --password --passw --password-fil --sentinel-pass --sentinel-password; do
+		run -64 --separate-stderr rlock -u "$URL" "$spelling" "$PW" -k c -- touch ran
+		assert_one_line_error
+		no_secret "$output" "$stderr"
+		[[ $stderr == *"$spelling"* ]] || fail "$spelling: the message does not name it: $stderr"
+		run -64 --separate-stderr rlock -u "$URL" "$spelling=$PW" -k c -- touch ran
+		assert_one_line_error
+		no_secret "$output" "$stderr"
+	done
+	# redis-cli's -a PASSWORD: unknown, and not shown either
+	run -64 --separate-stderr rlock -u "$URL" -a "$PW" -k c -- touch ran
+	assert_one_line_error
+	no_secret "$output" "$stderr"
+	run -64 --separate-stderr rlock -u "$URL" "-a$PW" -k c -- touch ran
+	assert_one_line_error
+	no_secret "$output" "$stderr"
+	[[ ! -e ran ]]
+	# the full spellings still work
+	pwfile pw 600 "$PW"
+	run -0 --separate-stderr rlock -u "$URL" --password-file "$PWFILE" -k c -- echo ran
+	assert_output ran
+	run -0 --separate-stderr rlock -u "$URL" --password-file="$PWFILE" -k c -- echo ran
+	assert_output ran
+}
+
+@test "redis-cli's redis://PASSWORD@HOST: rlock reads a user name there, and its warning does not show it" {
+	# redis-cli -u takes the userinfo without ':' as the password; rlock (as documented)
+	# as a user name, and warned "user 'PASSWORD' has no password", echoing it.
+	run -69 --separate-stderr rlock -u "redis://$PW@127.0.0.1:$REDIS_PORT" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	assert_regex "$stderr" "URL names a user but no password .*redis-cli reads it as the password.*redis://:PASSWORD@HOST"
+	[[ ! -e ran ]]
+	printf 'url = redis://%s@127.0.0.1:%s\n' "$PW" "$REDIS_PORT" >c.conf
+	chmod 600 c.conf
+	run -69 --separate-stderr rlock --config "$PWD/c.conf" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	# (port 1: nobody listens; -n: no waiting for the sentinels)
+	run -69 --separate-stderr rlock -n -u "redis-sentinel://$PW@127.0.0.1:1/m" -k c -- touch ran
+	no_secret "$output" "$stderr"
+	assert_regex "$stderr" "Sentinel URL names a user but no password"
+	# --user NAME names a user: it is shown
+	run -69 --separate-stderr rlock -u "$URL" --user locker -k c -- touch ran
+	assert_regex "$stderr" "user 'locker' has no password"
+}
+
 @test "command line wins over the environment (SPEC §6 precedence)" {
 	pwfile pw 600 "$PW"
 	RLOCK_PASSWORD=$BADPW REDISCLI_AUTH=$BADPW run -0 --separate-stderr \

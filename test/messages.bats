@@ -121,3 +121,26 @@ load helpers
 	assert_regex "$stderr" "^rlock: lock 'rel' is not held by this token: it was already released at [0-9-]+ [0-9:]+ \(a --release before this one\); nothing released$"
 	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
 }
+
+@test "a name in a message is escaped once: a backslash or UTF-8 in a command or a config setting (not \\x5cx5c)" {
+	run -127 --separate-stderr rlock -k e -- 'no\such'
+	assert_equal "$stderr" 'rlock: no\x5csuch: command not found'
+	run -127 --separate-stderr rlock -k e -- "$(printf 'h\303\251llo')"
+	assert_equal "$stderr" 'rlock: h\xc3\xa9llo: command not found'
+	printf 't\\tl = 5s\n' >esc.conf
+	run -64 --separate-stderr rlock --config "$PWD/esc.conf" -k e -- touch ran
+	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x5c...' (try 'rlock --help')"
+	printf 't\001tl = 5s\n' >esc.conf
+	run -64 --separate-stderr rlock --config "$PWD/esc.conf" -k e -- touch ran
+	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: unknown setting 't\\x01...' (try 'rlock --help')"
+	[[ ! -e ran ]]
+	# a name that --break leaves closed by its --lock-delay
+	rlock_bg --lock-delay 1m -k 'l\d' -- "$HOLD" a
+	wait_until 10 test -e a.started
+	run -0 --separate-stderr rlock -k 'l\d' --break
+	assert_regex "$(grep 'stays closed' <<<"$stderr")" \
+		'^rlock: rlock:\{l\\x5cd\} stays closed by --lock-delay for .* more .*; rlock -k l\\x5cd --reset opens it now$'
+	touch a.release
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+}

@@ -22,6 +22,17 @@ usage_error() {
 	assert_regex "$stderr" 'bogus-option'
 }
 
+@test "an abbreviation that fits several options: 64, one line naming them (not 'unknown option')" {
+	usage_error --ver -k u -- touch ran
+	assert_equal "$stderr" "rlock: option '--ver' is ambiguous: --verbose or --version? (try 'rlock --help')"
+	usage_error --pre=x -k u -- touch ran
+	assert_equal "$stderr" "rlock: option '--pre' is ambiguous: --prefix, --preempt or --preemptible? (try 'rlock --help')"
+	# one option's own aliases are no ambiguity: --nonb is --nonblock(ing), i.e. --no-wait
+	run -0 rlock --nonb -k u -- true
+	# an unambiguous abbreviation still works, as getopt_long takes it
+	run -0 rlock --verb -k u -- true
+}
+
 @test "unknown short option: 64" {
 	usage_error -Z -k u -- touch ran
 }

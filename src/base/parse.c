@@ -545,11 +545,12 @@ int parse_config_line(char *line, char **key, char **val, char *err, size_t errl
 		return fail(err, errlen, "no setting name before '=' (expected 'NAME = VALUE')");
 	for (char *p = k; *p; p++) {
 		if (blank(*p)) {
+			/* Only the first word: the rest may be a secret ("password s3cret"). */
 			char q[ECHO_BUF];
-			echo(q, sizeof q, k, strlen(k));
-			return fail(err, errlen,
-			            "'%s' is not a setting (expected 'NAME = VALUE', one per line)",
-			            q);
+			echo(q, sizeof q, k, (size_t)(p - k));
+			return fail(
+			    err, errlen,
+			    "'%s ...' is not a setting (expected 'NAME = VALUE', one per line)", q);
 		}
 	}
 	/* A blank then '#' starts a comment, except in a password, which is taken as it

@@ -1219,22 +1219,32 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
-	while (fgets(line, sizeof line, f)) {
+	for (long at = ftell(f); fgets(line, sizeof line, f); at = ftell(f)) {
 		char src[600], err[300], *key, *val;
 		lineno++;
 		snprintf(src, sizeof src, "%.500s:%d", path, lineno);
+		/* fgets reads on past a NUL byte, which would end the line unseen */
+		if (at >= 0 && ftell(f) - at > (long)strlen(line))
+			usage_error("%s: a NUL byte in the line (not a text file?)", src);
 		if (!strchr(line, '\n') && !feof(f))
 			usage_error("%s: line too long", src);
-		int got = parse_config_line(line, &key, &val, err, sizeof err);
+		/* A UTF-8 byte order mark (a Windows editor's) starts the text, as git config
+		 * and systemd read it. */
+		char *text = lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3) ? line + 3 : line;
+		int got = parse_config_line(text, &key, &val, err, sizeof err);
 		if (got < 0)
 			usage_error("%s: %s", src, err);
 		if (got == 0)
 			continue;
 		const struct optdef *d = config_option(key);
 		if (!d) {
-			char q[120];
-			log_escape(q, sizeof q, key, strlen(key));
-			usage_error("%s: unknown setting '%.100s'", src, q);
+			/* The name as far as it is one, then its first other byte: the rest may
+			 * be a secret ("password:s3cret"). Escaped by the log, once. */
+			size_t n =
+			    strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			                "0123456789-_.");
+			usage_error("%s: unknown setting '%.*s%s'", src,
+			            (int)(n < 100 ? n + !!key[n] : 100), key, key[n] ? "..." : "");
 		}
 		if (d->flags & F_RUN)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
@@ -1258,7 +1268,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error(
 			    "%s: %s = '%.200s': a path in a config file must be absolute (a "
 			    "run may start in any directory)",
-			    src, key, val);
+			    src, key, (d->flags & F_SECRET) ? "..." : val); /* a password, maybe */
 		if (d->set == opt_url && url_list_has_password(val))
 			s->config_has_secret = 1;
 		if (d->flags & F_SECRET) {
@@ -1625,6 +1635,36 @@ static void release_token(struct opts *o)
 		usage_error("%s: not an rlock token (32 hex digits)", src);
 }
 
+/* typed (after "--", up to any '=') abbreviates more than one option (aliases of one
+ * option count once): say which, as getopt_long's own message would, in one line. */
+static void ambiguous_option(const char *typed)
+{
+	size_t len = strcspn(typed, "="), n = 0;
+	const struct option *fit[16];
+	char list[700] = "";
+
+	if (len == 0)
+		return;
+	for (const struct option *lo = long_opts; lo->name && n < 16; lo++) {
+		int again = 0;
+		for (size_t i = 0; i < n; i++)
+			again |= fit[i]->val == lo->val;
+		if (!again && !strncmp(lo->name, typed, len))
+			fit[n++] = lo;
+	}
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		size_t used = strlen(list);
+		snprintf(list + used, sizeof list - used, "%s--%s",
+		         i == 0       ? ""
+		         : i + 1 == n ? " or "
+		                      : ", ",
+		         fit[i]->name);
+	}
+	usage_error("option '--%.*s' is ambiguous: %s?", (int)(len < 60 ? len : 60), typed, list);
+}
+
 /* The option given as argv[optind - 1] needed a value, or was unknown: say which. */
 static void bad_option(char **argv)
 {
@@ -1639,6 +1679,8 @@ static void bad_option(char **argv)
 		usage_error("option --%s needs a value", d->name);
 	if (optopt && optopt < OPT_VAL_LONG)
 		usage_error("unknown option -%c", optopt);
+	if (bad && bad[0] == '-' && bad[1] == '-')
+		ambiguous_option(bad + 2);
 	usage_error("unknown option '%.100s'", bad ? bad : "?");
 }
 
@@ -1982,14 +2024,35 @@ static void validate(struct state *s, int nargs)
 	keeper_paths(o);
 }
 
-/* Warnings about settings that are valid but probably not what was meant. */
-static void warn_logins(const struct opts *o)
+static int url_rank(enum rank r)
 {
-	if (o->sentinel_user && !o->has_sentinel_password)
+	return r == R_REDIS_URL || r == R_CONFIG_URL || r == R_ENV_URL || r == R_CLI_URL;
+}
+
+/* Warnings about settings that are valid but probably not what was meant. A URL's user
+ * name without a password is not shown: redis-cli reads redis://WORD@HOST as the
+ * password WORD. */
+static void warn_logins(const struct state *s)
+{
+	const struct opts *o = s->o;
+	static const char not_shown[] =
+	    "(redis://NAME@HOST; NAME not shown: redis-cli reads it as the password)";
+	static const char fix[] = "for a password write redis://:PASSWORD@HOST or "
+	                          "redis://USER:PASSWORD@HOST, or give a password file";
+
+	if (o->sentinel_user && !o->has_sentinel_password && url_rank(s->suser_rank))
+		log_warn("the Sentinel URL names a user but no password %s, so rlock does not log "
+		         "in to the sentinels as that user; %s",
+		         not_shown, fix);
+	else if (o->sentinel_user && !o->has_sentinel_password)
 		log_warn("sentinel user '%s' has no password, so rlock does not log in to the "
 		         "sentinels as that user; give its password or drop the user name",
 		         o->sentinel_user);
-	if (o->user && !o->has_password)
+	if (o->user && !o->has_password && url_rank(s->user_rank))
+		log_warn("the URL names a user but no password %s, so rlock does not log in as "
+		         "that user (it connects as the default user); %s",
+		         not_shown, fix);
+	else if (o->user && !o->has_password)
 		log_warn("user '%s' has no password, so rlock does not log in as that user (it "
 		         "connects as the default user); give its password or drop the user name",
 		         o->user);
@@ -2038,6 +2101,26 @@ static void wait_once(struct state *s, const struct optdef *d, const struct optd
 	*seen = d;
 }
 
+/* A password file's option (an F_SECRET row) is taken only spelled in full:
+ * getopt_long would take redis-cli's --pass PASSWORD, or --password, as an
+ * abbreviation of --password-file, read a file named as the password and print that
+ * name in its error. The value is not shown. */
+static void secret_spelled_out(int argc, char **argv, const struct option *lo)
+{
+	int i = optarg && optind >= 2 && optind <= argc && optarg == argv[optind - 1] ? optind - 2
+	                                                                              : optind - 1;
+	const char *typed = i >= 0 && i < argc ? argv[i] : NULL;
+
+	if (!typed || strncmp(typed, "--", 2) != 0)
+		return;
+	typed += 2;
+	size_t len = strcspn(typed, "=");
+	if (len != strlen(lo->name))
+		usage_error("'--%.*s' is not an option (its value is not shown): a password is "
+		            "given with --%s FILE or the environment",
+		            (int)(len < 40 ? len : 40), typed, lo->name);
+}
+
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
@@ -2046,11 +2129,13 @@ static void apply_argv(struct state *s, int argc, char **argv)
 
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+	while ((idx = -1, c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
 		const struct optdef *d = option_by_val(c);
 		char src[64];
 		if (c == '?' || c == ':' || !d)
 			bad_option(argv);
+		if (idx >= 0 && (d->flags & F_SECRET))
+			secret_spelled_out(argc, argv, &long_opts[idx]);
 		snprintf(src, sizeof src, "--%s", d->name);
 		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
@@ -2081,7 +2166,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	validate(&s, history_count(o, argc - optind, argv + optind));
 	say_server(&s);
 	say_credentials(&s);
-	warn_logins(o);
+	warn_logins(&s);
 	if (o->nnames > 1) {
 		qsort(o->names, (size_t)o->nnames, sizeof o->names[0], cmp_names);
 		o->name = o->names[0];

@@ -500,15 +500,15 @@ static int break_refused(const struct lock *l, const struct report_ask *o, const
  * it (--reset), even with -q. */
 static void break_closed(const struct lock *l, const struct report_ask *o, long long closed_ms)
 {
-	char left[64], name[4 * LOCK_NAME_MAX + 1];
+	char left[64];
 
 	if (closed_ms <= 0)
 		return;
 	holder_human_ms(left, sizeof left, closed_ms);
-	log_escape(name, sizeof name, o->name, strlen(o->name));
+	/* the name is escaped by the log, once */
 	log_error("%s stays closed by --lock-delay for %s more (a lease that ended without a "
 	          "release); rlock -k %s --reset opens it now",
-	          l->key, left, name);
+	          l->key, left, o->name);
 }
 
 int report_break(struct store *s, const struct report_ask *o)

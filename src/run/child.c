@@ -485,9 +485,8 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		          strerror(e));
 		return RL_EX_OSERR;
 	}
-	char name[300];
-	log_escape(name, sizeof name, what, strlen(what));
-	log_error("%s: %s", name, e == ENOENT ? "command not found" : strerror(e));
+	/* what is escaped by the log, once */
+	log_error("%.300s: %s", what, e == ENOENT ? "command not found" : strerror(e));
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
