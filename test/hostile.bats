@@ -137,6 +137,7 @@ expect_69_at_once() {
 	[[ ! -e ran ]] || fail "the command ran against a hostile server"
 	assert_regex "$stderr" 'closed the connection'
 	[[ $stderr != *TLS* ]] || fail "a RESP server told to look for a TLS port: $stderr"
+	[[ $stderr != *'not tried'* ]] || fail "the give-up hides the server's last error: $stderr"
 }
 
 @test "server never answers: the io deadline" {
