@@ -268,6 +268,67 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 	rode_out_outage ld "127\.0\.0\.1:$port" "127\.0\.0\.1:$port: server error: LOADING .*"
 }
 
+@test "a waiter whose server goes away: 69 at the -w deadline naming the server's last error, not 'not tried: no time left'" {
+	local port holder
+	blip_serve
+	port=$BLIP_PORT
+	rlock_bg -u "redis://127.0.0.1:$port" -k gone -- sh -c 'until [ -e go ]; do sleep 0.05; done'
+	holder=$RLOCK_PID
+	wait_until 10 held_at "$port" gone
+	rlock_bg -w 3s -u "redis://127.0.0.1:$port" -k gone -- touch ran
+	wait_until 10 waiting_at "$port" gone
+	redis_stop "$BLIP_PID"
+	touch go
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 69
+	[[ ! -e ran ]]
+	run cat "$RLOCK_ERR"
+	assert_line --index 0 --regexp "^rlock: lock 'gone': connect to 127\.0\.0\.1:$port: Connection refused; retrying for up to [0-9.]+ s \(--wait\)$"
+	assert_line --index 1 --regexp "^rlock: lock 'gone': Redis unavailable while waiting \(gave up at the --wait deadline\): connect to 127\.0\.0\.1:$port: Connection refused$"
+	assert_equal "${#lines[@]}" 2
+	rlock_wait "$holder" 60
+}
+
+# held_at PORT NAME / waiting_at PORT NAME: lock NAME is held / has a waiter on PORT.
+held_at() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
+waiting_at() { (($(waiters "$2" redis-cli -p "$1") >= 1)); }
+
+# bgsave_failed PORT: the server on PORT failed its last BGSAVE (its dir is gone).
+bgsave_failed() { redis-cli -p "$1" INFO persistence | grep -q '^rdb_last_bgsave_status:err'; }
+
+@test "a server out of memory (OOM: maxmemory reached, noeviction) is waited out, not final: the job runs once memory is freed; -n still fails at once" {
+	local port
+	blip_serve
+	port=$BLIP_PORT
+	redis-cli -p "$port" CONFIG SET maxmemory 1 >/dev/null
+	run -69 --separate-stderr rlock -n -u "redis://127.0.0.1:$port" -k oom -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'OOM'
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k oom -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock: $(cat "$RLOCK_ERR")"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	[[ ! -e ran ]]
+	redis-cli -p "$port" CONFIG SET maxmemory 0 >/dev/null
+	ran_after_outage oom "127\.0\.0\.1:$port" "acquire: server error: OOM .*"
+}
+
+@test "a server refusing writes after a failed BGSAVE (MISCONF) is waited out, not final: the job runs once it accepts writes" {
+	local port
+	mkdir rdb
+	blip_serve --save '3600 1' --dir "$BATS_TEST_TMPDIR/rdb"
+	port=$BLIP_PORT
+	rm -rf rdb # its BGSAVE cannot write: writes are refused (stop-writes-on-bgsave-error)
+	redis-cli -p "$port" BGSAVE >/dev/null
+	wait_until 20 bgsave_failed "$port"
+	[[ $(redis-cli -p "$port" SET probe 1 2>&1) == MISCONF* ]] || fail "no MISCONF"
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k mc -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock: $(cat "$RLOCK_ERR")"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	[[ ! -e ran ]]
+	redis-cli -p "$port" CONFIG SET stop-writes-on-bgsave-error no >/dev/null
+	ran_after_outage mc "127\.0\.0\.1:$port" "acquire: server error: MISCONF .*"
+}
+
 # make_dns_shim: dns.so, a getaddrinfo that answers for two test names the way a
 # resolver does: rlock-dns.test fails with EAI_AGAIN (a resolver that cannot answer
 # now) until the file $DNS_UP exists, then is 127.0.0.1; rlock-nxdomain.test does not

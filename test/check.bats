@@ -180,6 +180,38 @@ product() {
 	rcli ACL DELUSER nosha noacl >/dev/null
 }
 
+@test "--check: a user whose key or channel patterns leave rlock's out is told the patterns to add, not commands it has" {
+	# ACL DRYRUN denies a command for its name, its keys or its channels (Redis 7 gives a
+	# new user no channel: acl-pubsub-default resetchannels): +evalsha +get ... would
+	# change nothing for a user who has them all but not the names under the prefix
+	local user fix
+	rcli ACL SETUSER appkeys on '>pw-1' '~app:*' '&*' '+@all' >/dev/null
+	rcli ACL SETUSER nochan on '>pw-1' '~*' resetchannels '+@all' >/dev/null
+	rcli ACL SETUSER mixed on '>pw-1' '~app:*' resetchannels '+@all' '-evalsha' >/dev/null
+	printf 'pw-1\n' >pw
+	chmod 600 pw
+	run -2 rlock -u "$GOOD_URL" --user appkeys --password-file pw --check
+	line unsafe acl "user 'appkeys' may not access the keys rlock:[*] [(]ACL DRYRUN[)].*; fix: ACL SETUSER appkeys ~rlock:[*]$"
+	run -2 rlock -u "$GOOD_URL" --user nochan --password-file pw --check
+	line unsafe acl "user 'nochan' may not use the channels rlock:[*] [(]ACL DRYRUN[)].*; fix: ACL SETUSER nochan &rlock:[*]$"
+	run -2 rlock -u "$GOOD_URL" --user mixed --password-file pw --prefix 'my*app:' --check
+	line unsafe acl "user 'mixed' lacks evalsha, may not access the keys [^ ]+, may not use the channels [^ ]+ [(]ACL DRYRUN[)]"
+	# the fix given works: with it, every right (a prefix's '*' taken literally)
+	for user in appkeys nochan mixed; do
+		local prefix=()
+		[[ $user != mixed ]] || prefix=(--prefix 'my*app:')
+		run -2 rlock -u "$GOOD_URL" --user "$user" --password-file pw "${prefix[@]}" --check
+		fix=$(sed -n 's/^unsafe .* acl: .*; fix: ACL SETUSER //p' <<<"$output")
+		[[ -n $fix ]] || fail "$user: no fix in: $output"
+		# shellcheck disable=SC2086  # the fix's words: a user and patterns, no spaces
+		rcli ACL SETUSER $fix >/dev/null
+		run -0 rlock -u "$GOOD_URL" --user "$user" --password-file pw "${prefix[@]}" --check
+		line ok acl "user '$user' has the rights rlock uses"
+	done
+	rcli ACL GETUSER mixed | grep -qF '~my[*]app:*' || fail "not the literal pattern: $(rcli ACL GETUSER mixed)"
+	rcli ACL DELUSER appkeys nochan mixed >/dev/null
+}
+
 @test "--check: reports a clock offset injected into the server (clock-shift shim)" {
 	cc -shared -fPIC -o clockshift.so "$RLOCK_SOURCE_DIR/test/faults/clockshift.c" -ldl
 	echo 120 >clockshift

@@ -16,6 +16,10 @@
 #         terminal escapes
 #   scanbreak  a SCAN's first page (cursor 1, no names), then an error for every SCAN
 #         that goes on from a cursor: a server that fails mid-SCAN, after its first page
+#   busyclose  the first request of all: the busy reply, then the connection closed;
+#         every later connection closed at its first request, before a byte of reply
+#         (a server that spoke RESP to this run, then fails: no TLS port)
+# halfclose answers the first request with the first half of a reply, then closes.
 use strict;
 use warnings;
 use IO::Socket::INET;
@@ -46,7 +50,7 @@ my %reply = (
 );
 
 if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak' ||
-	$mode eq 'loadescape') {
+	$mode eq 'loadescape' || $mode eq 'busyclose') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
@@ -55,6 +59,7 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbre
 		('evil.example', $pid, 'mallory', 'sleep forever', '1700000000000', '30000', '7'));
 	my $scan = "*2\r\n" . $bulk->('1') . "*0\r\n";
 	my $sel = IO::Select->new($srv);
+	my $answered = 0;
 	for (;;) {
 		for my $h ($sel->can_read(1)) {
 			if ($h == $srv) {
@@ -78,6 +83,12 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbre
 				$h->syswrite("-ERR This instance has cluster support disabled\r\n");
 				next;
 			}
+			if ($mode eq 'busyclose') {
+				$h->syswrite($busy) if !$answered++;
+				$sel->remove($h);
+				close $h;
+				next;
+			}
 			if ($mode eq 'scanbreak') {
 				my ($cursor) = $buf =~ /SCAN\r\n\$\d+\r\n(\d+)\r\n/;
 				$h->syswrite(!defined $cursor ? "-ERR not SCAN\r\n"
@@ -94,6 +105,11 @@ for (1 .. 5) {
 	my $buf = '';
 	$c->sysread($buf, 65536);    # the request, whatever it is
 	if ($mode eq 'close') {
+		close $c;
+		next;
+	}
+	if ($mode eq 'halfclose') {
+		$c->syswrite("*2\r\n:1\r\n");    # a reply's first element, then the end
 		close $c;
 		next;
 	}

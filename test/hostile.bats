@@ -120,6 +120,26 @@ expect_69_at_once() {
 	assert_regex "$stderr" 'closed the connection'
 }
 
+@test "a connection closed mid-reply: 69, one line, and no hint about a TLS port (it spoke RESP)" {
+	hostile halfclose
+	expect_69
+	assert_regex "$stderr" 'closed the connection'
+	[[ $stderr != *TLS* ]] || fail "a RESP server told to look for a TLS port: $stderr"
+}
+
+@test "a server that spoke RESP to this run, then closes each new connection: no hint about a TLS port" {
+	# a waiter (-w) got a busy reply, then every try on a fresh connection is closed
+	# before a byte of reply: the server is in trouble, it is not a TLS port
+	hostile busyclose
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" -u "redis://127.0.0.1:$HPORT" \
+		--io-timeout 1s -w 2s -k h -- touch ran
+	((status == 69)) || fail "exit $status, not 69; stderr: $stderr"
+	[[ ! -e ran ]] || fail "the command ran against a hostile server"
+	assert_regex "$stderr" 'closed the connection'
+	[[ $stderr != *TLS* ]] || fail "a RESP server told to look for a TLS port: $stderr"
+	[[ $stderr != *'not tried'* ]] || fail "the give-up hides the server's last error: $stderr"
+}
+
 @test "server never answers: the io deadline" {
 	hostile hang
 	expect_69 -n # waiting would retry a server that does not answer (it may be paused)

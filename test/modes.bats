@@ -25,6 +25,13 @@ EOF
 	: >"$LOG"
 }
 
+# a test that fills the server (maxmemory) leaves it usable, passed or failed
+# shellcheck disable=SC2317  # bats calls it
+teardown() {
+	rcli CONFIG SET maxmemory 0 >/dev/null
+	common_teardown
+}
+
 # Only fence counters left (the one documented key that never expires), run histories
 # that expire within their retention, and the record of a --break (it lives an hour).
 # Writer marks of waiters that gave up and --min-hold leases end by their ttl: polled.
@@ -334,4 +341,30 @@ EOF
 		done
 	done
 	echo "# commands per acquisition:$line" >&3
+}
+
+# renewals FILE: the renewals a -vv run logged in FILE so far. full_renewed FILE N PID:
+# N of them, or the run (PID) is over (lost: the test then says so).
+renewals() { grep -c '^rlock: renewed ' "$1" || true; }
+full_renewed() { (($(renewals "$1") >= $2)) || ! proc_alive "$3"; }
+
+@test "a full server (maxmemory reached under noeviction): shared and --limit holders are still renewed, as an exclusive one is; none is lost" {
+	# A full server refuses a script's first write when it needs memory (OOM), not
+	# the writes after one that did not (PEXPIRE). The exclusive renewal writes
+	# PEXPIRE first; a shared holder's or permit's wrote ZADD first: lost (79) within
+	# its ttl on a server that can still renew it.
+	local m n
+	for m in -x -s "-l 2"; do
+		rm -f go held
+		# shellcheck disable=SC2086
+		rlock_bg -vv -t 1500ms $m -k "full${m// /}" -- sh -c 'touch held; until [ -e go ]; do sleep 0.05; done'
+		wait_until 10 test -e held
+		n=$(renewals "$RLOCK_ERR")
+		rcli CONFIG SET maxmemory 1 >/dev/null
+		wait_until 20 full_renewed "$RLOCK_ERR" $((n + 3)) "$RLOCK_PID"
+		rcli CONFIG SET maxmemory 0 >/dev/null
+		touch go
+		rlock_wait "$RLOCK_PID" 20
+		((RLOCK_STATUS == 0)) || fail "$m: exit $RLOCK_STATUS: $(grep -v 'renewed' "$RLOCK_ERR")"
+	done
 }

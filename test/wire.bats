@@ -409,3 +409,22 @@ late_taken_again() {
 	rlock_wait "$w" 30
 	((RLOCK_STATUS == 79)) || fail "history = $h $*: exit $RLOCK_STATUS for a run whose lock was broken: $(cat "$werr")"
 }
+
+@test "a slow link (replies dripped): -v's look at the eviction policy at start does not hold up the first renewal; held to the end, 0 with and without -v" {
+	# -v looks at the policy (INFO memory, about 1 KB: seconds at 10 ms a byte) as soon
+	# as the lock is taken, on the renewal's connection. It may take until the first
+	# renewal is due, not until the lease can no longer be trusted: else the renewal
+	# (4 bytes: 40 ms) waits behind it and the lock is lost (79) where a run without -v
+	# keeps it.
+	local v
+	run rlock --check # loads every script: no NOSCRIPT (dripped too) before a renewal
+	[[ $output == *'scripts of rlock load'* ]] || fail "scripts not loaded: $output"
+	swallow_proxy_start
+	echo dripreply >"$PROXY_MODE"
+	wait_until 10 grep -qsx dripreply "$PROXY_MODE.seen"
+	for v in "" -v; do
+		run --separate-stderr rlock $v -u "$PROXY_URL" -t 1500ms -k "drip$v" -- sleep 2.5
+		((status == 0)) || fail "rlock $v: exit $status: $stderr"
+	done
+}
+

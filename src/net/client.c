@@ -2,6 +2,7 @@
 #include "client.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ struct client {
 	int broken;      /* a request was cut short: nothing more can be sent */
 	int lost;        /* a request went in full, its reply was lost with the connection */
 	int replied;     /* a reply has been read: the server speaks RESP */
+	int heard;       /* bytes came (part of a reply, perhaps): no TLS port */
 	int asking;      /* client_set_asking */
 	int opening;     /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
 	int owed;        /* set-up replies still owed while opening */
@@ -37,11 +39,45 @@ static int tls_alert(const struct client *c, const char *buf, ssize_t n)
 	return !c->replied && !c->srv->tls.enabled && n >= 2 && buf[0] == 0x15 && buf[1] == 0x03;
 }
 
+/* The servers (by name) that answered in RESP in this process, on any connection of
+ * any thread: a later connection to one of them that ends before its first reply (the
+ * server killed or restarting, a proxy whose backend is gone) is no TLS port. A full
+ * table forgets nothing it holds; a server it cannot hold keeps the hint. */
+#define HEARD_MAX 16
+static pthread_mutex_t heard_lock = PTHREAD_MUTEX_INITIALIZER;
+static char heard[HEARD_MAX][sizeof((struct server *)0)->name];
+static int nheard;
+
+static int heard_at(const struct server *srv)
+{
+	for (int i = 0; i < nheard; i++)
+		if (strcmp(heard[i], srv->name) == 0)
+			return 1;
+	return 0;
+}
+
+static void server_heard(const struct server *srv)
+{
+	pthread_mutex_lock(&heard_lock);
+	if (!heard_at(srv) && nheard < HEARD_MAX)
+		snprintf(heard[nheard++], sizeof heard[0], "%s", srv->name);
+	pthread_mutex_unlock(&heard_lock);
+}
+
+static int server_was_heard(const struct server *srv)
+{
+	pthread_mutex_lock(&heard_lock);
+	int yes = heard_at(srv);
+	pthread_mutex_unlock(&heard_lock);
+	return yes;
+}
+
 static void add_tls_hint(const struct client *c, char *err, size_t errlen)
 {
 	size_t used = strlen(err);
 
-	if (!c->replied && !c->srv->tls.enabled && used < errlen)
+	if (!c->replied && !c->heard && !c->srv->tls.enabled && used < errlen &&
+	    !server_was_heard(c->srv))
 		snprintf(err + used, errlen - used, "%s", tls_hint);
 }
 
@@ -86,8 +122,10 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 
 	for (;;) {
 		int got = resp_reader_get(c->rd, reply, err, errlen);
-		if (got == 1)
+		if (got == 1 && !c->replied) {
 			c->replied = 1;
+			server_heard(c->srv);
+		}
 		if (got < 0)
 			not_resp(c, err, errlen);
 		if (got != 0)
@@ -116,6 +154,7 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 			snprintf(err, errlen, "%s answered with TLS%s", c->srv->name, tls_hint);
 			return -1;
 		}
+		c->heard = 1;
 		if (resp_reader_feed(c->rd, buf, (size_t)n) < 0) {
 			snprintf(err, errlen, "protocol error: %s", resp_reader_why(c->rd));
 			not_resp(c, err, errlen); /* final: waiting will not make it a reply */

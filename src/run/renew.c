@@ -77,13 +77,16 @@ static int begin(struct renew *r)
 }
 
 /* Open the thread's own handle; with check, connect now and look at the eviction
- * policy once. 0, or -1 (out of memory: the main thread sees the lease run out). */
+ * policy once, never past the first renewal (a slow INFO would hold it up: lost where a
+ * run without -v keeps the lock). 0, or -1 (out of memory: the main thread sees the
+ * lease run out). */
 static int open_store(struct renew *r, struct store **s, int check, int64_t cap)
 {
 	char err[300];
 
 	if (check && store_open(s, r->cfg, 1, cap, err, sizeof err) == STORE_OK) {
-		store_check_eviction(*s, r->warn_key, cap);
+		int64_t due = r->confirmed_sent + r->lock->ask.ttl_ms / 3;
+		store_check_eviction(*s, r->warn_key, due < cap ? due : cap);
 		return 0;
 	}
 	if (check) {

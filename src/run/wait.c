@@ -525,7 +525,10 @@ static enum wait_state st_outage(struct wait_run *w)
 	         (long long)((clock_ms() - w->outage_at) / 1000), w->err);
 	if (nap_until(w->a, w->s, w->h, w->start, until, note, &w->drawn, w->signo) == -4)
 		return done(w, WAIT_SIGNAL);
-	return ST_ATTEMPT;
+	/* Woken at the deadline (the last try, LAST_TRY_MS before it, is behind): no try
+	 * without time, whose "not tried: no time left" would hide the server's last
+	 * error; the give-up says that one. */
+	return clock_ms() >= w->deadline ? ST_OUTAGE : ST_ATTEMPT;
 }
 
 /* Listen for the release (again, after a wake-up was used). A new subscription: try

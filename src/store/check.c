@@ -666,6 +666,24 @@ static int right_argv(const struct node *n, size_t i, const char **argv)
 	return argc;
 }
 
+/* What ACL refuses a right for: its command, its key, its channel (missing[i]). */
+enum { DENY_NONE, DENY_COMMAND, DENY_KEY, DENY_CHANNEL };
+
+/* DRYRUN's refusal, a text with no code ("This user has no permissions to run the 'x'
+ * command", "... to access the 'k' key", "... the 'c' channel"; Redis 7.2 and Valkey
+ * say "User u has" instead): told by its last word. A command otherwise. */
+static int denied_for(const struct resp_reply *r)
+{
+	static const char key[] = "' key", channel[] = "' channel";
+
+	if (r->len >= sizeof key - 1 && !strcmp(r->str + r->len - (sizeof key - 1), key))
+		return DENY_KEY;
+	if (r->len >= sizeof channel - 1 &&
+	    !strcmp(r->str + r->len - (sizeof channel - 1), channel))
+		return DENY_CHANNEL;
+	return DENY_COMMAND;
+}
+
 /* ACL DRYRUN user, for each right: 1 done (missing[i] set), 0 not available. */
 static int acl_dryrun(struct node *n, const char *user, int *missing)
 {
@@ -678,7 +696,8 @@ static int acl_dryrun(struct node *n, const char *user, int *missing)
 			resp_free(r);
 			return 0; /* Redis < 7, or the user may not run ACL */
 		}
-		missing[i] = r->type == RESP_STRING; /* "This user has no permissions..." */
+		/* "This user has no permissions...", or OK */
+		missing[i] = r->type == RESP_STRING ? denied_for(r) : DENY_NONE;
 		resp_free(r);
 	}
 	return 1;
@@ -697,7 +716,7 @@ static int acl_trial(struct node *n, int *missing, char *why, size_t len)
 			continue;
 		int argc = right_argv(n, i, argv);
 		if (cmdv(n, &r, err, sizeof err, argc, argv) == LOCK_OK)
-			missing[i] = resp_is_error(r, "NOPERM");
+			missing[i] = resp_is_error(r, "NOPERM") ? DENY_COMMAND : DENY_NONE;
 		resp_free(r);
 	}
 	struct resp_reply *r = NULL;
@@ -717,16 +736,35 @@ static int acl_trial(struct node *n, int *missing, char *why, size_t len)
 		for (size_t i = 0; i < NRIGHTS; i++)
 			if (r->element[e]->type == RESP_STRING &&
 			    !strcmp(r->element[e]->str, rights[i].name))
-				missing[i] = 1;
+				missing[i] = DENY_COMMAND;
 	resp_free(r);
 	return 0;
+}
+
+/* The ACL pattern of every name under prefix: prefix, its glob characters taken
+ * literally ("[*]"; a backslash, which the output escapes, as '?'), then '*'. */
+static void prefix_pattern(const char *prefix, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = prefix; *p && o + 5 < len; p++) {
+		if (*p == '*' || *p == '?' || *p == '[') {
+			out[o++] = '[';
+			out[o++] = *p;
+			out[o++] = ']';
+		} else {
+			out[o++] = *p == '\\' ? '?' : *p;
+		}
+	}
+	out[o++] = '*';
+	out[o] = '\0';
 }
 
 static void check_acl(struct node *n)
 {
 	const char *user = n->srv->user ? n->srv->user : "default";
-	int missing[NRIGHTS] = {0}, needed = 0;
-	char names[512] = "", fix[600];
+	int missing[NRIGHTS] = {0}, needed = 0, published = 0, keys = 0, channels = 0;
+	char names[700] = "", fix[900], pat[300];
 
 	char why[512];
 	int dry = acl_dryrun(n, user, missing);
@@ -738,21 +776,43 @@ static void check_acl(struct node *n)
 	for (size_t i = 0; i < NRIGHTS; i++) {
 		if (!missing[i])
 			continue;
-		needed |= rights[i].needed;
+		needed |= rights[i].needed && missing[i] != DENY_CHANNEL;
+		published |= rights[i].needed && missing[i] == DENY_CHANNEL;
+		/* refused for its key or channel: the command itself is allowed */
+		keys |= missing[i] == DENY_KEY;
+		channels |= missing[i] == DENY_CHANNEL;
+		if (missing[i] != DENY_COMMAND)
+			continue;
 		snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-		         names[0] ? ", " : "", rights[i].name);
+		         names[0] ? ", " : "lacks ", rights[i].name);
 		snprintf(fix + strlen(fix), sizeof fix - strlen(fix), " +%s", rights[i].name);
+	}
+	/* The patterns that take in rlock's names: keys and channels all under the prefix. */
+	prefix_pattern(n->o->prefix, pat, sizeof pat);
+	if (keys) {
+		snprintf(names + strlen(names), sizeof names - strlen(names),
+		         "%smay not access the keys %s", names[0] ? ", " : "", pat);
+		snprintf(fix + strlen(fix), sizeof fix - strlen(fix), " ~%s", pat);
+	}
+	if (channels) {
+		snprintf(names + strlen(names), sizeof names - strlen(names),
+		         "%smay not use the channels %s", names[0] ? ", " : "", pat);
+		snprintf(fix + strlen(fix), sizeof fix - strlen(fix), " &%s", pat);
 	}
 	const char *how = dry ? "ACL DRYRUN" : "tried on a throwaway key";
 	if (!names[0])
 		finding(n->out, L_OK, n->srv->name, "acl", NULL,
 		        "user '%s' has the rights rlock uses (%s)", user, how);
 	else
-		finding(n->out, needed ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
-		        "user '%s' lacks %s (%s)%s", user, names, how,
+		finding(n->out, needed || published ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
+		        "user '%s' %s (%s)%s", user, names, how,
 		        needed ? ": locks cannot be taken, renewed or released"
-		               : ": waiting, --list, --history, --lock-delay or --wait-replicas "
-		                 "fall short");
+		        : published
+		            ? ": a script's PUBLISH is refused after its writes (a release fails "
+		              "once it has deleted the lock and is sent again; the release "
+		              "channel's waiters are not woken)"
+		            : ": waiting, --list, --history, --lock-delay or --wait-replicas "
+		              "fall short");
 }
 
 /* Every check of one node; 0, or -1 when it is unreachable. */

@@ -224,7 +224,10 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
 		return LOCK_DENIED;
 	}
-	if (resp_is_error(r, "BUSY")) /* a script runs: it ends, or is killed */
+	/* States that pass, refused before the script wrote anything: a script runs (it
+	 * ends, or is killed); used memory over maxmemory under noeviction (keys expire,
+	 * memory is freed); writes stopped after a failed BGSAVE (the server retries it). */
+	if (resp_is_error(r, "BUSY") || resp_is_error(r, "OOM") || resp_is_error(r, "MISCONF"))
 		conn_fault_note(CONN_FAULT_PASSING);
 	snprintf(err, errlen, "%s: server error: %.300s", what, r->str);
 	return LOCK_ERR;
