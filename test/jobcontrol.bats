@@ -103,3 +103,32 @@ PL
 	assert_equal "$(cat after)" "status=79"
 	assert_equal "$(wc -l <hb)" "$before" # not one more beat after the lease ran out
 }
+
+@test "a background rlock whose command reads the terminal stops as a job does (tty input); fg gives it the terminal" {
+	cat >ttyread.sh <<'SH'
+#!/bin/sh
+: >prompted
+read -r x </dev/tty
+echo "hello $x" >answer
+SH
+	chmod +x ttyread.sh
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k bgtty -- ./ttyread.sh &" >&5
+	wait_until 30 test -e prompted
+	local rpid
+	rpid=$(rcli HGET 'rlock:{bgtty}:owner' pid)
+	[[ -n $rpid ]] || fail "no holder"
+	track_pid "$rpid"
+	# as `./ttyread.sh &` alone: the shell reports the job stopped for terminal input
+	wait_until 30 not running "$rpid" || fail "rlock runs on while its command waits for the terminal: $(cat -v tty-out)"
+	printf 'jobs -l\n' >&5
+	wait_until 30 grep -q 'Stopped.*tty input' tty-out || fail "$(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$rpid"
+	printf 'bob\n' >&5
+	wait_until 30 test -s answer
+	wait_until 30 key_absent 'rlock:{bgtty}'
+	printf 'echo rlock-exit=$? > exitcode\n' >&5 # $? of fg: the job's status
+	wait_until 30 test -s exitcode
+	assert_equal "$(cat answer)" "hello bob"
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+}

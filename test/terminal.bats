@@ -65,6 +65,36 @@ PL
 	assert_equal "$(cat after)" "got-back"
 }
 
+# ttyread.sh: prompts on /dev/tty and reads the answer from it (as sudo, ssh and
+# read -p </dev/tty do), whatever its stdin, stdout and stderr are.
+make_ttyread() {
+	cat >ttyread.sh <<'SH'
+#!/bin/sh
+cd "$(dirname "$0")" || exit 99
+: >prompted
+printf 'password? ' >/dev/tty
+read -r x </dev/tty
+echo "hello $x" >answer
+SH
+	chmod +x ttyread.sh
+}
+
+@test "a command that reads /dev/tty gets the terminal with stdin, stdout and stderr redirected (as under flock)" {
+	make_ttyread
+	(clean_exec script -qfec "$RLOCK -u $REDIS_URL -k devtty -- $BATS_TEST_TMPDIR/ttyread.sh </dev/null >/dev/null 2>&1; echo rlock-exit=\$? > exitcode" \
+		/dev/null) <tty-in >tty-out 2>&1 &
+	track_pid $!
+	exec 5>tty-in
+	wait_until 30 test -e prompted
+	wait_until 30 grep -q 'password?' tty-out
+	printf 'bob\n' >&5
+	wait_until 30 test -s exitcode || fail "the command never read the terminal (stopped in a background group?): $(cat -v tty-out)"
+	exec 5>&-
+	assert_equal "$(cat answer)" "hello bob"
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+	key_absent 'rlock:{devtty}'
+}
+
 # cat_foreground: the `cat` run by rlock owns the terminal again (after fg).
 cat_foreground() {
 	local rpid cpid

@@ -21,6 +21,7 @@
 #include "fds.h"
 #include "log.h"
 #include "parse.h"
+#include "procstat.h"
 
 /* Signals that reach the command exactly once. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -402,6 +403,35 @@ static void hand_terminal(int tty, pid_t from, pid_t to)
 		tcsetpgrp(tty, to);
 }
 
+/* rlock's controlling terminal: whichever of fds 0-2 is it, else /dev/tty (a command
+ * run with `</dev/null >log 2>&1` may still prompt there, as sudo and ssh do: under
+ * flock it can, being in the terminal's foreground group), *opened then set. -1: none
+ * (cron, a daemon, setsid). */
+static int controlling_tty(int *opened)
+{
+	*opened = 0;
+	for (int fd = 0; fd < 3; fd++)
+		if (isatty(fd) && tcgetpgrp(fd) >= 0) /* ENOTTY: not our controlling one */
+			return fd;
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (tcgetpgrp(fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	*opened = 1;
+	return fd;
+}
+
+static void tty_drop(struct child *ch)
+{
+	if (ch->tty_opened)
+		close(ch->tty);
+	ch->tty = -1;
+	ch->tty_opened = 0;
+}
+
 /* What the child reports on its exec pipe when it cannot run the command: the step
  * that failed and its errno (one 8-byte write, atomic on a pipe). End of file instead:
  * it exec'd (or died of SIGKILL: rlock was gone). */
@@ -473,6 +503,7 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
+	tty_drop(ch);
 	if (step == STEP_WATCHDOG) {
 		log_error("cannot start the watchdog (%s): the command does not run (nothing "
 		          "would stop it if rlock were killed)",
@@ -567,8 +598,6 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
-	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
-		ch->tty = STDIN_FILENO;
 	/* What the command leaves behind when it exits (`job &`) is reparented to rlock,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -587,13 +616,18 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		return RL_EX_OSERR;
 	}
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	struct setup u = {ep[1],        ready, ch->watch_fd,  ch->tty, getpid(),
+	/* The command's group takes the terminal if rlock's has it (a foreground job);
+	 * from the background it stops on the terminal as a job would (follow_stop). */
+	ch->tty = controlling_tty(&ch->tty_opened);
+	int take = ch->tty >= 0 && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
+	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;
 	close(ep[1]);
 	close(ready);
 	if (pid < 0) {
+		tty_drop(ch);
 		close(ep[0]);
 		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
 		log_error("cannot fork: %s", strerror(fork_errno));
@@ -617,18 +651,27 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
-/* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
- * of its foreground job and stop too, after taking the terminal back, so that the
- * shell regains control. When the shell continues us: on `fg` (our group has the
+/* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
+ * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking the terminal
+ * back, so that the shell regains control. When the shell continues us: on `fg` (our group has the
  * terminal) hand it to the command; on `bg` leave it with the shell. The caller then
  * continues the command, unless the lease ran out meanwhile: while rlock is stopped
  * its lease is not renewed, and a suspension longer than the lease loses the lock
  * (exit 79 when continued). */
-static void follow_stop(struct child *ch, int stopsig)
+static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
+	struct proc_stat parent;
 	int sig = stopsig;
 
+	/* Stopped in the background (rlock started with `&`, or continued with bg): only
+	 * a shell can resolve that (fg), and only if rlock's group is a job of it: a stop
+	 * signal sent to an orphaned group is discarded (POSIX), so rlock would not stop
+	 * and the command, continued, would stop again at once. Left stopped then, as it
+	 * stopped itself. */
+	if (tcgetpgrp(ch->tty) != ch->pid && (proc_stat_read(getppid(), &parent) < 0 ||
+	                                      parent.sid != getsid(0) || parent.pgrp == getpgrp()))
+		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
@@ -640,6 +683,7 @@ static void follow_stop(struct child *ch, int stopsig)
 	kill(getpid(), sig);
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
+	return 1;
 }
 
 /* The watchdog died while the command runs (killed by hand, by the OOM killer): the
@@ -975,7 +1019,8 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		on_timers(&s, now);
 		int stopped = reap(ch, &st);
 		if (stopped) {
-			follow_stop(ch, stopped);
+			if (!follow_stop(ch, stopped))
+				continue;
 			/* Not one instruction of the command after the lease ran out. */
 			if (s.watching && clock_ms() >= a->lost_at(a->ctx))
 				on_loss(&s, 1);
@@ -1000,6 +1045,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
+	tty_drop(ch);
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */
