@@ -616,10 +616,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		return RL_EX_OSERR;
 	}
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	/* The command's group takes the terminal if rlock's has it (a foreground job);
-	 * from the background it stops on the terminal as a job would (follow_stop). */
+	/* The command's group takes the terminal at once if it is its stdin and rlock's
+	 * group has it (a foreground job); else when it asks for it (follow_stop). */
 	ch->tty = controlling_tty(&ch->tty_opened);
-	int take = ch->tty >= 0 && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
+	int take = ch->tty == STDIN_FILENO && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
 	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
 	pid_t pid = start_command(&u);
@@ -664,6 +664,13 @@ static int follow_stop(struct child *ch, int stopsig)
 	struct proc_stat parent;
 	int sig = stopsig;
 
+	/* Stopped to read or write the terminal that rlock's group has and did not hand
+	 * over (stdin is not the terminal: a prompt on /dev/tty, as sudo and ssh do): hand
+	 * it over now, as a shell's fg would, and let it go on. */
+	if ((stopsig == SIGTTIN || stopsig == SIGTTOU) && tcgetpgrp(ch->tty) == getpgrp()) {
+		tcsetpgrp(ch->tty, ch->pid);
+		return 1;
+	}
 	/* Stopped in the background (rlock started with `&`, or continued with bg): only
 	 * a shell can resolve that (fg), and only if rlock's group is a job of it: a stop
 	 * signal sent to an orphaned group is discarded (POSIX), so rlock would not stop

@@ -69,8 +69,8 @@ struct child {
 	int watchdog_killed; /* it said so (before its SIGKILL): the exit is 79 */
 	int64_t watch_by;    /* the group's SIGKILL deadline the watchdog holds (last told) */
 	int tty;             /* rlock's controlling terminal (one of fds 0-2, else /dev/tty
-	                      * opened: tty_opened), or -1; the command's group takes it
-	                      * when rlock's group has it */
+	                      * opened: tty_opened), or -1; the command's group takes it at
+	                      * once when it is stdin, else when it asks (follow_stop) */
 	int tty_opened;      /* tty is /dev/tty opened here, closed by child_finish */
 };
 
