@@ -175,10 +175,54 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 }
 
 /* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
- * pipe), or WATCHDOG_DISARM. */
+ * pipe), WATCHDOG_DISARM, or an orphan of the command's: minus its pid, then its start
+ * time (/proc/PID/stat's ticks), in one 16-byte write. */
 #define WATCHDOG_DISARM   INT64_MIN
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
+#define ORPHANS_MAX       COVER_MAX /* orphans told to the watchdog at once */
+#define ORPHAN_POLL_MS    200       /* look for new orphans at least this often */
+
+/* The watchdog's roots besides the command: the orphans rlock told it of (a pid and
+ * the start time that proves it the same process later). */
+static struct {
+	pid_t pid[ORPHANS_MAX];
+	unsigned long long start[ORPHANS_MAX];
+	int n;
+} roots;
+
+/* The roots that are still the processes told of, into live[]. Their number. */
+static int roots_live(pid_t *live)
+{
+	int n = 0;
+
+	for (int i = 0; i < roots.n; i++) {
+		struct proc_stat st;
+		if (proc_stat_read(roots.pid[i], &st) == 0 && st.start_ticks == roots.start[i] &&
+		    proc_stat_live(&st))
+			live[n++] = roots.pid[i];
+		else
+			roots.pid[i] = 0; /* gone: its place is free */
+	}
+	int k = 0;
+	for (int i = 0; i < roots.n; i++)
+		if (roots.pid[i]) {
+			roots.pid[k] = roots.pid[i];
+			roots.start[k++] = roots.start[i];
+		}
+	roots.n = k;
+	return n;
+}
+
+/* The watchdog's kill at its deadline or at rlock's end: the cover, below the command
+ * and below the orphans it was told of. */
+static void watchdog_kill(pid_t pgid, pid_t sid, pid_t rlock_pgrp)
+{
+	pid_t live[ORPHANS_MAX];
+	int n = roots_live(live);
+
+	cover_freeze_kill(pgid, sid, rlock_pgrp, live, n);
+}
 
 /* The first message a watchdog reads: the group it guards (the command writes it, just
  * before its exec), or the end of its pipe: nothing was started, nothing to kill. */
@@ -201,8 +245,9 @@ static pid_t watchdog_group(int fd)
  * SIGKILL: rlock, which reaps the command only after that kill, finds the report then,
  * whatever deadline it has told since (issue: a renewal after SIGCONT moved it on).
  * It kills the command's cover as far as it can see it: what is below the command (sid:
- * rlock's session; never rlock's own group). Orphans that rlock reaps are rlock's to
- * stop while it runs; once it is gone, they are another reaper's. */
+ * rlock's session; never rlock's own group) and below the orphans rlock told it of
+ * (tell_orphans): once rlock is gone, or while it is stopped, they are out of reach of
+ * a walk from the command (reparented to rlock, then to another reaper). */
 static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 {
 	pid_t pgid = watchdog_group(0);
@@ -216,7 +261,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
 					(void)!write(1, &kill_by, sizeof kill_by);
 				/* rlock stopped or stuck past the deadline */
-				cover_freeze_kill(pgid, sid, rlock_pgrp);
+				watchdog_kill(pgid, sid, rlock_pgrp);
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
@@ -231,6 +276,19 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 			continue;
 		if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
 			_exit(0);
+		if (n == (ssize_t)sizeof v && v < 0) { /* an orphan: its start time follows */
+			int64_t start;
+			if (read(0, &start, sizeof start) != (ssize_t)sizeof start)
+				continue;
+			pid_t scratch[ORPHANS_MAX];
+			if (roots.n == ORPHANS_MAX)
+				roots_live(scratch); /* drop the gone */
+			if (roots.n < ORPHANS_MAX) {
+				roots.pid[roots.n] = (pid_t)-v;
+				roots.start[roots.n++] = (unsigned long long)start;
+			}
+			continue;
+		}
 		if (n == (ssize_t)sizeof v) {
 			kill_by = v;
 			continue;
@@ -240,10 +298,10 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 		 * while anything of the cover can run (bounded: a process in D state takes
 		 * its SIGKILL when it leaves that state) */
 		for (int i = 0; i < 50; i++) {
-			pid_t g[COVER_MAX];
+			pid_t g[COVER_MAX], r[ORPHANS_MAX];
 			int live;
-			cover_freeze_kill(pgid, sid, rlock_pgrp);
-			cover_groups(pgid, sid, 0, 0, rlock_pgrp, g, &live);
+			watchdog_kill(pgid, sid, rlock_pgrp);
+			cover_groups(pgid, sid, 0, 0, rlock_pgrp, r, roots_live(r), g, &live);
 			if (!live && !cover_group_live(pgid))
 				break;
 			struct timespec ts = {0, 20 * 1000 * 1000};
@@ -392,6 +450,45 @@ static void tell_watchdog(struct child *ch, int64_t v)
 	if (ch->watch_fd >= 0 && v != ch->watch_by) {
 		(void)!write(ch->watch_fd, &v, sizeof v);
 		ch->watch_by = v;
+	}
+}
+
+/* The orphans told to the current watchdog (rlock's side of roots). */
+static struct {
+	pid_t pid[ORPHANS_MAX];
+	int n;
+} told;
+
+/* Tell the watchdog of the command's orphans that rlock has now (reparented to it, a
+ * subreaper, when their parent died): a walk from the command no longer finds them,
+ * and once rlock is gone (or stopped) only the watchdog can stop what is below them
+ * (timeout(1)'s group of `rlock -c 'timeout 1h job &'` after the shell exited). */
+static void tell_orphans(struct child *ch)
+{
+	pid_t o[ORPHANS_MAX];
+	int n = ch->watch_fd >= 0 ? cover_orphans(ch->pid, ch->watchdog, o, ORPHANS_MAX) : 0;
+	int k = 0;
+
+	for (int i = 0; i < told.n; i++) /* forget the reaped */
+		for (int j = 0; j < n; j++)
+			if (told.pid[i] == o[j]) {
+				told.pid[k++] = told.pid[i];
+				break;
+			}
+	told.n = k;
+	for (int j = 0; j < n && told.n < ORPHANS_MAX; j++) {
+		int known = 0;
+		for (int i = 0; i < told.n && !known; i++)
+			known = told.pid[i] == o[j];
+		struct proc_stat st;
+		if (known || proc_stat_read(o[j], &st) < 0 || !proc_stat_live(&st))
+			continue; /* a zombie is reaped, never a root */
+		int64_t m[2] = {-(int64_t)o[j], (int64_t)st.start_ticks}; /* one write */
+		(void)!write(ch->watch_fd, m, sizeof m);
+		told.pid[told.n++] = o[j];
+		log_debug("the command's orphan pid %ld (now rlock's child) is in the watchdog's "
+		          "care too",
+		          (long)o[j]);
 	}
 }
 
@@ -595,6 +692,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	int ep[2], ready;
 
 	memset(ch, 0, sizeof *ch);
+	told.n = 0;
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
@@ -700,6 +798,8 @@ static void restart_watchdog(struct child *ch)
 	watchdog_heard(ch); /* what the dead one said before it died */
 	watchdog_drop(ch);
 	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
+	told.n = 0; /* the new one knows no orphan yet */
+	tell_orphans(ch);
 	if (ch->watchdog)
 		log_warn("the watchdog process died: a new one guards the command");
 	else
@@ -783,7 +883,7 @@ static int cover_live(const struct sup *s)
 
 	if (cover_group_live(pid))
 		return 1;
-	cover_groups(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), g, &live);
+	cover_groups(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), NULL, 0, g, &live);
 	return live;
 }
 
@@ -947,6 +1047,8 @@ static int next_timeout(const struct sup *s, int64_t now)
 		t = min_left(t, s->group_check, now);
 	if (s->killed >= 0)
 		t = min_left(t, now + KILL_REPEAT_MS, now);
+	/* orphans come silently (no SIGCHLD when a process is reparented to rlock) */
+	t = min_left(t, now + ORPHAN_POLL_MS, now);
 	return t < 0 ? -1 : t > 60000 ? 60000 : (int)t;
 }
 
@@ -1025,6 +1127,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		int64_t now = clock_ms();
 		on_timers(&s, now);
 		int stopped = reap(ch, &st);
+		tell_orphans(ch); /* one read of rlock's child list */
 		if (stopped) {
 			if (!follow_stop(ch, stopped))
 				continue;
