@@ -132,3 +132,22 @@ SH
 	assert_equal "$(cat answer)" "hello bob"
 	assert_equal "$(cat exitcode)" "rlock-exit=0"
 }
+
+@test "a background rlock whose command someone stops (kill -STOP) renews on: not a job's stop, the lock kept" {
+	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k pause -- sleep 300 >/dev/null 2>&1 &" >&5
+	wait_until 30 key_exists 'rlock:{pause}'
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{pause}:owner' pid)
+	wait_until 30 test -n "$(cmd_pid pause)"
+	cpid=$(cmd_pid pause)
+	track_pid "$rpid" "$cpid"
+	kill -STOP "$cpid"
+	wait_until 30 not running "$cpid"
+	# three leases long: rlock neither stops with it nor loses the lock
+	run ! wait_until 3 not running "$rpid"
+	key_exists 'rlock:{pause}'
+	kill -CONT "$cpid"
+	printf 'kill %%1\n' >&5
+	wait_until 30 key_absent 'rlock:{pause}'
+	wait_until 30 proc_gone "$rpid"
+}

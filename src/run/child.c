@@ -718,6 +718,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	 * group has it (a foreground job); else when it asks for it (follow_stop). */
 	ch->tty = controlling_tty(&ch->tty_opened);
 	int take = ch->tty == STDIN_FILENO && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
+	ch->tty_given = take >= 0;
 	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
 	pid_t pid = start_command(&u);
@@ -767,15 +768,19 @@ static int follow_stop(struct child *ch, int stopsig)
 	 * it over now, as a shell's fg would, and let it go on. */
 	if ((stopsig == SIGTTIN || stopsig == SIGTTOU) && tcgetpgrp(ch->tty) == getpgrp()) {
 		tcsetpgrp(ch->tty, ch->pid);
+		ch->tty_given = 1;
 		return 1;
 	}
-	/* Stopped in the background (rlock started with `&`, or continued with bg): only
-	 * a shell can resolve that (fg), and only if rlock's group is a job of it: a stop
-	 * signal sent to an orphaned group is discarded (POSIX), so rlock would not stop
-	 * and the command, continued, would stop again at once. Left stopped then, as it
-	 * stopped itself. */
-	if (tcgetpgrp(ch->tty) != ch->pid && (proc_stat_read(getppid(), &parent) < 0 ||
-	                                      parent.sid != getsid(0) || parent.pgrp == getpgrp()))
+	/* Stopped in the background (rlock started with `&`, or continued with bg). A stop
+	 * someone sent (kill -STOP) to a command that never had the terminal is no job's:
+	 * left as it is, rlock renews on. A terminal's stop only a shell can resolve (fg),
+	 * and only if rlock's group is a job of it: a stop signal sent to an orphaned group
+	 * is discarded (POSIX), so rlock would not stop and the command, continued, would
+	 * stop again at once. Left stopped then, as it stopped itself. */
+	int tty_stop = stopsig == SIGTTIN || stopsig == SIGTTOU;
+	if (tcgetpgrp(ch->tty) != ch->pid &&
+	    ((!ch->tty_given && !tty_stop) || proc_stat_read(getppid(), &parent) < 0 ||
+	     parent.sid != getsid(0) || parent.pgrp == getpgrp()))
 		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an

@@ -72,6 +72,7 @@ struct child {
 	                      * opened: tty_opened), or -1; the command's group takes it at
 	                      * once when it is stdin, else when it asks (follow_stop) */
 	int tty_opened;      /* tty is /dev/tty opened here, closed by child_finish */
+	int tty_given;       /* the command's group was given the terminal (a job of it) */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed
