@@ -751,12 +751,13 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 }
 
 /* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
- * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking the terminal
- * back, so that the shell regains control. When the shell continues us: on `fg` (our group has the
- * terminal) hand it to the command; on `bg` leave it with the shell. The caller then
- * continues the command, unless the lease ran out meanwhile: while rlock is stopped
- * its lease is not renewed, and a suspension longer than the lease loses the lock
- * (exit 79 when continued). */
+ * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking
+ * the terminal back, so that the shell regains control. When the shell continues us:
+ * on `fg` (our group has the terminal) hand it to the command; on `bg` leave it with
+ * the shell. The caller then continues the command (1), unless the lease ran out
+ * meanwhile: while rlock is stopped its lease is not renewed, and a suspension longer
+ * than the lease loses the lock (exit 79 when continued). 0: not followed, the
+ * command left stopped. */
 static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
