@@ -122,6 +122,32 @@ watchdog_of() {
 	step_dies "rlock SIGKILLed, the step in timeout's group"
 }
 
+# orphan_told: rlock (-v -v) has told its watchdog of the command's orphan.
+orphan_told() { grep -q "orphan pid .* is in the watchdog's care" "$RLOCK_ERR"; }
+
+# A step whose parent died is reparented to rlock (its child subreaper): a walk from
+# the command no longer finds it, and once rlock is gone it is init's child.
+@test "rlock SIGKILLed after the command exited: its job in timeout(1)'s group (rlock's orphan) dies too" {
+	make_step
+	rlock_bg -v -v -t 3s -k g -c 'timeout 120 ./step & echo $$ >outer.pid'
+	wait_until 30 test -e started
+	track_pidfile step.pid
+	wait_until 30 pidfile_gone outer.pid
+	wait_until 30 orphan_told
+	kill -KILL "$RLOCK_PID"
+	step_dies "rlock SIGKILLed, the orphaned step in timeout's group"
+}
+
+@test "rlock SIGKILLed while the command runs: a job in timeout(1)'s group whose subshell exited dies too" {
+	make_step
+	rlock_bg -v -v -t 3s -k g -c '(timeout 120 ./step &); exec sleep 120'
+	wait_until 30 test -e started
+	track_pidfile step.pid
+	wait_until 30 orphan_told
+	kill -KILL "$RLOCK_PID"
+	step_dies "rlock SIGKILLed, the orphaned step in timeout's group"
+}
+
 @test "the lock lost: a step in timeout(1)'s own process group is stopped too, 79" {
 	make_step
 	rlock_bg -t 3s -k g -c 'timeout 120 ./step; true'

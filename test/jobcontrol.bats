@@ -103,3 +103,51 @@ PL
 	assert_equal "$(cat after)" "status=79"
 	assert_equal "$(wc -l <hb)" "$before" # not one more beat after the lease ran out
 }
+
+@test "a background rlock whose command reads the terminal stops as a job does (tty input); fg gives it the terminal" {
+	cat >ttyread.sh <<'SH'
+#!/bin/sh
+: >prompted
+read -r x </dev/tty
+echo "hello $x" >answer
+SH
+	chmod +x ttyread.sh
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k bgtty -- ./ttyread.sh &" >&5
+	wait_until 30 test -e prompted
+	local rpid
+	rpid=$(rcli HGET 'rlock:{bgtty}:owner' pid)
+	[[ -n $rpid ]] || fail "no holder"
+	track_pid "$rpid"
+	# as `./ttyread.sh &` alone: the shell reports the job stopped for terminal input
+	wait_until 30 not running "$rpid" || fail "rlock runs on while its command waits for the terminal: $(cat -v tty-out)"
+	printf 'jobs -l\n' >&5
+	wait_until 30 grep -q 'Stopped.*tty input' tty-out || fail "$(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$rpid"
+	printf 'bob\n' >&5
+	wait_until 30 test -s answer
+	wait_until 30 key_absent 'rlock:{bgtty}'
+	printf 'echo rlock-exit=$? > exitcode\n' >&5 # $? of fg: the job's status
+	wait_until 30 test -s exitcode
+	assert_equal "$(cat answer)" "hello bob"
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+}
+
+@test "a background rlock whose command someone stops (kill -STOP) renews on: not a job's stop, the lock kept" {
+	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k pause -- sleep 300 >/dev/null 2>&1 &" >&5
+	wait_until 30 key_exists 'rlock:{pause}'
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{pause}:owner' pid)
+	wait_until 30 test -n "$(cmd_pid pause)"
+	cpid=$(cmd_pid pause)
+	track_pid "$rpid" "$cpid"
+	kill -STOP "$cpid"
+	wait_until 30 not running "$cpid"
+	# three leases long: rlock neither stops with it nor loses the lock
+	run ! wait_until 3 not running "$rpid"
+	key_exists 'rlock:{pause}'
+	kill -CONT "$cpid"
+	printf 'kill %%1\n' >&5
+	wait_until 30 key_absent 'rlock:{pause}'
+	wait_until 30 proc_gone "$rpid"
+}

@@ -22,6 +22,30 @@ load helpers
 	grep -q 'lock lost' "$RLOCK_ERR"
 }
 
+@test "rlock stopped past the lease: the watchdog kills the command's orphan in a group of its own too (timeout ... & from a subshell that exited); 79" {
+	death_watch # first: else the step makes dw a plain file
+	cat >step <<'SH'
+#!/bin/sh
+exec 9>dw
+echo $$ >step.pid
+touch started
+exec sleep 60
+SH
+	chmod +x step
+	rlock_bg -v -v -t 3s -k so -c '(timeout 120 ./step &); exec sleep 120'
+	wait_until 10 test -e started
+	track_pidfile step.pid
+	# the subshell is gone: timeout is rlock's child now, out of a walk from the command
+	wait_until 10 grep -q "orphan pid .* is in the watchdog's care" "$RLOCK_ERR"
+	kill -STOP "$RLOCK_PID"
+	local end
+	end=$(lease_end 'rlock:{so}') || fail "no lease left to measure against"
+	dead_before "$end" "rlock stopped, ttl 3s, the orphaned step"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+}
+
 @test "rlock stopped after a renewal, continued once the watchdog killed the group and before the lease ends: 79, the watchdog named, the run recorded lost" {
 	# The renewal that follows SIGCONT succeeds (the lease still runs on the server) and
 	# moves the watchdog's deadline on before rlock reaps the command: rlock must know

@@ -65,6 +65,61 @@ PL
 	assert_equal "$(cat after)" "got-back"
 }
 
+# ttyread.sh: prompts on /dev/tty and reads the answer from it (as sudo, ssh and
+# read -p </dev/tty do), whatever its stdin, stdout and stderr are.
+make_ttyread() {
+	cat >ttyread.sh <<'SH'
+#!/bin/sh
+cd "$(dirname "$0")" || exit 99
+: >prompted
+printf 'password? ' >/dev/tty
+read -r x </dev/tty
+echo "hello $x" >answer
+SH
+	chmod +x ttyread.sh
+}
+
+@test "a command that reads /dev/tty gets the terminal with stdin, stdout and stderr redirected (as under flock)" {
+	make_ttyread
+	(clean_exec script -qfec "$RLOCK -u $REDIS_URL -k devtty -- $BATS_TEST_TMPDIR/ttyread.sh </dev/null >/dev/null 2>&1; echo rlock-exit=\$? > exitcode" \
+		/dev/null) <tty-in >tty-out 2>&1 &
+	track_pid $!
+	exec 5>tty-in
+	wait_until 30 test -e prompted
+	wait_until 30 grep -q 'password?' tty-out
+	printf 'bob\n' >&5
+	wait_until 30 test -s exitcode || fail "the command never read the terminal (stopped in a background group?): $(cat -v tty-out)"
+	exec 5>&-
+	assert_equal "$(cat answer)" "hello bob"
+	assert_equal "$(cat exitcode)" "rlock-exit=0"
+	key_absent 'rlock:{devtty}'
+}
+
+@test "a command started with & by a script (stdin /dev/null) does not take the terminal from the script" {
+	# bash without job control runs `cmd &` in its own (foreground) group, stdin on
+	# /dev/null: the command does not ask for the terminal, so the script keeps it.
+	cat >bgscript.sh <<SH
+#!/bin/bash
+cd "$BATS_TEST_TMPDIR" || exit 99
+$RLOCK -u $REDIS_URL -k bgamp -- sh -c ': >started; exec sleep 60' &
+for _ in \$(seq 1500); do [[ -e started ]] && break; sleep 0.02; done
+read -r x
+echo "got-\$x" >after
+kill \$!
+wait
+SH
+	chmod +x bgscript.sh
+	(clean_exec script -qfec "$BATS_TEST_TMPDIR/bgscript.sh" /dev/null) <tty-in >tty-out 2>&1 &
+	track_pid $!
+	exec 5>tty-in
+	wait_until 30 test -e started
+	printf 'back\n' >&5
+	wait_until 30 test -s after || fail "the script lost the terminal: $(cat -v tty-out)"
+	exec 5>&-
+	assert_equal "$(cat after)" "got-back"
+	wait_until 30 key_absent 'rlock:{bgamp}'
+}
+
 # cat_foreground: the `cat` run by rlock owns the terminal again (after fg).
 cat_foreground() {
 	local rpid cpid

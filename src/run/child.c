@@ -21,6 +21,7 @@
 #include "fds.h"
 #include "log.h"
 #include "parse.h"
+#include "procstat.h"
 
 /* Signals that reach the command exactly once. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -174,10 +175,54 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 }
 
 /* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
- * pipe), or WATCHDOG_DISARM. */
+ * pipe), WATCHDOG_DISARM, or an orphan of the command's: minus its pid, then its start
+ * time (/proc/PID/stat's ticks), in one 16-byte write. */
 #define WATCHDOG_DISARM   INT64_MIN
 #define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
 #define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
+#define ORPHANS_MAX       COVER_MAX /* orphans told to the watchdog at once */
+#define ORPHAN_POLL_MS    200       /* look for new orphans at least this often */
+
+/* The watchdog's roots besides the command: the orphans rlock told it of (a pid and
+ * the start time that proves it the same process later). */
+static struct {
+	pid_t pid[ORPHANS_MAX];
+	unsigned long long start[ORPHANS_MAX];
+	int n;
+} roots;
+
+/* The roots that are still the processes told of, into live[]. Their number. */
+static int roots_live(pid_t *live)
+{
+	int n = 0;
+
+	for (int i = 0; i < roots.n; i++) {
+		struct proc_stat st;
+		if (proc_stat_read(roots.pid[i], &st) == 0 && st.start_ticks == roots.start[i] &&
+		    proc_stat_live(&st))
+			live[n++] = roots.pid[i];
+		else
+			roots.pid[i] = 0; /* gone: its place is free */
+	}
+	int k = 0;
+	for (int i = 0; i < roots.n; i++)
+		if (roots.pid[i]) {
+			roots.pid[k] = roots.pid[i];
+			roots.start[k++] = roots.start[i];
+		}
+	roots.n = k;
+	return n;
+}
+
+/* The watchdog's kill at its deadline or at rlock's end: the cover, below the command
+ * and below the orphans it was told of. */
+static void watchdog_kill(pid_t pgid, pid_t sid, pid_t rlock_pgrp)
+{
+	pid_t live[ORPHANS_MAX];
+	int n = roots_live(live);
+
+	cover_freeze_kill(pgid, sid, rlock_pgrp, live, n);
+}
 
 /* The first message a watchdog reads: the group it guards (the command writes it, just
  * before its exec), or the end of its pipe: nothing was started, nothing to kill. */
@@ -200,8 +245,9 @@ static pid_t watchdog_group(int fd)
  * SIGKILL: rlock, which reaps the command only after that kill, finds the report then,
  * whatever deadline it has told since (issue: a renewal after SIGCONT moved it on).
  * It kills the command's cover as far as it can see it: what is below the command (sid:
- * rlock's session; never rlock's own group). Orphans that rlock reaps are rlock's to
- * stop while it runs; once it is gone, they are another reaper's. */
+ * rlock's session; never rlock's own group) and below the orphans rlock told it of
+ * (tell_orphans): once rlock is gone, or while it is stopped, they are out of reach of
+ * a walk from the command (reparented to rlock, then to another reaper). */
 static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 {
 	pid_t pgid = watchdog_group(0);
@@ -215,7 +261,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
 					(void)!write(1, &kill_by, sizeof kill_by);
 				/* rlock stopped or stuck past the deadline */
-				cover_freeze_kill(pgid, sid, rlock_pgrp);
+				watchdog_kill(pgid, sid, rlock_pgrp);
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
@@ -230,6 +276,19 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 			continue;
 		if (n == (ssize_t)sizeof v && v == WATCHDOG_DISARM)
 			_exit(0);
+		if (n == (ssize_t)sizeof v && v < 0) { /* an orphan: its start time follows */
+			int64_t start;
+			if (read(0, &start, sizeof start) != (ssize_t)sizeof start)
+				continue;
+			pid_t scratch[ORPHANS_MAX];
+			if (roots.n == ORPHANS_MAX)
+				roots_live(scratch); /* drop the gone */
+			if (roots.n < ORPHANS_MAX) {
+				roots.pid[roots.n] = (pid_t)-v;
+				roots.start[roots.n++] = (unsigned long long)start;
+			}
+			continue;
+		}
 		if (n == (ssize_t)sizeof v) {
 			kill_by = v;
 			continue;
@@ -239,10 +298,10 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 		 * while anything of the cover can run (bounded: a process in D state takes
 		 * its SIGKILL when it leaves that state) */
 		for (int i = 0; i < 50; i++) {
-			pid_t g[COVER_MAX];
+			pid_t g[COVER_MAX], r[ORPHANS_MAX];
 			int live;
-			cover_freeze_kill(pgid, sid, rlock_pgrp);
-			cover_groups(pgid, sid, 0, 0, rlock_pgrp, g, &live);
+			watchdog_kill(pgid, sid, rlock_pgrp);
+			cover_groups(pgid, sid, 0, 0, rlock_pgrp, r, roots_live(r), g, &live);
 			if (!live && !cover_group_live(pgid))
 				break;
 			struct timespec ts = {0, 20 * 1000 * 1000};
@@ -394,12 +453,80 @@ static void tell_watchdog(struct child *ch, int64_t v)
 	}
 }
 
+/* The orphans told to the current watchdog (rlock's side of roots). */
+static struct {
+	pid_t pid[ORPHANS_MAX];
+	int n;
+} told;
+
+/* Tell the watchdog of the command's orphans that rlock has now (reparented to it, a
+ * subreaper, when their parent died): a walk from the command no longer finds them,
+ * and once rlock is gone (or stopped) only the watchdog can stop what is below them
+ * (timeout(1)'s group of `rlock -c 'timeout 1h job &'` after the shell exited). */
+static void tell_orphans(struct child *ch)
+{
+	pid_t o[ORPHANS_MAX];
+	int n = ch->watch_fd >= 0 ? cover_orphans(ch->pid, ch->watchdog, o, ORPHANS_MAX) : 0;
+	int k = 0;
+
+	for (int i = 0; i < told.n; i++) /* forget the reaped */
+		for (int j = 0; j < n; j++)
+			if (told.pid[i] == o[j]) {
+				told.pid[k++] = told.pid[i];
+				break;
+			}
+	told.n = k;
+	for (int j = 0; j < n && told.n < ORPHANS_MAX; j++) {
+		int known = 0;
+		for (int i = 0; i < told.n && !known; i++)
+			known = told.pid[i] == o[j];
+		struct proc_stat st;
+		if (known || proc_stat_read(o[j], &st) < 0 || !proc_stat_live(&st))
+			continue; /* a zombie is reaped, never a root */
+		int64_t m[2] = {-(int64_t)o[j], (int64_t)st.start_ticks}; /* one write */
+		(void)!write(ch->watch_fd, m, sizeof m);
+		told.pid[told.n++] = o[j];
+		log_debug("the command's orphan pid %ld (now rlock's child) is in the watchdog's "
+		          "care too",
+		          (long)o[j]);
+	}
+}
+
 /* Give the terminal to group `to` only if `from` has it: a job continued in the
  * background (bg) must not take the terminal from the shell. */
 static void hand_terminal(int tty, pid_t from, pid_t to)
 {
 	if (tty >= 0 && tcgetpgrp(tty) == from)
 		tcsetpgrp(tty, to);
+}
+
+/* rlock's controlling terminal: whichever of fds 0-2 is it, else /dev/tty (a command
+ * run with `</dev/null >log 2>&1` may still prompt there, as sudo and ssh do: under
+ * flock it can, being in the terminal's foreground group), *opened then set. -1: none
+ * (cron, a daemon, setsid). */
+static int controlling_tty(int *opened)
+{
+	*opened = 0;
+	for (int fd = 0; fd < 3; fd++)
+		if (isatty(fd) && tcgetpgrp(fd) >= 0) /* ENOTTY: not our controlling one */
+			return fd;
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (tcgetpgrp(fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	*opened = 1;
+	return fd;
+}
+
+static void tty_drop(struct child *ch)
+{
+	if (ch->tty_opened)
+		close(ch->tty);
+	ch->tty = -1;
+	ch->tty_opened = 0;
 }
 
 /* What the child reports on its exec pipe when it cannot run the command: the step
@@ -473,6 +600,7 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
+	tty_drop(ch);
 	if (step == STEP_WATCHDOG) {
 		log_error("cannot start the watchdog (%s): the command does not run (nothing "
 		          "would stop it if rlock were killed)",
@@ -563,11 +691,10 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	int ep[2], ready;
 
 	memset(ch, 0, sizeof *ch);
+	told.n = 0;
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
-	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp())
-		ch->tty = STDIN_FILENO;
 	/* What the command leaves behind when it exits (`job &`) is reparented to rlock,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -586,13 +713,19 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 		return RL_EX_OSERR;
 	}
 	ch->watch_by = kill_by < 0 ? WATCHDOG_NONE : kill_by;
-	struct setup u = {ep[1],        ready, ch->watch_fd,  ch->tty, getpid(),
+	/* The command's group takes the terminal at once if it is its stdin and rlock's
+	 * group has it (a foreground job); else when it asks for it (follow_stop). */
+	ch->tty = controlling_tty(&ch->tty_opened);
+	int take = ch->tty == STDIN_FILENO && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
+	ch->tty_given = take >= 0;
+	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;
 	close(ep[1]);
 	close(ready);
 	if (pid < 0) {
+		tty_drop(ch);
 		close(ep[0]);
 		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
 		log_error("cannot fork: %s", strerror(fork_errno));
@@ -616,18 +749,39 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
-/* The command, which owns the terminal, was stopped (Ctrl-Z): do what a shell expects
- * of its foreground job and stop too, after taking the terminal back, so that the
- * shell regains control. When the shell continues us: on `fg` (our group has the
- * terminal) hand it to the command; on `bg` leave it with the shell. The caller then
- * continues the command, unless the lease ran out meanwhile: while rlock is stopped
- * its lease is not renewed, and a suspension longer than the lease loses the lock
- * (exit 79 when continued). */
-static void follow_stop(struct child *ch, int stopsig)
+/* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
+ * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking
+ * the terminal back, so that the shell regains control. When the shell continues us:
+ * on `fg` (our group has the terminal) hand it to the command; on `bg` leave it with
+ * the shell. The caller then continues the command (1), unless the lease ran out
+ * meanwhile: while rlock is stopped its lease is not renewed, and a suspension longer
+ * than the lease loses the lock (exit 79 when continued). 0: not followed, the
+ * command left stopped. */
+static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
+	struct proc_stat parent;
 	int sig = stopsig;
 
+	/* Stopped to read or write the terminal that rlock's group has and did not hand
+	 * over (stdin is not the terminal: a prompt on /dev/tty, as sudo and ssh do): hand
+	 * it over now, as a shell's fg would, and let it go on. */
+	if ((stopsig == SIGTTIN || stopsig == SIGTTOU) && tcgetpgrp(ch->tty) == getpgrp()) {
+		tcsetpgrp(ch->tty, ch->pid);
+		ch->tty_given = 1;
+		return 1;
+	}
+	/* Stopped in the background (rlock started with `&`, or continued with bg). A stop
+	 * someone sent (kill -STOP) to a command that never had the terminal is no job's:
+	 * left as it is, rlock renews on. A terminal's stop only a shell can resolve (fg),
+	 * and only if rlock's group is a job of it: a stop signal sent to an orphaned group
+	 * is discarded (POSIX), so rlock would not stop and the command, continued, would
+	 * stop again at once. Left stopped then, as it stopped itself. */
+	int tty_stop = stopsig == SIGTTIN || stopsig == SIGTTOU;
+	if (tcgetpgrp(ch->tty) != ch->pid &&
+	    ((!ch->tty_given && !tty_stop) || proc_stat_read(getppid(), &parent) < 0 ||
+	     parent.sid != getsid(0) || parent.pgrp == getpgrp()))
+		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
@@ -639,6 +793,7 @@ static void follow_stop(struct child *ch, int stopsig)
 	kill(getpid(), sig);
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
+	return 1;
 }
 
 /* The watchdog died while the command runs (killed by hand, by the OOM killer): the
@@ -648,6 +803,8 @@ static void restart_watchdog(struct child *ch)
 	watchdog_heard(ch); /* what the dead one said before it died */
 	watchdog_drop(ch);
 	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
+	told.n = 0; /* the new one knows no orphan yet */
+	tell_orphans(ch);
 	if (ch->watchdog)
 		log_warn("the watchdog process died: a new one guards the command");
 	else
@@ -731,7 +888,7 @@ static int cover_live(const struct sup *s)
 
 	if (cover_group_live(pid))
 		return 1;
-	cover_groups(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), g, &live);
+	cover_groups(pid, getsid(0), 1, s->ch->watchdog, getpgrp(), NULL, 0, g, &live);
 	return live;
 }
 
@@ -895,6 +1052,8 @@ static int next_timeout(const struct sup *s, int64_t now)
 		t = min_left(t, s->group_check, now);
 	if (s->killed >= 0)
 		t = min_left(t, now + KILL_REPEAT_MS, now);
+	/* orphans come silently (no SIGCHLD when a process is reparented to rlock) */
+	t = min_left(t, now + ORPHAN_POLL_MS, now);
 	return t < 0 ? -1 : t > 60000 ? 60000 : (int)t;
 }
 
@@ -973,8 +1132,10 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		int64_t now = clock_ms();
 		on_timers(&s, now);
 		int stopped = reap(ch, &st);
+		tell_orphans(ch); /* one read of rlock's child list */
 		if (stopped) {
-			follow_stop(ch, stopped);
+			if (!follow_stop(ch, stopped))
+				continue;
 			/* Not one instruction of the command after the lease ran out. */
 			if (s.watching && clock_ms() >= a->lost_at(a->ctx))
 				on_loss(&s, 1);
@@ -999,6 +1160,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
+	tty_drop(ch);
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */

@@ -68,7 +68,11 @@ struct child {
 	int watch_report;    /* the watchdog's report: it killed the group at a deadline */
 	int watchdog_killed; /* it said so (before its SIGKILL): the exit is 79 */
 	int64_t watch_by;    /* the group's SIGKILL deadline the watchdog holds (last told) */
-	int tty;             /* terminal fd handed to the command's group, or -1 */
+	int tty;             /* rlock's controlling terminal (one of fds 0-2, else /dev/tty
+	                      * opened: tty_opened), or -1; the command's group takes it at
+	                      * once when it is stdin, else when it asks (follow_stop) */
+	int tty_opened;      /* tty is /dev/tty opened here, closed by child_finish */
+	int tty_given;       /* the command's group was given the terminal (a job of it) */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed

@@ -113,8 +113,34 @@ static int proc_facts(pid_t pid, pid_t *pgrp, pid_t *sid, int *live)
 	return 0;
 }
 
+/* rlock's children from q[from] on: drop cmd (when walked from already: 0 if not), the
+ * watchdog (in a session of its own) and the inherited ones. */
+static void keep_orphans(pid_t *q, int from, int *n, pid_t cmd, pid_t watchdog)
+{
+	for (int i = from; i < *n; i++) {
+		int old = (cmd && q[i] == cmd) || q[i] == watchdog;
+		for (int k = 0; k < ninherited && !old; k++)
+			old = q[i] == inherited[k];
+		if (old)
+			q[i--] = q[--*n];
+	}
+}
+
 /* cover.h */
-int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, pid_t *g, int *live)
+int cover_orphans(pid_t cmd, pid_t watchdog, pid_t *out, int max)
+{
+	int n = 0;
+
+	if (ninherited < 0 || ninherited > INHERITED_MAX)
+		return 0;
+	own_children(out, &n, max);
+	keep_orphans(out, 0, &n, cmd, watchdog);
+	return n;
+}
+
+/* cover.h */
+int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
+                 int nroots, pid_t *g, int *live)
 {
 	static pid_t q[COVER_WALK]; /* the watchdog and the supervisor: one thread each */
 	int n = 0, ng = 1;
@@ -123,19 +149,15 @@ int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, 
 	*live = 0;
 	/* the command's pid names it only while its group lives (a pid that leads a group
 	 * is not given to another process); an empty group's may be anyone's by now */
-	if (kill(-cmd, 0) == 0)
+	int walked = kill(-cmd, 0) == 0;
+	if (walked)
 		q[n++] = cmd;
+	for (int i = 0; i < nroots && n < COVER_WALK; i++)
+		q[n++] = roots[i];
 	if (orphans && ninherited >= 0 && ninherited <= INHERITED_MAX) {
 		int from = n;
 		own_children(q, &n, COVER_WALK);
-		for (int i = from; i < n; i++) {
-			/* walked from q[0] already; the watchdog, in a session of its own */
-			int old = (from == 1 && q[i] == cmd) || q[i] == watchdog;
-			for (int k = 0; k < ninherited && !old; k++)
-				old = q[i] == inherited[k];
-			if (old)
-				q[i--] = q[--n];
-		}
+		keep_orphans(q, from, &n, walked ? cmd : 0, watchdog);
 	}
 	for (int i = 0; i < n; i++) {
 		pid_t pg, ps;
@@ -162,19 +184,21 @@ void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
 	int live;
 
 	kill(-cmd, sig);
-	int n = cover_groups(cmd, sid, orphans, 0, skip, g, &live);
+	int n = cover_groups(cmd, sid, orphans, 0, skip, NULL, 0, g, &live);
 	for (int i = 1; i < n; i++)
 		kill(-g[i], sig);
 }
 
 /* cover.h */
-void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip)
+void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip, const pid_t *roots, int nroots)
 {
 	pid_t g[COVER_MAX];
 	int live;
 
 	kill(-cmd, SIGSTOP);
-	int n = cover_groups(cmd, sid, 0, 0, skip, g, &live);
+	int n = cover_groups(cmd, sid, 0, 0, skip, roots, nroots, g, &live);
+	for (int i = 1; i < n; i++)
+		kill(-g[i], SIGSTOP);
 	for (int i = 0; i < n; i++)
 		kill(-g[i], SIGKILL);
 }

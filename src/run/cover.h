@@ -8,9 +8,10 @@
  * child lists (/proc/PID/task/TID/children) from its roots: the command, and rlock's
  * children that are the command's orphans (reparented to rlock, its child subreaper) —
  * never a child rlock had before the command (one it inherited through exec, the
- * watchdog). Its cost is the cover's size, not the machine's; the command's group is
- * signalled before the walk, so nothing the walk costs delays that. Used by the
- * supervisor (child.c) and by the watchdog, in a process of its own. */
+ * watchdog); for the watchdog, also the orphans rlock told it of (child.c). Its cost is the cover's
+ * size, not the machine's; the command's group is signalled before the walk, so nothing the walk
+ * costs delays that. Used by the supervisor (child.c) and by the watchdog, in a process of its own.
+ */
 #ifndef RLOCK_COVER_H
 #define RLOCK_COVER_H
 
@@ -21,13 +22,18 @@
 /* Note rlock's children before the command starts (once; off the acquire's path). */
 void cover_note_inherited(void);
 
+/* rlock's children that it did not have before the command, but cmd and the watchdog:
+ * the command's orphans (reparented to rlock), up to max into out. Their number. */
+int cover_orphans(pid_t cmd, pid_t watchdog, pid_t *out, int max);
+
 /* The groups of the cover of the command cmd (its group: cmd) in session sid, never the
  * group skip (rlock's own); with orphans, also below rlock's children that it did not
- * have before the command, but the watchdog (0: none given). Returns their number (cmd
- * first) in g[COVER_MAX]; *live: a process of the cover other than the command's
- * group's can still run. */
-int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, pid_t *g,
-                 int *live);
+ * have before the command, but the watchdog (0: none given); also below the nroots
+ * processes roots (the orphans rlock told its watchdog of: once rlock is gone they are
+ * another reaper's children). Returns their number (cmd first) in g[COVER_MAX]; *live:
+ * a process of the cover other than the command's group's can still run. */
+int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
+                 int nroots, pid_t *g, int *live);
 
 /* Send sig to the command's group at once, then to the other groups of its cover
  * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked). */
@@ -35,9 +41,9 @@ void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig);
 
 /* The watchdog's kill: the command's group frozen at once (SIGSTOP: nothing of it runs
  * on, and nothing of it dies, so the tree below it stays in place for the walk: its
- * orphans would go to another reaper, out of sight), then every group of the cover
- * SIGKILLed. */
-void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip);
+ * orphans would go to another reaper, out of sight), then every group of the cover,
+ * below the command and below the roots (cover_groups), frozen and SIGKILLed. */
+void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip, const pid_t *roots, int nroots);
 
 /* Does process group pgid still hold a process that can run? Zombies cannot: ours are
  * reaped before this is asked, and one whose parent left the group (setsid) and never
