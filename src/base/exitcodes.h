@@ -25,8 +25,8 @@
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
 	X(71, RL_EX_OSERR, "71", "cannot fork or set up the command")                              \
 	X(74, RL_EX_IOERR, "74",                                                                   \
-	  "cannot write the output of --status, --list, --held, --acquire\n"                       \
-	  "(the lock is given back), --help, --version")                                           \
+	  "cannot write the output of --status, --list, --held, --history,\n"                      \
+	  "--check, --acquire (the lock is given back), --help, --version")                        \
 	X(75, RL_EX_CONFLICT, "75", "lock not acquired: busy with -n, or --wait expired (see -E)") \
 	X(79, RL_EX_LOST, "79",                                                                    \
 	  "the lock was lost while the command ran (its group was terminated,\n"                   \
