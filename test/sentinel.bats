@@ -180,6 +180,36 @@ failover_now() {
 }
 
 
+@test "failover that lost the lock, the command done before its first renewal: the release asks the sentinels, finds it gone, 79" {
+	local old new s0=${SENT_PORTS%% *}
+	old=$MASTER_PORT new=$SENT_REPLICA_PORT
+	[[ $new != "$old" ]] || new=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$new"
+	# The command asks for the failover and waits until every sentinel names the new
+	# master; the lock is not there (what asynchronous replication can lose), so a
+	# second run takes it there; then the command ends, long before its first renewal
+	# (the ttl is long). The former master still answers as one and still has the
+	# token: a release sent there would say "released", 0 (it did).
+	run --separate-stderr rlock -v -u "$SENT_URL" -t 300s -k lr -- sh -c "i=0
+		until redis-cli -p $s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
+			i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
+		for s in $SENT_PORTS; do
+			i=0
+			until [ \"\$(redis-cli -p \$s SENTINEL get-master-addr-by-name $SENT_MASTER |
+				sed -n 2p)\" = $new ]; do
+				i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done
+		done
+		redis-cli -p $new DEL 'rlock:{lr}' >/dev/null
+		'$RLOCK' -u $SENT_URL -n -k lr -- touch second-ran
+		redis-cli -p $old ROLE | head -1 >old-role"
+	echo "# the former master's role as the command ended: $(cat old-role 2>/dev/null)" >&3
+	[[ -e second-ran ]] || fail "the second run did not get the lock: $stderr"
+	((status == 79)) || fail "exit $status, not 79: $stderr"
+	assert_regex "$stderr" 'lock lost: it was no longer held when the command ended'
+	assert_regex "$stderr" "the sentinels name a new master for '$SENT_MASTER'"
+}
+
+
 @test "SENTINEL FAILOVER during the release, --once-per --wait-replicas 1: done on the new master, or said not confirmed (issue 41)" {
 	local old new s0=${SENT_PORTS%% *}
 	old=$MASTER_PORT new=$SENT_REPLICA_PORT

@@ -34,6 +34,9 @@ struct store_route {
 	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
 	const char *(*name)(void *ctx); /* optional: the server for messages, --status */
 	void (*resolve)(void *arg, int64_t deadline_ms); /* optional: look names up */
+	/* optional: the next locate asks whoever names the server again, however lately it
+	 * did (a release: the verdict on the whole run must come from the current master) */
+	void (*recheck)(void *ctx);
 };
 
 /* What every handle of one run shares. Built once by the front end

@@ -555,6 +555,11 @@ static int routed_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct routed *s = ctx;
 	struct release_args a = {l, keep_ms, s};
 
+	/* The release is the last word on the run (79 when the token is gone): on the
+	 * master of now, not the one a check before a failover named (it still has the
+	 * token the new master may have lost). */
+	if (s->cfg->route && s->cfg->route->recheck)
+		s->cfg->route->recheck(s->route);
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
 

@@ -333,6 +333,7 @@ struct route {
 	int last;  /* the slot found last */
 	int first; /* the sentinel that answered the last re-check */
 	int64_t checked_ms;
+	int recheck; /* the next locate asks the sentinels again (route_recheck) */
 };
 
 static void *route_open(const void *arg)
@@ -380,7 +381,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	int port;
 
 	(void)key;
-	if (x->cur >= 0 && clock_ms() - x->checked_ms >= sh->recheck_ms) {
+	if (x->cur >= 0 && (x->recheck || clock_ms() - x->checked_ms >= sh->recheck_ms)) {
 		/* A master that lost a failover goes on taking writes until a sentinel
 		 * reconfigures it (~10 s): only the sentinels know it is no longer the
 		 * master. When none answers, the master known stays. */
@@ -392,6 +393,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		if (cap_ms != STORE_NO_CAP && cap_ms > now)
 			cap = min64(cap, now + (cap_ms - now) / 2);
 		x->checked_ms = now;
+		x->recheck = 0;
 		if (ask_once(&sh->s, &x->first, host, &port, cap) &&
 		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
 			log_info("the sentinels name a new master for '%s' (was %s)", sh->s.master,
@@ -411,6 +413,15 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	}
 	*srv = &x->srv[x->cur];
 	return STORE_OK;
+}
+
+/* A release: the master known may have lost a failover since the last check, a moment
+ * ago (it still answers as one, and has the token the new master may not): ask. */
+static void route_recheck(void *ctx)
+{
+	struct route *x = ctx;
+
+	x->recheck = 1;
 }
 
 static int code_is(const char *text, const char *code)
@@ -473,6 +484,7 @@ static const struct store_route sentinel_route = {
     .master = route_master,
     .name = route_name,
     .resolve = route_resolve,
+    .recheck = route_recheck,
 };
 
 const struct sentinel *sentinel_of(const struct store_config *cfg)
