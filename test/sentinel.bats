@@ -23,7 +23,12 @@ setup() {
 	sent_cli "$MASTER_PORT" FLUSHALL >/dev/null
 }
 
-teardown() { kill_tracked; }
+teardown() {
+	kill_tracked
+	# a test that kept a former master from being reconfigured lets it go now
+	[[ -z ${ACL_RESTORE_PORT:-} ]] ||
+		sent_cli "$ACL_RESTORE_PORT" ACL SETUSER default +replicaof +slaveof >/dev/null
+}
 
 @test "--held through the sentinels: 0 from inside the job" {
 	# shellcheck disable=SC2016 # $0, $1: the shell's own arguments
@@ -207,6 +212,41 @@ failover_now() {
 	((status == 79)) || fail "exit $status, not 79: $stderr"
 	assert_regex "$stderr" 'lock lost: it was no longer held when the command ended'
 	assert_regex "$stderr" "the sentinels name a new master for '$SENT_MASTER'"
+}
+
+
+# blpop_on PORT: a client blocked in BLPOP (a waiter's place) on the server at PORT.
+blpop_on() { (($(sent_cli "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1)); }
+
+@test "a waiter across a SENTINEL FAILOVER listens on the new master (+switch-master): woken by the release there" {
+	local replica=$SENT_REPLICA_PORT
+	[[ $replica != "$MASTER_PORT" ]] || replica=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$replica" # --wait-replicas 1 needs it
+	rlock_bg -u "$SENT_URL" --wait-replicas 1 -t 120s -k wf -- "$HOLD" a
+	local a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	# -t 120s: the waiter asks the sentinels again by itself only every 30 s
+	rlock_bg -vv -u "$SENT_URL" -w 120s -t 120s -k wf -- sh -c 'date +%s%3N >b.start'
+	local b_pid=$RLOCK_PID b_err=$RLOCK_ERR
+	wait_until 30 blpop_on "$MASTER_PORT"
+	# The former master is not reconfigured (as when the sentinels cannot reach it):
+	# it answers as a master, keeps the holder's lock and the waiter's place, and
+	# hears no release of the new master.
+	ACL_RESTORE_PORT=$MASTER_PORT
+	sent_cli "$MASTER_PORT" ACL SETUSER default -replicaof -slaveof >/dev/null
+	failover_now
+	# The sentinels announce the new master: the waiter tries there (busy) and
+	# takes a place there.
+	wait_until 15 blpop_on "$NEW_PORT"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	echo "# hand-off after the failover ms: $(($(cat b.start) - $(cat a.end)))" >&3
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+	sent_cli "$OLD_PORT" ACL SETUSER default +replicaof +slaveof >/dev/null
+	ACL_RESTORE_PORT=
 }
 
 

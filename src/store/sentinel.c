@@ -424,6 +424,55 @@ static void route_recheck(void *ctx)
 	x->recheck = 1;
 }
 
+/* A waiter's watch: the sentinel asked first subscribed to +switch-master, which it
+ * publishes when it names a new master (its re-check then names it too). A waiter
+ * listening on the former master, which may answer as one for seconds yet, hears no
+ * release of the new one. */
+static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
+{
+	struct route *x = ctx;
+	const struct sentinel *s = &x->sh->s;
+	const struct server *srv = &s->sent[x->first];
+	const char *argv[] = {"SUBSCRIBE", "+switch-master"};
+	size_t lens[] = {9, 14};
+	struct resp_reply *r = NULL;
+	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+
+	*c = NULL;
+	if (sentinel_open(s, srv, c, cap, err, errlen) != CLIENT_OK)
+		return STORE_ERR;
+	char e[300];
+	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
+	if (client_send(*c, 2, argv, lens, d, e, sizeof e) < 0 ||
+	    client_recv(*c, d, &r, e, sizeof e) != 1 || r->type != RESP_ARRAY) {
+		if (r)
+			snprintf(e, sizeof e, "SUBSCRIBE +switch-master: %.200s",
+			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		resp_free(r);
+		client_close(*c);
+		*c = NULL;
+		return STORE_ERR;
+	}
+	resp_free(r);
+	return STORE_OK;
+}
+
+/* +switch-master's message: "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT". */
+static int route_watch_says(void *ctx, const struct resp_reply *r)
+{
+	struct route *x = ctx;
+	const char *name = x->sh->s.master;
+	size_t n = strlen(name);
+
+	if (r->type != RESP_ARRAY || r->elements != 3 || r->element[0]->type != RESP_STRING ||
+	    strcmp(r->element[0]->str, "message") != 0 || r->element[2]->type != RESP_STRING ||
+	    strncmp(r->element[2]->str, name, n) != 0 || r->element[2]->str[n] != ' ')
+		return 0;
+	x->recheck = 1;
+	return 1;
+}
+
 static int code_is(const char *text, const char *code)
 {
 	size_t n = strlen(code);
@@ -485,6 +534,8 @@ static const struct store_route sentinel_route = {
     .name = route_name,
     .resolve = route_resolve,
     .recheck = route_recheck,
+    .watch = route_watch,
+    .watch_says = route_watch_says,
 };
 
 const struct sentinel *sentinel_of(const struct store_config *cfg)
