@@ -661,6 +661,7 @@ static enum wait_rc finish(struct wait_run *w)
 	if (w->drawn)
 		status_clear();
 	store_unsubscribe(w->s);
+	store_unwatch(w->s);
 	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
 	                   w->rc == WAIT_SUPERSEDED))
 		leave(w->s, w->a,

@@ -118,7 +118,7 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	store_unsubscribe(s);
-	client_close(s->watch);
+	store_unwatch(s);
 	if (s->ctx)
 		s->be->close(s->ctx);
 	free(s);
@@ -407,6 +407,13 @@ int store_watch_read(struct store *s, char *err, size_t errlen)
 		         r->element[2]->str);
 	resp_free(r);
 	return says;
+}
+
+void store_unwatch(struct store *s)
+{
+	client_close(s->watch);
+	s->watch = NULL;
+	s->watch_retry_at = 0;
 }
 
 static int subscribe_lock(struct store *s, const struct lock *l, char *err, size_t errlen)

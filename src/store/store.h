@@ -245,6 +245,7 @@ void store_unsubscribe(struct store *s);
 int store_watch_fd(const struct store *s);
 int store_watch_buffered(const struct store *s);
 int store_watch_read(struct store *s, char *err, size_t errlen);
+void store_unwatch(struct store *s); /* the wait is over: close the watch */
 /* 1 once the server refused BLPOP (an ACL that predates wake-one): the waiter listens
  * on the channel from then on, and a place it took before only swallows a wake-up. */
 int store_wake_refused(const struct store *s);
