@@ -428,20 +428,16 @@ static void route_recheck(void *ctx)
  * publishes when it names a new master (its re-check then names it too). A waiter
  * listening on the former master, which may answer as one for seconds yet, hears no
  * release of the new one. */
-static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
+static int watch_one(const struct sentinel *s, const struct server *srv, struct client **c,
+                     int64_t cap, char *err, size_t errlen)
 {
-	struct route *x = ctx;
-	const struct sentinel *s = &x->sh->s;
-	const struct server *srv = &s->sent[x->first];
 	const char *argv[] = {"SUBSCRIBE", "+switch-master"};
 	size_t lens[] = {9, 14};
 	struct resp_reply *r = NULL;
-	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+	char e[300];
 
-	*c = NULL;
 	if (sentinel_open(s, srv, c, cap, err, errlen) != CLIENT_OK)
 		return STORE_ERR;
-	char e[300];
 	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
 	if (client_send(*c, 2, argv, lens, d, e, sizeof e) < 0 ||
 	    client_recv(*c, d, &r, e, sizeof e) != 1 || r->type != RESP_ARRAY) {
@@ -456,6 +452,27 @@ static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
 	}
 	resp_free(r);
 	return STORE_OK;
+}
+
+/* The sentinels in turn from the one asked first, within one sentinel's deadlines in
+ * all (a waiter is not held up long); the one that subscribed is asked first from then
+ * on, so that its re-check names the master it announced. */
+static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
+{
+	struct route *x = ctx;
+	const struct sentinel *s = &x->sh->s;
+	int64_t cap = clock_ms() + s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms;
+
+	*c = NULL;
+	snprintf(err, errlen, "no sentinel answered in time");
+	for (int k = 0; k < s->n && clock_ms() < cap; k++) {
+		int i = (x->first + k) % s->n;
+		if (watch_one(s, &s->sent[i], c, cap, err, errlen) == STORE_OK) {
+			x->first = i;
+			return STORE_OK;
+		}
+	}
+	return STORE_ERR;
 }
 
 /* +switch-master's message: "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT". */
