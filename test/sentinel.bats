@@ -23,7 +23,12 @@ setup() {
 	sent_cli "$MASTER_PORT" FLUSHALL >/dev/null
 }
 
-teardown() { kill_tracked; }
+teardown() {
+	kill_tracked
+	# a test that kept a former master from being reconfigured lets it go now
+	[[ -z ${ACL_RESTORE_PORT:-} ]] ||
+		sent_cli "$ACL_RESTORE_PORT" ACL SETUSER default +replicaof +slaveof >/dev/null
+}
 
 @test "--held through the sentinels: 0 from inside the job" {
 	# shellcheck disable=SC2016 # $0, $1: the shell's own arguments
@@ -177,6 +182,71 @@ failover_now() {
 	((RLOCK_STATUS == 79))
 	grep -q 'lost' "$RLOCK_ERR"
 	[[ ! -e b.end ]] # the command was stopped, not left to finish
+}
+
+
+@test "failover that lost the lock, the command done before its first renewal: the release asks the sentinels, finds it gone, 79" {
+	local old new s0=${SENT_PORTS%% *}
+	old=$MASTER_PORT new=$SENT_REPLICA_PORT
+	[[ $new != "$old" ]] || new=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$new"
+	# The command asks for the failover and waits until every sentinel names the new
+	# master; the lock is not there (what asynchronous replication can lose), so a
+	# second run takes it there; then the command ends, long before its first renewal
+	# (the ttl is long). The former master still answers as one and still has the
+	# token: a release sent there would say "released", 0 (it did).
+	run --separate-stderr rlock -v -u "$SENT_URL" -t 300s -k lr -- sh -c "i=0
+		until redis-cli -p $s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
+			i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
+		for s in $SENT_PORTS; do
+			i=0
+			until [ \"\$(redis-cli -p \$s SENTINEL get-master-addr-by-name $SENT_MASTER |
+				sed -n 2p)\" = $new ]; do
+				i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done
+		done
+		redis-cli -p $new DEL 'rlock:{lr}' >/dev/null
+		'$RLOCK' -u $SENT_URL -n -k lr -- touch second-ran
+		redis-cli -p $old ROLE | head -1 >old-role"
+	echo "# the former master's role as the command ended: $(cat old-role 2>/dev/null)" >&3
+	[[ -e second-ran ]] || fail "the second run did not get the lock: $stderr"
+	((status == 79)) || fail "exit $status, not 79: $stderr"
+	assert_regex "$stderr" 'lock lost: it was no longer held when the command ended'
+	assert_regex "$stderr" "the sentinels name a new master for '$SENT_MASTER'"
+}
+
+
+# blpop_on PORT: a client blocked in BLPOP (a waiter's place) on the server at PORT.
+blpop_on() { (($(sent_cli "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1)); }
+
+@test "a waiter across a SENTINEL FAILOVER listens on the new master (+switch-master): woken by the release there" {
+	local replica=$SENT_REPLICA_PORT
+	[[ $replica != "$MASTER_PORT" ]] || replica=$SENT_MASTER_PORT
+	wait_until 60 replica_linked "$replica" # --wait-replicas 1 needs it
+	rlock_bg -u "$SENT_URL" --wait-replicas 1 -t 120s -k wf -- "$HOLD" a
+	local a_pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	# -t 120s: the waiter asks the sentinels again by itself only every 30 s
+	rlock_bg -vv -u "$SENT_URL" -w 120s -t 120s -k wf -- sh -c 'date +%s%3N >b.start'
+	local b_pid=$RLOCK_PID b_err=$RLOCK_ERR
+	wait_until 30 blpop_on "$MASTER_PORT"
+	# The former master is not reconfigured (as when the sentinels cannot reach it):
+	# it answers as a master, keeps the holder's lock and the waiter's place, and
+	# hears no release of the new master.
+	ACL_RESTORE_PORT=$MASTER_PORT
+	sent_cli "$MASTER_PORT" ACL SETUSER default -replicaof -slaveof >/dev/null
+	failover_now
+	# The sentinels announce the new master: the waiter tries there (busy) and
+	# takes a place there.
+	wait_until 15 blpop_on "$NEW_PORT"
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	echo "# hand-off after the failover ms: $(($(cat b.start) - $(cat a.end)))" >&3
+	grep -q 'woken by the release' "$b_err" || fail "not woken by the release: $(cat "$b_err")"
+	sent_cli "$OLD_PORT" ACL SETUSER default +replicaof +slaveof >/dev/null
+	ACL_RESTORE_PORT=
 }
 
 

@@ -134,31 +134,44 @@ static int take_signal(int sigfd, int *signo)
 static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 {
 	for (;;) {
-		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN}, {.fd = -1}};
-		int n = 1;
-		if (store_notify_fd(s) >= 0) {
+		struct pollfd p[3] = {{.fd = sigfd, .events = POLLIN}, {.fd = -1}, {.fd = -1}};
+		char err[256];
+		int watch = store_watch_buffered(s);
+		if (!watch && store_notify_fd(s) >= 0) {
 			if (store_notify_buffered(s))
 				goto read_sub;
 			p[1].fd = store_notify_fd(s);
 			p[1].events = POLLIN;
-			n = 2;
 		}
+		/* The route's watch: a Sentinel failover names a new master, and the
+		 * listener is on the former one, which may hear no release. */
+		p[2].fd = store_watch_fd(s);
+		p[2].events = POLLIN;
 		/* Past `until`: one look all the same, so that a release that came while
 		 * this process was not running wakes it as the release, not as the timer. */
 		int64_t left = until - clock_ms();
-		int rc = poll(p, (nfds_t)n, left <= 0 ? 0 : left > 60000 ? 60000 : (int)left);
+		int rc = watch ? 0 : poll(p, 3, left <= 0 ? 0 : left > 60000 ? 60000 : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return -1;
-		if (rc <= 0 && left <= 0)
+		if (!watch && rc <= 0 && left <= 0)
 			return 0;
-		if (rc <= 0)
+		if (!watch && rc <= 0)
 			continue;
 		if ((p[0].revents & POLLIN) && take_signal(sigfd, signo))
 			return -4;
-		if (n < 2 || !p[1].revents)
+		if (watch || p[2].revents) {
+			int changed = store_watch_read(s, err, sizeof err);
+			if (changed > 0) {
+				log_debug("release notifications: %s; listening there", err);
+				return -1;
+			}
+			if (changed < 0)
+				log_debug("no watch on the sentinels any more: %s", err);
+			continue;
+		}
+		if (!p[1].revents)
 			continue;
 	read_sub:;
-		char err[256];
 		int got = store_notify_read(s, clock_ms() + 1000, err, sizeof err);
 		if (got < 0) {
 			log_debug("release notifications interrupted: %s", err);
@@ -651,6 +664,7 @@ static enum wait_rc finish(struct wait_run *w)
 	if (w->drawn)
 		status_clear();
 	store_unsubscribe(w->s);
+	store_unwatch(w->s);
 	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
 	                   w->rc == WAIT_SUPERSEDED))
 		leave(w->s, w->a,

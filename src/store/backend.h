@@ -34,6 +34,15 @@ struct store_route {
 	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
 	const char *(*name)(void *ctx); /* optional: the server for messages, --status */
 	void (*resolve)(void *arg, int64_t deadline_ms); /* optional: look names up */
+	/* optional: the next locate asks whoever names the server again, however lately it
+	 * did (a release: the verdict on the whole run must come from the current master) */
+	void (*recheck)(void *ctx);
+	/* optional: *c, a connection subscribed to the announcements that the server
+	 * changed (Sentinel: +switch-master), for a waiter that listens on the server
+	 * named before; STORE_OK or STORE_ERR. watch_says: 1 when reply r announces a
+	 * change of this route's server (its next locate then asks again), else 0. */
+	int (*watch)(void *ctx, struct client **c, char *err, size_t errlen);
+	int (*watch_says)(void *ctx, const struct resp_reply *r);
 };
 
 /* What every handle of one run shares. Built once by the front end
@@ -104,6 +113,10 @@ struct store_backend {
 	 * (S)SUBSCRIBE to send there. STORE_OK, or STORE_ERR with the reason. */
 	int (*listen_on)(void *ctx, const struct lock *l, const struct server **srv,
 	                 const char **cmd, char *err, size_t errlen);
+	/* Optional: the route's watch (store_route's watch and watch_says); *c NULL and
+	 * STORE_OK when the route has none. */
+	int (*watch)(void *ctx, struct client **c, char *err, size_t errlen);
+	int (*watch_says)(void *ctx, const struct resp_reply *r);
 };
 
 /* The routed single server (routed.c), a peer of quorum_backend (quorum.h); another

@@ -449,6 +449,24 @@ static int routed_listen_on(void *ctx, const struct lock *l, const struct server
 	return STORE_OK;
 }
 
+/* The route's watch (Sentinel: +switch-master), when it has one. */
+static int routed_watch(void *ctx, struct client **c, char *err, size_t errlen)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+
+	*c = NULL;
+	return rt && rt->watch ? rt->watch(s->route, c, err, errlen) : STORE_OK;
+}
+
+static int routed_watch_says(void *ctx, const struct resp_reply *r)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+
+	return rt && rt->watch_says ? rt->watch_says(s->route, r) : 0;
+}
+
 static const char *routed_name(void *ctx)
 {
 	struct routed *s = ctx;
@@ -555,6 +573,11 @@ static int routed_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct routed *s = ctx;
 	struct release_args a = {l, keep_ms, s};
 
+	/* The release is the last word on the run (79 when the token is gone): on the
+	 * master of now, not the one a check before a failover named (it still has the
+	 * token the new master may have lost). */
+	if (s->cfg->route && s->cfg->route->recheck)
+		s->cfg->route->recheck(s->route);
 	return run(s, l->key, NULL, RUN_RETRY | RUN_ORDERED, op_release, &a, cap_ms, err, errlen);
 }
 
@@ -881,4 +904,6 @@ const struct store_backend routed_backend = {
     .unanswered = routed_unanswered,
     .placed_at = routed_placed_at,
     .listen_on = routed_listen_on,
+    .watch = routed_watch,
+    .watch_says = routed_watch_says,
 };

@@ -333,6 +333,7 @@ struct route {
 	int last;  /* the slot found last */
 	int first; /* the sentinel that answered the last re-check */
 	int64_t checked_ms;
+	int recheck; /* the next locate asks the sentinels again (route_recheck) */
 };
 
 static void *route_open(const void *arg)
@@ -380,7 +381,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	int port;
 
 	(void)key;
-	if (x->cur >= 0 && clock_ms() - x->checked_ms >= sh->recheck_ms) {
+	if (x->cur >= 0 && (x->recheck || clock_ms() - x->checked_ms >= sh->recheck_ms)) {
 		/* A master that lost a failover goes on taking writes until a sentinel
 		 * reconfigures it (~10 s): only the sentinels know it is no longer the
 		 * master. When none answers, the master known stays. */
@@ -392,6 +393,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		if (cap_ms != STORE_NO_CAP && cap_ms > now)
 			cap = min64(cap, now + (cap_ms - now) / 2);
 		x->checked_ms = now;
+		x->recheck = 0;
 		if (ask_once(&sh->s, &x->first, host, &port, cap) &&
 		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
 			log_info("the sentinels name a new master for '%s' (was %s)", sh->s.master,
@@ -411,6 +413,81 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	}
 	*srv = &x->srv[x->cur];
 	return STORE_OK;
+}
+
+/* A release: the master known may have lost a failover since the last check, a moment
+ * ago (it still answers as one, and has the token the new master may not): ask. */
+static void route_recheck(void *ctx)
+{
+	struct route *x = ctx;
+
+	x->recheck = 1;
+}
+
+/* A waiter's watch: the sentinel asked first subscribed to +switch-master, which it
+ * publishes when it names a new master (its re-check then names it too). A waiter
+ * listening on the former master, which may answer as one for seconds yet, hears no
+ * release of the new one. */
+static int watch_one(const struct sentinel *s, const struct server *srv, struct client **c,
+                     int64_t cap, char *err, size_t errlen)
+{
+	const char *argv[] = {"SUBSCRIBE", "+switch-master"};
+	size_t lens[] = {9, 14};
+	struct resp_reply *r = NULL;
+	char e[300];
+
+	if (sentinel_open(s, srv, c, cap, err, errlen) != CLIENT_OK)
+		return STORE_ERR;
+	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
+	if (client_send(*c, 2, argv, lens, d, e, sizeof e) < 0 ||
+	    client_recv(*c, d, &r, e, sizeof e) != 1 || r->type != RESP_ARRAY) {
+		if (r)
+			snprintf(e, sizeof e, "SUBSCRIBE +switch-master: %.200s",
+			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		resp_free(r);
+		client_close(*c);
+		*c = NULL;
+		return STORE_ERR;
+	}
+	resp_free(r);
+	return STORE_OK;
+}
+
+/* The sentinels in turn from the one asked first, within one sentinel's deadlines in
+ * all (a waiter is not held up long); the one that subscribed is asked first from then
+ * on, so that its re-check names the master it announced. */
+static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
+{
+	struct route *x = ctx;
+	const struct sentinel *s = &x->sh->s;
+	int64_t cap = clock_ms() + s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms;
+
+	*c = NULL;
+	snprintf(err, errlen, "no sentinel answered in time");
+	for (int k = 0; k < s->n && clock_ms() < cap; k++) {
+		int i = (x->first + k) % s->n;
+		if (watch_one(s, &s->sent[i], c, cap, err, errlen) == STORE_OK) {
+			x->first = i;
+			return STORE_OK;
+		}
+	}
+	return STORE_ERR;
+}
+
+/* +switch-master's message: "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT". */
+static int route_watch_says(void *ctx, const struct resp_reply *r)
+{
+	struct route *x = ctx;
+	const char *name = x->sh->s.master;
+	size_t n = strlen(name);
+
+	if (r->type != RESP_ARRAY || r->elements != 3 || r->element[0]->type != RESP_STRING ||
+	    strcmp(r->element[0]->str, "message") != 0 || r->element[2]->type != RESP_STRING ||
+	    strncmp(r->element[2]->str, name, n) != 0 || r->element[2]->str[n] != ' ')
+		return 0;
+	x->recheck = 1;
+	return 1;
 }
 
 static int code_is(const char *text, const char *code)
@@ -473,6 +550,9 @@ static const struct store_route sentinel_route = {
     .master = route_master,
     .name = route_name,
     .resolve = route_resolve,
+    .recheck = route_recheck,
+    .watch = route_watch,
+    .watch_says = route_watch_says,
 };
 
 const struct sentinel *sentinel_of(const struct store_config *cfg)

@@ -23,6 +23,8 @@ struct store {
 	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
 	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
 	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
+	struct client *watch;        /* the route's announcements (store_watch_fd) */
+	int64_t watch_retry_at;      /* a watch that failed is not tried again before */
 };
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
@@ -116,6 +118,7 @@ void store_close(struct store *s)
 	if (!s)
 		return;
 	store_unsubscribe(s);
+	store_unwatch(s);
 	if (s->ctx)
 		s->be->close(s->ctx);
 	free(s);
@@ -348,7 +351,72 @@ static int listen_on(struct store *s, const struct lock *l, char *err, size_t er
 	return STORE_ERR;
 }
 
+static int subscribe_lock(struct store *s, const struct lock *l, char *err, size_t errlen);
+
+/* The route's watch, when it has one and none is open (store.h). */
+static void watch_open(struct store *s)
+{
+	char err[300];
+
+	if (s->watch || !s->be->watch || clock_ms() < s->watch_retry_at)
+		return;
+	if (s->be->watch(s->ctx, &s->watch, err, sizeof err) != STORE_OK) {
+		log_debug("no watch on the server's changes: %s", err);
+		s->watch = NULL;
+		s->watch_retry_at = clock_ms() + STORE_WATCH_RETRY_MS;
+	}
+}
+
 int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+{
+	int rc = subscribe_lock(s, l, err, errlen);
+
+	if (rc != STORE_ERR)
+		watch_open(s);
+	return rc;
+}
+
+int store_watch_fd(const struct store *s)
+{
+	return s->watch ? client_fd(s->watch) : -1;
+}
+
+int store_watch_buffered(const struct store *s)
+{
+	return s->watch && client_buffered(s->watch);
+}
+
+int store_watch_read(struct store *s, char *err, size_t errlen)
+{
+	struct resp_reply *r = NULL;
+
+	if (!s->watch)
+		return -1;
+	int got = client_recv(s->watch, clock_ms() + 1000, &r, err, errlen);
+	if (got == 0)
+		return 0;
+	if (got != 1) {
+		client_close(s->watch);
+		s->watch = NULL;
+		s->watch_retry_at = clock_ms() + STORE_WATCH_RETRY_MS;
+		return -1;
+	}
+	int says = s->be->watch_says(s->ctx, r);
+	if (says)
+		snprintf(err, errlen, "the sentinels name a new master: %.200s",
+		         r->element[2]->str);
+	resp_free(r);
+	return says;
+}
+
+void store_unwatch(struct store *s)
+{
+	client_close(s->watch);
+	s->watch = NULL;
+	s->watch_retry_at = 0;
+}
+
+static int subscribe_lock(struct store *s, const struct lock *l, char *err, size_t errlen)
 {
 	const struct server *srv;
 	int64_t wait;
