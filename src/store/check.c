@@ -804,13 +804,13 @@ static void check_acl(struct node *n)
 		finding(n->out, L_OK, n->srv->name, "acl", NULL,
 		        "user '%s' has the rights rlock uses (%s)", user, how);
 	else
-		finding(n->out, needed || published ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
+		finding(n->out, needed ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
 		        "user '%s' %s (%s)%s", user, names, how,
 		        needed ? ": locks cannot be taken, renewed or released"
 		        : published
-		            ? ": a script's PUBLISH is refused after its writes (a release fails "
-		              "once it has deleted the lock and is sent again; the release "
-		              "channel's waiters are not woken)"
+		            ? ": a release, a --fair grant or a --supersede request cannot "
+		              "publish its wake-up (the scripts go on without it): waiters find "
+		              "the lock free on their own timer, a slower hand-off"
 		            : ": waiting, --list, --history, --lock-delay or --wait-replicas "
 		              "fall short");
 }

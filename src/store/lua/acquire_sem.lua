@@ -166,6 +166,6 @@ delay_hold(KEYS[1], tok, ttl, ARGV[14])
 -- Pass the wake-up on: the next in line may fit too (only it is woken, not everyone).
 local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
 if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then
-  redis.call(ARGV[6], ARGV[7] .. nxt, 'next')
+  redis.pcall(ARGV[6], ARGV[7] .. nxt, 'next')
 end
 return {1, f}
