@@ -183,6 +183,7 @@ end
 -- no lock that nobody holds.
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
 local fence, why
+delay_ready(KEYS[1], q.delay) -- refused before the count, not after the lock (delay.lua)
 if mine then
   fence = redis.call('HGET', KEYS[2], 'fence')
 elseif fast then

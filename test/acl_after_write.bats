@@ -1,10 +1,12 @@
 #!/usr/bin/env bats
 # shellcheck disable=SC2016,SC2154  # quoted $: for wait_until's eval; bats sets $stderr
-# A user without channel rights (Redis 7's default for a new user, acl-pubsub-default
-# resetchannels): a script's PUBLISH/SPUBLISH is refused. A wake-up is best effort
-# (waiters poll on their own timer), so a script must never answer with an error after
-# it has written: a grant reported as a failure is held by nobody until its TTL, a
-# --supersede request that replaced the older one and then failed leaves neither to run.
+# An ACL user refused a command that one of rlock's scripts runs after its writes (Redis
+# keeps what a script wrote before an error). A user without channel rights (Redis 7's
+# default for a new user, acl-pubsub-default resetchannels) is refused PUBLISH: a wake-up
+# is best effort (waiters poll on their own timer), so a script must never answer with an
+# error after it has written: a grant reported as a failure is held by nobody until its
+# TTL, a --supersede request that replaced the older one and then failed leaves neither
+# to run. A user refused what the grant itself needs is refused before the grant.
 
 load helpers
 
@@ -17,6 +19,9 @@ setup_file() {
 	[[ $acl == '~rlock:* &rlock:* +'* ]] || return 1
 	# shellcheck disable=SC2086  # a list of ACL rules
 	rcli ACL SETUSER nochan reset on '>Nch-s3cret-P5' resetchannels ${acl/'&rlock:* '/} >/dev/null
+	# the documented line before --lock-delay: no +zremrangebyscore
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER nodelay reset on '>Nch-s3cret-P5' ${acl/'+zremrangebyscore '/} >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
 
@@ -151,4 +156,21 @@ no_server_error() {
 	touch br.release
 	rlock_wait "$h"
 	no_server_error "${errs[@]}"
+}
+
+@test "a user refused --lock-delay's command is refused before the grant: no lock is left that nobody holds" {
+	local u=(-u "$URL" --user nodelay) m
+	for m in x s f; do
+		local mode=()
+		[[ $m == s ]] && mode=(-s)
+		[[ $m == f ]] && mode=(--fair)
+		run -69 --separate-stderr rlock "${u[@]}" "${mode[@]}" --lock-delay 1s -k "d$m" -- echo ran
+		refute_output --partial ran
+		assert_regex "$stderr" 'may not run a command'
+		# nothing granted: the name is free at once, for anyone
+		key_absent "rlock:{d$m}"
+		assert_equal "$(rcli ZCARD "rlock:{d$m}:holders")" 0
+		run -0 rlock "${u[@]}" "${mode[@]}" -n -k "d$m" -- echo ran
+		assert_output ran
+	done
 }
