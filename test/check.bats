@@ -174,6 +174,11 @@ product() {
 	# CONFIG GET refused: persistence cannot be told, a warning
 	line warn persistence 'cannot tell: CONFIG GET refused'
 	refute_output --partial 'pw-1'
+	# no PUBLISH: the scripts' wake-ups are best effort (redis.pcall), a warning only
+	rcli ACL SETUSER nopub on '>pw-1' '~*' '&*' '+@all' '-publish' >/dev/null
+	run -1 rlock -u "$GOOD_URL" --user nopub --password-file pw --check
+	line warn acl "user 'nopub' lacks publish \(ACL DRYRUN\): .*a slower hand-off; fix: ACL SETUSER nopub \+publish$"
+	rcli ACL DELUSER nopub >/dev/null
 	# the trial left nothing behind, and changed nothing it did not create
 	assert_equal "$(rcli DBSIZE)" 1
 	assert_equal "$(rcli GET 'rlock:{rlock-check}')" keep

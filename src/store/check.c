@@ -611,7 +611,7 @@ static const struct right rights[] = {
     {"xadd", 0, 0, {"XADD", "K", "*", "f", "v"}},
     {"xrevrange", 0, 0, {"XREVRANGE", "K", "+", "-"}},
     {"time", 1, 0, {"TIME"}},
-    {"publish", 1, 0, {"PUBLISH", "C", "m"}},
+    {"publish", 0, 0, {"PUBLISH", "C", "m"}}, /* wake-ups: best effort (here.lua) */
     {"rpush", 0, 0, {"RPUSH", "K", "v"}},
     {"zpopmin", 0, 0, {"ZPOPMIN", "K"}},
     {"blpop", 0, 1, {"BLPOP", "K", "0.01"}},
@@ -777,7 +777,7 @@ static void check_acl(struct node *n)
 		if (!missing[i])
 			continue;
 		needed |= rights[i].needed && missing[i] != DENY_CHANNEL;
-		published |= rights[i].needed && missing[i] == DENY_CHANNEL;
+		published |= missing[i] == DENY_CHANNEL || !strcmp(rights[i].name, "publish");
 		/* refused for its key or channel: the command itself is allowed */
 		keys |= missing[i] == DENY_KEY;
 		channels |= missing[i] == DENY_CHANNEL;
