@@ -22,6 +22,9 @@ setup_file() {
 	# the documented line before --lock-delay: no +zremrangebyscore
 	# shellcheck disable=SC2086
 	rcli ACL SETUSER nodelay reset on '>Nch-s3cret-P5' ${acl/'+zremrangebyscore '/} >/dev/null
+	# no +hset: a shared grant (ZADD) comes before the holder's record (HSET)
+	# shellcheck disable=SC2086
+	rcli ACL SETUSER nohset reset on '>Nch-s3cret-P5' ${acl/'+hset '/} >/dev/null
 	export URL="redis://127.0.0.1:$REDIS_PORT"
 }
 
@@ -171,6 +174,20 @@ no_server_error() {
 		key_absent "rlock:{d$m}"
 		assert_equal "$(rcli ZCARD "rlock:{d$m}:holders")" 0
 		run -0 rlock "${u[@]}" "${mode[@]}" -n -k "d$m" -- echo ran
+		assert_output ran
+	done
+}
+
+@test "an acquire refused inside its script after its grant (no +hset: -s, -l) gives the grant back: nothing held by nobody" {
+	local m
+	for m in -s '-l 2'; do
+		# shellcheck disable=SC2086  # -l 2: two words
+		run -69 --separate-stderr rlock -u "$URL" --user nohset $m -k h -- echo ran
+		refute_output --partial ran
+		assert_regex "$stderr" 'may not run a command'
+		assert_equal "$(rcli ZCARD 'rlock:{h}:holders')" 0
+		# the default user takes it exclusively at once (-n: no waiting out a TTL)
+		run -0 env -u RLOCK_PASSWORD "$RLOCK" -u "$URL" -n -k h -- echo ran
 		assert_output ran
 	done
 }
