@@ -670,9 +670,11 @@ static enum wait_rc finish(struct wait_run *w)
 		leave(w->s, w->a,
 		      w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms));
 	/* An attempt whose reply never came may have taken the lock: give it back behind
-	 * that request, or it is held by nobody until its ttl ends. */
-	if ((w->rc == WAIT_ERR || w->rc == WAIT_BUSY) && w->lock_rc == LOCK_ERR &&
-	    store_unanswered(w->s))
+	 * that request, or it is held by nobody until its ttl ends. So too one whose script
+	 * was refused a command after it may have written the grant (lock.h). */
+	if (((w->rc == WAIT_ERR || w->rc == WAIT_BUSY) && w->lock_rc == LOCK_ERR &&
+	     store_unanswered(w->s)) ||
+	    (w->rc != WAIT_ACQUIRED && w->a->lock->script_failed))
 		give_back(w->s, w->a, by_deadline(w, GIVE_BACK_MS));
 	return w->rc;
 }

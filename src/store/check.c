@@ -611,7 +611,7 @@ static const struct right rights[] = {
     {"xadd", 0, 0, {"XADD", "K", "*", "f", "v"}},
     {"xrevrange", 0, 0, {"XREVRANGE", "K", "+", "-"}},
     {"time", 1, 0, {"TIME"}},
-    {"publish", 1, 0, {"PUBLISH", "C", "m"}},
+    {"publish", 0, 0, {"PUBLISH", "C", "m"}}, /* wake-ups: best effort (here.lua) */
     {"rpush", 0, 0, {"RPUSH", "K", "v"}},
     {"zpopmin", 0, 0, {"ZPOPMIN", "K"}},
     {"blpop", 0, 1, {"BLPOP", "K", "0.01"}},
@@ -777,7 +777,7 @@ static void check_acl(struct node *n)
 		if (!missing[i])
 			continue;
 		needed |= rights[i].needed && missing[i] != DENY_CHANNEL;
-		published |= rights[i].needed && missing[i] == DENY_CHANNEL;
+		published |= missing[i] == DENY_CHANNEL || !strcmp(rights[i].name, "publish");
 		/* refused for its key or channel: the command itself is allowed */
 		keys |= missing[i] == DENY_KEY;
 		channels |= missing[i] == DENY_CHANNEL;
@@ -804,13 +804,13 @@ static void check_acl(struct node *n)
 		finding(n->out, L_OK, n->srv->name, "acl", NULL,
 		        "user '%s' has the rights rlock uses (%s)", user, how);
 	else
-		finding(n->out, needed || published ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
+		finding(n->out, needed ? L_UNSAFE : L_WARN, n->srv->name, "acl", fix,
 		        "user '%s' %s (%s)%s", user, names, how,
 		        needed ? ": locks cannot be taken, renewed or released"
 		        : published
-		            ? ": a script's PUBLISH is refused after its writes (a release fails "
-		              "once it has deleted the lock and is sent again; the release "
-		              "channel's waiters are not woken)"
+		            ? ": a release, a --fair grant or a --supersede request cannot "
+		              "publish its wake-up (the scripts go on without it): waiters find "
+		              "the lock free on their own timer, a slower hand-off"
 		            : ": waiting, --list, --history, --lock-delay or --wait-replicas "
 		              "fall short");
 }

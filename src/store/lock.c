@@ -426,6 +426,9 @@ int lock_decode_renew(const struct resp_reply *r, long long *v, struct holder *b
 int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holder *h, char *err,
                         size_t errlen)
 {
+	/* "... script: SHA, on @user_script:N." (Redis 7), "... @user_script:N: ..." (6):
+	 * a command the script ran refused it, perhaps after its grant */
+	l->script_failed = r->type == RESP_ERROR && r->str && strstr(r->str, "user_script:");
 	if (r->type == RESP_ERROR)
 		return server_error(r, "acquire", err, errlen);
 	/* The fence comes as a string (never a Lua number: src/store/lua/counter.lua). */

@@ -151,6 +151,10 @@ struct lock {
 	int may_place;
 	int placed;
 	int asked;
+	/* The last acquire was answered with an error raised while its script ran: Redis
+	 * keeps what the script wrote before it (a grant, perhaps), so a run that gives up
+	 * then gives the token's lock back (wait.c), as after a reply that never came. */
+	int script_failed;
 
 	/* --break: who breaks (recorded in PREFIX{NAME}:broken; NULL: none recorded), and
 	 * the one holder to break: its token and/or fence (a 64-bit integer as text);

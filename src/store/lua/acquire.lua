@@ -91,7 +91,7 @@ local function supersede(fence)
     redis.call('ZREM', KEYS[8], cur[1])
     redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
     redis.pcall('PEXPIRE', wk, ARGV[2])
-    redis.call('PUBLISH', wk, 'superseded')
+    redis.pcall('PUBLISH', wk, 'superseded')
     history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', fence or '',
                 'token', cur[1], 'host', cur[2] or '', 'pid', cur[3] or '',
                 'label', cur[4] or '', 'by_host', q.host or '', 'by_pid', q.pid or '',
@@ -183,6 +183,7 @@ end
 -- no lock that nobody holds.
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
 local fence, why
+delay_ready(KEYS[1], q.delay) -- refused before the count, not after the lock (delay.lua)
 if mine then
   fence = redis.call('HGET', KEYS[2], 'fence')
 elseif fast then

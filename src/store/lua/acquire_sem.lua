@@ -121,6 +121,7 @@ if not free then
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
+delay_ready(KEYS[1], ARGV[14]) -- and --lock-delay's command before it (delay.lua)
 -- Ours already (a retry after a lost reply): the fence it was given, counted once.
 local f = mine and (kind == 'x' and redis.call('HGET', KEYS[2], 'fence') or
                     meta(redis.call('HGET', KEYS[5], tok)).fence) or fence_next(KEYS[3])
@@ -166,6 +167,6 @@ delay_hold(KEYS[1], tok, ttl, ARGV[14])
 -- Pass the wake-up on: the next in line may fit too (only it is woken, not everyone).
 local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
 if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then
-  redis.call(ARGV[6], ARGV[7] .. nxt, 'next')
+  redis.pcall(ARGV[6], ARGV[7] .. nxt, 'next')
 end
 return {1, f}

@@ -95,7 +95,7 @@ if ARGV[10] == 'reset' then
                 ARGV[4] or '', 'pid', ARGV[5] or '', 'user', ARGV[6] or '', 'label',
                 ARGV[9] or '', 'cleared', table.concat(what, ' '), unpack(BY))
     wake_one(KEYS[1], ARGV[3], now, 'reset')
-    redis.call(ARGV[2], ARGV[1], 'reset')
+    redis.pcall(ARGV[2], ARGV[1], 'reset')
   end
   return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
           closed > 0 and closed, broken_record(KEYS[1], now), false, 0}
@@ -148,9 +148,9 @@ if n > 0 then
   redis.call('HSET', b, 'label', ARGV[9] or '') -- the breaker's --label
   redis.call('PEXPIRE', b, BROKEN_MS)
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
-  if head then redis.call(ARGV[2], ARGV[3] .. head, 'break') end
+  if head then redis.pcall(ARGV[2], ARGV[3] .. head, 'break') end
   wake_one(KEYS[1], ARGV[3], now, 'break')
-  redis.call(ARGV[2], ARGV[1], 'break')
+  redis.pcall(ARGV[2], ARGV[1], 'break')
 end
 local closed = delay_closed(KEYS[1])
 return {fence, lim or false, n, hs, {}, 0, false,

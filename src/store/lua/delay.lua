@@ -36,6 +36,15 @@ local function delay_hold(lock, tok, ttl, delay)
   local p = redis.call('PTTL', d)
   if p < tonumber(ttl) + delay then redis.call('PEXPIRE', d, tonumber(ttl) + delay) end
 end
+-- delay_ready(lock, delay): before a step's first write, with a delay (ms > 0): drops the
+-- entries that ended (delay_hold's first command), so that a user refused it (an ACL from
+-- before --lock-delay) or a node that refuses the key is refused before anything is
+-- written, not after the grant or renewal (Redis keeps a script's writes before an error).
+local function delay_ready(lock, delay)
+  delay = tonumber(delay or '0')
+  if not delay or delay <= 0 then return end
+  redis.call('ZREMRANGEBYSCORE', lock .. ':delay', '-inf', delay_now())
+end
 -- delay_open(lock, tok): tok released: its delay ends now. A holder with a delay has its
 -- key touched first (here.lua); without, a refusal means no entry here (redis.pcall).
 local function delay_open(lock, tok)

@@ -10,7 +10,12 @@
 --   again as on TRYAGAIN (cluster.c), or says it could not;
 -- - what only informs or tidies (a request to notice, a waiter to wake, a place or an
 --   entry to drop) is read or removed with redis.pcall: a refusal means "not on this
---   node", nothing to do here.
+--   node", nothing to do here;
+-- - every wake-up published (PUBLISH, SPUBLISH) goes with redis.pcall too, whatever the
+--   script wrote before it: a user without channel rights (Redis 7's default for a new
+--   user, acl-pubsub-default resetchannels) is refused it, and an error reply would hide
+--   the grant, release or break done (Redis keeps it). Its waiters, refused SUBSCRIBE
+--   too, try again on their own timer.
 -- Declared keys Redis checks itself before the script runs (TRYAGAIN unless all of
 -- them are on one node).
 local function here(...)

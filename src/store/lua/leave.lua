@@ -29,10 +29,10 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 redis.pcall('HDEL', KEYS[1] .. ':qmeta', ARGV[1]) -- its host and pid (acquire_sem.lua)
 if redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call('DEL', KEYS[4])
-  redis.call(ARGV[2], ARGV[4], 'leave')
+  redis.pcall(ARGV[2], ARGV[4], 'leave')
 end
 if head == ARGV[1] then
   local nxt = two[2]
-  if nxt then redis.call(ARGV[2], ARGV[3] .. nxt, 'next') end
+  if nxt then redis.pcall(ARGV[2], ARGV[3] .. nxt, 'next') end
 end
 return 1

@@ -129,11 +129,11 @@ if to then
   redis.pcall('ZREM', KEYS[1] .. ':waiters', to) -- not here: no place to drop (here.lua)
   redis.pcall('RPUSH', wk, 'preempted')
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
-  redis.call(ARGV[4], wk, 'preempted')
+  redis.pcall(ARGV[4], wk, 'preempted')
 elseif head then
-  redis.call(ARGV[4], ARGV[5] .. head, ARGV[1])
+  redis.pcall(ARGV[4], ARGV[5] .. head, ARGV[1])
 else
   wake_one(KEYS[1], ARGV[5], nil, 'release')
-  redis.call(ARGV[4], ARGV[3], ARGV[1])
+  redis.pcall(ARGV[4], ARGV[3], ARGV[1])
 end
 return answer

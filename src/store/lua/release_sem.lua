@@ -89,8 +89,8 @@ if #dead > 0 then history_sem_expired(lock, dead) end
 if left == 0 then redis.call('DEL', KEYS[3]) else expire_with_leases() end
 local head = redis.pcall('ZRANGE', lock .. ':queue', 0, 0)[1]
 if head then
-  redis.call(ARGV[4], ARGV[5] .. head, tok)
+  redis.pcall(ARGV[4], ARGV[5] .. head, tok)
 else
-  redis.call(ARGV[4], ARGV[3], tok)
+  redis.pcall(ARGV[4], ARGV[3], tok)
 end
 return 1

@@ -6,6 +6,7 @@
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 -- --lock-delay's entry moves on: its key first (here.lua), so a refusal does nothing.
 if (tonumber(ARGV[3] or '0') or 0) > 0 then here(KEYS[1] .. ':delay') end
+delay_ready(KEYS[1], ARGV[3]) -- its command too (delay.lua)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 -- The last confirmed renewal, server ms as a string (never a Lua number), in the
 -- holder's record (only while it exists: a record written here would have no TTL):

@@ -10,6 +10,7 @@ local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
 -- --lock-delay's entry moves on: its key first (here.lua), so a refusal does nothing.
 if (tonumber(ARGV[3] or '0') or 0) > 0 then here(string.sub(KEYS[1], 1, -9) .. ':delay') end
+delay_ready(string.sub(KEYS[1], 1, -9), ARGV[3]) -- its command too (delay.lua)
 -- The lease moves on. The first write is the key's PEXPIRE: a full server (maxmemory
 -- under noeviction) refuses a script's first write when it needs memory (ZADD: OOM),
 -- not the writes that follow one that does not, as renew.lua's PEXPIRE first lets it
