@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output, $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the command rlock runs; bats sets $output, $stderr (run in each test, a subshell)
 # Redis Cluster, a lock's slot migrated by hand while the lock is in use (SPEC §8; man
 # PROTOCOL): CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE of the lock's keys, SETSLOT
 # NODE, the steps `redis-cli --cluster reshard` takes. One 3-master cluster for the
@@ -338,8 +338,9 @@ looked_at() {
 	touch "go.$1"
 	wait_until 30 grep -q '^nested=' "nested.$1"
 	grep -qx 'held=0' "nested.$1" || fail "--held in the job: $(cat "nested.$1")"
-	grep -qx inner "nested.$1" && grep -qx 'nested=0' "nested.$1" ||
+	if ! grep -qx inner "nested.$1" || ! grep -qx 'nested=0' "nested.$1"; then
 		fail "a nested rlock in the job: $(cat "nested.$1")"
+	fi
 	run -69 --separate-stderr rlock -k "$name" --break
 	assert_one_line_error
 	[[ $stderr == *"cannot break while the lock's Cluster slot migrates"* ]] || fail "$stderr"

@@ -357,8 +357,19 @@ static int run(struct routed *s, const char *key, const struct server *fixed, in
 		if (rc != HOP_LATER)
 			return rc;
 		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
-		    conn_abort_pending())
-			return server_error(&c);
+		    conn_abort_pending()) {
+			if (!lock_is_migrating(err))
+				return server_error(&c);
+			/* a resharding that stopped half-way does not pass: say what it is */
+			char why[200];
+			snprintf(why, sizeof why, "%s", err);
+			snprintf(err, errlen,
+			         "%s: the lock's Cluster slot is being migrated and refuses this "
+			         "request until the migration ends (%.120s); finish or undo it "
+			         "(redis-cli --cluster fix)",
+			         c.srv->name, why);
+			return LOCK_ERR;
+		}
 		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
 		conn_pause_until(clock_ms() + pause);
 		pause *= 2;
