@@ -10,13 +10,14 @@ local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
 -- --lock-delay's entry moves on: its key first (here.lua), so a refusal does nothing.
 if (tonumber(ARGV[3] or '0') or 0) > 0 then here(string.sub(KEYS[1], 1, -9) .. ':delay') end
--- The lease moves on: ZREM, then ZADD. A full server (maxmemory under noeviction)
--- refuses a script's first write when it needs memory (ZADD: OOM), not the writes that
--- follow one that does not (ZREM): a full server still renews the holder, as renew.lua's
--- PEXPIRE first lets it renew an exclusive one. (The only holder's ZREM takes the key
--- and its expiry with it: the PEXPIRE below sets that again.)
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+-- The lease moves on. The first write is the key's PEXPIRE: a full server (maxmemory
+-- under noeviction) refuses a script's first write when it needs memory (ZADD: OOM),
+-- not the writes that follow one that does not, as renew.lua's PEXPIRE first lets it
+-- renew an exclusive holder. (Not ZREM then ZADD: the only holder's ZREM deletes the
+-- key, and a slot left MIGRATING refuses the ZADD that would make it again.)
+local p = redis.call('PTTL', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], p > ttl and p or ttl)
+redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
 -- The last confirmed renewal (server ms, a string), in the holder's record: --status
 -- shows its age (holders.lua).
 local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], ARGV[1]) or '')
