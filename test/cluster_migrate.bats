@@ -326,8 +326,8 @@ looks_while_migrating() {
 }
 
 # looked_at N: --status, --status --json, --list and the holder's own --held and nested
-# rlock (go.N) see the holder, as on a stable slot; --break says in one line that it
-# cannot, and breaks nothing.
+# rlock (go.N) see the holder, as on a stable slot; --break and --reset say in one line
+# that they cannot, and change nothing.
 looked_at() {
 	run -75 --separate-stderr rlock -k "$name" --status
 	[[ -z $stderr ]] || fail "--status: $stderr"
@@ -344,6 +344,9 @@ looked_at() {
 	run -69 --separate-stderr rlock -k "$name" --break
 	assert_one_line_error
 	[[ $stderr == *"cannot break while the lock's Cluster slot migrates"* ]] || fail "$stderr"
+	run -69 --separate-stderr rlock -k "$name" --reset
+	assert_one_line_error
+	[[ $stderr == *"cannot reset while the lock's Cluster slot migrates"* ]] || fail "$stderr"
 	run -75 --separate-stderr rlock -k "$name" --status --json
 	[[ $output == *"$(cat tok)"* ]] || fail "broken: $output"
 }
