@@ -7,7 +7,9 @@
 # (with ASKING) and then MOVED; a new acquire while the slot migrates is refused by
 # Redis with TRYAGAIN (the scripts declare several keys, not all present): rlock tries
 # again for about 1.5 s (a slot with few keys moves in milliseconds), then exit 69
-# with one line; a waiter is woken by the release on the slot's new owner.
+# with one line; a waiter is woken by the release on the slot's new owner. A status
+# (--status, --list, --held, a nested rlock's re-entry check) is read key by key on the
+# node that has the name's keys; --break and --reset say in one line they cannot (69).
 
 load helpers
 load cluster
