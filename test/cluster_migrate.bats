@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# shellcheck disable=SC2016,SC2154  # quoted $: for the command rlock runs; bats sets $output, $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: for the command rlock runs; bats sets $output, $stderr (run in each test, a subshell)
 # Redis Cluster, a lock's slot migrated by hand while the lock is in use (SPEC §8; man
 # PROTOCOL): CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE of the lock's keys, SETSLOT
 # NODE, the steps `redis-cli --cluster reshard` takes. One 3-master cluster for the
@@ -7,7 +7,9 @@
 # (with ASKING) and then MOVED; a new acquire while the slot migrates is refused by
 # Redis with TRYAGAIN (the scripts declare several keys, not all present): rlock tries
 # again for about 1.5 s (a slot with few keys moves in milliseconds), then exit 69
-# with one line; a waiter is woken by the release on the slot's new owner.
+# with one line; a waiter is woken by the release on the slot's new owner. A status
+# (--status, --list, --held, a nested rlock's re-entry check) is read key by key on the
+# node that has the name's keys; --break and --reset say in one line they cannot (69).
 
 load helpers
 load cluster
@@ -300,6 +302,96 @@ released_whole() {
 	else
 		grep -q 'cannot release' "$RLOCK_ERR" || fail "holder: $(cat "$RLOCK_ERR")"
 	fi
+}
+
+# looks_while_migrating OPTION...: a holder with OPTION... on a name of the first master
+# whose slot starts migrating (to the second) and stays so; its command runs, for each
+# `go.N` file the test creates, a --held and a nested rlock of the same name (re-entry,
+# reading the same status) into nested.N, then waits for a.release. Sets name key from
+# to slot pid; the holder's token in tok.
+looks_while_migrating() {
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	rlock_bg "$@" -k "$name" -- env R="$RLOCK" N="$name" O="$*" sh -c 'echo "$RLOCK_TOKEN" >tok; touch a.started
+		for n in 1 2; do
+			i=0; while [ ! -e go.$n ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+			{ "$R" --held; echo "held=$?"; "$R" $O -k "$N" -- echo inner
+				echo "nested=$?"; } >nested.$n 2>&1
+		done
+		i=0; while [ ! -e a.release ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	migrate_start "$slot" "$from" "$to"
+}
+
+# looked_at N: --status, --status --json, --list and the holder's own --held and nested
+# rlock (go.N) see the holder, as on a stable slot; --break and --reset say in one line
+# that they cannot, and change nothing.
+looked_at() {
+	run -75 --separate-stderr rlock -k "$name" --status
+	[[ -z $stderr ]] || fail "--status: $stderr"
+	run -75 --separate-stderr rlock -k "$name" --status --json
+	[[ $output == *"$(cat tok)"* ]] || fail "--status --json does not name the holder: $output"
+	run -0 --separate-stderr rlock --list
+	[[ $output == *"$name"* ]] || fail "--list: $output $stderr"
+	touch "go.$1"
+	wait_until 30 grep -q '^nested=' "nested.$1"
+	grep -qx 'held=0' "nested.$1" || fail "--held in the job: $(cat "nested.$1")"
+	if ! grep -qx inner "nested.$1" || ! grep -qx 'nested=0' "nested.$1"; then
+		fail "a nested rlock in the job: $(cat "nested.$1")"
+	fi
+	run -69 --separate-stderr rlock -k "$name" --break
+	assert_one_line_error
+	[[ $stderr == *"cannot break while the lock's Cluster slot migrates"* ]] || fail "$stderr"
+	run -69 --separate-stderr rlock -k "$name" --reset
+	assert_one_line_error
+	[[ $stderr == *"cannot reset while the lock's Cluster slot migrates"* ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -k "$name" --status --json
+	[[ $output == *"$(cat tok)"* ]] || fail "broken: $output"
+}
+
+@test "slot left MIGRATING: --status, --list, --held and a nested rlock read the lock on either node; --break says it cannot, in one line" {
+	local opt
+	for opt in -x -s; do
+		echo "# $opt" >&3
+		looks_while_migrating "$opt"
+		# every key on the node the slot migrates from
+		looked_at 1
+		# every key moved, the slot still migrating: the old owner answers ASK
+		# shellcheck disable=SC2046  # one key a word
+		migrate_keys "$from" "$to" $(redis-cli -p "$from" --scan --pattern "$key*")
+		looked_at 2
+		touch a.release
+		rlock_wait "$pid" 30
+		assert_equal "$RLOCK_STATUS" 0
+		migrate_end "$slot" "$to"
+		run -0 rlock -k "$name" --status
+		rm -f a.* go.* nested.* tok
+	done
+}
+
+@test "slot left MIGRATING with a lock's keys on both nodes: --status says so in one line (69), never shows half" {
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	rlock_bg -k "$name" -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	migrate_start "$slot" "$from" "$to"
+	migrate_keys "$from" "$to" "$key:fence"
+	run -69 --separate-stderr rlock -k "$name" --status
+	assert_one_line_error
+	[[ $stderr == *"split between"* ]] || fail "$stderr"
+	touch a.release
+	rlock_wait "$pid" 30
+	# shellcheck disable=SC2046  # one key a word
+	migrate_keys "$from" "$to" $(redis-cli -p "$from" --scan --pattern "$key*")
+	migrate_end "$slot" "$to"
 }
 
 # waiting_on PORT: a waiter blocks on its wake list (BLPOP) on the node at PORT.

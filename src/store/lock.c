@@ -70,12 +70,13 @@ enum {
 	K_WRITER,
 	K_WAITERS,
 	K_DONE,
+	K_HERE, /* never created: routes the status of a migrating slot (status.lua) */
 	K_N
 };
 
 static const char *const key_suffix[K_N] = {"",        ":owner",   ":fence", ":holders",
                                             ":meta",   ":limit",   ":queue", ":qlease",
-                                            ":writer", ":waiters", ":done"};
+                                            ":writer", ":waiters", ":done",  ":here"};
 
 /* A script's KEYS are keys of l, PREFIX{NAME}SUFFIX, given by their K_... in the order of
  * the K_ enum, leaving out those it does not use: a script declares no key it does not
@@ -531,6 +532,8 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 			copy_field(k->label, sizeof k->label, b->element[6]);
 	}
 	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
+	if (r->elements > 15) /* status read key by key (a migrating slot, status.lua) */
+		hs->here = (int)field_number(r->element[15]);
 	if (r->elements > 13) {
 		long long v = field_number(r->element[13]);
 		hs->pruned = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int)v;
@@ -545,8 +548,10 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 	if (r->type == RESP_ERROR)
 		return server_error(r, what, err, errlen);
 	memset(hs, 0, sizeof *hs);
-	/* 15 (status) since it shows --preempt's hand-over; 13 (14: break) since holders show their
-	 * renewal, waiters their host and pid, and the last break its record; 11 since
+	hs->here = -1;
+	/* 16 (status read key by key, a migrating slot), 15 (status) since it shows --preempt's
+	 * hand-over; 13 (14: break) since holders show their renewal, waiters their host and pid,
+	 * and the last break its record; 11 since
 	 * --lock-delay, 10 since --once-per (its mark), 8 since plain waiters have places; older
 	 * server-side scripts say 7 or 8. A holder's row: 14 fields since it names its process
 	 * beyond the pid (proc), 13 before (told apart by the count of holders when both divide).
@@ -559,7 +564,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
 			hstride = 14;
 	}
 	if (!(is_array(r, 7) || is_array(r, 8) || is_array(r, 10) || is_array(r, 11) ||
-	      is_array(r, 13) || is_array(r, 14) || is_array(r, 15)) ||
+	      is_array(r, 13) || is_array(r, 14) || is_array(r, 15) || is_array(r, 16)) ||
 	    r->element[3]->type != RESP_ARRAY || r->element[3]->elements % hstride != 0 ||
 	    r->element[4]->type != RESP_ARRAY || r->element[4]->elements % qstride != 0) {
 		snprintf(err, errlen, "%s: unexpected reply from the server", what);
@@ -867,6 +872,14 @@ int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, 
 	               args, err, errlen);
 }
 
+int lock_request_status_here(struct lock_request *q, const struct lock *l, int probe, char *err,
+                             size_t errlen)
+{
+	const char *args[] = {l->key};
+
+	return request(q, S_STATUS, l, probe ? 1 : 0, (const int[]){K_HERE}, 1, args, err, errlen);
+}
+
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
                        size_t errlen)
 {
@@ -896,6 +909,42 @@ int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, str
                 char *err, size_t errlen)
 {
 	return holders_script(c, S_STATUS, l, deadline_ms, hs, err, errlen);
+}
+
+int lock_status_here(struct client *c, const struct lock *l, int probe, int64_t deadline_ms,
+                     struct holders *hs, char *err, size_t errlen)
+{
+	struct lock_request q;
+	struct resp_reply *r;
+
+	if (lock_request_status_here(&q, l, probe, err, errlen) < 0 ||
+	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
+		return LOCK_ERR;
+	int rc = lock_decode_holders(r, "status", hs, err, errlen);
+	resp_free(r);
+	return rc;
+}
+
+int lock_is_migrating(const char *err)
+{
+	return strncmp(err, "TRYAGAIN", 8) == 0 ||
+	       strncmp(err, CLUSTER_NONLOCAL, strlen(CLUSTER_NONLOCAL)) == 0;
+}
+
+int lock_holding(const struct holders *hs, const char *token, struct holding *hd)
+{
+	for (int i = 0; i < hs->n; i++) {
+		const struct holder *h = &hs->h[i];
+		if (strcmp(h->token, token) != 0)
+			continue;
+		hd->mode = h->mode;
+		hd->limit = h->mode == 'l' ? atoi(hs->limit) : 0;
+		hd->ttl_left_ms = h->pttl_ms >= 0 ? h->pttl_ms : -1;
+		hd->fence = h->fence;
+		hd->has_fence = h->has_fence;
+		return 1;
+	}
+	return hs->total > hs->n && hs->limit[0] ? -1 : 0;
 }
 
 int lock_break(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,
@@ -953,19 +1002,9 @@ int lock_holds(struct client *c, const struct lock *l, const char *token, int64_
 		free(hs);
 		return rc < 0 ? rc : LOCK_ERR; /* a LOCK_REDIRECT is the store's to follow */
 	}
-	for (int i = 0; i < hs->n && !held; i++) {
-		const struct holder *h = &hs->h[i];
-		if (strcmp(h->token, token) != 0)
-			continue;
-		held = 1;
-		hd->mode = h->mode;
-		hd->limit = h->mode == 'l' ? atoi(hs->limit) : 0;
-		hd->ttl_left_ms = h->pttl_ms >= 0 ? h->pttl_ms : -1;
-		hd->fence = h->fence;
-		hd->has_fence = h->has_fence;
-	}
+	held = lock_holding(hs, token, hd);
 	/* More shared holders or permits than the status lists: the token's own lease. */
-	if (!held && hs->total > hs->n && hs->limit[0]) {
+	if (held < 0) {
 		hd->has_fence = 0;
 		held = lease_left(c, l, token, deadline_ms, &hd->ttl_left_ms, err, errlen);
 		hd->mode = strcmp(hs->limit, "shared") == 0 ? 's' : 'l';

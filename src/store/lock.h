@@ -257,6 +257,8 @@ struct holders {
 	struct reserved reserved;  /* --preempt's hand-over, while the lock is kept for it */
 	int refused;               /* --break --token/--if-fence: no such holder, nothing broken */
 	int pruned;                /* --break: places of gone waiters dropped from the queue */
+	int here; /* status read key by key (a migrating slot): the name's keys on the node
+	           * that answered; -1 otherwise */
 };
 
 enum lock_rc {
@@ -448,5 +450,22 @@ struct holding {
  * it lists). */
 int lock_holds(struct client *c, const struct lock *l, const char *token, int64_t deadline_ms,
                struct holding *hd, char *err, size_t errlen);
+
+/* A Cluster slot left MIGRATING/IMPORTING (a resharding stopped half-way): the status
+ * script's declared keys are refused (TRYAGAIN) unless all are on one node. The status
+ * read key by key on one node (status.lua): with no key, on the node c goes to (the
+ * slot's owner, the one it migrates from); with probe, with one key never created, which
+ * that node sends (ASK) to the one the slot migrates to. hs->here: how many of the
+ * name's keys that node has. As lock_status otherwise. */
+int lock_request_status_here(struct lock_request *q, const struct lock *l, int probe, char *err,
+                             size_t errlen);
+int lock_status_here(struct client *c, const struct lock *l, int probe, int64_t deadline_ms,
+                     struct holders *hs, char *err, size_t errlen);
+/* 1 when err (of a LOCK_REDIRECT) is a refusal of a migrating slot: TRYAGAIN, or a
+ * script's command on a key the node does not have. */
+int lock_is_migrating(const char *err);
+/* How token holds the lock, from a status: 1 (*hd says how), 0, or -1 when hs lists
+ * fewer shared holders or permits than there are (the token may be among the others). */
+int lock_holding(const struct holders *hs, const char *token, struct holding *hd);
 
 #endif

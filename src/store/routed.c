@@ -357,8 +357,19 @@ static int run(struct routed *s, const char *key, const struct server *fixed, in
 		if (rc != HOP_LATER)
 			return rc;
 		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
-		    conn_abort_pending())
-			return server_error(&c);
+		    conn_abort_pending()) {
+			if (!lock_is_migrating(err))
+				return server_error(&c);
+			/* a resharding that stopped half-way does not pass: say what it is */
+			char why[200];
+			snprintf(why, sizeof why, "%s", err);
+			snprintf(err, errlen,
+			         "%s: the lock's Cluster slot is being migrated and refuses this "
+			         "request until the migration ends (%.120s); finish or undo it "
+			         "(redis-cli --cluster fix)",
+			         c.srv->name, why);
+			return LOCK_ERR;
+		}
 		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
 		conn_pause_until(clock_ms() + pause);
 		pause *= 2;
@@ -585,13 +596,76 @@ struct holder_args {
 	const struct lock *l;
 	struct holders *h;
 	struct routed *s;
+	int migrating; /* the status was refused: the slot migrates (read it key by key) */
+	int probe;     /* op_status_here: to the node the slot migrates to */
 };
 
 static int op_status(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct holder_args *a = arg;
+	int rc = lock_status(c, a->l, d, a->h, err, errlen);
 
-	return lock_status(c, a->l, d, a->h, err, errlen);
+	/* Refused while the slot migrates, which may not end (a resharding stopped
+	 * half-way): not paused and repeated, read key by key (status_migrating). */
+	if (rc == LOCK_REDIRECT && lock_is_migrating(err)) {
+		a->migrating = 1;
+		return LOCK_OK;
+	}
+	return rc;
+}
+
+static int op_status_here(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
+{
+	struct holder_args *a = arg;
+
+	return lock_status_here(c, a->l, a->probe, d, a->h, err, errlen);
+}
+
+/* The status of l while its slot migrates (op_status was refused): read key by key on
+ * the node the slot migrates from (the owner) and on the one it migrates to (ASK), each
+ * in one script; the node that has the name's keys tells it. Keys on both (a MIGRATE
+ * between the two reads, or a resharding stopped between two of the name's keys):
+ * read again, paused as run() pauses; still on both: LOCK_ERR, one line that says so. */
+static int status_migrating(struct routed *s, const struct lock *l, int64_t cap_ms,
+                            struct holders *h, char *err, size_t errlen)
+{
+	struct holders *to = malloc(sizeof *to);
+	int64_t pause = PAUSE_FIRST_MS;
+	int rc = LOCK_ERR;
+
+	if (!to) {
+		snprintf(err, errlen, "out of memory");
+		return LOCK_ERR;
+	}
+	for (int pauses = 0;; pauses++) {
+		struct holder_args a = {l, h, s, 0, 0}, b = {l, to, s, 0, 1};
+		rc = run(s, l->key, NULL, RUN_RETRY, op_status_here, &a, cap_ms, err, errlen);
+		const struct server *from_at = s->at;
+		if (rc == LOCK_OK)
+			rc = run(s, l->key, NULL, RUN_RETRY, op_status_here, &b, cap_ms, err,
+			         errlen);
+		if (rc != LOCK_OK)
+			break;
+		if (h->here <= 0 || to->here <= 0 || from_at == s->at) {
+			if (h->here <= 0)
+				memcpy(h, to, sizeof *h);
+			break;
+		}
+		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
+		    conn_abort_pending()) {
+			snprintf(err, errlen,
+			         "the lock's keys are split between %s and %s by a Cluster slot "
+			         "migration that has not ended (TRYAGAIN): finish or undo it "
+			         "(redis-cli --cluster fix), then try again",
+			         from_at ? from_at->name : "?", s->at ? s->at->name : "?");
+			rc = LOCK_ERR;
+			break;
+		}
+		conn_pause_until(clock_ms() + pause);
+		pause *= 2;
+	}
+	free(to);
+	return rc;
 }
 
 static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -599,7 +673,16 @@ static int op_break(struct client *c, void *arg, int64_t d, char *err, size_t er
 	struct holder_args *a = arg;
 	struct lock copy;
 
-	return lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
+	int rc = lock_break(c, announcing(a->s, a->l, &copy), d, a->h, err, errlen);
+
+	/* TRYAGAIN: refused before the script ran. A break cannot be read and written key
+	 * by key as a status is (its record, a new key, cannot be created on the node the
+	 * slot migrates from): it says so at once (routed_break). */
+	if (rc == LOCK_REDIRECT && strncmp(err, "TRYAGAIN", 8) == 0) {
+		a->migrating = 1;
+		return LOCK_OK;
+	}
+	return rc;
 }
 
 struct history_args {
@@ -631,20 +714,30 @@ static int routed_status(void *ctx, const struct lock *l, int64_t cap_ms, struct
                          char *err, size_t errlen)
 {
 	struct routed *s = ctx;
-	struct holder_args a = {l, h, s};
+	struct holder_args a = {l, h, s, 0, 0};
+	int rc = run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
 
-	return run(s, l->key, NULL, RUN_RETRY, op_status, &a, cap_ms, err, errlen);
+	return rc == LOCK_OK && a.migrating ? status_migrating(s, l, cap_ms, h, err, errlen) : rc;
 }
 
 static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h,
                         char *err, size_t errlen)
 {
 	struct routed *s = ctx;
-	struct holder_args a = {l, h, s};
+	struct holder_args a = {l, h, s, 0, 0};
 
 	/* A break sent again would find nothing to break (--token: "no such holder") or
 	 * break the holder its first call let in (the waiter it woke). */
-	return run(s, l->key, NULL, RUN_ONCE, op_break, &a, cap_ms, err, errlen);
+	int rc = run(s, l->key, NULL, RUN_ONCE, op_break, &a, cap_ms, err, errlen);
+	if (rc == LOCK_OK && a.migrating) {
+		snprintf(err, errlen,
+		         "cannot %s while the lock's Cluster slot migrates (TRYAGAIN: a resharding "
+		         "that has not ended): nothing was changed; finish or undo the migration "
+		         "(redis-cli --cluster fix), then try again (--status works meanwhile)",
+		         l->reset ? "reset" : "break");
+		return LOCK_ERR;
+	}
+	return rc;
 }
 
 static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -668,6 +761,7 @@ struct holder_check {
 	const char *token;
 	int ours;
 	struct holding *hd;
+	int migrating; /* the status was refused: the slot migrates */
 };
 
 static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
@@ -677,6 +771,10 @@ static int op_is_holder(struct client *c, void *arg, int64_t d, char *err, size_
 	/* A routing error goes back to run() (store.h), which follows it: a Cluster node
 	 * that does not own the key answers MOVED. */
 	a->ours = lock_holds(c, a->l, a->token, d, a->hd, err, errlen);
+	if (a->ours == LOCK_REDIRECT && lock_is_migrating(err)) {
+		a->migrating = 1; /* read key by key (status_migrating) */
+		return LOCK_OK;
+	}
 	return a->ours < 0 ? a->ours : LOCK_OK;
 }
 
@@ -684,8 +782,22 @@ static int routed_is_holder(void *ctx, const struct lock *l, const char *token, 
                             struct holding *hd, char *err, size_t errlen)
 {
 	struct routed *s = ctx;
-	struct holder_check a = {l, token, 0, hd};
+	struct holder_check a = {l, token, 0, hd, 0};
 	int rc = run(s, l->key, NULL, RUN_RETRY, op_is_holder, &a, cap_ms, err, errlen);
+	if (rc == LOCK_OK && a.migrating) {
+		struct holders *hs = malloc(sizeof *hs);
+		if (!hs) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		rc = status_migrating(s, l, cap_ms, hs, err, errlen);
+		a.ours = rc != LOCK_OK ? -1 : lock_holding(hs, token, hd);
+		if (rc == LOCK_OK && a.ours < 0)
+			snprintf(err, errlen,
+			         "more shared holders than a status lists while the lock's Cluster "
+			         "slot migrates: cannot tell whether this one is among them");
+		free(hs);
+	}
 	return rc != LOCK_OK ? -1 : a.ours;
 }
 

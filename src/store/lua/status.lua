@@ -13,6 +13,46 @@
 -- handover 1: every other acquire waits while it lives, acquire.lua), or false.
 -- PREFIX{NAME}:qmeta, :broken and :preempt (same hash tag) are not declared, as
 -- release.lua's extra keys are not.
+-- A slot left MIGRATING/IMPORTING (a resharding that stopped half-way): Redis refuses
+-- the declared keys (TRYAGAIN) unless all of them are on the node. rlock then sends this
+-- script again with ARGV[1] = PREFIX{NAME} and no key (to the node the slot migrates
+-- from), or one key never created, PREFIX{NAME}:here (which that node sends, ASK, to the
+-- node the slot migrates to): the keys are read one command each, a key this node does
+-- not have ("non local", on the node the slot migrates from) as absent, and the reply
+-- gains one field: how many of the keys read here exist on this node. rlock shows the
+-- node that has them, and says so when both have some (routed.c).
+local KEYS, redis, here_n = KEYS, redis, nil
+if ARGV[1] then
+  local base, R, keys = ARGV[1], redis, {}
+  for i, sfx in ipairs({'', ':owner', ':fence', ':holders', ':meta', ':limit', ':queue',
+                        ':qlease', ':writer', ':waiters', ':done'}) do
+    keys[i] = base .. sfx
+  end
+  KEYS = keys
+  local absent = {GET = false, HGET = false, ZSCORE = false, PTTL = -2, EXISTS = 0, ZCOUNT = 0}
+  local function read(raise, cmd, ...)
+    local r = R.pcall(cmd, ...)
+    if type(r) == 'table' and type(r.err) == 'string' then
+      if not string.find(r.err, 'non local key', 1, true) then
+        if raise then return R.call(cmd, ...) end
+        return r
+      end
+      local e = absent[string.upper(cmd)]
+      if e == nil then return {} end
+      return e
+    end
+    return r
+  end
+  local function call(...) return read(true, ...) end
+  redis = setmetatable({call = call, pcall = function(...) return read(false, ...) end},
+                       {__index = R})
+  here_n = 0
+  for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                      KEYS[9], KEYS[10], KEYS[11], base .. ':qmeta', base .. ':broken',
+                      base .. ':preempt', base .. ':delay'}) do
+    here_n = here_n + call('EXISTS', k)
+  end
+end
 --@holders
 --@delay
 local done = redis.pcall('GET', KEYS[11])
@@ -41,4 +81,4 @@ end
 return {fence, lim or false, n, hs, q,
         redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), done and redis.call('PTTL', KEYS[11]),
-        done, closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved}
+        done, closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved, here_n}
