@@ -122,6 +122,19 @@ load helpers
 	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
 }
 
+@test "what a parser quotes from its input is escaped once, by the line that prints it" {
+	run -64 --separate-stderr rlock -k e -w 'a\b' -- touch ran
+	assert_equal "$stderr" "rlock: --wait: bad duration 'a\\x5cb' (e.g. 500ms, 30s, 5m, 1h30m, 2h, 1d) (try 'rlock --help')"
+	run -64 --separate-stderr rlock -k e -w $'5\n' -- touch ran
+	assert_equal "$stderr" "rlock: --wait: bad duration '5\\x0a' (e.g. 500ms, 30s, 5m, 1h30m, 2h, 1d) (try 'rlock --help')"
+	run -64 --separate-stderr rlock -k e --warn $'TE\e[2JRM' -- touch ran
+	assert_equal "$stderr" "rlock: --warn: 'TE\\x1b[2JRM' is not a signal name (or none) (try 'rlock --help')"
+	printf 'a\\b c = 1\n' >esc.conf
+	run -64 --separate-stderr rlock --config "$PWD/esc.conf" -k e -- touch ran
+	assert_equal "$stderr" "rlock: $PWD/esc.conf:1: 'a\\x5cb ...' is not a setting (expected 'NAME = VALUE', one per line) (try 'rlock --help')"
+	[[ ! -e ran ]]
+}
+
 @test "a name in a message is escaped once: a backslash or UTF-8 in a command or a config setting (not \\x5cx5c)" {
 	run -127 --separate-stderr rlock -k e -- 'no\such'
 	assert_equal "$stderr" 'rlock: no\x5csuch: command not found'

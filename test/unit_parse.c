@@ -27,7 +27,8 @@ static int url_ok(const char *s)
 	return rc == 0;
 }
 
-/* A rejection must give a one-line reason that mentions want and not secret. */
+/* A rejection must give a reason that mentions want and not secret. The reason quotes
+ * the input as it is: the sink escapes it (test/messages.bats checks the printed line). */
 static int url_bad(const char *s, const char *want, const char *secret)
 {
 	int rc;
@@ -38,7 +39,7 @@ static int url_bad(const char *s, const char *want, const char *secret)
 		fprintf(stderr, "  parse_url(\"%s\") accepted\n", s);
 		return 0;
 	}
-	if (strchr(err, '\n') || !err[0] || strcmp(err, "(unset)") == 0) {
+	if (!err[0] || strcmp(err, "(unset)") == 0) {
 		fprintf(stderr, "  parse_url(\"%s\"): bad reason '%s'\n", s, err);
 		return 0;
 	}
@@ -382,7 +383,7 @@ static int dur_bad(const char *s, const char *want)
 		fprintf(stderr, "  parse_duration(\"%s\") accepted: %lld\n", s, (long long)ms);
 		return 0;
 	}
-	if (ms != -42 || strchr(err, '\n') || (want && !strstr(err, want))) {
+	if (ms != -42 || (want && !strstr(err, want))) {
 		fprintf(stderr, "  parse_duration(\"%s\"): reason '%s' (want '%s')\n", s, err,
 		        want ? want : "");
 		return 0;
@@ -469,7 +470,8 @@ static void test_duration(void)
 	CHECK(dur_bad("5S", "bad duration"));
 	CHECK(dur_bad("5sec", "bad duration"));
 	CHECK(dur_bad("5y", "bad duration"));
-	CHECK(dur_bad("5\n", "bad duration '5\\x0a'"));
+	/* the reason quotes the input as it is: the sink (log_msg) escapes it, once */
+	CHECK(dur_bad("5\n", "bad duration '5\n'"));
 	CHECK(dur_bad("36525.00001d", "too large"));
 	CHECK(dur_bad("36526d", "too large"));
 	CHECK(dur_bad("3155760000001ms", "too large"));
@@ -602,7 +604,7 @@ static void test_signal(void)
 	CHECK(sig_bad("9x", "1..64"));
 	CHECK(sig_bad("", "empty"));
 	CHECK(sig_bad(NULL, "empty"));
-	CHECK(sig_bad("TE\033[2JRM", "\\x1b"));
+	CHECK(sig_bad("TE\033[2JRM", "'TE\033[2JRM'"));
 
 	/* every name in the table round-trips through its number */
 	for (i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -39,27 +39,18 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* Copy n bytes of untrusted p into dst for a message: non-printable bytes become \xNN
- * so the reason stays one line and cannot carry terminal escapes. */
+/* Copy at most ECHO_MAX bytes of untrusted p into dst for a message, marking a cut with
+ * "...". The bytes are copied as they are: every sink escapes what it prints (log_msg's
+ * log_escape for stderr and syslog, the JSON and Prometheus writers for theirs), so
+ * escaping here as well printed a backslash as "\x5cx5c". */
 static void echo(char *dst, size_t dstsz, const char *p, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
 	size_t o = 0, i;
 
-	for (i = 0; i < n && i < ECHO_MAX; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			if (o + 1 >= dstsz)
-				break;
-			dst[o++] = (char)c;
-		} else {
-			if (o + 4 >= dstsz)
-				break;
-			dst[o++] = '\\';
-			dst[o++] = 'x';
-			dst[o++] = hex[c >> 4];
-			dst[o++] = hex[c & 15];
-		}
+	for (i = 0; i < n && i < ECHO_MAX && p[i] != '\0'; i++) {
+		if (o + 1 >= dstsz)
+			break;
+		dst[o++] = p[i];
 	}
 	if (i < n && o + 3 < dstsz) {
 		memcpy(dst + o, "...", 3);
@@ -68,7 +59,7 @@ static void echo(char *dst, size_t dstsz, const char *p, size_t n)
 	dst[o] = '\0';
 }
 
-#define ECHO_BUF (ECHO_MAX * 4 + 4)
+#define ECHO_BUF (ECHO_MAX + 4)
 
 static int is_digit(char c)
 {
