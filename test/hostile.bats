@@ -157,6 +157,16 @@ expect_69_at_once() {
 	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
 }
 
+@test "a sentinel's error text is escaped once on the line that prints it (not \\x5cx1b)" {
+	hostile escape
+	run -69 --separate-stderr timeout -s KILL 60 "$RLOCK" -u "redis-sentinel://127.0.0.1:$HPORT/mymaster" \
+		--io-timeout 1s -k h -- touch ran
+	[[ ! -e ran ]] || fail "the command ran"
+	[[ $stderr == *"sentinel 127.0.0.1:$HPORT: ERR \x1b[31mred\x1b]0;title\x07 \x9b2J"* ]] ||
+		fail "not escaped exactly once: $stderr"
+	[[ $stderr != *$'\e'* && $stderr != *'\x5c'* ]] || fail "raw or escaped twice: $(cat -v <<<"$stderr")"
+}
+
 @test "a LOADING whose text holds terminal escapes: a waiter's live line on a terminal shows it escaped" {
 	# The live line (a terminal only) says what the waiter waits for: the server's
 	# last error, which is the server's own text.

@@ -84,8 +84,8 @@ static void status_draw(const struct wait_args *a, const struct holder *h, int64
 		return;
 	long long held = held_ms(h->start_ms);
 	if (!note && holder_nobody(h)) /* "closed by lock-delay for ...", "reserved for ..." */
-		note = holder_format(h, 0, who, sizeof who);
-	if (note) /* a server's error text among it: escaped as the holder's is */
+		note = holder_format(h, HOLDER_RAW, who, sizeof who);
+	if (note) /* a server's error text or the holder's fields: escaped here, once */
 		log_escape(text, sizeof text, note, strlen(note));
 	if (note)
 		n = snprintf(line, sizeof line, "%srlock: waiting %llds for '%s': %s", clear,

@@ -130,7 +130,7 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	}
 	if (r->type == RESP_ERROR) {
 		char q[200];
-		log_escape(q, sizeof q, r->str, r->len);
+		snprintf(q, sizeof q, "%.*s", (int)r->len, r->str);
 		if (resp_is_noauth(r))
 			snprintf(err, errlen,
 			         "sentinel %.100s requires a password (NOAUTH); see "
@@ -178,7 +178,7 @@ static void ask_quorum(const struct sentinel *s, const struct server *srv, int64
 	                sizeof e) < 0)
 		snprintf(v->words, sizeof v->words, "%.250s", e);
 	else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
-		log_escape(v->words, sizeof v->words, r->str, r->len);
+		snprintf(v->words, sizeof v->words, "%.*s", (int)r->len, r->str);
 	else
 		snprintf(v->words, sizeof v->words, "unexpected reply to CKQUORUM");
 	if (r && (r->type == RESP_STATUS || r->type == RESP_ERROR))
@@ -230,12 +230,12 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 		rc = 0;
 	} else if (r->type == RESP_ERROR) {
 		char q[200];
-		log_escape(q, sizeof q, r->str, r->len);
+		snprintf(q, sizeof q, "%.*s", (int)r->len, r->str);
 		snprintf(err, errlen, "master %.100s: ROLE: %.300s", srv->name, q);
 	} else {
 		char q[64] = "?";
 		if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING)
-			log_escape(q, sizeof q, r->element[0]->str, r->element[0]->len);
+			snprintf(q, sizeof q, "%.*s", (int)r->element[0]->len, r->element[0]->str);
 		snprintf(err, errlen, "%.100s, named master by the sentinels, says it is a %.300s",
 		         srv->name, q);
 	}
