@@ -265,7 +265,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
-			timeout = left > 60000 ? 60000 : (int)left;
+			timeout = left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left;
 		}
 		struct pollfd pf = {.fd = 0, .events = POLLIN};
 		if (poll(&pf, 1, timeout) <= 0)
@@ -1054,7 +1054,7 @@ static int next_timeout(const struct sup *s, int64_t now)
 		t = min_left(t, now + KILL_REPEAT_MS, now);
 	/* orphans come silently (no SIGCHLD when a process is reparented to rlock) */
 	t = min_left(t, now + ORPHAN_POLL_MS, now);
-	return t < 0 ? -1 : t > 60000 ? 60000 : (int)t;
+	return t < 0 ? -1 : t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t;
 }
 
 /* Forward the signals read (SIGCONT after each: as timeout(1), a stopped group would
