@@ -554,7 +554,7 @@ static enum wait_state st_outage(struct wait_run *w)
 static enum wait_state st_listen(struct wait_run *w)
 {
 	char err[256];
-	int listen = store_subscribe(w->s, w->a->lock, err, sizeof err);
+	int listen = store_subscribe(w->s, w->a->lock, w->deadline, err, sizeof err);
 
 	if (listen == STORE_NEW) {
 		w->sub = 1;
