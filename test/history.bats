@@ -297,6 +297,21 @@ released 0'
 	done
 }
 
+@test "history: a run that outlives the retention keeps its record (acquired, then released), exclusive, -s and --limit" {
+	# retention 1 s, a run of 2.5 s renewed all along: the stream and the open run live
+	# while the lease does, so the end is recorded against its acquire
+	printf 'history = 50\nhistory-retention = 1s\n' >conf
+	local m args
+	for m in x s l; do
+		args=()
+		[[ $m == s ]] && args=(-s)
+		[[ $m == l ]] && args=(-l 2)
+		run -0 --separate-stderr rlock -u "$REDIS_URL" -t 600ms -k "long$m" "${args[@]}" -- sleep 2.5
+		run -0 --separate-stderr rlock -u "$REDIS_URL" -k "long$m" --history --json
+		assert_equal "$(jq -c '[.entries[].event]' <<<"$output")" '["released","acquired"]'
+	done
+}
+
 @test "history: -s, --limit and --fair on a three-master Cluster (one server: not Redlock)" {
 	URL=$CLUSTER_URL
 	modes sh -s

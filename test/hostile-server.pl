@@ -16,6 +16,8 @@
 #         terminal escapes
 #   scanbreak  a SCAN's first page (cursor 1, no names), then an error for every SCAN
 #         that goes on from a cursor: a server that fails mid-SCAN, after its first page
+#   busymute  busy for every acquire (EVAL...); no answer to anything else (a
+#         waiter's SUBSCRIBE or BLPOP: a server that stalls once the lock is busy)
 #   busyclose  the first request of all: the busy reply, then the connection closed;
 #         every later connection closed at its first request, before a byte of reply
 #         (a server that spoke RESP to this run, then fails: no TLS port)
@@ -50,7 +52,7 @@ my %reply = (
 );
 
 if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak' ||
-	$mode eq 'loadescape' || $mode eq 'busyclose') {
+	$mode eq 'loadescape' || $mode eq 'busyclose' || $mode eq 'busymute') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
@@ -81,6 +83,10 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbre
 			# a standalone server's answer to --list's cluster probe
 			if ($buf =~ /CLUSTER/) {
 				$h->syswrite("-ERR This instance has cluster support disabled\r\n");
+				next;
+			}
+			if ($mode eq 'busymute') {
+				$h->syswrite($busy) if $buf =~ /EVAL/;
 				next;
 			}
 			if ($mode eq 'busyclose') {

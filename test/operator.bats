@@ -90,6 +90,20 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	rlock_wait "$HOLDER_PID"
 }
 
+@test "--status, --list: a holder whose clock runs ahead of the reader's: its held time is unknown (null, '-'), never negative" {
+	start_holder s -t 10s
+	# the holder's host stamps its start by its own wall clock, 2 minutes ahead of ours
+	rcli HSET 'rlock:{s}:owner' start $(($(now_ms) + 120000)) >/dev/null
+	run -75 --separate-stderr rlock -k s --status --json
+	assert_equal "$(jq -c '.held_ms' <<<"$output")" null
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[].held_ms]' <<<"$output")" '[null]'
+	run -0 --separate-stderr rlock --list
+	assert_line --index 1 --regexp '^s +[^ ]+ +[0-9]+ +- '
+	touch s.release
+	rlock_wait "$HOLDER_PID"
+}
+
 @test "--status --json escapes odd names and commands" {
 	# a --status from inside the command sees its own holder: held, 75
 	run -75 --separate-stderr rlock -k 'we"ird\x' -- "$RLOCK" -k 'we"ird\x' --status --json

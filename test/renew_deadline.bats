@@ -87,3 +87,14 @@ threads_of() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{lazy}'
 }
+
+@test "the shortest ttl (100ms) holds on a healthy server: renewals confirmed in time never let the watchdog kill the command" {
+	# The watchdog holds the group's SIGKILL deadline (9/10 of the ttl after the last
+	# confirmed send); the supervisor must pass on each renewal's later deadline in time,
+	# not 1/10 of the ttl (10 ms) before the old one ran out.
+	local i
+	for i in 1 2 3; do
+		run --separate-stderr rlock -t 100ms -k short -- sleep 1
+		[[ $status == 0 ]] || fail "run $i: exit $status, a lease renewed all along counted lost: $stderr"
+	done
+}

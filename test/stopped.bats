@@ -111,3 +111,61 @@ watchdog_of() {
 	[[ -e ran ]]
 	[[ -s kids ]] || fail "rlock had no other child when the command started: no watchdog yet"
 }
+
+# suspend_shim: suspend.so, an LD_PRELOAD shim that adds the seconds in the file
+# "suspended" to CLOCK_BOOTTIME (re-read every 20 ms), and only to it: what a suspend of
+# the machine does (CLOCK_MONOTONIC stops while the machine sleeps; the server's clock,
+# and so the lease, runs on).
+suspend_shim() {
+	cat >suspend.c <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+typedef int (*gettime_fn)(clockid_t, struct timespec *);
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	static gettime_fn real;
+	static long long shift, next;
+	if (!real)
+		real = (gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
+	int rc = real(id, ts);
+	if (rc == 0 && id == CLOCK_BOOTTIME) {
+		struct timespec m;
+		real(CLOCK_MONOTONIC, &m);
+		long long now = (long long)m.tv_sec * 1000000000LL + m.tv_nsec;
+		if (now >= next) {
+			FILE *f = fopen(getenv("SUSPEND_FILE"), "re");
+			if (f) {
+				if (fscanf(f, "%lld", &shift) != 1)
+					shift = 0;
+				fclose(f);
+			}
+			next = now + 20000000LL;
+		}
+		ts->tv_sec += shift;
+	}
+	return rc;
+}
+C
+	"${CC:-cc}" -shared -fPIC -o suspend.so suspend.c -ldl
+	echo 0 >suspended
+}
+
+@test "the machine suspended past the lease (the monotonic clock stood still, the lease ran out): the loss is seen at resume, not at the next renewal; 79" {
+	suspend_shim
+	local asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	LD_PRELOAD=$PWD/suspend.so SUSPEND_FILE=$PWD/suspended ASAN_OPTIONS=$asan \
+		rlock_bg -t 60s -k sus -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 120'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	# While the machine slept for 90 s, the 60 s lease ended on the server and another
+	# holder took the lock; then the machine resumes. The next renewal is 20 s away.
+	rcli SET 'rlock:{sus}' thief PX 600000 >/dev/null
+	echo 90 >suspended
+	rlock_wait "$RLOCK_PID" 8 || fail "rlock ran the command on after the resume, as if its lease held"
+	assert_equal "$RLOCK_STATUS" 79
+	grep -q 'lock lost' "$RLOCK_ERR"
+	[[ $(rcli GET 'rlock:{sus}') == thief ]]
+}

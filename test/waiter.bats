@@ -170,6 +170,26 @@ backoff_holds() {
 	backoff_holds 0 40
 }
 
+@test "a server that stalls the waiter's listener (SUBSCRIBE, BLPOP): -w still bounds the wait, not --io-timeout (75)" {
+	HPORT=$(free_port)
+	HOSTILE_PTTL=600000 perl "$BATS_TEST_DIRNAME/hostile-server.pl" \
+		"$HPORT" busymute "$BATS_TEST_TMPDIR/ready" 3>&- 4>&- &
+	track_pid $!
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/ready"
+	local mode t0 took args
+	for mode in exclusive --fair -s; do
+		args=()
+		[[ $mode == exclusive ]] || args=("$mode")
+		t0=$(now_ms)
+		run -75 --separate-stderr rlock -u "redis://127.0.0.1:$HPORT" --io-timeout 8s -w 1 \
+			-k m "${args[@]}" -- touch ran
+		took=$(($(now_ms) - t0))
+		echo "# $mode: 75 after $took ms" >&3
+		[[ ! -e ran ]]
+		((took < 4000)) || fail "$mode: -w 1 gave up after $took ms (--io-timeout 8s)"
+	done
+}
+
 # ---------------------------------------------------------------------------------
 # the live line (issue 14 item 4, issue 7 item 14)
 

@@ -152,7 +152,9 @@ static void holder_fields(FILE *f, const struct holder *h, const char *key)
 	fputs(",\"start_ms\":", f);
 	json_int_or_null(f, h->start_ms > 0, h->start_ms);
 	fputs(",\"held_ms\":", f);
-	json_int_or_null(f, h->start_ms > 0, now - h->start_ms);
+	/* start_ms is the holder's wall clock: one ahead of ours makes it unknown (as the
+	 * text's '-'), never negative. */
+	json_int_or_null(f, h->start_ms > 0 && now >= h->start_ms, now - h->start_ms);
 	fputs(",\"ttl_ms\":", f);
 	json_int_or_null(f, h->ttl_ms >= 0, h->ttl_ms);
 	fputs(",\"ttl_left_ms\":", f);

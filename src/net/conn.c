@@ -3,7 +3,7 @@
  * module (tls.c, loaded by tlsload.c only when a connection asks for TLS).
  *
  * Everything is non-blocking; the only waits are poll() calls bounded by an absolute
- * CLOCK_MONOTONIC deadline. SIGPIPE cannot fire from here: plain writes use
+ * clock_ms() deadline (clock.h). SIGPIPE cannot fire from here: plain writes use
  * send(MSG_NOSIGNAL), and the TLS module writes the same way. */
 #include "conn.h"
 

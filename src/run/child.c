@@ -257,7 +257,13 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 		int timeout = -1;
 		if (kill_by != WATCHDOG_NONE) {
 			int64_t left = kill_by - clock_ms();
-			if (left <= 0) {
+			struct pollfd told = {.fd = 0, .events = POLLIN};
+			if (left <= 0 && poll(&told, 1, 0) == 1) {
+				/* A message came with the deadline: a later deadline (from a
+				 * renewal confirmed in time), the disarm or rlock's end. Read it
+				 * first: its deadline is as sure as the one it replaces. */
+				left = 0;
+			} else if (left <= 0) {
 				if (kill(-pgid, 0) == 0) /* something to kill: say so first */
 					(void)!write(1, &kill_by, sizeof kill_by);
 				/* rlock stopped or stuck past the deadline */
@@ -265,7 +271,7 @@ static void __attribute__((noreturn)) watchdog_run(pid_t sid, pid_t rlock_pgrp)
 				kill_by = WATCHDOG_NONE;
 				continue;
 			}
-			timeout = left > 60000 ? 60000 : (int)left;
+			timeout = left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left;
 		}
 		struct pollfd pf = {.fd = 0, .events = POLLIN};
 		if (poll(&pf, 1, timeout) <= 0)
@@ -1040,6 +1046,12 @@ static int next_timeout(const struct sup *s, int64_t now)
 
 	if (s->watching)
 		t = min_left(t, s->a->lost_at(s->a->ctx), now);
+	/* The watchdog's deadline moves on only when told (on_timers): tell it a renewal's
+	 * by half-way to the one it holds, not at the loss, a tenth of the ttl before it
+	 * (10 ms at -t 100ms: a late wake-up and it killed a group whose lease held). */
+	if (s->watching && s->a->action == ACT_SIGNAL && s->ch->watch_by != WATCHDOG_NONE &&
+	    s->ch->watch_by - now > 4)
+		t = min_left(t, now + (s->ch->watch_by - now) / 2, now);
 	if (s->a->renew_due && s->a->renew_due(s->a->ctx) != INT64_MAX)
 		t = min_left(t, s->a->renew_due(s->a->ctx), now);
 	if (s->watching && s->a->warn_signal && s->a->warn_at(s->a->ctx) != s->warned)
@@ -1054,7 +1066,7 @@ static int next_timeout(const struct sup *s, int64_t now)
 		t = min_left(t, now + KILL_REPEAT_MS, now);
 	/* orphans come silently (no SIGCHLD when a process is reparented to rlock) */
 	t = min_left(t, now + ORPHAN_POLL_MS, now);
-	return t < 0 ? -1 : t > 60000 ? 60000 : (int)t;
+	return t < 0 ? -1 : t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t;
 }
 
 /* Forward the signals read (SIGCONT after each: as timeout(1), a stopped group would
@@ -1146,7 +1158,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			break;
 		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
 		                      {.fd = s.lost_fd, .events = POLLIN}};
-		int rc = poll(p, s.lost_fd >= 0 ? 2 : 1, next_timeout(&s, now));
+		int rc = poll(p, s.lost_fd >= 0 ? 2 : 1, next_timeout(&s, clock_ms()));
 		if (rc < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */

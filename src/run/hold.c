@@ -303,7 +303,7 @@ int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err
 		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
 		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
 		                      {.fd = hold_lost_fd(h), .events = POLLIN}};
-		if (poll(p, 2, t > 60000 ? 60000 : (int)t) <= 0)
+		if (poll(p, 2, t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t) <= 0)
 			continue;
 		if (p[1].revents & POLLIN) {
 			hold_lost_reason(h, 0, err, errlen);

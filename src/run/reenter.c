@@ -193,7 +193,7 @@ static int ask_holder(struct store *s, const struct lock *l, const char *name, c
 		step = step * 2 > ASK_MAX_MS ? ASK_MAX_MS : step * 2;
 		struct pollfd p = {.fd = o->sigfd, .events = POLLIN};
 		for (int64_t left; (left = until - clock_ms()) > 0;)
-			if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+			if (poll(&p, 1, left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left) > 0)
 				return rc; /* a terminating signal: the caller dies of it */
 	}
 }

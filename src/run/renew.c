@@ -57,7 +57,7 @@ static int nap(struct renew *r, int64_t until)
 		if (left <= 0)
 			return 0;
 		struct pollfd p = {.fd = r->stop_fd, .events = POLLIN};
-		int rc = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+		int rc = poll(&p, 1, left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left);
 		if (rc > 0)
 			return 1;
 		if (rc < 0 && errno != EINTR)

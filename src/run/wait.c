@@ -150,7 +150,11 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 		/* Past `until`: one look all the same, so that a release that came while
 		 * this process was not running wakes it as the release, not as the timer. */
 		int64_t left = until - clock_ms();
-		int rc = watch ? 0 : poll(p, 3, left <= 0 ? 0 : left > 60000 ? 60000 : (int)left);
+		int rc = watch ? 0
+		               : poll(p, 3,
+		                      left <= 0                 ? 0
+		                      : left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS
+		                                                : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return -1;
 		if (!watch && rc <= 0 && left <= 0)
@@ -550,7 +554,7 @@ static enum wait_state st_outage(struct wait_run *w)
 static enum wait_state st_listen(struct wait_run *w)
 {
 	char err[256];
-	int listen = store_subscribe(w->s, w->a->lock, err, sizeof err);
+	int listen = store_subscribe(w->s, w->a->lock, w->deadline, err, sizeof err);
 
 	if (listen == STORE_NEW) {
 		w->sub = 1;
@@ -730,7 +734,7 @@ static int open_pause(int sigfd, int64_t *step, uint32_t *seed, int64_t deadline
 
 	*step = *step * 2 > OPEN_MAX_MS ? OPEN_MAX_MS : *step * 2;
 	for (int64_t left; (left = until - clock_ms()) > 0;)
-		if (poll(&p, 1, left > 60000 ? 60000 : (int)left) > 0)
+		if (poll(&p, 1, left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left) > 0)
 			return 0;
 	return 1;
 }

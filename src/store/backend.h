@@ -40,8 +40,9 @@ struct store_route {
 	/* optional: *c, a connection subscribed to the announcements that the server
 	 * changed (Sentinel: +switch-master), for a waiter that listens on the server
 	 * named before; STORE_OK or STORE_ERR. watch_says: 1 when reply r announces a
-	 * change of this route's server (its next locate then asks again), else 0. */
-	int (*watch)(void *ctx, struct client **c, char *err, size_t errlen);
+	 * change of this route's server (its next locate then asks again), else 0.
+	 * Never past cap_ms (the waiter's deadline; STORE_NO_CAP: none). */
+	int (*watch)(void *ctx, int64_t cap_ms, struct client **c, char *err, size_t errlen);
 	int (*watch_says)(void *ctx, const struct resp_reply *r);
 };
 
@@ -110,12 +111,13 @@ struct store_backend {
 	 * connection, NULL when none. Required when places is set. */
 	const struct server *(*placed_at)(const void *ctx);
 	/* Release notifications without listen_at: the server of l's channel and the
-	 * (S)SUBSCRIBE to send there. STORE_OK, or STORE_ERR with the reason. */
-	int (*listen_on)(void *ctx, const struct lock *l, const struct server **srv,
+	 * (S)SUBSCRIBE to send there. STORE_OK, or STORE_ERR with the reason. Never past
+	 * cap_ms (the waiter's deadline). */
+	int (*listen_on)(void *ctx, const struct lock *l, int64_t cap_ms, const struct server **srv,
 	                 const char **cmd, char *err, size_t errlen);
 	/* Optional: the route's watch (store_route's watch and watch_says); *c NULL and
 	 * STORE_OK when the route has none. */
-	int (*watch)(void *ctx, struct client **c, char *err, size_t errlen);
+	int (*watch)(void *ctx, int64_t cap_ms, struct client **c, char *err, size_t errlen);
 	int (*watch_says)(void *ctx, const struct resp_reply *r);
 };
 

@@ -747,12 +747,16 @@ static int check_int(struct resp_reply *r, const char *what, char *err, size_t e
 
 int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
 {
-	char ttl[24], delay[24];
+	char ttl[24], delay[24], hret[24];
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
 	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
-	const char *args[] = {l->token, ttl, delay}; /* delay: --lock-delay's entry moves on */
-	int nargs = l->ask.delay_ms > 0 ? 3 : 2;
+	/* The history's retention: a run that outlives it keeps its open run and stream. */
+	snprintf(hret, sizeof hret, "%lld",
+	         l->ask.history_len > 0 ? (long long)l->ask.history_ms : 0LL);
+	/* delay: --lock-delay's entry moves on */
+	const char *args[] = {l->token, ttl, delay, hret};
+	int nargs = l->ask.history_len > 0 ? 4 : l->ask.delay_ms > 0 ? 3 : 2;
 	if (sem_held(l))
 		return request(q, S_RENEW_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
 		               nargs, args, err, errlen);

@@ -441,13 +441,15 @@ static const struct server *routed_placed_at(const void *ctx)
 
 /* The release notifications: on the route's server of the channel, with the route's
  * (S)SUBSCRIBE. */
-static int routed_listen_on(void *ctx, const struct lock *l, const struct server **at,
-                            const char **cmd, char *err, size_t errlen)
+static int routed_listen_on(void *ctx, const struct lock *l, int64_t cap_ms,
+                            const struct server **at, const char **cmd, char *err, size_t errlen)
 {
 	struct routed *s = ctx;
 	const struct store_route *rt = s->cfg->route;
 	const struct server *srv = &s->cfg->srv[0];
 	int64_t cap = clock_ms() + srv->connect_timeout_ms + srv->io_timeout_ms;
+
+	cap = cap < cap_ms ? cap : cap_ms;
 
 	*cmd = "SUBSCRIBE";
 	if (rt && rt->probe)
@@ -461,13 +463,13 @@ static int routed_listen_on(void *ctx, const struct lock *l, const struct server
 }
 
 /* The route's watch (Sentinel: +switch-master), when it has one. */
-static int routed_watch(void *ctx, struct client **c, char *err, size_t errlen)
+static int routed_watch(void *ctx, int64_t cap_ms, struct client **c, char *err, size_t errlen)
 {
 	struct routed *s = ctx;
 	const struct store_route *rt = s->cfg->route;
 
 	*c = NULL;
-	return rt && rt->watch ? rt->watch(s->route, c, err, errlen) : STORE_OK;
+	return rt && rt->watch ? rt->watch(s->route, cap_ms, c, err, errlen) : STORE_OK;
 }
 
 static int routed_watch_says(void *ctx, const struct resp_reply *r)

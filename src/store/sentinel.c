@@ -457,11 +457,12 @@ static int watch_one(const struct sentinel *s, const struct server *srv, struct 
 /* The sentinels in turn from the one asked first, within one sentinel's deadlines in
  * all (a waiter is not held up long); the one that subscribed is asked first from then
  * on, so that its re-check names the master it announced. */
-static int route_watch(void *ctx, struct client **c, char *err, size_t errlen)
+static int route_watch(void *ctx, int64_t cap_ms, struct client **c, char *err, size_t errlen)
 {
 	struct route *x = ctx;
 	const struct sentinel *s = &x->sh->s;
-	int64_t cap = clock_ms() + s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms;
+	int64_t cap =
+	    min64(cap_ms, clock_ms() + s->sent[0].connect_timeout_ms + s->sent[0].io_timeout_ms);
 
 	*c = NULL;
 	snprintf(err, errlen, "no sentinel answered in time");

@@ -47,6 +47,11 @@ int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size
 	return ok > 0 && (cfg->n == 1 || ok > cfg->n / 2) ? STORE_OK : STORE_ERR;
 }
 
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
 /* (S)SUBSCRIBE to l's release channel and read the confirmation: 0 or -1. */
 static int subscribe(struct client *c, const char *cmd, const struct lock *l, int64_t d, char *err,
                      size_t errlen)
@@ -300,7 +305,7 @@ int store_node_call(struct store *s, const struct server *srv, int argc, const c
 /* A waiter with a place (l->placed) blocks on its own wake list, on the server that
  * gave it the place (where the last attempt went): BLPOP, sent once and read when a
  * release pushes; a push before it was sent waits in the list. */
-static int wake_arm(struct store *s, const struct lock *l, char *err, size_t errlen)
+static int wake_arm(struct store *s, const struct lock *l, int64_t cap, char *err, size_t errlen)
 {
 	const struct server *at = s->be->placed_at(s->ctx);
 
@@ -309,7 +314,7 @@ static int wake_arm(struct store *s, const struct lock *l, char *err, size_t err
 	if (s->sub && s->sub_armed)
 		return STORE_OK;
 	if (!s->sub) {
-		if (client_open(&s->sub, at, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+		if (client_open(&s->sub, at, cap, err, errlen) != CLIENT_OK) {
 			s->sub = NULL;
 			return STORE_ERR;
 		}
@@ -319,7 +324,8 @@ static int wake_arm(struct store *s, const struct lock *l, char *err, size_t err
 	 * again meanwhile (a blocked client is exempt from the server's idle timeout). */
 	const char *argv[] = {"BLPOP", l->wake_channel, "0"};
 	size_t lens[] = {5, strlen(l->wake_channel), 1};
-	if (client_send(s->sub, 3, argv, lens, clock_ms() + at->io_timeout_ms, err, errlen) < 0) {
+	if (client_send(s->sub, 3, argv, lens, min64(clock_ms() + at->io_timeout_ms, cap), err,
+	                errlen) < 0) {
 		store_unsubscribe(s);
 		return STORE_ERR;
 	}
@@ -329,18 +335,18 @@ static int wake_arm(struct store *s, const struct lock *l, char *err, size_t err
 
 /* The release notifications of a backend with one server (the routed one): where
  * its route says, with the route's (S)SUBSCRIBE. */
-static int listen_on(struct store *s, const struct lock *l, char *err, size_t errlen)
+static int listen_on(struct store *s, const struct lock *l, int64_t cap, char *err, size_t errlen)
 {
 	const struct server *srv;
 	const char *cmd;
 
-	if (s->be->listen_on(s->ctx, l, &srv, &cmd, err, errlen) != STORE_OK)
+	if (s->be->listen_on(s->ctx, l, cap, &srv, &cmd, err, errlen) != STORE_OK)
 		return STORE_ERR;
-	if (client_open(&s->sub, srv, STORE_NO_CAP, err, errlen) != CLIENT_OK) {
+	if (client_open(&s->sub, srv, cap, err, errlen) != CLIENT_OK) {
 		s->sub = NULL;
 		return STORE_ERR;
 	}
-	int64_t d = clock_ms() + srv->io_timeout_ms;
+	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
 	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
 	 * redirected (or an older rlock) reaches. */
 	if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
@@ -351,28 +357,29 @@ static int listen_on(struct store *s, const struct lock *l, char *err, size_t er
 	return STORE_ERR;
 }
 
-static int subscribe_lock(struct store *s, const struct lock *l, char *err, size_t errlen);
+static int subscribe_lock(struct store *s, const struct lock *l, int64_t cap, char *err,
+                          size_t errlen);
 
 /* The route's watch, when it has one and none is open (store.h). */
-static void watch_open(struct store *s)
+static void watch_open(struct store *s, int64_t cap)
 {
 	char err[300];
 
 	if (s->watch || !s->be->watch || clock_ms() < s->watch_retry_at)
 		return;
-	if (s->be->watch(s->ctx, &s->watch, err, sizeof err) != STORE_OK) {
+	if (s->be->watch(s->ctx, cap, &s->watch, err, sizeof err) != STORE_OK) {
 		log_debug("no watch on the server's changes: %s", err);
 		s->watch = NULL;
 		s->watch_retry_at = clock_ms() + STORE_WATCH_RETRY_MS;
 	}
 }
 
-int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen)
+int store_subscribe(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
 {
-	int rc = subscribe_lock(s, l, err, errlen);
+	int rc = subscribe_lock(s, l, cap_ms, err, errlen);
 
 	if (rc != STORE_ERR)
-		watch_open(s);
+		watch_open(s, cap_ms);
 	return rc;
 }
 
@@ -416,26 +423,29 @@ void store_unwatch(struct store *s)
 	s->watch_retry_at = 0;
 }
 
-static int subscribe_lock(struct store *s, const struct lock *l, char *err, size_t errlen)
+static int subscribe_lock(struct store *s, const struct lock *l, int64_t cap, char *err,
+                          size_t errlen)
 {
 	const struct server *srv;
 	int64_t wait;
 
 	if (l->placed && s->be->places && s->be->placed_at(s->ctx) && !s->no_wake_list)
-		return wake_arm(s, l, err, errlen);
+		return wake_arm(s, l, cap, err, errlen);
 	if (s->sub && !s->sub_at)
 		return STORE_OK; /* subscribed already */
 	store_unsubscribe(s);
 	if (!s->be->listen_at)
-		return listen_on(s, l, err, errlen);
+		return listen_on(s, l, cap, err, errlen);
 	/* Several servers publish the release (a quorum's nodes): the first that answers
 	 * will do, in the backend's order. */
 	for (int k = 0; (srv = s->be->listen_at(s->ctx, k, &wait)); k++) {
-		if (client_open(&s->sub, srv, clock_ms() + wait, err, errlen) != CLIENT_OK) {
+		if (client_open(&s->sub, srv, min64(clock_ms() + wait, cap), err, errlen) !=
+		    CLIENT_OK) {
 			s->sub = NULL;
 			continue;
 		}
-		if (subscribe(s->sub, "SUBSCRIBE", l, clock_ms() + wait, err, errlen) == 0)
+		if (subscribe(s->sub, "SUBSCRIBE", l, min64(clock_ms() + wait, cap), err, errlen) ==
+		    0)
 			return STORE_NEW;
 		store_unsubscribe(s);
 	}

@@ -229,8 +229,10 @@ int store_node_call(struct store *s, const struct server *srv, int argc, const c
  * heard), STORE_OK listening (a wake list keeps a push made before it listened),
  * STORE_ERR. fd: poll it for POLLIN (-1 when not listening); check buffered first.
  * read: 1 woken (a release was published, or pushed to the list), 0 nothing yet (or
- * another message), -1 it broke (closed; subscribe again). */
-int store_subscribe(struct store *s, const struct lock *l, char *err, size_t errlen);
+ * another message), -1 it broke (closed; subscribe again). subscribe never runs past
+ * cap_ms (the waiter's -w deadline; STORE_NO_CAP: none). */
+int store_subscribe(struct store *s, const struct lock *l, int64_t cap_ms, char *err,
+                    size_t errlen);
 int store_notify_fd(const struct store *s);
 int store_notify_buffered(const struct store *s);
 int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- Renew one shared holder's or permit's lease, only while it is still live by the
 -- server's clock. KEYS: holders meta limit   ARGV: token ttl_ms [delay_ms] (delay.lua)
+-- [history retention ms] (renew.lua)
 --@delay
 --@here
 local t = redis.call('TIME')
@@ -31,4 +32,12 @@ for i = 1, 3 do
   if p == -1 or (p >= 0 and p < ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 delay_hold(string.sub(KEYS[1], 1, -9), ARGV[1], ARGV[2], ARGV[3]) -- less ':holders'
+-- The history of a run that outlives its retention (renew.lua): the open runs and the
+-- stream stay for the retention after each renewal. Best effort.
+local hret = tonumber(ARGV[4] or '0') or 0
+for _, k in ipairs(hret > 0 and {':history:run', ':history:runs', ':history'} or {}) do
+  local hk = string.sub(KEYS[1], 1, -9) .. k
+  local p = redis.pcall('PTTL', hk)
+  if type(p) == 'number' and p >= 0 and p < hret then redis.pcall('PEXPIRE', hk, hret) end
+end
 return 1
