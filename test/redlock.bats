@@ -556,3 +556,32 @@ scripts_run() {
 	run -0 --separate-stderr rlock -u "$three" -k g -- echo ran
 	assert_equal "$stderr" ""
 }
+
+@test "--status and --list of a lock held by 3 of 5 nodes, one of them paused: cannot tell (69), never 'free'" {
+	node_kill 3
+	node_kill 4
+	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
+	rlock_bg -t 120s -k s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	node_start 3
+	node_start 4
+	[[ $(keys_left s) == 3 ]]
+	node_pause 2
+	run -75 rlock -n -k s -- true # what an acquire finds: busy
+	run -69 --separate-stderr rlock --status -k s
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have its holder, 1 did not answer \(3 needed\)"
+	run -69 --separate-stderr rlock --status --json -k s
+	assert_output ''
+	run -69 --separate-stderr rlock --list
+	assert_output ''
+	node_resume 2
+	run -75 rlock --status -k s
+	assert_output --partial 'nodes    5 of 5 Redlock nodes answered'
+	run -0 rlock --list --json
+	assert_output --partial '"name":"s"'
+	touch h.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	run -0 rlock --status -k s
+}

@@ -931,6 +931,21 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 		free(nh);
 		return LOCK_ERR;
 	}
+	/* A holder on fewer than a majority of those that answered may still hold a
+	 * majority with the nodes that did not (paused, unreachable): the status cannot
+	 * say free then (an acquire would be busy), nor held (as quorum_is_holder). */
+	if (!brk && best_votes < q->need && best_votes + (q->n - answered) >= q->need) {
+		const char *why = "";
+		for (int i = 0; i < q->n && !*why; i++)
+			if (!ok[i] && q->node[i].err[0])
+				why = q->node[i].err;
+		snprintf(err, errlen,
+		         "cannot tell whether %s is held: %d of %d Redlock nodes have its holder, "
+		         "%d did not answer (%d needed)%s%s",
+		         l->key, best_votes, q->n, q->n - answered, q->need, *why ? "; " : "", why);
+		free(nh);
+		return LOCK_ERR;
+	}
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
