@@ -46,6 +46,7 @@ node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
 node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
 
 # The five URLs, comma-separated.
 urls() {
@@ -584,4 +585,35 @@ scripts_run() {
 	rlock_wait
 	((RLOCK_STATUS == 0))
 	run -0 rlock --status -k s
+}
+
+@test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty and
+	# reached through a proxy that delays its replies, so that it answers the waiter's
+	# attempts last: the waiter is busy on 0 and 1, granted on 2 and gives 2 back
+	local u0 u1 i
+	u0=redis://127.0.0.1:$(node_port 0) u1=redis://127.0.0.1:$(node_port 1)
+	node_kill 2
+	rlock_bg -t 120s -u "$u0,$u1,redis://127.0.0.1:$(node_port 2)" -k sv -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	delay_proxy_start 30 "$(node_port 2)"
+	rlock_bg -vv -w 60s --node-timeout 2s -u "$u0,$u1,$PROXY_URL" -k sv -- "$HOLD" w
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	# three attempts granted on node 2 (each counts its fence) and given back: none
+	# of those give-backs is a release of the lock, none wakes the waiter
+	wait_until 30 counted_past 2 'rlock:{sv}:fence' 3
+	run -1 grep -c 'woken by the release notification' "$werr"
+	assert_output 0
+	[[ ! -e w.started ]]
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	wait_until 30 test -e w.started
+	grep -q 'woken by the release notification' "$werr"
+	touch w.release
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
 }

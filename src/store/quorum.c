@@ -84,6 +84,7 @@ struct quorum {
 	const struct store_config *cfg;
 	int n, need;
 	int any;          /* a node that answered lately */
+	int busy;         /* a node the last acquire found held by another, or -1 */
 	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
 	char dup_id[41];
 	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
@@ -448,7 +449,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 	q->n = cfg->n;
 	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
-	q->dup_a = q->dup_b = q->alien = -1;
+	q->dup_a = q->dup_b = q->alien = q->busy = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
@@ -505,14 +506,17 @@ static const char *quorum_name(void *ctx)
 	return q->name;
 }
 
-/* Every node publishes the release: the first one that answers will do, starting with
- * one that answered lately. */
+/* A node publishes the release of a lock it has: the first one that answers will do,
+ * starting with one that the last acquire found held (the holder's release is heard
+ * there), else one that answered lately. Not a node that granted this waiter's split
+ * vote: the holder's release is not published there, and this waiter's own give-back
+ * is (a wake-up for nothing, at once, for as long as the holder holds). */
 static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 {
 	struct quorum *q = ctx;
 
 	*wait_ms = q->cfg->node_timeout_ms;
-	return k < q->n ? q->node[(q->any + k) % q->n].srv : NULL;
+	return k < q->n ? q->node[((q->busy >= 0 ? q->busy : q->any) + k) % q->n].srv : NULL;
 }
 
 /* Give back on every node (after a failed attempt): best effort within one round. */
@@ -553,8 +557,10 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			t->nf[i] = l->fence;
 			t->fq[i] = fr;
 		} else if (rc == LOCK_BUSY) {
-			if (!t->busy++)
+			if (!t->busy++) {
 				*h = nh;
+				q->busy = i;
+			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
@@ -685,6 +691,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
+	q->busy = -1;
 	tally_acquire(q, l, &fr, h, &t);
 	missing_nodes(q, &t, missing, sizeof missing);
 	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK) {
