@@ -97,6 +97,7 @@ teardown() {
 		node_resume "$i"
 		node_cli "$i" ACL SETUSER default +@all >/dev/null 2>&1 || true
 		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
+		node_cli "$i" ACL DELUSER rl >/dev/null 2>&1 || true
 	done
 }
 
@@ -616,4 +617,36 @@ scripts_run() {
 	touch w.release
 	rlock_wait "$waiter"
 	((RLOCK_STATUS == 0))
+}
+
+@test "nodes refusing AUTH that the quorum can do without: -w waits for the others (a paused node); refusing a majority: 69 at once" {
+	local i list= pw
+	for ((i = 0; i < N; i++)); do
+		pw=s3cret
+		((i < 2)) && pw=other # nodes 0 and 1 refuse rlock's password
+		node_cli "$i" ACL SETUSER rl on ">$pw" '~*' '&*' '+@all' >/dev/null
+		list+=${list:+,}redis://rl@127.0.0.1:$(node_port "$i")
+	done
+	node_pause 4 # 2 of the 3 others answer: no quorum until it resumes
+	export RLOCK_PASSWORD=s3cret
+	rlock_bg -w 60s -u "$list" -k pa -- touch ran
+	wait_until 30 grep -q 'retrying for up to' "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID"
+	node_resume 4
+	rlock_wait "$RLOCK_PID" 60
+	((RLOCK_STATUS == 0))
+	[[ -e ran ]]
+	grep -q 'Redlock degraded' "$RLOCK_ERR"
+	# a third node refuses it: no quorum can form whatever the wait, at once
+	rm ran
+	node_cli 2 ACL SETUSER rl resetpass '>other' >/dev/null
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 60s -u "$list" -k pa -- touch ran
+	(($(now_ms) - t0 < 20000))
+	[[ ! -e ran ]]
+	assert_regex "$stderr" 'wrong user name or password'
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" ACL DELUSER rl >/dev/null
+	done
 }

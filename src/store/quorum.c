@@ -22,6 +22,7 @@ struct node {
 	int opening;              /* this round: connecting (client_start) */
 	int probing;              /* this round: probing a silent TLS handshake (conn_probe) */
 	int denied;               /* the last connect was refused (AUTH) */
+	int fault;                /* this round: its conn_fault() bits (conn.h) */
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
@@ -268,6 +269,22 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 		node_send(nd, rq, deadline);
 }
 
+/* What a node's calls note (conn_fault_note) is its own too, so that a round can tell
+ * whose failures time cannot fix (final_nodes): fault_begin before, fault_end after. */
+static int fault_begin(void)
+{
+	int saved = conn_fault();
+
+	conn_fault_clear();
+	return saved;
+}
+
+static void fault_end(struct node *nd, int saved)
+{
+	nd->fault |= conn_fault();
+	conn_fault_note(saved | nd->fault);
+}
+
 /* Poll the round's nodes until deadline: those waiting for a reply and those opening
  * (probes: only those probing a silent handshake). */
 static void round_poll(struct quorum *q, const struct req *const *rq, int64_t deadline, int probes)
@@ -300,10 +317,12 @@ static void round_poll(struct quorum *q, const struct req *const *rq, int64_t de
 			if (!ready && !p[k].revents &&
 			    !(nd->opening && clock_ms() >= client_wake_ms(nd->c)))
 				continue;
+			int saved = fault_begin();
 			if (q->node[idx[k]].opening)
 				node_continue(q, idx[k], rq[idx[k]], deadline);
 			else
 				node_read(q, idx[k], rq[idx[k]], deadline);
+			fault_end(nd, saved);
 		}
 	}
 }
@@ -360,12 +379,15 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		nd->reply = NULL;
 		nd->full = nd->waiting = nd->opening = nd->probing = 0;
 		nd->err[0] = '\0';
+		nd->fault = 0;
 		if (!rq[i])
 			continue;
+		int saved = fault_begin();
 		if (!nd->c)
 			node_start(q, nd, now, deadline);
 		if (nd->c && !nd->opening && has_request(rq[i]))
 			node_send(nd, rq[i], deadline);
+		fault_end(nd, saved);
 	}
 	round_poll(q, rq, deadline, 0);
 	round_probe(q, rq, cap_ms);
@@ -379,6 +401,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 				         "connect to %.120s: no answer within %lld ms",
 				         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 				conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded */
+				nd->fault |= CONN_FAULT_PASSING;
 			}
 			if (nd->probing) /* the probe heard nothing either: a paused server */
 				probe_set(nd->srv, 1, NULL);
@@ -395,6 +418,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 		conn_fault_note(CONN_FAULT_PASSING);
+		nd->fault |= CONN_FAULT_PASSING;
 		if (++nd->skip > SKIP_MAX)
 			node_drop(nd);
 	}
@@ -420,6 +444,24 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 			why = q->node[i].err;
 	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
 	         what, q->need, *why ? "; " : "", why);
+}
+
+/* A round without a quorum: can time fix it? Not when the nodes whose failure time
+ * cannot fix (refused AUTH, a certificate that does not verify, not Redis: the
+ * final faults) leave fewer than a quorum; else the quorum can do without them and
+ * the others may come (down, paused, restarting): the round's fault is passing, so
+ * that -w waits (conn.h). 1 when final. */
+static int no_quorum_final(const struct quorum *q)
+{
+	int final = 0;
+
+	for (int i = 0; i < q->n; i++)
+		final += q->node[i].denied || (q->node[i].fault & CONN_FAULT_FINAL);
+	if (q->n - final < q->need)
+		return 1;
+	conn_fault_clear();
+	conn_fault_note(CONN_FAULT_PASSING);
+	return 0;
 }
 
 static void quorum_close(void *ctx)
@@ -490,9 +532,10 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			return STORE_USAGE;
 		}
 		if (ok < q->need) {
+			int final = no_quorum_final(q);
 			no_quorum(q, ok, "reachable", err, errlen);
 			quorum_close(q);
-			return denied ? STORE_DENIED : STORE_ERR;
+			return denied && final ? STORE_DENIED : STORE_ERR;
 		}
 	}
 	*out = q;
@@ -644,7 +687,7 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 				snprintf(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
-	if (t->denied && t->ok + t->busy < q->need) {
+	if (t->denied && t->ok + t->busy < q->need && no_quorum_final(q)) {
 		no_quorum(q, t->ok + t->busy, "let us in", err, errlen);
 		return LOCK_DENIED;
 	}
@@ -708,6 +751,8 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	else
 		rc = refusal(q, &t, h, err, errlen);
 	release_all(q, l);
+	if (rc == LOCK_ERR) /* after the release round, whose faults are noted too */
+		no_quorum_final(q);
 	return rc;
 }
 
