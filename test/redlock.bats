@@ -650,3 +650,37 @@ scripts_run() {
 		node_cli "$i" ACL DELUSER rl >/dev/null
 	done
 }
+
+@test "--history of a run that a node granted in split attempts first: one run, its RLOCK_FENCE, never 'released' while it runs" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down): the waiter's attempts are
+	# granted by node 2 alone and given back (each one counts node 2's fence) until
+	# the holder releases; then its run is granted by all three, with node 2's count
+	local three i
+	node_kill 2
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k hp -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	rlock_bg -w 60s -u "$three" -k hp -- "$HOLD" w
+	local waiter=$RLOCK_PID
+	wait_until 30 counted_past 2 'rlock:{hp}:fence' 3
+	touch h.release
+	rlock_wait "$holder"
+	wait_until 30 test -e w.started
+	local fence
+	fence=$(env_of w RLOCK_FENCE)
+	((fence >= 4)) # node 2's count, past nodes 0 and 1's
+	run -0 rlock -u "$three" --history --json -k hp
+	local wtok
+	wtok=$(env_of w RLOCK_TOKEN)
+	# the waiter's run: acquired once, with its own fence, and not released yet
+	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 1 ]]
+	assert_output --partial "\"event\":\"acquired\",\"fence\":$fence,\"token\":\"$wtok\""
+	touch w.release
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+	run -0 rlock -u "$three" --history --json -k hp
+	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 2 ]]
+	assert_output --partial "\"event\":\"released\",\"fence\":$fence,\"token\":\"$wtok\""
+}

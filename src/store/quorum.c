@@ -1250,16 +1250,37 @@ static int by_fence_desc(const void *a, const void *b)
 	return (x->at_ms < y->at_ms) - (x->at_ms > y->at_ms);
 }
 
-/* e[0..n) has an entry of the same event about the same token (another node's). */
-static int history_seen(const struct history_entry *e, int n, const struct history_entry *x)
+/* e[0..n)'s entry of the same event about the same token (another node's), or NULL. */
+static struct history_entry *history_seen(struct history_entry *e, int n,
+                                          const struct history_entry *x)
 {
 	for (int i = 0; i < n; i++)
 		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0)
+			return &e[i];
+	return NULL;
+}
+
+/* Fence a below fence b: decimal strings compared exactly (lengths, then digits). */
+static int fence_below(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	return la != lb ? la < lb : strcmp(a, b) < 0;
+}
+
+/* One node's entries, newest first: is e[j] older than an "acquired" of its token on
+ * that node? Then it is an earlier attempt of that run: a split vote that this node
+ * granted and that was given back (its "acquired" and "released" are no run). */
+static int history_attempt(const struct history_entry *e, int j)
+{
+	for (int i = 0; i < j; i++)
+		if (strcmp(e[i].ev, "acquired") == 0 && strcmp(e[i].token, e[j].token) == 0)
 			return 1;
 	return 0;
 }
 
-/* Every node that granted a run wrote its history: each node's, merged by fence. */
+/* Every node that granted a run wrote its history: each node's, merged by fence (an
+ * event of one run once, with the largest fence a node recorded for it). */
 static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
                           int *n, char *err, size_t errlen)
 {
@@ -1280,10 +1301,23 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		int k = nd->reply
 		            ? lock_decode_history(nd->reply, all + got, *n, nd->err, sizeof nd->err)
 		            : -1;
-		int w = got;
+		/* Attempts marked first (the merge below moves entries within the node's). */
+		unsigned char attempt[HISTORY_MAX];
 		for (int j = 0; j < k; j++)
-			if (!history_seen(all, w, &all[got + j]))
-				all[w++] = all[got + j];
+			attempt[j] = (unsigned char)history_attempt(all + got, j);
+		int w = got;
+		for (int j = 0; j < k; j++) {
+			struct history_entry *x = &all[got + j], *seen;
+			if (attempt[j])
+				continue;
+			seen = history_seen(all, w, x);
+			if (!seen)
+				all[w++] = *x;
+			else if (fence_below(seen->fence, x->fence))
+				/* each node recorded its own count: the run's fence is the
+				 * largest (what the merge handed it, as --status says) */
+				memcpy(seen->fence, x->fence, sizeof seen->fence);
+		}
 		got = w;
 		answered += k >= 0;
 	}
