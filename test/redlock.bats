@@ -646,6 +646,15 @@ scripts_run() {
 	(($(now_ms) - t0 < 20000))
 	[[ ! -e ran ]]
 	assert_regex "$stderr" 'wrong user name or password'
+	# so too a script refused by the ACL (NOPERM) on a majority
+	for i in 0 1 2; do
+		node_cli "$i" ACL SETUSER rl resetpass '>s3cret' -evalsha -eval >/dev/null
+	done
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 60s -u "$list" -k pa -- touch ran
+	(($(now_ms) - t0 < 20000))
+	[[ ! -e ran ]]
+	assert_regex "$stderr" 'NOPERM'
 	for ((i = 0; i < N; i++)); do
 		node_cli "$i" ACL DELUSER rl >/dev/null
 	done

@@ -610,6 +610,8 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 		} else {
 			t->denied += rc == LOCK_DENIED;
 			t->mismatch += rc == LOCK_MISMATCH;
+			if (rc == LOCK_DENIED) /* NOPERM: its own, for good (no_quorum_final) */
+				nd->fault |= CONN_FAULT_FINAL;
 		}
 	}
 }
