@@ -577,7 +577,12 @@ scripts_run() {
 	assert_output ''
 	run -69 --separate-stderr rlock --list
 	assert_output ''
+	# --held of the holder's token says why it cannot tell (not "no quorum" of 4 that
+	# answered)
+	run -69 --separate-stderr rlock -k s --token "$(env_of h RLOCK_TOKEN)" --held
+	assert_regex "$stderr" "cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have the token, 1 did not answer \(3 needed\)"
 	node_resume 2
+	run -0 rlock -k s --token "$(env_of h RLOCK_TOKEN)" --held
 	run -75 rlock --status -k s
 	assert_output --partial 'nodes    5 of 5 Redlock nodes answered'
 	run -0 rlock --list --json

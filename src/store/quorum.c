@@ -902,6 +902,22 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 	return answered;
 }
 
+/* err: a holder (what) on `votes` nodes, fewer than a quorum, that the nodes that did
+ * not answer could make one: neither held nor free can be said. */
+static void cannot_tell(const struct quorum *q, const struct lock *l, const char *what, int votes,
+                        int answered, const int *ok, char *err, size_t errlen)
+{
+	const char *why = "";
+
+	for (int i = 0; i < q->n && !*why; i++)
+		if (!ok[i] && q->node[i].err[0])
+			why = q->node[i].err;
+	snprintf(err, errlen,
+	         "cannot tell whether %s is held: %d of %d Redlock nodes have %s, %d did not "
+	         "answer (%d needed)%s%s",
+	         l->key, votes, q->n, what, q->n - answered, q->need, *why ? "; " : "", why);
+}
+
 static int by_pttl_desc(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -989,14 +1005,7 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	 * majority with the nodes that did not (paused, unreachable): the status cannot
 	 * say free then (an acquire would be busy), nor held (as quorum_is_holder). */
 	if (!brk && best_votes < q->need && best_votes + (q->n - answered) >= q->need) {
-		const char *why = "";
-		for (int i = 0; i < q->n && !*why; i++)
-			if (!ok[i] && q->node[i].err[0])
-				why = q->node[i].err;
-		snprintf(err, errlen,
-		         "cannot tell whether %s is held: %d of %d Redlock nodes have its holder, "
-		         "%d did not answer (%d needed)%s%s",
-		         l->key, best_votes, q->n, q->n - answered, q->need, *why ? "; " : "", why);
+		cannot_tell(q, l, "its holder", best_votes, answered, ok, err, errlen);
 		free(nh);
 		return LOCK_ERR;
 	}
@@ -1094,7 +1103,7 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
 		rc = 1;
 	} else if (ours + (q->n - answered) >= q->need) {
-		no_quorum(q, answered, "answered", err, errlen);
+		cannot_tell(q, l, "the token", ours, answered, ok, err, errlen);
 		rc = -1;
 	} else {
 		rc = 0;
