@@ -625,7 +625,7 @@ scripts_run() {
 }
 
 @test "nodes refusing AUTH that the quorum can do without: -w waits for the others (a paused node); refusing a majority: 69 at once" {
-	local i list= pw
+	local i list='' pw
 	for ((i = 0; i < N; i++)); do
 		pw=s3cret
 		((i < 2)) && pw=other # nodes 0 and 1 refuse rlock's password
