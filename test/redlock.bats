@@ -46,6 +46,7 @@ node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
 node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
 
 # The five URLs, comma-separated.
 urls() {
@@ -96,6 +97,7 @@ teardown() {
 		node_resume "$i"
 		node_cli "$i" ACL SETUSER default +@all >/dev/null 2>&1 || true
 		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
+		node_cli "$i" ACL DELUSER rl >/dev/null 2>&1 || true
 	done
 }
 
@@ -555,4 +557,144 @@ scripts_run() {
 	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
 	run -0 --separate-stderr rlock -u "$three" -k g -- echo ran
 	assert_equal "$stderr" ""
+}
+
+@test "--status and --list of a lock held by 3 of 5 nodes, one of them paused: cannot tell (69), never 'free'" {
+	node_kill 3
+	node_kill 4
+	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
+	rlock_bg -t 120s -k s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	node_start 3
+	node_start 4
+	[[ $(keys_left s) == 3 ]]
+	node_pause 2
+	run -75 rlock -n -k s -- true # what an acquire finds: busy
+	run -69 --separate-stderr rlock --status -k s
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have its holder, 1 did not answer \(3 needed\)"
+	run -69 --separate-stderr rlock --status --json -k s
+	assert_output ''
+	run -69 --separate-stderr rlock --list
+	assert_output ''
+	# --held of the holder's token says why it cannot tell (not "no quorum" of 4 that
+	# answered)
+	run -69 --separate-stderr rlock -k s --token "$(env_of h RLOCK_TOKEN)" --held
+	assert_regex "$stderr" "cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have the token, 1 did not answer \(3 needed\)"
+	node_resume 2
+	run -0 rlock -k s --token "$(env_of h RLOCK_TOKEN)" --held
+	run -75 rlock --status -k s
+	assert_output --partial 'nodes    5 of 5 Redlock nodes answered'
+	run -0 rlock --list --json
+	assert_output --partial '"name":"s"'
+	touch h.release
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	run -0 rlock --status -k s
+}
+
+@test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty and
+	# reached through a proxy that delays its replies, so that it answers the waiter's
+	# attempts last: the waiter is busy on 0 and 1, granted on 2 and gives 2 back
+	local u0 u1 i
+	u0=redis://127.0.0.1:$(node_port 0) u1=redis://127.0.0.1:$(node_port 1)
+	node_kill 2
+	rlock_bg -t 120s -u "$u0,$u1,redis://127.0.0.1:$(node_port 2)" -k sv -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	delay_proxy_start 30 "$(node_port 2)"
+	rlock_bg -vv -w 60s --node-timeout 2s -u "$u0,$u1,$PROXY_URL" -k sv -- "$HOLD" w
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	# three attempts granted on node 2 (each counts its fence) and given back: none
+	# of those give-backs is a release of the lock, none wakes the waiter
+	wait_until 30 counted_past 2 'rlock:{sv}:fence' 3
+	run -1 grep -c 'woken by the release notification' "$werr"
+	assert_output 0
+	[[ ! -e w.started ]]
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	wait_until 30 test -e w.started
+	grep -q 'woken by the release notification' "$werr"
+	touch w.release
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+}
+
+@test "nodes refusing AUTH that the quorum can do without: -w waits for the others (a paused node); refusing a majority: 69 at once" {
+	local i list='' pw
+	for ((i = 0; i < N; i++)); do
+		pw=s3cret
+		((i < 2)) && pw=other # nodes 0 and 1 refuse rlock's password
+		node_cli "$i" ACL SETUSER rl on ">$pw" '~*' '&*' '+@all' >/dev/null
+		list+=${list:+,}redis://rl@127.0.0.1:$(node_port "$i")
+	done
+	node_pause 4 # 2 of the 3 others answer: no quorum until it resumes
+	export RLOCK_PASSWORD=s3cret
+	rlock_bg -w 60s -u "$list" -k pa -- touch ran
+	wait_until 30 grep -q 'retrying for up to' "$RLOCK_ERR"
+	proc_alive "$RLOCK_PID"
+	node_resume 4
+	rlock_wait "$RLOCK_PID" 60
+	((RLOCK_STATUS == 0))
+	[[ -e ran ]]
+	grep -q 'Redlock degraded' "$RLOCK_ERR"
+	# a third node refuses it: no quorum can form whatever the wait, at once
+	rm ran
+	node_cli 2 ACL SETUSER rl resetpass '>other' >/dev/null
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 60s -u "$list" -k pa -- touch ran
+	(($(now_ms) - t0 < 20000))
+	[[ ! -e ran ]]
+	assert_regex "$stderr" 'wrong user name or password'
+	# so too a script refused by the ACL (NOPERM) on a majority
+	for i in 0 1 2; do
+		node_cli "$i" ACL SETUSER rl resetpass '>s3cret' -evalsha -eval >/dev/null
+	done
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -w 60s -u "$list" -k pa -- touch ran
+	(($(now_ms) - t0 < 20000))
+	[[ ! -e ran ]]
+	assert_regex "$stderr" 'NOPERM'
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" ACL DELUSER rl >/dev/null
+	done
+}
+
+@test "--history of a run that a node granted in split attempts first: one run, its RLOCK_FENCE, never 'released' while it runs" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down): the waiter's attempts are
+	# granted by node 2 alone and given back (each one counts node 2's fence) until
+	# the holder releases; then its run is granted by all three, with node 2's count
+	local three i
+	node_kill 2
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k hp -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	rlock_bg -w 60s -u "$three" -k hp -- "$HOLD" w
+	local waiter=$RLOCK_PID
+	wait_until 30 counted_past 2 'rlock:{hp}:fence' 3
+	touch h.release
+	rlock_wait "$holder"
+	wait_until 30 test -e w.started
+	local fence
+	fence=$(env_of w RLOCK_FENCE)
+	((fence >= 4)) # node 2's count, past nodes 0 and 1's
+	run -0 rlock -u "$three" --history --json -k hp
+	local wtok
+	wtok=$(env_of w RLOCK_TOKEN)
+	# the waiter's run: acquired once, with its own fence, and not released yet
+	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 1 ]]
+	assert_output --partial "\"event\":\"acquired\",\"fence\":$fence,\"token\":\"$wtok\""
+	touch w.release
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+	run -0 rlock -u "$three" --history --json -k hp
+	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 2 ]]
+	assert_output --partial "\"event\":\"released\",\"fence\":$fence,\"token\":\"$wtok\""
 }

@@ -22,6 +22,7 @@ struct node {
 	int opening;              /* this round: connecting (client_start) */
 	int probing;              /* this round: probing a silent TLS handshake (conn_probe) */
 	int denied;               /* the last connect was refused (AUTH) */
+	int fault;                /* this round: its conn_fault() bits (conn.h) */
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
@@ -84,6 +85,7 @@ struct quorum {
 	const struct store_config *cfg;
 	int n, need;
 	int any;          /* a node that answered lately */
+	int busy;         /* a node the last acquire found held by another, or -1 */
 	int dup_a, dup_b; /* the first two nodes found to be one server, or -1 */
 	char dup_id[41];
 	int alien;           /* the first node that is a Cluster node or a sentinel, or -1 */
@@ -267,6 +269,22 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 		node_send(nd, rq, deadline);
 }
 
+/* What a node's calls note (conn_fault_note) is its own too, so that a round can tell
+ * whose failures time cannot fix (final_nodes): fault_begin before, fault_end after. */
+static int fault_begin(void)
+{
+	int saved = conn_fault();
+
+	conn_fault_clear();
+	return saved;
+}
+
+static void fault_end(struct node *nd, int saved)
+{
+	nd->fault |= conn_fault();
+	conn_fault_note(saved | nd->fault);
+}
+
 /* Poll the round's nodes until deadline: those waiting for a reply and those opening
  * (probes: only those probing a silent handshake). */
 static void round_poll(struct quorum *q, const struct req *const *rq, int64_t deadline, int probes)
@@ -299,10 +317,12 @@ static void round_poll(struct quorum *q, const struct req *const *rq, int64_t de
 			if (!ready && !p[k].revents &&
 			    !(nd->opening && clock_ms() >= client_wake_ms(nd->c)))
 				continue;
+			int saved = fault_begin();
 			if (q->node[idx[k]].opening)
 				node_continue(q, idx[k], rq[idx[k]], deadline);
 			else
 				node_read(q, idx[k], rq[idx[k]], deadline);
+			fault_end(nd, saved);
 		}
 	}
 }
@@ -359,12 +379,15 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		nd->reply = NULL;
 		nd->full = nd->waiting = nd->opening = nd->probing = 0;
 		nd->err[0] = '\0';
+		nd->fault = 0;
 		if (!rq[i])
 			continue;
+		int saved = fault_begin();
 		if (!nd->c)
 			node_start(q, nd, now, deadline);
 		if (nd->c && !nd->opening && has_request(rq[i]))
 			node_send(nd, rq[i], deadline);
+		fault_end(nd, saved);
 	}
 	round_poll(q, rq, deadline, 0);
 	round_probe(q, rq, cap_ms);
@@ -378,6 +401,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 				         "connect to %.120s: no answer within %lld ms",
 				         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 				conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded */
+				nd->fault |= CONN_FAULT_PASSING;
 			}
 			if (nd->probing) /* the probe heard nothing either: a paused server */
 				probe_set(nd->srv, 1, NULL);
@@ -394,6 +418,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 		conn_fault_note(CONN_FAULT_PASSING);
+		nd->fault |= CONN_FAULT_PASSING;
 		if (++nd->skip > SKIP_MAX)
 			node_drop(nd);
 	}
@@ -419,6 +444,24 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 			why = q->node[i].err;
 	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
 	         what, q->need, *why ? "; " : "", why);
+}
+
+/* A round without a quorum: can time fix it? Not when the nodes whose failure time
+ * cannot fix (refused AUTH, a certificate that does not verify, not Redis: the
+ * final faults) leave fewer than a quorum; else the quorum can do without them and
+ * the others may come (down, paused, restarting): the round's fault is passing, so
+ * that -w waits (conn.h). 1 when final. */
+static int no_quorum_final(const struct quorum *q)
+{
+	int final = 0;
+
+	for (int i = 0; i < q->n; i++)
+		final += q->node[i].denied || (q->node[i].fault & CONN_FAULT_FINAL);
+	if (q->n - final < q->need)
+		return 1;
+	conn_fault_clear();
+	conn_fault_note(CONN_FAULT_PASSING);
+	return 0;
 }
 
 static void quorum_close(void *ctx)
@@ -448,7 +491,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 	q->n = cfg->n;
 	snprintf(q->name, sizeof q->name, "%d Redlock nodes", q->n);
 	q->need = cfg->n / 2 + 1;
-	q->dup_a = q->dup_b = q->alien = -1;
+	q->dup_a = q->dup_b = q->alien = q->busy = -1;
 	for (int i = 0; i < q->n; i++)
 		q->node[i].srv = &cfg->srv[i];
 	if (connect) {
@@ -489,9 +532,10 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			return STORE_USAGE;
 		}
 		if (ok < q->need) {
+			int final = no_quorum_final(q);
 			no_quorum(q, ok, "reachable", err, errlen);
 			quorum_close(q);
-			return denied ? STORE_DENIED : STORE_ERR;
+			return denied && final ? STORE_DENIED : STORE_ERR;
 		}
 	}
 	*out = q;
@@ -505,14 +549,17 @@ static const char *quorum_name(void *ctx)
 	return q->name;
 }
 
-/* Every node publishes the release: the first one that answers will do, starting with
- * one that answered lately. */
+/* A node publishes the release of a lock it has: the first one that answers will do,
+ * starting with one that the last acquire found held (the holder's release is heard
+ * there), else one that answered lately. Not a node that granted this waiter's split
+ * vote: the holder's release is not published there, and this waiter's own give-back
+ * is (a wake-up for nothing, at once, for as long as the holder holds). */
 static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 {
 	struct quorum *q = ctx;
 
 	*wait_ms = q->cfg->node_timeout_ms;
-	return k < q->n ? q->node[(q->any + k) % q->n].srv : NULL;
+	return k < q->n ? q->node[((q->busy >= 0 ? q->busy : q->any) + k) % q->n].srv : NULL;
 }
 
 /* Give back on every node (after a failed attempt): best effort within one round. */
@@ -553,14 +600,18 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			t->nf[i] = l->fence;
 			t->fq[i] = fr;
 		} else if (rc == LOCK_BUSY) {
-			if (!t->busy++)
+			if (!t->busy++) {
 				*h = nh;
+				q->busy = i;
+			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
 		} else {
 			t->denied += rc == LOCK_DENIED;
 			t->mismatch += rc == LOCK_MISMATCH;
+			if (rc == LOCK_DENIED) /* NOPERM: its own, for good (no_quorum_final) */
+				nd->fault |= CONN_FAULT_FINAL;
 		}
 	}
 }
@@ -638,7 +689,7 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 				snprintf(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
-	if (t->denied && t->ok + t->busy < q->need) {
+	if (t->denied && t->ok + t->busy < q->need && no_quorum_final(q)) {
 		no_quorum(q, t->ok + t->busy, "let us in", err, errlen);
 		return LOCK_DENIED;
 	}
@@ -685,6 +736,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
+	q->busy = -1;
 	tally_acquire(q, l, &fr, h, &t);
 	missing_nodes(q, &t, missing, sizeof missing);
 	if (t.ok >= q->need && merge_fence(q, l, &t, t0, sent_ms, why, sizeof why) == LOCK_OK) {
@@ -701,6 +753,8 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	else
 		rc = refusal(q, &t, h, err, errlen);
 	release_all(q, l);
+	if (rc == LOCK_ERR) /* after the release round, whose faults are noted too */
+		no_quorum_final(q);
 	return rc;
 }
 
@@ -848,6 +902,22 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 	return answered;
 }
 
+/* err: a holder (what) on `votes` nodes, fewer than a quorum, that the nodes that did
+ * not answer could make one: neither held nor free can be said. */
+static void cannot_tell(const struct quorum *q, const struct lock *l, const char *what, int votes,
+                        int answered, const int *ok, char *err, size_t errlen)
+{
+	const char *why = "";
+
+	for (int i = 0; i < q->n && !*why; i++)
+		if (!ok[i] && q->node[i].err[0])
+			why = q->node[i].err;
+	snprintf(err, errlen,
+	         "cannot tell whether %s is held: %d of %d Redlock nodes have %s, %d did not "
+	         "answer (%d needed)%s%s",
+	         l->key, votes, q->n, what, q->n - answered, q->need, *why ? "; " : "", why);
+}
+
 static int by_pttl_desc(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -928,6 +998,14 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	}
 	if (answered < q->need) {
 		no_quorum(q, answered, "answered", err, errlen);
+		free(nh);
+		return LOCK_ERR;
+	}
+	/* A holder on fewer than a majority of those that answered may still hold a
+	 * majority with the nodes that did not (paused, unreachable): the status cannot
+	 * say free then (an acquire would be busy), nor held (as quorum_is_holder). */
+	if (!brk && best_votes < q->need && best_votes + (q->n - answered) >= q->need) {
+		cannot_tell(q, l, "its holder", best_votes, answered, ok, err, errlen);
 		free(nh);
 		return LOCK_ERR;
 	}
@@ -1025,7 +1103,7 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
 		rc = 1;
 	} else if (ours + (q->n - answered) >= q->need) {
-		no_quorum(q, answered, "answered", err, errlen);
+		cannot_tell(q, l, "the token", ours, answered, ok, err, errlen);
 		rc = -1;
 	} else {
 		rc = 0;
@@ -1183,16 +1261,37 @@ static int by_fence_desc(const void *a, const void *b)
 	return (x->at_ms < y->at_ms) - (x->at_ms > y->at_ms);
 }
 
-/* e[0..n) has an entry of the same event about the same token (another node's). */
-static int history_seen(const struct history_entry *e, int n, const struct history_entry *x)
+/* e[0..n)'s entry of the same event about the same token (another node's), or NULL. */
+static struct history_entry *history_seen(struct history_entry *e, int n,
+                                          const struct history_entry *x)
 {
 	for (int i = 0; i < n; i++)
 		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0)
+			return &e[i];
+	return NULL;
+}
+
+/* Fence a below fence b: decimal strings compared exactly (lengths, then digits). */
+static int fence_below(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	return la != lb ? la < lb : strcmp(a, b) < 0;
+}
+
+/* One node's entries, newest first: is e[j] older than an "acquired" of its token on
+ * that node? Then it is an earlier attempt of that run: a split vote that this node
+ * granted and that was given back (its "acquired" and "released" are no run). */
+static int history_attempt(const struct history_entry *e, int j)
+{
+	for (int i = 0; i < j; i++)
+		if (strcmp(e[i].ev, "acquired") == 0 && strcmp(e[i].token, e[j].token) == 0)
 			return 1;
 	return 0;
 }
 
-/* Every node that granted a run wrote its history: each node's, merged by fence. */
+/* Every node that granted a run wrote its history: each node's, merged by fence (an
+ * event of one run once, with the largest fence a node recorded for it). */
 static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
                           int *n, char *err, size_t errlen)
 {
@@ -1213,10 +1312,23 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		int k = nd->reply
 		            ? lock_decode_history(nd->reply, all + got, *n, nd->err, sizeof nd->err)
 		            : -1;
-		int w = got;
+		/* Attempts marked first (the merge below moves entries within the node's). */
+		unsigned char attempt[HISTORY_MAX];
 		for (int j = 0; j < k; j++)
-			if (!history_seen(all, w, &all[got + j]))
-				all[w++] = all[got + j];
+			attempt[j] = (unsigned char)history_attempt(all + got, j);
+		int w = got;
+		for (int j = 0; j < k; j++) {
+			struct history_entry *x = &all[got + j], *seen;
+			if (attempt[j])
+				continue;
+			seen = history_seen(all, w, x);
+			if (!seen)
+				all[w++] = *x;
+			else if (fence_below(seen->fence, x->fence))
+				/* each node recorded its own count: the run's fence is the
+				 * largest (what the merge handed it, as --status says) */
+				memcpy(seen->fence, x->fence, sizeof seen->fence);
+		}
 		got = w;
 		answered += k >= 0;
 	}
