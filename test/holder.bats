@@ -59,3 +59,55 @@ setup_file() {
 	touch cut.release
 	rlock_wait "$pid"
 }
+
+@test "a holder's start in the future (a record by hand, a clock ahead): held_ms is null, never negative, in --status and --list" {
+	# The owner record's start is the holder host's clock, read on this one: a record
+	# ahead of this clock (another host's skew, a hand-written one) told "held for
+	# -98204159439733 ms" in JSON while the text said "-".
+	local future=$(($(now_ms) + 3600000))
+	rcli SET 'rlock:{ahead}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli HSET 'rlock:{ahead}:owner' host elsewhere pid 4242 user u cmd job \
+		start "$future" ttl 30000 fence 1 >/dev/null
+	rcli PEXPIRE 'rlock:{ahead}:owner' 30000 >/dev/null
+	run -75 --separate-stderr rlock --status -k ahead --json
+	assert_equal "$(jq -c '[.start_ms, .held_ms]' <<<"$output")" "[$future,null]"
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '.locks[] | select(.name == "ahead") | .held_ms' <<<"$output")" null
+	run -75 --separate-stderr rlock --status -k ahead
+	assert_line --regexp '^  since    .* \(-\)$'
+	# a shared holder's record (its meta JSON) the same
+	rlock_bg -t 20s -s -k sh -- "$HOLD" sh 0
+	local pid=$RLOCK_PID tok
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/sh.started"
+	track_pidfile "$BATS_TEST_TMPDIR/sh.pid"
+	tok=$(env_of sh RLOCK_TOKEN)
+	rcli HSET 'rlock:{sh}:meta' "$tok" \
+		"$(rcli HGET 'rlock:{sh}:meta' "$tok" | jq -c --arg s "$future" '.start = $s')" >/dev/null
+	run -75 --separate-stderr rlock --status -k sh --json
+	assert_equal "$(jq -c '[.held_ms, .holders[0].held_ms]' <<<"$output")" '[null,null]'
+	touch sh.release
+	rlock_wait "$pid"
+	rcli DEL 'rlock:{ahead}' 'rlock:{ahead}:owner' >/dev/null
+}
+
+@test "a holder that waited for the lock is shown held since it got it, not since it asked" {
+	# The owner record's start was taken once, before the wait: a waiter that waited an
+	# hour showed "held 1h" (since, held_ms, --list's HELD) the moment it got the lock.
+	start_holder first -t 20s
+	rlock_bg -t 20s -w 30s -k first -- "$HOLD" second 0
+	local waiter=$RLOCK_PID
+	wait_until 30 test "$(waiters first)" -ge 1
+	sleep 0.3 # the waiter's request is at least this much older than the release
+	local released
+	released=$(now_ms)
+	touch first.release
+	rlock_wait "$HOLDER_PID"
+	wait_until 30 test -e "$BATS_TEST_TMPDIR/second.started"
+	track_pidfile "$BATS_TEST_TMPDIR/second.pid"
+	run -75 --separate-stderr rlock --status -k first --json
+	local start
+	start=$(jq -r .start_ms <<<"$output")
+	((start >= released)) || fail "start_ms $start is before the release at $released: $output"
+	touch second.release
+	rlock_wait "$waiter"
+}

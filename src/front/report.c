@@ -151,8 +151,8 @@ static void holder_fields(FILE *f, const struct holder *h, const char *key)
 	json_str_or_null(f, h->label);
 	fputs(",\"start_ms\":", f);
 	json_int_or_null(f, h->start_ms > 0, h->start_ms);
-	fputs(",\"held_ms\":", f);
-	json_int_or_null(f, h->start_ms > 0, now - h->start_ms);
+	fputs(",\"held_ms\":", f); /* a start ahead of this clock (skew, by hand): unknown */
+	json_int_or_null(f, h->start_ms > 0 && h->start_ms <= now, now - h->start_ms);
 	fputs(",\"ttl_ms\":", f);
 	json_int_or_null(f, h->ttl_ms >= 0, h->ttl_ms);
 	fputs(",\"ttl_left_ms\":", f);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "parse.h"
 
@@ -654,7 +655,13 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
-	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
+	/* When the lock is taken, not when it was first asked for: the record's start is what
+	 * --status and --list show as held since (a waiter's meta was made before its wait);
+	 * 0 stays unknown. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(start, sizeof start, "%lld",
+	         m->start_unix_ms ? (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 : 0);
 	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
 	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);

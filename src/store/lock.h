@@ -315,9 +315,9 @@ int lock_channels(const struct lock *l, const char **ch);
 struct lock_meta {
 	const char *host, *user, *cmd;
 	long pid;
-	long long start_unix_ms;
-	const char *label; /* --label, or NULL */
-	const char *proc;  /* holder_proc_self(): boot id and pid namespace, or NULL */
+	long long start_unix_ms; /* nonzero: recorded as the time each request is formed */
+	const char *label;       /* --label, or NULL */
+	const char *proc;        /* holder_proc_self(): boot id and pid namespace, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are
