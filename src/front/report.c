@@ -206,6 +206,15 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	reserved_json(f, &hs->reserved);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
+	if (hs->split_nodes) { /* Redlock: held, but by no token on a majority */
+		fprintf(f,
+		        ",\"split\":{\"nodes_held\":%d,\"tokens\":%d,\"left_ms\":", hs->split_nodes,
+		        hs->split_tokens);
+		json_int_or_null(f, hs->split_ms >= 0, hs->split_ms);
+		fputs(",\"until_ms\":", f);
+		json_int_or_null(f, hs->split_ms >= 0, now_unix_ms() + hs->split_ms);
+		fputc('}', f);
+	}
 	broken_json(f, &hs->broken);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
 		fputc('}', f);
@@ -360,11 +369,28 @@ static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
 	return buf;
 }
 
+/* Redlock: "held on N of M Redlock nodes by T tokens, none on a majority" into buf. */
+static const char *split_text(char *buf, size_t n, const struct holders *hs)
+{
+	snprintf(buf, n, "held on %d of %d Redlock nodes by %d token%s, none on a majority",
+	         hs->split_nodes, hs->nodes_total, hs->split_tokens,
+	         hs->split_tokens == 1 ? "" : "s");
+	return buf;
+}
+
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160], reserved[2400];
+	char closed[160], reserved[2400], split[160];
 
-	if (!hs->n && hs->reserved.known) {
+	if (!hs->n && hs->split_nodes) {
+		char until[64], left[32];
+		local_time(until, sizeof until,
+		           hs->split_ms >= 0 ? now_unix_ms() + hs->split_ms : -1);
+		holder_human_ms(left, sizeof left, hs->split_ms);
+		printf("%s is not free: %s; an acquire is refused until %s (%s left) (last fence "
+		       "%lld)\n",
+		       key, split_text(split, sizeof split, hs), until, left, hs->last_fence);
+	} else if (!hs->n && hs->reserved.known) {
 		printf("%s is %s: its preempted holder released it to that request, which takes "
 		       "it next (last fence %lld)\n",
 		       key, reserved_text(reserved, sizeof reserved, &hs->reserved),
@@ -464,10 +490,10 @@ int report_status(struct store *s, const struct report_ask *o)
 	/* --status has its own rule: held (or closed by a lock-delay, or kept for a --preempt
 	 * request: an acquire now would be busy) is 75, or the -E status unless that is 0 (a
 	 * skip code would make a held lock look free). */
-	return rc                                             ? rc
-	       : !hs.n && !hs.closed_ms && !hs.reserved.known ? 0
-	       : o->conflict_exit                             ? o->conflict_exit
-	                                                      : RL_EX_CONFLICT;
+	return rc                                                                ? rc
+	       : !hs.n && !hs.closed_ms && !hs.reserved.known && !hs.split_nodes ? 0
+	       : o->conflict_exit                                                ? o->conflict_exit
+	                                                                         : RL_EX_CONFLICT;
 }
 
 /* The breaker's user name, for the record of the break (informational, as its host and
@@ -658,6 +684,12 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
 		        reserved_text(reserved, sizeof reserved, &hs->reserved));
+	} else if (!o->json && !hs->n && hs->split_nodes) { /* Redlock: no majority holder */
+		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[160];
+		esc(ename, sizeof ename, name);
+		holder_human_ms(left, sizeof left, hs->split_ms);
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		        split_text(split, sizeof split, hs));
 	} else if (!o->json && !hs->n && hs->closed_ms > 0) { /* the delay's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);

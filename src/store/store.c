@@ -258,7 +258,7 @@ static int list_page(void *arg, const struct resp_reply *names)
 		int preempt_key = k->len > 8 && memcmp(k->str + k->len - 8, ":preempt", 8) == 0;
 		int listed = delay_key     ? !hs.n && hs.closed_ms > 0
 		             : preempt_key ? !hs.n && hs.reserved.known && hs.closed_ms <= 0
-		                           : hs.n > 0; /* else gone meanwhile */
+		                           : hs.n > 0 || hs.split_nodes; /* else gone meanwhile */
 		if (listed)
 			rc = w->each(w->arg, name, &l, &hs);
 	}
