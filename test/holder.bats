@@ -111,3 +111,17 @@ setup_file() {
 	touch second.release
 	rlock_wait "$waiter"
 }
+
+@test "--status --json and --list --json carry a schema number, as --held, --history, --check and the events do" {
+	# Stable, growing formats (SPEC 11): a consumer must be able to tell which one it
+	# reads. --status and --list had none.
+	run -0 --separate-stderr rlock --status -k nobody --json
+	assert_equal "$(jq -c '[.schema, .name, .held]' <<<"$output")" '[1,"nobody",false]'
+	start_holder sc -t 20s
+	run -75 --separate-stderr rlock --status -k sc --json
+	assert_equal "$(jq -c '[.schema, .held]' <<<"$output")" '[1,true]'
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.schema, .prefix, (.locks[] | select(.name == "sc") | .held)]' <<<"$output")" '[1,"rlock:",true]'
+	touch sc.release
+	rlock_wait "$HOLDER_PID"
+}

@@ -57,7 +57,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	run -0 --separate-stderr rlock -k s --status --json
 	assert_equal "${#lines[@]}" 1
 	jq -e . <<<"$output" >/dev/null
-	assert_equal "$(jq -c 'keys' <<<"$output")" '["fence","held","key","name"]'
+	assert_equal "$(jq -c 'keys' <<<"$output")" '["fence","held","key","name","schema"]'
 	assert_equal "$(jq -r '.name, .key, .held, .fence' <<<"$output" | tr '\n' ' ')" 's rlock:{s} false 0 '
 }
 
@@ -211,7 +211,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	assert_equal "${#lines[@]}" 1
 	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +RENEWED +COMMAND$'
 	run -0 rlock --list --json
-	assert_equal "$(jq -c . <<<"$output")" '{"prefix":"rlock:","locks":[]}'
+	assert_equal "$(jq -c . <<<"$output")" '{"schema":1,"prefix":"rlock:","locks":[]}'
 }
 
 @test "--list shows every held lock, aligned, and only locks under the prefix" {

@@ -165,10 +165,10 @@ static void holder_fields(FILE *f, const struct holder *h, const char *key)
 /* The lock as one object: the first holder's fields at the top (all there is for a
  * plain exclusive lock), then, in the other modes or with a queue, every holder and
  * the queue. */
-static void holders_json(FILE *f, const char *name, const char *key, const char *master,
+static void holders_json(FILE *f, int top, const char *name, const char *key, const char *master,
                          const struct holders *hs)
 {
-	fputs("{\"name\":", f);
+	fputs(top ? "{\"schema\":1,\"name\":" : "{\"name\":", f); /* --status's object */
 	json_str(f, name);
 	fputs(",\"key\":", f);
 	json_str(f, key);
@@ -479,7 +479,7 @@ int report_status(struct store *s, const struct report_ask *o)
 	const char *via = o->sentinels ? master : NULL;
 	store_close(s);
 	if (o->json) {
-		holders_json(stdout, o->name, l.key, via, &hs);
+		holders_json(stdout, 1, o->name, l.key, via, &hs);
 		fputc('\n', stdout);
 	} else {
 		print_holders(l.key, &hs);
@@ -635,7 +635,7 @@ static void list_head(struct list_out *w)
 {
 	w->started = 1;
 	if (w->o->json) {
-		fputs("{\"prefix\":", w->f);
+		fputs("{\"schema\":1,\"prefix\":", w->f);
 		json_str(w->f, w->o->prefix);
 		fputs(",\"locks\":[", w->f);
 	} else {
@@ -658,7 +658,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	if (o->json) {
 		if (w->count)
 			fputc(',', f);
-		holders_json(f, name, l->key, NULL, hs);
+		holders_json(f, 0, name, l->key, NULL, hs);
 	}
 	/* One row per holder (shared holders and permits too). */
 	for (int j = 0; !o->json && j < hs->n; j++) {
