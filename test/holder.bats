@@ -94,9 +94,9 @@ setup_file() {
 	# The owner record's start was taken once, before the wait: a waiter that waited an
 	# hour showed "held 1h" (since, held_ms, --list's HELD) the moment it got the lock.
 	start_holder first -t 20s
-	rlock_bg -t 20s -w 30s -k first -- "$HOLD" second 0
+	rlock_bg -v -t 20s -w 30s -k first -- "$HOLD" second 0
 	local waiter=$RLOCK_PID
-	wait_until 30 test "$(waiters first)" -ge 1
+	wait_until 30 grep -q "lock 'first' is busy .*; waiting" "$RLOCK_ERR"
 	sleep 0.3 # the waiter's request is at least this much older than the release
 	local released
 	released=$(now_ms)
@@ -124,4 +124,25 @@ setup_file() {
 	assert_equal "$(jq -c '[.schema, .prefix, (.locks[] | select(.name == "sc") | .held)]' <<<"$output")" '[1,"rlock:",true]'
 	touch sc.release
 	rlock_wait "$HOLDER_PID"
+}
+
+@test "a NUL byte in a holder's field hides nothing after it: escaped in the text, U+FFFD in JSON, --history too" {
+	# Anyone who can write the keys can HSET a NUL; the field was cut there, so
+	# "db1\0 (not really)" read as host db1.
+	rcli SET 'rlock:{nul}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	printf 'db1\0-evil' | rcli -x HSET 'rlock:{nul}:owner' host >/dev/null
+	printf 'why\0 not' | rcli -x HSET 'rlock:{nul}:owner' label >/dev/null
+	rcli PEXPIRE 'rlock:{nul}:owner' 30000 >/dev/null
+	run -75 --separate-stderr rlock --status -k nul
+	assert_line '  host     db1\xc0\x80-evil'
+	assert_line '  label    why\xc0\x80 not'
+	run -75 --separate-stderr rlock --status -k nul --json
+	assert_equal "$(jq -ac '[.host, .label]' <<<"$output")" '["db1\ufffd\ufffd-evil","why\ufffd\ufffd not"]'
+	run -0 --separate-stderr rlock --list
+	assert_line --regexp '^nul +db1\\xc0\\x80-evil '
+	rcli DEL 'rlock:{nul}' 'rlock:{nul}:owner' >/dev/null
+	printf 'h\0x' | rcli -x XADD 'rlock:{nul}:history' '*' event acquired fence 1 host >/dev/null
+	run -0 --separate-stderr rlock --history -k nul --json
+	assert_equal "$(jq -ac '.entries[0].host' <<<"$output")" '"h\ufffd\ufffdx"'
+	rcli DEL 'rlock:{nul}:history' >/dev/null
 }

@@ -321,12 +321,26 @@ static int sem_held(const struct lock *l)
 	return l->ask.mode != LOCK_EXCLUSIVE;
 }
 
+/* A field as stored, for display (escaped by each sink). A NUL byte (anyone can HSET
+ * one) would end the C string and hide the rest: it becomes the pair C0 80, which is not
+ * UTF-8, so that a terminal line shows \xc0\x80 and JSON two U+FFFD in its place. */
 static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 {
 	dst[0] = '\0';
-	if (r && (r->type == RESP_STRING || r->type == RESP_STATUS))
-		snprintf(dst, n, "%s", r->str);
-	else if (r && r->type == RESP_INTEGER)
+	if (r && (r->type == RESP_STRING || r->type == RESP_STATUS)) {
+		size_t o = 0;
+		for (size_t i = 0; i < r->len && o + 1 < n; i++) {
+			if (r->str[i]) {
+				dst[o++] = r->str[i];
+			} else if (o + 2 < n) {
+				dst[o++] = (char)0xc0;
+				dst[o++] = (char)0x80;
+			} else {
+				break;
+			}
+		}
+		dst[o] = '\0';
+	} else if (r && r->type == RESP_INTEGER)
 		snprintf(dst, n, "%lld", r->integer);
 }
 
