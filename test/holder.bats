@@ -146,3 +146,26 @@ setup_file() {
 	assert_equal "$(jq -ac '.entries[0].host' <<<"$output")" '"h\ufffd\ufffdx"'
 	rcli DEL 'rlock:{nul}:history' >/dev/null
 }
+
+@test "a fair queue's place read back odd (a lease or pid by hand): null in JSON and ? in the text, never -1" {
+	rcli SET 'rlock:{fq}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli ZADD 'rlock:{fq}:queue' "$(($(now_ms) * 1000))" tokA >/dev/null
+	rcli ZADD 'rlock:{fq}:qlease' 1e300 tokA >/dev/null
+	rcli HSET 'rlock:{fq}:qmeta' tokA '{"host":"h","pid":1e20}' >/dev/null
+	run -75 --separate-stderr rlock --status -k fq --json
+	assert_equal "$(jq -c '.queue[0] | [.lease_left_ms, .pid]' <<<"$output")" '[null,null]'
+	run -75 --separate-stderr rlock --status -k fq
+	assert_line --regexp '^  #1 +h pid \?, waiting [0-9.]+s \(token tokA\.\.\., place lease left -\)$'
+	rcli DEL 'rlock:{fq}' 'rlock:{fq}:queue' 'rlock:{fq}:qlease' 'rlock:{fq}:qmeta' >/dev/null
+	# the last --break's record, and a --preempt hand-over's, the same
+	rcli HSET 'rlock:{fq}:broken' host ops pid x1 user u at "$(now_ms)" tokens tokB fence 7 >/dev/null
+	rcli PEXPIRE 'rlock:{fq}:broken' 30000 >/dev/null
+	rcli HSET 'rlock:{fq}:preempt' handover 1 token tokC host req pid x2 >/dev/null
+	rcli PEXPIRE 'rlock:{fq}:preempt' 30000 >/dev/null
+	run -75 --separate-stderr rlock --status -k fq
+	assert_line --index 0 --regexp '^rlock:\{fq\} is reserved for the --preempt request of req pid \? until '
+	assert_line --regexp '^broken   .* by ops pid \? \(user u\): token tokB, fence 7$'
+	run -75 --separate-stderr rlock --status -k fq --json
+	assert_equal "$(jq -c '[.broken.pid, .reserved.pid]' <<<"$output")" '[null,null]'
+	rcli DEL 'rlock:{fq}:broken' 'rlock:{fq}:preempt' >/dev/null
+}

@@ -236,8 +236,9 @@ static void holders_json(FILE *f, int top, const char *name, const char *key, co
 	fprintf(f, "],\"queue_length\":%d,\"queue\":[", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
 		const struct waiter *w = &hs->q[i];
-		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":%lld,\"host\":", i ? "," : "",
-		        i + 1, w->lease_left_ms);
+		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":", i ? "," : "", i + 1);
+		json_int_or_null(f, w->lease_left_ms >= 0, w->lease_left_ms); /* -1: not a number */
+		fputs(",\"host\":", f);
 		json_str_or_null(f, w->host);
 		fputs(",\"pid\":", f);
 		json_int_or_null(f, w->pid >= 0, w->pid);
@@ -309,8 +310,11 @@ static void print_broken(const struct broken *b)
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
 	log_escape(label, sizeof label, b->label, strlen(b->label));
 	esc(fence, sizeof fence, b->fence);
-	printf("broken   %s ago (%s) by %s pid %lld (user %s)%s%s%s: token %.16s%s, fence %s\n",
-	       ago, when, host, b->pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
+	char pid[24] = "?"; /* as recorded: "?" when it is no number */
+	if (b->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", b->pid);
+	printf("broken   %s ago (%s) by %s pid %s (user %s)%s%s%s: token %.16s%s, fence %s\n", ago,
+	       when, host, pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
 	       strlen(tok) > 16 ? "..." : "", fence);
 }
 
@@ -363,9 +367,11 @@ static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
 	log_escape(label, sizeof label, r->label, strlen(r->label));
 	local_time(until, sizeof until, r->left_ms >= 0 ? now_unix_ms() + r->left_ms : -1);
 	holder_human_ms(left, sizeof left, r->left_ms);
-	snprintf(buf, n,
-	         "reserved for the --preempt request of %s pid %lld%s%s%s until %s (%s left)", host,
-	         r->pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
+	char pid[24] = "?";
+	if (r->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", r->pid);
+	snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s until %s (%s left)",
+	         host, pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
 	return buf;
 }
 
@@ -447,13 +453,15 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("queue    %d waiting (--fair)\n", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
 		const struct waiter *w = &hs->q[i];
-		char lease[32], waited[32], host[1024], tok[320];
+		char lease[32], waited[32], host[1024], tok[320], pid[24] = "?";
 		holder_human_ms(lease, sizeof lease, w->lease_left_ms);
 		holder_human_ms(waited, sizeof waited, w->waited_ms);
 		esc(host, sizeof host, w->host);
 		esc(tok, sizeof tok, w->token);
-		printf("  #%-3d    %s pid %lld, waiting %s (token %.8s..., place lease left %s)\n",
-		       i + 1, host, w->pid, waited, tok, lease);
+		if (w->pid >= 0)
+			snprintf(pid, sizeof pid, "%lld", w->pid);
+		printf("  #%-3d    %s pid %s, waiting %s (token %.8s..., place lease left %s)\n",
+		       i + 1, host, pid, waited, tok, lease);
 	}
 	if (hs->nodes_total > 0)
 		printf("  nodes    %d of %d Redlock nodes answered\n", hs->nodes_ok,
