@@ -54,13 +54,18 @@ function bool(name) {
   throw new Error(`${name}: '${lib.input(name)}' is not true or false`);
 }
 
-// --once-per's mark on the name, from --status --json: {fence, left_ms}, or null.
+// --once-per's mark on the name, from --status --json: {fence, left_ms}, or null. The
+// fence is a 64-bit integer, a JavaScript number only up to 2^53: taken as the text
+// rlock printed (its exact digits), never through JSON.parse's double.
 function doneMark(rlock, key, env) {
   const r = childProcess.spawnSync(rlock, ['--key', key, '--status', '--json'], {
     env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30000,
   });
   try {
-    return JSON.parse(r.stdout).done || null;
+    const done = JSON.parse(r.stdout).done || null;
+    const exact = /"done":\{"fence":(-?[0-9]+)[,}]/.exec(r.stdout);
+    if (done) done.fence = exact ? exact[1] : null;
+    return done;
   } catch (e) {
     return null;
   }

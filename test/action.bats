@@ -634,6 +634,16 @@ own_lines() {
 	run -0 "${STEP[@]}"
 }
 
+@test "action: once-per's skip names the exact fence of the run that succeeded, past 2^53 (JSON.parse made it a double)" {
+	rcli SET 'rlock:{deploy}:done' 9007199254740993 PX 3600000 >/dev/null
+	new_job later
+	step later main INPUT_ONCE-PER=1h
+	run -0 --separate-stderr "${STEP[@]}"
+	assert_line --regexp '^::notice::`deploy` is done for this window \(once-per: a job succeeded, fence 9007199254740993 for [0-9]+ s more\): '
+	grep -q 'fence 9007199254740993 ' later/summary || fail "summary: $(cat later/summary)"
+	rcli DEL 'rlock:{deploy}:done' >/dev/null
+}
+
 @test "action: lock-delay and wait-replicas inputs reach rlock (--lock-delay, --wait-replicas) (issue 38)" {
 	new_job delayed
 	step delayed main INPUT_LOCK-DELAY=5m

@@ -57,7 +57,7 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	run -0 --separate-stderr rlock -k s --status --json
 	assert_equal "${#lines[@]}" 1
 	jq -e . <<<"$output" >/dev/null
-	assert_equal "$(jq -c 'keys' <<<"$output")" '["fence","held","key","name"]'
+	assert_equal "$(jq -c 'keys' <<<"$output")" '["fence","held","key","name","schema"]'
 	assert_equal "$(jq -r '.name, .key, .held, .fence' <<<"$output" | tr '\n' ' ')" 's rlock:{s} false 0 '
 }
 
@@ -225,7 +225,20 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	assert_equal "${#lines[@]}" 1
 	assert_regex "${lines[0]}" '^NAME +HOST +PID +HELD +TTL +RENEWED +COMMAND$'
 	run -0 rlock --list --json
-	assert_equal "$(jq -c . <<<"$output")" '{"prefix":"rlock:","locks":[]}'
+	assert_equal "$(jq -c . <<<"$output")" '{"schema":1,"prefix":"rlock:","locks":[]}'
+}
+
+@test "--list: a lock it cannot read (a key of another type under its name) is named in the one line" {
+	# Anyone can SET a key where rlock keeps a hash: the listing then cannot be whole
+	# (69, nothing on stdout); the line said "status: server error: WRONGTYPE ..." and
+	# left the operator to find which of the names it was.
+	rcli SET 'rlock:{odd}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli SET 'rlock:{odd}:owner' not-a-hash PX 30000 >/dev/null
+	run -69 --separate-stderr rlock --list
+	assert_equal "$output" ""
+	assert_equal "$stderr" "$(head -1 <<<"$stderr")"
+	assert_regex "$stderr" "^rlock: --list: rlock:\{odd\}: .*WRONGTYPE"
+	rcli DEL 'rlock:{odd}' 'rlock:{odd}:owner' >/dev/null
 }
 
 @test "--list shows every held lock, aligned, and only locks under the prefix" {

@@ -121,6 +121,28 @@ teardown() {
 	[[ $(keys_left a) == 0 ]]
 }
 
+@test "nodes held by different tokens, none on a majority: --status is not free (75, like an acquire), says so; --list lists it" {
+	# Two runs that each got two nodes of five and died (or a split vote's leftovers):
+	# no token holds a majority, and only one node is free, so no acquire can get a
+	# quorum until these leases end. --status said "free" (exit 0) meanwhile.
+	local i
+	for i in 0 1; do node_cli "$i" SET 'rlock:{sp}' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa PX 20000 >/dev/null; done
+	for i in 2 3; do node_cli "$i" SET 'rlock:{sp}' bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb PX 20000 >/dev/null; done
+	run -75 --separate-stderr rlock -k sp -n -- true
+	run -75 --separate-stderr rlock --status -k sp
+	assert_line --index 0 --regexp '^rlock:\{sp\} is not free: held on 4 of 5 Redlock nodes by 2 tokens, none on a majority; an acquire is refused until .* \(1[0-9]s left\)'
+	run -75 --separate-stderr rlock --status -k sp --json
+	assert_equal "$(jq -c '[.held, .split.nodes_held, .split.tokens, (.split.left_ms > 10000), (.split.until_ms > 0)]' <<<"$output")" '[false,4,2,true,true]'
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "sp") | .split.nodes_held]' <<<"$output")" '[4]'
+	run -0 --separate-stderr rlock --list
+	assert_line --regexp '^sp +- +- +- +1[0-9]s +\[held on 4 of 5 Redlock nodes by 2 tokens, none on a majority\]'
+	# one token on 2 nodes, 3 free: an acquire gets a quorum, the name is free
+	for i in 2 3; do node_cli "$i" DEL 'rlock:{sp}' >/dev/null; done
+	run -0 --separate-stderr rlock --status -k sp --json
+	assert_equal "$(jq -c '[.held, .split]' <<<"$output")" '[false,null]'
+}
+
 @test "a waiter takes over when the holder releases" {
 	rlock_bg -k w -- "$HOLD" h
 	local holder=$RLOCK_PID

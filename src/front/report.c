@@ -167,10 +167,10 @@ static void holder_fields(FILE *f, const struct holder *h, const char *key)
 /* The lock as one object: the first holder's fields at the top (all there is for a
  * plain exclusive lock), then, in the other modes or with a queue, every holder and
  * the queue. */
-static void holders_json(FILE *f, const char *name, const char *key, const char *master,
+static void holders_json(FILE *f, int top, const char *name, const char *key, const char *master,
                          const struct holders *hs)
 {
-	fputs("{\"name\":", f);
+	fputs(top ? "{\"schema\":1,\"name\":" : "{\"name\":", f); /* --status's object */
 	json_str(f, name);
 	fputs(",\"key\":", f);
 	json_str(f, key);
@@ -208,6 +208,15 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	reserved_json(f, &hs->reserved);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
+	if (hs->split_nodes) { /* Redlock: held, but by no token on a majority */
+		fprintf(f,
+		        ",\"split\":{\"nodes_held\":%d,\"tokens\":%d,\"left_ms\":", hs->split_nodes,
+		        hs->split_tokens);
+		json_int_or_null(f, hs->split_ms >= 0, hs->split_ms);
+		fputs(",\"until_ms\":", f);
+		json_int_or_null(f, hs->split_ms >= 0, now_unix_ms() + hs->split_ms);
+		fputc('}', f);
+	}
 	broken_json(f, &hs->broken);
 	if ((!hs->n || hs->h[0].mode == 'x') && !hs->queued && !hs->writer[0]) {
 		fputc('}', f);
@@ -229,8 +238,9 @@ static void holders_json(FILE *f, const char *name, const char *key, const char 
 	fprintf(f, "],\"queue_length\":%d,\"queue\":[", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
 		const struct waiter *w = &hs->q[i];
-		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":%lld,\"host\":", i ? "," : "",
-		        i + 1, w->lease_left_ms);
+		fprintf(f, "%s{\"position\":%d,\"lease_left_ms\":", i ? "," : "", i + 1);
+		json_int_or_null(f, w->lease_left_ms >= 0, w->lease_left_ms); /* -1: not a number */
+		fputs(",\"host\":", f);
 		json_str_or_null(f, w->host);
 		fputs(",\"pid\":", f);
 		json_int_or_null(f, w->pid >= 0, w->pid);
@@ -302,8 +312,11 @@ static void print_broken(const struct broken *b)
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
 	log_escape(label, sizeof label, b->label, strlen(b->label));
 	esc(fence, sizeof fence, b->fence);
-	printf("broken   %s ago (%s) by %s pid %lld (user %s)%s%s%s: token %.16s%s, fence %s\n",
-	       ago, when, host, b->pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
+	char pid[24] = "?"; /* as recorded: "?" when it is no number */
+	if (b->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", b->pid);
+	printf("broken   %s ago (%s) by %s pid %s (user %s)%s%s%s: token %.16s%s, fence %s\n", ago,
+	       when, host, pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
 	       strlen(tok) > 16 ? "..." : "", fence);
 }
 
@@ -356,17 +369,36 @@ static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
 	log_escape(label, sizeof label, r->label, strlen(r->label));
 	local_time(until, sizeof until, r->left_ms >= 0 ? now_unix_ms() + r->left_ms : -1);
 	holder_human_ms(left, sizeof left, r->left_ms);
-	snprintf(buf, n,
-	         "reserved for the --preempt request of %s pid %lld%s%s%s until %s (%s left)", host,
-	         r->pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
+	char pid[24] = "?";
+	if (r->pid >= 0)
+		snprintf(pid, sizeof pid, "%lld", r->pid);
+	snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s until %s (%s left)",
+	         host, pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
+	return buf;
+}
+
+/* Redlock: "held on N of M Redlock nodes by T tokens, none on a majority" into buf. */
+static const char *split_text(char *buf, size_t n, const struct holders *hs)
+{
+	snprintf(buf, n, "held on %d of %d Redlock nodes by %d token%s, none on a majority",
+	         hs->split_nodes, hs->nodes_total, hs->split_tokens,
+	         hs->split_tokens == 1 ? "" : "s");
 	return buf;
 }
 
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160], reserved[2400];
+	char closed[160], reserved[2400], split[160];
 
-	if (!hs->n && hs->reserved.known) {
+	if (!hs->n && hs->split_nodes) {
+		char until[64], left[32];
+		local_time(until, sizeof until,
+		           hs->split_ms >= 0 ? now_unix_ms() + hs->split_ms : -1);
+		holder_human_ms(left, sizeof left, hs->split_ms);
+		printf("%s is not free: %s; an acquire is refused until %s (%s left) (last fence "
+		       "%lld)\n",
+		       key, split_text(split, sizeof split, hs), until, left, hs->last_fence);
+	} else if (!hs->n && hs->reserved.known) {
 		printf("%s is %s: its preempted holder released it to that request, which takes "
 		       "it next (last fence %lld)\n",
 		       key, reserved_text(reserved, sizeof reserved, &hs->reserved),
@@ -423,13 +455,15 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("queue    %d waiting (--fair)\n", hs->queued);
 	for (int i = 0; i < hs->nq; i++) {
 		const struct waiter *w = &hs->q[i];
-		char lease[32], waited[32], host[1024], tok[320];
+		char lease[32], waited[32], host[1024], tok[320], pid[24] = "?";
 		holder_human_ms(lease, sizeof lease, w->lease_left_ms);
 		holder_human_ms(waited, sizeof waited, w->waited_ms);
 		esc(host, sizeof host, w->host);
 		esc(tok, sizeof tok, w->token);
-		printf("  #%-3d    %s pid %lld, waiting %s (token %.8s..., place lease left %s)\n",
-		       i + 1, host, w->pid, waited, tok, lease);
+		if (w->pid >= 0)
+			snprintf(pid, sizeof pid, "%lld", w->pid);
+		printf("  #%-3d    %s pid %s, waiting %s (token %.8s..., place lease left %s)\n",
+		       i + 1, host, pid, waited, tok, lease);
 	}
 	if (hs->nodes_total > 0)
 		printf("  nodes    %d of %d Redlock nodes answered\n", hs->nodes_ok,
@@ -455,7 +489,7 @@ int report_status(struct store *s, const struct report_ask *o)
 	const char *via = o->sentinels ? master : NULL;
 	store_close(s);
 	if (o->json) {
-		holders_json(stdout, o->name, l.key, via, &hs);
+		holders_json(stdout, 1, o->name, l.key, via, &hs);
 		fputc('\n', stdout);
 	} else {
 		print_holders(l.key, &hs);
@@ -466,10 +500,10 @@ int report_status(struct store *s, const struct report_ask *o)
 	/* --status has its own rule: held (or closed by a lock-delay, or kept for a --preempt
 	 * request: an acquire now would be busy) is 75, or the -E status unless that is 0 (a
 	 * skip code would make a held lock look free). */
-	return rc                                             ? rc
-	       : !hs.n && !hs.closed_ms && !hs.reserved.known ? 0
-	       : o->conflict_exit                             ? o->conflict_exit
-	                                                      : RL_EX_CONFLICT;
+	return rc                                                                ? rc
+	       : !hs.n && !hs.closed_ms && !hs.reserved.known && !hs.split_nodes ? 0
+	       : o->conflict_exit                                                ? o->conflict_exit
+	                                                                         : RL_EX_CONFLICT;
 }
 
 /* The breaker's user name, for the record of the break (informational, as its host and
@@ -611,7 +645,7 @@ static void list_head(struct list_out *w)
 {
 	w->started = 1;
 	if (w->o->json) {
-		fputs("{\"prefix\":", w->f);
+		fputs("{\"schema\":1,\"prefix\":", w->f);
 		json_str(w->f, w->o->prefix);
 		fputs(",\"locks\":[", w->f);
 	} else {
@@ -634,7 +668,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	if (o->json) {
 		if (w->count)
 			fputc(',', f);
-		holders_json(f, name, l->key, NULL, hs);
+		holders_json(f, 0, name, l->key, NULL, hs);
 	}
 	/* One row per holder (shared holders and permits too). */
 	for (int j = 0; !o->json && j < hs->n; j++) {
@@ -660,6 +694,12 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
 		        reserved_text(reserved, sizeof reserved, &hs->reserved));
+	} else if (!o->json && !hs->n && hs->split_nodes) { /* Redlock: no majority holder */
+		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[160];
+		esc(ename, sizeof ename, name);
+		holder_human_ms(left, sizeof left, hs->split_ms);
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		        split_text(split, sizeof split, hs));
 	} else if (!o->json && !hs->n && hs->closed_ms > 0) { /* the delay's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);

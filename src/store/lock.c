@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "parse.h"
 
@@ -320,12 +321,26 @@ static int sem_held(const struct lock *l)
 	return l->ask.mode != LOCK_EXCLUSIVE;
 }
 
+/* A field as stored, for display (escaped by each sink). A NUL byte (anyone can HSET
+ * one) would end the C string and hide the rest: it becomes the pair C0 80, which is not
+ * UTF-8, so that a terminal line shows \xc0\x80 and JSON two U+FFFD in its place. */
 static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 {
 	dst[0] = '\0';
-	if (r && (r->type == RESP_STRING || r->type == RESP_STATUS))
-		snprintf(dst, n, "%s", r->str);
-	else if (r && r->type == RESP_INTEGER)
+	if (r && (r->type == RESP_STRING || r->type == RESP_STATUS)) {
+		size_t o = 0;
+		for (size_t i = 0; i < r->len && o + 1 < n; i++) {
+			if (r->str[i]) {
+				dst[o++] = r->str[i];
+			} else if (o + 2 < n) {
+				dst[o++] = (char)0xc0;
+				dst[o++] = (char)0x80;
+			} else {
+				break;
+			}
+		}
+		dst[o] = '\0';
+	} else if (r && r->type == RESP_INTEGER)
 		snprintf(dst, n, "%lld", r->integer);
 }
 
@@ -654,7 +669,13 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
 	snprintf(pid, sizeof pid, "%ld", m->pid);
-	snprintf(start, sizeof start, "%lld", m->start_unix_ms);
+	/* When the lock is taken, not when it was first asked for: the record's start is what
+	 * --status and --list show as held since (a waiter's meta was made before its wait);
+	 * 0 stays unknown. */
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(start, sizeof start, "%lld",
+	         m->start_unix_ms ? (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 : 0);
 	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
 	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);

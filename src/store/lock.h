@@ -255,8 +255,12 @@ struct holders {
 	long long closed_ms;       /* --lock-delay: the name stays closed this long (0: open) */
 	struct broken broken;      /* the last --break, if its record still lives */
 	struct reserved reserved;  /* --preempt's hand-over, while the lock is kept for it */
-	int refused;               /* --break --token/--if-fence: no such holder, nothing broken */
-	int pruned;                /* --break: places of gone waiters dropped from the queue */
+	/* Redlock, no token on a majority: nodes held by other tokens, so many that no
+	 * majority is free (an acquire is refused); 0 when a majority can be free */
+	int split_nodes, split_tokens;
+	long long split_ms; /* until enough of them end for a majority to be free, -1 unknown */
+	int refused;        /* --break --token/--if-fence: no such holder, nothing broken */
+	int pruned;         /* --break: places of gone waiters dropped from the queue */
 	int here; /* status read key by key (a migrating slot): the name's keys on the node
 	           * that answered; -1 otherwise */
 };
@@ -315,9 +319,9 @@ int lock_channels(const struct lock *l, const char **ch);
 struct lock_meta {
 	const char *host, *user, *cmd;
 	long pid;
-	long long start_unix_ms;
-	const char *label; /* --label, or NULL */
-	const char *proc;  /* holder_proc_self(): boot id and pid namespace, or NULL */
+	long long start_unix_ms; /* nonzero: recorded as the time each request is formed */
+	const char *label;       /* --label, or NULL */
+	const char *proc;        /* holder_proc_self(): boot id and pid namespace, or NULL */
 };
 
 /* Decoders of the scripts' replies, pure (no I/O; r stays the caller's), so they are

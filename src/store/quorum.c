@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "quorum.h"
 
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -966,6 +967,35 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 	return first;
 }
 
+/* No token holds a majority: when the nodes held by some token leave fewer free than a
+ * majority (even counting the nodes that did not answer as free), no acquire can get a
+ * quorum until enough of those leases end: how many nodes, tokens, and how long. */
+static void split_vote(const struct quorum *q, const struct holders *nh, const int *ok,
+                       struct holders *hs)
+{
+	long long left[STORE_NODES_MAX];
+	int m = 0, tokens = 0;
+
+	for (int i = 0; i < q->n; i++) {
+		if (!ok[i] || nh[i].n == 0)
+			continue;
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			seen = seen || (ok[j] && nh[j].n > 0 &&
+			                strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0);
+		tokens += !seen;
+		/* no expiry (set by hand): never ends by itself */
+		left[m++] = nh[i].h[0].pttl_ms >= 0 ? nh[i].h[0].pttl_ms : LLONG_MAX;
+	}
+	int must_end = q->need - (q->n - m); /* held nodes that must end for a free majority */
+	if (must_end <= 0)
+		return;
+	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
+	hs->split_nodes = m;
+	hs->split_tokens = tokens;
+	hs->split_ms = left[m - must_end] == LLONG_MAX ? -1 : left[m - must_end];
+}
+
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
                    struct holders *hs, char *err, size_t errlen)
 {
@@ -1037,6 +1067,8 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			hs->broken = nh[i].broken;
 	}
 	hs->refused = refused;
+	if (!hs->n && !brk)
+		split_vote(q, nh, ok, hs);
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);

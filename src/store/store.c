@@ -254,8 +254,14 @@ static int list_page(void *arg, const struct resp_reply *names)
 			continue;
 		lock_init(&l, w->prefix, name, 0);
 		if (store_status(w->s, &l, clock_ms() + w->s->cfg->srv[0].io_timeout_ms, &hs,
-		                 w->err, w->errlen) != LOCK_OK)
+		                 w->err, w->errlen) != LOCK_OK) {
+			/* which of the names (a key of another type under it: anyone can SET one)
+			 */
+			char why[512];
+			snprintf(why, sizeof why, "%s", w->err);
+			snprintf(w->err, w->errlen, "--list: %s: %s", l.key, why);
 			return -1;
+		}
 		/* A lock-delay's key names a lock only while nobody holds it (else the
 		 * holder's key lists it): closed by the delay; so does --preempt's, while
 		 * the free lock is kept for that request (once: not when the delay's does). */
@@ -263,7 +269,7 @@ static int list_page(void *arg, const struct resp_reply *names)
 		int preempt_key = k->len > 8 && memcmp(k->str + k->len - 8, ":preempt", 8) == 0;
 		int listed = delay_key     ? !hs.n && hs.closed_ms > 0
 		             : preempt_key ? !hs.n && hs.reserved.known && hs.closed_ms <= 0
-		                           : hs.n > 0; /* else gone meanwhile */
+		                           : hs.n > 0 || hs.split_nodes; /* else gone meanwhile */
 		if (listed)
 			rc = w->each(w->arg, name, &l, &hs);
 	}
