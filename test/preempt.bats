@@ -190,16 +190,16 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 @test "--status and --list show the name kept for a --preempt request (exit 75), then free once its reservation ends" {
 	slow_job
 	rlock_bg -k p -t 3s --preemptible -- ./slowjob
-	local h_pid=$RLOCK_PID
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
 	wait_until 30 test -e h.started
 	rlock_bg -k p -t 30s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
 	local r_pid=$RLOCK_PID
 	wait_until 30 h_trapped
-	# the request dies; its mark lives on (5 s), so the release still hands it the lock
+	# the request dies; its mark lives on (5 s), so the release still keeps the name for
+	# it, and the holder waits to see whether it takes it
 	kill -KILL "$r_pid"
 	touch h.go
-	rlock_wait "$h_pid" 30
-	assert_equal "$RLOCK_STATUS" 81
+	wait_until 30 key_absent 'rlock:{p}'
 	run -75 --separate-stderr rlock -k p --status
 	[[ $output == *"rlock:{p} is reserved for the --preempt request of "*" pid $r_pid [hotfix] until "* ]] ||
 		fail "$output"
@@ -223,7 +223,28 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	wait_until 15 key_absent 'rlock:{p}:preempt'
 	run -0 --separate-stderr rlock -k p --status
 	run -0 --separate-stderr rlock -k p -n -- true
-	[[ ! -e log ]] || ! grep -q 'r ran' log
+	# the request never took the lock: not 81 (README), the command's own status
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	grep -q "lock 'p': preempted by .*: the command was stopped, but that request never took the lock (it gave up or died); exiting 3" "$h_err" ||
+		fail "$(cat "$h_err")"
+}
+
+@test "--preemptible stopped for a request killed hard (SIGKILL) within its mark's lease: not 81, the command's own status" {
+	rlock_bg -k p -t 3s --preemptible -- ./job
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	# its mark lives 5 s after its last attempt; the holder renews every second
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	kill -KILL "$r_pid"
+	rlock_wait "$h_pid" 30
+	grep -q 'h trapped' log || fail "the holder was not stopped: $(cat "$h_err")"
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	run ! grep -q 'r ran' log
+	run -0 --separate-stderr rlock -k p -n -- true
 }
 
 @test "--preemptible stopped for a request that then gave up: the command's own status, one line, and the history says released" {
