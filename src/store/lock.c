@@ -825,8 +825,8 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	return v == 0 ? LOCK_NOTOURS : v == 3 ? LOCK_HANDED_OVER : LOCK_OK;
 }
 
-int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
+int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *newer,
+               char *err, size_t errlen)
 {
 	struct resp_reply *r;
 	long long v = 0;
@@ -835,6 +835,11 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 
 	if (eval(c, S_LEAVE, l, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
+	if (is_array(r, 4) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 5) {
+		fill_newer(newer, r->element + 1); /* {5, host, pid, label}: acquire.lua's */
+		resp_free(r);
+		return LOCK_SUPERSEDED;
+	}
 	return check_int(r, "leave the queue", err, errlen, &v);
 }
 

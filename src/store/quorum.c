@@ -1131,9 +1131,10 @@ static int quorum_list(void *ctx, const char *match,
 	return rc;
 }
 
-static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
+                        char *err, size_t errlen)
 {
-	(void)ctx, (void)l, (void)cap_ms, (void)err, (void)errlen;
+	(void)ctx, (void)l, (void)cap_ms, (void)newer, (void)err, (void)errlen;
 	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
 }
 
