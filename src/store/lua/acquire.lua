@@ -182,6 +182,14 @@ end
 -- itself last, so that a write refused (a user without one of these commands) leaves
 -- no lock that nobody holds.
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
+-- --supersede, about to be granted: an older request still in the place (woken by the
+-- release, not in yet) is replaced by this newer one, as on a busy answer, so that it
+-- never runs after it (its place, below, goes with the grant); this one replaced first
+-- (its place taken by a newer one): {5}, before any write of the grant.
+if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[1] .. ':supersede') == 1 then
+  local by = supersede(nil)
+  if by then return by end
+end
 local fence, why
 delay_ready(KEYS[1], q.delay) -- refused before the count, not after the lock (delay.lua)
 if mine then
