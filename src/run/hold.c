@@ -40,8 +40,9 @@ static void record_lost(const struct hold *h, const struct lock *l, struct store
  * the command while its mark lived, but a requester killed hard lives on in its mark
  * for up to 5 s. Exit 81 says that request took the lock (README): watch the name on s
  * until the reservation ends (the request takes it within a round trip when it lives).
- * 1: taken (the fence moved past ours), 0: the reservation ended untaken, -1: cannot
- * tell (the status unread, or past the reservation's lease and a margin). */
+ * 1: taken (its grant says so for a few seconds: status.lua's reserved "taken"), 0: the
+ * reservation ended untaken, -1: cannot tell (the status unread, or past the
+ * reservation's lease and a margin). */
 #define HANDOVER_WATCH_MS 8000 /* the reservation's 5 s, and a margin */
 #define HANDOVER_POLL_MS  50
 static int handover_taken(struct store *s, const struct lock *l)
@@ -57,9 +58,12 @@ static int handover_taken(struct store *s, const struct lock *l)
 			          err);
 			break;
 		}
-		if (!hs->reserved.known) {
-			if (hs->has_last_fence)
-				taken = hs->last_fence > l->fence;
+		if (hs->reserved.taken) { /* said by its grant for a few seconds (acquire.lua) */
+			taken = 1;
+			break;
+		}
+		if (!hs->reserved.known) { /* withdrawn or ended: taken by none, or another */
+			taken = 0;
 			break;
 		}
 		struct timespec ts = {0, HANDOVER_POLL_MS * 1000000L};

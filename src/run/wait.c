@@ -476,6 +476,11 @@ static enum wait_state st_attempt(struct wait_run *w)
 	int rc;
 
 	w->again = 0;
+	/* Past the -w deadline already (rlock was stopped or starved while it napped): no
+	 * attempt, whose grant could only be given back unused (a --preempt request's
+	 * would take its hand-over and tell the stopped holder it went to it: 81). */
+	if (w->waiting && clock_ms() >= w->deadline)
+		return done(w, WAIT_BUSY);
 	w->tried_at = clock_ms();
 	rc = w->lock_rc =
 	    attempt(w->s, w->a, !w->waiting, w->deadline, w->sent_ms, w->h, w->err, w->errlen);

@@ -499,9 +499,15 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 }
 
 /* The status reply's 15th element: --preempt's hand-over {token, host, pid, label,
- * pttl}, or nil. */
+ * pttl}, or {token, nil, nil, nil, pttl, "taken"} (taken by that request), or nil. */
 static void decode_reserved(const struct resp_reply *r, struct reserved *v)
 {
+	if (r->type == RESP_ARRAY && r->elements == 6 && r->element[5]->type == RESP_STRING &&
+	    r->element[5]->str && strcmp(r->element[5]->str, "taken") == 0) {
+		v->taken = 1;
+		copy_field(v->token, sizeof v->token, r->element[0]);
+		return;
+	}
 	if (r->type != RESP_ARRAY || r->elements != 5)
 		return;
 	v->known = 1;

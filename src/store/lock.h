@@ -230,6 +230,8 @@ struct reserved {
 	long long pid; /* -1 unknown */
 	char label[LOCK_LABEL_MAX + 1];
 	long long left_ms; /* the reservation's time left, by the server's clock (-1 no expiry) */
+	/* known 0: the request took the hand-over a moment ago (token: that request) */
+	int taken;
 };
 
 #define HOLDERS_MAX 32

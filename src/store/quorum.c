@@ -889,8 +889,12 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 		if (strcmp(nh[i].reserved.token, first.token) == 0)
 			left[m++] = nh[i].reserved.left_ms;
 	}
-	if (m < q->need)
+	if (m < q->need) {
+		for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
+			if (ok[i] && nh[i].reserved.taken)
+				return nh[i].reserved;
 		return none;
+	}
 	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
 	first.left_ms = left[q->need - 1];
 	return first;

@@ -225,6 +225,12 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
 end
 if not mine then
   if others > 0 then redis.call('DEL', pk) end
+  -- the request a preempted holder's release handed the lock to took it: said to that
+  -- holder's rlock (status.lua), which exits 81 only then
+  if handed then
+    redis.call('HSET', pk, 'taken', ARGV[1])
+    redis.call('PEXPIRE', pk, PREEMPT_MS)
+  end
   history_acquired(KEYS[1], 'x', fence, ARGV[1], q.host, q.pid, q.user, q.label, q.hist, q.hret)
 end
 if mine then
