@@ -297,3 +297,30 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	run ! grep -q 'exiting 81' "$h_err"
 	run ! grep -q 'r ran' log
 }
+
+@test "two --preempt requests: the holder's 81 line names the one its release handed the lock to, as the history does" {
+	slow_job
+	rlock_bg -k p -t 6s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s --label R1 -c 'echo "R1 ran" >>log'
+	local r1=$RLOCK_PID
+	wait_until 30 h_trapped
+	# a second request asks after the renewal that stopped the command named the first
+	rlock_bg -vv -k p -t 30s --preempt -w 60s --label R2 -c 'echo "R2 ran" >>log'
+	local r2=$RLOCK_PID r2_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$r2_err"
+	local to
+	to=$(rcli HGET 'rlock:{p}:preempt' label)
+	touch h.go
+	rlock_wait "$h_pid" 30
+	((RLOCK_STATUS == 81)) || fail "exit $RLOCK_STATUS: $(cat "$h_err")"
+	rlock_wait "$r1" 30
+	rlock_wait "$r2" 30
+	run -0 rlock -k p --history --json
+	local by
+	by=$(echo "$output" | jq -r '.entries[] | select(.event == "preempted") | .by.label')
+	grep -q "lock 'p': preempted by .* pid [0-9]* \[$by\]: the command was stopped, the lock is released to that request; exiting 81" "$h_err" ||
+		fail "the history says $by (last asked: $to): $(cat "$h_err")"
+	[[ $(head -3 log | tail -1) == "h end"* && $(sed -n 4p log) == "$by ran" ]] || fail "$(cat log)"
+}

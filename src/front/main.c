@@ -478,6 +478,8 @@ static int64_t lease_kill_at(const void *ctx)
 static int preempted(const struct hold *h, const struct opts *o, const char *who, int released,
                      int own)
 {
+	if (h->handed_to[0]) /* who the release kept it for: another may have asked since */
+		who = h->handed_to;
 	if (h->handed_over) {
 		log_error("lock '%s': %s: the command was stopped, the lock is released to that "
 		          "request; exiting %d",

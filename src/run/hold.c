@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "events.h"
+#include "holder.h"
 #include "log.h"
 #include "renew.h"
 
@@ -45,7 +46,7 @@ static void record_lost(const struct hold *h, const struct lock *l, struct store
  * reservation's lease and a margin). */
 #define HANDOVER_WATCH_MS 8000 /* the reservation's 5 s, and a margin */
 #define HANDOVER_POLL_MS  50
-static int handover_taken(struct store *s, const struct lock *l)
+static int handover_taken(struct store *s, const struct lock *l, char *to, size_t n)
 {
 	struct holders *hs = malloc(sizeof *hs);
 	int64_t end = clock_ms() + HANDOVER_WATCH_MS;
@@ -57,6 +58,15 @@ static int handover_taken(struct store *s, const struct lock *l)
 			log_debug("cannot tell whether the --preempt request took %s (%s)", l->key,
 			          err);
 			break;
+		}
+		if (hs->reserved.known || hs->reserved.taken) { /* who it is kept for, took it */
+			struct holder who = {
+			    .pid = hs->reserved.pid, .start_ms = -1, .ttl_ms = -1, .pttl_ms = -1};
+			snprintf(who.host, sizeof who.host, "%s", hs->reserved.host);
+			snprintf(who.label, sizeof who.label, "%s", hs->reserved.label);
+			char text[300];
+			snprintf(to, n, "preempted by %s",
+			         holder_format(&who, HOLDER_LABEL | HOLDER_RAW, text, sizeof text));
 		}
 		if (hs->reserved.taken) { /* said by its grant for a few seconds (acquire.lua) */
 			taken = 1;
@@ -104,7 +114,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	 * what only it has is lost (issue 41). Not confirmed is said, never "done". */
 	char unconfirmed[300] = "";
 	struct store *used = live ? live : h->s;
-	if (handed && handover_taken(used, l) == 0) {
+	if (handed && handover_taken(used, l, h->handed_to, sizeof h->handed_to) == 0) {
 		h->handed_over = 0;
 		h->handover_untaken = 1;
 	}
@@ -214,6 +224,7 @@ int hold_release(struct hold *h, int64_t keep_ms)
 
 	h->handed_over = 0;
 	h->handover_untaken = 0;
+	h->handed_to[0] = '\0';
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
 		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */

@@ -51,6 +51,9 @@ struct hold {
 	/* hold_release: handed over, but the request never took it (a requester killed
 	 * hard whose mark still lived): its reservation ended, the fence unmoved */
 	int handover_untaken;
+	/* hold_release, handed over: "preempted by HOST pid N [LABEL]", the request it went
+	 * to (another may have asked since the renewal that stopped the command), or "" */
+	char handed_to[300];
 	/* last: a run writes the fields above and its locks, each page a page fault */
 	struct lock l[HOLD_LOCKS_MAX];
 };

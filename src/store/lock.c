@@ -499,13 +499,16 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 }
 
 /* The status reply's 15th element: --preempt's hand-over {token, host, pid, label,
- * pttl}, or {token, nil, nil, nil, pttl, "taken"} (taken by that request), or nil. */
+ * pttl}, or {token, host, pid, label, pttl, "taken"} (taken by that request), or nil. */
 static void decode_reserved(const struct resp_reply *r, struct reserved *v)
 {
 	if (r->type == RESP_ARRAY && r->elements == 6 && r->element[5]->type == RESP_STRING &&
 	    r->element[5]->str && strcmp(r->element[5]->str, "taken") == 0) {
 		v->taken = 1;
 		copy_field(v->token, sizeof v->token, r->element[0]);
+		copy_field(v->host, sizeof v->host, r->element[1]);
+		v->pid = field_number(r->element[2]);
+		copy_field(v->label, sizeof v->label, r->element[3]);
 		return;
 	}
 	if (r->type != RESP_ARRAY || r->elements != 5)

@@ -21,8 +21,13 @@ if placed == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   wake_one(KEYS[1], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
 end
 -- --supersede's place and --preempt's request (acquire.lua) go with the waiter.
-for _, k in ipairs({KEYS[1] .. ':supersede', KEYS[1] .. ':preempt'}) do
-  if redis.pcall('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
+-- (--preempt's: the request's fields; the word that an earlier request took its
+-- hand-over, acquire.lua's, stays for its preempted holder to read.)
+if redis.pcall('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+  redis.call('DEL', KEYS[1] .. ':supersede')
+end
+if redis.pcall('HGET', KEYS[1] .. ':preempt', 'token') == ARGV[1] then
+  redis.call('HDEL', KEYS[1] .. ':preempt', 'token', 'host', 'pid', 'label', 'handover')
 end
 local by = redis.pcall('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
 if type(by) ~= 'table' or by.err or not by[1] then by = nil end

@@ -11,8 +11,8 @@
 -- false; reserved: {token, host, pid, label, pttl} of the --preempt request that a
 -- preempted holder's release handed the free lock to (PREFIX{NAME}:preempt with
 -- handover 1: every other acquire waits while it lives, acquire.lua), or false; or, for a
--- few seconds after that request took the lock, {token, false, false, false, pttl,
--- 'taken'} (acquire.lua): the preempted holder's rlock exits 81 only then.
+-- few seconds after that request took the lock, {token, host, pid, label, pttl, 'taken'}
+-- (acquire.lua): the preempted holder's rlock exits 81 only then.
 -- PREFIX{NAME}:qmeta, :broken and :preempt (same hash tag) are not declared, as
 -- release.lua's extra keys are not.
 -- A slot left MIGRATING/IMPORTING (a resharding that stopped half-way): Redis refuses
@@ -80,9 +80,10 @@ if type(ho) == 'table' and ho[1] == '1' then
   reserved = {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
               redis.call('PTTL', pk)}
 else
-  local tk = redis.pcall('HGET', pk, 'taken')
-  if type(tk) == 'string' then
-    reserved = {tk, false, false, false, redis.call('PTTL', pk), 'taken'}
+  local tk = redis.pcall('HMGET', pk, 'taken', 'thost', 'tpid', 'tlabel')
+  if type(tk) == 'table' and tk[1] then
+    reserved = {tk[1], tk[2] or false, tk[3] or false, tk[4] or false, redis.call('PTTL', pk),
+                'taken'}
   end
 end
 return {fence, lim or false, n, hs, q,
