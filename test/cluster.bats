@@ -137,6 +137,9 @@ shard_subscribed() {
 	((n == 3))
 }
 
+# supersede_placed PORT NAME: a --supersede request waits on NAME, on the master at PORT.
+supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 ]]; }
+
 @test "deploy queues on the slot's owner: --preempt takes a --preemptible holder's lock (81 once taken), --supersede replaces the waiting request (80)" {
 	local m name h r a
 	m=$(cluster_masters | awk 'NR == 2')
@@ -158,7 +161,7 @@ shard_subscribed() {
 	wait_until 30 test -e s.started
 	rlock_bg -k "$name" --supersede -w 60s -c 'touch a.ran'
 	a=$RLOCK_PID
-	wait_until 30 test "$(redis-cli -p "$m" EXISTS "rlock:{$name}:supersede")" = 1
+	wait_until 30 supersede_placed "$m" "$name"
 	rlock_bg -k "$name" --supersede -w 60s -c 'touch b.ran'
 	r=$RLOCK_PID
 	rlock_wait "$a" 30
