@@ -137,6 +137,42 @@ shard_subscribed() {
 	((n == 3))
 }
 
+# supersede_placed PORT NAME: a --supersede request waits on NAME, on the master at PORT.
+supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 ]]; }
+
+@test "deploy queues on the slot's owner: --preempt takes a --preemptible holder's lock (81 once taken), --supersede replaces the waiting request (80)" {
+	local m name h r a
+	m=$(cluster_masters | awk 'NR == 2')
+	name=$(name_on "$m")
+	rlock_bg -k "$name" -t 3s --preemptible -c 'trap "exit 3" TERM; touch h.started; while :; do sleep 0.05; done'
+	h=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k "$name" -t 30s --preempt -w 60s -c 'touch r.ran'
+	r=$RLOCK_PID
+	rlock_wait "$h" 30
+	assert_equal "$RLOCK_STATUS" 81
+	rlock_wait "$r" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e r.ran ]]
+	# --supersede: the older waiting request is replaced on the slot's owner, woken there
+	rm -f h.started
+	rlock_bg -k "$name" -- "$HOLD" s
+	h=$RLOCK_PID
+	wait_until 30 test -e s.started
+	rlock_bg -k "$name" --supersede -w 60s -c 'touch a.ran'
+	a=$RLOCK_PID
+	wait_until 30 supersede_placed "$m" "$name"
+	rlock_bg -k "$name" --supersede -w 60s -c 'touch b.ran'
+	r=$RLOCK_PID
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	touch s.release
+	rlock_wait "$h" 30
+	rlock_wait "$r" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e b.ran && ! -e a.ran ]]
+}
+
 @test "several locks whose slots are on different masters: all or nothing" {
 	local m names=() sorted held name
 	for m in $(cluster_masters); do names+=("$(name_on "$m")"); done

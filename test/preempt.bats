@@ -43,7 +43,8 @@ h warn
 h trapped
 h end
 r start"
-	assert_equal "$(rcli EXISTS 'rlock:{p}:preempt')" 0
+	# no request left: at most the grant's 'taken' word for the preempted holder
+	assert_equal "$(rcli HMGET 'rlock:{p}:preempt' token handover | tr -d '\n')" ""
 	assert_equal "$(rcli GET 'rlock:{p}:fence')" 2
 }
 
@@ -95,6 +96,8 @@ h end"
 }
 
 # preempt_asked: a --preempt request has marked the lock
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
 preempt_asked() { [[ $(rcli EXISTS 'rlock:{p}:preempt') == 1 ]]; }
 
 @test "--preemptible whose command ends on its own before rlock saw the request: exit 0 and the history says released 0, not preempted" {
@@ -190,16 +193,16 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 @test "--status and --list show the name kept for a --preempt request (exit 75), then free once its reservation ends" {
 	slow_job
 	rlock_bg -k p -t 3s --preemptible -- ./slowjob
-	local h_pid=$RLOCK_PID
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
 	wait_until 30 test -e h.started
 	rlock_bg -k p -t 30s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
 	local r_pid=$RLOCK_PID
 	wait_until 30 h_trapped
-	# the request dies; its mark lives on (5 s), so the release still hands it the lock
+	# the request dies; its mark lives on (5 s), so the release still keeps the name for
+	# it, and the holder waits to see whether it takes it
 	kill -KILL "$r_pid"
 	touch h.go
-	rlock_wait "$h_pid" 30
-	assert_equal "$RLOCK_STATUS" 81
+	wait_until 30 key_absent 'rlock:{p}'
 	run -75 --separate-stderr rlock -k p --status
 	[[ $output == *"rlock:{p} is reserved for the --preempt request of "*" pid $r_pid [hotfix] until "* ]] ||
 		fail "$output"
@@ -223,7 +226,28 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	wait_until 15 key_absent 'rlock:{p}:preempt'
 	run -0 --separate-stderr rlock -k p --status
 	run -0 --separate-stderr rlock -k p -n -- true
-	[[ ! -e log ]] || ! grep -q 'r ran' log
+	# the request never took the lock: not 81 (README), the command's own status
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	grep -q "lock 'p': preempted by .*: the command was stopped, but that request never took the lock (it gave up or died); exiting 3" "$h_err" ||
+		fail "$(cat "$h_err")"
+}
+
+@test "--preemptible stopped for a request killed hard (SIGKILL) within its mark's lease: not 81, the command's own status" {
+	rlock_bg -k p -t 3s --preemptible -- ./job
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	# its mark lives 5 s after its last attempt; the holder renews every second
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	kill -KILL "$r_pid"
+	rlock_wait "$h_pid" 30
+	grep -q 'h trapped' log || fail "the holder was not stopped: $(cat "$h_err")"
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	run ! grep -q 'r ran' log
+	run -0 --separate-stderr rlock -k p -n -- true
 }
 
 @test "--preemptible stopped for a request that then gave up: the command's own status, one line, and the history says released" {
@@ -250,4 +274,53 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 	# nothing kept for the request that is gone
 	run -0 --separate-stderr rlock -k p --status
 	run ! grep -q 'r ran' log
+}
+
+@test "--preempt that gives up (-w) after the release kept the lock for it, before it took it: the holder exits with the command's status, not 81" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR t0
+	wait_until 30 test -e h.started
+	t0=$(now_ms)
+	rlock_bg -k p -t 30s --preempt -w 4s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -STOP "$r_pid" # away until its -w deadline has passed
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	wait_until 30 past $((t0 + 4500))
+	kill -CONT "$r_pid"
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 75
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	run ! grep -q 'r ran' log
+}
+
+@test "two --preempt requests: the holder's 81 line names the one its release handed the lock to, as the history does" {
+	slow_job
+	rlock_bg -k p -t 6s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s --label R1 -c 'echo "R1 ran" >>log'
+	local r1=$RLOCK_PID
+	wait_until 30 h_trapped
+	# a second request asks after the renewal that stopped the command named the first
+	rlock_bg -vv -k p -t 30s --preempt -w 60s --label R2 -c 'echo "R2 ran" >>log'
+	local r2=$RLOCK_PID r2_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$r2_err"
+	local to
+	to=$(rcli HGET 'rlock:{p}:preempt' label)
+	touch h.go
+	rlock_wait "$h_pid" 30
+	((RLOCK_STATUS == 81)) || fail "exit $RLOCK_STATUS: $(cat "$h_err")"
+	rlock_wait "$r1" 30
+	rlock_wait "$r2" 30
+	run -0 rlock -k p --history --json
+	local by
+	by=$(echo "$output" | jq -r '.entries[] | select(.event == "preempted") | .by.label')
+	grep -q "lock 'p': preempted by .* pid [0-9]* \[$by\]: the command was stopped, the lock is released to that request; exiting 81" "$h_err" ||
+		fail "the history says $by (last asked: $to): $(cat "$h_err")"
+	[[ $(head -3 log | tail -1) == "h end"* && $(sed -n 4p log) == "$by ran" ]] || fail "$(cat log)"
 }

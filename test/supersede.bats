@@ -19,6 +19,8 @@ setup() {
 
 # place_is LABEL: the waiting --supersede request is the one labelled LABEL.
 place_is() { [[ $(rcli HGET 'rlock:{dep}:supersede' label) == "$1" ]]; }
+# past MS: the clock (now_ms) is past MS.
+past() { (($(now_ms) > $1)); }
 queued_one() { [[ $(rcli ZCARD 'rlock:{dep}:queue') == 1 ]]; }
 
 # request I [ARGS...]: a --supersede request labelled reqI in the background, whose
@@ -115,6 +117,49 @@ superseded_at() {
 	rlock_wait "$h_pid" 30
 	wait_until 30 test -s exit.3
 	assert_equal "$(cat log)" "run 3"
+}
+
+@test "--supersede with -w: replaced within its budget but told only after its deadline (stopped meanwhile): 80, not 75" {
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	local t0
+	t0=$(now_ms)
+	rlock_bg -vv -k dep --supersede --label req1 -w 3s -c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$a_err"
+	kill -STOP "$a" # away: it learns nothing until its -w deadline has passed
+	request 2 -w 60s
+	wait_until 30 place_is req2
+	wait_until 30 past $((t0 + 4000))
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request' "$a_err" || fail "$(cat "$a_err")"
+	touch h.release
+	rlock_wait "$h_pid" 30
+	wait_until 30 test -s exit.2
+	assert_equal "$(cat log)" "run 2"
+}
+
+@test "--supersede: a newer request that finds the lock free before the waiting one took it replaces that one (80): the older never runs after the newer" {
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -vv -k dep --supersede --label req1 -w 60s -c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$a_err"
+	kill -STOP "$a" # slow to take the lock once it is free
+	touch h.release
+	rlock_wait "$h_pid" 30
+	# the newer request finds the lock free and runs at once
+	run -0 --separate-stderr rlock -k dep --supersede --label req2 -w 60s -c 'echo run 2 >>log'
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	assert_equal "$(cat log)" "run 2"
+	key_absent 'rlock:{dep}:supersede'
 }
 
 @test "--acquire --supersede: a keeper's request is replaced too (eval gets 80)" {

@@ -470,14 +470,16 @@ static int64_t lease_kill_at(const void *ctx)
 }
 
 /* --preemptible: a --preempt request stopped the command (as on a loss), and the
- * release (released: hold_release's) said whether the lock went to it. Handed over: 81
- * and a line naming who asked. Not (the request gave up or died before the release, or
- * the release failed): a line that says so, and the command's own status (own, 128+N
- * for a signal: rlock sent it, as --max-hold's 124 is not rlock's death); the lock
- * found lost: the caller says it (79). */
+ * release (released: hold_release's) said whether the lock went to it. Handed over and
+ * taken by that request: 81 and a line naming who asked. Not (the request gave up or
+ * died before the release or before taking the reservation, or the release failed): a line that
+ * says so, and the command's own status (own, 128+N for a signal: rlock sent it, as --max-hold's
+ * 124 is not rlock's death); the lock found lost: the caller says it (79). */
 static int preempted(const struct hold *h, const struct opts *o, const char *who, int released,
                      int own)
 {
+	if (h->handed_to[0]) /* who the release kept it for: another may have asked since */
+		who = h->handed_to;
 	if (h->handed_over) {
 		log_error("lock '%s': %s: the command was stopped, the lock is released to that "
 		          "request; exiting %d",
@@ -489,9 +491,10 @@ static int preempted(const struct hold *h, const struct opts *o, const char *who
 	log_error("lock '%s': %s: the command was stopped, but %s; exiting %d (the command's "
 	          "status)",
 	          o->name, who,
-	          released == HOLD_ERR ? "the release failed: the lock was not handed to that "
-	                                 "request"
-	                               : "that request gave up before the lock was released",
+	          released == HOLD_ERR  ? "the release failed: the lock was not handed to that "
+	                                  "request"
+	          : h->handover_untaken ? "that request never took the lock (it gave up or died)"
+	                                : "that request gave up before the lock was released",
 	          own);
 	return own;
 }

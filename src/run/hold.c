@@ -5,13 +5,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "events.h"
+#include "holder.h"
 #include "log.h"
 #include "renew.h"
 
@@ -32,6 +35,52 @@ static void record_lost(const struct hold *h, const struct lock *l, struct store
 	if (s && store_release(s, l, LOCK_KEEP_LOST, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
 		log_debug("cannot record the loss of %s in its history (%s)", l->key, err);
 	store_close(fresh);
+}
+
+/* --preempt's hand-over: the release kept the free lock for the request that stopped
+ * the command while its mark lived, but a requester killed hard lives on in its mark
+ * for up to 5 s. Exit 81 says that request took the lock (README): watch the name on s
+ * until the reservation ends (the request takes it within a round trip when it lives).
+ * 1: taken (its grant says so for a few seconds: status.lua's reserved "taken"), 0: the
+ * reservation ended untaken, -1: cannot tell (the status unread, or past the
+ * reservation's lease and a margin). */
+#define HANDOVER_WATCH_MS 8000 /* the reservation's 5 s, and a margin */
+#define HANDOVER_POLL_MS  50
+static int handover_taken(struct store *s, const struct lock *l, char *to, size_t n)
+{
+	struct holders *hs = malloc(sizeof *hs);
+	int64_t end = clock_ms() + HANDOVER_WATCH_MS;
+	char err[300];
+	int taken = -1;
+
+	while (s && hs && clock_ms() < end) {
+		if (store_status(s, l, end, hs, err, sizeof err) != LOCK_OK) {
+			log_debug("cannot tell whether the --preempt request took %s (%s)", l->key,
+			          err);
+			break;
+		}
+		if (hs->reserved.known || hs->reserved.taken) { /* who it is kept for, took it */
+			struct holder who = {
+			    .pid = hs->reserved.pid, .start_ms = -1, .ttl_ms = -1, .pttl_ms = -1};
+			snprintf(who.host, sizeof who.host, "%s", hs->reserved.host);
+			snprintf(who.label, sizeof who.label, "%s", hs->reserved.label);
+			char text[300];
+			snprintf(to, n, "preempted by %s",
+			         holder_format(&who, HOLDER_LABEL | HOLDER_RAW, text, sizeof text));
+		}
+		if (hs->reserved.taken) { /* said by its grant for a few seconds (acquire.lua) */
+			taken = 1;
+			break;
+		}
+		if (!hs->reserved.known) { /* withdrawn or ended: taken by none, or another */
+			taken = 0;
+			break;
+		}
+		struct timespec ts = {0, HANDOVER_POLL_MS * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	free(hs);
+	return taken;
 }
 
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
@@ -65,6 +114,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	 * what only it has is lost (issue 41). Not confirmed is said, never "done". */
 	char unconfirmed[300] = "";
 	struct store *used = live ? live : h->s;
+	if (handed && handover_taken(used, l, h->handed_to, sizeof h->handed_to) == 0) {
+		h->handed_over = 0;
+		h->handover_untaken = 1;
+	}
 	if (rc == LOCK_OK && h->wait_replicas > 0) {
 		if (!used)
 			snprintf(unconfirmed, sizeof unconfirmed,
@@ -170,6 +223,8 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	int rc = HOLD_OK;
 
 	h->handed_over = 0;
+	h->handover_untaken = 0;
+	h->handed_to[0] = '\0';
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
 		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */

@@ -48,6 +48,12 @@ struct hold {
 	/* hold_release: the release handed the lock to the --preempt request that stopped
 	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
 	int handed_over;
+	/* hold_release: handed over, but the request never took it (a requester killed
+	 * hard whose mark still lived): its reservation ended, the fence unmoved */
+	int handover_untaken;
+	/* hold_release, handed over: "preempted by HOST pid N [LABEL]", the request it went
+	 * to (another may have asked since the renewal that stopped the command), or "" */
+	char handed_to[300];
 	/* last: a run writes the fields above and its locks, each page a page fault */
 	struct lock l[HOLD_LOCKS_MAX];
 };

@@ -244,13 +244,18 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 /* A waiter that gives up leaves the fair queue and drops its writer mark at once (not
  * by the end of its lease), within budget_ms (and one io-timeout); at worst they expire
  * by the ttl. */
-static void leave(struct store *s, const struct wait_args *a, int64_t budget_ms)
+static int leave(struct store *s, const struct wait_args *a, int64_t budget_ms,
+                 struct holder *newer)
 {
 	char err[300];
+	struct holder spare;
+	int rc = store_leave(s, a->lock, cleanup_deadline(a, budget_ms), newer ? newer : &spare,
+	                     err, sizeof err);
 
-	if (store_leave(s, a->lock, cleanup_deadline(a, budget_ms), err, sizeof err) != LOCK_OK)
+	if (rc == LOCK_ERR)
 		log_debug("cannot leave the queue (%s); the place expires within %lld ms", err,
 		          (long long)a->lock->ask.ttl_ms);
+	return rc;
 }
 
 /* Without a terminal (a CI log, cron's mail), a waiting run says now and then what it
@@ -475,6 +480,11 @@ static enum wait_state st_attempt(struct wait_run *w)
 	int rc;
 
 	w->again = 0;
+	/* Past the -w deadline already (rlock was stopped or starved while it napped): no
+	 * attempt, whose grant could only be given back unused (a --preempt request's
+	 * would take its hand-over and tell the stopped holder it went to it: 81). */
+	if (w->waiting && clock_ms() >= w->deadline)
+		return done(w, WAIT_BUSY);
 	w->tried_at = clock_ms();
 	rc = w->lock_rc =
 	    attempt(w->s, w->a, !w->waiting, w->deadline, w->sent_ms, w->h, w->err, w->errlen);
@@ -636,7 +646,7 @@ static enum wait_state st_nap(struct wait_run *w)
 	/* BLPOP refused: the place would take a release's wake-up from a waiter that can
 	 * block (the next attempts take none). */
 	if (w->a->lock->placed && store_wake_refused(w->s)) {
-		leave(w->s, w->a, w->a->io_timeout_ms);
+		leave(w->s, w->a, w->a->io_timeout_ms, NULL);
 		w->a->lock->placed = 0;
 	}
 	/* A listener that breaks as soon as it listens (a slot that moved, an error
@@ -669,10 +679,16 @@ static enum wait_rc finish(struct wait_run *w)
 		status_clear();
 	store_unsubscribe(w->s);
 	store_unwatch(w->s);
-	if (w->waiting && (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
-	                   w->rc == WAIT_SUPERSEDED))
-		leave(w->s, w->a,
-		      w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms));
+	/* A --supersede request that gives up at its -w deadline may have been replaced
+	 * before it (a wake-up it did not see in time): superseded (80), not busy (75). */
+	if (w->waiting &&
+	    (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
+	     w->rc == WAIT_SUPERSEDED) &&
+	    leave(w->s, w->a,
+	          w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms),
+	          w->rc == WAIT_BUSY ? w->h : NULL) == LOCK_SUPERSEDED &&
+	    w->rc == WAIT_BUSY)
+		w->rc = WAIT_SUPERSEDED;
 	/* An attempt whose reply never came may have taken the lock: give it back behind
 	 * that request, or it is held by nobody until its ttl ends. So too one whose script
 	 * was refused a command after it may have written the grant (lock.h). */

@@ -79,7 +79,8 @@ struct store_backend {
 	              size_t errlen);
 	int (*brk)(void *ctx, const struct lock *l, int64_t cap_ms, struct holders *h, char *err,
 	           size_t errlen);
-	int (*leave)(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
+	int (*leave)(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
+	             char *err, size_t errlen);
 	int (*is_holder)(void *ctx, const struct lock *l, const char *token, int64_t cap_ms,
 	                 struct holding *hd, char *err, size_t errlen);
 	int (*wait_replicas)(void *ctx, int n, char *err, size_t errlen);

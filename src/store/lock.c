@@ -514,9 +514,18 @@ int lock_decode_fence(const struct resp_reply *r, long long *v, char *err, size_
 }
 
 /* The status reply's 15th element: --preempt's hand-over {token, host, pid, label,
- * pttl}, or nil. */
+ * pttl}, or {token, host, pid, label, pttl, "taken"} (taken by that request), or nil. */
 static void decode_reserved(const struct resp_reply *r, struct reserved *v)
 {
+	if (r->type == RESP_ARRAY && r->elements == 6 && r->element[5]->type == RESP_STRING &&
+	    r->element[5]->str && strcmp(r->element[5]->str, "taken") == 0) {
+		v->taken = 1;
+		copy_field(v->token, sizeof v->token, r->element[0]);
+		copy_field(v->host, sizeof v->host, r->element[1]);
+		v->pid = field_number(r->element[2]);
+		copy_field(v->label, sizeof v->label, r->element[3]);
+		return;
+	}
 	if (r->type != RESP_ARRAY || r->elements != 5)
 		return;
 	v->known = 1;
@@ -850,8 +859,8 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	return v == 0 ? LOCK_NOTOURS : v == 3 ? LOCK_HANDED_OVER : LOCK_OK;
 }
 
-int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen)
+int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *newer,
+               char *err, size_t errlen)
 {
 	struct resp_reply *r;
 	long long v = 0;
@@ -860,6 +869,11 @@ int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char
 
 	if (eval(c, S_LEAVE, l, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
+	if (is_array(r, 4) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 5) {
+		fill_newer(newer, r->element + 1); /* {5, host, pid, label}: acquire.lua's */
+		resp_free(r);
+		return LOCK_SUPERSEDED;
+	}
 	return check_int(r, "leave the queue", err, errlen, &v);
 }
 

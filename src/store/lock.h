@@ -230,6 +230,8 @@ struct reserved {
 	long long pid; /* -1 unknown */
 	char label[LOCK_LABEL_MAX + 1];
 	long long left_ms; /* the reservation's time left, by the server's clock (-1 no expiry) */
+	/* known 0: the request took the hand-over a moment ago (token: that request) */
+	int taken;
 };
 
 #define HOLDERS_MAX 32
@@ -427,9 +429,10 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
                  char *err, size_t errlen);
 
 /* A waiter that gives up: leave the queue (waking the next if it was the head) and
- * drop its writer mark. LOCK_OK or LOCK_ERR. */
-int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, char *err,
-               size_t errlen);
+ * drop its writer mark. LOCK_OK, LOCK_SUPERSEDED (a newer --supersede request had
+ * replaced it before it left: *newer says which) or LOCK_ERR. */
+int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *newer,
+               char *err, size_t errlen);
 
 /* Read every holder of the lock and its queue without changing anything. */
 int lock_status(struct client *c, const struct lock *l, int64_t deadline_ms, struct holders *hs,

@@ -960,8 +960,12 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 		if (strcmp(nh[i].reserved.token, first.token) == 0)
 			left[m++] = nh[i].reserved.left_ms;
 	}
-	if (m < q->need)
+	if (m < q->need) {
+		for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
+			if (ok[i] && nh[i].reserved.taken)
+				return nh[i].reserved;
 		return none;
+	}
 	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
 	first.left_ms = left[q->need - 1];
 	return first;
@@ -1241,9 +1245,10 @@ static int quorum_list(void *ctx, const char *match,
 	return rc;
 }
 
-static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
+                        char *err, size_t errlen)
 {
-	(void)ctx, (void)l, (void)cap_ms, (void)err, (void)errlen;
+	(void)ctx, (void)l, (void)cap_ms, (void)newer, (void)err, (void)errlen;
 	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
 }
 

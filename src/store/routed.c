@@ -742,18 +742,24 @@ static int routed_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	return rc;
 }
 
+struct leave_args {
+	struct release_args r;
+	struct holder *newer;
+};
+
 static int op_leave(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
-	struct release_args *a = arg;
+	struct leave_args *a = arg;
 	struct lock copy;
 
-	return lock_leave(c, announcing(a->s, a->l, &copy), d, err, errlen);
+	return lock_leave(c, announcing(a->r.s, a->r.l, &copy), d, a->newer, err, errlen);
 }
 
-static int routed_leave(void *ctx, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+static int routed_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
+                        char *err, size_t errlen)
 {
 	struct routed *s = ctx;
-	struct release_args a = {l, 0, s};
+	struct leave_args a = {{l, 0, s}, newer};
 
 	return run(s, l->key, NULL, RUN_RETRY, op_leave, &a, cap_ms, err, errlen);
 }

@@ -187,9 +187,10 @@ int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct 
 	return s->be->history(s->ctx, l, cap_ms, e, n, err, errlen);
 }
 
-int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen)
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *newer,
+                char *err, size_t errlen)
 {
-	return s->be->leave(s->ctx, l, cap_ms, err, errlen);
+	return s->be->leave(s->ctx, l, cap_ms, newer, err, errlen);
 }
 
 int store_is_holder(struct store *s, const struct lock *l, const char *token, int64_t cap_ms,

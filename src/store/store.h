@@ -175,9 +175,11 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
 int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct history_entry *e,
                   int *n, char *err, size_t errlen);
 
-/* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK
- * or LOCK_ERR. */
-int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, char *err, size_t errlen);
+/* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK,
+ * LOCK_SUPERSEDED (--supersede: a newer request had replaced it, *newer says which) or
+ * LOCK_ERR. */
+int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *newer,
+                char *err, size_t errlen);
 
 /* Re-entry and --held: 1 when token is a live holder of l now (exclusive, shared or a
  * permit; Redlock: on a majority of the nodes), 0 when not, -1 when the store cannot

@@ -184,6 +184,15 @@ end
 -- Ours already (a retry after a lost reply): the fence it was given, not a second count.
 local fence, why
 delay_ready(KEYS[1], q.delay) -- refused before the count, not after the lock (delay.lua)
+-- --supersede, about to be granted: an older request still in the place (woken by the
+-- release, not in yet) is replaced by this newer one, as on a busy answer, so that it
+-- never runs after it (its place, below, goes with the grant); this one replaced first
+-- (its place taken by a newer one): {5}, before any write of the grant. (Not fast: the
+-- counter was checked above.)
+if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[1] .. ':supersede') == 1 then
+  local by = supersede(nil)
+  if by then return by end
+end
 if mine then
   fence = redis.call('HGET', KEYS[2], 'fence')
 elseif fast then
@@ -216,7 +225,15 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
-  if others > 0 then redis.call('DEL', pk) end
+  -- the request (ask_preempt) goes; the word that one took its hand-over stays
+  if others > 0 then redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover') end
+  -- the request a preempted holder's release handed the lock to took it: said to that
+  -- holder's rlock (status.lua), which exits 81 only then
+  if handed then
+    redis.call('HSET', pk, 'taken', ARGV[1], 'thost', q.host or '', 'tpid', q.pid or '',
+               'tlabel', q.label or '')
+    redis.call('PEXPIRE', pk, PREEMPT_MS)
+  end
   history_acquired(KEYS[1], 'x', fence, ARGV[1], q.host, q.pid, q.user, q.label, q.hist, q.hret)
 end
 if mine then

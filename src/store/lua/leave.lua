@@ -7,6 +7,9 @@
 -- wake-up goes to the next waiter.
 -- KEYS: lock queue qlease writer (lock.c: keys_of)
 --   ARGV: token publish wake_prefix channel
+-- Reply: 1, or {5, host, pid, label} (as acquire.lua's) when a newer --supersede request
+-- had replaced this one (its PREFIX{NAME}:superseded:<token> mark): a request that learns
+-- it only as it gives up (its -w deadline) was superseded, not busy.
 -- Its place among the waiters, its wake list, --supersede's place, --preempt's request
 -- and its line in :qmeta are not declared: removed with redis.pcall (here.lua: not on
 -- this node while the slot migrates, nothing to remove here).
@@ -18,9 +21,16 @@ if placed == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   wake_one(KEYS[1], ARGV[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'next')
 end
 -- --supersede's place and --preempt's request (acquire.lua) go with the waiter.
-for _, k in ipairs({KEYS[1] .. ':supersede', KEYS[1] .. ':preempt'}) do
-  if redis.pcall('HGET', k, 'token') == ARGV[1] then redis.call('DEL', k) end
+-- (--preempt's: the request's fields; the word that an earlier request took its
+-- hand-over, acquire.lua's, stays for its preempted holder to read.)
+if redis.pcall('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+  redis.call('DEL', KEYS[1] .. ':supersede')
 end
+if redis.pcall('HGET', KEYS[1] .. ':preempt', 'token') == ARGV[1] then
+  redis.call('HDEL', KEYS[1] .. ':preempt', 'token', 'host', 'pid', 'label', 'handover')
+end
+local by = redis.pcall('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
+if type(by) ~= 'table' or by.err or not by[1] then by = nil end
 -- The head and the next one, read before: a queue emptied here is not touched again.
 local two = redis.call('ZRANGE', KEYS[2], 0, 1)
 local head = two[1]
@@ -35,4 +45,5 @@ if head == ARGV[1] then
   local nxt = two[2]
   if nxt then redis.pcall(ARGV[2], ARGV[3] .. nxt, 'next') end
 end
+if by then return {5, by[1], by[2] or false, by[3] or false} end
 return 1

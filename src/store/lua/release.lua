@@ -126,6 +126,8 @@ if to then
   -- on its own list and channel; nobody else is woken (its release wakes them).
   local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. to
   redis.call('HSET', pk, 'handover', '1')
+  -- an earlier hand-over's (acquire.lua): not this one's
+  redis.pcall('HDEL', pk, 'taken', 'thost', 'tpid', 'tlabel')
   redis.pcall('ZREM', KEYS[1] .. ':waiters', to) -- not here: no place to drop (here.lua)
   redis.pcall('RPUSH', wk, 'preempted')
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))

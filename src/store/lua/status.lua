@@ -10,7 +10,9 @@
 -- (delay.lua; false when open); broken: the last --break's record (holders.lua), or
 -- false; reserved: {token, host, pid, label, pttl} of the --preempt request that a
 -- preempted holder's release handed the free lock to (PREFIX{NAME}:preempt with
--- handover 1: every other acquire waits while it lives, acquire.lua), or false.
+-- handover 1: every other acquire waits while it lives, acquire.lua), or false; or, for a
+-- few seconds after that request took the lock, {token, host, pid, label, pttl, 'taken'}
+-- (acquire.lua): the preempted holder's rlock exits 81 only then.
 -- PREFIX{NAME}:qmeta, :broken and :preempt (same hash tag) are not declared, as
 -- release.lua's extra keys are not.
 -- A slot left MIGRATING/IMPORTING (a resharding that stopped half-way): Redis refuses
@@ -77,6 +79,12 @@ local reserved = false
 if type(ho) == 'table' and ho[1] == '1' then
   reserved = {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
               redis.call('PTTL', pk)}
+else
+  local tk = redis.pcall('HMGET', pk, 'taken', 'thost', 'tpid', 'tlabel')
+  if type(tk) == 'table' and tk[1] then
+    reserved = {tk[1], tk[2] or false, tk[3] or false, tk[4] or false, redis.call('PTTL', pk),
+                'taken'}
+  end
 end
 return {fence, lim or false, n, hs, q,
         redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'), redis.call('GET', KEYS[9]) or false,
