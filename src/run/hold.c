@@ -172,7 +172,8 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	h->handed_over = 0;
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
-		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
+		/* A single lock's loss is the caller's to say; one of several is named. */
+		if (r == LOCK_NOTOURS && h->n > 1)
 			log_error("lock lost: %s was no longer held at the release%s%s",
 			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
 		if (r == LOCK_NOTOURS)
@@ -266,7 +267,14 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 			return;
 		}
 	}
-	renew_reason(h->rn[0], timed_out, buf, n);
+	if (h->n == 1) {
+		renew_reason(h->rn[0], timed_out, buf, n);
+		return;
+	}
+	/* Several locks: say which, the first as the others. */
+	char why[300];
+	renew_reason(h->rn[0], timed_out, why, sizeof why);
+	snprintf(buf, n, "%s: %s", h->l[0].key, why);
 }
 
 int64_t hold_renew_due(const struct hold *h)
