@@ -350,7 +350,8 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		snprintf(err, errlen, "cannot start the renewal thread of %s", h->l[0].key);
 		return WAIT_OSERR;
 	}
-	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
+	struct wait_args wa = {
+	    l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line, .served = h->n > 0};
 	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
 	if (rc == WAIT_BUSY || rc == WAIT_DONE)
 		events_emit(EV_BUSY,

@@ -497,7 +497,9 @@ static enum wait_state st_attempt(struct wait_run *w)
 		w->again = 1;
 		return ST_ATTEMPT;
 	}
-	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->ask.nowait && store_fault_passing())))
+	if (rc == LOCK_ERR &&
+	    (w->waiting || (!w->a->lock->ask.nowait &&
+	                    (store_fault_passing() || (w->a->served && !store_fault_final())))))
 		return ST_OUTAGE;
 	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
 		outage_ended(w->a->name, store_name(w->s), w->outage_at);
