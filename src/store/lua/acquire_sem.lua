@@ -6,6 +6,7 @@
 -- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
 -- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
+-- (nowait: 1 -n; 0 waits, 2 waits without a place among the waiters: no BLPOP there)
 -- label [delay_ms [hist hret [proc]]] (proc: boot id and pid namespace, holder.c)
 -- The history (history.lua, hist > 0): the run opens; the holders whose lease is over,
 -- dropped here (or gone with their keys: no live holder left), end as expired.
@@ -102,7 +103,7 @@ local permit = kind ~= 'x' and kind ~= 'shared'
 local waiters = KEYS[1] .. ':waiters'
 local placed = 0
 if not free then
-  if permit and not queued and ARGV[5] ~= '1' then
+  if permit and not queued and ARGV[5] == '0' then
     local z = redis.pcall('ZADD', waiters, now + ttl, tok)
     if type(z) == 'number' then
       placed = 2
