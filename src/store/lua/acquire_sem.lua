@@ -189,9 +189,12 @@ local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
 if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then
   redis.pcall(ARGV[6], ARGV[7] .. nxt, 'next')
 end
--- A permit taken by a waiter with a place: the place goes (and a wake-up left in its
--- list), and the next waiter is woken while a permit is left.
-if permit and redis.pcall('ZREM', waiters, tok) == 1 then
+-- A permit taken by a waiting request: its place goes, and so does a wake-up left in its
+-- list (pushed while it was trying: it found the permit on its own, or was woken and
+-- its place popped), as acquire.lua does; the next waiter is woken while a permit is
+-- left.
+if permit and ARGV[5] == '0' then
+  redis.pcall('ZREM', waiters, tok)
   redis.pcall('DEL', ARGV[7] .. tok)
 end
 if permit and not queued and n + 1 < tonumber(kind) then wake_one(KEYS[1], ARGV[7], now, 'next') end
