@@ -665,17 +665,23 @@ evalsha_calls_over() {
 	((${n:-0} > $1))
 }
 
-@test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
+# noblpop_waiter NAME RLOCK-ARGS...: a waiter as an ACL user without +blpop is woken on the
+# release channel, without spinning, and keeps no place among the waiters.
+noblpop_waiter() {
+	local nb=$1
+	shift
 	pwfile lpw 600 "$LPW"
-	rlock_bg -u "$URL" --user locker --password-file "$PWFILE" -t 60s -k nb -- "$HOLD" a
+	rlock_bg -u "$URL" --user locker --password-file "$PWFILE" -t 60s "$@" -k "$nb" -- "$HOLD" a
 	local holder=$RLOCK_PID
 	wait_until 30 test -e a.started
-	rlock_bg -vv -u "$URL" --user noblpop --password-file "$PWFILE" -k nb -w 60s -- true
+	rlock_bg -vv -u "$URL" --user noblpop --password-file "$PWFILE" "$@" -k "$nb" -w 60s -- true
 	local waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
 	# settled: refused BLPOP, subscribed, and busy on the attempt after it (a release
 	# before that attempt hands over the lock without a wake-up)
 	wait_until 30 grep -q 'listening for the release (the release channel)' "$waiter_err"
-	assert_equal "$(rcli PUBSUB NUMSUB "rlock:{nb}:released" | sed -n 2p)" 1
+	assert_equal "$(rcli PUBSUB NUMSUB "rlock:{$nb}:released" | sed -n 2p)" 1
+	# no place: it would take a release's wake-up (wake_one.lua) from waiters that block
+	assert_equal "$(rcli EXISTS "rlock:{$nb}:waiters")" 0
 	rcli CONFIG RESETSTAT >/dev/null
 	local t0
 	t0=$(now_ms)
@@ -698,6 +704,14 @@ evalsha_calls_over() {
 	assert_equal "$RLOCK_STATUS" 0
 	grep -q 'woken by the release' "$waiter_err" || fail "$(cat "$waiter_err")"
 	grep -q 'NOPERM' "$waiter_err" || fail "no word of the refused BLPOP: $(cat "$waiter_err")"
+}
+
+@test "an ACL without +blpop: the waiter is woken on the release channel, without spinning" {
+	noblpop_waiter nb
+}
+
+@test "an ACL without +blpop, --limit: the waiter keeps no place, is woken on the release channel, without spinning" {
+	noblpop_waiter nbl -l 1
 }
 
 @test "the ACL line of earlier releases (no +zpopmin +rpush +blpop): releases work, waiters are woken" {

@@ -252,6 +252,42 @@ EOF
 	((gap < 2000 + 2000)) || fail "stalled $gap ms, beyond the 2 s queue lease (+ its refresh)"
 }
 
+# qlease_over NAME: no place in NAME's fair queue has a lease left (the server's clock).
+qlease_over() {
+	local t
+	t=$(rcli TIME | head -1)
+	[[ $(rcli ZCOUNT "rlock:{$1}:qlease" "($((t * 1000))" +inf) == 0 ]]
+}
+
+@test "--fair: a SIGKILLed waiter's place binds no plain exclusive or --supersede request past its queue lease (was: the queue's ttl, 60 s)" {
+	rlock_bg -k qd -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 20 test -e h.started
+	# a 60 s ttl: the queue's keys live that long; its place, a 5 s lease
+	rlock_bg --fair -t 60s -k qd -- touch fair-ran
+	local victim=$RLOCK_PID
+	wait_until 20 queue_len qd 1
+	kill -KILL "$victim"
+	touch h.release
+	rlock_wait "$holder" 20
+	assert_equal "$RLOCK_STATUS" 0
+	# a plain waiter already waiting: it gets the free lock once the place's lease ends
+	local t0
+	t0=$(now_ms)
+	rlock_bg -w 50s -k qd -- touch plain-ran
+	local waiter=$RLOCK_PID
+	wait_until 20 qlease_over qd
+	run -0 --separate-stderr rlock -n -k qd -- true
+	run -0 --separate-stderr rlock --supersede -w 10s -k qd -- true
+	rlock_wait "$waiter" 40
+	assert_equal "$RLOCK_STATUS" 0
+	local took=$(($(now_ms) - t0))
+	echo "# a plain waiter behind a dead --fair place (lease 5 s, queue ttl 60 s): $took ms" >&3
+	((took < 20000)) || fail "waited $took ms for a free lock behind a dead waiter's place"
+	[[ ! -e fair-ran ]]
+	assert_equal "$(rcli EXISTS 'rlock:{qd}:queue')" 0
+}
+
 @test "--fair: a waiter that gives up (-w) leaves the queue at once; -n never queues" {
 	rlock_bg --fair -k ql -- "$HOLD" h
 	local holder=$RLOCK_PID

@@ -116,3 +116,21 @@ EOF_PROBE
 	key_absent 'rlock:{A}'
 	key_absent 'rlock:{B}'
 }
+
+@test "the first lock (sorted) of several lost, while the command runs or found at the release: 79, and it is named as the others are" {
+	# seen by a renewal: the command's group is stopped, the line names rlock:{A}
+	rlock_bg -k B -k A -t 3s -- "$HOLD" r
+	wait_until 30 test -e r.started
+	track_pidfile r.pid
+	rcli DEL 'rlock:{A}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	[[ $RLOCK_STATUS == 79 ]] || fail "exit $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	grep -q '^rlock: lock lost: rlock:{A}: the lock is no longer ours' "$RLOCK_ERR" ||
+		fail "does not say which lock: $(cat "$RLOCK_ERR")"
+	key_absent 'rlock:{B}' || fail "B was not released"
+	# found at the release (the command deleted it as its last act): named too
+	run -79 --separate-stderr rlock -s -k B -k A -- sh -c "\"\$RLOCK\" -k A --break >/dev/null 2>&1"
+	grep -q '^rlock: lock lost: rlock:{A} was no longer held at the release: broken' <<<"$stderr" ||
+		fail "does not say which lock: $stderr"
+	key_absent 'rlock:{B}:holders' || fail "B was not released"
+}

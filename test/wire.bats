@@ -244,6 +244,36 @@ acquire_swallowed() {
 	acquire_swallowed af --fair
 }
 
+@test "several locks: the second one's acquire whose reply is lost is sent again within -w (one fence each, the command runs; was 69); with -n, 69 and both given back" {
+	run -0 rlock -k warm -- true
+	swallow_proxy_start
+	local m first second
+	for m in "a b" "c d -l 2"; do
+		# shellcheck disable=SC2086
+		set -- $m
+		first=$1 second=$2
+		shift 2
+		swallow ":{$second}:fence"
+		# shellcheck disable=SC2016 # the command expands it
+		run --separate-stderr rlock -u "$PROXY_URL" "$@" -w 20s -k "$first" -k "$second" -- \
+			sh -c 'echo "$RLOCK_FENCES" >fences'
+		swallowed || fail "the acquire's reply was not swallowed: $stderr"
+		rm "$PROXY_MODE.swallowed"
+		((status == 0)) || fail "$*: exit $status: $stderr"
+		assert_equal "$(cat fences)" '1 1'
+		key_absent "rlock:{$first}"
+		key_absent "rlock:{$second}"
+		key_absent "rlock:{$second}:holders"
+	done
+	swallow ':{f}:fence'
+	run -69 --separate-stderr rlock -u "$PROXY_URL" -n -k e -k f -- touch ran
+	swallowed || fail "the acquire's reply was not swallowed: $stderr"
+	[[ ! -e ran ]]
+	assert_equal "$(fence_of f)" 1 # the server ran it
+	key_absent 'rlock:{e}' || fail "e was left held"
+	key_absent 'rlock:{f}' || fail "f was left held for its ttl: $(rcli PTTL 'rlock:{f}') ms"
+}
+
 # --- Decisions bound to the request they were made for, and to its being alive -----
 
 @test "--supersede: a replaced request whose next attempt finds the lock free exits 80, never runs" {

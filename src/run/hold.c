@@ -227,7 +227,8 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	h->handed_to[0] = '\0';
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
-		if (r == LOCK_NOTOURS && i > 0) /* the first: the caller says it */
+		/* A single lock's loss is the caller's to say; one of several is named. */
+		if (r == LOCK_NOTOURS && h->n > 1)
 			log_error("lock lost: %s was no longer held at the release%s%s",
 			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
 		if (r == LOCK_NOTOURS)
@@ -321,7 +322,14 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 			return;
 		}
 	}
-	renew_reason(h->rn[0], timed_out, buf, n);
+	if (h->n == 1) {
+		renew_reason(h->rn[0], timed_out, buf, n);
+		return;
+	}
+	/* Several locks: say which, the first as the others. */
+	char why[300];
+	renew_reason(h->rn[0], timed_out, why, sizeof why);
+	snprintf(buf, n, "%s: %s", h->l[0].key, why);
 }
 
 int64_t hold_renew_due(const struct hold *h)
@@ -397,7 +405,8 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		snprintf(err, errlen, "cannot start the renewal thread of %s", h->l[0].key);
 		return WAIT_OSERR;
 	}
-	struct wait_args wa = {l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line};
+	struct wait_args wa = {
+	    l, meta, name, left, sp->io_timeout_ms, termfd, sp->status_line, .served = h->n > 0};
 	int rc = wait_acquire(h->s, &wa, &sent, who, signo, err, errlen);
 	if (rc == WAIT_BUSY || rc == WAIT_DONE)
 		events_emit(EV_BUSY,

@@ -132,9 +132,9 @@ enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh
  * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
- * no longer ours; the first lock's loss is the caller's to say, with h->gone_why) or
- * HOLD_ERR (a release failed: the lock expires by its TTL); h->handed_over says whether
- * a release handed its lock to a --preempt request. */
+ * no longer ours; a single lock's loss is the caller's to say, with h->gone_why; each of
+ * several is named here) or HOLD_ERR (a release failed: the lock expires by its TTL);
+ * h->handed_over says whether a release handed its lock to a --preempt request. */
 int hold_release(struct hold *h, int64_t keep_ms);
 
 /* Stop the renewals and close every handle, releasing nothing. */

@@ -473,6 +473,16 @@ static void announce_busy(struct wait_run *w)
 	events_emit(EV_WAITING, &(struct ev_facts){.lock = w->a->lock});
 }
 
+/* A request of a run that the server answered already (a lock of several before this
+ * one was taken) that got no reply (the connection dropped, the server may have run
+ * it): not the first contact's doubt (a TLS port?), an outage within the wait, as a
+ * waiting request's; the retry recognises the grant it may have made. An error reply
+ * is an answer: not this. */
+static int lost_reply(const struct wait_run *w)
+{
+	return w->a->served && store_unanswered(w->s) && !store_fault_final();
+}
+
 static enum wait_state st_attempt(struct wait_run *w)
 {
 	/* A retry at once (below) counts as fresh: one per failure. */
@@ -511,7 +521,8 @@ static enum wait_state st_attempt(struct wait_run *w)
 		w->again = 1;
 		return ST_ATTEMPT;
 	}
-	if (rc == LOCK_ERR && (w->waiting || (!w->a->lock->ask.nowait && store_fault_passing())))
+	if (rc == LOCK_ERR &&
+	    (w->waiting || (!w->a->lock->ask.nowait && (store_fault_passing() || lost_reply(w)))))
 		return ST_OUTAGE;
 	if (w->outage && (rc == LOCK_OK || rc == LOCK_BUSY)) {
 		outage_ended(w->a->name, store_name(w->s), w->outage_at);

@@ -36,6 +36,9 @@ struct wait_args {
 	int64_t io_timeout_ms;
 	int sigfd;       /* signalfd of the terminating signals only (child_term_fd) */
 	int status_line; /* draw a live status line on stderr (a terminal) */
+	/* The server answered this run already (a lock of several before this one was
+	 * taken): a first attempt whose reply was lost is an outage, as a waiting one's is. */
+	int served;
 };
 
 /* Acquire l in the store s (its connection and subscription are its own business).
@@ -45,7 +48,7 @@ struct wait_args {
  * MASTERDOWN) is retried with backoff until the wait's deadline (forever without
  * one), from the first attempt on (-n: WAIT_ERR at once), the outage said once when
  * it starts and once when it ends; any other failure of the first attempt
- * (store_fault_passing) is WAIT_ERR at once.
+ * (store_fault_passing) is WAIT_ERR at once, but for a lost reply when a->served.
  * A terminating signal (sigfd; the conn layer's waits must watch it too, see
  * conn_set_abort_fd) ends it at once with WAIT_SIGNAL, after giving back a lock an
  * interrupted request may have taken. */

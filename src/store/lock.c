@@ -726,13 +726,15 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		else
 			snprintf(kind, sizeof kind, "x");
 		int nk = l->ask.once_per_ms > 0 ? 10 : 9;
+		/* 2: waits, but takes no place among the waiters (it cannot block on one) */
+		const char *waits = l->ask.nowait ? "1" : !l->may_place ? "2" : "0";
 		const int *keys = (const int[]){K_LOCK,  K_OWNER, K_FENCE,  K_HOLDERS, K_META,
 		                                K_LIMIT, K_QUEUE, K_QLEASE, K_WRITER,  K_DONE};
 		const char *args[] = {l->token,
 		                      ttl,
 		                      kind,
 		                      l->ask.fair ? "1" : "0",
-		                      l->ask.nowait ? "1" : "0",
+		                      waits,
 		                      l->publish_cmd,
 		                      l->wake_prefix,
 		                      m->host,

@@ -20,6 +20,7 @@
  *   PREFIX{NAME}:qmeta     hash token -> JSON {host pid}: who waits in the queue
  *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
  *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
+ *                          and waiting --limit requests (no queue)
  *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub
  *                          channel of one queued waiter (wakes the head only)
  *   PREFIX{NAME}:released  pub/sub channel: everyone else who waits (no queue)

@@ -118,6 +118,11 @@ int store_fault_passing(void)
 	return conn_fault() == CONN_FAULT_PASSING;
 }
 
+int store_fault_final(void)
+{
+	return (conn_fault() & CONN_FAULT_FINAL) != 0;
+}
+
 void store_close(struct store *s)
 {
 	if (!s)

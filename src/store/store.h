@@ -123,6 +123,10 @@ void store_close(struct store *s);
  * peer that is not Redis). */
 int store_fault_passing(void);
 
+/* True when that failure was, among others, one waiting cannot fix (a certificate, a
+ * peer that is not Redis). */
+int store_fault_final(void);
+
 /* In the calling thread only: run fn once, the next time a request of this thread waits
  * for its reply (the request is on its way), then forget it: local work that may
  * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */

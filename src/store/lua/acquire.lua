@@ -136,12 +136,31 @@ if KEYS[9] and not mine then
     return {3, left}
   end
 end
-if q['@supersede'] and not mine and redis.call('EXISTS', KEYS[6]) == 1 then
+-- A fair queue binds while a waiter that lives has a place in it: the places whose
+-- lease ended (PREFIX{NAME}:qlease, acquire_sem.lua; a waiter that died) go first, as
+-- acquire_sem.lua drops them, or one SIGKILLed --fair waiter kept the name from every
+-- plain request until the queue's keys expired (its ttl), the lock free meanwhile.
+-- :qlease and :qmeta are not declared (here.lua): read and cleared with redis.pcall.
+local function queue_live()
+  if others == 0 or redis.call('EXISTS', KEYS[6]) == 0 then return false end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local ql = KEYS[1] .. ':qlease'
+  local dead = redis.pcall('ZRANGEBYSCORE', ql, '-inf', now, 'LIMIT', 0, 500)
+  if type(dead) == 'table' and not dead.err and #dead > 0 then
+    redis.call('ZREM', KEYS[6], unpack(dead))
+    redis.pcall('ZREM', ql, unpack(dead))
+    redis.pcall('HDEL', KEYS[1] .. ':qmeta', unpack(dead))
+  end
+  return redis.call('EXISTS', KEYS[6]) == 1
+end
+local queued = not mine and queue_live()
+if q['@supersede'] and queued then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
 end
 if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
-                                 not handed and redis.call('EXISTS', KEYS[6]) == 1) then
+                                 not handed and queued) then
   ask_preempt() -- an exclusive holder with --fair waiters behind it
   redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place

@@ -6,6 +6,7 @@
 -- --once-per (KEYS[10] given, an exclusive lock only): {3, pttl of the mark} when a run
 -- that succeeded inside the window left PREFIX{NAME}:done (as acquire.lua).
 -- ARGV: token ttl_ms kind(x|shared|N) fair nowait publish wake_prefix host pid user cmd start
+-- (nowait: 1 -n; 0 waits, 2 waits without a place among the waiters: no BLPOP there)
 -- label [delay_ms [hist hret [proc]]] (proc: boot id and pid namespace, holder.c)
 -- The history (history.lua, hist > 0): the run opens; the holders whose lease is over,
 -- dropped here (or gone with their keys: no live holder left), end as expired.
@@ -15,6 +16,7 @@
 --@counter
 --@delay
 --@history
+--@wake_one
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -92,7 +94,25 @@ end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
 local closed = free and not mine and delay_closed(KEYS[1]) or 0
 if closed > 0 then free = false end
+-- A waiting permit request (-l N, no queue) takes a place among the waiters, as a plain
+-- exclusive one does (acquire.lua): a release frees one permit and wakes one of them
+-- (release_sem.lua), not every waiter of the name; the one that takes a permit passes
+-- the wake-up on while permits are left. (Shared requests all fit at once: they listen
+-- on the release channel.) Undeclared keys (here.lua): redis.pcall.
+local permit = kind ~= 'x' and kind ~= 'shared'
+local waiters = KEYS[1] .. ':waiters'
+local placed = 0
 if not free then
+  if permit and not queued and ARGV[5] == '0' then
+    local z = redis.pcall('ZADD', waiters, now + ttl, tok)
+    if type(z) == 'number' then
+      placed = 2
+      local p = redis.pcall('PTTL', waiters)
+      if type(p) == 'number' and p < ttl then redis.pcall('PEXPIRE', waiters, ttl) end
+    end
+  elseif permit and queued then
+    redis.pcall('ZREM', waiters, tok) -- the queue orders it now
+  end
   if queued and ARGV[5] ~= '1' then
     if not redis.call('ZSCORE', KEYS[7], tok) then
       redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
@@ -107,17 +127,17 @@ if not free then
   if redis.call('EXISTS', KEYS[1]) == 1 then
     local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
                          'label', 'kept', 'preemptible')
-    return {0, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7], o[8],
-            o[9] or false, o[10] or false}
+    return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7],
+            o[8], o[9] or false, o[10] or false}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   if not first[1] and ho[1] then
-    return {0, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false, false,
-            false, false, false, false, ho[5] or false}
+    return {placed, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false,
+            false, false, false, false, false, ho[5] or false}
   end
-  if not first[1] then return {0, -1, false, false, false, false, false, false, false} end
+  if not first[1] then return {placed, -1, false, false, false, false, false, false, false} end
   local m = meta(redis.call('HGET', KEYS[5], first[1]))
-  return {0, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
+  return {placed, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
@@ -169,4 +189,13 @@ local nxt = queued and redis.call('ZRANGE', KEYS[7], 0, 0)[1]
 if nxt and (kind == 'shared' or n + 1 < tonumber(kind)) then
   redis.pcall(ARGV[6], ARGV[7] .. nxt, 'next')
 end
+-- A permit taken by a waiting request: its place goes, and so does a wake-up left in its
+-- list (pushed while it was trying: it found the permit on its own, or was woken and
+-- its place popped), as acquire.lua does; the next waiter is woken while a permit is
+-- left.
+if permit and ARGV[5] == '0' then
+  redis.pcall('ZREM', waiters, tok)
+  redis.pcall('DEL', ARGV[7] .. tok)
+end
+if permit and not queued and n + 1 < tonumber(kind) then wake_one(KEYS[1], ARGV[7], now, 'next') end
 return {1, f}

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- Release one shared holder or permit (or, keep_ms > 0, let it run keep_ms more for
--- --min-hold) and wake the head of the queue only, or everyone when there is none.
+-- --min-hold) and wake the head of the queue only; when there is none, one waiting
+-- permit request (its place, wake_one.lua) and the release channel's listeners.
 -- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
 -- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
@@ -16,6 +17,7 @@
 --@delay
 --@history
 --@here
+--@wake_one
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, keep = ARGV[1], tonumber(ARGV[2])
@@ -91,6 +93,9 @@ local head = redis.pcall('ZRANGE', lock .. ':queue', 0, 0)[1]
 if head then
   redis.pcall(ARGV[4], ARGV[5] .. head, tok)
 else
+  -- One permit freed: one waiting permit request (a place, acquire_sem.lua); the
+  -- channel for the others (shared and exclusive requests, and where no place is kept).
+  wake_one(lock, ARGV[5], now, 'release')
   redis.pcall(ARGV[4], ARGV[3], tok)
 end
 return 1
