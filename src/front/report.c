@@ -573,6 +573,20 @@ int report_break(struct store *s, const struct report_ask *o)
 		          hs.pruned == 1 ? "" : "s");
 	if (hs.refused)
 		return break_refused(&l, o, &hs);
+	if (hs.reserved.known) { /* the name kept for a --preempt request, maybe dead */
+		const char *rh = hs.reserved.host, *rl = hs.reserved.label; /* the log escapes */
+		char pid[24] = "?";
+		if (hs.reserved.pid >= 0)
+			snprintf(pid, sizeof pid, "%lld", hs.reserved.pid);
+		log_error("broke %s: the reservation for the --preempt request of %s pid %s%s%s%s "
+		          "(token %s)",
+		          l.key, rh[0] ? rh : "?", pid, rl[0] ? " [" : "", rl, rl[0] ? "]" : "",
+		          hs.reserved.token[0] ? hs.reserved.token : "?");
+	}
+	if (!hs.n && hs.reserved.known) {
+		break_closed(&l, o, hs.closed_ms);
+		return 0;
+	}
 	if (!hs.n) {
 		log_warn("%s was not held: nothing removed", l.key);
 		break_closed(&l, o, hs.closed_ms);

@@ -824,7 +824,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		snprintf(status, sizeof status, "%d", l->run_status);
 	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
-	const char *ev = l->preempted_declared                        ? "preempted"
+	const char *ev = l->handover_untaken                          ? "untaken"
+	                 : l->preempted_declared                      ? "preempted"
 	                 : l->lost_declared                           ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
 	                                                              : "";

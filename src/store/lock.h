@@ -136,6 +136,9 @@ struct lock {
 	 * 81): the release records the run preempted; unset, it records released even when
 	 * a request waits (the command ended on its own; the request gets the lock) */
 	int preempted_declared;
+	/* set after such a release: the request never took the lock (it gave up or died);
+	 * the release sent again records the run released, not preempted (release.lua) */
+	int handover_untaken;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or

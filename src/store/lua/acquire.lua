@@ -244,8 +244,18 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
+  -- the preempted holder's run (left open by its release) ends preempted, by this request
+  local from = handed and redis.call('HMGET', pk, 'from', 'fstatus')
+  local r = from and from[1] and history_close(KEYS[1], from[1])
+  if r then
+    history_end(KEYS[1], r, 'preempted', 'status', from[2] or '', 'by_host', q.host or '',
+                'by_pid', q.pid or '', 'by_label', q.label or '')
+  end
   -- the request (ask_preempt) goes; the word that one took its hand-over stays
-  if others > 0 then redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover') end
+  if others > 0 then
+    redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
+               'hist', 'hret')
+  end
   -- the request a preempted holder's release handed the lock to took it: said to that
   -- holder's rlock (status.lua), which exits 81 only then
   if handed then

@@ -45,6 +45,14 @@
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
 -- kept), or released or handed over (its end record, released or preempted; with the
 -- history off, PREFIX{NAME}:rel:<token> holds the answer).
+-- "untaken" (ARGV[10]): sent by a preempted holder's rlock once it saw the reservation
+-- its release made end untaken (the request gave up or died): its run, left open by that
+-- release, ends released with the command's status, if nobody ended it meanwhile.
+if ARGV[10] == 'untaken' then
+  local r = history_close(KEYS[1], ARGV[1])
+  if r then history_end(KEYS[1], r, 'released', 'status', ARGV[7] or '') end
+  return 1
+end
 local held = redis.call('GET', KEYS[1])
 -- The holder's record, read once while the lock is ours (kept: a release sent again).
 local run = ARGV[2] ~= '-1' and held == ARGV[1] and
@@ -89,16 +97,15 @@ local preempted = to and ARGV[10] == 'preempted'
 local keeps = open and history_keeps(run[1])
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
      KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     not keeps and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
+     (preempted or not keeps and tonumber(ARGV[2]) <= 0) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if open then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+-- Preempted: the run stays open, its end not known yet. The request's grant records it
+-- preempted (acquire.lua, from the reservation's from and fstatus); a reservation that
+-- ends untaken, the holder's rlock records it released (ARGV[10] "untaken", above), or
+-- --break does (break.lua); else the next acquire finds it expired.
+if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
-if open and preempted then
-  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
-              ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
-              'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
-              'by_label', by[3] or '')
-elseif open then
+if open and not preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev',
               ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
@@ -125,7 +132,8 @@ if to then
   -- renewed by its attempts: acquire.lua), before any other waiter of any mode, woken
   -- on its own list and channel; nobody else is woken (its release wakes them).
   local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. to
-  redis.call('HSET', pk, 'handover', '1')
+  redis.call('HSET', pk, 'handover', '1', 'from', ARGV[1], 'fstatus', ARGV[7] or '', 'hist',
+             run[1] or '0', 'hret', run[2] or '0')
   -- an earlier hand-over's (acquire.lua): not this one's
   redis.pcall('HDEL', pk, 'taken', 'thost', 'tpid', 'tlabel')
   redis.pcall('ZREM', KEYS[1] .. ':waiters', to) -- not here: no place to drop (here.lua)
