@@ -169,6 +169,12 @@ if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
   if not ok or type(m) ~= 'table' then m = {} end
   local by = supersede(m.fence)
   if by then return by end
+  if not first then
+    -- nobody holds it: only the fair queue keeps this request out (its head not in yet,
+    -- or a head that is away while its place's lease lasts): {.., 'queued', waiters}
+    return {0, -1, false, false, false, false, false, false, false, false, false, false,
+            'queued', redis.call('ZCARD', KEYS[6])}
+  end
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
