@@ -427,6 +427,15 @@ fair_places() {
 	run -75 --separate-stderr rlock -v -w 300ms -k qf -- true
 	[[ $stderr == *"lock 'qf' is busy (2 --fair waiters go first); waiting"* ]] || fail "$stderr"
 	[[ $stderr != *"? pid ?"* ]] || fail "$stderr"
+	# so too shared and --limit requests, and a --fair one (the waiters ahead of it)
+	local mode
+	for mode in -s "-l 2" --fair; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -75 --separate-stderr rlock -n $mode -k qf -- true
+		[[ $stderr == "rlock: lock 'qf' is busy: 2 --fair waiters go first" ]] || fail "$mode: $stderr"
+	done
+	run -75 --separate-stderr rlock -v -w 300ms --fair -k qf -- true
+	[[ $stderr == *"lock 'qf' is busy (2 --fair waiters go first); waiting"* ]] || fail "$stderr"
 	run -75 --separate-stderr rlock -k qf --status
 	[[ ${lines[0]} == "rlock:{qf} is free, but 2 --fair waiters go first: a new request waits its turn (last fence 0)" ]] ||
 		fail "$output"

@@ -355,6 +355,10 @@ reserved_dead() {
 @test "--break removes a --preempt reservation (the request may be dead): the name is free at once, and the history records the break" {
 	local h_pid h_err r_pid
 	reserved_dead
+	# a shared request too is told for whom the name is kept, not "held by" it
+	run -75 --separate-stderr rlock -k p -n -s -- true
+	[[ $stderr == *"lock 'p' is busy: reserved for the --preempt request of "*" pid $r_pid [hotfix] for "*" more" ]] ||
+		fail "$stderr"
 	run -0 --separate-stderr rlock -k p --break --label ops
 	[[ $stderr == *"broke rlock:{p}: the reservation for the --preempt request of "*" pid $r_pid [hotfix]"* ]] ||
 		fail "$stderr"
