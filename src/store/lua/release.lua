@@ -11,7 +11,8 @@
 -- "preempted" when rlock stopped the command for a --preempt request: see the reply)
 -- Reply: 0 not ours, 1 released, 2 kept (--min-hold), 3 released and handed to the
 -- --preempt request that stopped the command (lost "preempted", and its mark still
--- lives: the request is alive; rlock exits 81, the run ends preempted). Told preempted
+-- lives: the request is alive; rlock exits 81 once it took it, and the run ends preempted
+-- then, by the request's grant; untaken, released: ARGV[10] "untaken"). Told preempted
 -- but the mark gone (the request gave up or died before this release): 1, the run ends
 -- released with the command's status. The mark there but not told preempted (the
 -- command ended on its own first): the lock is handed over all the same, 1, released.
@@ -77,8 +78,8 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
   return 0
 end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
--- ''); preempted when rlock stopped the command for a --preempt request whose mark
--- still lives (the lock is handed to it, reply 3), else released. The open run
+-- ''); left open when rlock stopped the command for a --preempt request whose mark
+-- still lives (the lock is handed to it, reply 3: see below), else released. The open run
 -- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends,
 -- unless its end is recorded already (a keeper that gave its lease up as lost by its own
 -- clock recorded it, keep_ms -1, and left the lock to its job: its --release frees it).
