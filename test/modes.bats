@@ -404,3 +404,45 @@ full_renewed() { (($(renewals "$1") >= $2)) || ! proc_alive "$3"; }
 		((RLOCK_STATUS == 0)) || fail "$m: exit $RLOCK_STATUS: $(grep -v 'renewed' "$RLOCK_ERR")"
 	done
 }
+
+# fair_places NAME N: N --fair places in NAME's queue whose leases last a minute, their
+# waiters (pids 4001...) away: the lock free, the queue binds (as in the moment between
+# a release and its woken head's acquire, or behind a head that is stopped).
+fair_places() {
+	local name=$1 n=$2 i t now
+	t=$(rcli TIME | head -1)
+	now=$((t * 1000))
+	for ((i = 1; i <= n; i++)); do
+		rcli ZADD "rlock:{$name}:queue" $(((now + i) * 1000)) "tok$i" >/dev/null
+		rcli ZADD "rlock:{$name}:qlease" $((now + 60000)) "tok$i" >/dev/null
+		rcli HSET "rlock:{$name}:qmeta" "tok$i" "{\"host\":\"h$i\",\"pid\":$((4000 + i))}" >/dev/null
+	done
+	rcli PEXPIRE "rlock:{$name}:queue" 60000 >/dev/null
+}
+
+@test "--fair: a plain request that only the fair queue keeps out says so (busy line, -v, --status), never 'held by ? pid ?'" {
+	fair_places qf 2
+	run -75 --separate-stderr rlock -n -k qf -- true
+	[[ $stderr == "rlock: lock 'qf' is busy: 2 --fair waiters go first" ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -v -w 300ms -k qf -- true
+	[[ $stderr == *"lock 'qf' is busy (2 --fair waiters go first); waiting"* ]] || fail "$stderr"
+	[[ $stderr != *"? pid ?"* ]] || fail "$stderr"
+	# so too shared and --limit requests, and a --fair one (the waiters ahead of it)
+	local mode
+	for mode in -s "-l 2" --fair; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -75 --separate-stderr rlock -n $mode -k qf -- true
+		[[ $stderr == "rlock: lock 'qf' is busy: 2 --fair waiters go first" ]] || fail "$mode: $stderr"
+	done
+	run -75 --separate-stderr rlock -v -w 300ms --fair -k qf -- true
+	[[ $stderr == *"lock 'qf' is busy (2 --fair waiters go first); waiting"* ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -k qf --status
+	[[ ${lines[0]} == "rlock:{qf} is free, but 2 --fair waiters go first: a new request waits its turn (last fence 0)" ]] ||
+		fail "$output"
+	run -75 --separate-stderr rlock -k qf --status --json
+	jq -e '.held == false and .blocked.by == "fair-queue" and .blocked.waiters == 2' \
+		<<<"$output" >/dev/null || fail "$output"
+	rcli DEL 'rlock:{qf}:queue' 'rlock:{qf}:qlease' 'rlock:{qf}:qmeta' 'rlock:{qf}:writer' >/dev/null
+	run -0 --separate-stderr rlock -k qf --status
+	run -0 --separate-stderr rlock -n -k qf -- true
+}

@@ -324,3 +324,56 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 		fail "the history says $by (last asked: $to): $(cat "$h_err")"
 	[[ $(head -3 log | tail -1) == "h end"* && $(sed -n 4p log) == "$by ran" ]] || fail "$(cat log)"
 }
+
+# reserved_dead: a --preemptible holder (label nightly) stopped for a --preempt request
+# (label hotfix) that was then killed hard: its release keeps the free name for that
+# request, whose mark lives a few seconds more. Sets h_pid, h_err, r_pid.
+reserved_dead() {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob
+	h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
+	r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -KILL "$r_pid"
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+}
+
+@test "a reservation that ends untaken: the holder's run ends released with the command's status, never preempted" {
+	local h_pid h_err r_pid
+	reserved_dead
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 3' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}
+
+@test "--break removes a --preempt reservation (the request may be dead): the name is free at once, and the history records the break" {
+	local h_pid h_err r_pid
+	reserved_dead
+	# a shared request too is told for whom the name is kept, not "held by" it
+	run -75 --separate-stderr rlock -k p -n -s -- true
+	[[ $stderr == *"lock 'p' is busy: reserved for the --preempt request of "*" pid $r_pid [hotfix] for "*" more" ]] ||
+		fail "$stderr"
+	run -0 --separate-stderr rlock -k p --break --label ops
+	[[ $stderr == *"broke rlock:{p}: the reservation for the --preempt request of "*" pid $r_pid [hotfix]"* ]] ||
+		fail "$stderr"
+	run -0 --separate-stderr rlock -k p --status
+	# within the request's mark's 5 s: not busy any more
+	run -0 --separate-stderr rlock -k p -n -- true
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e --argjson pid "$r_pid" '[.entries[] | select(.event == "broken")] |
+		length == 1 and .[0].cleared == "reservation" and .[0].pid == $pid and
+		.[0].label == "hotfix" and .[0].by.label == "ops"' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .cleared, .by.label]]')"
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 3' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}

@@ -317,10 +317,13 @@ static const struct optdef options[] = {
     HEADING("Operator:"),
     OPT("status", 0, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
-        "non-zero -E) if held",
+        "non-zero -E) if held (or closed, reserved, or\n"
+        "--fair waiters go first)",
         SPECIAL(opt_mode), .value = MODE_STATUS),
-    OPT("break", 0, F_RUN, NULL, "force-release NAME and wake its waiters", SPECIAL(opt_mode),
-        .value = MODE_BREAK),
+    OPT("break", 0, F_RUN, NULL,
+        "force-release NAME and wake its waiters; also\n"
+        "removes a --preempt reservation (recorded)",
+        SPECIAL(opt_mode), .value = MODE_BREAK),
     OPT("reset", 0, F_RUN, NULL,
         "clear NAME's marks: a --lock-delay that keeps\n"
         "it closed, the --once-per window; never a\n"

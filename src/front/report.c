@@ -206,6 +206,8 @@ static void holders_json(FILE *f, int top, const char *name, const char *key, co
 		fprintf(f, ",\"closed\":{\"by\":\"lock-delay\",\"left_ms\":%lld,\"until_ms\":%lld}",
 		        hs->closed_ms, now_unix_ms() + hs->closed_ms);
 	reserved_json(f, &hs->reserved);
+	if (!hs->n && hs->queued > 0) /* free, but the fair queue goes first */
+		fprintf(f, ",\"blocked\":{\"by\":\"fair-queue\",\"waiters\":%d}", hs->queued);
 	if (hs->nodes_total > 0) /* Redlock */
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if (hs->split_nodes) { /* Redlock: held, but by no token on a majority */
@@ -409,6 +411,10 @@ static void print_holders(const char *key, const struct holders *hs)
 		printf("%s is %s: a lease ended without a release (last fence %lld); --reset opens "
 		       "it\n",
 		       key, closed_text(closed, sizeof closed, hs), hs->last_fence);
+	} else if (!hs->n && hs->queued > 0) { /* an acquire now would wait its turn */
+		printf("%s is free, but %d --fair waiter%s first: a new request waits its turn "
+		       "(last fence %lld)\n",
+		       key, hs->queued, hs->queued == 1 ? " goes" : "s go", hs->last_fence);
 	} else if (!hs->n && !hs->has_last_fence) {
 		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
 	} else if (!hs->n) {
@@ -498,12 +504,12 @@ int report_status(struct store *s, const struct report_ask *o)
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held (or closed by a lock-delay, or kept for a --preempt
-	 * request: an acquire now would be busy) is 75, or the -E status unless that is 0 (a
-	 * skip code would make a held lock look free). */
-	return rc                                                                ? rc
-	       : !hs.n && !hs.closed_ms && !hs.reserved.known && !hs.split_nodes ? 0
-	       : o->conflict_exit                                                ? o->conflict_exit
-	                                                                         : RL_EX_CONFLICT;
+	 * request, or free behind live --fair waiters: an acquire now would be busy) is 75, or
+	 * the -E status unless that is 0 (a skip code would make a held lock look free). */
+	return rc                                                                              ? rc
+	       : !hs.n && !hs.closed_ms && !hs.reserved.known && !hs.split_nodes && !hs.queued ? 0
+	       : o->conflict_exit ? o->conflict_exit
+	                          : RL_EX_CONFLICT;
 }
 
 /* The breaker's user name, for the record of the break (informational, as its host and
@@ -573,6 +579,20 @@ int report_break(struct store *s, const struct report_ask *o)
 		          hs.pruned == 1 ? "" : "s");
 	if (hs.refused)
 		return break_refused(&l, o, &hs);
+	if (hs.reserved.known) { /* the name kept for a --preempt request, maybe dead */
+		const char *rh = hs.reserved.host, *rl = hs.reserved.label; /* the log escapes */
+		char pid[24] = "?";
+		if (hs.reserved.pid >= 0)
+			snprintf(pid, sizeof pid, "%lld", hs.reserved.pid);
+		log_error("broke %s: the reservation for the --preempt request of %s pid %s%s%s%s "
+		          "(token %s)",
+		          l.key, rh[0] ? rh : "?", pid, rl[0] ? " [" : "", rl, rl[0] ? "]" : "",
+		          hs.reserved.token[0] ? hs.reserved.token : "?");
+	}
+	if (!hs.n && hs.reserved.known) {
+		break_closed(&l, o, hs.closed_ms);
+		return 0;
+	}
 	if (!hs.n) {
 		log_warn("%s was not held: nothing removed", l.key);
 		break_closed(&l, o, hs.closed_ms);

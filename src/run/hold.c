@@ -117,6 +117,12 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	if (handed && handover_taken(used, l, h->handed_to, sizeof h->handed_to) == 0) {
 		h->handed_over = 0;
 		h->handover_untaken = 1;
+		/* the release left the run open for the request's grant to end it preempted:
+		 * it ends released (best effort: else the next acquire finds it expired) */
+		h->l[i].handover_untaken = 1;
+		if (store_release(used, &h->l[i], 0, STORE_NO_CAP, err, sizeof err) == LOCK_ERR)
+			log_debug("cannot record the release of %s in its history (%s)", l->key,
+			          err);
 	}
 	if (rc == LOCK_OK && h->wait_replicas > 0) {
 		if (!used)

@@ -87,6 +87,11 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	}
 	int cmd = (what & HOLDER_CMD) != 0, label = (what & HOLDER_LABEL) && t.label[0];
 	char kept[96] = "", left[32];
+	if (h->queued) { /* nobody holds it: the fair queue goes first */
+		snprintf(buf, n, "%d --fair waiter%s first", h->queued,
+		         h->queued == 1 ? " goes" : "s go");
+		return buf;
+	}
 	if (h->reserved) { /* nobody holds it: kept for the request that preempted its holder */
 		holder_human_ms(left, sizeof left, h->pttl_ms);
 		snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s%s%s%s",

@@ -393,7 +393,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
  * kept, preemptible[, "reserved"]]]}: "reserved" when nobody holds the name and it is kept
- * for the --preempt request named. */
+ * for the --preempt request named; or {0, -1, false x 10, "queued", N}: nobody holds it,
+ * N --fair waiters go first. */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -411,6 +412,11 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	}
 	h->reserved = r->elements > 12 && r->element[12]->type == RESP_STRING &&
 	              !strcmp(r->element[12]->str, "reserved");
+	if (r->elements > 13 && r->element[12]->type == RESP_STRING &&
+	    !strcmp(r->element[12]->str, "queued")) { /* nobody holds it: the fair queue binds */
+		long long q = field_number(r->element[13]);
+		h->queued = q < 1 ? 1 : q > INT32_MAX ? INT32_MAX : (int)q;
+	}
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
@@ -478,7 +484,8 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		l->placed = 0;
 		return LOCK_BUSY;
 	}
-	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12) || is_array(r, 13)) &&
+	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12) || is_array(r, 13) ||
+	     is_array(r, 14)) &&
 	    r->element[0]->type == RESP_INTEGER) {
 		fill_holder(h, r);
 		l->placed = r->element[0]->integer == 2;
@@ -824,7 +831,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 		snprintf(status, sizeof status, "%d", l->run_status);
 	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
-	const char *ev = l->preempted_declared                        ? "preempted"
+	const char *ev = l->handover_untaken                          ? "untaken"
+	                 : l->preempted_declared                      ? "preempted"
 	                 : l->lost_declared                           ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
 	                                                              : "";

@@ -136,6 +136,9 @@ struct lock {
 	 * 81): the release records the run preempted; unset, it records released even when
 	 * a request waits (the command ended on its own; the request gets the lock) */
 	int preempted_declared;
+	/* set after such a release: the request never took the lock (it gave up or died);
+	 * the release sent again records the run released, not preempted (release.lua) */
+	int handover_untaken;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -193,13 +196,15 @@ struct holder {
 	/* no holder: the name is kept for the --preempt request of host/pid/label (its
 	 * holder was preempted); pttl_ms is how long the reservation lasts */
 	int reserved;
+	/* no holder: the fair queue keeps the request out, this many --fair waiters first */
+	int queued;
 };
 
 /* Nobody holds the name, and holder_format says why (lock-delay, a --preempt
  * reservation): a message says its text, never "held by". */
 static inline int holder_nobody(const struct holder *h)
 {
-	return h->delayed || h->reserved;
+	return h->delayed || h->reserved || h->queued;
 }
 
 struct waiter {

@@ -169,6 +169,12 @@ if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
   if not ok or type(m) ~= 'table' then m = {} end
   local by = supersede(m.fence)
   if by then return by end
+  if not first then
+    -- nobody holds it: only the fair queue keeps this request out (its head not in yet,
+    -- or a head that is away while its place's lease lasts): {.., 'queued', waiters}
+    return {0, -1, false, false, false, false, false, false, false, false, false, false,
+            'queued', redis.call('ZCARD', KEYS[6])}
+  end
   return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
           m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
@@ -244,8 +250,18 @@ if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == A
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
 if not mine then
+  -- the preempted holder's run (left open by its release) ends preempted, by this request
+  local from = handed and redis.call('HMGET', pk, 'from', 'fstatus')
+  local r = from and from[1] and history_close(KEYS[1], from[1])
+  if r then
+    history_end(KEYS[1], r, 'preempted', 'status', from[2] or '', 'by_host', q.host or '',
+                'by_pid', q.pid or '', 'by_label', q.label or '')
+  end
   -- the request (ask_preempt) goes; the word that one took its hand-over stays
-  if others > 0 then redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover') end
+  if others > 0 then
+    redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
+               'hist', 'hret')
+  end
   -- the request a preempted holder's release handed the lock to took it: said to that
   -- holder's rlock (status.lua), which exits 81 only then
   if handed then

@@ -131,9 +131,15 @@ if not free then
             o[8], o[9] or false, o[10] or false}
   end
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-  if not first[1] and ho[1] then
+  if not first[1] and ho[1] then -- nobody holds it: kept for that request (acquire.lua's)
     return {placed, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false,
-            false, false, false, false, false, ho[5] or false}
+            false, false, false, false, false, ho[5] or false, false, false, 'reserved'}
+  end
+  -- nobody holds it: the fair queue's waiters ahead of this request go first
+  local ahead = queued and (redis.call('ZRANK', KEYS[7], tok) or redis.call('ZCARD', KEYS[7]))
+  if not first[1] and ahead and ahead > 0 then
+    return {placed, -1, false, false, false, false, false, false, false, false, false, false,
+            'queued', ahead}
   end
   if not first[1] then return {placed, -1, false, false, false, false, false, false, false} end
   local m = meta(redis.call('HGET', KEYS[5], first[1]))

@@ -100,6 +100,29 @@ if ARGV[10] == 'reset' then
   return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
           closed > 0 and closed, broken_record(KEYS[1], now), false, 0}
 end
+-- A plain break (no compare) removes the --preempt reservation too (nobody holds the
+-- name, a preempted holder's release kept it for the request that stopped it, which may
+-- be dead: PREFIX{NAME}:preempt with handover 1, release.lua): the preempted holder's
+-- run, left open by its release, ends released with its command's status, and the
+-- history records the break of the reservation (broken, cleared "reservation", the
+-- request's token, host, pid, label, and who broke it). The reply's 15th element says
+-- what was removed ({token, host, pid, label, pttl}, as status.lua's), else false.
+local unreserved = false
+if want_tok == '' and want_fence == '' and not tok then
+  local pk = KEYS[1] .. ':preempt'
+  local ho = redis.pcall('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label', 'from',
+                         'fstatus', 'hist', 'hret')
+  if type(ho) == 'table' and ho[1] == '1' then
+    unreserved = {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
+                  redis.call('PTTL', pk)}
+    local r = ho[6] and history_close(KEYS[1], ho[6])
+    if r then history_end(KEYS[1], r, 'released', 'status', ho[7] or '') end
+    history_add(KEYS[1], ho[8], ho[9], 'ev', 'broken', 'token', ho[2] or '', 'host',
+                ho[3] or '', 'pid', ho[4] or '', 'label', ho[5] or '', 'cleared', 'reservation',
+                unpack(BY))
+    redis.call('DEL', pk)
+  end
+end
 local tokens = {}
 if want_tok ~= '' or want_fence ~= '' then
   local v = victim()
@@ -151,8 +174,13 @@ if n > 0 then
   if head then redis.pcall(ARGV[2], ARGV[3] .. head, 'break') end
   wake_one(KEYS[1], ARGV[3], now, 'break')
   redis.pcall(ARGV[2], ARGV[1], 'break')
+elseif unreserved then
+  local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
+  if head then redis.pcall(ARGV[2], ARGV[3] .. head, 'break') end
+  wake_one(KEYS[1], ARGV[3], now, 'break')
+  redis.pcall(ARGV[2], ARGV[1], 'break')
 end
 local closed = delay_closed(KEYS[1])
 return {fence, lim or false, n, hs, {}, 0, false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, closed > 0 and closed,
-        broken_record(KEYS[1], now), false, #gone}
+        broken_record(KEYS[1], now), false, #gone, unreserved}

@@ -11,7 +11,8 @@
 -- "preempted" when rlock stopped the command for a --preempt request: see the reply)
 -- Reply: 0 not ours, 1 released, 2 kept (--min-hold), 3 released and handed to the
 -- --preempt request that stopped the command (lost "preempted", and its mark still
--- lives: the request is alive; rlock exits 81, the run ends preempted). Told preempted
+-- lives: the request is alive; rlock exits 81 once it took it, and the run ends preempted
+-- then, by the request's grant; untaken, released: ARGV[10] "untaken"). Told preempted
 -- but the mark gone (the request gave up or died before this release): 1, the run ends
 -- released with the command's status. The mark there but not told preempted (the
 -- command ended on its own first): the lock is handed over all the same, 1, released.
@@ -45,6 +46,14 @@
 -- its first call did (history.lua's released_before): kept for --min-hold (the owner's
 -- kept), or released or handed over (its end record, released or preempted; with the
 -- history off, PREFIX{NAME}:rel:<token> holds the answer).
+-- "untaken" (ARGV[10]): sent by a preempted holder's rlock once it saw the reservation
+-- its release made end untaken (the request gave up or died): its run, left open by that
+-- release, ends released with the command's status, if nobody ended it meanwhile.
+if ARGV[10] == 'untaken' then
+  local r = history_close(KEYS[1], ARGV[1])
+  if r then history_end(KEYS[1], r, 'released', 'status', ARGV[7] or '') end
+  return 1
+end
 local held = redis.call('GET', KEYS[1])
 -- The holder's record, read once while the lock is ours (kept: a release sent again).
 local run = ARGV[2] ~= '-1' and held == ARGV[1] and
@@ -69,8 +78,8 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
   return 0
 end
 -- The history (history.lua): how the run ended, ARGV[7] the command's status (or
--- ''); preempted when rlock stopped the command for a --preempt request whose mark
--- still lives (the lock is handed to it, reply 3), else released. The open run
+-- ''); left open when rlock stopped the command for a --preempt request whose mark
+-- still lives (the lock is handed to it, reply 3: see below), else released. The open run
 -- (PREFIX{NAME}:history:run) is ours while the lock is, when the history is on: it ends,
 -- unless its end is recorded already (a keeper that gave its lease up as lost by its own
 -- clock recorded it, keep_ms -1, and left the lock to its job: its --release frees it).
@@ -89,16 +98,15 @@ local preempted = to and ARGV[10] == 'preempted'
 local keeps = open and history_keeps(run[1])
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
      KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     not keeps and (tonumber(ARGV[2]) <= 0 or preempted) and KEYS[1] .. ':rel:' .. ARGV[1])
+     (preempted or not keeps and tonumber(ARGV[2]) <= 0) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
-if open then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+-- Preempted: the run stays open, its end not known yet. The request's grant records it
+-- preempted (acquire.lua, from the reservation's from and fstatus); a reservation that
+-- ends untaken, the holder's rlock records it released (ARGV[10] "untaken", above), or
+-- --break does (break.lua); else the next acquire finds it expired.
+if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
-if open and preempted then
-  recorded = history_add(KEYS[1], run[1], run[2], 'ev', 'preempted', 'fence', run[3] or '', 'token',
-              ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
-              'status', ARGV[7] or '', 'by_host', by[1], 'by_pid', by[2] or '',
-              'by_label', by[3] or '')
-elseif open then
+if open and not preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev',
               ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
@@ -125,7 +133,8 @@ if to then
   -- renewed by its attempts: acquire.lua), before any other waiter of any mode, woken
   -- on its own list and channel; nobody else is woken (its release wakes them).
   local pk, wk = KEYS[1] .. ':preempt', ARGV[5] .. to
-  redis.call('HSET', pk, 'handover', '1')
+  redis.call('HSET', pk, 'handover', '1', 'from', ARGV[1], 'fstatus', ARGV[7] or '', 'hist',
+             run[1] or '0', 'hret', run[2] or '0')
   -- an earlier hand-over's (acquire.lua): not this one's
   redis.pcall('HDEL', pk, 'taken', 'thost', 'tpid', 'tlabel')
   redis.pcall('ZREM', KEYS[1] .. ':waiters', to) -- not here: no place to drop (here.lua)
