@@ -615,6 +615,55 @@ scripts_run() {
 	run -0 rlock --status -k s
 }
 
+@test "--release of an --acquire'd lock on 3 of 5 nodes, one paused: given back where nodes answer, 0 and a warning naming the silent one; never 'cannot release'" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	node_kill 3
+	node_kill 4
+	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
+	rlock -k kr --acquire -t 120s >vars.sh
+	local pid
+	pid=$(node_cli 0 HGET 'rlock:{kr}:owner' pid)
+	track_pid "$pid"
+	node_start 3
+	node_start 4
+	[[ $(keys_left kr) == 3 ]]
+	node_pause 2
+	run -0 --separate-stderr bash -c ". ./vars.sh && '$RLOCK' -k kr --release"
+	assert_regex "$stderr" 'released rlock:\{kr\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL, fewer than a majority: 127.0.0.1:[0-9]+ \('
+	wait_until 10 proc_gone "$pid"
+	# given back on every node that answered: the lock is free for another run
+	local i
+	for i in 0 1 3 4; do
+		[[ $(node_cli "$i" EXISTS 'rlock:{kr}') == 0 ]]
+	done
+	run -0 rlock -n -k kr -- true
+	node_resume 2
+}
+
+@test "a run's release with its lock on 3 of 5 nodes, one paused: given back where nodes answer, says so, never 'cannot release'; the command's status" {
+	node_kill 3
+	node_kill 4
+	rlock_bg -t 120s -k kq -- "$HOLD" h
+	local holder=$RLOCK_PID herr=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	node_start 3
+	node_start 4
+	[[ $(keys_left kq) == 3 ]]
+	node_pause 2
+	touch h.release
+	rlock_wait "$holder" 60
+	((RLOCK_STATUS == 0))
+	run -1 grep -c 'cannot release' "$herr"
+	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL' "$herr"
+	local i
+	for i in 0 1 3 4; do
+		[[ $(node_cli "$i" EXISTS 'rlock:{kq}') == 0 ]]
+	done
+	run -0 rlock -n -k kq -- true
+	node_resume 2
+}
+
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
 	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty and
 	# reached through a proxy that delays its replies, so that it answers the waiter's

@@ -852,7 +852,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0, handed = 0;
+	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -863,6 +863,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		if (!nd->reply ||
 		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
+		said[i] = 1;
 		if (v == 0)
 			notours++;
 		else
@@ -874,6 +875,29 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		return handed >= q->need ? LOCK_HANDED_OVER : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
+	/* Fewer than a quorum released it, yet the token may still hold a majority with
+	 * the nodes that did not answer: given back on every node that answered (the
+	 * token names only this holder), it stays on the silent ones alone. Fewer than a
+	 * majority: nobody is kept from the lock by it, only those nodes' votes until
+	 * their TTL; released, and said. Else it may hold on: not released. */
+	int silent = q->n - ok - notours;
+	if (silent < q->need) {
+		char buf[600];
+		size_t used = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
+			if (said[i])
+				continue;
+			int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)",
+			                 used ? ", " : "", q->cfg->srv[i].name,
+			                 q->node[i].err[0] ? q->node[i].err : "no answer");
+			used = w < 0 ? used : used + (size_t)w;
+		}
+		log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and "
+		         "may keep it until its TTL, fewer than a majority: %s",
+		         l->key, ok + notours, q->n, silent, buf);
+		return LOCK_OK;
+	}
 	no_quorum(q, ok, "released it", err, errlen);
 	return LOCK_ERR;
 }
