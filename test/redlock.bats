@@ -769,3 +769,26 @@ scripts_run() {
 	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 2 ]]
 	assert_output --partial "\"event\":\"released\",\"fence\":$fence,\"token\":\"$wtok\""
 }
+
+@test "--history: a waiter that gave up after split attempts (granted by one node, given back) is no run" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down): the waiter's attempts are
+	# granted by node 2 alone and given back until its -w runs out (75)
+	local three
+	node_kill 2
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k hg -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	run -75 rlock -w 3s -u "$three" -k hg --label gaveup -- true
+	(($(node_cli 2 GET 'rlock:{hg}:fence') >= 1)) # node 2 granted its attempts
+	run -0 rlock -u "$three" --history --json -k hg
+	refute_output --partial gaveup
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	run -0 rlock -u "$three" --history --json -k hg
+	refute_output --partial gaveup
+	# the holder's run: acquired and released
+	[[ $(jq -r '[.entries[].event] | join(" ")' <<<"$output") == 'released acquired' ]]
+}

@@ -136,6 +136,9 @@ struct lock {
 	 * 81): the release records the run preempted; unset, it records released even when
 	 * a request waits (the command ended on its own; the request gets the lock) */
 	int preempted_declared;
+	/* set before the release: the give-back of a Redlock attempt that got no quorum
+	 * (quorum.c): the node's grant was no run, its acquired record is taken back */
+	int attempt_declared;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or

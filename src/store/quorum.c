@@ -563,14 +563,17 @@ static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 	return k < q->n ? q->node[((q->busy >= 0 ? q->busy : q->any) + k) % q->n].srv : NULL;
 }
 
-/* Give back on every node (after a failed attempt): best effort within one round. */
+/* Give back on every node (after a failed attempt): best effort within one round. The
+ * grants were no run: each node takes its acquired record back (--history). */
 static void release_all(struct quorum *q, const struct lock *l)
 {
 	struct lock_request rl;
 	struct req rq = {.script = &rl};
+	struct lock a = *l;
 	char err[200];
 
-	if (lock_request_release(&rl, l, 0, err, sizeof err) == 0)
+	a.attempt_declared = 1;
+	if (lock_request_release(&rl, &a, 0, err, sizeof err) == 0)
 		round_all(q, &rq, STORE_NO_CAP);
 }
 
