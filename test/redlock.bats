@@ -46,6 +46,7 @@ node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
 node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+ms_past() { (($(now_ms) - $1 >= $2)); }                  # ms_past T0 MS
 counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
 
 # The five URLs, comma-separated.
@@ -791,4 +792,34 @@ scripts_run() {
 	refute_output --partial gaveup
 	# the holder's run: acquired and released
 	[[ $(jq -r '[.entries[].event] | join(" ")' <<<"$output") == 'released acquired' ]]
+}
+
+@test "a split vote: the waiter retries after a growing random delay, never at once on its own give-back's notification (no spin while another holds)" {
+	# 3 nodes; the holder has all three; the waiter listens on node 0. Node 0 then
+	# loses the key (evicted): each attempt is granted there and busy on 1 and 2, a
+	# split vote, whose give-back on node 0 publishes the release the waiter hears
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k sp -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -vv -w 60s -u "$three" -k sp -- touch w.ran
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	node_cli 0 DEL 'rlock:{sp}' 'rlock:{sp}:owner' >/dev/null
+	wait_until 30 grep -q "split vote" "$werr" || fail "no split vote: $(cat "$werr"; node_cli 0 KEYS "*")"
+	# a window of 1.5 s from the first split: a few attempts (delays of 0.1-0.2 s,
+	# doubling), not one per round trip
+	local t0 n
+	t0=$(now_ms)
+	wait_until 10 ms_past "$t0" 1500
+	n=$(grep -c 'split vote' "$werr")
+	((n <= 8)) || fail "$n split votes in 1.5 s: $(tail -5 "$werr")"
+	[[ ! -e w.ran ]]
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	wait_until 30 test -e w.ran
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
 }

@@ -179,6 +179,7 @@ struct holder {
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
 	int kept;          /* released by its command, kept by --min-hold until the lease ends */
 	long long pttl_ms; /* -1: no expiry (set by hand) or unknown, -2: gone */
+	int split_vote;    /* Redlock busy: some nodes granted, given back (no quorum) */
 	long long fence;
 	int has_fence;
 	long long pid, start_ms, ttl_ms;

@@ -700,8 +700,13 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
 	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
 	if (t->busy > 0 && t->ok + t->busy >= q->need) {
-		if (t->ok > 0)
+		h->split_vote = t->ok > 0;
+		if (t->ok > 0) {
 			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+			log_debug("Redlock: split vote: %d of %d nodes granted, %d held by "
+			          "another token; given back",
+			          t->ok, q->n, t->busy);
+		}
 		return LOCK_BUSY;
 	}
 	no_quorum(q, t->ok + t->busy, "answered", err, errlen);
