@@ -617,12 +617,12 @@ scripts_run() {
 }
 
 @test "--release of an --acquire'd lock on 3 of 5 nodes, one paused: given back where nodes answer, 0 and a warning naming the silent one; never 'cannot release'" {
-	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
-	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	local rt=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$rt"
 	node_kill 3
 	node_kill 4
 	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
-	rlock -k kr --acquire -t 120s >vars.sh
+	XDG_RUNTIME_DIR=$rt rlock -k kr --acquire -t 120s >vars.sh
 	local pid
 	pid=$(node_cli 0 HGET 'rlock:{kr}:owner' pid)
 	track_pid "$pid"
@@ -630,7 +630,7 @@ scripts_run() {
 	node_start 4
 	[[ $(keys_left kr) == 3 ]]
 	node_pause 2
-	run -0 --separate-stderr bash -c ". ./vars.sh && '$RLOCK' -k kr --release"
+	XDG_RUNTIME_DIR=$rt run -0 --separate-stderr bash -c ". ./vars.sh && '$RLOCK' -k kr --release"
 	assert_regex "$stderr" 'released rlock:\{kr\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL, fewer than a majority: 127.0.0.1:[0-9]+ \('
 	wait_until 10 proc_gone "$pid"
 	# given back on every node that answered: the lock is free for another run
