@@ -46,6 +46,7 @@ node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
 node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+ms_past() { (($(now_ms) - $1 >= $2)); }                  # ms_past T0 MS
 counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
 
 # The five URLs, comma-separated.
@@ -615,6 +616,55 @@ scripts_run() {
 	run -0 rlock --status -k s
 }
 
+@test "--release of an --acquire'd lock on 3 of 5 nodes, one paused: given back where nodes answer, 0 and a warning naming the silent one; never 'cannot release'" {
+	local rt=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$rt"
+	node_kill 3
+	node_kill 4
+	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
+	XDG_RUNTIME_DIR=$rt rlock -k kr --acquire -t 120s >vars.sh
+	local pid
+	pid=$(node_cli 0 HGET 'rlock:{kr}:owner' pid)
+	track_pid "$pid"
+	node_start 3
+	node_start 4
+	[[ $(keys_left kr) == 3 ]]
+	node_pause 2
+	XDG_RUNTIME_DIR=$rt run -0 --separate-stderr bash -c ". ./vars.sh && '$RLOCK' -k kr --release"
+	assert_regex "$stderr" 'released rlock:\{kr\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL, fewer than a majority: 127.0.0.1:[0-9]+ \('
+	wait_until 10 proc_gone "$pid"
+	# given back on every node that answered: the lock is free for another run
+	local i
+	for i in 0 1 3 4; do
+		[[ $(node_cli "$i" EXISTS 'rlock:{kr}') == 0 ]]
+	done
+	run -0 rlock -n -k kr -- true
+	node_resume 2
+}
+
+@test "a run's release with its lock on 3 of 5 nodes, one paused: given back where nodes answer, says so, never 'cannot release'; the command's status" {
+	node_kill 3
+	node_kill 4
+	rlock_bg -t 120s -k kq -- "$HOLD" h
+	local holder=$RLOCK_PID herr=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	node_start 3
+	node_start 4
+	[[ $(keys_left kq) == 3 ]]
+	node_pause 2
+	touch h.release
+	rlock_wait "$holder" 60
+	((RLOCK_STATUS == 0))
+	run -1 grep -c 'cannot release' "$herr"
+	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL' "$herr"
+	local i
+	for i in 0 1 3 4; do
+		[[ $(node_cli "$i" EXISTS 'rlock:{kq}') == 0 ]]
+	done
+	run -0 rlock -n -k kq -- true
+	node_resume 2
+}
+
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
 	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty and
 	# reached through a proxy that delays its replies, so that it answers the waiter's
@@ -719,4 +769,57 @@ scripts_run() {
 	run -0 rlock -u "$three" --history --json -k hp
 	[[ $(grep -o "\"token\":\"$wtok\"" <<<"$output" | wc -l) == 2 ]]
 	assert_output --partial "\"event\":\"released\",\"fence\":$fence,\"token\":\"$wtok\""
+}
+
+@test "--history: a waiter that gave up after split attempts (granted by one node, given back) is no run" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down): the waiter's attempts are
+	# granted by node 2 alone and given back until its -w runs out (75)
+	local three
+	node_kill 2
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k hg -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	run -75 rlock -w 3s -u "$three" -k hg --label gaveup -- true
+	(($(node_cli 2 GET 'rlock:{hg}:fence') >= 1)) # node 2 granted its attempts
+	run -0 rlock -u "$three" --history --json -k hg
+	refute_output --partial gaveup
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	run -0 rlock -u "$three" --history --json -k hg
+	refute_output --partial gaveup
+	# the holder's run: acquired and released
+	[[ $(jq -r '[.entries[].event] | join(" ")' <<<"$output") == 'released acquired' ]]
+}
+
+@test "a split vote: the waiter retries after a growing random delay, never at once on its own give-back's notification (no spin while another holds)" {
+	# 3 nodes; the holder has all three; the waiter listens on node 0. Node 0 then
+	# loses the key (evicted): each attempt is granted there and busy on 1 and 2, a
+	# split vote, whose give-back on node 0 publishes the release the waiter hears
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k sp -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -vv -w 60s -u "$three" -k sp -- touch w.ran
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$werr"
+	node_cli 0 DEL 'rlock:{sp}' 'rlock:{sp}:owner' >/dev/null
+	wait_until 30 grep -q "split vote" "$werr" || fail "no split vote: $(cat "$werr"; node_cli 0 KEYS "*")"
+	# a window of 1.5 s from the first split: a few attempts (delays of 0.1-0.2 s,
+	# doubling), not one per round trip
+	local t0 n
+	t0=$(now_ms)
+	wait_until 10 ms_past "$t0" 1500
+	n=$(grep -c 'split vote' "$werr")
+	((n <= 8)) || fail "$n split votes in 1.5 s: $(tail -5 "$werr")"
+	[[ ! -e w.ran ]]
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	wait_until 30 test -e w.ran
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
 }

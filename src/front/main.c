@@ -262,7 +262,8 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .token = o->token,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
 	                        .io_timeout_ms = o->io_timeout_ms,
-	                        .wait_replicas = o->wait_replicas};
+	                        .wait_replicas = o->wait_replicas,
+	                        .redlock = o->nurls > 1};
 	return k;
 }
 

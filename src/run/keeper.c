@@ -819,13 +819,35 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
 	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
-	if (rc != LOCK_OK) {
+	if (rc != LOCK_OK && !k->redlock) {
 		/* The user asked to release: the keeper on this host is stopped all the same
 		 * (found by its mark alone), so that the lock does expire by its TTL. */
 		int stopped = stop_keeper(NULL, l->key, k) == 0;
 		log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
 		          stopped ? " (the keeper is stopped)" : "");
 		rc = RL_EX_UNAVAILABLE;
+	} else if (rc != LOCK_OK) {
+		/* Redlock (exclusive only): the status could not tell (a node silent) or had
+		 * no quorum. The keeper is stopped as above, and the token given back all the
+		 * same on every node that answers (it names this holder alone): released
+		 * when the nodes that did not answer are fewer than a majority (quorum.c). */
+		int stopped = stop_keeper(NULL, l->key, k) == 0;
+		mine.lost_declared = gone != 0;
+		int r = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
+		if (r == LOCK_OK && gone) {
+			log_error("lock '%s': %s; released what was left of its lease", k->name,
+			          ended);
+			rc = RL_EX_LOST;
+		} else if (r == LOCK_OK || r == LOCK_HANDED_OVER) {
+			log_info("released %s", l->key);
+			rc = 0;
+		} else if (r == LOCK_NOTOURS) {
+			rc = not_held(s, l, k, NULL);
+		} else {
+			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
+			          stopped ? " (the keeper is stopped)" : "");
+			rc = RL_EX_UNAVAILABLE;
+		}
 	} else if (!h && !unlisted) {
 		rc = not_held(s, l, k, &hs); /* first: it reads how the history says it ended */
 		record_run_lost(s, &mine);

@@ -397,6 +397,7 @@ struct wait_run {
 	enum wait_rc rc;   /* the result, at ST_DONE */
 	int64_t outage_at; /* when the outage began */
 	int drawn, announced, waiting, outage, pttl_woke, again, sub;
+	int split; /* the last attempt was a Redlock split vote */
 	int heard; /* the listener last announced at -vv: 1 the channel, 2 a place */
 };
 
@@ -531,6 +532,7 @@ static enum wait_state st_attempt(struct wait_run *w)
 	if (rc != LOCK_BUSY)
 		return done(w, from_lock(rc));
 	w->waiting = 1;
+	w->split = w->h->split_vote;
 	w->busy_at = clock_ms();
 	if (w->busy_at >= w->deadline)
 		return done(w, WAIT_BUSY);
@@ -579,7 +581,7 @@ static enum wait_state st_listen(struct wait_run *w)
 
 	if (listen == STORE_NEW) {
 		w->sub = 1;
-		return ST_ATTEMPT;
+		return w->split ? ST_NAP : ST_ATTEMPT; /* a split vote: after its pause */
 	}
 	w->sub = listen != STORE_ERR;
 	if (!w->sub) {
@@ -642,8 +644,31 @@ static int64_t busy_nap(struct wait_run *w)
 	return nap;
 }
 
+/* A Redlock split vote (some nodes granted and were given back, no quorum): the next
+ * attempt after a random delay, as the Redlock algorithm says, that grows with each
+ * split in a row and ends by the -w deadline. Not at a release notification: the
+ * give-backs publish one (this waiter's own too, on a node it listens on), so two
+ * waiters that split the vote would wake each other, or one itself, and split again
+ * at once, on and on. Those heard meanwhile are read and ignored. */
+static enum wait_state split_pause(struct wait_run *w)
+{
+	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
+	int slept, rounds = 0;
+
+	do
+		slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
+	while (slept == 1 && clock_ms() < until && ++rounds < 1000);
+	if (slept == -4)
+		return done(w, WAIT_SIGNAL);
+	if (slept == -1)
+		forget_listener(w);
+	return ST_ATTEMPT;
+}
+
 static enum wait_state st_nap(struct wait_run *w)
 {
+	if (w->split)
+		return split_pause(w);
 	int64_t until = before_deadline(w, w->busy_at + busy_nap(w));
 	int slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
 

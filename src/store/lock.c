@@ -832,6 +832,7 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	snprintf(hist, sizeof hist, "%d", l->ask.history_len);
 	snprintf(hret, sizeof hret, "%lld", (long long)l->ask.history_ms);
 	const char *ev = l->handover_untaken                          ? "untaken"
+	                 : l->attempt_declared                        ? "attempt"
 	                 : l->preempted_declared                      ? "preempted"
 	                 : l->lost_declared                           ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
@@ -842,7 +843,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
 	 * declared the lease lost (its end record says so, as its exit status does),
 	 * "preempted": rlock stopped the command for a --preempt request (the reply says
-	 * whether the lock went to it: exit 81), told with the history off too */
+	 * whether the lock went to it: exit 81), told with the history off too; "attempt":
+	 * a Redlock attempt's give-back, no run (its acquired record is taken back) */
 	int hargs = l->ask.history_len > 0 || l->preempted_declared ? 10 : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))

@@ -139,6 +139,9 @@ struct lock {
 	/* set after such a release: the request never took the lock (it gave up or died);
 	 * the release sent again records the run released, not preempted (release.lua) */
 	int handover_untaken;
+	/* set before the release: the give-back of a Redlock attempt that got no quorum
+	 * (quorum.c): the node's grant was no run, its acquired record is taken back */
+	int attempt_declared;
 
 	/* per attempt */
 	/* How scripts announce a release on channel: "PUBLISH" (lock_init's default), or
@@ -179,6 +182,7 @@ struct holder {
 	char mode;         /* 'x' exclusive, 's' shared, 'l' a permit of --limit */
 	int kept;          /* released by its command, kept by --min-hold until the lease ends */
 	long long pttl_ms; /* -1: no expiry (set by hand) or unknown, -2: gone */
+	int split_vote;    /* Redlock busy: some nodes granted, given back (no quorum) */
 	long long fence;
 	int has_fence;
 	long long pid, start_ms, ttl_ms;

@@ -563,14 +563,17 @@ static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 	return k < q->n ? q->node[((q->busy >= 0 ? q->busy : q->any) + k) % q->n].srv : NULL;
 }
 
-/* Give back on every node (after a failed attempt): best effort within one round. */
+/* Give back on every node (after a failed attempt): best effort within one round. The
+ * grants were no run: each node takes its acquired record back (--history). */
 static void release_all(struct quorum *q, const struct lock *l)
 {
 	struct lock_request rl;
 	struct req rq = {.script = &rl};
+	struct lock a = *l;
 	char err[200];
 
-	if (lock_request_release(&rl, l, 0, err, sizeof err) == 0)
+	a.attempt_declared = 1;
+	if (lock_request_release(&rl, &a, 0, err, sizeof err) == 0)
 		round_all(q, &rq, STORE_NO_CAP);
 }
 
@@ -697,8 +700,13 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	/* Enough nodes answered for a majority, but others hold (some of) them: busy, as
 	 * on one server (waiters retry after a jittered delay). Else no quorum: 69. */
 	if (t->busy > 0 && t->ok + t->busy >= q->need) {
-		if (t->ok > 0)
+		h->split_vote = t->ok > 0;
+		if (t->ok > 0) {
 			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+			log_debug("Redlock: split vote: %d of %d nodes granted, %d held by "
+			          "another token; given back",
+			          t->ok, q->n, t->busy);
+		}
 		return LOCK_BUSY;
 	}
 	no_quorum(q, t->ok + t->busy, "answered", err, errlen);
@@ -852,7 +860,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0, handed = 0;
+	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -863,6 +871,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		if (!nd->reply ||
 		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
+		said[i] = 1;
 		if (v == 0)
 			notours++;
 		else
@@ -874,6 +883,29 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		return handed >= q->need ? LOCK_HANDED_OVER : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
+	/* Fewer than a quorum released it, yet the token may still hold a majority with
+	 * the nodes that did not answer: given back on every node that answered (the
+	 * token names only this holder), it stays on the silent ones alone. Fewer than a
+	 * majority: nobody is kept from the lock by it, only those nodes' votes until
+	 * their TTL; released, and said. Else it may hold on: not released. */
+	int silent = q->n - ok - notours;
+	if (silent < q->need) {
+		char buf[600];
+		size_t used = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
+			if (said[i])
+				continue;
+			int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)",
+			                 used ? ", " : "", q->cfg->srv[i].name,
+			                 q->node[i].err[0] ? q->node[i].err : "no answer");
+			used = w < 0 ? used : used + (size_t)w;
+		}
+		log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and "
+		         "may keep it until its TTL, fewer than a majority: %s",
+		         l->key, ok + notours, q->n, silent, buf);
+		return LOCK_OK;
+	}
 	no_quorum(q, ok, "released it", err, errlen);
 	return LOCK_ERR;
 }

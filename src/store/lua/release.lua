@@ -8,7 +8,9 @@
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
 -- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
 -- lock, still its own, is released all the same, and the run ends lost, not released;
--- "preempted" when rlock stopped the command for a --preempt request: see the reply)
+-- "preempted" when rlock stopped the command for a --preempt request: see the reply;
+-- "attempt": a Redlock attempt that got no quorum gives this node's grant back, which
+-- was no run: its acquired record is deleted, no end is recorded)
 -- Reply: 0 not ours, 1 released, 2 kept (--min-hold), 3 released and handed to the
 -- --preempt request that stopped the command (lost "preempted", and its mark still
 -- lives: the request is alive; rlock exits 81 once it took it, and the run ends preempted
@@ -106,7 +108,21 @@ if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- --break does (break.lua); else the next acquire finds it expired.
 if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
-if open and not preempted then
+if open and ARGV[10] == 'attempt' then
+  -- A Redlock attempt given back (no quorum, quorum.c): this node's grant was no run.
+  -- Its acquired record goes too (written a moment ago: among the newest), no end.
+  local es = redis.pcall('XREVRANGE', KEYS[1] .. ':history', '+', '-', 'COUNT', 10)
+  for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == ARGV[1] and ev == 'acquired' then
+      redis.pcall('XDEL', KEYS[1] .. ':history', e[1])
+      break
+    end
+  end
+elseif open and not preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev',
               ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
