@@ -146,6 +146,54 @@ commands_per_acquisition() {
 	((after >= 5)) || fail "the writer waited for the stream to end: $(sort -k3,3n "$LOG")"
 }
 
+@test "shared: a SIGKILLed waiting writer keeps new readers out for seconds, not its ttl (was: its 60 s ttl)" {
+	rlock_bg -s -k wd -- "$HOLD" r
+	local reader=$RLOCK_PID
+	wait_until 20 test -e r.started
+	# a 60 s ttl: before, its writer mark lived that long
+	rlock_bg -t 60s -w 100s -k wd -- touch writer-ran
+	local writer=$RLOCK_PID
+	wait_until 20 key_exists 'rlock:{wd}:writer'
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{wd}:writer')
+	((pttl > 0 && pttl <= 5000)) || fail "the writer mark's lease: ${pttl} ms (ttl 60 s)"
+	kill -KILL "$writer"
+	local t0 took
+	t0=$(now_ms)
+	run -0 --separate-stderr rlock -s -w 50s -k wd -- touch reader-ran
+	took=$(($(now_ms) - t0))
+	echo "# a reader behind a SIGKILLed writer's mark (ttl 60 s): ${took} ms" >&3
+	# its mark's lease (5 s) and the reader's next try (at most 5 s) as the margin
+	((took < 20000)) || fail "waited ${took} ms behind a dead writer's mark"
+	[[ -e reader-ran && ! -e writer-ran ]]
+	touch r.release
+	rlock_wait "$reader" 20
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "shared: a live waiting writer's mark outlasts its 5 s lease: readers stay out" {
+	rlock_bg -s -k wl -- "$HOLD" r
+	local reader=$RLOCK_PID
+	wait_until 20 test -e r.started
+	rlock_bg -t 60s -w 100s -k wl -- touch writer-ran
+	local writer=$RLOCK_PID
+	wait_until 20 key_exists 'rlock:{wl}:writer'
+	# for 8 s (past the mark's 5 s lease), the waiting writer keeps its mark
+	local t0 i
+	t0=$(now_ms)
+	for ((i = 0; i < 400 && $(($(now_ms) - t0)) < 8000; i++)); do
+		key_exists 'rlock:{wl}:writer' || fail "the mark went after $(($(now_ms) - t0)) ms"
+		sleep 0.1
+	done
+	run -75 --separate-stderr rlock -s -n -k wl -- touch late-reader-ran
+	[[ ! -e late-reader-ran ]]
+	touch r.release
+	rlock_wait "$reader" 20
+	rlock_wait "$writer" 20
+	assert_equal "$RLOCK_STATUS" 0
+	[[ -e writer-ran ]]
+}
+
 @test "--limit N for N in 1 2 4: max concurrency exactly N under 3N contenders" {
 	# A barrier, so that "exactly N" does not depend on the contenders' speed: each
 	# holder logs its entry, then stays (at most 30 s) until N holders were inside at

@@ -241,6 +241,52 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	rcli DEL 'rlock:{odd}' 'rlock:{odd}:owner' >/dev/null
 }
 
+# slow_locks N: N locks held (bare lock keys, a 2 min lease), each one status request
+slow_locks() {
+	local i
+	for ((i = 1; i <= $1; i++)); do
+		echo "SET rlock:{slow$i} 0123456789abcdef0123456789abcdef PX 120000"
+	done | rcli >/dev/null
+	local n
+	n=$(rlock --list | grep -c '') || true
+	assert_equal "$n" $(($1 + 1))
+}
+
+@test "--list against a slow server: -w bounds the whole listing (69, one line, nothing on stdout)" {
+	# Every reply 100 ms late, each well within its --io-timeout: 60 locks took ~6 s
+	# whatever -w said (each request had its own io-timeout, none the whole).
+	slow_locks 60
+	delay_proxy_start 100
+	local t0 ms
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -u "$PROXY_URL" --io-timeout 2s -w 1 --list
+	ms=$(($(now_ms) - t0))
+	echo "# --list -w 1 over 60 locks, replies 100 ms late: 69 after ${ms} ms" >&3
+	assert_equal "$output" ""
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --list: .*1\.0 s.*-w"
+	# not before -w; the margin is for a slow start and the last reply's io wait
+	((ms >= 1000 && ms < 4000)) || fail "took ${ms} ms (-w 1)"
+}
+
+@test "--list against a slow server: without -w, 30 x --io-timeout bounds the whole listing" {
+	# --io-timeout 0.2 s: the listing has 6 s; 100 locks, each reply 100 ms late, need ~10
+	slow_locks 100
+	delay_proxy_start 100
+	local t0 ms
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -u "$PROXY_URL" --io-timeout 0.2 --list --json
+	ms=$(($(now_ms) - t0))
+	echo "# --list over 100 locks, replies 100 ms late, io-timeout 0.2 s: 69 after ${ms} ms" >&3
+	assert_equal "$output" ""
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --list: .*6\.0 s.*--io-timeout"
+	((ms >= 6000 && ms < 9000)) || fail "took ${ms} ms (30 x 0.2 s)"
+	# a -w long enough: the whole listing
+	run -0 --separate-stderr rlock -u "$PROXY_URL" --io-timeout 0.2 -w 60 --list --json
+	assert_equal "$(jq '.locks | length' <<<"$output")" 100
+}
+
 @test "--list shows every held lock, aligned, and only locks under the prefix" {
 	start_holder one -t 10s
 	local pid1=$HOLDER_PID

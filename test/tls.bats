@@ -217,6 +217,38 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	((ms >= 990 && ms < 15000)) || fail "took ${ms} ms (connect deadline 1 s, io deadline 30 s)"
 }
 
+@test "TLS handshake to a silent server: no plaintext probe past the --wait deadline" {
+	# A listener that accepts and reads but never speaks; it writes down how many bytes
+	# it got once the client hangs up. After a silent handshake rlock may send filler to
+	# tell a plaintext Redis from a paused TLS server (up to 250 ms): never past -w.
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 5, ReuseAddr => 1) or die "listen: $!";
+		open my $f, ">", "$ARGV[0].tmp" or die; print $f $s->sockport, "\n"; close $f;
+		rename "$ARGV[0].tmp", $ARGV[0];
+		my $c = $s->accept or die "accept: $!"; my ($n, $b, $r) = (0);
+		$n += $r while ($r = sysread($c, $b, 65536));
+		open $f, ">", "$ARGV[1].tmp" or die; print $f "$n\n"; close $f;
+		rename "$ARGV[1].tmp", $ARGV[1]; sleep 60' \
+		"$BATS_TEST_TMPDIR/silent.port" "$BATS_TEST_TMPDIR/silent.bytes") &
+	track_pid $!
+	wait_until 30 test -s silent.port
+	local port t0 ms
+	port=$(cat silent.port)
+	t0=$(now_ms)
+	# the connect deadline (30 s) far beyond -w: -w is the one that ends the handshake
+	run -69 --separate-stderr rlock -w 0.5 -u "rediss://127.0.0.1:$port" --insecure \
+		--connect-timeout 30s --io-timeout 30s -k t -- touch ran
+	ms=$(elapsed_since "$t0")
+	[[ ! -e ran ]]
+	wait_until 30 test -s silent.bytes
+	echo "# silent TLS handshake, -w 0.5: 69 after ${ms} ms, $(cat silent.bytes) bytes sent" >&3
+	# the ClientHello only (well under 4 KiB), no probe's filler (4 KiB and more) ...
+	(($(cat silent.bytes) < 4096)) || fail "$(cat silent.bytes) bytes sent: probed past -w"
+	# ... and so not the probe's 250 ms past -w (the rest of the margin: a slow start)
+	((ms >= 490 && ms < 740)) || fail "took ${ms} ms (-w 0.5)"
+}
+
 @test "client certificate required by the server: without it 69, with it accepted" {
 	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 		-k t -- touch ran

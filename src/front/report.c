@@ -731,16 +731,22 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	return ferror(f) ? -1 : 0; /* out of memory: stop the walk */
 }
 
+/* The whole listing's time when no -w gives one: this many --io-timeouts (60 s by
+ * default), however many locks; each request still has its own --io-timeout. */
+#define LIST_IO_TIMEOUTS 30
+
 /* The whole answer or nothing: the listing is kept in memory until every master (every
  * SCAN page, every lock's status) has answered, then written at once; a failure on the
- * way (a Cluster master that does not answer, a server lost after its first page)
- * leaves stdout empty. */
+ * way (a Cluster master that does not answer, a server lost after its first page, the
+ * listing's time, -w or LIST_IO_TIMEOUTS, spent) leaves stdout empty. */
 int report_list(struct store *s, const struct report_ask *o)
 {
 	struct list_out w = {.o = o};
 	char err[400] = "", *buf = NULL;
 	size_t len = 0;
 	int rc = 0;
+	int64_t total = o->wait_ms > 0 ? o->wait_ms : LIST_IO_TIMEOUTS * o->io_timeout_ms;
+	int64_t cap = clock_ms() + total;
 
 	w.f = open_memstream(&buf, &len);
 	if (!w.f) {
@@ -748,7 +754,21 @@ int report_list(struct store *s, const struct report_ask *o)
 		store_close(s);
 		return RL_EX_OSERR;
 	}
-	if (store_list(s, o->prefix, list_lock, &w, err, sizeof err) != 0) {
+	if (store_list(s, o->prefix, cap, list_lock, &w, err, sizeof err) != 0) {
+		if (!ferror(w.f) && clock_ms() >= cap) {
+			log_debug("%s", err);
+			if (o->wait_ms > 0)
+				snprintf(err, sizeof err,
+				         "--list: no complete answer within %.1f s (-w); nothing "
+				         "printed",
+				         (double)total / 1000);
+			else
+				snprintf(
+				    err, sizeof err,
+				    "--list: no complete answer within %.1f s (%d x --io-timeout; "
+				    "-w sets the time); nothing printed",
+				    (double)total / 1000, LIST_IO_TIMEOUTS);
+		}
 		if (ferror(w.f))
 			snprintf(err, sizeof err,
 			         "--list: out of memory for the answer; nothing printed");

@@ -21,6 +21,7 @@ struct report_ask {
 	int json;
 	int conflict_exit; /* -E: --status's exit when held */
 	int64_t io_timeout_ms;
+	int64_t wait_ms;    /* -w: what is left of it (-1: forever; 0: -n) */
 	int sentinels;      /* a Sentinel URL: how many sentinels; else 0 */
 	const char *master; /* a Sentinel URL: the master's name */
 };

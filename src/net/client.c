@@ -416,7 +416,7 @@ int client_open(struct client **out, const struct server *srv, int64_t cap_ms, c
 	if (!c)
 		return CLIENT_ERR;
 	int64_t deadline = capped(clock_ms() + srv->connect_timeout_ms, cap_ms);
-	if (conn_open(&c->conn, &srv->ep, deadline, err, errlen) != CONN_OK)
+	if (conn_open(&c->conn, &srv->ep, deadline, cap_ms, err, errlen) != CONN_OK)
 		goto fail;
 	rc = setup(c, 1, capped(clock_ms() + srv->io_timeout_ms, cap_ms), err, errlen);
 	if (rc < 0)

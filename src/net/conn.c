@@ -644,10 +644,11 @@ static int probe_verdict(struct conn *c, int plaintext, const char *waited, char
 	return CONN_TIMEOUT;
 }
 
-/* The handshake timed out: probe (blocking, CONN_PROBE_MS at most) whether a plaintext
- * Redis listens there. CONN_TIMEOUT or CONN_ERR. */
-static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadline_ms, char *err,
-                       size_t errlen)
+/* The handshake timed out: probe (blocking, CONN_PROBE_MS at most, and never past
+ * cap_ms: none when the caller's deadline is what ended the handshake) whether a
+ * plaintext Redis listens there. CONN_TIMEOUT or CONN_ERR. */
+static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadline_ms,
+                       int64_t cap_ms, char *err, size_t errlen)
 {
 	char waited[64];
 	int plaintext = 0;
@@ -659,7 +660,10 @@ static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadlin
 		return CONN_TIMEOUT;
 	}
 	c->probe_sent = 0;
-	for (int64_t end = clock_ms() + CONN_PROBE_MS, left; (left = end - clock_ms()) > 0;) {
+	int64_t end = clock_ms() + CONN_PROBE_MS;
+	if (end > cap_ms)
+		end = cap_ms;
+	for (int64_t left; (left = end - clock_ms()) > 0;) {
 		int rc = probe_step(c);
 		if (rc != CONN_AGAIN) {
 			plaintext = rc;
@@ -673,7 +677,7 @@ static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadlin
 
 /* Wrap the connected socket in TLS and drive the handshake until the deadline. */
 static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, int64_t deadline_ms,
-                     char *err, size_t errlen)
+                     int64_t cap_ms, char *err, size_t errlen)
 {
 	const struct tls_ops *ops;
 	int rc, w;
@@ -692,7 +696,8 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT)
-			return tls_silence(c, ops->heard(c->tls), start, deadline_ms, err, errlen);
+			return tls_silence(c, ops->heard(c->tls), start, deadline_ms, cap_ms, err,
+			                   errlen);
 		if (w < 0) {
 			set_err(err, errlen, "TLS handshake with %s: poll: %s", c->peer,
 			        strerror(errno));
@@ -703,8 +708,8 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 
 /* ---- the contract -------------------------------------------------------------- */
 
-int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
-              size_t errlen)
+int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, int64_t cap_ms,
+              char *err, size_t errlen)
 {
 	struct conn *c = NULL;
 	int64_t start = clock_ms();
@@ -725,7 +730,7 @@ int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
 	if (rc != CONN_OK)
 		goto cleanup;
 	if (ep->tls && ep->tls->enabled) {
-		rc = tls_start(c, ep, start, deadline_ms, err, errlen);
+		rc = tls_start(c, ep, start, deadline_ms, cap_ms, err, errlen);
 		if (rc != CONN_OK)
 			goto cleanup;
 	}

@@ -95,9 +95,11 @@ int conn_resolve(struct endpoint *ep, int64_t deadline_ms, char *err, size_t err
 
 /* Connect (TCP/Unix connect, TLS handshake with chain and host-name checks; a lookup
  * first if conn_resolve() has not filled ep->addrs), all before deadline_ms. On success
- * *out owns a connected conn. Returns CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR. */
-int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, char *err,
-              size_t errlen);
+ * *out owns a connected conn. Returns CONN_OK, CONN_TIMEOUT, CONN_ABORT or CONN_ERR.
+ * cap_ms (>= deadline_ms) is the caller's own deadline: a silent handshake's probe
+ * (conn_probe) never runs past it. */
+int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms, int64_t cap_ms,
+              char *err, size_t errlen);
 
 /* Connecting without waiting, for a caller that drives several connects with one
  * poll() (Redlock: a round's nodes all at once). conn_start() creates the socket and
@@ -127,7 +129,8 @@ int64_t conn_wake_ms(const struct conn *c);
  * the handshake, and ends it with CONN_ERR "... answered in plaintext ..." (a final
  * fault, conn_fault()) or CONN_TIMEOUT (something else answered, a passing fault); a
  * probe still at CONN_AGAIN after CONN_PROBE_MS says nothing (a TLS server that is
- * paused). conn_open() probes the same way, blocking, when its handshake times out.
+ * paused). conn_open() probes the same way, blocking, when its handshake times out
+ * (never past its cap_ms).
  * conn_plaintext(c): 1 once the probe found a plaintext Redis. */
 #define CONN_PROBE_MS 250
 int conn_probe(struct conn *c);

@@ -602,12 +602,15 @@ static enum wait_state st_listen(struct wait_run *w)
 /* A place in a queue is a short lease of its own (LOCK_QUEUE_LEASE_MS, or the ttl when
  * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
  * per lease, so that only a dead waiter loses its place. So is a --preempt request's mark
- * (acquire.lua): a requester that is gone stops no holder. */
-static int64_t queue_nap(const struct lock *l, int64_t nap)
+ * (acquire.lua): a requester that is gone stops no holder; and so is the writer mark of
+ * an exclusive request that waits for shared holders, permits or a fair queue (acquire.lua:
+ * its busy reply has no lease, pttl -1): a writer that died keeps readers out seconds. */
+static int64_t queue_nap(const struct lock *l, const struct holder *h, int64_t nap)
 {
 	const char *ch[2];
+	int writer = l->ask.mode == LOCK_EXCLUSIVE && !h->delayed && h->pttl_ms == -1;
 
-	if (!l->ask.nowait && (lock_channels(l, ch) == 2 || l->ask.preempt) &&
+	if (!l->ask.nowait && (lock_channels(l, ch) == 2 || l->ask.preempt || writer) &&
 	    nap > LOCK_QUEUE_LEASE_MS / 3)
 		return LOCK_QUEUE_LEASE_MS / 3;
 	return nap;
@@ -616,7 +619,7 @@ static int64_t queue_nap(const struct lock *l, int64_t nap)
 /* How long to nap while busy. Where a release wakes this waiter on its own (a queue's
  * head, a place among the waiters), the timer is only the safety net (a woken waiter
  * that died before it could try): no short backoff. The place in the queue and the
- * writer mark are leases of the ttl. Wake when the holder's lease can have run out, but
+ * writer mark are short leases (queue_nap). Wake when the holder's lease can have run out, but
  * not twice in a row: a PTTL that keeps saying "now" (or a hostile one) cannot defeat
  * the backoff. Compared, not added to: a PTTL near INT64_MAX must not wrap. */
 static int64_t busy_nap(struct wait_run *w)
@@ -631,13 +634,13 @@ static int64_t busy_nap(struct wait_run *w)
 		w->pttl_woke = 0;
 		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
 		/* a place in the queue and a --preempt mark are kept through the delay too */
-		return queue_nap(l, nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3);
+		return queue_nap(l, w->h, nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3);
 	}
 	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
 		nap = jittered(BACKOFF_MAX_MS, &w->seed);
 	if (nap > l->ask.ttl_ms / 3)
 		nap = l->ask.ttl_ms / 3;
-	nap = queue_nap(l, nap);
+	nap = queue_nap(l, w->h, nap);
 	w->pttl_woke = !w->pttl_woke && w->h->pttl_ms >= 0 && w->h->pttl_ms < nap;
 	if (w->pttl_woke)
 		nap = w->h->pttl_ms + 1;

@@ -87,8 +87,9 @@ struct store_backend {
 	/* store_wait_aof; NULL: the backend cannot (Redlock) */
 	int (*wait_aof)(void *ctx, int local, int replicas, char *err, size_t errlen);
 	/* SCAN every master for keys matching match; each page of names (an array reply)
-	 * to page(arg, names). 0, page's non-zero return, or -1 with the reason. */
-	int (*list)(void *ctx, const char *match,
+	 * to page(arg, names); no request past cap_ms. 0, page's non-zero return, or -1
+	 * with the reason. */
+	int (*list)(void *ctx, const char *match, int64_t cap_ms,
 	            int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
 	            size_t errlen);
 	void (*check_eviction)(void *ctx, const char *warn_key, int64_t cap_ms);

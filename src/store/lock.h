@@ -18,7 +18,8 @@
  *   PREFIX{NAME}:qlease    zset token -> queue lease end (server ms): LOCK_QUEUE_LEASE_MS
  *                          (the ttl if shorter), refreshed by every attempt of the waiter
  *   PREFIX{NAME}:qmeta     hash token -> JSON {host pid}: who waits in the queue
- *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX its ttl
+ *   PREFIX{NAME}:writer    token of a waiting exclusive request, PX LOCK_QUEUE_LEASE_MS (the
+ *                          ttl if shorter), refreshed by every attempt of the waiter
  *   PREFIX{NAME}:waiters   zset token -> place lease end (server ms): plain waiters
  *                          and waiting --limit requests (no queue)
  *   PREFIX{NAME}:wake:TOK  list: a plain waiter's wake-up (it BLPOPs); also the pub/sub

@@ -1189,7 +1189,7 @@ static int by_name(const void *a, const void *b)
 }
 
 /* --list: the names found on any node, once each, in one page. */
-static int quorum_list(void *ctx, const char *match,
+static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
                        int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
                        size_t errlen)
 {
@@ -1209,7 +1209,7 @@ static int quorum_list(void *ctx, const char *match,
 	for (int i = 0; i < q->n; i++)
 		if (q->node[i].skip)
 			node_drop(&q->node[i]);
-	round_all(q, &none, STORE_NO_CAP);
+	round_all(q, &none, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		char cursor[32] = "0";
@@ -1227,8 +1227,14 @@ static int quorum_list(void *ctx, const char *match,
 			size_t lens[6];
 			for (int k = 0; k < 6; k++)
 				lens[k] = strlen(argv[k]);
-			if (client_call(nd->c, 6, argv, lens, clock_ms() + nd->srv->io_timeout_ms,
-			                &r, nd->err, sizeof nd->err) < 0 ||
+			int64_t now = clock_ms(), d = now + nd->srv->io_timeout_ms;
+			if (now >= cap_ms) {
+				snprintf(nd->err, sizeof nd->err, "out of time during SCAN");
+				node_drop(nd);
+				break;
+			}
+			if (client_call(nd->c, 6, argv, lens, d < cap_ms ? d : cap_ms, &r, nd->err,
+			                sizeof nd->err) < 0 ||
 			    r->type != RESP_ARRAY || r->elements != 2 ||
 			    r->element[0]->type != RESP_STRING ||
 			    r->element[1]->type != RESP_ARRAY) {

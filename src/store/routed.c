@@ -879,8 +879,8 @@ static int op_scan(struct client *c, void *arg, int64_t d, char *err, size_t err
 
 /* SCAN one server to the end. */
 static int scan_server(struct routed *s, const struct server *srv, const char *match,
-                       int (*page)(void *, const struct resp_reply *), void *arg, char *err,
-                       size_t errlen)
+                       int64_t cap_ms, int (*page)(void *, const struct resp_reply *), void *arg,
+                       char *err, size_t errlen)
 {
 	char cursor[32] = "0";
 	struct scan_args a = {cursor, match, NULL};
@@ -896,8 +896,14 @@ static int scan_server(struct routed *s, const struct server *srv, const char *m
 			break;
 		}
 		/* srv NULL: the route's server (its deadlines are the configured ones). */
-		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a,
-		        clock_ms() + s->cfg->srv[0].io_timeout_ms, err, errlen) != LOCK_OK) {
+		int64_t now = clock_ms(), cap = now + s->cfg->srv[0].io_timeout_ms;
+		if (now >= cap_ms) {
+			snprintf(err, errlen, "out of time during SCAN");
+			rc = -1;
+			break;
+		}
+		if (run(s, NULL, srv, RUN_RETRY, op_scan, &a, cap < cap_ms ? cap : cap_ms, err,
+		        errlen) != LOCK_OK) {
 			rc = -1;
 			break;
 		}
@@ -910,7 +916,7 @@ static int scan_server(struct routed *s, const struct server *srv, const char *m
 	return rc;
 }
 
-static int routed_list(void *ctx, const char *match,
+static int routed_list(void *ctx, const char *match, int64_t cap_ms,
                        int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
                        size_t errlen)
 {
@@ -918,13 +924,15 @@ static int routed_list(void *ctx, const char *match,
 	const struct store_route *rt = s->cfg->route;
 
 	if (!rt || !rt->master)
-		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, page, arg, err, errlen);
+		return scan_server(s, rt ? NULL : &s->cfg->srv[0], match, cap_ms, page, arg, err,
+		                   errlen);
 	for (int i = 0;; i++) {
-		const struct server *m = rt->master(
-		    s->route, i, clock_ms() + s->cfg->srv[0].connect_timeout_ms, err, errlen);
+		int64_t cap = clock_ms() + s->cfg->srv[0].connect_timeout_ms;
+		const struct server *m =
+		    rt->master(s->route, i, cap < cap_ms ? cap : cap_ms, err, errlen);
 		if (!m)
 			return err[0] ? -1 : 0;
-		int rc = scan_server(s, m, match, page, arg, err, errlen);
+		int rc = scan_server(s, m, match, cap_ms, page, arg, err, errlen);
 		if (rc != 0)
 			return rc;
 	}

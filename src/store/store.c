@@ -243,6 +243,7 @@ struct list_walk {
 	char *err;
 	size_t errlen;
 	int started;
+	int64_t cap_ms; /* the whole walk's deadline */
 };
 
 /* One page of SCAN's names: the locks among them, each with its holders. */
@@ -259,8 +260,13 @@ static int list_page(void *arg, const struct resp_reply *names)
 		if (k->type != RESP_STRING || lock_name_of_key(w->prefix, k->str, k->len, name) < 0)
 			continue;
 		lock_init(&l, w->prefix, name, 0);
-		if (store_status(w->s, &l, clock_ms() + w->s->cfg->srv[0].io_timeout_ms, &hs,
-		                 w->err, w->errlen) != LOCK_OK) {
+		int64_t now = clock_ms(), cap = now + w->s->cfg->srv[0].io_timeout_ms;
+		if (now >= w->cap_ms) {
+			snprintf(w->err, w->errlen, "--list: out of time before %s", l.key);
+			return -1;
+		}
+		if (store_status(w->s, &l, cap < w->cap_ms ? cap : w->cap_ms, &hs, w->err,
+		                 w->errlen) != LOCK_OK) {
 			/* which of the names (a key of another type under it: anyone can SET one)
 			 */
 			char why[512];
@@ -282,18 +288,18 @@ static int list_page(void *arg, const struct resp_reply *names)
 	return rc;
 }
 
-int store_list(struct store *s, const char *prefix,
+int store_list(struct store *s, const char *prefix, int64_t cap_ms,
                int (*each)(void *arg, const char *name, const struct lock *l,
                            const struct holders *hs),
                void *arg, char *err, size_t errlen)
 {
-	struct list_walk w = {s, prefix, each, arg, err, errlen, 0};
+	struct list_walk w = {s, prefix, each, arg, err, errlen, 0, cap_ms};
 	char match[300];
 
 	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
 	glob_escape(match, sizeof match - 5, prefix);
 	memcpy(match + strlen(match), "{*}*", 5); /* room kept by the - 5 above */
-	return s->be->list(s->ctx, match, list_page, &w, err, errlen);
+	return s->be->list(s->ctx, match, cap_ms, list_page, &w, err, errlen);
 }
 
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)

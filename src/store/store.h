@@ -206,8 +206,10 @@ int store_wait_aof(struct store *s, int local, int replicas, char *err, size_t e
 /* --list: every lock of prefix held now, on every master (SCAN, then store_status):
  * each(arg, name, l, hs) for each, with its holders (hs->n > 0); first, once the
  * server answered, each(arg, NULL, NULL, NULL). each's non-zero return stops the walk
- * and is returned. 0, or -1 with the reason. */
-int store_list(struct store *s, const char *prefix,
+ * and is returned. The whole walk ends by cap_ms (a deadline, not STORE_NO_CAP): a
+ * request it would run past, or a step that starts after it, fails the walk. 0, or -1
+ * with the reason. */
+int store_list(struct store *s, const char *prefix, int64_t cap_ms,
                int (*each)(void *arg, const char *name, const struct lock *l,
                            const struct holders *hs),
                void *arg, char *err, size_t errlen);

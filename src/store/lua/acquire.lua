@@ -162,7 +162,12 @@ end
 if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
                                  not handed and queued) then
   ask_preempt() -- an exclusive holder with --fair waiters behind it
-  redis.call('SET', KEYS[7], ARGV[1], 'PX', ARGV[2])
+  -- The writer mark: a short lease of its own (WRITER_MS, lock.h's LOCK_QUEUE_LEASE_MS,
+  -- or the ttl when shorter), renewed by every attempt of the waiter (wait.c tries at
+  -- least three times per lease): a writer that died keeps readers out seconds, not
+  -- its ttl.
+  local WRITER_MS = math.min(tonumber(ARGV[2]), 5000)
+  redis.call('SET', KEYS[7], ARGV[1], 'PX', WRITER_MS)
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
   local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
   local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
