@@ -245,8 +245,9 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	echo "# silent TLS handshake, -w 0.5: 69 after ${ms} ms, $(cat silent.bytes) bytes sent" >&3
 	# the ClientHello only (well under 4 KiB), no probe's filler (4 KiB and more) ...
 	(($(cat silent.bytes) < 4096)) || fail "$(cat silent.bytes) bytes sent: probed past -w"
-	# ... and so not the probe's 250 ms past -w (the rest of the margin: a slow start)
-	((ms >= 490 && ms < 740)) || fail "took ${ms} ms (-w 0.5)"
+	# ... and not before -w (the time's upper side is the bytes' to judge: a process's
+	# start on a loaded machine, or under a sanitizer, takes longer than the probe)
+	((ms >= 490 && ms < 15000)) || fail "took ${ms} ms (-w 0.5)"
 }
 
 @test "client certificate required by the server: without it 69, with it accepted" {
