@@ -186,7 +186,7 @@ backoff_holds() {
 		took=$(($(now_ms) - t0))
 		echo "# $mode: 75 after $took ms" >&3
 		[[ ! -e ran ]]
-		((took < 4000)) || fail "$mode: -w 1 gave up after $took ms (--io-timeout 8s)"
+		((took < 7000)) || fail "$mode: -w 1 gave up after $took ms (--io-timeout 8s)"
 	done
 }
 
