@@ -610,6 +610,7 @@ static const struct right rights[] = {
     {"type", 0, 0, {"TYPE", "K"}},
     {"xadd", 0, 0, {"XADD", "K", "*", "f", "v"}},
     {"xrevrange", 0, 0, {"XREVRANGE", "K", "+", "-"}},
+    {"xdel", 0, 0, {"XDEL", "K", "0-1"}}, /* a Redlock attempt's record taken back */
     {"time", 1, 0, {"TIME"}},
     {"publish", 0, 0, {"PUBLISH", "C", "m"}}, /* wake-ups: best effort (here.lua) */
     {"rpush", 0, 0, {"RPUSH", "K", "v"}},
@@ -640,7 +641,7 @@ static const char trial_script[] =
     "try('PEXPIRE', k, '1') try('HGET', k, 'f') try('HMGET', k, 'f') try('HDEL', k, 'f')\n"
     "try('ZCOUNT', k, '0', '1') try('ZRANGE', k, '0', '1') try('ZRANGEBYSCORE', k, '0', '1')\n"
     "try('ZREM', k, 'm') try('ZSCORE', k, 'm') try('TIME') try('PUBLISH', ch, 'check')\n"
-    "try('XREVRANGE', k, '+', '-', 'COUNT', '1') try('TYPE', k)\n"
+    "try('XREVRANGE', k, '+', '-', 'COUNT', '1') try('XDEL', k, '0-1') try('TYPE', k)\n"
     "try('ZREMRANGEBYSCORE', k, '0', '1') try('ZREVRANGEBYSCORE', k, '1', '0')\n"
     "if try('DEL', k) then\n"
     "  for _, c in ipairs({{'SET', k, '1', 'NX', 'PX', '10000'}, {'INCR', k}, {'HSET', k, 'f', "

@@ -135,8 +135,16 @@ if not free then
     return {placed, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false,
             false, false, false, false, false, ho[5] or false, false, false, 'reserved'}
   end
-  -- nobody holds it: the fair queue's waiters ahead of this request go first
-  local ahead = queued and (redis.call('ZRANK', KEYS[7], tok) or redis.call('ZCARD', KEYS[7]))
+  -- nobody holds it: the fair queue's waiters ahead of this request go first (its rank
+  -- by ZSCORE and ZCOUNT, ties in ZRANGE's order: the documented ACL has no ZRANK)
+  local ahead = queued and redis.call('ZCARD', KEYS[7])
+  local sc = queued and redis.call('ZSCORE', KEYS[7], tok)
+  if sc then
+    ahead = redis.call('ZCOUNT', KEYS[7], '-inf', '(' .. sc)
+    for _, o in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], sc, sc)) do
+      if o < tok then ahead = ahead + 1 end
+    end
+  end
   if not first[1] and ahead and ahead > 0 then
     return {placed, -1, false, false, false, false, false, false, false, false, false, false,
             'queued', ahead}

@@ -50,7 +50,7 @@ elseif keep >= 0 and released_before(lock, tok) then
 end
 if not s or tonumber(s) <= now or keep < 0 then
   local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
-               (s or redis.call('HEXISTS', KEYS[2], tok) == 0)
+               (s or not redis.call('HGET', KEYS[2], tok))
   history_ends(late and 'expired' or 'lost')
   return 0
 end
