@@ -144,6 +144,9 @@ if not (recorded and keeps) then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
+-- The message: the released token, or "attempt" for a Redlock attempt's give-back (no
+-- run ended: a waiter pausing after its own split vote keeps pausing, quorum.c).
+local msg = ARGV[10] == 'attempt' and 'attempt' or ARGV[1]
 if to then
   -- The lock goes to the request that asked, while it lives (its mark's short lease,
   -- renewed by its attempts: acquire.lua), before any other waiter of any mode, woken
@@ -158,9 +161,9 @@ if to then
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
   redis.pcall(ARGV[4], wk, 'preempted')
 elseif head then
-  redis.pcall(ARGV[4], ARGV[5] .. head, ARGV[1])
+  redis.pcall(ARGV[4], ARGV[5] .. head, msg)
 else
   wake_one(KEYS[1], ARGV[5], nil, 'release')
-  redis.pcall(ARGV[4], ARGV[3], ARGV[1])
+  redis.pcall(ARGV[4], ARGV[3], msg)
 end
 return answer
