@@ -817,6 +817,8 @@ scripts_run() {
 	n=$(grep -c 'split vote' "$werr")
 	((n <= 8)) || fail "$n split votes in 1.5 s: $(tail -5 "$werr")"
 	[[ ! -e w.ran ]]
+	# -vv says no release woke it: none came (its own give-backs are no release)
+	run -1 grep -c 'woken by the release notification' "$werr"
 	# after six splits the pause is 2.5-5 s; the listener left node 0 (which the holder
 	# no longer has, and where its release is not published): the release ends it
 	wait_until 30 split_count "$werr" 6
