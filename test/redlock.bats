@@ -48,6 +48,7 @@ node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
 ms_past() { (($(now_ms) - $1 >= $2)); }                  # ms_past T0 MS
 counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
+newest_has() { node_cli "$1" XREVRANGE "rlock:{$2}:history" + - COUNT 1 | grep -q "$3"; } # newest_has I NAME TEXT
 split_count() { (($(grep -c 'split vote' "$1") >= $2)); } # split_count FILE N
 
 # The five URLs, comma-separated.
@@ -859,4 +860,26 @@ scripts_run() {
 	((RLOCK_STATUS == 0))
 	rlock_wait "$waiter"
 	((RLOCK_STATUS == 0))
+}
+
+@test "--history: a run stopped by a signal during its attempt (granted, the reply on its way) is no run: its give-back leaves no acquired/released pair" {
+	# 3 nodes behind proxies that hold each reply 1.5 s: the attempt runs on every node
+	# (each writes its acquired record), and SIGTERM comes before the replies
+	local i list='' three=''
+	for i in 0 1 2; do
+		delay_proxy_start 1500 "$(node_port "$i")"
+		list+=${list:+,}$PROXY_URL
+		three+=${three:+,}redis://127.0.0.1:$(node_port "$i")
+	done
+	run -0 rlock -u "$list" --node-timeout 10s -k sg -- true # scripts loaded: one round
+	rlock_bg -w 30s -u "$list" --node-timeout 10s -k sg --label stopped -- touch ran
+	local r=$RLOCK_PID
+	for i in 0 1 2; do
+		wait_until 30 newest_has "$i" sg stopped
+	done
+	kill -TERM "$r"
+	rlock_wait "$r" 30
+	[[ ! -e ran ]]
+	run -0 rlock -u "$three" --history --json -k sg
+	refute_output --partial stopped
 }

@@ -231,14 +231,17 @@ static int64_t cleanup_deadline(const struct wait_args *a, int64_t budget_ms)
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
  * within budget_ms (and one io-timeout). The store runs the release after anything
  * still unanswered on its connection (store.h). At worst the lease expires by its
- * TTL. */
+ * TTL. The command never ran: an attempt's give-back (release.lua), as a Redlock
+ * attempt without a quorum, so that --history shows no acquired/released pair. */
 static void give_back(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
 	char err[300] = "";
+	struct lock l = *a->lock;
 
+	l.attempt_declared = 1;
 	/* When the lease would end is not known here (a reply may not have come): the
 	 * budget bounds it. */
-	if (lease_release(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
+	if (lease_release(s, NULL, &l, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
 	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ask.ttl_ms);
