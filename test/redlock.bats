@@ -862,17 +862,16 @@ scripts_run() {
 	((RLOCK_STATUS == 0))
 }
 
-@test "--history: a run stopped by a signal during its attempt (granted, the reply on its way) is no run: its give-back leaves no acquired/released pair" {
-	# 3 nodes behind proxies that hold each reply 1.5 s: the attempt runs on every node
-	# (each writes its acquired record), and SIGTERM comes before the replies
-	local i list='' three=''
-	for i in 0 1 2; do
-		delay_proxy_start 1500 "$(node_port "$i")"
-		list+=${list:+,}$PROXY_URL
-		three+=${three:+,}redis://127.0.0.1:$(node_port "$i")
-	done
-	run -0 rlock -u "$list" --node-timeout 10s -k sg -- true # scripts loaded: one round
-	rlock_bg -w 30s -u "$list" --node-timeout 10s -k sg --label stopped -- touch ran
+@test "--history: a run stopped by a signal during its attempt (granted, a reply on its way) is no run: its give-back leaves no acquired/released pair" {
+	# 3 nodes, node 2 behind a proxy that holds each reply 5 s: the attempt runs on
+	# every node (each writes its acquired record), nodes 0 and 1 answer, and SIGTERM
+	# comes while node 2's reply is on its way
+	local i three list
+	delay_proxy_start 5000 "$(node_port 2)"
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	list="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),$PROXY_URL"
+	run -0 rlock -u "$three" -k sg -- true # scripts loaded: the attempt is one round
+	rlock_bg -w 30s -u "$list" --node-timeout 20s -k sg --label stopped -- touch ran
 	local r=$RLOCK_PID
 	for i in 0 1 2; do
 		wait_until 30 newest_has "$i" sg stopped
