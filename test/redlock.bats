@@ -48,6 +48,8 @@ node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
 ms_past() { (($(now_ms) - $1 >= $2)); }                  # ms_past T0 MS
 counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
+newest_has() { node_cli "$1" XREVRANGE "rlock:{$2}:history" + - COUNT 1 | grep -q "$3"; } # newest_has I NAME TEXT
+split_count() { (($(grep -c 'split vote' "$1") >= $2)); } # split_count FILE N
 
 # The five URLs, comma-separated.
 urls() {
@@ -816,10 +818,67 @@ scripts_run() {
 	n=$(grep -c 'split vote' "$werr")
 	((n <= 8)) || fail "$n split votes in 1.5 s: $(tail -5 "$werr")"
 	[[ ! -e w.ran ]]
+	# -vv says no release woke it: none came (its own give-backs are no release)
+	run -1 grep -c 'woken by the release notification' "$werr"
+	# after six splits the pause is 2.5-5 s; the listener left node 0 (which the holder
+	# no longer has, and where its release is not published): the release ends it
+	wait_until 30 split_count "$werr" 6
+	t0=$(now_ms)
 	touch h.release
+	wait_until 30 test -e w.ran
+	n=$(($(now_ms) - t0))
+	((n < 1500)) || fail "the waiter took $n ms after the release: $(tail -5 "$werr")"
 	rlock_wait "$holder"
 	((RLOCK_STATUS == 0))
-	wait_until 30 test -e w.ran
 	rlock_wait "$waiter"
 	((RLOCK_STATUS == 0))
+}
+
+@test "a split vote's pause ends at the holder's release (within a round trip), not at its end (up to 5 s)" {
+	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty: the
+	# waiter's attempts are granted by node 2 alone and given back. After six splits
+	# the pause is 2.5-5 s: the holder's release, heard on node 0, ends it at once.
+	local three
+	node_kill 2
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 120s -u "$three" -k ph -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	node_start 2
+	rlock_bg -vv -w 60s -u "$three" -k ph -- touch w.ran
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 split_count "$werr" 6
+	local t0 took
+	t0=$(now_ms)
+	touch h.release
+	wait_until 30 test -e w.ran
+	took=$(($(now_ms) - t0))
+	echo "# hand-off after the holder's release: $took ms; splits: $(grep -c 'split vote' "$werr")" >&3
+	((took < 1500)) || fail "the waiter took $took ms after the release: $(tail -5 "$werr")"
+	grep -q 'woken by the release notification' "$werr"
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 0))
+}
+
+@test "--history: a run stopped by a signal during its attempt (granted, a reply on its way) is no run: its give-back leaves no acquired/released pair" {
+	# 3 nodes, node 2 behind a proxy that holds each reply 5 s: the attempt runs on
+	# every node (each writes its acquired record), nodes 0 and 1 answer, and SIGTERM
+	# comes while node 2's reply is on its way
+	local i three list
+	delay_proxy_start 5000 "$(node_port 2)"
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	list="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),$PROXY_URL"
+	run -0 rlock -u "$three" -k sg -- true # scripts loaded: the attempt is one round
+	rlock_bg -w 30s -u "$list" --node-timeout 20s -k sg --label stopped -- touch ran
+	local r=$RLOCK_PID
+	for i in 0 1 2; do
+		wait_until 30 newest_has "$i" sg stopped
+	done
+	kill -TERM "$r"
+	rlock_wait "$r" 30
+	[[ ! -e ran ]]
+	run -0 rlock -u "$three" --history --json -k sg
+	refute_output --partial stopped
 }

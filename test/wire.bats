@@ -441,6 +441,28 @@ late_taken_again() {
 	((RLOCK_STATUS == 79)) || fail "history = $h $*: exit $RLOCK_STATUS for a run whose lock was broken: $(cat "$werr")"
 }
 
+@test "--history: a grant given back unused (its reply came too late) is no run: one acquired record for the run, not a pair before it" {
+	local mode k
+	for mode in "" -s; do
+		k=lategb$mode
+		run -0 rlock $mode -k warm -- true # the scripts are cached: the request runs as sent
+		# the server frozen before the request comes: it runs it when it thaws, later
+		# than the lease floor (4/5 of 1 s) after it was sent: the grant is given back
+		# unused, and the next attempt (the same token) takes the lock for the run
+		kill -STOP "$REDIS_PID"
+		rlock_bg -vv -t 1s --io-timeout 20s -w 60s $mode -k "$k" -- true
+		local w=$RLOCK_PID werr=$RLOCK_ERR t0
+		t0=$(now_ms)
+		wait_until 30 past $((t0 + 1500))
+		kill -CONT "$REDIS_PID"
+		rlock_wait "$w" 30
+		((RLOCK_STATUS == 0)) || fail "$mode: exit $RLOCK_STATUS: $(cat "$werr")"
+		grep -q 'too late' "$werr" || fail "$mode: no late grant given back: $(cat "$werr")"
+		run -0 rlock --history --json -k "$k"
+		assert_equal "$mode: $(jq -r '[.entries[].event] | join(" ")' <<<"$output")" "$mode: released acquired"
+	done
+}
+
 @test "a slow link (replies dripped): -v's look at the eviction policy at start does not hold up the first renewal; held to the end, 0 with and without -v" {
 	# -v looks at the policy (INFO memory, about 1 KB: seconds at 10 ms a byte) as soon
 	# as the lock is taken, on the renewal's connection. It may take until the first

@@ -129,8 +129,9 @@ static int take_signal(int sigfd, int *signo)
 	return 0;
 }
 
-/* Sleep until `until` or a wake-up: 1 woken by a release, 0 timeout, -1 the
- * subscription broke, -4 a signal (*signo). */
+/* Sleep until `until` or a wake-up: 1 woken by a release, 2 by a Redlock attempt's
+ * give-back (no release: the caller says what it does), 0 timeout, -1 the subscription
+ * broke, -4 a signal (*signo). */
 static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 {
 	for (;;) {
@@ -185,6 +186,8 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 			log_debug("woken by the release notification");
 			return 1;
 		}
+		if (got == 2)
+			return 2;
 	}
 }
 
@@ -228,14 +231,17 @@ static int64_t cleanup_deadline(const struct wait_args *a, int64_t budget_ms)
 /* Give back a lock that may be ours (taken, or an acquire whose reply never came),
  * within budget_ms (and one io-timeout). The store runs the release after anything
  * still unanswered on its connection (store.h). At worst the lease expires by its
- * TTL. */
+ * TTL. The command never ran: an attempt's give-back (release.lua), as a Redlock
+ * attempt without a quorum, so that --history shows no acquired/released pair. */
 static void give_back(struct store *s, const struct wait_args *a, int64_t budget_ms)
 {
 	char err[300] = "";
+	struct lock l = *a->lock;
 
+	l.attempt_declared = 1;
 	/* When the lease would end is not known here (a reply may not have come): the
 	 * budget bounds it. */
-	if (lease_release(s, NULL, a->lock, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
+	if (lease_release(s, NULL, &l, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
 	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ask.ttl_ms);
@@ -533,6 +539,10 @@ static enum wait_state st_attempt(struct wait_run *w)
 		return done(w, from_lock(rc));
 	w->waiting = 1;
 	w->split = w->h->split_vote;
+	/* A split vote: listen where the holder is now (the node listened on may have
+	 * granted this vote: the holder's release is not published there). */
+	if (w->split && store_listener_moved(w->s))
+		forget_listener(w);
 	w->busy_at = clock_ms();
 	if (w->busy_at >= w->deadline)
 		return done(w, WAIT_BUSY);
@@ -649,18 +659,21 @@ static int64_t busy_nap(struct wait_run *w)
 
 /* A Redlock split vote (some nodes granted and were given back, no quorum): the next
  * attempt after a random delay, as the Redlock algorithm says, that grows with each
- * split in a row and ends by the -w deadline. Not at a release notification: the
- * give-backs publish one (this waiter's own too, on a node it listens on), so two
- * waiters that split the vote would wake each other, or one itself, and split again
- * at once, on and on. Those heard meanwhile are read and ignored. */
+ * split in a row and ends by the -w deadline, or at once at a holder's release. Not at
+ * an attempt's give-back (release.lua publishes "attempt", this waiter's own too, on a
+ * node it listens on): two waiters that split the vote would wake each other, or one
+ * itself, and split again at once, on and on. Those heard meanwhile are ignored. */
 static enum wait_state split_pause(struct wait_run *w)
 {
 	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
 	int slept, rounds = 0;
 
-	do
+	do {
 		slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
-	while (slept == 1 && clock_ms() < until && ++rounds < 1000);
+		if (slept == 2)
+			log_debug("a Redlock attempt's give-back notified (no release): still "
+			          "pausing after the split vote");
+	} while (slept == 2 && clock_ms() < until && ++rounds < 1000);
 	if (slept == -4)
 		return done(w, WAIT_SIGNAL);
 	if (slept == -1)
@@ -675,6 +688,8 @@ static enum wait_state st_nap(struct wait_run *w)
 	int64_t until = before_deadline(w, w->busy_at + busy_nap(w));
 	int slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
 
+	if (slept == 2)
+		log_debug("woken by a Redlock attempt's give-back (a node freed, no release)");
 	if (slept == -4)
 		return done(w, WAIT_SIGNAL);
 	if (slept == 0)

@@ -18,13 +18,14 @@
 struct store {
 	const struct store_config *cfg;
 	const struct store_backend *be;
-	void *ctx;                   /* be's per-handle state, from its open() */
-	struct client *sub;          /* release notifications: a subscription, or a wake list */
-	const struct server *sub_at; /* a wake list: where sub waits (NULL: a subscription) */
-	int sub_armed;               /* a wake list: sub has a BLPOP outstanding */
-	int no_wake_list;            /* BLPOP refused (NOPERM): listen on the channel */
-	struct client *watch;        /* the route's announcements (store_watch_fd) */
-	int64_t watch_retry_at;      /* a watch that failed is not tried again before */
+	void *ctx;                    /* be's per-handle state, from its open() */
+	struct client *sub;           /* release notifications: a subscription, or a wake list */
+	const struct server *sub_at;  /* a wake list: where sub waits (NULL: a subscription) */
+	const struct server *sub_srv; /* a subscription's server, when listen_at chose it */
+	int sub_armed;                /* a wake list: sub has a BLPOP outstanding */
+	int no_wake_list;             /* BLPOP refused (NOPERM): listen on the channel */
+	struct client *watch;         /* the route's announcements (store_watch_fd) */
+	int64_t watch_retry_at;       /* a watch that failed is not tried again before */
 };
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
@@ -463,8 +464,10 @@ static int subscribe_lock(struct store *s, const struct lock *l, int64_t cap, ch
 			continue;
 		}
 		if (subscribe(s->sub, "SUBSCRIBE", l, min64(clock_ms() + wait, cap), err, errlen) ==
-		    0)
+		    0) {
+			s->sub_srv = srv;
 			return STORE_NEW;
+		}
 		store_unsubscribe(s);
 	}
 	return STORE_ERR;
@@ -511,10 +514,13 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		resp_free(r);
 		return pushed ? 1 : -1;
 	}
-	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}. */
+	/* "message" (SUBSCRIBE) or "smessage" (SSUBSCRIBE): {kind, channel, token}; the
+	 * token "attempt": a Redlock attempt's give-back (release.lua), no release. */
 	int kind = r->type == RESP_ARRAY && r->elements == 3 && r->element[0]->type == RESP_STRING;
 	int msg = kind && (strcmp(r->element[0]->str, "message") == 0 ||
 	                   strcmp(r->element[0]->str, "smessage") == 0);
+	if (msg && r->element[2]->type == RESP_STRING && strcmp(r->element[2]->str, "attempt") == 0)
+		msg = 2;
 	/* We never unsubscribe: a "sunsubscribe" is the server's, whose node no longer
 	 * serves the channel's slot (migrated, failed over). Releases are announced on the
 	 * new owner now: subscribe again, there. */
@@ -528,6 +534,14 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 	return msg;
 }
 
+int store_listener_moved(const struct store *s)
+{
+	int64_t wait;
+
+	return s->sub && !s->sub_at && s->sub_srv && s->be->listen_at &&
+	       s->be->listen_at(s->ctx, 0, &wait) != s->sub_srv;
+}
+
 int store_wake_refused(const struct store *s)
 {
 	return s->no_wake_list;
@@ -538,6 +552,7 @@ void store_unsubscribe(struct store *s)
 	client_close(s->sub);
 	s->sub = NULL;
 	s->sub_at = NULL;
+	s->sub_srv = NULL;
 	s->sub_armed = 0;
 }
 

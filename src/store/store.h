@@ -236,7 +236,8 @@ int store_node_call(struct store *s, const struct server *srv, int argc, const c
  * STORE_NEW a new subscription (try again at once: a release before it was not
  * heard), STORE_OK listening (a wake list keeps a push made before it listened),
  * STORE_ERR. fd: poll it for POLLIN (-1 when not listening); check buffered first.
- * read: 1 woken (a release was published, or pushed to the list), 0 nothing yet (or
+ * read: 1 woken (a release was published, or pushed to the list), 2 woken by a Redlock
+ * attempt's give-back (a node freed, no run ended: release.lua), 0 nothing yet (or
  * another message), -1 it broke (closed; subscribe again). subscribe never runs past
  * cap_ms (the waiter's -w deadline; STORE_NO_CAP: none). */
 int store_subscribe(struct store *s, const struct lock *l, int64_t cap_ms, char *err,
@@ -245,6 +246,9 @@ int store_notify_fd(const struct store *s);
 int store_notify_buffered(const struct store *s);
 int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);
 void store_unsubscribe(struct store *s);
+/* 1 when the subscription is not where the backend would listen now (a quorum's node
+ * that the holder no longer has, where its release is not published): subscribe again. */
+int store_listener_moved(const struct store *s);
 /* The watch, beside the release notifications of a route that can name a new server
  * (Sentinel: +switch-master), opened by store_subscribe (best effort; a watch that
  * cannot open is tried again at most every STORE_WATCH_RETRY_MS) and kept until

@@ -123,6 +123,22 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
   history_add(lock, len, ret, 'ev', 'acquired', 'fence', fence, 'token', token, 'host',
               host or '', 'pid', pid or '', 'user', user or '', 'label', label or '')
 end
+-- history_unacquired(lock, token): a grant given back unused (an attempt: no quorum, or
+-- a reply too late, wait.c give_back) was no run: its acquired record goes (written a
+-- moment ago: among the newest), and no end is written.
+local function history_unacquired(lock, token)
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 10)
+  for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == token and ev == 'acquired' then
+      redis.pcall('XDEL', lock .. ':history', e[1])
+      return
+    end
+  end
+end
 -- history_close(lock, token): the open run of token, taken out of the open runs (its
 -- end is the caller's to write), or nil when it is not open (ended already).
 local function history_close(lock, token)

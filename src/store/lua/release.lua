@@ -109,19 +109,9 @@ if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
 local recorded
 if open and ARGV[10] == 'attempt' then
-  -- A Redlock attempt given back (no quorum, quorum.c): this node's grant was no run.
-  -- Its acquired record goes too (written a moment ago: among the newest), no end.
-  local es = redis.pcall('XREVRANGE', KEYS[1] .. ':history', '+', '-', 'COUNT', 10)
-  for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
-    local f, ev, tok = e[2], nil, nil
-    for i = 1, #f - 1, 2 do
-      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
-    end
-    if tok == ARGV[1] and ev == 'acquired' then
-      redis.pcall('XDEL', KEYS[1] .. ':history', e[1])
-      break
-    end
-  end
+  -- A grant given back unused (a Redlock attempt without a quorum, quorum.c; a reply
+  -- too late, wait.c): no run. Its acquired record goes too, no end.
+  history_unacquired(KEYS[1], ARGV[1])
 elseif open and not preempted then
   recorded = history_add(KEYS[1], run[1], run[2], 'ev',
               ARGV[10] == 'lost' and 'lost' or 'released', 'fence', run[3] or '', 'token',
@@ -144,6 +134,9 @@ if not (recorded and keeps) then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 local head = redis.pcall('ZRANGE', KEYS[1] .. ':queue', 0, 0)[1]
+-- The message: the released token, or "attempt" for a Redlock attempt's give-back (no
+-- run ended: a waiter pausing after its own split vote keeps pausing, quorum.c).
+local msg = ARGV[10] == 'attempt' and 'attempt' or ARGV[1]
 if to then
   -- The lock goes to the request that asked, while it lives (its mark's short lease,
   -- renewed by its attempts: acquire.lua), before any other waiter of any mode, woken
@@ -158,9 +151,9 @@ if to then
   redis.pcall('PEXPIRE', wk, math.max(redis.call('PTTL', pk), 1))
   redis.pcall(ARGV[4], wk, 'preempted')
 elseif head then
-  redis.pcall(ARGV[4], ARGV[5] .. head, ARGV[1])
+  redis.pcall(ARGV[4], ARGV[5] .. head, msg)
 else
   wake_one(KEYS[1], ARGV[5], nil, 'release')
-  redis.pcall(ARGV[4], ARGV[3], ARGV[1])
+  redis.pcall(ARGV[4], ARGV[3], msg)
 end
 return answer

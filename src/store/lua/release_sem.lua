@@ -5,7 +5,8 @@
 -- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
 -- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
--- still its own, is released, and the run ends lost; as release.lua)
+-- still its own, is released, and the run ends lost; as release.lua; "attempt": a grant
+-- given back unused, no run: its acquired record goes, no end)
 -- A permit whose lease ran out by the server's clock (its score in the past, or its
 -- entries gone with the keys' expiry, its record in meta too) while a
 -- release sent within it by rlock's clock was on its way: the run ends expired, with
@@ -69,7 +70,13 @@ here(delayed and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
      not keeps and keep <= 0 and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
-local recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released')
+local recorded
+if ARGV[10] == 'attempt' then
+  -- a grant given back unused (wait.c give_back): no run, as release.lua
+  if hist and history_close(lock, tok) then history_unacquired(lock, tok) end
+else
+  recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released')
+end
 if keep > 0 then
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
