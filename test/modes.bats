@@ -494,3 +494,20 @@ fair_places() {
 	run -0 --separate-stderr rlock -k qf --status
 	run -0 --separate-stderr rlock -n -k qf -- true
 }
+
+@test "--fair: --list lists a free name that only the fair queue keeps out, as --status says it (text and JSON); once" {
+	fair_places qf 2
+	run -75 --separate-stderr rlock -k qf -n -- true
+	run -0 --separate-stderr rlock --list
+	assert_line --regexp '^qf +- +- +- +- +\[free, but 2 --fair waiters go first: a new request waits its turn\]$'
+	[[ $(grep -c '^qf ' <<<"$output") == 1 ]] || fail "$output"
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "qf") | [.held, .blocked.by, .blocked.waiters]]' <<<"$output")" '[[false,"fair-queue",2]]'
+	# the places' leases ended (their waiters are gone): the queue binds nobody, unlisted
+	local i
+	for i in 1 2; do rcli ZADD 'rlock:{qf}:qlease' 1 "tok$i" >/dev/null; done
+	run -0 --separate-stderr rlock -k qf --status
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "qf")]' <<<"$output")" '[]'
+	rcli DEL 'rlock:{qf}:queue' 'rlock:{qf}:qlease' 'rlock:{qf}:qmeta' >/dev/null
+}

@@ -237,7 +237,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
 {
-	static const char hsuf[] = ":holders", dsuf[] = ":delay", psuf[] = ":preempt";
+	static const char hsuf[] = ":holders", dsuf[] = ":delay", psuf[] = ":preempt",
+	                  qsuf[] = ":queue";
 	size_t plen = strlen(prefix);
 
 	if (len > sizeof hsuf - 1 &&
@@ -249,6 +250,9 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 	else if (len > sizeof psuf - 1 &&
 	         memcmp(key + len - (sizeof psuf - 1), psuf, sizeof psuf - 1) == 0)
 		len -= sizeof psuf - 1;
+	else if (len > sizeof qsuf - 1 &&
+	         memcmp(key + len - (sizeof qsuf - 1), qsuf, sizeof qsuf - 1) == 0)
+		len -= sizeof qsuf - 1;
 	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
