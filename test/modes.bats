@@ -511,3 +511,26 @@ fair_places() {
 	assert_equal "$(jq -c '[.locks[] | select(.name == "qf")]' <<<"$output")" '[]'
 	rcli DEL 'rlock:{qf}:queue' 'rlock:{qf}:qlease' 'rlock:{qf}:qmeta' >/dev/null
 }
+
+@test "shared: a request that only a waiting writer's mark keeps out (the lock free) says so (busy line, -v), never 'held by ? pid ?'" {
+	# a waiting exclusive request's mark (a writer SIGKILLed or stopped while it waited,
+	# or a moment before its turn): new shared holders and permits queue behind it
+	rcli SET 'rlock:{wm}:writer' tokw PX 60000 >/dev/null
+	local mode
+	for mode in -s "-l 2"; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -75 --separate-stderr rlock -n $mode -k wm -- true
+		[[ $stderr == "rlock: lock 'wm' is busy: an exclusive request waits, it goes first" ]] ||
+			fail "$mode: $stderr"
+		# shellcheck disable=SC2086
+		run -75 --separate-stderr rlock -v -w 300ms $mode -k wm -- true
+		[[ $stderr == *"lock 'wm' is busy (an exclusive request waits, it goes first); waiting"* ]] ||
+			fail "$mode: $stderr"
+		[[ $stderr != *"? pid ?"* ]] || fail "$mode: $stderr"
+	done
+	# an exclusive request is not kept out: --status says free (and names the mark)
+	run -0 --separate-stderr rlock -k wm --status
+	assert_line 'an exclusive request is waiting: new shared holders queue behind it'
+	rcli DEL 'rlock:{wm}:writer' >/dev/null
+	run -0 --separate-stderr rlock -n -s -k wm -- true
+}

@@ -398,7 +398,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
  * kept, preemptible[, "reserved"]]]}: "reserved" when nobody holds the name and it is kept
  * for the --preempt request named; or {0, -1, false x 10, "queued", N}: nobody holds it,
- * N --fair waiters go first. */
+ * N --fair waiters go first; or {0, -1, false x 10, "writer", 1}: nobody holds it, a
+ * waiting exclusive request goes first (a shared or permit request). */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -421,6 +422,8 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 		long long q = field_number(r->element[13]);
 		h->queued = q < 1 ? 1 : q > INT32_MAX ? INT32_MAX : (int)q;
 	}
+	h->writer = r->elements > 13 && r->element[12]->type == RESP_STRING &&
+	            !strcmp(r->element[12]->str, "writer");
 }
 
 static int is_array(const struct resp_reply *r, size_t n)
