@@ -494,3 +494,43 @@ fair_places() {
 	run -0 --separate-stderr rlock -k qf --status
 	run -0 --separate-stderr rlock -n -k qf -- true
 }
+
+@test "--fair: --list lists a free name that only the fair queue keeps out, as --status says it (text and JSON); once" {
+	fair_places qf 2
+	run -75 --separate-stderr rlock -k qf -n -- true
+	run -0 --separate-stderr rlock --list
+	assert_line --regexp '^qf +- +- +- +- +\[free, but 2 --fair waiters go first: a new request waits its turn\]$'
+	[[ $(grep -c '^qf ' <<<"$output") == 1 ]] || fail "$output"
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "qf") | [.held, .blocked.by, .blocked.waiters]]' <<<"$output")" '[[false,"fair-queue",2]]'
+	# the places' leases ended (their waiters are gone): the queue binds nobody, unlisted
+	local i
+	for i in 1 2; do rcli ZADD 'rlock:{qf}:qlease' 1 "tok$i" >/dev/null; done
+	run -0 --separate-stderr rlock -k qf --status
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "qf")]' <<<"$output")" '[]'
+	rcli DEL 'rlock:{qf}:queue' 'rlock:{qf}:qlease' 'rlock:{qf}:qmeta' >/dev/null
+}
+
+@test "shared: a request that only a waiting writer's mark keeps out (the lock free) says so (busy line, -v), never 'held by ? pid ?'" {
+	# a waiting exclusive request's mark (a writer SIGKILLed or stopped while it waited,
+	# or a moment before its turn): new shared holders and permits queue behind it
+	rcli SET 'rlock:{wm}:writer' tokw PX 60000 >/dev/null
+	local mode
+	for mode in -s "-l 2"; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -75 --separate-stderr rlock -n $mode -k wm -- true
+		[[ $stderr == "rlock: lock 'wm' is busy: an exclusive request waits, it goes first" ]] ||
+			fail "$mode: $stderr"
+		# shellcheck disable=SC2086
+		run -75 --separate-stderr rlock -v -w 300ms $mode -k wm -- true
+		[[ $stderr == *"lock 'wm' is busy (an exclusive request waits, it goes first); waiting"* ]] ||
+			fail "$mode: $stderr"
+		[[ $stderr != *"? pid ?"* ]] || fail "$mode: $stderr"
+	done
+	# an exclusive request is not kept out: --status says free (and names the mark)
+	run -0 --separate-stderr rlock -k wm --status
+	assert_line 'an exclusive request is waiting: new shared holders queue behind it'
+	rcli DEL 'rlock:{wm}:writer' >/dev/null
+	run -0 --separate-stderr rlock -n -s -k wm -- true
+}

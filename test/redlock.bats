@@ -146,6 +146,42 @@ teardown() {
 	assert_equal "$(jq -c '[.held, .split]' <<<"$output")" '[false,null]'
 }
 
+# node_fair_places I NAME N: N live --fair places (their leases a minute, waiters away)
+# in NAME's queue on node I, as a single-server --fair run on that node leaves them.
+node_fair_places() {
+	local i=$1 name=$2 n=$3 k t
+	t=$(node_cli "$i" TIME | head -1)
+	for ((k = 1; k <= n; k++)); do
+		node_cli "$i" ZADD "rlock:{$name}:queue" $(((t * 1000 + k) * 1000)) "tok$k" >/dev/null
+		node_cli "$i" ZADD "rlock:{$name}:qlease" $((t * 1000 + 60000)) "tok$k" >/dev/null
+		node_cli "$i" HSET "rlock:{$name}:qmeta" "tok$k" "{\"host\":\"h$k\",\"pid\":$((4000 + k))}" >/dev/null
+	done
+	node_cli "$i" PEXPIRE "rlock:{$name}:queue" 60000 >/dev/null
+}
+
+@test "--fair is refused over Redlock (64); fair places a majority of nodes keep (left by single-server runs): --status and --list say so, as on one server" {
+	run -64 --separate-stderr rlock --fair -k fq -- true
+	assert_regex "$stderr" 'not Redlock'
+	local i
+	for i in 0 1 2; do node_fair_places "$i" fq 2; done
+	run -75 --separate-stderr rlock -n -k fq -- true
+	[[ $stderr == "rlock: lock 'fq' is busy: 2 --fair waiters go first" ]] || fail "$stderr"
+	run -75 --separate-stderr rlock --status -k fq
+	assert_line --index 0 --regexp '^rlock:\{fq\} is free, but 2 --fair waiters go first: a new request waits its turn \(last fence [0-9]+\)$'
+	run -75 --separate-stderr rlock --status -k fq --json
+	assert_equal "$(jq -c '[.held, .blocked.by, .blocked.waiters, .queue_length]' <<<"$output")" '[false,"fair-queue",2,2]'
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "fq") | .blocked.waiters]' <<<"$output")" '[2]'
+	run -0 --separate-stderr rlock --list
+	assert_line --regexp '^fq +- +- +- +- +\[free, but 2 --fair waiters go first: a new request waits its turn\]$'
+	# on a minority of the nodes: a majority is free, an acquire gets it, --status says free
+	node_cli 2 DEL 'rlock:{fq}:queue' 'rlock:{fq}:qlease' 'rlock:{fq}:qmeta' >/dev/null
+	run -0 --separate-stderr rlock --status -k fq
+	run -0 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "fq")]' <<<"$output")" '[]'
+	run -0 --separate-stderr rlock -n -k fq -- true
+}
+
 @test "a waiter takes over when the holder releases" {
 	rlock_bg -k w -- "$HOLD" h
 	local holder=$RLOCK_PID
@@ -268,8 +304,10 @@ teardown() {
 	assert_equal "$(echo "$output" | jq -r '[.entries[].event] | join(" ")')" 'released acquired released acquired'
 	spoil 2
 	for args in "--json" ""; do
+		# every node answers (2 of them): a loaded machine's connects may take longer
+		# than the default node timeout (200 ms), which would say "0 reachable"
 		# shellcheck disable=SC2086 # one option a word
-		run -69 --separate-stderr rlock -k hq --history $args
+		run -69 --separate-stderr rlock --node-timeout 2s -k hq --history $args
 		assert_equal "$output" ""
 		assert_one_line_error
 		assert_regex "$stderr" 'no Redlock quorum: 2 of 5 nodes answered.*NOPERM'

@@ -338,8 +338,11 @@ static const struct optdef options[] = {
         "--break: only the holder of fence N (with\n"
         "--token: only that token); else nothing, exit 79",
         STRING(if_fence, 24)),
-    OPT("list", 0, F_RUN, NULL, "list the locks held under the prefix", SPECIAL(opt_mode),
-        .value = MODE_LIST),
+    OPT("list", 0, F_RUN, NULL,
+        "list the locks held under the prefix, and the\n"
+        "free names an acquire is refused on (closed,\n"
+        "reserved, --fair waiters go first)",
+        SPECIAL(opt_mode), .value = MODE_LIST),
     OPT("check", 0, F_RUN, NULL,
         "check the deployment (every node): ok/warn/unsafe\n"
         "findings and a verdict (--json: one object);\n"

@@ -379,6 +379,15 @@ static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
 	return buf;
 }
 
+/* Free, but the fair queue goes first: "free, but N --fair waiters go first: a new
+ * request waits its turn" into buf. */
+static const char *queued_text(char *buf, size_t n, const struct holders *hs)
+{
+	snprintf(buf, n, "free, but %d --fair waiter%s first: a new request waits its turn",
+	         hs->queued, hs->queued == 1 ? " goes" : "s go");
+	return buf;
+}
+
 /* Redlock: "held on N of M Redlock nodes by T tokens, none on a majority" into buf. */
 static const char *split_text(char *buf, size_t n, const struct holders *hs)
 {
@@ -390,7 +399,7 @@ static const char *split_text(char *buf, size_t n, const struct holders *hs)
 
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160], reserved[2400], split[160];
+	char closed[160], reserved[2400], split[160], queued[160];
 
 	if (!hs->n && hs->split_nodes) {
 		char until[64], left[32];
@@ -412,9 +421,8 @@ static void print_holders(const char *key, const struct holders *hs)
 		       "it\n",
 		       key, closed_text(closed, sizeof closed, hs), hs->last_fence);
 	} else if (!hs->n && hs->queued > 0) { /* an acquire now would wait its turn */
-		printf("%s is free, but %d --fair waiter%s first: a new request waits its turn "
-		       "(last fence %lld)\n",
-		       key, hs->queued, hs->queued == 1 ? " goes" : "s go", hs->last_fence);
+		printf("%s is %s (last fence %lld)\n", key, queued_text(queued, sizeof queued, hs),
+		       hs->last_fence);
 	} else if (!hs->n && !hs->has_last_fence) {
 		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
 	} else if (!hs->n) {
@@ -726,6 +734,11 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_human_ms(left, sizeof left, hs->closed_ms);
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
 		        closed_text(closed, sizeof closed, hs));
+	} else if (!o->json && !hs->n && hs->queued > 0) { /* the fair queue goes first */
+		char ename[4 * LOCK_NAME_MAX + 1], queued[160];
+		esc(ename, sizeof ename, name);
+		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", "-",
+		        queued_text(queued, sizeof queued, hs));
 	}
 	w->count++;
 	return ferror(f) ? -1 : 0; /* out of memory: stop the walk */

@@ -92,6 +92,10 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 		         h->queued == 1 ? " goes" : "s go");
 		return buf;
 	}
+	if (h->writer) { /* nobody holds it: a waiting exclusive request goes first */
+		snprintf(buf, n, "an exclusive request waits, it goes first");
+		return buf;
+	}
 	if (h->reserved) { /* nobody holds it: kept for the request that preempted its holder */
 		holder_human_ms(left, sizeof left, h->pttl_ms);
 		snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s%s%s%s",

@@ -237,7 +237,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name)
 {
-	static const char hsuf[] = ":holders", dsuf[] = ":delay", psuf[] = ":preempt";
+	static const char hsuf[] = ":holders", dsuf[] = ":delay", psuf[] = ":preempt",
+	                  qsuf[] = ":queue";
 	size_t plen = strlen(prefix);
 
 	if (len > sizeof hsuf - 1 &&
@@ -249,6 +250,9 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 	else if (len > sizeof psuf - 1 &&
 	         memcmp(key + len - (sizeof psuf - 1), psuf, sizeof psuf - 1) == 0)
 		len -= sizeof psuf - 1;
+	else if (len > sizeof qsuf - 1 &&
+	         memcmp(key + len - (sizeof qsuf - 1), qsuf, sizeof qsuf - 1) == 0)
+		len -= sizeof qsuf - 1;
 	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
@@ -394,7 +398,8 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
  * kept, preemptible[, "reserved"]]]}: "reserved" when nobody holds the name and it is kept
  * for the --preempt request named; or {0, -1, false x 10, "queued", N}: nobody holds it,
- * N --fair waiters go first. */
+ * N --fair waiters go first; or {0, -1, false x 10, "writer", 1}: nobody holds it, a
+ * waiting exclusive request goes first (a shared or permit request). */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -417,6 +422,8 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 		long long q = field_number(r->element[13]);
 		h->queued = q < 1 ? 1 : q > INT32_MAX ? INT32_MAX : (int)q;
 	}
+	h->writer = r->elements > 13 && r->element[12]->type == RESP_STRING &&
+	            !strcmp(r->element[12]->str, "writer");
 }
 
 static int is_array(const struct resp_reply *r, size_t n)

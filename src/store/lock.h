@@ -203,13 +203,15 @@ struct holder {
 	int reserved;
 	/* no holder: the fair queue keeps the request out, this many --fair waiters first */
 	int queued;
+	/* no holder: a waiting exclusive request's mark keeps a shared or permit request out */
+	int writer;
 };
 
 /* Nobody holds the name, and holder_format says why (lock-delay, a --preempt
  * reservation): a message says its text, never "held by". */
 static inline int holder_nobody(const struct holder *h)
 {
-	return h->delayed || h->reserved || h->queued;
+	return h->delayed || h->reserved || h->queued || h->writer;
 }
 
 struct waiter {

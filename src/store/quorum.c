@@ -974,6 +974,31 @@ static long long closed_on_majority(const struct quorum *q, const struct holders
 	return closed[q->need - 1];
 }
 
+/* No holder: live --fair places that a majority of the nodes keeps (each node its own
+ * PREFIX{NAME}:queue, left by single-server --fair runs: Redlock refuses --fair), which
+ * refuse an acquire there: as many as a majority has, 0 if a majority has none. The
+ * places shown are those of a node that has that many. */
+static void queued_on_majority(const struct quorum *q, const struct holders *nh, const int *ok,
+                               struct holders *hs)
+{
+	long long queued[STORE_NODES_MAX];
+	int m = 0;
+
+	for (int i = 0; i < q->n; i++)
+		if (ok[i])
+			queued[m++] = nh[i].queued;
+	if (m < q->need)
+		return;
+	qsort(queued, (size_t)m, sizeof queued[0], by_pttl_desc);
+	hs->queued = (int)queued[q->need - 1];
+	for (int i = 0; hs->queued > 0 && i < q->n; i++)
+		if (ok[i] && nh[i].queued >= hs->queued) {
+			hs->nq = nh[i].nq < hs->queued ? nh[i].nq : hs->queued;
+			memcpy(hs->q, nh[i].q, (size_t)hs->nq * sizeof hs->q[0]);
+			break;
+		}
+}
+
 /* --preempt's hand-over: kept for one request on a majority of the nodes (each keeps
  * its own PREFIX{NAME}:preempt; another request cannot get a quorum then), for as long
  * as a majority keeps it; else none. */
@@ -1109,6 +1134,8 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);
 	hs->reserved = reserved_on_majority(q, nh, ok);
+	if (!hs->n)
+		queued_on_majority(q, nh, ok, hs);
 	for (int i = 0; i < q->n; i++) /* --reset: the --once-per mark any node cleared */
 		if (ok[i] && nh[i].done && (!hs->done || nh[i].done_pttl_ms > hs->done_pttl_ms)) {
 			hs->done = 1;

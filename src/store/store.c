@@ -277,12 +277,18 @@ static int list_page(void *arg, const struct resp_reply *names)
 		}
 		/* A lock-delay's key names a lock only while nobody holds it (else the
 		 * holder's key lists it): closed by the delay; so does --preempt's, while
-		 * the free lock is kept for that request (once: not when the delay's does). */
+		 * the free lock is kept for that request (once: not when the delay's does),
+		 * and the fair queue's, while its live waiters keep the free lock (once: not
+		 * when a split vote, the delay's or --preempt's does). */
 		int delay_key = k->len > 6 && memcmp(k->str + k->len - 6, ":delay", 6) == 0;
 		int preempt_key = k->len > 8 && memcmp(k->str + k->len - 8, ":preempt", 8) == 0;
-		int listed = delay_key     ? !hs.n && hs.closed_ms > 0
-		             : preempt_key ? !hs.n && hs.reserved.known && hs.closed_ms <= 0
-		                           : hs.n > 0 || hs.split_nodes; /* else gone meanwhile */
+		int queue_key = k->len > 6 && memcmp(k->str + k->len - 6, ":queue", 6) == 0;
+		int listed = delay_key     ? !hs.n && !hs.split_nodes && hs.closed_ms > 0
+		             : preempt_key ? !hs.n && !hs.split_nodes && hs.reserved.known &&
+		                                 hs.closed_ms <= 0
+		             : queue_key ? !hs.n && !hs.split_nodes && hs.queued > 0 &&
+		                               hs.closed_ms <= 0 && !hs.reserved.known
+		                         : hs.n > 0 || hs.split_nodes; /* else gone meanwhile */
 		if (listed)
 			rc = w->each(w->arg, name, &l, &hs);
 	}

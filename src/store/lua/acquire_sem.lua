@@ -149,6 +149,11 @@ if not free then
     return {placed, -1, false, false, false, false, false, false, false, false, false, false,
             'queued', ahead}
   end
+  -- nobody holds it: a waiting exclusive request's mark keeps this one out (writers first)
+  if not first[1] and kind ~= 'x' and redis.call('EXISTS', KEYS[9]) == 1 then
+    return {placed, -1, false, false, false, false, false, false, false, false, false, false,
+            'writer', 1}
+  end
   if not first[1] then return {placed, -1, false, false, false, false, false, false, false} end
   local m = meta(redis.call('HGET', KEYS[5], first[1]))
   return {placed, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
