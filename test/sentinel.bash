@@ -137,3 +137,47 @@ sentinels_agree() {
 replica_linked() {
 	sent_cli "$1" INFO replication 2>/dev/null | grep -q master_link_status:up
 }
+
+# sentinel_failover_script FILE: write FILE, a sh script "FILE NEW MODE" that asks the
+# first sentinel for a failover to the data server on port NEW and returns once MODE
+# holds: "named" (every sentinel names NEW the master) or "promoted" (NEW answers
+# ROLE master). A sentinel aborts a failover whose promotion it has not seen within
+# failover-timeout (3 s), as on a loaded machine: an accepted request (OK) may still
+# end without one. Then it asks again. A sh script, so that a wrapped command can run
+# it too. Bounded: 6 requests; exit 9 when none took.
+sentinel_failover_script() {
+	cat >"$1" <<EOF
+#!/bin/sh
+new=\$1 mode=\$2 s0=${SENT_PORTS%% *}
+cli() { redis-cli -h 127.0.0.1 -p "\$@"; }
+named() { [ "\$(cli "\$1" SENTINEL get-master-addr-by-name $SENT_MASTER | sed -n 2p)" = "\$new" ]; }
+took() {
+	case \$mode in
+	named) named \$s0 ;;
+	*) [ "\$(cli \$new ROLE | head -1)" = master ] ;;
+	esac
+}
+n=0
+while [ \$n -lt 6 ]; do
+	n=\$((n + 1))
+	# INPROG while an earlier failover is being finished (a slow one may yet
+	# take: asking again after it would fail back); NOGOODSLAVE while the replica
+	# is not in sync
+	i=0
+	until took || cli \$s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
+		i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
+	i=0
+	until took; do
+		i=\$((i + 1)); [ \$i -lt 150 ] || continue 2; sleep 0.1; done
+	[ \$mode = named ] || exit 0
+	for s in $SENT_PORTS; do
+		i=0
+		until named \$s; do
+			i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done
+	done
+	exit 0
+done
+exit 9
+EOF
+	chmod +x "$1"
+}

@@ -11,6 +11,8 @@ setup_file() {
 	rlock_require_binary
 	mkdir -p "$XDG_CONFIG_HOME"
 	sentinel_topology_start
+	export FAILOVER=$BATS_FILE_TMPDIR/failover
+	sentinel_failover_script "$FAILOVER"
 }
 
 teardown_file() { redis_stop_all; }
@@ -148,10 +150,8 @@ failover_now() {
 	# The replica must be in sync first (an earlier failover's former master takes
 	# ~10 s to become one).
 	wait_until 60 replica_linked "$NEW_PORT"
-	# A sentinel refuses (INPROG) while an earlier failover is still being finished.
-	wait_until 60 sh -c "redis-cli -p ${SENT_PORTS%% *} SENTINEL failover $SENT_MASTER | grep -q OK"
+	"$FAILOVER" "$NEW_PORT" named || fail "no failover to $NEW_PORT took"
 	wait_until 30 is_master "$NEW_PORT"
-	wait_until 30 sentinels_agree "$NEW_PORT"
 }
 
 @test "failover while held, --wait-replicas 1: the holder goes on on the new master, exit 0" {
@@ -186,7 +186,7 @@ failover_now() {
 
 
 @test "failover that lost the lock, the command done before its first renewal: the release asks the sentinels, finds it gone, 79" {
-	local old new s0=${SENT_PORTS%% *}
+	local old new
 	old=$MASTER_PORT new=$SENT_REPLICA_PORT
 	[[ $new != "$old" ]] || new=$SENT_MASTER_PORT
 	wait_until 60 replica_linked "$new"
@@ -195,19 +195,13 @@ failover_now() {
 	# second run takes it there; then the command ends, long before its first renewal
 	# (the ttl is long). The former master still answers as one and still has the
 	# token: a release sent there would say "released", 0 (it did).
-	run --separate-stderr rlock -v -u "$SENT_URL" -t 300s -k lr -- sh -c "i=0
-		until redis-cli -p $s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
-			i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
-		for s in $SENT_PORTS; do
-			i=0
-			until [ \"\$(redis-cli -p \$s SENTINEL get-master-addr-by-name $SENT_MASTER |
-				sed -n 2p)\" = $new ]; do
-				i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done
-		done
+	run --separate-stderr rlock -v -u "$SENT_URL" -t 300s -k lr -- sh -c "
+		'$FAILOVER' $new named || exit 9
 		redis-cli -p $new DEL 'rlock:{lr}' >/dev/null
 		'$RLOCK' -u $SENT_URL -n -k lr -- touch second-ran
 		redis-cli -p $old ROLE | head -1 >old-role"
 	echo "# the former master's role as the command ended: $(cat old-role 2>/dev/null)" >&3
+	((status != 9)) || fail "no failover to $new took (6 requests), or no second run: $stderr"
 	[[ -e second-ran ]] || fail "the second run did not get the lock: $stderr"
 	((status == 79)) || fail "exit $status, not 79: $stderr"
 	assert_regex "$stderr" 'lock lost: it was no longer held when the command ended'
@@ -251,7 +245,7 @@ blpop_on() { (($(sent_cli "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >
 
 
 @test "SENTINEL FAILOVER during the release, --once-per --wait-replicas 1: done on the new master, or said not confirmed (issue 41)" {
-	local old new s0=${SENT_PORTS%% *}
+	local old new
 	old=$MASTER_PORT new=$SENT_REPLICA_PORT
 	[[ $new != "$old" ]] || new=$SENT_MASTER_PORT
 	wait_until 60 replica_linked "$new"
@@ -259,12 +253,7 @@ blpop_on() { (($(sent_cli "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >
 	# release comes in the second when the sentinels still name the old master and it
 	# still answers ROLE master, though no replica follows it any more.
 	run --separate-stderr rlock -u "$SENT_URL" --wait-replicas 1 --io-timeout 1s --once-per 1h \
-		-k fr -- sh -c "i=0
-			until redis-cli -p $s0 SENTINEL failover $SENT_MASTER | grep -q OK; do
-				i=\$((i + 1)); [ \$i -lt 600 ] || exit 9; sleep 0.1; done
-			i=0
-			until [ \"\$(redis-cli -p $new ROLE | head -1)\" = master ]; do
-				i=\$((i + 1)); [ \$i -lt 300 ] || exit 9; sleep 0.1; done"
+		-k fr -- "$FAILOVER" "$new" promoted
 	echo "# $stderr" >&3
 	assert_equal "$status" 0
 	wait_until 30 sentinels_agree "$new"
