@@ -118,3 +118,17 @@ cluster_replica_of() {
 cluster_is_master() {
 	[[ $(redis-cli -p "$1" ROLE 2>/dev/null | head -1) == master ]]
 }
+
+# cluster_failover REPLICA: a manual CLUSTER FAILOVER on the replica at port REPLICA,
+# returned once it is a master. A replica gives a manual failover up after 5 s (on a
+# loaded machine its master may not pause, or its election not end, in time): then it
+# asks again, at most 6 times, 10 s for each. Fails when none took.
+cluster_failover() {
+	local n
+	for ((n = 0; n < 6; n++)); do
+		redis-cli -p "$1" CLUSTER FAILOVER >/dev/null
+		wait_until 10 cluster_is_master "$1" 2>/dev/null && return 0
+	done
+	echo "CLUSTER FAILOVER on $1 never took (6 requests)" >&2
+	return 1
+}

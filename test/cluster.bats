@@ -385,8 +385,7 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	rlock_bg -k "$name" -t 3s -- "$HOLD" a
 	pid=$RLOCK_PID
 	wait_until 30 test -e a.started
-	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
-	wait_until 30 cluster_is_master "$replica"
+	cluster_failover "$replica"
 	renewed_reset
 	wait_until 30 renewed 2 "rlock:{$name}" redis-cli -p "$replica"
 	touch a.release

@@ -413,8 +413,7 @@ waiting_on() {
 	b_pid=$RLOCK_PID
 	b_err=$RLOCK_ERR
 	wait_until 30 waiting_on "$m"
-	redis-cli -p "$replica" CLUSTER FAILOVER >/dev/null
-	wait_until 30 cluster_is_master "$replica"
+	cluster_failover "$replica"
 	wait_until 30 waiting_on "$replica"
 	renewed_reset
 	wait_until 30 renewed 2 "$key" redis-cli -p "$replica"
