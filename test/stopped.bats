@@ -67,6 +67,26 @@ SH
 	refute_output --partial released
 }
 
+@test "rlock stopped until the lease ended, then continued: 79, the watchdog named (not a signal sent now)" {
+	# What the test above skips on a slow machine: the renewal that follows SIGCONT
+	# is refused (the lease is gone), and rlock learns of the loss before it reaps the
+	# group the watchdog killed; it must still say the watchdog stopped the command.
+	rlock_bg -t 1s -k se -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 60'
+	wait_until 10 test -e started
+	track_pidfile cmd.pid
+	kill -STOP "$RLOCK_PID"
+	wait_until 15 pidfile_gone cmd.pid || fail "the watchdog did not kill the command"
+	wait_until 15 key_absent 'rlock:{se}'
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 15
+	assert_equal "$RLOCK_STATUS" 79
+	grep -q 'lock lost: .*the watchdog killed the command' "$RLOCK_ERR" ||
+		fail "the watchdog not named: $(cat "$RLOCK_ERR")"
+	[[ $(grep -c 'lock lost' "$RLOCK_ERR") == 1 ]] || fail "said twice: $(cat "$RLOCK_ERR")"
+	run -0 rlock -k se --history
+	assert_line --index 0 --regexp '^[-0-9]+ [0-9:]+  lost  .* status 137$'
+}
+
 @test "--on-lost ignore: a stopped rlock's command goes on (the user chose to run unprotected)" {
 	rlock_bg -t 1s --on-lost ignore -k ig -- sh -c 'echo $$ > cmd.pid; touch started; exec sleep 60'
 	wait_until 10 test -e started

@@ -919,13 +919,18 @@ static void on_loss(struct sup *s, int timed_out)
 	s->lost = 1;
 	s->signalled = now;
 	s->first_sig = a->lost_signal;
+	/* rlock was stopped past the watchdog's deadline and learnt of the loss (a renewal
+	 * refused, its own clock) before it reaped the group: the watchdog's SIGKILL came
+	 * first. What rlock sees of the cover gets SIGKILL too, and nothing is escalated. */
+	watchdog_heard(s->ch);
+	int killed_already = s->ch->watchdog_killed;
 	/* A loss the server told of (a --preempt request's among them) had no late renewal
 	 * to warn of: the --warn signal first, so the command hears it before the stop. */
-	if (!timed_out && a->warn_signal && s->warned < 0)
+	if (!timed_out && a->warn_signal && s->warned < 0 && !killed_already)
 		kill(-s->ch->pid, a->warn_signal);
-	stop_cover(s, a->lost_signal);
+	stop_cover(s, killed_already ? SIGKILL : a->lost_signal);
 	char when[160] = "";
-	if (a->lost_signal == SIGKILL) {
+	if (killed_already || a->lost_signal == SIGKILL) {
 		s->killed = now;
 		s->kill_at = -1;
 	} else {
@@ -946,8 +951,14 @@ static void on_loss(struct sup *s, int timed_out)
 			         (long long)(s->kill_at - now), (long long)a->kill_after_ms);
 	}
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
-	log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
-	          signal_name(a->lost_signal), when);
+	if (killed_already)
+		log_error("lock lost: %s; the watchdog killed the command's process group "
+		          "already, before the lease could end (rlock could not renew in time: "
+		          "stopped?)",
+		          why);
+	else
+		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
+		          signal_name(a->lost_signal), when);
 	events_emit(EV_LOST, &(struct ev_facts){.reason = why});
 }
 
@@ -1007,11 +1018,17 @@ static void on_timers(struct sup *s, int64_t now)
 		on_max_hold(s);
 	}
 	if (s->kill_at >= 0 && now >= s->kill_at) {
+		int live = cover_live(s);
 		stop_cover(s, SIGKILL);
 		s->kill_at = -1;
 		s->killed = now;
-		log_warn("the command's group still runs %lld ms after SIG%s: sending SIGKILL",
-		         (long long)(now - s->signalled), signal_name(s->first_sig));
+		/* Said when true: the group still ran, or the watchdog's SIGKILL at the same
+		 * deadline came first; not for a group that ended by itself meanwhile. */
+		watchdog_heard(s->ch);
+		if (live || s->ch->watchdog_killed)
+			log_warn("the command's group still runs %lld ms after SIG%s: sending "
+			         "SIGKILL",
+			         (long long)(now - s->signalled), signal_name(s->first_sig));
 	}
 }
 
