@@ -953,8 +953,7 @@ static void on_loss(struct sup *s, int timed_out)
 	a->lost_reason(a->ctx, timed_out, why, sizeof why);
 	if (killed_already)
 		log_error("lock lost: %s; the watchdog killed the command's process group "
-		          "already, before the lease could end (rlock could not renew in time: "
-		          "stopped?)",
+		          "before the lease could end (rlock could not renew in time: stopped?)",
 		          why);
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
