@@ -1392,22 +1392,66 @@ static int history_attempt(const struct history_entry *e, int j)
 	return 0;
 }
 
+/* How a run ended (released, expired, broken, preempted, lost): its end record. The
+ * break of a --preempt reservation (broken, cleared "reservation") ends no run. */
+static int history_end(const struct history_entry *x)
+{
+	static const char *const ends[] = {"released", "expired", "broken", "preempted", "lost"};
+
+	if (x->cleared[0])
+		return 0;
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (strcmp(x->ev, ends[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* One end per run: nodes may disagree about how a run ended (a node that saw the
+ * preempted holder's release after the --preempt request's last attempt there ends the
+ * run at the request's release or at the next acquire; one that missed the release
+ * finds it expired). The end most nodes recorded stands; on a tie, one that someone saw
+ * (lost, preempted, broken, released) over expired (nobody saw it end), then the
+ * earliest written. gone[k] is set for every other end of the same run. */
+static void history_one_end(const struct history_entry *e, const int *votes, int n,
+                            unsigned char *gone)
+{
+	for (int i = 0; i < n; i++) {
+		if (gone[i] || !history_end(&e[i]))
+			continue;
+		for (int j = i + 1; j < n; j++) {
+			if (gone[j] || !history_end(&e[j]) || strcmp(e[i].token, e[j].token) != 0)
+				continue;
+			int ei = strcmp(e[i].ev, "expired") == 0,
+			    ej = strcmp(e[j].ev, "expired") == 0;
+			int keep_j = votes[j] != votes[i] ? votes[j] > votes[i]
+			             : ei != ej           ? ei
+			                                  : e[j].at_ms < e[i].at_ms;
+			gone[keep_j ? i : j] = 1;
+			if (keep_j)
+				break;
+		}
+	}
+}
+
 /* Every node that granted a run wrote its history: each node's, merged by fence (an
- * event of one run once, with the largest fence a node recorded for it). */
+ * event of one run once, with the largest fence a node recorded for it; one end per
+ * run: history_one_end). */
 static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struct history_entry *e,
                           int *n, char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
 	struct req rq = {.script = &q->hold};
 	struct history_entry *all = calloc((size_t)(*n * q->n), sizeof *all);
-	int got = 0, answered = 0;
+	int *votes = calloc((size_t)(*n * q->n), sizeof *votes);
+	unsigned char *gone = calloc((size_t)(*n * q->n), 1);
+	int got = 0, answered = 0, rc = LOCK_ERR;
 
-	if (!all || lock_request_history(&q->hold, l, *n, err, errlen) < 0) {
-		if (!all)
-			snprintf(err, errlen, "out of memory");
-		free(all);
-		return LOCK_ERR;
+	if (!all || !votes || !gone) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
 	}
+	if (lock_request_history(&q->hold, l, *n, err, errlen) < 0)
+		goto out;
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -1424,9 +1468,13 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 			if (attempt[j])
 				continue;
 			seen = history_seen(all, w, x);
-			if (!seen)
+			if (!seen) {
+				votes[w] = 1;
 				all[w++] = *x;
-			else if (fence_below(seen->fence, x->fence))
+				continue;
+			}
+			votes[seen - all]++;
+			if (fence_below(seen->fence, x->fence))
 				/* each node recorded its own count: the run's fence is the
 				 * largest (what the merge handed it, as --status says) */
 				memcpy(seen->fence, x->fence, sizeof seen->fence);
@@ -1439,14 +1487,22 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 	 * missing, and a part is not printed as if it were the whole. */
 	if (answered < q->need) {
 		no_quorum(q, answered, "answered", err, errlen);
-		free(all);
-		return LOCK_ERR;
+		goto out;
 	}
-	qsort(all, (size_t)got, sizeof *all, by_fence_desc);
-	*n = got < *n ? got : *n;
+	history_one_end(all, votes, got, gone);
+	int kept = 0;
+	for (int i = 0; i < got; i++)
+		if (!gone[i])
+			all[kept++] = all[i];
+	qsort(all, (size_t)kept, sizeof *all, by_fence_desc);
+	*n = kept < *n ? kept : *n;
 	memcpy(e, all, (size_t)*n * sizeof *e);
+	rc = LOCK_OK;
+out:
 	free(all);
-	return LOCK_OK;
+	free(votes);
+	free(gone);
+	return rc;
 }
 
 /* --check: each node, one command at a time on its own connection. */

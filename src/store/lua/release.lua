@@ -66,6 +66,28 @@ if run and run[9] == '1' then
 end
 local before = ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1])
 if before then return before end
+-- A --preempt request's mark or reservation that names this token, on a node where it
+-- holds nothing (Redlock: it took its quorum on the other nodes, and this node's holder
+-- released after its last attempt here, handing this node to it): the run it was for is
+-- over, and so is the reservation, which would keep this node from the next holder for
+-- its lease. The preempted holder's run, left open by the hand-over, ends preempted by
+-- this request (status: its command's), as the request's grant ended it on the other
+-- nodes. Not for an attempt's give-back: that request tries again. The word that a
+-- request took a hand-over (taken) stays, as acquire.lua leaves it.
+if held ~= ARGV[1] and ARGV[10] ~= 'attempt' then
+  local pk = KEYS[1] .. ':preempt'
+  local pre = redis.pcall('HMGET', pk, 'token', 'handover', 'from', 'fstatus', 'host', 'pid',
+                          'label')
+  if type(pre) == 'table' and not pre.err and pre[1] == ARGV[1] then
+    local r = pre[2] == '1' and pre[3] and history_close(KEYS[1], pre[3])
+    if r then
+      history_end(KEYS[1], r, 'preempted', 'status', pre[4] or '', 'by_host', pre[5] or '',
+                  'by_pid', pre[6] or '', 'by_label', pre[7] or '')
+    end
+    redis.pcall('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
+                'hist', 'hret')
+  end
+end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
   if r then
