@@ -83,10 +83,11 @@ said_why() {
 }
 
 # one_end JSON: each run (acquired) has exactly one end record (released, expired,
-# broken, preempted, lost) with its token, and no end record is without its run.
+# broken, preempted, lost) with its token, and no end record is without its run. The
+# break of a --preempt reservation (broken, cleared "reservation") ends no run.
 one_end() {
 	echo "$1" | jq -e '([.entries[] | select(.event == "acquired") | .token] | sort) ==
-		([.entries[] | select(.event | IN("released", "expired", "broken", "preempted", "lost")) | .token] | sort)' >/dev/null && return 0
+		([.entries[] | select((.event | IN("released", "expired", "broken", "preempted", "lost")) and .cleared == null) | .token] | sort)' >/dev/null && return 0
 	said_why >&3
 	fail "not one end record per run: $(echo "$1" | jq -c '[.entries[] | [.event, .fence, .label, .token[0:6]]]')"
 }
