@@ -266,8 +266,10 @@ hotfix"
 	wait_until 30 test -e p.started
 	nt=$(redis-cli -p "$first_port" GET 'rlock:{q}')
 	kill -STOP "$third_pid"
-	# a long lease: its renewal (which would take the node, handed to it) comes late
-	rlock_bg -vv -u "$URL" -k q -t 60s --preempt --label hotfix -- "$HOLD" h
+	# a long lease: its renewal (which would take the node, handed to it) comes late;
+	# a node timeout with room for a loaded machine: its release must reach the third
+	# node (a connect that times out sends nothing there)
+	rlock_bg -vv -u "$URL" -k q -t 60s --node-timeout 3s --preempt --label hotfix -- "$HOLD" h
 	q_pid=$RLOCK_PID
 	rlock_wait "$p_pid" 60
 	assert_equal "$RLOCK_STATUS" 81
