@@ -377,3 +377,45 @@ reserved_dead() {
 		length == 1 and .[0].event == "released" and .[0].status == 3' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
 }
+
+# mark_past MS: the --preempt request's mark (or the reservation it became) lasts past MS
+mark_past() { (($(now_ms) + $(rcli PTTL 'rlock:{p}:preempt') > $1)); }
+# pttl_below KEY MS: KEY's lease has less than MS left (or the key is gone)
+pttl_below() { (($(rcli PTTL "$1") < $2)); }
+reservation_gone() { [[ $(rcli HGET 'rlock:{p}:preempt' handover) != 1 ]]; }
+
+@test "a reservation that ends untaken lets a waiter in at once, not a nap later (its end wakes nobody)" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	# its mark lives 3 s after each of its attempts (one a second at least)
+	rlock_bg -k p -t 3s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	# a waiter that comes with less than 2.5 s of the holder's lease left naps until its
+	# end, L, as the holder's next renewal has not moved it yet (a second at most)
+	wait_until 30 pttl_below 'rlock:{p}' 2400
+	local lease_end=$(($(now_ms) + $(rcli PTTL 'rlock:{p}')))
+	rlock_bg -vv -k p -t 30s -w 60s -c 'echo "w $(date +%s%3N)" >>log'
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$w_err"
+	# the request stops (alive, it would take the lock at once) when its mark outlives L:
+	# the holder's release keeps the name for it past L, when the waiter tries again
+	wait_until 30 mark_past $((lease_end + 200))
+	kill -STOP "$r_pid"
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	wait_until 30 reservation_gone
+	local end
+	end=$(now_ms)
+	kill -KILL "$r_pid"
+	rlock_wait "$w_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$h_pid" 30
+	((RLOCK_STATUS == 3)) || fail "exit $RLOCK_STATUS: $(cat "$h_err")"
+	run ! grep -q 'r ran' log
+	local w_at
+	w_at=$(awk '$1 == "w" {print $2}' log)
+	((w_at - end < 800)) || fail "the waiter ran $((w_at - end)) ms after the reservation ended"
+}

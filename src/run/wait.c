@@ -638,12 +638,15 @@ static int64_t busy_nap(struct wait_run *w)
 	const char *ch[2];
 	int64_t nap = backoff(w, 0);
 
-	/* Closed by a lock-delay: nobody will release it, and its end is exact (the
-	 * server's): wake then; 10 ms at least, so a reply of "now" cannot make it spin. */
-	if (w->h->delayed && w->h->pttl_ms >= 0) {
+	/* Closed by a lock-delay, or kept for a --preempt request (a reservation that ends
+	 * untaken, its request dead, stopped or gone, wakes nobody): nobody will release it,
+	 * and its end is exact (the server's): wake then, not a backoff later; 10 ms at
+	 * least, so a reply of "now" cannot make it spin. A request that lives takes it
+	 * within a round trip: this waiter then waits for that one's release. */
+	if ((w->h->delayed || w->h->reserved) && w->h->pttl_ms >= 0) {
 		w->pttl_woke = 0;
 		nap = w->h->pttl_ms < 10 ? 10 : w->h->pttl_ms + 1;
-		/* a place in the queue and a --preempt mark are kept through the delay too */
+		/* a place in the queue and a --preempt mark are kept through it too */
 		return queue_nap(l, w->h, nap < l->ask.ttl_ms / 3 ? nap : l->ask.ttl_ms / 3);
 	}
 	if (w->sub && (l->placed || lock_channels(l, ch) == 2))
