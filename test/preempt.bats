@@ -378,6 +378,18 @@ reserved_dead() {
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
 }
 
+@test "--reset on a name kept for a --preempt request clears nothing there and says the reservation stays, which --break removes" {
+	local h_pid h_err r_pid
+	reserved_dead
+	run -0 --separate-stderr rlock -k p --reset
+	[[ $stderr == *"nothing cleared"* ]] || fail "$stderr"
+	[[ $stderr == *"rlock:{p} is still reserved for the --preempt request of "*" pid $r_pid [hotfix] until "*" left): --break removes it" ]] ||
+		fail "$stderr"
+	run -75 --separate-stderr rlock -k p --status
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+}
+
 # mark_past MS: the --preempt request's mark (or the reservation it became) lasts past MS
 mark_past() { (($(now_ms) + $(rcli PTTL 'rlock:{p}:preempt') > $1)); }
 # pttl_below KEY MS: KEY's lease has less than MS left (or the key is gone)

@@ -327,7 +327,8 @@ static const struct optdef options[] = {
     OPT("reset", 0, F_RUN, NULL,
         "clear NAME's marks: a --lock-delay that keeps\n"
         "it closed, the --once-per window; never a\n"
-        "live holder (--break); recorded in --history",
+        "live holder or a --preempt reservation\n"
+        "(--break); recorded in --history",
         SPECIAL(opt_mode), .value = MODE_RESET),
     OPT("history", 0, F_RUN, NULL,
         "show NAME's runs and supersessions, newest\n"

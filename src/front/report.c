@@ -659,6 +659,11 @@ int report_reset(struct store *s, const struct report_ask *o)
 	if (hs.n > 0)
 		log_error("%s is still held by %s (a live holder: --break removes it)", l.key,
 		          holder_format(&hs.h[0], HOLDER_CMD | HOLDER_RAW, who, sizeof who));
+	else if (hs.reserved.known) { /* no mark: kept for a --preempt request, maybe dead */
+		char reserved[2400];
+		log_error("%s is still %s: --break removes it", l.key,
+		          reserved_text(reserved, sizeof reserved, &hs.reserved));
+	}
 	return 0;
 }
 

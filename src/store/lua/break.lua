@@ -17,7 +17,8 @@
 -- business); the name's marks are cleared: the --lock-delay entries of holders whose
 -- lease ended unreleased (PREFIX{NAME}:delay, not declared) and the --once-per mark.
 -- The reply says what they were (done_pttl, done, closed_ms as status.lua's), the
--- history records the reset and who did it, and the waiters are woken.
+-- history records the reset and who did it, and the waiters are woken. A --preempt
+-- reservation stays (the 15th element names it, as status.lua's: --break removes it).
 -- closed_ms (both): how long a lock-delay keeps the name closed after this step.
 --@wake_one
 --@holders
@@ -97,8 +98,15 @@ if ARGV[10] == 'reset' then
     wake_one(KEYS[1], ARGV[3], now, 'reset')
     redis.pcall(ARGV[2], ARGV[1], 'reset')
   end
+  -- A --preempt reservation is no mark: it stays (--break's business, as a live holder);
+  -- the reply's 15th element names it (status.lua's), so that the reset says so.
+  local ho = redis.pcall('HMGET', KEYS[1] .. ':preempt', 'handover', 'token', 'host', 'pid',
+                         'label')
+  local reserved = type(ho) == 'table' and ho[1] == '1' and
+                   {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
+                    redis.call('PTTL', KEYS[1] .. ':preempt')}
   return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
-          closed > 0 and closed, broken_record(KEYS[1], now), false, 0}
+          closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved}
 end
 -- A plain break (no compare) removes the --preempt reservation too (nobody holds the
 -- name, a preempted holder's release kept it for the request that stopped it, which may
