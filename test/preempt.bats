@@ -429,5 +429,5 @@ reservation_gone() { [[ $(rcli HGET 'rlock:{p}:preempt' handover) != 1 ]]; }
 	run ! grep -q 'r ran' log
 	local w_at
 	w_at=$(awk '$1 == "w" {print $2}' log)
-	((w_at - end < 800)) || fail "the waiter ran $((w_at - end)) ms after the reservation ended"
+	((w_at - end < 1000)) || fail "the waiter ran $((w_at - end)) ms after the reservation ended"
 }
