@@ -25,6 +25,35 @@ lease_end_server() {
 	echo "$e"
 }
 
+# a test that stops a server (SIGSTOP, its pid in PAUSED) resumes it on any way out
+teardown() {
+	local p
+	for p in ${PAUSED:-}; do
+		kill -CONT "$p" 2>/dev/null || true
+	done
+	common_teardown
+}
+
+# three_nodes: three Redlock nodes; sets u (their URLs), pids, urls (comma-separated).
+three_nodes() {
+	local i
+	u=() pids=()
+	for i in 0 1 2; do
+		redis_start
+		u+=("$REDIS_URL")
+		pids+=("$REDIS_PID")
+	done
+	urls=$(
+		IFS=,
+		echo "${u[*]}"
+	)
+}
+
+# node_ms URL: that server's clock now, in ms.
+node_ms() {
+	redis-cli -u "$1" EVAL "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)" 0
+}
+
 # The waiter's command: the server's clock when it starts (the lock just granted).
 START='redis-cli -p "$PORT" EVAL "local t = redis.call('"'TIME'"') return t[1] * 1000 + math.floor(t[2] / 1000)" 0 >started.ms'
 
@@ -256,4 +285,86 @@ closed_only() {
 	assert_regex "$stderr" "reset rlock:\{op\}: cleared the --once-per mark of fence 1 \([0-9hms]+ were left\)"
 	run -0 "$RLOCK" -k op --once-per 1h -- echo again
 	assert_output again
+}
+
+@test "lock-delay: Redlock, a node that lagged past the lease: the holder locks it again (its own entry closes nothing to it), and its release opens every node" {
+	# The third node is stopped longer than the lease while the holder renews on the
+	# other two: there its lease runs out, its delay entry left. Resumed, the holder's
+	# renewal locks it again; its own entry used to refuse it there (closed by
+	# lock-delay, to the holder itself): the holder ran on two nodes to its end, and the
+	# node stayed closed for the delay after the release (the next holder degraded; one
+	# more node away, the name closed).
+	local u pids urls tok stop
+	three_nodes
+	rlock_bg -k rl --url "$urls" -t 3s --lock-delay 60s -- "$HOLD" h
+	wait_until 30 test -e h.started
+	tok=$(redis-cli -u "${u[0]}" GET 'rlock:{rl}')
+	[[ -n $tok ]]
+	stop=$(node_ms "${u[0]}")
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	# past the lease the third node saw last (renewed before the stop): by the first
+	# node's clock, which the third node's shares (one machine)
+	wait_until 30 bash -c '(($("$0" -u "$1" EVAL "local t = redis.call(\"TIME\") return t[1] * 1000 + math.floor(t[2] / 1000)" 0) > $2 + 3500))' redis-cli "${u[0]}" "$stop"
+	[[ $(redis-cli -u "${u[0]}" GET 'rlock:{rl}') == "$tok" ]] || fail "the holder lost its quorum"
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	wait_until 30 bash -c '[[ $(redis-cli -u "$0" GET "rlock:{rl}") == "$1" ]]' "${u[2]}" "$tok" ||
+		fail "the holder never locked the third node again: $(redis-cli -u "${u[2]}" ZRANGE 'rlock:{rl}:delay' 0 -1 WITHSCORES | paste -sd' ') $(cat "$RLOCK_ERR")"
+	touch h.release
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	local i
+	for i in 0 1 2; do
+		[[ $(redis-cli -u "${u[$i]}" EXISTS 'rlock:{rl}:delay') == 0 ]] || fail "node $i kept a lock-delay after the release"
+	done
+	# one node away: the other two are a quorum, open
+	PAUSED=${pids[0]}
+	kill -STOP "${pids[0]}"
+	run -0 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	kill -CONT "${pids[0]}"
+	PAUSED=
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock, the release opens a node where the lease had run out (it lagged): no node stays closed" {
+	# What a node that lagged past the lease holds when the release reaches it before the
+	# holder's next renewal locks it again: the lock and its owner's record expired, the
+	# holder's delay entry left. Made by hand on the third node (a long lease: no renewal
+	# comes meanwhile). The release used to leave the entry there (not its lock any
+	# more): that node closed for the delay after a release.
+	local u pids urls i
+	three_nodes
+	rlock_bg -k rl --url "$urls" -t 60s --lock-delay 60s -- "$HOLD" h
+	wait_until 30 test -e h.started
+	redis-cli -u "${u[2]}" DEL 'rlock:{rl}' 'rlock:{rl}:owner' >/dev/null
+	[[ $(redis-cli -u "${u[2]}" EXISTS 'rlock:{rl}:delay') == 1 ]]
+	touch h.release
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	for i in 0 1 2; do
+		[[ $(redis-cli -u "${u[$i]}" EXISTS 'rlock:{rl}:delay') == 0 ]] || fail "node $i kept a lock-delay after the release"
+	done
+	run -0 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	[[ $stderr != *degraded* ]] || fail "$stderr"
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: a holder broken before its next renewal keeps the name closed after its release (history on and off)" {
+	# The release of a holder that has not learnt of the --break yet finds the lock gone:
+	# it opens no lock-delay (the :broken record names it), as the rule for a release on
+	# a node where the lease ran out (above) must not.
+	local h
+	for h in 50 0; do
+		printf 'history = %s\n' "$h" >conf
+		rlock_bg --config conf -k "b$h" -t 60s --lock-delay 60s -- "$HOLD" "h$h"
+		wait_until 30 test -e "h$h.started"
+		local holder=$RLOCK_PID
+		run -0 "$RLOCK" --config conf -k "b$h" --break
+		touch "h$h.release"
+		rlock_wait "$holder" 30
+		assert_equal "$RLOCK_STATUS" 79
+		run -75 "$RLOCK" --config conf -k "b$h" --status
+		assert_output --partial 'closed by lock-delay'
+	done
 }

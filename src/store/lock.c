@@ -843,6 +843,7 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	                 : l->preempted_declared                      ? "preempted"
 	                 : l->lost_declared                           ? "lost"
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
+	                 : l->lost_seen                               ? "seen"
 	                                                              : "";
 	const char *args[] = {l->token, keep,   l->channel, l->publish_cmd, l->wake_prefix,
 	                      done,     status, hist,       hret,           ev};
@@ -851,8 +852,12 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	 * declared the lease lost (its end record says so, as its exit status does),
 	 * "preempted": rlock stopped the command for a --preempt request (the reply says
 	 * whether the lock went to it: exit 81), told with the history off too; "attempt":
-	 * a Redlock attempt's give-back, no run (its acquired record is taken back) */
-	int hargs = l->ask.history_len > 0 || l->preempted_declared ? 10 : 5;
+	 * a Redlock attempt's give-back, no run (its acquired record is taken back);
+	 * "seen": the loss was found (--on-lost ignore). A loss is told with the history off
+	 * too: without it, a node where the token no longer holds opens its lock-delay */
+	int hargs =
+	    l->ask.history_len > 0 || l->preempted_declared || l->lost_seen || l->lost_declared ? 10
+	                                                                                        : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},

@@ -200,7 +200,7 @@ if ho[1] and not handed then
           false, false, ho[5] or false, false, false, 'reserved'}
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
-local closed = not mine and others > 0 and delay_closed(KEYS[1]) or 0
+local closed = not mine and others > 0 and delay_closed(KEYS[1], ARGV[1]) or 0
 if closed > 0 then
   local by = supersede(nil)
   if by then return by end

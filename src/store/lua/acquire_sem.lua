@@ -92,7 +92,7 @@ if free and not mine then
   if ho[1] == '1' and ho[2] ~= tok then free = false else ho = {} end
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua).
-local closed = free and not mine and delay_closed(KEYS[1]) or 0
+local closed = free and not mine and delay_closed(KEYS[1], tok) or 0
 if closed > 0 then free = false end
 -- A waiting permit request (-l N, no queue) takes a place among the waiters, as a plain
 -- exclusive one does (acquire.lua): a release frees one permit and wakes one of them

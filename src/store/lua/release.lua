@@ -8,6 +8,8 @@
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
 -- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
 -- lock, still its own, is released all the same, and the run ends lost, not released;
+-- "seen" when rlock found the lease lost while the command ran and went on (--on-lost
+-- ignore): released as "" is, but a node where it no longer holds keeps its lock-delay;
 -- "preempted" when rlock stopped the command for a --preempt request: see the reply;
 -- "attempt": a Redlock attempt that got no quorum gives this node's grant back, which
 -- was no run: its acquired record is deleted, no end is recorded)
@@ -87,6 +89,17 @@ if held ~= ARGV[1] and ARGV[10] ~= 'attempt' then
     redis.pcall('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
                 'hist', 'hret')
   end
+end
+-- Its --lock-delay entry goes all the same when rlock saw no loss (ARGV[10] neither
+-- "lost" nor "seen") and sent the release within the lease by its own clock: the lease
+-- ended with this release. A Redlock node that lagged (stopped, cut off) while the other
+-- nodes renewed the lease and took the release has the lock expired by the time it reads
+-- it; its entry would keep that node closed for the whole delay after a release, the
+-- next holder degraded and, with one more node away, the name closed. (A break or a
+-- lost lease: rlock saw the loss, the entry stays; a break it has not seen yet, the
+-- :broken record names it, delay.lua.)
+if held ~= ARGV[1] and ARGV[2] ~= '-1' and ARGV[10] ~= 'lost' and ARGV[10] ~= 'seen' then
+  delay_released(KEYS[1], ARGV[1])
 end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])

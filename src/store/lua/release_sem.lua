@@ -5,7 +5,7 @@
 -- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
 -- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
 -- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
--- still its own, is released, and the run ends lost; as release.lua; "attempt": a grant
+-- still its own, is released, and the run ends lost; as release.lua, "seen" too; "attempt": a grant
 -- given back unused, no run: its acquired record goes, no end)
 -- A permit whose lease ran out by the server's clock (its score in the past, or its
 -- entries gone with the keys' expiry, its record in meta too) while a
@@ -50,6 +50,10 @@ elseif keep >= 0 and released_before(lock, tok) then
   return 1
 end
 if not s or tonumber(s) <= now or keep < 0 then
+  -- its --lock-delay entry goes when the release was sent within the lease by rlock's
+  -- clock and rlock saw no loss (nor a --break): the lease ended with this release
+  -- (release.lua, delay.lua)
+  if keep >= 0 and ARGV[10] ~= 'lost' and ARGV[10] ~= 'seen' then delay_released(lock, tok) end
   local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
                (s or not redis.call('HGET', KEYS[2], tok))
   history_ends(late and 'expired' or 'lost')
