@@ -368,3 +368,32 @@ closed_only() {
 		assert_output --partial 'closed by lock-delay'
 	done
 }
+
+@test "lock-delay: Redlock, --status with a node silent: closed on a majority with it is never 'free' (69, cannot tell)" {
+	# A holder that crashed with its delay entries on the first and third nodes (the
+	# second lagged through its acquire), made by hand; the third node stopped. An
+	# acquire is refused (closed on the first, no quorum without the third); --status
+	# said free, exit 0.
+	local u pids urls i now
+	three_nodes
+	now=$(node_ms "${u[0]}")
+	for i in 0 2; do
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+	done
+	run -75 "$RLOCK" --url "$urls" --status -k rl
+	assert_output --partial 'closed by lock-delay until'
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -75 "$RLOCK" --url "$urls" -n -k rl -- true # what an acquire finds
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --status -k rl
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{rl\} is held: 1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer \(2 needed\)"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --status --json -k rl
+	assert_output ''
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	run -75 "$RLOCK" --url "$urls" --status -k rl
+	assert_output --partial 'closed by lock-delay until'
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}

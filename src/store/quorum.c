@@ -1100,6 +1100,18 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 		free(nh);
 		return LOCK_ERR;
 	}
+	/* So too a lock-delay (each node its own entries): closed on fewer than a majority
+	 * of those that answered, but a majority with the nodes that did not, the status
+	 * cannot say free (an acquire would be refused: closed) nor closed. */
+	int closed = 0;
+	for (int i = 0; i < q->n; i++)
+		closed += ok[i] && nh[i].closed_ms > 0;
+	if (!brk && best_votes < q->need && closed > 0 && closed < q->need &&
+	    closed + (q->n - answered) >= q->need) {
+		cannot_tell(q, l, "it closed by a lock-delay", closed, answered, ok, err, errlen);
+		free(nh);
+		return LOCK_ERR;
+	}
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
