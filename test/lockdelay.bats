@@ -209,16 +209,8 @@ closed_only() {
 }
 
 @test "lock-delay: Redlock over 3 nodes: each node closed after a crash; status says so" {
-	local u=() pids=() i urls
-	for i in 0 1 2; do
-		redis_start
-		u+=("$REDIS_URL")
-		pids+=("$REDIS_PID")
-	done
-	urls=$(
-		IFS=,
-		echo "${u[*]}"
-	)
+	local u pids urls i
+	three_nodes
 	rlock_bg -k rl --url "$urls" -t 1s --lock-delay 30s -- "$HOLD" h
 	wait_until 10 test -e h.started
 	kill -KILL "$RLOCK_PID"
