@@ -404,6 +404,20 @@ fenceless() {
 		fail "$output"
 }
 
+@test "history over three Redlock nodes: a record without a fence (--reset) is listed where it came, newest first, each one once" {
+	fenceless "$NODES"
+	fenceless "$NODES"
+	run -0 --separate-stderr rlock -u "$NODES" -k nf --history
+	assert_equal "${#lines[@]}" 10
+	[[ ${lines[0]} == *"  reset       "* && ${lines[5]} == *"  reset       "* ]] || fail "$output"
+	[[ ${lines[1]} == *"  broken      fence 4 "* && ${lines[6]} == *"  broken      fence 2 "* ]] ||
+		fail "$output"
+	run -0 --separate-stderr rlock -u "$NODES" -k nf --history --json
+	echo "$output" | jq -e '[.entries[] | .event] == ["reset", "broken", "acquired", "released",
+		"acquired", "reset", "broken", "acquired", "released", "acquired"]' >/dev/null ||
+		fail "$output"
+}
+
 @test "history is best effort: a user whose ACL lacks +xadd +xrevrange still gets the lock" {
 	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
 	RLOCK_PASSWORD=pw run -0 --separate-stderr rlock --user nohist -k acl -- echo ran
