@@ -362,6 +362,62 @@ $(said_why)"
 	assert_line --index 0 --partial 'x\x1b]0;ev\x07  fence 1\x1b[2J  h pid 9\x0dpid  status 0\x1b[31m  cleared c\x1b[5m  by b pid 1\x0a2 (user u\x1b[1m)'
 }
 
+# fenceless URL: on URL, name nf: a run, a --lock-delay holder broken, then --reset of
+# its lock-delay alone: a record with no fence (no run is concerned) and no token.
+fenceless() {
+	rlock -u "$1" -k nf -- true
+	rm -f p.started
+	rlock_bg -u "$1" -k nf -t 2s --lock-delay 1h -- ./job
+	local holder=$RLOCK_PID
+	wait_until 20 test -e p.started
+	run -0 --separate-stderr rlock -u "$1" -k nf --break
+	rlock_wait "$holder" 20
+	run -0 --separate-stderr rlock -u "$1" -k nf --label ops --reset
+	[[ $stderr == *"lifted the lock-delay"* ]] || fail "$stderr"
+}
+
+@test "history: a record without a fence, pid or status shows none of them (no '?'), null in JSON" {
+	fenceless "$REDIS_URL"
+	run -0 --separate-stderr rlock -k nf --history
+	assert_equal "${#lines[@]}" 5
+	[[ ${lines[0]} == *"  reset       "* ]] || fail "newest: ${lines[0]}"
+	[[ ${lines[0]} != *fence* && ${lines[0]} != *'?'* ]] || fail "${lines[0]}"
+	[[ ${lines[0]} == *"cleared lock-delay  by "*" pid "*"[ops]" ]] || fail "${lines[0]}"
+	run -0 --separate-stderr rlock -k nf --history --json -n 1
+	echo "$output" | jq -e '.entries | length == 1 and .[0].event == "reset" and
+		.[0].fence == null and .[0].status == null' >/dev/null || fail "$output"
+	# A --break of a --preempt reservation (preempt.bats) has no fence either; a record
+	# another client wrote may lack the host, pid or token too: each is left out.
+	rcli XADD 'rlock:{nf}:history' '*' ev broken token t host h label hotfix \
+		cleared reservation by_host b by_pid 7 by_label ops >/dev/null
+	rcli XADD 'rlock:{nf}:history' '*' ev released token t pid 9 >/dev/null
+	rcli XADD 'rlock:{nf}:history' '*' ev expired by_pid 8 >/dev/null
+	run -0 --separate-stderr rlock -k nf --history -n 3
+	assert_equal "${#lines[@]}" 3
+	[[ ${lines[0]} =~ ^[0-9-]+\ [0-9:]+\ \ expired\ *\ \ by\ pid\ 8$ ]] || fail "${lines[0]}"
+	[[ ${lines[1]} =~ ^[0-9-]+\ [0-9:]+\ \ released\ *\ \ pid\ 9$ ]] || fail "${lines[1]}"
+	[[ ${lines[2]} =~ ^[0-9-]+\ [0-9:]+\ \ broken\ *\ \ h\ \[hotfix\]\ \ cleared\ reservation\ \ by\ b\ pid\ 7\ \[ops\]$ ]] ||
+		fail "${lines[2]}"
+	run -0 --separate-stderr rlock -k nf --history --json -n 3
+	echo "$output" | jq -e '[.entries[] | [.fence, .pid, .host, .status]] ==
+		[[null, null, null, null], [null, 9, null, null], [null, null, "h", null]]' >/dev/null ||
+		fail "$output"
+}
+
+@test "history over three Redlock nodes: a record without a fence (--reset) is listed where it came, newest first, each one once" {
+	fenceless "$NODES"
+	fenceless "$NODES"
+	run -0 --separate-stderr rlock -u "$NODES" -k nf --history
+	assert_equal "${#lines[@]}" 10
+	[[ ${lines[0]} == *"  reset       "* && ${lines[5]} == *"  reset       "* ]] || fail "$output"
+	[[ ${lines[1]} == *"  broken      fence 4 "* && ${lines[6]} == *"  broken      fence 2 "* ]] ||
+		fail "$output"
+	run -0 --separate-stderr rlock -u "$NODES" -k nf --history --json
+	echo "$output" | jq -e '[.entries[] | .event] == ["reset", "broken", "acquired", "released",
+		"acquired", "reset", "broken", "acquired", "released", "acquired"]' >/dev/null ||
+		fail "$output"
+}
+
 @test "history is best effort: a user whose ACL lacks +xadd +xrevrange still gets the lock" {
 	rcli ACL SETUSER nohist on '>pw' '~rlock:*' '&rlock:*' +@all -xadd -xrevrange >/dev/null
 	RLOCK_PASSWORD=pw run -0 --separate-stderr rlock --user nohist -k acl -- echo ran

@@ -371,11 +371,14 @@ reserved_dead() {
 	run -0 rlock -k p --history --json
 	echo "$output" | jq -e --argjson pid "$r_pid" '[.entries[] | select(.event == "broken")] |
 		length == 1 and .[0].cleared == "reservation" and .[0].pid == $pid and
-		.[0].label == "hotfix" and .[0].by.label == "ops"' >/dev/null ||
+		.[0].label == "hotfix" and .[0].by.label == "ops" and .[0].fence == null' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .cleared, .by.label]]')"
 	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
 		length == 1 and .[0].event == "released" and .[0].status == 3' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	# no run held the reservation: the text has no fence, no "fence ?"
+	run -0 --separate-stderr rlock -k p --history
+	assert_line --regexp "^[0-9-]+ [0-9:]+  broken      [^ ]+ pid $r_pid \[hotfix\]  cleared reservation  by [^ ]+ pid [0-9]+ \(user [^)]+\) \[ops\]\$"
 }
 
 @test "--reset on a name kept for a --preempt request clears nothing there and says the reservation stays, which --break removes" {

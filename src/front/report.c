@@ -1030,7 +1030,10 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 }
 
 /* One line of --history: when, what, the fence, whose run, and who acted. Every field
- * is the stream's text, which any client can write (XADD): each one escaped. */
+ * is the stream's text, which any client can write (XADD): each one escaped. A field
+ * the record does not have is left out, never shown as "?": a --break of a --preempt
+ * reservation has no fence (no run held it), a --reset of a lock-delay alone, or a
+ * supersession of a request while the name was free, none either (JSON: null). */
 static void history_line(const struct history_entry *e)
 {
 	char when[32], ev[4 * sizeof e->ev], fence[4 * sizeof e->fence], host[1024],
@@ -1040,12 +1043,16 @@ static void history_line(const struct history_entry *e)
 
 	local_time(when, sizeof when, e->at_ms);
 	log_escape(ev, sizeof ev, e->ev, strlen(e->ev));
-	esc(fence, sizeof fence, e->fence);
-	esc(host, sizeof host, e->host);
-	esc(pid, sizeof pid, e->pid);
+	log_escape(fence, sizeof fence, e->fence, strlen(e->fence));
+	log_escape(host, sizeof host, e->host, strlen(e->host));
+	log_escape(pid, sizeof pid, e->pid, strlen(e->pid));
 	log_escape(label, sizeof label, e->label, strlen(e->label));
-	printf("%s  %-10s  fence %s  %s pid %s%s%s%s", when, ev, fence, host, pid,
-	       label[0] ? " [" : "", label, label[0] ? "]" : "");
+	printf("%s  %-10s", when, ev);
+	if (fence[0])
+		printf("  fence %s", fence);
+	if (host[0] || pid[0])
+		printf("  %s%s%s", host, host[0] && pid[0] ? " " : "", pid[0] ? "pid " : "");
+	printf("%s%s%s%s", pid, label[0] ? " [" : "", label, label[0] ? "]" : "");
 	if (e->status[0]) {
 		esc(status, sizeof status, e->status);
 		printf("  status %s", status);
@@ -1055,10 +1062,11 @@ static void history_line(const struct history_entry *e)
 		printf("  cleared %s", cleared);
 	}
 	if (e->by_host[0] || e->by_pid[0]) {
-		esc(by, sizeof by, e->by_host);
-		esc(by_pid, sizeof by_pid, e->by_pid);
+		log_escape(by, sizeof by, e->by_host, strlen(e->by_host));
+		log_escape(by_pid, sizeof by_pid, e->by_pid, strlen(e->by_pid));
 		log_escape(blabel, sizeof blabel, e->by_label, strlen(e->by_label));
-		printf("  by %s pid %s", by, by_pid);
+		printf("  by %s%s%s%s", by, by[0] && by_pid[0] ? " " : "", by_pid[0] ? "pid " : "",
+		       by_pid);
 		if (e->cleared[0] &&
 		    e->by_user[0]) { /* a reset names its user, as a break's record */
 			esc(by_user, sizeof by_user, e->by_user);

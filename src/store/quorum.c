@@ -1364,25 +1364,42 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 	}
 }
 
-/* --history: newest first by fence (the run it concerns), then by the server's time. */
+/* --history: newest first by fence (the run it concerns; for an entry without one, the
+ * fence of the entry before it on its node: order), then by the server's time. */
 static int by_fence_desc(const void *a, const void *b)
 {
 	const struct history_entry *x = a, *y = b;
-	long long fx = strtoll(x->fence, NULL, 10), fy = strtoll(y->fence, NULL, 10);
+	long long fx = strtoll(x->order, NULL, 10), fy = strtoll(y->order, NULL, 10);
 
 	if (fx != fy)
 		return (fx < fy) - (fx > fy);
 	return (x->at_ms < y->at_ms) - (x->at_ms > y->at_ms);
 }
 
-/* e[0..n)'s entry of the same event about the same token (another node's), or NULL. */
+/* e[0..n)'s entry of the same event about the same token (another node's), or NULL.
+ * A --reset names no token: its operator's host and pid tell one from another. */
 static struct history_entry *history_seen(struct history_entry *e, int n,
                                           const struct history_entry *x)
 {
 	for (int i = 0; i < n; i++)
-		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0)
+		if (strcmp(e[i].ev, x->ev) == 0 && strcmp(e[i].token, x->token) == 0 &&
+		    (x->token[0] ||
+		     (strcmp(e[i].host, x->host) == 0 && strcmp(e[i].pid, x->pid) == 0)))
 			return &e[i];
 	return NULL;
+}
+
+/* One node's entries e[0..k), newest first: each one's order (by_fence_desc), its own
+ * fence or, for an entry without one, that of the nearest older entry with one. */
+static void history_order(struct history_entry *e, int k)
+{
+	const char *last = "";
+
+	for (int j = k - 1; j >= 0; j--) {
+		if (e[j].fence[0])
+			last = e[j].fence;
+		snprintf(e[j].order, sizeof e[j].order, "%s", last);
+	}
 }
 
 /* Fence a below fence b: decimal strings compared exactly (lengths, then digits). */
@@ -1470,10 +1487,12 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		int k = nd->reply
 		            ? lock_decode_history(nd->reply, all + got, *n, nd->err, sizeof nd->err)
 		            : -1;
-		/* Attempts marked first (the merge below moves entries within the node's). */
+		/* Attempts marked and orders set first (the merge below moves entries within
+		 * the node's). */
 		unsigned char attempt[HISTORY_MAX];
 		for (int j = 0; j < k; j++)
 			attempt[j] = (unsigned char)history_attempt(all + got, j);
+		history_order(all + got, k);
 		int w = got;
 		for (int j = 0; j < k; j++) {
 			struct history_entry *x = &all[got + j], *seen;
@@ -1490,6 +1509,8 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 				/* each node recorded its own count: the run's fence is the
 				 * largest (what the merge handed it, as --status says) */
 				memcpy(seen->fence, x->fence, sizeof seen->fence);
+			if (fence_below(seen->order, x->order))
+				memcpy(seen->order, x->order, sizeof seen->order);
 		}
 		got = w;
 		answered += k >= 0;

@@ -264,8 +264,8 @@ if not mine then
   end
   -- the request (ask_preempt) goes; the word that one took its hand-over stays
   if others > 0 then
-    redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
-               'hist', 'hret')
+    local call = redis.call
+    --@preempt_drop
   end
   -- the request a preempted holder's release handed the lock to took it: said to that
   -- holder's rlock (status.lua), which exits 81 only then

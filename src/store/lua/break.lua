@@ -100,11 +100,7 @@ if ARGV[10] == 'reset' then
   end
   -- A --preempt reservation is no mark: it stays (--break's business, as a live holder);
   -- the reply's 15th element names it (status.lua's), so that the reset says so.
-  local ho = redis.pcall('HMGET', KEYS[1] .. ':preempt', 'handover', 'token', 'host', 'pid',
-                         'label')
-  local reserved = type(ho) == 'table' and ho[1] == '1' and
-                   {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
-                    redis.call('PTTL', KEYS[1] .. ':preempt')}
+  local reserved = reservation(KEYS[1])
   return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
           closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved}
 end
@@ -117,18 +113,15 @@ end
 -- what was removed ({token, host, pid, label, pttl}, as status.lua's), else false.
 local unreserved = false
 if want_tok == '' and want_fence == '' and not tok then
-  local pk = KEYS[1] .. ':preempt'
-  local ho = redis.pcall('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label', 'from',
-                         'fstatus', 'hist', 'hret')
-  if type(ho) == 'table' and ho[1] == '1' then
-    unreserved = {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
-                  redis.call('PTTL', pk)}
+  local ho
+  unreserved, ho = reservation(KEYS[1], 'from', 'fstatus', 'hist', 'hret')
+  if unreserved then
     local r = ho[6] and history_close(KEYS[1], ho[6])
     if r then history_end(KEYS[1], r, 'released', 'status', ho[7] or '') end
     history_add(KEYS[1], ho[8], ho[9], 'ev', 'broken', 'token', ho[2] or '', 'host',
                 ho[3] or '', 'pid', ho[4] or '', 'label', ho[5] or '', 'cleared', 'reservation',
                 unpack(BY))
-    redis.call('DEL', pk)
+    redis.call('DEL', KEYS[1] .. ':preempt')
   end
 end
 local tokens = {}

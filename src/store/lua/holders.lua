@@ -48,3 +48,13 @@ local function broken_record(lock, now)
   return {b[1] or false, b[2] or false, b[3] or false, now - at, b[5] or false, b[6] or false,
           b[7] or false}
 end
+-- A --preempt reservation (PREFIX{NAME}:preempt, not declared, with handover 1:
+-- release.lua) as {token, host, pid, label, pttl}, or false; and the fields read
+-- (handover token host pid label, then ...).
+local function reservation(lock, ...)
+  local pk = lock .. ':preempt'
+  local ho = redis.pcall('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label', ...)
+  if type(ho) ~= 'table' or ho[1] ~= '1' then return false, ho end
+  return {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
+          redis.call('PTTL', pk)}, ho
+end

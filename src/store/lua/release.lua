@@ -86,8 +86,8 @@ if held ~= ARGV[1] and ARGV[10] ~= 'attempt' then
       history_end(KEYS[1], r, 'preempted', 'status', pre[4] or '', 'by_host', pre[5] or '',
                   'by_pid', pre[6] or '', 'by_label', pre[7] or '')
     end
-    redis.pcall('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover', 'from', 'fstatus',
-                'hist', 'hret')
+    local call = redis.pcall
+    --@preempt_drop
   end
 end
 -- Its --lock-delay entry goes all the same when rlock saw no loss (ARGV[10] neither

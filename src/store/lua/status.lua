@@ -73,13 +73,9 @@ for i = 1, #zq, 2 do
     for j = 1, 5 do q[#q + 1] = row[j] end
   end
 end
-local pk = KEYS[1] .. ':preempt'
-local ho = redis.pcall('HMGET', pk, 'handover', 'token', 'host', 'pid', 'label')
-local reserved = false
-if type(ho) == 'table' and ho[1] == '1' then
-  reserved = {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
-              redis.call('PTTL', pk)}
-else
+local reserved = reservation(KEYS[1])
+if not reserved then
+  local pk = KEYS[1] .. ':preempt'
   local tk = redis.pcall('HMGET', pk, 'taken', 'thost', 'tpid', 'tlabel')
   if type(tk) == 'table' and tk[1] then
     reserved = {tk[1], tk[2] or false, tk[3] or false, tk[4] or false, redis.call('PTTL', pk),
