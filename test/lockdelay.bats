@@ -389,3 +389,50 @@ closed_only() {
 	assert_output --partial 'closed by lock-delay until'
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
+
+@test "lock-delay: Redlock, a split vote on a node closed by a lock-delay says how long it stays closed there, never '-'" {
+	# Node 0 closed by a crashed holder's delay, node 1 grants (given back), node 2
+	# stopped: a split vote. -n said "closed by lock-delay for - more".
+	local u pids urls now
+	three_nodes
+	now=$(node_ms "${u[0]}")
+	redis-cli -u "${u[0]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
+	redis-cli -u "${u[0]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	assert_regex "$stderr" "lock 'rl' is busy: closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
+	[[ $stderr != *' - more'* ]]
+	# a waiter's -v lines and its end say the same
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -v -w 0.3s -k rl -- true
+	assert_regex "$stderr" "closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
+	[[ $stderr != *' - '* ]]
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: a reservation or a split with no expiry (set by hand) is said without a time, never 'until ?' or '- left'" {
+	# single server: a --preempt hand-over set by hand, no PTTL
+	rcli HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+	run -75 "$RLOCK" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42: its preempted holder'
+	refute_output --partial 'until ?'
+	refute_output --partial '- left'
+	run -75 --separate-stderr "$RLOCK" -n -k rv -- true
+	assert_regex "$stderr" "busy: reserved for the --preempt request of h1 pid 42$"
+	run -0 "$RLOCK" --list
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42]'
+	run -75 "$RLOCK" --status --json -k rv
+	assert_equal "$(jq -c '[.reserved.left_ms, .reserved.until_ms]' <<<"$output")" '[null,null]'
+	# Redlock: two tokens on two nodes of three, neither with an expiry
+	local u pids urls
+	three_nodes
+	redis-cli -u "${u[0]}" SET 'rlock:{sp}' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null
+	redis-cli -u "${u[1]}" SET 'rlock:{sp}' bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb >/dev/null
+	run -75 "$RLOCK" --url "$urls" --status -k sp
+	assert_output --partial 'none on a majority; an acquire is refused while they hold (no expiry: set by hand?)'
+	refute_output --partial 'until ?'
+	refute_output --partial '- left'
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}

@@ -585,6 +585,9 @@ struct tally {
 	long long fence;               /* the largest fence of the nodes that granted */
 	long long nf[STORE_NODES_MAX]; /* each granting node's own count */
 	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
+	/* the first busy node closed by a lock-delay (or kept for a --preempt request): the
+	 * longest such a busy node said it stays so, -1 when none said */
+	long long nobody_ms;
 };
 
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
@@ -607,7 +610,11 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			if (!t->busy++) {
 				*h = nh;
 				q->busy = i;
+				t->nobody_ms = -1;
 			}
+			if (((h->delayed && nh.delayed) || (h->reserved && nh.reserved)) &&
+			    nh.pttl_ms > t->nobody_ms)
+				t->nobody_ms = nh.pttl_ms;
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
@@ -702,7 +709,9 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	if (t->busy > 0 && t->ok + t->busy >= q->need) {
 		h->split_vote = t->ok > 0;
 		if (t->ok > 0) {
-			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+			/* a split vote: no expiry to wait for; a node closed by a lock-delay
+			 * (kept for a --preempt request): the longest a busy node said so */
+			h->pttl_ms = h->delayed || h->reserved ? t->nobody_ms : -1;
 			log_debug("Redlock: split vote: %d of %d nodes granted, %d held by "
 			          "another token; given back",
 			          t->ok, q->n, t->busy);
