@@ -436,3 +436,49 @@ closed_only() {
 	refute_output --partial '- left'
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
+
+@test "lock-delay: Redlock, --list with a node silent: a name it could make closed, reserved or held is 'cannot tell' in its own row (69), the others listed" {
+	# rl: a crashed holder's delay on nodes 0 and 2; rv: a --preempt hand-over on
+	# nodes 0 and 2; hh: a holder on nodes 0 and 2; held: a live holder; node 2 stopped. --list exited 69 with nothing
+	# listed (rl), or left rv out as free, and --status said rv free (0).
+	local u pids urls i now
+	three_nodes
+	now=$(node_ms "${u[0]}")
+	for i in 0 2; do
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
+		redis-cli -u "${u[$i]}" SET 'rlock:{hh}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
+	done
+	rlock_bg --url "$urls" -k held -- "$HOLD" h
+	wait_until 10 test -e h.started
+	run -75 "$RLOCK" --url "$urls" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42 until'
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --status -k rv
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --list
+	assert_line --index 0 --regexp '^NAME +HOST'
+	assert_line --index 1 --regexp '^held +[^ ]+ +[0-9]+ '
+	assert_line --index 2 --regexp '^hh +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have its holder, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 3 --regexp '^rl +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 4 --regexp '^rv +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)\]$'
+	[[ ${#lines[@]} == 5 ]]
+	assert_regex "$stderr" "^rlock: --list: cannot tell whether rlock:\{hh\} is held: 1 of 3 Redlock nodes have its holder"
+	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rl\} is held: 1 of 3 Redlock nodes have it closed by a lock-delay"
+	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --list --json
+	assert_equal "$(jq -c '[.locks[] | [.name, .held, .cannot_tell, .nodes_ok, .nodes_total, .closed, .reserved]]' <<<"$output")" \
+		'[["held",true,null,2,3,null,null],["hh",null,"1 of 3 Redlock nodes have its holder, 1 did not answer (2 needed)",2,3,null,null],["rl",null,"1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer (2 needed)",2,3,null,null],["rv",null,"1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer (2 needed)",2,3,null,null]]'
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_output --partial '[closed by lock-delay until'
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42 until'
+	touch h.release
+	rlock_wait "$RLOCK_PID" 20
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}

@@ -676,6 +676,7 @@ struct list_out {
 	const struct report_ask *o;
 	FILE *f; /* the answer, in memory until it is complete */
 	int started, count;
+	int undecided; /* Redlock: names the listing cannot judge (their rows say so) */
 };
 
 /* The listing's head: JSON's opening, or the table's header line. */
@@ -702,6 +703,27 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	if (!name) {
 		list_head(w);
 		return 0;
+	}
+	if (hs->undecided[0]) { /* Redlock: --status's "cannot tell", in the name's row */
+		char ename[4 * LOCK_NAME_MAX + 1];
+		log_error("--list: cannot tell whether %s is held: %s", l->key, hs->undecided);
+		w->undecided++;
+		if (o->json) {
+			fputs(w->count ? ",{\"name\":" : "{\"name\":", f);
+			json_str(f, name);
+			fputs(",\"key\":", f);
+			json_str(f, l->key);
+			fputs(",\"held\":null,\"cannot_tell\":", f);
+			json_str(f, hs->undecided);
+			fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d}", hs->nodes_ok,
+			        hs->nodes_total);
+		} else {
+			esc(ename, sizeof ename, name);
+			fprintf(f, "%-24s %-20s %-8s %-9s %-9s [cannot tell: %s]\n", ename, "-",
+			        "-", "-", "-", hs->undecided);
+		}
+		w->count++;
+		return ferror(f) ? -1 : 0;
 	}
 	if (o->json) {
 		if (w->count)
@@ -811,7 +833,9 @@ int report_list(struct store *s, const struct report_ask *o)
 		fwrite(buf, 1, len, stdout);
 	free(buf);
 	int wr = cli_close_stdout();
-	return rc ? rc : wr;
+	/* the whole listing, but a name in it could not be judged (its row says so): 69, as
+	 * --status of that name */
+	return rc ? rc : wr ? wr : w.undecided ? RL_EX_UNAVAILABLE : 0;
 }
 
 /* ---- --held ---------------------------------------------------------------------- */

@@ -945,19 +945,27 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 }
 
 /* err: a holder (what) on `votes` nodes, fewer than a quorum, that the nodes that did
- * not answer could make one: neither held nor free can be said. */
+ * not answer could make one: neither held nor free can be said. hs (if not NULL): only
+ * that, in hs->undecided (--list's row). */
 static void cannot_tell(const struct quorum *q, const struct lock *l, const char *what, int votes,
-                        int answered, const int *ok, char *err, size_t errlen)
+                        int answered, const int *ok, struct holders *hs, char *err, size_t errlen)
 {
 	const char *why = "";
+	char says[sizeof hs->undecided];
 
 	for (int i = 0; i < q->n && !*why; i++)
 		if (!ok[i] && q->node[i].err[0])
 			why = q->node[i].err;
-	snprintf(err, errlen,
-	         "cannot tell whether %s is held: %d of %d Redlock nodes have %s, %d did not "
-	         "answer (%d needed)%s%s",
-	         l->key, votes, q->n, what, q->n - answered, q->need, *why ? "; " : "", why);
+	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %d did not answer (%d needed)",
+	         votes, q->n, what, q->n - answered, q->need);
+	snprintf(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
+	         *why ? "; " : "", why);
+	if (hs) {
+		memset(hs, 0, sizeof *hs);
+		snprintf(hs->undecided, sizeof hs->undecided, "%s", says);
+		hs->nodes_ok = answered;
+		hs->nodes_total = q->n;
+	}
 }
 
 static int by_pttl_desc(const void *a, const void *b)
@@ -1105,22 +1113,29 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	 * majority with the nodes that did not (paused, unreachable): the status cannot
 	 * say free then (an acquire would be busy), nor held (as quorum_is_holder). */
 	if (!brk && best_votes < q->need && best_votes + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "its holder", best_votes, answered, ok, err, errlen);
+		cannot_tell(q, l, "its holder", best_votes, answered, ok, hs, err, errlen);
 		free(nh);
 		return LOCK_ERR;
 	}
-	/* So too a lock-delay (each node its own entries): closed on fewer than a majority
-	 * of those that answered, but a majority with the nodes that did not, the status
-	 * cannot say free (an acquire would be refused: closed) nor closed. */
-	int closed = 0;
-	for (int i = 0; i < q->n; i++)
+	/* So too what refuses an acquire on a node without a holder (each node its own
+	 * entries): a lock-delay, a --preempt reservation, live --fair places, on fewer
+	 * than a majority of those that answered but a majority with the nodes that did
+	 * not: the status cannot say free (an acquire would be refused) nor closed. */
+	int closed = 0, reserved = 0, queued = 0;
+	for (int i = 0; i < q->n; i++) {
 		closed += ok[i] && nh[i].closed_ms > 0;
-	if (!brk && best_votes < q->need && closed > 0 && closed < q->need &&
-	    closed + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "it closed by a lock-delay", closed, answered, ok, err, errlen);
-		free(nh);
-		return LOCK_ERR;
+		reserved += ok[i] && nh[i].reserved.known;
+		queued += ok[i] && nh[i].queued > 0;
 	}
+	const char *what[] = {"it closed by a lock-delay", "it kept for a --preempt request",
+	                      "live --fair places"};
+	int has[] = {closed, reserved, queued};
+	for (int k = 0; k < 3 && !brk && best_votes < q->need; k++)
+		if (has[k] > 0 && has[k] < q->need && has[k] + (q->n - answered) >= q->need) {
+			cannot_tell(q, l, what[k], has[k], answered, ok, hs, err, errlen);
+			free(nh);
+			return LOCK_ERR;
+		}
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
@@ -1219,7 +1234,7 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
 		rc = 1;
 	} else if (ours + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "the token", ours, answered, ok, err, errlen);
+		cannot_tell(q, l, "the token", ours, answered, ok, NULL, err, errlen);
 		rc = -1;
 	} else {
 		rc = 0;
