@@ -402,11 +402,11 @@ closed_only() {
 	kill -STOP "${pids[2]}"
 	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
 	assert_regex "$stderr" "lock 'rl' is busy: closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
-	[[ $stderr != *' - more'* ]]
+	[[ $stderr != *'for - more'* ]]
 	# a waiter's -v lines and its end say the same
 	run -75 --separate-stderr "$RLOCK" --url "$urls" -v -w 0.3s -k rl -- true
 	assert_regex "$stderr" "closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
-	[[ $stderr != *' - '* ]]
+	[[ $stderr != *'for - more'* ]]
 	kill -CONT "${pids[2]}"
 	PAUSED=
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
