@@ -451,6 +451,15 @@ closed_only() {
 		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
 		redis-cli -u "${u[$i]}" SET 'rlock:{hh}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
 	done
+	# cr: closed on nodes 0 and 1 (a majority), a hand-over on nodes 0 and 2: closed
+	for i in 0 1; do
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{cr}:delay' $((now + 120000)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{cr}:delay' 120000 >/dev/null
+	done
+	for i in 0 2; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{cr}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{cr}:preempt' 120000 >/dev/null
+	done
 	rlock_bg --url "$urls" -k held -- "$HOLD" h
 	wait_until 10 test -e h.started
 	run -75 "$RLOCK" --url "$urls" --status -k rv
@@ -460,18 +469,21 @@ closed_only() {
 	run -69 --separate-stderr "$RLOCK" --url "$urls" --status -k rv
 	assert_output ''
 	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)"
+	run -75 "$RLOCK" --url "$urls" --status -k cr # closed on a majority: that is known
+	assert_output --partial 'rlock:{cr} is closed by lock-delay until'
 	run -69 --separate-stderr "$RLOCK" --url "$urls" --list
 	assert_line --index 0 --regexp '^NAME +HOST'
-	assert_line --index 1 --regexp '^held +[^ ]+ +[0-9]+ '
-	assert_line --index 2 --regexp '^hh +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have its holder, 1 did not answer \(2 needed\)\]$'
-	assert_line --index 3 --regexp '^rl +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer \(2 needed\)\]$'
-	assert_line --index 4 --regexp '^rv +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)\]$'
-	[[ ${#lines[@]} == 5 ]]
+	assert_line --index 1 --regexp '^cr +- +- +- +[0-9ms]+ +\[closed by lock-delay until '
+	assert_line --index 2 --regexp '^held +[^ ]+ +[0-9]+ '
+	assert_line --index 3 --regexp '^hh +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have its holder, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 4 --regexp '^rl +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 5 --regexp '^rv +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)\]$'
+	[[ ${#lines[@]} == 6 ]]
 	assert_regex "$stderr" "^rlock: --list: cannot tell whether rlock:\{hh\} is held: 1 of 3 Redlock nodes have its holder"
 	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rl\} is held: 1 of 3 Redlock nodes have it closed by a lock-delay"
 	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request"
 	run -69 --separate-stderr "$RLOCK" --url "$urls" --list --json
-	assert_equal "$(jq -c '[.locks[] | [.name, .held, .cannot_tell, .nodes_ok, .nodes_total, .closed, .reserved]]' <<<"$output")" \
+	assert_equal "$(jq -c '[.locks[] | select(.name != "cr") | [.name, .held, .cannot_tell, .nodes_ok, .nodes_total, .closed, .reserved]]' <<<"$output")" \
 		'[["held",true,null,2,3,null,null],["hh",null,"1 of 3 Redlock nodes have its holder, 1 did not answer (2 needed)",2,3,null,null],["rl",null,"1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer (2 needed)",2,3,null,null],["rv",null,"1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer (2 needed)",2,3,null,null]]'
 	kill -CONT "${pids[2]}"
 	PAUSED=

@@ -1130,7 +1130,9 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	const char *what[] = {"it closed by a lock-delay", "it kept for a --preempt request",
 	                      "live --fair places"};
 	int has[] = {closed, reserved, queued};
-	for (int k = 0; k < 3 && !brk && best_votes < q->need; k++)
+	/* one of them on a majority already refuses an acquire: said so (75), not unknown */
+	int majority = closed >= q->need || reserved >= q->need || queued >= q->need;
+	for (int k = 0; k < 3 && !brk && !majority && best_votes < q->need; k++)
 		if (has[k] > 0 && has[k] < q->need && has[k] + (q->n - answered) >= q->need) {
 			cannot_tell(q, l, what[k], has[k], answered, ok, hs, err, errlen);
 			free(nh);
