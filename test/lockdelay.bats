@@ -389,3 +389,108 @@ closed_only() {
 	assert_output --partial 'closed by lock-delay until'
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
+
+@test "lock-delay: Redlock, a split vote on a node closed by a lock-delay says how long it stays closed there, never '-'" {
+	# Node 0 closed by a crashed holder's delay, node 1 grants (given back), node 2
+	# stopped: a split vote. -n said "closed by lock-delay for - more".
+	local u pids urls now
+	three_nodes
+	now=$(node_ms "${u[0]}")
+	redis-cli -u "${u[0]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
+	redis-cli -u "${u[0]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
+	assert_regex "$stderr" "lock 'rl' is busy: closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
+	[[ $stderr != *'for - more'* ]]
+	# a waiter's -v lines and its end say the same
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -v -w 0.3s -k rl -- true
+	assert_regex "$stderr" "closed by lock-delay for (1m[0-9][0-9]s|2m00s) more"
+	[[ $stderr != *'for - more'* ]]
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: a reservation or a split with no expiry (set by hand) is said without a time, never 'until ?' or '- left'" {
+	# single server: a --preempt hand-over set by hand, no PTTL
+	rcli HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+	run -75 "$RLOCK" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42: its preempted holder'
+	refute_output --partial 'until ?'
+	refute_output --partial '- left'
+	run -75 --separate-stderr "$RLOCK" -n -k rv -- true
+	assert_regex "$stderr" "busy: reserved for the --preempt request of h1 pid 42$"
+	run -0 "$RLOCK" --list
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42]'
+	run -75 "$RLOCK" --status --json -k rv
+	assert_equal "$(jq -c '[.reserved.left_ms, .reserved.until_ms]' <<<"$output")" '[null,null]'
+	# Redlock: two tokens on two nodes of three, neither with an expiry
+	local u pids urls
+	three_nodes
+	redis-cli -u "${u[0]}" SET 'rlock:{sp}' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null
+	redis-cli -u "${u[1]}" SET 'rlock:{sp}' bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb >/dev/null
+	run -75 "$RLOCK" --url "$urls" --status -k sp
+	assert_output --partial 'none on a majority; an acquire is refused while they hold (no expiry: set by hand?)'
+	refute_output --partial 'until ?'
+	refute_output --partial '- left'
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock, --list with a node silent: a name it could make closed, reserved or held is 'cannot tell' in its own row (69), the others listed" {
+	# rl: a crashed holder's delay on nodes 0 and 2; rv: a --preempt hand-over on
+	# nodes 0 and 2; hh: a holder on nodes 0 and 2; held: a live holder; node 2 stopped. --list exited 69 with nothing
+	# listed (rl), or left rv out as free, and --status said rv free (0).
+	local u pids urls i now
+	three_nodes
+	now=$(node_ms "${u[0]}")
+	for i in 0 2; do
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
+		redis-cli -u "${u[$i]}" SET 'rlock:{hh}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
+	done
+	# cr: closed on nodes 0 and 1 (a majority), a hand-over on nodes 0 and 2: closed
+	for i in 0 1; do
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{cr}:delay' $((now + 120000)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{cr}:delay' 120000 >/dev/null
+	done
+	for i in 0 2; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{cr}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{cr}:preempt' 120000 >/dev/null
+	done
+	rlock_bg --url "$urls" -k held -- "$HOLD" h
+	wait_until 10 test -e h.started
+	run -75 "$RLOCK" --url "$urls" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42 until'
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --status -k rv
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)"
+	run -75 "$RLOCK" --url "$urls" --status -k cr # closed on a majority: that is known
+	assert_output --partial 'rlock:{cr} is closed by lock-delay until'
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --list
+	assert_line --index 0 --regexp '^NAME +HOST'
+	assert_line --index 1 --regexp '^cr +- +- +- +[0-9ms]+ +\[closed by lock-delay until '
+	assert_line --index 2 --regexp '^held +[^ ]+ +[0-9]+ '
+	assert_line --index 3 --regexp '^hh +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have its holder, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 4 --regexp '^rl +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer \(2 needed\)\]$'
+	assert_line --index 5 --regexp '^rv +- +- +- +- +\[cannot tell: 1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer \(2 needed\)\]$'
+	[[ ${#lines[@]} == 6 ]]
+	assert_regex "$stderr" "^rlock: --list: cannot tell whether rlock:\{hh\} is held: 1 of 3 Redlock nodes have its holder"
+	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rl\} is held: 1 of 3 Redlock nodes have it closed by a lock-delay"
+	assert_regex "$stderr" "rlock: --list: cannot tell whether rlock:\{rv\} is held: 1 of 3 Redlock nodes have it kept for a --preempt request"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name != "cr") | [.name, .held, .cannot_tell, .nodes_ok, .nodes_total, .closed, .reserved]]' <<<"$output")" \
+		'[["held",true,null,2,3,null,null],["hh",null,"1 of 3 Redlock nodes have its holder, 1 did not answer (2 needed)",2,3,null,null],["rl",null,"1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer (2 needed)",2,3,null,null],["rv",null,"1 of 3 Redlock nodes have it kept for a --preempt request, 1 did not answer (2 needed)",2,3,null,null]]'
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_output --partial '[closed by lock-delay until'
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42 until'
+	touch h.release
+	rlock_wait "$RLOCK_PID" 20
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}

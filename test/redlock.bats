@@ -182,6 +182,22 @@ node_fair_places() {
 	run -0 --separate-stderr rlock -n -k fq -- true
 }
 
+@test "fair places on 2 of 5 nodes, one more node paused: --status and --list cannot tell (69), never 'free'" {
+	# The paused node could make the places a majority (an acquire is refused then):
+	# --status said free (0) and --list left the name out.
+	node_fair_places 0 fq 2
+	node_fair_places 1 fq 2
+	run -0 --separate-stderr rlock --status -k fq
+	node_pause 2
+	run -69 --separate-stderr rlock --status -k fq
+	assert_output ''
+	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{fq\} is held: 2 of 5 Redlock nodes have live --fair places, 1 did not answer \(3 needed\)"
+	run -69 --separate-stderr rlock --list
+	assert_line --index 1 --regexp '^fq +- +- +- +- +\[cannot tell: 2 of 5 Redlock nodes have live --fair places, 1 did not answer \(3 needed\)\]$'
+	node_resume 2
+	run -0 --separate-stderr rlock --status -k fq
+}
+
 @test "a waiter takes over when the holder releases" {
 	rlock_bg -k w -- "$HOLD" h
 	local holder=$RLOCK_PID
@@ -622,7 +638,7 @@ scripts_run() {
 	assert_equal "$stderr" ""
 }
 
-@test "--status and --list of a lock held by 3 of 5 nodes, one of them paused: cannot tell (69), never 'free'" {
+@test "--status and --list of a lock held by 3 of 5 nodes, one of them paused: cannot tell (69; --list: in the name's row), never 'free'" {
 	node_kill 3
 	node_kill 4
 	# a long lease: its renewal (ttl/3) does not lock the restarted nodes meanwhile
@@ -638,8 +654,14 @@ scripts_run() {
 	assert_regex "$stderr" "^rlock: cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have its holder, 1 did not answer \(3 needed\)"
 	run -69 --separate-stderr rlock --status --json -k s
 	assert_output ''
+	# --list: the whole listing, the name's row says it cannot tell (never a free name
+	# left out), 69
 	run -69 --separate-stderr rlock --list
-	assert_output ''
+	assert_line --index 1 --regexp '^s +- +- +- +- +\[cannot tell: 2 of 5 Redlock nodes have its holder, 1 did not answer \(3 needed\)\]$'
+	[[ ${#lines[@]} == 2 ]]
+	assert_regex "$stderr" "^rlock: --list: cannot tell whether rlock:\{s\} is held: 2 of 5 Redlock nodes have its holder"
+	run -69 --separate-stderr rlock --list --json
+	assert_equal "$(jq -c '[.locks[] | [.name, .held, .cannot_tell]]' <<<"$output")" '[["s",null,"2 of 5 Redlock nodes have its holder, 1 did not answer (3 needed)"]]'
 	# --held of the holder's token says why it cannot tell (not "no quorum" of 4 that
 	# answered)
 	run -69 --separate-stderr rlock -k s --token "$(env_of h RLOCK_TOKEN)" --held

@@ -369,13 +369,17 @@ static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
 
 	esc(host, sizeof host, r->host[0] ? r->host : "?");
 	log_escape(label, sizeof label, r->label, strlen(r->label));
-	local_time(until, sizeof until, r->left_ms >= 0 ? now_unix_ms() + r->left_ms : -1);
-	holder_human_ms(left, sizeof left, r->left_ms);
+	char when[128] = ""; /* no expiry (set by hand): no time, never "until ? (- left)" */
+	if (r->left_ms >= 0) {
+		local_time(until, sizeof until, now_unix_ms() + r->left_ms);
+		holder_human_ms(left, sizeof left, r->left_ms);
+		snprintf(when, sizeof when, " until %s (%s left)", until, left);
+	}
 	char pid[24] = "?";
 	if (r->pid >= 0)
 		snprintf(pid, sizeof pid, "%lld", r->pid);
-	snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s until %s (%s left)",
-	         host, pid, label[0] ? " [" : "", label, label[0] ? "]" : "", until, left);
+	snprintf(buf, n, "reserved for the --preempt request of %s pid %s%s%s%s%s", host, pid,
+	         label[0] ? " [" : "", label, label[0] ? "]" : "", when);
 	return buf;
 }
 
@@ -402,13 +406,14 @@ static void print_holders(const char *key, const struct holders *hs)
 	char closed[160], reserved[2400], split[160], queued[160];
 
 	if (!hs->n && hs->split_nodes) {
-		char until[64], left[32];
-		local_time(until, sizeof until,
-		           hs->split_ms >= 0 ? now_unix_ms() + hs->split_ms : -1);
-		holder_human_ms(left, sizeof left, hs->split_ms);
-		printf("%s is not free: %s; an acquire is refused until %s (%s left) (last fence "
-		       "%lld)\n",
-		       key, split_text(split, sizeof split, hs), until, left, hs->last_fence);
+		char until[64], left[32], when[128] = " while they hold (no expiry: set by hand?)";
+		if (hs->split_ms >= 0) {
+			local_time(until, sizeof until, now_unix_ms() + hs->split_ms);
+			holder_human_ms(left, sizeof left, hs->split_ms);
+			snprintf(when, sizeof when, " until %s (%s left)", until, left);
+		}
+		printf("%s is not free: %s; an acquire is refused%s (last fence %lld)\n", key,
+		       split_text(split, sizeof split, hs), when, hs->last_fence);
 	} else if (!hs->n && hs->reserved.known) {
 		printf("%s is %s: its preempted holder released it to that request, which takes "
 		       "it next (last fence %lld)\n",
@@ -671,6 +676,7 @@ struct list_out {
 	const struct report_ask *o;
 	FILE *f; /* the answer, in memory until it is complete */
 	int started, count;
+	int undecided; /* Redlock: names the listing cannot judge (their rows say so) */
 };
 
 /* The listing's head: JSON's opening, or the table's header line. */
@@ -697,6 +703,27 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 	if (!name) {
 		list_head(w);
 		return 0;
+	}
+	if (hs->undecided[0]) { /* Redlock: --status's "cannot tell", in the name's row */
+		char ename[4 * LOCK_NAME_MAX + 1];
+		log_error("--list: cannot tell whether %s is held: %s", l->key, hs->undecided);
+		w->undecided++;
+		if (o->json) {
+			fputs(w->count ? ",{\"name\":" : "{\"name\":", f);
+			json_str(f, name);
+			fputs(",\"key\":", f);
+			json_str(f, l->key);
+			fputs(",\"held\":null,\"cannot_tell\":", f);
+			json_str(f, hs->undecided);
+			fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d}", hs->nodes_ok,
+			        hs->nodes_total);
+		} else {
+			esc(ename, sizeof ename, name);
+			fprintf(f, "%-24s %-20s %-8s %-9s %-9s [cannot tell: %s]\n", ename, "-",
+			        "-", "-", "-", hs->undecided);
+		}
+		w->count++;
+		return ferror(f) ? -1 : 0;
 	}
 	if (o->json) {
 		if (w->count)
@@ -806,7 +833,9 @@ int report_list(struct store *s, const struct report_ask *o)
 		fwrite(buf, 1, len, stdout);
 	free(buf);
 	int wr = cli_close_stdout();
-	return rc ? rc : wr;
+	/* the whole listing, but a name in it could not be judged (its row says so): 69, as
+	 * --status of that name */
+	return rc ? rc : wr ? wr : w.undecided ? RL_EX_UNAVAILABLE : 0;
 }
 
 /* ---- --held ---------------------------------------------------------------------- */

@@ -72,7 +72,9 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	if (h->delayed) { /* nobody holds it: a lease ended unreleased (lock.h) */
 		char left[32];
 		holder_human_ms(left, sizeof left, h->pttl_ms);
-		snprintf(buf, n, "closed by lock-delay for %s more", left);
+		/* its time unknown (a Redlock merge no node's answer gave one): no "-" */
+		snprintf(buf, n, "closed by lock-delay%s%s%s", h->pttl_ms >= 0 ? " for " : "",
+		         h->pttl_ms >= 0 ? left : "", h->pttl_ms >= 0 ? " more" : "");
 		return buf;
 	}
 	if (raw) {

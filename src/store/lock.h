@@ -278,6 +278,10 @@ struct holders {
 	int pruned;         /* --break: places of gone waiters dropped from the queue */
 	int here; /* status read key by key (a migrating slot): the name's keys on the node
 	           * that answered; -1 otherwise */
+	/* Redlock status that cannot tell (LOCK_ERR): what the silent nodes could make a
+	 * majority, "1 of 3 Redlock nodes have it closed by a lock-delay, 1 did not answer
+	 * (2 needed)", with nodes_ok/nodes_total; "" otherwise */
+	char undecided[200];
 };
 
 enum lock_rc {

@@ -585,6 +585,9 @@ struct tally {
 	long long fence;               /* the largest fence of the nodes that granted */
 	long long nf[STORE_NODES_MAX]; /* each granting node's own count */
 	const struct req *fq[STORE_NODES_MAX]; /* the nodes that granted: the fence round */
+	/* the first busy node closed by a lock-delay (or kept for a --preempt request): the
+	 * longest such a busy node said it stays so, -1 when none said */
+	long long nobody_ms;
 };
 
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
@@ -607,7 +610,11 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			if (!t->busy++) {
 				*h = nh;
 				q->busy = i;
+				t->nobody_ms = -1;
 			}
+			if (((h->delayed && nh.delayed) || (h->reserved && nh.reserved)) &&
+			    nh.pttl_ms > t->nobody_ms)
+				t->nobody_ms = nh.pttl_ms;
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
@@ -702,7 +709,9 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	if (t->busy > 0 && t->ok + t->busy >= q->need) {
 		h->split_vote = t->ok > 0;
 		if (t->ok > 0) {
-			h->pttl_ms = -1; /* a split vote: no expiry to wait for */
+			/* a split vote: no expiry to wait for; a node closed by a lock-delay
+			 * (kept for a --preempt request): the longest a busy node said so */
+			h->pttl_ms = h->delayed || h->reserved ? t->nobody_ms : -1;
 			log_debug("Redlock: split vote: %d of %d nodes granted, %d held by "
 			          "another token; given back",
 			          t->ok, q->n, t->busy);
@@ -936,19 +945,27 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 }
 
 /* err: a holder (what) on `votes` nodes, fewer than a quorum, that the nodes that did
- * not answer could make one: neither held nor free can be said. */
+ * not answer could make one: neither held nor free can be said. hs (if not NULL): only
+ * that, in hs->undecided (--list's row). */
 static void cannot_tell(const struct quorum *q, const struct lock *l, const char *what, int votes,
-                        int answered, const int *ok, char *err, size_t errlen)
+                        int answered, const int *ok, struct holders *hs, char *err, size_t errlen)
 {
 	const char *why = "";
+	char says[sizeof hs->undecided];
 
 	for (int i = 0; i < q->n && !*why; i++)
 		if (!ok[i] && q->node[i].err[0])
 			why = q->node[i].err;
-	snprintf(err, errlen,
-	         "cannot tell whether %s is held: %d of %d Redlock nodes have %s, %d did not "
-	         "answer (%d needed)%s%s",
-	         l->key, votes, q->n, what, q->n - answered, q->need, *why ? "; " : "", why);
+	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %d did not answer (%d needed)",
+	         votes, q->n, what, q->n - answered, q->need);
+	snprintf(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
+	         *why ? "; " : "", why);
+	if (hs) {
+		memset(hs, 0, sizeof *hs);
+		snprintf(hs->undecided, sizeof hs->undecided, "%s", says);
+		hs->nodes_ok = answered;
+		hs->nodes_total = q->n;
+	}
 }
 
 static int by_pttl_desc(const void *a, const void *b)
@@ -1096,22 +1113,31 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	 * majority with the nodes that did not (paused, unreachable): the status cannot
 	 * say free then (an acquire would be busy), nor held (as quorum_is_holder). */
 	if (!brk && best_votes < q->need && best_votes + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "its holder", best_votes, answered, ok, err, errlen);
+		cannot_tell(q, l, "its holder", best_votes, answered, ok, hs, err, errlen);
 		free(nh);
 		return LOCK_ERR;
 	}
-	/* So too a lock-delay (each node its own entries): closed on fewer than a majority
-	 * of those that answered, but a majority with the nodes that did not, the status
-	 * cannot say free (an acquire would be refused: closed) nor closed. */
-	int closed = 0;
-	for (int i = 0; i < q->n; i++)
+	/* So too what refuses an acquire on a node without a holder (each node its own
+	 * entries): a lock-delay, a --preempt reservation, live --fair places, on fewer
+	 * than a majority of those that answered but a majority with the nodes that did
+	 * not: the status cannot say free (an acquire would be refused) nor closed. */
+	int closed = 0, reserved = 0, queued = 0;
+	for (int i = 0; i < q->n; i++) {
 		closed += ok[i] && nh[i].closed_ms > 0;
-	if (!brk && best_votes < q->need && closed > 0 && closed < q->need &&
-	    closed + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "it closed by a lock-delay", closed, answered, ok, err, errlen);
-		free(nh);
-		return LOCK_ERR;
+		reserved += ok[i] && nh[i].reserved.known;
+		queued += ok[i] && nh[i].queued > 0;
 	}
+	const char *what[] = {"it closed by a lock-delay", "it kept for a --preempt request",
+	                      "live --fair places"};
+	int has[] = {closed, reserved, queued};
+	/* one of them on a majority already refuses an acquire: said so (75), not unknown */
+	int majority = closed >= q->need || reserved >= q->need || queued >= q->need;
+	for (int k = 0; k < 3 && !brk && !majority && best_votes < q->need; k++)
+		if (has[k] > 0 && has[k] < q->need && has[k] + (q->n - answered) >= q->need) {
+			cannot_tell(q, l, what[k], has[k], answered, ok, hs, err, errlen);
+			free(nh);
+			return LOCK_ERR;
+		}
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
@@ -1210,7 +1236,7 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 		hd->ttl_left_ms = pttl[q->need - 1] >= 0 ? pttl[q->need - 1] : -1;
 		rc = 1;
 	} else if (ours + (q->n - answered) >= q->need) {
-		cannot_tell(q, l, "the token", ours, answered, ok, err, errlen);
+		cannot_tell(q, l, "the token", ours, answered, ok, NULL, err, errlen);
 		rc = -1;
 	} else {
 		rc = 0;

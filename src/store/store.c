@@ -244,7 +244,8 @@ struct list_walk {
 	char *err;
 	size_t errlen;
 	int started;
-	int64_t cap_ms; /* the whole walk's deadline */
+	int64_t cap_ms;                    /* the whole walk's deadline */
+	char undecided[LOCK_NAME_MAX + 1]; /* the last name whose row says "cannot tell" */
 };
 
 /* One page of SCAN's names: the locks among them, each with its holders. */
@@ -266,8 +267,19 @@ static int list_page(void *arg, const struct resp_reply *names)
 			snprintf(w->err, w->errlen, "--list: out of time before %s", l.key);
 			return -1;
 		}
-		if (store_status(w->s, &l, cap < w->cap_ms ? cap : w->cap_ms, &hs, w->err,
-		                 w->errlen) != LOCK_OK) {
+		memset(&hs, 0, sizeof hs);
+		int st = store_status(w->s, &l, cap < w->cap_ms ? cap : w->cap_ms, &hs, w->err,
+		                      w->errlen);
+		if (st != LOCK_OK && hs.undecided[0]) {
+			/* Redlock: the silent nodes could make it held, closed or reserved: the
+			 * name's own row says so, once (its keys come together: Redlock's one
+			 * page is sorted); the listing goes on, exit 69 at its end */
+			if (strcmp(w->undecided, name) != 0)
+				rc = w->each(w->arg, name, &l, &hs);
+			snprintf(w->undecided, sizeof w->undecided, "%s", name);
+			continue;
+		}
+		if (st != LOCK_OK) {
 			/* which of the names (a key of another type under it: anyone can SET one)
 			 */
 			char why[512];
@@ -300,7 +312,7 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
                            const struct holders *hs),
                void *arg, char *err, size_t errlen)
 {
-	struct list_walk w = {s, prefix, each, arg, err, errlen, 0, cap_ms};
+	struct list_walk w = {s, prefix, each, arg, err, errlen, 0, cap_ms, ""};
 	char match[300];
 
 	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
