@@ -285,8 +285,8 @@ slow_locks() {
 	assert_one_line_error
 	assert_regex "$stderr" "^rlock: --list: .*12\.0 s.*--io-timeout"
 	((ms >= 12000 && ms < 30000)) || fail "took ${ms} ms (30 x 0.4 s)"
-	# a -w long enough: the whole listing
-	run -0 --separate-stderr rlock -u "$PROXY_URL" --io-timeout 0.2 -w 60 --list --json
+	# a -w long enough: the whole listing (~15 s: longer than the 12 s that 30 x 0.4 s allow)
+	run -0 --separate-stderr rlock -u "$PROXY_URL" --io-timeout 0.4 -w 60 --list --json
 	assert_equal "$(jq '.locks | length' <<<"$output")" 100
 }
 
