@@ -403,6 +403,7 @@ struct history_entry {
 	char host[256], pid[24], user[64], label[LOCK_LABEL_MAX + 1], status[24];
 	char by_host[256], by_pid[24], by_user[64], by_label[LOCK_LABEL_MAX + 1];
 	char cleared[32]; /* reset: the marks cleared ("lock-delay once-per") */
+	char seen[8];     /* "read": an end not recorded, seen by this read (history_read.lua) */
 };
 #define HISTORY_MAX 1000 /* entries one read returns at most */
 int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,
