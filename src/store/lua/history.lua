@@ -124,10 +124,12 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
               host or '', 'pid', pid or '', 'user', user or '', 'label', label or '')
 end
 -- history_unacquired(lock, token): a grant given back unused (an attempt: no quorum, or
--- a reply too late, wait.c give_back) was no run: its acquired record goes (written a
--- moment ago: among the newest), and no end is written.
+-- a reply too late, wait.c give_back) was no run: its acquired record goes, and no end
+-- is written. Called only while its run is open here, so the record is there: written a
+-- moment ago, but other holders (-s, --limit) may have written many since, while the
+-- reply was late: the newest of its token among the last 1000.
 local function history_unacquired(lock, token)
-  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 10)
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
     local f, ev, tok = e[2], nil, nil
     for i = 1, #f - 1, 2 do
