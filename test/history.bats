@@ -644,11 +644,11 @@ kept_then_broken() {
 	kept_then_broken
 }
 
-@test "history: a run whose lease ran out unreleased (its holder killed hard) reads as expired (not recorded yet) before the next acquisition records it; a live run has no end (exclusive, -s, --limit on one server; Redlock)" {
+@test "history: a run whose lease ran out unreleased (its holder killed hard) reads as expired (not recorded yet) before the next acquisition records it; a live run has no end (exclusive, -s, --limit on one server and a Cluster; Redlock)" {
 	local u m k n_dead=0 j
-	for u in "$REDIS_URL" "$NODES"; do
+	for u in "$REDIS_URL" "$CLUSTER_URL" "$NODES"; do
 		for m in "" -s "-l 2"; do
-			[[ $u == "$REDIS_URL" || -z $m ]] || continue # Redlock: exclusive only
+			[[ $u != "$NODES" || -z $m ]] || continue # Redlock: exclusive only
 			k=dead$((++n_dead))
 			# shellcheck disable=SC2086 # the mode: none or one or two words
 			rlock_bg -u "$u" -k "$k" $m -t 1s --label dies -- "$HOLD" "$k"
