@@ -498,6 +498,29 @@ has_label() {
 	done
 }
 
+@test "--history: a grant given back unused that another request found expired first (its reply came later than the lease) is no run (exclusive, -s)" {
+	local mode k w werr
+	for mode in -x -s; do
+		k=gbnext$mode
+		run -0 rlock $mode -k "$k" -- true # the scripts are cached: the request runs as sent
+		delay_proxy_start 6000
+		rlock_bg -t 2s --io-timeout 20s -n $mode -u "$PROXY_URL" --label late -k "$k" -- touch ran
+		w=$RLOCK_PID werr=$RLOCK_ERR
+		wait_until 30 has_label "$k" late
+		# an exclusive request takes the name once the unused grant's lease is over (and
+		# records it expired), before the grant's reply comes and it is given back
+		run -0 rlock -w 30s --label next -k "$k" -- true
+		kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before the next run: $(cat "$werr")"
+		rlock_wait "$w" 30
+		assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
+		[[ ! -e ran ]]
+		run -0 rlock -k "$k" --history --json -n 1000
+		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
+		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "next") | .event] | join(" ")' <<<"$output")" "$mode: released acquired"
+		kill "$PROXY_PID"
+	done
+}
+
 @test "a slow link (replies dripped): -v's look at the eviction policy at start does not hold up the first renewal; held to the end, 0 with and without -v" {
 	# -v looks at the policy (INFO memory, about 1 KB: seconds at 10 ms a byte) as soon
 	# as the lock is taken, on the renewal's connection. It may take until the first

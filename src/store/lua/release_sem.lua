@@ -58,9 +58,11 @@ if not s or tonumber(s) <= now or keep < 0 then
                (s or not redis.call('HGET', KEYS[2], tok))
   if ARGV[10] ~= 'attempt' then
     history_ends(late and 'expired' or 'lost')
-  elseif hist and history_close(lock, tok) then
+  elseif hist then
     -- a grant given back unused after its lease ran out (its reply came later than
-    -- the lease): no run, no end (below)
+    -- the lease): no run, no end (below); nor the end that the script that dropped its
+    -- lease wrote, finding its run open (history.lua)
+    history_close(lock, tok)
     history_unacquired(lock, tok)
   end
   return 0
