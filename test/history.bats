@@ -699,3 +699,45 @@ kept_then_broken() {
 	URL=$NODES
 	kept_then_broken
 }
+
+@test "history: a run whose lease ran out unreleased (its holder killed hard) reads as expired (not recorded yet) before the next acquisition records it; a live run has no end (exclusive, -s, --limit on one server and a Cluster; Redlock)" {
+	local u m k n_dead=0 j
+	for u in "$REDIS_URL" "$CLUSTER_URL" "$NODES"; do
+		for m in "" -s "-l 2"; do
+			[[ $u != "$NODES" || -z $m ]] || continue # Redlock: exclusive only
+			k=dead$((++n_dead))
+			# shellcheck disable=SC2086 # the mode: none or one or two words
+			rlock_bg -u "$u" -k "$k" $m -t 1s --label dies -- "$HOLD" "$k"
+			wait_until 30 test -e "$k.started"
+			# alive: its run is open, no end is shown
+			run -0 --separate-stderr rlock -u "$u" -k "$k" --history --json
+			assert_equal "$k: $(jq -r '[.entries[].event] | join(" ")' <<<"$output")" "$k: acquired"
+			if [[ $u == "$NODES" ]]; then
+				# one node of three lost it (another token there): the run lives on the
+				# others, and that node's view alone ends nothing
+				redis-cli -p "$(awk '{ print $1 }' <<<"$NODE_PORTS")" \
+					SET "rlock:{$k}" other PX 60000 >/dev/null
+				run -0 --separate-stderr rlock -u "$u" -k "$k" --history --json
+				assert_equal "$k: $(jq -r '[.entries[].event] | join(" ")' <<<"$output")" "$k: acquired"
+				redis-cli -p "$(awk '{ print $1 }' <<<"$NODE_PORTS")" DEL "rlock:{$k}" >/dev/null
+			fi
+			kill_hard "$k"
+			# its lease runs out: the name is free, and nobody acquired it since
+			wait_until 30 rlock -u "$u" -k "$k" --status
+			run -0 --separate-stderr rlock -u "$u" -k "$k" --history --json
+			j=$output
+			assert_equal "$k: $(jq -r '[.entries[] | "\(.event) \(.recorded)"] | join(", ")' <<<"$j")" \
+				"$k: expired false, acquired true"
+			one_end "$j"
+			run -0 --separate-stderr rlock -u "$u" -k "$k" --history
+			[[ ${lines[0]} == *expired*dies*'no end recorded'* ]] || fail "$k: ${lines[0]}"
+			# the next acquisition records it: still one end
+			# shellcheck disable=SC2086
+			run -0 rlock -u "$u" -k "$k" $m --label next -- true
+			j=$(rlock -u "$u" -k "$k" --history --json -n 1000)
+			assert_equal "$k: $(jq -r '[.entries[] | select(.label == "dies") | "\(.event) \(.recorded)"] | join(", ")' <<<"$j")" \
+				"$k: expired true, acquired true"
+			one_end "$j"
+		done
+	done
+}

@@ -463,6 +463,64 @@ late_taken_again() {
 	done
 }
 
+# has_label NAME LABEL: NAME's history has an entry labelled LABEL.
+has_label() {
+	rlock -k "$1" --history --json -n 1000 | jq -e --arg l "$2" '.entries | any(.label == $l)' >/dev/null
+}
+
+@test "--history: a grant given back unused after its lease ran out (its reply came later than the lease) is no run, also after a dozen records were written meanwhile (-s, --limit)" {
+	local mode k w werr i
+	for mode in -x -s "-l 20"; do
+		k=gbbusy${mode// /}
+		# shellcheck disable=SC2086 # the mode: one or two words
+		run -0 rlock $mode -k "$k" -- true # the scripts are cached: the request runs as sent
+		# requests pass at once, replies come 6 s late: past the lease floor (4/5 of 2 s)
+		delay_proxy_start 6000
+		# shellcheck disable=SC2086
+		rlock_bg -t 2s --io-timeout 20s -n $mode -u "$PROXY_URL" --label late -k "$k" -- touch ran
+		w=$RLOCK_PID werr=$RLOCK_ERR
+		# the server ran its acquire; while its reply is on its way, six runs (twelve
+		# records) come after its acquired record
+		wait_until 30 has_label "$k" late
+		# (exclusive: the others would wait for its lease, then find it expired)
+		[[ $mode == -x ]] || for i in 1 2 3 4 5 6; do
+			# shellcheck disable=SC2086
+			run -0 rlock $mode --label "other$i" -k "$k" -- true
+		done
+		kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before the six runs: $(cat "$werr")"
+		rlock_wait "$w" 30
+		assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
+		[[ ! -e ran ]]
+		# its grant, given back unused, is no run: no record of it
+		run -0 rlock -k "$k" --history --json -n 1000
+		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
+		kill "$PROXY_PID"
+	done
+}
+
+@test "--history: a grant given back unused that another request found expired first (its reply came later than the lease) is no run (exclusive, -s)" {
+	local mode k w werr
+	for mode in -x -s; do
+		k=gbnext$mode
+		run -0 rlock $mode -k "$k" -- true # the scripts are cached: the request runs as sent
+		delay_proxy_start 6000
+		rlock_bg -t 2s --io-timeout 20s -n $mode -u "$PROXY_URL" --label late -k "$k" -- touch ran
+		w=$RLOCK_PID werr=$RLOCK_ERR
+		wait_until 30 has_label "$k" late
+		# an exclusive request takes the name once the unused grant's lease is over (and
+		# records it expired), before the grant's reply comes and it is given back
+		run -0 rlock -w 30s --label next -k "$k" -- true
+		kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before the next run: $(cat "$werr")"
+		rlock_wait "$w" 30
+		assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
+		[[ ! -e ran ]]
+		run -0 rlock -k "$k" --history --json -n 1000
+		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
+		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "next") | .event] | join(" ")' <<<"$output")" "$mode: released acquired"
+		kill "$PROXY_PID"
+	done
+}
+
 @test "a slow link (replies dripped): -v's look at the eviction policy at start does not hold up the first renewal; held to the end, 0 with and without -v" {
 	# -v looks at the policy (INFO memory, about 1 KB: seconds at 10 ms a byte) as soon
 	# as the lock is taken, on the renewal's connection. It may take until the first

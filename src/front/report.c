@@ -1042,6 +1042,7 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 		fprintf(f, ",\"%s\":", history_fields[i].name);
 		history_fields[i].kind == 'n' ? json_num_or_null(f, v) : json_str_or_null(f, v);
 	}
+	fprintf(f, ",\"recorded\":%s", e->seen[0] ? "false" : "true");
 	if (e->cleared[0]) {
 		fputs(",\"cleared\":", f);
 		json_str(f, e->cleared);
@@ -1103,6 +1104,8 @@ static void history_line(const struct history_entry *e)
 		}
 		printf("%s%s%s", blabel[0] ? " [" : "", blabel, blabel[0] ? "]" : "");
 	}
+	if (e->seen[0]) /* history_read.lua: the lease is over, nobody wrote the run's end */
+		fputs("  (lease over, no end recorded yet)", stdout);
 	putchar('\n');
 }
 

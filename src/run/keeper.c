@@ -728,8 +728,8 @@ static int run_end(struct store *s, const struct lock *l, const struct keeper_ar
 	              LOCK_OK)
 		count = 0;
 	for (int i = 0; i < count && !found; i++) { /* newest first */
-		if (strcmp(e[i].token, k->token) != 0)
-			continue;
+		if (strcmp(e[i].token, k->token) != 0 || e[i].seen[0])
+			continue; /* seen: an end not recorded (a lease over), no record of it */
 		if (!strcmp(e[i].ev, "acquired"))
 			break; /* the run is still open in the history: no end recorded */
 		time_t t = (time_t)(e[i].at_ms / 1000);

@@ -1096,7 +1096,7 @@ static void history_fill(struct history_entry *e, const struct resp_reply *r)
 	} f[] = {
 #define F(x) {#x, offsetof(struct history_entry, x), sizeof(((struct history_entry *)0)->x)}
 	    F(ev),     F(fence),   F(token),  F(host),    F(pid),      F(user),    F(label),
-	    F(status), F(by_host), F(by_pid), F(by_user), F(by_label), F(cleared),
+	    F(status), F(by_host), F(by_pid), F(by_user), F(by_label), F(cleared), F(seen),
 #undef F
 	};
 

@@ -410,6 +410,7 @@ struct history_entry {
 	/* Redlock's merge (quorum.c): the fence it sorts by, its own, or for an entry
 	 * without one (a --reset, a --preempt reservation's break), the one before it */
 	char order[24];
+	char seen[8]; /* "read": an end not recorded, seen by this read (history_read.lua) */
 };
 #define HISTORY_MAX 1000 /* entries one read returns at most */
 int lock_request_history(struct lock_request *q, const struct lock *l, int count, char *err,

@@ -1531,6 +1531,8 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 				continue;
 			}
 			votes[seen - all]++;
+			if (!x->seen[0]) /* recorded on a node: not only seen by this read */
+				seen->seen[0] = '\0';
 			if (fence_below(seen->fence, x->fence))
 				/* each node recorded its own count: the run's fence is the
 				 * largest (what the merge handed it, as --status says) */
@@ -1548,6 +1550,11 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		no_quorum(q, answered, "answered", err, errlen);
 		goto out;
 	}
+	/* An end only seen by this read (a run open on a node whose lease there is over,
+	 * history_read.lua) stands when a majority see it: on fewer, the run may live on
+	 * the others (a node that lagged behind them). */
+	for (int i = 0; i < got; i++)
+		gone[i] = all[i].seen[0] && votes[i] < q->need;
 	history_one_end(all, votes, got, gone);
 	int kept = 0;
 	for (int i = 0; i < got; i++)

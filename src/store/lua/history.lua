@@ -124,17 +124,25 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
               host or '', 'pid', pid or '', 'user', user or '', 'label', label or '')
 end
 -- history_unacquired(lock, token): a grant given back unused (an attempt: no quorum, or
--- a reply too late, wait.c give_back) was no run: its acquired record goes (written a
--- moment ago: among the newest), and no end is written.
+-- a reply too late, wait.c give_back) was no run: its acquired record goes, and no end
+-- is written; an expired record of it that the next acquisition wrote meanwhile (the
+-- reply came after the lease) goes with it. Written a moment ago, but other holders
+-- (-s, --limit) may have written many since, while the reply was late: the newest
+-- acquired of its token among the last 1000. Any other end of it (a --break) stays.
 local function history_unacquired(lock, token)
-  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 10)
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
+  local ids = {}
   for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
     local f, ev, tok = e[2], nil, nil
     for i = 1, #f - 1, 2 do
       if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
     end
-    if tok == token and ev == 'acquired' then
-      redis.pcall('XDEL', lock .. ':history', e[1])
+    if tok == token and ev == 'expired' then
+      ids[#ids + 1] = e[1]
+    elseif tok == token and ev == 'acquired' then
+      redis.pcall('XDEL', lock .. ':history', e[1], unpack(ids))
+      return
+    elseif tok == token then
       return
     end
   end

@@ -103,7 +103,12 @@ if held ~= ARGV[1] and ARGV[2] ~= '-1' and ARGV[10] ~= 'lost' and ARGV[10] ~= 's
 end
 if held ~= ARGV[1] or ARGV[2] == '-1' then
   local r = (tonumber(ARGV[8] or '0') or 0) > 0 and history_close(KEYS[1], ARGV[1])
-  if r then
+  if ARGV[10] == 'attempt' then
+    -- a grant given back unused after its lease ran out here (its reply came later
+    -- than the lease): no run, no end, as below; nor the end that the next acquisition
+    -- wrote, finding its run open (history.lua)
+    if (tonumber(ARGV[8] or '0') or 0) > 0 then history_unacquired(KEYS[1], ARGV[1]) end
+  elseif r then
     local by = {}
     if held and held ~= ARGV[1] then by = redis.call('HMGET', KEYS[2], 'host', 'pid', 'label') end
     r.len, r.ret = ARGV[8], ARGV[9]

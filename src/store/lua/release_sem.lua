@@ -56,7 +56,15 @@ if not s or tonumber(s) <= now or keep < 0 then
   if keep >= 0 and ARGV[10] ~= 'lost' and ARGV[10] ~= 'seen' then delay_released(lock, tok) end
   local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
                (s or not redis.call('HGET', KEYS[2], tok))
-  history_ends(late and 'expired' or 'lost')
+  if ARGV[10] ~= 'attempt' then
+    history_ends(late and 'expired' or 'lost')
+  elseif hist then
+    -- a grant given back unused after its lease ran out (its reply came later than
+    -- the lease): no run, no end (below); nor the end that the script that dropped its
+    -- lease wrote, finding its run open (history.lua)
+    history_close(lock, tok)
+    history_unacquired(lock, tok)
+  end
   return 0
 end
 -- The keys this step writes first (here.lua): a refusal does nothing. The mark of a
