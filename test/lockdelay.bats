@@ -54,6 +54,15 @@ node_ms() {
 	redis-cli -u "$1" EVAL "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)" 0
 }
 
+# crashed_delay URL NAME: the delay entry a crashed holder (token deadbeef) leaves on the
+# node at URL, closing NAME for 120 s by that node's clock, made by hand.
+crashed_delay() {
+	local now
+	now=$(node_ms "$1")
+	redis-cli -u "$1" ZADD "rlock:{$2}:delay" $((now + 120000)) deadbeef >/dev/null
+	redis-cli -u "$1" PEXPIRE "rlock:{$2}:delay" 120000 >/dev/null
+}
+
 # The waiter's command: the server's clock when it starts (the lock just granted).
 START='redis-cli -p "$PORT" EVAL "local t = redis.call('"'TIME'"') return t[1] * 1000 + math.floor(t[2] / 1000)" 0 >started.ms'
 
@@ -366,12 +375,10 @@ closed_only() {
 	# second lagged through its acquire), made by hand; the third node stopped. An
 	# acquire is refused (closed on the first, no quorum without the third); --status
 	# said free, exit 0.
-	local u pids urls i now
+	local u pids urls i
 	three_nodes
-	now=$(node_ms "${u[0]}")
 	for i in 0 2; do
-		redis-cli -u "${u[$i]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
-		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+		crashed_delay "${u[$i]}" rl
 	done
 	run -75 "$RLOCK" --url "$urls" --status -k rl
 	assert_output --partial 'closed by lock-delay until'
@@ -393,11 +400,9 @@ closed_only() {
 @test "lock-delay: Redlock, a split vote on a node closed by a lock-delay says how long it stays closed there, never '-'" {
 	# Node 0 closed by a crashed holder's delay, node 1 grants (given back), node 2
 	# stopped: a split vote. -n said "closed by lock-delay for - more".
-	local u pids urls now
+	local u pids urls
 	three_nodes
-	now=$(node_ms "${u[0]}")
-	redis-cli -u "${u[0]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
-	redis-cli -u "${u[0]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+	crashed_delay "${u[0]}" rl
 	PAUSED=${pids[2]}
 	kill -STOP "${pids[2]}"
 	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rl -- true
@@ -441,20 +446,17 @@ closed_only() {
 	# rl: a crashed holder's delay on nodes 0 and 2; rv: a --preempt hand-over on
 	# nodes 0 and 2; hh: a holder on nodes 0 and 2; held: a live holder; node 2 stopped. --list exited 69 with nothing
 	# listed (rl), or left rv out as free, and --status said rv free (0).
-	local u pids urls i now
+	local u pids urls i
 	three_nodes
-	now=$(node_ms "${u[0]}")
 	for i in 0 2; do
-		redis-cli -u "${u[$i]}" ZADD 'rlock:{rl}:delay' $((now + 120000)) deadbeef >/dev/null
-		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rl}:delay' 120000 >/dev/null
+		crashed_delay "${u[$i]}" rl
 		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
 		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
 		redis-cli -u "${u[$i]}" SET 'rlock:{hh}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
 	done
 	# cr: closed on nodes 0 and 1 (a majority), a hand-over on nodes 0 and 2: closed
 	for i in 0 1; do
-		redis-cli -u "${u[$i]}" ZADD 'rlock:{cr}:delay' $((now + 120000)) deadbeef >/dev/null
-		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{cr}:delay' 120000 >/dev/null
+		crashed_delay "${u[$i]}" cr
 	done
 	for i in 0 2; do
 		redis-cli -u "${u[$i]}" HSET 'rlock:{cr}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
