@@ -34,11 +34,12 @@ teardown() {
 	common_teardown
 }
 
-# three_nodes: three Redlock nodes; sets u (their URLs), pids, urls (comma-separated).
+# three_nodes [N]: three (or N) Redlock nodes; sets u (their URLs), pids, urls
+# (comma-separated).
 three_nodes() {
 	local i
 	u=() pids=()
-	for i in 0 1 2; do
+	for ((i = 0; i < ${1:-3}; i++)); do
 		redis_start
 		u+=("$REDIS_URL")
 		pids+=("$REDIS_PID")
@@ -495,4 +496,54 @@ closed_only() {
 	touch h.release
 	rlock_wait "$RLOCK_PID" 20
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock, a holder on one node and a lock-delay on another: not free (75) in --status and --list, as an acquire finds it" {
+	# 3 nodes: a stale holder on node 0, a crashed holder's delay on node 1: one node
+	# free, no majority. -n was refused (75) while --status said free (0) and --list
+	# left the name out: each looked for one thing on a majority.
+	local u pids urls
+	three_nodes
+	redis-cli -u "${u[0]}" SET 'rlock:{mx}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
+	crashed_delay "${u[1]}" mx
+	run -75 "$RLOCK" --url "$urls" -n -k mx -- true
+	run -75 "$RLOCK" --url "$urls" --status -k mx
+	assert_output --partial 'rlock:{mx} is not free: busy on 2 of 3 Redlock nodes (held on 1 by 1 token, closed by a lock-delay on 1), none on a majority; an acquire is refused until'
+	run -75 "$RLOCK" --url "$urls" --status --json -k mx
+	assert_equal "$(jq -c '[.held, .split.nodes, .split.nodes_held, .split.nodes_closed, .split.nodes_reserved, .split.nodes_queued, (.split.left_ms > 0)]' <<<"$output")" '[false,2,1,1,0,0,true]'
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_line --regexp '^mx +- +- +- +[0-9ms]+ +\[busy on 2 of 3 Redlock nodes \(held on 1 by 1 token, closed by a lock-delay on 1\), none on a majority\]$'
+	assert_equal "$(grep -c '^mx ' <<<"$output")" 1
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock over 4 nodes, a lock-delay on 2 of them: not free (75), though on no majority" {
+	# 4 nodes need 3: two closed leave two free, too few. --status said free (0).
+	local u pids urls i
+	three_nodes 4
+	for i in 0 1; do
+		crashed_delay "${u[$i]}" m4
+	done
+	run -75 "$RLOCK" --url "$urls" -n -k m4 -- true
+	run -75 "$RLOCK" --url "$urls" --status -k m4
+	assert_output --partial 'busy on 2 of 4 Redlock nodes (closed by a lock-delay on 2), none on a majority'
+	run -0 "$RLOCK" --url "$urls" --list --json
+	assert_equal "$(jq -c '[.locks[] | select(.name == "m4") | .split.nodes_closed]' <<<"$output")" '[2]'
+	for i in 0 1 2 3; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock over 5 nodes, a holder on one, a lock-delay on another, a third paused: cannot tell (69), never free" {
+	# 5 nodes need 3: two free answered, the paused one could be either. --status
+	# said free (0): the holder and the delay, each alone, could not be a majority.
+	local u pids urls i
+	three_nodes 5
+	redis-cli -u "${u[0]}" SET 'rlock:{m5}' cccccccccccccccccccccccccccccccc PX 120000 >/dev/null
+	crashed_delay "${u[1]}" m5
+	PAUSED=${pids[2]}
+	kill -STOP "${pids[2]}"
+	run -69 --separate-stderr "$RLOCK" --url "$urls" --io-timeout 1s --status -k m5
+	assert_regex "$stderr" "cannot tell whether rlock:\{m5\} is held: 2 of 5 Redlock nodes have a holder or a lock-delay, 1 did not answer \(3 needed\)"
+	kill -CONT "${pids[2]}"
+	PAUSED=
+	for i in 0 1 2 3 4; do redis_stop "${pids[$i]}"; done
 }

@@ -212,8 +212,11 @@ static void holders_json(FILE *f, int top, const char *name, const char *key, co
 		fprintf(f, ",\"nodes_ok\":%d,\"nodes_total\":%d", hs->nodes_ok, hs->nodes_total);
 	if (hs->split_nodes) { /* Redlock: held, but by no token on a majority */
 		fprintf(f,
-		        ",\"split\":{\"nodes_held\":%d,\"tokens\":%d,\"left_ms\":", hs->split_nodes,
-		        hs->split_tokens);
+		        ",\"split\":{\"nodes\":%d,\"nodes_held\":%d,\"tokens\":%d,"
+		        "\"nodes_closed\":%d,\"nodes_reserved\":%d,\"nodes_queued\":%d,"
+		        "\"left_ms\":",
+		        hs->split_nodes, hs->split_held, hs->split_tokens, hs->split_closed,
+		        hs->split_reserved, hs->split_queued);
 		json_int_or_null(f, hs->split_ms >= 0, hs->split_ms);
 		fputs(",\"until_ms\":", f);
 		json_int_or_null(f, hs->split_ms >= 0, now_unix_ms() + hs->split_ms);
@@ -392,18 +395,40 @@ static const char *queued_text(char *buf, size_t n, const struct holders *hs)
 	return buf;
 }
 
-/* Redlock: "held on N of M Redlock nodes by T tokens, none on a majority" into buf. */
+/* Redlock: "held on N of M Redlock nodes by T tokens, none on a majority" into buf; with
+ * other nodes refusing too, "busy on N of M Redlock nodes (held on 1 by 1 token,
+ * closed by a lock-delay on 1), none on a majority". */
 static const char *split_text(char *buf, size_t n, const struct holders *hs)
 {
-	snprintf(buf, n, "held on %d of %d Redlock nodes by %d token%s, none on a majority",
-	         hs->split_nodes, hs->nodes_total, hs->split_tokens,
-	         hs->split_tokens == 1 ? "" : "s");
+	if (hs->split_held == hs->split_nodes) {
+		snprintf(buf, n, "held on %d of %d Redlock nodes by %d token%s, none on a majority",
+		         hs->split_nodes, hs->nodes_total, hs->split_tokens,
+		         hs->split_tokens == 1 ? "" : "s");
+		return buf;
+	}
+	char held[64] = "", closed[48] = "", reserved[64] = "", queued[48] = "";
+	if (hs->split_held)
+		snprintf(held, sizeof held, ", held on %d by %d token%s", hs->split_held,
+		         hs->split_tokens, hs->split_tokens == 1 ? "" : "s");
+	if (hs->split_closed)
+		snprintf(closed, sizeof closed, ", closed by a lock-delay on %d", hs->split_closed);
+	if (hs->split_reserved)
+		snprintf(reserved, sizeof reserved, ", kept for a --preempt request on %d",
+		         hs->split_reserved);
+	if (hs->split_queued)
+		snprintf(queued, sizeof queued, ", live --fair places on %d", hs->split_queued);
+	/* each part says ", ...": the list is their concatenation less the first ", " */
+	snprintf(buf, n, "busy on %d of %d Redlock nodes (%s%s%s%s), none on a majority",
+	         hs->split_nodes, hs->nodes_total, held, closed, reserved, queued);
+	char *list = strstr(buf, "(, ");
+	if (list)
+		memmove(list + 1, list + 3, strlen(list + 3) + 1);
 	return buf;
 }
 
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160], reserved[2400], split[160], queued[160];
+	char closed[160], reserved[2400], split[320], queued[160];
 
 	if (!hs->n && hs->split_nodes) {
 		char until[64], left[32], when[128] = " while they hold (no expiry: set by hand?)";
@@ -755,7 +780,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
 		        reserved_text(reserved, sizeof reserved, &hs->reserved));
 	} else if (!o->json && !hs->n && hs->split_nodes) { /* Redlock: no majority holder */
-		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[160];
+		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[320];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->split_ms);
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,

@@ -270,9 +270,12 @@ struct holders {
 	long long closed_ms;       /* --lock-delay: the name stays closed this long (0: open) */
 	struct broken broken;      /* the last --break, if its record still lives */
 	struct reserved reserved;  /* --preempt's hand-over, while the lock is kept for it */
-	/* Redlock, no token on a majority: nodes held by other tokens, so many that no
-	 * majority is free (an acquire is refused); 0 when a majority can be free */
-	int split_nodes, split_tokens;
+	/* Redlock, no token on a majority: nodes that refuse an acquire, so many that no
+	 * majority is free (0 when a majority can be free): split_held held by split_tokens
+	 * other tokens; with nothing else on a majority, also nodes closed by a lock-delay,
+	 * kept for a --preempt request or with live --fair places (a holder on one, a
+	 * lock-delay on another) */
+	int split_nodes, split_tokens, split_held, split_closed, split_reserved, split_queued;
 	long long split_ms; /* until enough of them end for a majority to be free, -1 unknown */
 	int refused;        /* --break --token/--if-fence: no such holder, nothing broken */
 	int pruned;         /* --break: places of gone waiters dropped from the queue */

@@ -1048,29 +1048,56 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 /* No token holds a majority: when the nodes held by some token leave fewer free than a
  * majority (even counting the nodes that did not answer as free), no acquire can get a
  * quorum until enough of those leases end: how many nodes, tokens, and how long. */
-static void split_vote(const struct quorum *q, const struct holders *nh, const int *ok,
+/* Does node nh refuse an acquire? A holder; without `any`, nothing else counts. */
+static int refuses(const struct holders *nh, int any)
+{
+	return nh->n > 0 || (any && (nh->closed_ms > 0 || nh->reserved.known || nh->queued > 0));
+}
+
+/* No token on a majority: the nodes that refuse an acquire (held by other tokens; with
+ * `any`, also closed by a lock-delay, kept for a --preempt request or with live --fair
+ * places), when so many that no majority is free, into hs->split_*. */
+static void split_vote(const struct quorum *q, const struct holders *nh, const int *ok, int any,
                        struct holders *hs)
 {
 	long long left[STORE_NODES_MAX];
-	int m = 0, tokens = 0;
+	int m = 0, tokens = 0, held = 0, closed = 0, reserved = 0, queued = 0;
 
 	for (int i = 0; i < q->n; i++) {
-		if (!ok[i] || nh[i].n == 0)
+		if (!ok[i] || !refuses(&nh[i], any))
 			continue;
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			seen = seen || (ok[j] && nh[j].n > 0 &&
-			                strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0);
-		tokens += !seen;
-		/* no expiry (set by hand): never ends by itself */
-		left[m++] = nh[i].h[0].pttl_ms >= 0 ? nh[i].h[0].pttl_ms : LLONG_MAX;
+		long long ms;
+		if (nh[i].n > 0) {
+			int seen = 0;
+			for (int j = 0; j < i; j++)
+				seen = seen || (ok[j] && nh[j].n > 0 &&
+				                strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0);
+			tokens += !seen;
+			held++;
+			ms = nh[i].h[0].pttl_ms;
+		} else if (nh[i].closed_ms > 0) {
+			closed++;
+			ms = nh[i].closed_ms;
+		} else if (nh[i].reserved.known) {
+			reserved++;
+			ms = nh[i].reserved.left_ms;
+		} else {
+			queued++;
+			ms = -1; /* live places: as long as their waiters wait */
+		}
+		/* no expiry (set by hand), or none to wait for: never ends by itself */
+		left[m++] = ms >= 0 ? ms : LLONG_MAX;
 	}
-	int must_end = q->need - (q->n - m); /* held nodes that must end for a free majority */
+	int must_end = q->need - (q->n - m); /* such nodes that must end for a free majority */
 	if (must_end <= 0)
 		return;
 	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
 	hs->split_nodes = m;
 	hs->split_tokens = tokens;
+	hs->split_held = held;
+	hs->split_closed = closed;
+	hs->split_reserved = reserved;
+	hs->split_queued = queued;
 	hs->split_ms = left[m - must_end] == LLONG_MAX ? -1 : left[m - must_end];
 }
 
@@ -1138,6 +1165,36 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			free(nh);
 			return LOCK_ERR;
 		}
+	/* And all of them together, none on a majority (a holder on one node, a lock-delay
+	 * on another): an acquire needs a majority of nodes that refuse nothing. Too few
+	 * such nodes answered, but enough with the silent ones: cannot tell either. */
+	int refusing = 0, held = 0;
+	for (int i = 0; i < q->n; i++) {
+		refusing += ok[i] && refuses(&nh[i], 1);
+		held += ok[i] && nh[i].n > 0;
+	}
+	if (!brk && !majority && best_votes < q->need && answered - refusing < q->need &&
+	    q->n - refusing >= q->need) {
+		const char *kind[] = {"a holder", "a lock-delay", "a --preempt reservation",
+		                      "live --fair places"};
+		int on[] = {held, closed, reserved, queued}, kinds = 0;
+		char what_[160] = "";
+		for (int k = 0; k < 4; k++)
+			kinds += on[k] > 0;
+		for (int k = 0, said = 0; k < 4; k++)
+			if (on[k] > 0) {
+				size_t used = strlen(what_);
+				snprintf(what_ + used, sizeof what_ - used, "%s%s",
+				         !said               ? ""
+				         : said == kinds - 1 ? " or "
+				                             : ", ",
+				         kind[k]);
+				said++;
+			}
+		cannot_tell(q, l, what_, refusing, answered, ok, hs, err, errlen);
+		free(nh);
+		return LOCK_ERR;
+	}
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
@@ -1167,7 +1224,7 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	}
 	hs->refused = refused;
 	if (!hs->n && !brk)
-		split_vote(q, nh, ok, hs);
+		split_vote(q, nh, ok, !majority, hs);
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);

@@ -246,6 +246,7 @@ struct list_walk {
 	int started;
 	int64_t cap_ms;                    /* the whole walk's deadline */
 	char undecided[LOCK_NAME_MAX + 1]; /* the last name whose row says "cannot tell" */
+	char split[LOCK_NAME_MAX + 1];     /* the last name listed as a Redlock split */
 };
 
 /* One page of SCAN's names: the locks among them, each with its holders. */
@@ -295,6 +296,15 @@ static int list_page(void *arg, const struct resp_reply *names)
 		int delay_key = k->len > 6 && memcmp(k->str + k->len - 6, ":delay", 6) == 0;
 		int preempt_key = k->len > 8 && memcmp(k->str + k->len - 8, ":preempt", 8) == 0;
 		int queue_key = k->len > 6 && memcmp(k->str + k->len - 6, ":queue", 6) == 0;
+		/* A Redlock split (no majority of anything) is listed once, under the first
+		 * of its keys (the keys of one name come together): its nodes may have the
+		 * holder's key, the delay's, --preempt's or the queue's, in any mix. */
+		if (!hs.n && hs.split_nodes) {
+			if (strcmp(w->split, name) != 0)
+				rc = w->each(w->arg, name, &l, &hs);
+			snprintf(w->split, sizeof w->split, "%s", name);
+			continue;
+		}
 		int listed = delay_key     ? !hs.n && !hs.split_nodes && hs.closed_ms > 0
 		             : preempt_key ? !hs.n && !hs.split_nodes && hs.reserved.known &&
 		                                 hs.closed_ms <= 0
@@ -312,7 +322,7 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
                            const struct holders *hs),
                void *arg, char *err, size_t errlen)
 {
-	struct list_walk w = {s, prefix, each, arg, err, errlen, 0, cap_ms, ""};
+	struct list_walk w = {s, prefix, each, arg, err, errlen, 0, cap_ms, "", ""};
 	char match[300];
 
 	/* PREFIX{NAME} (exclusive) and PREFIX{NAME}:holders (shared, permits). */
