@@ -198,6 +198,24 @@ node_fair_places() {
 	run -0 --separate-stderr rlock --status -k fq
 }
 
+@test "fair places on 2 of 5 nodes and a lock-delay on a third: busy (75), each kind counted, in --status and --list" {
+	# Neither kind on a majority, three of five nodes refuse an acquire together:
+	# --status said free (0) and --list left the name out while -n was refused.
+	local t
+	node_fair_places 0 fd 2
+	node_fair_places 1 fd 2
+	t=$(node_cli 2 TIME | head -1)
+	node_cli 2 ZADD 'rlock:{fd}:delay' $((t * 1000 + 120000)) deadbeef >/dev/null
+	node_cli 2 PEXPIRE 'rlock:{fd}:delay' 120000 >/dev/null
+	run -75 --separate-stderr rlock -n -k fd -- true
+	run -75 --separate-stderr rlock --status -k fd
+	assert_output --regexp '^rlock:\{fd\} is not free: busy on 3 of 5 Redlock nodes \(closed by a lock-delay on 1, live --fair places on 2\), none on a majority; an acquire is refused until .* \((1m[0-9][0-9]s|2m00s) left\)'
+	run -75 --separate-stderr rlock --status --json -k fd
+	assert_equal "$(jq -c '.split | [.nodes, .nodes_held, .nodes_closed, .nodes_queued]' <<<"$output")" '[3,0,1,2]'
+	run -0 --separate-stderr rlock --list
+	assert_equal "$(grep -c '^fd .*\[busy on 3 of 5 Redlock nodes (closed by a lock-delay on 1, live --fair places on 2), none on a majority\]$' <<<"$output")" 1
+}
+
 @test "a waiter takes over when the holder releases" {
 	rlock_bg -k w -- "$HOLD" h
 	local holder=$RLOCK_PID

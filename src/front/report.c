@@ -432,6 +432,8 @@ static void print_holders(const char *key, const struct holders *hs)
 
 	if (!hs->n && hs->split_nodes) {
 		char until[64], left[32], when[128] = " while they hold (no expiry: set by hand?)";
+		if (hs->split_queued) /* live --fair places end when their waiters do */
+			snprintf(when, sizeof when, " while they last");
 		if (hs->split_ms >= 0) {
 			local_time(until, sizeof until, now_unix_ms() + hs->split_ms);
 			holder_human_ms(left, sizeof left, hs->split_ms);
