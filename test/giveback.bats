@@ -83,33 +83,46 @@ has_label() {
 	rlock -k "$1" --history --json -n 1000 | jq -e --arg l "$2" '.entries | any(.label == $l)' >/dev/null
 }
 
+# late_grant NAME MODE...: replies 6 s late from now on (past the lease floor, 4/5 of
+# 2 s); a request labelled late, -n, in MODE, whose acquire the server has run: its
+# reply is on its way. Sets w, werr (declared by the caller).
+late_grant() {
+	local k=$1
+	shift
+	run -0 rlock "$@" -k "$k" -- true # the scripts are cached: the request runs as sent
+	delay_proxy_start 6000
+	rlock_bg -t 2s --io-timeout 20s -n "$@" -u "$PROXY_URL" --label late -k "$k" -- touch ran
+	w=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 30 has_label "$k" late
+}
+
+# late_grant_left_nothing NAME WHILE: the late request was still waiting for its reply
+# after WHILE; it ended 69 without running, and its grant, given back unused, left no
+# record (the history is read into output). Stops the proxy.
+late_grant_left_nothing() {
+	kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before $2: $(cat "$werr")"
+	rlock_wait "$w" 30
+	assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
+	[[ ! -e ran ]]
+	run -0 rlock -k "$1" --history --json -n 1000
+	assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
+	kill "$PROXY_PID"
+}
+
 @test "--history: a grant given back unused after its lease ran out (its reply came later than the lease) is no run, also after a dozen records were written meanwhile (-s, --limit)" {
 	local mode k w werr i
 	for mode in -x -s "-l 20"; do
 		k=gbbusy${mode// /}
 		# shellcheck disable=SC2086 # the mode: one or two words
-		run -0 rlock $mode -k "$k" -- true # the scripts are cached: the request runs as sent
-		# requests pass at once, replies come 6 s late: past the lease floor (4/5 of 2 s)
-		delay_proxy_start 6000
-		# shellcheck disable=SC2086
-		rlock_bg -t 2s --io-timeout 20s -n $mode -u "$PROXY_URL" --label late -k "$k" -- touch ran
-		w=$RLOCK_PID werr=$RLOCK_ERR
-		# the server ran its acquire; while its reply is on its way, six runs (twelve
-		# records) come after its acquired record
-		wait_until 30 has_label "$k" late
-		# (exclusive: the others would wait for its lease, then find it expired)
+		late_grant "$k" $mode
+		# while its reply is on its way, six runs (twelve records) come after its
+		# acquired record (exclusive: the others would wait for its lease, then find it
+		# expired)
 		[[ $mode == -x ]] || for i in 1 2 3 4 5 6; do
 			# shellcheck disable=SC2086
 			run -0 rlock $mode --label "other$i" -k "$k" -- true
 		done
-		kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before the six runs: $(cat "$werr")"
-		rlock_wait "$w" 30
-		assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
-		[[ ! -e ran ]]
-		# its grant, given back unused, is no run: no record of it
-		run -0 rlock -k "$k" --history --json -n 1000
-		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
-		kill "$PROXY_PID"
+		late_grant_left_nothing "$k" "the six runs"
 	done
 }
 
@@ -117,21 +130,11 @@ has_label() {
 	local mode k w werr
 	for mode in -x -s; do
 		k=gbnext$mode
-		run -0 rlock $mode -k "$k" -- true # the scripts are cached: the request runs as sent
-		delay_proxy_start 6000
-		rlock_bg -t 2s --io-timeout 20s -n $mode -u "$PROXY_URL" --label late -k "$k" -- touch ran
-		w=$RLOCK_PID werr=$RLOCK_ERR
-		wait_until 30 has_label "$k" late
+		late_grant "$k" $mode
 		# an exclusive request takes the name once the unused grant's lease is over (and
 		# records it expired), before the grant's reply comes and it is given back
 		run -0 rlock -w 30s --label next -k "$k" -- true
-		kill -0 "$w" 2>/dev/null || fail "$mode: the late request ended before the next run: $(cat "$werr")"
-		rlock_wait "$w" 30
-		assert_equal "$mode: $RLOCK_STATUS" "$mode: 69"
-		[[ ! -e ran ]]
-		run -0 rlock -k "$k" --history --json -n 1000
-		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "late") | "\(.event)/\(.recorded)"] | join(" ")' <<<"$output")" "$mode: "
+		late_grant_left_nothing "$k" "the next run"
 		assert_equal "$mode: $(jq -r '[.entries[] | select(.label == "next") | .event] | join(" ")' <<<"$output")" "$mode: released acquired"
-		kill "$PROXY_PID"
 	done
 }
