@@ -6,18 +6,10 @@
 # every PID is in redis.pids like redis_start's). Load after helpers.
 # shellcheck shell=bash disable=SC2034  # CLUSTER_* are for the caller
 
-# _cluster_port: a free loopback port whose bus port (+10000) is free too.
+# _cluster_port: a free loopback port whose bus port (+10000) is free too, both claimed
+# for this bats run (free_port's test/claim-port).
 _cluster_port() {
-	local i port
-	for ((i = 0; i < 200; i++)); do
-		port=$((20000 + (RANDOM * 32768 + RANDOM + $$) % 2768))
-		if _port_free "$port" && _port_free $((port + 10000)); then
-			echo "$port"
-			return 0
-		fi
-	done
-	echo "_cluster_port: no free port pair found" >&2
-	return 1
+	"$RLOCK_SOURCE_DIR/test/claim-port" --bus "${BATS_ROOT_PID:-$$}"
 }
 
 # _cluster_ok PORT...: every node says cluster_state:ok and sees every other one.

@@ -135,22 +135,14 @@ _port_free() {
 		close $s; exit 0' "$1"
 }
 
-# free_port: print a free loopback port in [20000, 32767], derived from $$ and a
-# counter so that parallel bats files start from different places. Below the kernel's
-# ephemeral range (32768 up): no outgoing connection's source port can take it before
-# a server binds it; another suite's server still may (redis_start then moves on).
+# free_port: print a free loopback port in [20000, 32767], claimed for this bats run
+# (test/claim-port): no other test process of this user (another bats file, the fault
+# suite, the explorer) is handed it until the run ends, so a test that stops its server
+# and starts it again on the same port finds the port still free. Below the kernel's
+# ephemeral range (32768 up): no outgoing connection's source port can take it either;
+# another user's program still may (redis_start then moves on).
 free_port() {
-	local i port
-	for ((i = 0; i < 200; i++)); do
-		_redis_port_counter=$((_redis_port_counter + 1))
-		port=$((20000 + ($$ * 37 + _redis_port_counter * 101 + RANDOM) % 12768))
-		if _port_free "$port"; then
-			echo "$port"
-			return 0
-		fi
-	done
-	echo "free_port: no free port found" >&2
-	return 1
+	"$RLOCK_SOURCE_DIR/test/claim-port" "${BATS_ROOT_PID:-$$}"
 }
 
 _redis_ready() {

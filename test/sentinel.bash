@@ -75,10 +75,9 @@ sentinel_topology_start() {
 	local attempt st=2
 	for ((attempt = 0; attempt < 5 && st == 2; attempt++)); do
 		SENT_PIDS=() SENT_DIRS=() SENT_PORTS=
-		while (($(wc -w <<<"$SENT_PORTS") < 3)); do
+		for ((i = 0; i < 3; i++)); do # three different ones: each is claimed
 			p=$(free_port) || return 1
-			# three different ones: free_port may say one twice
-			[[ " $SENT_PORTS " == *" $p "* ]] || SENT_PORTS="$SENT_PORTS${SENT_PORTS:+ }$p"
+			SENT_PORTS="$SENT_PORTS${SENT_PORTS:+ }$p"
 		done
 		for p in $SENT_PORTS; do
 			sentinel_start_one "$p" "$SENT_PORTS"
