@@ -443,6 +443,24 @@ closed_only() {
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
 
+@test "lock-delay: Redlock, a reservation with no expiry on one node and 2m on another: its time is the 2m copy's, not 'no expiry'" {
+	# The majority (2 of 3) holds while both copies do: the one with an expiry ends it.
+	# The copy without one sorted last (-1) and the reservation was said without a time.
+	local u pids urls i
+	three_nodes
+	for i in 0 1; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+	done
+	redis-cli -u "${u[0]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
+	run -75 "$RLOCK" --url "$urls" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42 until'
+	run -75 "$RLOCK" --url "$urls" --status --json -k rv
+	assert_equal "$(jq -c '[.reserved.left_ms > 100000, .reserved.left_ms <= 120000]' <<<"$output")" '[true,true]'
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42 until'
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
 @test "lock-delay: Redlock, --list with a node silent: a name it could make closed, reserved or held is 'cannot tell' in its own row (69), the others listed" {
 	# rl: a crashed holder's delay on nodes 0 and 2; rv: a --preempt hand-over on
 	# nodes 0 and 2; hh: a holder on nodes 0 and 2; held: a live holder; node 2 stopped. --list exited 69 with nothing

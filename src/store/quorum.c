@@ -1031,8 +1031,11 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 			continue;
 		if (!first.known)
 			first = nh[i].reserved;
+		/* a copy with no expiry (set by hand) outlasts every other: the majority
+		 * ends with the copies that do expire, never sorted before them */
 		if (strcmp(nh[i].reserved.token, first.token) == 0)
-			left[m++] = nh[i].reserved.left_ms;
+			left[m++] =
+			    nh[i].reserved.left_ms >= 0 ? nh[i].reserved.left_ms : LLONG_MAX;
 	}
 	if (m < q->need) {
 		for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
@@ -1041,7 +1044,7 @@ static struct reserved reserved_on_majority(const struct quorum *q, const struct
 		return none;
 	}
 	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
-	first.left_ms = left[q->need - 1];
+	first.left_ms = left[q->need - 1] == LLONG_MAX ? -1 : left[q->need - 1];
 	return first;
 }
 
