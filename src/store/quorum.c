@@ -1018,34 +1018,36 @@ static void queued_on_majority(const struct quorum *q, const struct holders *nh,
 
 /* --preempt's hand-over: kept for one request on a majority of the nodes (each keeps
  * its own PREFIX{NAME}:preempt; another request cannot get a quorum then), for as long
- * as a majority keeps it; else none. */
+ * as a majority keeps it; else none. Any request's: two that crossed leave each its own
+ * reservation somewhere, the first node's maybe the minority's. */
 static struct reserved reserved_on_majority(const struct quorum *q, const struct holders *nh,
                                             const int *ok)
 {
-	struct reserved none = {0}, first = {0};
-	long long left[STORE_NODES_MAX];
-	int m = 0;
+	struct reserved none = {0};
 
-	for (int i = 0; i < q->n; i++) {
-		if (!ok[i] || !nh[i].reserved.known)
+	for (int c = 0; c < q->n; c++) {
+		if (!ok[c] || !nh[c].reserved.known)
 			continue;
-		if (!first.known)
-			first = nh[i].reserved;
+		struct reserved first = nh[c].reserved;
+		long long left[STORE_NODES_MAX];
+		int m = 0;
 		/* a copy with no expiry (set by hand) outlasts every other: the majority
 		 * ends with the copies that do expire, never sorted before them */
-		if (strcmp(nh[i].reserved.token, first.token) == 0)
-			left[m++] =
-			    nh[i].reserved.left_ms >= 0 ? nh[i].reserved.left_ms : LLONG_MAX;
+		for (int i = 0; i < q->n; i++)
+			if (ok[i] && nh[i].reserved.known &&
+			    strcmp(nh[i].reserved.token, first.token) == 0)
+				left[m++] = nh[i].reserved.left_ms >= 0 ? nh[i].reserved.left_ms
+				                                        : LLONG_MAX;
+		if (m < q->need)
+			continue;
+		qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
+		first.left_ms = left[q->need - 1] == LLONG_MAX ? -1 : left[q->need - 1];
+		return first;
 	}
-	if (m < q->need) {
-		for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
-			if (ok[i] && nh[i].reserved.taken)
-				return nh[i].reserved;
-		return none;
-	}
-	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
-	first.left_ms = left[q->need - 1] == LLONG_MAX ? -1 : left[q->need - 1];
-	return first;
+	for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
+		if (ok[i] && nh[i].reserved.taken)
+			return nh[i].reserved;
+	return none;
 }
 
 /* No token holds a majority: when the nodes held by some token leave fewer free than a
@@ -1161,7 +1163,8 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	                      "live --fair places"};
 	int has[] = {closed, reserved, queued};
 	/* one of them on a majority already refuses an acquire: said so (75), not unknown */
-	int majority = closed >= q->need || reserved >= q->need || queued >= q->need;
+	int majority =
+	    closed >= q->need || reserved_on_majority(q, nh, ok).known || queued >= q->need;
 	for (int k = 0; k < 3 && !brk && !majority && best_votes < q->need; k++)
 		if (has[k] > 0 && has[k] < q->need && has[k] + (q->n - answered) >= q->need) {
 			cannot_tell(q, l, what[k], has[k], answered, ok, hs, err, errlen);
