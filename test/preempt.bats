@@ -442,17 +442,17 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	# The replaced request's mark stayed (5 s) when it could not leave at once (stopped,
 	# slow): the holder's next renewal stopped its command for it, its release kept the
 	# name for a request that would never run (exit 80), and the newer one waited.
-	# the holder renews every 2 s: its first renewal after it resumes finds the mark,
+	# the holder renews every 3.3 s: its first renewal after it resumes finds the mark,
 	# which lives 5 s after the stopped request's last attempt
-	rlock_bg -k p -t 6s --preemptible -- ./job
+	rlock_bg -k p -t 10s --preemptible -- ./job
 	local h_pid=$RLOCK_PID r0
 	wait_until 30 test -e h.started
-	r0=$(rcli HGET 'rlock:{p}:owner' renewed)
 	kill -STOP "$h_pid" # its renewals wait: the holder learns nothing until it resumes
 	rlock_bg -k p -t 30s --preempt --supersede -w 60s -c 'echo "r1 ran" >>log'
 	local r1_pid=$RLOCK_PID
 	wait_until 30 key_exists 'rlock:{p}:preempt'
 	kill -STOP "$r1_pid"
+	r0=$(rcli HGET 'rlock:{p}:owner' renewed)
 	local r1_tok
 	r1_tok=$(rcli HGET 'rlock:{p}:preempt' token)
 	rlock_bg -k p -t 30s --supersede -w 60s -c 'echo "r2 ran" >>log'
