@@ -476,7 +476,9 @@ closed_only() {
 		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
 		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{r3}:preempt' 120000 >/dev/null
 	done
-	run -75 "$RLOCK" --url "$urls" -n -k rv -- true
+	# -n names the request most nodes keep it for, as --status does (it named node 0's)
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rv -- true
+	assert_regex "$stderr" "busy: reserved for the --preempt request of h2 pid 42 for"
 	run -75 "$RLOCK" --url "$urls" --status -k rv
 	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h2 pid 42 until'
 	run -75 "$RLOCK" --url "$urls" --status --json -k rv

@@ -590,9 +590,26 @@ struct tally {
 	long long nobody_ms;
 };
 
+/* Which --preempt request a busy reply says the name is kept for (its host, pid and
+ * label: the reply has no token), as a number to count the nodes that agree. */
+static unsigned long long request_of(const struct holder *h)
+{
+	unsigned long long x = 14695981039346656037ULL ^ (unsigned long long)h->pid;
+
+	for (const char *s = h->host; *s; s++)
+		x = (x ^ (unsigned char)*s) * 1099511628211ULL;
+	x = (x ^ 0xff) * 1099511628211ULL;
+	for (const char *s = h->label; *s; s++)
+		x = (x ^ (unsigned char)*s) * 1099511628211ULL;
+	return x;
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
+	unsigned long long kept_for[STORE_NODES_MAX];
+	int kept = 0, most = 0;
+
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
@@ -615,6 +632,21 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			if (((h->delayed && nh.delayed) || (h->reserved && nh.reserved)) &&
 			    nh.pttl_ms > t->nobody_ms)
 				t->nobody_ms = nh.pttl_ms;
+			/* reservations of requests that crossed: the one that most of the busy
+			 * nodes keep is named (as --status names the majority's), not the first
+			 * node's */
+			if (h->reserved && nh.reserved) {
+				unsigned long long k = request_of(&nh);
+				int votes = 1;
+				for (int j = 0; j < kept; j++)
+					votes += kept_for[j] == k;
+				kept_for[kept++] = k;
+				if (votes > most && most > 0) {
+					*h = nh;
+					q->busy = i;
+				}
+				most = votes > most ? votes : most;
+			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
