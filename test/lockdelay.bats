@@ -443,6 +443,57 @@ closed_only() {
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
 
+@test "lock-delay: Redlock, a reservation with no expiry on one node and 2m on another: its time is the 2m copy's, not 'no expiry'" {
+	# The majority (2 of 3) holds while both copies do: the one with an expiry ends it.
+	# The copy without one sorted last (-1) and the reservation was said without a time.
+	local u pids urls i
+	three_nodes
+	for i in 0 1; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null
+	done
+	redis-cli -u "${u[0]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
+	run -75 "$RLOCK" --url "$urls" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h1 pid 42 until'
+	run -75 "$RLOCK" --url "$urls" --status --json -k rv
+	assert_equal "$(jq -c '[.reserved.left_ms > 100000, .reserved.left_ms <= 120000]' <<<"$output")" '[true,true]'
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_output --partial '[reserved for the --preempt request of h1 pid 42 until'
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
+@test "lock-delay: Redlock, reservations of two requests that crossed: the one on a majority is said, none on a majority is busy (75), never free" {
+	# rv: tok1 on node 0, tok2 on nodes 1 and 2 (a majority); r3: a different request's
+	# on each node. Only the first node's request was counted: --status said rv and r3
+	# free (0) and --list left them out, while every acquire but tok2's was refused.
+	local u pids urls i
+	three_nodes
+	redis-cli -u "${u[0]}" HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 41 >/dev/null
+	for i in 1 2; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{rv}:preempt' handover 1 token tok2 host h2 pid 42 >/dev/null
+	done
+	for i in 0 1 2; do
+		redis-cli -u "${u[$i]}" HSET 'rlock:{r3}:preempt' handover 1 token "tok$i" host "h$i" pid 4$i >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{rv}:preempt' 120000 >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{r3}:preempt' 120000 >/dev/null
+	done
+	# -n names the request most nodes keep it for, as --status does (it named node 0's)
+	run -75 --separate-stderr "$RLOCK" --url "$urls" -n -k rv -- true
+	assert_regex "$stderr" "busy: reserved for the --preempt request of h2 pid 42 for"
+	run -75 "$RLOCK" --url "$urls" --status -k rv
+	assert_output --partial 'rlock:{rv} is reserved for the --preempt request of h2 pid 42 until'
+	run -75 "$RLOCK" --url "$urls" --status --json -k rv
+	assert_equal "$(jq -c '[.held, .reserved.token, .reserved.left_ms > 100000]' <<<"$output")" '[false,"tok2",true]'
+	run -75 "$RLOCK" --url "$urls" -n -k r3 -- true
+	run -75 "$RLOCK" --url "$urls" --status -k r3
+	assert_output --partial 'rlock:{r3} is not free: busy on 3 of 3 Redlock nodes (kept for a --preempt request on 3), none on a majority; an acquire is refused until'
+	run -75 "$RLOCK" --url "$urls" --status --json -k r3
+	assert_equal "$(jq -c '[.held, .reserved, .split.nodes_reserved]' <<<"$output")" '[false,null,3]'
+	run -0 "$RLOCK" --url "$urls" --list
+	assert_line --regexp '^r3 +- +- +- +[0-9ms]+ +\[busy on 3 of 3 Redlock nodes \(kept for a --preempt request on 3\), none on a majority\]$'
+	assert_line --regexp '^rv +- +- +- +[0-9ms]+ +\[reserved for the --preempt request of h2 pid 42 until '
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
 @test "lock-delay: Redlock, --list with a node silent: a name it could make closed, reserved or held is 'cannot tell' in its own row (69), the others listed" {
 	# rl: a crashed holder's delay on nodes 0 and 2; rv: a --preempt hand-over on
 	# nodes 0 and 2; hh: a holder on nodes 0 and 2; held: a live holder; node 2 stopped. --list exited 69 with nothing

@@ -434,3 +434,71 @@ reservation_gone() { [[ $(rcli HGET 'rlock:{p}:preempt' handover) != 1 ]]; }
 	w_at=$(awk '$1 == "w" {print $2}' log)
 	((w_at - end < 1000)) || fail "the waiter ran $((w_at - end)) ms after the reservation ended"
 }
+
+# field_differs KEY FIELD VALUE: the hash KEY's FIELD is not VALUE (a renewal moved it).
+field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
+
+@test "a --preempt --supersede request replaced by a newer --supersede request withdraws its preempt request: the holder is not stopped for it" {
+	# The replaced request's mark stayed (5 s) when it could not leave at once (stopped,
+	# slow): the holder's next renewal stopped its command for it, its release kept the
+	# name for a request that would never run (exit 80), and the newer one waited.
+	# the holder renews every 3.3 s: its first renewal after it resumes finds the mark,
+	# which lives 5 s after the stopped request's last attempt
+	rlock_bg -k p -t 10s --preemptible -- ./job
+	local h_pid=$RLOCK_PID r0
+	wait_until 30 test -e h.started
+	kill -STOP "$h_pid" # its renewals wait: the holder learns nothing until it resumes
+	rlock_bg -k p -t 30s --preempt --supersede -w 60s -c 'echo "r1 ran" >>log'
+	local r1_pid=$RLOCK_PID
+	wait_until 30 key_exists 'rlock:{p}:preempt'
+	kill -STOP "$r1_pid"
+	r0=$(rcli HGET 'rlock:{p}:owner' renewed)
+	local r1_tok
+	r1_tok=$(rcli HGET 'rlock:{p}:preempt' token)
+	rlock_bg -k p -t 30s --supersede -w 60s -c 'echo "r2 ran" >>log'
+	local r2_pid=$RLOCK_PID
+	wait_until 30 key_exists "rlock:{p}:superseded:$r1_tok"
+	kill -CONT "$h_pid"
+	wait_until 30 field_differs 'rlock:{p}:owner' renewed "$r0"
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$r2_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	kill -CONT "$r1_pid"
+	rlock_wait "$r1_pid" 30
+	assert_equal "$RLOCK_STATUS" 80
+	run ! grep -q 'r1 ran' log
+	grep -q 'r2 ran' log
+	run ! grep -q 'h trapped' log
+}
+
+@test "a name kept for a --preempt --supersede request that a newer --supersede request replaced: the newer one takes it at once, not at the reservation's end" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt --supersede -w 60s -c 'echo "r1 ran" >>log'
+	local r1_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -STOP "$r1_pid" # alive, but it takes nothing while stopped
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	[[ $(rcli HGET 'rlock:{p}:preempt' handover) == 1 ]]
+	local lease_end=$(($(now_ms) + $(rcli PTTL 'rlock:{p}:preempt')))
+	rlock_bg -k p -t 30s --supersede -w 60s -c 'echo "r2 $(date +%s%3N)" >>log'
+	local r2_pid=$RLOCK_PID
+	rlock_wait "$r2_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	local r2_at
+	r2_at=$(awk '$1 == "r2" {print $2}' log)
+	((r2_at < lease_end)) || fail "r2 ran $((r2_at - lease_end)) ms after the reservation's end"
+	# the preempted holder: its request never took the name, its own status (3), not 81
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	kill -CONT "$r1_pid"
+	rlock_wait "$r1_pid" 30
+	assert_equal "$RLOCK_STATUS" 80
+	run ! grep -q 'r1 ran' log
+}

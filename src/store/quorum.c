@@ -590,9 +590,26 @@ struct tally {
 	long long nobody_ms;
 };
 
+/* Which --preempt request a busy reply says the name is kept for (its host, pid and
+ * label: the reply has no token), as a number to count the nodes that agree. */
+static unsigned long long request_of(const struct holder *h)
+{
+	unsigned long long x = 14695981039346656037ULL ^ (unsigned long long)h->pid;
+
+	for (const char *s = h->host; *s; s++)
+		x = (x ^ (unsigned char)*s) * 1099511628211ULL;
+	x = (x ^ 0xff) * 1099511628211ULL;
+	for (const char *s = h->label; *s; s++)
+		x = (x ^ (unsigned char)*s) * 1099511628211ULL;
+	return x;
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
+	unsigned long long kept_for[STORE_NODES_MAX];
+	int kept = 0, most = 0;
+
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		struct holder nh;
@@ -615,6 +632,21 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			if (((h->delayed && nh.delayed) || (h->reserved && nh.reserved)) &&
 			    nh.pttl_ms > t->nobody_ms)
 				t->nobody_ms = nh.pttl_ms;
+			/* reservations of requests that crossed: the one that most of the busy
+			 * nodes keep is named (as --status names the majority's), not the first
+			 * node's */
+			if (h->reserved && nh.reserved) {
+				unsigned long long k = request_of(&nh);
+				int votes = 1;
+				for (int j = 0; j < kept; j++)
+					votes += kept_for[j] == k;
+				kept_for[kept++] = k;
+				if (votes > most && most > 0) {
+					*h = nh;
+					q->busy = i;
+				}
+				most = votes > most ? votes : most;
+			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
@@ -1018,31 +1050,36 @@ static void queued_on_majority(const struct quorum *q, const struct holders *nh,
 
 /* --preempt's hand-over: kept for one request on a majority of the nodes (each keeps
  * its own PREFIX{NAME}:preempt; another request cannot get a quorum then), for as long
- * as a majority keeps it; else none. */
+ * as a majority keeps it; else none. Any request's: two that crossed leave each its own
+ * reservation somewhere, the first node's maybe the minority's. */
 static struct reserved reserved_on_majority(const struct quorum *q, const struct holders *nh,
                                             const int *ok)
 {
-	struct reserved none = {0}, first = {0};
-	long long left[STORE_NODES_MAX];
-	int m = 0;
+	struct reserved none = {0};
 
-	for (int i = 0; i < q->n; i++) {
-		if (!ok[i] || !nh[i].reserved.known)
+	for (int c = 0; c < q->n; c++) {
+		if (!ok[c] || !nh[c].reserved.known)
 			continue;
-		if (!first.known)
-			first = nh[i].reserved;
-		if (strcmp(nh[i].reserved.token, first.token) == 0)
-			left[m++] = nh[i].reserved.left_ms;
+		struct reserved first = nh[c].reserved;
+		long long left[STORE_NODES_MAX];
+		int m = 0;
+		/* a copy with no expiry (set by hand) outlasts every other: the majority
+		 * ends with the copies that do expire, never sorted before them */
+		for (int i = 0; i < q->n; i++)
+			if (ok[i] && nh[i].reserved.known &&
+			    strcmp(nh[i].reserved.token, first.token) == 0)
+				left[m++] = nh[i].reserved.left_ms >= 0 ? nh[i].reserved.left_ms
+				                                        : LLONG_MAX;
+		if (m < q->need)
+			continue;
+		qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
+		first.left_ms = left[q->need - 1] == LLONG_MAX ? -1 : left[q->need - 1];
+		return first;
 	}
-	if (m < q->need) {
-		for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
-			if (ok[i] && nh[i].reserved.taken)
-				return nh[i].reserved;
-		return none;
-	}
-	qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
-	first.left_ms = left[q->need - 1];
-	return first;
+	for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
+		if (ok[i] && nh[i].reserved.taken)
+			return nh[i].reserved;
+	return none;
 }
 
 /* No token holds a majority: when the nodes held by some token leave fewer free than a
@@ -1158,7 +1195,8 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	                      "live --fair places"};
 	int has[] = {closed, reserved, queued};
 	/* one of them on a majority already refuses an acquire: said so (75), not unknown */
-	int majority = closed >= q->need || reserved >= q->need || queued >= q->need;
+	int majority =
+	    closed >= q->need || reserved_on_majority(q, nh, ok).known || queued >= q->need;
 	for (int k = 0; k < 3 && !brk && !majority && best_votes < q->need; k++)
 		if (has[k] > 0 && has[k] < q->need && has[k] + (q->n - answered) >= q->need) {
 			cannot_tell(q, l, what[k], has[k], answered, ok, hs, err, errlen);

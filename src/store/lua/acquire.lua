@@ -89,6 +89,12 @@ local function supersede(fence)
     redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
     local wk = KEYS[1] .. ':wake:' .. cur[1]
     redis.call('ZREM', KEYS[8], cur[1])
+    -- its --preempt request goes with it (as leave.lua's), in this step: it never runs,
+    -- so no holder is stopped for it, nor the name kept for it
+    local pk = KEYS[1] .. ':preempt'
+    if redis.call('HGET', pk, 'token') == cur[1] then
+      redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover')
+    end
     redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
     redis.pcall('PEXPIRE', wk, ARGV[2])
     redis.pcall('PUBLISH', wk, 'superseded')
@@ -193,9 +199,14 @@ if not mine and held then
           o[9] or false, o[10] or false}
 end
 -- Free, but kept for the --preempt request that stopped its holder (release.lua).
+-- A --supersede request replaces the one it is kept for (supersede): the reservation
+-- goes with it, and this request goes on.
 if ho[1] and not handed then
   local by = supersede(nil)
   if by then return by end
+  if q['@supersede'] and redis.call('HGET', pk, 'handover') ~= '1' then ho = {} end
+end
+if ho[1] and not handed then
   return {place(), redis.call('PTTL', pk), ho[3] or false, ho[4] or false, false, false, false,
           false, false, ho[5] or false, false, false, 'reserved'}
 end
