@@ -91,9 +91,9 @@ local function supersede(fence)
     redis.call('ZREM', KEYS[8], cur[1])
     -- its --preempt request goes with it (as leave.lua's), in this step: it never runs,
     -- so no holder is stopped for it, nor the name kept for it
-    local pk = KEYS[1] .. ':preempt'
-    if redis.call('HGET', pk, 'token') == cur[1] then
-      redis.call('HDEL', pk, 'token', 'host', 'pid', 'label', 'handover')
+    local pk, call = KEYS[1] .. ':preempt', redis.call
+    if call('HGET', pk, 'token') == cur[1] then
+      --@preempt_withdraw
     end
     redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
     redis.pcall('PEXPIRE', wk, ARGV[2])

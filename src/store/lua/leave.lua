@@ -26,8 +26,9 @@ end
 if redis.pcall('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
-if redis.pcall('HGET', KEYS[1] .. ':preempt', 'token') == ARGV[1] then
-  redis.call('HDEL', KEYS[1] .. ':preempt', 'token', 'host', 'pid', 'label', 'handover')
+local pk, call = KEYS[1] .. ':preempt', redis.call
+if redis.pcall('HGET', pk, 'token') == ARGV[1] then
+  --@preempt_withdraw
 end
 local by = redis.pcall('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
 if type(by) ~= 'table' or by.err or not by[1] then by = nil end
