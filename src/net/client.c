@@ -32,7 +32,7 @@ int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t er
 
 /* A plain connection to a TLS port: the server answers our first command with a TLS
  * alert record (0x15 0x03 ...) or resets the connection. */
-static const char tls_hint[] = " (is it a TLS port? then use rediss:// or --tls)";
+static const char tls_hint[] = " (is it a TLS port?" CONN_HINT_WANTS_TLS;
 
 static int tls_alert(const struct client *c, const char *buf, ssize_t n)
 {
