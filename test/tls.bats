@@ -162,6 +162,23 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {
+	# A server of this test's own, whose certificate is swapped for the expired one
+	# (same key) while the lock is held; the renewal's connection is then dropped.
+	tls_redis_start
+	local port=$TLS_PORT
+	rlock_bg -u "rediss://127.0.0.1:$port" --cacert "$CA" -t 3s -k rv -- "$HOLD" a
+	local holder=$RLOCK_PID err=$RLOCK_ERR
+	wait_until 30 test -e a.started
+	tls_cli "$port" CONFIG SET tls-cert-file "$TLS_CERTS/expired.pem" >/dev/null
+	redis-cli --tls --insecure -p "$port" CLIENT KILL TYPE normal >/dev/null
+	rlock_wait "$holder" 30
+	[[ $RLOCK_STATUS == 79 ]] || fail "exit $RLOCK_STATUS: $(cat "$err")"
+	grep -q '^rlock: lock lost: .*certificate verify failed (certificate has expired)' "$err" ||
+		fail "no reason: $(cat "$err")"
+	[[ ! -e a.end ]] # stopped, not run to its end
+}
+
 @test "plaintext client to a TLS port: 69 within the connect deadline" {
 	local t0
 	t0=$(now_ms)
