@@ -193,6 +193,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	((ms < 10000)) || fail "took ${ms} ms"
 }
 
+@test "Redlock, a plaintext client to a node's TLS port: final as for one server (69 at once, not a wait without end)" {
+	# One server: 69 at once (above). Two Redlock nodes, one of them a TLS port: the other
+	# alone is no quorum, and waiting cannot make the TLS port answer plaintext.
+	local t0 ms
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" \
+		-u "redis://127.0.0.1:$TLS_A_PORT,redis://127.0.0.1:$REDIS_PORT" -k t -- touch ran
+	ms=$(elapsed_since "$t0")
+	((status == 69)) || fail "exit $status after $ms ms, not 69; stderr: $stderr"
+	assert_one_line_error
+	assert_regex "$stderr" "127\.0\.0\.1:$TLS_A_PORT.*is it a TLS port\?"
+	[[ ! -e ran ]]
+	((ms < 10000)) || fail "took ${ms} ms"
+}
+
 @test "TLS client to a plaintext port: 69, one line, within the connect deadline" {
 	local t0 ms
 	t0=$(now_ms)
