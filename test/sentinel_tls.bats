@@ -157,3 +157,73 @@ FAIL_FAST=(--connect-timeout 1s --io-timeout 500ms)
 	[[ ! -e ran ]]
 	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{h}:fence') == 0 ]]
 }
+
+# mixed_sentinel_start PORT plain|tls MASTER_PORT: one sentinel on PORT that monitors
+# 'mixed' at 127.0.0.1:MASTER_PORT. plain: it listens without TLS and speaks TLS to its
+# master (the TLS master of this file); tls: it listens with TLS and speaks plaintext to
+# its master. Waits until it names the master. Its PID is stopped by redis_stop_all.
+mixed_sentinel_start() {
+	local port=$1 kind=$2 mport=$3 dir c=$TLS_CERTS
+	dir=$(mktemp -d "$BATS_FILE_TMPDIR/sentinel.XXXXXX")
+	{
+		if [[ $kind == plain ]]; then
+			echo "port $port"
+			echo "tls-replication yes"
+		else
+			printf 'port 0\ntls-port %s\ntls-auth-clients no\n' "$port"
+		fi
+		cat <<EOC
+bind 127.0.0.1
+tls-cert-file $c/server.pem
+tls-key-file $c/server.key
+tls-client-cert-file $c/client.pem
+tls-client-key-file $c/client.key
+tls-ca-cert-file $c/ca.pem
+daemonize no
+dir $dir
+sentinel monitor mixed 127.0.0.1 $mport 1
+sentinel down-after-milliseconds mixed 60000
+EOC
+	} >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/sentinel.log" 2>&1 3>&- 4>&- &
+	remember_server "$!"
+	if [[ $kind == plain ]]; then
+		wait_until 30 eval "redis-cli -p $port SENTINEL get-master-addr-by-name mixed 2>/dev/null | grep -q '^$mport\$'"
+	else
+		wait_until 30 eval "tls_cli $port SENTINEL get-master-addr-by-name mixed 2>/dev/null | grep -q '^$mport\$'"
+	fi
+}
+
+@test "TLS on the sentinels but not the master, or the reverse: 69, one line that says TLS is for both or neither, never a hint that cannot work" {
+	local plain_s tls_s
+	plain_s=$(free_port)
+	tls_s=$(free_port)
+	mixed_sentinel_start "$plain_s" plain "$M_PORT"
+	redis_start
+	mixed_sentinel_start "$tls_s" tls "$REDIS_PORT"
+	# sentinels without TLS name a TLS master: "use rediss:// or --tls" would break
+	# the sentinels' side (and rediss:// is no Sentinel URL)
+	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$plain_s/mixed" \
+		"${FAIL_FAST[@]}" -k mx -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "master 127\.0\.0\.1:$M_PORT"
+	[[ $stderr != *'rediss://'* ]] || fail "a hint that cannot work: $stderr"
+	assert_regex "$stderr" 'both or neither'
+	# sentinels with TLS name a master without: "use redis://" would break theirs
+	run -69 --separate-stderr rlock -u "rediss-sentinel://127.0.0.1:$tls_s/mixed" \
+		--cacert "$CA" "${FAIL_FAST[@]}" -k mx -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "master 127\.0\.0\.1:$REDIS_PORT"
+	[[ $stderr != *'redis://'* ]] || fail "a hint that cannot work: $stderr"
+	assert_regex "$stderr" 'both or neither'
+	# the sentinel itself spoken to in the wrong way: the Sentinel scheme to use
+	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$tls_s/mixed" \
+		"${FAIL_FAST[@]}" -k mx -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "sentinel 127\.0\.0\.1:$tls_s.*rediss-sentinel:// or --tls"
+	run -69 --separate-stderr rlock -u "rediss-sentinel://127.0.0.1:$plain_s/mixed" \
+		--cacert "$CA" "${FAIL_FAST[@]}" -k mx -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "sentinel 127\.0\.0\.1:$plain_s.*redis-sentinel://"
+	[[ ! -e ran ]]
+}

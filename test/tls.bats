@@ -162,6 +162,23 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {
+	# A server of this test's own, whose certificate is swapped for the expired one
+	# (same key) while the lock is held; the renewal's connection is then dropped.
+	tls_redis_start
+	local port=$TLS_PORT
+	rlock_bg -u "rediss://127.0.0.1:$port" --cacert "$CA" -t 3s -k rv -- "$HOLD" a
+	local holder=$RLOCK_PID err=$RLOCK_ERR
+	wait_until 30 test -e a.started
+	tls_cli "$port" CONFIG SET tls-cert-file "$TLS_CERTS/expired.pem" >/dev/null
+	redis-cli --tls --insecure -p "$port" CLIENT KILL TYPE normal >/dev/null
+	rlock_wait "$holder" 30
+	[[ $RLOCK_STATUS == 79 ]] || fail "exit $RLOCK_STATUS: $(cat "$err")"
+	grep -q '^rlock: lock lost: .*certificate verify failed (certificate has expired)' "$err" ||
+		fail "no reason: $(cat "$err")"
+	[[ ! -e a.end ]] # stopped, not run to its end
+}
+
 @test "plaintext client to a TLS port: 69 within the connect deadline" {
 	local t0
 	t0=$(now_ms)
@@ -173,6 +190,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 	# bounded by the deadlines (2 s), plus process start-up: printed, loosely bounded
 	echo "# plaintext to a TLS port: 69 after ${ms} ms (deadlines 1 s + 1 s)" >&3
+	((ms < 10000)) || fail "took ${ms} ms"
+}
+
+@test "Redlock, a plaintext client to a node's TLS port: final as for one server (69 at once, not a wait without end)" {
+	# One server: 69 at once (above). Two Redlock nodes, one of them a TLS port: the other
+	# alone is no quorum, and waiting cannot make the TLS port answer plaintext.
+	local t0 ms
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" \
+		-u "redis://127.0.0.1:$TLS_A_PORT,redis://127.0.0.1:$REDIS_PORT" -k t -- touch ran
+	ms=$(elapsed_since "$t0")
+	((status == 69)) || fail "exit $status after $ms ms, not 69; stderr: $stderr"
+	assert_one_line_error
+	assert_regex "$stderr" "127\.0\.0\.1:$TLS_A_PORT.*is it a TLS port\?"
+	[[ ! -e ran ]]
 	((ms < 10000)) || fail "took ${ms} ms"
 }
 

@@ -32,7 +32,7 @@ int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t er
 
 /* A plain connection to a TLS port: the server answers our first command with a TLS
  * alert record (0x15 0x03 ...) or resets the connection. */
-static const char tls_hint[] = " (is it a TLS port? then use rediss:// or --tls)";
+static const char tls_hint[] = " (is it a TLS port?" CONN_HINT_WANTS_TLS;
 
 static int tls_alert(const struct client *c, const char *buf, ssize_t n)
 {
@@ -72,13 +72,19 @@ static int server_was_heard(const struct server *srv)
 	return yes;
 }
 
+/* A plain connection that ended before a byte of reply, to a server never heard in this
+ * process: a TLS port, most likely. Waiting will not make it speak plaintext: a final
+ * fault, as a TLS handshake answered in plaintext is (conn.c), so that a Redlock round
+ * that cannot do without the node ends as one server does (no_quorum_final). */
 static void add_tls_hint(const struct client *c, char *err, size_t errlen)
 {
 	size_t used = strlen(err);
 
 	if (!c->replied && !c->heard && !c->srv->tls.enabled && used < errlen &&
-	    !server_was_heard(c->srv))
+	    !server_was_heard(c->srv)) {
 		snprintf(err + used, errlen - used, "%s", tls_hint);
+		conn_fault_note(CONN_FAULT_FINAL);
+	}
 }
 
 int client_send(struct client *c, int argc, const char **argv, const size_t *lens,
@@ -152,6 +158,7 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		}
 		if (tls_alert(c, buf, n)) {
 			snprintf(err, errlen, "%s answered with TLS%s", c->srv->name, tls_hint);
+			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}
 		c->heard = 1;

@@ -634,7 +634,7 @@ static int probe_verdict(struct conn *c, int plaintext, const char *waited, char
 		conn_fault_note(CONN_FAULT_FINAL);
 		set_err(err, errlen,
 		        "TLS handshake with %s: the server answered in plaintext (a Redis "
-		        "without TLS on this port? then use redis://, or its TLS port)",
+		        "without TLS on this port?" CONN_HINT_WANTS_PLAIN,
 		        c->peer);
 		return CONN_ERR;
 	}

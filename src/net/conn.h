@@ -35,6 +35,11 @@
 
 #define CONN_ADDRS_MAX 8
 
+/* How a message about a TLS/plaintext mismatch ends: the advice for a redis:// or
+ * rediss:// URL. A caller whose scheme is another (Sentinel) puts its own in place. */
+#define CONN_HINT_WANTS_TLS   " then use rediss:// or --tls)"
+#define CONN_HINT_WANTS_PLAIN " then use redis://, or its TLS port)"
+
 /* The addresses of a TCP host, as conn_resolve() found them. */
 struct conn_addrs {
 	int n;       /* 0: not looked up (conn_open then looks up each time) */

@@ -55,6 +55,33 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
+/* The socket layer's advice on a TLS/plaintext mismatch names redis:// and rediss://,
+ * but here one setting covers the sentinels and the master: name the Sentinel scheme
+ * for a sentinel; for the master, say that it and its sentinels differ (rlock has no
+ * setting for TLS to one and not the other). */
+static void sentinel_hint(char *e, size_t n, int master)
+{
+	static const struct {
+		const char *from, *sentinel, *master;
+	} fix[] = {
+	    {CONN_HINT_WANTS_TLS, " then use rediss-sentinel:// or --tls)",
+	     " then it wants TLS and its sentinels do not: rlock speaks TLS to both or "
+	     "neither)"},
+	    {CONN_HINT_WANTS_PLAIN, " then use redis-sentinel://, or its TLS port)",
+	     " then its sentinels speak TLS and it does not: rlock speaks TLS to both or "
+	     "neither)"},
+	};
+
+	for (size_t i = 0; i < sizeof fix / sizeof fix[0]; i++) {
+		char *at = strstr(e, fix[i].from);
+		if (at) {
+			snprintf(at, n - (size_t)(at - e), "%s",
+			         master ? fix[i].master : fix[i].sentinel);
+			return;
+		}
+	}
+}
+
 /* Open a connection to sentinel srv and log in with the sentinels' credentials:
  * CLIENT_OK, CLIENT_AUTH (refused) or CLIENT_ERR, with the reason in err. */
 static int sentinel_open(const struct sentinel *s, const struct server *srv, struct client **c,
@@ -66,6 +93,7 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	int rc = client_open(c, srv, cap_ms, e, sizeof e);
 	if (rc != CLIENT_OK) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		sentinel_hint(err, errlen, 0);
 		return rc;
 	}
 	if (!s->has_password)
@@ -79,6 +107,7 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	explicit_bzero(pw, sizeof pw);
 	if (rc < 0) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		sentinel_hint(err, errlen, 0);
 		rc = CLIENT_ERR;
 	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
@@ -120,6 +149,7 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		sentinel_hint(err, errlen, 0);
 		goto out;
 	}
 	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
@@ -175,9 +205,10 @@ static void ask_quorum(const struct sentinel *s, const struct server *srv, int64
 	if (sentinel_open(s, srv, &c, cap_ms, v->words, sizeof v->words) != CLIENT_OK)
 		return;
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
-	                sizeof e) < 0)
+	                sizeof e) < 0) {
 		snprintf(v->words, sizeof v->words, "%.250s", e);
-	else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
+		sentinel_hint(v->words, sizeof v->words, 0);
+	} else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
 		snprintf(v->words, sizeof v->words, "%.*s", (int)r->len, r->str);
 	else
 		snprintf(v->words, sizeof v->words, "unexpected reply to CKQUORUM");
@@ -220,11 +251,13 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	int opened = client_open(&c, srv, cap_ms, e, sizeof e);
 	if (opened != CLIENT_OK) {
 		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		sentinel_hint(err, errlen, 1);
 		return opened == CLIENT_AUTH ? CLIENT_AUTH : -1;
 	}
 	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		sentinel_hint(err, errlen, 1);
 	} else if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING &&
 	           strcmp(r->element[0]->str, "master") == 0) {
 		rc = 0;
