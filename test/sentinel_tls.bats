@@ -128,8 +128,8 @@ sentinel_sees_all() {
 	grep -q 'woken by the release' "$waiter_err" || fail "waiter: $(cat "$waiter_err")"
 }
 
-# A refused certificate is retried like an outage until the sentinels' budget ends
-# (n × (connect + io) + connect + 2 × io): short deadlines keep these tests cheap.
+# Short deadlines: a sentinel or master that does not answer costs little. (What
+# waiting cannot fix, a refused certificate, fails at once: the last test.)
 FAIL_FAST=(--connect-timeout 1s --io-timeout 500ms)
 
 @test "sentinels over TLS with the wrong CA: 69, one line, not run" {
@@ -225,5 +225,30 @@ EOC
 		--cacert "$CA" "${FAIL_FAST[@]}" -k mx -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "sentinel 127\.0\.0\.1:$plain_s.*redis-sentinel://"
+	[[ ! -e ran ]]
+}
+
+# SLOW: deadlines long enough that the sentinels' budget (n × (connect + io) + connect
+# + 2 × io: 140 s here) is far past the 60 s each run below is given: a run that retried
+# a fault waiting cannot fix until that budget ends is killed (124), not 69.
+SLOW=(--connect-timeout 20s --io-timeout 20s)
+
+@test "what waiting cannot fix fails at once over Sentinel too: a CA that does not verify the sentinels, a master its certificate does not name, TLS on one side only" {
+	run -69 --separate-stderr timeout 60 "$RLOCK" -u "$S_URL" --cacert "$OTHER_CA" "${SLOW[@]}" \
+		-k w -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" '[Cc]ertificate|verif|issuer'
+	run -69 --separate-stderr timeout 60 "$RLOCK" \
+		-u "rediss-sentinel://127.0.0.1:${S_PORTS%% *}/misnamed" --cacert "$CA" "${SLOW[@]}" \
+		-k w -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "[Mm]ismatch.*127\.0\.0\.2:$M_PORT|127\.0\.0\.2:$M_PORT.*[Mm]ismatch"
+	local plain_s
+	plain_s=$(free_port)
+	mixed_sentinel_start "$plain_s" plain "$M_PORT"
+	run -69 --separate-stderr timeout 60 "$RLOCK" -u "redis-sentinel://127.0.0.1:$plain_s/mixed" \
+		"${SLOW[@]}" -k w -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'both or neither'
 	[[ ! -e ran ]]
 }

@@ -297,7 +297,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 	int port, complete = 0;
 
 	for (;;) {
-		int unknown = 0, denied = 0;
+		int unknown = 0, denied = 0, final = 0;
 		for (int i = 0; i < s->n; i++) {
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
 				snprintf(err, errlen,
@@ -305,9 +305,13 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				         last);
 				return -1;
 			}
+			int before = conn_fault();
+			conn_fault_clear();
 			enum ask a = ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, e, sizeof e);
 			unknown += a == ASK_UNKNOWN;
 			denied += a == ASK_DENIED;
+			final += a == ASK_FAILED && (conn_fault() & CONN_FAULT_FINAL);
+			conn_fault_note(before);
 			if (a != ASK_FOUND) {
 				log_debug("%s", e);
 				keep_reason(last, sizeof last, e, cap_ms, &complete);
@@ -320,11 +324,15 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			srv->ep.tls = &srv->tls;
 			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
 			hostport_name(srv->name, sizeof srv->name, host, port);
+			before = conn_fault();
+			conn_fault_clear();
 			int ok =
 			    client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
 			                   e, sizeof e) == CLIENT_OK
 			        ? confirm_master(srv, cap_ms, e, sizeof e)
 			        : -1;
+			final += ok == -1 && (conn_fault() & CONN_FAULT_FINAL);
+			conn_fault_note(before);
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
 				          s->sent[i].name, s->master, srv->name);
@@ -344,7 +352,10 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}
-		if (unknown + denied == s->n) {
+		/* Or one asking again will not change: it cannot be spoken to (a certificate
+		 * that does not verify, TLS on one side only), or the master it names cannot
+		 * (README: what time cannot fix fails at once). */
+		if (unknown + denied + final == s->n) {
 			snprintf(err, errlen, "%s", last);
 			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
