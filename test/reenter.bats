@@ -291,3 +291,40 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens"
 	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
 }
+
+@test "a nested run that outlives its holder's release (a new session, out of its cover) is told: its command stopped, 79, never left running unprotected" {
+	# The parent's command starts a nested run in a session of its own (a daemon, setsid)
+	# and exits: the parent releases, though the nested command still runs under the
+	# parent's token. It must learn that, stop its command and say so (79).
+	rlock_bg -k A -- sh -c '
+		setsid "$RLOCK" -k A -- "$1" inner </dev/null >/dev/null 2>inner.err &
+		echo $! >nested.pid
+		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+		exit 0' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile nested.pid
+	track_pidfile inner.pid
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+	# released: the nested command no longer runs under the lock, and says so
+	wait_until 30 pidfile_gone inner.pid
+	wait_until 30 pidfile_gone nested.pid
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after its holder released"
+	grep -q "no longer held by the inherited token" inner.err || fail "$(cat inner.err)"
+	run -0 rlock -n -k A -- true
+}
+
+@test "a nested run under --acquire's variables whose keeper is released meanwhile: its command stopped, 79" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	rlock_bg -k A -- "$HOLD" inner
+	local nested=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile inner.pid
+	run -0 rlock -k A --release
+	rlock_wait "$nested"
+	assert_equal "$RLOCK_STATUS" 79
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+	grep -q "no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+}

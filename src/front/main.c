@@ -2,10 +2,15 @@
 /* rlock: run a command while holding a lock in Redis.
  * The story: options → connect → acquire (or wait) → run → release → exit. */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,30 +74,117 @@ static void child_environment(const struct reenter *r, const struct hold *h, int
 	setenv("RLOCK_TTL_MS", v, 1);
 }
 
+/* A run re-entered whole runs under its ancestor's lease, which ends when that holder
+ * releases (its command and the groups it covers are done: this run may have left them,
+ * in a session of its own; a keeper's --release) or loses it. Nothing would tell this
+ * run: it watches the inherited tokens itself, one read each per interval, and a token
+ * that no longer holds its name (or a lease it could not see renewed before it would
+ * end) is a loss, acted on as one: its command's group stopped, exit 79. */
+#define REWATCH_MAX_MS 1000
+#define REWATCH_MIN_MS 100
+struct rewatch {
+	struct store *s;
+	int n;
+	struct lock l[HOLD_LOCKS_MAX];
+	const char *name[HOLD_LOCKS_MAX], *token[HOLD_LOCKS_MAX];
+	int64_t io_timeout_ms, every_ms;
+	int stop[2];             /* written by the main thread: stop watching */
+	int lost_fd;             /* an eventfd, written on a loss the server told of */
+	_Atomic int64_t lost_by; /* when the leases seen last end unless seen renewed */
+	char why[LOCK_NAME_MAX + 200];
+	pthread_t t;
+};
+
+/* 1: every token holds its name; 0: one does not (w->why says which); -1: not every
+ * one could be asked. Updates w->lost_by from what the server says is left. */
+static int rewatch_check(struct rewatch *w)
+{
+	int64_t by = INT64_MAX;
+	int all = 1;
+
+	for (int i = 0; i < w->n; i++) {
+		char err[300];
+		struct holding hd;
+		int64_t asked = clock_ms();
+		int rc = store_is_holder(w->s, &w->l[i], w->token[i], asked + w->io_timeout_ms, &hd,
+		                         err, sizeof err);
+		if (rc == 0) {
+			snprintf(w->why, sizeof w->why,
+			         "lock '%s' is no longer held by the inherited token (its holder "
+			         "released or lost it while this run's command ran)",
+			         w->name[i]);
+			return 0;
+		}
+		if (rc < 0) {
+			all = 0;
+			continue;
+		}
+		if (hd.ttl_left_ms >= 0 && asked + hd.ttl_left_ms < by)
+			by = asked + hd.ttl_left_ms;
+		if (hd.ttl_left_ms >= 0 && hd.ttl_left_ms / 3 < w->every_ms)
+			w->every_ms = hd.ttl_left_ms / 3 < REWATCH_MIN_MS ? REWATCH_MIN_MS
+			                                                  : hd.ttl_left_ms / 3;
+	}
+	if (all)
+		atomic_store(&w->lost_by, by);
+	return all ? 1 : -1;
+}
+
+static void *rewatch_run(void *arg)
+{
+	struct rewatch *w = arg;
+	struct pollfd p = {.fd = w->stop[0], .events = POLLIN};
+
+	for (;;) {
+		if (rewatch_check(w) == 0) {
+			uint64_t one = 1;
+			(void)!write(w->lost_fd, &one, sizeof one);
+			return NULL;
+		}
+		if (poll(&p, 1, (int)w->every_ms) != 0)
+			return NULL; /* told to stop */
+	}
+}
+
+static int64_t rewatch_lost_at(const void *ctx)
+{
+	return atomic_load(&((const struct rewatch *)ctx)->lost_by);
+}
+
+static void rewatch_reason(const void *ctx, int timed_out, char *buf, size_t n)
+{
+	const struct rewatch *w = ctx;
+
+	if (timed_out)
+		snprintf(buf, n,
+		         "the inherited lease could not be seen renewed before it would end "
+		         "(the server did not answer)");
+	else
+		snprintf(buf, n, "%s", w->why);
+}
+
 static int64_t never(const void *ctx)
 {
 	(void)ctx;
 	return INT64_MAX;
 }
 
-static void never_lost(const void *ctx, int timed_out, char *buf, size_t n)
-{
-	(void)ctx;
-	(void)timed_out;
-	snprintf(buf, n, "no lease of its own");
-}
-
 /* A run re-entered whole holds no lock of its own: the ancestor's lease, renewal, loss
  * action, --min-hold, --lock-delay, label, events and metrics are the ancestor's (its
  * --on-lost signals its group, this rlock with it, which forwards the signal). What is
  * this run's own is its command's time: --max-hold stops it as timeout(1) does (SIGTERM
- * to its group, SIGKILL after --kill-after: 124, or 137), so the command then runs in a
- * group of its own under a watchdog (child_spawn, no lease deadline); without it, the
- * command runs in this process (exec), as before. --preemptible is refused (64): this
- * run has no lock a --preempt request could take from it. Never returns. */
+ * to its group, SIGKILL after --kill-after: 124, or 137); and its command's cover: the
+ * inherited leases are watched (rewatch), and one that ends under it stops the command
+ * (SIGTERM, SIGKILL after --kill-after: 79), as does one found ended when the command
+ * is done (79). The command runs in a group of its own under a watchdog (child_spawn,
+ * no lease deadline). --preemptible is refused (64): this run has no lock a --preempt
+ * request could take from it. Never returns. */
 static void __attribute__((noreturn))
-run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
+run_reentered(const struct opts *o, const struct reenter *r, struct store *s, int sigfd,
+              const sigset_t *orig)
 {
+	static struct rewatch w; /* large */
+
 	if (o->lock.preemptible) {
 		log_error("--preemptible: every lock asked for is already held by this process "
 		          "tree, so this run has none of its own to give up; give --preemptible to "
@@ -104,33 +196,52 @@ run_reentered(const struct opts *o, int sigfd, const sigset_t *orig)
 		log_info("a nested run keeps the holder's lease: --min-hold, --warn, --on-lost, "
 		         "--lock-delay, --label, --once-per, --events and --metrics-file are the "
 		         "holder's (given here, they do nothing)");
-	if (o->max_hold_ms <= 0) {
-		log_info("every lock asked for is already held by this process tree: running the "
-		         "command directly");
-		child_exec(o->argv, o->shell_command, orig);
-		log_error("%s: %s", o->shell_command ? "/bin/sh" : o->argv[0],
-		          errno == ENOENT ? "command not found" : strerror(errno));
-		exit(errno == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+	w.s = s;
+	w.io_timeout_ms = o->io_timeout_ms;
+	w.every_ms = REWATCH_MAX_MS;
+	atomic_store(&w.lost_by, INT64_MAX);
+	for (int i = 0; i < r->nnames && w.n < HOLD_LOCKS_MAX; i++)
+		if (r->held[i] >= 0 &&
+		    lock_init(&w.l[w.n], o->prefix, r->names[i], o->lock.ttl_ms) == 0) {
+			w.name[w.n] = r->names[i];
+			w.token[w.n++] = r->in[r->held[i]].token;
+		}
+	w.lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w.lost_fd < 0 || pipe2(w.stop, O_CLOEXEC) < 0 ||
+	    pthread_create(&w.t, NULL, rewatch_run, &w) != 0) {
+		log_error("cannot watch the inherited lease: %s", strerror(errno));
+		exit(RL_EX_OSERR);
 	}
 	log_info("every lock asked for is already held by this process tree: running the "
-	         "command under --max-hold alone");
+	         "command under it%s",
+	         o->max_hold_ms > 0 ? " and --max-hold" : "");
 	struct child ch;
 	int64_t started = clock_ms();
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1);
 	if (rc != 0)
 		exit(rc);
 	struct supervise_args sa = {.sigfd = sigfd,
-	                            .lost_fd = -1,
-	                            .lost_at = never,
+	                            .lost_fd = w.lost_fd,
+	                            .lost_at = rewatch_lost_at,
 	                            .kill_at = never,
-	                            .lost_reason = never_lost,
-	                            .action = ACT_IGNORE,
+	                            .lost_reason = rewatch_reason,
+	                            .ctx = &w,
+	                            .action = ACT_SIGNAL,
 	                            .lost_signal = SIGTERM,
 	                            .warn_at = never,
 	                            .kill_after_ms = o->kill_after_ms,
-	                            .stop_at = started + o->max_hold_ms};
+	                            .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1};
 	rc = child_supervise(&ch, &sa);
 	child_finish(&ch);
+	if (!ch.lost) {
+		/* ended before the watch saw the lease end: one last look */
+		(void)!write(w.stop[1], "", 1);
+		pthread_join(w.t, NULL);
+		if (rewatch_check(&w) == 0) {
+			log_error("%s: mutual exclusion may not have held", w.why);
+			exit(RL_EX_LOST);
+		}
+	}
 	if (ch.term_sig)
 		child_die_of(ch.term_sig); /* as a run that holds its lock */
 	exit(rc);
@@ -168,9 +279,8 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 		o->name = o->names[0]; /* only the names left to take */
 		return;
 	}
-	store_close(s);
 	reenter_environment(r, NULL, 0);
-	run_reentered(o, sigfd, orig);
+	run_reentered(o, r, s, sigfd, orig);
 }
 
 static int busy(const struct opts *o, const char *name, const struct holder *h)
