@@ -609,3 +609,23 @@ acquire_stopped_after_grant() {
 	wait_until 20 key_absent 'rlock:{h}'
 	wait_until 30 proc_gone "$kp"
 }
+
+@test "--release with a running rlock's token (its command's RLOCK_TOKEN), not a keeper's: refused (64), nothing released; the run keeps its lock and ends 0" {
+	# The run's own release, retried, is told apart from nothing else by the server
+	# (the same token): a --release in its command would free the lock under it
+	# unseen, the run then exiting 0 as if it had held it all along.
+	local kind tag pid n=0
+	for kind in '-x' '-s'; do
+		n=$((n + 1)) tag=h$n
+		rcli FLUSHALL >/dev/null
+		rlock_bg -k ci "$kind" -- sh -c 'rlock -k ci --release 2>rel.err; echo $? >rel.rc; exec "$1" "$2"' sh "$HOLD" "$tag"
+		pid=$RLOCK_PID
+		wait_until 30 test -e "$tag.started"
+		assert_equal "$(cat rel.rc)" 64
+		grep -q "held by a running rlock" rel.err || fail "$kind: $(cat rel.err)"
+		run -75 rlock -n -k ci -- true
+		touch "$tag.release"
+		rlock_wait "$pid"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}

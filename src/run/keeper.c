@@ -851,6 +851,16 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	} else if (!h && !unlisted) {
 		rc = not_held(s, l, k, &hs); /* first: it reads how the history says it ended */
 		record_run_lost(s, &mine);
+	} else if (h && h->cmd[0] && strcmp(h->cmd, KEEPER_CMD) != 0) {
+		/* The token of a running rlock (its command's RLOCK_TOKEN), not a keeper's: that
+		 * rlock releases it when its command ends, and would take a release of its token
+		 * done meanwhile for its own, retried (the server cannot tell them apart), and
+		 * exit 0 as if it had held the lock all along. */
+		log_error("lock '%s' is held by a running rlock (pid %lld: %s), not by an "
+		          "--acquire keeper: it releases the lock itself when its command ends; "
+		          "nothing released",
+		          k->name, h->pid, h->cmd);
+		rc = RL_EX_USAGE;
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
