@@ -328,3 +328,38 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
 	grep -q "no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
 }
+
+@test "a nested -k A -k B granted A (taking B) that outlives A's holder: its command stopped, 79; B released" {
+	# as above, with a name of its own beside the inherited one: A is watched too
+	rlock_bg -k A -- sh -c '
+		setsid "$RLOCK" -k A -k B -- "$1" inner </dev/null >/dev/null 2>inner.err &
+		echo $! >nested.pid
+		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+		exit 0' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile nested.pid
+	track_pidfile inner.pid
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 30 pidfile_gone inner.pid
+	wait_until 30 pidfile_gone nested.pid
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after A's holder released"
+	grep -q "lock 'A' is no longer held by the inherited token" inner.err || fail "$(cat inner.err)"
+	wait_until 30 key_absent 'rlock:{B}'
+}
+
+@test "a nested run under --acquire's variables that took a name of its own: a --release of the keeper meanwhile stops its command, 79" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	rlock_bg -k A -k B -- "$HOLD" inner
+	local nested=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile inner.pid
+	run -0 rlock -k A --release
+	rlock_wait "$nested"
+	assert_equal "$RLOCK_STATUS" 79
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+	grep -q "lock 'A' is no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+	key_absent 'rlock:{B}'
+}
