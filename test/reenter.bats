@@ -363,3 +363,24 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	grep -q "lock 'A' is no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
 	key_absent 'rlock:{B}'
 }
+
+@test "eval \"\$(rlock -k B --acquire)\" inside a job that holds A keeps A inherited: RLOCK_KEYS lists B then A; a nested -k A is re-entered, not a wait for its own ancestor; --held checks both" {
+	rlock_bg -k A -- sh -c '
+		eval "$("$RLOCK" -k B --acquire)" || exit 9
+		"$RLOCK" -w 5s -k A -- sh -c "echo \$RLOCK_FENCE" >nested.out 2>nested.err; echo $? >nested.rc
+		"$RLOCK" --held >held.out 2>&1; echo $? >held.rc
+		echo "$RLOCK_KEYS" >keys
+		"$RLOCK" -k B --release; echo $? >release.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e parent.started
+	assert_equal "$(nested_status nested)" 0
+	assert_equal "$(cat nested.out)" 1 # A's fence: re-entered
+	assert_equal "$(cat keys)" 'rlock:{B} rlock:{A}'
+	assert_equal "$(nested_status held)" 0
+	assert_equal "$(nested_status release)" 0
+	key_absent 'rlock:{B}'
+	touch parent.release
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+}

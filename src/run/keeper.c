@@ -27,6 +27,7 @@
 #include "log.h"
 #include "parse.h"
 #include "procstat.h"
+#include "reenter.h"
 #include "renew.h"
 #include "userfile.h"
 
@@ -67,6 +68,41 @@ static void __attribute__((noreturn)) parent_fail(int status, int github)
 	if (!github)
 		keeper_print_failure(status);
 	exit(status);
+}
+
+/* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
+ * the list a nested run would get (reenter_environment), this lock first, then those it
+ * inherited; printed with the lock's own variables, since eval replaces RLOCK_KEY and
+ * RLOCK_TOKEN, and the job's own lock, known by them alone, would no longer be: a nested
+ * run of its name would wait for its own ancestor, --held would not check it. Nothing
+ * when nothing is inherited. */
+static void print_inherited(const char *key, const char *token, const char *fence, int github)
+{
+	static struct reenter r; /* large */
+	static struct lock l;    /* large; its key, token and fence are read */
+
+	reenter_inherited(&r);
+	if (r.n == 0 && !r.rest_keys)
+		return;
+	if (strlen(key) >= sizeof l.key || strlen(token) >= sizeof l.token)
+		return; /* not the keeper's report */
+	memcpy(l.key, key, strlen(key) + 1);
+	memcpy(l.token, token, strlen(token) + 1);
+	l.fence = strtoll(fence, NULL, 10);
+	r.nnames = 1;
+	r.names[0] = key;
+	r.held[0] = -1;
+	reenter_environment(&r, &l, 1);
+	static const char *const var[] = {"RLOCK_KEYS", "RLOCK_TOKENS", "RLOCK_FENCES"};
+	for (int i = 0; i < 3; i++) {
+		const char *v = getenv(var[i]);
+		if (!v)
+			return; /* this lock alone (only its own key inherited) */
+		if (github)
+			printf("%s=%s\n", var[i], v);
+		else
+			print_sh(var[i], v);
+	}
 }
 
 /* Pass the signals waiting on sfd on to the keeper; the first one's number (or sig,
@@ -153,6 +189,7 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 			print_sh("RLOCK_TOKEN", token);
 			print_sh("RLOCK_FENCE", fence);
 		}
+		print_inherited(key, token, fence, k->github);
 		int rc = k->close_stdout();
 		if (rc != 0)
 			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
