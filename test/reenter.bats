@@ -384,3 +384,23 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	rlock_wait "$parent"
 	assert_equal "$RLOCK_STATUS" 0
 }
+
+@test "a failed --acquire inside a job that holds A (busy: 75) unsets RLOCK_TOKEN but keeps A in RLOCK_KEYS: a nested -k A is still re-entered" {
+	rlock_bg -k B -- "$HOLD" other
+	local other=$RLOCK_PID
+	wait_until 30 test -e other.started
+	rlock_bg -k A -- sh -c '
+		eval "$("$RLOCK" -n -k B --acquire 2>/dev/null)"; echo $? >acquire.rc
+		echo "${RLOCK_TOKEN-unset}" >token
+		"$RLOCK" -w 5s -k A -- sh -c "echo \$RLOCK_FENCE" >nested.out 2>nested.err; echo $? >nested.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e parent.started
+	assert_equal "$(nested_status acquire)" 75
+	assert_equal "$(cat token)" unset
+	assert_equal "$(nested_status nested)" 0
+	assert_equal "$(cat nested.out)" 1 # A's fence: re-entered
+	touch parent.release other.release
+	rlock_wait "$parent"
+	rlock_wait "$other"
+}

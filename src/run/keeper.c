@@ -57,6 +57,42 @@ void keeper_print_failure(int status)
 {
 	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Inside a job that holds locks, RLOCK_KEY and RLOCK_TOKEN may be its own lock's:
+	 * they go (a step tests RLOCK_TOKEN to know whether this lock is held), so the job's
+	 * locks are kept listed in RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES (a nested run of
+	 * their names is still re-entered, not a wait for its own ancestor). */
+	static struct reenter r; /* large */
+	reenter_inherited(&r);
+	if (r.n > 0) {
+		char *list[3] = {NULL, NULL, NULL};
+		size_t len[3] = {0, 0, 0};
+		FILE *f[3];
+		for (int v = 0; v < 3; v++)
+			f[v] = open_memstream(&list[v], &len[v]);
+		if (f[0] && f[1] && f[2]) {
+			for (int i = 0; i < r.n; i++) {
+				fprintf(f[0], "%s%s", i ? " " : "", r.in[i].key);
+				fprintf(f[1], "%s%s", i ? " " : "", r.in[i].token);
+				fprintf(f[2], "%s%s", i ? " " : "",
+				        r.in[i].fence[0] ? r.in[i].fence : "0");
+			}
+			if (r.rest_keys) { /* past what one run reads: passed on as they came */
+				fprintf(f[0], " %s", r.rest_keys);
+				fprintf(f[1], " %s", r.rest_tokens);
+				fprintf(f[2], " %s", r.rest_fences ? r.rest_fences : "");
+			}
+		}
+		for (int v = 0; v < 3; v++)
+			if (f[v])
+				fclose(f[v]);
+		if (list[0] && list[1] && list[2]) {
+			print_sh("RLOCK_KEYS", list[0]);
+			print_sh("RLOCK_TOKENS", list[1]);
+			print_sh("RLOCK_FENCES", list[2]);
+		}
+		for (int v = 0; v < 3; v++)
+			free(list[v]);
+	}
 	/* A subshell's exit gives eval the status without leaving an interactive shell. */
 	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
 	fflush(stdout);
