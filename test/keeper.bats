@@ -649,4 +649,10 @@ acquire_stopped_after_grant() {
 	wait_until 20 proc_gone "$ka_keeper"
 	run -0 rlock -k kb --release
 	key_absent 'rlock:{kb}'
+	# the variables of those released are stale: a later --acquire lists none of them
+	eval "$(rlock -k kc --acquire)"
+	track_pid "$(rcli HGET 'rlock:{kc}:owner' pid)"
+	[[ -z ${RLOCK_KEYS+set} ]] || fail "RLOCK_KEYS still set: $RLOCK_KEYS"
+	run -0 rlock --held
+	run -0 rlock -k kc --release
 }

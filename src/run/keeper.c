@@ -106,41 +106,6 @@ static void __attribute__((noreturn)) parent_fail(int status, int github)
 	exit(status);
 }
 
-/* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
- * the list a nested run would get (reenter_environment), this lock first, then those it
- * inherited; printed with the lock's own variables, since eval replaces RLOCK_KEY and
- * RLOCK_TOKEN, and the job's own lock, known by them alone, would no longer be: a nested
- * run of its name would wait for its own ancestor, --held would not check it. Nothing
- * when nothing is inherited. */
-static void print_inherited(const char *key, const char *token, const char *fence, int github)
-{
-	static struct reenter r; /* large */
-	static struct lock l;    /* large; its key, token and fence are read */
-
-	reenter_inherited(&r);
-	if (r.n == 0 && !r.rest_keys)
-		return;
-	if (strlen(key) >= sizeof l.key || strlen(token) >= sizeof l.token)
-		return; /* not the keeper's report */
-	memcpy(l.key, key, strlen(key) + 1);
-	memcpy(l.token, token, strlen(token) + 1);
-	l.fence = strtoll(fence, NULL, 10);
-	r.nnames = 1;
-	r.names[0] = key;
-	r.held[0] = -1;
-	reenter_environment(&r, &l, 1);
-	static const char *const var[] = {"RLOCK_KEYS", "RLOCK_TOKENS", "RLOCK_FENCES"};
-	for (int i = 0; i < 3; i++) {
-		const char *v = getenv(var[i]);
-		if (!v)
-			return; /* this lock alone (only its own key inherited) */
-		if (github)
-			printf("%s=%s\n", var[i], v);
-		else
-			print_sh(var[i], v);
-	}
-}
-
 /* Pass the signals waiting on sfd on to the keeper; the first one's number (or sig,
  * the one seen before). SIGUSR1 goes as SIGTERM: to a keeper that holds the lock,
  * SIGUSR1 is --release's "stop renewing, release nothing", and a keeper that already
@@ -178,7 +143,7 @@ interrupted(pid_t keeper, int sig, const struct keeper_args *k)
 static void __attribute__((noreturn))
 parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
-	char buf[4096];
+	static char buf[65536];
 	size_t got = 0;
 	int sig = 0; /* the first signal that reached us: the run is interrupted */
 
@@ -225,7 +190,30 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 			print_sh("RLOCK_TOKEN", token);
 			print_sh("RLOCK_FENCE", fence);
 		}
-		print_inherited(key, token, fence, k->github);
+		/* then, inside a job that holds locks, the lists the keeper reported */
+		static const char *const var[] = {"RLOCK_KEYS", "RLOCK_TOKENS", "RLOCK_FENCES"};
+		char *line[3], *at = strchr(fence, '\0') + 1;
+		int lines = 0;
+		for (; lines < 3 && at < buf + got; lines++) {
+			char *end = strchr(at, '\n');
+			if (!end)
+				break;
+			*end = '\0';
+			line[lines] = at;
+			at = end + 1;
+		}
+		for (int i = 0; lines == 3 && i < 3; i++)
+			if (k->github)
+				printf("%s=%s\n", var[i], line[i]);
+			else
+				print_sh(var[i], line[i]);
+		/* none held besides: lists of the past (a released lock's) would outlive it */
+		if (lines != 3 && getenv("RLOCK_KEYS")) {
+			if (k->github)
+				printf("RLOCK_KEYS=\nRLOCK_TOKENS=\nRLOCK_FENCES=\n");
+			else
+				printf("unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES\n");
+		}
 		int rc = k->close_stdout();
 		if (rc != 0)
 			kill(keeper, SIGTERM); /* nobody learns the token: give the lock back */
@@ -335,12 +323,88 @@ static int detach_stderr(const struct keeper_args *k)
 }
 
 /* Tell the waiting parent the lock's details: it prints them and exits. */
-static int report_to_parent(const struct lock *l)
+/* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
+ * the lists a nested run would get, this lock first, then those of the job's holds that
+ * s does not say are gone (a released lock's stale variables are dropped), into
+ * f as three lines (keys, tokens, fences). The parent prints them with the lock's own
+ * variables: eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by them
+ * alone, would be no longer (a nested run of its name would wait for its own ancestor,
+ * --held would not check it). Nothing when nothing else is held. */
+static void report_inherited(FILE *f, struct store *s, const struct lock *l, int64_t io_ms)
 {
-	char msg[1300];
-	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+	static struct reenter r;  /* large */
+	static struct lock probe; /* large */
+	char *list[3] = {NULL, NULL, NULL};
+	size_t len[3] = {0, 0, 0};
+	FILE *m[3];
+	int n = 0;
 
-	if (write(report_fd, msg, (size_t)n) != n)
+	reenter_inherited(&r);
+	if (r.n == 0 && !r.rest_keys)
+		return;
+	for (int v = 0; v < 3; v++)
+		m[v] = open_memstream(&list[v], &len[v]);
+	if (m[0] && m[1] && m[2]) {
+		fprintf(m[0], "%s", l->key);
+		fprintf(m[1], "%s", l->token);
+		fprintf(m[2], "%lld", l->fence);
+		for (int i = 0; i < r.n; i++) {
+			const struct inherited *h = &r.in[i];
+			const char *open = strrchr(h->key, '{');
+			size_t kn = strlen(h->key);
+			char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
+			struct holding hd;
+			if (!strcmp(h->key, l->key))
+				continue; /* this lock's own now */
+			if (open && kn >= 3 && h->key[kn - 1] == '}' && s) {
+				snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key),
+				         h->key);
+				snprintf(name, sizeof name, "%.*s",
+				         (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+				if (lock_init(&probe, prefix, name, 0) == 0 &&
+				    store_is_holder(s, &probe, h->token, clock_ms() + io_ms, &hd,
+				                    err, sizeof err) == 0)
+					continue; /* gone: stale variables */
+			}
+			fprintf(m[0], " %s", h->key);
+			fprintf(m[1], " %s", h->token);
+			fprintf(m[2], " %s", h->fence[0] ? h->fence : "0");
+			n++;
+		}
+		if (r.rest_keys) { /* past what one run reads: passed on as they came */
+			fprintf(m[0], " %s", r.rest_keys);
+			fprintf(m[1], " %s", r.rest_tokens);
+			fprintf(m[2], " %s", r.rest_fences ? r.rest_fences : "");
+			n++;
+		}
+	}
+	for (int v = 0; v < 3; v++)
+		if (m[v])
+			fclose(m[v]);
+	if (n > 0 && list[0] && list[1] && list[2])
+		fprintf(f, "%s\n%s\n%s\n", list[0], list[1], list[2]);
+	for (int v = 0; v < 3; v++)
+		free(list[v]);
+}
+
+static int report_to_parent(const struct lock *l, const char *inherited)
+{
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&msg, &len);
+
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+	if (inherited && strlen(inherited) < 60000) /* the parent's buffer */
+		fputs(inherited, f);
+	if (fclose(f) != 0) {
+		free(msg);
+		return -1;
+	}
+	int ok = write(report_fd, msg, len) == (ssize_t)len;
+	free(msg);
+	if (!ok)
 		return -1;            /* the parent is gone: nobody knows the token */
 	shutdown(report_fd, SHUT_WR); /* the end of the report; its answer still to come */
 	return 0;
@@ -609,6 +673,14 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
 	int signo, rc;
 
+	/* the job's locks its variables name, asked about on the main handle first */
+	char *inherited = NULL;
+	size_t ilen = 0;
+	FILE *f = open_memstream(&inherited, &ilen);
+	if (f) {
+		report_inherited(f, h->s, l, k->io_timeout_ms);
+		fclose(f);
+	}
 	hold_drop_main(h); /* the renewal thread has its own handle */
 	if (!k->log_file)
 		log_to_syslog();
@@ -617,7 +689,9 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	if (k->log_file)
 		log_stamped();
 	keeper_mark(l);
-	if (report_to_parent(l) < 0)
+	int reported = report_to_parent(l, inherited);
+	free(inherited);
+	if (reported < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	if (parent_printed(h, sigfd) < 0) {
 		log_error("rlock --acquire ended before it printed the token: nobody could "
