@@ -85,3 +85,15 @@ finish() {
 	assert_output $'one\ntwo'
 	assert_equal "$stderr" ""
 }
+
+@test "a nested run under an inherited lock (re-entered whole, or taking another name too) keeps its watch's socket and pipes from its command: fds 0, 1, 2" {
+	local names
+	for names in '-k f' '-k f -k g'; do
+		rm -f c.pid
+		# shellcheck disable=SC2086 # two words: the names
+		rlock_bg -k f -- sh -c 'exec "$RLOCK" '"$names"' -- sh -c "echo \$\$ >c.pid; exec sleep 30"'
+		wait_for_sleep
+		assert_equal "$(child_fds)" '0 1 2'
+		finish
+	done
+}

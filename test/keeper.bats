@@ -609,3 +609,50 @@ acquire_stopped_after_grant() {
 	wait_until 20 key_absent 'rlock:{h}'
 	wait_until 30 proc_gone "$kp"
 }
+
+@test "--release with a running rlock's token (its command's RLOCK_TOKEN), not a keeper's: refused (64), nothing released; the run keeps its lock and ends 0" {
+	# The run's own release, retried, is told apart from nothing else by the server
+	# (the same token): a --release in its command would free the lock under it
+	# unseen, the run then exiting 0 as if it had held it all along.
+	local kind tag pid n=0
+	for kind in '-x' '-s'; do
+		n=$((n + 1)) tag=h$n
+		rcli FLUSHALL >/dev/null
+		rlock_bg -k ci "$kind" -- sh -c 'rlock -k ci --release 2>rel.err; echo $? >rel.rc; exec "$1" "$2"' sh "$HOLD" "$tag"
+		pid=$RLOCK_PID
+		wait_until 30 test -e "$tag.started"
+		assert_equal "$(cat rel.rc)" 64
+		grep -q "held by a running rlock" rel.err || fail "$kind: $(cat rel.err)"
+		run -75 rlock -n -k ci -- true
+		touch "$tag.release"
+		rlock_wait "$pid"
+		assert_equal "$RLOCK_STATUS" 0
+	done
+}
+
+@test "--release -k A takes A's token by its key, not whatever lock RLOCK_TOKEN is: after a later --acquire -k B in the same shell, each released with its own; RLOCK_TOKEN of another lock alone: 64 (not 79 'lost'), A's keeper left holding" {
+	eval "$(rlock -k ka --acquire)"
+	local ka_token=$RLOCK_TOKEN ka_keeper
+	ka_keeper=$(rcli HGET 'rlock:{ka}:owner' pid)
+	track_pid "$ka_keeper"
+	eval "$(rlock -k kb --acquire)"
+	track_pid "$(rcli HGET 'rlock:{kb}:owner' pid)"
+	assert_equal "$RLOCK_KEYS" 'rlock:{kb} rlock:{ka}'
+	# RLOCK_TOKEN alone is kb's: it is no token of ka's, and ka was not lost
+	RLOCK_KEYS='' RLOCK_TOKENS='' run -64 --separate-stderr rlock -k ka --release
+	assert_regex "$stderr" "RLOCK_TOKEN is the token of rlock:\{kb\} \(RLOCK_KEY\), not of 'ka'"
+	assert_equal "$(rcli GET 'rlock:{ka}')" "$ka_token"
+	proc_alive "$ka_keeper"
+	# with every lock's token listed (as --acquire prints them): each its own
+	run -0 rlock -k ka --release
+	key_absent 'rlock:{ka}'
+	wait_until 20 proc_gone "$ka_keeper"
+	run -0 rlock -k kb --release
+	key_absent 'rlock:{kb}'
+	# the variables of those released are stale: a later --acquire lists none of them
+	eval "$(rlock -k kc --acquire)"
+	track_pid "$(rcli HGET 'rlock:{kc}:owner' pid)"
+	[[ -z ${RLOCK_KEYS+set} ]] || fail "RLOCK_KEYS still set: $RLOCK_KEYS"
+	run -0 rlock --held
+	run -0 rlock -k kc --release
+}

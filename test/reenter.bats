@@ -118,8 +118,10 @@ nested_status() { cat "$BATS_TEST_TMPDIR/$1.rc"; }
 	run -0 rlock -k A -- sh -c '"$RLOCK" -k A -w 2s --acquire >vars; echo "rc $?"'
 	assert_line 'rc 64'
 	assert_line --partial "lock 'A' is held exclusive by this process tree: --acquire would wait for itself"
-	# (the eval idiom's failure line, no variables)
-	assert_equal "$(cat vars)" 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 64)'
+	# (the eval idiom's failure line, no variables of a lock of its own; the job's lock
+	# stays listed)
+	assert_equal "$(sed -n '$p' vars)" 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 64)'
+	assert_equal "$(sed -n 1p vars)" "RLOCK_KEYS='rlock:{A}'; export RLOCK_KEYS"
 	key_absent 'rlock:{A}'
 	# a shared hold: the keeper takes a shared hold of its own (its --release must not
 	# give back the parent's)
@@ -290,4 +292,117 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	assert_equal "${lines[0]}" "rlock:{z} $keys"
 	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens"
 	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
+}
+
+@test "a nested run that outlives its holder's release (a new session, out of its cover) is told: its command stopped, 79, never left running unprotected" {
+	# The parent's command starts a nested run in a session of its own (a daemon, setsid)
+	# and exits: the parent releases, though the nested command still runs under the
+	# parent's token. It must learn that, stop its command and say so (79).
+	rlock_bg -k A -- sh -c '
+		setsid "$RLOCK" -k A -- "$1" inner </dev/null >/dev/null 2>inner.err &
+		echo $! >nested.pid
+		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+		exit 0' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile nested.pid
+	track_pidfile inner.pid
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+	# released: the nested command no longer runs under the lock, and says so
+	wait_until 30 pidfile_gone inner.pid
+	wait_until 30 pidfile_gone nested.pid
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after its holder released"
+	grep -q "no longer held by the inherited token" inner.err || fail "$(cat inner.err)"
+	run -0 rlock -n -k A -- true
+}
+
+@test "a nested run under --acquire's variables whose keeper is released meanwhile: its command stopped, 79" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	rlock_bg -k A -- "$HOLD" inner
+	local nested=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile inner.pid
+	run -0 rlock -k A --release
+	rlock_wait "$nested"
+	assert_equal "$RLOCK_STATUS" 79
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+	grep -q "no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+}
+
+@test "a nested -k A -k B granted A (taking B) that outlives A's holder: its command stopped, 79; B released" {
+	# as above, with a name of its own beside the inherited one: A is watched too
+	rlock_bg -k A -- sh -c '
+		setsid "$RLOCK" -k A -k B -- "$1" inner </dev/null >/dev/null 2>inner.err &
+		echo $! >nested.pid
+		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
+		exit 0' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile nested.pid
+	track_pidfile inner.pid
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+	wait_until 30 pidfile_gone inner.pid
+	wait_until 30 pidfile_gone nested.pid
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after A's holder released"
+	grep -q "lock 'A' is no longer held by the inherited token" inner.err || fail "$(cat inner.err)"
+	wait_until 30 key_absent 'rlock:{B}'
+}
+
+@test "a nested run under --acquire's variables that took a name of its own: a --release of the keeper meanwhile stops its command, 79" {
+	eval "$(rlock -k A --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	rlock_bg -k A -k B -- "$HOLD" inner
+	local nested=$RLOCK_PID
+	wait_until 30 test -e inner.started
+	track_pidfile inner.pid
+	run -0 rlock -k A --release
+	rlock_wait "$nested"
+	assert_equal "$RLOCK_STATUS" 79
+	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+	grep -q "lock 'A' is no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+	key_absent 'rlock:{B}'
+}
+
+@test "eval \"\$(rlock -k B --acquire)\" inside a job that holds A keeps A inherited: RLOCK_KEYS lists B then A; a nested -k A is re-entered, not a wait for its own ancestor; --held checks both" {
+	rlock_bg -k A -- sh -c '
+		eval "$("$RLOCK" -k B --acquire)" || exit 9
+		"$RLOCK" -w 5s -k A -- sh -c "echo \$RLOCK_FENCE" >nested.out 2>nested.err; echo $? >nested.rc
+		"$RLOCK" --held >held.out 2>&1; echo $? >held.rc
+		echo "$RLOCK_KEYS" >keys
+		"$RLOCK" -k B --release; echo $? >release.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e parent.started
+	assert_equal "$(nested_status nested)" 0
+	assert_equal "$(cat nested.out)" 1 # A's fence: re-entered
+	assert_equal "$(cat keys)" 'rlock:{B} rlock:{A}'
+	assert_equal "$(nested_status held)" 0
+	assert_equal "$(nested_status release)" 0
+	key_absent 'rlock:{B}'
+	touch parent.release
+	rlock_wait "$parent"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "a failed --acquire inside a job that holds A (busy: 75) unsets RLOCK_TOKEN but keeps A in RLOCK_KEYS: a nested -k A is still re-entered" {
+	rlock_bg -k B -- "$HOLD" other
+	local other=$RLOCK_PID
+	wait_until 30 test -e other.started
+	rlock_bg -k A -- sh -c '
+		eval "$("$RLOCK" -n -k B --acquire 2>/dev/null)"; echo $? >acquire.rc
+		echo "${RLOCK_TOKEN-unset}" >token
+		"$RLOCK" -w 5s -k A -- sh -c "echo \$RLOCK_FENCE" >nested.out 2>nested.err; echo $? >nested.rc
+		exec "$1" parent' sh "$HOLD"
+	local parent=$RLOCK_PID
+	wait_until 30 test -e parent.started
+	assert_equal "$(nested_status acquire)" 75
+	assert_equal "$(cat token)" unset
+	assert_equal "$(nested_status nested)" 0
+	assert_equal "$(cat nested.out)" 1 # A's fence: re-entered
+	touch parent.release other.release
+	rlock_wait "$parent"
+	rlock_wait "$other"
 }

@@ -1626,12 +1626,52 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* --release's token: --token, else $RLOCK_TOKEN (what --acquire printed), checked for
- * the shape rlock gives its tokens. */
+/* The word of RLOCK_TOKENS at the place of key among RLOCK_KEYS (as many words each),
+ * copied into buf; NULL when key is none of them. */
+static const char *listed_token(const char *key, char *buf, size_t n)
+{
+	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS");
+	size_t kl = strlen(key);
+
+	while (ks && ts) {
+		ks += strspn(ks, " ");
+		ts += strspn(ts, " ");
+		size_t kn = strcspn(ks, " "), tn = strcspn(ts, " ");
+		if (kn == 0 || tn == 0)
+			return NULL;
+		if (kn == kl && !strncmp(ks, key, kl) && tn < n) {
+			snprintf(buf, n, "%.*s", (int)tn, ts);
+			return buf;
+		}
+		ks += kn;
+		ts += tn;
+	}
+	return NULL;
+}
+
+/* --release's token: --token, else the token the environment gives for -k NAME's key
+ * (RLOCK_TOKEN when RLOCK_KEY names it, or is unset; else its word of RLOCK_TOKENS: what
+ * --acquire printed, or a job's inherited locks), checked for the shape rlock gives its
+ * tokens. RLOCK_TOKEN of another lock (a later --acquire of another name in the same
+ * shell) is no token of this one: released with it, the lock would be called lost (79)
+ * and its keeper left to hold it. */
 static void release_token(struct opts *o)
 {
 	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
+	static char key[LOCK_KEY_MAX], listed[LOCK_TOKEN_LEN + 2];
+	const char *env_key = getenv("RLOCK_KEY");
 
+	snprintf(key, sizeof key, "%s{%s}", o->prefix ? o->prefix : "rlock:", o->name);
+	if (!o->token && env_key && strcmp(env_key, key) != 0) {
+		o->token = listed_token(key, listed, sizeof listed);
+		if (!o->token && getenv("RLOCK_TOKEN"))
+			usage_error(
+			    "--release -k %s: RLOCK_TOKEN is the token of %s (RLOCK_KEY), not "
+			    "of '%s', and RLOCK_KEYS does not list %s: give --token TOKEN "
+			    "(what --acquire -k %s printed)",
+			    o->name, env_key, o->name, key, o->name);
+		src = "RLOCK_TOKENS";
+	}
 	if (!o->token)
 		o->token = getenv("RLOCK_TOKEN");
 	if (!o->token || !*o->token)

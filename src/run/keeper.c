@@ -27,6 +27,7 @@
 #include "log.h"
 #include "parse.h"
 #include "procstat.h"
+#include "reenter.h"
 #include "renew.h"
 #include "userfile.h"
 
@@ -56,6 +57,42 @@ void keeper_print_failure(int status)
 {
 	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
+	/* Inside a job that holds locks, RLOCK_KEY and RLOCK_TOKEN may be its own lock's:
+	 * they go (a step tests RLOCK_TOKEN to know whether this lock is held), so the job's
+	 * locks are kept listed in RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES (a nested run of
+	 * their names is still re-entered, not a wait for its own ancestor). */
+	static struct reenter r; /* large */
+	reenter_inherited(&r);
+	if (r.n > 0) {
+		char *list[3] = {NULL, NULL, NULL};
+		size_t len[3] = {0, 0, 0};
+		FILE *f[3];
+		for (int v = 0; v < 3; v++)
+			f[v] = open_memstream(&list[v], &len[v]);
+		if (f[0] && f[1] && f[2]) {
+			for (int i = 0; i < r.n; i++) {
+				fprintf(f[0], "%s%s", i ? " " : "", r.in[i].key);
+				fprintf(f[1], "%s%s", i ? " " : "", r.in[i].token);
+				fprintf(f[2], "%s%s", i ? " " : "",
+				        r.in[i].fence[0] ? r.in[i].fence : "0");
+			}
+			if (r.rest_keys) { /* past what one run reads: passed on as they came */
+				fprintf(f[0], " %s", r.rest_keys);
+				fprintf(f[1], " %s", r.rest_tokens);
+				fprintf(f[2], " %s", r.rest_fences ? r.rest_fences : "");
+			}
+		}
+		for (int v = 0; v < 3; v++)
+			if (f[v])
+				fclose(f[v]);
+		if (list[0] && list[1] && list[2]) {
+			print_sh("RLOCK_KEYS", list[0]);
+			print_sh("RLOCK_TOKENS", list[1]);
+			print_sh("RLOCK_FENCES", list[2]);
+		}
+		for (int v = 0; v < 3; v++)
+			free(list[v]);
+	}
 	/* A subshell's exit gives eval the status without leaving an interactive shell. */
 	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
 	fflush(stdout);
@@ -106,7 +143,7 @@ interrupted(pid_t keeper, int sig, const struct keeper_args *k)
 static void __attribute__((noreturn))
 parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
-	char buf[4096];
+	static char buf[65536];
 	size_t got = 0;
 	int sig = 0; /* the first signal that reached us: the run is interrupted */
 
@@ -152,6 +189,30 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 			print_sh("RLOCK_KEY", key);
 			print_sh("RLOCK_TOKEN", token);
 			print_sh("RLOCK_FENCE", fence);
+		}
+		/* then, inside a job that holds locks, the lists the keeper reported */
+		static const char *const var[] = {"RLOCK_KEYS", "RLOCK_TOKENS", "RLOCK_FENCES"};
+		char *line[3], *at = strchr(fence, '\0') + 1;
+		int lines = 0;
+		for (; lines < 3 && at < buf + got; lines++) {
+			char *end = strchr(at, '\n');
+			if (!end)
+				break;
+			*end = '\0';
+			line[lines] = at;
+			at = end + 1;
+		}
+		for (int i = 0; lines == 3 && i < 3; i++)
+			if (k->github)
+				printf("%s=%s\n", var[i], line[i]);
+			else
+				print_sh(var[i], line[i]);
+		/* none held besides: lists of the past (a released lock's) would outlive it */
+		if (lines != 3 && getenv("RLOCK_KEYS")) {
+			if (k->github)
+				printf("RLOCK_KEYS=\nRLOCK_TOKENS=\nRLOCK_FENCES=\n");
+			else
+				printf("unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES\n");
 		}
 		int rc = k->close_stdout();
 		if (rc != 0)
@@ -262,12 +323,88 @@ static int detach_stderr(const struct keeper_args *k)
 }
 
 /* Tell the waiting parent the lock's details: it prints them and exits. */
-static int report_to_parent(const struct lock *l)
+/* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
+ * the lists a nested run would get, this lock first, then those of the job's holds that
+ * s does not say are gone (a released lock's stale variables are dropped), into
+ * f as three lines (keys, tokens, fences). The parent prints them with the lock's own
+ * variables: eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by them
+ * alone, would be no longer (a nested run of its name would wait for its own ancestor,
+ * --held would not check it). Nothing when nothing else is held. */
+static void report_inherited(FILE *f, struct store *s, const struct lock *l, int64_t io_ms)
 {
-	char msg[1300];
-	int n = snprintf(msg, sizeof msg, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+	static struct reenter r;  /* large */
+	static struct lock probe; /* large */
+	char *list[3] = {NULL, NULL, NULL};
+	size_t len[3] = {0, 0, 0};
+	FILE *m[3];
+	int n = 0;
 
-	if (write(report_fd, msg, (size_t)n) != n)
+	reenter_inherited(&r);
+	if (r.n == 0 && !r.rest_keys)
+		return;
+	for (int v = 0; v < 3; v++)
+		m[v] = open_memstream(&list[v], &len[v]);
+	if (m[0] && m[1] && m[2]) {
+		fprintf(m[0], "%s", l->key);
+		fprintf(m[1], "%s", l->token);
+		fprintf(m[2], "%lld", l->fence);
+		for (int i = 0; i < r.n; i++) {
+			const struct inherited *h = &r.in[i];
+			const char *open = strrchr(h->key, '{');
+			size_t kn = strlen(h->key);
+			char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
+			struct holding hd;
+			if (!strcmp(h->key, l->key))
+				continue; /* this lock's own now */
+			if (open && kn >= 3 && h->key[kn - 1] == '}' && s) {
+				snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key),
+				         h->key);
+				snprintf(name, sizeof name, "%.*s",
+				         (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+				if (lock_init(&probe, prefix, name, 0) == 0 &&
+				    store_is_holder(s, &probe, h->token, clock_ms() + io_ms, &hd,
+				                    err, sizeof err) == 0)
+					continue; /* gone: stale variables */
+			}
+			fprintf(m[0], " %s", h->key);
+			fprintf(m[1], " %s", h->token);
+			fprintf(m[2], " %s", h->fence[0] ? h->fence : "0");
+			n++;
+		}
+		if (r.rest_keys) { /* past what one run reads: passed on as they came */
+			fprintf(m[0], " %s", r.rest_keys);
+			fprintf(m[1], " %s", r.rest_tokens);
+			fprintf(m[2], " %s", r.rest_fences ? r.rest_fences : "");
+			n++;
+		}
+	}
+	for (int v = 0; v < 3; v++)
+		if (m[v])
+			fclose(m[v]);
+	if (n > 0 && list[0] && list[1] && list[2])
+		fprintf(f, "%s\n%s\n%s\n", list[0], list[1], list[2]);
+	for (int v = 0; v < 3; v++)
+		free(list[v]);
+}
+
+static int report_to_parent(const struct lock *l, const char *inherited)
+{
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&msg, &len);
+
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
+	if (inherited && strlen(inherited) < 60000) /* the parent's buffer */
+		fputs(inherited, f);
+	if (fclose(f) != 0) {
+		free(msg);
+		return -1;
+	}
+	int ok = write(report_fd, msg, len) == (ssize_t)len;
+	free(msg);
+	if (!ok)
 		return -1;            /* the parent is gone: nobody knows the token */
 	shutdown(report_fd, SHUT_WR); /* the end of the report; its answer still to come */
 	return 0;
@@ -536,6 +673,14 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
 	int signo, rc;
 
+	/* the job's locks its variables name, asked about on the main handle first */
+	char *inherited = NULL;
+	size_t ilen = 0;
+	FILE *f = open_memstream(&inherited, &ilen);
+	if (f) {
+		report_inherited(f, h->s, l, k->io_timeout_ms);
+		fclose(f);
+	}
 	hold_drop_main(h); /* the renewal thread has its own handle */
 	if (!k->log_file)
 		log_to_syslog();
@@ -544,7 +689,9 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	if (k->log_file)
 		log_stamped();
 	keeper_mark(l);
-	if (report_to_parent(l) < 0)
+	int reported = report_to_parent(l, inherited);
+	free(inherited);
+	if (reported < 0)
 		return hold_release(h, 0), RL_EX_OSERR;
 	if (parent_printed(h, sigfd) < 0) {
 		log_error("rlock --acquire ended before it printed the token: nobody could "
@@ -851,6 +998,16 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	} else if (!h && !unlisted) {
 		rc = not_held(s, l, k, &hs); /* first: it reads how the history says it ended */
 		record_run_lost(s, &mine);
+	} else if (h && h->cmd[0] && strcmp(h->cmd, KEEPER_CMD) != 0) {
+		/* The token of a running rlock (its command's RLOCK_TOKEN), not a keeper's: that
+		 * rlock releases it when its command ends, and would take a release of its token
+		 * done meanwhile for its own, retried (the server cannot tell them apart), and
+		 * exit 0 as if it had held the lock all along. */
+		log_error("lock '%s' is held by a running rlock (pid %lld: %s), not by an "
+		          "--acquire keeper: it releases the lock itself when its command ends; "
+		          "nothing released",
+		          k->name, h->pid, h->cmd);
+		rc = RL_EX_USAGE;
 	} else {
 		/* In the mode of the holder: the token alone names it (--acquire -s or -l N
 		 * left a shared holder or a permit), whatever -s or -l is given here. An
