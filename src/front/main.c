@@ -2,16 +2,10 @@
 /* rlock: run a command while holding a lock in Redis.
  * The story: options → connect → acquire (or wait) → run → release → exit. */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <pwd.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +25,7 @@
 #include "parse.h"
 #include "reenter.h"
 #include "report.h"
+#include "rewatch.h"
 #include "store.h"
 #include "wait.h"
 
@@ -75,159 +70,12 @@ static void child_environment(const struct reenter *r, const struct hold *h, int
 	setenv("RLOCK_TTL_MS", v, 1);
 }
 
-/* A nested run granted names by re-entrance runs under its ancestor's leases, which
- * end when that holder releases (its command and the groups it covers are done: this
- * run may have left them, in a session of its own; a keeper's --release) or loses them.
- * Nothing would tell this run: it watches the inherited tokens itself, one read each
- * per interval, in a thread with a connection of its own, and a token that no longer
- * holds its name (or a lease it could not see renewed before it would end) is a loss,
- * acted on as one: its command's group stopped, exit 79. */
-#define REWATCH_MAX_MS 1000
-#define REWATCH_MIN_MS 100
-struct rewatch {
-	struct store *s; /* the thread's: opened there on cfg when NULL */
-	const struct store_config *cfg;
-	int n;
-	struct lock l[HOLD_LOCKS_MAX];
-	const char *name[HOLD_LOCKS_MAX], *token[HOLD_LOCKS_MAX];
-	int64_t io_timeout_ms, every_ms;
-	int stop[2];             /* written by the main thread: stop watching */
-	int lost_fd;             /* an eventfd, written on a loss the server told of */
-	_Atomic int64_t lost_by; /* when the leases seen last end unless seen renewed */
-	char why[LOCK_NAME_MAX + 200];
-	pthread_t t;
-	/* run(): the run's own hold beside it (the supervisor watches both) */
-	const struct hold *h;
-	int epfd;
-};
 static struct rewatch rewatch; /* large */
-
-/* 1: every token holds its name; 0: one does not (w->why says which); -1: not every
- * one could be asked. Updates w->lost_by from what the server says is left. */
-static int rewatch_check(struct rewatch *w)
-{
-	int64_t by = INT64_MAX;
-	int all = 1;
-	char err[300];
-
-	if (!w->s && store_open(&w->s, w->cfg, 0, clock_ms() + w->io_timeout_ms, err, sizeof err) !=
-	                 STORE_OK)
-		return -1;
-	for (int i = 0; i < w->n; i++) {
-		struct holding hd;
-		int64_t asked = clock_ms();
-		int rc = store_is_holder(w->s, &w->l[i], w->token[i], asked + w->io_timeout_ms, &hd,
-		                         err, sizeof err);
-		if (rc == 0) {
-			snprintf(w->why, sizeof w->why,
-			         "lock '%s' is no longer held by the inherited token (its holder "
-			         "released or lost it while this run's command ran)",
-			         w->name[i]);
-			return 0;
-		}
-		if (rc < 0) {
-			all = 0;
-			continue;
-		}
-		if (hd.ttl_left_ms >= 0 && asked + hd.ttl_left_ms < by)
-			by = asked + hd.ttl_left_ms;
-		if (hd.ttl_left_ms >= 0 && hd.ttl_left_ms / 3 < w->every_ms)
-			w->every_ms = hd.ttl_left_ms / 3 < REWATCH_MIN_MS ? REWATCH_MIN_MS
-			                                                  : hd.ttl_left_ms / 3;
-	}
-	if (all)
-		atomic_store(&w->lost_by, by);
-	return all ? 1 : -1;
-}
-
-static void *rewatch_run(void *arg)
-{
-	struct rewatch *w = arg;
-	struct pollfd p = {.fd = w->stop[0], .events = POLLIN};
-
-	for (;;) {
-		if (rewatch_check(w) == 0) {
-			uint64_t one = 1;
-			(void)!write(w->lost_fd, &one, sizeof one);
-			return NULL;
-		}
-		if (poll(&p, 1, (int)w->every_ms) != 0)
-			return NULL; /* told to stop */
-	}
-}
-
-/* Watch the names of r granted by re-entrance (0: none; nothing started), on s (the
- * thread's from now on) or, s NULL, on a connection of the thread's own to cfg. Exits
- * 71 when it cannot. */
-static int rewatch_start(struct rewatch *w, const struct opts *o, const struct reenter *r,
-                         struct store *s, const struct store_config *cfg)
-{
-	w->s = s;
-	w->cfg = cfg;
-	w->io_timeout_ms = o->io_timeout_ms;
-	w->every_ms = REWATCH_MAX_MS;
-	w->epfd = -1;
-	atomic_store(&w->lost_by, INT64_MAX);
-	for (int i = 0; i < r->nnames && w->n < HOLD_LOCKS_MAX; i++)
-		if (r->held[i] >= 0 &&
-		    lock_init(&w->l[w->n], o->prefix, r->names[i], o->lock.ttl_ms) == 0) {
-			w->name[w->n] = r->names[i];
-			w->token[w->n++] = r->in[r->held[i]].token;
-		}
-	if (w->n == 0)
-		return 0;
-	w->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->lost_fd < 0 || pipe2(w->stop, O_CLOEXEC) < 0 ||
-	    pthread_create(&w->t, NULL, rewatch_run, w) != 0) {
-		log_error("cannot watch the inherited lease: %s", strerror(errno));
-		exit(RL_EX_OSERR);
-	}
-	return w->n;
-}
-
-/* The command is done, the watch not fired: stop it, and one last look. 0: every
- * inherited token still holds its name (or the server cannot say); -1: one does not
- * (said: exit 79). */
-static int rewatch_end(struct rewatch *w)
-{
-	if (w->n == 0)
-		return 0;
-	(void)!write(w->stop[1], "", 1);
-	pthread_join(w->t, NULL);
-	if (rewatch_check(w) != 0)
-		return 0;
-	log_error("%s: mutual exclusion may not have held", w->why);
-	return -1;
-}
 
 static int64_t never(const void *ctx)
 {
 	(void)ctx;
 	return INT64_MAX;
-}
-
-static int rewatch_fired(const struct rewatch *w)
-{
-	struct pollfd p = {.fd = w->lost_fd, .events = POLLIN};
-
-	return w->n > 0 && poll(&p, 1, 0) == 1;
-}
-
-static int64_t rewatch_lost_at(const void *ctx)
-{
-	return atomic_load(&((const struct rewatch *)ctx)->lost_by);
-}
-
-static void rewatch_reason(const void *ctx, int timed_out, char *buf, size_t n)
-{
-	const struct rewatch *w = ctx;
-
-	if (timed_out)
-		snprintf(buf, n,
-		         "the inherited lease could not be seen renewed before it would end "
-		         "(the server did not answer)");
-	else
-		snprintf(buf, n, "%s", w->why);
 }
 
 /* A run re-entered whole holds no lock of its own: the ancestor's lease, renewal, loss
@@ -257,7 +105,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 		log_info("a nested run keeps the holder's lease: --min-hold, --warn, --on-lost, "
 		         "--lock-delay, --label, --once-per, --events and --metrics-file are the "
 		         "holder's (given here, they do nothing)");
-	rewatch_start(w, o, r, s, NULL);
+	rewatch_start(w, r, o->prefix, o->lock.ttl_ms, o->io_timeout_ms, s, NULL);
 	log_info("every lock asked for is already held by this process tree: running the "
 	         "command under it%s",
 	         o->max_hold_ms > 0 ? " and --max-hold" : "");
@@ -267,16 +115,13 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	if (rc != 0)
 		exit(rc);
 	struct supervise_args sa = {.sigfd = sigfd,
-	                            .lost_fd = w->lost_fd,
-	                            .lost_at = rewatch_lost_at,
 	                            .kill_at = never,
-	                            .lost_reason = rewatch_reason,
-	                            .ctx = w,
 	                            .action = ACT_SIGNAL,
 	                            .lost_signal = SIGTERM,
 	                            .warn_at = never,
 	                            .kill_after_ms = o->kill_after_ms,
 	                            .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1};
+	rewatch_supervise(w, &sa);
 	rc = child_supervise(&ch, &sa);
 	child_finish(&ch);
 	if (!ch.lost && rewatch_end(w) < 0)
@@ -619,42 +464,6 @@ static int64_t lease_kill_at(const void *ctx)
 	return hold_kill_at(ctx);
 }
 
-/* A run that took some names and was granted the others (re-entrance): its own lease
- * and the inherited ones (rewatch), whichever is lost first. ctx: the rewatch, its h the
- * hold. */
-static int64_t both_lost_at(const void *ctx)
-{
-	const struct rewatch *w = ctx;
-	int64_t own = hold_lost_at(w->h), inherited = rewatch_lost_at(w);
-
-	return own < inherited ? own : inherited;
-}
-
-static int64_t both_kill_at(const void *ctx)
-{
-	return hold_kill_at(((const struct rewatch *)ctx)->h);
-}
-
-static int64_t both_warn_at(const void *ctx)
-{
-	return hold_warn_at(((const struct rewatch *)ctx)->h);
-}
-
-static int64_t both_renew_due(const void *ctx)
-{
-	return hold_renew_due(((const struct rewatch *)ctx)->h);
-}
-
-static void both_lost(const void *ctx, int timed_out, char *buf, size_t n)
-{
-	const struct rewatch *w = ctx;
-
-	if (timed_out ? clock_ms() >= rewatch_lost_at(w) : rewatch_fired(w))
-		rewatch_reason(w, timed_out, buf, n);
-	else
-		hold_lost_reason(w->h, timed_out, buf, n);
-}
-
 /* --preemptible: a --preempt request stopped the command (as on a loss), and the
  * release (released: hold_release's) said whether the lock went to it. Handed over and
  * taken by that request: 81 and a line naming who asked. Not (the request gave up or
@@ -740,23 +549,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	};
 	/* names granted by re-entrance: their holder's leases are watched too */
 	struct rewatch *w = &rewatch;
-	if (rewatch_start(w, o, re, NULL, h->cfg) > 0) {
-		struct epoll_event ev = {.events = EPOLLIN};
-		w->h = h;
-		w->epfd = epoll_create1(EPOLL_CLOEXEC);
-		if (w->epfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, hold_lost_fd(h), &ev) < 0 ||
-		    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->lost_fd, &ev) < 0) {
-			log_error("cannot watch the inherited lease: %s", strerror(errno));
-			w->epfd = w->lost_fd; /* the inherited lease alone: the own one by time */
-		}
-		sa.lost_fd = w->epfd;
-		sa.lost_at = both_lost_at;
-		sa.kill_at = both_kill_at;
-		sa.lost_reason = both_lost;
-		sa.warn_at = both_warn_at;
-		sa.renew_due = both_renew_due; /* renew_launch has renew_ctx: h */
-		sa.ctx = w;
-	}
+	if (rewatch_start(w, re, o->prefix, o->lock.ttl_ms, o->io_timeout_ms, NULL, h->cfg) > 0)
+		rewatch_supervise_beside(w, h, &sa);
 	rc = child_supervise(&ch, &sa);
 	/* The group is done (or, after a failed supervision, left to the watchdog, which
 	 * kills it as its pipe ends): the watchdog goes now, its exit overlapping the

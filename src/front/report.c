@@ -899,9 +899,9 @@ static void plan_add(const char *prefix, const char *name, const char *token, co
 
 void held_plan(const struct report_ask *o)
 {
-	static struct reenter r; /* large */
+	static struct inherited_holds r; /* large */
 
-	reenter_inherited(&r);
+	inherited_read(&r);
 	if (o->name) {
 		struct lock k;
 		const char *tok = o->token;

@@ -24,10 +24,10 @@
 #include "exitcodes.h"
 #include "fds.h"
 #include "holder.h"
+#include "inherit.h"
 #include "log.h"
 #include "parse.h"
 #include "procstat.h"
-#include "reenter.h"
 #include "renew.h"
 #include "userfile.h"
 
@@ -61,8 +61,8 @@ void keeper_print_failure(int status)
 	 * they go (a step tests RLOCK_TOKEN to know whether this lock is held), so the job's
 	 * locks are kept listed in RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES (a nested run of
 	 * their names is still re-entered, not a wait for its own ancestor). */
-	static struct reenter r; /* large */
-	reenter_inherited(&r);
+	static struct inherited_holds r; /* large */
+	inherited_read(&r);
 	if (r.n > 0) {
 		char *list[3] = {NULL, NULL, NULL};
 		size_t len[3] = {0, 0, 0};
@@ -332,14 +332,14 @@ static int detach_stderr(const struct keeper_args *k)
  * --held would not check it). Nothing when nothing else is held. */
 static void report_inherited(FILE *f, struct store *s, const struct lock *l, int64_t io_ms)
 {
-	static struct reenter r;  /* large */
-	static struct lock probe; /* large */
+	static struct inherited_holds r; /* large */
+	static struct lock probe;        /* large */
 	char *list[3] = {NULL, NULL, NULL};
 	size_t len[3] = {0, 0, 0};
 	FILE *m[3];
 	int n = 0;
 
-	reenter_inherited(&r);
+	inherited_read(&r);
 	if (r.n == 0 && !r.rest_keys)
 		return;
 	for (int v = 0; v < 3; v++)

@@ -19,79 +19,6 @@
 #include "parse.h"
 #include "procstat.h"
 
-/* The next space-separated word of *p: its start and length (0 at the end). */
-static size_t word(const char **p, const char **start)
-{
-	const char *s = *p + strspn(*p, " ");
-	size_t n = strcspn(s, " ");
-
-	*start = s;
-	*p = s + n;
-	return n;
-}
-
-static void add(struct reenter *r, const char *key, size_t kn, const char *tok, size_t tn,
-                const char *fence, size_t fn)
-{
-	struct inherited *h = &r->in[r->n];
-
-	/* What does not fit is no token of ours: nothing to inherit. */
-	if (r->n == REENTER_MAX || kn == 0 || kn >= sizeof h->key || tn == 0 ||
-	    tn >= sizeof h->token || fn >= sizeof h->fence)
-		return;
-	memcpy(h->key, key, kn);
-	h->key[kn] = '\0';
-	memcpy(h->token, tok, tn);
-	h->token[tn] = '\0';
-	memcpy(h->fence, fence, fn);
-	h->fence[fn] = '\0';
-	long long v;
-	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
-		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
-	for (int i = 0; i < r->n; i++)
-		if (!strcmp(r->in[i].key, h->key) && !strcmp(r->in[i].token, h->token))
-			return; /* RLOCK_KEY is RLOCK_KEYS' first too */
-	r->n++;
-}
-
-static int count(const char *s)
-{
-	const char *w;
-	int n = 0;
-
-	while (s && word(&s, &w) > 0)
-		n++;
-	return n;
-}
-
-/* RLOCK_KEY + RLOCK_TOKEN, then every pair of RLOCK_KEYS + RLOCK_TOKENS (when they have
- * as many words; RLOCK_FENCES too, or no fences are known). */
-void reenter_inherited(struct reenter *r)
-{
-	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
-	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
-	           *fs = getenv("RLOCK_FENCES");
-
-	r->n = 0;
-	r->rest_keys = r->rest_tokens = r->rest_fences = NULL;
-	if (k && t)
-		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
-	int n = count(ks);
-	if (n == 0 || count(ts) != n)
-		return;
-	if (count(fs) != n)
-		fs = NULL;
-	for (int i = 0; i < n; i++) {
-		const char *kw, *tw, *fw = "";
-		if (r->n == REENTER_MAX) { /* a cap: what it does not read goes on as it is */
-			r->rest_keys = ks, r->rest_tokens = ts, r->rest_fences = fs;
-			return;
-		}
-		size_t kn = word(&ks, &kw), tn = word(&ts, &tw), fn = fs ? word(&fs, &fw) : 0;
-		add(r, kw, kn, tw, tn, fw, fn);
-	}
-}
-
 static const char *describe(char *buf, size_t n, char mode, int limit)
 {
 	if (mode == 's')
@@ -203,7 +130,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	static struct lock probe; /* large; only its key names are used */
 	int left = 0;
 
-	reenter_inherited(r);
+	inherited_read(&r->ih);
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -212,14 +139,14 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	for (int i = 0; i < r->nnames; i++) {
 		const char *name = r->names[i];
 		/* No randomness for its token: nothing is inherited (the acquire says why). */
-		int known = r->n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
-		for (int j = 0; known && j < r->n && r->held[i] < 0; j++) {
+		int known = r->ih.n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
+		for (int j = 0; known && j < r->ih.n && r->held[i] < 0; j++) {
 			char err[300], have[64], want[64];
 			struct holding hd;
-			if (strcmp(probe.key, r->in[j].key) != 0)
+			if (strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
 			int rc =
-			    ask_holder(s, &probe, name, r->in[j].token, o, &hd, err, sizeof err);
+			    ask_holder(s, &probe, name, r->ih.in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
 			int limit = hd.limit;
 			if (rc < 0)
@@ -231,7 +158,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
-			if (reenter_holder_gone(s, &probe, r->in[j].token, o->io_timeout_ms,
+			if (reenter_holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
 			                        o->deadline_ms, &pid)) {
 				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
 				         "gone and nobody renews its lease: not re-entrant, taking "
@@ -267,7 +194,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			/* The command's fence is the one the server holds for that token, not
 			 * what the variable says (a garbled or stale RLOCK_FENCE). */
 			if (hd.has_fence)
-				snprintf(r->in[j].fence, sizeof r->in[j].fence, "%lld", hd.fence);
+				snprintf(r->ih.in[j].fence, sizeof r->ih.in[j].fence, "%lld",
+				         hd.fence);
 		}
 		if (r->held[i] < 0)
 			o->names[left++] = name;
@@ -312,7 +240,7 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		const char *k, *t, *f;
 		char fence[24];
 		if (r->held[i] >= 0) {
-			const struct inherited *h = &r->in[r->held[i]];
+			const struct inherited *h = &r->ih.in[r->held[i]];
 			k = h->key;
 			t = h->token;
 			f = h->fence[0] ? h->fence : "0";
@@ -335,30 +263,32 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	}
 	/* Then what the tree holds besides, once per key: not a name asked for (granted, or
 	 * taken anew because the inherited token no longer held it). */
-	for (int j = 0; j < r->n; j++) {
+	for (int j = 0; j < r->ih.n; j++) {
 		int dup = 0;
 		for (int i = 0; i < n && !dup; i++)
-			dup = !strcmp(listed[i], r->in[j].key);
+			dup = !strcmp(listed[i], r->ih.in[j].key);
 		if (dup)
 			continue;
-		listed[n++] = r->in[j].key;
-		fail |= append(&keys, &kl, r->in[j].key) | append(&tokens, &tl, r->in[j].token) |
-		        append(&fences, &fl, r->in[j].fence[0] ? r->in[j].fence : "0");
+		listed[n++] = r->ih.in[j].key;
+		fail |= append(&keys, &kl, r->ih.in[j].key) |
+		        append(&tokens, &tl, r->ih.in[j].token) |
+		        append(&fences, &fl, r->ih.in[j].fence[0] ? r->ih.in[j].fence : "0");
 	}
 	/* Then the pairs past what one run reads, as they came (a deeper run may hold them),
 	 * once per key: not one listed above, nor one earlier among them (listed[] holds only
 	 * the first n0; the rest are words of rest_keys). */
 	const int n0 = n;
-	for (const char *ks = r->rest_keys, *ts = r->rest_tokens, *fs = r->rest_fences;;) {
+	for (const char *ks = r->ih.rest_keys, *ts = r->ih.rest_tokens, *fs = r->ih.rest_fences;;) {
 		const char *kw, *tw, *fw = "0";
-		size_t kn = ks ? word(&ks, &kw) : 0, tn = kn ? word(&ts, &tw) : 0,
-		       fn = fs ? word(&fs, &fw) : 1;
+		size_t kn = ks ? inherit_word(&ks, &kw) : 0, tn = kn ? inherit_word(&ts, &tw) : 0,
+		       fn = fs ? inherit_word(&fs, &fw) : 1;
 		if (kn == 0)
 			break;
 		int dup = 0;
 		for (int i = 0; i < n0 && !dup; i++)
 			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn);
-		for (const char *p = r->rest_keys, *pw; !dup && word(&p, &pw) > 0 && pw < kw;)
+		for (const char *p = r->ih.rest_keys, *pw;
+		     !dup && inherit_word(&p, &pw) > 0 && pw < kw;)
 			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn);
 		if (dup)
 			continue;

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Re-entrance: a nested rlock under locks its process tree already holds. The holds it
- * inherits come from the environment an ancestor rlock (or `eval "$(rlock --acquire)"`)
- * exported: RLOCK_KEY + RLOCK_TOKEN (+ RLOCK_FENCE), and RLOCK_KEYS + RLOCK_TOKENS (+
- * RLOCK_FENCES), the same words in the same order. An inherited hold grants a name asked
+ * inherits come from the environment (inherit.h). An inherited hold grants a name asked
  * for only when the server says its token is the live holder now, in a mode at least as
  * strong as the one asked for (exclusive grants everything; shared grants -s; a permit
  * of --limit N grants -l N); the other names are taken as a normal run takes them. A
@@ -12,27 +10,17 @@
 #define RLOCK_REENTER_H
 
 #include "hold.h"
+#include "inherit.h"
 #include "lock.h"
 #include "store.h"
 
-#define REENTER_MAX (2 * HOLD_LOCKS_MAX)
-
-struct inherited {
-	char key[LOCK_KEY_MAX];
-	char token[LOCK_TOKEN_LEN + 1];
-	char fence[24];
-};
-
 struct reenter {
-	int n;      /* inherited holds read from the environment */
 	int nnames; /* the names asked for (o->names before the plan) */
 	const char *names[HOLD_LOCKS_MAX];
-	int held[HOLD_LOCKS_MAX]; /* per name: index in in[] that grants it, or -1 */
-	/* The pairs of RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES past REENTER_MAX, as the
-	 * environment has them (rest_fences NULL: no fences): not read, passed on. */
-	const char *rest_keys, *rest_tokens, *rest_fences;
-	/* last: a run without inherited holds writes only the fields above (a page fault) */
-	struct inherited in[REENTER_MAX];
+	int held[HOLD_LOCKS_MAX]; /* per name: index in ih.in[] that grants it, or -1 */
+	/* last: a run without inherited holds writes only the fields above and ih's count
+	 * (a page fault) */
+	struct inherited_holds ih;
 };
 
 /* What a nested rlock asks for (the front end builds it). */
@@ -52,12 +40,6 @@ struct reenter_ask {
 	int waits;
 	int sigfd;
 };
-
-/* Only read the inherited holds (r->n, r->in): RLOCK_KEY + RLOCK_TOKEN first, then the
- * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; a pair that is no token of ours
- * is skipped, and the pairs past REENTER_MAX are left in r->rest_* (never dropped:
- * reenter_environment passes them on). */
-void reenter_inherited(struct reenter *r);
 
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of
  * o->names they grant. Then o->names / o->nnames keep only the names still to take

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+#include "inherit.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+/* inherit.h */
+size_t inherit_word(const char **p, const char **start)
+{
+	const char *s = *p + strspn(*p, " ");
+	size_t n = strcspn(s, " ");
+
+	*start = s;
+	*p = s + n;
+	return n;
+}
+
+static void add(struct inherited_holds *r, const char *key, size_t kn, const char *tok, size_t tn,
+                const char *fence, size_t fn)
+{
+	struct inherited *h = &r->in[r->n];
+
+	/* What does not fit is no token of ours: nothing to inherit. */
+	if (r->n == REENTER_MAX || kn == 0 || kn >= sizeof h->key || tn == 0 ||
+	    tn >= sizeof h->token || fn >= sizeof h->fence)
+		return;
+	memcpy(h->key, key, kn);
+	h->key[kn] = '\0';
+	memcpy(h->token, tok, tn);
+	h->token[tn] = '\0';
+	memcpy(h->fence, fence, fn);
+	h->fence[fn] = '\0';
+	long long v;
+	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
+		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->in[i].key, h->key) && !strcmp(r->in[i].token, h->token))
+			return; /* RLOCK_KEY is RLOCK_KEYS' first too */
+	r->n++;
+}
+
+static int count(const char *s)
+{
+	const char *w;
+	int n = 0;
+
+	while (s && inherit_word(&s, &w) > 0)
+		n++;
+	return n;
+}
+
+/* RLOCK_KEY + RLOCK_TOKEN, then every pair of RLOCK_KEYS + RLOCK_TOKENS (when they have
+ * as many words; RLOCK_FENCES too, or no fences are known). */
+void inherited_read(struct inherited_holds *r)
+{
+	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
+	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
+	           *fs = getenv("RLOCK_FENCES");
+
+	r->n = 0;
+	r->rest_keys = r->rest_tokens = r->rest_fences = NULL;
+	if (k && t)
+		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
+	int n = count(ks);
+	if (n == 0 || count(ts) != n)
+		return;
+	if (count(fs) != n)
+		fs = NULL;
+	for (int i = 0; i < n; i++) {
+		const char *kw, *tw, *fw = "";
+		if (r->n == REENTER_MAX) { /* a cap: what it does not read goes on as it is */
+			r->rest_keys = ks, r->rest_tokens = ts, r->rest_fences = fs;
+			return;
+		}
+		size_t kn = inherit_word(&ks, &kw), tn = inherit_word(&ts, &tw),
+		       fn = fs ? inherit_word(&fs, &fw) : 0;
+		add(r, kw, kn, tw, tn, fw, fn);
+	}
+}

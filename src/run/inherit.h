@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* The holds a process inherits from its environment, which an ancestor rlock (or
+ * `eval "$(rlock --acquire)"`) exported: RLOCK_KEY + RLOCK_TOKEN (+ RLOCK_FENCE), and
+ * RLOCK_KEYS + RLOCK_TOKENS (+ RLOCK_FENCES), the same words in the same order. Read by
+ * a nested run (reenter.h) and by --acquire inside a job (keeper.h), which lists them on. */
+#ifndef RLOCK_INHERIT_H
+#define RLOCK_INHERIT_H
+
+#include "hold.h"
+#include "lock.h"
+#include <stddef.h>
+
+#define REENTER_MAX (2 * HOLD_LOCKS_MAX)
+
+struct inherited {
+	char key[LOCK_KEY_MAX];
+	char token[LOCK_TOKEN_LEN + 1];
+	char fence[24];
+};
+
+struct inherited_holds {
+	int n; /* inherited holds read from the environment */
+	/* The pairs of RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES past REENTER_MAX, as the
+	 * environment has them (rest_fences NULL: no fences): not read, passed on. */
+	const char *rest_keys, *rest_tokens, *rest_fences;
+	struct inherited in[REENTER_MAX];
+};
+
+/* Only read the inherited holds (ih->n, ih->in): RLOCK_KEY + RLOCK_TOKEN first, then the
+ * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; a pair that is no token of ours
+ * is skipped, and the pairs past REENTER_MAX are left in ih->rest_* (never dropped:
+ * reenter_environment passes them on). */
+void inherited_read(struct inherited_holds *ih);
+
+/* The next space-separated word of *p (RLOCK_KEYS' and the others' form): its start
+ * and length (0 at the end); *p moves past it. */
+size_t inherit_word(const char **p, const char **start);
+
+#endif
