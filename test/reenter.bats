@@ -294,21 +294,30 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
 }
 
-@test "a nested run that outlives its holder's release (a new session, out of its cover) is told: its command stopped, 79, never left running unprotected" {
-	# The parent's command starts a nested run in a session of its own (a daemon, setsid)
-	# and exits: the parent releases, though the nested command still runs under the
-	# parent's token. It must learn that, stop its command and say so (79).
+# escaped_nested ARGS...: a holder of A whose command starts `rlock ARGS -- $HOLD inner`
+# in a session of its own (setsid: out of the holder's cover; stderr in inner.err) and
+# exits once that command started; returns when the holder has exited 0 (released A).
+escaped_nested() {
 	rlock_bg -k A -- sh -c '
-		setsid "$RLOCK" -k A -- "$1" inner </dev/null >/dev/null 2>inner.err &
+		hold=$1
+		shift
+		setsid "$RLOCK" "$@" -- "$hold" inner </dev/null >/dev/null 2>inner.err &
 		echo $! >nested.pid
 		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
-		exit 0' sh "$HOLD"
+		exit 0' sh "$HOLD" "$@"
 	local parent=$RLOCK_PID
 	wait_until 30 test -e inner.started
 	track_pidfile nested.pid
 	track_pidfile inner.pid
 	rlock_wait "$parent"
 	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "a nested run that outlives its holder's release (a new session, out of its cover) is told: its command stopped, 79, never left running unprotected" {
+	# The parent's command starts a nested run in a session of its own (a daemon, setsid)
+	# and exits: the parent releases, though the nested command still runs under the
+	# parent's token. It must learn that, stop its command and say so (79).
+	escaped_nested -k A
 	# released: the nested command no longer runs under the lock, and says so
 	wait_until 30 pidfile_gone inner.pid
 	wait_until 30 pidfile_gone nested.pid
@@ -333,17 +342,7 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 
 @test "a nested -k A -k B granted A (taking B) that outlives A's holder: its command stopped, 79; B released" {
 	# as above, with a name of its own beside the inherited one: A is watched too
-	rlock_bg -k A -- sh -c '
-		setsid "$RLOCK" -k A -k B -- "$1" inner </dev/null >/dev/null 2>inner.err &
-		echo $! >nested.pid
-		i=0; while [ ! -e inner.started ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done
-		exit 0' sh "$HOLD"
-	local parent=$RLOCK_PID
-	wait_until 30 test -e inner.started
-	track_pidfile nested.pid
-	track_pidfile inner.pid
-	rlock_wait "$parent"
-	assert_equal "$RLOCK_STATUS" 0
+	escaped_nested -k A -k B
 	wait_until 30 pidfile_gone inner.pid
 	wait_until 30 pidfile_gone nested.pid
 	[[ ! -e inner.end ]] || fail "the nested command ran to its end after A's holder released"
