@@ -53,6 +53,8 @@ static void print_sh(const char *name, const char *v)
 	printf("'; export %s\n", name);
 }
 
+static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3]);
+
 void keeper_print_failure(int status)
 {
 	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
@@ -61,38 +63,14 @@ void keeper_print_failure(int status)
 	 * they go (a step tests RLOCK_TOKEN to know whether this lock is held), so the job's
 	 * locks are kept listed in RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES (a nested run of
 	 * their names is still re-entered, not a wait for its own ancestor). */
-	static struct inherited_holds r; /* large */
-	inherited_read(&r);
-	if (r.n > 0) {
-		char *list[3] = {NULL, NULL, NULL};
-		size_t len[3] = {0, 0, 0};
-		FILE *f[3];
-		for (int v = 0; v < 3; v++)
-			f[v] = open_memstream(&list[v], &len[v]);
-		if (f[0] && f[1] && f[2]) {
-			for (int i = 0; i < r.n; i++) {
-				fprintf(f[0], "%s%s", i ? " " : "", r.in[i].key);
-				fprintf(f[1], "%s%s", i ? " " : "", r.in[i].token);
-				fprintf(f[2], "%s%s", i ? " " : "",
-				        r.in[i].fence[0] ? r.in[i].fence : "0");
-			}
-			if (r.rest_keys) { /* past what one run reads: passed on as they came */
-				fprintf(f[0], " %s", r.rest_keys);
-				fprintf(f[1], " %s", r.rest_tokens);
-				fprintf(f[2], " %s", r.rest_fences ? r.rest_fences : "");
-			}
-		}
-		for (int v = 0; v < 3; v++)
-			if (f[v])
-				fclose(f[v]);
-		if (list[0] && list[1] && list[2]) {
-			print_sh("RLOCK_KEYS", list[0]);
-			print_sh("RLOCK_TOKENS", list[1]);
-			print_sh("RLOCK_FENCES", list[2]);
-		}
-		for (int v = 0; v < 3; v++)
-			free(list[v]);
+	char *list[3];
+	if (inherited_lists(NULL, NULL, 0, list) > 0) {
+		print_sh("RLOCK_KEYS", list[0]);
+		print_sh("RLOCK_TOKENS", list[1]);
+		print_sh("RLOCK_FENCES", list[2]);
 	}
+	for (int v = 0; v < 3; v++)
+		free(list[v]);
 	/* A subshell's exit gives eval the status without leaving an interactive shell. */
 	printf("unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit %d)\n", status);
 	fflush(stdout);
@@ -322,39 +300,44 @@ static int detach_stderr(const struct keeper_args *k)
 	return 0;
 }
 
-/* Tell the waiting parent the lock's details: it prints them and exits. */
 /* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
- * the lists a nested run would get, this lock first, then those of the job's holds that
- * s does not say are gone (a released lock's stale variables are dropped), into
- * f as three lines (keys, tokens, fences). The parent prints them with the lock's own
- * variables: eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by them
- * alone, would be no longer (a nested run of its name would wait for its own ancestor,
- * --held would not check it). Nothing when nothing else is held. */
-static void report_inherited(FILE *f, struct store *s, const struct lock *l, int64_t io_ms)
+ * the lists a nested run would get (list[0] keys, list[1] tokens, list[2] fences, each
+ * malloc'd or NULL, for the caller to free): l first when given, then those of the
+ * job's holds that s, when given, does not say are gone (a released lock's stale
+ * variables are dropped; l's own key is l's now), then those past what one run reads,
+ * as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by
+ * them alone, would be no longer (a nested run of its name would wait for its own
+ * ancestor, --held would not check it). The number of the job's holds listed: 0, nothing
+ * to print. */
+static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3])
 {
 	static struct inherited_holds r; /* large */
 	static struct lock probe;        /* large */
-	char *list[3] = {NULL, NULL, NULL};
 	size_t len[3] = {0, 0, 0};
 	FILE *m[3];
 	int n = 0;
 
+	list[0] = list[1] = list[2] = NULL;
 	inherited_read(&r);
 	if (r.n == 0 && !r.rest_keys)
-		return;
+		return 0;
 	for (int v = 0; v < 3; v++)
 		m[v] = open_memstream(&list[v], &len[v]);
 	if (m[0] && m[1] && m[2]) {
-		fprintf(m[0], "%s", l->key);
-		fprintf(m[1], "%s", l->token);
-		fprintf(m[2], "%lld", l->fence);
+		const char *sep = "";
+		if (l) {
+			fprintf(m[0], "%s", l->key);
+			fprintf(m[1], "%s", l->token);
+			fprintf(m[2], "%lld", l->fence);
+			sep = " ";
+		}
 		for (int i = 0; i < r.n; i++) {
 			const struct inherited *h = &r.in[i];
 			const char *open = strrchr(h->key, '{');
 			size_t kn = strlen(h->key);
 			char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
 			struct holding hd;
-			if (!strcmp(h->key, l->key))
+			if (l && !strcmp(h->key, l->key))
 				continue; /* this lock's own now */
 			if (open && kn >= 3 && h->key[kn - 1] == '}' && s) {
 				snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key),
@@ -366,27 +349,40 @@ static void report_inherited(FILE *f, struct store *s, const struct lock *l, int
 				                    err, sizeof err) == 0)
 					continue; /* gone: stale variables */
 			}
-			fprintf(m[0], " %s", h->key);
-			fprintf(m[1], " %s", h->token);
-			fprintf(m[2], " %s", h->fence[0] ? h->fence : "0");
+			fprintf(m[0], "%s%s", sep, h->key);
+			fprintf(m[1], "%s%s", sep, h->token);
+			fprintf(m[2], "%s%s", sep, h->fence[0] ? h->fence : "0");
+			sep = " ";
 			n++;
 		}
 		if (r.rest_keys) { /* past what one run reads: passed on as they came */
-			fprintf(m[0], " %s", r.rest_keys);
-			fprintf(m[1], " %s", r.rest_tokens);
-			fprintf(m[2], " %s", r.rest_fences ? r.rest_fences : "");
+			fprintf(m[0], "%s%s", sep, r.rest_keys);
+			fprintf(m[1], "%s%s", sep, r.rest_tokens);
+			fprintf(m[2], "%s%s", sep, r.rest_fences ? r.rest_fences : "");
 			n++;
 		}
 	}
 	for (int v = 0; v < 3; v++)
 		if (m[v])
 			fclose(m[v]);
-	if (n > 0 && list[0] && list[1] && list[2])
+	if (!list[0] || !list[1] || !list[2])
+		n = 0;
+	return n;
+}
+
+/* The job's holds, for the parent, as three lines (keys, tokens, fences:
+ * inherited_lists); nothing when none. */
+static void report_inherited(FILE *f, struct store *s, const struct lock *l, int64_t io_ms)
+{
+	char *list[3];
+
+	if (inherited_lists(l, s, io_ms, list) > 0)
 		fprintf(f, "%s\n%s\n%s\n", list[0], list[1], list[2]);
 	for (int v = 0; v < 3; v++)
 		free(list[v]);
 }
 
+/* Tell the waiting parent the lock's details: it prints them and exits. */
 static int report_to_parent(const struct lock *l, const char *inherited)
 {
 	char *msg = NULL;
