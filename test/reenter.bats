@@ -326,10 +326,13 @@ escaped_nested() {
 	run -0 rlock -n -k A -- true
 }
 
-@test "a nested run under --acquire's variables whose keeper is released meanwhile: its command stopped, 79" {
+# nested_under_released_keeper ARGS...: under --acquire's variables for A, `rlock ARGS --
+# $HOLD inner` in the background; once its command started, the keeper is released
+# (--release 0): the nested run must stop its command and exit 79 (RLOCK_ERR its stderr).
+nested_under_released_keeper() {
 	eval "$(rlock -k A --acquire)"
 	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
-	rlock_bg -k A -- "$HOLD" inner
+	rlock_bg "$@" -- "$HOLD" inner
 	local nested=$RLOCK_PID
 	wait_until 30 test -e inner.started
 	track_pidfile inner.pid
@@ -337,6 +340,10 @@ escaped_nested() {
 	rlock_wait "$nested"
 	assert_equal "$RLOCK_STATUS" 79
 	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+}
+
+@test "a nested run under --acquire's variables whose keeper is released meanwhile: its command stopped, 79" {
+	nested_under_released_keeper -k A
 	grep -q "no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
 }
 
@@ -351,16 +358,7 @@ escaped_nested() {
 }
 
 @test "a nested run under --acquire's variables that took a name of its own: a --release of the keeper meanwhile stops its command, 79" {
-	eval "$(rlock -k A --acquire)"
-	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
-	rlock_bg -k A -k B -- "$HOLD" inner
-	local nested=$RLOCK_PID
-	wait_until 30 test -e inner.started
-	track_pidfile inner.pid
-	run -0 rlock -k A --release
-	rlock_wait "$nested"
-	assert_equal "$RLOCK_STATUS" 79
-	[[ ! -e inner.end ]] || fail "the nested command ran to its end after the keeper released"
+	nested_under_released_keeper -k A -k B
 	grep -q "lock 'A' is no longer held by the inherited token" "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
 	key_absent 'rlock:{B}'
 }
