@@ -27,7 +27,24 @@ setup() {
 	make_hold_script
 }
 
-teardown() { common_teardown; }
+teardown() {
+	common_teardown
+	# a test that made the masters name nodes by host name, and failed before it
+	# named them by IP again
+	if [[ -e $BATS_FILE_TMPDIR/endpoint.hostname ]]; then
+		endpoint_type ip
+	fi
+}
+
+# endpoint_type ip|hostname: how every master names nodes in redirects and the slot map
+# (cluster-preferred-endpoint-type); 1 when a server has no such setting.
+endpoint_type() {
+	local p
+	for p in $(cluster_masters); do
+		redis-cli -p "$p" CONFIG SET cluster-preferred-endpoint-type "$1" | grep -qx OK || return 1
+	done
+	if [[ $1 == hostname ]]; then touch "$BATS_FILE_TMPDIR/endpoint.hostname"; else rm -f "$BATS_FILE_TMPDIR/endpoint.hostname"; fi
+}
 
 # name_on PORT: a lock name whose keys live on the master at PORT (not used before in
 # this file: each test moves its name's slot).
@@ -397,6 +414,32 @@ looked_at() {
 # waiting_on PORT: a waiter blocks on its wake list (BLPOP) on the node at PORT.
 waiting_on() {
 	(($(redis-cli -p "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1))
+}
+
+@test "a redirect to an unknown endpoint ('?': host names asked for, none set) goes to the host of the node that answered, as the slot map's does" {
+	local from to name key slot pid
+	endpoint_type hostname || skip "this server has no cluster-preferred-endpoint-type"
+	from=$(cluster_masters | head -1)
+	to=$(cluster_masters | grep -vx "$from" | head -1)
+	name=$(name_on "$from")
+	key="rlock:{$name}"
+	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
+	rlock_bg -k "$name" -t 3s -- "$HOLD" a
+	pid=$RLOCK_PID
+	wait_until 30 test -e a.started
+	migrate_start "$slot" "$from" "$to"
+	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence"
+	assert_equal "$(redis-cli -p "$from" EXISTS "$key")" "ASK $slot ?:$to"
+	# the renewal follows the ASK to 127.0.0.1:$to (the host it asked), not to a host "?"
+	renewed_reset
+	wait_until 30 renewed_at 2 "$key" "$to"
+	touch a.release
+	rlock_wait "$pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	[[ ! -s $RLOCK_ERR ]] || fail "holder: $(cat "$RLOCK_ERR")"
+	[[ $(asking "$to" EXISTS "$key") == 0 ]] || fail "left on $to"
+	migrate_end "$slot" "$to"
+	endpoint_type ip
 }
 
 # Last: it changes the topology (a replica becomes master).

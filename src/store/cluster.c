@@ -254,7 +254,8 @@ static int node_index(struct cluster_ctx *x, struct cluster_addr *a, const struc
 {
 	int n = x->st->map.n;
 
-	if (!a->host[0] && from && from->ep.host)
+	/* "" and "?" (an unknown endpoint), as in the slot map: the node that answered */
+	if ((!a->host[0] || strcmp(a->host, "?") == 0) && from && from->ep.host)
 		snprintf(a->host, sizeof a->host, "%s", from->ep.host);
 	int i = cluster_map_node(&x->st->map, a);
 	for (int j = n; j < x->st->map.n; j++)
