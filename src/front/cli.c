@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
+#include "inherit.h"
 #include "keeper.h"
 #include "lock.h"
 #include "log.h"
@@ -1626,29 +1627,6 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The word of RLOCK_TOKENS at the place of key among RLOCK_KEYS (as many words each),
- * copied into buf; NULL when key is none of them. */
-static const char *listed_token(const char *key, char *buf, size_t n)
-{
-	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS");
-	size_t kl = strlen(key);
-
-	while (ks && ts) {
-		ks += strspn(ks, " ");
-		ts += strspn(ts, " ");
-		size_t kn = strcspn(ks, " "), tn = strcspn(ts, " ");
-		if (kn == 0 || tn == 0)
-			return NULL;
-		if (kn == kl && !strncmp(ks, key, kl) && tn < n) {
-			snprintf(buf, n, "%.*s", (int)tn, ts);
-			return buf;
-		}
-		ks += kn;
-		ts += tn;
-	}
-	return NULL;
-}
-
 /* --release's token: --token, else the token the environment gives for -k NAME's key
  * (RLOCK_TOKEN when RLOCK_KEY names it, or is unset; else its word of RLOCK_TOKENS: what
  * --acquire printed, or a job's inherited locks), checked for the shape rlock gives its
@@ -1658,18 +1636,23 @@ static const char *listed_token(const char *key, char *buf, size_t n)
 static void release_token(struct opts *o)
 {
 	const char *src = o->token ? "--token" : "RLOCK_TOKEN";
-	static char key[LOCK_KEY_MAX], listed[LOCK_TOKEN_LEN + 2];
+	static struct lock l;             /* large; only its key is used */
+	static struct inherited_holds ih; /* large */
 	const char *env_key = getenv("RLOCK_KEY");
 
-	snprintf(key, sizeof key, "%s{%s}", o->prefix ? o->prefix : "rlock:", o->name);
-	if (!o->token && env_key && strcmp(env_key, key) != 0) {
-		o->token = listed_token(key, listed, sizeof listed);
+	if (!o->token && env_key &&
+	    lock_init(&l, o->prefix ? o->prefix : "rlock:", o->name, 0) == 0 &&
+	    strcmp(env_key, l.key) != 0) {
+		inherited_read(&ih);
+		for (int i = 0; i < ih.n && !o->token; i++)
+			if (strcmp(ih.in[i].key, l.key) == 0)
+				o->token = ih.in[i].token;
 		if (!o->token && getenv("RLOCK_TOKEN"))
 			usage_error(
 			    "--release -k %s: RLOCK_TOKEN is the token of %s (RLOCK_KEY), not "
 			    "of '%s', and RLOCK_KEYS does not list %s: give --token TOKEN "
 			    "(what --acquire -k %s printed)",
-			    o->name, env_key, o->name, key, o->name);
+			    o->name, env_key, o->name, l.key, o->name);
 		src = "RLOCK_TOKENS";
 	}
 	if (!o->token)
