@@ -100,18 +100,25 @@ renewed_at() {
 	((_renew_ups >= $1))
 }
 
-@test "held across a migration: renewal and release follow ASK; a new acquire meanwhile is 69 (TRYAGAIN), takes nothing" {
-	local from to name key slot pid
+# held_then_migrating: a holder (pid, its rlock) of a name (key, slot) on the first
+# master (from), with -t 3s (renewed every second, so renewals must cross every step of
+# the migration); once its command started, the slot starts migrating to another master
+# (to). Sets the caller's from, to, name, key, slot and pid.
+held_then_migrating() {
 	from=$(cluster_masters | head -1)
 	to=$(cluster_masters | grep -vx "$from" | head -1)
 	name=$(name_on "$from")
 	key="rlock:{$name}"
 	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
-	# -t 3s: renewed every second, so renewals must cross every step of the migration
 	rlock_bg -k "$name" -t 3s -- "$HOLD" a
 	pid=$RLOCK_PID
 	wait_until 30 test -e a.started
 	migrate_start "$slot" "$from" "$to"
+}
+
+@test "held across a migration: renewal and release follow ASK; a new acquire meanwhile is 69 (TRYAGAIN), takes nothing" {
+	local from to name key slot pid
+	held_then_migrating
 	# (b) the keys still on the old owner, the slot migrating: Redis answers TRYAGAIN,
 	# and goes on so (the migration does not end): 69 after the pauses
 	local t0=$EPOCHREALTIME
@@ -419,15 +426,7 @@ waiting_on() {
 @test "a redirect to an unknown endpoint ('?': host names asked for, none set) goes to the host of the node that answered, as the slot map's does" {
 	local from to name key slot pid
 	endpoint_type hostname || skip "this server has no cluster-preferred-endpoint-type"
-	from=$(cluster_masters | head -1)
-	to=$(cluster_masters | grep -vx "$from" | head -1)
-	name=$(name_on "$from")
-	key="rlock:{$name}"
-	slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$key")
-	rlock_bg -k "$name" -t 3s -- "$HOLD" a
-	pid=$RLOCK_PID
-	wait_until 30 test -e a.started
-	migrate_start "$slot" "$from" "$to"
+	held_then_migrating
 	migrate_keys "$from" "$to" "$key" "$key:owner" "$key:fence"
 	assert_equal "$(redis-cli -p "$from" EXISTS "$key")" "ASK $slot ?:$to"
 	# the renewal follows the ASK to 127.0.0.1:$to (the host it asked), not to a host "?"
