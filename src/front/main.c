@@ -124,7 +124,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	rewatch_supervise(w, &sa);
 	rc = child_supervise(&ch, &sa);
 	child_finish(&ch);
-	if (!ch.lost && rewatch_end(w) < 0)
+	if (rewatch_end(w, !ch.lost) < 0)
 		exit(RL_EX_LOST);
 	if (ch.term_sig)
 		child_die_of(ch.term_sig); /* as a run that holds its lock */
@@ -557,7 +557,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	 * release's round trip rather than trailing rlock's own (issue 40), and it is told
 	 * to kill what is left of a group before the release is sent, not after. */
 	child_finish(&ch);
-	int inherited_gone = !ch.lost && rewatch_end(w) < 0;
+	int inherited_gone = rewatch_end(w, !ch.lost) < 0;
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
 	if (ch.lost)                   /* exit 79: the history's end record says lost too */
 		hold_set_lost(h, o->on_lost != LOST_IGNORE);

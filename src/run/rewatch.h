@@ -28,6 +28,7 @@ struct rewatch {
 	int stop[2];             /* written by the main thread: stop watching */
 	int lost_fd;             /* an eventfd, written on a loss the server told of */
 	_Atomic int64_t lost_by; /* when the leases seen last end unless seen renewed */
+	_Atomic int fired;       /* the thread found a token gone (why says which) */
 	char why[LOCK_NAME_MAX + 200];
 	pthread_t t;
 	/* run(): the run's own hold beside it (the supervisor watches both) */
@@ -41,10 +42,10 @@ struct rewatch {
 int rewatch_start(struct rewatch *w, const struct reenter *r, const char *prefix, int64_t ttl_ms,
                   int64_t io_timeout_ms, struct store *s, const struct store_config *cfg);
 
-/* The command is done, the watch not fired: stop it, and one last look. 0: every
- * inherited token still holds its name (or the server cannot say); -1: one does not
- * (said: exit 79). */
-int rewatch_end(struct rewatch *w);
+/* The command is done: stop the watch (its thread joined), and with look, when it did
+ * not fire, one last look. 0: every inherited token still holds its name (or the server
+ * cannot say, or no look); -1: one does not (said: exit 79). */
+int rewatch_end(struct rewatch *w, int look);
 
 /* The supervisor's view (child.h), ctx w: the inherited leases alone (a run re-entered
  * whole), or beside h's own lease (a run that took the other names), whichever is lost
