@@ -31,8 +31,12 @@ int client_resolve(struct server *srv, int64_t deadline_ms, char *err, size_t er
 }
 
 /* A plain connection to a TLS port: the server answers our first command with a TLS
- * alert record (0x15 0x03 ...) or resets the connection. */
-static const char tls_hint[] = " (is it a TLS port?" CONN_HINT_WANTS_TLS;
+ * alert record (0x15 0x03 ...) or resets the connection. The message ends with the
+ * endpoint's advice. */
+static const char *tls_hint(const struct client *c)
+{
+	return c->srv->ep.hint_wants_tls ? c->srv->ep.hint_wants_tls : CONN_HINT_WANTS_TLS;
+}
 
 static int tls_alert(const struct client *c, const char *buf, ssize_t n)
 {
@@ -82,7 +86,7 @@ static void add_tls_hint(const struct client *c, char *err, size_t errlen)
 
 	if (!c->replied && !c->heard && !c->srv->tls.enabled && used < errlen &&
 	    !server_was_heard(c->srv)) {
-		snprintf(err + used, errlen - used, "%s", tls_hint);
+		snprintf(err + used, errlen - used, " (is it a TLS port?%s", tls_hint(c));
 		conn_fault_note(CONN_FAULT_FINAL);
 	}
 }
@@ -157,7 +161,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 			return -1;
 		}
 		if (tls_alert(c, buf, n)) {
-			snprintf(err, errlen, "%s answered with TLS%s", c->srv->name, tls_hint);
+			snprintf(err, errlen, "%s answered with TLS (is it a TLS port?%s",
+			         c->srv->name, tls_hint(c));
 			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}

@@ -45,6 +45,7 @@ struct conn {
 	int64_t deadline;          /* conn_start's deadline */
 	int64_t addr_until;        /* when the address being tried gives way to the next */
 	int plaintext;             /* the probe's verdict: a plaintext Redis answered */
+	const char *plain_hint;    /* how a message about that ends (struct endpoint) */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -110,6 +111,22 @@ void conn_fault_clear(void)
 int conn_fault(void)
 {
 	return fault;
+}
+
+int conn_fault_push(void)
+{
+	int saved = fault;
+
+	fault = 0;
+	return saved;
+}
+
+int conn_fault_pop(int saved, int keep)
+{
+	int mine = fault;
+
+	fault = saved | (keep ? mine : 0);
+	return mine;
 }
 
 void conn_pause_until(int64_t until_ms)
@@ -583,6 +600,7 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 		conn_fault_note(CONN_FAULT_FINAL);
 		return CONN_ERR;
 	}
+	c->plain_hint = ep->hint_wants_plain ? ep->hint_wants_plain : CONN_HINT_WANTS_PLAIN;
 	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
 	if (!c->tls) {
 		conn_fault_note(CONN_FAULT_FINAL); /* the TLS settings themselves */
@@ -634,8 +652,8 @@ static int probe_verdict(struct conn *c, int plaintext, const char *waited, char
 		conn_fault_note(CONN_FAULT_FINAL);
 		set_err(err, errlen,
 		        "TLS handshake with %s: the server answered in plaintext (a Redis "
-		        "without TLS on this port?" CONN_HINT_WANTS_PLAIN,
-		        c->peer);
+		        "without TLS on this port?%s",
+		        c->peer, c->plain_hint);
 		return CONN_ERR;
 	}
 	conn_fault_note(CONN_FAULT_PASSING);

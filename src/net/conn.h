@@ -36,7 +36,7 @@
 #define CONN_ADDRS_MAX 8
 
 /* How a message about a TLS/plaintext mismatch ends: the advice for a redis:// or
- * rediss:// URL. A caller whose scheme is another (Sentinel) puts its own in place. */
+ * rediss:// URL, unless the endpoint names its own (struct endpoint). */
 #define CONN_HINT_WANTS_TLS   " then use rediss:// or --tls)"
 #define CONN_HINT_WANTS_PLAIN " then use redis://, or its TLS port)"
 
@@ -56,6 +56,10 @@ struct endpoint {
 	const char *path;           /* Unix socket path; NULL for TCP */
 	const struct tls_opts *tls; /* NULL or !enabled: plain */
 	struct conn_addrs addrs;    /* filled by conn_resolve(); zeroed by the caller */
+	/* How a message about a TLS/plaintext mismatch ends when the endpoint's scheme is
+	 * not redis:// or rediss:// (a sentinel, a master the sentinels name): NULL for
+	 * CONN_HINT_WANTS_TLS and CONN_HINT_WANTS_PLAIN. */
+	const char *hint_wants_tls, *hint_wants_plain;
 };
 
 struct conn;
@@ -87,6 +91,13 @@ enum { CONN_FAULT_PASSING = 1, CONN_FAULT_FINAL = 2 };
 void conn_fault_note(int what);
 void conn_fault_clear(void);
 int conn_fault(void);
+
+/* A step whose own faults the caller must tell apart from those before it (one
+ * sentinel, one Redlock node): saved = conn_fault_push() before it, then
+ * conn_fault_pop(saved, keep) returns the step's faults and puts saved back, with
+ * the step's too when keep. */
+int conn_fault_push(void);
+int conn_fault_pop(int saved, int keep);
 
 /* Sleep until until_ms (monotonic), or less when the calling thread's abort fd becomes
  * readable (a signal): a pause between retries that a signal cuts short. */

@@ -271,19 +271,11 @@ static void node_continue(struct quorum *q, int i, const struct req *rq, int64_t
 }
 
 /* What a node's calls note (conn_fault_note) is its own too, so that a round can tell
- * whose failures time cannot fix (final_nodes): fault_begin before, fault_end after. */
-static int fault_begin(void)
-{
-	int saved = conn_fault();
-
-	conn_fault_clear();
-	return saved;
-}
-
+ * whose failures time cannot fix (final_nodes): conn_fault_push() before, fault_end
+ * after. */
 static void fault_end(struct node *nd, int saved)
 {
-	nd->fault |= conn_fault();
-	conn_fault_note(saved | nd->fault);
+	nd->fault |= conn_fault_pop(saved, 1);
 }
 
 /* Poll the round's nodes until deadline: those waiting for a reply and those opening
@@ -318,7 +310,7 @@ static void round_poll(struct quorum *q, const struct req *const *rq, int64_t de
 			if (!ready && !p[k].revents &&
 			    !(nd->opening && clock_ms() >= client_wake_ms(nd->c)))
 				continue;
-			int saved = fault_begin();
+			int saved = conn_fault_push();
 			if (q->node[idx[k]].opening)
 				node_continue(q, idx[k], rq[idx[k]], deadline);
 			else
@@ -383,7 +375,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		nd->fault = 0;
 		if (!rq[i])
 			continue;
-		int saved = fault_begin();
+		int saved = conn_fault_push();
 		if (!nd->c)
 			node_start(q, nd, now, deadline);
 		if (nd->c && !nd->opening && has_request(rq[i]))

@@ -20,6 +20,18 @@ static void hostport_name(char *buf, size_t n, const char *host, int port)
 	snprintf(buf, n, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 }
 
+/* How a message about a TLS/plaintext mismatch ends (conn.h): here one setting covers
+ * the sentinels and the master. For a sentinel, the Sentinel scheme; for the master,
+ * that it and its sentinels differ (rlock has no setting for TLS to one and not the
+ * other). */
+#define SENTINEL_WANTS_TLS   " then use rediss-sentinel:// or --tls)"
+#define SENTINEL_WANTS_PLAIN " then use redis-sentinel://, or its TLS port)"
+#define MASTER_WANTS_TLS                                                                           \
+	" then it wants TLS and its sentinels do not: rlock speaks TLS to both or neither)"
+#define MASTER_WANTS_PLAIN                                                                         \
+	" then its sentinels speak TLS and it does not: rlock speaks TLS to both or "              \
+	"neither)"
+
 void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
                    const char *user, int has_password, int64_t connect_timeout_ms,
                    int64_t io_timeout_ms)
@@ -37,6 +49,8 @@ void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opt
 		srv->ep.host = s->host[i];
 		srv->ep.port = u->sentinel[i].port;
 		srv->ep.tls = &srv->tls;
+		srv->ep.hint_wants_tls = SENTINEL_WANTS_TLS;
+		srv->ep.hint_wants_plain = SENTINEL_WANTS_PLAIN;
 		srv->connect_timeout_ms = connect_timeout_ms;
 		srv->io_timeout_ms = io_timeout_ms;
 		hostport_name(srv->name, sizeof srv->name, s->host[i], srv->ep.port);
@@ -55,33 +69,6 @@ static int64_t min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* The socket layer's advice on a TLS/plaintext mismatch names redis:// and rediss://,
- * but here one setting covers the sentinels and the master: name the Sentinel scheme
- * for a sentinel; for the master, say that it and its sentinels differ (rlock has no
- * setting for TLS to one and not the other). */
-static void sentinel_hint(char *e, size_t n, int master)
-{
-	static const struct {
-		const char *from, *sentinel, *master;
-	} fix[] = {
-	    {CONN_HINT_WANTS_TLS, " then use rediss-sentinel:// or --tls)",
-	     " then it wants TLS and its sentinels do not: rlock speaks TLS to both or "
-	     "neither)"},
-	    {CONN_HINT_WANTS_PLAIN, " then use redis-sentinel://, or its TLS port)",
-	     " then its sentinels speak TLS and it does not: rlock speaks TLS to both or "
-	     "neither)"},
-	};
-
-	for (size_t i = 0; i < sizeof fix / sizeof fix[0]; i++) {
-		char *at = strstr(e, fix[i].from);
-		if (at) {
-			snprintf(at, n - (size_t)(at - e), "%s",
-			         master ? fix[i].master : fix[i].sentinel);
-			return;
-		}
-	}
-}
-
 /* Open a connection to sentinel srv and log in with the sentinels' credentials:
  * CLIENT_OK, CLIENT_AUTH (refused) or CLIENT_ERR, with the reason in err. */
 static int sentinel_open(const struct sentinel *s, const struct server *srv, struct client **c,
@@ -93,7 +80,6 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	int rc = client_open(c, srv, cap_ms, e, sizeof e);
 	if (rc != CLIENT_OK) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
-		sentinel_hint(err, errlen, 0);
 		return rc;
 	}
 	if (!s->has_password)
@@ -107,7 +93,6 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	explicit_bzero(pw, sizeof pw);
 	if (rc < 0) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
-		sentinel_hint(err, errlen, 0);
 		rc = CLIENT_ERR;
 	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
@@ -149,7 +134,6 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
-		sentinel_hint(err, errlen, 0);
 		goto out;
 	}
 	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
@@ -207,7 +191,6 @@ static void ask_quorum(const struct sentinel *s, const struct server *srv, int64
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(v->words, sizeof v->words, "%.250s", e);
-		sentinel_hint(v->words, sizeof v->words, 0);
 	} else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
 		snprintf(v->words, sizeof v->words, "%.*s", (int)r->len, r->str);
 	else
@@ -251,13 +234,11 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	int opened = client_open(&c, srv, cap_ms, e, sizeof e);
 	if (opened != CLIENT_OK) {
 		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
-		sentinel_hint(err, errlen, 1);
 		return opened == CLIENT_AUTH ? CLIENT_AUTH : -1;
 	}
 	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
 		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
-		sentinel_hint(err, errlen, 1);
 	} else if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING &&
 	           strcmp(r->element[0]->str, "master") == 0) {
 		rc = 0;
@@ -305,13 +286,13 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				         last);
 				return -1;
 			}
-			int before = conn_fault();
-			conn_fault_clear();
+			/* One sentinel's final fault is not the round's while others may answer. */
+			int before = conn_fault_push();
 			enum ask a = ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, e, sizeof e);
+			int fault = conn_fault_pop(before, 0);
 			unknown += a == ASK_UNKNOWN;
 			denied += a == ASK_DENIED;
-			final += a == ASK_FAILED && (conn_fault() & CONN_FAULT_FINAL);
-			conn_fault_note(before);
+			final += a == ASK_FAILED && (fault & CONN_FAULT_FINAL);
 			if (a != ASK_FOUND) {
 				log_debug("%s", e);
 				keep_reason(last, sizeof last, e, cap_ms, &complete);
@@ -322,17 +303,18 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			srv->ep.port = port;
 			srv->ep.path = NULL;
 			srv->ep.tls = &srv->tls;
+			srv->ep.hint_wants_tls = MASTER_WANTS_TLS;
+			srv->ep.hint_wants_plain = MASTER_WANTS_PLAIN;
 			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
 			hostport_name(srv->name, sizeof srv->name, host, port);
-			before = conn_fault();
-			conn_fault_clear();
+			before = conn_fault_push();
 			int ok =
 			    client_resolve(srv, min64(clock_ms() + srv->connect_timeout_ms, cap_ms),
 			                   e, sizeof e) == CLIENT_OK
 			        ? confirm_master(srv, cap_ms, e, sizeof e)
 			        : -1;
-			final += ok == -1 && (conn_fault() & CONN_FAULT_FINAL);
-			conn_fault_note(before);
+			fault = conn_fault_pop(before, 0);
+			final += ok == -1 && (fault & CONN_FAULT_FINAL);
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
 				          s->sent[i].name, s->master, srv->name);
