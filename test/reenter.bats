@@ -355,6 +355,11 @@ nested_under_released_keeper() {
 	[[ ! -e inner.end ]] || fail "the nested command ran to its end after A's holder released"
 	grep -q "lock 'A' is no longer held by the inherited token" inner.err || fail "$(cat inner.err)"
 	wait_until 30 key_absent 'rlock:{B}'
+	# B itself was never lost: its history ends released (with the stopped command's
+	# status), not lost; A's holder released it, as A's history says
+	run -0 rlock -k B --history --json
+	assert_output --partial '"event":"released"'
+	refute_output --partial '"lost"'
 }
 
 @test "a nested run under --acquire's variables that took a name of its own: a --release of the keeper meanwhile stops its command, 79" {

@@ -549,7 +549,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	};
 	/* names granted by re-entrance: their holder's leases are watched too */
 	struct rewatch *w = &rewatch;
-	if (rewatch_start(w, re, o->prefix, o->lock.ttl_ms, o->io_timeout_ms, NULL, h->cfg) > 0)
+	int watched =
+	    rewatch_start(w, re, o->prefix, o->lock.ttl_ms, o->io_timeout_ms, NULL, h->cfg) > 0;
+	if (watched)
 		rewatch_supervise_beside(w, h, &sa);
 	rc = child_supervise(&ch, &sa);
 	/* The group is done (or, after a failed supervision, left to the watchdog, which
@@ -559,7 +561,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	child_finish(&ch);
 	int inherited_gone = rewatch_end(w, !ch.lost) < 0;
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
-	if (ch.lost)                   /* exit 79: the history's end record says lost too */
+	/* exit 79: the history's end record says lost too, when this run's own lease was
+	 * (not only an inherited one: its own names were held to the end, and released) */
+	if (ch.lost && (!watched || hold_lost_now(h)))
 		hold_set_lost(h, o->on_lost != LOST_IGNORE);
 	/* Stopped for a --preempt request: the release hands the lock to it (its end record
 	 * preempted) while the request lives, which only the release can tell. */

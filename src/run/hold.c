@@ -313,6 +313,13 @@ int hold_lost_fd(const struct hold *h)
 	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
 }
 
+int hold_lost_now(const struct hold *h)
+{
+	struct pollfd p = {.fd = hold_lost_fd(h), .events = POLLIN};
+
+	return clock_ms() >= hold_lost_at(h) || poll(&p, 1, 0) == 1;
+}
+
 void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 {
 	int64_t now = clock_ms();

@@ -106,6 +106,9 @@ void hold_set_status(struct hold *h, int status);
 
 /* The lease was found lost while the command ran; declared (exit 79): the release
  * records the run lost. */
+/* True when h's own lease is lost now: past hold_lost_at(), or a renewal told of it (a
+ * run stopped for an inherited name's loss keeps its own names: they end released). */
+int hold_lost_now(const struct hold *h);
 void hold_set_lost(struct hold *h, int declared);
 
 /* --preemptible: 1 when a --preempt request asked for a lock of h (its renewal said
