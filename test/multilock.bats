@@ -100,6 +100,12 @@ EOF_PROBE
 	run -0 pidfile_gone l.pid
 	key_absent 'rlock:{A}' || fail "A was not released"
 	[[ $(rcli GET 'rlock:{B}') == stolen ]]
+	# each name's history says how that one ended: B lost, A held to the end, released
+	run -0 rlock -k B --history --json
+	jq -e '.entries[0].event == "lost"' <<<"$output" >/dev/null || fail "B: $output"
+	run -0 rlock -k A --history --json
+	jq -e '.entries[0].event == "released" and .entries[0].status == 143' <<<"$output" \
+		>/dev/null || fail "A: $output"
 }
 
 @test "a lock taken first and lost while the next one is waited for: both given back and taken again, the command runs (was 69, 'Redis unavailable')" {

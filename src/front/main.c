@@ -561,10 +561,12 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	child_finish(&ch);
 	int inherited_gone = rewatch_end(w, !ch.lost) < 0;
 	hold_set_status(h, ch.status); /* the command's own, not 79, 81 or 124 */
-	/* exit 79: the history's end record says lost too, when this run's own lease was
-	 * (not only an inherited one: its own names were held to the end, and released) */
-	if (ch.lost && (!watched || hold_lost_now(h)))
-		hold_set_lost(h, o->on_lost != LOST_IGNORE);
+	/* exit 79: the history's end record says lost too, for each name whose lease was
+	 * (the others were held to the end, and released); a loss declared by rlock's clock
+	 * that a late renewal then saw through is one all the same, unless it was an
+	 * inherited name's (watched) */
+	if (ch.lost && hold_set_lost(h, o->on_lost != LOST_IGNORE) == 0 && !watched)
+		hold_set_all_lost(h, o->on_lost != LOST_IGNORE);
 	/* Stopped for a --preempt request: the release hands the lock to it (its end record
 	 * preempted) while the request lives, which only the release can tell. */
 	char who[300];

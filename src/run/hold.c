@@ -199,12 +199,32 @@ void hold_set_status(struct hold *h, int status)
 		h->l[i].run_status = status;
 }
 
-void hold_set_lost(struct hold *h, int declared)
+static void set_lost(struct hold *h, int i, int declared)
 {
+	h->l[i].lost_seen = 1;
+	h->l[i].lost_declared = declared;
+}
+
+int hold_set_lost(struct hold *h, int declared)
+{
+	int64_t now = clock_ms();
+	int n = 0;
+
 	for (int i = 0; i < h->n; i++) {
-		h->l[i].lost_seen = 1;
-		h->l[i].lost_declared = declared;
+		struct pollfd p = {.fd = renew_fd(h->rn[i]), .events = POLLIN};
+		if (now >= renew_confirmed_sent(h->rn[i]) + h->loss_after_ms ||
+		    poll(&p, 1, 0) == 1) {
+			set_lost(h, i, declared);
+			n++;
+		}
 	}
+	return n;
+}
+
+void hold_set_all_lost(struct hold *h, int declared)
+{
+	for (int i = 0; i < h->n; i++)
+		set_lost(h, i, declared);
 }
 
 void hold_set_preempted(struct hold *h)
@@ -258,7 +278,7 @@ void hold_abandon(struct hold *h)
 
 void hold_abandon_lost(struct hold *h)
 {
-	hold_set_lost(h, 1);
+	hold_set_all_lost(h, 1);
 	for (int i = h->n - 1; i >= 0; i--) {
 		int64_t confirmed;
 		struct store *s = renew_stop(h->rn[i], &confirmed);
@@ -311,13 +331,6 @@ int64_t hold_kill_at(const struct hold *h)
 int hold_lost_fd(const struct hold *h)
 {
 	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
-}
-
-int hold_lost_now(const struct hold *h)
-{
-	struct pollfd p = {.fd = hold_lost_fd(h), .events = POLLIN};
-
-	return clock_ms() >= hold_lost_at(h) || poll(&p, 1, 0) == 1;
 }
 
 void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)

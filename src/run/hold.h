@@ -104,12 +104,13 @@ void hold_mark_done(struct hold *h);
 /* The command ended with status (the history's record of the release). */
 void hold_set_status(struct hold *h, int status);
 
-/* The lease was found lost while the command ran; declared (exit 79): the release
- * records the run lost. */
-/* True when h's own lease is lost now: past hold_lost_at(), or a renewal told of it (a
- * run stopped for an inherited name's loss keeps its own names: they end released). */
-int hold_lost_now(const struct hold *h);
-void hold_set_lost(struct hold *h, int declared);
+/* A lease was found lost while the command ran; declared (exit 79): the release
+ * records the run lost. hold_set_lost marks the locks whose own lease is lost now (past
+ * their renewal's deadline, or a renewal told of it) and returns how many: the others
+ * were held to the end (the other names of several; a run stopped for an inherited
+ * name's loss) and end released. hold_set_all_lost marks every lock. */
+int hold_set_lost(struct hold *h, int declared);
+void hold_set_all_lost(struct hold *h, int declared);
 
 /* --preemptible: 1 when a --preempt request asked for a lock of h (its renewal said
  * so), with who asked in who; else 0. */
