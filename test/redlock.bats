@@ -960,3 +960,42 @@ scripts_run() {
 	run -0 rlock -u "$three" --history --json -k sg
 	refute_output --partial stopped
 }
+
+@test "a node that lost the lock (restarted empty, or its key deleted) and was locked again by the renewal: --status, --list and --history show the holder (host, pid, command, its RLOCK_FENCE), never 'pid 0', '?' or the relock's count" {
+	local pid fence token
+	run -0 rlock -k m -- true
+	rlock_bg -t 3s -k m -- "$HOLD" h # fence 2
+	pid=$RLOCK_PID
+	wait_until 10 test -e h.started
+	token=$(env_of h RLOCK_TOKEN)
+	fence=$(env_of h RLOCK_FENCE)
+	assert_equal "$fence" 2
+	# node 0 (the first URL) restarted empty, node 1's key deleted (its counter kept:
+	# the relock counts 3 there)
+	node_kill 0
+	node_start 0
+	node_cli 1 DEL 'rlock:{m}' >/dev/null
+	wait_until 10 node_has 0 'rlock:{m}' "$token"
+	wait_until 10 node_has 1 'rlock:{m}' "$token"
+	run -75 rlock -k m --status
+	assert_line --regexp "^  pid +$pid\$"
+	assert_line --regexp "^  fence +$fence\$"
+	refute_output --partial '?'
+	run -75 rlock -k m --status --json
+	assert_output --partial "\"pid\":$pid,"
+	assert_output --partial "\"fence\":$fence,"
+	refute_output --partial '"host":null'
+	run -0 rlock --list
+	assert_line --regexp "^m +[^ ]+ +$pid "
+	run -75 --separate-stderr rlock -n -k m -- true
+	[[ $stderr == *"held by "*" pid $pid"* ]] || fail "the busy line: $stderr"
+	touch h.release
+	rlock_wait "$pid"
+	assert_equal "$RLOCK_STATUS" 0
+	run -0 rlock -k m --history --json
+	refute_output --partial '"pid":0'
+	refute_output --partial '"host":null'
+	refute_output --partial '"fence":3'
+	run -0 rlock -k m --history
+	assert_line --index 0 --regexp "released +fence $fence +[^ ]+ pid $pid +status 0"
+}

@@ -408,3 +408,36 @@ nested_under_released_keeper() {
 	rlock_wait "$parent"
 	rlock_wait "$other"
 }
+
+@test "--acquire -l 1 of a name the tree holds as the one permit of --limit 1 exits 64 (it would wait for itself, for ever without -w), as beside an exclusive hold; -l 2 with both permits the tree's: 64 too" {
+	run -0 rlock -l 1 -k A -- sh -c '"$RLOCK" -l 1 -k A -w 3s --acquire >vars; echo "rc $?"'
+	assert_line 'rc 64'
+	assert_line --partial "lock 'A' is held as a permit of --limit 1 by this process tree: --acquire would wait for itself"
+	assert_equal "$(sed -n '$p' vars)" 'unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 64)'
+	key_absent 'rlock:{A}:holders'
+	# -l 2: the job's permit and an --acquire'd one are both the tree's; a third waits
+	# for nobody but the tree
+	run -0 rlock -l 2 -k A -- sh -c '
+		eval "$("$RLOCK" -l 2 -k A -n --acquire)" || exit 9
+		"$RLOCK" -l 2 -k A -w 3s --acquire >vars; echo "rc $?"
+		"$RLOCK" -k A --release; echo "release $?"'
+	assert_line 'rc 64'
+	assert_line 'release 0'
+	assert_line --partial "lock 'A' is held as 2 permits of --limit 2 by this process tree: --acquire would wait for itself"
+	key_absent 'rlock:{A}:holders'
+}
+
+@test "eval \"\$(rlock -s -k A --acquire)\" inside a job that holds A shared keeps the job's own hold listed: after its --release, a nested exclusive -k A is refused (64), not a wait for its own ancestor; --held -k A with the job's token is 0" {
+	run -0 rlock -s -k A -- sh -c '
+		eval "$("$RLOCK" -s -k A -n --acquire)" || exit 9
+		echo "$RLOCK_KEYS" >keys
+		"$RLOCK" -k A --release; echo "release $?"
+		"$RLOCK" -w 3s -k A -- true; echo "nested $?"
+		"$RLOCK" -k A --token "${RLOCK_TOKENS#* }" --held; echo "held $?"'
+	assert_line 'release 0'
+	assert_line 'nested 64'
+	assert_line --partial "lock 'A' is held shared (-s) by this process tree: asking for it exclusive would wait for itself"
+	assert_line 'held 0'
+	assert_equal "$(cat keys)" 'rlock:{A} rlock:{A}'
+	key_absent 'rlock:{A}:holders'
+}

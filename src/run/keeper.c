@@ -304,7 +304,9 @@ static int detach_stderr(const struct keeper_args *k)
  * the lists a nested run would get (list[0] keys, list[1] tokens, list[2] fences, each
  * malloc'd or NULL, for the caller to free): l first when given, then those of the
  * job's holds that s, when given, does not say are gone (a released lock's stale
- * variables are dropped; l's own key is l's now), then those past what one run reads,
+ * variables are dropped; a live hold of l's own name stays: the job's shared hold or
+ * permit beside which l was taken, which l's --release does not give back, and which
+ * a nested run or a later --acquire must still know), then those past what one run reads,
  * as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by
  * them alone, would be no longer (a nested run of its name would wait for its own
  * ancestor, --held would not check it). The number of the job's holds listed: 0, nothing
@@ -337,8 +339,6 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 			size_t kn = strlen(h->key);
 			char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
 			struct holding hd;
-			if (l && !strcmp(h->key, l->key))
-				continue; /* this lock's own now */
 			if (open && kn >= 3 && h->key[kn - 1] == '}' && s) {
 				snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key),
 				         h->key);

@@ -140,6 +140,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 		const char *name = r->names[i];
 		/* No randomness for its token: nothing is inherited (the acquire says why). */
 		int known = r->ih.n > 0 && lock_init(&probe, o->prefix, name, o->ttl_ms) == 0;
+		int permits = 0; /* of name, the tree's (--acquire) */
 		for (int j = 0; known && j < r->ih.n && r->held[i] < 0; j++) {
 			char err[300], have[64], want[64];
 			struct holding hd;
@@ -179,10 +180,25 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				exit(RL_EX_USAGE);
 			}
 			/* --acquire leaves a keeper holding a lock of its own (its --release must
-			 * not give back the ancestor's): next to a shared hold or a permit it takes
-			 * one; an exclusive hold it could only wait for. */
-			if (o->keeper && mode != 'x')
+			 * not give back the ancestor's): next to a shared hold it takes one, next
+			 * to permits one more while the tree holds fewer than N (every permit the
+			 * tree's: it could only wait for itself); an exclusive hold it could only
+			 * wait for. */
+			if (o->keeper && mode == 's')
 				break;
+			if (o->keeper && mode == 'l' && ++permits < limit)
+				continue;
+			if (o->keeper && mode == 'l') {
+				if (permits == 1)
+					snprintf(have, sizeof have, "as a permit of --limit 1");
+				else
+					snprintf(have, sizeof have, "as %d permits of --limit %d",
+					         permits, limit);
+				log_error("lock '%s' is held %s by this process tree: --acquire "
+				          "would wait for itself",
+				          name, have);
+				exit(RL_EX_USAGE);
+			}
 			if (o->keeper) {
 				log_error(
 				    "lock '%s' is held exclusive by this process tree: --acquire "

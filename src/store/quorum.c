@@ -596,6 +596,15 @@ static unsigned long long request_of(const struct holder *h)
 	return x;
 }
 
+/* A node that the renewal locked again (restarted empty, its key lost: quorum_renew)
+ * holds the token with no owner fields (no host, no pid: they are the majority's) and a
+ * fence of its own count, which the holder never got: its record names nobody. Where
+ * nodes agree on a token, what they show comes from a node whose record has them. */
+static int relocked(const struct holder *h)
+{
+	return h->held && h->has_fence && !h->host[0] && h->pid <= 0;
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
@@ -620,6 +629,9 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 				*h = nh;
 				q->busy = i;
 				t->nobody_ms = -1;
+			} else if (relocked(h) && nh.has_fence && nh.host[0]) {
+				*h = nh; /* a holder named (a busy reply names no token) */
+				q->busy = i;
 			}
 			if (((h->delayed && nh.delayed) || (h->reserved && nh.reserved)) &&
 			    nh.pttl_ms > t->nobody_ms)
@@ -1160,6 +1172,10 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			best_votes = votes;
 		}
 	}
+	for (int j = 0; best >= 0 && relocked(&nh[best].h[0]) && j < q->n; j++)
+		if (ok[j] && nh[j].n > 0 && !relocked(&nh[j].h[0]) &&
+		    strcmp(nh[j].h[0].token, nh[best].h[0].token) == 0)
+			best = j; /* the same holder, named (relocked) */
 	if (answered < q->need) {
 		no_quorum(q, answered, "answered", err, errlen);
 		free(nh);
@@ -1232,17 +1248,24 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->has_last_fence = fenced > 0;
 	/* A holder's fence is the largest its token got from a node: what the merge handed
 	 * it (each node that granted recorded its own count). Not the largest counter: a
-	 * later split vote counts too, and a node may have been set by hand. */
+	 * later split vote counts too, and a node may have been set by hand; nor a relock's
+	 * count (relocked), unless no node has more. */
 	for (int i = 0; i < hs->n; i++) {
 		struct holder *h = &hs->h[i];
+		int named = 0;
 		for (int j = 0; j < q->n; j++)
-			for (int k = 0; ok[j] && k < nh[j].n; k++)
-				if (nh[j].h[k].has_fence &&
-				    strcmp(nh[j].h[k].token, h->token) == 0 &&
-				    (!h->has_fence || nh[j].h[k].fence > h->fence)) {
-					h->fence = nh[j].h[k].fence;
+			for (int k = 0; ok[j] && k < nh[j].n; k++) {
+				const struct holder *x = &nh[j].h[k];
+				if (!x->has_fence || strcmp(x->token, h->token) != 0 ||
+				    (named && relocked(x)))
+					continue;
+				if (!h->has_fence || x->fence > h->fence ||
+				    (!named && !relocked(x))) {
+					h->fence = x->fence;
 					h->has_fence = 1;
 				}
+				named = named || !relocked(x);
+			}
 	}
 	/* --break --token/--if-fence: refused when no node that answered broke anything;
 	 * the last break's record from the first node that has one. */
@@ -1299,7 +1322,7 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 	struct holders *nh = calloc((size_t)q->n, sizeof *nh);
 	int ok[STORE_NODES_MAX] = {0};
 	long long pttl[STORE_NODES_MAX];
-	int answered, ours = 0, rc;
+	int answered, ours = 0, rc, named = 0;
 
 	answered = !nh ? -1 : round_holders(q, l, 0, cap_ms, nh, ok, err, errlen);
 	if (answered < 0) {
@@ -1313,10 +1336,13 @@ static int quorum_is_holder(void *ctx, const struct lock *l, const char *token, 
 			continue;
 		const struct holder *h = &nh[i].h[0];
 		pttl[ours++] = h->pttl_ms;
-		if (h->has_fence && (!hd->has_fence || h->fence > hd->fence)) {
+		/* the largest, as quorum_status: a relock's count only when no other */
+		if (h->has_fence && (!named || !relocked(h)) &&
+		    (!hd->has_fence || h->fence > hd->fence || (!named && !relocked(h)))) {
 			hd->fence = h->fence;
 			hd->has_fence = 1;
 		}
+		named = named || !relocked(h);
 	}
 	if (ours >= q->need) {
 		qsort(pttl, (size_t)ours, sizeof pttl[0], by_pttl_desc);
@@ -1502,6 +1528,13 @@ static struct history_entry *history_seen(struct history_entry *e, int n,
 	return NULL;
 }
 
+/* A run's record written by a node that the renewal locked again (relocked): its
+ * token, no host, no pid. */
+static int history_relocked(const struct history_entry *x)
+{
+	return x->token[0] && !x->host[0] && (!x->pid[0] || strcmp(x->pid, "0") == 0);
+}
+
 /* One node's entries e[0..k), newest first: each one's order (by_fence_desc), its own
  * fence or, for an entry without one, that of the nearest older entry with one. */
 static void history_order(struct history_entry *e, int k)
@@ -1620,6 +1653,20 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 			votes[seen - all]++;
 			if (!x->seen[0]) /* recorded on a node: not only seen by this read */
 				seen->seen[0] = '\0';
+			/* a node the renewal locked again recorded the run with no owner
+			 * fields and its own count (relocked): the others' record stands */
+			int sr = history_relocked(seen), xr = history_relocked(x);
+			if (sr && !xr) {
+				memcpy(seen->host, x->host, sizeof seen->host);
+				memcpy(seen->pid, x->pid, sizeof seen->pid);
+				memcpy(seen->user, x->user, sizeof seen->user);
+				memcpy(seen->label, x->label, sizeof seen->label);
+				memcpy(seen->fence, x->fence, sizeof seen->fence);
+				memcpy(seen->order, x->order, sizeof seen->order);
+				continue;
+			}
+			if (xr && !sr)
+				continue;
 			if (fence_below(seen->fence, x->fence))
 				/* each node recorded its own count: the run's fence is the
 				 * largest (what the merge handed it, as --status says) */
