@@ -151,3 +151,37 @@ SH
 	wait_until 30 key_absent 'rlock:{pause}'
 	wait_until 30 proc_gone "$rpid"
 }
+
+@test "Ctrl-Z with stdin not the terminal (rlock's group in the foreground): the command stops with rlock; fg resumes it, the lock kept" {
+	cat >beat <<'PL'
+#!/usr/bin/perl
+# one line per 20 ms into hb while running
+open my $f, '>>', 'hb' or die; $f->autoflush(1);
+while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
+PL
+	chmod +x beat
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zin -- ./beat </dev/null" >&5
+	wait_until 30 file_has_lines hb 3
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{zin}:owner' pid)
+	[[ -n $rpid ]] || fail "no holder"
+	cpid=$(ps -o pid=,comm= --ppid "$rpid" | awk '$2 == "beat" {print $1}')
+	[[ -n $cpid ]] || fail "no command"
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to rlock's group, the terminal's foreground group
+	wait_until 30 grep -q Stopped tty-out
+	wait_until 30 not running "$rpid"
+	# the job is stopped, all of it: as flock's command would be
+	wait_until 30 not running "$cpid" || fail "the command runs on while the shell says the job is stopped: $(cat -v tty-out)"
+	local before
+	before=$(wc -l <hb)
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 file_has_lines hb $((before + 3))
+	key_exists 'rlock:{zin}'
+	printf '\003' >&5 # Ctrl-C: to rlock's group again, forwarded once
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=130"
+	key_absent 'rlock:{zin}'
+}

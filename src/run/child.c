@@ -691,6 +691,44 @@ static int take_watchdog(struct child *ch, int *ready)
 	return 0;
 }
 
+/* A SIGTSTP sent to rlock (Ctrl-Z on a terminal whose foreground group is rlock's, as
+ * when the command's stdin is not the terminal; or kill -TSTP) is the whole job's: rlock
+ * hears it on a signalfd while the command runs and passes it on, then stops once the
+ * command did (follow_stop), instead of stopping alone while the command runs on
+ * unrenewed. Not a SIGTSTP the caller ignores or blocks (the command gets it as given).
+ * The signalfd, or -1 (SIGTSTP then left as it was). */
+static int stop_listen(const sigset_t *orig)
+{
+	struct sigaction sa;
+	sigset_t t;
+
+	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN ||
+	    sigismember(orig, SIGTSTP))
+		return -1;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	if (sigprocmask(SIG_BLOCK, &t, NULL) < 0)
+		return -1;
+	int fd = signalfd(-1, &t, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0)
+		sigprocmask(SIG_UNBLOCK, &t, NULL);
+	return fd;
+}
+
+/* The command is done: a SIGTSTP stops rlock again (one pending now does at once). */
+static void stop_unlisten(struct child *ch)
+{
+	sigset_t t;
+
+	if (ch->tstp_fd < 0)
+		return;
+	close(ch->tstp_fd);
+	ch->tstp_fd = -1;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &t, NULL);
+}
+
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
@@ -701,6 +739,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
+	ch->tstp_fd = -1;
 	/* What the command leaves behind when it exits (`job &`) is reparented to rlock,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -726,11 +765,13 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->tty_given = take >= 0;
 	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
+	ch->tstp_fd = stop_listen(orig); /* before the fork: a Ctrl-Z from then on is heard */
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;
 	close(ep[1]);
 	close(ready);
 	if (pid < 0) {
+		stop_unlisten(ch);
 		tty_drop(ch);
 		close(ep[0]);
 		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
@@ -752,6 +793,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	else
 		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
 	watchdog_drop(ch);
+	stop_unlisten(ch);
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
@@ -784,19 +826,35 @@ static int follow_stop(struct child *ch, int stopsig)
 	 * is discarded (POSIX), so rlock would not stop and the command, continued, would
 	 * stop again at once. Left stopped then, as it stopped itself. */
 	int tty_stop = stopsig == SIGTTIN || stopsig == SIGTTOU;
-	if (tcgetpgrp(ch->tty) != ch->pid &&
-	    ((!ch->tty_given && !tty_stop) || proc_stat_read(getppid(), &parent) < 0 ||
-	     parent.sid != getsid(0) || parent.pgrp == getpgrp()))
+	/* A SIGTSTP rlock was sent and passed on (stop_listen): the job's stop, followed
+	 * whoever has the terminal; by SIGSTOP where no shell's job control can continue
+	 * rlock's group (an orphaned group discards a SIGTSTP). */
+	int asked = ch->suspend && stopsig == SIGTSTP;
+	ch->suspend = 0;
+	int job = proc_stat_read(getppid(), &parent) == 0 && parent.sid == getsid(0) &&
+	          parent.pgrp != getpgrp();
+	if (asked && !job)
+		sig = SIGSTOP;
+	else if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
-	sigset_t cur;
-	if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
-	    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
-	    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
-		sig = SIGSTOP;
-	kill(getpid(), sig);
+	sigset_t cur, t;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	if (sig == SIGTSTP && ch->tstp_fd >= 0) {
+		/* blocked by rlock itself (stop_listen): this one is let through, to stop */
+		kill(getpid(), SIGTSTP);
+		sigprocmask(SIG_UNBLOCK, &t, NULL);
+		sigprocmask(SIG_BLOCK, &t, NULL);
+	} else {
+		if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
+		    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
+		    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
+			sig = SIGSTOP;
+		kill(getpid(), sig);
+	}
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
 	return 1;
@@ -824,7 +882,7 @@ static void restart_watchdog(struct child *ch)
  * stop signal when it was stopped on a terminal, else 0. */
 static int reap(struct child *ch, int *st)
 {
-	int flags = WNOHANG | (ch->tty >= 0 && !ch->reaped ? WUNTRACED : 0);
+	int flags = WNOHANG | ((ch->tty >= 0 || ch->suspend) && !ch->reaped ? WUNTRACED : 0);
 
 	for (;;) {
 		int s;
@@ -1100,6 +1158,19 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
 		}
 	}
+	if (s->ch->tstp_fd >= 0 && (p[2].revents & POLLIN)) {
+		struct signalfd_siginfo si;
+		while (read(s->ch->tstp_fd, &si, sizeof si) == (ssize_t)sizeof si)
+			;
+		/* Ctrl-Z to rlock's group (or kill -TSTP): the command's group stops first,
+		 * rlock once it has (reap, follow_stop); one that ignores it runs on, and
+		 * rlock with it. */
+		if (!s->ch->reaped) {
+			s->ch->suspend = 1;
+			kill(-s->ch->pid, SIGTSTP);
+			log_debug("passed SIGTSTP on to the command");
+		}
+	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
 		uint64_t v;
 		(void)!read(s->lost_fd, &v, sizeof v);
@@ -1172,9 +1243,10 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		}
 		if (group_done(&s, now))
 			break;
-		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
-		                      {.fd = s.lost_fd, .events = POLLIN}};
-		int rc = poll(p, s.lost_fd >= 0 ? 2 : 1, next_timeout(&s, clock_ms()));
+		struct pollfd p[3] = {{.fd = a->sigfd, .events = POLLIN},
+		                      {.fd = s.lost_fd, .events = POLLIN},
+		                      {.fd = ch->tstp_fd, .events = POLLIN}};
+		int rc = poll(p, 3, next_timeout(&s, clock_ms()));
 		if (rc < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */
@@ -1189,6 +1261,7 @@ void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	tty_drop(ch);
+	stop_unlisten(ch);
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */
