@@ -1165,10 +1165,13 @@ static void on_events(struct sup *s, const struct pollfd *p)
 		/* Ctrl-Z to rlock's group (or kill -TSTP): the command's group stops first,
 		 * rlock once it has (reap, follow_stop); one that ignores it runs on, and
 		 * rlock with it. */
-		if (!s->ch->reaped) {
-			s->ch->suspend = 1;
-			kill(-s->ch->pid, SIGTSTP);
-			log_debug("passed SIGTSTP on to the command");
+		kill(-s->ch->pid, SIGTSTP);
+		log_debug("passed SIGTSTP on to the command's group");
+		s->ch->suspend = 1;
+		if (s->ch->reaped && follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
+			if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
+				on_loss(s, 1);
+			kill(-s->ch->pid, SIGCONT);
 		}
 	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
