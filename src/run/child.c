@@ -930,6 +930,21 @@ struct sup {
 	int64_t group_wait, group_check; /* polling the group once the command exited */
 };
 
+/* The watchdog's deadline: the lease's (while it is watched) or the one it holds, or a
+ * pending SIGKILL escalation (--kill-after after a loss or --max-hold) if earlier: a
+ * supervisor stuck meanwhile (a log line to a stderr nobody reads, a stop) delays
+ * neither. */
+static void tell_deadline(struct sup *s)
+{
+	int64_t by = s->ch->watch_by;
+
+	if (s->watching && s->a->action == ACT_SIGNAL)
+		by = s->a->kill_at(s->a->ctx);
+	if (s->kill_at >= 0 && s->kill_at < by)
+		by = s->kill_at;
+	tell_watchdog(s->ch, by);
+}
+
 /* SIGKILL by `at`, unless an earlier escalation is already due. */
 static void escalate_by(struct sup *s, int64_t at)
 {
@@ -995,6 +1010,7 @@ static void on_loss(struct sup *s, int timed_out)
 		stop_cover(s, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
+		tell_deadline(s);
 		if (s->kill_at <= now)
 			/* rlock itself was stopped past it (the watchdog acted meanwhile) */
 			snprintf(
@@ -1036,6 +1052,7 @@ static void on_max_hold(struct sup *s)
 	stop_cover(s, SIGTERM);
 	stop_cover(s, SIGCONT);
 	escalate_by(s, now + a->kill_after_ms);
+	tell_deadline(s); /* before the line, which may block */
 	log_error("--max-hold is over: sending SIGTERM to the command's process group "
 	          "(SIGKILL in %lld ms if it still runs)",
 	          (long long)(s->kill_at - now));
@@ -1056,8 +1073,7 @@ static void on_timers(struct sup *s, int64_t now)
 
 	if (a->renew_due && now >= a->renew_due(a->ctx))
 		a->renew_launch(a->renew_ctx);
-	if (s->watching && a->action == ACT_SIGNAL)
-		tell_watchdog(s->ch, a->kill_at(a->ctx));
+	tell_deadline(s);
 	if (s->watching && a->warn_signal && now >= a->warn_at(a->ctx) &&
 	    a->warn_at(a->ctx) != s->warned && now < a->lost_at(a->ctx)) {
 		/* Before the loss action, once per late renewal: the command may checkpoint. */
