@@ -173,6 +173,7 @@ PL
 	wait_until 30 not running "$rpid"
 	# the job is stopped, all of it: as flock's command would be
 	wait_until 30 not running "$cpid" || fail "the command runs on while the shell says the job is stopped: $(cat -v tty-out)"
+	run ! grep -q 'Stopped (signal)' tty-out # a job's stop (SIGTSTP), as the shell says it
 	local before
 	before=$(wc -l <hb)
 	printf 'fg\n' >&5
