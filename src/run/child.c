@@ -488,13 +488,33 @@ static void tell_orphans(struct child *ch)
 			known = told.pid[i] == o[j];
 		struct proc_stat st;
 		if (known || proc_stat_read(o[j], &st) < 0 || !proc_stat_live(&st))
-			continue; /* a zombie is reaped, never a root */
+			continue;        /* a zombie is reaped, never a root */
+		if (st.sid != getsid(0)) /* said once: it is told (known) from here on */
+			log_info(
+			    "the command's process %ld (%s) left rlock's session (setsid: a "
+			    "daemon): the lock does not cover it; it runs on after the release",
+			    (long)o[j], st.comm);
 		int64_t m[2] = {-(int64_t)o[j], (int64_t)st.start_ticks}; /* one write */
 		(void)!write(ch->watch_fd, m, sizeof m);
 		told.pid[told.n++] = o[j];
 		log_debug("the command's orphan pid %ld (now rlock's child) is in the watchdog's "
 		          "care too",
 		          (long)o[j]);
+	}
+}
+
+/* The command is done: say which of its orphans left rlock's session (setsid: a
+ * daemon), out of the lock's cover, to run on after the release (-v). */
+static void say_left(void)
+{
+	for (int i = 0; i < told.n; i++) {
+		struct proc_stat st;
+		if (proc_stat_read(told.pid[i], &st) == 0 && proc_stat_live(&st) &&
+		    st.sid != getsid(0))
+			log_info(
+			    "the command's process %ld (%s) left rlock's session (setsid: a "
+			    "daemon): the lock does not cover it; it runs on after the release",
+			    (long)told.pid[i], st.comm);
 	}
 }
 
@@ -1260,8 +1280,11 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			kill(-ch->pid, SIGCONT);
 			continue;
 		}
-		if (group_done(&s, now))
+		if (group_done(&s, now)) {
+			tell_orphans(ch); /* the last ones, to be said */
+			say_left();
 			break;
+		}
 		struct pollfd p[3] = {{.fd = a->sigfd, .events = POLLIN},
 		                      {.fd = s.lost_fd, .events = POLLIN},
 		                      {.fd = ch->tstp_fd, .events = POLLIN}};
