@@ -186,3 +186,33 @@ PL
 	assert_equal "$(cat after)" "status=130"
 	key_absent 'rlock:{zin}'
 }
+
+@test "Ctrl-Z of an rlock inside a script (its parent in its own group): the whole job stops, the shell gets control back; fg resumes it" {
+	cat >job.sh <<SH
+#!/bin/sh
+$RLOCK -u $REDIS_URL -k inscript -- sleep 300
+echo "after \$?" > after
+SH
+	chmod +x job.sh
+	printf '%s\n' "./job.sh" >&5
+	wait_until 30 key_exists 'rlock:{inscript}'
+	wait_until 30 foreground inscript
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{inscript}:owner' pid)
+	cpid=$(cmd_pid inscript)
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
+	wait_until 30 not running "$cpid"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$rpid"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 foreground inscript
+	key_exists 'rlock:{inscript}'
+	printf '\003' >&5 # Ctrl-C: the command dies of it, so does rlock, the script goes on
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "after 130"
+	key_absent 'rlock:{inscript}'
+}

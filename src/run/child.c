@@ -825,10 +825,29 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
  * meanwhile: while rlock is stopped its lease is not renewed, and a suspension longer
  * than the lease loses the lock (exit 79 when continued). 0: not followed, the
  * command left stopped. */
+/* Is rlock's process group a job of a shell, not orphaned (POSIX): rlock, or the
+ * ancestor in its group that started it (a script: `sh deploy.sh`), has its parent
+ * in the same session, in another group. A stop signal sent to an orphaned group is
+ * discarded. */
+static int group_is_job(void)
+{
+	pid_t sid = getsid(0), pgrp = getpgrp();
+	pid_t pid = getppid();
+
+	for (int i = 0; i < 64 && pid > 0; i++) { /* bounded: a chain of the group's own */
+		struct proc_stat st;
+		if (proc_stat_read(pid, &st) < 0 || st.sid != sid)
+			return 0;
+		if (st.pgrp != pgrp)
+			return 1;
+		pid = st.ppid;
+	}
+	return 0;
+}
+
 static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
-	struct proc_stat parent;
 	int sig = stopsig;
 
 	/* Stopped to read or write the terminal that rlock's group has and did not hand
@@ -851,8 +870,7 @@ static int follow_stop(struct child *ch, int stopsig)
 	 * rlock's group (an orphaned group discards a SIGTSTP). */
 	int asked = ch->suspend && stopsig == SIGTSTP;
 	ch->suspend = 0;
-	int job = proc_stat_read(getppid(), &parent) == 0 && parent.sid == getsid(0) &&
-	          parent.pgrp != getpgrp();
+	int job = group_is_job();
 	if (asked && !job)
 		sig = SIGSTOP;
 	else if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
@@ -863,9 +881,14 @@ static int follow_stop(struct child *ch, int stopsig)
 	sigset_t cur, t;
 	sigemptyset(&t);
 	sigaddset(&t, SIGTSTP);
+	/* The command's stop is the job's: rlock's whole group stops with it (the script
+	 * that runs rlock, a pipeline's other end), as the terminal would have stopped it,
+	 * or the shell that waits for them never gets control back. Not for a stop rlock
+	 * was sent itself (asked): its group got it too, or was not meant to. */
+	pid_t to = asked ? getpid() : 0;
 	if (sig == SIGTSTP && ch->tstp_fd >= 0) {
 		/* blocked by rlock itself (stop_listen): this one is let through, to stop */
-		kill(getpid(), SIGTSTP);
+		kill(to, SIGTSTP);
 		sigprocmask(SIG_UNBLOCK, &t, NULL);
 		sigprocmask(SIG_BLOCK, &t, NULL);
 	} else {
@@ -873,7 +896,7 @@ static int follow_stop(struct child *ch, int stopsig)
 		    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
 		    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
 			sig = SIGSTOP;
-		kill(getpid(), sig);
+		kill(to, sig);
 	}
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
