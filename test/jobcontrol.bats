@@ -216,3 +216,26 @@ SH
 	assert_equal "$(cat after)" "after 130"
 	key_absent 'rlock:{inscript}'
 }
+
+@test "Ctrl-Z of rlock piped into another command (rlock ... | cat): the whole pipeline stops, the shell gets control back" {
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k piped -- sleep 300 | cat" >&5
+	wait_until 30 key_exists 'rlock:{piped}'
+	wait_until 30 foreground piped
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{piped}:owner' pid)
+	cpid=$(cmd_pid piped)
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$rpid"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 foreground piped
+	printf '\003' >&5 # the command dies of it, so does rlock; cat sees its end
+	printf 'echo done > after\n' >&5
+	wait_until 30 test -s after
+	wait_until 30 proc_gone "$rpid"
+	key_absent 'rlock:{piped}'
+}
