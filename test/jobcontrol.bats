@@ -239,3 +239,31 @@ SH
 	wait_until 30 proc_gone "$rpid"
 	key_absent 'rlock:{piped}'
 }
+
+@test "Ctrl-Z of a nested rlock's command (re-entered, in a script under the holder): every level stops, the shell gets control back; fg resumes it" {
+	cat >inner.sh <<SH
+#!/bin/sh
+$RLOCK -u $REDIS_URL -k nest -- sleep 300
+echo "inner \$?" > after
+SH
+	chmod +x inner.sh
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k nest -- ./inner.sh" >&5
+	# the inner rlock's command: the sleep whose parent runs `-k nest -- sleep 300`
+	inner_cmd() { pgrep -x sleep -P "$(pgrep -d, -f -- '-k nest -- sleep 300')"; }
+	wait_until 30 inner_cmd
+	local cpid
+	cpid=$(inner_cmd)
+	track_pid "$cpid"
+	wait_until 30 eval '[[ $(ps -o tpgid= -p "$cpid" | tr -d " ") == "$(ps -o pgid= -p "$cpid" | tr -d " ")" ]]'
+	printf '\032' >&5
+	wait_until 30 not running "$cpid"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	printf '\003' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "inner 130"
+	wait_until 30 key_absent 'rlock:{nest}'
+}
