@@ -488,12 +488,7 @@ static void tell_orphans(struct child *ch)
 			known = told.pid[i] == o[j];
 		struct proc_stat st;
 		if (known || proc_stat_read(o[j], &st) < 0 || !proc_stat_live(&st))
-			continue;        /* a zombie is reaped, never a root */
-		if (st.sid != getsid(0)) /* said once: it is told (known) from here on */
-			log_info(
-			    "the command's process %ld (%s) left rlock's session (setsid: a "
-			    "daemon): the lock does not cover it; it runs on after the release",
-			    (long)o[j], st.comm);
+			continue; /* a zombie is reaped, never a root */
 		int64_t m[2] = {-(int64_t)o[j], (int64_t)st.start_ticks}; /* one write */
 		(void)!write(ch->watch_fd, m, sizeof m);
 		told.pid[told.n++] = o[j];
@@ -817,14 +812,6 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
 }
 
-/* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
- * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking
- * the terminal back, so that the shell regains control. When the shell continues us:
- * on `fg` (our group has the terminal) hand it to the command; on `bg` leave it with
- * the shell. The caller then continues the command (1), unless the lease ran out
- * meanwhile: while rlock is stopped its lease is not renewed, and a suspension longer
- * than the lease loses the lock (exit 79 when continued). 0: not followed, the
- * command left stopped. */
 /* Is rlock's process group a job of a shell, not orphaned (POSIX): rlock, or the
  * ancestor in its group that started it (a script: `sh deploy.sh`), has its parent
  * in the same session, in another group. A stop signal sent to an orphaned group is
@@ -845,6 +832,14 @@ static int group_is_job(void)
 	return 0;
 }
 
+/* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
+ * or write it: SIGTTIN): do what a shell expects of its job and stop too, after taking
+ * the terminal back, so that the shell regains control. When the shell continues us:
+ * on `fg` (our group has the terminal) hand it to the command; on `bg` leave it with
+ * the shell. The caller then continues the command (1), unless the lease ran out
+ * meanwhile: while rlock is stopped its lease is not renewed, and a suspension longer
+ * than the lease loses the lock (exit 79 when continued). 0: not followed, the
+ * command left stopped. */
 static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
