@@ -20,14 +20,24 @@ load helpers
 	key_absent 'rlock:{bg}'
 }
 
-@test "a daemon that starts its own session leaves the group: rlock does not wait for it" {
+@test "a daemon that starts its own session leaves the group: rlock does not wait for it, and says so with -v" {
 	rlock_bg -k daemon -c 'setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > d.pid; exit 0'
 	rlock_wait "$RLOCK_PID" 30
 	track_pidfile d.pid
 	assert_equal "$RLOCK_STATUS" 0
 	key_absent 'rlock:{daemon}'
 	pidfile_alive d.pid || fail "the daemon was killed"
+	[[ ! -s $RLOCK_ERR ]] || fail "not quiet on success: $(cat "$RLOCK_ERR")"
 	kill "$(cat d.pid)"
+	# a double fork (the classic daemon): the grandchild, in a session of its own, is
+	# reparented to rlock when its parent exits; -v names it before the release
+	rlock_bg -v -k daemon -c '(setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > d2.pid) ; exit 0'
+	rlock_wait "$RLOCK_PID" 30
+	track_pidfile d2.pid
+	assert_equal "$RLOCK_STATUS" 0
+	pidfile_alive d2.pid || fail "the daemon was killed"
+	grep -q "process $(cat d2.pid) ([a-z]*) left rlock's session" "$RLOCK_ERR" || fail "not said: $(cat "$RLOCK_ERR")"
+	kill "$(cat d2.pid)"
 }
 
 @test "a zombie left in the group by a parent that left it does not hold the lock" {

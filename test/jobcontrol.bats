@@ -151,3 +151,119 @@ SH
 	wait_until 30 key_absent 'rlock:{pause}'
 	wait_until 30 proc_gone "$rpid"
 }
+
+@test "Ctrl-Z with stdin not the terminal (rlock's group in the foreground): the command stops with rlock; fg resumes it, the lock kept" {
+	cat >beat <<'PL'
+#!/usr/bin/perl
+# one line per 20 ms into hb while running
+open my $f, '>>', 'hb' or die; $f->autoflush(1);
+while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
+PL
+	chmod +x beat
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zin -- ./beat </dev/null" >&5
+	wait_until 30 file_has_lines hb 3
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{zin}:owner' pid)
+	[[ -n $rpid ]] || fail "no holder"
+	cpid=$(ps -o pid=,comm= --ppid "$rpid" | awk '$2 == "beat" {print $1}')
+	[[ -n $cpid ]] || fail "no command"
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to rlock's group, the terminal's foreground group
+	wait_until 30 grep -q Stopped tty-out
+	wait_until 30 not running "$rpid"
+	# the job is stopped, all of it: as flock's command would be
+	wait_until 30 not running "$cpid" || fail "the command runs on while the shell says the job is stopped: $(cat -v tty-out)"
+	run ! grep -q 'Stopped (signal)' tty-out # a job's stop (SIGTSTP), as the shell says it
+	local before
+	before=$(wc -l <hb)
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 file_has_lines hb $((before + 3))
+	key_exists 'rlock:{zin}'
+	printf '\003' >&5 # Ctrl-C: to rlock's group again, forwarded once
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=130"
+	key_absent 'rlock:{zin}'
+}
+
+@test "Ctrl-Z of an rlock inside a script (its parent in its own group): the whole job stops, the shell gets control back; fg resumes it" {
+	cat >job.sh <<SH
+#!/bin/sh
+$RLOCK -u $REDIS_URL -k inscript -- sleep 300
+echo "after \$?" > after
+SH
+	chmod +x job.sh
+	printf '%s\n' "./job.sh" >&5
+	wait_until 30 key_exists 'rlock:{inscript}'
+	wait_until 30 foreground inscript
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{inscript}:owner' pid)
+	cpid=$(cmd_pid inscript)
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
+	wait_until 30 not running "$cpid"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$rpid"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 foreground inscript
+	key_exists 'rlock:{inscript}'
+	printf '\003' >&5 # Ctrl-C: the command dies of it, so does rlock, the script goes on
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "after 130"
+	key_absent 'rlock:{inscript}'
+}
+
+@test "Ctrl-Z of rlock piped into another command (rlock ... | cat): the whole pipeline stops, the shell gets control back" {
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k piped -- sleep 300 | cat" >&5
+	wait_until 30 key_exists 'rlock:{piped}'
+	wait_until 30 foreground piped
+	local rpid cpid
+	rpid=$(rcli HGET 'rlock:{piped}:owner' pid)
+	cpid=$(cmd_pid piped)
+	track_pid "$rpid" "$cpid"
+	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$rpid"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	wait_until 30 foreground piped
+	printf '\003' >&5 # the command dies of it, so does rlock; cat sees its end
+	printf 'echo done > after\n' >&5
+	wait_until 30 test -s after
+	wait_until 30 proc_gone "$rpid"
+	key_absent 'rlock:{piped}'
+}
+
+@test "Ctrl-Z of a nested rlock's command (re-entered, in a script under the holder): every level stops, the shell gets control back; fg resumes it" {
+	cat >inner.sh <<SH
+#!/bin/sh
+$RLOCK -u $REDIS_URL -k nest -- sleep 300
+echo "inner \$?" > after
+SH
+	chmod +x inner.sh
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k nest -- ./inner.sh" >&5
+	# the inner rlock's command: the sleep whose parent runs `-k nest -- sleep 300`
+	inner_cmd() { pgrep -x sleep -P "$(pgrep -d, -f -- '-k nest -- sleep 300')"; }
+	wait_until 30 inner_cmd
+	local cpid
+	cpid=$(inner_cmd)
+	track_pid "$cpid"
+	wait_until 30 eval '[[ $(ps -o tpgid= -p "$cpid" | tr -d " ") == "$(ps -o pgid= -p "$cpid" | tr -d " ")" ]]'
+	printf '\032' >&5
+	wait_until 30 not running "$cpid"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$cpid"
+	printf '\003' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "inner 130"
+	wait_until 30 key_absent 'rlock:{nest}'
+}

@@ -50,3 +50,30 @@ teardown() {
 	run -64 --separate-stderr rlock -k mh --max-hold soon -- true
 	assert_one_line_error
 }
+
+@test "a stderr nobody reads (a full pipe) cannot delay --max-hold's SIGKILL: the watchdog holds the escalation too; 137" {
+	# rlock's stderr: a FIFO whose pipe is full (held open here, read only at the end):
+	# rlock's "--max-hold is over" line blocks its supervisor; the SIGKILL after
+	# --kill-after must land even so, not at the lease's end (-t 60s: 54 s).
+	mkfifo errpipe
+	exec 8<>errpipe
+	head -c 65536 /dev/zero >&8
+	local t0 t1
+	t0=$(now_ms)
+	(clean_exec "$RLOCK" -t 60s -k mh --max-hold 1s --kill-after 500ms \
+		-c 'trap "" TERM; echo $$ >c.pid; while :; do sleep 0.05; done') </dev/null >/dev/null 2>errpipe &
+	local rpid=$!
+	track_pid "$rpid"
+	wait_until 30 test -s c.pid
+	wait_until 40 pidfile_gone c.pid || fail "the command outlived --max-hold + --kill-after by far"
+	t1=$(now_ms)
+	echo "# the command was killed $((t1 - t0)) ms after the start (max-hold 1000 ms + kill-after 500 ms)" >&3
+	((t1 - t0 < 20000)) || fail "SIGKILL came $((t1 - t0)) ms after the start: at the lease's end, not after --kill-after"
+	cat <&8 >/dev/null &
+	local drain=$!
+	rlock_wait "$rpid" 30
+	kill "$drain" 2>/dev/null || true
+	exec 8>&-
+	assert_equal "$RLOCK_STATUS" 137
+	key_absent 'rlock:{mh}' || fail "the lock was not released"
+}

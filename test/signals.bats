@@ -232,3 +232,23 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	assert_equal "$RLOCK_STATUS" 143
 	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
 }
+
+@test "SIGTSTP to rlock (no terminal): the command stops too, rlock once it has; SIGCONT to rlock continues both, the lock kept" {
+	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
+	rlock_bg -t 2s -k s -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done'
+	wait_until 30 file_has_lines beats 3
+	track_pidfile c.pid
+	local cpid before
+	cpid=$(cat c.pid)
+	kill -TSTP "$RLOCK_PID"
+	wait_until 30 stopped "$cpid" || fail "the command runs on while rlock is stopped"
+	wait_until 30 stopped "$RLOCK_PID"
+	before=$(wc -l <beats)
+	kill -CONT "$RLOCK_PID"
+	wait_until 30 not stopped "$cpid"
+	wait_until 30 file_has_lines beats $((before + 3))
+	key_exists 'rlock:{s}'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+}

@@ -19,6 +19,7 @@ int main(void)
 
 	CHECK(proc_stat_read(getpid(), &st) == 0);
 	CHECK(st.pgrp == getpgrp());
+	CHECK(st.ppid == getppid());
 	CHECK(st.sid == getsid(0));
 	CHECK(st.threads == 1);
 	CHECK(st.start_ticks > 0);

@@ -29,11 +29,12 @@ int proc_stat_read(long long pid, struct proc_stat *st)
 		n = 0; /* not a user process's name (a kernel thread's may be longer) */
 	memcpy(st->comm, open_paren + 1, n);
 	st->comm[n] = '\0';
-	int pgrp, sid;
+	int ppid, pgrp, sid;
 	if (sscanf(close_paren + 1,
-	           " %c %*d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d %*d %llu",
-	           &st->state, &pgrp, &sid, &st->threads, &st->start_ticks) != 5)
+	           " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d %*d %llu",
+	           &st->state, &ppid, &pgrp, &sid, &st->threads, &st->start_ticks) != 6)
 		return -1;
+	st->ppid = ppid;
 	st->pgrp = pgrp;
 	st->sid = sid;
 	return 0;

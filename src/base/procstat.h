@@ -11,7 +11,7 @@
 struct proc_stat {
 	char comm[17];                  /* the name ("" when longer than a user process's) */
 	char state;                     /* 'R', 'S', ..., 'Z' (zombie), 'X' (dead) */
-	pid_t pgrp, sid;                /* process group, session */
+	pid_t ppid, pgrp, sid;          /* parent, process group, session */
 	int threads;                    /* a zombie leader with live threads still runs */
 	unsigned long long start_ticks; /* since boot, in clock ticks (sysconf _SC_CLK_TCK) */
 };

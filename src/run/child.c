@@ -498,6 +498,21 @@ static void tell_orphans(struct child *ch)
 	}
 }
 
+/* The command is done: say which of its orphans left rlock's session (setsid: a
+ * daemon), out of the lock's cover, to run on after the release (-v). */
+static void say_left(void)
+{
+	for (int i = 0; i < told.n; i++) {
+		struct proc_stat st;
+		if (proc_stat_read(told.pid[i], &st) == 0 && proc_stat_live(&st) &&
+		    st.sid != getsid(0))
+			log_info(
+			    "the command's process %ld (%s) left rlock's session (setsid: a "
+			    "daemon): the lock does not cover it; it runs on after the release",
+			    (long)told.pid[i], st.comm);
+	}
+}
+
 /* Give the terminal to group `to` only if `from` has it: a job continued in the
  * background (bg) must not take the terminal from the shell. */
 static void hand_terminal(int tty, pid_t from, pid_t to)
@@ -691,6 +706,44 @@ static int take_watchdog(struct child *ch, int *ready)
 	return 0;
 }
 
+/* A SIGTSTP sent to rlock (Ctrl-Z on a terminal whose foreground group is rlock's, as
+ * when the command's stdin is not the terminal; or kill -TSTP) is the whole job's: rlock
+ * hears it on a signalfd while the command runs and passes it on, then stops once the
+ * command did (follow_stop), instead of stopping alone while the command runs on
+ * unrenewed. Not a SIGTSTP the caller ignores or blocks (the command gets it as given).
+ * The signalfd, or -1 (SIGTSTP then left as it was). */
+static int stop_listen(const sigset_t *orig)
+{
+	struct sigaction sa;
+	sigset_t t;
+
+	if (sigaction(SIGTSTP, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN ||
+	    sigismember(orig, SIGTSTP))
+		return -1;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	if (sigprocmask(SIG_BLOCK, &t, NULL) < 0)
+		return -1;
+	int fd = signalfd(-1, &t, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0)
+		sigprocmask(SIG_UNBLOCK, &t, NULL);
+	return fd;
+}
+
+/* The command is done: a SIGTSTP stops rlock again (one pending now does at once). */
+static void stop_unlisten(struct child *ch)
+{
+	sigset_t t;
+
+	if (ch->tstp_fd < 0)
+		return;
+	close(ch->tstp_fd);
+	ch->tstp_fd = -1;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	sigprocmask(SIG_UNBLOCK, &t, NULL);
+}
+
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
                 const sigset_t *orig, int64_t kill_by)
 {
@@ -701,6 +754,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
+	ch->tstp_fd = -1;
 	/* What the command leaves behind when it exits (`job &`) is reparented to rlock,
 	 * so rlock can wait for its group and reap it. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -726,11 +780,13 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->tty_given = take >= 0;
 	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
 	                  ch->watch_by, argv,  shell_command, orig};
+	ch->tstp_fd = stop_listen(orig); /* before the fork: a Ctrl-Z from then on is heard */
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;
 	close(ep[1]);
 	close(ready);
 	if (pid < 0) {
+		stop_unlisten(ch);
 		tty_drop(ch);
 		close(ep[0]);
 		watchdog_drop(ch); /* the watchdog learns of no group: it just exits */
@@ -752,7 +808,28 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	else
 		tell_watchdog(ch, WATCHDOG_DISARM); /* it exits on its own, not waited for */
 	watchdog_drop(ch);
+	stop_unlisten(ch);
 	return spawn_failed(ch, shell_command ? "/bin/sh" : argv[0], msg[0], msg[1]);
+}
+
+/* Is rlock's process group a job of a shell, not orphaned (POSIX): rlock, or the
+ * ancestor in its group that started it (a script: `sh deploy.sh`), has its parent
+ * in the same session, in another group. A stop signal sent to an orphaned group is
+ * discarded. */
+static int group_is_job(void)
+{
+	pid_t sid = getsid(0), pgrp = getpgrp();
+	pid_t pid = getppid();
+
+	for (int i = 0; i < 64 && pid > 0; i++) { /* bounded: a chain of the group's own */
+		struct proc_stat st;
+		if (proc_stat_read(pid, &st) < 0 || st.sid != sid)
+			return 0;
+		if (st.pgrp != pgrp)
+			return 1;
+		pid = st.ppid;
+	}
+	return 0;
 }
 
 /* The command was stopped on rlock's terminal (Ctrl-Z; or, in the background, to read
@@ -766,7 +843,6 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
-	struct proc_stat parent;
 	int sig = stopsig;
 
 	/* Stopped to read or write the terminal that rlock's group has and did not hand
@@ -784,19 +860,39 @@ static int follow_stop(struct child *ch, int stopsig)
 	 * is discarded (POSIX), so rlock would not stop and the command, continued, would
 	 * stop again at once. Left stopped then, as it stopped itself. */
 	int tty_stop = stopsig == SIGTTIN || stopsig == SIGTTOU;
-	if (tcgetpgrp(ch->tty) != ch->pid &&
-	    ((!ch->tty_given && !tty_stop) || proc_stat_read(getppid(), &parent) < 0 ||
-	     parent.sid != getsid(0) || parent.pgrp == getpgrp()))
+	/* A SIGTSTP rlock was sent and passed on (stop_listen): the job's stop, followed
+	 * whoever has the terminal; by SIGSTOP where no shell's job control can continue
+	 * rlock's group (an orphaned group discards a SIGTSTP). */
+	int asked = ch->suspend && stopsig == SIGTSTP;
+	ch->suspend = 0;
+	int job = group_is_job();
+	if (asked && !job)
+		sig = SIGSTOP;
+	else if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
-	sigset_t cur;
-	if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
-	    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
-	    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
-		sig = SIGSTOP;
-	kill(getpid(), sig);
+	sigset_t cur, t;
+	sigemptyset(&t);
+	sigaddset(&t, SIGTSTP);
+	/* The command's stop is the job's: rlock's whole group stops with it (the script
+	 * that runs rlock, a pipeline's other end), as the terminal would have stopped it,
+	 * or the shell that waits for them never gets control back. Not for a stop rlock
+	 * was sent itself (asked): its group got it too, or was not meant to. */
+	pid_t to = asked ? getpid() : 0;
+	if (sig == SIGTSTP && ch->tstp_fd >= 0) {
+		/* blocked by rlock itself (stop_listen): this one is let through, to stop */
+		kill(to, SIGTSTP);
+		sigprocmask(SIG_UNBLOCK, &t, NULL);
+		sigprocmask(SIG_BLOCK, &t, NULL);
+	} else {
+		if ((sig != SIGTSTP && sig != SIGTTIN) || sigaction(sig, NULL, &sa) < 0 ||
+		    sa.sa_handler == SIG_IGN || sigprocmask(SIG_BLOCK, NULL, &cur) < 0 ||
+		    sigismember(&cur, sig)) /* nor a blocked one (a mask the caller gave) */
+			sig = SIGSTOP;
+		kill(to, sig);
+	}
 	/* Continued. */
 	hand_terminal(ch->tty, getpgrp(), ch->pid);
 	return 1;
@@ -824,7 +920,7 @@ static void restart_watchdog(struct child *ch)
  * stop signal when it was stopped on a terminal, else 0. */
 static int reap(struct child *ch, int *st)
 {
-	int flags = WNOHANG | (ch->tty >= 0 && !ch->reaped ? WUNTRACED : 0);
+	int flags = WNOHANG | ((ch->tty >= 0 || ch->suspend) && !ch->reaped ? WUNTRACED : 0);
 
 	for (;;) {
 		int s;
@@ -871,6 +967,21 @@ struct sup {
 	int64_t warned;    /* the warn_at the group was warned for, or -1 */
 	int64_t group_wait, group_check; /* polling the group once the command exited */
 };
+
+/* The watchdog's deadline: the lease's (while it is watched) or the one it holds, or a
+ * pending SIGKILL escalation (--kill-after after a loss or --max-hold) if earlier: a
+ * supervisor stuck meanwhile (a log line to a stderr nobody reads, a stop) delays
+ * neither. */
+static void tell_deadline(struct sup *s)
+{
+	int64_t by = s->ch->watch_by;
+
+	if (s->watching && s->a->action == ACT_SIGNAL)
+		by = s->a->kill_at(s->a->ctx);
+	if (s->kill_at >= 0 && s->kill_at < by)
+		by = s->kill_at;
+	tell_watchdog(s->ch, by);
+}
 
 /* SIGKILL by `at`, unless an earlier escalation is already due. */
 static void escalate_by(struct sup *s, int64_t at)
@@ -937,6 +1048,7 @@ static void on_loss(struct sup *s, int timed_out)
 		stop_cover(s, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
+		tell_deadline(s);
 		if (s->kill_at <= now)
 			/* rlock itself was stopped past it (the watchdog acted meanwhile) */
 			snprintf(
@@ -978,6 +1090,7 @@ static void on_max_hold(struct sup *s)
 	stop_cover(s, SIGTERM);
 	stop_cover(s, SIGCONT);
 	escalate_by(s, now + a->kill_after_ms);
+	tell_deadline(s); /* before the line, which may block */
 	log_error("--max-hold is over: sending SIGTERM to the command's process group "
 	          "(SIGKILL in %lld ms if it still runs)",
 	          (long long)(s->kill_at - now));
@@ -998,8 +1111,7 @@ static void on_timers(struct sup *s, int64_t now)
 
 	if (a->renew_due && now >= a->renew_due(a->ctx))
 		a->renew_launch(a->renew_ctx);
-	if (s->watching && a->action == ACT_SIGNAL)
-		tell_watchdog(s->ch, a->kill_at(a->ctx));
+	tell_deadline(s);
 	if (s->watching && a->warn_signal && now >= a->warn_at(a->ctx) &&
 	    a->warn_at(a->ctx) != s->warned && now < a->lost_at(a->ctx)) {
 		/* Before the loss action, once per late renewal: the command may checkpoint. */
@@ -1100,6 +1212,22 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
 		}
 	}
+	if (s->ch->tstp_fd >= 0 && (p[2].revents & POLLIN)) {
+		struct signalfd_siginfo si;
+		while (read(s->ch->tstp_fd, &si, sizeof si) == (ssize_t)sizeof si)
+			;
+		/* Ctrl-Z to rlock's group (or kill -TSTP): the command's group stops first,
+		 * rlock once it has (reap, follow_stop); one that ignores it runs on, and
+		 * rlock with it. */
+		kill(-s->ch->pid, SIGTSTP);
+		log_debug("passed SIGTSTP on to the command's group");
+		s->ch->suspend = 1;
+		if (s->ch->reaped && follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
+			if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
+				on_loss(s, 1);
+			kill(-s->ch->pid, SIGCONT);
+		}
+	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
 		uint64_t v;
 		(void)!read(s->lost_fd, &v, sizeof v);
@@ -1170,11 +1298,15 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			kill(-ch->pid, SIGCONT);
 			continue;
 		}
-		if (group_done(&s, now))
+		if (group_done(&s, now)) {
+			tell_orphans(ch); /* the last ones, to be said */
+			say_left();
 			break;
-		struct pollfd p[2] = {{.fd = a->sigfd, .events = POLLIN},
-		                      {.fd = s.lost_fd, .events = POLLIN}};
-		int rc = poll(p, s.lost_fd >= 0 ? 2 : 1, next_timeout(&s, clock_ms()));
+		}
+		struct pollfd p[3] = {{.fd = a->sigfd, .events = POLLIN},
+		                      {.fd = s.lost_fd, .events = POLLIN},
+		                      {.fd = ch->tstp_fd, .events = POLLIN}};
+		int rc = poll(p, 3, next_timeout(&s, clock_ms()));
 		if (rc < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			return RL_EX_SOFTWARE; /* the group is killed by the watchdog on exit */
@@ -1189,6 +1321,7 @@ void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	tty_drop(ch);
+	stop_unlisten(ch);
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */

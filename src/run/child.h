@@ -73,6 +73,8 @@ struct child {
 	                      * once when it is stdin, else when it asks (follow_stop) */
 	int tty_opened;      /* tty is /dev/tty opened here, closed by child_finish */
 	int tty_given;       /* the command's group was given the terminal (a job of it) */
+	int tstp_fd;         /* signalfd of a SIGTSTP sent to rlock (Ctrl-Z to its group), or -1 */
+	int suspend;         /* SIGTSTP passed on to the command: rlock stops when it does */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed

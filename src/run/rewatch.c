@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,9 +94,16 @@ int rewatch_start(struct rewatch *w, const struct reenter *r, const char *prefix
 	if (w->n == 0)
 		return 0;
 	w->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->lost_fd < 0 || pipe2(w->stop, O_CLOEXEC) < 0 ||
-	    pthread_create(&w->t, NULL, rewatch_run, w) != 0) {
-		log_error("cannot watch the inherited lease: %s", strerror(errno));
+	/* The thread takes no signals (a Ctrl-Z too): the main thread's signalfds see them. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = w->lost_fd < 0 || pipe2(w->stop, O_CLOEXEC) < 0
+	             ? errno
+	             : pthread_create(&w->t, NULL, rewatch_run, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		log_error("cannot watch the inherited lease: %s", strerror(rc));
 		exit(RL_EX_OSERR);
 	}
 	return w->n;
