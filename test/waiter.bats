@@ -190,6 +190,23 @@ backoff_holds() {
 	done
 }
 
+@test "a listener the server drops at once (maxclients reached: ERR, then closed) makes the waiter back off, not retry 7 times a second; it takes the lock when the lease ends" {
+	# no handshake on the listener's connection (no password): the refusal comes as
+	# the reply to BLPOP, after the waiter started listening
+	rcli SET 'rlock:{w}' foreign-token PX 5000 >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+	rcli CONFIG SET maxclients 1 >/dev/null # the waiter's own connection only
+	run --separate-stderr rlock -w 20s -k w -- touch ran
+	rcli CONFIG SET maxclients 10000 >/dev/null
+	local refused
+	refused=$(rcli INFO stats | tr -d '\r' | sed -n 's/^rejected_connections://p')
+	echo "exit $status; $refused connections refused; $stderr"
+	assert_equal "$status" 0
+	[[ -e ran ]]
+	# backoff 200 ms doubling to 5 s: about 6 in the lease's 5 s; before: 35
+	((refused <= 15)) || fail "$refused listeners opened in 5 s: the backoff does not grow"
+}
+
 # ---------------------------------------------------------------------------------
 # the live line (issue 14 item 4, issue 7 item 14)
 
