@@ -101,6 +101,7 @@ teardown() {
 		node_cli "$i" ACL SETUSER default +@all >/dev/null 2>&1 || true
 		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
 		node_cli "$i" ACL DELUSER rl >/dev/null 2>&1 || true
+		node_cli "$i" CONFIG SET timeout 0 >/dev/null 2>&1 || true
 	done
 }
 
@@ -233,6 +234,20 @@ node_fair_places() {
 	touch w.release
 	rlock_wait "$waiter"
 	((RLOCK_STATUS == 0))
+}
+
+@test "nodes that close idle clients (timeout 1): a waiter whose connections sat idle retries at once on fresh ones and takes the lock when the lease ends, not 69 'unavailable'" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+		node_cli "$i" SET 'rlock:{idle}' foreign-token PX 4000 >/dev/null
+	done
+	run --separate-stderr rlock -w 15s -k idle -- touch ran
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	[[ -e ran ]]
+	# not an outage: the servers answered all along
+	[[ $stderr != *"retrying for up to"* ]] || fail "an outage was said: $stderr"
 }
 
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {

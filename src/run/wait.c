@@ -723,11 +723,12 @@ static enum wait_state st_nap(struct wait_run *w)
 	}
 	/* A listener that breaks as soon as it listens (a slot that moved, an error
 	 * reply, a server at maxclients that closes it): no attempt at once, or the loop
-	 * would spin on it. The nap of a waiter without a listener (busy_nap: its caps, the
-	 * holder's lease end), whose backoff grows: a listener that breaks every time must
-	 * not keep the first step (an attempt and a connection 7 times a second). */
+	 * would spin on it. The nap of a waiter without a listener (busy_nap: its caps), or
+	 * to the holder's lease end when that was this nap's end, and the backoff grows: a
+	 * listener that breaks every time must not keep the first step (an attempt and a
+	 * connection 7 times a second). */
 	if (clock_ms() - w->busy_at < BACKOFF_FIRST_MS) {
-		int64_t pause = before_deadline(w, clock_ms() + busy_nap(w));
+		int64_t pause = w->pttl_woke ? until : before_deadline(w, clock_ms() + busy_nap(w));
 		if (nap_until(w->a, w->s, w->h, w->start, pause, NULL, &w->drawn, w->signo) == -4)
 			return done(w, WAIT_SIGNAL);
 		backoff_grow(w);

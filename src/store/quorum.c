@@ -550,6 +550,21 @@ static const char *quorum_name(void *ctx)
 	return q->name;
 }
 
+/* store_connected: a quorum of nodes have a connection that served a call. A round that
+ * fails on them may have met connections that sat idle and that the servers (their
+ * `timeout`) or a NAT closed: that round dropped them, and the waiter's one retry at
+ * once (wait.c) connects afresh, rather than an outage whose backoff outlasts the
+ * servers' timeout every time. */
+static int quorum_connected(const void *ctx)
+{
+	const struct quorum *q = ctx;
+	int n = 0;
+
+	for (int i = 0; i < q->n; i++)
+		n += q->node[i].c != NULL && !q->node[i].opening;
+	return n >= q->need;
+}
+
 /* A node publishes the release of a lock it has: the first one that answers will do,
  * starting with one that the last acquire found held (the holder's release is heard
  * there), else one that answered lately. Not a node that granted this waiter's split
@@ -1722,4 +1737,5 @@ const struct store_backend quorum_backend = {
     .history = quorum_history,
     .node = quorum_node,
     .node_call = quorum_node_call,
+    .connected = quorum_connected,
 };
