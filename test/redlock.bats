@@ -250,6 +250,19 @@ node_fair_places() {
 	[[ $stderr != *"retrying for up to"* ]] || fail "an outage was said: $stderr"
 }
 
+@test "nodes that close idle clients (timeout 1): a run whose connections sat idle through its command releases on fresh ones, not 'cannot release' (the lock held by nobody for its TTL)" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+	done
+	# 30 s ttl: no renewal in the command's 3 s; the servers close the idle connections
+	run --separate-stderr rlock -t 30s -k idler -- sleep 3
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	[[ $stderr != *"cannot release"* ]] || fail "$stderr"
+	assert_equal "$(keys_left idler)" 0
+}
+
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {
 	node_kill 0
 	run -0 rlock -k b -- true

@@ -917,22 +917,41 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
 	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
+	int had[STORE_NODES_MAX];
+	const struct req *again[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
+	for (int i = 0; i < q->n; i++)
+		had[i] = q->node[i].c != NULL;
 	round_all(q, &rq, cap_ms);
-	for (int i = 0; i < q->n; i++) {
-		struct node *nd = &q->node[i];
-		long long v = 0;
-		if (!nd->reply ||
-		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
-			continue;
-		said[i] = 1;
-		if (v == 0)
-			notours++;
-		else
-			ok++;
-		handed += v == 3; /* handed to the --preempt request (lock.h) */
+	for (int round = 0; round < 2; round++) {
+		int retry = 0;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			long long v = 0;
+			/* A connection that sat idle (a run's command between renewals) and that
+			 * the server (its `timeout`) or a NAT closed: dropped, the release once
+			 * more on a fresh one (its token makes it safe to repeat), as on one
+			 * server (routed.c: RUN_RETRY). */
+			if (!round && !nd->reply && had[i] && !nd->c && !conn_abort_pending()) {
+				again[i] = &rq;
+				retry = 1;
+			}
+			if (!nd->reply || lock_decode_int(nd->reply, "release", &v, nd->err,
+			                                  sizeof nd->err) != LOCK_OK)
+				continue;
+			said[i] = 1;
+			if (v == 0)
+				notours++;
+			else
+				ok++;
+			handed += v == 3; /* handed to the --preempt request (lock.h) */
+		}
+		if (round || !retry || clock_ms() >= cap_ms)
+			break;
+		log_debug("release: retrying on fresh connections where one was closed");
+		round_trip(q, again, cap_ms);
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
