@@ -329,6 +329,61 @@ bgsave_failed() { redis-cli -p "$1" INFO persistence | grep -q '^rdb_last_bgsave
 	ran_after_outage mc "127\.0\.0\.1:$port" "acquire: server error: MISCONF .*"
 }
 
+# occupy PORT [PASSWORD]: a client (redis-cli blocked in BLPOP, tracked) that holds a
+# connection of the server on PORT; OCCUPANT is its pid.
+occupy() {
+	local auth=()
+	[[ -z ${2:-} ]] || auth=(--no-auth-warning -a "$2")
+	redis-cli -p "$1" "${auth[@]}" BLPOP occupant 0 </dev/null >/dev/null 2>&1 3>&- 4>&- &
+	OCCUPANT=$!
+	track_pid "$OCCUPANT"
+	wait_until 20 occupied "$1" "${auth[@]}"
+}
+
+# occupied PORT [REDIS-CLI ARGS...]: a client of the server on PORT is blocked in BLPOP.
+occupied() {
+	local port=$1
+	shift
+	[[ $(redis-cli -p "$port" "$@" CLIENT LIST | grep -c "cmd=blpop") == 1 ]]
+}
+
+# full PORT [PASSWORD]: the server on PORT at its maxclients (1), held by the occupant.
+full() {
+	local auth=()
+	[[ -z ${2:-} ]] || auth=(--no-auth-warning -a "$2")
+	occupy "$@"
+	redis-cli -p "$1" "${auth[@]}" CONFIG SET maxclients 1 >/dev/null
+}
+
+@test "a server at maxclients (ERR max number of clients reached) is waited out, not final, without a password and with one (not 'authentication failed'): the job runs once a connection is free; -n still fails at once" {
+	local port
+	blip_serve
+	port=$BLIP_PORT
+	full "$port"
+	run -69 --separate-stderr rlock -n -u "redis://127.0.0.1:$port" -k mx -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'max number of clients reached'
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" -k mx -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock: $(cat "$RLOCK_ERR")"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	[[ ! -e ran ]]
+	kill "$OCCUPANT"
+	ran_after_outage mx "127\.0\.0\.1:$port" \
+		"127\.0\.0\.1:$port refused the connection: max number of clients reached \(its maxclients\)"
+	# the refusal comes as the reply to AUTH: not a wrong password
+	rm ran
+	redis-cli -p "$port" CONFIG SET maxclients 10000 requirepass pw >/dev/null
+	full "$port" pw
+	printf pw >pw
+	chmod 600 pw
+	rlock_bg -w 60s -u "redis://127.0.0.1:$port" --password-file pw -k mx -- touch ran
+	wait_until 20 outage_said "$RLOCK_ERR" || fail "rlock: $(cat "$RLOCK_ERR")"
+	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
+	kill "$OCCUPANT"
+	ran_after_outage mx "127\.0\.0\.1:$port" \
+		"127\.0\.0\.1:$port refused the connection: max number of clients reached \(its maxclients\)"
+}
+
 # make_dns_shim: dns.so, a getaddrinfo that answers for two test names the way a
 # resolver does: rlock-dns.test fails with EAI_AGAIN (a resolver that cannot answer
 # now) until the file $DNS_UP exists, then is 127.0.0.1; rlock-nxdomain.test does not

@@ -18,6 +18,11 @@
 #         that goes on from a cursor: a server that fails mid-SCAN, after its first page
 #   busymute  busy for every acquire (EVAL...); no answer to anything else (a
 #         waiter's SUBSCRIBE or BLPOP: a server that stalls once the lock is busy)
+#   busysplit  busy for every acquire; a waiter's SUBSCRIBE is confirmed (each channel)
+#         and followed by the first bytes of a message, its BLPOP answered with the
+#         first bytes of a reply, and nothing more (a server or a network that stalls in
+#         the middle of a notification); HOSTILE_PLACED=1: the busy reply gives the
+#         waiter a place among the waiters (it blocks in BLPOP)
 #   busyclose  the first request of all: the busy reply, then the connection closed;
 #         every later connection closed at its first request, before a byte of reply
 #         (a server that spoke RESP to this run, then fails: no TLS port)
@@ -52,12 +57,14 @@ my %reply = (
 );
 
 if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak' ||
-	$mode eq 'loadescape' || $mode eq 'busyclose' || $mode eq 'busymute') {
+	$mode eq 'loadescape' || $mode eq 'busyclose' || $mode eq 'busymute' ||
+	$mode eq 'busysplit') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';
 	my $bulk = sub { my $v = shift; '$' . length($v) . "\r\n$v\r\n" };
-	my $busy = "*9\r\n:0\r\n:$pttl\r\n" . join('', map { $bulk->($_) }
+	my $placed = $ENV{HOSTILE_PLACED} ? 2 : 0;
+	my $busy = "*9\r\n:$placed\r\n:$pttl\r\n" . join('', map { $bulk->($_) }
 		('evil.example', $pid, 'mallory', 'sleep forever', '1700000000000', '30000', '7'));
 	my $scan = "*2\r\n" . $bulk->('1') . "*0\r\n";
 	my $sel = IO::Select->new($srv);
@@ -87,6 +94,17 @@ if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbre
 			}
 			if ($mode eq 'busymute') {
 				$h->syswrite($busy) if $buf =~ /EVAL/;
+				next;
+			}
+			if ($mode eq 'busysplit') {
+				if ($buf =~ /^\*(\d+)\r\n\$9\r\nSUBSCRIBE/i) {
+					$h->syswrite(("*3\r\n\$9\r\nsubscribe\r\n\$1\r\nc\r\n:1\r\n" x ($1 - 1)) .
+						"*3\r\n\$7\r\nmess");
+				} elsif ($buf =~ /BLPOP/) {
+					$h->syswrite("*2\r\n\$");
+				} elsif ($buf =~ /EVAL/) {
+					$h->syswrite($busy);
+				}
 				next;
 			}
 			if ($mode eq 'busyclose') {

@@ -101,6 +101,7 @@ teardown() {
 		node_cli "$i" ACL SETUSER default +@all >/dev/null 2>&1 || true
 		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
 		node_cli "$i" ACL DELUSER rl >/dev/null 2>&1 || true
+		node_cli "$i" CONFIG SET timeout 0 >/dev/null 2>&1 || true
 	done
 }
 
@@ -233,6 +234,33 @@ node_fair_places() {
 	touch w.release
 	rlock_wait "$waiter"
 	((RLOCK_STATUS == 0))
+}
+
+@test "nodes that close idle clients (timeout 1): a waiter whose connections sat idle retries at once on fresh ones and takes the lock when the lease ends, not 69 'unavailable'" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+		node_cli "$i" SET 'rlock:{idle}' foreign-token PX 4000 >/dev/null
+	done
+	run --separate-stderr rlock -w 15s -k idle -- touch ran
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	[[ -e ran ]]
+	# not an outage: the servers answered all along
+	[[ $stderr != *"retrying for up to"* ]] || fail "an outage was said: $stderr"
+}
+
+@test "nodes that close idle clients (timeout 1): a run whose connections sat idle through its command releases on fresh ones, not 'cannot release' (the lock held by nobody for its TTL)" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+	done
+	# 30 s ttl: no renewal in the command's 3 s; the servers close the idle connections
+	run --separate-stderr rlock -t 30s -k idler -- sleep 3
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	[[ $stderr != *"cannot release"* ]] || fail "$stderr"
+	assert_equal "$(keys_left idler)" 0
 }
 
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {

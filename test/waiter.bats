@@ -190,6 +190,46 @@ backoff_holds() {
 	done
 }
 
+@test "a notification cut off in the middle (its first bytes, then nothing): -w still bounds the wait (75), SUBSCRIBE and BLPOP alike" {
+	local mode t0 took args placed
+	for mode in exclusive --fair -s placed; do
+		HPORT=$(free_port)
+		placed=
+		[[ $mode != placed ]] || placed=1
+		HOSTILE_PLACED=$placed HOSTILE_PTTL=600000 perl "$BATS_TEST_DIRNAME/hostile-server.pl" \
+			"$HPORT" busysplit "$BATS_TEST_TMPDIR/ready.$mode" 3>&- 4>&- &
+		track_pid $!
+		wait_until 30 test -e "$BATS_TEST_TMPDIR/ready.$mode"
+		args=()
+		[[ $mode == exclusive || $mode == placed ]] || args=("$mode")
+		t0=$(now_ms)
+		run --separate-stderr timeout -s KILL 10 "$RLOCK" -u "redis://127.0.0.1:$HPORT" \
+			-w 1 -k m "${args[@]}" -- touch ran
+		took=$(($(now_ms) - t0))
+		echo "# $mode: $status after $took ms" >&3
+		[[ ! -e ran ]]
+		((status == 75)) || fail "$mode: exit $status after $took ms (-w 1): $stderr"
+		((took < 4000)) || fail "$mode: -w 1 gave up after $took ms"
+	done
+}
+
+@test "a listener the server drops at once (maxclients reached: ERR, then closed) makes the waiter back off, not retry 7 times a second; it takes the lock when the lease ends" {
+	# no handshake on the listener's connection (no password): the refusal comes as
+	# the reply to BLPOP, after the waiter started listening
+	rcli SET 'rlock:{w}' foreign-token PX 5000 >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+	rcli CONFIG SET maxclients 1 >/dev/null # the waiter's own connection only
+	run --separate-stderr rlock -w 20s -k w -- touch ran
+	rcli CONFIG SET maxclients 10000 >/dev/null
+	local refused
+	refused=$(rcli INFO stats | tr -d '\r' | sed -n 's/^rejected_connections://p')
+	echo "exit $status; $refused connections refused; $stderr"
+	assert_equal "$status" 0
+	[[ -e ran ]]
+	# backoff 200 ms doubling to 5 s: about 6 in the lease's 5 s; before: 35
+	((refused <= 15)) || fail "$refused listeners opened in 5 s: the backoff does not grow"
+}
+
 # ---------------------------------------------------------------------------------
 # the live line (issue 14 item 4, issue 7 item 14)
 

@@ -17,6 +17,7 @@ struct client {
 	int broken;      /* a request was cut short: nothing more can be sent */
 	int lost;        /* a request went in full, its reply was lost with the connection */
 	int replied;     /* a reply has been read: the server speaks RESP */
+	int refused;     /* the server refused the connection (maxclients): it ran nothing */
 	int heard;       /* bytes came (part of a reply, perhaps): no TLS port */
 	int asking;      /* client_set_asking */
 	int opening;     /* client_start: 1 connecting, 2 awaiting AUTH/SELECT replies */
@@ -124,6 +125,25 @@ static void not_resp(const struct client *c, char *err, size_t errlen)
 	conn_fault_note(CONN_FAULT_FINAL);
 }
 
+/* A server at its maxclients accepts the connection, writes this error and closes it,
+ * before reading anything: the first reply, whatever was sent (AUTH, SELECT, a script,
+ * SUBSCRIBE, BLPOP). Not the request's answer: a refused connection, which passes (a
+ * connection is freed), not a wrong password nor a server error. */
+static int refused_connection(struct client *c, struct resp_reply **reply, char *err, size_t errlen)
+{
+	if ((*reply)->type != RESP_ERROR || !resp_is_error(*reply, "ERR") ||
+	    !strstr((*reply)->str, "max number of clients reached"))
+		return 0;
+	resp_free(*reply);
+	*reply = NULL;
+	snprintf(err, errlen,
+	         "%s refused the connection: max number of clients reached (its maxclients)",
+	         c->srv->name);
+	c->broken = c->refused = 1;
+	conn_fault_note(CONN_FAULT_PASSING);
+	return 1;
+}
+
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
                 size_t errlen)
 {
@@ -135,6 +155,8 @@ int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply
 		if (got == 1 && !c->replied) {
 			c->replied = 1;
 			server_heard(c->srv);
+			if (refused_connection(c, reply, err, errlen))
+				return -1;
 		}
 		if (got < 0)
 			not_resp(c, err, errlen);
@@ -215,8 +237,9 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 	}
 	if (got == 0 || got == CONN_ABORT)
 		c->unanswered++; /* sent in full; only the reply is missing */
-	else if (got != 1)
-		c->broken = c->lost = 1; /* the server may have run it all the same */
+	else if (got != 1)       /* the server may have run it all the same (unless it refused the
+	                          * connection) */
+		c->broken = 1, c->lost = !c->refused;
 	if (got != 1)
 		return -1;
 	/* One request, one reply: anything more is a confused or hostile server. */

@@ -129,6 +129,17 @@ static int take_signal(int sigfd, int *signo)
 	return 0;
 }
 
+/* When the read of a message whose first bytes came ends: a second at most for the
+ * rest, and never past `until` (the -w deadline, the next redraw); one look when that
+ * has passed. A message cut off in the middle (a stalled server or network) leaves its
+ * first bytes buffered: the next sleep reads on from them, and they are no wake-up. */
+static int64_t read_end(int64_t until)
+{
+	int64_t now = clock_ms();
+
+	return now + 1000 < until ? now + 1000 : until;
+}
+
 /* Sleep until `until` or a wake-up: 1 woken by a release, 2 by a Redlock attempt's
  * give-back (no release: the caller says what it does), 0 timeout, -1 the subscription
  * broke, -4 a signal (*signo). */
@@ -165,19 +176,21 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 		if ((p[0].revents & POLLIN) && take_signal(sigfd, signo))
 			return -4;
 		if (watch || p[2].revents) {
-			int changed = store_watch_read(s, err, sizeof err);
+			int changed = store_watch_read(s, read_end(until), err, sizeof err);
 			if (changed > 0) {
 				log_debug("release notifications: %s; listening there", err);
 				return -1;
 			}
 			if (changed < 0)
 				log_debug("no watch on the sentinels any more: %s", err);
+			if (clock_ms() >= until) /* bytes still buffered skip the poll above */
+				return 0;
 			continue;
 		}
 		if (!p[1].revents)
 			continue;
 	read_sub:;
-		int got = store_notify_read(s, clock_ms() + 1000, err, sizeof err);
+		int got = store_notify_read(s, read_end(until), err, sizeof err);
 		if (got < 0) {
 			log_debug("release notifications interrupted: %s", err);
 			return -1;
@@ -188,6 +201,8 @@ static int sleep_until(struct store *s, int sigfd, int64_t until, int *signo)
 		}
 		if (got == 2)
 			return 2;
+		if (clock_ms() >= until) /* the rest of a message that never comes */
+			return 0;
 	}
 }
 
@@ -707,11 +722,16 @@ static enum wait_state st_nap(struct wait_run *w)
 		w->a->lock->placed = 0;
 	}
 	/* A listener that breaks as soon as it listens (a slot that moved, an error
-	 * reply): no attempt at once, or the loop would spin on it. */
+	 * reply, a server at maxclients that closes it): no attempt at once, or the loop
+	 * would spin on it. The nap of a waiter without a listener (busy_nap: its caps), or
+	 * to the holder's lease end when that was this nap's end, and the backoff grows: a
+	 * listener that breaks every time must not keep the first step (an attempt and a
+	 * connection 7 times a second). */
 	if (clock_ms() - w->busy_at < BACKOFF_FIRST_MS) {
-		int64_t pause = before_deadline(w, clock_ms() + backoff(w, 0));
+		int64_t pause = w->pttl_woke ? until : before_deadline(w, clock_ms() + busy_nap(w));
 		if (nap_until(w->a, w->s, w->h, w->start, pause, NULL, &w->drawn, w->signo) == -4)
 			return done(w, WAIT_SIGNAL);
+		backoff_grow(w);
 	}
 	return ST_ATTEMPT;
 }

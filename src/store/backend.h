@@ -106,7 +106,8 @@ struct store_backend {
 	int (*node_call)(void *ctx, const struct server *srv, int argc, const char **argv,
 	                 const size_t *lens, int64_t cap_ms, struct resp_reply **reply, char *err,
 	                 size_t errlen);
-	/* store_connected, store_unanswered. Optional: NULL, never (a quorum's). */
+	/* store_connected, store_unanswered. Optional: NULL, never (a quorum's
+	 * unanswered). */
 	int (*connected)(const void *ctx);
 	int (*unanswered)(const void *ctx);
 	/* Where a waiter's place lives (places): the server of the handle's open

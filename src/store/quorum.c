@@ -542,6 +542,21 @@ static const char *quorum_name(void *ctx)
 	return q->name;
 }
 
+/* store_connected: a quorum of nodes have a connection that served a call. A round that
+ * fails on them may have met connections that sat idle and that the servers (their
+ * `timeout`) or a NAT closed: that round dropped them, and the waiter's one retry at
+ * once (wait.c) connects afresh, rather than an outage whose backoff outlasts the
+ * servers' timeout every time. */
+static int quorum_connected(const void *ctx)
+{
+	const struct quorum *q = ctx;
+	int n = 0;
+
+	for (int i = 0; i < q->n; i++)
+		n += q->node[i].c != NULL && !q->node[i].opening;
+	return n >= q->need;
+}
+
 /* A node publishes the release of a lock it has: the first one that answers will do,
  * starting with one that the last acquire found held (the holder's release is heard
  * there), else one that answered lately. Not a node that granted this waiter's split
@@ -906,22 +921,41 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
 	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
+	int had[STORE_NODES_MAX];
+	const struct req *again[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
+	for (int i = 0; i < q->n; i++)
+		had[i] = q->node[i].c != NULL;
 	round_all(q, &rq, cap_ms);
-	for (int i = 0; i < q->n; i++) {
-		struct node *nd = &q->node[i];
-		long long v = 0;
-		if (!nd->reply ||
-		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
-			continue;
-		said[i] = 1;
-		if (v == 0)
-			notours++;
-		else
-			ok++;
-		handed += v == 3; /* handed to the --preempt request (lock.h) */
+	for (int round = 0; round < 2; round++) {
+		int retry = 0;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			long long v = 0;
+			/* A connection that sat idle (a run's command between renewals) and that
+			 * the server (its `timeout`) or a NAT closed: dropped, the release once
+			 * more on a fresh one (its token makes it safe to repeat), as on one
+			 * server (routed.c: RUN_RETRY). */
+			if (!round && !nd->reply && had[i] && !nd->c && !conn_abort_pending()) {
+				again[i] = &rq;
+				retry = 1;
+			}
+			if (!nd->reply || lock_decode_int(nd->reply, "release", &v, nd->err,
+			                                  sizeof nd->err) != LOCK_OK)
+				continue;
+			said[i] = 1;
+			if (v == 0)
+				notours++;
+			else
+				ok++;
+			handed += v == 3; /* handed to the --preempt request (lock.h) */
+		}
+		if (round || !retry || clock_ms() >= cap_ms)
+			break;
+		log_debug("release: retrying on fresh connections where one was closed");
+		round_trip(q, again, cap_ms);
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
@@ -1761,4 +1795,5 @@ const struct store_backend quorum_backend = {
     .history = quorum_history,
     .node = quorum_node,
     .node_call = quorum_node_call,
+    .connected = quorum_connected,
 };

@@ -440,13 +440,13 @@ int store_watch_buffered(const struct store *s)
 	return s->watch && client_buffered(s->watch);
 }
 
-int store_watch_read(struct store *s, char *err, size_t errlen)
+int store_watch_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen)
 {
 	struct resp_reply *r = NULL;
 
 	if (!s->watch)
 		return -1;
-	int got = client_recv(s->watch, clock_ms() + 1000, &r, err, errlen);
+	int got = client_recv(s->watch, deadline_ms, &r, err, errlen);
 	if (got == 0)
 		return 0;
 	if (got != 1) {

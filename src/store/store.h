@@ -252,13 +252,14 @@ int store_listener_moved(const struct store *s);
 /* The watch, beside the release notifications of a route that can name a new server
  * (Sentinel: +switch-master), opened by store_subscribe (best effort; a watch that
  * cannot open is tried again at most every STORE_WATCH_RETRY_MS) and kept until
- * store_close. fd: -1 when none; check buffered first. read: 1 the server changed
+ * store_close. fd: -1 when none; check buffered first. read (a message's rest until
+ * deadline_ms at most): 1 the server changed
  * (the next request asks the route again: try again, and listen anew), 0 nothing
  * for this lock, -1 the watch broke (closed). */
 #define STORE_WATCH_RETRY_MS 10000
 int store_watch_fd(const struct store *s);
 int store_watch_buffered(const struct store *s);
-int store_watch_read(struct store *s, char *err, size_t errlen);
+int store_watch_read(struct store *s, int64_t deadline_ms, char *err, size_t errlen);
 void store_unwatch(struct store *s); /* the wait is over: close the watch */
 /* 1 once the server refused BLPOP (an ACL that predates wake-one): the waiter listens
  * on the channel from then on, and a place it took before only swallows a wake-up. */
