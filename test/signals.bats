@@ -235,7 +235,7 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 
 @test "SIGTSTP to rlock (no terminal): the command stops too, rlock once it has; SIGCONT to rlock continues both, the lock kept" {
 	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
-	rlock_bg -t 2s -k s -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done'
+	rlock_bg --pgrp -t 2s -k s -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done'
 	wait_until 30 file_has_lines beats 3
 	track_pidfile c.pid
 	local cpid before
@@ -250,5 +250,27 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	key_exists 'rlock:{s}'
 	kill -TERM "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+}
+
+@test "SIGTSTP to an rlock in a session of its own (setsid, a service: no shell can continue it): discarded as the kernel discards it; the command runs on, the lock kept" {
+	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
+	# rlock leads its own session: its process group is orphaned, and a plain process
+	# there ignores a SIGTSTP (POSIX); rlock stopped for good, the lease ran out and
+	# the watchdog killed the command, with nobody to continue rlock
+	(clean_exec setsid "$RLOCK" -t 1s -k orph -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done') \
+		</dev/null >out 2>err &
+	local r=$! before
+	track_pid "$r"
+	wait_until 30 file_has_lines beats 3
+	track_pidfile c.pid
+	kill -TSTP "$r"
+	# three leases long: neither rlock nor its command stops
+	run ! wait_until 3 eval 'stopped "$r" || stopped "$(cat c.pid)"'
+	before=$(wc -l <beats)
+	wait_until 30 file_has_lines beats $((before + 3)) || fail "the command stopped"
+	key_exists 'rlock:{orph}'
+	kill -TERM "$r"
+	rlock_wait "$r" 30
 	assert_equal "$RLOCK_STATUS" 143
 }

@@ -861,14 +861,14 @@ static int follow_stop(struct child *ch, int stopsig)
 	 * stop again at once. Left stopped then, as it stopped itself. */
 	int tty_stop = stopsig == SIGTTIN || stopsig == SIGTTOU;
 	/* A SIGTSTP rlock was sent and passed on (stop_listen): the job's stop, followed
-	 * whoever has the terminal; by SIGSTOP where no shell's job control can continue
-	 * rlock's group (an orphaned group discards a SIGTSTP). */
+	 * whoever has the terminal; not where no shell's job control can continue rlock's
+	 * group any more (orphaned: the kernel discards a SIGTSTP there). */
 	int asked = ch->suspend && stopsig == SIGTSTP;
 	ch->suspend = 0;
 	int job = group_is_job();
 	if (asked && !job)
-		sig = SIGSTOP;
-	else if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
+		return 1; /* orphaned since: the kernel would discard the stop (on_events) */
+	if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
@@ -1216,16 +1216,24 @@ static void on_events(struct sup *s, const struct pollfd *p)
 		struct signalfd_siginfo si;
 		while (read(s->ch->tstp_fd, &si, sizeof si) == (ssize_t)sizeof si)
 			;
-		/* Ctrl-Z to rlock's group (or kill -TSTP): the command's group stops first,
-		 * rlock once it has (reap, follow_stop); one that ignores it runs on, and
-		 * rlock with it. */
-		kill(-s->ch->pid, SIGTSTP);
-		log_debug("passed SIGTSTP on to the command's group");
-		s->ch->suspend = 1;
-		if (s->ch->reaped && follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
-			if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
-				on_loss(s, 1);
-			kill(-s->ch->pid, SIGCONT);
+		/* No shell's job control can continue rlock's group (orphaned: setsid, a
+		 * service, a cron job): the kernel discards a SIGTSTP there, and so does rlock,
+		 * or it would stop for good and the lease run out under its command. */
+		if (!group_is_job()) {
+			log_debug("SIGTSTP ignored: no job-control shell could continue rlock");
+		} else {
+			/* Ctrl-Z to rlock's group (or kill -TSTP): the command's group stops
+			 * first, rlock once it has (reap, follow_stop); one that ignores it
+			 * runs on, and rlock with it. */
+			kill(-s->ch->pid, SIGTSTP);
+			log_debug("passed SIGTSTP on to the command's group");
+			s->ch->suspend = 1;
+			if (s->ch->reaped &&
+			    follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
+				if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
+					on_loss(s, 1);
+				kill(-s->ch->pid, SIGCONT);
+			}
 		}
 	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
