@@ -189,3 +189,15 @@ C
 	grep -q 'lock lost' "$RLOCK_ERR"
 	[[ $(rcli GET 'rlock:{sus}') == thief ]]
 }
+
+@test "rlock stopped or stalled between the acquire and the command's start past the lease: the command never starts; 79" {
+	require_tool strace
+	# the start (vfork) held up 2.5 s, as by a Ctrl-Z, a SIGSTOP or a blocked write
+	# just after the lock was granted: a 1 s lease has ended on the server by then,
+	# another may hold the lock; the command ran (the watchdog killed it at once)
+	run -79 timeout 60 strace -o /dev/null -qq -e trace=vfork -e inject=vfork:delay_enter=2500000 \
+		"$RLOCK" -t 1s -k late -- sh -c 'touch ran'
+	[[ ! -e ran ]] || fail "the command ran after the lease had ended"
+	[[ $output == *'lock lost'*'the command does not run'* ]] || fail "$output"
+	key_absent 'rlock:{late}'
+}

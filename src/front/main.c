@@ -111,7 +111,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	         o->max_hold_ms > 0 ? " and --max-hold" : "");
 	struct child ch;
 	int64_t started = clock_ms();
-	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1);
+	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1, -1);
 	if (rc != 0)
 		exit(rc);
 	struct supervise_args sa = {.sigfd = sigfd,
@@ -523,9 +523,16 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	int64_t started = clock_ms();
 
 	child_environment(re, h, o->warn_signal);
-	int rc = child_spawn(&ch, o->argv, o->shell_command, orig,
-	                     o->on_lost == LOST_IGNORE ? -1 : hold_kill_at(h));
+	int ignore = o->on_lost == LOST_IGNORE;
+	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, ignore ? -1 : hold_kill_at(h),
+	                     ignore ? -1 : hold_lost_at(h));
 	if (rc != 0) {
+		if (rc == RL_EX_LOST) { /* the lease ran out before the start */
+			if (hold_set_lost(h, 1) == 0)
+				hold_set_all_lost(h, 1);
+			events_emit(EV_LOST, &(struct ev_facts){
+			                         .reason = "ran out before the command started"});
+		}
 		hold_release(h, 0);
 		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
 		return rc;

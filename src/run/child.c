@@ -553,24 +553,28 @@ static void tty_drop(struct child *ch)
 /* What the child reports on its exec pipe when it cannot run the command: the step
  * that failed and its errno (one 8-byte write, atomic on a pipe). End of file instead:
  * it exec'd (or died of SIGKILL: rlock was gone). */
-enum setup_step { STEP_EXEC, STEP_GROUP, STEP_PDEATHSIG, STEP_WATCHDOG };
+enum setup_step { STEP_EXEC, STEP_GROUP, STEP_PDEATHSIG, STEP_WATCHDOG, STEP_LATE };
 
 static void __attribute__((noreturn)) setup_failed(int fd, enum setup_step step, int e)
 {
 	int msg[2] = {(int)step, e};
 
 	(void)!write(fd, msg, sizeof msg);
-	_exit(step != STEP_EXEC ? RL_EX_OSERR : e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC);
+	_exit(step == STEP_LATE   ? RL_EX_LOST
+	      : step != STEP_EXEC ? RL_EX_OSERR
+	      : e == ENOENT       ? RL_EX_NOTFOUND
+	                          : RL_EX_NOEXEC);
 }
 
 /* What the command's child needs up to its exec (on rlock's stack: vfork). */
 struct setup {
-	int ep;          /* its report: the step that failed and the errno */
-	int ready;       /* the watchdog's ready byte (end of file: none) */
-	int watch;       /* the watchdog's pipe: the group and its deadline, written here */
-	int tty;         /* the terminal to take for the group, or -1 */
-	pid_t parent;    /* rlock */
-	int64_t kill_by; /* the group's deadline, the watchdog's first */
+	int ep;           /* its report: the step that failed and the errno */
+	int ready;        /* the watchdog's ready byte (end of file: none) */
+	int watch;        /* the watchdog's pipe: the group and its deadline, written here */
+	int tty;          /* the terminal to take for the group, or -1 */
+	pid_t parent;     /* rlock */
+	int64_t kill_by;  /* the group's deadline, the watchdog's first */
+	int64_t start_by; /* the lease's loss: no start from then on (-1: none) */
 	char *const *argv;
 	const char *shell_command;
 	const sigset_t *orig;
@@ -604,6 +608,11 @@ static void __attribute__((noreturn)) command_child(const struct setup *u)
 	while (r < 0 && errno == EINTR);
 	if (r != 1) /* no watchdog: never run unprotected */
 		setup_failed(u->ep, STEP_WATCHDOG, 0);
+	/* rlock stopped (Ctrl-Z, SIGSTOP) or stalled since the acquire, past the lease:
+	 * another may hold the lock now. Before the watchdog knows the group (it would kill
+	 * it at once, a race with this report); from then on it guards the rest. */
+	if (u->start_by >= 0 && clock_ms() >= u->start_by)
+		setup_failed(u->ep, STEP_LATE, 0);
 	int64_t first[2] = {getpid(), u->kill_by}; /* one write: atomic on a pipe */
 	if (write(u->watch, first, sizeof first) != (ssize_t)sizeof first)
 		setup_failed(u->ep, STEP_WATCHDOG, 0); /* it died since */
@@ -622,6 +631,11 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		;
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	tty_drop(ch);
+	if (step == STEP_LATE) {
+		log_error("lock lost before the command could start: rlock was stopped or stalled "
+		          "since the acquire until the lease ran out; the command does not run");
+		return RL_EX_LOST;
+	}
 	if (step == STEP_WATCHDOG) {
 		log_error("cannot start the watchdog (%s): the command does not run (nothing "
 		          "would stop it if rlock were killed)",
@@ -745,7 +759,7 @@ static void stop_unlisten(struct child *ch)
 }
 
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
-                const sigset_t *orig, int64_t kill_by)
+                const sigset_t *orig, int64_t kill_by, int64_t start_by)
 {
 	int ep[2], ready;
 
@@ -778,8 +792,8 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	ch->tty = controlling_tty(&ch->tty_opened);
 	int take = ch->tty == STDIN_FILENO && tcgetpgrp(ch->tty) == getpgrp() ? ch->tty : -1;
 	ch->tty_given = take >= 0;
-	struct setup u = {ep[1],        ready, ch->watch_fd,  take, getpid(),
-	                  ch->watch_by, argv,  shell_command, orig};
+	struct setup u = {ep[1],        ready,    ch->watch_fd, take,          getpid(),
+	                  ch->watch_by, start_by, argv,         shell_command, orig};
 	ch->tstp_fd = stop_listen(orig); /* before the fork: a Ctrl-Z from then on is heard */
 	pid_t pid = start_command(&u);
 	int fork_errno = errno;

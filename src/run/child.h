@@ -86,11 +86,13 @@ int child_watchdog_ahead(void);
 
 /* Fork and exec argv (or /bin/sh -c shell_command). kill_by: the monotonic time by
  * which the watchdog kills the group unless the supervisor moves it on (the lease's
- * SIGKILL deadline; -1 for none, with --on-lost ignore). On success returns 0 with *ch.
- * On failure prints one line and returns the exit status to use: 71 (fork/setup),
+ * SIGKILL deadline; -1 for none, with --on-lost ignore). start_by: the lease's loss,
+ * past which the command never starts (rlock stopped or stalled since the acquire), or
+ * -1. On success returns 0 with *ch. On failure prints one line and returns the exit
+ * status to use: 71 (fork/setup), 79 (too late: the lease ran out before the start),
  * 126 (not executable) or 127 (not found); the child is then already reaped. */
 int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
-                const sigset_t *orig, int64_t kill_by);
+                const sigset_t *orig, int64_t kill_by, int64_t start_by);
 
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
