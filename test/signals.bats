@@ -233,9 +233,23 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
 }
 
+# make_beat: ./beat writes its pid to c.pid, then a line to beats every 50 ms, in one
+# process: a shell loop forks at each turn, and a SIGTSTP that stops the child before
+# its exec (dash uses vfork) leaves the shell waiting for it, never stopped itself.
+make_beat() {
+	cat >beat <<'PL'
+#!/usr/bin/perl
+open my $p, '>', 'c.pid' or die; print $p "$$\n"; close $p;
+open my $f, '>>', 'beats' or die; $f->autoflush(1);
+while (1) { print $f "x\n"; select undef, undef, undef, 0.05; }
+PL
+	chmod +x beat
+}
+
 @test "SIGTSTP to rlock (no terminal): the command stops too, rlock once it has; SIGCONT to rlock continues both, the lock kept" {
 	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
-	rlock_bg --pgrp -t 2s -k s -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done'
+	make_beat
+	rlock_bg --pgrp -t 2s -k s -- ./beat
 	wait_until 30 file_has_lines beats 3
 	track_pidfile c.pid
 	local cpid before
@@ -258,8 +272,8 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	# rlock leads its own session: its process group is orphaned, and a plain process
 	# there ignores a SIGTSTP (POSIX); rlock stopped for good, the lease ran out and
 	# the watchdog killed the command, with nobody to continue rlock
-	(clean_exec setsid "$RLOCK" -t 1s -k orph -- sh -c 'echo $$ >c.pid; while :; do echo x >>beats; sleep 0.05; done') \
-		</dev/null >out 2>err &
+	make_beat
+	(clean_exec setsid "$RLOCK" -t 1s -k orph -- ./beat) </dev/null >out 2>err &
 	local r=$! before
 	track_pid "$r"
 	wait_until 30 file_has_lines beats 3
