@@ -200,4 +200,6 @@ C
 	[[ ! -e ran ]] || fail "the command ran after the lease had ended"
 	[[ $output == *'lock lost'*'the command does not run'* ]] || fail "$output"
 	key_absent 'rlock:{late}'
+	run -0 rlock --history -k late
+	[[ $output == *lost* ]] || fail "the run is not recorded lost: $output"
 }
