@@ -122,6 +122,22 @@ watchdog_of() {
 	step_dies "rlock SIGKILLed, the step in timeout's group"
 }
 
+# The command's shell stopped (a job's Ctrl-Z, kill -STOP) when rlock dies: its group,
+# orphaned with a stopped member, gets the kernel's SIGHUP and SIGCONT, the shell dies
+# of it, and timeout's group below it went out of the watchdog's sight, running on
+# (3 of 5 runs); rlock tells the watchdog of the stopped command's groups.
+@test "rlock SIGKILLed while its command's shell is stopped: a step in timeout(1)'s own process group dies too" {
+	make_step
+	rlock_bg -v -v -t 3s -k g -c 'echo $$ >sh.pid; timeout 120 ./step; true'
+	wait_until 30 test -e started
+	track_pidfile sh.pid
+	kill -STOP "$(cat sh.pid)"
+	wait_until 20 grep -q "command is stopped: its process group .* in the watchdog's care" "$RLOCK_ERR" ||
+		fail "the watchdog was not told of timeout's group: $(cat "$RLOCK_ERR")"
+	kill -KILL "$RLOCK_PID"
+	step_dies "rlock SIGKILLed, its command stopped, the step in timeout's group"
+}
+
 # orphan_told: rlock (-v -v) has told its watchdog of the command's orphan.
 orphan_told() { grep -q "orphan pid .* is in the watchdog's care" "$RLOCK_ERR"; }
 

@@ -498,6 +498,57 @@ static void tell_orphans(struct child *ch)
 	}
 }
 
+/* The leaders of the command's cover groups told to the current watchdog as roots. */
+static struct {
+	pid_t pid[ORPHANS_MAX];
+	int n;
+} told_groups;
+
+/* The command's top process is stopped (a job's Ctrl-Z, kill -STOP): were rlock to die
+ * now, the kernel would send its group, orphaned with a stopped member, SIGHUP and
+ * SIGCONT, and the shell that dies of it would leave the groups below it (timeout(1)'s)
+ * out of a walk's sight, running on. Tell the watchdog their leaders as roots (pid and
+ * start time), once per stop. */
+static void tell_cover_groups(struct child *ch)
+{
+	pid_t g[COVER_MAX];
+	int live;
+
+	if (ch->watch_fd < 0 || ch->reaped || ch->stop_told)
+		return;
+	ch->stop_told = 1;
+	int n = cover_groups(ch->pid, getsid(0), 0, ch->watchdog, getpgrp(), NULL, 0, g, &live);
+	for (int i = 1; i < n && told_groups.n < ORPHANS_MAX; i++) {
+		int known = 0;
+		for (int k = 0; k < told_groups.n && !known; k++)
+			known = told_groups.pid[k] == g[i];
+		struct proc_stat st;
+		if (known || proc_stat_read(g[i], &st) < 0 || st.pgrp != g[i] ||
+		    !proc_stat_live(&st))
+			continue; /* told, or its leader gone: below the command still */
+		int64_t m[2] = {-(int64_t)g[i], (int64_t)st.start_ticks}; /* one write */
+		(void)!write(ch->watch_fd, m, sizeof m);
+		told_groups.pid[told_groups.n++] = g[i];
+		log_debug("the command is stopped: its process group %ld is in the watchdog's care "
+		          "too",
+		          (long)g[i]);
+	}
+}
+
+/* Is the command's top process stopped now? (A stop rlock is not told of: no WUNTRACED
+ * without a terminal.) A new stop is told anew. */
+static void watch_stopped(struct child *ch)
+{
+	struct proc_stat st;
+
+	if (ch->reaped || proc_stat_read(ch->pid, &st) < 0)
+		return;
+	if (st.state == 'T')
+		tell_cover_groups(ch);
+	else
+		ch->stop_told = 0;
+}
+
 /* The command is done: say which of its orphans left rlock's session (setsid: a
  * daemon), out of the lock's cover, to run on after the release (-v). */
 static void say_left(void)
@@ -764,7 +815,7 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 	int ep[2], ready;
 
 	memset(ch, 0, sizeof *ch);
-	told.n = 0;
+	told.n = told_groups.n = 0;
 	ch->watch_fd = -1;
 	ch->watch_report = -1;
 	ch->tty = -1;
@@ -884,6 +935,7 @@ static int follow_stop(struct child *ch, int stopsig)
 		return 1; /* orphaned since: the kernel would discard the stop (on_events) */
 	if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
+	tell_cover_groups(ch); /* the command is stopped, and rlock about to be */
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
@@ -919,7 +971,8 @@ static void restart_watchdog(struct child *ch)
 	watchdog_heard(ch); /* what the dead one said before it died */
 	watchdog_drop(ch);
 	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
-	told.n = 0; /* the new one knows no orphan yet */
+	told.n = told_groups.n = 0; /* the new one knows no orphan yet */
+	ch->stop_told = 0;
 	tell_orphans(ch);
 	if (ch->watchdog)
 		log_warn("the watchdog process died: a new one guards the command");
@@ -1311,6 +1364,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 		on_timers(&s, now);
 		int stopped = reap(ch, &st);
 		tell_orphans(ch); /* one read of rlock's child list */
+		watch_stopped(ch);
 		if (stopped) {
 			if (!follow_stop(ch, stopped))
 				continue;

@@ -75,6 +75,7 @@ struct child {
 	int tty_given;       /* the command's group was given the terminal (a job of it) */
 	int tstp_fd;         /* signalfd of a SIGTSTP sent to rlock (Ctrl-Z to its group), or -1 */
 	int suspend;         /* SIGTSTP passed on to the command: rlock stops when it does */
+	int stop_told;       /* its cover's groups told to the watchdog for this stop */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed

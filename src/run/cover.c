@@ -192,13 +192,27 @@ void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
 /* cover.h */
 void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip, const pid_t *roots, int nroots)
 {
-	pid_t g[COVER_MAX];
+	pid_t g[COVER_MAX], more[COVER_MAX];
 	int live;
 
-	kill(-cmd, SIGSTOP);
+	/* The groups first, then the freeze: a stopped command's group that rlock's death
+	 * orphans (the watchdog hears the end of its pipe before the kernel reparents
+	 * rlock's children) gets the kernel's SIGHUP and SIGCONT, and its shell dies of it,
+	 * its children reparented out of a walk's sight (timeout(1)'s group, still running). */
 	int n = cover_groups(cmd, sid, 0, 0, skip, roots, nroots, g, &live);
-	for (int i = 1; i < n; i++)
+	for (int i = 0; i < n; i++)
 		kill(-g[i], SIGSTOP);
+	/* again, frozen: what was forked meanwhile */
+	int m = cover_groups(cmd, sid, 0, 0, skip, roots, nroots, more, &live);
+	for (int j = 1; j < m && n < COVER_MAX; j++) {
+		int k = 0;
+		while (k < n && g[k] != more[j])
+			k++;
+		if (k == n) {
+			kill(-more[j], SIGSTOP);
+			g[n++] = more[j];
+		}
+	}
 	for (int i = 0; i < n; i++)
 		kill(-g[i], SIGKILL);
 }

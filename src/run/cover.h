@@ -39,10 +39,10 @@ int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, 
  * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked). */
 void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig);
 
-/* The watchdog's kill: the command's group frozen at once (SIGSTOP: nothing of it runs
- * on, and nothing of it dies, so the tree below it stays in place for the walk: its
- * orphans would go to another reaper, out of sight), then every group of the cover,
- * below the command and below the roots (cover_groups), frozen and SIGKILLed. */
+/* The watchdog's kill: every group of the cover, below the command and below the
+ * roots (cover_groups), found while the tree is in place, frozen (SIGSTOP: nothing of
+ * it runs on, and nothing of it dies, so its orphans do not go to another reaper, out
+ * of sight), found again (what forked meanwhile) and SIGKILLed. */
 void cover_freeze_kill(pid_t cmd, pid_t sid, pid_t skip, const pid_t *roots, int nroots);
 
 /* Does process group pgid still hold a process that can run? Zombies cannot: ours are
