@@ -187,6 +187,21 @@ PL
 	key_absent 'rlock:{zin}'
 }
 
+# ctrl_z_then_fg NAME RLOCK_PID COMMAND_PID: Ctrl-Z to the command's group (it has the
+# terminal): the command and rlock stop, the shell gets control back (it runs a line);
+# then fg: the command runs again, in the foreground.
+ctrl_z_then_fg() {
+	printf '\032' >&5
+	wait_until 30 not running "$3"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$2"
+	printf 'echo alive > alive\n' >&5
+	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
+	printf 'fg\n' >&5
+	wait_until 30 running "$3"
+	wait_until 30 foreground "$1"
+}
+
 @test "Ctrl-Z of an rlock inside a script (its parent in its own group): the whole job stops, the shell gets control back; fg resumes it" {
 	cat >job.sh <<SH
 #!/bin/sh
@@ -201,15 +216,7 @@ SH
 	rpid=$(rcli HGET 'rlock:{inscript}:owner' pid)
 	cpid=$(cmd_pid inscript)
 	track_pid "$rpid" "$cpid"
-	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
-	wait_until 30 not running "$cpid"
-	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
-	wait_until 30 not running "$rpid"
-	printf 'echo alive > alive\n' >&5
-	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
-	printf 'fg\n' >&5
-	wait_until 30 running "$cpid"
-	wait_until 30 foreground inscript
+	ctrl_z_then_fg inscript "$rpid" "$cpid"
 	key_exists 'rlock:{inscript}'
 	printf '\003' >&5 # Ctrl-C: the command dies of it, so does rlock, the script goes on
 	wait_until 30 test -s after
@@ -225,14 +232,7 @@ SH
 	rpid=$(rcli HGET 'rlock:{piped}:owner' pid)
 	cpid=$(cmd_pid piped)
 	track_pid "$rpid" "$cpid"
-	printf '\032' >&5 # Ctrl-Z: to the command's group, which has the terminal
-	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
-	wait_until 30 not running "$rpid"
-	printf 'echo alive > alive\n' >&5
-	wait_until 30 test -e alive || fail "the shell is not in control: $(cat -v tty-out)"
-	printf 'fg\n' >&5
-	wait_until 30 running "$cpid"
-	wait_until 30 foreground piped
+	ctrl_z_then_fg piped "$rpid" "$cpid"
 	printf '\003' >&5 # the command dies of it, so does rlock; cat sees its end
 	printf 'echo done > after\n' >&5
 	wait_until 30 test -s after
