@@ -263,6 +263,22 @@ node_fair_places() {
 	assert_equal "$(keys_left idler)" 0
 }
 
+@test "nodes that close idle clients (timeout 1): the renewals of a long hold go on fresh connections, no renew-failed (as on one server)" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+	done
+	# 9 s ttl: a renewal every 3 s, its connections idle in between, closed by the
+	# servers before the second one
+	run --separate-stderr rlock --events "$BATS_TEST_TMPDIR/ev" -t 9s -k renewer -- sleep 7
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	grep -q '"event":"released"' "$BATS_TEST_TMPDIR/ev"
+	if grep '"event":"renew-failed"' "$BATS_TEST_TMPDIR/ev"; then
+		fail "a renewal failed with every node up"
+	fi
+}
+
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {
 	node_kill 0
 	run -0 rlock -k b -- true
