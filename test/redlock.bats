@@ -279,6 +279,31 @@ node_fair_places() {
 	fi
 }
 
+@test "a stale holder on one node, the lock's holder on the others: a waiter's busy line names the holder that --status names, not the first node's" {
+	local i rest= stale real
+	for ((i = 1; i < N; i++)); do
+		rest+=${rest:+,}redis://127.0.0.1:$(node_port "$i")
+	done
+	# node 0 alone: another holder's lock there (a minority, left by a split)
+	rlock_bg -u "redis://127.0.0.1:$(node_port 0)" --label stale -k split -- "$HOLD" stale
+	stale=$RLOCK_PID
+	wait_until 30 test -e stale.started
+	track_pidfile "$BATS_TEST_TMPDIR/stale.pid"
+	rlock_bg -u "$rest" --label real -k split -- "$HOLD" real
+	real=$RLOCK_PID
+	wait_until 30 test -e real.started
+	track_pidfile "$BATS_TEST_TMPDIR/real.pid"
+	run -75 rlock --status -k split
+	[[ $output == *"label    real"* ]] || fail "$output"
+	run -75 --separate-stderr rlock -n -k split -- true
+	echo "$stderr"
+	[[ $stderr == *"[real]"* ]] || fail "the busy line does not name the holder: $stderr"
+	[[ $stderr != *stale* ]] || fail "the busy line names a minority's holder: $stderr"
+	touch stale.release real.release
+	rlock_wait "$stale"
+	rlock_wait "$real"
+}
+
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {
 	node_kill 0
 	run -0 rlock -k b -- true

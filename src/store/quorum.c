@@ -662,11 +662,17 @@ static int relocked(const struct holder *h)
 	return h->held && h->has_fence && !h->host[0] && h->pid <= 0;
 }
 
+/* A busy reply that names its holder (host, pid: a relock's record names nobody). */
+static int owner_named(const struct holder *h)
+{
+	return h->held && !holder_nobody(h) && !relocked(h) && h->host[0];
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
-	unsigned long long kept_for[STORE_NODES_MAX];
-	int kept = 0, most = 0;
+	unsigned long long kept_for[STORE_NODES_MAX], held_by[STORE_NODES_MAX];
+	int kept = 0, most = 0, named = 0, most_named = 0;
 
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -707,6 +713,21 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 					q->busy = i;
 				}
 				most = votes > most ? votes : most;
+			}
+			/* holders that differ (a stale one left on a node by a split, a
+			 * relock elsewhere): the one that most of the busy nodes name, as
+			 * --status names the majority's token, not the first node's */
+			if (owner_named(h) && owner_named(&nh)) {
+				unsigned long long k = request_of(&nh);
+				int votes = 1;
+				for (int j = 0; j < named; j++)
+					votes += held_by[j] == k;
+				held_by[named++] = k;
+				if (votes > most_named && most_named > 0) {
+					*h = nh;
+					q->busy = i;
+				}
+				most_named = votes > most_named ? votes : most_named;
 			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
