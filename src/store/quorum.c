@@ -1766,6 +1766,25 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 		no_quorum(q, answered, "answered", err, errlen);
 		goto out;
 	}
+	/* One run's records (its token) with different counts: its acquired record written
+	 * by a node that counted less than the fence the run got (the merge raised that
+	 * node's counter and the holder's record, fence.lua, not its history), its end with
+	 * the fence; the nodes that counted it gone (restarted). Each says the largest, the
+	 * run's fence (RLOCK_FENCE, as --status says). */
+	for (int i = 0; i < got; i++) {
+		struct history_entry *x = &all[i], *top = x;
+		if (!x->token[0] || !x->fence[0] || history_relocked(x))
+			continue;
+		for (int j = 0; j < got; j++)
+			if (all[j].fence[0] && !history_relocked(&all[j]) &&
+			    strcmp(all[j].token, x->token) == 0 &&
+			    fence_below(top->fence, all[j].fence))
+				top = &all[j];
+		if (top != x) {
+			memcpy(x->fence, top->fence, sizeof x->fence);
+			memcpy(x->order, top->fence, sizeof x->order);
+		}
+	}
 	/* An end only seen by this read (a run open on a node whose lease there is over,
 	 * history_read.lua) stands when a majority see it: on fewer, the run may live on
 	 * the others (a node that lagged behind them). */
