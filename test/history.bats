@@ -741,3 +741,33 @@ kept_then_broken() {
 		done
 	done
 }
+
+# holds_again PORT NAME: the node on PORT holds NAME's lock (the renewal locked it again).
+holds_again() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
+
+@test "history over three Redlock nodes: after a rolling restart under a holder, each of its run's records says the fence it got, not a node's own count" {
+	local p ports fence
+	read -ra ports <<<"$NODE_PORTS"
+	for p in "${ports[@]}"; do
+		redis-cli -p "$p" SET 'rlock:{roll}:fence' 5 >/dev/null
+	done
+	# the third node restarted empty: it counts 1, the merge raises its counter to 6
+	redis-cli -p "${ports[2]}" FLUSHALL >/dev/null
+	rlock_bg -u "$NODES" -t 3s -k roll -- sh -c 'echo "$RLOCK_FENCE" >fence; touch p.started; i=0; while [ ! -e go ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_until 30 test -e p.started
+	fence=$(cat fence)
+	assert_equal "$fence" 6
+	# then the other two, one at a time, each locked again by the renewal first: only
+	# the third node keeps the run's acquired record
+	for p in "${ports[1]}" "${ports[0]}"; do
+		redis-cli -p "$p" FLUSHALL >/dev/null
+		wait_until 20 holds_again "$p" roll
+	done
+	touch go
+	rlock_wait
+	((RLOCK_STATUS == 0))
+	run -0 rlock -u "$NODES" -k roll --history
+	echo "$output"
+	[[ $output == *"acquired    fence $fence "* ]] || fail "the acquired record's fence is not the run's"
+	[[ $output == *"released    fence $fence "* ]] || fail "the released record's fence is not the run's"
+}

@@ -263,6 +263,77 @@ node_fair_places() {
 	assert_equal "$(keys_left idler)" 0
 }
 
+@test "nodes that close idle clients (timeout 1): the renewals of a long hold go on fresh connections, no renew-failed (as on one server)" {
+	local i
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" CONFIG SET timeout 1 >/dev/null
+	done
+	# 9 s ttl: a renewal every 3 s, its connections idle in between, closed by the
+	# servers before the second one
+	run --separate-stderr rlock --events "$BATS_TEST_TMPDIR/ev" -t 9s -k renewer -- sleep 7
+	echo "exit $status: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	grep -q '"event":"released"' "$BATS_TEST_TMPDIR/ev"
+	if grep '"event":"renew-failed"' "$BATS_TEST_TMPDIR/ev"; then
+		fail "a renewal failed with every node up"
+	fi
+}
+
+@test "a stale holder on one node, the lock's holder on the others: a waiter's busy line names the holder that --status names, not the first node's" {
+	local i rest='' stale real
+	for ((i = 1; i < N; i++)); do
+		rest+=${rest:+,}redis://127.0.0.1:$(node_port "$i")
+	done
+	# node 0 alone: another holder's lock there (a minority, left by a split)
+	rlock_bg -u "redis://127.0.0.1:$(node_port 0)" --label stale -k split -- "$HOLD" stale
+	stale=$RLOCK_PID
+	wait_until 30 test -e stale.started
+	track_pidfile "$BATS_TEST_TMPDIR/stale.pid"
+	rlock_bg -u "$rest" --label real -k split -- "$HOLD" real
+	real=$RLOCK_PID
+	wait_until 30 test -e real.started
+	track_pidfile "$BATS_TEST_TMPDIR/real.pid"
+	run -75 rlock --status -k split
+	[[ $output == *"label    real"* ]] || fail "$output"
+	run -75 --separate-stderr rlock -n -k split -- true
+	echo "$stderr"
+	[[ $stderr == *"[real]"* ]] || fail "the busy line does not name the holder: $stderr"
+	[[ $stderr != *stale* ]] || fail "the busy line names a minority's holder: $stderr"
+	touch stale.release real.release
+	rlock_wait "$stale"
+	rlock_wait "$real"
+}
+
+# relocked I NAME: node I holds NAME's lock again (the renewal locked it after a flush).
+relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
+
+@test "a rolling restart under a holder (each node reached by its renewal before the next): --status and a nested run's RLOCK_FENCE stay the holder's fence, never an earlier one" {
+	local i outer
+	for ((i = 0; i < N; i++)); do
+		node_cli "$i" SET 'rlock:{roll}:fence' 5 >/dev/null
+	done
+	# nodes 3 and 4 restarted empty (a minority): they count from 1, the merge brings
+	# their counters up to the holder's fence 6
+	node_cli 3 FLUSHALL >/dev/null
+	node_cli 4 FLUSHALL >/dev/null
+	start_holder roll -t 3s
+	outer=$(env_of roll RLOCK_FENCE)
+	assert_equal "$outer" 6
+	# then nodes 0, 1 and 2, one at a time, each locked again by the renewal first
+	for i in 0 1 2; do
+		node_cli "$i" FLUSHALL >/dev/null
+		wait_until 20 relocked "$i" roll
+	done
+	run -75 rlock --status -k roll
+	[[ $output == *"fence    $outer"* ]] || fail "--status: $output"
+	run -0 env RLOCK_KEY="$(env_of roll RLOCK_KEY)" RLOCK_TOKEN="$(env_of roll RLOCK_TOKEN)" \
+		RLOCK_FENCE="$outer" "$RLOCK" -k roll -- sh -c 'echo "fence $RLOCK_FENCE"'
+	assert_equal "$output" "fence $outer"
+	touch roll.release
+	rlock_wait "$HOLDER_PID"
+	((RLOCK_STATUS == 0))
+}
+
 @test "1 and 2 nodes down or paused: acquired; a paused node costs at most --node-timeout" {
 	node_kill 0
 	run -0 rlock -k b -- true

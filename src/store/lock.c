@@ -947,11 +947,11 @@ int lock_request_fence(struct lock_request *q, const struct lock *l, long long f
                        size_t errlen)
 {
 	char v[24];
-	const int *keys = (const int[]){K_FENCE};
-	const char *args[] = {v};
+	const int *keys = (const int[]){K_FENCE, K_LOCK, K_OWNER};
+	const char *args[] = {v, l->token};
 
 	snprintf(v, sizeof v, "%lld", fence);
-	return request(q, S_FENCE, l, 1, keys, 1, args, err, errlen);
+	return request(q, S_FENCE, l, 3, keys, 2, args, err, errlen);
 }
 
 static int holders_script(struct client *c, int s, const struct lock *l, int64_t deadline_ms,

@@ -427,6 +427,48 @@ static void round_all(struct quorum *q, const struct req *one, int64_t cap_ms)
 	round_trip(q, rq, cap_ms);
 }
 
+/* round_all for a request safe to repeat (its token makes it so: a renewal, a
+ * release): a node whose connection, open before the round, was found closed (it sat
+ * idle: the server's `timeout`, a NAT, a restart) gets it once more on a fresh one, as
+ * on one server (routed.c: RUN_RETRY). The other nodes keep their replies and reasons. */
+static void round_all_again(struct quorum *q, const struct req *one, int64_t cap_ms)
+{
+	const struct req *again[STORE_NODES_MAX] = {0};
+	struct resp_reply *kept[STORE_NODES_MAX] = {0};
+	char why[STORE_NODES_MAX][sizeof q->node[0].err];
+	int had[STORE_NODES_MAX], fault[STORE_NODES_MAX], retry = 0;
+
+	for (int i = 0; i < q->n; i++)
+		had[i] = q->node[i].c != NULL && !q->node[i].opening;
+	round_all(q, one, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		const struct node *nd = &q->node[i];
+		if (!nd->reply && had[i] && !nd->c) {
+			again[i] = one;
+			retry = 1;
+		}
+	}
+	if (!retry || conn_abort_pending() || clock_ms() >= cap_ms)
+		return;
+	log_debug("retrying on fresh connections where one was closed");
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		kept[i] = nd->reply; /* round_trip clears every node's */
+		nd->reply = NULL;
+		memcpy(why[i], nd->err, sizeof why[i]);
+		fault[i] = nd->fault;
+	}
+	round_trip(q, again, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (again[i])
+			continue;
+		nd->reply = kept[i];
+		memcpy(nd->err, why[i], sizeof nd->err);
+		nd->fault = fault[i];
+	}
+}
+
 /* err: "no quorum: k of N nodes ..." plus the first node's reason. */
 static void no_quorum(const struct quorum *q, int ok, const char *what, char *err, size_t errlen)
 {
@@ -620,11 +662,17 @@ static int relocked(const struct holder *h)
 	return h->held && h->has_fence && !h->host[0] && h->pid <= 0;
 }
 
+/* A busy reply that names its holder (host, pid: a relock's record names nobody). */
+static int owner_named(const struct holder *h)
+{
+	return h->held && !holder_nobody(h) && !relocked(h) && h->host[0];
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
-	unsigned long long kept_for[STORE_NODES_MAX];
-	int kept = 0, most = 0;
+	unsigned long long kept_for[STORE_NODES_MAX], held_by[STORE_NODES_MAX];
+	int kept = 0, most = 0, named = 0, most_named = 0;
 
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -665,6 +713,21 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 					q->busy = i;
 				}
 				most = votes > most ? votes : most;
+			}
+			/* holders that differ (a stale one left on a node by a split, a
+			 * relock elsewhere): the one that most of the busy nodes name, as
+			 * --status names the majority's token, not the first node's */
+			if (owner_named(h) && owner_named(&nh)) {
+				unsigned long long k = request_of(&nh);
+				int votes = 1;
+				for (int j = 0; j < named; j++)
+					votes += held_by[j] == k;
+				held_by[named++] = k;
+				if (votes > most_named && most_named > 0) {
+					*h = nh;
+					q->busy = i;
+				}
+				most_named = votes > most_named ? votes : most_named;
 			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
@@ -844,7 +907,8 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	if (lock_request_renew(rr, l, err, errlen) < 0)
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
-	round_all(q, &rq, cap_ms);
+	/* idle connections closed (a renewal every ttl/3): once more on fresh ones */
+	round_all_again(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		long long v = 0;
@@ -921,41 +985,25 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
 	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
-	int had[STORE_NODES_MAX];
-	const struct req *again[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
-	for (int i = 0; i < q->n; i++)
-		had[i] = q->node[i].c != NULL;
-	round_all(q, &rq, cap_ms);
-	for (int round = 0; round < 2; round++) {
-		int retry = 0;
-		for (int i = 0; i < q->n; i++) {
-			struct node *nd = &q->node[i];
-			long long v = 0;
-			/* A connection that sat idle (a run's command between renewals) and that
-			 * the server (its `timeout`) or a NAT closed: dropped, the release once
-			 * more on a fresh one (its token makes it safe to repeat), as on one
-			 * server (routed.c: RUN_RETRY). */
-			if (!round && !nd->reply && had[i] && !nd->c && !conn_abort_pending()) {
-				again[i] = &rq;
-				retry = 1;
-			}
-			if (!nd->reply || lock_decode_int(nd->reply, "release", &v, nd->err,
-			                                  sizeof nd->err) != LOCK_OK)
-				continue;
-			said[i] = 1;
-			if (v == 0)
-				notours++;
-			else
-				ok++;
-			handed += v == 3; /* handed to the --preempt request (lock.h) */
-		}
-		if (round || !retry || clock_ms() >= cap_ms)
-			break;
-		log_debug("release: retrying on fresh connections where one was closed");
-		round_trip(q, again, cap_ms);
+	/* A connection that sat idle (a run's command between renewals) and that the
+	 * server (its `timeout`) or a NAT closed: the release once more on a fresh one
+	 * (its token makes it safe to repeat: a release sent again answers as the first). */
+	round_all_again(q, &rq, cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		long long v = 0;
+		if (!nd->reply ||
+		    lock_decode_int(nd->reply, "release", &v, nd->err, sizeof nd->err) != LOCK_OK)
+			continue;
+		said[i] = 1;
+		if (v == 0)
+			notours++;
+		else
+			ok++;
+		handed += v == 3; /* handed to the --preempt request (lock.h) */
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
@@ -1717,6 +1765,25 @@ static int quorum_history(void *ctx, const struct lock *l, int64_t cap_ms, struc
 	if (answered < q->need) {
 		no_quorum(q, answered, "answered", err, errlen);
 		goto out;
+	}
+	/* One run's records (its token) with different counts: its acquired record written
+	 * by a node that counted less than the fence the run got (the merge raised that
+	 * node's counter and the holder's record, fence.lua, not its history), its end with
+	 * the fence; the nodes that counted it gone (restarted). Each says the largest, the
+	 * run's fence (RLOCK_FENCE, as --status says). */
+	for (int i = 0; i < got; i++) {
+		struct history_entry *x = &all[i], *top = x;
+		if (!x->token[0] || !x->fence[0] || history_relocked(x))
+			continue;
+		for (int j = 0; j < got; j++)
+			if (all[j].fence[0] && !history_relocked(&all[j]) &&
+			    strcmp(all[j].token, x->token) == 0 &&
+			    fence_below(top->fence, all[j].fence))
+				top = &all[j];
+		if (top != x) {
+			memcpy(x->fence, top->fence, sizeof x->fence);
+			memcpy(x->order, top->fence, sizeof x->order);
+		}
 	}
 	/* An end only seen by this read (a run open on a node whose lease there is over,
 	 * history_read.lua) stands when a majority see it: on fewer, the run may live on
