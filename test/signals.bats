@@ -246,8 +246,10 @@ PL
 	chmod +x beat
 }
 
+# stopped PID: PID is stopped (state T)
+stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
+
 @test "SIGTSTP to rlock (no terminal): the command stops too, rlock once it has; SIGCONT to rlock continues both, the lock kept" {
-	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
 	make_beat
 	rlock_bg --pgrp -t 2s -k s -- ./beat
 	wait_until 30 file_has_lines beats 3
@@ -268,7 +270,6 @@ PL
 }
 
 @test "SIGTSTP to an rlock in a session of its own (setsid, a service: no shell can continue it): discarded as the kernel discards it; the command runs on, the lock kept" {
-	stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
 	# rlock leads its own session: its process group is orphaned, and a plain process
 	# there ignores a SIGTSTP (POSIX); rlock stopped for good, the lease ran out and
 	# the watchdog killed the command, with nobody to continue rlock
