@@ -195,8 +195,11 @@ C
 	# the start (vfork) held up 2.5 s, as by a Ctrl-Z, a SIGSTOP or a blocked write
 	# just after the lock was granted: a 1 s lease has ended on the server by then,
 	# another may hold the lock; the command ran (the watchdog killed it at once)
-	run -79 timeout 60 strace -o /dev/null -qq -e trace=vfork -e inject=vfork:delay_enter=2500000 \
+	run timeout 60 strace -o trace.log -qq -e trace=vfork -e inject=vfork:delay_enter=2500000 \
 		"$RLOCK" -t 1s -k late -- sh -c 'touch ran'
+	# (ThreadSanitizer's build starts the command by fork, not vfork: nothing to delay)
+	grep -q vfork trace.log || skip "this build of rlock does not start its command by vfork"
+	[[ $status == 79 ]] || fail "exit $status: $output"
 	[[ ! -e ran ]] || fail "the command ran after the lease had ended"
 	[[ $output == *'lock lost'*'the command does not run'* ]] || fail "$output"
 	key_absent 'rlock:{late}'
