@@ -82,7 +82,8 @@ running() { [[ $(state "$1") != T ]]; }
 	key_absent 'rlock:{loop}'
 }
 
-@test "Ctrl-Z past the lease, then fg: the command is stopped for good, never resumed; exit 79" {
+# make_hb_beat: ./beat, a command that writes one line per 20 ms into hb while it runs
+make_hb_beat() {
 	cat >beat <<'PL'
 #!/usr/bin/perl
 # one line per 20 ms into hb while running
@@ -90,6 +91,10 @@ open my $f, '>>', 'hb' or die; $f->autoflush(1);
 while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
 PL
 	chmod +x beat
+}
+
+@test "Ctrl-Z past the lease, then fg: the command is stopped for good, never resumed; exit 79" {
+	make_hb_beat
 	printf '%s\n' "$RLOCK -u $REDIS_URL -t 1s -k stale -- ./beat" >&5
 	wait_until 30 file_has_lines hb 3
 	printf '\032' >&5 # Ctrl-Z
@@ -153,13 +158,7 @@ SH
 }
 
 @test "Ctrl-Z with stdin not the terminal (rlock's group in the foreground): the command stops with rlock; fg resumes it, the lock kept" {
-	cat >beat <<'PL'
-#!/usr/bin/perl
-# one line per 20 ms into hb while running
-open my $f, '>>', 'hb' or die; $f->autoflush(1);
-while (1) { print $f time, "\n"; select undef, undef, undef, 0.02; }
-PL
-	chmod +x beat
+	make_hb_beat
 	printf '%s\n' "$RLOCK -u $REDIS_URL -k zin -- ./beat </dev/null" >&5
 	wait_until 30 file_has_lines hb 3
 	local rpid cpid
