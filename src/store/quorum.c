@@ -653,6 +653,22 @@ static unsigned long long request_of(const struct holder *h)
 	return x;
 }
 
+/* One more node names nh's request (or holder): counted among the n seen so far; 1
+ * when it now has more nodes than any before it had (*most), so that it is named. */
+static int vote(const struct holder *nh, unsigned long long *seen, int *n, int *most)
+{
+	unsigned long long k = request_of(nh);
+	int votes = 1;
+
+	for (int j = 0; j < *n; j++)
+		votes += seen[j] == k;
+	seen[(*n)++] = k;
+	int leads = votes > *most && *most > 0;
+	if (votes > *most)
+		*most = votes;
+	return leads;
+}
+
 /* A node that the renewal locked again (restarted empty, its key lost: quorum_renew)
  * holds the token with no owner fields (no host, no pid: they are the majority's) and a
  * fence of its own count, which the holder never got: its record names nobody. Where
@@ -702,32 +718,17 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 			/* reservations of requests that crossed: the one that most of the busy
 			 * nodes keep is named (as --status names the majority's), not the first
 			 * node's */
-			if (h->reserved && nh.reserved) {
-				unsigned long long k = request_of(&nh);
-				int votes = 1;
-				for (int j = 0; j < kept; j++)
-					votes += kept_for[j] == k;
-				kept_for[kept++] = k;
-				if (votes > most && most > 0) {
-					*h = nh;
-					q->busy = i;
-				}
-				most = votes > most ? votes : most;
+			if (h->reserved && nh.reserved && vote(&nh, kept_for, &kept, &most)) {
+				*h = nh;
+				q->busy = i;
 			}
 			/* holders that differ (a stale one left on a node by a split, a
 			 * relock elsewhere): the one that most of the busy nodes name, as
 			 * --status names the majority's token, not the first node's */
-			if (owner_named(h) && owner_named(&nh)) {
-				unsigned long long k = request_of(&nh);
-				int votes = 1;
-				for (int j = 0; j < named; j++)
-					votes += held_by[j] == k;
-				held_by[named++] = k;
-				if (votes > most_named && most_named > 0) {
-					*h = nh;
-					q->busy = i;
-				}
-				most_named = votes > most_named ? votes : most_named;
+			if (owner_named(h) && owner_named(&nh) &&
+			    vote(&nh, held_by, &named, &most_named)) {
+				*h = nh;
+				q->busy = i;
 			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
