@@ -316,3 +316,27 @@ released_all() {
 	# the pid is parsed once as a number (issue 9): a forged one is unknown, shown '?'
 	grep -q 'pid ? ' tty.out || fail "forged pid not shown as unknown"
 }
+
+# ---------------------------------------------------------------------------------
+# what rlock learns of the server off the command's path (cluster_seed.bats: why)
+
+@test "a standalone server: a run shorter than its first renewal asks it nothing more; a longer one and a waiter learn it is no Cluster by INFO, never by a refused CLUSTER SLOTS" {
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock -k short -- true
+	assert_success
+	run ! grep -q '^cmdstat_info:' <(rcli INFO commandstats)
+	rlock_bg -vv -k learn -t 3s -- "$HOLD" a
+	local a_pid=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 grep -q 'is no Cluster node' "$a_err"
+	rlock_bg -vv -w 60s -k learn -- true
+	local b_pid=$RLOCK_PID b_err=$RLOCK_ERR
+	wait_until 30 grep -q 'is no Cluster node' "$b_err" || { cat "$b_err"; false; }
+	touch a.release
+	rlock_wait "$a_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$b_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rcli INFO commandstats | grep -q '^cmdstat_info:'
+	run ! grep -q '^cmdstat_cluster' <(rcli INFO commandstats)
+	run ! grep -q 'cluster support disabled' <(rcli INFO errorstats)
+}

@@ -157,6 +157,7 @@ static void *renew_main(void *arg)
 	const int64_t ttl = r->lock->ask.ttl_ms;
 	char err[300] = "";
 	int checked = !r->warn_key;
+	int learnt = 0;
 
 	int64_t lost_at = r->confirmed_sent + lease_loss_after(ttl);
 	if (r->check_now) {
@@ -213,6 +214,11 @@ static void *renew_main(void *arg)
 			/* Best effort, and never past the next renewal. */
 			checked = 1;
 			store_check_eviction(s, r->warn_key, r->confirmed_sent + ttl / 3);
+		}
+		if (!learnt) {
+			/* The same: a Cluster's slot map, should the URL's node fail (store.h) */
+			learnt = 1;
+			store_learn(s, r->confirmed_sent + ttl / 3);
 		}
 	}
 stuck:

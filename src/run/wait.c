@@ -599,6 +599,8 @@ static enum wait_state st_outage(struct wait_run *w)
 /* Listen for the release (again, after a wake-up was used). A new subscription: try
  * again at once, a release before it was not heard. A place among the waiters keeps a
  * wake-up made before it listened. */
+static int64_t by_deadline(const struct wait_run *w, int64_t budget_ms);
+
 static enum wait_state st_listen(struct wait_run *w)
 {
 	char err[256];
@@ -620,6 +622,9 @@ static enum wait_state st_listen(struct wait_run *w)
 		w->heard = 1 + w->a->lock->placed;
 		log_debug("listening for the release (%s)",
 		          w->a->lock->placed ? "a place among the waiters" : "the release channel");
+		/* Waiting anyway: what the server is (a Cluster's slot map), should the
+		 * URL's node fail while this waits (store.h). Once per process. */
+		store_learn(w->s, clock_ms() + by_deadline(w, w->a->io_timeout_ms));
 	}
 	return ST_NAP;
 }

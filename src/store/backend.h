@@ -32,6 +32,9 @@ struct store_route {
 	                               size_t errlen);            /* optional */
 	const char *(*subscribe_cmd)(void *ctx, const char *key); /* optional */
 	void (*probe)(void *ctx, int64_t cap_ms);                 /* optional */
+	/* optional: store_learn; c (NULL: none), the handle's connection to at, free for a
+	 * call. -1 when c failed meanwhile (the caller drops it), else 0. */
+	int (*learn)(void *ctx, const struct server *at, struct client *c, int64_t cap_ms);
 	const char *(*name)(void *ctx); /* optional: the server for messages, --status */
 	void (*resolve)(void *arg, int64_t deadline_ms); /* optional: look names up */
 	/* optional: the next locate asks whoever names the server again, however lately it
@@ -93,6 +96,7 @@ struct store_backend {
 	            int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
 	            size_t errlen);
 	void (*check_eviction)(void *ctx, const char *warn_key, int64_t cap_ms);
+	void (*learn)(void *ctx, int64_t cap_ms); /* store_learn; optional */
 	/* Release notifications: the k-th server to listen on (from 0; NULL after the
 	 * last), with *wait_ms each request's deadline there. Optional: NULL, the store's
 	 * own server (the route's). */

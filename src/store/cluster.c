@@ -2,6 +2,7 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,7 @@ struct cluster_state {
 	int loaded;  /* map read from CLUSTER SLOTS at least once */
 	int refresh; /* read it again before the next locate */
 	int hint;    /* the node to ask first (the last redirect's), or -1 */
+	int aside;   /* learnt (route_learn), kept aside: the URL's node is asked first */
 	struct server srv[CLUSTER_NODES_MAX]; /* node i's server: stable addresses */
 };
 
@@ -229,6 +231,7 @@ static struct cluster_state *state(struct cluster_ctx *x)
 		x->st->loaded = 0;
 		x->st->refresh = 1;
 		x->st->hint = -1;
+		x->st->aside = 0;
 	}
 	return x->st;
 }
@@ -263,40 +266,128 @@ static int node_index(struct cluster_ctx *x, struct cluster_addr *a, const struc
 	return i;
 }
 
-/* Ask srv for CLUSTER SLOTS into the map. 1 read, 0 srv is no cluster node, -1 failed. */
-static int read_slots(struct cluster_ctx *x, const struct server *srv, int64_t cap_ms, char *err,
-                      size_t errlen)
+/* The nodes any handle of this process learnt from a slot map: a handle whose URL's node
+ * fails before it learnt anything itself (the release, after the renewal thread's handle
+ * learnt the map) asks them, as the handle that learnt them would. */
+static pthread_mutex_t known_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cluster_addr known[CLUSTER_NODES_MAX];
+static int nknown;
+static int learnt; /* route_learn asked once in this process (under known_mu) */
+
+static void known_keep(const struct cluster_map *m)
 {
-	struct client *c = NULL;
+	pthread_mutex_lock(&known_mu);
+	for (int i = 0; i < m->n; i++) {
+		int have = 0;
+		for (int j = 0; j < nknown && !have; j++)
+			have = known[j].port == m->node[i].port &&
+			       strcmp(known[j].host, m->node[i].host) == 0;
+		if (!have && nknown < CLUSTER_NODES_MAX)
+			known[nknown++] = m->node[i];
+	}
+	pthread_mutex_unlock(&known_mu);
+}
+
+/* x's URL node failed before x knew the cluster: the nodes known in the process, if
+ * any, become x's map's nodes (their slots unknown until one is asked). 1 if any. */
+static int known_take(struct cluster_ctx *x)
+{
+	int any = 0;
+
+	pthread_mutex_lock(&known_mu);
+	if (nknown > 0 && state(x)) {
+		int n = x->st->map.n;
+		for (int i = 0; i < nknown; i++)
+			cluster_map_node(&x->st->map, &known[i]);
+		for (int j = n; j < x->st->map.n; j++)
+			make_server(x, j);
+		any = x->st->map.n > 0;
+	}
+	pthread_mutex_unlock(&known_mu);
+	return any;
+}
+
+/* INFO cluster on c (a connection to srv): 1 cluster_enabled:1, 0 :0, -1 cannot tell
+ * (refused by an ACL without +info, an old server: then CLUSTER SLOTS says; or c
+ * failed: *failed set). Asked before a server not known to be a Cluster node is sent
+ * CLUSTER SLOTS, which a standalone server refuses with an error reply: operators watch
+ * INFO errorstats, and a lock should not add to it. */
+static int cluster_enabled(struct client *c, const struct server *srv, int64_t cap_ms, int *failed,
+                           char *err, size_t errlen)
+{
+	struct resp_reply *r = NULL;
+	const char *argv[] = {"INFO", "cluster"};
+	size_t lens[] = {4, 7};
+	int rc = -1;
+	int64_t d = clock_ms() + srv->io_timeout_ms;
+
+	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) < 0) {
+		*failed = 1;
+		return -1;
+	}
+	if (r->type == RESP_STRING || r->type == RESP_STATUS) {
+		const char *on = strstr(r->str, "cluster_enabled:");
+		if (on)
+			rc = on[16] == '1';
+	}
+	resp_free(r);
+	return rc;
+}
+
+/* CLUSTER SLOTS on c (a connection to srv) into the map, after INFO cluster when
+ * nothing has shown srv to be a Cluster node yet. 1 read, 0 srv is no cluster node, -1
+ * failed (*failed set when c itself failed: a timeout leaves a reply on its way). */
+static int read_slots_on(struct cluster_ctx *x, const struct server *srv, struct client *c,
+                         int64_t cap_ms, int *failed, char *err, size_t errlen)
+{
 	struct resp_reply *r = NULL;
 	const char *argv[] = {"CLUSTER", "SLOTS"};
 	size_t lens[] = {7, 5};
 	int rc = -1;
 
-	if (client_open(&c, srv, cap_ms, err, errlen) != CLIENT_OK)
-		return -1;
+	*failed = 0;
+	if (!x->st) {
+		int on = cluster_enabled(c, srv, cap_ms, failed, err, errlen);
+		if (on == 0)
+			log_debug("%s: cluster_enabled:0", srv->name);
+		if (on == 0 || *failed)
+			return on == 0 ? 0 : -1;
+	}
 	int64_t d = clock_ms() + srv->io_timeout_ms;
-	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) == 0) {
-		if (r->type == RESP_ERROR) {
-			/* "ERR This instance has cluster support disabled"; or an ACL without
-			 * CLUSTER: then the URL's node is all we can use. */
-			log_debug("%s: CLUSTER SLOTS: %s", srv->name, r->str);
-			rc = 0;
-		} else if (state(x)) {
-			struct cluster_map *m = &x->st->map;
-			struct cluster_addr asked = {"", srv->ep.port};
-			int n = m->n;
-			snprintf(asked.host, sizeof asked.host, "%s",
-			         srv->ep.host ? srv->ep.host : "");
-			if (cluster_map_parse(m, r, &asked, err, errlen) == 0) {
-				for (int j = n; j < m->n; j++)
-					make_server(x, j);
-				x->st->loaded = 1;
-				rc = 1;
-			}
+	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) < 0) {
+		*failed = 1;
+	} else if (r->type == RESP_ERROR) {
+		/* "ERR This instance has cluster support disabled"; or an ACL without CLUSTER:
+		 * then the URL's node is all we can use. */
+		log_debug("%s: CLUSTER SLOTS: %s", srv->name, r->str);
+		rc = 0;
+	} else if (state(x)) {
+		struct cluster_map *m = &x->st->map;
+		struct cluster_addr asked = {"", srv->ep.port};
+		int n = m->n;
+		snprintf(asked.host, sizeof asked.host, "%s", srv->ep.host ? srv->ep.host : "");
+		if (cluster_map_parse(m, r, &asked, err, errlen) == 0) {
+			for (int j = n; j < m->n; j++)
+				make_server(x, j);
+			x->st->loaded = 1;
+			known_keep(m);
+			rc = 1;
 		}
 	}
 	resp_free(r);
+	return rc;
+}
+
+/* Ask srv for CLUSTER SLOTS into the map. 1 read, 0 srv is no cluster node, -1 failed. */
+static int read_slots(struct cluster_ctx *x, const struct server *srv, int64_t cap_ms, char *err,
+                      size_t errlen)
+{
+	struct client *c = NULL;
+	int failed;
+
+	if (client_open(&c, srv, cap_ms, err, errlen) != CLIENT_OK)
+		return -1;
+	int rc = read_slots_on(x, srv, c, cap_ms, &failed, err, errlen);
 	client_close(c);
 	return rc;
 }
@@ -332,7 +423,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	struct cluster_state *st = x->st;
 
 	*srv = x->seed;
-	if (!st)
+	if (!st || (st->aside && !x->seed_down))
 		return STORE_OK;
 	if (st->refresh) {
 		char why[300];
@@ -358,12 +449,17 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 	unsigned slot;
 	int is_ask;
 
+	if (x->st)
+		x->st->aside = 0; /* a redirect, or a failure: the map decides from now on */
 	if (!errtext) {
 		/* srv is unreachable (a failed master?): forget its slots and ask another node. */
 		int dead = -1;
 		for (int i = 0; x->st && i < x->st->map.n; i++)
 			if (&x->st->srv[i] == srv)
 				dead = i;
+		/* the URL's node, before this handle knew the cluster: another may have */
+		if (dead < 0 && srv == x->seed && !x->st && !x->plain && known_take(x))
+			x->st->refresh = 1;
 		if (dead < 0 && (!x->st || srv != x->seed))
 			return STORE_ROUTE_FAIL; /* a single server's failure stands */
 		if (dead < 0) {
@@ -438,6 +534,52 @@ static void route_probe(void *ctx, int64_t cap_ms)
 		log_debug("cluster: no slot map: %s", err);
 }
 
+/* The URL's node answered and no redirect has shown a Cluster: ask it (on c, the
+ * handle's connection to at, when that is the URL's node; else a connection of its own)
+ * whether it is one, and for the slot map if so. A lock whose slot the URL's node serves
+ * meets no redirect, yet when that node fails its replica takes the slot over: without
+ * the map the renewal, the release and a waiter would only ever dial the dead URL. The
+ * map is kept aside (the URL's node still serves what it serves) until that node fails
+ * or redirects. Asked once per process (known_take shares the nodes with every handle),
+ * off the command's path: by the renewal thread after its first renewal (store.h). -1
+ * when c failed meanwhile (the caller drops it), else 0. */
+static int route_learn(void *ctx, const struct server *at, struct client *c, int64_t cap_ms)
+{
+	struct cluster_ctx *x = ctx;
+	struct client *own = NULL;
+	char err[300];
+	int failed = 0, rc = -1;
+
+	pthread_mutex_lock(&known_mu);
+	int ask = !learnt && !x->plain && !x->st;
+	learnt = 1;
+	pthread_mutex_unlock(&known_mu);
+	if (!ask)
+		return 0;
+	if (!c || at != x->seed) {
+		c = NULL;
+		if (client_open(&own, x->seed, cap_ms, err, sizeof err) != CLIENT_OK)
+			goto out;
+	}
+	rc = read_slots_on(x, x->seed, c ? c : own, cap_ms, &failed, err, sizeof err);
+	if (rc == 0) {
+		log_debug("cluster: %s is no Cluster node", x->seed->name);
+		x->plain = 1;
+	} else if (rc > 0) {
+		x->st->refresh = 0;
+		x->st->aside = 1;
+	}
+out:
+	if (rc < 0) {
+		log_debug("cluster: no slot map from %s: %s", x->seed->name, err);
+		pthread_mutex_lock(&known_mu);
+		learnt = 0; /* a later renewal asks again */
+		pthread_mutex_unlock(&known_mu);
+	}
+	client_close(own);
+	return c && failed ? -1 : 0;
+}
+
 static const char *route_subscribe_cmd(void *ctx, const char *key)
 {
 	struct cluster_ctx *x = ctx;
@@ -454,4 +596,5 @@ const struct store_route cluster_route = {
     .master = route_master,
     .subscribe_cmd = route_subscribe_cmd,
     .probe = route_probe,
+    .learn = route_learn,
 };

@@ -969,6 +969,16 @@ static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 }
 
 /* --check: the route's masters, or the one server. */
+static void routed_learn(void *ctx, int64_t cap_ms)
+{
+	struct routed *s = ctx;
+	const struct store_route *rt = s->cfg->route;
+	struct client *c = s->c && !s->suspect ? s->c : NULL;
+
+	if (rt && rt->learn && rt->learn(s->route, c ? s->at : NULL, c, cap_ms) < 0 && c)
+		drop(s);
+}
+
 static const struct server *routed_node(void *ctx, int k, int64_t cap_ms, char *err, size_t errlen)
 {
 	struct routed *s = ctx;
@@ -1025,6 +1035,7 @@ const struct store_backend routed_backend = {
     .wait_aof = routed_wait_aof,
     .list = routed_list,
     .check_eviction = routed_check_eviction,
+    .learn = routed_learn,
     .history = routed_history,
     .node = routed_node,
     .node_call = routed_node_call,

@@ -336,6 +336,12 @@ void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
 	s->be->check_eviction(s->ctx, warn_key, cap_ms);
 }
 
+void store_learn(struct store *s, int64_t cap_ms)
+{
+	if (s->be->learn)
+		s->be->learn(s->ctx, cap_ms);
+}
+
 const struct server *store_node(struct store *s, int k, int64_t cap_ms, char *err, size_t errlen)
 {
 	return s->be->node(s->ctx, k, cap_ms, err, errlen);

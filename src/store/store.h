@@ -218,6 +218,12 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
  * the marker). Best effort, nothing past cap_ms. */
 void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
 
+/* Learn what the server is behind the URL, where that is not on the command's path
+ * (the renewal thread, after its first renewal): a Cluster node's slot map, so that a
+ * failover of the URL's own node is followed by the renewal, the release and a waiter
+ * of this process. Once per process, best effort, nothing past cap_ms. */
+void store_learn(struct store *s, int64_t cap_ms);
+
 /* --check: the k-th node (from 0): the one server, the master the sentinels name, each
  * master of the Cluster's slot map, each Redlock node. NULL after the last, or when the
  * route cannot say (err then set; "" after the last). */
