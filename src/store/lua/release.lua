@@ -23,7 +23,9 @@
 -- A hand-over overrides --min-hold's keep: the request takes the lock now.
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
--- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
+-- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours,
+-- and never by a release told "lost" (its rlock exits 79: not a success, e.g. a keeper
+-- that gave its lease up by its own clock, then its --release --once-per).
 -- The queue, the waiters, the mark, --preempt's request, the lock-delay and the history
 -- (KEYS[1]..':queue', ':waiters', ':done', ':preempt', ':delay', ':history', same hash
 -- tag) are not declared (a slot being migrated answers a script whose declared keys are
@@ -138,8 +140,9 @@ local preempted = to and ARGV[10] == 'preempted'
 -- The mark (released_mark) when no end record is written, or when a short history may
 -- have trimmed it before a release sent again looks (history_keeps).
 local keeps = open and history_keeps(run[1])
-here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
-     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
+local done = tonumber(ARGV[6] or '0') > 0 and ARGV[10] ~= 'lost'
+here((run[8] or not run[3]) and KEYS[1] .. ':delay', done and KEYS[1] .. ':done',
+     hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
      (preempted or not keeps and tonumber(ARGV[2]) <= 0) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- Preempted: the run stays open, its end not known yet. The request's grant records it
@@ -158,7 +161,7 @@ elseif open and not preempted then
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '')
 end
-if tonumber(ARGV[6] or '0') > 0 then
+if done then
   redis.call('SET', KEYS[1] .. ':done', run[3] or '0', 'PX', ARGV[6])
 end
 if tonumber(ARGV[2]) > 0 and not preempted then
