@@ -143,7 +143,7 @@ local keeps = open and history_keeps(run[1])
 local done = tonumber(ARGV[6] or '0') > 0 and ARGV[10] ~= 'lost'
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', done and KEYS[1] .. ':done',
      hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     (preempted or not keeps and tonumber(ARGV[2]) <= 0) and KEYS[1] .. ':rel:' .. ARGV[1])
+     (preempted or not keeps) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- Preempted: the run stays open, its end not known yet. The request's grant records it
 -- preempted (acquire.lua, from the reservation's from and fstatus); a reservation that
@@ -167,6 +167,11 @@ end
 if tonumber(ARGV[2]) > 0 and not preempted then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
+  -- A release sent again once the keep has ended (its first reply lost) finds the
+  -- answer here, when no end record of a long enough history says it (as below).
+  if not (recorded and keeps) then
+    released_mark(KEYS[1], ARGV[1], false, redis.call('PTTL', KEYS[1]), 2)
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2
