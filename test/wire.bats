@@ -127,6 +127,28 @@ release_kept_swallowed() {
 	release_kept_swallowed rks -s
 }
 
+@test "--once-per: a release whose reply is lost and whose retry cannot reach the server: 0, and the line does not say the name is unmarked (the first release marked it)" {
+	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	start_holder op -u "$PROXY_URL" --io-timeout 2s --once-per 1h
+	# the reply is thrown away, the wire held 800 ms from then on: the retry then meets
+	# a proxy that resets every connection
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	touch op.release
+	wait_until 10 swallowed
+	echo reset >"$PROXY_MODE"
+	rlock_wait "$HOLDER_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{op}' # the first release did release it
+	key_exists 'rlock:{op}:done' || fail "the first release wrote no mark"
+	grep -q 'cannot release' "$HOLDER_ERR" || fail "the retry was not refused: $(cat "$HOLDER_ERR")"
+	# not "not marked done: a later run runs again" as a fact: it is marked, the next skips
+	grep -q 'unless the server got the release' "$HOLDER_ERR" || fail "$(cat "$HOLDER_ERR")"
+	run -75 --separate-stderr rlock -k op -n --once-per 1h -- true
+}
+
 # release_trimmed NAME RLOCK-ARGS...: with a short history (history = 1), a run whose
 # release's reply is lost, and is sent again late (the wire slow from then on), while a
 # waiter the release woke takes the lock: the waiter's acquired record trims the
