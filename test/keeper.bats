@@ -359,6 +359,28 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .fence, .status]]')"
 }
 
+@test "--release --once-per after its keeper declared the lock lost: 79, and the name is not marked done (a later --once-per run runs)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	# as above: the keeper gives the lease up by its own clock, the lease runs on
+	rcli ACL SETUSER default -evalsha -eval -evalsha_ro -eval_ro >/dev/null
+	rcli PEXPIRE 'rlock:{ci}' 60000 >/dev/null
+	rcli PEXPIRE 'rlock:{ci}:owner' 60000 >/dev/null
+	wait_until 30 grep -q 'the keeper exits' k.log
+	wait_until 10 pidfile_gone keeper.pids
+	rcli ACL SETUSER default +@all >/dev/null
+	[[ -n $(rcli GET 'rlock:{ci}') ]] || fail "the lease was meant to run on"
+	step release 'rlock -k ci --release --once-per 1h'
+	assert_failure 79
+	key_absent 'rlock:{ci}' # given back all the same
+	# 79 is never a success: the steps ran unguarded, nothing marks them done
+	key_absent 'rlock:{ci}:done' || fail "marked done by a release that exits 79"
+	run -0 rlock -k ci -n --once-per 1h -- true
+}
+
 @test "--release of a run whose token also opened an earlier run (a late grant given back, then taken again): that run's end is not this one's (explorer: seed 602239655 round 1)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"

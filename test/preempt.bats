@@ -502,3 +502,26 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	assert_equal "$RLOCK_STATUS" 80
 	run ! grep -q 'r1 ran' log
 }
+
+@test "--preemptible stopped at --max-hold, then preempted for a request that gave up: 124 as timeout(1), never the command's own status (0 after a trap)" {
+	slow_job
+	# the trap exits 0: a command that cleaned up after --max-hold's SIGTERM
+	sed -i 's/exit 3/exit 0/' slowjob
+	rlock_bg -k p -t 3s --preemptible --max-hold 2s --kill-after 60s -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 h_trapped
+	grep -q 'max-hold is over' "$h_err" || fail "$(cat "$h_err")"
+	# during the trap's clean-up, a --preempt request; a short mark (1 s): gone soon after it
+	rlock_bg -k p -t 1s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 grep -q 'lock lost: preempted by' "$h_err"
+	kill -KILL "$r_pid"
+	wait_until 15 key_absent 'rlock:{p}:preempt'
+	touch h.go
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 124
+	grep -q "that request gave up before the lock was released; exiting 124 (--max-hold" "$h_err" ||
+		fail "$(cat "$h_err")"
+	key_absent 'rlock:{p}' || fail "the lock was not released"
+	run ! grep -q 'r ran' log
+}

@@ -96,6 +96,59 @@ release_swallowed() {
 	release_swallowed rm --min-hold 2s
 }
 
+# release_kept_swallowed NAME RLOCK-ARGS...: with the history off, a --min-hold run whose
+# release's reply is lost, sent again once the keep has ended: 0, not 79.
+release_kept_swallowed() {
+	local name=$1
+	shift
+	run -0 rlock "$@" -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	# released 500 ms after the command started, the keep is 500 ms at most; once the
+	# reply is swallowed the wire holds each way 800 ms: the release sent again reaches
+	# the server after the keep has ended
+	start_holder "$name" -v -u "$PROXY_URL" --io-timeout 5s --min-hold 1s "$@"
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	wait_until 10 past $(($(cat "$BATS_TEST_TMPDIR/$name.start") + 500))
+	touch "$name.release"
+	rlock_wait "$HOLDER_PID" 30
+	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
+	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
+	run ! grep -q 'lost' "$HOLDER_ERR"
+	key_absent "rlock:{$name}:history"
+	run -0 --separate-stderr rlock -k "$name" -n "$@" -- true
+}
+
+@test "a release with --min-hold whose reply is lost and that is sent again after the keep ended: 0, not 79, with the history off too (exclusive, -s)" {
+	printf 'history = 0\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	release_kept_swallowed rk
+	release_kept_swallowed rks -s
+}
+
+@test "--once-per: a release whose reply is lost and whose retry cannot reach the server: 0, and the line does not say the name is unmarked (the first release marked it)" {
+	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	start_holder op -u "$PROXY_URL" --io-timeout 2s --once-per 1h
+	# the reply is thrown away, the wire held 800 ms from then on: the retry then meets
+	# a proxy that resets every connection
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	touch op.release
+	wait_until 10 swallowed
+	echo reset >"$PROXY_MODE"
+	rlock_wait "$HOLDER_PID" 30
+	assert_equal "$RLOCK_STATUS" 0
+	key_absent 'rlock:{op}' # the first release did release it
+	key_exists 'rlock:{op}:done' || fail "the first release wrote no mark"
+	grep -q 'cannot release' "$HOLDER_ERR" || fail "the retry was not refused: $(cat "$HOLDER_ERR")"
+	# not "not marked done: a later run runs again" as a fact: it is marked, the next skips
+	grep -q 'unless the server got the release' "$HOLDER_ERR" || fail "$(cat "$HOLDER_ERR")"
+	run -75 --separate-stderr rlock -k op -n --once-per 1h -- true
+}
+
 # release_trimmed NAME RLOCK-ARGS...: with a short history (history = 1), a run whose
 # release's reply is lost, and is sent again late (the wire slow from then on), while a
 # waiter the release woke takes the lock: the waiter's acquired record trims the

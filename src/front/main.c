@@ -469,9 +469,10 @@ static int64_t lease_kill_at(const void *ctx)
  * taken by that request: 81 and a line naming who asked. Not (the request gave up or
  * died before the release or before taking the reservation, or the release failed): a line that
  * says so, and the command's own status (own, 128+N for a signal: rlock sent it, as --max-hold's
- * 124 is not rlock's death); the lock found lost: the caller says it (79). */
+ * 124 is not rlock's death), or --max-hold's 124 (137) when it expired too (timeout: a
+ * command stopped by it never exits 0); the lock found lost: the caller says it (79). */
 static int preempted(const struct hold *h, const struct opts *o, const char *who, int released,
-                     int own)
+                     int own, int timeout)
 {
 	if (h->handed_to[0]) /* who the release kept it for: another may have asked since */
 		who = h->handed_to;
@@ -483,15 +484,15 @@ static int preempted(const struct hold *h, const struct opts *o, const char *who
 	}
 	if (released == HOLD_LOST)
 		return own; /* the caller says lost: 79 */
-	log_error("lock '%s': %s: the command was stopped, but %s; exiting %d (the command's "
-	          "status)",
-	          o->name, who,
+	log_error("lock '%s': %s: the command was stopped, but %s; exiting %d (%s)", o->name, who,
 	          released == HOLD_ERR  ? "the release failed: the lock was not handed to that "
 	                                  "request"
 	          : h->handover_untaken ? "that request never took the lock (it gave up or died)"
 	                                : "that request gave up before the lock was released",
-	          own);
-	return own;
+	          timeout ? timeout : own,
+	          timeout ? "--max-hold expired: the command was stopped for it too"
+	                  : "the command's status");
+	return timeout ? timeout : own;
 }
 
 static int64_t lease_renew_due(const void *ctx)
@@ -584,7 +585,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
 	if (asked)
-		rc = preempted(h, o, who, released, ch.status);
+		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */

@@ -1318,16 +1318,19 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 	int rc = exit_status(st, &ch->term_sig);
 
 	ch->status = rc;
+	/* Stopped by us, as timeout(1) says it: 124, or 137 (128+9) when it took SIGKILL to
+	 * stop the command; an exit status, not a signal of rlock's own. Kept under a loss
+	 * too: a --preempt stop whose request gave up leaves this one to say (main.c). */
+	ch->timeout_status = !ch->timed_out            ? 0
+	                     : ch->term_sig == SIGKILL ? RL_EX_TIMEOUT_KILLED
+	                                               : RL_EX_TIMEOUT;
 	if (s->lost) {
 		ch->term_sig = 0;
 		return RL_EX_LOST;
 	}
 	if (ch->timed_out) {
-		/* Stopped by us, as timeout(1) says it: 124, or 137 (128+9) when it took
-		 * SIGKILL to stop the command; an exit status, not a signal of rlock's own. */
-		int killed = ch->term_sig == SIGKILL;
 		ch->term_sig = 0;
-		return killed ? RL_EX_TIMEOUT_KILLED : RL_EX_TIMEOUT;
+		return ch->timeout_status;
 	}
 	watchdog_heard(ch);
 	if (ch->term_sig == SIGKILL && ch->watchdog_killed) {

@@ -62,6 +62,8 @@ struct child {
 	int lost;            /* the lease was found lost while it ran (--on-lost ignore too),
 	                      * or the watchdog killed the group at its deadline */
 	int timed_out;       /* stopped for --max-hold */
+	int timeout_status;  /* 124 or 137 once stopped for --max-hold (also under a loss's
+	                      * 79 or a --preempt's stop), else 0 */
 	int status;          /* the command's own status (128+N: signal N), for the history */
 	pid_t watchdog;      /* kills the group if rlock itself dies; 0 if none */
 	int watch_fd;        /* write end kept by rlock */
@@ -137,7 +139,7 @@ struct supervise_args {
  * it killed the group at its deadline and the command died of that SIGKILL (ch->lost
  * either way, the history's record of the run says lost), else 124 if stop_at passed and
  * the group was stopped for it (ch->timed_out), 137 if the command itself then died of
- * SIGKILL. */
+ * SIGKILL (ch->timeout_status: that status, also when 79 says more). */
 int child_supervise(struct child *ch, const struct supervise_args *a);
 
 /* Give the terminal back if the command's group has it, tell the watchdog all is well

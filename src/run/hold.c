@@ -141,10 +141,12 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	store_close(live);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
-	else if (rc == LOCK_ERR)
-		log_warn("cannot release %s (%s); it expires by its TTL%s", l->key, err,
+	else if (rc == LOCK_ERR) /* a lost reply hides a release the server ran */
+		log_warn("cannot release %s (%s); unless the server got the release (its reply "
+		         "lost), it expires by its TTL%s",
+		         l->key, err,
 		         l->mark_done && l->ask.once_per_ms > 0
-		             ? "; not marked done (--once-per): a later run runs again"
+		             ? " and is not marked done (--once-per): a later run runs again"
 		             : "");
 	else if (rc == LOCK_OK && unconfirmed[0])
 		log_warn("released %s%s on the master, not confirmed by %d replica(s) "

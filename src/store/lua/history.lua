@@ -164,13 +164,14 @@ local function history_close(lock, token)
   return r
 end
 -- released_before(lock, token): did a release of token end its run already (a release
--- sent again after its reply was lost)? Its first answer (1 released, 3 handed to the
--- --preempt request that stopped it: release.lua), or false: PREFIX{NAME}:rel:<token>
+-- sent again after its reply was lost)? Its first answer (1 released, 2 kept for
+-- --min-hold, 3 handed to the --preempt request that stopped it: release.lua), or false: PREFIX{NAME}:rel:<token>
 -- (released_mark), or its end record in the history (released: 1, preempted: 3), newer
 -- than its acquired record, among the last 1000 entries.
 local function released_before(lock, token)
   local mark = redis.pcall('GET', lock .. ':rel:' .. token) -- here.lua
-  if mark == '3' then return 3 elseif type(mark) == 'string' then return 1 end
+  if mark == '3' then return 3 elseif mark == '2' then return 2 end
+  if type(mark) == 'string' then return 1 end
   local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   if type(es) ~= 'table' or es.err then return false end
   for _, e in ipairs(es) do
@@ -193,7 +194,7 @@ local function history_keeps(len)
 end
 -- released_mark(lock, token, recorded, left_ms[, answer]): unless the release's end record
 -- was written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,
--- the release's answer, "1" or "3": the history off, or refused by the ACL), for what was
+-- the release's answer, "1", "2" or "3": the history off, or refused by the ACL), for what was
 -- left of the lease (its holder sends no release after that), a second at least.
 local function released_mark(lock, token, recorded, left, answer)
   if recorded then return end

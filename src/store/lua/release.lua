@@ -23,7 +23,9 @@
 -- A hand-over overrides --min-hold's keep: the request takes the lock now.
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
--- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours.
+-- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours,
+-- and never by a release told "lost" (its rlock exits 79: not a success, e.g. a keeper
+-- that gave its lease up by its own clock, then its --release --once-per).
 -- The queue, the waiters, the mark, --preempt's request, the lock-delay and the history
 -- (KEYS[1]..':queue', ':waiters', ':done', ':preempt', ':delay', ':history', same hash
 -- tag) are not declared (a slot being migrated answers a script whose declared keys are
@@ -138,9 +140,10 @@ local preempted = to and ARGV[10] == 'preempted'
 -- The mark (released_mark) when no end record is written, or when a short history may
 -- have trimmed it before a release sent again looks (history_keeps).
 local keeps = open and history_keeps(run[1])
-here((run[8] or not run[3]) and KEYS[1] .. ':delay', tonumber(ARGV[6] or '0') > 0 and
-     KEYS[1] .. ':done', hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     (preempted or not keeps and tonumber(ARGV[2]) <= 0) and KEYS[1] .. ':rel:' .. ARGV[1])
+local done = tonumber(ARGV[6] or '0') > 0 and ARGV[10] ~= 'lost'
+here((run[8] or not run[3]) and KEYS[1] .. ':delay', done and KEYS[1] .. ':done',
+     hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
+     (preempted or not keeps) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- Preempted: the run stays open, its end not known yet. The request's grant records it
 -- preempted (acquire.lua, from the reservation's from and fstatus); a reservation that
@@ -158,12 +161,17 @@ elseif open and not preempted then
               ARGV[1], 'host', run[5] or '', 'pid', run[6] or '', 'label', run[7] or '',
               'status', ARGV[7] or '')
 end
-if tonumber(ARGV[6] or '0') > 0 then
+if done then
   redis.call('SET', KEYS[1] .. ':done', run[3] or '0', 'PX', ARGV[6])
 end
 if tonumber(ARGV[2]) > 0 and not preempted then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
+  -- A release sent again once the keep has ended (its first reply lost) finds the
+  -- answer here, when no end record of a long enough history says it (as below).
+  if not (recorded and keeps) then
+    released_mark(KEYS[1], ARGV[1], false, redis.call('PTTL', KEYS[1]), 2)
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2

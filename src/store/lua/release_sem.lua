@@ -46,8 +46,9 @@ local s = redis.call('ZSCORE', KEYS[1], tok)
 if keep >= 0 and s then
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
   if ok and type(m) == 'table' and m.kept == '1' then return 2 end
-elseif keep >= 0 and released_before(lock, tok) then
-  return 1
+else
+  local before = keep >= 0 and released_before(lock, tok) -- 2: kept, its keep over
+  if before then return before end
 end
 if not s or tonumber(s) <= now or keep < 0 then
   -- its --lock-delay entry goes when the release was sent within the lease by rlock's
@@ -80,7 +81,7 @@ local rec_ok, rec = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}'
 local delayed = rec_ok and type(rec) == 'table' and rec.delay
 here(delayed and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
-     not keeps and keep <= 0 and lock .. ':rel:' .. tok)
+     not keeps and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
 local recorded
 if ARGV[10] == 'attempt' then
@@ -90,6 +91,8 @@ else
   recorded = history_ends(ARGV[10] == 'lost' and 'lost' or 'released')
 end
 if keep > 0 then
+  -- sent again once the keep has ended (its first reply lost): the answer (release.lua)
+  released_mark(lock, tok, recorded and keeps, tonumber(s) - now, 2)
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
   if ok and type(m) == 'table' then
