@@ -750,19 +750,45 @@ static int read_password_file(struct state *s, const char *path, const char *src
 	if (fd < 0)
 		return 0;
 	check_secret_mode("password file", path, src, &st);
-	ssize_t n;
-	do
-		n = read(fd, buf, sizeof buf - 1);
-	while (n < 0 && errno == EINTR);
+	/* The whole file, and one byte more when it fills the buffer (then it is too long). */
+	size_t got = 0;
+	char more = 0;
+	for (;;) {
+		ssize_t n = got < sizeof buf - 1 ? read(fd, buf + got, sizeof buf - 1 - got)
+		                                 : read(fd, &more, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			explicit_bzero(buf, sizeof buf);
+			input_error("%s: cannot read '%s': %s", src, path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		if (got == sizeof buf - 1) {
+			got = sizeof buf; /* more than fits */
+			break;
+		}
+		got += (size_t)n;
+	}
+	explicit_bzero(&more, sizeof more);
 	close(fd);
-	if (n < 0)
-		input_error("%s: cannot read '%s': %s", src, path, strerror(errno));
-	buf[n] = '\0';
-	size_t len = strcspn(buf, "\r\n");
-	if (len == 0 || len > URL_PASS_MAX - 1) {
+	/* One line: the password, then at most line ends (LF, CR LF, a blank line after).
+	 * A NUL byte or a second line means the file is not what its author thinks (a
+	 * binary, a user name and a password): never log in with a part of it. */
+	if (got < sizeof buf)
+		buf[got] = '\0';
+	size_t len = got < sizeof buf ? strcspn(buf, "\r\n") : 0;
+	size_t end = len;
+	while (end < got && (buf[end] == '\r' || buf[end] == '\n'))
+		end++;
+	if (len == 0 || len > URL_PASS_MAX - 1 || end != got) {
 		explicit_bzero(buf, sizeof buf);
-		usage_error("%s: password file '%s' must hold one line of 1..%d bytes", src, path,
-		            URL_PASS_MAX - 1);
+		usage_error(
+		    "%s: password file '%s' must hold one line of 1..%d bytes (no NUL byte, "
+		    "nothing after it)",
+		    src, path, URL_PASS_MAX - 1);
 	}
 	set_secret(s, slot, buf, len, rank, from);
 	explicit_bzero(buf, sizeof buf);
