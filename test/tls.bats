@@ -435,6 +435,48 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "--cacertdir: a certificate in it that others can write, or a FIFO by its hash name, is refused (66, one line), never trusted or read blocking" {
+	# OpenSSL reads HASH.N from the directory when it verifies: a certificate there that
+	# another user can write lets them vouch for any server (the password goes to it),
+	# and a FIFO by that name blocked rlock in open() for ever (SIGTERM blocked too).
+	local hashed
+	cp -r "$TLS_CERTS/cadir" d
+	chmod 755 d
+	hashed=$(cd d && ls -- *.0)
+	[[ -L d/$hashed ]] || fail "no hash link in the CA directory: $(ls -l d)"
+	chmod 666 d/ca.pem
+	run -66 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' is writable by others"
+	chmod 644 d/ca.pem
+	# a hash name linked to a certificate of another user's, out of the directory
+	if ((EUID == 0)); then
+		cp "$CA" theirs.pem
+		chown nobody theirs.pem
+		ln -sfn "$PWD/theirs.pem" "d/$hashed"
+		run -66 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+			--cacertdir d -k t -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' belongs to another user"
+	fi
+	rm "d/$hashed"
+	mkfifo "d/$hashed"
+	run --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	assert_equal "$status" 66
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' is not a regular file \(a FIFO\)"
+	[[ ! -e ran ]]
+	# what is not a name OpenSSL reads is not looked at; the directory as made works
+	rm "d/$hashed"
+	ln -s ca.pem "d/$hashed"
+	mkfifo d/README
+	run -0 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	[[ -e ran ]]
+}
+
 @test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
 	local mod
 	mod=$(dirname "$RLOCK")/rlock-tls.so

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1746,6 +1747,51 @@ static void bad_option(char **argv)
  * that another user can change (a CA bundle others can write lets them vouch for any
  * server), is the same mistake as such a password file (66), not a server that cannot
  * be reached. Opened as every user-named file is: without blocking (userfile.h). */
+/* A name OpenSSL reads from a hashed CA directory: HASH.N (a certificate) or HASH.rN
+ * (a CRL), HASH being 8 lowercase hex digits (X509_LOOKUP_hash_dir). */
+static int hashed_name(const char *n)
+{
+	if (strspn(n, "0123456789abcdef") != 8 || n[8] != '.')
+		return 0;
+	n += 9 + (n[9] == 'r');
+	return *n && strspn(n, "0123456789") == strlen(n);
+}
+
+/* --cacertdir: what OpenSSL will read there is held to --cacert's rule: each file it may
+ * load opened without blocking (a FIFO by a hash name held rlock in open() for ever), a
+ * regular file, and one no other user can change (whoever can write a CA certificate
+ * vouches for any server). A name that leads nowhere, or that rlock cannot read either,
+ * is one OpenSSL skips. */
+static void cacertdir_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[PATH_MAX], why[300];
+	struct stat st;
+
+	if (!d)
+		input_error("--cacertdir: cannot read '%s': %s", dir, strerror(errno));
+	while ((e = readdir(d))) {
+		if (!hashed_name(e->d_name) ||
+		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
+			continue;
+		int fd = userfile_read(path, UF_REG, &st, why, sizeof why);
+		if (fd < 0 && (errno == ENOENT || errno == EACCES))
+			continue;
+		if (fd < 0 && errno == EINVAL)
+			input_error("--cacertdir: '%s' %s", path, why);
+		if (fd < 0)
+			input_error("--cacertdir: cannot read '%s': %s", path, why);
+		close(fd);
+		if (userfile_trusted(path, &st, why, sizeof why) < 0)
+			input_error(
+			    "--cacertdir: '%s' %s: refused (it must be root's or yours, and "
+			    "writable by nobody else)",
+			    path, why);
+	}
+	closedir(d);
+}
+
 static void tls_files_readable(const struct tls_opts *t)
 {
 	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
@@ -1770,6 +1816,8 @@ static void tls_files_readable(const struct tls_opts *t)
 			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
 			    "by nobody else)",
 			    opt[i], file[i], why);
+		if (i == 3)
+			cacertdir_files(file[i]);
 		/* the client's private key is a secret as a password file is (ssh's rule) */
 		if (i == 2 && (st.st_mode & S_IRWXO))
 			input_error("%s: '%s' is a private key accessible by others (mode %03o); "
