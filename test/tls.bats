@@ -477,6 +477,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ -e ran ]]
 }
 
+@test "RLOCK_TLS_MODULE naming a FIFO or a directory: 66 at once, one line, never opened blocking" {
+	# dlopen() opens a FIFO blocking: rlock hung there, SIGTERM blocked, until SIGKILL.
+	mkfifo mod.fifo
+	mkdir mod.dir
+	local m
+	for m in mod.fifo mod.dir; do
+		RLOCK_TLS_MODULE=$PWD/$m run --separate-stderr timeout -k 5 20 "$RLOCK" \
+			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t -- touch ran
+		assert_equal "$status" 66
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: TLS module '.*/$m' (is not a regular file|is a directory)"
+	done
+	[[ ! -e ran ]]
+}
+
 @test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
 	local mod
 	mod=$(dirname "$RLOCK")/rlock-tls.so
