@@ -1163,7 +1163,23 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 	const char *dirs = getenv("XDG_CONFIG_DIRS");
 	if (!dirs || !*dirs)
 		dirs = "/etc/xdg";
-	for (const char *end = dirs + strlen(dirs); end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
+	/* Room for the first directories named, the most important: those past it are
+	 * said, never dropped unseen (the last ones read instead, with a lower rank). */
+	const int room = CONFIG_LAYERS_MAX - 2; /* /etc/rlock.conf and the user's */
+	const char *cut = NULL;                 /* the first directory not read */
+	int total = 0;
+	for (const char *p = dirs; *p;) {
+		size_t len = strcspn(p, ":");
+		if (p[0] == '/' && total++ == room)
+			cut = p;
+		p += len + (p[len] == ':');
+	}
+	if (cut)
+		log_warn("XDG_CONFIG_DIRS names %d directories: the config files of the first %d "
+		         "are read, not from %.*s on",
+		         total, room, (int)strcspn(cut, ":"), cut);
+	for (const char *end = cut ? cut - 1 : dirs + strlen(dirs);
+	     end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
 		const char *start = end;
 		while (start > dirs && start[-1] != ':')
 			start--;
