@@ -1778,7 +1778,7 @@ static int hashed_name(const char *n)
  * regular file, and one no other user can change (whoever can write a CA certificate
  * vouches for any server). A name that leads nowhere, or that rlock cannot read either,
  * is one OpenSSL skips. */
-static void cacertdir_files(const char *dir)
+static void cacertdir_files(const char *opt, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -1786,7 +1786,7 @@ static void cacertdir_files(const char *dir)
 	struct stat st;
 
 	if (!d)
-		input_error("--cacertdir: cannot read '%s': %s", dir, strerror(errno));
+		input_error("%s: cannot read '%s': %s", opt, dir, strerror(errno));
 	while ((e = readdir(d))) {
 		if (!hashed_name(e->d_name) ||
 		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
@@ -1795,17 +1795,56 @@ static void cacertdir_files(const char *dir)
 		if (fd < 0 && (errno == ENOENT || errno == EACCES))
 			continue;
 		if (fd < 0 && errno == EINVAL)
-			input_error("--cacertdir: '%s' %s", path, why);
+			input_error("%s: '%s' %s", opt, path, why);
 		if (fd < 0)
-			input_error("--cacertdir: cannot read '%s': %s", path, why);
+			input_error("%s: cannot read '%s': %s", opt, path, why);
 		close(fd);
 		if (userfile_trusted(path, &st, why, sizeof why) < 0)
-			input_error(
-			    "--cacertdir: '%s' %s: refused (it must be root's or yours, and "
-			    "writable by nobody else)",
-			    path, why);
+			input_error("%s: '%s' %s: refused (it must be root's or yours, and "
+			            "writable by nobody else)",
+			            opt, path, why);
 	}
 	closedir(d);
+}
+
+/* Without --cacert or --cacertdir, OpenSSL's system trust store, which SSL_CERT_FILE and
+ * SSL_CERT_DIR (a list, ':') replace: whoever could set them (a CI image, a parent's
+ * environment) names files read as --cacert's and --cacertdir's are, and held to the
+ * same rule (a FIFO there held rlock in open() for ever). One that does not exist is
+ * OpenSSL's to skip. */
+static void trust_store_env(void)
+{
+	const char *file = getenv("SSL_CERT_FILE"), *dirs = getenv("SSL_CERT_DIR");
+	char path[PATH_MAX], why[300];
+	struct stat st;
+
+	for (int i = 0; i < 2; i++) {
+		const char *var = i ? "SSL_CERT_DIR" : "SSL_CERT_FILE";
+		for (const char *p = i ? dirs : file; p && *p;) {
+			size_t len = i ? strcspn(p, ":") : strlen(p);
+			int fit = len > 0 && len < sizeof path;
+			if (fit)
+				snprintf(path, sizeof path, "%.*s", (int)len, p);
+			p += len + (p[len] == ':');
+			if (!fit)
+				continue;
+			int fd = userfile_read(path, i ? UF_DIR : UF_REG, &st, why, sizeof why);
+			if (fd < 0 && (errno == ENOENT || errno == EACCES))
+				continue;
+			if (fd < 0 && errno == EINVAL)
+				input_error("%s: '%s' %s", var, path,
+				            i ? "is not a directory" : why);
+			if (fd < 0)
+				input_error("%s: cannot read '%s': %s", var, path, why);
+			close(fd);
+			if (userfile_trusted(path, &st, why, sizeof why) < 0)
+				input_error("%s: '%s' %s: refused (it must be root's or yours, and "
+				            "writable by nobody else)",
+				            var, path, why);
+			if (i)
+				cacertdir_files(var, path);
+		}
+	}
 }
 
 static void tls_files_readable(const struct tls_opts *t)
@@ -1833,13 +1872,15 @@ static void tls_files_readable(const struct tls_opts *t)
 			    "by nobody else)",
 			    opt[i], file[i], why);
 		if (i == 3)
-			cacertdir_files(file[i]);
+			cacertdir_files(opt[i], file[i]);
 		/* the client's private key is a secret as a password file is (ssh's rule) */
 		if (i == 2 && (st.st_mode & S_IRWXO))
 			input_error("%s: '%s' is a private key accessible by others (mode %03o); "
 			            "chmod o-rwx it",
 			            opt[i], file[i], (unsigned)(st.st_mode & 0777));
 	}
+	if (!t->cacert && !t->cacertdir && !t->insecure)
+		trust_store_env();
 }
 
 /* A config file's setting that this run's command line leaves no room for (--once-per
