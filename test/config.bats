@@ -716,6 +716,27 @@ with_etc_conf() {
 	assert_output 'key=etc:{x} ttl=5000'
 }
 
+@test "XDG_CONFIG_DIRS with more directories than rlock reads: the first (the most important) are read, one line names the rest" {
+	# The cap dropped the first directories, the most important (XDG: in order of
+	# preference), and read the last ones, without a word: another layer's ttl (or
+	# server) applied.
+	local dirs='' i
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		mkdir -p "d$i/rlock"
+		dirs+=${dirs:+:}$PWD/d$i
+	done
+	printf 'ttl = 11s\n' | write_conf d1/rlock/config
+	printf 'ttl = 22s\nprefix = last:\n' | write_conf d10/rlock/config
+	XDG_CONFIG_DIRS=$dirs run -0 --separate-stderr "$RLOCK" -u "$REDIS_URL" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=11000'
+	assert_regex "$stderr" "^rlock: XDG_CONFIG_DIRS names 10 directories: the config files of the first 8 are read, not from $PWD/d9 on"
+	((${#stderr_lines[@]} == 1)) || fail "more than one line: $stderr"
+	# as many as are read: no line
+	XDG_CONFIG_DIRS=${dirs%%:"$PWD"/d9*} run -0 --separate-stderr "$RLOCK" -u "$REDIS_URL" -k x -c "$show_env"
+	assert_output 'key=rlock:{x} ttl=11000'
+	assert_equal "$stderr" ''
+}
+
 @test "RLOCK_CONFIG names one file instead of the layers; empty or /dev/null: no config at all" {
 	require_tool unshare
 	printf 'prefix = etc:\nttl = 5s\n' | write_conf etc.conf

@@ -190,6 +190,38 @@ pwfile() {
 	[[ ! -e ran ]]
 }
 
+@test "--password-file that is more than one line (a NUL byte, a second line, 1 MB): 64, nothing sent" {
+	# The file's first line up to a NUL byte is the right password: rlock logged in
+	# with it and ran, so a file that is not what its author thinks (a binary, a
+	# user and a password on two lines) was never said to be wrong. A URL's %00 and
+	# a config file's NUL byte are refused.
+	local f=$BATS_TEST_TMPDIR/pw n
+	printf '%s\0junk\n' "$PW" >"$f.nul"
+	printf '%s\nsecond line\n' "$PW" >"$f.two"
+	{
+		printf '%s\n' "$PW"
+		head -c 1048576 /dev/zero | tr '\0' x
+	} >"$f.big"
+	for n in nul two big; do
+		chmod 600 "$f.$n"
+		run -64 --separate-stderr rlock -u "$URL" --password-file "$f.$n" -k c -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" "password file '.*pw\.$n' must hold one line"
+		no_secret "$output" "$stderr"
+		[[ ! -e ran ]] || fail "$n: the command ran"
+	done
+	key_absent 'rlock:{c}:fence'
+	# what an editor or a Windows tool writes still works: CR LF, a blank line after
+	printf '%s\r\n' "$PW" >"$f.crlf"
+	printf '%s\n\n' "$PW" >"$f.blank"
+	printf '%s' "$PW" >"$f.bare"
+	for n in crlf blank bare; do
+		chmod 600 "$f.$n"
+		run -0 --separate-stderr rlock -u "$URL" --password-file "$f.$n" -k c -- echo ran
+		assert_output ran
+	done
+}
+
 @test "redis-cli's --pass PASSWORD (and --password, --sentinel-pass): 64, the password not shown, no file read by that name" {
 	# getopt_long took --pass and --password as abbreviations of --password-file: the
 	# password was read as a file name and printed in "cannot read password file".

@@ -160,6 +160,17 @@ has_sections() {
 	done
 }
 
+@test "rlock(1)'s ENVIRONMENT names every variable rlock reads (getenv in src/)" {
+	# Who else could have set it: a user can only judge what the page names.
+	local env v unnamed=()
+	env=$(sed -n '/^\.Sh ENVIRONMENT/,/^\.Sh FILES/p' "$MAN")
+	while read -r v; do
+		grep -qw "Ev $v" <<<"$env" || unnamed+=("$v")
+	done < <(grep -rhoE '(getenv\("[A-Z_]+"\)|\.env = "[A-Z_]+"|vars\[\] = \{[^}]*\})' \
+		"$RLOCK_SOURCE_DIR/src" | grep -oE '"[A-Z_]+"' | tr -d '"' | sort -u)
+	((${#unnamed[@]} == 0)) || fail "read by rlock, not in rlock(1)'s ENVIRONMENT: ${unnamed[*]}"
+}
+
 @test "man pages have the sections a user looks for, and name each other" {
 	has_sections man/rlock.1 NAME SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT FILES \
 		"EXIT STATUS" EXAMPLES "SEE ALSO"

@@ -435,6 +435,95 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "--cacertdir: a certificate in it that others can write, or a FIFO by its hash name, is refused (66, one line), never trusted or read blocking" {
+	# OpenSSL reads HASH.N from the directory when it verifies: a certificate there that
+	# another user can write lets them vouch for any server (the password goes to it),
+	# and a FIFO by that name blocked rlock in open() for ever (SIGTERM blocked too).
+	local hashed
+	cp -r "$TLS_CERTS/cadir" d
+	chmod 755 d
+	hashed=$(cd d && ls -- *.0)
+	[[ -L d/$hashed ]] || fail "no hash link in the CA directory: $(ls -l d)"
+	chmod 666 d/ca.pem
+	run -66 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' is writable by others"
+	chmod 644 d/ca.pem
+	# a hash name linked to a certificate of another user's, out of the directory
+	if ((EUID == 0)); then
+		cp "$CA" theirs.pem
+		chown nobody theirs.pem
+		ln -sfn "$PWD/theirs.pem" "d/$hashed"
+		run -66 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+			--cacertdir d -k t -- touch ran
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' belongs to another user"
+	fi
+	rm "d/$hashed"
+	mkfifo "d/$hashed"
+	run --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	assert_equal "$status" 66
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacertdir: 'd/$hashed' is not a regular file \(a FIFO\)"
+	[[ ! -e ran ]]
+	# what is not a name OpenSSL reads is not looked at; the directory as made works
+	rm "d/$hashed"
+	ln -s ca.pem "d/$hashed"
+	mkfifo d/README
+	run -0 --separate-stderr timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir d -k t -- touch ran
+	[[ -e ran ]]
+}
+
+@test "SSL_CERT_FILE and SSL_CERT_DIR (the system trust store's stand-ins) are held to --cacert's rule: a FIFO, one others can write: 66, one line" {
+	# Without --cacert, OpenSSL reads the files these name: a FIFO held rlock in open()
+	# for ever (SIGTERM blocked), and a bundle others could write vouched for any server.
+	mkfifo ca.fifo
+	cp "$CA" ca.pem
+	chmod 644 ca.pem
+	SSL_CERT_FILE=$PWD/ca.pem run -0 --separate-stderr timeout -k 5 20 "$RLOCK" \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- true
+	SSL_CERT_FILE=$PWD/ca.fifo run --separate-stderr timeout -k 5 20 "$RLOCK" \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
+	assert_equal "$status" 66
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: SSL_CERT_FILE: '.*/ca.fifo' is not a regular file \(a FIFO\)"
+	chmod 666 ca.pem
+	SSL_CERT_FILE=$PWD/ca.pem run -66 --separate-stderr timeout -k 5 20 "$RLOCK" \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: SSL_CERT_FILE: '.*/ca.pem' is writable by others"
+	# a directory of the list, and a hash name in it
+	cp -r "$TLS_CERTS/cadir" d
+	chmod 755 d
+	chmod 666 d/ca.pem
+	SSL_CERT_DIR=$PWD/none:$PWD/d run -66 --separate-stderr timeout -k 5 20 "$RLOCK" \
+		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: SSL_CERT_DIR: '.*/d/[0-9a-f]{8}\.0' is writable by others"
+	[[ ! -e ran ]]
+	# --cacert given, or --insecure: they are not read, not looked at
+	SSL_CERT_FILE=$PWD/ca.fifo run -0 timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacert "$CA" -k t -- true
+}
+
+@test "RLOCK_TLS_MODULE naming a FIFO or a directory: 66 at once, one line, never opened blocking" {
+	# dlopen() opens a FIFO blocking: rlock hung there, SIGTERM blocked, until SIGKILL.
+	mkfifo mod.fifo
+	mkdir mod.dir
+	local m
+	for m in mod.fifo mod.dir; do
+		RLOCK_TLS_MODULE=$PWD/$m run --separate-stderr timeout -k 5 20 "$RLOCK" \
+			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t -- touch ran
+		assert_equal "$status" 66
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: TLS module '.*/$m' (is not a regular file|is a directory)"
+	done
+	[[ ! -e ran ]]
+}
+
 @test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
 	local mod
 	mod=$(dirname "$RLOCK")/rlock-tls.so

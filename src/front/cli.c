@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -750,19 +751,45 @@ static int read_password_file(struct state *s, const char *path, const char *src
 	if (fd < 0)
 		return 0;
 	check_secret_mode("password file", path, src, &st);
-	ssize_t n;
-	do
-		n = read(fd, buf, sizeof buf - 1);
-	while (n < 0 && errno == EINTR);
+	/* The whole file, and one byte more when it fills the buffer (then it is too long). */
+	size_t got = 0;
+	char more = 0;
+	for (;;) {
+		ssize_t n = got < sizeof buf - 1 ? read(fd, buf + got, sizeof buf - 1 - got)
+		                                 : read(fd, &more, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			explicit_bzero(buf, sizeof buf);
+			input_error("%s: cannot read '%s': %s", src, path, strerror(e));
+		}
+		if (n == 0)
+			break;
+		if (got == sizeof buf - 1) {
+			got = sizeof buf; /* more than fits */
+			break;
+		}
+		got += (size_t)n;
+	}
+	explicit_bzero(&more, sizeof more);
 	close(fd);
-	if (n < 0)
-		input_error("%s: cannot read '%s': %s", src, path, strerror(errno));
-	buf[n] = '\0';
-	size_t len = strcspn(buf, "\r\n");
-	if (len == 0 || len > URL_PASS_MAX - 1) {
+	/* One line: the password, then at most line ends (LF, CR LF, a blank line after).
+	 * A NUL byte or a second line means the file is not what its author thinks (a
+	 * binary, a user name and a password): never log in with a part of it. */
+	if (got < sizeof buf)
+		buf[got] = '\0';
+	size_t len = got < sizeof buf ? strcspn(buf, "\r\n") : 0;
+	size_t end = len;
+	while (end < got && (buf[end] == '\r' || buf[end] == '\n'))
+		end++;
+	if (len == 0 || len > URL_PASS_MAX - 1 || end != got) {
 		explicit_bzero(buf, sizeof buf);
-		usage_error("%s: password file '%s' must hold one line of 1..%d bytes", src, path,
-		            URL_PASS_MAX - 1);
+		usage_error(
+		    "%s: password file '%s' must hold one line of 1..%d bytes (no NUL byte, "
+		    "nothing after it)",
+		    src, path, URL_PASS_MAX - 1);
 	}
 	set_secret(s, slot, buf, len, rank, from);
 	explicit_bzero(buf, sizeof buf);
@@ -1136,7 +1163,23 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 	const char *dirs = getenv("XDG_CONFIG_DIRS");
 	if (!dirs || !*dirs)
 		dirs = "/etc/xdg";
-	for (const char *end = dirs + strlen(dirs); end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
+	/* Room for the first directories named, the most important: those past it are
+	 * said, never dropped unseen (the last ones read instead, with a lower rank). */
+	const int room = CONFIG_LAYERS_MAX - 2; /* /etc/rlock.conf and the user's */
+	const char *cut = NULL;                 /* the first directory not read */
+	int total = 0;
+	for (const char *p = dirs; *p;) {
+		size_t len = strcspn(p, ":");
+		if (p[0] == '/' && total++ == room)
+			cut = p;
+		p += len + (p[len] == ':');
+	}
+	if (cut)
+		log_warn("XDG_CONFIG_DIRS names %d directories: the config files of the first %d "
+		         "are read, not from %.*s on",
+		         total, room, (int)strcspn(cut, ":"), cut);
+	for (const char *end = cut ? cut - 1 : dirs + strlen(dirs);
+	     end > dirs && n < CONFIG_LAYERS_MAX - 1;) {
 		const char *start = end;
 		while (start > dirs && start[-1] != ':')
 			start--;
@@ -1720,6 +1763,90 @@ static void bad_option(char **argv)
  * that another user can change (a CA bundle others can write lets them vouch for any
  * server), is the same mistake as such a password file (66), not a server that cannot
  * be reached. Opened as every user-named file is: without blocking (userfile.h). */
+/* A name OpenSSL reads from a hashed CA directory: HASH.N (a certificate) or HASH.rN
+ * (a CRL), HASH being 8 lowercase hex digits (X509_LOOKUP_hash_dir). */
+static int hashed_name(const char *n)
+{
+	if (strspn(n, "0123456789abcdef") != 8 || n[8] != '.')
+		return 0;
+	n += 9 + (n[9] == 'r');
+	return *n && strspn(n, "0123456789") == strlen(n);
+}
+
+/* --cacertdir: what OpenSSL will read there is held to --cacert's rule: each file it may
+ * load opened without blocking (a FIFO by a hash name held rlock in open() for ever), a
+ * regular file, and one no other user can change (whoever can write a CA certificate
+ * vouches for any server). A name that leads nowhere, or that rlock cannot read either,
+ * is one OpenSSL skips. */
+static void cacertdir_files(const char *opt, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[PATH_MAX], why[300];
+	struct stat st;
+
+	if (!d)
+		input_error("%s: cannot read '%s': %s", opt, dir, strerror(errno));
+	while ((e = readdir(d))) {
+		if (!hashed_name(e->d_name) ||
+		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
+			continue;
+		int fd = userfile_read(path, UF_REG, &st, why, sizeof why);
+		if (fd < 0 && (errno == ENOENT || errno == EACCES))
+			continue;
+		if (fd < 0 && errno == EINVAL)
+			input_error("%s: '%s' %s", opt, path, why);
+		if (fd < 0)
+			input_error("%s: cannot read '%s': %s", opt, path, why);
+		close(fd);
+		if (userfile_trusted(path, &st, why, sizeof why) < 0)
+			input_error("%s: '%s' %s: refused (it must be root's or yours, and "
+			            "writable by nobody else)",
+			            opt, path, why);
+	}
+	closedir(d);
+}
+
+/* Without --cacert or --cacertdir, OpenSSL's system trust store, which SSL_CERT_FILE and
+ * SSL_CERT_DIR (a list, ':') replace: whoever could set them (a CI image, a parent's
+ * environment) names files read as --cacert's and --cacertdir's are, and held to the
+ * same rule (a FIFO there held rlock in open() for ever). One that does not exist is
+ * OpenSSL's to skip. */
+static void trust_store_env(void)
+{
+	const char *file = getenv("SSL_CERT_FILE"), *dirs = getenv("SSL_CERT_DIR");
+	char path[PATH_MAX], why[300];
+	struct stat st;
+
+	for (int i = 0; i < 2; i++) {
+		const char *var = i ? "SSL_CERT_DIR" : "SSL_CERT_FILE";
+		for (const char *p = i ? dirs : file; p && *p;) {
+			size_t len = i ? strcspn(p, ":") : strlen(p);
+			int fit = len > 0 && len < sizeof path;
+			if (fit)
+				snprintf(path, sizeof path, "%.*s", (int)len, p);
+			p += len + (p[len] == ':');
+			if (!fit)
+				continue;
+			int fd = userfile_read(path, i ? UF_DIR : UF_REG, &st, why, sizeof why);
+			if (fd < 0 && (errno == ENOENT || errno == EACCES))
+				continue;
+			if (fd < 0 && errno == EINVAL)
+				input_error("%s: '%s' %s", var, path,
+				            i ? "is not a directory" : why);
+			if (fd < 0)
+				input_error("%s: cannot read '%s': %s", var, path, why);
+			close(fd);
+			if (userfile_trusted(path, &st, why, sizeof why) < 0)
+				input_error("%s: '%s' %s: refused (it must be root's or yours, and "
+				            "writable by nobody else)",
+				            var, path, why);
+			if (i)
+				cacertdir_files(var, path);
+		}
+	}
+}
+
 static void tls_files_readable(const struct tls_opts *t)
 {
 	const char *file[] = {t->cacert, t->cert, t->key, t->cacertdir};
@@ -1744,12 +1871,16 @@ static void tls_files_readable(const struct tls_opts *t)
 			    "%s: '%s' %s: refused (it must be root's or yours, and writable "
 			    "by nobody else)",
 			    opt[i], file[i], why);
+		if (i == 3)
+			cacertdir_files(opt[i], file[i]);
 		/* the client's private key is a secret as a password file is (ssh's rule) */
 		if (i == 2 && (st.st_mode & S_IRWXO))
 			input_error("%s: '%s' is a private key accessible by others (mode %03o); "
 			            "chmod o-rwx it",
 			            opt[i], file[i], (unsigned)(st.st_mode & 0777));
 	}
+	if (!t->cacert && !t->cacertdir && !t->insecure)
+		trust_store_env();
 }
 
 /* A config file's setting that this run's command line leaves no room for (--once-per

@@ -327,7 +327,8 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 		if (t->cacert && load_ca_bundle(ctx, t->cacert, err, errlen) < 0)
 			return -1;
 		/* A directory's files are read by OpenSSL when a name is looked up: the
-		 * front end checked the directory (userfile.h), its author owns them. */
+		 * front end checked the directory and the names OpenSSL reads there
+		 * (userfile.h), and so SSL_CERT_FILE and SSL_CERT_DIR for the default. */
 		if (t->cacertdir && SSL_CTX_load_verify_locations(ctx, NULL, t->cacertdir) != 1) {
 			set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
 			        t->cacertdir,

@@ -76,7 +76,15 @@ static void load(void)
 		load_refused = 1;
 		return;
 	}
-	if (stat(path, &st) == 0 && userfile_trusted(path, &st, untrusted, sizeof untrusted) < 0) {
+	/* dlopen() opens it blocking: a FIFO would hold rlock there for ever. */
+	int found = stat(path, &st) == 0;
+	if (found && !S_ISREG(st.st_mode)) {
+		(void)snprintf(load_error, sizeof load_error, "TLS module '%s' %s: refused", path,
+		               S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
+		load_refused = 1;
+		return;
+	}
+	if (found && userfile_trusted(path, &st, untrusted, sizeof untrusted) < 0) {
 		(void)snprintf(load_error, sizeof load_error,
 		               "TLS module '%s' %s: refused (it must be root's or yours, and "
 		               "writable by nobody else)",
