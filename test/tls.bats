@@ -495,14 +495,14 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "^rlock: SSL_CERT_FILE: '.*/ca.pem' is writable by others"
-	# a directory of the list, and a hash name in it
+	# a directory of the list others can write (a name added there is trusted); its
+	# certificates are not each looked at (a system store holds hundreds)
 	cp -r "$TLS_CERTS/cadir" d
-	chmod 755 d
-	chmod 666 d/ca.pem
+	chmod 777 d
 	SSL_CERT_DIR=$PWD/none:$PWD/d run -66 --separate-stderr timeout -k 5 20 "$RLOCK" \
 		-u "rediss://127.0.0.1:$TLS_A_PORT" -k t -- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" "^rlock: SSL_CERT_DIR: '.*/d/[0-9a-f]{8}\.0' is writable by others"
+	assert_regex "$stderr" "^rlock: SSL_CERT_DIR: '.*/d' is writable by others"
 	[[ ! -e ran ]]
 	# --cacert given, or --insecure: they are not read, not looked at
 	SSL_CERT_FILE=$PWD/ca.fifo run -0 timeout -k 5 20 "$RLOCK" -u "rediss://127.0.0.1:$TLS_A_PORT" \
