@@ -736,3 +736,15 @@ forge_holder() {
 	touch s.release
 	rlock_wait "$HOLDER_PID"
 }
+
+@test "--reset and --break of a name they cannot read (a key of another type) say which of them failed, one line, 69" {
+	rcli SET 'rlock:{odd}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli SET 'rlock:{odd}:owner' not-a-hash PX 30000 >/dev/null
+	local verb
+	for verb in reset break; do
+		run -69 --separate-stderr rlock -k odd "--$verb"
+		assert_equal "$stderr" "$(head -1 <<<"$stderr")"
+		assert_regex "$stderr" "^rlock: .*$verb: server error: WRONGTYPE"
+	done
+	rcli DEL 'rlock:{odd}' 'rlock:{odd}:owner' >/dev/null
+}

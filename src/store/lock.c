@@ -963,7 +963,11 @@ static int holders_script(struct client *c, int s, const struct lock *l, int64_t
 	if (lock_request_holders(&q, l, s == S_BREAK, err, errlen) < 0 ||
 	    send_request(c, &q, deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
-	int rc = lock_decode_holders(r, s == S_BREAK ? "break" : "status", hs, err, errlen);
+	int rc = lock_decode_holders(r,
+	                             s != S_BREAK ? "status"
+	                             : l->reset   ? "reset"
+	                                          : "break",
+	                             hs, err, errlen);
 	resp_free(r);
 	return rc;
 }

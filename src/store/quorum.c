@@ -1054,8 +1054,11 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 	round_all(q, &rq, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
-		if (!nd->reply || lock_decode_holders(nd->reply, brk ? "break" : "status", &nh[i],
-		                                      nd->err, sizeof nd->err) != LOCK_OK)
+		if (!nd->reply || lock_decode_holders(nd->reply,
+		                                      !brk       ? "status"
+		                                      : l->reset ? "reset"
+		                                                 : "break",
+		                                      &nh[i], nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
 		ok[i] = 1;
 		answered++;
