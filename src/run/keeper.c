@@ -972,12 +972,30 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
 	 * lease still ran on the server: the job was no longer guarded, as --held says. The
 	 * token may still hold the lock: given back all the same, and 79. */
-	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
-	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
 		if (hs.h[i].held && !strcmp(hs.h[i].token, k->token))
 			h = &hs.h[i];
+	/* A token the environment gave for the key (no --token) may be the hold of that key
+	 * on another database or server (two --acquire of one name, a job's lock): when it
+	 * holds nothing here, the environment's other token of the key that does is the one
+	 * meant, not a release called lost with the wrong one and its keeper left holding. */
+	struct keeper_args alt;
+	if (rc == LOCK_OK && !h && k->token_env) {
+		static struct inherited_holds ih; /* large */
+		inherited_read(&ih);
+		for (int j = 0; j < ih.n && !h; j++)
+			for (int i = 0; i < hs.n && !h && !strcmp(ih.in[j].key, l->key); i++)
+				if (hs.h[i].held && !strcmp(hs.h[i].token, ih.in[j].token))
+					h = &hs.h[i];
+		if (h) {
+			alt = *k;
+			alt.token = h->token;
+			k = &alt;
+		}
+	}
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
 	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];
