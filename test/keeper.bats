@@ -674,7 +674,7 @@ acquire_stopped_after_grant() {
 	key_absent 'rlock:{A}'
 }
 
-@test "--release -k A of one database after --acquire -k A on two in one shell: each released with its own token (RLOCK_KEY names both), not 79 'lost' with the other's, its keeper left holding" {
+@test "--release -k A (and --held -k A) of one database after --acquire -k A on two in one shell: each released with its own token (RLOCK_KEY names both), not 79 'lost' with the other's, its keeper left holding" {
 	local db1
 	if [[ $REDIS_URL == unix://* ]]; then db1="$REDIS_URL?db=1"; else db1="$REDIS_URL/1"; fi
 	eval "$(rlock -u "$db1" -k A -n --acquire)"
@@ -682,8 +682,12 @@ acquire_stopped_after_grant() {
 	eval "$(rlock -k A -n --acquire)"
 	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
 	assert_equal "$RLOCK_KEYS" 'rlock:{A} rlock:{A}'
+	# --held -k A asks each database about its own hold, as --release does
+	run -0 rlock -u "$db1" -k A --held
+	run -0 rlock -k A --held
 	run -0 rlock -u "$db1" -k A --release
 	[[ $(rcli -n 1 EXISTS 'rlock:{A}') == 0 ]] || fail "db 1's A still held"
+	run -79 rlock -u "$db1" -k A --held
 	key_exists 'rlock:{A}'
 	run -0 rlock -k A --release
 	key_absent 'rlock:{A}'
