@@ -459,3 +459,12 @@ db1_url() { if [[ $REDIS_URL == unix://* ]]; then echo "$REDIS_URL?db=1"; else e
 	key_absent 'rlock:{A}'
 	[[ $(rcli -n 1 EXISTS 'rlock:{A}') == 0 ]]
 }
+
+@test "variables a --release left stale in the shell: a run of that name takes it anew and lists the stale pair no longer (its server knew that token), so --held inside is 0" {
+	eval "$(rlock -k A -n --acquire)"
+	local stale=$RLOCK_TOKEN
+	run -0 rlock -k A --release
+	run -0 rlock -k A -- sh -c 'echo "$RLOCK_TOKEN ${RLOCK_TOKENS-}" >toks; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	[[ $(cat toks) != *"$stale"* ]] || fail "the released token is still listed: $(cat toks)"
+}

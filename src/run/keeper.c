@@ -300,35 +300,16 @@ static int detach_stderr(const struct keeper_args *k)
 	return 0;
 }
 
-/* Did token hold l on s once, as the history there says (its run acquired, then
- * released, expired, broken...)? Only then do variables whose token no longer holds it
- * name a lock of s: one key string names the lock of every database, server and Redlock
- * set, and a token s never knew may hold it on another (the job's hold there). */
-#define KNOWN_HISTORY 100
-static int token_known(struct store *s, const struct lock *l, const char *token, int64_t cap)
-{
-	int count = KNOWN_HISTORY, found = 0;
-	struct history_entry *e = calloc((size_t)count, sizeof *e);
-	char err[300];
-
-	if (e && store_history(s, l, cap, e, &count, err, sizeof err) == LOCK_OK)
-		for (int i = 0; i < count && !found; i++)
-			found = strcmp(e[i].token, token) == 0;
-	free(e);
-	return found;
-}
-
 /* Inside a job that holds locks (an rlock's command, an earlier --acquire's variables):
  * the lists a nested run would get (list[0] keys, list[1] tokens, list[2] fences, each
  * malloc'd or NULL, for the caller to free): l first when given, then those of the
  * job's holds that s, when given, does not say are gone (a released lock's stale
- * variables are dropped, when s's history knows the token: token_known; a live hold of l's own name
- * stays: the job's shared hold or permit beside which l was taken, which l's --release does not
- * give back, and which a nested run or a later --acquire must still know), then those past what one
- * run reads, as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by
- * them alone, would be no longer (a nested run of its name would wait for its own
- * ancestor, --held would not check it). The number of the job's holds listed: 0, nothing
- * to print. */
+ * variables are dropped, when s's history knows the token: store_knew_token; a live hold of l's own
+ * name stays: the job's shared hold or permit beside which l was taken, which l's --release does
+ * not give back, and which a nested run or a later --acquire must still know), then those past what
+ * one run reads, as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known
+ * by them alone, would be no longer (a nested run of its name would wait for its own ancestor,
+ * --held would not check it). The number of the job's holds listed: 0, nothing to print. */
 static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3])
 {
 	static struct inherited_holds r; /* large */
@@ -365,7 +346,7 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 				if (lock_init(&probe, prefix, name, 0) == 0 &&
 				    store_is_holder(s, &probe, h->token, clock_ms() + io_ms, &hd,
 				                    err, sizeof err) == 0 &&
-				    token_known(s, &probe, h->token, clock_ms() + io_ms))
+				    store_knew_token(s, &probe, h->token, clock_ms() + io_ms))
 					continue; /* gone: stale variables */
 			}
 			fprintf(m[0], "%s%s", sep, h->key);

@@ -153,6 +153,13 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			if (rc < 0)
 				log_debug("lock '%s': cannot tell whether it is inherited (%s)",
 				          name, err);
+			/* Held here no more by a token this server knew: stale variables (one
+			 * it never knew may hold the key on another database or server). */
+			int64_t cap = clock_ms() + o->io_timeout_ms;
+			if (rc == 0)
+				r->ih.in[j].stale =
+				    store_knew_token(s, &probe, r->ih.in[j].token,
+				                     cap < o->deadline_ms ? cap : o->deadline_ms);
 			if (rc != 1)
 				continue;
 			/* A token whose holder died (an escaped process, a dead keeper's
@@ -165,6 +172,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",
 				         name, pid);
+				r->ih.in[j].stale = 1;
 				continue;
 			}
 			if (!grants(mode, limit, o)) {
@@ -280,12 +288,12 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		listed[n++] = k;
 		fail |= append(&keys, &kl, k) | append(&tokens, &tl, t) | append(&fences, &fl, f);
 	}
-	/* Then what the tree holds besides, once per pair: not the one granted. An inherited
-	 * pair of a name taken anew stays: its token may hold that key on another database
-	 * or server (a deeper run there must find it, not wait for its own ancestor); where
-	 * it holds nothing, a deeper run's server says so. */
+	/* Then what the tree holds besides, once per pair: not the one granted, nor one this
+	 * server found stale. An inherited pair of a name taken anew whose token this server
+	 * never knew stays: it may hold that key on another database or server (a deeper run
+	 * there must find it, not wait for its own ancestor). */
 	for (int j = 0; j < r->ih.n; j++) {
-		int dup = 0;
+		int dup = r->ih.in[j].stale;
 		for (int i = 0; i < n && !dup; i++)
 			dup = !strcmp(listed[i], r->ih.in[j].key) &&
 			      !strcmp(listed_tok[i], r->ih.in[j].token);
