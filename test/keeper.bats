@@ -678,3 +678,39 @@ acquire_stopped_after_grant() {
 	run -0 rlock --held
 	run -0 rlock -k kc --release
 }
+
+@test "--acquire on another database inside a job keeps the job's hold listed (its server cannot judge a token it never knew): a nested run of the job's lock is re-entrant, not a wait for its own ancestor; a lock released on the --acquire's own server is still dropped" {
+	local db1
+	if [[ $REDIS_URL == unix://* ]]; then db1="$REDIS_URL?db=1"; else db1="$REDIS_URL/1"; fi
+	run -0 rlock -k A -- sh -c '
+		eval "$("$RLOCK" -u "$1" -k B -n --acquire)" || exit 9
+		"$RLOCK" -u "$1" -k B --release || exit 8
+		eval "$("$RLOCK" -u "$1" -k C -n --acquire)" || exit 9
+		echo "$RLOCK_KEYS" >keys
+		"$RLOCK" -n -k A -- true; echo "nested $?"
+		"$RLOCK" -u "$1" -k C --release; echo "release $?"' sh "$db1"
+	assert_line 'nested 0'
+	assert_line 'release 0'
+	# B, released on db 1, is dropped there; A, held on db 0, is kept
+	assert_equal "$(cat keys)" 'rlock:{C} rlock:{A}'
+	key_absent 'rlock:{A}'
+}
+
+@test "--release -k A (and --held -k A) of one database after --acquire -k A on two in one shell: each released with its own token (RLOCK_KEY names both), not 79 'lost' with the other's, its keeper left holding" {
+	local db1
+	if [[ $REDIS_URL == unix://* ]]; then db1="$REDIS_URL?db=1"; else db1="$REDIS_URL/1"; fi
+	eval "$(rlock -u "$db1" -k A -n --acquire)"
+	track_pid "$(rcli -n 1 HGET 'rlock:{A}:owner' pid)"
+	eval "$(rlock -k A -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	assert_equal "$RLOCK_KEYS" 'rlock:{A} rlock:{A}'
+	# --held -k A asks each database about its own hold, as --release does
+	run -0 rlock -u "$db1" -k A --held
+	run -0 rlock -k A --held
+	run -0 rlock -u "$db1" -k A --release
+	[[ $(rcli -n 1 EXISTS 'rlock:{A}') == 0 ]] || fail "db 1's A still held"
+	run -79 rlock -u "$db1" -k A --held
+	key_exists 'rlock:{A}'
+	run -0 rlock -k A --release
+	key_absent 'rlock:{A}'
+}

@@ -441,3 +441,30 @@ nested_under_released_keeper() {
 	assert_equal "$(cat keys)" 'rlock:{A} rlock:{A}'
 	key_absent 'rlock:{A}:holders'
 }
+
+# db1_url: the test server's database 1 (the same server, another lock of the same key).
+db1_url() { if [[ $REDIS_URL == unix://* ]]; then echo "$REDIS_URL?db=1"; else echo "$REDIS_URL/1"; fi; }
+
+@test "a nested run of the same key on another database (or server) lists the ancestor's hold beside its own: a deeper run of the ancestor's lock is re-entrant, not a wait for its own ancestor (75, or for ever)" {
+	# RLOCK_KEYS carries keys, not servers: rlock:{A} of db 0 and of db 1 are one key
+	# string, two locks; the pair of each is its own token's.
+	run -0 rlock -k A -- sh -c '
+		"$RLOCK" -u "$1" -k A -- sh -c "
+			echo \"\$RLOCK_KEYS\" >keys
+			\"\$RLOCK\" -n -k A -- true; echo \"db0 \$?\"
+			\"\$RLOCK\" -u \"\$1\" -n -k A -- true; echo \"db1 \$?\"" sh "$1"' sh "$(db1_url)"
+	assert_line 'db0 0'
+	assert_line 'db1 0'
+	assert_equal "$(cat keys)" 'rlock:{A} rlock:{A}'
+	key_absent 'rlock:{A}'
+	[[ $(rcli -n 1 EXISTS 'rlock:{A}') == 0 ]]
+}
+
+@test "variables a --release left stale in the shell: a run of that name takes it anew and lists the stale pair no longer (its server knew that token), so --held inside is 0" {
+	eval "$(rlock -k A -n --acquire)"
+	local stale=$RLOCK_TOKEN
+	run -0 rlock -k A --release
+	run -0 rlock -k A -- sh -c 'echo "$RLOCK_TOKEN ${RLOCK_TOKENS-}" >toks; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	[[ $(cat toks) != *"$stale"* ]] || fail "the released token is still listed: $(cat toks)"
+}

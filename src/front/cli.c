@@ -1698,6 +1698,7 @@ static void release_token(struct opts *o)
 			    o->name, env_key, o->name, l.key, o->name);
 		src = "RLOCK_TOKENS";
 	}
+	o->token_env = src[0] != '-'; /* not --token */
 	if (!o->token)
 		o->token = getenv("RLOCK_TOKEN");
 	if (!o->token || !*o->token)

@@ -79,6 +79,7 @@ struct opts {
 
 	int json;
 	const char *token;    /* --release: --token, else $RLOCK_TOKEN (32 hex digits) */
+	int token_env;        /* --release: the token read from the environment by its key */
 	const char *if_fence; /* --break --if-fence N: that fence only (canonical text), or NULL */
 	int format_github;    /* --acquire --format github: KEY=VALUE lines */
 	const char *log_file; /* --acquire: the keeper's log (default: syslog) */

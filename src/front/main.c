@@ -254,6 +254,7 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .warn = o->warn_signal != 0,
 	                        .name = o->name,
 	                        .token = o->token,
+	                        .token_env = o->token_env,
 	                        .connect_timeout_ms = o->connect_timeout_ms,
 	                        .io_timeout_ms = o->io_timeout_ms,
 	                        .wait_replicas = o->wait_replicas,

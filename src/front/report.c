@@ -869,6 +869,7 @@ int report_list(struct store *s, const struct report_ask *o)
 
 static struct {
 	int n;
+	int by_key; /* -k NAME, its token the environment's for the key: another may be meant */
 	struct lock l[REENTER_MAX];
 	char token[REENTER_MAX][LOCK_TOKEN_LEN + 1];
 } plan;
@@ -915,6 +916,7 @@ void held_plan(const struct report_ask *o)
 			           "RLOCK_KEY/RLOCK_KEYS naming that lock (inside the job)",
 			           o->name);
 		plan_add(o->prefix, o->name, tok, o->token ? "--token" : "the inherited token");
+		plan.by_key = !o->token;
 		return;
 	}
 	if (r.rest_keys) { /* more than one run reads: some would go unchecked */
@@ -969,6 +971,23 @@ int report_held(struct store *s, const struct report_ask *o)
 	long long least = -1, pid = -1;
 	char err[400];
 
+	/* -k NAME without --token: the environment may name its key more than once, a hold
+	 * on another database or server besides (RLOCK_KEY is only the first): the one this
+	 * server says holds it is asked about, the first when none does. */
+	if (plan.by_key) {
+		static struct inherited_holds r; /* large */
+		inherited_read(&r);
+		for (int j = 0; j < r.n; j++)
+			if (!strcmp(r.in[j].key, plan.l[0].key) &&
+			    strcmp(r.in[j].token, plan.token[0]) != 0 &&
+			    store_is_holder(s, &plan.l[0], plan.token[0],
+			                    clock_ms() + o->io_timeout_ms, &hd[0], err,
+			                    sizeof err) == 0 &&
+			    store_is_holder(s, &plan.l[0], r.in[j].token,
+			                    clock_ms() + o->io_timeout_ms, &hd[0], err,
+			                    sizeof err) == 1)
+				memcpy(plan.token[0], r.in[j].token, LOCK_TOKEN_LEN + 1);
+	}
 	for (int i = 0; i < plan.n; i++) {
 		char ended[600];
 		/* A keeper on this host that lost the lock or gave it up said so (keeper.h):

@@ -33,6 +33,7 @@ static void add(struct inherited_holds *r, const char *key, size_t kn, const cha
 	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
 	h->fence[fn] = '\0';
+	h->stale = 0;
 	long long v;
 	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */

@@ -16,6 +16,9 @@ struct inherited {
 	char key[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
 	char fence[24];
+	/* reenter_plan: this server's once (store_knew_token), and held here no more, or by
+	 * a holder gone: stale variables, not passed on */
+	int stale;
 };
 
 struct inherited_holds {

@@ -304,13 +304,12 @@ static int detach_stderr(const struct keeper_args *k)
  * the lists a nested run would get (list[0] keys, list[1] tokens, list[2] fences, each
  * malloc'd or NULL, for the caller to free): l first when given, then those of the
  * job's holds that s, when given, does not say are gone (a released lock's stale
- * variables are dropped; a live hold of l's own name stays: the job's shared hold or
- * permit beside which l was taken, which l's --release does not give back, and which
- * a nested run or a later --acquire must still know), then those past what one run reads,
- * as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known by
- * them alone, would be no longer (a nested run of its name would wait for its own
- * ancestor, --held would not check it). The number of the job's holds listed: 0, nothing
- * to print. */
+ * variables are dropped, when s's history knows the token: store_knew_token; a live hold of l's own
+ * name stays: the job's shared hold or permit beside which l was taken, which l's --release does
+ * not give back, and which a nested run or a later --acquire must still know), then those past what
+ * one run reads, as they came. eval replaces RLOCK_KEY and RLOCK_TOKEN, and the job's lock, known
+ * by them alone, would be no longer (a nested run of its name would wait for its own ancestor,
+ * --held would not check it). The number of the job's holds listed: 0, nothing to print. */
 static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3])
 {
 	static struct inherited_holds r; /* large */
@@ -346,7 +345,8 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 				         (int)(kn - (size_t)(open - h->key) - 2), open + 1);
 				if (lock_init(&probe, prefix, name, 0) == 0 &&
 				    store_is_holder(s, &probe, h->token, clock_ms() + io_ms, &hd,
-				                    err, sizeof err) == 0)
+				                    err, sizeof err) == 0 &&
+				    store_knew_token(s, &probe, h->token, clock_ms() + io_ms))
 					continue; /* gone: stale variables */
 			}
 			fprintf(m[0], "%s%s", sep, h->key);
@@ -953,12 +953,30 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
 	 * lease still ran on the server: the job was no longer guarded, as --held says. The
 	 * token may still hold the lock: given back all the same, and 79. */
-	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
-	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
 		if (hs.h[i].held && !strcmp(hs.h[i].token, k->token))
 			h = &hs.h[i];
+	/* A token the environment gave for the key (no --token) may be the hold of that key
+	 * on another database or server (two --acquire of one name, a job's lock): when it
+	 * holds nothing here, the environment's other token of the key that does is the one
+	 * meant, not a release called lost with the wrong one and its keeper left holding. */
+	struct keeper_args alt;
+	if (rc == LOCK_OK && !h && k->token_env) {
+		static struct inherited_holds ih; /* large */
+		inherited_read(&ih);
+		for (int j = 0; j < ih.n && !h; j++)
+			for (int i = 0; i < hs.n && !h && !strcmp(ih.in[j].key, l->key); i++)
+				if (hs.h[i].held && !strcmp(hs.h[i].token, ih.in[j].token))
+					h = &hs.h[i];
+		if (h) {
+			alt = *k;
+			alt.token = h->token;
+			k = &alt;
+		}
+	}
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
 	int unlisted = rc == LOCK_OK && !h && hs.total > hs.n && hs.limit[0];

@@ -42,6 +42,7 @@ struct keeper_args {
 	int warn;                  /* --warn: a late renewal is logged (no command to signal) */
 	const char *name;          /* --release: the lock's name, */
 	const char *token;         /* the token that holds it, */
+	int token_env; /* read from the environment by its key: another of the key's may be meant */
 	int64_t connect_timeout_ms, io_timeout_ms;
 	int wait_replicas; /* --release --wait-replicas N: the release is WAITed for too */
 	int redlock;       /* several URLs: --release gives back even what status cannot tell */

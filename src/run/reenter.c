@@ -153,6 +153,13 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			if (rc < 0)
 				log_debug("lock '%s': cannot tell whether it is inherited (%s)",
 				          name, err);
+			/* Held here no more by a token this server knew: stale variables (one
+			 * it never knew may hold the key on another database or server). */
+			int64_t cap = clock_ms() + o->io_timeout_ms;
+			if (rc == 0)
+				r->ih.in[j].stale =
+				    store_knew_token(s, &probe, r->ih.in[j].token,
+				                     cap < o->deadline_ms ? cap : o->deadline_ms);
 			if (rc != 1)
 				continue;
 			/* A token whose holder died (an escaped process, a dead keeper's
@@ -165,6 +172,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",
 				         name, pid);
+				r->ih.in[j].stale = 1;
 				continue;
 			}
 			if (!grants(mode, limit, o)) {
@@ -250,7 +258,9 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	char *keys = NULL, *tokens = NULL, *fences = NULL;
 	size_t kl = 0, tl = 0, fl = 0;
 	int n = 0, taken = 0, fail = 0;
-	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX];
+	/* A pair is listed once: its key and its token (one key string can name locks of
+	 * other databases, servers or Redlock sets, each its own token's). */
+	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX], *listed_tok[REENTER_MAX + HOLD_LOCKS_MAX];
 
 	for (int i = 0; i < r->nnames; i++) {
 		const char *k, *t, *f;
@@ -274,25 +284,30 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 			setenv("RLOCK_TOKEN", t, 1);
 			setenv("RLOCK_FENCE", f, 1);
 		}
+		listed_tok[n] = t;
 		listed[n++] = k;
 		fail |= append(&keys, &kl, k) | append(&tokens, &tl, t) | append(&fences, &fl, f);
 	}
-	/* Then what the tree holds besides, once per key: not a name asked for (granted, or
-	 * taken anew because the inherited token no longer held it). */
+	/* Then what the tree holds besides, once per pair: not the one granted, nor one this
+	 * server found stale. An inherited pair of a name taken anew whose token this server
+	 * never knew stays: it may hold that key on another database or server (a deeper run
+	 * there must find it, not wait for its own ancestor). */
 	for (int j = 0; j < r->ih.n; j++) {
-		int dup = 0;
+		int dup = r->ih.in[j].stale;
 		for (int i = 0; i < n && !dup; i++)
-			dup = !strcmp(listed[i], r->ih.in[j].key);
+			dup = !strcmp(listed[i], r->ih.in[j].key) &&
+			      !strcmp(listed_tok[i], r->ih.in[j].token);
 		if (dup)
 			continue;
+		listed_tok[n] = r->ih.in[j].token;
 		listed[n++] = r->ih.in[j].key;
 		fail |= append(&keys, &kl, r->ih.in[j].key) |
 		        append(&tokens, &tl, r->ih.in[j].token) |
 		        append(&fences, &fl, r->ih.in[j].fence[0] ? r->ih.in[j].fence : "0");
 	}
 	/* Then the pairs past what one run reads, as they came (a deeper run may hold them),
-	 * once per key: not one listed above, nor one earlier among them (listed[] holds only
-	 * the first n0; the rest are words of rest_keys). */
+	 * once per pair: not one listed above, nor one earlier among them (listed[] holds
+	 * only the first n0; the rest are words of rest_keys and rest_tokens). */
 	const int n0 = n;
 	for (const char *ks = r->ih.rest_keys, *ts = r->ih.rest_tokens, *fs = r->ih.rest_fences;;) {
 		const char *kw, *tw, *fw = "0";
@@ -302,10 +317,14 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 			break;
 		int dup = 0;
 		for (int i = 0; i < n0 && !dup; i++)
-			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn);
-		for (const char *p = r->ih.rest_keys, *pw;
-		     !dup && inherit_word(&p, &pw) > 0 && pw < kw;)
-			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn);
+			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn) &&
+			      strlen(listed_tok[i]) == tn && !strncmp(listed_tok[i], tw, tn);
+		for (const char *p = r->ih.rest_keys, *q = r->ih.rest_tokens, *pw, *qw;
+		     !dup && inherit_word(&p, &pw) > 0 && pw < kw;) {
+			size_t qn = inherit_word(&q, &qw);
+			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn) && qn == tn &&
+			      !strncmp(qw, tw, tn);
+		}
 		if (dup)
 			continue;
 		fail |= append_n(&keys, &kl, kw, kn) | append_n(&tokens, &tl, tw, tn) |

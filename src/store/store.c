@@ -193,6 +193,19 @@ int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct 
 	return s->be->history(s->ctx, l, cap_ms, e, n, err, errlen);
 }
 
+int store_knew_token(struct store *s, const struct lock *l, const char *token, int64_t cap_ms)
+{
+	int count = 100, found = 0;
+	struct history_entry *e = calloc((size_t)count, sizeof *e); /* large */
+	char err[300];
+
+	if (e && store_history(s, l, cap_ms, e, &count, err, sizeof err) == LOCK_OK)
+		for (int i = 0; i < count && !found; i++)
+			found = strcmp(e[i].token, token) == 0;
+	free(e);
+	return found;
+}
+
 int store_leave(struct store *s, const struct lock *l, int64_t cap_ms, struct holder *newer,
                 char *err, size_t errlen)
 {

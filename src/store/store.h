@@ -179,6 +179,13 @@ int store_break(struct store *s, const struct lock *l, int64_t cap_ms, struct ho
 int store_history(struct store *s, const struct lock *l, int64_t cap_ms, struct history_entry *e,
                   int *n, char *err, size_t errlen);
 
+/* Did token hold l on s once, as its history says (the newest 100 entries: acquired,
+ * released, expired, broken...)? 1 yes, 0 no or cannot say. Only then do variables
+ * whose token no longer holds l name a lock of s: one key string names the lock of
+ * every database, server and Redlock set, and a token s never knew may hold it on
+ * another. */
+int store_knew_token(struct store *s, const struct lock *l, const char *token, int64_t cap_ms);
+
 /* A waiter gives up: leave the fair queue, drop its writer mark (lock_leave). LOCK_OK,
  * LOCK_SUPERSEDED (--supersede: a newer request had replaced it, *newer says which) or
  * LOCK_ERR. */
