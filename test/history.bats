@@ -304,6 +304,36 @@ $(said_why)"
 	scenario
 }
 
+@test "--history -n N reads the options after it (as --help writes it); a config file's no-wait is no count" {
+	local i
+	for i in 1 2 3; do
+		rlock -k hc -- true || fail "run $i failed"
+	done
+	# --help: --history [-n N] [--json]
+	run -0 --separate-stderr rlock -k hc --history -n 2 --json
+	assert_equal "$(echo "$output" | jq '.entries | length')" 2
+	run -0 --separate-stderr rlock -k hc --history -n 1 -q
+	assert_equal "${#lines[@]}" 1
+	[[ ${lines[0]} == *released*'fence 3'* ]] || fail "${lines[0]}"
+	run -0 --separate-stderr rlock -k hc --history --json -n 1
+	assert_equal "$(echo "$output" | jq '.entries | length')" 1
+	# a config file that never waits (no-wait, wait = 0: a CI's choice) gives --history
+	# no -n: the default count, not a usage error
+	printf 'no-wait = true\n' >nw.conf
+	run -0 --separate-stderr rlock --config nw.conf -k hc --history
+	assert_equal "${#lines[@]}" 6
+	printf 'wait = 0\n' >nw.conf
+	run -0 --separate-stderr rlock --config nw.conf -k hc --history --json
+	assert_equal "$(echo "$output" | jq '.entries | length')" 6
+	# -n without its count, or a word left after it: 64, nothing read
+	run -64 --separate-stderr rlock -k hc --history -n
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -k hc --history -n 2 3
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -k hc --history -n 2 --json x
+	assert_equal "$output" ""
+}
+
 @test "history is capped at the configured length; 0 writes none" {
 	printf 'history = 5\n' >conf
 	local _
