@@ -1383,6 +1383,9 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);
+	for (int i = 0; l->reset && i < q->n; i++) /* --reset: the lock-delay any node lifted */
+		if (ok[i] && nh[i].closed_ms > hs->closed_ms)
+			hs->closed_ms = nh[i].closed_ms;
 	hs->reserved = reserved_on_majority(q, nh, ok);
 	if (!hs->n)
 		queued_on_majority(q, nh, ok, hs);
