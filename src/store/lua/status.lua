@@ -73,7 +73,13 @@ for i = 1, #zq, 2 do
     for j = 1, 5 do q[#q + 1] = row[j] end
   end
 end
-local reserved = reservation(KEYS[1])
+local reserved, ho = reservation(KEYS[1])
+-- A key of another type there (set by hand) refuses every acquire (acquire.lua reads it
+-- with redis.call): the status fails on it too, as on the name's other keys, never free.
+local perr = type(ho) == 'table' and ho.err
+if type(perr) == 'string' and string.find(perr, 'WRONGTYPE', 1, true) then
+  redis.call('HMGET', KEYS[1] .. ':preempt', 'handover')
+end
 if not reserved then
   local pk = KEYS[1] .. ':preempt'
   local tk = redis.pcall('HMGET', pk, 'taken', 'thost', 'tpid', 'tlabel')
