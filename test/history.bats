@@ -334,6 +334,23 @@ $(said_why)"
 	assert_equal "$output" ""
 }
 
+@test "--history of a name whose history key is of another type (set by hand): 69 naming it, never 'no history yet'; a name never used: no history, 0" {
+	run -0 --separate-stderr rlock -k never --history
+	assert_output 'rlock:{never}: no history yet (no run recorded under this name, or none within the retention)'
+	run -0 --separate-stderr rlock -k never --history --json
+	assert_equal "$(jq -c .entries <<<"$output")" '[]'
+	# a user's own key where the stream goes: the runs go on, unrecorded (best effort)
+	rcli SET 'rlock:{ws}:history' mine >/dev/null
+	run -0 rlock -k ws -- true
+	assert_equal "$(rcli GET 'rlock:{ws}:history')" mine
+	run -69 --separate-stderr rlock -k ws --history
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "WRONGTYPE rlock:\{ws\}:history is a string, not the stream of rlock's history"
+	run -69 --separate-stderr rlock -k ws --history --json
+	assert_equal "$output" ""
+}
+
 @test "history is capped at the configured length; 0 writes none" {
 	printf 'history = 5\n' >conf
 	local _
