@@ -693,11 +693,13 @@ int report_reset(struct store *s, const struct report_ask *o)
 		log_error("reset %s: lifted the lock-delay (%s were left)", l.key, left);
 	}
 	if (hs.done) {
-		if (hs.done_pttl_ms >= 0)
+		char was[96] = "it had no expiry: set by hand?";
+		if (hs.done_pttl_ms >= 0) {
 			holder_human_ms(left, sizeof left, hs.done_pttl_ms);
-		log_error("reset %s: cleared the --once-per mark of fence %s (%s were left)", l.key,
-		          hs.done_fence[0] ? hs.done_fence : "?",
-		          hs.done_pttl_ms >= 0 ? left : "no expiry");
+			snprintf(was, sizeof was, "%s were left", left);
+		}
+		log_error("reset %s: cleared the --once-per mark of fence %s (%s)", l.key,
+		          hs.done_fence[0] ? hs.done_fence : "?", was);
 	}
 	if (hs.closed_ms <= 0 && !hs.done)
 		log_warn("%s had no lock-delay and no --once-per mark: nothing cleared", l.key);

@@ -86,8 +86,7 @@ if ARGV[10] == 'reset' then
     local s = redis.call('ZSCORE', KEYS[4], dt)
     if dt ~= x and not (s and tonumber(s) > now) then redis.call('ZREM', d, dt) end
   end
-  local done = redis.pcall('GET', KEYS[11])
-  if type(done) ~= 'string' then done = false end
+  local done = once_mark(KEYS[11])
   local done_pttl = done and redis.call('PTTL', KEYS[11])
   if done then redis.call('DEL', KEYS[11]) end
   if closed > 0 or done then

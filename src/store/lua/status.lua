@@ -57,8 +57,7 @@ if ARGV[1] then
 end
 --@holders
 --@delay
-local done = redis.pcall('GET', KEYS[11])
-if type(done) ~= 'string' then done = false end
+local done = once_mark(KEYS[11])
 local q = {}
 local closed = delay_closed(KEYS[1])
 local zq = redis.call('ZRANGE', KEYS[7], 0, 199, 'WITHSCORES')
