@@ -304,6 +304,53 @@ $(said_why)"
 	scenario
 }
 
+@test "--history -n N reads the options after it (as --help writes it); a config file's no-wait is no count" {
+	local i
+	for i in 1 2 3; do
+		rlock -k hc -- true || fail "run $i failed"
+	done
+	# --help: --history [-n N] [--json]
+	run -0 --separate-stderr rlock -k hc --history -n 2 --json
+	assert_equal "$(echo "$output" | jq '.entries | length')" 2
+	run -0 --separate-stderr rlock -k hc --history -n 1 -q
+	assert_equal "${#lines[@]}" 1
+	[[ ${lines[0]} == *released*'fence 3'* ]] || fail "${lines[0]}"
+	run -0 --separate-stderr rlock -k hc --history --json -n 1
+	assert_equal "$(echo "$output" | jq '.entries | length')" 1
+	# a config file that never waits (no-wait, wait = 0: a CI's choice) gives --history
+	# no -n: the default count, not a usage error
+	printf 'no-wait = true\n' >nw.conf
+	run -0 --separate-stderr rlock --config nw.conf -k hc --history
+	assert_equal "${#lines[@]}" 6
+	printf 'wait = 0\n' >nw.conf
+	run -0 --separate-stderr rlock --config nw.conf -k hc --history --json
+	assert_equal "$(echo "$output" | jq '.entries | length')" 6
+	# -n without its count, or a word left after it: 64, nothing read
+	run -64 --separate-stderr rlock -k hc --history -n
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -k hc --history -n 2 3
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -k hc --history -n 2 --json x
+	assert_equal "$output" ""
+}
+
+@test "--history of a name whose history key is of another type (set by hand): 69 naming it, never 'no history yet'; a name never used: no history, 0" {
+	run -0 --separate-stderr rlock -k never --history
+	assert_output 'rlock:{never}: no history yet (no run recorded under this name, or none within the retention)'
+	run -0 --separate-stderr rlock -k never --history --json
+	assert_equal "$(jq -c .entries <<<"$output")" '[]'
+	# a user's own key where the stream goes: the runs go on, unrecorded (best effort)
+	rcli SET 'rlock:{ws}:history' mine >/dev/null
+	run -0 rlock -k ws -- true
+	assert_equal "$(rcli GET 'rlock:{ws}:history')" mine
+	run -69 --separate-stderr rlock -k ws --history
+	assert_equal "$output" ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "WRONGTYPE rlock:\{ws\}:history is a string, not the stream of rlock's history"
+	run -69 --separate-stderr rlock -k ws --history --json
+	assert_equal "$output" ""
+}
+
 @test "history is capped at the configured length; 0 writes none" {
 	printf 'history = 5\n' >conf
 	local _

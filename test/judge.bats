@@ -110,6 +110,37 @@ queue_length() { [[ $(rcli ZCARD "rlock:{$1}:queue") == "$2" ]]; }
 	rlock_wait "$second"
 }
 
+@test "--break --token / --if-fence refused on a name kept closed or reserved: says so, not 'free'" {
+	# closed by a lock-delay: the holder died with its lease
+	rlock_bg -t 1s --lock-delay 60s -k c -- "$HOLD" c
+	wait_until 30 test -e c.started
+	local token fence
+	token=$(env_of c RLOCK_TOKEN)
+	fence=$(env_of c RLOCK_FENCE)
+	kill -KILL "$RLOCK_PID"
+	wait_until 30 not key_exists 'rlock:{c}'
+	run -79 --separate-stderr rlock -k c --break --token "$token"
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "not broken: rlock:\{c\} is not held by token $token; it is closed by lock-delay until .* left\) \(nothing removed\)"
+	run -79 --separate-stderr rlock -k c --break --if-fence "$fence"
+	assert_regex "$stderr" 'it is closed by lock-delay until'
+	assert_equal "$(rcli EXISTS 'rlock:{c}:delay')" 1
+	touch c.release
+	# reserved for a --preempt request (its preempted holder released it to that request);
+	# its label, a tab in it, escaped once (as --status and a busy request say it)
+	rcli HSET 'rlock:{r}:preempt' handover 1 token 0123456789abcdef0123456789abcdef \
+		host h1 pid 77 label "$(printf 'ci\tjob')" >/dev/null
+	rcli PEXPIRE 'rlock:{r}:preempt' 60000 >/dev/null
+	run -79 --separate-stderr rlock -k r --break --token 0123456789abcdef0123456789abcdef
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" 'it is reserved for the --preempt request of h1 pid 77 \[ci\\x09job\] until .* \(nothing removed\)'
+	run -0 --separate-stderr rlock -k r --reset
+	assert_regex "$stderr" 'is still reserved for the --preempt request of h1 pid 77 \[ci\\x09job\] until .*: --break removes it'
+	run -75 --separate-stderr rlock -k r -n -- true
+	assert_regex "$stderr" 'reserved for the --preempt request of h1 pid 77 \[ci\\x09job\] for'
+	assert_equal "$(rcli HGET 'rlock:{r}:preempt' handover)" 1
+}
+
 @test "--break --token / --if-fence: bad input is a usage error" {
 	run -64 --separate-stderr rlock -k a --break --token nothex
 	assert_regex "$stderr" 'not an rlock token'

@@ -583,6 +583,26 @@ closed_only() {
 	for i in 0 1 2 3; do redis_stop "${pids[$i]}"; done
 }
 
+@test "--reset over Redlock: a lock-delay on no majority of the nodes, which kept the name busy, is lifted and said so, not 'nothing cleared'" {
+	local u pids urls i
+	three_nodes 4
+	for i in 0 1; do
+		crashed_delay "${u[$i]}" r4
+	done
+	run -75 "$RLOCK" --url "$urls" --status -k r4
+	run -0 --separate-stderr "$RLOCK" --url "$urls" -k r4 --reset
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" '^rlock: reset rlock:\{r4\}: lifted the lock-delay \([0-9hms]+ were left\)$'
+	for i in 0 1; do
+		[[ $(redis-cli -u "${u[$i]}" EXISTS 'rlock:{r4}:delay') == 0 ]] || fail "node $i stays closed"
+	done
+	run -0 "$RLOCK" --url "$urls" --status -k r4
+	# nothing left: a second reset says so
+	run -0 --separate-stderr "$RLOCK" --url "$urls" -k r4 --reset
+	assert_regex "$stderr" 'had no lock-delay and no --once-per mark: nothing cleared'
+	for i in 0 1 2 3; do redis_stop "${pids[$i]}"; done
+}
+
 @test "lock-delay: Redlock over 5 nodes, a holder on one, a lock-delay on another, a third paused: cannot tell (69), never free" {
 	# 5 nodes need 3: two free answered, the paused one could be either. --status
 	# said free (0): the holder and the delay, each alone, could not be a majority.

@@ -90,6 +90,25 @@ setup_file() { common_setup_file --unix; }
 	[[ $output != *'"done"'* ]]
 }
 
+@test "a --once-per mark of another type (set by hand, no expiry): --status shows it, --reset clears it; the name is never stuck skipping" {
+	# every --once-per run skips on any key there (75); --status said free with no mark
+	# and --reset "nothing cleared", leaving it: no run could ever clear it
+	rcli HSET 'rlock:{dh}:done' a b >/dev/null
+	run -75 --separate-stderr rlock -k dh --once-per 1h -- touch ran
+	[[ ! -e ran ]]
+	run -0 --separate-stderr rlock -k dh --status
+	assert_regex "$output" 'done     by the run of fence \?: --once-per skips runs \(no expiry'
+	run -0 --separate-stderr rlock -k dh --status --json
+	assert_regex "$output" '"done":\{"fence":null,"left_ms":null,"until_ms":null\}'
+	run -0 --separate-stderr rlock -k dh --reset
+	assert_regex "$stderr" '^rlock: reset rlock:\{dh\}: cleared the --once-per mark of fence \? \(it had no expiry: set by hand\?\)$'
+	key_absent 'rlock:{dh}:done'
+	run -0 rlock -k dh --once-per 1h -- touch ran
+	[[ -e ran ]]
+	run -0 --separate-stderr rlock -k dh --history
+	assert_regex "$output" 'reset .* cleared once-per'
+}
+
 @test "--once-per: in the config file; refused where it cannot hold (64)" {
 	printf 'once-per = 1h\n' >cfg
 	run -0 rlock --config cfg -k op -- true

@@ -241,6 +241,24 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	rcli DEL 'rlock:{odd}' 'rlock:{odd}:owner' >/dev/null
 }
 
+@test "--status of a name whose --preempt key is of another type: not 'free' (every acquire is refused), 69 naming it; --break still breaks" {
+	# the acquire reads PREFIX{NAME}:preempt and fails on it (69): --status said free (0)
+	rcli SET 'rlock:{op}:preempt' not-a-hash PX 30000 >/dev/null
+	run -69 --separate-stderr rlock -k op -n -- true
+	assert_regex "$stderr" WRONGTYPE
+	run -69 --separate-stderr rlock -k op --status
+	assert_equal "$output" ""
+	assert_regex "$stderr" WRONGTYPE
+	run -69 --separate-stderr rlock --list
+	assert_regex "$stderr" "^rlock: --list: rlock:\{op\}: .*WRONGTYPE"
+	# an operator can still break a holder there (the stray key is not the holder's)
+	rcli SET 'rlock:{op}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	run -0 --separate-stderr rlock -k op --break
+	assert_regex "$stderr" 'broke rlock:\{op\}: token 0123456789abcdef0123456789abcdef'
+	rcli DEL 'rlock:{op}:preempt' >/dev/null
+	run -0 rlock -k op --status
+}
+
 # slow_locks N: N locks held (bare lock keys, a 2 min lease), each one status request
 slow_locks() {
 	local i

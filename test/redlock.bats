@@ -1098,3 +1098,36 @@ scripts_run() {
 	run -0 rlock -k m --history
 	assert_line --index 0 --regexp "released +fence $fence +[^ ]+ pid $pid +status 0"
 }
+
+# hold_on NAME TOKEN PID NODE...: the lock of NAME held by TOKEN on those nodes, as an
+# acquire writes it (the key, the holder's record), for a minute.
+hold_on() {
+	local name=$1 tok=$2 pid=$3 i
+	shift 3
+	for i in "$@"; do
+		node_cli "$i" SET "rlock:{$name}" "$tok" PX 60000 >/dev/null
+		node_cli "$i" HSET "rlock:{$name}:owner" host h pid "$pid" fence 1 >/dev/null
+		node_cli "$i" PEXPIRE "rlock:{$name}:owner" 60000 >/dev/null
+	done
+}
+
+@test "--break over nodes that disagree names what each node removed: the token compared, every token of a plain break" {
+	local a=0123456789abcdef0123456789abcdef b=fedcba9876543210fedcba9876543210
+	hold_on d "$a" 101 0 1 2
+	hold_on d "$b" 202 3
+	# --token B: broken on the node it holds, and named; A (a majority) stays and is not
+	# said to be broken
+	run -0 --separate-stderr rlock -k d --break --token "$b"
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_regex "$stderr" "^rlock: broke rlock:\{d\}: token $b, held by h pid 202"
+	node_has 0 'rlock:{d}' "$a"
+	node_has 2 'rlock:{d}' "$a"
+	[[ $(keys_left d) == 3 ]]
+	# a plain break: every holder removed, each named once
+	hold_on d "$b" 202 3
+	run -0 --separate-stderr rlock -k d --break
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_regex "${stderr_lines[0]}" "^rlock: broke rlock:\{d\}: token $a, held by h pid 101"
+	assert_regex "${stderr_lines[1]}" "^rlock: broke rlock:\{d\}: token $b, held by h pid 202"
+	[[ $(keys_left d) == 0 ]]
+}

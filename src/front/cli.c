@@ -564,7 +564,8 @@ struct state {
 	char url_from[700];             /* where the URL came from, for -v */
 	enum rank url_rank;             /* and from which layer */
 	int tls_set_aside; /* the config file's TLS (for its own server) gave way to a URL above */
-	char user_from[600]; /* where the user came from */
+	char user_from[600];   /* where the user came from */
+	const char *history_n; /* --history -n N: the command line's N (count_word), or NULL */
 };
 
 static int on_cli(const struct state *s, const char *name);
@@ -2024,21 +2025,26 @@ static void validate_once_per(const struct state *s)
 		usage_error("--once-per uses one server, not Redlock (several --url)");
 }
 
-/* --history -n N: getopt reads -n as --no-wait and leaves N as an argument; it is the
- * count. The arguments left for validate_mode. */
-static int history_count(struct opts *o, int nargs, char **args)
+/* --history -n N: getopt reads -n as --no-wait and stops at N (count_word), the count;
+ * only the command line's -n is one (a config file's no-wait or wait = 0 is not: the
+ * default count). The arguments left for validate_mode. */
+static int history_count(struct state *s, int nargs, char **args)
 {
+	struct opts *o = s->o;
+	const char *count = s->history_n;
 	long long n;
 
 	if (o->mode != MODE_HISTORY)
 		return nargs;
 	o->history_count = 20;
-	if (o->wait_ms != 0)
+	if (!on_cli(s, "no-wait"))
 		return nargs;
-	if (nargs != 1 || parse_int(args[0], 1, HISTORY_MAX, &n, NULL, 0) < 0)
+	if (!count && nargs == 1) /* -n --history N */
+		count = args[0], nargs = 0;
+	if (!count || parse_int(count, 1, HISTORY_MAX, &n, NULL, 0) < 0)
 		usage_error("--history: -n takes a count, 1 to %d", HISTORY_MAX);
 	o->history_count = (int)n;
-	return 0;
+	return nargs;
 }
 
 /* Deploy queues: --supersede and --preempt wait for an exclusive lock (not in a fair
@@ -2223,17 +2229,37 @@ static void warn_logins(const struct state *s)
 
 /* ---- cli_parse ------------------------------------------------------------------- */
 
+/* --history -n N: getopt, which stops at the command, takes -n for --no-wait (flock's)
+ * and stops at N, no option. After --history (history) and right after -n (last), N is
+ * the count: *count keeps it, and getopt goes on after it (--history -n 5 --json, as
+ * --help writes it). 1 when it does. */
+static int count_word(int argc, char **argv, int history, const struct optdef *last,
+                      const char **count)
+{
+	if (!history || !last || strcmp(last->name, "no-wait") != 0 || *count || optind < 1 ||
+	    optind >= argc || strcmp(argv[optind], "--") == 0)
+		return 0;
+	*count = argv[optind++];
+	return 1;
+}
+
 /* Pass 1 over argv: --help and --version (print and exit), --config, and whether
  * --acquire's sh output is asked for. Errors are left to pass 2. */
 static const char *first_pass(int argc, char **argv)
 {
-	const char *config_cli = NULL;
-	int acquire = 0, github = 0, c, idx;
+	const char *config_cli = NULL, *count = NULL;
+	const struct optdef *last = NULL;
+	int acquire = 0, github = 0, history = 0, c, idx;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1 ||
+	       count_word(argc, argv, history, last, &count)) {
+		if (c == -1)
+			continue;
 		const struct optdef *d = option_by_val(c);
 		const char *name = d ? d->name : "";
+		last = d;
+		history = history || !strcmp(name, "history");
 		if (!strcmp(name, "acquire"))
 			acquire = 1;
 		if (!strcmp(name, "format"))
@@ -2287,16 +2313,20 @@ static void secret_spelled_out(int argc, char **argv, const struct option *lo)
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
-	const struct optdef *wait_seen = NULL;
+	const struct optdef *wait_seen = NULL, *last = NULL;
 	int c, idx;
 
 	opterr = 0;
 	optind = 0;
-	while ((idx = -1, c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1) {
+	while ((idx = -1, c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1 ||
+	       count_word(argc, argv, s->o->mode == MODE_HISTORY, last, &s->history_n)) {
+		if (c == -1)
+			continue;
 		const struct optdef *d = option_by_val(c);
 		char src[64];
 		if (c == '?' || c == ':' || !d)
 			bad_option(argv);
+		last = d;
 		if (idx >= 0 && (d->flags & F_SECRET))
 			secret_spelled_out(argc, argv, &long_opts[idx]);
 		snprintf(src, sizeof src, "--%s", d->name);
@@ -2326,7 +2356,7 @@ void cli_parse(int argc, char **argv, struct opts *o)
 
 	choose_url(&s);
 	credential_password(&s);
-	validate(&s, history_count(o, argc - optind, argv + optind));
+	validate(&s, history_count(&s, argc - optind, argv + optind));
 	say_server(&s);
 	say_credentials(&s);
 	warn_logins(&s);

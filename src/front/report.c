@@ -365,13 +365,19 @@ static const char *closed_text(char *buf, size_t n, const struct holders *hs)
 }
 
 /* --preempt's hand-over: "reserved for the --preempt request of HOST pid N [LABEL] until
- * TIME (LEFT left)" into buf. */
-static const char *reserved_text(char *buf, size_t n, const struct reserved *r)
+ * TIME (LEFT left)" into buf; HOST and LABEL escaped, or raw for a log line (the log
+ * escapes it: once, never twice). */
+static const char *reserved_text(char *buf, size_t n, const struct reserved *r, int raw)
 {
 	char host[1024], label[4 * sizeof r->label], until[64], left[32];
 
-	esc(host, sizeof host, r->host[0] ? r->host : "?");
-	log_escape(label, sizeof label, r->label, strlen(r->label));
+	if (raw) {
+		snprintf(host, sizeof host, "%s", r->host[0] ? r->host : "?");
+		snprintf(label, sizeof label, "%s", r->label);
+	} else {
+		esc(host, sizeof host, r->host[0] ? r->host : "?");
+		log_escape(label, sizeof label, r->label, strlen(r->label));
+	}
 	char when[128] = ""; /* no expiry (set by hand): no time, never "until ? (- left)" */
 	if (r->left_ms >= 0) {
 		local_time(until, sizeof until, now_unix_ms() + r->left_ms);
@@ -444,7 +450,7 @@ static void print_holders(const char *key, const struct holders *hs)
 	} else if (!hs->n && hs->reserved.known) {
 		printf("%s is %s: its preempted holder released it to that request, which takes "
 		       "it next (last fence %lld)\n",
-		       key, reserved_text(reserved, sizeof reserved, &hs->reserved),
+		       key, reserved_text(reserved, sizeof reserved, &hs->reserved, 0),
 		       hs->last_fence);
 		if (hs->closed_ms > 0)
 			printf("and %s\n", closed_text(closed, sizeof closed, hs));
@@ -565,12 +571,19 @@ static const char *breaker_user(void)
 /* --break --token/--if-fence found no such holder: nothing was broken. */
 static int break_refused(const struct lock *l, const struct report_ask *o, const struct holders *hs)
 {
-	char who[1200] = "it is free", h[1024];
+	char who[2500] = "it is free", h[2400];
 
+	/* not free when something else keeps a new holder out: said as --status says it */
 	if (hs->n)
 		snprintf(who, sizeof who, "it is held by %s, token %s, fence %lld",
 		         holder_format(&hs->h[0], HOLDER_RAW, h, sizeof h),
 		         hs->h[0].token[0] ? hs->h[0].token : "?", hs->h[0].fence);
+	else if (hs->closed_ms > 0)
+		snprintf(who, sizeof who, "it is %s", closed_text(h, sizeof h, hs));
+	else if (hs->reserved.known)
+		snprintf(who, sizeof who, "it is %s", reserved_text(h, sizeof h, &hs->reserved, 1));
+	else if (hs->queued > 0)
+		snprintf(who, sizeof who, "it is %s", queued_text(h, sizeof h, hs));
 	log_error("not broken: %s is not held by %s%s%s%s%s; %s (nothing removed)", l->key,
 	          o->token ? "token " : "", o->token ? o->token : "",
 	          o->token && o->if_fence ? " with " : "", o->if_fence ? "fence " : "",
@@ -680,11 +693,13 @@ int report_reset(struct store *s, const struct report_ask *o)
 		log_error("reset %s: lifted the lock-delay (%s were left)", l.key, left);
 	}
 	if (hs.done) {
-		if (hs.done_pttl_ms >= 0)
+		char was[96] = "it had no expiry: set by hand?";
+		if (hs.done_pttl_ms >= 0) {
 			holder_human_ms(left, sizeof left, hs.done_pttl_ms);
-		log_error("reset %s: cleared the --once-per mark of fence %s (%s were left)", l.key,
-		          hs.done_fence[0] ? hs.done_fence : "?",
-		          hs.done_pttl_ms >= 0 ? left : "no expiry");
+			snprintf(was, sizeof was, "%s were left", left);
+		}
+		log_error("reset %s: cleared the --once-per mark of fence %s (%s)", l.key,
+		          hs.done_fence[0] ? hs.done_fence : "?", was);
 	}
 	if (hs.closed_ms <= 0 && !hs.done)
 		log_warn("%s had no lock-delay and no --once-per mark: nothing cleared", l.key);
@@ -694,7 +709,7 @@ int report_reset(struct store *s, const struct report_ask *o)
 	else if (hs.reserved.known) { /* no mark: kept for a --preempt request, maybe dead */
 		char reserved[2400];
 		log_error("%s is still %s: --break removes it", l.key,
-		          reserved_text(reserved, sizeof reserved, &hs.reserved));
+		          reserved_text(reserved, sizeof reserved, &hs.reserved, 1));
 	}
 	return 0;
 }
@@ -780,7 +795,7 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
 		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
-		        reserved_text(reserved, sizeof reserved, &hs->reserved));
+		        reserved_text(reserved, sizeof reserved, &hs->reserved, 0));
 	} else if (!o->json && !hs->n && hs->split_nodes) { /* Redlock: no majority holder */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[320];
 		esc(ename, sizeof ename, name);

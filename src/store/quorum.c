@@ -1246,20 +1246,27 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	for (int i = 0; i < q->n; i++)
 		if (ok[i] && nh[i].has_last_fence && (!fenced++ || nh[i].last_fence > fence))
 			fence = nh[i].last_fence;
+	/* --break: the holders the nodes removed (a compare-and-break: on the nodes that did
+	 * not refuse; when all refused, who holds it now, for the refusal to say) */
+	int all_refused = brk;
+	for (int i = 0; i < q->n; i++)
+		all_refused = all_refused && (!ok[i] || nh[i].refused);
+	unsigned char counted[STORE_NODES_MAX] = {0};
+	for (int i = 0; i < q->n; i++)
+		counted[i] = ok[i] && nh[i].n > 0 && (!brk || all_refused || !nh[i].refused);
 	for (int i = 0; i < q->n; i++) {
 		int votes = 0;
-		if (!ok[i] || nh[i].n == 0)
+		if (!counted[i])
 			continue;
 		for (int j = 0; j < q->n; j++)
-			votes +=
-			    ok[j] && nh[j].n > 0 && strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0;
+			votes += counted[j] && strcmp(nh[j].h[0].token, nh[i].h[0].token) == 0;
 		if (votes > best_votes) {
 			best = i;
 			best_votes = votes;
 		}
 	}
 	for (int j = 0; best >= 0 && relocked(&nh[best].h[0]) && j < q->n; j++)
-		if (ok[j] && nh[j].n > 0 && !relocked(&nh[j].h[0]) &&
+		if (counted[j] && !relocked(&nh[j].h[0]) &&
 		    strcmp(nh[j].h[0].token, nh[best].h[0].token) == 0)
 			best = j; /* the same holder, named (relocked) */
 	if (answered < q->need) {
@@ -1330,6 +1337,18 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	memset(hs, 0, sizeof *hs);
 	if (best >= 0 && (brk || best_votes >= q->need))
 		*hs = nh[best];
+	/* --break: each token a node removed is said, once, the most nodes' first (nodes
+	 * that disagree: a holder on a majority, another on a node that lagged) */
+	for (int i = 0; brk && !all_refused && best >= 0 && i < q->n; i++)
+		for (int k = 0; counted[i] && k < nh[i].n && hs->n < HOLDERS_MAX; k++) {
+			int seen = 0;
+			for (int m = 0; m < hs->n && !seen; m++)
+				seen = strcmp(hs->h[m].token, nh[i].h[k].token) == 0;
+			if (!seen) {
+				hs->h[hs->n++] = nh[i].h[k];
+				hs->total = hs->total > hs->n ? hs->total : hs->n;
+			}
+		}
 	hs->last_fence = fence;
 	hs->has_last_fence = fenced > 0;
 	/* A holder's fence is the largest its token got from a node: what the merge handed
@@ -1367,6 +1386,9 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 	hs->nodes_ok = answered;
 	hs->nodes_total = q->n;
 	hs->closed_ms = closed_on_majority(q, nh, ok);
+	for (int i = 0; l->reset && i < q->n; i++) /* --reset: the lock-delay any node lifted */
+		if (ok[i] && nh[i].closed_ms > hs->closed_ms)
+			hs->closed_ms = nh[i].closed_ms;
 	hs->reserved = reserved_on_majority(q, nh, ok);
 	if (!hs->n)
 		queued_on_majority(q, nh, ok, hs);

@@ -4,7 +4,9 @@
 -- removed. The queue stays, less the places whose lease ended (waiters that are gone).
 -- Compare-and-break (if_token and/or if_fence given): only the holder with that token
 -- (and fence) is removed, in this same step; when none holds it now (replaced, or
--- free), nothing changes and the reply says so (refused = 1).
+-- free), nothing changes and the reply says so (refused = 1), with the live --fair
+-- places, a lock-delay's closed_ms and a --preempt reservation (status.lua's), which
+-- keep the name from a new holder.
 -- What was broken is recorded for an hour in PREFIX{NAME}:broken (host pid user at
 -- tokens fence label): --status shows it, and so does the broken holder's loss message.
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters
@@ -84,8 +86,7 @@ if ARGV[10] == 'reset' then
     local s = redis.call('ZSCORE', KEYS[4], dt)
     if dt ~= x and not (s and tonumber(s) > now) then redis.call('ZREM', d, dt) end
   end
-  local done = redis.pcall('GET', KEYS[11])
-  if type(done) ~= 'string' then done = false end
+  local done = once_mark(KEYS[11])
   local done_pttl = done and redis.call('PTTL', KEYS[11])
   if done then redis.call('DEL', KEYS[11]) end
   if closed > 0 or done then
@@ -127,9 +128,11 @@ end
 local tokens = {}
 if want_tok ~= '' or want_fence ~= '' then
   local v = victim()
-  if not v then
-    return {fence, lim or false, n, hs, {}, 0, false, 0, false, false, false,
-            broken_record(KEYS[1], now), 1, 0}
+  if not v then -- what keeps the name from a new holder, for the refusal to say
+    local closed = delay_closed(KEYS[1])
+    return {fence, lim or false, n, hs, {}, redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'),
+            false, 0, false, false, closed > 0 and closed, broken_record(KEYS[1], now), 1, 0,
+            (reservation(KEYS[1]))}
   end
   if v[1] == 'x' then
     hs = {unpack(hs, 1, 14)} -- holders.lua read the exclusive holder first

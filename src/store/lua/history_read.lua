@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- History (--history): the newest ARGV[1] entries of PREFIX{NAME}:history (history.lua),
 -- newest first, each {id, field, value, ...}; changes nothing. A key of another type
--- (set by hand) reads as none.
+-- (set by hand: no run of the name can be recorded, history.lua) is refused (WRONGTYPE),
+-- never read as a name with no runs.
 -- An open run (:history:run, :history:runs) whose lease is over here (its token holds
 -- neither the lock nor a live place among the shared holders or permits, and no
 -- --preempt reservation keeps it open: the holder died, or its end was lost with a
@@ -11,7 +12,13 @@
 -- KEYS: lock   ARGV: count
 --@history
 local k = KEYS[1] .. ':history'
-if redis.call('TYPE', k).ok ~= 'stream' then return {} end
+local kt = redis.call('TYPE', k).ok
+if kt == 'none' then return {} end
+if kt ~= 'stream' then
+  return redis.error_reply('WRONGTYPE ' .. k .. ' is a ' .. kt .. ', not the stream of ' ..
+                           "rlock's history (a key set by hand?): no run of this name is " ..
+                           'recorded')
+end
 local out = {}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

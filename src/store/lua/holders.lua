@@ -58,3 +58,13 @@ local function reservation(lock, ...)
   return {ho[2] or false, ho[3] or false, ho[4] or false, ho[5] or false,
           redis.call('PTTL', pk)}, ho
 end
+-- once_mark(k): the --once-per mark PREFIX{NAME}:done (KEYS[11]) as its value (the fence
+-- of the run that succeeded), '' for a key of another type (set by hand: an acquire with
+-- --once-per skips on any key there, acquire.lua, so it is a mark, of no fence, that
+-- --reset clears), or false when there is none.
+local function once_mark(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'string' then return v end
+  local e = type(v) == 'table' and v.err
+  return type(e) == 'string' and string.find(e, 'WRONGTYPE', 1, true) and '' or false
+end

@@ -57,8 +57,7 @@ if ARGV[1] then
 end
 --@holders
 --@delay
-local done = redis.pcall('GET', KEYS[11])
-if type(done) ~= 'string' then done = false end
+local done = once_mark(KEYS[11])
 local q = {}
 local closed = delay_closed(KEYS[1])
 local zq = redis.call('ZRANGE', KEYS[7], 0, 199, 'WITHSCORES')
@@ -73,7 +72,13 @@ for i = 1, #zq, 2 do
     for j = 1, 5 do q[#q + 1] = row[j] end
   end
 end
-local reserved = reservation(KEYS[1])
+local reserved, ho = reservation(KEYS[1])
+-- A key of another type there (set by hand) refuses every acquire (acquire.lua reads it
+-- with redis.call): the status fails on it too, as on the name's other keys, never free.
+local perr = type(ho) == 'table' and ho.err
+if type(perr) == 'string' and string.find(perr, 'WRONGTYPE', 1, true) then
+  redis.call('HMGET', KEYS[1] .. ':preempt', 'handover')
+end
 if not reserved then
   local pk = KEYS[1] .. ':preempt'
   local tk = redis.pcall('HMGET', pk, 'taken', 'thost', 'tpid', 'tlabel')
