@@ -83,6 +83,35 @@ static int handover_taken(struct store *s, const struct lock *l, char *to, size_
 	return taken;
 }
 
+/* --wait-replicas, --wait-aof: what the release wrote (the lock gone, the --once-per
+ * mark, the lock-delay's entry, the history's end record) is waited for as the grant
+ * was, on the connection that wrote it (used): a failover to a replica that never saw
+ * it, or a restart from an AOF that never had it, brings the lock back and loses the
+ * mark (issue 41). hold.h. */
+int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
+                        char *why, size_t len)
+{
+	char err[300] = "";
+	int aof = aof_local > 0 || aof_replicas > 0;
+
+	why[0] = '\0';
+	if (replicas > 0 && (!used || store_wait_replicas(used, replicas, err, sizeof err) < 0)) {
+		snprintf(why, len,
+		         "not confirmed by %d replica(s) (--wait-replicas): %s; a failover now can "
+		         "bring the lock back until its TTL",
+		         replicas, used ? err : "the connection that wrote is gone");
+		return 1;
+	}
+	if (aof && (!used || store_wait_aof(used, aof_local, aof_replicas, err, sizeof err) < 0)) {
+		snprintf(why, len,
+		         "not confirmed in the AOF (%s); a crash or a failover now can bring the "
+		         "lock back until its TTL",
+		         used ? err : "--wait-aof: the connection that wrote is gone");
+		return 1;
+	}
+	return 0;
+}
+
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
  * one, else a fresh one. A thread that never touched the network (a hold shorter than
  * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
@@ -124,14 +153,9 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 			log_debug("cannot record the release of %s in its history (%s)", l->key,
 			          err);
 	}
-	if (rc == LOCK_OK && h->wait_replicas > 0) {
-		if (!used)
-			snprintf(unconfirmed, sizeof unconfirmed,
-			         "the connection that wrote is gone");
-		else if (store_wait_replicas(used, h->wait_replicas, unconfirmed,
-		                             sizeof unconfirmed) == 0)
-			unconfirmed[0] = '\0';
-	}
+	if (rc == LOCK_OK)
+		release_unconfirmed(h->wait_replicas, h->wait_aof_local, h->wait_aof_replicas, used,
+		                    unconfirmed, sizeof unconfirmed);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
@@ -147,10 +171,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		             ? "; not marked done (--once-per): a later run runs again"
 		             : "");
 	else if (rc == LOCK_OK && unconfirmed[0])
-		log_warn("released %s%s on the master, not confirmed by %d replica(s) "
-		         "(--wait-replicas): %s; a failover now can bring the lock back until its "
-		         "TTL%s",
-		         l->key, keep_ms > 0 ? " (--min-hold)" : "", h->wait_replicas, unconfirmed,
+		log_warn("released %s%s on the master, %s%s", l->key,
+		         keep_ms > 0 ? " (--min-hold)" : "", unconfirmed,
 		         l->mark_done && l->ask.once_per_ms > 0
 		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
 		               "may run again"
@@ -494,6 +516,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->epfd = -1;
 	h->failed = sp->names[0];
 	h->wait_replicas = sp->wait_replicas;
+	h->wait_aof_local = sp->wait_aof_local;
+	h->wait_aof_replicas = sp->wait_aof_replicas;
 	h->loss_after_ms = lease_loss_after(sp->ask->ttl_ms);
 	h->kill_by_ms = lease_kill_by(sp->ask->ttl_ms);
 	h->warn_after_ms = lease_warn_after(sp->ask->ttl_ms);
