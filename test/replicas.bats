@@ -56,3 +56,34 @@ setup_file() {
 	[[ $(redis-cli -p "$replica" EXISTS 'rlock:{fo2}:done') == 1 ]]
 	redis_stop "$REDIS_PID"
 }
+
+# waited_for NAME: an rlock waits for NAME on the master.
+waited_for() {
+	(($(waiters "$1" redis-cli -p "$MASTER_PORT") >= 1))
+}
+
+@test "-k a -k b, b's WAIT falls short after a's was confirmed: both given back, one line, 69; no release warning for a that never ran" {
+	# The command never ran under a: its give-back needs no replica (the lock coming
+	# back in a failover only delays the next holder until its TTL, and there is no
+	# mark to lose), as a single name's give-back waits for none. It said a second
+	# line, a warning about a's release, before the reason, and took one more
+	# --io-timeout.
+	local replica rpid
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	start_holder mb -u "$MASTER_URL"
+	rlock_bg -u "$MASTER_URL" --wait-replicas 1 --io-timeout 500ms -w 20s -k ma -k mb \
+		-- touch "$BATS_TEST_TMPDIR/ran"
+	# waiting for mb: ma was taken and its WAIT answered
+	wait_until 20 waited_for mb
+	kill -STOP "$rpid"
+	touch "$BATS_TEST_TMPDIR/mb.release"
+	rlock_wait "$RLOCK_PID"
+	kill -CONT "$rpid"
+	assert_equal "$RLOCK_STATUS" 69
+	[[ ! -e $BATS_TEST_TMPDIR/ran ]] || fail "the command ran"
+	assert_equal "$(cat "$RLOCK_ERR")" "rlock: only 0 of 1 replicas acknowledged the writes within 500 ms: not running the command"
+	assert_equal "$(redis-cli -p "$MASTER_PORT" EXISTS 'rlock:{ma}' 'rlock:{mb}')" 0
+	redis_stop "$rpid"
+}

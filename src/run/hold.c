@@ -188,11 +188,24 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	return rc;
 }
 
+/* A lock taken that no command ran under is given back as wait.c's give_back does one
+ * name's: with no --wait-replicas or --wait-aof of its own (the lock back after a
+ * failover or a restart only delays the next holder until its TTL, and no mark was
+ * written), so no second line beside the failure's, and no more --io-timeout. */
+static void unconfirmed_give_back(struct hold *h)
+{
+	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
+}
+
 /* Give back every lock taken so far (the main handle stays open): none is held. */
 static void give_back_taken(struct hold *h)
 {
+	int replicas = h->wait_replicas, local = h->wait_aof_local, aof = h->wait_aof_replicas;
+
+	unconfirmed_give_back(h);
 	for (int i = h->n - 1; i >= 0; i--)
 		release_one(h, i, 0);
+	h->wait_replicas = replicas, h->wait_aof_local = local, h->wait_aof_replicas = aof;
 	if (h->epfd >= 0)
 		close(h->epfd);
 	h->epfd = -1;
@@ -551,7 +564,9 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 			break;
 		}
 	}
-	if (rc != WAIT_ACQUIRED)
+	if (rc != WAIT_ACQUIRED) {
+		unconfirmed_give_back(h);
 		hold_release(h, 0);
+	}
 	return rc;
 }
