@@ -146,6 +146,17 @@ given_back() {
 		assert_equal "$status" 0
 		assert_regex "$stderr" "released rlock:\{op\} on the master, not confirmed in the AOF \(--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica\(s\)\); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done \(--once-per\), a later run may run again"
 		[[ $stderr != *"marked rlock:{op} done"* ]] || fail "said marked done: $stderr"
+		# a release without a mark (nor a --min-hold keep) is not waited for: the lock
+		# lost in a crash only stays until its TTL
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s -k op3 \
+			-- kill -STOP "$rpid"
+		kill -CONT "$rpid"
+		[[ -z $stderr ]] || fail "stderr: $stderr"
+		# a --min-hold keep is
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s \
+			--min-hold 1h -k op4 -- kill -STOP "$rpid"
+		kill -CONT "$rpid"
+		assert_equal "$stderr" "rlock: released rlock:{op4} (--min-hold) on the master, not confirmed in the AOF (--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL"
 		# a release that the replica's AOF confirms says nothing more than before
 		wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q 'slave0:.*state=online'"
 		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s --once-per 1h \

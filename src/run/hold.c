@@ -153,9 +153,14 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 			log_debug("cannot record the release of %s in its history (%s)", l->key,
 			          err);
 	}
+	/* --wait-aof: only a release that writes what a restart must keep (the --once-per
+	 * mark, the --min-hold keep); else a lost release only keeps the lock until its
+	 * TTL, as a crashed holder does, not worth the fsync's second (everysec) */
+	int keeps = (l->mark_done && l->ask.once_per_ms > 0) || keep_ms > 0;
 	if (rc == LOCK_OK)
-		release_unconfirmed(h->wait_replicas, h->wait_aof_local, h->wait_aof_replicas, used,
-		                    unconfirmed, sizeof unconfirmed);
+		release_unconfirmed(h->wait_replicas, keeps ? h->wait_aof_local : 0,
+		                    keeps ? h->wait_aof_replicas : 0, used, unconfirmed,
+		                    sizeof unconfirmed);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';

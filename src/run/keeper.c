@@ -1027,9 +1027,10 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			rc = RL_EX_LOST;
 		} else if (rc == LOCK_OK &&
 		           /* --wait-replicas, --wait-aof: the release confirmed as the acquire
-		            * was (hold.c) */
-		           release_unconfirmed(k->wait_replicas, k->wait_aof_local,
-		                               k->wait_aof_replicas, s, err, sizeof err)) {
+		            * was (hold.c's release_one; --wait-aof: for the --once-per mark) */
+		           release_unconfirmed(
+		               k->wait_replicas, mine.mark_done ? k->wait_aof_local : 0,
+		               mine.mark_done ? k->wait_aof_replicas : 0, s, err, sizeof err)) {
 			log_warn(
 			    "released %s on the master, %s%s", l->key, err,
 			    mine.mark_done && mode == 'x'
