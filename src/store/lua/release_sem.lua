@@ -45,8 +45,12 @@ local s = redis.call('ZSCORE', KEYS[1], tok)
 -- --min-hold (kept in its record) or released (history.lua's released_before).
 if keep >= 0 and s then
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
-  if ok and type(m) == 'table' and m.kept == '1' then return 2 end
+  if ok and type(m) == 'table' and m.kept == '1' then
+    stamp_again(KEYS[1], KEYS[2])
+    return 2
+  end
 elseif keep >= 0 and released_before(lock, tok) then
+  stamp_again(lock .. ':rel:' .. tok, lock .. ':history')
   return 1
 end
 if not s or tonumber(s) <= now or keep < 0 then
