@@ -157,8 +157,11 @@ cut_proxy_start() {
 		s) set -- -s ;;
 		k) set -- --min-hold 1h ;;
 		esac
-		run --separate-stderr rlock -vv -u "$CUT_URL" --wait-replicas 1 --io-timeout 1s "$@" \
-			-k "lr$mode" -- sh -c "kill -STOP $rpid && touch '$trig'"
+		# no eviction check at start (-vv would make one): the reply cut is the release's
+		printf 'eviction-warning = off\n' >"$BATS_TEST_TMPDIR/ev.conf"
+		run --separate-stderr rlock -vv --config "$BATS_TEST_TMPDIR/ev.conf" -u "$CUT_URL" \
+			--wait-replicas 1 --io-timeout 1s "$@" -k "lr$mode" \
+			-- sh -c "kill -STOP $rpid && touch '$trig'"
 		kill -CONT "$rpid"
 		echo "# $stderr" >&3
 		assert_equal "$status" 0
