@@ -10,6 +10,13 @@ setup_file() {
 	export MASTER_PORT=$REDIS_PORT MASTER_URL=$REDIS_URL MASTER_PID=$REDIS_PID
 }
 
+# A replica a test started (REPLICA_PID): stopped (and resumed first) even when the
+# test fails, so that the next test's master has none but its own.
+teardown() {
+	[[ -z ${REPLICA_PID:-} ]] || redis_stop "$REPLICA_PID"
+	common_teardown
+}
+
 @test "no replica: not acknowledged, lock released, command not run" {
 	run -69 --separate-stderr rlock -u "$MASTER_URL" --wait-replicas 1 --io-timeout 300ms \
 		-k r -- touch ran
@@ -55,4 +62,114 @@ setup_file() {
 	[[ -z $stderr ]] || fail "stderr: $stderr"
 	[[ $(redis-cli -p "$replica" EXISTS 'rlock:{fo2}:done') == 1 ]]
 	redis_stop "$REDIS_PID"
+}
+
+# waited_for NAME: an rlock waits for NAME on the master.
+waited_for() {
+	(($(waiters "$1" redis-cli -p "$MASTER_PORT") >= 1))
+}
+
+@test "-k a -k b, b's WAIT falls short after a's was confirmed: both given back, one line, 69; no release warning for a that never ran" {
+	# The command never ran under a: its give-back needs no replica (the lock coming
+	# back in a failover only delays the next holder until its TTL, and there is no
+	# mark to lose), as a single name's give-back waits for none. It said a second
+	# line, a warning about a's release, before the reason, and took one more
+	# --io-timeout.
+	local replica rpid
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	start_holder mb -u "$MASTER_URL"
+	rlock_bg -u "$MASTER_URL" --wait-replicas 1 --io-timeout 500ms -w 20s -k ma -k mb \
+		-- touch "$BATS_TEST_TMPDIR/ran"
+	# waiting for mb: ma was taken and its WAIT answered
+	wait_until 20 waited_for mb
+	kill -STOP "$rpid"
+	touch "$BATS_TEST_TMPDIR/mb.release"
+	rlock_wait "$RLOCK_PID"
+	kill -CONT "$rpid"
+	assert_equal "$RLOCK_STATUS" 69
+	[[ ! -e $BATS_TEST_TMPDIR/ran ]] || fail "the command ran"
+	assert_equal "$(cat "$RLOCK_ERR")" "rlock: only 0 of 1 replicas acknowledged the writes within 500 ms: not running the command"
+	assert_equal "$(redis-cli -p "$MASTER_PORT" EXISTS 'rlock:{ma}' 'rlock:{mb}')" 0
+	redis_stop "$rpid"
+}
+
+# cut_proxy_start TRIGGER: a loopback TCP proxy to the master that forwards both ways,
+# except that once the file TRIGGER exists, the next reply the server sends (on any
+# connection) is dropped with its connection: the server has acted, the client never
+# hears of it (a reply lost). TRIGGER is removed then (once). Sets CUT_URL.
+# shellcheck disable=SC2016
+_CUT_PROXY='
+use strict; use warnings; use IO::Socket::INET; use IO::Select;
+my ($lport, $uport, $trigger, $ready) = @ARGV;
+my $l = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $lport,
+	Listen => 64, ReuseAddr => 1) or die "listen: $!";
+my $sel = IO::Select->new($l); my (%peer, %up);
+sub drop { my $c = shift; my $o = $peer{$c}; for my $x ($c, $o) { next unless $x;
+	$sel->remove($x); close $x; delete $up{$x}; delete $peer{$x}; } }
+open my $r, ">", $ready or die; print $r "$$\n"; close $r;
+for (;;) {
+	for my $h ($sel->can_read(0.05)) {
+		if ($h == $l) {
+			my $c = $l->accept or next;
+			my $u = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $uport)
+				or do { close $c; next };
+			$peer{$c} = $u; $peer{$u} = $c; $up{$u} = 1; $sel->add($c, $u); next;
+		}
+		next unless $peer{$h};
+		my $n = sysread($h, my $buf, 65536);
+		if (!$n) { drop($h); next; }
+		if ($up{$h} && -e $trigger) { unlink $trigger; drop($h); next; }
+		syswrite($peer{$h}, $buf);
+	}
+}
+'
+cut_proxy_start() {
+	local port ready=$BATS_TEST_TMPDIR/cut.ready
+	port=$(free_port) || return 1
+	perl -e "$_CUT_PROXY" "$port" "$MASTER_PORT" "$1" "$ready" </dev/null \
+		>"$BATS_TEST_TMPDIR/cut.log" 2>&1 3>&- 4>&- &
+	track_pid "$!"
+	wait_until 10 test -s "$ready"
+	CUT_URL=redis://127.0.0.1:$port
+}
+
+@test "the release's reply lost, its retry finds it done: the WAIT after it still covers the release (Redis 7.2, Valkey: a read stamps no offset), said not confirmed" {
+	# WAIT counts the writes of its own connection. A release sent again on a fresh
+	# connection after its reply was lost finds it done and wrote nothing: on Redis
+	# 7.2 and Valkey 8 (not 7.0) WAIT then answered at once with every replica still
+	# linked, a stopped one too, and the release and its mark were taken as confirmed.
+	# The replica stops before the release: nothing the release wrote can reach it.
+	local replica rpid trig=$BATS_TEST_TMPDIR/cut mode
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	cut_proxy_start "$trig"
+	# x: exclusive, --once-per; s: shared; k: kept for --min-hold (a release sent again
+	# finds it kept)
+	for mode in x s k; do
+		# the scripts loaded first: the reply cut is the release's own, not a NOSCRIPT
+		run -0 rlock -u "$CUT_URL" -k "lr$mode" -- true
+		run -0 rlock -u "$CUT_URL" -s -k "lr$mode" -- true
+		case $mode in
+		x) set -- --once-per 1h ;;
+		s) set -- -s ;;
+		k) set -- --min-hold 1h ;;
+		esac
+		# no eviction check at start (-vv would make one): the reply cut is the release's
+		printf 'eviction-warning = off\n' >"$BATS_TEST_TMPDIR/ev.conf"
+		run --separate-stderr rlock -vv --config "$BATS_TEST_TMPDIR/ev.conf" -u "$CUT_URL" \
+			--wait-replicas 1 --io-timeout 1s "$@" -k "lr$mode" \
+			-- sh -c "kill -STOP $rpid && touch '$trig'"
+		kill -CONT "$rpid"
+		echo "# $stderr" >&3
+		assert_equal "$status" 0
+		[[ ! -e $trig ]] || fail "no reply was cut"
+		assert_regex "$stderr" "retrying on a fresh connection"
+		assert_regex "$stderr" "released rlock:\{lr$mode\}( \(--min-hold\))? on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged"
+		[[ $stderr != *"marked rlock:{lr$mode} done"* ]] || fail "said marked done"
+		wait_until 20 sh -c "redis-cli -p $MASTER_PORT info replication | grep -q 'slave0:.*state=online'"
+	done
+	redis_stop "$rpid"
 }

@@ -22,6 +22,13 @@ setup_file() {
 	fi
 }
 
+# A replica a test started (REPLICA_PID): stopped even when the test fails, so that
+# the next test's master has none but its own.
+teardown() {
+	[[ -z ${REPLICA_PID:-} ]] || redis_stop "$REPLICA_PID"
+	common_teardown
+}
+
 # refused_no_waitaof: the one line and 69 of a server without WAITAOF.
 refused_no_waitaof() {
 	assert_equal "$status" 69
@@ -81,7 +88,7 @@ given_back() {
 	[[ ! -e $BATS_TEST_TMPDIR/ran ]] || fail "the command ran"
 	if ((HAS_WAITAOF)); then
 		assert_equal "$status" 69
-		assert_regex "$stderr" "^rlock: --wait-aof 1,1: within 300 ms the lock reached the master's AOF: (yes|no), the AOF of 0 of 1 replica\(s\): not running the command$"
+		assert_regex "$stderr" "^rlock: --wait-aof 1,1: within 300 ms the writes reached the master's AOF: (yes|no), the AOF of 0 of 1 replica\(s\): not running the command$"
 	else
 		refused_no_waitaof 1,1 300
 	fi
@@ -119,4 +126,72 @@ given_back() {
 	# 0 (and 0,0) asks for nothing
 	run -0 rlock -u "$AOF_URL" --wait-aof 0 -k e -- true
 	run -0 rlock -u "$AOF_URL" --wait-aof 0,0 -k e -- true
+}
+
+@test "--wait-aof 0,1 --once-per: the release and its mark are WAITAOFed too; a replica that stopped: said not confirmed, never marked done" {
+	# --wait-aof makes the grant survive a restart from the AOF; the --once-per mark is
+	# what the release writes, and a restart that lost it runs the job again inside its
+	# window: the release is waited for as the grant was, and said not confirmed when
+	# it is not (as --wait-replicas does, issue 41). The replica stops while the command
+	# runs: nothing the release writes can reach its AOF.
+	local rport rpid
+	redis_start --replicaof 127.0.0.1 "$AOF_PORT" --appendonly yes --appendfsync everysec
+	rport=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 30 sh -c "redis-cli -p $rport INFO replication | grep -q master_link_status:up"
+	wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q connected_slaves:1"
+	run --separate-stderr rlock -v -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s --once-per 1h \
+		-k op -- kill -STOP "$rpid"
+	kill -CONT "$rpid"
+	if ((HAS_WAITAOF)); then
+		assert_equal "$status" 0
+		assert_regex "$stderr" "released rlock:\{op\} on the master, not confirmed in the AOF \(--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica\(s\)\); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done \(--once-per\), a later run may run again"
+		[[ $stderr != *"marked rlock:{op} done"* ]] || fail "said marked done: $stderr"
+		# a release without a mark (nor a --min-hold keep) is not waited for: the lock
+		# lost in a crash only stays until its TTL
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s -k op3 \
+			-- kill -STOP "$rpid"
+		kill -CONT "$rpid"
+		[[ -z $stderr ]] || fail "stderr: $stderr"
+		# a --min-hold keep is
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s \
+			--min-hold 1h -k op4 -- kill -STOP "$rpid"
+		kill -CONT "$rpid"
+		assert_equal "$stderr" "rlock: released rlock:{op4} (--min-hold) on the master, not confirmed in the AOF (--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL"
+		# a release that the replica's AOF confirms says nothing more than before
+		wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q 'slave0:.*state=online'"
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s --once-per 1h \
+			-k op2 -- true
+		[[ -z $stderr ]] || fail "stderr: $stderr"
+		assert_equal "$(redis-cli -p "$rport" EXISTS 'rlock:{op2}:done')" 1
+	else
+		assert_equal "$status" 69 # the last line: -v's come before it
+		assert_equal "${stderr##*$'\n'}" "rlock: --wait-aof 0,1: the server refused WAITAOF (ERR unknown command 'WAITAOF', with args beginning with: '0' '1' '2000'): it needs Redis 7.2 or later, or Valkey: not running the command"
+	fi
+	redis_stop "$rpid"
+}
+
+@test "--acquire --wait-aof 0,1, then --release --wait-aof 0,1 --once-per with the replica stopped: the release said not confirmed, never done" {
+	local rport rpid
+	redis_start --replicaof 127.0.0.1 "$AOF_PORT" --appendonly yes --appendfsync everysec
+	rport=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 30 sh -c "redis-cli -p $rport INFO replication | grep -q master_link_status:up"
+	wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q connected_slaves:1"
+	run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s -k kp --acquire
+	if ((HAS_WAITAOF)); then
+		assert_equal "$status" 0
+		eval "$output"
+		kill -STOP "$rpid"
+		run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s --once-per 1h \
+			-k kp --release
+		kill -CONT "$rpid"
+		unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+		assert_equal "$status" 0
+		assert_equal "$stderr" "rlock: released rlock:{kp} on the master, not confirmed in the AOF (--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done (--once-per), a later run may run again"
+		assert_equal "$(rcli EXISTS 'rlock:{kp}')" 0
+	else
+		assert_equal "$status" 69
+		assert_regex "$stderr" "the server refused WAITAOF"
+		assert_equal "$(rcli EXISTS 'rlock:{kp}')" 0
+	fi
+	redis_stop "$rpid"
 }

@@ -267,7 +267,9 @@ static const struct optdef options[] = {
         "after acquiring, WAITAOF (up to --io-timeout)\n"
         "until the lock is in the AOF of the master (L=1)\n"
         "and of R replicas; else (or no WAITAOF, AOF\n"
-        "off) release, exit 69",
+        "off) release, exit 69; a release that writes a\n"
+        "--once-per mark or --min-hold keep too (else a\n"
+        "warning: not confirmed)",
         SPECIAL(opt_wait_aof)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"

@@ -258,6 +258,8 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	                        .connect_timeout_ms = o->connect_timeout_ms,
 	                        .io_timeout_ms = o->io_timeout_ms,
 	                        .wait_replicas = o->wait_replicas,
+	                        .wait_aof_local = o->wait_aof_local,
+	                        .wait_aof_replicas = o->wait_aof_replicas,
 	                        .redlock = o->nurls > 1};
 	return k;
 }

@@ -83,6 +83,35 @@ static int handover_taken(struct store *s, const struct lock *l, char *to, size_
 	return taken;
 }
 
+/* --wait-replicas, --wait-aof: what the release wrote (the lock gone, the --once-per
+ * mark, the lock-delay's entry, the history's end record) is waited for as the grant
+ * was, on the connection that wrote it (used): a failover to a replica that never saw
+ * it, or a restart from an AOF that never had it, brings the lock back and loses the
+ * mark (issue 41). hold.h. */
+int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
+                        char *why, size_t len)
+{
+	char err[300] = "";
+	int aof = aof_local > 0 || aof_replicas > 0;
+
+	why[0] = '\0';
+	if (replicas > 0 && (!used || store_wait_replicas(used, replicas, err, sizeof err) < 0)) {
+		snprintf(why, len,
+		         "not confirmed by %d replica(s) (--wait-replicas): %s; a failover now can "
+		         "bring the lock back until its TTL",
+		         replicas, used ? err : "the connection that wrote is gone");
+		return 1;
+	}
+	if (aof && (!used || store_wait_aof(used, aof_local, aof_replicas, err, sizeof err) < 0)) {
+		snprintf(why, len,
+		         "not confirmed in the AOF (%s); a crash or a failover now can bring the "
+		         "lock back until its TTL",
+		         used ? err : "--wait-aof: the connection that wrote is gone");
+		return 1;
+	}
+	return 0;
+}
+
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
  * one, else a fresh one. A thread that never touched the network (a hold shorter than
  * ttl/3) is not waited for: its wake-up stays off the release path, it ends with
@@ -124,14 +153,14 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 			log_debug("cannot record the release of %s in its history (%s)", l->key,
 			          err);
 	}
-	if (rc == LOCK_OK && h->wait_replicas > 0) {
-		if (!used)
-			snprintf(unconfirmed, sizeof unconfirmed,
-			         "the connection that wrote is gone");
-		else if (store_wait_replicas(used, h->wait_replicas, unconfirmed,
-		                             sizeof unconfirmed) == 0)
-			unconfirmed[0] = '\0';
-	}
+	/* --wait-aof: only a release that writes what a restart must keep (the --once-per
+	 * mark, the --min-hold keep); else a lost release only keeps the lock until its
+	 * TTL, as a crashed holder does, not worth the fsync's second (everysec) */
+	int keeps = (l->mark_done && l->ask.once_per_ms > 0) || keep_ms > 0;
+	if (rc == LOCK_OK)
+		release_unconfirmed(h->wait_replicas, keeps ? h->wait_aof_local : 0,
+		                    keeps ? h->wait_aof_replicas : 0, used, unconfirmed,
+		                    sizeof unconfirmed);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
@@ -149,10 +178,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		             ? " and is not marked done (--once-per): a later run runs again"
 		             : "");
 	else if (rc == LOCK_OK && unconfirmed[0])
-		log_warn("released %s%s on the master, not confirmed by %d replica(s) "
-		         "(--wait-replicas): %s; a failover now can bring the lock back until its "
-		         "TTL%s",
-		         l->key, keep_ms > 0 ? " (--min-hold)" : "", h->wait_replicas, unconfirmed,
+		log_warn("released %s%s on the master, %s%s", l->key,
+		         keep_ms > 0 ? " (--min-hold)" : "", unconfirmed,
 		         l->mark_done && l->ask.once_per_ms > 0
 		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
 		               "may run again"
@@ -168,11 +195,24 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	return rc;
 }
 
+/* A lock taken that no command ran under is given back as wait.c's give_back does one
+ * name's: with no --wait-replicas or --wait-aof of its own (the lock back after a
+ * failover or a restart only delays the next holder until its TTL, and no mark was
+ * written), so no second line beside the failure's, and no more --io-timeout. */
+static void unconfirmed_give_back(struct hold *h)
+{
+	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
+}
+
 /* Give back every lock taken so far (the main handle stays open): none is held. */
 static void give_back_taken(struct hold *h)
 {
+	int replicas = h->wait_replicas, local = h->wait_aof_local, aof = h->wait_aof_replicas;
+
+	unconfirmed_give_back(h);
 	for (int i = h->n - 1; i >= 0; i--)
 		release_one(h, i, 0);
+	h->wait_replicas = replicas, h->wait_aof_local = local, h->wait_aof_replicas = aof;
 	if (h->epfd >= 0)
 		close(h->epfd);
 	h->epfd = -1;
@@ -496,6 +536,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->epfd = -1;
 	h->failed = sp->names[0];
 	h->wait_replicas = sp->wait_replicas;
+	h->wait_aof_local = sp->wait_aof_local;
+	h->wait_aof_replicas = sp->wait_aof_replicas;
 	h->loss_after_ms = lease_loss_after(sp->ask->ttl_ms);
 	h->kill_by_ms = lease_kill_by(sp->ask->ttl_ms);
 	h->warn_after_ms = lease_warn_after(sp->ask->ttl_ms);
@@ -529,7 +571,9 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 			break;
 		}
 	}
-	if (rc != WAIT_ACQUIRED)
+	if (rc != WAIT_ACQUIRED) {
+		unconfirmed_give_back(h);
 		hold_release(h, 0);
+	}
 	return rc;
 }

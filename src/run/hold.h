@@ -44,6 +44,7 @@ struct hold {
 	int epfd;           /* several locks: readable when any renewal reports a loss */
 	const char *failed; /* the name that was busy or failed (hold_acquire) */
 	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
+	int wait_aof_local, wait_aof_replicas; /* --wait-aof: the release WAITAOFed too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
 	/* hold_release: the release handed the lock to the --preempt request that stopped
 	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
@@ -132,6 +133,12 @@ void hold_abandon_lost(struct hold *h);
 void hold_drop_main(struct hold *h);
 
 enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
+
+/* After a release on used (NULL: its connection is gone) with --wait-replicas N and
+ * --wait-aof L,R (0: not asked): 0 and "" when what it wrote is confirmed, else 1 and
+ * the rest of a warning line (whom it is not confirmed by, why, what can follow). */
+int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
+                        char *why, size_t len);
 
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh

@@ -1043,13 +1043,18 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
 			          ended);
 			rc = RL_EX_LOST;
-		} else if (rc == LOCK_OK && k->wait_replicas > 0 &&
-		           /* --wait-replicas: the release confirmed as the acquire was (hold.c) */
-		           store_wait_replicas(s, k->wait_replicas, err, sizeof err) < 0) {
-			log_warn("released %s on the master, not confirmed by %d replica(s) "
-			         "(--wait-replicas): %s; a failover now can bring the lock back "
-			         "until its TTL",
-			         l->key, k->wait_replicas, err);
+		} else if (rc == LOCK_OK &&
+		           /* --wait-replicas, --wait-aof: the release confirmed as the acquire
+		            * was (hold.c's release_one; --wait-aof: for the --once-per mark) */
+		           release_unconfirmed(
+		               k->wait_replicas, mine.mark_done ? k->wait_aof_local : 0,
+		               mine.mark_done ? k->wait_aof_replicas : 0, s, err, sizeof err)) {
+			log_warn(
+			    "released %s on the master, %s%s", l->key, err,
+			    mine.mark_done && mode == 'x'
+			        ? ", and lose the mark: not confirmed done (--once-per), a later "
+			          "run may run again"
+			        : "");
 			rc = 0;
 		} else if (rc == LOCK_OK) {
 			log_info("released %s%s", l->key,

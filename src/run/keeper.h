@@ -45,7 +45,8 @@ struct keeper_args {
 	int token_env; /* read from the environment by its key: another of the key's may be meant */
 	int64_t connect_timeout_ms, io_timeout_ms;
 	int wait_replicas; /* --release --wait-replicas N: the release is WAITed for too */
-	int redlock;       /* several URLs: --release gives back even what status cannot tell */
+	int wait_aof_local, wait_aof_replicas; /* --release --wait-aof L,R: WAITAOFed too */
+	int redlock; /* several URLs: --release gives back even what status cannot tell */
 };
 
 /* Fork the keeper. Returns in the keeper only; the caller (the parent) waits for it to

@@ -886,13 +886,12 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 int wait_ready(struct store *s, const struct wait_args *a, int64_t sent_ms, int replicas,
                int aof_local, int aof_replicas, int *signo, char *err, size_t errlen)
 {
-	int failed = replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0;
+	int failed = (replicas > 0 && store_wait_replicas(s, replicas, err, errlen) < 0) ||
+	             ((aof_local > 0 || aof_replicas > 0) &&
+	              store_wait_aof(s, aof_local, aof_replicas, err, errlen) < 0);
 	if (failed) {
 		size_t used = strlen(err);
 		snprintf(err + used, errlen - used, ": not running the command");
-	}
-	if (failed || ((aof_local > 0 || aof_replicas > 0) &&
-	               store_wait_aof(s, aof_local, aof_replicas, err, errlen) < 0)) {
 		/* The server may hold that connection in WAIT: the store closed it, and the
 		 * release goes on a fresh one. */
 		if (take_signal(a->sigfd, signo)) {

@@ -78,7 +78,7 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 	if (client_call(c, 4, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
 		char why[300];
 		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s: WAITAOF: %s: not running the command", asked, why);
+		snprintf(err, errlen, "%s: WAITAOF: %s", asked, why);
 	} else if (r->type == RESP_ERROR) {
 		/* Redis < 7.2 has no WAITAOF; with appendonly no, numlocal 1 is refused; a
 		 * replica refuses it. The server's own words, and what would make it work. */
@@ -87,16 +87,14 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 		while (len > 0 && (r->str[len - 1] == ' ' || r->str[len - 1] == '.'))
 			len--;
 		int noaof = !unknown && strstr(r->str, "appendonly") != NULL;
-		snprintf(err, errlen,
-		         "%s: the server refused WAITAOF (%.*s)%s: not running the command", asked,
+		snprintf(err, errlen, "%s: the server refused WAITAOF (%.*s)%s", asked,
 		         len < 200 ? len : 200, r->str,
 		         unknown ? ": it needs Redis 7.2 or later, or Valkey"
 		         : noaof ? ": the master needs appendonly yes"
 		                 : "");
 	} else if (r->type != RESP_ARRAY || r->elements != 2 ||
 	           r->element[0]->type != RESP_INTEGER || r->element[1]->type != RESP_INTEGER) {
-		snprintf(err, errlen, "%s: WAITAOF: unexpected reply: not running the command",
-		         asked);
+		snprintf(err, errlen, "%s: WAITAOF: unexpected reply", asked);
 	} else if (r->element[0]->integer < local || r->element[1]->integer < replicas) {
 		char got[120] = "";
 		if (local)
@@ -106,9 +104,7 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 			snprintf(got + strlen(got), sizeof got - strlen(got),
 			         "%sthe AOF of %lld of %d replica(s)", local ? ", " : "",
 			         r->element[1]->integer, replicas);
-		snprintf(err, errlen,
-		         "%s: within %s ms the lock reached %s: not running the command", asked, ms,
-		         got);
+		snprintf(err, errlen, "%s: within %s ms the writes reached %s", asked, ms, got);
 	} else {
 		rc = 0;
 	}
@@ -829,12 +825,10 @@ static int routed_wait_aof(void *ctx, int local, int replicas, char *err, size_t
 {
 	struct routed *s = ctx;
 
-	/* WAITAOF, as WAIT, counts the writes of this connection: the one that took the
-	 * lock (its grant and fence). */
+	/* WAITAOF, as WAIT, counts the writes of this connection: the one that took (or
+	 * released) the lock. */
 	if (!s->c || s->suspect) {
-		snprintf(err, errlen,
-		         "--wait-aof: the connection that took the lock is gone: not running the "
-		         "command");
+		snprintf(err, errlen, "--wait-aof: the connection that wrote is gone");
 		return -1;
 	}
 	int rc = wait_for_aof(s->c, local, replicas, s->at->io_timeout_ms, err, errlen);

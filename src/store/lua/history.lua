@@ -185,6 +185,22 @@ local function released_before(lock, token)
   end
   return false
 end
+-- stamp_again(key, ...): a release sent again that finds its first call's effect writes
+-- nothing else; a WAIT (--wait-replicas) or WAITAOF (--wait-aof) after it counts only
+-- its connection's writes, and Redis 7.2 and Valkey stamp a connection's offset on a
+-- write alone: on its fresh connection WAIT answered at once with every replica still
+-- linked, a stopped one too, for a release that had reached none. The first key given
+-- that has an expiry gets it again (a write that changes nothing), so the first call's
+-- effects lie before this connection's offset in the replication stream.
+local function stamp_again(...)
+  for _, k in ipairs({...}) do
+    local left = redis.pcall('PTTL', k)
+    if type(left) == 'number' and left > 0 then
+      redis.pcall('PEXPIRE', k, left)
+      return
+    end
+  end
+end
 -- history_keeps(len): a record written now outlives the next few (history = len): the
 -- cap trims whole nodes of 100 from the oldest end (MAXLEN ~) from 100 on; below, it is
 -- exact, and the next record (a waiter's acquired, woken by the release) may trim it

@@ -66,10 +66,14 @@ local run = ARGV[2] ~= '-1' and held == ARGV[1] and
             redis.call('HMGET', KEYS[2], 'hist', 'hret', 'fence', 'preemptible', 'host', 'pid',
                        'label', 'delay', 'kept')
 if run and run[9] == '1' then
+  stamp_again(KEYS[2], KEYS[1])
   return 2
 end
 local before = ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1])
-if before then return before end
+if before then
+  stamp_again(KEYS[1] .. ':rel:' .. ARGV[1], KEYS[1] .. ':history', KEYS[1] .. ':done')
+  return before
+end
 -- A --preempt request's mark or reservation that names this token, on a node where it
 -- holds nothing (Redlock: it took its quorum on the other nodes, and this node's holder
 -- released after its last attempt here, handing this node to it): the run it was for is

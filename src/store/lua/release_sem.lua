@@ -45,10 +45,16 @@ local s = redis.call('ZSCORE', KEYS[1], tok)
 -- --min-hold (kept in its record) or released (history.lua's released_before).
 if keep >= 0 and s then
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
-  if ok and type(m) == 'table' and m.kept == '1' then return 2 end
+  if ok and type(m) == 'table' and m.kept == '1' then
+    stamp_again(KEYS[1], KEYS[2])
+    return 2
+  end
 else
   local before = keep >= 0 and released_before(lock, tok) -- 2: kept, its keep over
-  if before then return before end
+  if before then
+    stamp_again(lock .. ':rel:' .. tok, lock .. ':history')
+    return before
+  end
 end
 if not s or tonumber(s) <= now or keep < 0 then
   -- its --lock-delay entry goes when the release was sent within the lease by rlock's
