@@ -17,7 +17,14 @@ setup_file() { common_setup_file; } # TCP: the proxy forwards to its port
 # swallow_proxy_start: test/faults/proxy in front of the test server, mode pass. Sets
 # PROXY_URL, PROXY_MODE (the mode file), PROXY_PID.
 swallow_proxy_start() {
+	# a test's earlier proxy would read the same mode file and write its .seen: a
+	# swallow() it answered armed nothing on this one (a release went through)
+	if [[ -n ${PROXY_PID:-} ]]; then
+		kill "$PROXY_PID" 2>/dev/null || true
+		wait_until 10 proc_gone "$PROXY_PID"
+	fi
 	PROXY_MODE=$BATS_TEST_TMPDIR/proxymode
+	rm -f "$PROXY_MODE".*
 	echo pass >"$PROXY_MODE"
 	perl "$RLOCK_SOURCE_DIR/test/faults/proxy" 127.0.0.1 "$REDIS_PORT" "$PROXY_MODE" \
 		"$BATS_TEST_TMPDIR/proxyport" </dev/null >"$BATS_TEST_TMPDIR/proxy.log" 2>&1 3>&- 4>&- &
