@@ -24,7 +24,7 @@ swallow_proxy_start() {
 		wait_until 10 proc_gone "$PROXY_PID"
 	fi
 	PROXY_MODE=$BATS_TEST_TMPDIR/proxymode
-	rm -f "$PROXY_MODE".*
+	rm -f "$PROXY_MODE".* "$BATS_TEST_TMPDIR/proxyport" # the new one's port, not the old
 	echo pass >"$PROXY_MODE"
 	perl "$RLOCK_SOURCE_DIR/test/faults/proxy" 127.0.0.1 "$REDIS_PORT" "$PROXY_MODE" \
 		"$BATS_TEST_TMPDIR/proxyport" </dev/null >"$BATS_TEST_TMPDIR/proxy.log" 2>&1 3>&- 4>&- &
