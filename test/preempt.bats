@@ -525,3 +525,31 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	key_absent 'rlock:{p}' || fail "the lock was not released"
 	run ! grep -q 'r ran' log
 }
+
+@test "--preempt during a --preemptible holder's min-hold keep (its command exited) takes the lock at once; a plain waiter, -n and a --preempt against a holder without --preemptible still wait the keep out" {
+	printf 'min-hold = 60s\n' >keep.conf
+	run -0 rlock --config keep.conf -k p --preemptible --label nightly -- true
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' kept)" 1
+	# the class: neither -n, nor a plain waiter, takes a kept lock
+	run -75 rlock -k p -n -- true
+	run -75 rlock -k p -w 300ms -- true
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' kept)" 1
+	local t0
+	t0=$(now_ms)
+	run -0 rlock -k p --preempt -w 20s --label hotfix -c 'echo "r start" >>log'
+	(($(now_ms) - t0 < 10000)) || fail "waited $(($(now_ms) - t0)) ms for a keep"
+	assert_equal "$(cat log)" "r start"
+	# the run ended released once (its release wrote it); the request's run follows
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	echo "$output" | jq -e '[.entries[] | select(.label == "hotfix") | .event] |
+		index("acquired") != null' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	assert_equal "$(rcli HMGET 'rlock:{p}:preempt' token handover | tr -d '\n')" ""
+	# a holder without --preemptible: its keep holds against --preempt too
+	run -0 rlock --config keep.conf -k q -- true
+	run -75 rlock -k q --preempt -w 1s -- true
+	assert_equal "$(rcli HGET 'rlock:{q}:owner' kept)" 1
+}
