@@ -525,3 +525,61 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	key_absent 'rlock:{p}' || fail "the lock was not released"
 	run ! grep -q 'r ran' log
 }
+
+@test "--preempt during a --preemptible holder's min-hold keep (its command exited) takes the lock at once; a plain waiter, -n and a --preempt against a holder without --preemptible still wait the keep out" {
+	printf 'min-hold = 60s\n' >keep.conf
+	run -0 rlock --config keep.conf -k p --preemptible --label nightly -- true
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' kept)" 1
+	# the class: neither -n, nor a plain waiter, takes a kept lock
+	run -75 rlock -k p -n -- true
+	run -75 rlock -k p -w 300ms -- true
+	assert_equal "$(rcli HGET 'rlock:{p}:owner' kept)" 1
+	local t0
+	t0=$(now_ms)
+	run -0 rlock -k p --preempt -w 20s --label hotfix -c 'echo "r start" >>log'
+	(($(now_ms) - t0 < 10000)) || fail "waited $(($(now_ms) - t0)) ms for a keep"
+	assert_equal "$(cat log)" "r start"
+	# the run ended released once (its release wrote it); the request's run follows
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	echo "$output" | jq -e '[.entries[] | select(.label == "hotfix") | .event] |
+		index("acquired") != null' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+	assert_equal "$(rcli HMGET 'rlock:{p}:preempt' token handover | tr -d '\n')" ""
+	# a holder without --preemptible: its keep holds against --preempt too
+	run -0 rlock --config keep.conf -k q -- true
+	run -75 rlock -k q --preempt -w 1s -- true
+	assert_equal "$(rcli HGET 'rlock:{q}:owner' kept)" 1
+}
+
+@test "--preemptible with a configuration file's min-hold whose command ends on its own while a --preempt request waits: the release hands the lock over (no keep), exit 0, the history says released 0" {
+	printf 'min-hold = 60s\n' >keep.conf
+	# a long lease: no renewal (the one that reads the request) before the command ends
+	rlock_bg --config keep.conf -k p -t 60s --preemptible --label nightly -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 3s --preempt -w 60s --label hotfix -c 'echo "r start" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	# the request cannot try again meanwhile: what the release did is what it left
+	kill -STOP "$r_pid"
+	rcli PEXPIRE 'rlock:{p}:preempt' 60000 >/dev/null
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	local kept handover
+	kept=$(rcli HGET 'rlock:{p}:owner' kept)
+	handover=$(rcli HGET 'rlock:{p}:preempt' handover)
+	kill -CONT "$r_pid"
+	assert_equal "$kept" ""
+	assert_equal "$handover" 1
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	assert_equal "$(tail -n 1 log)" "r start"
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}

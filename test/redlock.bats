@@ -1131,3 +1131,16 @@ hold_on() {
 	assert_regex "${stderr_lines[1]}" "^rlock: broke rlock:\{d\}: token $b, held by h pid 202"
 	[[ $(keys_left d) == 0 ]]
 }
+
+@test "--preempt during a --preemptible holder's min-hold keep takes the lock on every node at once; a plain waiter waits the keep out" {
+	printf 'min-hold = 60s\n' >keep.conf
+	run -0 rlock --config keep.conf -k p --preemptible -- true
+	assert_equal "$(keys_left p)" "$N"
+	run -75 rlock -k p -w 300ms -- true
+	local t0
+	t0=$(now_ms)
+	run -0 rlock -k p --preempt -w 20s -c 'echo "$RLOCK_FENCE" >fence'
+	(($(now_ms) - t0 < 10000)) || fail "waited $(($(now_ms) - t0)) ms for a keep"
+	assert_equal "$(cat fence)" 2
+	assert_equal "$(keys_left p)" 0
+}

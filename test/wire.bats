@@ -156,6 +156,31 @@ release_kept_swallowed() {
 	run -75 --separate-stderr rlock -k op -n --once-per 1h -- true
 }
 
+@test "--release of an --acquire keeper's lock whose reply is lost and whose retry cannot reach the server: 69, and the line does not say as a fact that the lock expires by its TTL (the server released it)" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	# the scripts are cached: EVALSHA runs as sent (status.lua too, read by --release)
+	run -0 rlock -k warm -- true
+	run -0 rlock -k warm --status
+	rm -f "$BATS_TEST_TMPDIR"/proxymode*
+	swallow_proxy_start
+	run -0 --separate-stderr rlock -k kr --acquire -t 10s --log-file "$PWD/k.log"
+	eval "$output"
+	[[ -n ${RLOCK_TOKEN:-} ]] || fail "no token: $output"
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	rlock_bg -u "$PROXY_URL" -k kr --release --io-timeout 2s
+	local r_pid=$RLOCK_PID r_err=$RLOCK_ERR
+	wait_until 10 swallowed
+	echo reset >"$PROXY_MODE"
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 69
+	key_absent 'rlock:{kr}' # the first release did release it
+	grep -q 'cannot release' "$r_err" || fail "the retry was not refused: $(cat "$r_err")"
+	grep -q 'unless the server got the release (its reply lost), it expires by its TTL' "$r_err" ||
+		fail "$(cat "$r_err")"
+}
+
 # release_trimmed NAME RLOCK-ARGS...: with a short history (history = 1), a run whose
 # release's reply is lost, and is sent again late (the wire slow from then on), while a
 # waiter the release woke takes the lock: the waiter's acquired record trims the

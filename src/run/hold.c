@@ -171,9 +171,7 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		log_debug("the lease of %s is over (lost): nothing to release", l->key);
 	else if (rc == LOCK_ERR) /* a lost reply hides a release the server ran */
-		log_warn("cannot release %s (%s); unless the server got the release (its reply "
-		         "lost), it expires by its TTL%s",
-		         l->key, err,
+		log_warn("cannot release %s (%s); " HOLD_RELEASE_FAILED "%s", l->key, err,
 		         l->mark_done && l->ask.once_per_ms > 0
 		             ? " and is not marked done (--once-per): a later run runs again"
 		             : "");

@@ -140,11 +140,17 @@ enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
 int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
                         char *why, size_t len);
 
+/* What a release that failed leaves: its reply may have been lost after the server ran
+ * it, so the lock may be free already; one text for every release line that says it
+ * (hold.c, keeper.c). */
+#define HOLD_RELEASE_FAILED                                                                        \
+	"unless the server got the release (its reply lost), it expires by its TTL"
+
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh
  * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
  * no longer ours; a single lock's loss is the caller's to say, with h->gone_why; each of
- * several is named here) or HOLD_ERR (a release failed: the lock expires by its TTL);
+ * several is named here) or HOLD_ERR (a release failed: HOLD_RELEASE_FAILED);
  * h->handed_over says whether a release handed its lock to a --preempt request. */
 int hold_release(struct hold *h, int64_t keep_ms);
 

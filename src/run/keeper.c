@@ -1005,8 +1005,8 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		} else if (r == LOCK_NOTOURS) {
 			rc = not_held(s, l, k, NULL);
 		} else {
-			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
-			          stopped ? " (the keeper is stopped)" : "");
+			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
+			          err, stopped ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}
 	} else if (!h && !unlisted) {
@@ -1083,8 +1083,8 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			/* an unlisted token's keeper too: else it renews on (found by its mark) */
 			if (!h)
 				stopped = stop_keeper(NULL, l->key, k) == 0;
-			log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
-			          stopped ? " (the keeper is stopped)" : "");
+			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
+			          err, stopped ? " (the keeper is stopped)" : "");
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}

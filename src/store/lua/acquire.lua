@@ -160,7 +160,19 @@ local function queue_live()
   end
   return redis.call('EXISTS', KEYS[6]) == 1
 end
-local queued = not mine and queue_live()
+-- --preempt against a --preemptible holder whose command has exited, its release keeping
+-- the lock for --min-hold (kept): nothing to stop; the keep gives way to the request as
+-- a release that found the request there hands it over (release.lua), before any other
+-- waiter (the fair queue's too): taken at once. That run's end record is its release's
+-- (released): none here. Only --preempt, only against --preemptible: a plain request
+-- (-n too) waits the keep out.
+local cut = false
+if q['@preempt'] and held and not mine then
+  local k = redis.call('HMGET', KEYS[2], 'kept', 'preemptible')
+  cut = k[1] == '1' and k[2] == '1'
+  if cut then held = false end
+end
+local queued = not cut and not mine and queue_live()
 if q['@supersede'] and queued then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
@@ -211,7 +223,7 @@ if ho[1] and not handed then
           false, false, ho[5] or false, false, false, 'reserved'}
 end
 -- --lock-delay: a lease that ended unreleased keeps the name closed (delay.lua): {4, ms left}.
-local closed = not mine and others > 0 and delay_closed(KEYS[1], ARGV[1]) or 0
+local closed = not mine and not cut and others > 0 and delay_closed(KEYS[1], ARGV[1]) or 0
 if closed > 0 then
   local by = supersede(nil)
   if by then return by end

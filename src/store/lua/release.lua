@@ -168,7 +168,9 @@ end
 if done then
   redis.call('SET', KEYS[1] .. ':done', run[3] or '0', 'PX', ARGV[6])
 end
-if tonumber(ARGV[2]) > 0 and not preempted then
+-- A --preempt request whose mark lives (to) gets the lock now, whether or not it stopped
+-- the command: a hand-over does not wait for --min-hold's keep.
+if tonumber(ARGV[2]) > 0 and not to then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
   -- A release sent again once the keep has ended (its first reply lost) finds the
