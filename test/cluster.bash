@@ -85,6 +85,19 @@ cluster_masters() {
 		split($2, a, "[:@]"); print a[2] }'
 }
 
+# cluster_name_on PORT PREFIX: a lock name PREFIX<i> whose keys live on the master at
+# PORT (the first of 300).
+cluster_name_on() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if [[ $(cluster_owner "rlock:{$2$i}") == "$1" ]]; then
+			echo "$2$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # cluster_owner KEY: the port of the master that serves KEY's slot (the one that
 # answers without a redirect).
 cluster_owner() {

@@ -68,16 +68,7 @@ pid_of_port() {
 }
 
 # name_on PORT: a lock name whose keys live on the master at PORT.
-name_on() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		if [[ $(cluster_owner "rlock:{n$i}") == "$1" ]]; then
-			echo "n$i"
-			return 0
-		fi
-	done
-	return 1
-}
+name_on() { cluster_name_on "$1" n; }
 
 # shard_subscribed PORT CHANNEL: a client subscribes to CHANNEL on PORT (SSUBSCRIBE).
 shard_subscribed() {

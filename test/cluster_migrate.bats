@@ -48,16 +48,7 @@ endpoint_type() {
 
 # name_on PORT: a lock name whose keys live on the master at PORT (not used before in
 # this file: each test moves its name's slot).
-name_on() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		if [[ $(cluster_owner "rlock:{m$BATS_TEST_NUMBER-$i}") == "$1" ]]; then
-			echo "m$BATS_TEST_NUMBER-$i"
-			return 0
-		fi
-	done
-	return 1
-}
+name_on() { cluster_name_on "$1" "m$BATS_TEST_NUMBER-"; }
 
 # asking PORT CMD...: CMD on the node at PORT after ASKING (the importing node serves
 # the slot only so), one connection; prints CMD's reply.

@@ -25,16 +25,7 @@ setup() {
 }
 
 # name_on PORT: a lock name whose keys live on the master at PORT.
-name_on() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		if [[ $(cluster_owner "rlock:{s$i}") == "$1" ]]; then
-			echo "s$i"
-			return 0
-		fi
-	done
-	return 1
-}
+name_on() { cluster_name_on "$1" s; }
 
 # moved_to PORT KEY SKIP: every master but SKIP (the dead one) sends KEY to PORT.
 moved_to() {
