@@ -46,11 +46,11 @@ teardown() {
 	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
 	replica=$REDIS_PORT
 	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
-	run --separate-stderr rlock -u "$MASTER_URL" --wait-replicas 1 --io-timeout 1s \
+	run --separate-stderr rlock -u "$MASTER_URL" --wait-replicas 1 --io-timeout 4s \
 		--once-per 1h -k fo -- redis-cli -p "$replica" REPLICAOF NO ONE
 	echo "# $stderr" >&3
 	assert_equal "$status" 0
-	assert_regex "$stderr" "released rlock:\{fo\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged the writes within 1000 ms.*not confirmed done \(--once-per\)"
+	assert_regex "$stderr" "released rlock:\{fo\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged the writes within 4000 ms.*not confirmed done \(--once-per\)"
 	[[ $stderr != *"marked rlock:{fo} done"* ]] || fail "said marked done"
 	# what the user was warned of: the promoted replica has the lock and no mark
 	[[ $(redis-cli -p "$replica" EXISTS 'rlock:{fo}:done') == 0 ]]
@@ -162,7 +162,7 @@ cut_proxy_start() {
 		# no eviction check at start (-vv would make one): the reply cut is the release's
 		printf 'eviction-warning = off\n' >"$BATS_TEST_TMPDIR/ev.conf"
 		run --separate-stderr rlock -vv --config "$BATS_TEST_TMPDIR/ev.conf" -u "$CUT_URL" \
-			--wait-replicas 1 --io-timeout 1s "$@" -k "lr$mode" \
+			--wait-replicas 1 --io-timeout 4s "$@" -k "lr$mode" \
 			-- sh -c "kill -STOP $rpid && touch '$trig'"
 		kill -CONT "$rpid"
 		echo "# $stderr" >&3

@@ -139,24 +139,24 @@ given_back() {
 	rport=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
 	wait_until 30 sh -c "redis-cli -p $rport INFO replication | grep -q master_link_status:up"
 	wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q connected_slaves:1"
-	run --separate-stderr rlock -v -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s --once-per 1h \
+	run --separate-stderr rlock -v -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s --once-per 1h \
 		-k op -- kill -STOP "$rpid"
 	kill -CONT "$rpid"
 	if ((HAS_WAITAOF)); then
 		assert_equal "$status" 0
-		assert_regex "$stderr" "released rlock:\{op\} on the master, not confirmed in the AOF \(--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica\(s\)\); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done \(--once-per\), a later run may run again"
+		assert_regex "$stderr" "released rlock:\{op\} on the master, not confirmed in the AOF \(--wait-aof 0,1: within 5000 ms the writes reached the AOF of 0 of 1 replica\(s\)\); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done \(--once-per\), a later run may run again"
 		[[ $stderr != *"marked rlock:{op} done"* ]] || fail "said marked done: $stderr"
 		# a release without a mark (nor a --min-hold keep) is not waited for: the lock
 		# lost in a crash only stays until its TTL
-		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s -k op3 \
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s -k op3 \
 			-- kill -STOP "$rpid"
 		kill -CONT "$rpid"
 		[[ -z $stderr ]] || fail "stderr: $stderr"
 		# a --min-hold keep is
-		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s \
+		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s \
 			--min-hold 1h -k op4 -- kill -STOP "$rpid"
 		kill -CONT "$rpid"
-		assert_equal "$stderr" "rlock: released rlock:{op4} (--min-hold) on the master, not confirmed in the AOF (--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL"
+		assert_equal "$stderr" "rlock: released rlock:{op4} (--min-hold) on the master, not confirmed in the AOF (--wait-aof 0,1: within 5000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL"
 		# a release that the replica's AOF confirms says nothing more than before
 		wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q 'slave0:.*state=online'"
 		run -0 --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s --once-per 1h \
@@ -165,7 +165,7 @@ given_back() {
 		assert_equal "$(redis-cli -p "$rport" EXISTS 'rlock:{op2}:done')" 1
 	else
 		assert_equal "$status" 69 # the last line: -v's come before it
-		assert_equal "${stderr##*$'\n'}" "rlock: --wait-aof 0,1: the server refused WAITAOF (ERR unknown command 'WAITAOF', with args beginning with: '0' '1' '2000'): it needs Redis 7.2 or later, or Valkey: not running the command"
+		assert_equal "${stderr##*$'\n'}" "rlock: --wait-aof 0,1: the server refused WAITAOF (ERR unknown command 'WAITAOF', with args beginning with: '0' '1' '5000'): it needs Redis 7.2 or later, or Valkey: not running the command"
 	fi
 	redis_stop "$rpid"
 }
@@ -176,17 +176,17 @@ given_back() {
 	rport=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
 	wait_until 30 sh -c "redis-cli -p $rport INFO replication | grep -q master_link_status:up"
 	wait_until 30 sh -c "redis-cli -p $AOF_PORT INFO replication | grep -q connected_slaves:1"
-	run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s -k kp --acquire
+	run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s -k kp --acquire
 	if ((HAS_WAITAOF)); then
 		assert_equal "$status" 0
 		eval "$output"
 		kill -STOP "$rpid"
-		run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 2s --once-per 1h \
+		run --separate-stderr rlock -u "$AOF_URL" --wait-aof 0,1 --io-timeout 5s --once-per 1h \
 			-k kp --release
 		kill -CONT "$rpid"
 		unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
 		assert_equal "$status" 0
-		assert_equal "$stderr" "rlock: released rlock:{kp} on the master, not confirmed in the AOF (--wait-aof 0,1: within 2000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done (--once-per), a later run may run again"
+		assert_equal "$stderr" "rlock: released rlock:{kp} on the master, not confirmed in the AOF (--wait-aof 0,1: within 5000 ms the writes reached the AOF of 0 of 1 replica(s)); a crash or a failover now can bring the lock back until its TTL, and lose the mark: not confirmed done (--once-per), a later run may run again"
 		assert_equal "$(rcli EXISTS 'rlock:{kp}')" 0
 	else
 		assert_equal "$status" 69
