@@ -1767,6 +1767,29 @@ static void bad_option(char **argv)
  * that another user can change (a CA bundle others can write lets them vouch for any
  * server), is the same mistake as such a password file (66), not a server that cannot
  * be reached. Opened as every user-named file is: without blocking (userfile.h). */
+/* A file OpenSSL will read for the trust store (type UF_REG or UF_DIR), named by opt:
+ * opened without blocking, of that type, and changeable by no other user; else exit 66
+ * with one line. One that does not exist, or that rlock cannot read either, is
+ * OpenSSL's to skip. */
+static void trusted_or_exit(const char *opt, const char *path, unsigned type)
+{
+	char why[300];
+	struct stat st;
+	int fd = userfile_read(path, type, &st, why, sizeof why);
+
+	if (fd < 0 && (errno == ENOENT || errno == EACCES))
+		return;
+	if (fd < 0 && errno == EINVAL)
+		input_error("%s: '%s' %s", opt, path, type == UF_DIR ? "is not a directory" : why);
+	if (fd < 0)
+		input_error("%s: cannot read '%s': %s", opt, path, why);
+	close(fd);
+	if (userfile_trusted(path, &st, why, sizeof why) < 0)
+		input_error("%s: '%s' %s: refused (it must be root's or yours, and writable by "
+		            "nobody else)",
+		            opt, path, why);
+}
+
 /* A name OpenSSL reads from a hashed CA directory: HASH.N (a certificate) or HASH.rN
  * (a CRL), HASH being 8 lowercase hex digits (X509_LOOKUP_hash_dir). */
 static int hashed_name(const char *n)
@@ -1786,8 +1809,7 @@ static void cacertdir_files(const char *opt, const char *dir)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	char path[PATH_MAX], why[300];
-	struct stat st;
+	char path[PATH_MAX];
 
 	if (!d)
 		input_error("%s: cannot read '%s': %s", opt, dir, strerror(errno));
@@ -1795,18 +1817,7 @@ static void cacertdir_files(const char *opt, const char *dir)
 		if (!hashed_name(e->d_name) ||
 		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
 			continue;
-		int fd = userfile_read(path, UF_REG, &st, why, sizeof why);
-		if (fd < 0 && (errno == ENOENT || errno == EACCES))
-			continue;
-		if (fd < 0 && errno == EINVAL)
-			input_error("%s: '%s' %s", opt, path, why);
-		if (fd < 0)
-			input_error("%s: cannot read '%s': %s", opt, path, why);
-		close(fd);
-		if (userfile_trusted(path, &st, why, sizeof why) < 0)
-			input_error("%s: '%s' %s: refused (it must be root's or yours, and "
-			            "writable by nobody else)",
-			            opt, path, why);
+		trusted_or_exit(opt, path, UF_REG);
 	}
 	closedir(d);
 }
@@ -1822,8 +1833,7 @@ static void cacertdir_files(const char *opt, const char *dir)
 static void trust_store_env(void)
 {
 	const char *file = getenv("SSL_CERT_FILE"), *dirs = getenv("SSL_CERT_DIR");
-	char path[PATH_MAX], why[300];
-	struct stat st;
+	char path[PATH_MAX];
 
 	for (int i = 0; i < 2; i++) {
 		const char *var = i ? "SSL_CERT_DIR" : "SSL_CERT_FILE";
@@ -1835,19 +1845,7 @@ static void trust_store_env(void)
 			p += len + (p[len] == ':');
 			if (!fit)
 				continue;
-			int fd = userfile_read(path, i ? UF_DIR : UF_REG, &st, why, sizeof why);
-			if (fd < 0 && (errno == ENOENT || errno == EACCES))
-				continue;
-			if (fd < 0 && errno == EINVAL)
-				input_error("%s: '%s' %s", var, path,
-				            i ? "is not a directory" : why);
-			if (fd < 0)
-				input_error("%s: cannot read '%s': %s", var, path, why);
-			close(fd);
-			if (userfile_trusted(path, &st, why, sizeof why) < 0)
-				input_error("%s: '%s' %s: refused (it must be root's or yours, and "
-				            "writable by nobody else)",
-				            var, path, why);
+			trusted_or_exit(var, path, i ? UF_DIR : UF_REG);
 		}
 	}
 }
