@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# A host short of resources: no process slot left (RLIMIT_NPROC, a pids cgroup at its
+# max), no descriptor left (RLIMIT_NOFILE). Whatever runs short, and whenever: one
+# clear line, a documented status, the command never left running unguarded, the lock
+# never held past its TTL.
+
+# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+load helpers
+
+# make_step: ./step, a command's own child (a grandchild of rlock): records its pid
+# and waits. PDEATHSIG never reaches it; only the watchdog (or rlock) can.
+make_step() {
+	cat >step <<'EOF'
+#!/bin/sh
+echo $$ >step.pid
+touch started
+exec sleep 60
+EOF
+	chmod +x step
+}
+
+# watchdog_of PID: the pid of rlock PID's watchdog process (comm rlock-watchdog).
+watchdog_of() {
+	local p
+	for p in $(children_of "$1"); do
+		if [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-watchdog ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# unguarded_run_stops: rlock ($RLOCK_PID, its command ./step) has just lost its
+# watchdog and can start no other: it stops the command, gives the lock back, exits 71
+# with one line; it never runs on with nothing to stop the command if it were killed.
+unguarded_run_stops() {
+	rlock_wait "$RLOCK_PID" 20 ||
+		fail "rlock runs on with no watchdog: killed now, its command would run unguarded ($(cat "$RLOCK_ERR"))"
+	echo "# $(cat "$RLOCK_ERR")" >&3
+	[[ $RLOCK_STATUS == 71 ]] || fail "status $RLOCK_STATUS, not 71: $(cat "$RLOCK_ERR")"
+	track_pidfile step.pid
+	wait_until 5 pidfile_gone step.pid || fail "the command's own child runs on"
+	key_absent 'rlock:{g}' || fail "the lock was not given back"
+	grep -q 'no new one can be started.*the command is stopped' "$RLOCK_ERR" ||
+		fail "no line says why: $(cat "$RLOCK_ERR")"
+}
+
+@test "the watchdog dies while the command runs and no descriptor is left for a new one: the command is stopped, the lock given back, 71" {
+	require_tool prlimit
+	make_step
+	rlock_bg --pgrp --kill-after 1s -k g -c './step; true'
+	wait_until 30 test -e started
+	local w
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	# rlock's descriptors all taken from now on: no pipe for a new watchdog
+	prlimit --pid "$RLOCK_PID" --nofile=3:3
+	kill -KILL "$w"
+	unguarded_run_stops
+}
+
+@test "the watchdog dies while the command runs and no process slot is left for a new one (RLIMIT_NPROC): the command is stopped, the lock given back, 71" {
+	require_tool prlimit setpriv
+	((EUID == 0)) || skip "needs root: to run rlock as another user, whose process limit binds"
+	# An unprivileged user (root is exempt from RLIMIT_NPROC) in a directory it can use.
+	local dir
+	dir=$(mktemp -d /tmp/rlock-resources.XXXXXX)
+	chmod 755 "$dir"
+	chown 65534:65534 "$dir"
+	echo "$dir" >dir.path
+	cd "$dir"
+	make_step
+	export RLOCK_CONFIG=/dev/null
+	RLOCK_ERR=$BATS_TEST_TMPDIR/rlock.err
+	(clean_exec --pgrp setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$RLOCK" --kill-after 1s -k g -c './step; true') </dev/null >/dev/null 2>"$RLOCK_ERR" &
+	RLOCK_PID=$!
+	track_pid "$RLOCK_PID"
+	wait_until 30 test -e started
+	local w
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	setpriv --reuid=65534 --regid=65534 --clear-groups prlimit --pid "$RLOCK_PID" --nproc=1:1
+	kill -KILL "$w"
+	unguarded_run_stops
+}
+
+teardown() {
+	common_teardown
+	if [[ -f $BATS_TEST_TMPDIR/dir.path ]]; then
+		local d
+		d=$(cat "$BATS_TEST_TMPDIR/dir.path")
+		[[ $d == /tmp/rlock-resources.* ]] && rm -rf -- "$d"
+	fi
+}
