@@ -92,3 +92,27 @@ teardown() {
 		[[ $d == /tmp/rlock-resources.* ]] && rm -rf -- "$d"
 	fi
 }
+
+# vm_kb PID: the virtual size of PID in kB (VmSize).
+vm_kb() { sed -n 's/^VmSize:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
+
+@test "the renewal thread cannot start at its first renewal (no memory for its stack, for a moment): tried again, the run goes on and keeps its lock" {
+	require_tool prlimit
+	rlock_bg -t 3s -k g -- "$HOLD" r
+	wait_until 30 test -e r.started
+	track_pidfile r.pid
+	# No room for a thread's stack (rlock starts its renewal thread at ttl/3: 1 s) ...
+	prlimit --pid "$RLOCK_PID" --as=$((($(vm_kb "$RLOCK_PID") + 1024) * 1024)):
+	wait_until 10 grep -q 'cannot start the renewal thread' "$RLOCK_ERR"
+	# ... for half a second (the shortage itself, not a wait for readiness): the lease,
+	# 2 s left, is not given up meanwhile
+	sleep 0.5
+	prlimit --pid "$RLOCK_PID" --as=unlimited:
+	# renewed (a lease of 3 s again), not lost
+	wait_until 10 eval '[[ $(rcli PTTL "rlock:{g}") -gt 2000 ]]' || fail "not renewed: $(cat "$RLOCK_ERR")"
+	touch r.release
+	rlock_wait
+	echo "# $(cat "$RLOCK_ERR")" >&3
+	[[ $RLOCK_STATUS == 0 ]] || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	[[ $(grep -c . "$RLOCK_ERR") == 1 ]] || fail "not one line: $(cat "$RLOCK_ERR")"
+}

@@ -505,7 +505,7 @@ static int64_t lease_renew_due(const void *ctx)
 
 static void lease_renew_launch(void *ctx)
 {
-	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+	hold_renew_launch(ctx); /* a failure is logged, then tried again (renew_due) */
 }
 
 /* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */
