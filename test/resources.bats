@@ -116,3 +116,32 @@ vm_kb() { sed -n 's/^VmSize:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 	[[ $RLOCK_STATUS == 0 ]] || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
 	[[ $(grep -c . "$RLOCK_ERR") == 1 ]] || fail "not one line: $(cat "$RLOCK_ERR")"
 }
+
+# to_gone_reader CMD...: run CMD with stdout on a pipe whose reader has left (every
+# write fails with EPIPE, SIGPIPE ignored as rlock ignores it).
+to_gone_reader() {
+	perl -e 'pipe(my $r, my $w) or die; close $r;
+		open(STDOUT, ">&", $w) or die; exec @ARGV or die' "$@"
+}
+
+@test "a report to a reader that left (rlock --list | head -1): 74, no line about it on stderr; --acquire still says why it gave the lock back" {
+	local i
+	for i in $(seq 1 2000); do echo "SET rlock:{n$i} t PX 600000"; done | rcli >/dev/null
+	run -0 --separate-stderr bash -c 'set -o pipefail; "$RLOCK" --list | head -1 >/dev/null; echo "${PIPESTATUS[0]}"'
+	assert_equal "$output" 74
+	assert_equal "$stderr" ""
+	for mode in --list '--list --json' '-k n1 --status' '-k n1 --status --json' '-k n1 --history' --help --version; do
+		# shellcheck disable=SC2086  # the mode's words
+		run -74 --separate-stderr to_gone_reader "$RLOCK" $mode
+		[[ -z $stderr ]] || fail "rlock $mode: a line for a reader that left: $stderr"
+	done
+	# not silent where it matters: the token of --acquire, which nobody learns
+	run -74 --separate-stderr to_gone_reader "$RLOCK" -k ac --acquire
+	assert_regex "$stderr" 'cannot write to standard output: Broken pipe'
+	wait_until 20 key_absent 'rlock:{ac}'
+	# nor for a full disk
+	if [[ -w /dev/full ]]; then
+		run -74 --separate-stderr bash -c '"$RLOCK" --list >/dev/full'
+		assert_regex "$stderr" 'cannot write to standard output: No space left'
+	fi
+}

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1654,18 +1655,42 @@ static void print_version(void)
 	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 
-int cli_close_stdout(void)
+/* Is stdout a pipe or socket whose reader has left? errno is EPIPE when the flush
+ * itself met it; an earlier write (a large --list) may have, its errno since lost: the
+ * write end of such a pipe polls POLLERR. */
+static int stdout_reader_gone(int e)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+
+	return e == EPIPE || (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)));
+}
+
+static int close_stdout(int quiet_epipe)
 {
 	if (stdout_closed) {
 		log_error("cannot write to standard output: it is closed");
 		return RL_EX_IOERR;
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_error("cannot write to standard output: %s",
-		          errno ? strerror(errno) : "write error");
+		/* `rlock --list | head -1`: the reader took what it wanted and left; a line
+		 * about it is noise (git, coreutils and util-linux say nothing either). */
+		int e = errno;
+		if (!(quiet_epipe && stdout_reader_gone(e)))
+			log_error("cannot write to standard output: %s",
+			          e ? strerror(e) : "write error");
 		return RL_EX_IOERR;
 	}
 	return 0;
+}
+
+int cli_close_stdout(void)
+{
+	return close_stdout(1);
+}
+
+int cli_close_stdout_told(void)
+{
+	return close_stdout(0);
 }
 
 static int cmp_names(const void *a, const void *b)

@@ -105,9 +105,14 @@ void cli_open_std_fds(void);
  * there reaches nobody. */
 int cli_stdout_closed(void);
 
-/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
- * pipe, a stdout closed at start). For --status, --list, --help and --version. */
+/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a stdout
+ * closed at start), or without one for a pipe whose reader left (EPIPE: `| head -1`).
+ * For --status, --list, --history, --check, --help and --version. */
 int cli_close_stdout(void);
+
+/* As cli_close_stdout, with the line for a reader gone too: --acquire's token, which
+ * then nobody learns (its keeper gives the lock back). */
+int cli_close_stdout_told(void);
 
 /* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in the
  * README's precedence, "Config file"), then check the combinations once; on bad input

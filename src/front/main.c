@@ -248,7 +248,7 @@ static void die_if_signalled(int termfd)
 static struct keeper_args keeper_args_of(const struct opts *o)
 {
 	struct keeper_args k = {.github = o->format_github,
-	                        .close_stdout = cli_close_stdout,
+	                        .close_stdout = cli_close_stdout_told,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
 	                        .warn = o->warn_signal != 0,
