@@ -7,6 +7,19 @@
 # shellcheck disable=SC2016  # quoted $: for the command rlock runs
 load helpers
 
+setup_file() {
+	common_setup_file
+	# A TLS server that wants a client certificate: the most files to read.
+	tls_make_certs "$BATS_FILE_TMPDIR/certs"
+	tls_redis_start --tls-auth-clients yes
+	export TLS_R_PORT=$TLS_PORT
+}
+
+setup() {
+	common_setup
+	tls_cli "$TLS_R_PORT" FLUSHALL >/dev/null
+}
+
 # make_step: ./step, a command's own child (a grandchild of rlock): records its pid
 # and waits. PDEATHSIG never reaches it; only the watchdog (or rlock) can.
 make_step() {
@@ -144,4 +157,35 @@ to_gone_reader() {
 		run -74 --separate-stderr bash -c '"$RLOCK" --list >/dev/full'
 		assert_regex "$stderr" 'cannot write to standard output: No space left'
 	fi
+}
+
+@test "a descriptor limit at every step, sockets and TLS files too: the command runs, or it does not and rlock exits 71 (the host: not 69, the server's, nor 66, a file's), one line, nothing held" {
+	require_tool prlimit
+	local how n st args=()
+	for how in tcp tls tlsdir; do
+		case $how in
+		tcp) args=() ;;
+		tls) args=(-u "rediss://127.0.0.1:$TLS_R_PORT" --cacert "$TLS_CERTS/ca.pem") ;;
+		tlsdir) args=(-u "rediss://127.0.0.1:$TLS_R_PORT" --cacertdir "$TLS_CERTS/cadir") ;;
+		esac
+		[[ $how == tcp ]] || args+=(--cert "$TLS_CERTS/client.pem" --tls-key "$TLS_CERTS/client.key")
+		# from the first that gets past the dynamic loader to the first that runs it all
+		for n in $(seq 4 24); do
+			st=0
+			(clean_exec prlimit --nofile="$n" "$RLOCK" "${args[@]}" -k r -- touch "ran.$how.$n") \
+				</dev/null >/dev/null 2>"err.$how.$n" || st=$?
+			echo "# $how, ulimit -n $n: status $st: $(head -c 200 "err.$how.$n")" >&3
+			if ((st == 127)) && grep -q 'error while loading shared libraries' "err.$how.$n"; then
+				continue # the dynamic loader's, before rlock runs
+			elif ((st == 0)); then
+				[[ -e ran.$how.$n ]] || fail "exit 0 but the command did not run ($how, ulimit -n $n)"
+			else
+				[[ ! -e ran.$how.$n ]] || fail "the command ran, yet rlock exited $st ($how, ulimit -n $n)"
+				[[ $st == 71 ]] || fail "status $st, not 71 ($how, ulimit -n $n): $(cat "err.$how.$n")"
+				[[ $(grep -c . "err.$how.$n") == 1 ]] || fail "not one line ($how, ulimit -n $n): $(cat "err.$how.$n")"
+			fi
+			key_absent 'rlock:{r}' || fail "lock left held ($how, ulimit -n $n)"
+			[[ $(tls_cli "$TLS_R_PORT" EXISTS 'rlock:{r}') == 0 ]] || fail "lock left held ($how, ulimit -n $n)"
+		done
+	done
 }

@@ -603,6 +603,8 @@ static void cli_error(int status, const char *fmt, ...)
 }
 #define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
 #define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
+/* A file that cannot be opened or read (errno e): 66, or 71 when the host is short. */
+#define read_error(e, ...) cli_error(rl_ex_file(e), __VA_ARGS__)
 
 static int stdout_closed;
 
@@ -692,8 +694,8 @@ static int open_regular(const char *what, const char *path, const char *src, str
 	if (fd < 0 && errno == EINVAL)
 		input_error("%s%s%s '%s' %s", src ? src : "", src ? ": " : "", what, path, why);
 	if (fd < 0)
-		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
-		            path, why);
+		read_error(errno, "%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "",
+		           what, path, why);
 	if (userfile_trusted(path, st, why, sizeof why) < 0) {
 		close(fd);
 		input_error("%s%s%s '%s' %s: refused (it must be root's or yours, and writable by "
@@ -767,7 +769,7 @@ static int read_password_file(struct state *s, const char *path, const char *src
 			int e = errno;
 			close(fd);
 			explicit_bzero(buf, sizeof buf);
-			input_error("%s: cannot read '%s': %s", src, path, strerror(e));
+			read_error(e, "%s: cannot read '%s': %s", src, path, strerror(e));
 		}
 		if (n == 0)
 			break;
@@ -1270,7 +1272,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
-		input_error("cannot read config file '%s': %s", path, strerror(errno));
+		read_error(errno, "cannot read config file '%s': %s", path, strerror(errno));
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
@@ -1807,7 +1809,7 @@ static void trusted_or_exit(const char *opt, const char *path, unsigned type)
 	if (fd < 0 && errno == EINVAL)
 		input_error("%s: '%s' %s", opt, path, type == UF_DIR ? "is not a directory" : why);
 	if (fd < 0)
-		input_error("%s: cannot read '%s': %s", opt, path, why);
+		read_error(errno, "%s: cannot read '%s': %s", opt, path, why);
 	close(fd);
 	if (userfile_trusted(path, &st, why, sizeof why) < 0)
 		input_error("%s: '%s' %s: refused (it must be root's or yours, and writable by "
@@ -1837,7 +1839,7 @@ static void cacertdir_files(const char *opt, const char *dir)
 	char path[PATH_MAX];
 
 	if (!d)
-		input_error("%s: cannot read '%s': %s", opt, dir, strerror(errno));
+		read_error(errno, "%s: cannot read '%s': %s", opt, dir, strerror(errno));
 	while ((e = readdir(d))) {
 		if (!hashed_name(e->d_name) ||
 		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
@@ -1890,7 +1892,7 @@ static void tls_files_readable(const struct tls_opts *t)
 			input_error("%s: '%s' %s", opt[i], file[i],
 			            i == 3 ? "is not a directory" : why);
 		if (fd < 0)
-			input_error("%s: cannot read '%s': %s", opt[i], file[i], why);
+			read_error(errno, "%s: cannot read '%s': %s", opt[i], file[i], why);
 		close(fd);
 		if (i == 3 && access(file[i], R_OK | X_OK) != 0)
 			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));
