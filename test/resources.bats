@@ -1,10 +1,12 @@
 #!/usr/bin/env bats
 # A host short of resources: no process slot left (RLIMIT_NPROC, a pids cgroup at its
-# max), no descriptor left (RLIMIT_NOFILE). Whatever runs short, and whenever: one
-# clear line, a documented status, the command never left running unguarded, the lock
-# never held past its TTL.
+# max), no descriptor left (RLIMIT_NOFILE), no memory for a thread (RLIMIT_AS), an
+# output nobody reads any more. Whatever runs short, and whenever: one clear line, a
+# documented status, the command never left running unguarded, the lock never held
+# past its TTL.
 
-# shellcheck disable=SC2016  # quoted $: for the command rlock runs
+# shellcheck disable=SC2016,SC2153,SC2030,SC2031  # quoted $: for the command rlock runs;
+# TLS_PORT from helpers; each @test is a subshell of its own
 load helpers
 
 setup_file() {
