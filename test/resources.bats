@@ -191,3 +191,12 @@ to_gone_reader() {
 		done
 	done
 }
+
+@test "stdout closed and no /dev/null to put there (a bare chroot or container): 71 with one line on the stderr that is open, nothing taken" {
+	require_tool unshare
+	((EUID == 0)) || skip "needs root: a mount namespace whose /dev is empty"
+	run -71 --separate-stderr unshare -m sh -c 'mount -t tmpfs none /dev && exec "$RLOCK" -k nul -- touch ran >&-'
+	assert_regex "$stderr" '^rlock: cannot open /dev/null for a closed standard descriptor: No such file or directory$'
+	[[ ! -e ran ]]
+	key_absent 'rlock:{nul}'
+}

@@ -614,8 +614,14 @@ void cli_open_std_fds(void)
 	 * and our messages would be written into the protocol. */
 	for (;;) {
 		int fd = open("/dev/null", O_RDWR | O_NOCTTY);
-		if (fd < 0)
-			_exit(RL_EX_OSERR); /* nowhere to say so */
+		if (fd < 0) {
+			/* Said where stderr is open (stdout or stdin was the closed one; write(2)
+			 * to a closed fd 2 is nothing): no /dev/null (a bare chroot, a container).
+			 */
+			log_error("cannot open /dev/null for a closed standard descriptor: %s",
+			          strerror(errno));
+			_exit(RL_EX_OSERR);
+		}
 		if (fd > 2) {
 			close(fd);
 			return;
