@@ -200,3 +200,51 @@ to_gone_reader() {
 	[[ ! -e ran ]]
 	key_absent 'rlock:{nul}'
 }
+
+# nofile_sweep WHAT KEY-CHECK RLOCK-ARGS...: rlock ARGS -k r -- touch ran.N under every
+# ulimit -n from 4 to 24: it runs the command (0), or exits 71 without running it,
+# saying why in its last line (a warning may come before: a Redlock node missing), and
+# KEY-CHECK (a command) finds rlock:{r} held nowhere afterwards.
+nofile_sweep() {
+	local what=$1 check=$2 n st
+	shift 2
+	for n in $(seq 4 24); do
+		st=0
+		(clean_exec timeout 30 prlimit --nofile="$n" "$RLOCK" "$@" -k r -- touch "ran.$what.$n") \
+			</dev/null >/dev/null 2>"err.$what.$n" || st=$?
+		echo "# $what, ulimit -n $n: status $st: $(tail -n 1 "err.$what.$n" | head -c 200)" >&3
+		if ((st == 127)) && grep -q 'error while loading shared libraries' "err.$what.$n"; then
+			continue
+		elif ((st == 0)); then
+			[[ -e ran.$what.$n ]] || fail "exit 0 but the command did not run ($what, ulimit -n $n)"
+		else
+			[[ ! -e ran.$what.$n ]] || fail "the command ran, yet rlock exited $st ($what, ulimit -n $n)"
+			[[ $st == 71 ]] || fail "status $st, not 71 ($what, ulimit -n $n): $(cat "err.$what.$n")"
+			[[ $(grep -vc 'Redlock degraded' "err.$what.$n") == 1 ]] ||
+				fail "not one line ($what, ulimit -n $n): $(cat "err.$what.$n")"
+		fi
+		"$check" || fail "lock left held ($what, ulimit -n $n)"
+	done
+}
+
+@test "a descriptor limit at every step through Sentinel and over a Redlock quorum: 0, or 71 (not 69: the nodes were never asked; never a wait for ever), nothing held" {
+	require_tool prlimit
+	load sentinel
+	local main=$REDIS_PORT p1 p2
+	redis_start
+	p1=$REDIS_PORT
+	redis_start
+	p2=$REDIS_PORT
+	REDIS_PORT=$main
+	held_nowhere() {
+		local p
+		for p in "$main" "$p1" "$p2"; do
+			[[ $(redis-cli -p "$p" EXISTS 'rlock:{r}') == 0 ]] || return 1
+		done
+	}
+	nofile_sweep redlock held_nowhere \
+		-u "redis://127.0.0.1:$main,redis://127.0.0.1:$p1,redis://127.0.0.1:$p2"
+	sentinel_topology_start
+	master_free() { [[ $(sent_cli "$SENT_MASTER_PORT" EXISTS 'rlock:{r}') == 0 ]]; }
+	nofile_sweep sentinel master_free -u "$SENT_URL"
+}
