@@ -98,7 +98,8 @@ struct opts {
 };
 
 /* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were
- * closed), so no socket or file of ours takes their numbers. */
+ * closed), so no socket or file of ours takes their numbers. No /dev/null to open:
+ * exits 71, with one line where stderr is open. */
 void cli_open_std_fds(void);
 
 /* Whether stdout was closed when rlock started (cli_open_std_fds): what rlock writes
