@@ -5,6 +5,8 @@
 #ifndef RLOCK_EXITCODES_H
 #define RLOCK_EXITCODES_H
 
+#include <errno.h>
+
 /* X(code, constant, what --help shows in the status column (NULL: shown on the row
  * before), its meaning ('\n' starts a continuation line)). Besides these, rlock exits
  * with the command's own status, or dies of its signal. */
@@ -23,7 +25,9 @@
 	  "or the lock's fence counter cannot count (not an integer,\n"                            \
 	  "at its max); --held: Redis cannot say")                                                 \
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
-	X(71, RL_EX_OSERR, "71", "cannot fork or set up the command")                              \
+	X(71, RL_EX_OSERR, "71",                                                                   \
+	  "cannot fork or set up the command; or the host ran out of\n"                            \
+	  "processes, descriptors or memory before the command started")                           \
 	X(74, RL_EX_IOERR, "74",                                                                   \
 	  "cannot write the output of --status, --list, --held, --history,\n"                      \
 	  "--check, --acquire (the lock is given back), --help, --version")                        \
@@ -53,5 +57,19 @@ enum rlock_exit {
 	RL_EXIT_TABLE(RL_EX_ENUM)
 #undef RL_EX_ENUM
 };
+
+/* An errno that says the host, not a file or a server, is short of something: no
+ * descriptor (EMFILE, ENFILE), no memory (ENOMEM, ENOBUFS). A file or a connection
+ * that fails so is 71, not 66 or 69: the file is fine, the server was not asked. */
+static inline int rl_ex_host_short(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS;
+}
+
+/* The status of a user-named file that cannot be opened or read (errno e). */
+static inline int rl_ex_file(int e)
+{
+	return rl_ex_host_short(e) ? RL_EX_OSERR : RL_EX_NOINPUT;
+}
 
 #endif

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -602,6 +603,8 @@ static void cli_error(int status, const char *fmt, ...)
 }
 #define usage_error(...) cli_error(RL_EX_USAGE, __VA_ARGS__)
 #define input_error(...) cli_error(RL_EX_NOINPUT, __VA_ARGS__)
+/* A file that cannot be opened or read (errno e): 66, or 71 when the host is short. */
+#define read_error(e, ...) cli_error(rl_ex_file(e), __VA_ARGS__)
 
 static int stdout_closed;
 
@@ -611,8 +614,14 @@ void cli_open_std_fds(void)
 	 * and our messages would be written into the protocol. */
 	for (;;) {
 		int fd = open("/dev/null", O_RDWR | O_NOCTTY);
-		if (fd < 0)
-			_exit(RL_EX_OSERR); /* nowhere to say so */
+		if (fd < 0) {
+			/* Said where stderr is open (stdout or stdin was the closed one; write(2)
+			 * to a closed fd 2 is nothing): no /dev/null (a bare chroot, a container).
+			 */
+			log_error("cannot open /dev/null for a closed standard descriptor: %s",
+			          strerror(errno));
+			_exit(RL_EX_OSERR);
+		}
 		if (fd > 2) {
 			close(fd);
 			return;
@@ -691,8 +700,8 @@ static int open_regular(const char *what, const char *path, const char *src, str
 	if (fd < 0 && errno == EINVAL)
 		input_error("%s%s%s '%s' %s", src ? src : "", src ? ": " : "", what, path, why);
 	if (fd < 0)
-		input_error("%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "", what,
-		            path, why);
+		read_error(errno, "%s%scannot read %s '%s': %s", src ? src : "", src ? ": " : "",
+		           what, path, why);
 	if (userfile_trusted(path, st, why, sizeof why) < 0) {
 		close(fd);
 		input_error("%s%s%s '%s' %s: refused (it must be root's or yours, and writable by "
@@ -766,7 +775,7 @@ static int read_password_file(struct state *s, const char *path, const char *src
 			int e = errno;
 			close(fd);
 			explicit_bzero(buf, sizeof buf);
-			input_error("%s: cannot read '%s': %s", src, path, strerror(e));
+			read_error(e, "%s: cannot read '%s': %s", src, path, strerror(e));
 		}
 		if (n == 0)
 			break;
@@ -1269,7 +1278,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
-		input_error("cannot read config file '%s': %s", path, strerror(errno));
+		read_error(errno, "cannot read config file '%s': %s", path, strerror(errno));
 	}
 	/* Our own stdio buffer, so the file's bytes (maybe a password) can be wiped. */
 	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
@@ -1654,18 +1663,42 @@ static void print_version(void)
 	printf("License MIT: free to use, copy, modify and distribute; no warranty.\n");
 }
 
-int cli_close_stdout(void)
+/* Is stdout a pipe or socket whose reader has left? errno is EPIPE when the flush
+ * itself met it; an earlier write (a large --list) may have, its errno since lost: the
+ * write end of such a pipe polls POLLERR. */
+static int stdout_reader_gone(int e)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+
+	return e == EPIPE || (poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)));
+}
+
+static int close_stdout(int quiet_epipe)
 {
 	if (stdout_closed) {
 		log_error("cannot write to standard output: it is closed");
 		return RL_EX_IOERR;
 	}
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_error("cannot write to standard output: %s",
-		          errno ? strerror(errno) : "write error");
+		/* `rlock --list | head -1`: the reader took what it wanted and left; a line
+		 * about it is noise (git, coreutils and util-linux say nothing either). */
+		int e = errno;
+		if (!(quiet_epipe && stdout_reader_gone(e)))
+			log_error("cannot write to standard output: %s",
+			          e ? strerror(e) : "write error");
 		return RL_EX_IOERR;
 	}
 	return 0;
+}
+
+int cli_close_stdout(void)
+{
+	return close_stdout(1);
+}
+
+int cli_close_stdout_told(void)
+{
+	return close_stdout(0);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -1782,7 +1815,7 @@ static void trusted_or_exit(const char *opt, const char *path, unsigned type)
 	if (fd < 0 && errno == EINVAL)
 		input_error("%s: '%s' %s", opt, path, type == UF_DIR ? "is not a directory" : why);
 	if (fd < 0)
-		input_error("%s: cannot read '%s': %s", opt, path, why);
+		read_error(errno, "%s: cannot read '%s': %s", opt, path, why);
 	close(fd);
 	if (userfile_trusted(path, &st, why, sizeof why) < 0)
 		input_error("%s: '%s' %s: refused (it must be root's or yours, and writable by "
@@ -1812,7 +1845,7 @@ static void cacertdir_files(const char *opt, const char *dir)
 	char path[PATH_MAX];
 
 	if (!d)
-		input_error("%s: cannot read '%s': %s", opt, dir, strerror(errno));
+		read_error(errno, "%s: cannot read '%s': %s", opt, dir, strerror(errno));
 	while ((e = readdir(d))) {
 		if (!hashed_name(e->d_name) ||
 		    (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path)
@@ -1865,7 +1898,7 @@ static void tls_files_readable(const struct tls_opts *t)
 			input_error("%s: '%s' %s", opt[i], file[i],
 			            i == 3 ? "is not a directory" : why);
 		if (fd < 0)
-			input_error("%s: cannot read '%s': %s", opt[i], file[i], why);
+			read_error(errno, "%s: cannot read '%s': %s", opt[i], file[i], why);
 		close(fd);
 		if (i == 3 && access(file[i], R_OK | X_OK) != 0)
 			input_error("%s: cannot read '%s': %s", opt[i], file[i], strerror(errno));

@@ -98,16 +98,22 @@ struct opts {
 };
 
 /* First thing in main: make sure fds 0, 1 and 2 are open (on /dev/null if they were
- * closed), so no socket or file of ours takes their numbers. */
+ * closed), so no socket or file of ours takes their numbers. No /dev/null to open:
+ * exits 71, with one line where stderr is open. */
 void cli_open_std_fds(void);
 
 /* Whether stdout was closed when rlock started (cli_open_std_fds): what rlock writes
  * there reaches nobody. */
 int cli_stdout_closed(void);
 
-/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a closed
- * pipe, a stdout closed at start). For --status, --list, --help and --version. */
+/* Flush stdout: 0, or RL_EX_IOERR after one line on stderr (a full disk, a stdout
+ * closed at start), or without one for a pipe whose reader left (EPIPE: `| head -1`).
+ * For --status, --list, --history, --check, --help and --version. */
 int cli_close_stdout(void);
+
+/* As cli_close_stdout, with the line for a reader gone too: --acquire's token, which
+ * then nobody learns (its keeper gives the lock back). */
+int cli_close_stdout_told(void);
 
 /* Parse everything (command line, RLOCK_* environment, config file, REDIS_URL, in the
  * README's precedence, "Config file"), then check the combinations once; on bad input

@@ -248,7 +248,7 @@ static void die_if_signalled(int termfd)
 static struct keeper_args keeper_args_of(const struct opts *o)
 {
 	struct keeper_args k = {.github = o->format_github,
-	                        .close_stdout = cli_close_stdout,
+	                        .close_stdout = cli_close_stdout_told,
 	                        .log_file = o->log_file,
 	                        .max_hold_ms = o->max_hold_ms,
 	                        .warn = o->warn_signal != 0,
@@ -337,7 +337,9 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		return 0;
 	die_if_signalled(termfd);
 	log_error("%s", err);
-	rc = rc == STORE_USAGE ? RL_EX_USAGE : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE     ? RL_EX_USAGE
+	     : store_fault_local() ? RL_EX_OSERR /* the host, not the server */
+	                           : RL_EX_UNAVAILABLE;
 	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
 	return rc;
 }
@@ -441,10 +443,10 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);
-	events_emit(EV_UNAVAILABLE,
-	            &(struct ev_facts){.status = rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE,
-	                               .reason = err});
-	exit(rc == WAIT_OSERR ? RL_EX_OSERR : RL_EX_UNAVAILABLE);
+	/* the host short of a descriptor, of memory: not the server's fault */
+	int st = rc == WAIT_OSERR || store_fault_local() ? RL_EX_OSERR : RL_EX_UNAVAILABLE;
+	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = st, .reason = err});
+	exit(st);
 }
 
 static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
@@ -505,7 +507,7 @@ static int64_t lease_renew_due(const void *ctx)
 
 static void lease_renew_launch(void *ctx)
 {
-	hold_renew_launch(ctx); /* a failure is logged; the lease then runs out */
+	hold_renew_launch(ctx); /* a failure is logged, then tried again (renew_due) */
 }
 
 /* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */

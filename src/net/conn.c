@@ -6,6 +6,7 @@
  * clock_ms() deadline (clock.h). SIGPIPE cannot fire from here: plain writes use
  * send(MSG_NOSIGNAL), and the TLS module writes the same way. */
 #include "conn.h"
+#include "exitcodes.h" /* rl_ex_host_short */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -101,6 +102,13 @@ static _Thread_local int fault;
 void conn_fault_note(int what)
 {
 	fault |= what;
+}
+
+/* A failure for want of a descriptor or of memory is this host's (CONN_FAULT_LOCAL). */
+static void note_host_short(int e)
+{
+	if (rl_ex_host_short(e))
+		conn_fault_note(CONN_FAULT_LOCAL);
 }
 
 void conn_fault_clear(void)
@@ -242,6 +250,7 @@ static int open_unix(struct conn *c, const char *path, int64_t start, int64_t de
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
+		note_host_short(errno);
 		set_err(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
 		goto cleanup;
 	}
@@ -358,6 +367,7 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	(void)snprintf(lk->service, sizeof lk->service, "%s", service);
 	lk->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (lk->fd < 0) {
+		note_host_short(errno);
 		set_err(err, errlen, "resolve %s: eventfd: %s", host, strerror(errno));
 		free(lk);
 		return CONN_ERR;
@@ -374,6 +384,7 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
+		conn_fault_note(CONN_FAULT_LOCAL); /* EAGAIN: no thread (a process limit) */
 		set_err(err, errlen, "resolve %s: cannot start the lookup thread: %s", host,
 		        strerror(rc));
 		lk->refs = 1;
@@ -530,6 +541,7 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		}
 		fd = tcp_socket(sa->sa_family);
 		if (fd < 0) {
+			note_host_short(errno);
 			set_err(err, errlen, "connect to %s%s: socket: %s", c->peer, what,
 			        strerror(errno));
 			continue;
@@ -603,6 +615,7 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 	c->plain_hint = ep->hint_wants_plain ? ep->hint_wants_plain : CONN_HINT_WANTS_PLAIN;
 	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
 	if (!c->tls) {
+		note_host_short(errno);            /* its files unread for want of a descriptor */
 		conn_fault_note(CONN_FAULT_FINAL); /* the TLS settings themselves */
 		return CONN_ERR;
 	}
@@ -767,6 +780,7 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 		const struct sockaddr *sa = (const struct sockaddr *)&c->addrs.a[c->addr].sa;
 		int fd = tcp_socket(sa->sa_family);
 		if (fd < 0) {
+			note_host_short(errno);
 			set_err(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
 			continue;
 		}

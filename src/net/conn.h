@@ -85,9 +85,11 @@ void conn_idle_now(void);
 /* What the calling thread's failures since conn_fault_clear() were, OR-ed: PASSING
  * where waiting may fix it (nobody listens yet, a connect or a reply that timed out,
  * a server loading or failing over), FINAL where it cannot (a certificate that does
- * not verify, a peer that does not speak RESP, a master no sentinel knows). A caller
- * that retries until a deadline clears it before each try. */
-enum { CONN_FAULT_PASSING = 1, CONN_FAULT_FINAL = 2 };
+ * not verify, a peer that does not speak RESP, a master no sentinel knows), LOCAL
+ * where this host was short (no descriptor for a socket, no memory, no thread for a
+ * lookup: rl_ex_host_short): the server was never asked. A caller that retries until
+ * a deadline clears it before each try. */
+enum { CONN_FAULT_PASSING = 1, CONN_FAULT_FINAL = 2, CONN_FAULT_LOCAL = 4 };
 void conn_fault_note(int what);
 void conn_fault_clear(void);
 int conn_fault(void);

@@ -177,11 +177,13 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 /* Messages to the watchdog: 8-byte monotonic deadlines (one write each, atomic on a
  * pipe), WATCHDOG_DISARM, or an orphan of the command's: minus its pid, then its start
  * time (/proc/PID/stat's ticks), in one 16-byte write. */
-#define WATCHDOG_DISARM   INT64_MIN
-#define WATCHDOG_NONE     INT64_MAX /* no deadline (--on-lost ignore) */
-#define WATCHDOG_READY_MS 10000     /* the watchdog says it is up within this, or none */
-#define ORPHANS_MAX       COVER_MAX /* orphans told to the watchdog at once */
-#define ORPHAN_POLL_MS    200       /* look for new orphans at least this often */
+#define WATCHDOG_DISARM         INT64_MIN
+#define WATCHDOG_NONE           INT64_MAX /* no deadline (--on-lost ignore) */
+#define WATCHDOG_READY_MS       10000     /* the watchdog says it is up within this, or none */
+#define WATCHDOG_RETRY_MS       1000 /* a dead watchdog replaced within this, or the command stops */
+#define WATCHDOG_RETRY_EVERY_MS 100  /* (tried again this often meanwhile) */
+#define ORPHANS_MAX             COVER_MAX /* orphans told to the watchdog at once */
+#define ORPHAN_POLL_MS          200       /* look for new orphans at least this often */
 
 /* The watchdog's roots besides the command: the orphans rlock told it of (a pid and
  * the start time that proves it the same process later). */
@@ -964,22 +966,35 @@ static int follow_stop(struct child *ch, int stopsig)
 	return 1;
 }
 
+/* Start a watchdog in place of one that died: 0, or -1 with ch->unguarded_errno. */
+static int rewatch_start(struct child *ch)
+{
+	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
+	if (!ch->watchdog) {
+		ch->unguarded_errno = errno;
+		return -1;
+	}
+	told.n = told_groups.n = 0; /* the new one knows no orphan yet */
+	ch->stop_told = 0;
+	tell_orphans(ch);
+	return 0;
+}
+
 /* The watchdog died while the command runs (killed by hand, by the OOM killer): the
- * command must not go on without one. */
+ * command must not go on without one. One that cannot be started now (no process slot,
+ * no descriptor) is tried again for WATCHDOG_RETRY_MS (retry_watchdog); then the
+ * command is stopped (unguarded_stop in the supervisor). */
 static void restart_watchdog(struct child *ch)
 {
 	watchdog_heard(ch); /* what the dead one said before it died */
 	watchdog_drop(ch);
-	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
-	told.n = told_groups.n = 0; /* the new one knows no orphan yet */
-	ch->stop_told = 0;
-	tell_orphans(ch);
-	if (ch->watchdog)
+	if (rewatch_start(ch) == 0) {
 		log_warn("the watchdog process died: a new one guards the command");
-	else
-		log_error("the watchdog process died and no new one can be started (%s): if "
-		          "rlock is killed, only the command itself is stopped",
-		          strerror(errno));
+		return;
+	}
+	ch->unguarded = clock_ms();
+	log_debug("the watchdog process died and no new one can be started (%s): trying again",
+	          strerror(ch->unguarded_errno));
 }
 
 /* Reap every exited child: the command (its status into *st), the orphans of its
@@ -1033,6 +1048,7 @@ struct sup {
 	int announced;     /* said that the rest of the group is waited for */
 	int64_t warned;    /* the warn_at the group was warned for, or -1 */
 	int64_t group_wait, group_check; /* polling the group once the command exited */
+	int64_t rewatch_at; /* the next try to replace a dead watchdog (retry_watchdog) */
 };
 
 /* The watchdog's deadline: the lease's (while it is watched) or the one it holds, or a
@@ -1163,6 +1179,43 @@ static void on_max_hold(struct sup *s)
 	          (long long)(s->kill_at - now));
 }
 
+/* The watchdog died and none could replace it (restart_watchdog): try again, every
+ * WATCHDOG_RETRY_EVERY_MS; after WATCHDOG_RETRY_MS without one, stop the command as
+ * --max-hold does (SIGTERM, SIGKILL after --kill-after): killed meanwhile, rlock would
+ * leave it running with nothing to stop it, past the lease. The exit is then 71. */
+static void retry_watchdog(struct sup *s, int64_t now)
+{
+	struct child *ch = s->ch;
+
+	if (!ch->unguarded || ch->unguarded_stop || (ch->reaped && !cover_live(s)))
+		return;
+	if (now < s->rewatch_at)
+		return;
+	if (rewatch_start(ch) == 0) {
+		ch->unguarded = 0;
+		log_warn("the watchdog process died: a new one guards the command");
+		tell_deadline(s);
+		return;
+	}
+	s->rewatch_at = now + WATCHDOG_RETRY_EVERY_MS;
+	if (now - ch->unguarded < WATCHDOG_RETRY_MS)
+		return;
+	ch->unguarded_stop = 1;
+	if (s->killed >= 0)
+		return; /* already being killed */
+	if (s->signalled < 0) {
+		s->signalled = now;
+		s->first_sig = SIGTERM;
+	}
+	stop_cover(s, SIGTERM);
+	stop_cover(s, SIGCONT);
+	escalate_by(s, now + s->a->kill_after_ms);
+	log_error("the watchdog process died and no new one can be started (%s): the command "
+	          "is stopped (SIGTERM, SIGKILL in %lld ms), as nothing would stop it if rlock "
+	          "were killed",
+	          strerror(ch->unguarded_errno), (long long)(s->kill_at - now));
+}
+
 static int64_t min_left(int64_t cur, int64_t at, int64_t now)
 {
 	int64_t left = at - now;
@@ -1178,6 +1231,7 @@ static void on_timers(struct sup *s, int64_t now)
 
 	if (a->renew_due && now >= a->renew_due(a->ctx))
 		a->renew_launch(a->renew_ctx);
+	retry_watchdog(s, now);
 	tell_deadline(s);
 	if (s->watching && a->warn_signal && now >= a->warn_at(a->ctx) &&
 	    a->warn_at(a->ctx) != s->warned && now < a->lost_at(a->ctx)) {
@@ -1257,6 +1311,8 @@ static int next_timeout(const struct sup *s, int64_t now)
 		t = min_left(t, s->a->stop_at, now);
 	if (s->ch->reaped)
 		t = min_left(t, s->group_check, now);
+	if (s->ch->unguarded && !s->ch->unguarded_stop)
+		t = min_left(t, s->rewatch_at, now);
 	if (s->killed >= 0)
 		t = min_left(t, now + KILL_REPEAT_MS, now);
 	/* orphans come silently (no SIGCHLD when a process is reparented to rlock) */
@@ -1327,6 +1383,10 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 	if (s->lost) {
 		ch->term_sig = 0;
 		return RL_EX_LOST;
+	}
+	if (ch->unguarded_stop) {
+		ch->term_sig = 0;
+		return RL_EX_OSERR;
 	}
 	if (ch->timed_out) {
 		ch->term_sig = 0;

@@ -78,6 +78,9 @@ struct child {
 	int tstp_fd;         /* signalfd of a SIGTSTP sent to rlock (Ctrl-Z to its group), or -1 */
 	int suspend;         /* SIGTSTP passed on to the command: rlock stops when it does */
 	int stop_told;       /* its cover's groups told to the watchdog for this stop */
+	int64_t unguarded;   /* when the watchdog died and none could replace it, or 0 */
+	int unguarded_errno; /* why none could */
+	int unguarded_stop;  /* stopped for that (no replacement in time): the exit is 71 */
 };
 
 /* Start the command's watchdog ahead of child_spawn, which takes it (or, if this failed

@@ -411,7 +411,8 @@ int hold_renew_launch(struct hold *h)
 	for (int i = 0; i < h->n; i++) {
 		if (renew_launch(h->rn[i], err, sizeof err) == 0)
 			continue;
-		log_error("%s: %s: the lease will run out", h->l[i].key, err);
+		log_error("%s: %s: trying again (the lease runs out if it never starts)",
+		          h->l[i].key, err);
 		rc = -1;
 	}
 	return rc;
@@ -420,8 +421,8 @@ int hold_renew_launch(struct hold *h)
 int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err, size_t errlen)
 {
 	*signo = 0;
-	hold_renew_launch(h); /* a failure shows as the loss, in time */
 	for (;;) {
+		hold_renew_launch(h); /* a failure shows as the loss, in time */
 		int64_t now = clock_ms(), lost_at = hold_lost_at(h);
 		if (now >= lost_at) {
 			hold_lost_reason(h, 1, err, errlen);
@@ -429,7 +430,9 @@ int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err
 		}
 		if (stop_at >= 0 && now >= stop_at)
 			return 1;
-		int64_t t = (stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at) - now;
+		int64_t until = stop_at >= 0 && stop_at < lost_at ? stop_at : lost_at;
+		int64_t due = hold_renew_due(h); /* a launch to try again */
+		int64_t t = (due < until ? (due > now ? due : now) : until) - now;
 		struct pollfd p[2] = {{.fd = sigfd, .events = POLLIN},
 		                      {.fd = hold_lost_fd(h), .events = POLLIN}};
 		if (poll(p, 2, t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t) <= 0)

@@ -87,8 +87,9 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
 
 /* The renewal threads start when their first renewal is due (renew.h), so that a short
  * command costs none: hold_renew_due() says when (INT64_MAX: none is waiting), and
- * hold_renew_launch() starts every one not yet running (a failure is logged; that lease
- * then runs out and the hold is lost: -1). hold_acquire() starts the threads of the
+ * hold_renew_launch() starts every one not yet running (a failure is logged once: -1;
+ * hold_renew_due() then asks for another try, and the lease runs out, the hold lost, if
+ * none succeeds in time). hold_acquire() starts the threads of the
  * locks taken before it waits for the next one. Main thread only. */
 int64_t hold_renew_due(const struct hold *h);
 int hold_renew_launch(struct hold *h);

@@ -279,8 +279,9 @@ void keeper_detach(const struct keeper_args *k)
 		log_fd =
 		    userfile_append(k->log_file, UF_REG | UF_CHR | UF_FIFO, 0600, why, sizeof why);
 		if (log_fd < 0) {
+			int e = errno;
 			log_error("cannot open the keeper's log file '%s': %s", k->log_file, why);
-			exit(RL_EX_NOINPUT);
+			exit(rl_ex_file(e));
 		}
 	}
 }

@@ -23,7 +23,8 @@
 struct renew {
 	pthread_t thread;
 	int launched;      /* the thread runs (main thread's own state) */
-	int launch_failed; /* it could not start: the lease runs out */
+	int launch_failed; /* it could not start (said once): tried again at launch_retry */
+	int64_t launch_retry;
 	const struct store_config *cfg;
 	const struct lock *lock;
 	const char *warn_key;           /* warn_buf, or NULL */
@@ -280,8 +281,10 @@ fail:
 
 int64_t renew_due(const struct renew *r)
 {
-	if (r->launched || r->launch_failed || r->quiet)
+	if (r->launched || r->quiet)
 		return INT64_MAX;
+	if (r->launch_failed)
+		return r->launch_retry;
 	return r->confirmed_sent + r->lock->ask.ttl_ms / 3;
 }
 
@@ -289,18 +292,25 @@ int renew_launch(struct renew *r, char *err, size_t errlen)
 {
 	sigset_t all, old;
 
-	if (r->launched || r->launch_failed || r->quiet)
-		return 0; /* a failure is reported once: the lease then runs out */
+	if (r->launched || r->quiet || (r->launch_failed && clock_ms() < r->launch_retry))
+		return 0;
 	/* The thread takes no signals: the main thread's signalfd sees them all. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&r->thread, NULL, renew_main, r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		/* A host short of memory or of processes for a moment (EAGAIN): tried again
+		 * while the lease lasts; its loss is decided as ever (the lease rule). */
+		r->launch_retry = clock_ms() + RETRY_MS;
+		if (r->launch_failed)
+			return 0; /* said once */
 		r->launch_failed = 1;
 		snprintf(err, errlen, "cannot start the renewal thread: %s", strerror(rc));
 		return -1;
 	}
+	if (r->launch_failed)
+		log_info("%s: the renewal thread started after all", r->lock->key);
 	r->launched = 1;
 	return 0;
 }

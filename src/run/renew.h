@@ -34,14 +34,15 @@ int renew_start(struct renew **out, const struct store_config *cfg, const struct
                 int64_t confirmed_sent_ms, const char *warn_key, int check_now, char *err,
                 size_t errlen);
 
-/* When the thread must be running (monotonic ms): its first renewal; INT64_MAX once it
- * runs, could not start, or renew_quiet() said it never will. Main thread only. */
+/* When the thread must be running (monotonic ms): its first renewal, or the next try
+ * after it could not start; INT64_MAX once it runs, or renew_quiet() said it never
+ * will. Main thread only. */
 int64_t renew_due(const struct renew *r);
 
 /* Start the thread now (it renews at once if a renewal is due). 0 (also when it runs
- * already, never will, or failed before), or -1 with the reason, once: nothing renews
- * this lease then, and renew_due() stops asking (the lease runs out, as the lease rule
- * says). Main thread only. */
+ * already, never will, or failed before), or -1 with the reason, once: renew_due() then
+ * asks for another try every RETRY_MS; until one succeeds nothing renews this lease,
+ * which runs out as the lease rule says. Main thread only. */
 int renew_launch(struct renew *r, char *err, size_t errlen);
 
 /* Readable (poll POLLIN) once the server said the token is no longer the holder. */

@@ -483,7 +483,8 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 
 /* A round without a quorum: can time fix it? Not when the nodes whose failure time
  * cannot fix (refused AUTH, a certificate that does not verify, not Redis: the
- * final faults) leave fewer than a quorum; else the quorum can do without them and
+ * final faults; this host short of descriptors or memory to reach them: the local
+ * ones, as with one server) leave fewer than a quorum; else the quorum can do without them and
  * the others may come (down, paused, restarting): the round's fault is passing, so
  * that -w waits (conn.h). 1 when final. */
 static int no_quorum_final(const struct quorum *q)
@@ -491,7 +492,8 @@ static int no_quorum_final(const struct quorum *q)
 	int final = 0;
 
 	for (int i = 0; i < q->n; i++)
-		final += q->node[i].denied || (q->node[i].fault & CONN_FAULT_FINAL);
+		final +=
+		    q->node[i].denied || (q->node[i].fault & (CONN_FAULT_FINAL | CONN_FAULT_LOCAL));
 	if (q->n - final < q->need)
 		return 1;
 	conn_fault_clear();

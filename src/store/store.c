@@ -124,6 +124,11 @@ int store_fault_final(void)
 	return (conn_fault() & CONN_FAULT_FINAL) != 0;
 }
 
+int store_fault_local(void)
+{
+	return (conn_fault() & CONN_FAULT_LOCAL) != 0;
+}
+
 void store_close(struct store *s)
 {
 	if (!s)

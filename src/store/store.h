@@ -127,6 +127,10 @@ int store_fault_passing(void);
  * peer that is not Redis). */
 int store_fault_final(void);
 
+/* True when that failure was, among others, this host's: no descriptor for a socket,
+ * no memory, no thread for a lookup (the caller exits 71, not 69). */
+int store_fault_local(void);
+
 /* In the calling thread only: run fn once, the next time a request of this thread waits
  * for its reply (the request is on its way), then forget it: local work that may
  * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */
