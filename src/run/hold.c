@@ -446,6 +446,23 @@ int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err
 	}
 }
 
+/* A lock of several that could not be taken (Redis unavailable, a WAIT or WAITAOF
+ * short): its line names it, as a busy one's does, since with several -k (or an
+ * --acquire job's locks) the reason alone does not say which; an outage's give-up
+ * names it already (wait.c). One lock: the reason as it is. */
+static int name_failure(int rc, int several, const char *name, char *err, size_t errlen)
+{
+	char named[300];
+
+	snprintf(named, sizeof named, "lock '%s': ", name);
+	if (rc == WAIT_ERR && several && strncmp(err, named, strlen(named)) != 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s%s", named, why);
+	}
+	return rc;
+}
+
 /* Take lock i (name, within what is left of the wait counted from asked_ms), check it
  * and start its renewal. */
 static int take_one(struct hold *h, const struct hold_spec *sp, const struct lock_meta *meta,
@@ -478,7 +495,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		events_emit(EV_BUSY,
 		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
-		return rc;
+		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* As flock -v: how long getting the lock took. */
 	if (h->n == 0)
 		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
@@ -489,7 +506,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, sp->wait_aof_local,
 	                sp->wait_aof_replicas, signo, err, errlen);
 	if (rc != WAIT_ACQUIRED)
-		return rc;
+		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
 	 * short command costs no second connection and no INFO. */
 	h->sent[h->n] = sent;
