@@ -137,6 +137,13 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		rc = LOCK_OK;
 		keep_ms = 0; /* not kept for --min-hold: the request took it (release.lua) */
 	}
+	/* the command ended before a --preempt request stopped it: not kept either, the
+	 * request took it; -v says so, not "--min-hold keeps it" */
+	int handed_on = rc == LOCK_HANDED_ON;
+	if (handed_on) {
+		rc = LOCK_OK;
+		keep_ms = 0;
+	}
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
 	 * acquire: a master demoted by a failover a moment ago still answers as one, and
@@ -186,7 +193,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
-		log_info("released %s%s", l->key, handed ? " to the --preempt request" : "");
+		log_info("released %s%s", l->key,
+		         handed      ? " to the --preempt request"
+		         : handed_on ? " to a waiting --preempt request (not kept for --min-hold)"
+		                     : "");
 	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->ask.once_per_ms > 0)
 		log_info("marked %s done for %.1f s (--once-per)", l->key,
 		         (double)l->ask.once_per_ms / 1000);
