@@ -328,9 +328,11 @@ static int run_hops(struct run_call *c)
 	char why[300];
 	snprintf(why, sizeof why, "%s", c->err);
 	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
-	                  * the sentinels) still name it. Say which node, not "redirects". */
-		snprintf(c->err, c->errlen, "%s (still named the lock's server after %d lookups)",
-		         why, STORE_HOPS_MAX + 1);
+	                  * the sentinels) still name it. Say which node, not "redirects";
+	                  * and what for: a lock's server, or (--list) a master to scan. */
+		snprintf(c->err, c->errlen, "%s (the route still names %s %s after %d lookups)",
+		         why, strstr(why, c->srv->name) ? "it" : c->srv->name,
+		         c->key ? "the lock's server" : "a master", STORE_HOPS_MAX + 1);
 	else
 		snprintf(c->err, c->errlen, "more than %d redirects for one request",
 		         STORE_HOPS_MAX);
