@@ -334,6 +334,24 @@ $(said_why)"
 	assert_equal "$output" ""
 }
 
+@test "-n N before --history: -n takes no value (flock's), so N would be the command; one line, 64, nothing run or taken; after -- it is a command" {
+	local fence
+	fence=$(rcli GET 'rlock:{hn}:fence')
+	run -64 --separate-stderr rlock -k hn -n 5 --history
+	assert_equal "$stderr" "rlock: -n takes no value (as flock's): -n 5 before --history would run a command named '5'; the last 5 runs: --history -n 5 (try 'rlock --help')"
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -n 3 -k hn --history --json
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$(rcli GET 'rlock:{hn}:fence')" "$fence" # nothing was taken
+	# a command after --, or one not named by a number, is a command as flock's is
+	run -0 --separate-stderr rlock -k hn -n -- sh -c 'echo "$1"' 5 --history
+	assert_equal "$output" --history
+	printf '#!/bin/sh\necho "ran $*"\n' >5
+	chmod +x 5
+	PATH=$PWD:$PATH run -0 --separate-stderr rlock -k hn -n -- 5 --history
+	assert_equal "$output" "ran --history"
+}
+
 @test "--history of a name whose history key is of another type (set by hand): 69 naming it, never 'no history yet'; a name never used: no history, 0" {
 	run -0 --separate-stderr rlock -k never --history
 	assert_output 'rlock:{never}: no history yet (no run recorded under this name, or none within the retention)'
