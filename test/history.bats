@@ -836,3 +836,18 @@ holds_again() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	[[ $output == *"acquired    fence $fence "* ]] || fail "the acquired record's fence is not the run's"
 	[[ $output == *"released    fence $fence "* ]] || fail "the released record's fence is not the run's"
 }
+
+@test "one JSON escape for every --json output: a label with UTF-8, a control byte, a byte that is not UTF-8, a quote, a backslash and a slash reads the same in --status, --list and --history" {
+	local label want
+	label=$(printf 'j\xc3\xa9\xe2\x9c\x93\x01\xff"\\/x')
+	printf 'history = 10\n' >h.conf
+	RLOCK_CONFIG=$PWD/h.conf rlock -k hj --label "$label" -- sh -c \
+		'"$0" -k hj --status --json >st.json; "$0" --list --json >li.json; exit 0' "$RLOCK"
+	want='"label":"jé✓\u0001\ufffd\"\\/x"'
+	# the label's JSON text, byte for byte, in each output (grep -F: no pattern)
+	grep -qF "$want" st.json || fail "--status: $(cat st.json)"
+	grep -qF "$want" li.json || fail "--list: $(cat li.json)"
+	RLOCK_CONFIG=$PWD/h.conf run -0 --separate-stderr rlock -k hj --history --json
+	[[ $(grep -oF "$want" <<<"$output" | wc -l) == 2 ]] || fail "--history: $output"
+	assert_equal "$(jq -r '.label' st.json)" "$(printf 'j\xc3\xa9\xe2\x9c\x93\x01\xef\xbf\xbd"\\/x')"
+}
