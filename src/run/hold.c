@@ -373,6 +373,18 @@ int64_t hold_warn_at(const struct hold *h)
 	return hold_confirmed_sent(h) + h->warn_after_ms;
 }
 
+const char *hold_late_key(const struct hold *h)
+{
+	int first = 0;
+
+	if (h->n < 2)
+		return NULL;
+	for (int i = 1; i < h->n; i++)
+		if (renew_confirmed_sent(h->rn[i]) < renew_confirmed_sent(h->rn[first]))
+			first = i;
+	return h->l[first].key;
+}
+
 int64_t hold_kill_at(const struct hold *h)
 {
 	return hold_confirmed_sent(h) + h->kill_by_ms;
