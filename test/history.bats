@@ -346,8 +346,8 @@ $(said_why)"
 	# a command after --, or one not named by a number, is a command as flock's is
 	run -0 --separate-stderr rlock -k hn -n -- sh -c 'echo "$1"' 5 --history
 	assert_equal "$output" --history
-	printf '#!/bin/sh\necho "ran $*"\n' >5
-	chmod +x 5
+	printf '#!/bin/sh\necho "ran $*"\n' >./5
+	chmod +x ./5
 	PATH=$PWD:$PATH run -0 --separate-stderr rlock -k hn -n -- 5 --history
 	assert_equal "$output" "ran --history"
 }
