@@ -300,6 +300,22 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
 }
 
+@test "--wait-replicas short, -k on two masters: the line names the lock and its master (host:port)" {
+	local m1 m2 a b first port
+	m1=$(cluster_masters | sed -n 1p)
+	m2=$(cluster_masters | sed -n 2p)
+	a=$(name_on "$m1")
+	b=$(name_on "$m2")
+	first=$(printf '%s\n' "$a" "$b" | LC_ALL=C sort | head -1) # taken first (sorted)
+	port=$(cluster_owner "rlock:{$first}")
+	# each master has one replica: 2 cannot acknowledge
+	run -69 --separate-stderr rlock --wait-replicas 2 --io-timeout 300ms -k "$a" -k "$b" \
+		-- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: lock '$first': 127\.0\.0\.1:$port: only [01] of 2 replicas acknowledged the writes within 300 ms: not running the command$"
+	[[ ! -e ran ]] || fail "the command ran"
+}
+
 @test "several -u URLs that are the cluster's nodes: refused, 64, one line saying to give one node's URL (issue 41)" {
 	local p urls=()
 	for p in $(cluster_masters); do urls+=(-u "redis://127.0.0.1:$p"); done
