@@ -469,9 +469,9 @@ int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err
 }
 
 /* A lock of several that could not be taken (Redis unavailable, a WAIT or WAITAOF
- * short): its line names it, as a busy one's does, since with several -k (or an
- * --acquire job's locks) the reason alone does not say which; an outage's give-up
- * names it already (wait.c). One lock: the reason as it is. */
+ * short): its line names it, as a busy one's does, since with several -k the reason
+ * alone does not say which; an outage's give-up names it already (wait.c). One lock:
+ * the reason as it is. */
 static int name_failure(int rc, int several, const char *name, char *err, size_t errlen)
 {
 	char named[300];
