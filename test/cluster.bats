@@ -309,10 +309,10 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	first=$(printf '%s\n' "$a" "$b" | LC_ALL=C sort | head -1) # taken first (sorted)
 	port=$(cluster_owner "rlock:{$first}")
 	# each master has one replica: 2 cannot acknowledge
-	run -69 --separate-stderr rlock --wait-replicas 2 --io-timeout 300ms -k "$a" -k "$b" \
+	run -69 --separate-stderr rlock --wait-replicas 2 --io-timeout 2s -k "$a" -k "$b" \
 		-- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" "^rlock: lock '$first': 127\.0\.0\.1:$port: only [01] of 2 replicas acknowledged the writes within 300 ms: not running the command$"
+	assert_regex "$stderr" "^rlock: lock '$first': 127\.0\.0\.1:$port: only [01] of 2 replicas acknowledged the writes within 2000 ms: not running the command$"
 	[[ ! -e ran ]] || fail "the command ran"
 }
 

@@ -1139,7 +1139,7 @@ hold_on() {
 	hold_on d "$a" 303 0 1 2 3 4
 	run -0 --separate-stderr rlock -u "redis://127.0.0.1:$(node_port 0)" -k d --break --label old
 	node_pause 0
-	run -0 --separate-stderr rlock --node-timeout 300ms -k d --break --label new
+	run -0 --separate-stderr rlock --node-timeout 1s -k d --break --label new
 	node_resume 0
 	run -0 --separate-stderr rlock -k d --status --json
 	assert_equal "$(echo "$output" | jq -r '.broken.label')" new
