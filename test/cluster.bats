@@ -273,6 +273,9 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	run -69 --separate-stderr rlock "${t[@]}" --list
 	assert_one_line_error
 	assert_equal "$output" ""
+	# the line names the master that did not answer (host:port), not "the lock's server"
+	[[ $stderr == *"127.0.0.1:$last"* ]] || fail "no server named: $stderr"
+	[[ $stderr != *"the lock's server"* ]] || fail "said the lock's server: $stderr"
 	# a lock on the paused master: --status and --held cannot say, and print nothing
 	# (--held --json says null: "cannot tell", its documented unknown)
 	run -69 --separate-stderr rlock "${t[@]}" -k "$lastname" --status --json
@@ -295,6 +298,22 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_equal "$(echo "$output" | jq '.locks | length')" 3
 	for name in "${names[@]}"; do touch "$name.release"; done
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
+}
+
+@test "--wait-replicas short, -k on two masters: the line names the lock and its master (host:port)" {
+	local m1 m2 a b first port
+	m1=$(cluster_masters | sed -n 1p)
+	m2=$(cluster_masters | sed -n 2p)
+	a=$(name_on "$m1")
+	b=$(name_on "$m2")
+	first=$(printf '%s\n' "$a" "$b" | LC_ALL=C sort | head -1) # taken first (sorted)
+	port=$(cluster_owner "rlock:{$first}")
+	# each master has one replica: 2 cannot acknowledge
+	run -69 --separate-stderr rlock --wait-replicas 2 --io-timeout 2s -k "$a" -k "$b" \
+		-- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: lock '$first': 127\.0\.0\.1:$port: only [01] of 2 replicas acknowledged the writes within 2000 ms: not running the command$"
+	[[ ! -e ran ]] || fail "the command ran"
 }
 
 @test "several -u URLs that are the cluster's nodes: refused, 64, one line saying to give one node's URL (issue 41)" {
@@ -419,6 +438,18 @@ renewed_or_gone() {
 	echo "# during the outage: $stderr" >&3
 	assert_one_line_error
 	[[ $stderr == *"127.0.0.1:$m"* || $stderr == *CLUSTERDOWN* ]]
+	# --list too: its line names the master it could not scan, never "the lock's server"
+	# (no lock is asked for); exit 0 only once the replica took the master's place
+	run --separate-stderr rlock --connect-timeout 300ms --list
+	echo "# --list during the outage ($status): $stderr" >&3
+	if ((status == 69)); then
+		assert_one_line_error
+		[[ $stderr == *"127.0.0.1:$m"* ]] || fail "no server named: $stderr"
+		[[ $stderr != *"lock's server"* ]] || fail "said the lock's server: $stderr"
+	else
+		assert_equal "$status" 0
+		cluster_is_master "$replica" || fail "--list answered without the master: $output"
+	fi
 	wait_until 60 cluster_is_master "$replica"
 	echo "# replica promoted $(($(now_ms) - t0)) ms after the master's SIGKILL (node timeout 3 s, lease 20 s)" >&3
 	# the holder either renews on the promoted replica or has found the lease lost (79)

@@ -334,6 +334,24 @@ $(said_why)"
 	assert_equal "$output" ""
 }
 
+@test "-n N before --history: -n takes no value (flock's), so N would be the command; one line, 64, nothing run or taken; after -- it is a command" {
+	local fence
+	fence=$(rcli GET 'rlock:{hn}:fence')
+	run -64 --separate-stderr rlock -k hn -n 5 --history
+	assert_equal "$stderr" "rlock: -n takes no value (as flock's): -n 5 before --history would run a command named '5'; the last 5 runs: --history -n 5 (try 'rlock --help')"
+	assert_equal "$output" ""
+	run -64 --separate-stderr rlock -n 3 -k hn --history --json
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$(rcli GET 'rlock:{hn}:fence')" "$fence" # nothing was taken
+	# a command after --, or one not named by a number, is a command as flock's is
+	run -0 --separate-stderr rlock -k hn -n -- sh -c 'echo "$1"' 5 --history
+	assert_equal "$output" --history
+	printf '#!/bin/sh\necho "ran $*"\n' >./5
+	chmod +x ./5
+	PATH=$PWD:$PATH run -0 --separate-stderr rlock -k hn -n -- 5 --history
+	assert_equal "$output" "ran --history"
+}
+
 @test "--history of a name whose history key is of another type (set by hand): 69 naming it, never 'no history yet'; a name never used: no history, 0" {
 	run -0 --separate-stderr rlock -k never --history
 	assert_output 'rlock:{never}: no history yet (no run recorded under this name, or none within the retention)'
@@ -817,4 +835,19 @@ holds_again() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	echo "$output"
 	[[ $output == *"acquired    fence $fence "* ]] || fail "the acquired record's fence is not the run's"
 	[[ $output == *"released    fence $fence "* ]] || fail "the released record's fence is not the run's"
+}
+
+@test "one JSON escape for every --json output: a label with UTF-8, a control byte, a byte that is not UTF-8, a quote, a backslash and a slash reads the same in --status, --list and --history" {
+	local label want
+	label=$(printf 'j\xc3\xa9\xe2\x9c\x93\x01\xff"\\/x')
+	printf 'history = 10\n' >h.conf
+	RLOCK_CONFIG=$PWD/h.conf rlock -k hj --label "$label" -- sh -c \
+		'"$0" -k hj --status --json >st.json; "$0" --list --json >li.json; exit 0' "$RLOCK"
+	want='"label":"jé✓\u0001\ufffd\"\\/x"'
+	# the label's JSON text, byte for byte, in each output (grep -F: no pattern)
+	grep -qF "$want" st.json || fail "--status: $(cat st.json)"
+	grep -qF "$want" li.json || fail "--list: $(cat li.json)"
+	RLOCK_CONFIG=$PWD/h.conf run -0 --separate-stderr rlock -k hj --history --json
+	[[ $(grep -oF "$want" <<<"$output" | wc -l) == 2 ]] || fail "--history: $output"
+	assert_equal "$(jq -r '.label' st.json)" "$(printf 'j\xc3\xa9\xe2\x9c\x93\x01\xef\xbf\xbd"\\/x')"
 }

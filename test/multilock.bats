@@ -140,3 +140,18 @@ EOF_PROBE
 		fail "does not say which lock: $stderr"
 	key_absent 'rlock:{B}:holders' || fail "B was not released"
 }
+
+@test "--warn with several locks: the warning names the lock whose renewal is late" {
+	rlock_bg -k wa -k wb -t 3s --warn USR1 -c 'trap "touch warned" USR1
+trap "exit 0" TERM
+touch started
+while [ ! -e go ]; do sleep 0.02; done'
+	wait_until 10 test -e started
+	kill -STOP "$REDIS_PID"
+	wait_until 30 test -e warned
+	kill -CONT "$REDIS_PID"
+	touch go
+	rlock_wait
+	grep -E '^rlock: a renewal of rlock:\{w[ab]\} is a third of the ttl late: sending SIGUSR1' \
+		"$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+}

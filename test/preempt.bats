@@ -554,11 +554,11 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	assert_equal "$(rcli HGET 'rlock:{q}:owner' kept)" 1
 }
 
-@test "--preemptible with a configuration file's min-hold whose command ends on its own while a --preempt request waits: the release hands the lock over (no keep), exit 0, the history says released 0" {
+@test "--preemptible with a configuration file's min-hold whose command ends on its own while a --preempt request waits: the release hands the lock over (no keep), exit 0, -v says so, the history says released 0" {
 	printf 'min-hold = 60s\n' >keep.conf
 	# a long lease: no renewal (the one that reads the request) before the command ends
-	rlock_bg --config keep.conf -k p -t 60s --preemptible --label nightly -- ./job
-	local h_pid=$RLOCK_PID
+	rlock_bg -v --config keep.conf -k p -t 60s --preemptible --label nightly -- ./job
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
 	wait_until 30 test -e h.started
 	rlock_bg -k p -t 3s --preempt -w 60s --label hotfix -c 'echo "r start" >>log'
 	local r_pid=$RLOCK_PID
@@ -575,6 +575,10 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	kill -CONT "$r_pid"
 	assert_equal "$kept" ""
 	assert_equal "$handover" 1
+	# -v says what the release did: handed over, not kept (it said "--min-hold keeps it")
+	grep -qx 'rlock: released rlock:{p} to a waiting --preempt request (not kept for --min-hold)' \
+		"$h_err" || fail "holder's stderr: $(cat "$h_err")"
+	! grep -q 'keeps it' "$h_err" || fail "said kept: $(cat "$h_err")"
 	rlock_wait "$r_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
 	assert_equal "$(tail -n 1 log)" "r start"

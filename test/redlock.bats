@@ -1111,7 +1111,7 @@ hold_on() {
 	done
 }
 
-@test "--break over nodes that disagree names what each node removed: the token compared, every token of a plain break" {
+@test "--break over nodes that disagree names what each node removed: the token compared, every token of a plain break; --status merges the nodes' break records (the newest break, every token)" {
 	local a=0123456789abcdef0123456789abcdef b=fedcba9876543210fedcba9876543210
 	hold_on d "$a" 101 0 1 2
 	hold_on d "$b" 202 3
@@ -1130,6 +1130,21 @@ hold_on() {
 	assert_regex "${stderr_lines[0]}" "^rlock: broke rlock:\{d\}: token $a, held by h pid 101"
 	assert_regex "${stderr_lines[1]}" "^rlock: broke rlock:\{d\}: token $b, held by h pid 202"
 	[[ $(keys_left d) == 0 ]]
+	# --status tells that break as the nodes do together: both tokens (node 0's record
+	# names a alone, node 3's b alone), not the first node's record
+	run -0 --separate-stderr rlock -k d --status --json
+	assert_equal "$(echo "$output" | jq -c '.broken.tokens | sort')" "$(jq -nc --arg a "$a" --arg b "$b" '[$a, $b] | sort')"
+	# a node that missed the newest break (paused) keeps an older record: --status shows
+	# the newest break, not node 0's older one
+	hold_on d "$a" 303 0 1 2 3 4
+	run -0 --separate-stderr rlock -u "redis://127.0.0.1:$(node_port 0)" -k d --break --label old
+	node_pause 0
+	run -0 --separate-stderr rlock --node-timeout 1s -k d --break --label new
+	node_resume 0
+	run -0 --separate-stderr rlock -k d --status --json
+	assert_equal "$(echo "$output" | jq -r '.broken.label')" new
+	run -0 --separate-stderr rlock -k d --status
+	assert_regex "$output" "broken .* \[new\]: token "
 }
 
 @test "--preempt during a --preemptible holder's min-hold keep takes the lock on every node at once; a plain waiter waits the keep out" {

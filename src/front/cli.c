@@ -2343,6 +2343,27 @@ static void secret_spelled_out(int argc, char **argv, const struct option *lo)
 		            (int)(len < 40 ? len : 40), typed, lo->name);
 }
 
+/* -n N --history: flock's -n takes no value, so getopt stops at N, the command, and
+ * --history would be that command's argument: a command named by a number whose words
+ * include --history is this mistake, not a command to run under the lock (a usage
+ * error, 64, before anything is taken; --history -n N gives the count). A "--" before
+ * N keeps it a command, as it keeps any. last: the option right before the command. */
+static void no_wait_count(int argc, char **argv, const struct optdef *last)
+{
+	if (!last || strcmp(last->name, "no-wait") != 0 || optind < 1 || optind >= argc ||
+	    strcmp(argv[optind - 1], "--") == 0)
+		return;
+	const char *n = argv[optind];
+	if (!*n || strspn(n, "0123456789") != strlen(n) || strlen(n) > 9)
+		return;
+	for (int i = optind + 1; i < argc; i++)
+		if (!strcmp(argv[i], "--history"))
+			usage_error(
+			    "-n takes no value (as flock's): -n %s before --history would run a "
+			    "command named '%s'; the last %s runs: --history -n %s",
+			    n, n, n, n);
+}
+
 /* Pass 2: the command line, above every other layer. */
 static void apply_argv(struct state *s, int argc, char **argv)
 {
@@ -2366,6 +2387,8 @@ static void apply_argv(struct state *s, int argc, char **argv)
 		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
 	}
+	if (s->o->mode != MODE_HISTORY)
+		no_wait_count(argc, argv, last);
 }
 
 void cli_parse(int argc, char **argv, struct opts *o)

@@ -464,6 +464,11 @@ static int64_t lease_warn_at(const void *ctx)
 	return hold_warn_at(ctx);
 }
 
+static const char *lease_late(const void *ctx)
+{
+	return hold_late_key(ctx);
+}
+
 static int64_t lease_kill_at(const void *ctx)
 {
 	return hold_kill_at(ctx);
@@ -554,6 +559,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .lost_signal = o->lost_signal,
 	    .warn_signal = o->warn_signal,
 	    .warn_at = lease_warn_at,
+	    .late = lease_late,
 	    .kill_after_ms = o->kill_after_ms,
 	    .stop_at = o->max_hold_ms > 0 ? started + o->max_hold_ms : -1,
 	    .renew_due = lease_renew_due,

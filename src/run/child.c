@@ -1238,9 +1238,11 @@ static void on_timers(struct sup *s, int64_t now)
 		/* Before the loss action, once per late renewal: the command may checkpoint. */
 		s->warned = a->warn_at(a->ctx);
 		kill(-s->ch->pid, a->warn_signal);
-		log_warn("a renewal is a third of the ttl late: sending SIG%s to the command's "
+		const char *late = a->late ? a->late(a->ctx) : NULL;
+		log_warn("a renewal%s%s is a third of the ttl late: sending SIG%s to the command's "
 		         "process group (--warn); the lease counts as lost in %lld ms",
-		         signal_name(a->warn_signal), (long long)(a->lost_at(a->ctx) - now));
+		         late ? " of " : "", late ? late : "", signal_name(a->warn_signal),
+		         (long long)(a->lost_at(a->ctx) - now));
 		events_emit(EV_WARNED, &(struct ev_facts){0});
 	}
 	if (s->watching && now >= a->lost_at(a->ctx))

@@ -122,6 +122,9 @@ struct supervise_args {
 	 * warn_at (a confirmed renewal) re-arms it. Thread-safe. */
 	int warn_signal;
 	int64_t (*warn_at)(const void *ctx);
+	/* With several locks, the one whose renewal is the latest (the warning names it),
+	 * else NULL; may be NULL itself. Thread-safe. */
+	const char *(*late)(const void *ctx);
 	int64_t kill_after_ms;
 	/* --max-hold: at this monotonic time the group gets SIGTERM (SIGKILL kill_after_ms
 	 * later), as timeout(1) does; -1 for none. */

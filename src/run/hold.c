@@ -137,6 +137,13 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		rc = LOCK_OK;
 		keep_ms = 0; /* not kept for --min-hold: the request took it (release.lua) */
 	}
+	/* the command ended before a --preempt request stopped it: not kept either, the
+	 * request took it; -v says so, not "--min-hold keeps it" */
+	int handed_on = rc == LOCK_HANDED_ON;
+	if (handed_on) {
+		rc = LOCK_OK;
+		keep_ms = 0;
+	}
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
 	 * acquire: a master demoted by a failover a moment ago still answers as one, and
@@ -186,7 +193,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
 	else if (rc == LOCK_OK)
-		log_info("released %s%s", l->key, handed ? " to the --preempt request" : "");
+		log_info("released %s%s", l->key,
+		         handed      ? " to the --preempt request"
+		         : handed_on ? " to a waiting --preempt request (not kept for --min-hold)"
+		                     : "");
 	if (rc == LOCK_OK && !unconfirmed[0] && l->mark_done && l->ask.once_per_ms > 0)
 		log_info("marked %s done for %.1f s (--once-per)", l->key,
 		         (double)l->ask.once_per_ms / 1000);
@@ -363,6 +373,18 @@ int64_t hold_warn_at(const struct hold *h)
 	return hold_confirmed_sent(h) + h->warn_after_ms;
 }
 
+const char *hold_late_key(const struct hold *h)
+{
+	int first = 0;
+
+	if (h->n < 2)
+		return NULL;
+	for (int i = 1; i < h->n; i++)
+		if (renew_confirmed_sent(h->rn[i]) < renew_confirmed_sent(h->rn[first]))
+			first = i;
+	return h->l[first].key;
+}
+
 int64_t hold_kill_at(const struct hold *h)
 {
 	return hold_confirmed_sent(h) + h->kill_by_ms;
@@ -449,6 +471,23 @@ int hold_watch(struct hold *h, int sigfd, int64_t stop_at, int *signo, char *err
 	}
 }
 
+/* A lock of several that could not be taken (Redis unavailable, a WAIT or WAITAOF
+ * short): its line names it, as a busy one's does, since with several -k the reason
+ * alone does not say which; an outage's give-up names it already (wait.c). One lock:
+ * the reason as it is. */
+static int name_failure(int rc, int several, const char *name, char *err, size_t errlen)
+{
+	char named[300];
+
+	snprintf(named, sizeof named, "lock '%s': ", name);
+	if (rc == WAIT_ERR && several && strncmp(err, named, strlen(named)) != 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s%s", named, why);
+	}
+	return rc;
+}
+
 /* Take lock i (name, within what is left of the wait counted from asked_ms), check it
  * and start its renewal. */
 static int take_one(struct hold *h, const struct hold_spec *sp, const struct lock_meta *meta,
@@ -481,7 +520,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		events_emit(EV_BUSY,
 		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
-		return rc;
+		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* As flock -v: how long getting the lock took. */
 	if (h->n == 0)
 		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
@@ -492,7 +531,7 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	rc = wait_ready(h->s, &wa, sent, sp->wait_replicas, sp->wait_aof_local,
 	                sp->wait_aof_replicas, signo, err, errlen);
 	if (rc != WAIT_ACQUIRED)
-		return rc;
+		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
 	 * short command costs no second connection and no INFO. */
 	h->sent[h->n] = sent;

@@ -78,6 +78,9 @@ int64_t hold_lost_at(const struct hold *h);
 int64_t hold_kill_at(const struct hold *h);
 /* --warn: when a renewal is overdue by a third of the ttl (lease_warn_after). */
 int64_t hold_warn_at(const struct hold *h);
+/* Several locks: the key of the one whose last confirmed renewal is the oldest (the one
+ * hold_warn_at and hold_lost_at count from); one lock: NULL. Thread-safe. */
+const char *hold_late_key(const struct hold *h);
 
 /* Readable once a renewal heard from the server that a lock is no longer ours. */
 int hold_lost_fd(const struct hold *h);

@@ -163,6 +163,11 @@ static int64_t both_warn_at(const void *ctx)
 	return hold_warn_at(((const struct rewatch *)ctx)->h);
 }
 
+static const char *both_late(const void *ctx)
+{
+	return hold_late_key(((const struct rewatch *)ctx)->h);
+}
+
 static int64_t both_renew_due(const void *ctx)
 {
 	return hold_renew_due(((const struct rewatch *)ctx)->h);
@@ -202,6 +207,7 @@ void rewatch_supervise_beside(struct rewatch *w, const struct hold *h, struct su
 	sa->kill_at = both_kill_at;
 	sa->lost_reason = both_lost;
 	sa->warn_at = both_warn_at;
+	sa->late = both_late;
 	sa->renew_due = both_renew_due; /* renew_launch has renew_ctx: h */
 	sa->ctx = w;
 }

@@ -880,7 +880,11 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	int rc = check_int(r, "release", err, errlen, &v);
 	if (rc != LOCK_OK)
 		return rc;
-	return v == 0 ? LOCK_NOTOURS : v == 3 ? LOCK_HANDED_OVER : LOCK_OK;
+	/* 1 to a keep: a --preempt request's mark lived and the lock went to it */
+	return v == 0                  ? LOCK_NOTOURS
+	       : v == 3                ? LOCK_HANDED_OVER
+	       : v == 1 && keep_ms > 0 ? LOCK_HANDED_ON
+	                               : LOCK_OK;
 }
 
 int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *newer,

@@ -304,6 +304,10 @@ enum lock_rc {
 	 * request that stopped the command, whose mark still lived (release.lua); a release
 	 * that found the mark gone (the request gave up or died) says LOCK_OK */
 	LOCK_HANDED_OVER = 6,
+	/* release with keep_ms > 0 (--min-hold) not told preempted: released at once, not
+	 * kept, as a --preempt request's mark lived (the command ended before it was
+	 * stopped): the lock went to that request (release.lua's reply 1 to a keep) */
+	LOCK_HANDED_ON = 7,
 	LOCK_ERR = -1, /* connection or server error; reason in err */
 	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
 	 * not an integer, at the maximum): refusals that waiting cannot fix. */
@@ -445,9 +449,11 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
  * the lease run for keep_ms more and then expire (--min-hold). LOCK_OK, LOCK_NOTOURS,
  * LOCK_ERR, or LOCK_HANDED_OVER (l->preempted_declared, and the --preempt request's mark
  * still lived: the lock went to it, --min-hold notwithstanding; a release sent again
- * answers as the first did). With the history on, a token that no longer holds it records its run
- * lost (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST releases nothing and records the
- * run lost (the lease is over by the holder's clock, lease.h: never a release then). */
+ * answers as the first did), or LOCK_HANDED_ON (keep_ms > 0, the command not stopped:
+ * not kept, handed to a --preempt request whose mark lived). With the history on, a token that no
+ * longer holds it records its run lost (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST
+ * releases nothing and records the run lost (the lease is over by the holder's clock, lease.h:
+ * never a release then). */
 #define LOCK_KEEP_LOST INT64_MIN
 int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_t deadline_ms,
                  char *err, size_t errlen);

@@ -987,7 +987,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0, handed = 0, said[STORE_NODES_MAX] = {0};
+	int ok = 0, notours = 0, handed = 0, handed_on = 0, said[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -1006,11 +1006,14 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 			notours++;
 		else
 			ok++;
-		handed += v == 3; /* handed to the --preempt request (lock.h) */
+		handed += v == 3;                   /* handed to the --preempt request (lock.h) */
+		handed_on += v == 1 && keep_ms > 0; /* not kept: handed to a --preempt request */
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
-		return handed >= q->need ? LOCK_HANDED_OVER : LOCK_OK;
+		return handed >= q->need      ? LOCK_HANDED_OVER
+		       : handed_on >= q->need ? LOCK_HANDED_ON
+		                              : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
 	/* Fewer than a quorum released it, yet the token may still hold a majority with
@@ -1230,6 +1233,58 @@ static void split_vote(const struct quorum *q, const struct holders *nh, const i
 	hs->split_ms = left[m - must_end] == LLONG_MAX ? -1 : left[m - must_end];
 }
 
+/* One --break run's record on two nodes: the same breaker (host, pid, user, label). */
+static int same_break(const struct broken *a, const struct broken *b)
+{
+	return a->pid == b->pid && !strcmp(a->host, b->host) && !strcmp(a->user, b->user) &&
+	       !strcmp(a->label, b->label);
+}
+
+/* How long ago a record's break was (unknown: the oldest). */
+static long long break_age(const struct broken *b)
+{
+	return b->ago_ms < 0 ? LLONG_MAX : b->ago_ms;
+}
+
+/* The last --break's record as the nodes that answered tell it: the newest any of them
+ * keeps (one that missed the last break, paused or cut off then, keeps an older one, and
+ * the first node need not be one that saw it), with every token that break's record
+ * names on any node (it removes on each node what it finds there: nodes that disagree
+ * name different holders), each once, and a fence from a node that knows it. */
+static void merge_broken(const struct quorum *q, const struct holders *nh, const int *ok,
+                         struct broken *out)
+{
+	int newest = -1;
+
+	memset(out, 0, sizeof *out);
+	for (int i = 0; i < q->n; i++)
+		if (ok[i] && nh[i].broken.known &&
+		    (newest < 0 || break_age(&nh[i].broken) < break_age(&nh[newest].broken)))
+			newest = i;
+	if (newest < 0)
+		return;
+	*out = nh[newest].broken;
+	for (int i = 0; i < q->n; i++) {
+		const struct broken *b = &nh[i].broken;
+		if (i == newest || !ok[i] || !b->known || !same_break(b, out))
+			continue;
+		if (!out->fence[0])
+			snprintf(out->fence, sizeof out->fence, "%s", b->fence);
+		char tokens[sizeof b->tokens], *save = NULL;
+		snprintf(tokens, sizeof tokens, "%s", b->tokens);
+		for (char *t = strtok_r(tokens, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+			size_t len = strlen(t), used = strlen(out->tokens);
+			int seen = 0;
+			for (const char *p = out->tokens; !seen && (p = strstr(p, t)); p += len)
+				seen = (p == out->tokens || p[-1] == ' ') &&
+				       (p[len] == ' ' || !p[len]);
+			if (!seen && used + 1 + len < sizeof out->tokens)
+				snprintf(out->tokens + used, sizeof out->tokens - used, "%s%s",
+				         used ? " " : "", t);
+		}
+	}
+}
+
 static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_ms,
                    struct holders *hs, char *err, size_t errlen)
 {
@@ -1375,13 +1430,11 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			}
 	}
 	/* --break --token/--if-fence: refused when no node that answered broke anything;
-	 * the last break's record from the first node that has one. */
+	 * the last break's record, merged over the nodes. */
 	int refused = brk;
-	for (int i = 0; i < q->n; i++) {
+	for (int i = 0; i < q->n; i++)
 		refused = refused && (!ok[i] || nh[i].refused);
-		if (ok[i] && nh[i].broken.known && !hs->broken.known)
-			hs->broken = nh[i].broken;
-	}
+	merge_broken(q, nh, ok, &hs->broken);
 	hs->refused = refused;
 	if (!hs->n && !brk)
 		split_vote(q, nh, ok, !majority, hs);

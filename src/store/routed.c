@@ -328,9 +328,11 @@ static int run_hops(struct run_call *c)
 	char why[300];
 	snprintf(why, sizeof why, "%s", c->err);
 	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
-	                  * the sentinels) still name it. Say which node, not "redirects". */
-		snprintf(c->err, c->errlen, "%s (still named the lock's server after %d lookups)",
-		         why, STORE_HOPS_MAX + 1);
+	                  * the sentinels) still name it. Say which node, not "redirects";
+	                  * and what for: a lock's server, or (--list) a master to scan. */
+		snprintf(c->err, c->errlen, "%s (the route still names %s %s after %d lookups)",
+		         why, strstr(why, c->srv->name) ? "it" : c->srv->name,
+		         c->key ? "the lock's server" : "a master", STORE_HOPS_MAX + 1);
 	else
 		snprintf(c->err, c->errlen, "more than %d redirects for one request",
 		         STORE_HOPS_MAX);
@@ -805,6 +807,18 @@ static int routed_is_holder(void *ctx, const struct lock *l, const char *token, 
 	return rc != LOCK_OK ? -1 : a.ours;
 }
 
+/* A WAIT or WAITAOF that fell short on a routed master (Cluster: the lock's slot's,
+ * one of several; Sentinel: the one the sentinels named then): which master, as the
+ * other lines about a node say. One server: the URL's, as before. */
+static void name_master(const struct routed *s, char *err, size_t errlen)
+{
+	if (!s->cfg->route || !s->at)
+		return;
+	char why[400];
+	snprintf(why, sizeof why, "%s", err);
+	snprintf(err, errlen, "%s: %s", s->at->name, why);
+}
+
 static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 {
 	struct routed *s = ctx;
@@ -816,8 +830,10 @@ static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 		return -1;
 	}
 	int rc = wait_for_replicas(s->c, n, s->at->io_timeout_ms, err, errlen);
-	if (rc < 0)
+	if (rc < 0) {
+		name_master(s, err, errlen);
 		drop(s);
+	}
 	return rc;
 }
 
@@ -832,8 +848,10 @@ static int routed_wait_aof(void *ctx, int local, int replicas, char *err, size_t
 		return -1;
 	}
 	int rc = wait_for_aof(s->c, local, replicas, s->at->io_timeout_ms, err, errlen);
-	if (rc < 0)
+	if (rc < 0) {
+		name_master(s, err, errlen);
 		drop(s);
+	}
 	return rc;
 }
 
