@@ -1209,3 +1209,28 @@ EOF2
 	kill -KILL "$r_pid"
 	rlock_wait "$r_pid" 10
 }
+
+# preempt_marks NAME: how many nodes hold NAME's --preempt record
+preempt_marks() {
+	local i n=0
+	for ((i = 0; i < N; i++)); do
+		[[ $(node_cli "$i" EXISTS "rlock:{$1}:preempt") == 1 ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+@test "--preempt that gives up (-w) withdraws its request on every node: the holder is not stopped later (as on one server)" {
+	rlock_bg -vv -k p -t 6s --preemptible -- "$HOLD" h
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	run -75 --separate-stderr rlock -k p --preempt -t 30s -w 300ms -- true
+	assert_equal "$(preempt_marks p)" 0
+	# its mark would have lived 5 s: two renewals (ttl/3 each) pass, the command runs on
+	local seen
+	seen=$(grep -c '^rlock: renewed ' "$h_err" || true)
+	wait_until 20 renewed_or_gone "$h_err" $((seen + 3)) "$h_pid"
+	proc_alive "$h_pid" || fail "stopped for a request that gave up: $(cat "$h_err")"
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+}
