@@ -658,3 +658,31 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 		length == 1 and (.[0].event == "released" or .[0].event == "expired")' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
 }
+
+@test "a --preempt --once-per request handed a name that its holder's release marked done: it leaves, and the reservation's end wakes the waiters at once" {
+	# a long lease: no renewal (the one that reads the request) before the command ends
+	rlock_bg -k p -t 60s --preemptible --once-per 1h -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt --once-per 1h -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	rlock_bg -vv -k p -t 30s -s -w 60s -c 'echo "w $(date +%s%3N)" >>log'
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$w_err"
+	# its command ends well: the release marks the name done and hands it to the request
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 75 # done inside the window: -E's status
+	local left w_at
+	left=$(now_ms)
+	rlock_wait "$w_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	run ! grep -q 'r ran' log
+	reservation_gone
+	w_at=$(awk '$1 == "w" {print $2}' log)
+	echo "# ran $((w_at - left)) ms after the request left" >&3
+	((w_at - left < 500)) || fail "the waiter ran $((w_at - left)) ms after the request left"
+}
