@@ -78,6 +78,10 @@ r start"
 	run -64 --separate-stderr rlock -k p --preempt --fair -- true
 	run -64 --separate-stderr rlock -k p --preemptible --acquire
 	run -64 --separate-stderr rlock -k p --preempt -n -- true
+	run -64 --separate-stderr rlock -k p -k q --preempt -- true # one name: its hand-over is one lock's
+	[[ $(grep -c . <<<"$stderr") == 1 ]]
+	run -64 --separate-stderr rlock -k p -k q --preemptible -- true
+	[[ $(grep -c . <<<"$stderr") == 1 ]]
 	run -64 --separate-stderr rlock -k p --preempt --status
 	[[ $(grep -c . <<<"$stderr") == 1 ]]
 }
@@ -586,4 +590,103 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
 		length == 1 and .[0].event == "released" and .[0].status == 0' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}
+
+@test "a --preempt request that leaves (a signal) while the name is kept for it wakes the waiters of every mode at once, as a release does" {
+	slow_job
+	local mode
+	for mode in -s --fair "-l 2"; do
+		rm -f h.started h.go
+		: >log
+		rlock_bg -k p -t 3s --preemptible -- ./slowjob
+		local h_pid=$RLOCK_PID
+		wait_until 30 test -e h.started
+		rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
+		local r_pid=$RLOCK_PID
+		wait_until 30 h_trapped
+		# shellcheck disable=SC2086 # the mode's words
+		rlock_bg -vv -k p -t 30s $mode -w 60s -c 'echo "w $(date +%s%3N)" >>log'
+		local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+		wait_until 30 grep -q 'listening for the release\|waiting for' "$w_err"
+		# the request is away when the holder's release keeps the name for it
+		kill -STOP "$r_pid"
+		touch h.go
+		wait_until 30 key_absent 'rlock:{p}'
+		assert_equal "$(rcli HGET 'rlock:{p}:preempt' handover)" 1
+		# it leaves: a signal, read before the wake-up the release left it
+		kill -TERM "$r_pid"
+		kill -CONT "$r_pid"
+		rlock_wait "$r_pid" 30
+		assert_equal "$RLOCK_STATUS" 143
+		local left w_at
+		left=$(now_ms)
+		rlock_wait "$w_pid" 30
+		assert_equal "$RLOCK_STATUS" 0
+		rlock_wait "$h_pid" 30
+		assert_equal "$RLOCK_STATUS" 3
+		run ! grep -q 'r ran' log
+		w_at=$(awk '$1 == "w" {print $2}' log)
+		echo "# $mode: ran $((w_at - left)) ms after the request left" >&3
+		((w_at - left < 500)) || fail "$mode: the waiter ran $((w_at - left)) ms after the request left"
+	done
+}
+
+@test "a --preempt request SIGKILLed while the name is kept for it: the reservation ends by its own lease (5 s at most), a waiter gets in, the holder exits with its command's status" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 60s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -STOP "$r_pid"
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	assert_equal "$(rcli HGET 'rlock:{p}:preempt' handover)" 1
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{p}:preempt')
+	((pttl > 0 && pttl <= 5000)) || fail "the reservation lives $pttl ms"
+	kill -KILL "$r_pid" # no clean-up: nothing withdraws it
+	rlock_wait "$r_pid" 10
+	run -0 --separate-stderr rlock -k p -w 10s -c 'echo "w ran" >>log'
+	rlock_wait "$h_pid" 30
+	((RLOCK_STATUS == 3)) || fail "exit $RLOCK_STATUS: $(cat "$h_err")"
+	run ! grep -q 'exiting 81' "$h_err"
+	run ! grep -q 'r ran' log
+	grep -q 'w ran' log
+	assert_equal "$(rcli EXISTS 'rlock:{p}:preempt')" 0
+	# its run ends once, never preempted: released (its rlock saw the reservation end),
+	# or expired (the waiter's grant came first: the next acquisition records it)
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and (.[0].event == "released" or .[0].event == "expired")' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}
+
+@test "a --preempt --once-per request handed a name that its holder's release marked done: it leaves, and the reservation's end wakes the waiters at once" {
+	# a long lease: no renewal (the one that reads the request) before the command ends
+	rlock_bg -k p -t 60s --preemptible --once-per 1h -- ./job
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt --once-per 1h -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 preempt_asked
+	rlock_bg -vv -k p -t 30s -s -w 60s -c 'echo "w $(date +%s%3N)" >>log'
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 30 grep -q 'listening for the release' "$w_err"
+	# its command ends well: the release marks the name done and hands it to the request
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 75 # done inside the window: -E's status
+	local left w_at
+	left=$(now_ms)
+	rlock_wait "$w_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	run ! grep -q 'r ran' log
+	reservation_gone
+	w_at=$(awk '$1 == "w" {print $2}' log)
+	echo "# ran $((w_at - left)) ms after the request left" >&3
+	((w_at - left < 500)) || fail "the waiter ran $((w_at - left)) ms after the request left"
 }

@@ -46,6 +46,7 @@ node_resume() { kill -CONT "$(node_pid "$1")" 2>/dev/null || true; }
 node_kill() { redis_stop "$(node_pid "$1")"; }
 node_up() { _redis_is "$(node_pid "$1")" -p "$(node_port "$1")"; }
 node_has() { [[ $(node_cli "$1" GET "$2") == "$3" ]]; } # node_has I KEY VALUE
+node_has_field() { [[ $(node_cli "$1" HGET 'rlock:{p}:preempt' "$2") == "$3" ]]; } # node_has_field I FIELD VALUE: of p's --preempt record
 ms_past() { (($(now_ms) - $1 >= $2)); }                  # ms_past T0 MS
 counted_past() { (($(node_cli "$1" GET "$2") >= $3)); }  # counted_past I KEY N
 newest_has() { node_cli "$1" XREVRANGE "rlock:{$2}:history" + - COUNT 1 | grep -q "$3"; } # newest_has I NAME TEXT
@@ -1158,4 +1159,93 @@ hold_on() {
 	(($(now_ms) - t0 < 10000)) || fail "waited $(($(now_ms) - t0)) ms for a keep"
 	assert_equal "$(cat fence)" 2
 	assert_equal "$(keys_left p)" 0
+}
+
+# renewed_or_gone FILE N PID: rlock -vv's log FILE says "renewed" at least N times, or
+# that rlock (PID) has exited
+renewed_or_gone() { (($(grep -c '^rlock: renewed ' "$1") >= $2)) || ! proc_alive "$3"; }
+
+@test "--preemptible: one node's --preempt mark (stale, hostile, cut off) stops nothing; a request that marks a majority stops it (81)" {
+	rlock_bg -vv -k p -t 3s --preemptible -- "$HOLD" h
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	# a mark on one node of five, as acquire.lua writes it, that outlives the test
+	node_cli 0 HSET 'rlock:{p}:preempt' token stale host evil pid 4242 label x >/dev/null
+	node_cli 0 PEXPIRE 'rlock:{p}:preempt' 60000 >/dev/null
+	# and on a second: two of five are still no majority
+	node_cli 1 HSET 'rlock:{p}:preempt' token stale host evil pid 4242 label x >/dev/null
+	node_cli 1 PEXPIRE 'rlock:{p}:preempt' 60000 >/dev/null
+	# three renewals (ttl/3 each) read the marks
+	wait_until 20 renewed_or_gone "$h_err" 3 "$h_pid"
+	proc_alive "$h_pid" || fail "stopped by a minority's mark: $(cat "$h_err")"
+	run ! grep -q 'preempted' "$h_err"
+	# a real request marks every node: the holder stops and exits 81 once it took it
+	rlock_bg -k p -t 3s --preempt -w 30s --label hotfix -- true
+	local r_pid=$RLOCK_PID
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 81
+	grep -q "preempted by .*\[hotfix\]" "$h_err" || fail "$(cat "$h_err")"
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "a preempted holder whose request took the hand-over on one node only (a split vote's grant, a stale node): not 81, the command's own status" {
+	cat >job <<'EOF2'
+#!/bin/sh
+trap 'touch h.trapped; i=0; while [ ! -e h.go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done; exit 3' TERM
+touch h.started
+i=0
+while [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+EOF2
+	chmod +x job
+	rlock_bg -k p -t 3s --preemptible -- ./job
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	# a long lease: its mark, renewed by each attempt, lives 5 s after the last one
+	rlock_bg -k p -t 30s --preempt -w 60s -- true
+	local r_pid=$RLOCK_PID
+	wait_until 20 test -e h.trapped
+	kill -STOP "$r_pid" # alive, but it takes nothing any more
+	touch h.go
+	# the holder's release kept the name for the request on every node
+	local i
+	for ((i = 0; i < N; i++)); do
+		wait_until 10 node_has_field "$i" handover 1
+	done
+	# node 0 says the request took it there; the other nodes' reservations end untaken
+	local tok
+	tok=$(node_cli 0 HGET 'rlock:{p}:preempt' token)
+	node_cli 0 HDEL 'rlock:{p}:preempt' token handover >/dev/null
+	node_cli 0 HSET 'rlock:{p}:preempt' taken "$tok" thost h tpid 1 tlabel x >/dev/null
+	node_cli 0 PEXPIRE 'rlock:{p}:preempt' 60000 >/dev/null
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'exiting 81' "$h_err"
+	kill -KILL "$r_pid"
+	rlock_wait "$r_pid" 10
+}
+
+# preempt_marks NAME: how many nodes hold NAME's --preempt record
+preempt_marks() {
+	local i n=0
+	for ((i = 0; i < N; i++)); do
+		[[ $(node_cli "$i" EXISTS "rlock:{$1}:preempt") == 1 ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+@test "--preempt that gives up (-w) withdraws its request on every node: the holder is not stopped later (as on one server)" {
+	rlock_bg -vv -k p -t 6s --preemptible -- "$HOLD" h
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 10 test -e h.started
+	run -75 --separate-stderr rlock -k p --preempt -t 30s -w 300ms -- true
+	assert_equal "$(preempt_marks p)" 0
+	# its mark would have lived 5 s: two renewals (ttl/3 each) pass, the command runs on
+	local seen
+	seen=$(grep -c '^rlock: renewed ' "$h_err" || true)
+	wait_until 20 renewed_or_gone "$h_err" $((seen + 3)) "$h_pid"
+	proc_alive "$h_pid" || fail "stopped for a request that gave up: $(cat "$h_err")"
+	touch h.release
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
 }

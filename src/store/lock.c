@@ -887,15 +887,29 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	                               : LOCK_OK;
 }
 
+#define LEAVE_KEYS                                                                                 \
+	(const int[])                                                                              \
+	{                                                                                          \
+		K_LOCK, K_QUEUE, K_QLEASE, K_WRITER                                                \
+	}
+#define LEAVE_ARGS(l)                                                                              \
+	(const char *[])                                                                           \
+	{                                                                                          \
+		(l)->token, (l)->publish_cmd, (l)->wake_prefix, (l)->channel                       \
+	}
+
+int lock_request_leave(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
+{
+	return request(q, S_LEAVE, l, 4, LEAVE_KEYS, 4, LEAVE_ARGS(l), err, errlen);
+}
+
 int lock_leave(struct client *c, const struct lock *l, int64_t deadline_ms, struct holder *newer,
                char *err, size_t errlen)
 {
 	struct resp_reply *r;
 	long long v = 0;
-	const int *keys = (const int[]){K_LOCK, K_QUEUE, K_QLEASE, K_WRITER};
-	const char *args[] = {l->token, l->publish_cmd, l->wake_prefix, l->channel};
 
-	if (eval(c, S_LEAVE, l, 4, keys, 4, args, deadline_ms, &r, err, errlen) < 0)
+	if (eval(c, S_LEAVE, l, 4, LEAVE_KEYS, 4, LEAVE_ARGS(l), deadline_ms, &r, err, errlen) < 0)
 		return LOCK_ERR;
 	if (is_array(r, 4) && r->element[0]->type == RESP_INTEGER && r->element[0]->integer == 5) {
 		fill_newer(newer, r->element + 1); /* {5, host, pid, label}: acquire.lua's */

@@ -396,6 +396,8 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
                          size_t errlen);
 int lock_request_holders(struct lock_request *q, const struct lock *l, int brk, char *err,
                          size_t errlen);
+/* A waiter gives up (leave.lua): its place, its marks, its --preempt request. */
+int lock_request_leave(struct lock_request *q, const struct lock *l, char *err, size_t errlen);
 /* Redlock's fence: raise PREFIX{NAME}:fence to `fence` if it is lower (a max-merge). */
 int lock_request_fence(struct lock_request *q, const struct lock *l, long long fence, char *err,
                        size_t errlen);

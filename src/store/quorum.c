@@ -893,6 +893,27 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	return rc;
 }
 
+/* --preempt's request, as the renewal reads it: a --preemptible holder acts on it only
+ * when one request (its host, pid and label) marks a majority of the nodes, as an
+ * acquire counts; a mark on fewer (a node's stale copy, written by hand, or a request
+ * that reached only those nodes) stops nothing. That request, or NULL. */
+static const struct holder *asked_on_majority(const struct quorum *q, const struct holder *by,
+                                              const int *asks)
+{
+	for (int c = 0; c < q->n; c++) {
+		if (!asks[c])
+			continue;
+		int m = 0;
+		for (int i = 0; i < q->n; i++)
+			m += asks[i] && by[i].pid == by[c].pid &&
+			     strcmp(by[i].host, by[c].host) == 0 &&
+			     strcmp(by[i].label, by[c].label) == 0;
+		if (m >= q->need)
+			return &by[c];
+	}
+	return NULL;
+}
+
 static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t *sent_ms,
                         char *err, size_t errlen)
 {
@@ -904,8 +925,8 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	int nbehind = 0;
 	struct lock_meta none = {"", "", "", 0, 0, NULL, NULL};
 	struct lock relock = *l;
-	struct holder h, by;
-	int ok = 0, taken = 0, lost = 0, preempted = 0;
+	struct holder h, by[STORE_NODES_MAX];
+	int ok = 0, taken = 0, lost = 0, asks[STORE_NODES_MAX] = {0};
 
 	if (lock_request_renew(rr, l, err, errlen) < 0)
 		return LOCK_ERR;
@@ -916,9 +937,9 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 		struct node *nd = &q->node[i];
 		long long v = 0;
 		if (!nd->reply ||
-		    lock_decode_renew(nd->reply, &v, &by, nd->err, sizeof nd->err) != LOCK_OK)
+		    lock_decode_renew(nd->reply, &v, &by[i], nd->err, sizeof nd->err) != LOCK_OK)
 			continue;
-		preempted += v == 3; /* renewed, and a --preempt request asks (lock.h) */
+		asks[i] = v == 3; /* renewed, and a --preempt request asks (lock.h) */
 		if (v == 1 || v == 3) {
 			ok++;
 		} else {
@@ -967,9 +988,10 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 		if (nbehind > 0 &&
 		    lock_request_fence(&q->fence, l, l->fence, ferr, sizeof ferr) == 0)
 			round_trip(q, behind, cap_ms);
-		if (preempted == 0)
+		const struct holder *who = asked_on_majority(q, by, asks);
+		if (!who)
 			return LOCK_OK;
-		holder_format(&by, HOLDER_LABEL | HOLDER_RAW, err, errlen);
+		holder_format(who, HOLDER_LABEL | HOLDER_RAW, err, errlen);
 		return LOCK_PREEMPTED;
 	}
 	if (taken > q->n - q->need) {
@@ -1146,34 +1168,50 @@ static void queued_on_majority(const struct quorum *q, const struct holders *nh,
 /* --preempt's hand-over: kept for one request on a majority of the nodes (each keeps
  * its own PREFIX{NAME}:preempt; another request cannot get a quorum then), for as long
  * as a majority keeps it; else none. Any request's: two that crossed leave each its own
- * reservation somewhere, the first node's maybe the minority's. */
+ * reservation somewhere, the first node's maybe the minority's. Taken (that request's
+ * grant said so) only when a majority says it took it: a node's word alone (a grant of
+ * a split vote, given back; a stale or hostile node) is no grant, and a preempted
+ * holder's 81 says the request got the lock. Between the two (some nodes granted it,
+ * the others not yet), still kept for it. */
 static struct reserved reserved_on_majority(const struct quorum *q, const struct holders *nh,
                                             const int *ok)
 {
 	struct reserved none = {0};
 
+	for (int c = 0; c < q->n; c++) { /* taken by that request a moment ago */
+		if (!ok[c] || !nh[c].reserved.taken)
+			continue;
+		int t = 0;
+		for (int i = 0; i < q->n; i++)
+			t += ok[i] && nh[i].reserved.taken &&
+			     strcmp(nh[i].reserved.token, nh[c].reserved.token) == 0;
+		if (t >= q->need)
+			return nh[c].reserved;
+	}
 	for (int c = 0; c < q->n; c++) {
 		if (!ok[c] || !nh[c].reserved.known)
 			continue;
 		struct reserved first = nh[c].reserved;
 		long long left[STORE_NODES_MAX];
-		int m = 0;
+		int m = 0, t = 0;
 		/* a copy with no expiry (set by hand) outlasts every other: the majority
 		 * ends with the copies that do expire, never sorted before them */
-		for (int i = 0; i < q->n; i++)
-			if (ok[i] && nh[i].reserved.known &&
-			    strcmp(nh[i].reserved.token, first.token) == 0)
+		for (int i = 0; i < q->n; i++) {
+			if (!ok[i] || strcmp(nh[i].reserved.token, first.token) != 0)
+				continue;
+			if (nh[i].reserved.known)
 				left[m++] = nh[i].reserved.left_ms >= 0 ? nh[i].reserved.left_ms
 				                                        : LLONG_MAX;
-		if (m < q->need)
+			t += nh[i].reserved.taken;
+		}
+		if (m + t < q->need)
 			continue;
 		qsort(left, (size_t)m, sizeof left[0], by_pttl_desc);
-		first.left_ms = left[q->need - 1] == LLONG_MAX ? -1 : left[q->need - 1];
+		/* granted on some nodes: kept while the longest copy lasts */
+		long long end = left[m >= q->need ? q->need - 1 : 0];
+		first.left_ms = end == LLONG_MAX ? -1 : end;
 		return first;
 	}
-	for (int i = 0; i < q->n; i++) /* taken by that request a moment ago */
-		if (ok[i] && nh[i].reserved.taken)
-			return nh[i].reserved;
 	return none;
 }
 
@@ -1624,11 +1662,24 @@ static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
 	return rc;
 }
 
+/* Redlock has no queue to leave (cli.c refuses --fair), but a --preempt request gives
+ * up on every node, as on one server (leave.lua): its mark, renewed by its attempts,
+ * would stop a --preemptible holder for up to 5 s after it left, and a reservation a
+ * preempted holder's release made for it would keep the name from every other waiter
+ * as long. Best effort: what a node does not hear of expires by its lease. */
 static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
                         char *err, size_t errlen)
 {
-	(void)ctx, (void)l, (void)cap_ms, (void)newer, (void)err, (void)errlen;
-	return LOCK_OK; /* Redlock has no queue to leave (cli.c refuses --fair) */
+	struct quorum *q = ctx;
+	struct req rq = {.script = &q->rel};
+
+	(void)newer;
+	if (!l->ask.preempt)
+		return LOCK_OK;
+	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
+		return LOCK_ERR;
+	round_all_again(q, &rq, cap_ms);
+	return LOCK_OK;
 }
 
 static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)

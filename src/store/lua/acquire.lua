@@ -138,7 +138,8 @@ end
 if KEYS[9] and not mine then
   local left = redis.call('PTTL', KEYS[9])
   if left ~= -2 then
-    if handed then redis.call('DEL', pk) end -- done: it leaves, so does its reservation
+    -- done: it leaves; its reservation goes with its leave (leave.lua), which wakes
+    -- the waiters that may go then, as a release does
     return {3, left}
   end
 end

@@ -26,8 +26,15 @@ end
 if redis.pcall('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
   redis.call('DEL', KEYS[1] .. ':supersede')
 end
+-- A name kept for this request (a preempted holder's release, release.lua) is free
+-- once it goes: its end wakes every waiter that may now go, as a release does (the fair
+-- queue's head, a plain waiter or permit, the release channel's shared requests and
+-- Redlock waiters), and as --break's removal of it does (break.lua).
 local pk, call = KEYS[1] .. ':preempt', redis.call
-if redis.pcall('HGET', pk, 'token') == ARGV[1] then
+local pre = redis.pcall('HMGET', pk, 'token', 'handover')
+local kept = false
+if type(pre) == 'table' and not pre.err and pre[1] == ARGV[1] then
+  kept = pre[2] == '1' and redis.call('EXISTS', KEYS[1]) == 0
   --@preempt_withdraw
 end
 local by = redis.pcall('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
@@ -45,6 +52,12 @@ end
 if head == ARGV[1] then
   local nxt = two[2]
   if nxt then redis.pcall(ARGV[2], ARGV[3] .. nxt, 'next') end
+elseif kept and head then
+  redis.pcall(ARGV[2], ARGV[3] .. head, 'next')
+end
+if kept then
+  if placed ~= 0 then wake_one(KEYS[1], ARGV[3], nil, 'next') end -- not woken above
+  redis.pcall(ARGV[2], ARGV[4], 'leave')
 end
 if by then return {5, by[1], by[2] or false, by[3] or false} end
 return 1
