@@ -521,7 +521,7 @@ static int late_signal(int sigfd)
 
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
-               const sigset_t *orig)
+               int termfd, const sigset_t *orig)
 {
 	struct child ch;
 	int64_t started = clock_ms();
@@ -586,6 +586,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		hold_set_preempted(h);
 	if (rc == 0 && !asked && o->lock.once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
+	/* The command is gone: a terminating signal now ends the release's WAITs at once
+	 * (never the release), said on its line; rlock dies of it below. */
+	hold_release_interruptible(h, termfd);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
 	if (asked)
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
@@ -615,8 +618,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	 * to forward it to) is not lost: released, rlock dies of it, as before the command
 	 * started, so that a calling shell or loop sees the interrupt. Not over a status
 	 * of rlock's own (79, 81, 124, 137). */
-	int late =
-	    rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out ? late_signal(sigfd) : 0;
+	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out
+	               ? hold_interrupted(h) ? hold_interrupted(h) : late_signal(sigfd)
+	               : 0;
 	if (late)
 		child_die_of(late);
 	return rc;
@@ -714,8 +718,10 @@ int main(int argc, char **argv)
 	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	store_set_abort_fd(-1);
-	close(termfd);
-	if (o.mode == MODE_ACQUIRE)
+	if (o.mode == MODE_ACQUIRE) {
+		close(termfd);
 		return keeper_hold(&hold, sigfd, &k);
-	return run(&hold, &o, &re, sigfd, &orig);
+	}
+	/* termfd stays open (close-on-exec): it ends the release's waits (run) */
+	return run(&hold, &o, &re, sigfd, termfd, &orig);
 }
