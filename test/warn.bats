@@ -95,3 +95,36 @@ while [ ! -e go ]; do sleep 0.02; done'
 	grep -- '--warn' k.log | head -1 >&3
 	run -0 "$RLOCK" -k kw --release --token "$RLOCK_TOKEN"
 }
+
+
+@test "warn: rlock's stderr a full pipe nobody reads: the --warn line does not hold up the loss's SIGTERM (nor the lost line, the release, the exit)" {
+	# The command shares rlock's stderr (as under cron or a CI step) and fills it; a
+	# write(2) of the warning blocked the supervisor until someone read: the loss's
+	# SIGTERM never came (the watchdog's SIGKILL at 9/10 of the ttl did). The command's
+	# shell itself writes elsewhere (dash says so when its sleep dies of SIGUSR1).
+	local pid st=0
+	mkfifo errpipe
+	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
+	(clean_exec "$RLOCK" -u "$REDIS_URL" -k wf -t 3s --warn USR1 \
+		-c "head -c 200000 /dev/zero >&2 & exec 2>job.err; $JOB") </dev/null >out 2>&9 &
+	pid=$!
+	track_pid "$pid"
+	exec 9>&-
+	wait_until 10 test -e started
+	wait_until 10 sh -c '[ "$(perl -e "$1" 8)" -ge 65536 ]' _ \
+		'open my $f, "<&=", $ARGV[0] or die; my $n = pack "L", 0; ioctl($f, 0x541B, $n) or die; print unpack "L", $n'
+	kill -STOP "$REDIS_PID"
+	wait_until 30 test -s term.ms || st=1
+	kill -CONT "$REDIS_PID"
+	[[ -s warn.ms ]] || st=2
+	# now someone reads: rlock says what it could not write, and ends
+	timeout 20 cat <&8 | tr -d '\0' >err.txt
+	exec 8<&-
+	rlock_wait "$pid"
+	cat err.txt
+	((st == 0)) || fail "no SIGTERM ($st) while the warning waited for the full pipe"
+	((RLOCK_STATUS == 79))
+	grep -q -- '--warn' err.txt
+	grep -q 'lock lost' err.txt
+	key_absent 'rlock:{wf}'
+}

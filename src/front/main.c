@@ -527,6 +527,10 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	int64_t started = clock_ms();
 
 	child_environment(re, h, o->warn_signal);
+	/* From here to the exit, a full stderr (a pipe nobody reads, shared with the
+	 * command) never holds up the supervisor, a renewal or the release: lines wait
+	 * (log.h), written as it takes them and at the exit. */
+	log_defer(1);
 	int ignore = o->on_lost == LOST_IGNORE;
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, ignore ? -1 : hold_kill_at(h),
 	                     ignore ? -1 : hold_lost_at(h));

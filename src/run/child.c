@@ -144,6 +144,7 @@ void child_die_of(int sig)
 	/* As timeout(1): the shell must see the signal, not a core file. */
 	struct rlimit no_core = {0, 0};
 
+	log_flush(); /* what stderr could not take while the command ran (log_defer) */
 	setrlimit(RLIMIT_CORE, &no_core);
 	signal(sig, SIG_DFL);
 	sigemptyset(&s);
