@@ -104,6 +104,9 @@ while [ ! -e go ]; do sleep 0.02; done'
 	# shell itself writes elsewhere (dash says so when its sleep dies of SIGUSR1).
 	local pid st=0
 	mkfifo errpipe
+	# fd 8 reads it (unread until the end), fd 9 writes it: opened through fd 7 (read
+	# and write: no open blocks on the FIFO), then 7 closed
+	# shellcheck disable=SC2094 # one FIFO, its two ends
 	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
 	(clean_exec "$RLOCK" -u "$REDIS_URL" -k wf -t 3s --warn USR1 \
 		-c "head -c 200000 /dev/zero >&2 & exec 2>job.err; $JOB") </dev/null >out 2>&9 &
