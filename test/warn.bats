@@ -97,7 +97,7 @@ while [ ! -e go ]; do sleep 0.02; done'
 }
 
 
-@test "warn: rlock's stderr a full pipe nobody reads: the --warn line does not hold up the loss's SIGTERM (nor the lost line, the release, the exit)" {
+@test "warn: rlock's stderr a full pipe nobody reads: the --warn line (nor --events -) does not hold up the loss's SIGTERM (nor the lost line, the release, the exit)" {
 	# The command shares rlock's stderr (as under cron or a CI step) and fills it; a
 	# write(2) of the warning blocked the supervisor until someone read: the loss's
 	# SIGTERM never came (the watchdog's SIGKILL at 9/10 of the ttl did). The command's
@@ -108,13 +108,13 @@ while [ ! -e go ]; do sleep 0.02; done'
 	# and write: no open blocks on the FIFO), then 7 closed
 	# shellcheck disable=SC2094 # one FIFO, its two ends
 	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
-	(clean_exec "$RLOCK" -u "$REDIS_URL" -k wf -t 3s --warn USR1 \
+	(clean_exec "$RLOCK" -u "$REDIS_URL" -k wf -t 3s --warn USR1 --events - \
 		-c "head -c 200000 /dev/zero >&2 & exec 2>job.err; $JOB") </dev/null >out 2>&9 &
 	pid=$!
 	track_pid "$pid"
 	exec 9>&-
 	wait_until 10 test -e started
-	wait_until 10 sh -c '[ "$(perl -e "$1" 8)" -ge 65536 ]' _ \
+	wait_until 10 sh -c '[ "$(perl -e "$1" 8)" -ge 60000 ]' _ \
 		'open my $f, "<&=", $ARGV[0] or die; my $n = pack "L", 0; ioctl($f, 0x541B, $n) or die; print unpack "L", $n'
 	kill -STOP "$REDIS_PID"
 	wait_until 30 test -s term.ms || st=1
@@ -129,5 +129,8 @@ while [ ! -e go ]; do sleep 0.02; done'
 	((RLOCK_STATUS == 79))
 	grep -q -- '--warn' err.txt
 	grep -q 'lock lost' err.txt
+	# --events -: its lines on the same stderr, in order with rlock's, none blocking
+	grep -q '"event":"warned"' err.txt
+	grep -q '"event":"lost"' err.txt
 	key_absent 'rlock:{wf}'
 }

@@ -178,6 +178,18 @@ static void write_in_order(const char *line, size_t n)
 	pthread_mutex_unlock(&out_lock);
 }
 
+void log_write(const char *line, size_t n)
+{
+	if (deferring || any_pending) {
+		write_in_order(line, n);
+		return;
+	}
+	ssize_t w;
+	do
+		w = write(STDERR_FILENO, line, n);
+	while (w < 0 && errno == EINTR);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
 	char raw[1024], line[2048];
@@ -198,14 +210,7 @@ void log_msg(int level, const char *fmt, ...)
 	size_t n = strlen(line);
 	line[n++] = '\n';
 	/* One write, so lines from the renewal thread never interleave mid-line. */
-	if (deferring || any_pending) {
-		write_in_order(line, n);
-	} else {
-		ssize_t w;
-		do
-			w = write(STDERR_FILENO, line, n);
-		while (w < 0 && errno == EINTR);
-	}
+	log_write(line, n);
 	if (use_syslog)
 		syslog(level == LOG_ERROR  ? LOG_ERR
 		       : level == LOG_WARN ? LOG_WARNING

@@ -44,6 +44,9 @@ void log_stamped(void);
  * blocks as a plain write does. Thread-safe. */
 void log_defer(int on);
 void log_flush(void);
+/* Write n bytes (whole lines) to stderr as log_msg writes its line: in order with it,
+ * not blocking while deferring (--events -). */
+void log_write(const char *line, size_t n);
 
 /* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
  * terminates. For untrusted text: server replies, holder metadata, file names. */
