@@ -124,6 +124,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	rewatch_supervise(w, &sa);
 	rc = child_supervise(&ch, &sa);
 	child_finish(&ch);
+	child_unlisten_stop(&ch); /* nothing to give back */
 	if (rewatch_end(w, !ch.lost) < 0)
 		exit(RL_EX_LOST);
 	if (ch.term_sig)
@@ -594,6 +595,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	 * (never the release), said on its line; rlock dies of it below. */
 	hold_release_interruptible(h, termfd);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
+	child_unlisten_stop(&ch); /* released: a Ctrl-Z since then stops rlock now */
 	if (asked)
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
