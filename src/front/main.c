@@ -111,6 +111,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	         o->max_hold_ms > 0 ? " and --max-hold" : "");
 	struct child ch;
 	int64_t started = clock_ms();
+	log_defer(1); /* as run(): a full stderr never holds up the supervisor (log.h) */
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1, -1);
 	if (rc != 0)
 		exit(rc);
