@@ -134,3 +134,29 @@ while [ ! -e go ]; do sleep 0.02; done'
 	grep -q '"event":"lost"' err.txt
 	key_absent 'rlock:{wf}'
 }
+
+@test "rlock's stderr a full pipe nobody reads, its lines waiting at the end: SIGTERM still ends it at once (the lock released first), dying of it" {
+	# Signals are blocked in rlock (read from a signalfd): a write(2) to a pipe nobody
+	# reads made it deaf to them for good, after the release as well.
+	local pid
+	mkfifo errpipe
+	# shellcheck disable=SC2094 # one FIFO, its two ends (as above)
+	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
+	# the command fills the pipe (non-blocking, then blocking again, as it found it) and
+	# ends; rlock's -v line of the release then waits
+	(clean_exec "$RLOCK" -v -u "$REDIS_URL" -k fe -- perl -e '
+		use Fcntl; my $f = fcntl(STDERR, F_GETFL, 0);
+		fcntl(STDERR, F_SETFL, $f | O_NONBLOCK);
+		1 while syswrite(STDERR, "x" x 4096); 1 while syswrite(STDERR, "x");
+		fcntl(STDERR, F_SETFL, $f); open my $d, ">", "filled"; close $d') </dev/null >out 2>&9 &
+	pid=$!
+	track_pid "$pid"
+	exec 9>&-
+	wait_until 20 test -e filled
+	wait_until 20 key_absent 'rlock:{fe}' # released
+	proc_alive "$pid" # and waiting for the pipe
+	kill -TERM "$pid"
+	rlock_wait "$pid" 5 || fail "SIGTERM did not end an rlock whose stderr is full"
+	exec 8<&-
+	assert_equal "$RLOCK_STATUS" 143
+}

@@ -156,6 +156,29 @@ void log_flush(void)
 	pthread_mutex_unlock(&out_lock);
 }
 
+void log_flush_until(int fd)
+{
+	pthread_mutex_lock(&out_lock);
+	if (fd < 0) /* interrupted already: what stderr takes at once */
+		flush_pending(0);
+	while (npending) {
+		struct pollfd p[2] = {{.fd = STDERR_FILENO, .events = POLLOUT},
+		                      {.fd = fd, .events = POLLIN}};
+		int rc = fd < 0 ? 0 : poll(p, 2, -1);
+		if (rc < 0 && errno != EINTR)
+			break; /* log_flush's blocking write then */
+		if (fd < 0 || (rc > 0 && ((p[1].revents & POLLIN) || (p[0].revents & POLLNVAL)))) {
+			npending = 0; /* the user's signal wins over what nobody read */
+			any_pending = 0;
+			dropped = 0;
+			break;
+		}
+		if (rc > 0 && p[0].revents)
+			flush_pending(0);
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
 /* A line while deferring, or with lines pending: in order after them. */
 static void write_in_order(const char *line, size_t n)
 {

@@ -44,6 +44,10 @@ void log_stamped(void);
  * blocks as a plain write does. Thread-safe. */
 void log_defer(int on);
 void log_flush(void);
+/* log_flush, but what stderr has not taken by the time fd is readable (a signalfd: a
+ * terminating signal) is dropped, so that a pipe nobody reads never keeps rlock from
+ * its Ctrl-C at the end (fd -1: the signal came already; what it takes at once). */
+void log_flush_until(int fd);
 /* Write n bytes (whole lines) to stderr as log_msg writes its line: in order with it,
  * not blocking while deferring (--events -). */
 void log_write(const char *line, size_t n);

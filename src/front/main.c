@@ -619,6 +619,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */
 	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+	/* What stderr could not take (log_defer), written now; a terminating signal ends
+	 * that wait (dropping what nobody read) and is died of below. */
+	log_flush_until(hold_interrupted(h) ? -1 : termfd);
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	/* A terminating signal that came while rlock released (the command gone: nothing
