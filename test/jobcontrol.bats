@@ -266,3 +266,43 @@ SH
 	assert_equal "$(cat after)" "inner 130"
 	wait_until 30 key_absent 'rlock:{nest}'
 }
+
+# past MS: the clock (now_ms) is at MS or later.
+past() { (($(now_ms) >= $1)); }
+
+# stopped_or_gone PID: the job's rlock (PID) stopped (the shell said so) or exited.
+stopped_or_gone() { grep -q Stopped tty-out || proc_gone "$1"; }
+
+@test "Ctrl-Z after the command ended (a renewal's reply on its way, then the release's): rlock stops only once it released; fg past the lease: the command's status" {
+	# rlock stopped mid-release (in the renewal thread's join, before the release was
+	# sent) gave nothing back: continued past the lease, it found it over and left the
+	# lock to expire by its TTL, recorded lost. The release comes first now, then the
+	# job's stop, as with any job that gets Ctrl-Z while it exits.
+	local t0 cmd rl
+	# the scripts loaded (a renewal among them): one round trip each
+	"$RLOCK" -u "$REDIS_URL" -t 300ms -k rz -- sleep 0.25
+	# replies 1.5 s late, ttl 4.4 s: the first renewal is due (1.47 s) before the grant's
+	# reply comes, so it is on its way (until 3 s) when the command ends 0.3 s later; the
+	# release after it is answered at 4.5 s, inside the lease it renewed (5.9 s)
+	delay_proxy_start 1500
+	t0=$(now_ms)
+	printf '%s\n' "$RLOCK -u $PROXY_URL -t 4400ms -k rz -- sh -c 'echo \$\$ \$PPID > pids; sleep 0.3'" >&5
+	wait_until 30 test -s pids
+	read -r cmd rl <pids
+	track_pid "$rl"
+	wait_until 30 proc_gone "$cmd" # the command ended (a Ctrl-Z now is not its stop)
+	printf '\032' >&5 # Ctrl-Z: the renewal's reply, then the release's, are on their way
+	echo "# Ctrl-Z at $(($(now_ms) - t0)) ms" >&3
+	wait_until 30 stopped_or_gone "$rl"
+	echo "# stopped (or gone: a stop that came as rlock reaped) at $(($(now_ms) - t0)) ms" >&3
+	key_absent 'rlock:{rz}' # released before it stopped: not left to its TTL
+	if grep -q Stopped tty-out; then
+		wait_until 30 past $((t0 + 8000)) # the lease over, surely
+		printf 'fg\n' >&5
+	fi
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=0"
+	[[ $("$RLOCK" -u "$REDIS_URL" -k rz --history) == *released* ]]
+	[[ $("$RLOCK" -u "$REDIS_URL" -k rz --history) != *lost* ]]
+}

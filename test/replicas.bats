@@ -177,3 +177,35 @@ cut_proxy_start() {
 	done
 	redis_stop "$rpid"
 }
+
+@test "SIGINT or SIGTERM during the release's WAIT ends it at once: the release was sent (the lock gone), one line says not confirmed, rlock dies of the signal" {
+	# An operator's Ctrl-C at 3 a.m. must not wait out --io-timeout (60 s here): the
+	# replica is stopped, so the release's WAIT could only end by its deadline.
+	local replica rpid sig start
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	REDIS_PORT=$MASTER_PORT # rcli (key_exists): the master, not the stopped replica
+	for sig in INT TERM; do
+		rm -f "$BATS_TEST_TMPDIR/ran"
+		rlock_bg -u "$MASTER_URL" --wait-replicas 1 --io-timeout 60s --once-per 1h -k "iw$sig" \
+			-- sh -c "kill -STOP $rpid && touch '$BATS_TEST_TMPDIR/ran'"
+		wait_until 20 test -e "$BATS_TEST_TMPDIR/ran"
+		# released on the master: rlock now waits for the replica (the mark is written
+		# by the release itself)
+		wait_until 20 key_exists "rlock:{iw$sig}:done"
+		key_absent "rlock:{iw$sig}"
+		start=$(now_ms)
+		kill "-$sig" "$RLOCK_PID"
+		rlock_wait "$RLOCK_PID" 10
+		echo "# $sig: $(($(now_ms) - start)) ms: $(cat "$RLOCK_ERR")" >&3
+		(($(now_ms) - start < 5000)) || fail "the WAIT was not cut short by SIG$sig"
+		assert_equal "$RLOCK_STATUS" "$((128 + $(kill -l "$sig")))"
+		assert_equal "$(wc -l <"$RLOCK_ERR")" 1
+		assert_regex "$(cat "$RLOCK_ERR")" "released rlock:\{iw$sig\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): interrupted by SIG$sig.*not confirmed done \(--once-per\)"
+		key_absent "rlock:{iw$sig}"
+		kill -CONT "$rpid"
+		wait_until 20 sh -c "redis-cli -p $MASTER_PORT info replication | grep -q 'slave0:.*state=online'"
+	done
+	redis_stop "$rpid"
+}

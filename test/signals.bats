@@ -289,3 +289,21 @@ stopped() { [[ $(ps -o stat= -p "$1" | cut -c1) == T ]]; }
 	rlock_wait "$r" 30
 	assert_equal "$RLOCK_STATUS" 143
 }
+
+@test "the command ended, a slow server (replies later than ttl/3): the renewal thread stops at once, the release is made inside the lease, not 4 s later or never" {
+	# Renewals slower than ttl/3 followed each other with no nap between them, and the
+	# thread only looked at its stop in a nap: the end waited renew_stop's bound (4 s),
+	# meanwhile the thread renewed on after the command had ended, and the release,
+	# judged from the send before, found the lease over and gave nothing back.
+	# the scripts loaded (a renewal among them): one round trip each
+	"$RLOCK" -u "$REDIS_URL" -t 300ms -k slowrn -- sleep 0.25
+	delay_proxy_start 1200
+	# (no -v: its eviction check at the start would take a slow round trip more)
+	local t0
+	t0=$(now_ms)
+	run -0 --separate-stderr "$RLOCK" -u "$PROXY_URL" -t 3300ms -k slowrn -- sleep 0.2
+	echo "# $(($(now_ms) - t0)) ms: $stderr" >&3
+	[[ -z $stderr ]] || fail "stderr: $stderr"
+	key_absent 'rlock:{slowrn}' # released, not left to a TTL the thread kept renewing
+	(($(now_ms) - t0 < 5500)) || fail "the end waited for the renewal thread's bound"
+}

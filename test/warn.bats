@@ -95,3 +95,68 @@ while [ ! -e go ]; do sleep 0.02; done'
 	grep -- '--warn' k.log | head -1 >&3
 	run -0 "$RLOCK" -k kw --release --token "$RLOCK_TOKEN"
 }
+
+
+@test "warn: rlock's stderr a full pipe nobody reads: the --warn line (nor --events -) does not hold up the loss's SIGTERM (nor the lost line, the release, the exit)" {
+	# The command shares rlock's stderr (as under cron or a CI step) and fills it; a
+	# write(2) of the warning blocked the supervisor until someone read: the loss's
+	# SIGTERM never came (the watchdog's SIGKILL at 9/10 of the ttl did). The command's
+	# shell itself writes elsewhere (dash says so when its sleep dies of SIGUSR1).
+	local pid st=0
+	mkfifo errpipe
+	# fd 8 reads it (unread until the end), fd 9 writes it: opened through fd 7 (read
+	# and write: no open blocks on the FIFO), then 7 closed
+	# shellcheck disable=SC2094 # one FIFO, its two ends
+	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
+	(clean_exec "$RLOCK" -u "$REDIS_URL" -k wf -t 3s --warn USR1 --events - \
+		-c "head -c 200000 /dev/zero >&2 & exec 2>job.err; $JOB") </dev/null >out 2>&9 &
+	pid=$!
+	track_pid "$pid"
+	exec 9>&-
+	wait_until 10 test -e started
+	wait_until 10 sh -c '[ "$(perl -e "$1" 8)" -ge 60000 ]' _ \
+		'open my $f, "<&=", $ARGV[0] or die; my $n = pack "L", 0; ioctl($f, 0x541B, $n) or die; print unpack "L", $n'
+	kill -STOP "$REDIS_PID"
+	wait_until 30 test -s term.ms || st=1
+	kill -CONT "$REDIS_PID"
+	[[ -s warn.ms ]] || st=2
+	# now someone reads: rlock says what it could not write, and ends
+	timeout 20 cat <&8 | tr -d '\0' >err.txt
+	exec 8<&-
+	rlock_wait "$pid"
+	cat err.txt
+	((st == 0)) || fail "no SIGTERM ($st) while the warning waited for the full pipe"
+	((RLOCK_STATUS == 79))
+	grep -q -- '--warn' err.txt
+	grep -q 'lock lost' err.txt
+	# --events -: its lines on the same stderr, in order with rlock's, none blocking
+	grep -q '"event":"warned"' err.txt
+	grep -q '"event":"lost"' err.txt
+	key_absent 'rlock:{wf}'
+}
+
+@test "rlock's stderr a full pipe nobody reads, its lines waiting at the end: SIGTERM still ends it at once (the lock released first), dying of it" {
+	# Signals are blocked in rlock (read from a signalfd): a write(2) to a pipe nobody
+	# reads made it deaf to them for good, after the release as well.
+	local pid
+	mkfifo errpipe
+	# shellcheck disable=SC2094 # one FIFO, its two ends (as above)
+	exec 7<>errpipe 8<errpipe 9>errpipe 7<&-
+	# the command fills the pipe (non-blocking, then blocking again, as it found it) and
+	# ends; rlock's -v line of the release then waits
+	(clean_exec "$RLOCK" -v -u "$REDIS_URL" -k fe -- perl -e '
+		use Fcntl; my $f = fcntl(STDERR, F_GETFL, 0);
+		fcntl(STDERR, F_SETFL, $f | O_NONBLOCK);
+		1 while syswrite(STDERR, "x" x 4096); 1 while syswrite(STDERR, "x");
+		fcntl(STDERR, F_SETFL, $f); open my $d, ">", "filled"; close $d') </dev/null >out 2>&9 &
+	pid=$!
+	track_pid "$pid"
+	exec 9>&-
+	wait_until 20 test -e filled
+	wait_until 20 key_absent 'rlock:{fe}' # released
+	proc_alive "$pid" # and waiting for the pipe
+	kill -TERM "$pid"
+	rlock_wait "$pid" 5 || fail "SIGTERM did not end an rlock whose stderr is full"
+	exec 8<&-
+	assert_equal "$RLOCK_STATUS" 143
+}

@@ -2,9 +2,12 @@
 #include "log.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h> /* after log.h: in this file LOG_INFO is syslog's priority */
 #include <time.h>
@@ -92,6 +95,124 @@ size_t log_utf8_len(const unsigned char *p)
 	return len;
 }
 
+/* log_defer: lines stderr cannot take at once wait here, in order, for a later line or
+ * log_flush (a pipe nobody reads must not hold up the supervisor or a renewal). */
+static _Atomic int deferring;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static char pending[32768];
+static size_t npending;
+static unsigned long dropped;   /* lines that did not fit in pending */
+static _Atomic int any_pending; /* npending != 0, read without the lock */
+
+/* Write what is pending, line by line; without wait, only while stderr takes it without
+ * blocking (a pipe with room takes a line of up to PIPE_BUF whole). A write error (the
+ * reader gone: EPIPE, SIGPIPE blocked) drops it, as it would have dropped the line.
+ * Under out_lock. */
+static void flush_pending(int wait)
+{
+	size_t off = 0;
+
+	while (off < npending) {
+		const char *nl = memchr(pending + off, '\n', npending - off);
+		size_t len = nl ? (size_t)(nl - (pending + off)) + 1 : npending - off;
+		struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+		if (!wait && (poll(&p, 1, 0) != 1 || !(p.revents & (POLLOUT | POLLERR | POLLHUP))))
+			break;
+		ssize_t w = write(STDERR_FILENO, pending + off, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN && !wait)
+			break;
+		off = w <= 0 ? npending : off + (size_t)w;
+	}
+	memmove(pending, pending + off, npending - off);
+	npending -= off;
+	any_pending = npending != 0;
+}
+
+void log_defer(int on)
+{
+	static int registered;
+
+	if (on && !registered && atexit(log_flush) == 0)
+		registered = 1;
+	deferring = on;
+}
+
+void log_flush(void)
+{
+	char note[128];
+
+	pthread_mutex_lock(&out_lock);
+	flush_pending(1);
+	if (dropped) {
+		size_t pre = log_prefix(note, 64);
+		int w = snprintf(note + pre, sizeof note - pre,
+		                 "%lu diagnostic line(s) not written: stderr was full\n", dropped);
+		dropped = 0;
+		if (w > 0 && write(STDERR_FILENO, note, pre + (size_t)w) < 0)
+			(void)0; /* nowhere left to say it */
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
+void log_flush_until(int fd)
+{
+	pthread_mutex_lock(&out_lock);
+	if (fd < 0) /* interrupted already: what stderr takes at once */
+		flush_pending(0);
+	while (npending) {
+		struct pollfd p[2] = {{.fd = STDERR_FILENO, .events = POLLOUT},
+		                      {.fd = fd, .events = POLLIN}};
+		int rc = fd < 0 ? 0 : poll(p, 2, -1);
+		if (rc < 0 && errno != EINTR)
+			break; /* log_flush's blocking write then */
+		if (fd < 0 || (rc > 0 && ((p[1].revents & POLLIN) || (p[0].revents & POLLNVAL)))) {
+			npending = 0; /* the user's signal wins over what nobody read */
+			any_pending = 0;
+			dropped = 0;
+			break;
+		}
+		if (rc > 0 && p[0].revents)
+			flush_pending(0);
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
+/* A line while deferring, or with lines pending: in order after them. */
+static void write_in_order(const char *line, size_t n)
+{
+	pthread_mutex_lock(&out_lock);
+	if (deferring) {
+		if (npending + n <= sizeof pending) {
+			memcpy(pending + npending, line, n);
+			npending += n;
+		} else {
+			dropped++;
+		}
+		flush_pending(0);
+	} else {
+		flush_pending(1);
+		ssize_t w;
+		do
+			w = write(STDERR_FILENO, line, n);
+		while (w < 0 && errno == EINTR);
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
+void log_write(const char *line, size_t n)
+{
+	if (deferring || any_pending) {
+		write_in_order(line, n);
+		return;
+	}
+	ssize_t w;
+	do
+		w = write(STDERR_FILENO, line, n);
+	while (w < 0 && errno == EINTR);
+}
+
 void log_msg(int level, const char *fmt, ...)
 {
 	char raw[1024], line[2048];
@@ -112,10 +233,7 @@ void log_msg(int level, const char *fmt, ...)
 	size_t n = strlen(line);
 	line[n++] = '\n';
 	/* One write, so lines from the renewal thread never interleave mid-line. */
-	ssize_t w;
-	do
-		w = write(STDERR_FILENO, line, n);
-	while (w < 0 && errno == EINTR);
+	log_write(line, n);
 	if (use_syslog)
 		syslog(level == LOG_ERROR  ? LOG_ERR
 		       : level == LOG_WARN ? LOG_WARNING

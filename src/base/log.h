@@ -37,6 +37,21 @@ void log_to_syslog(void);
  * outlives the run: the keeper's --log-file). */
 void log_stamped(void);
 
+/* While the command runs (on), a line stderr cannot take at once (a full pipe nobody
+ * reads) never blocks the caller: it waits, in order, in a bounded buffer (a line that
+ * does not fit is counted, and the count said), written as stderr takes it, before any
+ * later line, and by log_flush (registered with atexit; child_die_of calls it), which
+ * blocks as a plain write does. Thread-safe. */
+void log_defer(int on);
+void log_flush(void);
+/* log_flush, but what stderr has not taken by the time fd is readable (a signalfd: a
+ * terminating signal) is dropped, so that a pipe nobody reads never keeps rlock from
+ * its Ctrl-C at the end (fd -1: the signal came already; what it takes at once). */
+void log_flush_until(int fd);
+/* Write n bytes (whole lines) to stderr as log_msg writes its line: in order with it,
+ * not blocking while deferring (--events -). */
+void log_write(const char *line, size_t n);
+
 /* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
  * terminates. For untrusted text: server replies, holder metadata, file names. */
 void log_escape(char *dst, size_t n, const char *src, size_t srclen);

@@ -111,6 +111,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	         o->max_hold_ms > 0 ? " and --max-hold" : "");
 	struct child ch;
 	int64_t started = clock_ms();
+	log_defer(1); /* as run(): a full stderr never holds up the supervisor (log.h) */
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, -1, -1);
 	if (rc != 0)
 		exit(rc);
@@ -124,6 +125,7 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 	rewatch_supervise(w, &sa);
 	rc = child_supervise(&ch, &sa);
 	child_finish(&ch);
+	child_unlisten_stop(&ch); /* nothing to give back */
 	if (rewatch_end(w, !ch.lost) < 0)
 		exit(RL_EX_LOST);
 	if (ch.term_sig)
@@ -528,12 +530,16 @@ static int late_signal(int sigfd)
 
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
-               const sigset_t *orig)
+               int termfd, const sigset_t *orig)
 {
 	struct child ch;
 	int64_t started = clock_ms();
 
 	child_environment(re, h, o->warn_signal);
+	/* From here to the exit, a full stderr (a pipe nobody reads, shared with the
+	 * command) never holds up the supervisor, a renewal or the release: lines wait
+	 * (log.h), written as it takes them and at the exit. */
+	log_defer(1);
 	int ignore = o->on_lost == LOST_IGNORE;
 	int rc = child_spawn(&ch, o->argv, o->shell_command, orig, ignore ? -1 : hold_kill_at(h),
 	                     ignore ? -1 : hold_lost_at(h));
@@ -594,7 +600,11 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		hold_set_preempted(h);
 	if (rc == 0 && !asked && o->lock.once_per_ms > 0)
 		hold_mark_done(h); /* success only: a failed run leaves the next one to retry */
+	/* The command is gone: a terminating signal now ends the release's WAITs at once
+	 * (never the release), said on its line; rlock dies of it below. */
+	hold_release_interruptible(h, termfd);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
+	child_unlisten_stop(&ch); /* released: a Ctrl-Z since then stops rlock now */
 	if (asked)
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
@@ -617,14 +627,18 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */
 	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+	/* What stderr could not take (log_defer), written now; a terminating signal ends
+	 * that wait (dropping what nobody read) and is died of below. */
+	log_flush_until(hold_interrupted(h) ? -1 : termfd);
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	/* A terminating signal that came while rlock released (the command gone: nothing
 	 * to forward it to) is not lost: released, rlock dies of it, as before the command
 	 * started, so that a calling shell or loop sees the interrupt. Not over a status
 	 * of rlock's own (79, 81, 124, 137). */
-	int late =
-	    rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out ? late_signal(sigfd) : 0;
+	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out
+	               ? hold_interrupted(h) ? hold_interrupted(h) : late_signal(sigfd)
+	               : 0;
 	if (late)
 		child_die_of(late);
 	return rc;
@@ -722,8 +736,10 @@ int main(int argc, char **argv)
 	store_while_waiting(NULL);
 	/* From here on, signals are the supervisor's to forward. */
 	store_set_abort_fd(-1);
-	close(termfd);
-	if (o.mode == MODE_ACQUIRE)
+	if (o.mode == MODE_ACQUIRE) {
+		close(termfd);
 		return keeper_hold(&hold, sigfd, &k);
-	return run(&hold, &o, &re, sigfd, &orig);
+	}
+	/* termfd stays open (close-on-exec): it ends the release's waits (run) */
+	return run(&hold, &o, &re, sigfd, termfd, &orig);
 }

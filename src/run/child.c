@@ -144,6 +144,7 @@ void child_die_of(int sig)
 	/* As timeout(1): the shell must see the signal, not a core file. */
 	struct rlimit no_core = {0, 0};
 
+	log_flush(); /* what stderr could not take while the command ran (log_defer) */
 	setrlimit(RLIMIT_CORE, &no_core);
 	signal(sig, SIG_DFL);
 	sigemptyset(&s);
@@ -797,7 +798,8 @@ static int stop_listen(const sigset_t *orig)
 	return fd;
 }
 
-/* The command is done: a SIGTSTP stops rlock again (one pending now does at once). */
+/* The command is done (and its locks given back: child_unlisten_stop): a SIGTSTP stops
+ * rlock again (one pending now does at once). */
 static void stop_unlisten(struct child *ch)
 {
 	sigset_t t;
@@ -1458,11 +1460,17 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	return supervised_status(ch, &s, st);
 }
 
+void child_unlisten_stop(struct child *ch)
+{
+	stop_unlisten(ch);
+}
+
 void child_finish(struct child *ch)
 {
 	hand_terminal(ch->tty, ch->pid, getpgrp());
 	tty_drop(ch);
-	stop_unlisten(ch);
+	/* SIGTSTP stays blocked (child_unlisten_stop): a Ctrl-Z now must not stop rlock
+	 * before the release, past which the lease may end with the lock never given back */
 	if (ch->watch_fd >= 0) {
 		/* Disarm it only when nothing is left to kill (not after a supervision that
 		 * failed): otherwise the end of its pipe makes it kill the group. */

@@ -153,4 +153,10 @@ int child_supervise(struct child *ch, const struct supervise_args *a);
  * wait for it: it exits on its own. */
 void child_finish(struct child *ch);
 
+/* After child_finish and the release: from here on a SIGTSTP (Ctrl-Z to rlock's group)
+ * stops rlock at once, as before the command, and one that came since the command ended
+ * (kept blocked meanwhile, so that rlock never stops with a lock to give back) stops it
+ * now: the shell gets its job's stop, `fg` the exit. */
+void child_unlisten_stop(struct child *ch);
+
 #endif

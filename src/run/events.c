@@ -279,6 +279,11 @@ static void write_line(enum ev_kind kind, const struct ev_facts *f, const struct
 		at = sizeof buf - 3; /* cut short: still one line, never two */
 	buf[at++] = '}';
 	buf[at++] = '\n';
+	if (ev.fd == STDERR_FILENO) { /* "-": in order with rlock's lines, never blocking
+		                       * the supervisor on a full pipe (log_defer) */
+		log_write(buf, at);
+		return;
+	}
 	/* One write(2), O_APPEND: lines of concurrent runs never interleave. */
 	ssize_t w;
 	do

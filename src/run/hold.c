@@ -16,6 +16,7 @@
 #include "events.h"
 #include "holder.h"
 #include "log.h"
+#include "parse.h"
 #include "renew.h"
 
 /* The lease of lock i is over by rlock's clock: nothing is released (lease.h), but the
@@ -88,6 +89,20 @@ static int handover_taken(struct store *s, const struct lock *l, char *to, size_
  * was, on the connection that wrote it (used): a failover to a replica that never saw
  * it, or a restart from an AOF that never had it, brings the lock back and loses the
  * mark (issue 41). hold.h. */
+static void unconfirmed_why(int aof, int replicas, const char *err, char *why, size_t len)
+{
+	if (!aof)
+		snprintf(why, len,
+		         "not confirmed by %d replica(s) (--wait-replicas): %s; a failover now can "
+		         "bring the lock back until its TTL",
+		         replicas, err);
+	else
+		snprintf(why, len,
+		         "not confirmed in the AOF (%s); a crash or a failover now can bring the "
+		         "lock back until its TTL",
+		         err);
+}
+
 int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
                         char *why, size_t len)
 {
@@ -96,20 +111,63 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
 
 	why[0] = '\0';
 	if (replicas > 0 && (!used || store_wait_replicas(used, replicas, err, sizeof err) < 0)) {
-		snprintf(why, len,
-		         "not confirmed by %d replica(s) (--wait-replicas): %s; a failover now can "
-		         "bring the lock back until its TTL",
-		         replicas, used ? err : "the connection that wrote is gone");
+		unconfirmed_why(0, replicas, used ? err : "the connection that wrote is gone", why,
+		                len);
 		return 1;
 	}
 	if (aof && (!used || store_wait_aof(used, aof_local, aof_replicas, err, sizeof err) < 0)) {
-		snprintf(why, len,
-		         "not confirmed in the AOF (%s); a crash or a failover now can bring the "
-		         "lock back until its TTL",
-		         used ? err : "--wait-aof: the connection that wrote is gone");
-		return 1;
+		unconfirmed_why(1, 0, used ? err : "--wait-aof: the connection that wrote is gone",
+		                why, len);
+		return 2;
 	}
 	return 0;
+}
+
+/* The release's waits (its --wait-replicas WAIT, --wait-aof WAITAOF, a --preempt
+ * hand-over's watch) come after the command: a terminating signal on h->abort_fd
+ * (hold_release_interruptible) ends them at once, as an operator's Ctrl-C expects; the
+ * release itself is never cut short (it is sent, the lock never left held). The signal
+ * is read off the fd into h->interrupted, so that every later wait is skipped and the
+ * caller dies of it. 1: interrupted (now or before). */
+static int release_interrupted(struct hold *h)
+{
+	struct signalfd_siginfo si;
+
+	if (!h->interrupted && h->abort_fd >= 0 &&
+	    read(h->abort_fd, &si, sizeof si) == (ssize_t)sizeof si)
+		h->interrupted = (int)si.ssi_signo;
+	return h->interrupted != 0;
+}
+
+/* The store's waits in this thread end on h->abort_fd's signal (on) or not (off); not
+ * touched for a hold that has none (a keeper's; a give-back before the command, whose
+ * waits end on the acquire's own abort fd). */
+static void release_waits_abortable(const struct hold *h, int on)
+{
+	if (h->abort_fd >= 0)
+		store_set_abort_fd(on ? h->abort_fd : -1);
+}
+
+/* release_unconfirmed, its waits ended by a terminating signal (release_interrupted). */
+static int release_unconfirmed_or_signal(struct hold *h, int aof_local, int aof_replicas,
+                                         struct store *used, char *why, size_t len)
+{
+	int replicas = h->wait_replicas, aof = aof_local > 0 || aof_replicas > 0;
+	int rc = 0;
+	char sig[64];
+
+	why[0] = '\0';
+	if (!h->interrupted) {
+		release_waits_abortable(h, 1);
+		rc = release_unconfirmed(replicas, aof_local, aof_replicas, used, why, len);
+		release_waits_abortable(h, 0);
+	}
+	if ((rc != 0 || h->interrupted) && (replicas > 0 || aof) && release_interrupted(h)) {
+		snprintf(sig, sizeof sig, "interrupted by SIG%s", signal_name(h->interrupted));
+		unconfirmed_why(rc == 2 || replicas <= 0, replicas, sig, why, len);
+		rc = 1;
+	}
+	return rc;
 }
 
 /* Give back lock i: on its renewal thread's handle when it renewed, else on the main
@@ -150,7 +208,13 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	 * what only it has is lost (issue 41). Not confirmed is said, never "done". */
 	char unconfirmed[300] = "";
 	struct store *used = live ? live : h->s;
-	if (handed && handover_taken(used, l, h->handed_to, sizeof h->handed_to) == 0) {
+	int taken = -1;
+	if (handed && !h->interrupted) { /* its watch ends too on a signal (-1: cannot tell) */
+		release_waits_abortable(h, 1);
+		taken = handover_taken(used, l, h->handed_to, sizeof h->handed_to);
+		release_waits_abortable(h, 0);
+	}
+	if (handed && taken == 0) {
 		h->handed_over = 0;
 		h->handover_untaken = 1;
 		/* the release left the run open for the request's grant to end it preempted:
@@ -165,9 +229,9 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	 * TTL, as a crashed holder does, not worth the fsync's second (everysec) */
 	int keeps = (l->mark_done && l->ask.once_per_ms > 0) || keep_ms > 0;
 	if (rc == LOCK_OK)
-		release_unconfirmed(h->wait_replicas, keeps ? h->wait_aof_local : 0,
-		                    keeps ? h->wait_aof_replicas : 0, used, unconfirmed,
-		                    sizeof unconfirmed);
+		release_unconfirmed_or_signal(h, keeps ? h->wait_aof_local : 0,
+		                              keeps ? h->wait_aof_replicas : 0, used, unconfirmed,
+		                              sizeof unconfirmed);
 	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
@@ -292,6 +356,16 @@ int hold_preempted(const struct hold *h, char *who, size_t n)
 		}
 	}
 	return 0;
+}
+
+void hold_release_interruptible(struct hold *h, int fd)
+{
+	h->abort_fd = fd;
+}
+
+int hold_interrupted(const struct hold *h)
+{
+	return h->interrupted;
 }
 
 int hold_release(struct hold *h, int64_t keep_ms)
@@ -574,6 +648,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->s = s;
 	h->n = 0;
 	h->epfd = -1;
+	h->abort_fd = -1;
+	h->interrupted = 0;
 	h->failed = sp->names[0];
 	h->wait_replicas = sp->wait_replicas;
 	h->wait_aof_local = sp->wait_aof_local;

@@ -55,6 +55,9 @@ struct hold {
 	/* hold_release, handed over: "preempted by HOST pid N [LABEL]", the request it went
 	 * to (another may have asked since the renewal that stopped the command), or "" */
 	char handed_to[300];
+	/* hold_release_interruptible: the signalfd that ends the release's waits (-1: none),
+	 * and the signal that did (0: none) */
+	int abort_fd, interrupted;
 	/* last: a run writes the fields above and its locks, each page a page fault */
 	struct lock l[HOLD_LOCKS_MAX];
 };
@@ -137,6 +140,14 @@ void hold_abandon_lost(struct hold *h);
 void hold_drop_main(struct hold *h);
 
 enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
+
+/* From here on, a terminating signal readable on fd (a signalfd; -1: none) ends the
+ * waits hold_release makes after a release was sent (--wait-replicas, --wait-aof, a
+ * --preempt hand-over's watch) at once, never the release itself; the release's line
+ * then says it was not confirmed, interrupted by that signal. The signal is read off fd
+ * (not left pending): hold_interrupted() names it, the caller's to die of. */
+void hold_release_interruptible(struct hold *h, int fd);
+int hold_interrupted(const struct hold *h);
 
 /* After a release on used (NULL: its connection is gone) with --wait-replicas N and
  * --wait-aof L,R (0: not asked): 0 and "" when what it wrote is confirmed, else 1 and

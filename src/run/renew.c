@@ -55,13 +55,18 @@ static int nap(struct renew *r, int64_t until)
 {
 	for (;;) {
 		int64_t left = until - clock_ms();
-		if (left <= 0)
-			return 0;
+		/* The stop is looked at even when the time is up: renewals slower than ttl/3
+		 * (a slow server) follow each other with no nap between them, and a stop seen
+		 * only in a nap waited renew_stop's whole bound (4 s) while the thread renewed
+		 * on after the command had ended. */
 		struct pollfd p = {.fd = r->stop_fd, .events = POLLIN};
-		int rc = poll(&p, 1, left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)left);
+		int rc = poll(&p, 1,
+		              left <= 0                 ? 0
+		              : left > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS
+		                                        : (int)left);
 		if (rc > 0)
 			return 1;
-		if (rc < 0 && errno != EINTR)
+		if (left <= 0 || (rc < 0 && errno != EINTR))
 			return 0;
 	}
 }
