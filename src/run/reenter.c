@@ -131,6 +131,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	int left = 0;
 
 	inherited_read(&r->ih);
+	int asked[REENTER_MAX] = {0}; /* per inherited hold: its key is a name asked for */
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -146,6 +147,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			struct holding hd;
 			if (strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
+			asked[j] = 1;
 			int rc =
 			    ask_holder(s, &probe, name, r->ih.in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
@@ -162,6 +164,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				                     cap < o->deadline_ms ? cap : o->deadline_ms);
 			if (rc != 1)
 				continue;
+			r->ih.in[j].live = 1;
 			/* A token whose holder died (an escaped process, a dead keeper's
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
@@ -173,6 +176,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				         "the lock anew",
 				         name, pid);
 				r->ih.in[j].stale = 1;
+				r->ih.in[j].live = 0;
 				continue;
 			}
 			if (!grants(mode, limit, o)) {
@@ -227,6 +231,14 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			log_info("lock '%s' is already held by this process tree (re-entrant)",
 			         name);
 	}
+	/* The inherited holds of names not asked for are listed on to the command too:
+	 * not those this server says are stale (variables a CI runner or a finished step
+	 * exported, whose --held inside the command would say 79). --acquire asks the
+	 * same itself (keeper.c) for the holds it lists. */
+	for (int j = 0; !o->keeper && j < r->ih.n; j++)
+		if (!asked[j] && !r->ih.in[j].stale &&
+		    inherited_gone(s, &r->ih.in[j], o->io_timeout_ms, o->deadline_ms))
+			r->ih.in[j].stale = 1;
 	o->nnames = left;
 	return left;
 }
