@@ -58,13 +58,21 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 /* Environment of the command: the user's own, untouched (as flock and timeout pass
  * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
  * or taken here) and the lease length of those taken here. A secret rlock read from a
- * file or the config is never added. */
+ * file or the config is never added. RLOCK_WARN_SIGNAL is this run's --warn, or,
+ * without it, an ancestor's that the server says still holds a lock inherited here
+ * (its warning reaches the command: this rlock passes the signal on); else it is
+ * removed (a CI runner's, a finished step's: no signal of that name is coming). */
 static void child_environment(const struct reenter *r, const struct hold *h, int warn_signal)
 {
 	char v[32];
+	int ancestor = 0;
 
+	for (int j = 0; j < r->ih.n && !ancestor; j++)
+		ancestor = r->ih.in[j].live;
 	if (warn_signal)
 		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
+	else if (!ancestor)
+		unsetenv("RLOCK_WARN_SIGNAL");
 	reenter_environment(r, h->l, h->n);
 	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ask.ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
