@@ -68,6 +68,17 @@ EOF
 	assert_output --partial 'key=fromcli:{x}'
 }
 
+@test "a relative \$RLOCK_CONFIG is refused (64, one line): it reaches the command's nested runs, in other directories" {
+	printf 'prefix = fromenv:\n' | write_conf env.conf
+	RLOCK_CONFIG=env.conf run -64 --separate-stderr rlock -k x -- true
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_output ''
+	[[ $stderr == *"RLOCK_CONFIG: 'env.conf' is not an absolute path"* ]] || fail "$stderr"
+	# the command of a run that read it (absolute) finds the same file from anywhere
+	RLOCK_CONFIG=$PWD/env.conf run -0 rlock -k x -- sh -c 'cd / && "$RLOCK" -k y -c "$0"' "$show_env"
+	assert_output --partial 'key=fromenv:{y}'
+}
+
 @test "\$XDG_CONFIG_HOME/rlock/config is read" {
 	printf 'prefix = xdg:\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
 	run -0 rlock -k x -c "$show_env"

@@ -1125,10 +1125,10 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 /* ---- config file ------------------------------------------------------------------ */
 
 /* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
- * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist), and
- * an empty $RLOCK_CONFIG or /dev/null none at all; else /etc/rlock.conf, then
- * rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the first named is
- * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
+ * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist;
+ * $RLOCK_CONFIG's absolute, else 64), and an empty $RLOCK_CONFIG or /dev/null none at all; else
+ * /etc/rlock.conf, then rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the
+ * first named is the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
  * ~/.config): merged key by key, the later wins (as git and systemd do). */
 #define CONFIG_LAYERS_MAX 10
 #define CONFIG_PATH_MAX   4096
@@ -1156,6 +1156,14 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
 	int n = 0;
 
+	/* The variable reaches every run under it, the command's nested ones too: a
+	 * relative path would name another file in a command that changes directory (as
+	 * a path in a config file would, which must be absolute too). */
+	if (!cli_path && env && *env && env[0] != '/')
+		usage_error("RLOCK_CONFIG: '%.200s' is not an absolute path (it reaches runs in "
+		            "other directories: a nested rlock would read another file); give "
+		            "an absolute one, or --config",
+		            env);
 	*explicit = one != NULL;
 	if (one) {
 		if (*one && strcmp(one, "/dev/null") != 0)
