@@ -2159,7 +2159,9 @@ static void validate_break(struct opts *o)
 
 /* --acquire: the keeper changes to "/" before it opens its log or loads the TLS files
  * (its renewals reload them), so a relative path is made absolute here, against the
- * caller's directory (--events and --metrics-file: events_setup). */
+ * caller's directory (--events and --metrics-file: events_setup); so are those of the
+ * trust store OpenSSL reads without --cacert (SSL_CERT_FILE, each of SSL_CERT_DIR's),
+ * in this process's environment: the keeper runs no command. */
 static void keeper_paths(struct opts *o)
 {
 	const char **path[] = {&o->log_file, &o->tls.cacert, &o->tls.cacertdir, &o->tls.cert,
@@ -2174,6 +2176,31 @@ static void keeper_paths(struct opts *o)
 		if (!getcwd(cwd, sizeof cwd) || asprintf(&abs, "%s/%s", cwd, p) < 0)
 			usage_error("--acquire: cannot make '%s' absolute: %s", p, strerror(errno));
 		*path[i] = abs; /* lives as long as the options */
+	}
+	for (int i = 0; o->mode == MODE_ACQUIRE && i < 2; i++) {
+		const char *var = i ? "SSL_CERT_DIR" : "SSL_CERT_FILE", *v = getenv(var);
+		char *abs = NULL;
+		size_t len = 0;
+		FILE *m = NULL;
+		int relative = 0;
+		for (const char *p = v; p && *p;) {
+			size_t n = i ? strcspn(p, ":") : strlen(p);
+			relative |= n > 0 && p[0] != '/';
+			p += n + (p[n] == ':');
+		}
+		if (!relative)
+			continue;
+		if (!getcwd(cwd, sizeof cwd) || !(m = open_memstream(&abs, &len)))
+			usage_error("--acquire: cannot make %s absolute: %s", var, strerror(errno));
+		for (const char *p = v; *p;) {
+			size_t n = i ? strcspn(p, ":") : strlen(p);
+			fprintf(m, "%s%s%s%.*s", p == v ? "" : ":", n > 0 && p[0] != '/' ? cwd : "",
+			        n > 0 && p[0] != '/' ? "/" : "", (int)n, p);
+			p += n + (p[n] == ':');
+		}
+		if (fclose(m) != 0 || setenv(var, abs, 1) < 0)
+			usage_error("--acquire: cannot make %s absolute: %s", var, strerror(errno));
+		free(abs);
 	}
 }
 
