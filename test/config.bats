@@ -120,6 +120,15 @@ EOF
 	assert_output --partial 'key=home:{x}'
 }
 
+@test "a relative HOME is no home: the directory the job runs in names no ~/.config/rlock/config" {
+	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
+	HOME=. XDG_CONFIG_HOME= run -0 rlock -k x -c "$show_env"
+	refute_output --partial 'key=checkout:'
+	# an absolute one is read
+	HOME=$PWD XDG_CONFIG_HOME= run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=checkout:{x}'
+}
+
 @test "a relative path in a config file is refused (64, FILE:LINE): a config serves runs in any directory" {
 	# cacert = ca.pem would trust the CA of whatever directory a job runs in (a
 	# checkout's); a password file, a log, the events and metrics files likewise.

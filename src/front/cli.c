@@ -719,6 +719,17 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
 
+/* $CREDENTIALS_DIRECTORY names a directory for every run under it (systemd's is
+ * absolute): a relative one would name another in each directory a command changes
+ * to, as a relative RLOCK_CONFIG would. 64, one line. */
+static void credentials_absolute(const char *dir)
+{
+	if (dir[0] != '/')
+		usage_error("CREDENTIALS_DIRECTORY: '%.200s' is not an absolute path (systemd "
+		            "sets an absolute one)",
+		            dir);
+}
+
 /* A systemd credential (LoadCredential=, SetCredential=): the file NAME in
  * $CREDENTIALS_DIRECTORY, into path. NAME is one file name, never a path. */
 static void credential_path(char *path, size_t n, const char *name, const char *src)
@@ -732,6 +743,7 @@ static void credential_path(char *path, size_t n, const char *name, const char *
 		usage_error("%s: cred:%.100s needs $CREDENTIALS_DIRECTORY (systemd's "
 		            "LoadCredential=), which is not set",
 		            src, name);
+	credentials_absolute(dir);
 	if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n)
 		usage_error("%s: $CREDENTIALS_DIRECTORY is too long", src);
 }
@@ -806,8 +818,10 @@ static void credential_password(struct state *s)
 	const char *dir = getenv("CREDENTIALS_DIRECTORY");
 	char path[PATH_MAX];
 
-	if (s->o->has_password || !dir || !*dir ||
-	    (size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
+	if (s->o->has_password || !dir || !*dir)
+		return;
+	credentials_absolute(dir);
+	if ((size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
 		return;
 	read_password_file(s, path, "$CREDENTIALS_DIRECTORY/rlock-password", R_NONE, SECRET_DATA,
 	                   1);
@@ -1204,9 +1218,9 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
-	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset */
+	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset or relative */
 	const char *home = getenv("HOME");
-	if (!home || !*home) {
+	if (!home || home[0] != '/') { /* a relative one too, as XDG_CONFIG_HOME's */
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
