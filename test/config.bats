@@ -122,10 +122,10 @@ EOF
 
 @test "a relative HOME is no home: the directory the job runs in names no ~/.config/rlock/config" {
 	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
-	HOME=. XDG_CONFIG_HOME= run -0 rlock -k x -c "$show_env"
+	HOME=. XDG_CONFIG_HOME='' run -0 rlock -k x -c "$show_env"
 	refute_output --partial 'key=checkout:'
 	# an absolute one is read
-	HOME=$PWD XDG_CONFIG_HOME= run -0 rlock -k x -c "$show_env"
+	HOME=$PWD XDG_CONFIG_HOME='' run -0 rlock -k x -c "$show_env"
 	assert_output --partial 'key=checkout:{x}'
 }
 
