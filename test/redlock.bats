@@ -1144,3 +1144,14 @@ hold_on() {
 	assert_equal "$(cat fence)" 2
 	assert_equal "$(keys_left p)" 0
 }
+
+@test "Redlock: another lock's stale variables (a --release'd --acquire's) are not passed on to a run's command; a live ancestor's are (--held inside: 0)" {
+	eval "$(rlock -k OTHER -n --acquire)"
+	run -0 rlock -k OTHER --release
+	run -0 rlock -k A -- sh -c 'echo "${RLOCK_KEYS-}" >vars; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" ''
+	run -0 rlock -k A -- "$RLOCK" -k B -- sh -c 'echo "$RLOCK_KEYS" >vars; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
+}
