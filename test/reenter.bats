@@ -495,3 +495,15 @@ db1_url() { if [[ $REDIS_URL == unix://* ]]; then echo "$REDIS_URL?db=1"; else e
 	assert_line 'held 0'
 	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
 }
+
+@test "a nested run granted every name sets RLOCK_TTL_MS from its holder's lease, never the environment's (a keeper's eval sets none)" {
+	export RLOCK_TTL_MS=123
+	eval "$(rlock -t 7s -k A -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	run -0 rlock -k A -- sh -c 'echo "ttl=${RLOCK_TTL_MS-unset}"'
+	assert_output 'ttl=7000'
+	run -0 rlock -k A --release
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	run -0 rlock -t 9s -k A -- "$RLOCK" -k A -- sh -c 'echo "ttl=${RLOCK_TTL_MS-unset}"'
+	assert_output 'ttl=9000'
+}

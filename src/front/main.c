@@ -172,6 +172,16 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 		return;
 	}
 	reenter_environment(r, NULL, 0);
+	/* The lease its command runs under: the first name's holder's, as its record says
+	 * (never an RLOCK_TTL_MS the environment gave: a keeper's eval sets none) */
+	long long ttl = r->held[0] >= 0 ? r->ih.in[r->held[0]].ttl_ms : 0;
+	if (ttl > 0) {
+		char v[32];
+		snprintf(v, sizeof v, "%lld", ttl);
+		setenv("RLOCK_TTL_MS", v, 1);
+	} else {
+		unsetenv("RLOCK_TTL_MS");
+	}
 	run_reentered(o, r, s, sigfd, orig);
 }
 

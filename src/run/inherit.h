@@ -24,6 +24,9 @@ struct inherited {
 	/* this server said its token holds the key now (a live ancestor: reenter_plan,
 	 * inherited_gone) */
 	int live;
+	/* reenter_plan, a granted hold: the lease length its holder's record gives, 0
+	 * unknown (the command's RLOCK_TTL_MS) */
+	long long ttl_ms;
 };
 
 struct inherited_holds {

@@ -57,10 +57,12 @@ static int pid_gone(const struct holder *h)
 	return proc_stat_read(h->pid, &st) == 0 && !proc_stat_live(&st);
 }
 
-/* reenter.h. A keeper is judged by the mark it left (keeper_judge), any other holder
- * by its pid on this host (pid_gone). */
-int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
-                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+/* reenter_holder_gone, and the lease length the holder's record gives into *ttl_ms
+ * (0: unknown). A keeper is judged by the mark it left (keeper_judge), any other
+ * holder by its pid on this host (pid_gone). */
+static int holder_gone(struct store *s, const struct lock *l, const char *token,
+                       int64_t io_timeout_ms, int64_t deadline_ms, long long *pid,
+                       long long *ttl_ms)
 {
 	struct holders *hs = malloc(sizeof *hs); /* large */
 	char err[300];
@@ -78,10 +80,20 @@ int reenter_holder_gone(struct store *s, const struct lock *l, const char *token
 			                 : -2;
 			gone = keeper == 0 || (keeper == -2 && pid_gone(h));
 			*pid = h->pid;
+			*ttl_ms = h->ttl_ms > 0 ? h->ttl_ms : 0;
 			break;
 		}
 	free(hs);
 	return gone;
+}
+
+/* reenter.h */
+int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
+                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+{
+	long long ttl;
+
+	return holder_gone(s, l, token, io_timeout_ms, deadline_ms, pid, &ttl);
 }
 
 /* Does token hold l now (store_is_holder)? Waiting, a server that cannot say now (a
@@ -169,8 +181,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
-			if (reenter_holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
-			                        o->deadline_ms, &pid)) {
+			if (holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
+			                o->deadline_ms, &pid, &r->ih.in[j].ttl_ms)) {
 				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",
