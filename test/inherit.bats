@@ -429,4 +429,13 @@ copier_foreground() {
 	# under an ancestor without --warn, nothing names a signal
 	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -- "$RLOCK" -k B -- sh -c "$show"
 	assert_output 'warn=unset'
+	# nor under a keeper (it sends no signal: its warning goes to its log), granted
+	# whole or in part
+	eval "$(rlock -k A -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -- sh -c "$show"
+	assert_output 'warn=unset'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	run -0 rlock -k A --release
 }

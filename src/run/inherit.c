@@ -38,6 +38,7 @@ static void add(struct inherited_holds *r, const char *key, size_t kn, const cha
 	h->fence[fn] = '\0';
 	h->stale = h->live = 0;
 	h->ttl_ms = 0;
+	h->keeper = 0;
 	long long v;
 	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */

@@ -25,8 +25,9 @@ struct inherited {
 	 * inherited_gone) */
 	int live;
 	/* reenter_plan, a granted hold: the lease length its holder's record gives, 0
-	 * unknown (the command's RLOCK_TTL_MS) */
+	 * unknown (the command's RLOCK_TTL_MS), */
 	long long ttl_ms;
+	int keeper; /* and its holder is an --acquire keeper (which sends no --warn signal) */
 };
 
 struct inherited_holds {

@@ -57,12 +57,12 @@ static int pid_gone(const struct holder *h)
 	return proc_stat_read(h->pid, &st) == 0 && !proc_stat_live(&st);
 }
 
-/* reenter_holder_gone, and the lease length the holder's record gives into *ttl_ms
- * (0: unknown). A keeper is judged by the mark it left (keeper_judge), any other
- * holder by its pid on this host (pid_gone). */
+/* reenter_holder_gone; and into *in (unless NULL) what the holder's record says: its
+ * lease length and whether it is a keeper. A keeper is judged by the mark it left
+ * (keeper_judge), any other holder by its pid on this host (pid_gone). */
 static int holder_gone(struct store *s, const struct lock *l, const char *token,
                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid,
-                       long long *ttl_ms)
+                       struct inherited *in)
 {
 	struct holders *hs = malloc(sizeof *hs); /* large */
 	char err[300];
@@ -75,12 +75,14 @@ static int holder_gone(struct store *s, const struct lock *l, const char *token,
 			const struct holder *h = &hs->h[k];
 			if (strcmp(h->token, token) != 0)
 				continue;
-			int keeper = strcmp(h->cmd, KEEPER_CMD) == 0
-			                 ? keeper_judge(l->key, h->token, h->pid)
-			                 : -2;
+			int is_keeper = strcmp(h->cmd, KEEPER_CMD) == 0;
+			int keeper = is_keeper ? keeper_judge(l->key, h->token, h->pid) : -2;
 			gone = keeper == 0 || (keeper == -2 && pid_gone(h));
 			*pid = h->pid;
-			*ttl_ms = h->ttl_ms > 0 ? h->ttl_ms : 0;
+			if (in) {
+				in->ttl_ms = h->ttl_ms > 0 ? h->ttl_ms : 0;
+				in->keeper = is_keeper;
+			}
 			break;
 		}
 	free(hs);
@@ -91,9 +93,7 @@ static int holder_gone(struct store *s, const struct lock *l, const char *token,
 int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
                         int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
 {
-	long long ttl;
-
-	return holder_gone(s, l, token, io_timeout_ms, deadline_ms, pid, &ttl);
+	return holder_gone(s, l, token, io_timeout_ms, deadline_ms, pid, NULL);
 }
 
 /* Does token hold l now (store_is_holder)? Waiting, a server that cannot say now (a
@@ -182,7 +182,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
 			if (holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
-			                o->deadline_ms, &pid, &r->ih.in[j].ttl_ms)) {
+			                o->deadline_ms, &pid, &r->ih.in[j])) {
 				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",
