@@ -1140,10 +1140,11 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 
 /* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
  * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist;
- * $RLOCK_CONFIG's absolute, else 64), and an empty $RLOCK_CONFIG or /dev/null none at all; else
- * /etc/rlock.conf, then rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the
- * first named is the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
- * ~/.config): merged key by key, the later wins (as git and systemd do). */
+ * $RLOCK_CONFIG's must be absolute, else 64), and an empty $RLOCK_CONFIG or /dev/null
+ * none at all; else /etc/rlock.conf, then rlock/config in each $XDG_CONFIG_DIRS
+ * directory (default /etc/xdg; the first named is the most important, so read last),
+ * then $XDG_CONFIG_HOME/rlock/config (default ~/.config): merged key by key, the later
+ * wins (as git and systemd do). */
 #define CONFIG_LAYERS_MAX 10
 #define CONFIG_PATH_MAX   4096
 
@@ -1218,9 +1219,10 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
-	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset or relative */
+	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset or
+	 * relative (a relative XDG_CONFIG_HOME is ignored too) */
 	const char *home = getenv("HOME");
-	if (!home || home[0] != '/') { /* a relative one too, as XDG_CONFIG_HOME's */
+	if (!home || home[0] != '/') {
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
