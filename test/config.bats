@@ -68,6 +68,17 @@ EOF
 	assert_output --partial 'key=fromcli:{x}'
 }
 
+@test "a relative \$RLOCK_CONFIG is refused (64, one line): it reaches the command's nested runs, in other directories" {
+	printf 'prefix = fromenv:\n' | write_conf env.conf
+	RLOCK_CONFIG=env.conf run -64 --separate-stderr rlock -k x -- true
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_output ''
+	[[ $stderr == *"RLOCK_CONFIG: 'env.conf' is not an absolute path"* ]] || fail "$stderr"
+	# the command of a run that read it (absolute) finds the same file from anywhere
+	RLOCK_CONFIG=$PWD/env.conf run -0 rlock -k x -- sh -c 'cd / && "$RLOCK" -k y -c "$0"' "$show_env"
+	assert_output --partial 'key=fromenv:{y}'
+}
+
 @test "\$XDG_CONFIG_HOME/rlock/config is read" {
 	printf 'prefix = xdg:\n' | write_conf "$XDG_CONFIG_HOME/rlock/config"
 	run -0 rlock -k x -c "$show_env"
@@ -107,6 +118,15 @@ EOF
 	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
 	XDG_CONFIG_HOME=.config run -0 rlock -k x -c "$show_env"
 	assert_output --partial 'key=home:{x}'
+}
+
+@test "a relative HOME is no home: the directory the job runs in names no ~/.config/rlock/config" {
+	printf 'prefix = checkout:\n' | write_conf "$PWD/.config/rlock/config"
+	HOME=. XDG_CONFIG_HOME='' run -0 rlock -k x -c "$show_env"
+	refute_output --partial 'key=checkout:'
+	# an absolute one is read
+	HOME=$PWD XDG_CONFIG_HOME='' run -0 rlock -k x -c "$show_env"
+	assert_output --partial 'key=checkout:{x}'
 }
 
 @test "a relative path in a config file is refused (64, FILE:LINE): a config serves runs in any directory" {

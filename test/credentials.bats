@@ -783,6 +783,19 @@ creddir() {
 	chmod 500 "$CREDS"
 }
 
+@test "a relative \$CREDENTIALS_DIRECTORY is refused (64, one line), for cred:NAME and for rlock-password: it would name another directory in each one a command changes to" {
+	creddir
+	cd "$CREDS/.."
+	local rel=${CREDS##*/}
+	CREDENTIALS_DIRECTORY=$rel run -64 --separate-stderr rlock -u "$URL" -k c -- true
+	assert_equal "$stderr" "rlock: CREDENTIALS_DIRECTORY: '$rel' is not an absolute path (systemd sets an absolute one) (try 'rlock --help')"
+	CREDENTIALS_DIRECTORY=$rel run -64 --separate-stderr rlock -u "$URL" --password-file cred:locker -k c -- true
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *"CREDENTIALS_DIRECTORY: '$rel' is not an absolute path"* ]] || fail "$stderr"
+	# a password given otherwise: the variable is not read
+	CREDENTIALS_DIRECTORY=$rel run -0 rlock -u "$URL" --password-file "$CREDS/rlock-password" -k c -- true
+}
+
 @test "systemd credential: \$CREDENTIALS_DIRECTORY/rlock-password when nothing else gives a password; -v names it; not in the command's environment" {
 	creddir
 	CREDENTIALS_DIRECTORY=$CREDS run -0 --separate-stderr rlock -v -u "$URL" -k c \

@@ -411,3 +411,31 @@ copier_foreground() {
 	wait_until 30 proc_gone "$ns"
 	key_absent 'rlock:{nsx}'
 }
+
+@test "an RLOCK_WARN_SIGNAL in the caller's environment reaches no command run without --warn; --warn's own, and a live ancestor's, do" {
+	local show='echo "warn=${RLOCK_WARN_SIGNAL-unset}"'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -- sh -c "$show"
+	assert_output 'warn=unset'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock --warn USR1 -k A -- sh -c "$show"
+	assert_output 'warn=USR1'
+	# nested under a --warn run: its warning reaches the nested command (the nested
+	# rlock passes the signal on), whether the run is granted its name or takes one
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock --warn USR1 -k A -- "$RLOCK" -k A -- sh -c "$show"
+	assert_output 'warn=USR1'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock --warn USR1 -k A -- "$RLOCK" -k B -- sh -c "$show"
+	assert_output 'warn=USR1'
+	# under an ancestor without --warn, nothing names a signal
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -- "$RLOCK" -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	# nor under a keeper (it sends no signal: its warning goes to its log), granted
+	# whole or in part
+	eval "$(rlock -k A -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -- sh -c "$show"
+	assert_output 'warn=unset'
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	run -0 rlock -k A --release
+}

@@ -1249,3 +1249,14 @@ preempt_marks() {
 	rlock_wait "$h_pid" 30
 	assert_equal "$RLOCK_STATUS" 0
 }
+
+@test "Redlock: another lock's stale variables (a --release'd --acquire's) are not passed on to a run's command; a live ancestor's are (--held inside: 0)" {
+	eval "$(rlock -k OTHER -n --acquire)"
+	run -0 rlock -k OTHER --release
+	run -0 rlock -k A -- sh -c 'echo "${RLOCK_KEYS-}" >vars; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" ''
+	run -0 rlock -k A -- "$RLOCK" -k B -- sh -c 'echo "$RLOCK_KEYS" >vars; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
+}

@@ -468,3 +468,42 @@ db1_url() { if [[ $REDIS_URL == unix://* ]]; then echo "$REDIS_URL?db=1"; else e
 	assert_line 'held 0'
 	[[ $(cat toks) != *"$stale"* ]] || fail "the released token is still listed: $(cat toks)"
 }
+
+@test "another lock's stale variables in the caller's environment (a CI runner's, a finished step's): no mode passes them on to its command, so --held inside is 0" {
+	eval "$(rlock -k OTHER -n --acquire)"
+	local stale=$RLOCK_TOKEN
+	run -0 rlock -k OTHER --release
+	local mode
+	for mode in "-k A" "-k A -k B" "-s -k A" "-l 2 -k A"; do
+		# shellcheck disable=SC2086  # the mode's words
+		run -0 rlock $mode -- sh -c 'echo "$RLOCK_KEY ${RLOCK_KEYS-} ${RLOCK_TOKENS-}" >vars; "$RLOCK" --held; echo "held $?"'
+		assert_line 'held 0'
+		[[ $(cat vars) != *"$stale"* && $(cat vars) != *OTHER* ]] ||
+			fail "$mode: the stale pair is passed on: $(cat vars)"
+	done
+	# a nested run: the outer one dropped them, and the inner lists its ancestor's lock
+	run -0 rlock -k A -- "$RLOCK" -k B -- sh -c 'echo "$RLOCK_KEYS" >vars; "$RLOCK" --held; echo "held $?"'
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
+}
+
+@test "an ancestor's live lock not asked for stays listed beside another lock's stale variables" {
+	eval "$(rlock -k OTHER -n --acquire)"
+	run -0 rlock -k OTHER --release
+	run -0 rlock -k A -- sh -c 'RLOCK_KEYS="$RLOCK_KEY rlock:{OTHER}" RLOCK_TOKENS="$RLOCK_TOKEN $0" RLOCK_FENCES="$RLOCK_FENCE 1" \
+		"$RLOCK" -k B -- sh -c '\''echo "$RLOCK_KEYS" >vars; "$RLOCK" --held; echo "held $?"'\''' "$RLOCK_TOKEN"
+	assert_line 'held 0'
+	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
+}
+
+@test "a nested run granted every name sets RLOCK_TTL_MS from its holder's lease, never the environment's (a keeper's eval sets none)" {
+	export RLOCK_TTL_MS=123
+	eval "$(rlock -t 7s -k A -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{A}:owner' pid)"
+	run -0 rlock -k A -- sh -c 'echo "ttl=${RLOCK_TTL_MS-unset}"'
+	assert_output 'ttl=7000'
+	run -0 rlock -k A --release
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	run -0 rlock -t 9s -k A -- "$RLOCK" -k A -- sh -c 'echo "ttl=${RLOCK_TTL_MS-unset}"'
+	assert_output 'ttl=9000'
+}

@@ -477,6 +477,23 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ -e ran ]]
 }
 
+@test "--acquire with a relative SSL_CERT_FILE or SSL_CERT_DIR (no --cacert): the keeper (in /) still finds the trust store, renews and releases" {
+	cp "$CA" ca.pem
+	cp -r "$TLS_CERTS/cadir" d
+	local u="rediss://127.0.0.1:$TLS_A_PORT" k var
+	for var in SSL_CERT_FILE=ca.pem SSL_CERT_DIR=none:d; do
+		run -0 --separate-stderr env "$var" "$RLOCK" -u "$u" -t 2s -k kt --acquire
+		eval "$output"
+		k=$(tls_cli "$TLS_A_PORT" HGET 'rlock:{kt}:owner' pid)
+		track_pid "$k"
+		# past a lease: renewed by the keeper over its own TLS connections
+		renewed_reset
+		wait_until 30 renewed 4 'rlock:{kt}' tls_cli "$TLS_A_PORT"
+		run -0 --separate-stderr env "$var" "$RLOCK" -u "$u" -k kt --release
+		wait_until 20 proc_gone "$k"
+	done
+}
+
 @test "SSL_CERT_FILE and SSL_CERT_DIR (the system trust store's stand-ins) are held to --cacert's rule: a FIFO, one others can write: 66, one line" {
 	# Without --cacert, OpenSSL reads the files these name: a FIFO held rlock in open()
 	# for ever (SIGTERM blocked), and a bundle others could write vouched for any server.

@@ -728,6 +728,17 @@ static void check_secret_mode(const char *what, const char *path, const char *sr
 		            src ? src : "", src ? ": " : "", what, path, mode);
 }
 
+/* $CREDENTIALS_DIRECTORY names a directory for every run under it (systemd's is
+ * absolute): a relative one would name another in each directory a command changes
+ * to, as a relative RLOCK_CONFIG would. 64, one line. */
+static void credentials_absolute(const char *dir)
+{
+	if (dir[0] != '/')
+		usage_error("CREDENTIALS_DIRECTORY: '%.200s' is not an absolute path (systemd "
+		            "sets an absolute one)",
+		            dir);
+}
+
 /* A systemd credential (LoadCredential=, SetCredential=): the file NAME in
  * $CREDENTIALS_DIRECTORY, into path. NAME is one file name, never a path. */
 static void credential_path(char *path, size_t n, const char *name, const char *src)
@@ -741,6 +752,7 @@ static void credential_path(char *path, size_t n, const char *name, const char *
 		usage_error("%s: cred:%.100s needs $CREDENTIALS_DIRECTORY (systemd's "
 		            "LoadCredential=), which is not set",
 		            src, name);
+	credentials_absolute(dir);
 	if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n)
 		usage_error("%s: $CREDENTIALS_DIRECTORY is too long", src);
 }
@@ -815,8 +827,10 @@ static void credential_password(struct state *s)
 	const char *dir = getenv("CREDENTIALS_DIRECTORY");
 	char path[PATH_MAX];
 
-	if (s->o->has_password || !dir || !*dir ||
-	    (size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
+	if (s->o->has_password || !dir || !*dir)
+		return;
+	credentials_absolute(dir);
+	if ((size_t)snprintf(path, sizeof path, "%s/rlock-password", dir) >= sizeof path)
 		return;
 	read_password_file(s, path, "$CREDENTIALS_DIRECTORY/rlock-password", R_NONE, SECRET_DATA,
 	                   1);
@@ -1134,11 +1148,12 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 /* ---- config file ------------------------------------------------------------------ */
 
 /* The config files, lowest layer first, into paths (at most CONFIG_LAYERS_MAX): --config
- * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist), and
- * an empty $RLOCK_CONFIG or /dev/null none at all; else /etc/rlock.conf, then
- * rlock/config in each $XDG_CONFIG_DIRS directory (default /etc/xdg; the first named is
- * the most important, so read last), then $XDG_CONFIG_HOME/rlock/config (default
- * ~/.config): merged key by key, the later wins (as git and systemd do). */
+ * or $RLOCK_CONFIG names one file instead of the layers (*explicit: it must exist;
+ * $RLOCK_CONFIG's must be absolute, else 64), and an empty $RLOCK_CONFIG or /dev/null
+ * none at all; else /etc/rlock.conf, then rlock/config in each $XDG_CONFIG_DIRS
+ * directory (default /etc/xdg; the first named is the most important, so read last),
+ * then $XDG_CONFIG_HOME/rlock/config (default ~/.config): merged key by key, the later
+ * wins (as git and systemd do). */
 #define CONFIG_LAYERS_MAX 10
 #define CONFIG_PATH_MAX   4096
 
@@ -1165,6 +1180,14 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 	const char *env = getenv("RLOCK_CONFIG"), *one = cli_path ? cli_path : env;
 	int n = 0;
 
+	/* The variable reaches every run under it, the command's nested ones too: a
+	 * relative path would name another file in a command that changes directory (as
+	 * a path in a config file would, which must be absolute too). */
+	if (!cli_path && env && *env && env[0] != '/')
+		usage_error("RLOCK_CONFIG: '%.200s' is not an absolute path (it reaches runs in "
+		            "other directories: a nested rlock would read another file); give "
+		            "an absolute one, or --config",
+		            env);
 	*explicit = one != NULL;
 	if (one) {
 		if (*one && strcmp(one, "/dev/null") != 0)
@@ -1205,9 +1228,10 @@ static int config_layers(const char *cli_path, const char **paths, int *explicit
 		add_layer(paths, &n, pool, &used, "%s/rlock/config", xdg);
 		return n;
 	}
-	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset */
+	/* ~ from $HOME; the account's home (an NSS look-up) only when it is unset or
+	 * relative (a relative XDG_CONFIG_HOME is ignored too) */
 	const char *home = getenv("HOME");
-	if (!home || !*home) {
+	if (!home || home[0] != '/') {
 		struct passwd *pw = getpwuid(getuid());
 		home = pw ? pw->pw_dir : NULL;
 	}
@@ -2184,7 +2208,9 @@ static void validate_break(struct opts *o)
 
 /* --acquire: the keeper changes to "/" before it opens its log or loads the TLS files
  * (its renewals reload them), so a relative path is made absolute here, against the
- * caller's directory (--events and --metrics-file: events_setup). */
+ * caller's directory (--events and --metrics-file: events_setup); so are those of the
+ * trust store OpenSSL reads without --cacert (SSL_CERT_FILE, each of SSL_CERT_DIR's),
+ * in this process's environment: the keeper runs no command. */
 static void keeper_paths(struct opts *o)
 {
 	const char **path[] = {&o->log_file, &o->tls.cacert, &o->tls.cacertdir, &o->tls.cert,
@@ -2199,6 +2225,31 @@ static void keeper_paths(struct opts *o)
 		if (!getcwd(cwd, sizeof cwd) || asprintf(&abs, "%s/%s", cwd, p) < 0)
 			usage_error("--acquire: cannot make '%s' absolute: %s", p, strerror(errno));
 		*path[i] = abs; /* lives as long as the options */
+	}
+	for (int i = 0; o->mode == MODE_ACQUIRE && i < 2; i++) {
+		const char *var = i ? "SSL_CERT_DIR" : "SSL_CERT_FILE", *v = getenv(var);
+		char *abs = NULL;
+		size_t len = 0;
+		FILE *m = NULL;
+		int relative = 0;
+		for (const char *p = v; p && *p;) {
+			size_t n = i ? strcspn(p, ":") : strlen(p);
+			relative |= n > 0 && p[0] != '/';
+			p += n + (p[n] == ':');
+		}
+		if (!relative)
+			continue;
+		if (!getcwd(cwd, sizeof cwd) || !(m = open_memstream(&abs, &len)))
+			usage_error("--acquire: cannot make %s absolute: %s", var, strerror(errno));
+		for (const char *p = v; *p;) {
+			size_t n = i ? strcspn(p, ":") : strlen(p);
+			fprintf(m, "%s%s%s%.*s", p == v ? "" : ":", n > 0 && p[0] != '/' ? cwd : "",
+			        n > 0 && p[0] != '/' ? "/" : "", (int)n, p);
+			p += n + (p[n] == ':');
+		}
+		if (fclose(m) != 0 || setenv(var, abs, 1) < 0)
+			usage_error("--acquire: cannot make %s absolute: %s", var, strerror(errno));
+		free(abs);
 	}
 }
 

@@ -55,16 +55,31 @@ static void describe_command(char *buf, size_t n, const struct opts *o)
 	memcpy(buf + end, "...", 4);
 }
 
+/* RLOCK_WARN_SIGNAL: this run's --warn, or, without it, an ancestor rlock's that the
+ * server says still holds a lock inherited here (its warning reaches the command: this
+ * rlock passes the signal on); else it is removed (a CI runner's, a finished step's,
+ * beside a keeper's lock: no signal of that name is coming). */
+static void warn_environment(const struct reenter *r, int warn_signal)
+{
+	int ancestor = 0;
+
+	for (int j = 0; j < r->ih.n && !ancestor; j++)
+		ancestor = r->ih.in[j].live && !r->ih.in[j].keeper;
+	if (warn_signal)
+		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
+	else if (!ancestor)
+		unsetenv("RLOCK_WARN_SIGNAL");
+}
+
 /* Environment of the command: the user's own, untouched (as flock and timeout pass
  * it), plus the lock's details (reenter_environment: the locks it runs under, inherited
- * or taken here) and the lease length of those taken here. A secret rlock read from a
- * file or the config is never added. */
+ * or taken here), the lease length of those taken here and RLOCK_WARN_SIGNAL
+ * (warn_environment). A secret rlock read from a file or the config is never added. */
 static void child_environment(const struct reenter *r, const struct hold *h, int warn_signal)
 {
 	char v[32];
 
-	if (warn_signal)
-		setenv("RLOCK_WARN_SIGNAL", signal_name(warn_signal), 1);
+	warn_environment(r, warn_signal);
 	reenter_environment(r, h->l, h->n);
 	snprintf(v, sizeof v, "%lld", (long long)h->l[0].ask.ttl_ms);
 	setenv("RLOCK_TTL_MS", v, 1);
@@ -166,6 +181,17 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 		return;
 	}
 	reenter_environment(r, NULL, 0);
+	warn_environment(r, 0); /* its own --warn does nothing: the lease is the holder's */
+	/* The lease its command runs under: the first name's holder's, as its record says
+	 * (never an RLOCK_TTL_MS the environment gave: a keeper's eval sets none) */
+	long long ttl = r->held[0] >= 0 ? r->ih.in[r->held[0]].ttl_ms : 0;
+	if (ttl > 0) {
+		char v[32];
+		snprintf(v, sizeof v, "%lld", ttl);
+		setenv("RLOCK_TTL_MS", v, 1);
+	} else {
+		unsetenv("RLOCK_TTL_MS");
+	}
 	run_reentered(o, r, s, sigfd, orig);
 }
 

@@ -2,10 +2,13 @@
 #include "inherit.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "parse.h"
+#include "store.h"
 
 /* inherit.h */
 size_t inherit_word(const char **p, const char **start)
@@ -33,7 +36,9 @@ static void add(struct inherited_holds *r, const char *key, size_t kn, const cha
 	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
 	h->fence[fn] = '\0';
-	h->stale = 0;
+	h->stale = h->live = 0;
+	h->ttl_ms = 0;
+	h->keeper = 0;
 	long long v;
 	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
@@ -80,4 +85,33 @@ void inherited_read(struct inherited_holds *r)
 		       fn = fs ? inherit_word(&fs, &fw) : 0;
 		add(r, kw, kn, tw, tn, fw, fn);
 	}
+}
+
+/* One request's deadline: io_ms from now, not past deadline_ms. */
+static int64_t cap(int64_t io_ms, int64_t deadline_ms)
+{
+	int64_t c = clock_ms() + io_ms;
+
+	return c < deadline_ms ? c : deadline_ms;
+}
+
+/* inherit.h */
+int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms)
+{
+	static struct lock probe; /* large */
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key);
+	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
+	struct holding hd;
+
+	if (!open || kn < 3 || h->key[kn - 1] != '}' || !s)
+		return 0; /* no key of ours: nothing to ask */
+	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	if (lock_init(&probe, prefix, name, 0) < 0)
+		return 0;
+	int rc =
+	    store_is_holder(s, &probe, h->token, cap(io_ms, deadline_ms), &hd, err, sizeof err);
+	h->live = rc == 1;
+	return rc == 0 && store_knew_token(s, &probe, h->token, cap(io_ms, deadline_ms));
 }

@@ -8,7 +8,9 @@
 
 #include "hold.h"
 #include "lock.h"
+#include "store.h"
 #include <stddef.h>
+#include <stdint.h>
 
 #define REENTER_MAX (2 * HOLD_LOCKS_MAX)
 
@@ -19,6 +21,13 @@ struct inherited {
 	/* reenter_plan: this server's once (store_knew_token), and held here no more, or by
 	 * a holder gone: stale variables, not passed on */
 	int stale;
+	/* this server said its token holds the key now (a live ancestor: reenter_plan,
+	 * inherited_gone) */
+	int live;
+	/* reenter_plan, a granted hold: the lease length its holder's record gives, 0
+	 * unknown (the command's RLOCK_TTL_MS), */
+	long long ttl_ms;
+	int keeper; /* and its holder is an --acquire keeper (which sends no --warn signal) */
 };
 
 struct inherited_holds {
@@ -38,5 +47,13 @@ void inherited_read(struct inherited_holds *ih);
 /* The next space-separated word of *p (RLOCK_KEYS' and the others' form): its start
  * and length (0 at the end); *p moves past it. */
 size_t inherit_word(const char **p, const char **start);
+
+/* Are h's variables stale: does this server say (each request within io_ms, and by
+ * deadline_ms) that h's token holds its key no more and that it held it once
+ * (store_knew_token)? 1 stale; 0 not (held; never this server's: another database,
+ * server or Redlock set may hold it; cannot say; a key not of rlock's form). h->live
+ * set when it holds. Read by --acquire (the job's holds it lists on) and by a run (the
+ * inherited holds its command is told of besides the names it asks for). */
+int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms);
 
 #endif

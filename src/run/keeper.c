@@ -314,7 +314,6 @@ static int detach_stderr(const struct keeper_args *k)
 static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3])
 {
 	static struct inherited_holds r; /* large */
-	static struct lock probe;        /* large */
 	size_t len[3] = {0, 0, 0};
 	FILE *m[3];
 	int n = 0;
@@ -334,22 +333,9 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 			sep = " ";
 		}
 		for (int i = 0; i < r.n; i++) {
-			const struct inherited *h = &r.in[i];
-			const char *open = strrchr(h->key, '{');
-			size_t kn = strlen(h->key);
-			char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
-			struct holding hd;
-			if (open && kn >= 3 && h->key[kn - 1] == '}' && s) {
-				snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key),
-				         h->key);
-				snprintf(name, sizeof name, "%.*s",
-				         (int)(kn - (size_t)(open - h->key) - 2), open + 1);
-				if (lock_init(&probe, prefix, name, 0) == 0 &&
-				    store_is_holder(s, &probe, h->token, clock_ms() + io_ms, &hd,
-				                    err, sizeof err) == 0 &&
-				    store_knew_token(s, &probe, h->token, clock_ms() + io_ms))
-					continue; /* gone: stale variables */
-			}
+			struct inherited *h = &r.in[i];
+			if (s && inherited_gone(s, h, io_ms, INT64_MAX))
+				continue; /* gone: stale variables */
 			fprintf(m[0], "%s%s", sep, h->key);
 			fprintf(m[1], "%s%s", sep, h->token);
 			fprintf(m[2], "%s%s", sep, h->fence[0] ? h->fence : "0");

@@ -57,10 +57,12 @@ static int pid_gone(const struct holder *h)
 	return proc_stat_read(h->pid, &st) == 0 && !proc_stat_live(&st);
 }
 
-/* reenter.h. A keeper is judged by the mark it left (keeper_judge), any other holder
- * by its pid on this host (pid_gone). */
-int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
-                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+/* reenter_holder_gone; and into *in (unless NULL) what the holder's record says: its
+ * lease length and whether it is a keeper. A keeper is judged by the mark it left
+ * (keeper_judge), any other holder by its pid on this host (pid_gone). */
+static int holder_gone(struct store *s, const struct lock *l, const char *token,
+                       int64_t io_timeout_ms, int64_t deadline_ms, long long *pid,
+                       struct inherited *in)
 {
 	struct holders *hs = malloc(sizeof *hs); /* large */
 	char err[300];
@@ -73,15 +75,25 @@ int reenter_holder_gone(struct store *s, const struct lock *l, const char *token
 			const struct holder *h = &hs->h[k];
 			if (strcmp(h->token, token) != 0)
 				continue;
-			int keeper = strcmp(h->cmd, KEEPER_CMD) == 0
-			                 ? keeper_judge(l->key, h->token, h->pid)
-			                 : -2;
+			int is_keeper = strcmp(h->cmd, KEEPER_CMD) == 0;
+			int keeper = is_keeper ? keeper_judge(l->key, h->token, h->pid) : -2;
 			gone = keeper == 0 || (keeper == -2 && pid_gone(h));
 			*pid = h->pid;
+			if (in) {
+				in->ttl_ms = h->ttl_ms > 0 ? h->ttl_ms : 0;
+				in->keeper = is_keeper;
+			}
 			break;
 		}
 	free(hs);
 	return gone;
+}
+
+/* reenter.h */
+int reenter_holder_gone(struct store *s, const struct lock *l, const char *token,
+                        int64_t io_timeout_ms, int64_t deadline_ms, long long *pid)
+{
+	return holder_gone(s, l, token, io_timeout_ms, deadline_ms, pid, NULL);
 }
 
 /* Does token hold l now (store_is_holder)? Waiting, a server that cannot say now (a
@@ -131,6 +143,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	int left = 0;
 
 	inherited_read(&r->ih);
+	int asked[REENTER_MAX] = {0}; /* per inherited hold: its key is a name asked for */
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -146,6 +159,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			struct holding hd;
 			if (strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
+			asked[j] = 1;
 			int rc =
 			    ask_holder(s, &probe, name, r->ih.in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
@@ -162,17 +176,19 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 				                     cap < o->deadline_ms ? cap : o->deadline_ms);
 			if (rc != 1)
 				continue;
+			r->ih.in[j].live = 1;
 			/* A token whose holder died (an escaped process, a dead keeper's
 			 * variables) still names a live lease until its TTL ends, but nobody
 			 * renews it: a command run under it would go on unprotected. */
 			long long pid = -1;
-			if (reenter_holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
-			                        o->deadline_ms, &pid)) {
+			if (holder_gone(s, &probe, r->ih.in[j].token, o->io_timeout_ms,
+			                o->deadline_ms, &pid, &r->ih.in[j])) {
 				log_warn("lock '%s': the inherited token's holder (pid %lld) is "
 				         "gone and nobody renews its lease: not re-entrant, taking "
 				         "the lock anew",
 				         name, pid);
 				r->ih.in[j].stale = 1;
+				r->ih.in[j].live = 0;
 				continue;
 			}
 			if (!grants(mode, limit, o)) {
@@ -227,6 +243,14 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			log_info("lock '%s' is already held by this process tree (re-entrant)",
 			         name);
 	}
+	/* The inherited holds of names not asked for are listed on to the command too:
+	 * not those this server says are stale (variables a CI runner or a finished step
+	 * exported, whose --held inside the command would say 79). --acquire asks the
+	 * same itself (keeper.c) for the holds it lists. */
+	for (int j = 0; !o->keeper && j < r->ih.n; j++)
+		if (!asked[j] && !r->ih.in[j].stale &&
+		    inherited_gone(s, &r->ih.in[j], o->io_timeout_ms, o->deadline_ms))
+			r->ih.in[j].stale = 1;
 	o->nnames = left;
 	return left;
 }
