@@ -4,7 +4,9 @@
 #ifndef RLOCK_LOG_H
 #define RLOCK_LOG_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 enum log_level {
 	LOG_ERROR = -1, /* shown even with -q */
@@ -23,6 +25,22 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Format a one-line reason into err[errlen] for the caller to report (nothing when err
+ * is NULL or errlen 0); a reason cut to fit is still a reason. Inline: the TLS module
+ * (tls.c, loaded on demand) links no log.c. */
+static inline void log_reason(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void log_reason(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
 
 /* The length of the valid UTF-8 sequence that starts at p (1 for ASCII, the NUL too),
  * or 0 when the byte at p starts none (a stray byte, an overlong form, a surrogate):

@@ -6,6 +6,8 @@
  * we would then have to reject again. */
 #include "parse.h"
 
+#include "log.h" /* log_reason */
+
 #include <arpa/inet.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,20 +26,8 @@
 /* Longest user input echoed into a message; longer input is cut and marked "...". */
 #define ECHO_MAX 40
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) PRINTF_LIKE(3, 4);
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		/* A truncated reason is still a reason: the result is deliberately unused. */
-		(void)vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
+/* Say why in err[errlen]; -1 for the caller to return. */
+#define fail(err, errlen, ...) (log_reason((err), (errlen), __VA_ARGS__), -1)
 
 /* Copy at most ECHO_MAX bytes of untrusted p into dst for a message, marking a cut with
  * "...". The bytes are copied as they are: every sink escapes what it prints (log_msg's

@@ -7,6 +7,7 @@
  * send(MSG_NOSIGNAL), and the TLS module writes the same way. */
 #include "conn.h"
 #include "exitcodes.h" /* rl_ex_host_short */
+#include "log.h"       /* log_reason */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,21 +49,6 @@ struct conn {
 	int plaintext;             /* the probe's verdict: a plaintext Redis answered */
 	const char *plain_hint;    /* how a message about that ends (struct endpoint) */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	/* Truncating a diagnostic is harmless; it stays NUL-terminated. */
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* The calling thread's abort fd (conn_set_abort_fd), or -1. */
 static _Thread_local int abort_fd = -1;
@@ -238,32 +224,32 @@ static int open_unix(struct conn *c, const char *path, int64_t start, int64_t de
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
 	if (!*path || strlen(path) >= sizeof sun.sun_path) {
-		set_err(err, errlen, "unix socket path %s: must be 1 to %zu bytes long",
-		        *path ? path : "(empty)", sizeof sun.sun_path - 1);
+		log_reason(err, errlen, "unix socket path %s: must be 1 to %zu bytes long",
+		           *path ? path : "(empty)", sizeof sun.sun_path - 1);
 		goto cleanup;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	n = snprintf(c->peer, sizeof c->peer, "%s", path);
 	if (n < 0 || (size_t)n >= sizeof c->peer) {
-		set_err(err, errlen, "unix socket path too long");
+		log_reason(err, errlen, "unix socket path too long");
 		goto cleanup;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		note_host_short(errno);
-		set_err(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
+		log_reason(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
 		goto cleanup;
 	}
 	rc = connect_fd(fd, (const struct sockaddr *)&sun, sizeof sun, deadline_ms);
 	if (rc != CONN_OK && rc != CONN_ABORT)
 		conn_fault_note(CONN_FAULT_PASSING); /* no server there yet: may come */
 	if (rc == CONN_TIMEOUT)
-		set_err(err, errlen, "connect to %s: timed out after %lld ms", c->peer,
-		        budget_ms(start, deadline_ms));
+		log_reason(err, errlen, "connect to %s: timed out after %lld ms", c->peer,
+		           budget_ms(start, deadline_ms));
 	else if (rc == CONN_ABORT)
-		set_err(err, errlen, "connect to %s: interrupted", c->peer);
+		log_reason(err, errlen, "connect to %s: interrupted", c->peer);
 	else if (rc != CONN_OK)
-		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
+		log_reason(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
 	else {
 		c->fd = fd;
 		fd = -1;
@@ -360,7 +346,7 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	int rc;
 
 	if (!lk) {
-		set_err(err, errlen, "resolve %s: out of memory", host);
+		log_reason(err, errlen, "resolve %s: out of memory", host);
 		return CONN_ERR;
 	}
 	(void)snprintf(lk->host, sizeof lk->host, "%s", host);
@@ -368,7 +354,7 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	lk->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (lk->fd < 0) {
 		note_host_short(errno);
-		set_err(err, errlen, "resolve %s: eventfd: %s", host, strerror(errno));
+		log_reason(err, errlen, "resolve %s: eventfd: %s", host, strerror(errno));
 		free(lk);
 		return CONN_ERR;
 	}
@@ -385,8 +371,8 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		conn_fault_note(CONN_FAULT_LOCAL); /* EAGAIN: no thread (a process limit) */
-		set_err(err, errlen, "resolve %s: cannot start the lookup thread: %s", host,
-		        strerror(rc));
+		log_reason(err, errlen, "resolve %s: cannot start the lookup thread: %s", host,
+		           strerror(rc));
 		lk->refs = 1;
 		lookup_put(lk);
 		return CONN_ERR;
@@ -400,7 +386,7 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	pthread_mutex_unlock(&lk->mu);
 	lookup_put(lk);
 	if (w == WAIT_ABORT) {
-		set_err(err, errlen, "resolve %s: interrupted", host);
+		log_reason(err, errlen, "resolve %s: interrupted", host);
 		return CONN_ABORT;
 	}
 	/* A resolver that did not answer, or answered "try again" (EAI_AGAIN), may answer
@@ -408,17 +394,17 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	if ((!done && w == WAIT_TIMEOUT) || (done && grc == EAI_AGAIN))
 		conn_fault_note(CONN_FAULT_PASSING);
 	if (!done) {
-		set_err(err, errlen, "resolve %s: no answer from the resolver within %lld ms", host,
-		        budget_ms(start, deadline_ms));
+		log_reason(err, errlen, "resolve %s: no answer from the resolver within %lld ms",
+		           host, budget_ms(start, deadline_ms));
 		return w == WAIT_TIMEOUT ? CONN_TIMEOUT : CONN_ERR;
 	}
 	if (grc != 0) {
-		set_err(err, errlen, "resolve %s: %s", host,
-		        grc == EAI_SYSTEM ? strerror(gerr) : gai_strerror(grc));
+		log_reason(err, errlen, "resolve %s: %s", host,
+		           grc == EAI_SYSTEM ? strerror(gerr) : gai_strerror(grc));
 		return CONN_ERR;
 	}
 	if (out->n == 0) {
-		set_err(err, errlen, "resolve %s: no usable address", host);
+		log_reason(err, errlen, "resolve %s: no usable address", host);
 		return CONN_ERR;
 	}
 	return CONN_OK;
@@ -433,11 +419,11 @@ static int resolve(const char *host, int port, struct conn_addrs *out, int64_t s
 
 	memset(out, 0, sizeof *out);
 	if (!host || !*host) {
-		set_err(err, errlen, "connect: no host given");
+		log_reason(err, errlen, "connect: no host given");
 		return CONN_ERR;
 	}
 	if (port < 1 || port > 65535) {
-		set_err(err, errlen, "connect to %s: port out of range", host);
+		log_reason(err, errlen, "connect to %s: port out of range", host);
 		return CONN_ERR;
 	}
 	(void)snprintf(service, sizeof service, "%d", port);
@@ -493,7 +479,7 @@ static int tcp_peer(struct conn *c, const struct endpoint *ep, char *err, size_t
 	                 ep->host, ep->port);
 
 	if (n < 0 || (size_t)n >= sizeof c->peer) {
-		set_err(err, errlen, "connect: host name too long");
+		log_reason(err, errlen, "connect: host name too long");
 		return -1;
 	}
 	return 0;
@@ -509,7 +495,7 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 	int rc = CONN_ERR, fd, saved;
 
 	if (!host || !*host) {
-		set_err(err, errlen, "connect: no host given");
+		log_reason(err, errlen, "connect: no host given");
 		return CONN_ERR;
 	}
 	if (tcp_peer(c, ep, err, errlen) < 0)
@@ -521,7 +507,7 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		addrs = &looked_up;
 	}
 	rc = CONN_ERR;
-	set_err(err, errlen, "connect to %s: no address", c->peer);
+	log_reason(err, errlen, "connect to %s: no address", c->peer);
 	for (int i = 0; i < addrs->n; i++) {
 		const struct sockaddr *sa = (const struct sockaddr *)&addrs->a[i].sa;
 		socklen_t salen = addrs->a[i].len;
@@ -532,18 +518,18 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 			(void)snprintf(what, sizeof what, " (%s)", addr);
 		if (clock_ms() >= deadline_ms) {
 			if (budget_ms(start, deadline_ms) > 0)
-				set_err(err, errlen, "connect to %s%s: timed out after %lld ms",
-				        c->peer, what, budget_ms(start, deadline_ms));
+				log_reason(err, errlen, "connect to %s%s: timed out after %lld ms",
+				           c->peer, what, budget_ms(start, deadline_ms));
 			else
-				set_err(err, errlen, "connect to %s%s: not tried: no time left",
-				        c->peer, what);
+				log_reason(err, errlen, "connect to %s%s: not tried: no time left",
+				           c->peer, what);
 			return CONN_TIMEOUT;
 		}
 		fd = tcp_socket(sa->sa_family);
 		if (fd < 0) {
 			note_host_short(errno);
-			set_err(err, errlen, "connect to %s%s: socket: %s", c->peer, what,
-			        strerror(errno));
+			log_reason(err, errlen, "connect to %s%s: socket: %s", c->peer, what,
+			           strerror(errno));
 			continue;
 		}
 		/* A name's addresses share what is left: one that never answers (a SYN
@@ -561,20 +547,20 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 		saved = errno;
 		close(fd);
 		if (rc == CONN_TIMEOUT && until < deadline_ms) {
-			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
-			        what, budget_ms(now, until));
+			log_reason(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
+			           what, budget_ms(now, until));
 			continue;
 		}
 		if (rc == CONN_TIMEOUT) {
-			set_err(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
-			        what, budget_ms(start, deadline_ms));
+			log_reason(err, errlen, "connect to %s%s: timed out after %lld ms", c->peer,
+			           what, budget_ms(start, deadline_ms));
 			return rc;
 		}
 		if (rc == CONN_ABORT) {
-			set_err(err, errlen, "connect to %s: interrupted", c->peer);
+			log_reason(err, errlen, "connect to %s: interrupted", c->peer);
 			return rc;
 		}
-		set_err(err, errlen, "connect to %s%s: %s", c->peer, what, strerror(saved));
+		log_reason(err, errlen, "connect to %s%s: %s", c->peer, what, strerror(saved));
 	}
 	return rc;
 }
@@ -608,7 +594,7 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
-		set_err(err, errlen, "TLS support is not available: %s", why);
+		log_reason(err, errlen, "TLS support is not available: %s", why);
 		conn_fault_note(CONN_FAULT_FINAL);
 		return CONN_ERR;
 	}
@@ -663,15 +649,15 @@ static int probe_verdict(struct conn *c, int plaintext, const char *waited, char
 	c->plaintext = plaintext;
 	if (plaintext) {
 		conn_fault_note(CONN_FAULT_FINAL);
-		set_err(err, errlen,
-		        "TLS handshake with %s: the server answered in plaintext (a Redis "
-		        "without TLS on this port?%s",
-		        c->peer, c->plain_hint);
+		log_reason(err, errlen,
+		           "TLS handshake with %s: the server answered in plaintext (a Redis "
+		           "without TLS on this port?%s",
+		           c->peer, c->plain_hint);
 		return CONN_ERR;
 	}
 	conn_fault_note(CONN_FAULT_PASSING);
-	set_err(err, errlen, "TLS handshake with %s: %s (no reply; is it a TLS port?)", c->peer,
-	        waited);
+	log_reason(err, errlen, "TLS handshake with %s: %s (no reply; is it a TLS port?)", c->peer,
+	           waited);
 	return CONN_TIMEOUT;
 }
 
@@ -687,7 +673,7 @@ static int tls_silence(struct conn *c, int heard, int64_t start, int64_t deadlin
 	snprintf(waited, sizeof waited, "timed out after %lld ms", budget_ms(start, deadline_ms));
 	if (heard) { /* a TLS server, slow: no probe */
 		conn_fault_note(CONN_FAULT_PASSING);
-		set_err(err, errlen, "TLS handshake with %s: %s", c->peer, waited);
+		log_reason(err, errlen, "TLS handshake with %s: %s", c->peer, waited);
 		return CONN_TIMEOUT;
 	}
 	c->probe_sent = 0;
@@ -723,15 +709,15 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 			return handshake_verdict(rc, err);
 		w = wait_fd(c->fd, ops->events(c->tls), deadline_ms);
 		if (w == WAIT_ABORT) {
-			set_err(err, errlen, "TLS handshake with %s: interrupted", c->peer);
+			log_reason(err, errlen, "TLS handshake with %s: interrupted", c->peer);
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT)
 			return tls_silence(c, ops->heard(c->tls), start, deadline_ms, cap_ms, err,
 			                   errlen);
 		if (w < 0) {
-			set_err(err, errlen, "TLS handshake with %s: poll: %s", c->peer,
-			        strerror(errno));
+			log_reason(err, errlen, "TLS handshake with %s: poll: %s", c->peer,
+			           strerror(errno));
 			return CONN_ERR;
 		}
 	}
@@ -749,7 +735,7 @@ int conn_open(struct conn **out, const struct endpoint *ep, int64_t deadline_ms,
 	*out = NULL;
 	c = calloc(1, sizeof *c);
 	if (!c) {
-		set_err(err, errlen, "connect: out of memory");
+		log_reason(err, errlen, "connect: out of memory");
 		goto cleanup;
 	}
 	c->fd = -1;
@@ -781,7 +767,8 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 		int fd = tcp_socket(sa->sa_family);
 		if (fd < 0) {
 			note_host_short(errno);
-			set_err(err, errlen, "connect to %s: socket: %s", c->peer, strerror(errno));
+			log_reason(err, errlen, "connect to %s: socket: %s", c->peer,
+			           strerror(errno));
 			continue;
 		}
 		int now = connect(fd, sa, c->addrs.a[c->addr].len) == 0;
@@ -796,7 +783,7 @@ static int tcp_try(struct conn *c, char *err, size_t errlen)
 			c->events = POLLOUT;
 			return now ? CONN_OK : CONN_AGAIN;
 		}
-		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
+		log_reason(err, errlen, "connect to %s: %s", c->peer, strerror(errno));
 		conn_fault_note(CONN_FAULT_PASSING);
 		close(fd);
 	}
@@ -811,7 +798,7 @@ int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms
 
 	*out = NULL;
 	if (!c) {
-		set_err(err, errlen, "connect: out of memory");
+		log_reason(err, errlen, "connect: out of memory");
 		return CONN_ERR;
 	}
 	c->fd = -1;
@@ -830,7 +817,7 @@ int conn_start(struct conn **out, const struct endpoint *ep, int64_t deadline_ms
 			rc = tcp_try(c, err, errlen);
 		c->connecting = 1;
 	} else if (!ep->host || !*ep->host) {
-		set_err(err, errlen, "connect: no host given");
+		log_reason(err, errlen, "connect: no host given");
 	}
 	if (rc == CONN_OK || rc == CONN_AGAIN) {
 		*out = c;
@@ -863,7 +850,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 			break;
 		}
 		/* Refused: the host's next address, if any. */
-		set_err(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
+		log_reason(err, errlen, "connect to %s: %s", c->peer, strerror(soerr));
 		conn_fault_note(CONN_FAULT_PASSING);
 		close(c->fd);
 		c->fd = -1;
@@ -940,7 +927,7 @@ ssize_t conn_write_some(struct conn *c, const void *buf, size_t len, char *err, 
 		c->events = POLLOUT;
 		return CONN_AGAIN;
 	}
-	set_err(err, errlen, "write to %s: %s", c->peer, strerror(errno));
+	log_reason(err, errlen, "write to %s: %s", c->peer, strerror(errno));
 	return CONN_ERR;
 }
 
@@ -967,7 +954,7 @@ ssize_t conn_read_some(struct conn *c, void *buf, size_t cap, char *err, size_t 
 		c->events = POLLIN;
 		return CONN_AGAIN;
 	}
-	set_err(err, errlen, "read from %s: %s", c->peer, strerror(errno));
+	log_reason(err, errlen, "read from %s: %s", c->peer, strerror(errno));
 	return CONN_ERR;
 }
 
@@ -1005,16 +992,16 @@ int conn_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline
 			return CONN_ERR;
 		w = wait_fd(c->fd, c->events, deadline_ms);
 		if (w == WAIT_ABORT) {
-			set_err(err, errlen, "write to %s: interrupted", c->peer);
+			log_reason(err, errlen, "write to %s: interrupted", c->peer);
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT) {
-			set_err(err, errlen, "write to %s: timed out after %lld ms", c->peer,
-			        budget_ms(start, deadline_ms));
+			log_reason(err, errlen, "write to %s: timed out after %lld ms", c->peer,
+			           budget_ms(start, deadline_ms));
 			return CONN_TIMEOUT;
 		}
 		if (w < 0) {
-			set_err(err, errlen, "write to %s: poll: %s", c->peer, strerror(errno));
+			log_reason(err, errlen, "write to %s: poll: %s", c->peer, strerror(errno));
 			return CONN_ERR;
 		}
 	}
@@ -1036,16 +1023,16 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, ch
 		conn_idle_now();
 		w = wait_fd(c->fd, c->events, deadline_ms);
 		if (w == WAIT_ABORT) {
-			set_err(err, errlen, "read from %s: interrupted", c->peer);
+			log_reason(err, errlen, "read from %s: interrupted", c->peer);
 			return CONN_ABORT;
 		}
 		if (w == WAIT_TIMEOUT) {
-			set_err(err, errlen, "read from %s: timed out after %lld ms", c->peer,
-			        budget_ms(start, deadline_ms));
+			log_reason(err, errlen, "read from %s: timed out after %lld ms", c->peer,
+			           budget_ms(start, deadline_ms));
 			return CONN_TIMEOUT;
 		}
 		if (w < 0) {
-			set_err(err, errlen, "read from %s: poll: %s", c->peer, strerror(errno));
+			log_reason(err, errlen, "read from %s: poll: %s", c->peer, strerror(errno));
 			return CONN_ERR;
 		}
 	}

@@ -34,6 +34,7 @@
 #include <openssl/x509v3.h>
 
 #include "clock.h"
+#include "log.h" /* log_reason */
 
 struct tls_session {
 	int fd; /* owned by the caller */
@@ -81,21 +82,6 @@ static struct {
 	int insecure;
 	char *file[4]; /* cacert, cacertdir, cert, key */
 } ctx_cache;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	/* Truncating a diagnostic is harmless; it stays NUL-terminated. */
-	(void)vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Our BIO: the socket BIO's job, but with send(MSG_NOSIGNAL), EINTR retried, and the
  * errno kept in the session (OpenSSL may clobber errno before the caller looks). */
@@ -228,19 +214,19 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 	char *data = NULL;
 
 	if (fd < 0) {
-		set_err(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(errno));
+		log_reason(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(errno));
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TLS_FILE_MAX) {
-		set_err(err, errlen, "TLS: %s %s: %s", what, path,
-		        S_ISDIR(st.st_mode)    ? "is a directory"
-		        : !S_ISREG(st.st_mode) ? "is not a regular file"
-		                               : "larger than 16 MiB");
+		log_reason(err, errlen, "TLS: %s %s: %s", what, path,
+		           S_ISDIR(st.st_mode)    ? "is a directory"
+		           : !S_ISREG(st.st_mode) ? "is not a regular file"
+		                                  : "larger than 16 MiB");
 		goto done;
 	}
 	data = malloc((size_t)st.st_size + 1);
 	if (!data) {
-		set_err(err, errlen, "TLS: %s %s: out of memory", what, path);
+		log_reason(err, errlen, "TLS: %s %s: out of memory", what, path);
 		goto done;
 	}
 	ssize_t got = 0, r = 1;
@@ -248,8 +234,8 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			set_err(err, errlen, "TLS: cannot read %s %s: %s", what, path,
-			        strerror(errno));
+			log_reason(err, errlen, "TLS: cannot read %s %s: %s", what, path,
+			           strerror(errno));
 			goto done;
 		}
 		got += r;
@@ -259,7 +245,7 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 	if (!b || BIO_write(b, data, (int)got) != (int)got) {
 		BIO_free(b);
 		b = NULL;
-		set_err(err, errlen, "TLS: %s %s: out of memory", what, path);
+		log_reason(err, errlen, "TLS: %s %s: out of memory", what, path);
 	}
 done:
 	if (data) {
@@ -293,8 +279,8 @@ static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errl
 	rc = added > 0 ? 0 : -1;
 done:
 	if (rc < 0)
-		set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
-		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "no certificate in it");
+		log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
+		           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "no certificate in it");
 	sk_X509_INFO_pop_free(infos, X509_INFO_free);
 	BIO_free(b);
 	return rc;
@@ -316,11 +302,11 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 	/* OpenSSL reads a CA directory lazily and would report a missing one only as
 	 * "unable to get local issuer certificate" later. */
 	if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
-		set_err(err, errlen, "TLS: CA directory %s: %s", t->cacertdir, strerror(errno));
+		log_reason(err, errlen, "TLS: CA directory %s: %s", t->cacertdir, strerror(errno));
 		return -1;
 	}
 	if (t->cacertdir && !S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
+		log_reason(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
 		return -1;
 	}
 	if (t->cacert || t->cacertdir) {
@@ -330,14 +316,14 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 		 * front end checked the directory and the names OpenSSL reads there
 		 * (userfile.h), and so SSL_CERT_FILE and SSL_CERT_DIR for the default. */
 		if (t->cacertdir && SSL_CTX_load_verify_locations(ctx, NULL, t->cacertdir) != 1) {
-			set_err(err, errlen, "TLS: cannot load CA certificates from %s: %s",
-			        t->cacertdir,
-			        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s",
+			           t->cacertdir,
+			           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			return -1;
 		}
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		set_err(err, errlen, "TLS: cannot load the system trust store: %s",
-		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+		log_reason(err, errlen, "TLS: cannot load the system trust store: %s",
+		           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 		return -1;
 	}
 	return 0;
@@ -352,7 +338,8 @@ static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, 
 	int asked = 0, rc = -1;
 
 	if (t->key && !t->cert) {
-		set_err(err, errlen, "TLS: a client key (%s) needs a client certificate", t->key);
+		log_reason(err, errlen, "TLS: a client key (%s) needs a client certificate",
+		           t->key);
 		return -1;
 	}
 	if (!t->cert)
@@ -385,16 +372,16 @@ static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, 
 	if (!cb)
 		; /* read_pem said why */
 	else if (!chained)
-		set_err(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
-		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+		log_reason(err, errlen, "TLS: cannot load client certificate %s: %s", t->cert,
+		           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 	else if (!pk || SSL_CTX_use_PrivateKey(ctx, pk) != 1)
-		set_err(err, errlen, "TLS: cannot load client key %s: %s", key,
-		        asked ? "it is encrypted (passphrase-protected keys are not supported)"
-		        : (r = ssl_queue_reason(buf, sizeof buf)) ? r
-		                                                  : "unknown error");
+		log_reason(err, errlen, "TLS: cannot load client key %s: %s", key,
+		           asked ? "it is encrypted (passphrase-protected keys are not supported)"
+		           : (r = ssl_queue_reason(buf, sizeof buf)) ? r
+		                                                     : "unknown error");
 	else if (SSL_CTX_check_private_key(ctx) != 1)
-		set_err(err, errlen, "TLS: client key %s does not match certificate %s", key,
-		        t->cert);
+		log_reason(err, errlen, "TLS: client key %s does not match certificate %s", key,
+		           t->cert);
 	else
 		rc = 0;
 done:
@@ -416,12 +403,12 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (!ctx) {
-		set_err(err, errlen, "TLS: cannot create context: %s",
-		        (r = ssl_queue_reason(buf, sizeof buf)) ? r : "out of memory");
+		log_reason(err, errlen, "TLS: cannot create context: %s",
+		           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "out of memory");
 		goto cleanup;
 	}
 	if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
-		set_err(err, errlen, "TLS: cannot require TLS 1.2");
+		log_reason(err, errlen, "TLS: cannot require TLS 1.2");
 		goto cleanup;
 	}
 	/* Partial writes suit write_some(); a moving buffer lets callers retry from a
@@ -527,7 +514,7 @@ static int tls_init(char *err, size_t errlen)
 {
 	(void)pthread_once(&tls_once, tls_init_once);
 	if (!bio_method) {
-		set_err(err, errlen, "TLS: cannot initialise OpenSSL");
+		log_reason(err, errlen, "TLS: cannot initialise OpenSSL");
 		return CONN_ERR;
 	}
 	return CONN_OK;
@@ -548,7 +535,7 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 	if (s->tls_ready)
 		return CONN_OK;
 	if (s->tls_broken) {
-		set_err(err, errlen, "TLS handshake with %s: failed earlier", s->peer);
+		log_reason(err, errlen, "TLS handshake with %s: failed earlier", s->peer);
 		return CONN_ERR;
 	}
 	ERR_clear_error();
@@ -568,15 +555,15 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 		mismatch =
 		    vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH;
 		if (s->verify && vr != X509_V_OK)
-			set_err(err, errlen,
-			        "TLS handshake with %s: certificate verify failed (%s%s%s)%s",
-			        s->peer, X509_verify_cert_error_string(vr),
-			        mismatch ? ": certificate not valid for " : "",
-			        mismatch && s->name ? s->name : "", ca_hint(s, vr));
+			log_reason(err, errlen,
+			           "TLS handshake with %s: certificate verify failed (%s%s%s)%s",
+			           s->peer, X509_verify_cert_error_string(vr),
+			           mismatch ? ": certificate not valid for " : "",
+			           mismatch && s->name ? s->name : "", ca_hint(s, vr));
 		else
-			set_err(err, errlen, "TLS handshake with %s: %s%s", s->peer,
-			        tls_reason(s, e, buf, sizeof buf),
-			        plaintext_reply() ? " (is it a TLS port?)" : "");
+			log_reason(err, errlen, "TLS handshake with %s: %s%s", s->peer,
+			           tls_reason(s, e, buf, sizeof buf),
+			           plaintext_reply() ? " (is it a TLS port?)" : "");
 		goto cleanup;
 	}
 	if (s->verify) {
@@ -590,9 +577,9 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 		vr = SSL_get_verify_result(s->ssl);
 		if (!cert || vr != X509_V_OK) {
 			s->tls_broken = 1;
-			set_err(err, errlen,
-			        "TLS handshake with %s: certificate verify failed (%s)", s->peer,
-			        cert ? X509_verify_cert_error_string(vr) : "no certificate");
+			log_reason(err, errlen,
+			           "TLS handshake with %s: certificate verify failed (%s)", s->peer,
+			           cert ? X509_verify_cert_error_string(vr) : "no certificate");
 			goto cleanup;
 		}
 	}
@@ -641,13 +628,13 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	if (!name && !t->insecure) {
 		/* No name, nothing to check the certificate against: refuse rather than
 		 * accept any certificate from a trusted CA. */
-		set_err(err, errlen, "TLS over %s: a server name to verify (--sni) is required",
-		        peer);
+		log_reason(err, errlen, "TLS over %s: a server name to verify (--sni) is required",
+		           peer);
 		goto cleanup;
 	}
 	s = calloc(1, sizeof *s);
 	if (!s || (name && !(s->name = strdup(name)))) {
-		set_err(err, errlen, "TLS: out of memory");
+		log_reason(err, errlen, "TLS: out of memory");
 		goto cleanup;
 	}
 	s->fd = fd;
@@ -662,7 +649,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	s->ssl = SSL_new(ctx);
 	bio = BIO_new(bio_method);
 	if (!s->ssl || !bio) {
-		set_err(err, errlen, "TLS: out of memory");
+		log_reason(err, errlen, "TLS: out of memory");
 		goto cleanup;
 	}
 	BIO_set_data(bio, s);
@@ -673,19 +660,19 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	/* SNI carries host names only (RFC 6066); an IP literal there is a protocol
 	 * error some servers reject. */
 	if (name && !ip && SSL_set_tlsext_host_name(s->ssl, name) != 1) {
-		set_err(err, errlen, "TLS: invalid server name %s", name);
+		log_reason(err, errlen, "TLS: invalid server name %s", name);
 		goto cleanup;
 	}
 	if (s->verify) {
 		if (ip) {
 			if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s->ssl), name) != 1) {
-				set_err(err, errlen, "TLS: cannot verify IP address %s", name);
+				log_reason(err, errlen, "TLS: cannot verify IP address %s", name);
 				goto cleanup;
 			}
 		} else {
 			SSL_set_hostflags(s->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 			if (SSL_set1_host(s->ssl, name) != 1) {
-				set_err(err, errlen, "TLS: cannot verify host name %s", name);
+				log_reason(err, errlen, "TLS: cannot verify host name %s", name);
 				goto cleanup;
 			}
 		}
@@ -737,7 +724,7 @@ static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len
 	if (len == 0)
 		return 0;
 	if (s->tls_broken) {
-		set_err(err, errlen, "write to %s: TLS session failed earlier", s->peer);
+		log_reason(err, errlen, "write to %s: TLS session failed earlier", s->peer);
 		return CONN_ERR;
 	}
 	ERR_clear_error();
@@ -752,12 +739,12 @@ static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len
 	}
 	if (e == SSL_ERROR_SYSCALL && peer_alert(s, ebuf, sizeof ebuf)) {
 		s->tls_broken = 1;
-		set_err(err, errlen, "write to %s: %s", s->peer, ebuf);
+		log_reason(err, errlen, "write to %s: %s", s->peer, ebuf);
 		return CONN_ERR;
 	}
 	if (e != SSL_ERROR_ZERO_RETURN)
 		s->tls_broken = 1;
-	set_err(err, errlen, "write to %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	log_reason(err, errlen, "write to %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
 	ERR_clear_error();
 	return CONN_ERR;
 }
@@ -771,7 +758,7 @@ static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char 
 	if (cap == 0)
 		return 0;
 	if (s->tls_broken) {
-		set_err(err, errlen, "read from %s: TLS session failed earlier", s->peer);
+		log_reason(err, errlen, "read from %s: TLS session failed earlier", s->peer);
 		return CONN_ERR;
 	}
 	ERR_clear_error();
@@ -800,7 +787,7 @@ static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char 
 		break;
 	}
 	s->tls_broken = 1;
-	set_err(err, errlen, "read from %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	log_reason(err, errlen, "read from %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
 	ERR_clear_error();
 	return CONN_ERR;
 }
