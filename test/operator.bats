@@ -789,6 +789,14 @@ forge_holder() {
 			fi
 		done
 	done
+	# a --fair waiter (the lock held): a stray :qmeta left its place in the queue, with
+	# no lease, binding the queue for the waiter's ttl
+	rcli SET 'rlock:{pwq}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli SADD 'rlock:{pwq}:qmeta' stray >/dev/null
+	run -69 --separate-stderr rlock -k pwq -w 5 --fair -- true
+	assert_regex "$stderr" WRONGTYPE
+	key_absent 'rlock:{pwq}:queue'
+	rcli DEL 'rlock:{pwq}' 'rlock:{pwq}:qmeta' >/dev/null
 }
 
 @test "a stray key of another type at any key of the layout: acquires stay loud (69, naming --reset); --reset, or --break, deletes it and names it; the next acquire runs" {

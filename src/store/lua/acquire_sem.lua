@@ -117,8 +117,10 @@ if not free then
   end
   if queued and ARGV[5] ~= '1' then
     if not redis.call('ZSCORE', KEYS[7], tok) then
-      redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
+      -- who waits first: a :qmeta of another type (set by hand) fails the step before the
+      -- place is written (a place without its lease would bind the queue for its ttl)
       redis.call('HSET', qmeta, tok, cjson.encode({host = ARGV[8], pid = ARGV[9]}))
+      redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
     end
     redis.call('ZADD', KEYS[8], now + math.min(ttl, QLEASE_MS), tok)
     extend(KEYS[7], ttl)
