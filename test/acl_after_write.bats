@@ -191,3 +191,27 @@ no_server_error() {
 		assert_output ran
 	done
 }
+
+# sub_refused: SUBSCRIBE and SSUBSCRIBE calls the ACL refused so far (INFO commandstats)
+sub_refused() {
+	rcli INFO commandstats | sed -n 's/^cmdstat_s\{0,1\}subscribe:.*rejected_calls=\([0-9]*\).*/\1/p' |
+		awk '{ n += $1 } END { print n + 0 }'
+}
+
+@test "no channel rights: a waiter refused SUBSCRIBE says so once (-v), asks no more (no connection per nap), polls, and gets the lock" {
+	# It asked again on a new connection at every nap, silently (-vv only): 6 refusals
+	# and 10 connections in a 4 s wait.
+	local m before
+	for m in -s --fair; do
+		before=$(sub_refused)
+		rcli SET 'rlock:{sub}' 0123456789abcdef0123456789abcdef PX 3000 >/dev/null
+		run -0 --separate-stderr rlock -v "${U[@]}" "$m" -w 20 -k sub -- echo ran
+		assert_output ran
+		assert_equal "$(grep -c 'release notifications refused (.*NOPERM.*): polling instead' <<<"$stderr")" 1
+		assert_equal "$(($(sub_refused) - before))" 1
+		# without -v: not a word of it
+		rcli SET 'rlock:{sub}' 0123456789abcdef0123456789abcdef PX 1000 >/dev/null
+		run -0 --separate-stderr rlock "${U[@]}" "$m" -w 20 -k sub -- echo ran
+		assert_equal "$stderr" ""
+	done
+}

@@ -679,6 +679,27 @@ acquire_stopped_after_grant() {
 	run -0 rlock -k kc --release
 }
 
+@test "a failed --acquire lists the job's holds the server still has, not stale variables: a released lock is dropped, a held one kept; none left: the lists are unset" {
+	# It listed every lock its variables named, without asking the server.
+	eval "$(rlock -k fa --acquire)"
+	track_pid "$(rcli HGET 'rlock:{fa}:owner' pid)"
+	eval "$(rlock -k fb --acquire)"
+	track_pid "$(rcli HGET 'rlock:{fb}:owner' pid)"
+	assert_equal "$RLOCK_KEYS" 'rlock:{fb} rlock:{fa}'
+	run -0 rlock -k fb --release
+	rcli SET 'rlock:{fbusy}' 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+	run -75 --separate-stderr rlock -k fbusy -n --acquire
+	assert_line "RLOCK_KEYS='rlock:{fa}'; export RLOCK_KEYS"
+	refute_output --partial 'rlock:{fb}'
+	eval "$output" || true
+	assert_equal "$RLOCK_KEYS" 'rlock:{fa}'
+	RLOCK_KEY='rlock:{fa}' RLOCK_TOKEN=${RLOCK_TOKENS%% *} run -0 rlock -k fa --release
+	run -75 --separate-stderr rlock -k fbusy -n --acquire
+	refute_output --partial 'RLOCK_KEYS='
+	assert_line --index 0 'unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES'
+	rcli DEL 'rlock:{fbusy}' >/dev/null
+}
+
 @test "--acquire on another database inside a job keeps the job's hold listed (its server cannot judge a token it never knew): a nested run of the job's lock is re-entrant, not a wait for its own ancestor; a lock released on the --acquire's own server is still dropped" {
 	local db1
 	if [[ $REDIS_URL == unix://* ]]; then db1="$REDIS_URL?db=1"; else db1="$REDIS_URL/1"; fi

@@ -755,14 +755,84 @@ forge_holder() {
 	rlock_wait "$HOLDER_PID"
 }
 
-@test "--reset and --break of a name they cannot read (a key of another type) say which of them failed, one line, 69" {
+@test "--reset and --break of a name whose key holds another type (set by hand): deleted first and named, the live holder stays" {
+	# They failed on it (69, WRONGTYPE), as every acquire did: no rlock command could
+	# clear the stray key, only a DEL by hand.
 	rcli SET 'rlock:{odd}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
 	rcli SET 'rlock:{odd}:owner' not-a-hash PX 30000 >/dev/null
-	local verb
-	for verb in reset break; do
-		run -69 --separate-stderr rlock -k odd "--$verb"
-		assert_equal "$stderr" "$(head -1 <<<"$stderr")"
-		assert_regex "$stderr" "^rlock: .*$verb: server error: WRONGTYPE"
+	run -0 --separate-stderr rlock -k odd --reset
+	assert_regex "$stderr" '^rlock: reset rlock:\{odd\}: deleted rlock:\{odd\}:owner: it held a string, not what rlock keeps there'
+	assert_regex "$stderr" 'rlock:\{odd\} is still held by'
+	assert_equal "$(rcli GET 'rlock:{odd}')" 0123456789abcdef0123456789abcdef
+	rcli SET 'rlock:{odd}:owner' not-a-hash PX 30000 >/dev/null
+	run -0 --separate-stderr rlock -k odd --break
+	assert_regex "$stderr" '^rlock: break rlock:\{odd\}: deleted rlock:\{odd\}:owner: it held a string'
+	assert_regex "$stderr" 'broke rlock:\{odd\}: token 0123456789abcdef0123456789abcdef'
+	key_absent 'rlock:{odd}'
+}
+
+@test "an acquire refused by a stray key of another type writes nothing first (no phantom holder, no writer mark, no history), only the fence may count" {
+	# A shared request with a stray :meta left its entry in :holders (the name busy for
+	# its ttl, a run in the history); a plain one with a stray :queue, a writer mark.
+	local i=0 mode sfx left
+	for mode in '' -s '-l 2' '-l 2 --fair' --fair '-s --lock-delay 5s' '--once-per 1h'; do
+		for sfx in '' :owner :holders :meta :limit :queue :qlease :qmeta :writer :waiters \
+			:delay :preempt :supersede :broken :history :history:run :history:runs; do
+			i=$((i + 1))
+			rcli SADD "rlock:{pw$i}$sfx" stray >/dev/null
+			# shellcheck disable=SC2086 # $mode: its words
+			run rlock -k "pw$i" -n $mode -- true
+			if ((status == 69)); then
+				left=$(rcli --scan --pattern "rlock:{pw$i}*" | grep -vxF -e "rlock:{pw$i}$sfx" \
+					-e "rlock:{pw$i}:fence" || true)
+				assert_equal "$mode [$sfx]: ${left//$'\n'/ }" "$mode [$sfx]: "
+			fi
+		done
 	done
-	rcli DEL 'rlock:{odd}' 'rlock:{odd}:owner' >/dev/null
+	# a --fair waiter (the lock held): a stray :qmeta left its place in the queue, with
+	# no lease, binding the queue for the waiter's ttl
+	rcli SET 'rlock:{pwq}' 0123456789abcdef0123456789abcdef PX 30000 >/dev/null
+	rcli SADD 'rlock:{pwq}:qmeta' stray >/dev/null
+	run -69 --separate-stderr rlock -k pwq -w 5 --fair -- true
+	assert_regex "$stderr" WRONGTYPE
+	key_absent 'rlock:{pwq}:queue'
+	rcli DEL 'rlock:{pwq}' 'rlock:{pwq}:qmeta' >/dev/null
+}
+
+@test "a stray key of another type at any key of the layout: acquires stay loud (69, naming --reset); --reset, or --break, deletes it and names it; the next acquire runs" {
+	local sfx verb fence
+	for verb in reset break; do
+		for sfx in '' :fence :owner :holders :meta :limit :queue :qlease :qmeta :writer \
+			:waiters :delay :preempt :supersede :broken :history :history:run :history:runs; do
+			rcli DEL "rlock:{st}$sfx" >/dev/null # the last round's key of rlock's type
+			rcli SADD "rlock:{st}$sfx" stray >/dev/null
+			case $sfx in # the keys every plain acquire reads
+			'' | :fence | :delay | :preempt | :queue | :holders | :writer)
+				run -69 --separate-stderr rlock -k st -n -- true
+				assert_regex "$stderr" 'WRONGTYPE.*rlock -k NAME --reset deletes it'
+				;;
+			esac
+			case $sfx in # read by a shared request (a false "busy" before: :writer)
+			:meta | :writer)
+				run -69 --separate-stderr rlock -k st -s -n -- true
+				assert_regex "$stderr" WRONGTYPE
+				;;
+			esac
+			if [[ $sfx == :supersede ]]; then # a --fair request (a false mode error before)
+				run -69 --separate-stderr rlock -k st -l 2 --fair -n -- true
+				assert_regex "$stderr" WRONGTYPE
+			fi
+			run -0 --separate-stderr rlock -k st "--$verb"
+			assert_regex "$stderr" "^rlock: $verb rlock:\{st\}: deleted rlock:\{st\}$sfx: it held a set"
+			key_absent "rlock:{st}$sfx"
+			run -0 rlock -k st -n -- true
+			run -0 rlock -k st -s -n -- true
+			run -0 rlock -k st -l 2 --fair -n -- true
+		done
+	done
+	fence=$(rcli GET 'rlock:{st}:fence')
+	run -0 --separate-stderr rlock -k st --reset # keys of rlock's own types stay
+	refute_regex "$stderr" deleted
+	assert_equal "$(rcli GET 'rlock:{st}:fence')" "$fence"
+	rcli DEL 'rlock:{st}:fence' 'rlock:{st}:history' 'rlock:{st}:history:run' >/dev/null
 }

@@ -1260,3 +1260,18 @@ preempt_marks() {
 	assert_line 'held 0'
 	assert_equal "$(cat vars)" 'rlock:{B} rlock:{A}'
 }
+
+@test "a stray key of another type on some nodes: the acquire names --reset; --reset deletes it on every node that has one and says it once" {
+	local i
+	for i in 0 1 2; do node_cli "$i" SADD 'rlock:{sw}:delay' stray >/dev/null; done
+	node_cli 3 SADD 'rlock:{sw}:writer' stray >/dev/null
+	run -69 --separate-stderr rlock -k sw -n -- true
+	assert_regex "$stderr" 'WRONGTYPE.*rlock -k NAME --reset deletes it'
+	run -0 --separate-stderr rlock -k sw --reset
+	assert_equal "$(grep -c 'deleted rlock:{sw}:delay: it held a set' <<<"$stderr")" 1
+	assert_equal "$(grep -c 'deleted rlock:{sw}:writer: it held a set' <<<"$stderr")" 1
+	for i in 0 1 2 3; do
+		assert_equal "$(node_cli "$i" EXISTS 'rlock:{sw}:delay' 'rlock:{sw}:writer')" 0
+	done
+	run -0 rlock -k sw -n -- true
+}

@@ -218,6 +218,60 @@ release_trimmed() {
 
 
 
+# release_sha NKEYS FIRSTKEY RLOCK-ARGS...: the SHA-1 of the release script rlock sends
+# (release.lua: 2 keys, the lock first; release_sem.lua: 3, its holders first), read off
+# MONITOR while a run of the name shaw releases.
+release_sha() {
+	local n=$1 first=$2 mon
+	shift 2
+	rcli MONITOR >mon.log &
+	mon=$!
+	track_pid "$mon"
+	wait_until 10 grep -aq OK mon.log
+	run -0 rlock "$@" -k shaw -- true
+	wait_until 10 grep -aqF "\"$n\" \"rlock:{shaw}$first\"" mon.log
+	kill "$mon"
+	wait_until 10 proc_gone "$mon"
+	grep -aoE "\"EVALSHA\" \"[0-9a-f]{40}\" \"$n\" \"rlock:\\{shaw\\}$first\"" mon.log |
+		head -1 | cut -d'"' -f4
+}
+
+@test "a release told the lease was lost, sent again after its reply was lost, answers as the first did (released), with the default history of 100 too (exclusive, -s)" {
+	# Its end record is 'lost', not 'released', and with a history of 100 entries or
+	# more no :rel: mark is written: the release sent again found neither and answered
+	# 0 (not ours), where the first answered 1. (Redlock sends a node's release again.)
+	local sha tok mode keys
+	for mode in x s; do
+		local m=() first='' nk=2
+		[[ $mode == s ]] && m=(-s) first=:holders nk=3
+		sha=$(release_sha "$nk" "$first" "${m[@]}")
+		[[ $sha =~ ^[0-9a-f]{40}$ ]] || fail "no release script seen"
+		run -0 rlock "${m[@]}" -k "wl$mode" --acquire
+		eval "$output"
+		tok=$RLOCK_TOKEN
+		local keeper
+		if [[ $mode == x ]]; then
+			keeper=$(rcli HGET "rlock:{wl$mode}:owner" pid)
+			keys=("rlock:{wl$mode}" "rlock:{wl$mode}:owner")
+		else
+			keeper=$(rcli HGET "rlock:{wl$mode}:meta" "$tok" | jq -r .pid)
+			keys=("rlock:{wl$mode}:holders" "rlock:{wl$mode}:meta" "rlock:{wl$mode}:limit")
+		fi
+		# the keeper gone unheard: its run is open, the lease still its own on the server
+		kill -KILL "$keeper"
+		wait_until 10 proc_gone "$keeper"
+		local args=("$tok" 0 "rlock:{wl$mode}:released" PUBLISH "rlock:{wl$mode}:wake:" 0 0 100 604800000 lost)
+		assert_equal "$(rcli EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" "${args[@]}")" 1
+		assert_equal "$(rcli EVALSHA "$sha" "${#keys[@]}" "${keys[@]}" "${args[@]}")" 1
+		# one run, one end: lost
+		local h
+		h=$(rlock -k "wl$mode" --history --json)
+		[[ $(grep -o '"event":"[a-z]*"' <<<"$h" | sort | tr '\n' ' ') == \
+			'"event":"acquired" "event":"lost" ' ]] || fail "history: $h"
+		unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	done
+}
+
 # preempted_swallowed NAME: a --preemptible holder stopped for a --preempt request, whose
 # release (handing the lock to the request) loses its reply: the release sent again
 # answers as the first did (handed over), so the holder still exits 81, and the run ends

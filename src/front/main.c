@@ -453,7 +453,8 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	                       .wait_aof_replicas = o->wait_aof_replicas,
 	                       .status_line = isatty(STDERR_FILENO) && o->verbose >= 0,
 	                       .warn_key = o->eviction_warning && !keeper ? warn_key : NULL,
-	                       .check_now = !keeper && o->verbose > 0};
+	                       .check_now = !keeper && o->verbose > 0,
+	                       .not_taken = keeper ? keeper_report_failure : NULL};
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;

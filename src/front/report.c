@@ -606,6 +606,24 @@ static void break_closed(const struct lock *l, const struct report_ask *o, long 
 	          l->key, left, o->name);
 }
 
+/* --break, --reset: the keys of the name's layout that held another type (set by hand:
+ * every acquire failed on them), which the script deleted first. Operator action: said
+ * even with -q. */
+static void say_strays(const struct lock *l, const struct holders *hs, const char *verb)
+{
+	for (int i = 0; i < hs->nstrays; i++) {
+		const char *sfx = hs->strays[i].suffix, *t = hs->strays[i].type;
+		if (strcmp(sfx, ":fence") == 0)
+			log_error(
+			    "%s %s: deleted %s%s: it held a %s, not the fencing counter; fences "
+			    "restart at 1 (seed it above the last one used: rlock-protocol(7))",
+			    verb, l->key, l->key, sfx, t);
+		else
+			log_error("%s %s: deleted %s%s: it held a %s, not what rlock keeps there",
+			          verb, l->key, l->key, sfx, t);
+	}
+}
+
 int report_break(struct store *s, const struct report_ask *o)
 {
 	struct lock l;
@@ -627,6 +645,7 @@ int report_break(struct store *s, const struct report_ask *o)
 		return RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
+	say_strays(&l, &hs, "break");
 	if (hs.pruned > 0)
 		log_error("%s: dropped %d queue place%s of waiters that are gone", l.key, hs.pruned,
 		          hs.pruned == 1 ? "" : "s");
@@ -687,6 +706,7 @@ int report_reset(struct store *s, const struct report_ask *o)
 		return RL_EX_UNAVAILABLE;
 	}
 	store_close(s);
+	say_strays(&l, &hs, "reset");
 	/* Operator action: always say what was cleared, even with -q. */
 	if (hs.closed_ms > 0) {
 		holder_human_ms(left, sizeof left, hs.closed_ms);
@@ -701,7 +721,7 @@ int report_reset(struct store *s, const struct report_ask *o)
 		log_error("reset %s: cleared the --once-per mark of fence %s (%s)", l.key,
 		          hs.done_fence[0] ? hs.done_fence : "?", was);
 	}
-	if (hs.closed_ms <= 0 && !hs.done)
+	if (hs.closed_ms <= 0 && !hs.done && !hs.nstrays)
 		log_warn("%s had no lock-delay and no --once-per mark: nothing cleared", l.key);
 	if (hs.n > 0)
 		log_error("%s is still held by %s (a live holder: --break removes it)", l.key,

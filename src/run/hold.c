@@ -689,6 +689,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	}
 	if (rc != WAIT_ACQUIRED) {
 		unconfirmed_give_back(h);
+		if (sp->not_taken)
+			sp->not_taken(h->s, rc, sp->io_timeout_ms);
 		hold_release(h, 0);
 	}
 	return rc;

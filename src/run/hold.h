@@ -30,6 +30,9 @@ struct hold_spec {
 	int status_line;                       /* draw wait.h's live line */
 	const char *warn_key; /* the first lock's eviction warning (renew.h); NULL: none */
 	int check_now;        /* look at the eviction policy at once (-v) */
+	/* not taken (rc, a wait_rc): called with the main handle, before it is closed
+	 * (--acquire: keeper_report_failure); NULL: none */
+	void (*not_taken)(struct store *s, int rc, int64_t io_ms);
 };
 
 struct renew;

@@ -55,7 +55,11 @@ static void print_sh(const char *name, const char *v)
 
 static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms, char *list[3]);
 
-void keeper_print_failure(int status)
+/* The failure's sh output; checked: the job's holds as the keeper found them on the
+ * server (keeper_report_failure: lines[3], or NULL for none), else (nobody asked the
+ * server: a usage error before any traffic, a keeper that could not say) as the
+ * variables name them. */
+static void print_failure(int status, int checked, char *const lines[3])
 {
 	/* A reader gone: the status stays the one documented, not a death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
@@ -63,8 +67,15 @@ void keeper_print_failure(int status)
 	 * they go (a step tests RLOCK_TOKEN to know whether this lock is held), so the job's
 	 * locks are kept listed in RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES (a nested run of
 	 * their names is still re-entered, not a wait for its own ancestor). */
-	char *list[3];
-	if (inherited_lists(NULL, NULL, 0, list) > 0) {
+	char *list[3] = {NULL, NULL, NULL};
+	if (checked && lines) {
+		print_sh("RLOCK_KEYS", lines[0]);
+		print_sh("RLOCK_TOKENS", lines[1]);
+		print_sh("RLOCK_FENCES", lines[2]);
+	} else if (checked && getenv("RLOCK_KEYS")) {
+		/* none held: the lists of the past (a released lock's) would outlive it */
+		printf("unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES\n");
+	} else if (!checked && inherited_lists(NULL, NULL, 0, list) > 0) {
 		print_sh("RLOCK_KEYS", list[0]);
 		print_sh("RLOCK_TOKENS", list[1]);
 		print_sh("RLOCK_FENCES", list[2]);
@@ -76,12 +87,44 @@ void keeper_print_failure(int status)
 	fflush(stdout);
 }
 
+void keeper_print_failure(int status)
+{
+	print_failure(status, 0, NULL);
+}
+
 /* The parent, when the lock is not held: the failure line (sh output), the status. */
 static void __attribute__((noreturn)) parent_fail(int status, int github)
 {
 	if (!github)
 		keeper_print_failure(status);
 	exit(status);
+}
+
+void keeper_report_failure(struct store *s, int rc, int64_t io_ms)
+{
+	char *list[3];
+
+	if (report_fd < 0)
+		return;
+	/* asked of the server when it answered: not after a signal or an outage (no wait
+	 * on a server that is away) */
+	if (rc != WAIT_BUSY && rc != WAIT_DONE && rc != WAIT_SUPERSEDED && rc != WAIT_MISMATCH)
+		s = NULL;
+	/* "\n" (no key: not held), then the job's holds the server did not say are gone */
+	int n = inherited_lists(NULL, s, io_ms, list);
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&msg, &len);
+	if (f) {
+		fputs("\n", f);
+		if (n > 0)
+			fprintf(f, "%s\n%s\n%s\n", list[0], list[1], list[2]);
+		if (fclose(f) == 0 && len < 60000 && write(report_fd, msg, len) == (ssize_t)len)
+			shutdown(report_fd, SHUT_WR);
+	}
+	free(msg);
+	for (int v = 0; v < 3; v++)
+		free(list[v]);
 }
 
 /* Pass the signals waiting on sfd on to the keeper; the first one's number (or sig,
@@ -147,10 +190,21 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 	if (sig)
 		interrupted(keeper, sig, k);
 	buf[got] = '\0';
+	/* "\n", then the job's holds, checked (keeper_report_failure): not held */
+	char *held[3] = {NULL, NULL, NULL};
+	int checked = got > 0 && buf[0] == '\n';
+	for (int i = 0, at = 1; checked && i < 3; i++) {
+		char *end = strchr(buf + at, '\n');
+		if (!end)
+			break;
+		*end = '\0';
+		held[i] = buf + at;
+		at = (int)(end - buf) + 1;
+	}
 	/* "KEY\nTOKEN\nFENCE\n": the keeper holds the lock. */
 	char *key = buf, *token = strchr(key, '\n'),
 	     *fence = token ? strchr(token + 1, '\n') : NULL;
-	if (fence && strchr(fence + 1, '\n')) {
+	if (!checked && fence && strchr(fence + 1, '\n')) {
 		*token++ = '\0';
 		*fence++ = '\0';
 		*strchr(fence, '\n') = '\0';
@@ -207,12 +261,16 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 	while (waitpid(keeper, &st, 0) < 0)
 		if (errno != EINTR)
 			parent_fail(RL_EX_SOFTWARE, k->github);
+	char *const *lists = held[2] ? held : NULL;
 	if (WIFSIGNALED(st)) {
 		if (!k->github)
-			keeper_print_failure(128 + WTERMSIG(st));
+			print_failure(128 + WTERMSIG(st), checked, lists);
 		child_die_of(WTERMSIG(st));
 	}
-	parent_fail(WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE, k->github);
+	int status = WIFEXITED(st) ? WEXITSTATUS(st) : RL_EX_SOFTWARE;
+	if (!k->github)
+		print_failure(status, checked, lists);
+	exit(status);
 }
 
 void keeper_detach(const struct keeper_args *k)

@@ -65,6 +65,13 @@ void keeper_detach(const struct keeper_args *k);
  * 0), leaves no RLOCK_TOKEN that claims the lock. Not for --format github. */
 void keeper_print_failure(int status);
 
+/* In the keeper, the lock not taken (hold_spec's not_taken; rc a wait_rc): the job's
+ * holds that s does not say are gone (the lists a nested run would get), sent to the
+ * parent, which prints them with the failure line instead of the variables' unchecked
+ * lists. Asked only when the server answered (busy, -E, superseded, a mode mismatch);
+ * else (a signal, an outage) the variables' lists, unchecked. */
+void keeper_report_failure(struct store *s, int rc, int64_t io_ms);
+
 /* In the keeper, once the hold is acquired (hold_acquire: one lock, renewed): report it
  * to the parent, detach from the caller's stderr, watch the hold (hold_watch) until a
  * signal on sigfd (child_signals_block), --max-hold or a loss, then release (or not:

@@ -418,8 +418,9 @@ struct wait_run {
 	enum wait_rc rc;   /* the result, at ST_DONE */
 	int64_t outage_at; /* when the outage began */
 	int drawn, announced, waiting, outage, pttl_woke, again, sub;
-	int split; /* the last attempt was a Redlock split vote */
-	int heard; /* the listener last announced at -vv: 1 the channel, 2 a place */
+	int split;   /* the last attempt was a Redlock split vote */
+	int heard;   /* the listener last announced at -vv: 1 the channel, 2 a place */
+	int polling; /* said (-v) that SUBSCRIBE is refused: this waiter polls */
 };
 
 static void backoff_grow(struct wait_run *w)
@@ -615,7 +616,12 @@ static enum wait_state st_listen(struct wait_run *w)
 		w->heard = 0;
 		if (take_signal(w->a->sigfd, w->signo))
 			return done(w, WAIT_SIGNAL);
-		log_debug("cannot subscribe to release notifications: %s", err);
+		if (!store_listen_refused(w->s))
+			log_debug("cannot subscribe to release notifications: %s", err);
+		else if (!w->polling) { /* asked no more (store.c): said once */
+			w->polling = 1;
+			log_info("release notifications refused (%s): polling instead", err);
+		}
 	} else if (w->heard != 1 + w->a->lock->placed) {
 		/* Said once the listener is in place and the last attempt after it was
 		 * busy: a release from now on wakes this waiter. */

@@ -169,6 +169,10 @@ static int eval(struct client *c, int s, const struct lock *l, int nkeys, const 
 	return send_request(c, &q, deadline_ms, reply, err, errlen);
 }
 
+#define WRONGTYPE_HINT                                                                             \
+	" (a key of this lock's name holds another type than rlock writes there: rlock -k NAME "   \
+	"--reset deletes it)"
+
 /* A server error reply → LOCK_ERR, LOCK_DENIED with a readable reason, or
  * LOCK_REDIRECT with the reply itself (matched by code, never by text). */
 static int server_error(const struct resp_reply *r, const char *what, char *err, size_t errlen)
@@ -203,7 +207,8 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		/* A fence counter that cannot count (not an integer, at the maximum):
 		 * waiting cannot fix it, so it is refused at once, as a denial is. */
 		const char *why = r->str + strlen("RLOCKFENCE");
-		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
+		snprintf(err, errlen, "%s: %.300s%s", what, why + (*why == ' '),
+		         strstr(why, "WRONGTYPE") ? WRONGTYPE_HINT : "");
 		return LOCK_DENIED;
 	}
 	if (resp_is_error(r, "RLOCKMODE")) {
@@ -221,6 +226,15 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		    "names it; docs/production.md: Credentials): %.300s",
 		    what, r->str);
 		return LOCK_DENIED;
+	}
+	if (resp_is_error(r, "WRONGTYPE")) {
+		/* a key of the name's layout holds another type (set by hand): no wait fixes
+		 * it; the operator's --reset (or --break) deletes it (break.lua's strays) */
+		const char *at = strstr(r->str, " script: "); /* Redis's script and line */
+		int n = at ? (int)(at - r->str) : 300;
+		snprintf(err, errlen, "%s: %.*s%s", what, n > 300 ? 300 : n, r->str,
+		         WRONGTYPE_HINT);
+		return LOCK_ERR;
 	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
 		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
@@ -570,7 +584,16 @@ static void decode_judgement(const struct resp_reply *r, struct holders *hs)
 			copy_field(k->label, sizeof k->label, b->element[6]);
 	}
 	hs->refused = r->element[12]->type == RESP_INTEGER && r->element[12]->integer == 1;
-	if (r->elements > 15) /* status read key by key (a migrating slot, status.lua) */
+	if (r->elements > 15 && r->element[15]->type == RESP_ARRAY) { /* break: strays */
+		const struct resp_reply *a = r->element[15];
+		for (size_t i = 0; i + 2 <= a->elements && hs->nstrays < 24; i += 2) {
+			copy_field(hs->strays[hs->nstrays].suffix, sizeof hs->strays[0].suffix,
+			           a->element[i]);
+			copy_field(hs->strays[hs->nstrays].type, sizeof hs->strays[0].type,
+			           a->element[i + 1]);
+			hs->nstrays++;
+		}
+	} else if (r->elements > 15) /* status read key by key (a migrating slot, status.lua) */
 		hs->here = (int)field_number(r->element[15]);
 	if (r->elements > 13) {
 		long long v = field_number(r->element[13]);

@@ -279,6 +279,13 @@ struct holders {
 	long long split_ms; /* until enough of them end for a majority to be free, -1 unknown */
 	int refused;        /* --break --token/--if-fence: no such holder, nothing broken */
 	int pruned;         /* --break: places of gone waiters dropped from the queue */
+	/* --break, --reset: keys of the name's layout that held another type than rlock's
+	 * (set by hand: every acquire failed on them), deleted first: the key's suffix
+	 * (":delay", "" for the lock itself) and the type it held */
+	int nstrays;
+	struct {
+		char suffix[16], type[16];
+	} strays[24];
 	int here; /* status read key by key (a migrating slot): the name's keys on the node
 	           * that answered; -1 otherwise */
 	/* Redlock status that cannot tell (LOCK_ERR): what the silent nodes could make a

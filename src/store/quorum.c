@@ -1491,6 +1491,15 @@ static int holders(struct quorum *q, const struct lock *l, int brk, int64_t cap_
 			hs->done_pttl_ms = nh[i].done_pttl_ms;
 			memcpy(hs->done_fence, nh[i].done_fence, sizeof hs->done_fence);
 		}
+	for (int i = 0; i < q->n; i++) /* --break, --reset: the strays any node deleted */
+		for (int j = 0; ok[i] && j < nh[i].nstrays; j++) {
+			int k = 0;
+			while (k < hs->nstrays &&
+			       strcmp(hs->strays[k].suffix, nh[i].strays[j].suffix))
+				k++;
+			if (k == hs->nstrays && k < (int)(sizeof hs->strays / sizeof hs->strays[0]))
+				hs->strays[hs->nstrays++] = nh[i].strays[j];
+		}
 	free(nh);
 	return LOCK_OK;
 }

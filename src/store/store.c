@@ -24,8 +24,9 @@ struct store {
 	const struct server *sub_srv; /* a subscription's server, when listen_at chose it */
 	int sub_armed;                /* a wake list: sub has a BLPOP outstanding */
 	int no_wake_list;             /* BLPOP refused (NOPERM): listen on the channel */
-	struct client *watch;         /* the route's announcements (store_watch_fd) */
-	int64_t watch_retry_at;       /* a watch that failed is not tried again before */
+	int no_channel;       /* SUBSCRIBE refused (NOPERM) by every server tried: poll (store.h) */
+	struct client *watch; /* the route's announcements (store_watch_fd) */
+	int64_t watch_retry_at; /* a watch that failed is not tried again before */
 };
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
@@ -70,10 +71,12 @@ static int subscribe(struct client *c, const char *cmd, const struct lock *l, in
 		return -1;
 	for (int i = 0; i < n; i++) {
 		if (client_recv(c, d, &r, err, errlen) != 1 || r->type != RESP_ARRAY) {
+			int refused =
+			    r && r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0;
 			if (r && r->type == RESP_ERROR)
 				snprintf(err, errlen, "%s failed: %.200s", cmd, r->str);
 			resp_free(r);
-			return -1;
+			return refused ? -2 : -1;
 		}
 		resp_free(r);
 		r = NULL;
@@ -420,10 +423,12 @@ static int listen_on(struct store *s, const struct lock *l, int64_t cap, char *e
 	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
 	/* Sharded: also the classic channel, which a PUBLISH from a run that was never
 	 * redirected (or an older rlock) reaches. */
-	if (subscribe(s->sub, cmd, l, d, err, errlen) == 0 &&
-	    (strcmp(cmd, "SSUBSCRIBE") != 0 ||
-	     subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen) == 0))
+	int rc = subscribe(s->sub, cmd, l, d, err, errlen);
+	if (rc == 0 && strcmp(cmd, "SSUBSCRIBE") == 0)
+		rc = subscribe(s->sub, "SUBSCRIBE", l, d, err, errlen);
+	if (rc == 0)
 		return STORE_NEW;
+	s->no_channel = rc == -2;
 	store_unsubscribe(s);
 	return STORE_ERR;
 }
@@ -505,23 +510,36 @@ static int subscribe_lock(struct store *s, const struct lock *l, int64_t cap, ch
 	if (s->sub && !s->sub_at)
 		return STORE_OK; /* subscribed already */
 	store_unsubscribe(s);
+	/* Refused by the ACL (no channel rights): asked again, it is refused again, on a
+	 * new connection each nap. The waiter polls instead (said once: wait.c). */
+	if (s->no_channel) {
+		snprintf(err, errlen,
+		         "SUBSCRIBE refused (NOPERM: the ACL user has no rights on "
+		         "the lock's channels)");
+		return STORE_ERR;
+	}
 	if (!s->be->listen_at)
 		return listen_on(s, l, cap, err, errlen);
 	/* Several servers publish the release (a quorum's nodes): the first that answers
-	 * will do, in the backend's order. */
+	 * will do, in the backend's order. Refused by every one that answered: poll. */
+	int tried = 0, refused = 0;
 	for (int k = 0; (srv = s->be->listen_at(s->ctx, k, &wait)); k++) {
 		if (client_open(&s->sub, srv, min64(clock_ms() + wait, cap), err, errlen) !=
 		    CLIENT_OK) {
 			s->sub = NULL;
 			continue;
 		}
-		if (subscribe(s->sub, "SUBSCRIBE", l, min64(clock_ms() + wait, cap), err, errlen) ==
-		    0) {
+		int rc =
+		    subscribe(s->sub, "SUBSCRIBE", l, min64(clock_ms() + wait, cap), err, errlen);
+		if (rc == 0) {
 			s->sub_srv = srv;
 			return STORE_NEW;
 		}
+		tried++;
+		refused += rc == -2;
 		store_unsubscribe(s);
 	}
+	s->no_channel = tried > 0 && refused == tried;
 	return STORE_ERR;
 }
 
@@ -597,6 +615,11 @@ int store_listener_moved(const struct store *s)
 int store_wake_refused(const struct store *s)
 {
 	return s->no_wake_list;
+}
+
+int store_listen_refused(const struct store *s)
+{
+	return s->no_channel;
 }
 
 void store_unsubscribe(struct store *s)

@@ -281,5 +281,9 @@ void store_unwatch(struct store *s); /* the wait is over: close the watch */
 /* 1 once the server refused BLPOP (an ACL that predates wake-one): the waiter listens
  * on the channel from then on, and a place it took before only swallows a wake-up. */
 int store_wake_refused(const struct store *s);
+/* 1 once SUBSCRIBE was refused (NOPERM: an ACL without the lock's channels) by every
+ * server tried: store_subscribe asks no more (STORE_ERR at once, no connection); the
+ * waiter polls, on its backoff and the holder's lease end. */
+int store_listen_refused(const struct store *s);
 
 #endif

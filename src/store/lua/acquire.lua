@@ -149,7 +149,8 @@ end
 -- plain request until the queue's keys expired (its ttl), the lock free meanwhile.
 -- :qlease and :qmeta are not declared (here.lua): read and cleared with redis.pcall.
 local function queue_live()
-  if others == 0 or redis.call('EXISTS', KEYS[6]) == 0 then return false end
+  -- ZCARD, not EXISTS: a key of another type fails here, before the writer mark (as above)
+  if others == 0 or redis.call('ZCARD', KEYS[6]) == 0 then return false end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local ql = KEYS[1] .. ':qlease'
@@ -159,7 +160,7 @@ local function queue_live()
     redis.pcall('ZREM', ql, unpack(dead))
     redis.pcall('HDEL', KEYS[1] .. ':qmeta', unpack(dead))
   end
-  return redis.call('EXISTS', KEYS[6]) == 1
+  return redis.call('ZCARD', KEYS[6]) > 0
 end
 -- --preempt against a --preemptible holder whose command has exited, its release keeping
 -- the lock for --min-hold (kept): nothing to stop; the keep gives way to the request as
@@ -178,7 +179,9 @@ if q['@supersede'] and queued then
   return redis.error_reply('RLOCKMODE the lock has --fair waiters, this request asks for ' ..
                            '--supersede')
 end
-if not mine and others > 0 and (redis.call('EXISTS', KEYS[4]) == 1 or
+-- ZCARD, not EXISTS: a key of another type there (set by hand) fails the step before
+-- its first write (the writer mark), loudly (WRONGTYPE: --reset deletes it, break.lua).
+if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
                                  not handed and queued) then
   ask_preempt() -- an exclusive holder with --fair waiters behind it
   -- The writer mark: a short lease of its own (WRITER_MS, lock.h's LOCK_QUEUE_LEASE_MS,

@@ -20,7 +20,9 @@
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-if ARGV[4] == '1' and redis.call('EXISTS', KEYS[1] .. ':supersede') == 1 then
+-- Typed reads, not EXISTS: a key of another type (set by hand) there fails the step
+-- loudly (WRONGTYPE, --reset deletes it: break.lua) instead of a false "busy" or mode.
+if ARGV[4] == '1' and redis.call('HGET', KEYS[1] .. ':supersede', 'token') then
   return redis.error_reply('RLOCKMODE a --supersede request waits for the lock, this ' ..
                            'request asks for --fair')
 end
@@ -81,7 +83,7 @@ local queued = ARGV[4] == '1' or redis.call('EXISTS', KEYS[7]) == 1
 if queued then
   local head = redis.call('ZRANGE', KEYS[7], 0, 0)[1]
   if head and head ~= tok and not mine then free = false end
-elseif kind ~= 'x' and not mine and redis.call('EXISTS', KEYS[9]) == 1 then
+elseif kind ~= 'x' and not mine and redis.call('GET', KEYS[9]) then
   free = false
 end
 -- Kept for the --preempt request that stopped its holder (release.lua, acquire.lua):
@@ -115,8 +117,10 @@ if not free then
   end
   if queued and ARGV[5] ~= '1' then
     if not redis.call('ZSCORE', KEYS[7], tok) then
-      redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
+      -- who waits first: a :qmeta of another type (set by hand) fails the step before the
+      -- place is written (a place without its lease would bind the queue for its ttl)
       redis.call('HSET', qmeta, tok, cjson.encode({host = ARGV[8], pid = ARGV[9]}))
+      redis.call('ZADD', KEYS[7], tonumber(t[1]) * 1000000 + tonumber(t[2]), tok)
     end
     redis.call('ZADD', KEYS[8], now + math.min(ttl, QLEASE_MS), tok)
     extend(KEYS[7], ttl)
@@ -150,7 +154,7 @@ if not free then
             'queued', ahead}
   end
   -- nobody holds it: a waiting exclusive request's mark keeps this one out (writers first)
-  if not first[1] and kind ~= 'x' and redis.call('EXISTS', KEYS[9]) == 1 then
+  if not first[1] and kind ~= 'x' and redis.call('GET', KEYS[9]) then
     return {placed, -1, false, false, false, false, false, false, false, false, false, false,
             'writer', 1}
   end
@@ -160,6 +164,13 @@ if not free then
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
+-- Before it, a typed read of the keys a shared or limited grant writes that nothing
+-- above read: one of another type (set by hand) fails the step here (WRONGTYPE, --reset
+-- deletes it: break.lua), not after the holder's entry and its history were written.
+if kind ~= 'x' then
+  redis.call('HGET', KEYS[5], tok)
+  redis.call('GET', KEYS[6])
+end
 delay_ready(KEYS[1], ARGV[14]) -- and --lock-delay's command before it (delay.lua)
 -- Ours already (a retry after a lost reply): the fence it was given, counted once.
 local f = mine and (kind == 'x' and redis.call('HGET', KEYS[2], 'fence') or

@@ -12,7 +12,7 @@
 -- KEYS: lock owner fence holders meta limit queue qlease writer waiters
 -- ARGV: channel publish wake_prefix host pid user if_token if_fence ('' : any) label
 -- Reply: as status.lua's, with the holders removed (closed_ms false), and a 14th
--- element: the places of gone waiters dropped from the queue.
+-- element: the places of gone waiters dropped from the queue; a 16th: the strays deleted.
 -- PREFIX{NAME}:qmeta and :broken are not declared, as release.lua's extra keys are not.
 -- Reset (ARGV[10] = 'reset', KEYS[11] = done; the operator's history length and
 -- retention in ARGV[11], ARGV[12]): no holder is removed (a live one stays --break's
@@ -22,6 +22,31 @@
 -- history records the reset and who did it, and the waiters are woken. A --preempt
 -- reservation stays (the 15th element names it, as status.lua's: --break removes it).
 -- closed_ms (both): how long a lock-delay keeps the name closed after this step.
+-- Strays (plain break and reset, before anything reads a key): a key of the name's layout
+-- that holds another type than rlock writes there (set by hand, another tool) makes every
+-- script that reads it fail (WRONGTYPE: acquires exit 69, loud). It holds nothing of
+-- rlock's, so the operator's tools delete it first, and the 16th element of the reply
+-- names each one {suffix, type, ...}. The --once-per mark is left out: any key there is a
+-- mark (once_mark), which reset clears and break leaves. TYPE and DEL refused (an ACL): the
+-- key stays, and the step fails on it as before.
+local strays = {}
+if ARGV[10] == 'reset' or ((ARGV[7] or '') == '' and (ARGV[8] or '') == '') then
+  for _, st in ipairs({{'', 'string'}, {':fence', 'string'}, {':owner', 'hash'},
+                       {':holders', 'zset'}, {':meta', 'hash'}, {':limit', 'string'},
+                       {':queue', 'zset'}, {':qlease', 'zset'}, {':qmeta', 'hash'},
+                       {':writer', 'string'}, {':waiters', 'zset'}, {':delay', 'zset'},
+                       {':preempt', 'hash'}, {':supersede', 'hash'}, {':broken', 'hash'},
+                       {':history', 'stream'}, {':history:run', 'string'},
+                       {':history:runs', 'zset'}}) do
+    local t = redis.pcall('TYPE', KEYS[1] .. st[1])
+    t = type(t) == 'table' and t.ok
+    if type(t) == 'string' and t ~= 'none' and t ~= st[2] and
+       redis.pcall('DEL', KEYS[1] .. st[1]) == 1 then
+      strays[#strays + 1] = st[1]
+      strays[#strays + 1] = t
+    end
+  end
+end
 --@wake_one
 --@holders
 --@history
@@ -103,7 +128,7 @@ if ARGV[10] == 'reset' then
   -- the reply's 15th element names it (status.lua's), so that the reset says so.
   local reserved = reservation(KEYS[1])
   return {fence, lim or false, n, hs, {}, 0, false, 0, done_pttl or false, done,
-          closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved}
+          closed > 0 and closed, broken_record(KEYS[1], now), false, 0, reserved, strays}
 end
 -- A plain break (no compare) removes the --preempt reservation too (nobody holds the
 -- name, a preempted holder's release kept it for the request that stopped it, which may
@@ -132,7 +157,7 @@ if want_tok ~= '' or want_fence ~= '' then
     local closed = delay_closed(KEYS[1])
     return {fence, lim or false, n, hs, {}, redis.call('ZCOUNT', KEYS[8], '(' .. now, '+inf'),
             false, 0, false, false, closed > 0 and closed, broken_record(KEYS[1], now), 1, 0,
-            (reservation(KEYS[1]))}
+            (reservation(KEYS[1])), strays}
   end
   if v[1] == 'x' then
     hs = {unpack(hs, 1, 14)} -- holders.lua read the exclusive holder first
@@ -187,4 +212,4 @@ end
 local closed = delay_closed(KEYS[1])
 return {fence, lim or false, n, hs, {}, 0, false,
         redis.call('ZCOUNT', KEYS[10], '(' .. now, '+inf'), false, false, closed > 0 and closed,
-        broken_record(KEYS[1], now), false, #gone, unreserved}
+        broken_record(KEYS[1], now), false, #gone, unreserved, strays}

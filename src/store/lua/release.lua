@@ -142,8 +142,10 @@ local by = run[4] == '1' and
 local to = by and by[4]
 local preempted = to and ARGV[10] == 'preempted'
 -- The mark (released_mark) when no end record is written, or when a short history may
--- have trimmed it before a release sent again looks (history_keeps).
-local keeps = open and history_keeps(run[1])
+-- have trimmed it before a release sent again looks (history_keeps), or when the end
+-- record is lost (told "lost"): released_before reads released and preempted only (a
+-- lost end is also written by a release that found the lock not its own, answer 0).
+local keeps = open and ARGV[10] ~= 'lost' and history_keeps(run[1])
 local done = tonumber(ARGV[6] or '0') > 0 and ARGV[10] ~= 'lost'
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', done and KEYS[1] .. ':done',
      hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',

@@ -80,7 +80,7 @@ end
 -- So too when a short history may trim the end record before a release sent again looks
 -- for it (history_keeps).
 local open = hist and sem_find(lock, tok)
-local keeps = open and history_keeps(ARGV[8])
+local keeps = open and ARGV[10] ~= 'lost' and history_keeps(ARGV[8]) -- release.lua's
 -- A holder with a --lock-delay entry (its record says so: acquire_sem.lua) has that key
 -- touched too: its entry must go with the release, or the release not happen.
 local rec_ok, rec = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
