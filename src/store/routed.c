@@ -809,10 +809,11 @@ static int routed_is_holder(void *ctx, const struct lock *l, const char *token, 
 
 /* A WAIT or WAITAOF that fell short on a routed master (Cluster: the lock's slot's,
  * one of several; Sentinel: the one the sentinels named then): which master, as the
- * other lines about a node say. One server: the URL's, as before. */
+ * other lines about a node say. The URL's own server (one server, a Cluster seed not
+ * yet known as one): as before, the URL says which. */
 static void name_master(const struct routed *s, char *err, size_t errlen)
 {
-	if (!s->cfg->route || !s->at)
+	if (!s->cfg->route || !s->at || s->at == &s->cfg->srv[0])
 		return;
 	char why[400];
 	snprintf(why, sizeof why, "%s", err);
