@@ -594,8 +594,11 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
+		/* An installation fault of this host (no module beside the binary nor in the
+		 * install dir, or one that does not load): 71, as a missing /dev/null; the
+		 * server was never asked. */
 		log_reason(err, errlen, "TLS support is not available: %s", why);
-		conn_fault_note(CONN_FAULT_FINAL);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_LOCAL);
 		return CONN_ERR;
 	}
 	c->plain_hint = ep->hint_wants_plain ? ep->hint_wants_plain : CONN_HINT_WANTS_PLAIN;
