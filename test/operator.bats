@@ -799,6 +799,47 @@ forge_holder() {
 	rcli DEL 'rlock:{pwq}' 'rlock:{pwq}:qmeta' >/dev/null
 }
 
+@test "stray keys of another type: compare-and-break deletes them too (refused: 79, not 69); a refused --fair, --supersede or --preempt waiter leaves no place, record or request behind" {
+	local t=0123456789abcdef0123456789abcdef left k n sfx opt
+	# --break --token/--if-fence: the stray deleted and named, then the compare as ever
+	rcli SADD 'rlock:{cs}:owner' stray >/dev/null
+	run -79 --separate-stderr rlock -k cs --break --token "$t"
+	assert_regex "$stderr" '^rlock: break rlock:\{cs\}: deleted rlock:\{cs\}:owner: it held a set'
+	key_absent 'rlock:{cs}:owner'
+	rcli SET 'rlock:{cs}' "$t" PX 30000 >/dev/null
+	rcli SADD 'rlock:{cs}:holders' stray >/dev/null
+	run -79 --separate-stderr rlock -k cs --break --if-fence 99
+	assert_regex "$stderr" 'deleted rlock:\{cs\}:holders: it held a set'
+	assert_equal "$(rcli GET 'rlock:{cs}')" "$t"
+	rcli SADD 'rlock:{cs}:holders' stray >/dev/null
+	run -0 --separate-stderr rlock -k cs --break --token "$t"
+	assert_regex "$stderr" 'deleted rlock:\{cs\}:holders: it held a set'
+	key_absent 'rlock:{cs}'
+	# a waiter refused by a stray (69, loud) writes nothing it would leave behind: a
+	# --fair place (bound the queue 5 s), a :supersede record or a --preempt request
+	# (till their ttl); the lock held by hand, the stray at the key the busy answer reads
+	for k in 'fw :owner --fair' 'fs :waiters --supersede' 'fp :waiters --preempt'; do
+		read -r n sfx opt <<<"$k"
+		rcli SET "rlock:{$n}" "$t" PX 30000 >/dev/null
+		rcli HSET "rlock:{$n}:owner" preemptible 1 >/dev/null
+		rcli DEL "rlock:{$n}$sfx" >/dev/null
+		rcli SET "rlock:{$n}$sfx" stray PX 30000 >/dev/null
+		run -69 --separate-stderr timeout -k 5 20 "$RLOCK" -k "$n" -w 5 "$opt" -- true
+		assert_regex "$stderr" WRONGTYPE
+		left=$(rcli --scan --pattern "rlock:{$n}*" | grep -vxF -e "rlock:{$n}" \
+			-e "rlock:{$n}:owner" -e "rlock:{$n}$sfx" || true)
+		assert_equal "$opt: ${left//$'\n'/ }" "$opt: "
+	done
+	# a --fair request behind shared holders whose :meta is a stray
+	rcli ZADD 'rlock:{fm}:holders' 9999999999999 "$t" >/dev/null
+	rcli SET 'rlock:{fm}:limit' shared >/dev/null
+	rcli SET 'rlock:{fm}:meta' stray >/dev/null
+	run -69 --separate-stderr timeout -k 5 20 "$RLOCK" -k fm -w 5 --fair -- true
+	left=$(rcli --scan --pattern 'rlock:{fm}*' | grep -vxF -e 'rlock:{fm}:holders' \
+		-e 'rlock:{fm}:limit' -e 'rlock:{fm}:meta' || true)
+	assert_equal "${left//$'\n'/ }" ""
+}
+
 @test "a stray key of another type at any key of the layout: acquires stay loud (69, naming --reset); --reset, or --break, deletes it and names it; the next acquire runs" {
 	local sfx verb fence
 	for verb in reset break; do

@@ -116,8 +116,9 @@ vm_kb() { sed -n 's/^VmSize:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 	rlock_bg -t 3s -k g -- "$HOLD" r
 	wait_until 30 test -e r.started
 	track_pidfile r.pid
-	# No room for a thread's stack (rlock starts its renewal thread at ttl/3: 1 s) ...
-	prlimit --pid "$RLOCK_PID" --as=$((($(vm_kb "$RLOCK_PID") + 1024) * 1024)):
+	# No room for a thread's stack (rlock starts its renewal thread at ttl/3: 1 s; its
+	# stack is 512 KiB, thread.h: 64 KiB to spare is less) ...
+	prlimit --pid "$RLOCK_PID" --as=$((($(vm_kb "$RLOCK_PID") + 64) * 1024)):
 	wait_until 10 grep -q 'cannot start the renewal thread' "$RLOCK_ERR"
 	# ... for half a second (the shortage itself, not a wait for readiness): the lease,
 	# 2 s left, is not given up meanwhile
@@ -130,6 +131,26 @@ vm_kb() { sed -n 's/^VmSize:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 	echo "# $(cat "$RLOCK_ERR")" >&3
 	[[ $RLOCK_STATUS == 0 ]] || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
 	[[ $(grep -c . "$RLOCK_ERR") == 1 ]] || fail "not one line: $(cat "$RLOCK_ERR")"
+}
+
+@test "a host with little memory (RLIMIT_AS 12 MiB): the renewal and lookup threads start (a modest stack, not 8 MiB), the run keeps its lock" {
+	require_tool prlimit
+	# The default thread stack (RLIMIT_STACK, 8 MiB) could not be mapped: the renewal
+	# thread never started and the lease was lost (79).
+	# a sanitizer build cannot even start there (ASan's shadow, its runtime's segments)
+	if grep -qaE '__(asan|tsan|msan)_init' "$RLOCK" &&
+		! prlimit --as=$((12 << 20)) "$RLOCK" --version >/dev/null 2>&1; then
+		skip "a sanitizer build cannot start under 12 MiB of address space"
+	fi
+	# over TCP, by a name: the lookup thread too
+	local -a url=()
+	[[ $REDIS_PORT == 0 ]] || url=(-u "redis://localhost:$REDIS_PORT")
+	run --separate-stderr timeout -k 5 20 prlimit --as=$((12 << 20)) "$RLOCK" "${url[@]}" \
+		-t 1s -k m -- sh -c 'sleep 2; touch ran'
+	[[ $status == 0 ]] || fail "status $status: $stderr"
+	assert_equal "$stderr" ""
+	[[ -e ran ]]
+	key_absent 'rlock:{m}'
 }
 
 # to_gone_reader CMD...: run CMD with stdout on a pipe whose reader has left (every

@@ -575,3 +575,19 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_regex "$stderr" "^rlock: TLS module '.*/exe/rlock-tls.so' is writable by others"
 	[[ ! -e ran ]]
 }
+
+@test "no TLS module beside the binary nor installed: 71 (this host cannot do it), one line, not 69; as for --status and -n" {
+	# An installation fault of this host: the server was never asked (exitcodes.h).
+	mkdir bare
+	cp "$RLOCK" bare/
+	local mode
+	for mode in "-- touch ran" "-n -- touch ran" "--status" "--break"; do
+		# shellcheck disable=SC2086 # the mode's words
+		run --separate-stderr env -u RLOCK_TLS_MODULE timeout -k 5 20 bare/rlock \
+			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t $mode
+		assert_equal "$status" 71
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: .*TLS support is not available"
+	done
+	[[ ! -e ran ]]
+}

@@ -27,7 +27,8 @@
 	X(70, RL_EX_SOFTWARE, "70", "internal error")                                              \
 	X(71, RL_EX_OSERR, "71",                                                                   \
 	  "cannot fork or set up the command; or the host ran out of\n"                            \
-	  "processes, descriptors or memory before the command started")                           \
+	  "processes, descriptors or memory before the command started,\n"                         \
+	  "or cannot do it (no TLS module, no /dev/null)")                                         \
 	X(74, RL_EX_IOERR, "74",                                                                   \
 	  "cannot write the output of --status, --list, --held, --history,\n"                      \
 	  "--check, --acquire (the lock is given back), --help, --version")                        \

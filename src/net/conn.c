@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "exitcodes.h" /* rl_ex_host_short */
 #include "log.h"       /* log_reason */
+#include "thread.h"    /* rl_thread_create */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -340,7 +341,6 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
                        int64_t deadline_ms, char *err, size_t errlen)
 {
 	struct lookup *lk = calloc(1, sizeof *lk);
-	pthread_attr_t attr;
 	pthread_t t;
 	sigset_t all, old;
 	int rc;
@@ -362,13 +362,10 @@ static int lookup_name(const char *host, const char *service, struct conn_addrs 
 	lk->refs = 2;
 	/* The helper takes no signals (they are read from rlock's signalfd) and is never
 	 * joined: the caller may stop waiting for it. */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, &attr, lookup_main, lk);
+	rc = rl_thread_create(&t, 1, lookup_main, lk);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		conn_fault_note(CONN_FAULT_LOCAL); /* EAGAIN: no thread (a process limit) */
 		log_reason(err, errlen, "resolve %s: cannot start the lookup thread: %s", host,
@@ -594,8 +591,11 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 
 	ops = tlsload(why, sizeof why);
 	if (!ops) {
+		/* An installation fault of this host (no module beside the binary nor in the
+		 * install dir, or one that does not load): 71, as a missing /dev/null; the
+		 * server was never asked. */
 		log_reason(err, errlen, "TLS support is not available: %s", why);
-		conn_fault_note(CONN_FAULT_FINAL);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_LOCAL);
 		return CONN_ERR;
 	}
 	c->plain_hint = ep->hint_wants_plain ? ep->hint_wants_plain : CONN_HINT_WANTS_PLAIN;

@@ -17,6 +17,7 @@
 #include "holder.h"
 #include "lease.h"
 #include "log.h"
+#include "thread.h"
 
 #define RETRY_MS 100 /* between failed renewal attempts, bounded by lost_at */
 
@@ -302,7 +303,7 @@ int renew_launch(struct renew *r, char *err, size_t errlen)
 	/* The thread takes no signals: the main thread's signalfd sees them all. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&r->thread, NULL, renew_main, r);
+	int rc = rl_thread_create(&r->thread, 0, renew_main, r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		/* A host short of memory or of processes for a moment (EAGAIN): tried again

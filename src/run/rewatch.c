@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "exitcodes.h"
 #include "log.h"
+#include "thread.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -100,7 +101,7 @@ int rewatch_start(struct rewatch *w, const struct reenter *r, const char *prefix
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = w->lost_fd < 0 || pipe2(w->stop, O_CLOEXEC) < 0
 	             ? errno
-	             : pthread_create(&w->t, NULL, rewatch_run, w);
+	             : rl_thread_create(&w->t, 0, rewatch_run, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		log_error("cannot watch the inherited lease: %s", strerror(rc));

@@ -53,6 +53,11 @@ local fast = others == 0 and not KEYS[9] and not q['@supersede']
 if not fast then
   local why = fence_check(KEYS[3])
   if why then return redis.error_reply(why) end
+  -- A typed read of the waiters' list, which every busy answer may write (a place, a
+  -- replaced --supersede request's): one of another type (set by hand) fails the step
+  -- here (WRONGTYPE, --reset deletes it: break.lua), before a :supersede record, a
+  -- --preempt request or a writer mark is written and left behind.
+  redis.call('ZSCORE', KEYS[8], ARGV[1])
 end
 -- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
 -- final on every path, a free lock too (the newer one may have run and released).
@@ -183,6 +188,10 @@ end
 -- its first write (the writer mark), loudly (WRONGTYPE: --reset deletes it, break.lua).
 if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
                                  not handed and queued) then
+  -- the first holder's record, read before any write (a :meta of another type fails here)
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+  local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
+  if not ok or type(m) ~= 'table' then m = {} end
   ask_preempt() -- an exclusive holder with --fair waiters behind it
   -- The writer mark: a short lease of its own (WRITER_MS, lock.h's LOCK_QUEUE_LEASE_MS,
   -- or the ttl when shorter), renewed by every attempt of the waiter (wait.c tries at
@@ -191,9 +200,6 @@ if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
   local WRITER_MS = math.min(tonumber(ARGV[2]), 5000)
   redis.call('SET', KEYS[7], ARGV[1], 'PX', WRITER_MS)
   redis.call('ZREM', KEYS[8], ARGV[1]) -- woken by their release channel, not by a place
-  local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
-  local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
-  if not ok or type(m) ~= 'table' then m = {} end
   local by = supersede(m.fence)
   if by then return by end
   if not first then

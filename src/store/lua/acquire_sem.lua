@@ -105,6 +105,15 @@ local permit = kind ~= 'x' and kind ~= 'shared'
 local waiters = KEYS[1] .. ':waiters'
 local placed = 0
 if not free then
+  -- What the busy answer says, read before the place is written: a key of another type
+  -- (set by hand) there (:owner, :meta, :writer) fails the step before it, not after (a
+  -- place left in the fair queue, binding it for QLEASE_MS).
+  local held = redis.call('EXISTS', KEYS[1]) == 1
+  local o = held and redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start',
+                                'ttl', 'fence', 'label', 'kept', 'preemptible')
+  local first = not held and redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  local fm = first and first[1] and redis.call('HGET', KEYS[5], first[1])
+  local wmark = first and not first[1] and kind ~= 'x' and redis.call('GET', KEYS[9])
   if permit and not queued and ARGV[5] == '0' then
     local z = redis.pcall('ZADD', waiters, now + ttl, tok)
     if type(z) == 'number' then
@@ -128,13 +137,10 @@ if not free then
     extend(qmeta, ttl)
   end
   if closed > 0 then return {4, closed} end
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',
-                         'label', 'kept', 'preemptible')
+  if held then
     return {placed, redis.call('PTTL', KEYS[1]), o[1], o[2], o[3], o[4], o[5], o[6], o[7],
             o[8], o[9] or false, o[10] or false}
   end
-  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   if not first[1] and ho[1] then -- nobody holds it: kept for that request (acquire.lua's)
     return {placed, redis.call('PTTL', KEYS[1] .. ':preempt'), ho[3] or false, ho[4] or false,
             false, false, false, false, false, ho[5] or false, false, false, 'reserved'}
@@ -154,12 +160,12 @@ if not free then
             'queued', ahead}
   end
   -- nobody holds it: a waiting exclusive request's mark keeps this one out (writers first)
-  if not first[1] and kind ~= 'x' and redis.call('GET', KEYS[9]) then
+  if not first[1] and wmark then
     return {placed, -1, false, false, false, false, false, false, false, false, false, false,
             'writer', 1}
   end
   if not first[1] then return {placed, -1, false, false, false, false, false, false, false} end
-  local m = meta(redis.call('HGET', KEYS[5], first[1]))
+  local m = meta(fm)
   return {placed, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
 end

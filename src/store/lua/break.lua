@@ -22,15 +22,16 @@
 -- history records the reset and who did it, and the waiters are woken. A --preempt
 -- reservation stays (the 15th element names it, as status.lua's: --break removes it).
 -- closed_ms (both): how long a lock-delay keeps the name closed after this step.
--- Strays (plain break and reset, before anything reads a key): a key of the name's layout
+-- Strays (break, compare-and-break too, and reset, before anything reads a key): a key of the name's layout
 -- that holds another type than rlock writes there (set by hand, another tool) makes every
 -- script that reads it fail (WRONGTYPE: acquires exit 69, loud). It holds nothing of
 -- rlock's, so the operator's tools delete it first, and the 16th element of the reply
--- names each one {suffix, type, ...}. The --once-per mark is left out: any key there is a
+-- names each one {suffix, type, ...}: also a compare-and-break's, refused or not (the
+-- stray would fail it, 69, and every acquire after it). The --once-per mark is left out: any key there is a
 -- mark (once_mark), which reset clears and break leaves. TYPE and DEL refused (an ACL): the
 -- key stays, and the step fails on it as before.
 local strays = {}
-if ARGV[10] == 'reset' or ((ARGV[7] or '') == '' and (ARGV[8] or '') == '') then
+do
   for _, st in ipairs({{'', 'string'}, {':fence', 'string'}, {':owner', 'hash'},
                        {':holders', 'zset'}, {':meta', 'hash'}, {':limit', 'string'},
                        {':queue', 'zset'}, {':qlease', 'zset'}, {':qmeta', 'hash'},
