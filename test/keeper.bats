@@ -735,3 +735,30 @@ acquire_stopped_after_grant() {
 	run -0 rlock -k A --release
 	key_absent 'rlock:{A}'
 }
+
+@test "SIGINT or SIGTERM while --release waits for a stopped keeper ends the wait at once: the lock is released all the same, rlock dies of the signal" {
+	# The keeper stopped (SIGSTOP) cannot act on --release's SIGUSR1: --release waits
+	# for it (up to connect + io timeouts, 30 s here); an operator's Ctrl-C must end
+	# that wait, never leave the lock held.
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	local sig kp start
+	for sig in INT TERM; do
+		eval "$(timeout 20 "$RLOCK" -k "ks$sig" -t 120s --acquire)"
+		kp=$(rcli HGET "rlock:{ks$sig}:owner" pid)
+		echo "$kp" >>keeper.pids
+		kill -STOP "$kp"
+		rlock_bg -k "ks$sig" --io-timeout 30s --release
+		# --release signalled the keeper: SIGUSR1 (bit 10) is pending in it
+		wait_until 20 eval "grep -qE '^ShdPnd:.*[2367abef]..\$' /proc/$kp/status"
+		start=$(now_ms)
+		kill "-$sig" "$RLOCK_PID"
+		rlock_wait "$RLOCK_PID" 10
+		echo "# $sig: $(($(now_ms) - start)) ms: $(cat "$RLOCK_ERR")" >&3
+		(($(now_ms) - start < 5000)) || fail "the wait for the keeper was not cut short by SIG$sig"
+		assert_equal "$RLOCK_STATUS" "$((128 + $(kill -l "$sig")))"
+		key_absent "rlock:{ks$sig}"
+		kill -CONT "$kp"
+		wait_until 20 proc_gone "$kp"
+	done
+}
