@@ -24,6 +24,8 @@ teardown() {
 		[[ $p =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-keeper ]] &&
 			kill -KILL "$p" 2>/dev/null
 	done
+	# a test's full tmpfs (full_runtime_dir)
+	[[ -z ${FULL_MNT:-} ]] || umount "$FULL_MNT" 2>/dev/null || true
 	common_teardown
 }
 
@@ -761,4 +763,31 @@ acquire_stopped_after_grant() {
 		kill -CONT "$kp"
 		wait_until 20 proc_gone "$kp"
 	done
+}
+
+@test "a keeper whose mark could not be written (its runtime directory on a full disk) is stopped by --release at once, not at its next renewal" {
+	# The mark names the keeper to --release; without it the server's holder record
+	# (this boot, pid namespace, a keeper started before it took the lock) does.
+	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
+	FULL_MNT=$BATS_TEST_TMPDIR/full
+	mkdir "$FULL_MNT"
+	mount -t tmpfs -o size=64k,mode=700 tmpfs "$FULL_MNT" || {
+		FULL_MNT=
+		skip "cannot mount a tmpfs here"
+	}
+	mkdir -m 700 "$FULL_MNT/rlock"
+	dd if=/dev/zero of="$FULL_MNT/rlock/fill" bs=4k 2>/dev/null || true
+	export XDG_RUNTIME_DIR=$FULL_MNT
+	local kp
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire)"
+	kp=$(keeper_pid)
+	[[ $kp =~ ^[0-9]+$ ]]
+	echo "$kp" >>keeper.pids
+	[[ -z $(find "$FULL_MNT/rlock" -name 'keeper-*' -size +0) ]] || fail "the mark was written"
+	run --separate-stderr timeout 20 "$RLOCK" -k ci --release
+	echo "# $stderr" >&3
+	assert_success
+	key_absent 'rlock:{ci}'
+	# stopped now, not at its next renewal (20 s away)
+	wait_until 5 proc_gone "$kp"
 }

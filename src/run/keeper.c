@@ -815,6 +815,17 @@ int keeper_judge(const char *key, const char *token, long long pid)
 	return is_keeper(&id);
 }
 
+/* Without its mark (keeper_mark could not write it: a full disk), the keeper the
+ * server's holder record h names, proven as a plain holder is (holder_process: this
+ * boot and pid namespace, started no later than it took the lock) and still a keeper:
+ * 0 with *id, or -1. */
+static int keeper_by_record(const struct holder *h, struct proc_id *id)
+{
+	memset(id, 0, sizeof *id);
+	id->pid = (long)h->pid;
+	return holder_process(h) == HOLDER_ALIVE && keeper_stat(id->pid, &id->start) == 0 ? 0 : -1;
+}
+
 /* The keeper that holds h (NULL: the server did not say; the mark alone names it),
  * proven to be the process its mark (keeper_mark) names on this boot, seen from this
  * pid namespace: 0 with *id, or -1 (why: a debug line). */
@@ -828,6 +839,8 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 	gethostname(host, sizeof host - 1);
 	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
 		why = "the lock's holder is no keeper on this host";
+	else if (h && mark_read(key, token, id) < 0 && keeper_by_record(h, id) == 0)
+		return 0; /* no mark (a full disk, a runtime directory gone): the record's */
 	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
 		why = "no record of its keeper here";
 	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
