@@ -765,7 +765,7 @@ acquire_stopped_after_grant() {
 	done
 }
 
-@test "a keeper whose mark could not be written (its runtime directory on a full disk) is stopped by --release at once, not at its next renewal" {
+@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller, and --release stops it at once, not at its next renewal" {
 	# The mark names the keeper to --release; without it the server's holder record
 	# (this boot, pid namespace, a keeper started before it took the lock) does.
 	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
@@ -779,7 +779,11 @@ acquire_stopped_after_grant() {
 	dd if=/dev/zero of="$FULL_MNT/rlock/fill" bs=4k 2>/dev/null || true
 	export XDG_RUNTIME_DIR=$FULL_MNT
 	local kp
-	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire)"
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire 2>acquire.err)"
+	echo "# $(cat acquire.err)" >&3
+	# said where the operator who ran --acquire reads it, one line
+	assert_equal "$(wc -l <acquire.err)" 1
+	assert_regex "$(cat acquire.err)" "cannot record who keeps rlock:\{ci\} in $FULL_MNT/rlock \(No space left on device\)"
 	kp=$(keeper_pid)
 	[[ $kp =~ ^[0-9]+$ ]]
 	echo "$kp" >>keeper.pids

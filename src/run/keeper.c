@@ -609,12 +609,21 @@ static void keeper_mark(const struct lock *l)
 	int len = snprintf(line, sizeof line, "%ld %llu %llu %s\n", (long)getpid(), me.start,
 	                   me.pidns, me.boot);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	int ok = len > 0 && write(fd, line, (size_t)len) == len;
-	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+	ssize_t w = fd < 0 ? -1 : write(fd, line, (size_t)len);
+	int err = fd < 0 || w < 0 ? errno : w != len ? ENOSPC : 0;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) < 0)
+		err = errno;
+	if (err) {
+		/* said where the --acquire caller reads it (its stderr: not yet detached) and
+		 * in the keeper's log: --held cannot tell the keeper's own end (ended_note
+		 * goes there too), --release finds it by the server's record alone */
+		if (fd >= 0)
+			unlink(tmp);
+		log_warn("keeper: cannot record who keeps %s in %.*s (%s): --release finds it "
+		         "by the server's record alone, --held cannot tell its end",
+		         l->key, (int)(strrchr(path, '/') - path), path, strerror(err));
 	}
 }
 
@@ -643,14 +652,18 @@ static void ended_note(const struct lock *l, const char *reason)
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         strerror(errno));
 		return;
+	}
 	char line[600];
 	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
 	int ok = len > 0 && write(fd, line, (size_t)len) == len;
 	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
 		unlink(tmp);
-		log_debug("cannot record the end of the hold for --held");
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         strerror(errno));
 	}
 }
 
@@ -725,11 +738,11 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	hold_drop_main(h); /* the renewal thread has its own handle */
 	if (!k->log_file)
 		log_to_syslog();
+	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
 	if (detach_stderr(k) < 0)
 		return hold_release(h, 0), RL_EX_USAGE;
 	if (k->log_file)
 		log_stamped();
-	keeper_mark(l);
 	int reported = report_to_parent(l, inherited);
 	free(inherited);
 	if (reported < 0)
