@@ -2,7 +2,7 @@
 # --wait-replicas N: after acquiring, WAIT until N replicas have the lock; otherwise
 # release it and exit 69 without running the command. Real master + real replica.
 
-# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+# shellcheck disable=SC2154,SC2030,SC2031  # bats sets $stderr (run --separate-stderr); each test sets REDIS_PORT for itself
 load helpers
 
 setup_file() {
