@@ -350,3 +350,34 @@ teardown() {
 		key_absent 'rlock:{b}' || fail "lock b left held (ulimit -n $n)"
 	done
 }
+
+@test "a replacement watchdog that never says ready (held in setsid) is not waited for past the lease's deadline: the command is stopped within the lease, not after 10 s" {
+	command -v strace >/dev/null || skip "needs strace"
+	make_step
+	rlock_bg --pgrp -t 2s -k g -c './step; true'
+	wait_until 30 test -e started
+	local w spid start
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	# every watchdog rlock forks from now on is stopped in its setsid (never ready)
+	strace -f -qq -o /dev/null -e trace=setsid -e inject=setsid:signal=SIGSTOP \
+		-p "$RLOCK_PID" 2>strace.err &
+	spid=$!
+	wait_until 10 grep -q "TracerPid:[[:space:]]*$spid\$" "/proc/$RLOCK_PID/status" || {
+		kill "$spid" 2>/dev/null
+		skip "cannot trace rlock here: $(cat strace.err)"
+	}
+	start=$(now_ms)
+	kill -KILL "$w"
+	rlock_wait "$RLOCK_PID" 20 || {
+		kill "$spid" 2>/dev/null
+		fail "rlock still runs: $(cat "$RLOCK_ERR") $(cat strace.err)"
+	}
+	kill "$spid" 2>/dev/null || true
+	wait "$spid" || true
+	echo "# $(($(now_ms) - start)) ms, status $RLOCK_STATUS: $(cat "$RLOCK_ERR")" >&3
+	# the lease's deadline (2 s) bounds the wait, then enforced: no renewal can be
+	# told confirmed in time, the command stopped as lost (79), within the lease
+	(($(now_ms) - start < 5000)) || fail "waited for the stalled watchdog past the lease"
+	assert_equal "$RLOCK_STATUS" 79
+	step_dies "the command stopped with no watchdog to guard it"
+}

@@ -24,6 +24,8 @@ teardown() {
 		[[ $p =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-keeper ]] &&
 			kill -KILL "$p" 2>/dev/null
 	done
+	# a test's full tmpfs (full_runtime_dir)
+	[[ -z ${FULL_MNT:-} ]] || umount "$FULL_MNT" 2>/dev/null || true
 	common_teardown
 }
 
@@ -734,4 +736,62 @@ acquire_stopped_after_grant() {
 	key_exists 'rlock:{A}'
 	run -0 rlock -k A --release
 	key_absent 'rlock:{A}'
+}
+
+@test "SIGINT or SIGTERM while --release waits for a stopped keeper ends the wait at once: the lock is released all the same, rlock dies of the signal" {
+	# The keeper stopped (SIGSTOP) cannot act on --release's SIGUSR1: --release waits
+	# for it (up to connect + io timeouts, 30 s here); an operator's Ctrl-C must end
+	# that wait, never leave the lock held.
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	local sig kp start
+	for sig in INT TERM; do
+		eval "$(timeout 20 "$RLOCK" -k "ks$sig" -t 120s --acquire)"
+		kp=$(rcli HGET "rlock:{ks$sig}:owner" pid)
+		echo "$kp" >>keeper.pids
+		kill -STOP "$kp"
+		rlock_bg -k "ks$sig" --io-timeout 30s --release
+		# --release signalled the keeper: SIGUSR1 (bit 10) is pending in it
+		wait_until 20 eval "grep -qE '^ShdPnd:.*[2367abef]..\$' /proc/$kp/status"
+		start=$(now_ms)
+		kill "-$sig" "$RLOCK_PID"
+		rlock_wait "$RLOCK_PID" 10
+		echo "# $sig: $(($(now_ms) - start)) ms: $(cat "$RLOCK_ERR")" >&3
+		(($(now_ms) - start < 5000)) || fail "the wait for the keeper was not cut short by SIG$sig"
+		assert_equal "$RLOCK_STATUS" "$((128 + $(kill -l "$sig")))"
+		key_absent "rlock:{ks$sig}"
+		kill -CONT "$kp"
+		wait_until 20 proc_gone "$kp"
+	done
+}
+
+@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller, and --release stops it at once, not at its next renewal" {
+	# The mark names the keeper to --release; without it the server's holder record
+	# (this boot, pid namespace, a keeper started before it took the lock) does.
+	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
+	FULL_MNT=$BATS_TEST_TMPDIR/full
+	mkdir "$FULL_MNT"
+	mount -t tmpfs -o size=64k,mode=700 tmpfs "$FULL_MNT" || {
+		FULL_MNT=
+		skip "cannot mount a tmpfs here"
+	}
+	mkdir -m 700 "$FULL_MNT/rlock"
+	dd if=/dev/zero of="$FULL_MNT/rlock/fill" bs=4k 2>/dev/null || true
+	export XDG_RUNTIME_DIR=$FULL_MNT
+	local kp
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire 2>acquire.err)"
+	echo "# $(cat acquire.err)" >&3
+	# said where the operator who ran --acquire reads it, one line
+	assert_equal "$(wc -l <acquire.err)" 1
+	assert_regex "$(cat acquire.err)" "cannot record who keeps rlock:\{ci\} in $FULL_MNT/rlock \(No space left on device\)"
+	kp=$(keeper_pid)
+	[[ $kp =~ ^[0-9]+$ ]]
+	echo "$kp" >>keeper.pids
+	[[ -z $(find "$FULL_MNT/rlock" -name 'keeper-*' -size +0) ]] || fail "the mark was written"
+	run --separate-stderr timeout 20 "$RLOCK" -k ci --release
+	echo "# $stderr" >&3
+	assert_success
+	key_absent 'rlock:{ci}'
+	# stopped now, not at its next renewal (20 s away)
+	wait_until 5 proc_gone "$kp"
 }

@@ -2,7 +2,7 @@
 # --wait-replicas N: after acquiring, WAIT until N replicas have the lock; otherwise
 # release it and exit 69 without running the command. Real master + real replica.
 
-# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+# shellcheck disable=SC2154,SC2030,SC2031  # bats sets $stderr (run --separate-stderr); each test sets REDIS_PORT for itself
 load helpers
 
 setup_file() {
@@ -204,6 +204,40 @@ cut_proxy_start() {
 		assert_equal "$(wc -l <"$RLOCK_ERR")" 1
 		assert_regex "$(cat "$RLOCK_ERR")" "released rlock:\{iw$sig\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): interrupted by SIG$sig.*not confirmed done \(--once-per\)"
 		key_absent "rlock:{iw$sig}"
+		kill -CONT "$rpid"
+		wait_until 20 sh -c "redis-cli -p $MASTER_PORT info replication | grep -q 'slave0:.*state=online'"
+	done
+	redis_stop "$rpid"
+}
+
+@test "SIGINT or SIGTERM during rlock --release's WAIT ends it at once: the release was sent (the lock gone), one line says not confirmed, rlock dies of the signal" {
+	# The keeper's path (--acquire ... --release) as a plain run's: an operator's Ctrl-C
+	# must not wait out --io-timeout (60 s here) for a stopped replica.
+	local replica rpid sig start out
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	REDIS_PORT=$MASTER_PORT # rcli (key_exists): the master, not the stopped replica
+	for sig in INT TERM; do
+		out=$(timeout 20 "$RLOCK" -u "$MASTER_URL" --wait-replicas 1 -k "kw$sig" --acquire)
+		eval "$out"
+		key_exists "rlock:{kw$sig}"
+		kill -STOP "$rpid"
+		rlock_bg -u "$MASTER_URL" --wait-replicas 1 --io-timeout 60s --once-per 1h \
+			-k "kw$sig" --release
+		# released on the master (the mark is written by the release itself): rlock now
+		# waits for the replica
+		wait_until 20 key_exists "rlock:{kw$sig}:done"
+		key_absent "rlock:{kw$sig}"
+		start=$(now_ms)
+		kill "-$sig" "$RLOCK_PID"
+		rlock_wait "$RLOCK_PID" 10
+		echo "# $sig: $(($(now_ms) - start)) ms: $(cat "$RLOCK_ERR")" >&3
+		(($(now_ms) - start < 5000)) || fail "the WAIT was not cut short by SIG$sig"
+		assert_equal "$RLOCK_STATUS" "$((128 + $(kill -l "$sig")))"
+		assert_equal "$(wc -l <"$RLOCK_ERR")" 1
+		assert_regex "$(cat "$RLOCK_ERR")" "released rlock:\{kw$sig\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): interrupted by SIG$sig.*not confirmed done \(--once-per\)"
+		key_absent "rlock:{kw$sig}"
 		kill -CONT "$rpid"
 		wait_until 20 sh -c "redis-cli -p $MASTER_PORT info replication | grep -q 'slave0:.*state=online'"
 	done

@@ -387,7 +387,7 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		}
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
-		rc = keeper_release(c, &l, k);
+		rc = keeper_release(c, &l, k, termfd);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);

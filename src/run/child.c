@@ -396,8 +396,11 @@ static int watchdog_errno(pid_t w)
 
 /* A watchdog started while the command runs: wait until it is ready. Bounded: a fresh
  * process that does two system calls; one that cannot in WATCHDOG_READY_MS is as good
- * as none. Its pid (*write_fd: its pipe, *report_fd: its report), or 0 with errno set. */
-static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd, int *report_fd)
+ * as none, and the wait never outlasts the lease's deadline (ready_by, WATCHDOG_NONE:
+ * none): the supervisor, not this wait, must act on it. Its pid (*write_fd: its pipe,
+ * *report_fd: its report), or 0 with errno set. */
+static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int64_t ready_by, int *write_fd,
+                            int *report_fd)
 {
 	int ready[2], fd, rfd, rc;
 	char c;
@@ -413,9 +416,13 @@ static pid_t watchdog_await(pid_t pgid, int64_t kill_by, int *write_fd, int *rep
 		return 0;
 	}
 	struct pollfd pf = {.fd = ready[0], .events = POLLIN};
-	do
-		rc = poll(&pf, 1, WATCHDOG_READY_MS);
-	while (rc < 0 && errno == EINTR);
+	int64_t until = clock_ms() + WATCHDOG_READY_MS;
+	if (ready_by != WATCHDOG_NONE && ready_by < until)
+		until = ready_by;
+	do {
+		int64_t left = until - clock_ms();
+		rc = poll(&pf, 1, left > 0 ? (int)left : 0);
+	} while (rc < 0 && errno == EINTR);
 	if (rc <= 0 || read(ready[0], &c, 1) != 1) {
 		close(ready[0]);
 		close(fd);
@@ -971,7 +978,9 @@ static int follow_stop(struct child *ch, int stopsig)
 /* Start a watchdog in place of one that died: 0, or -1 with ch->unguarded_errno. */
 static int rewatch_start(struct child *ch)
 {
-	ch->watchdog = watchdog_await(ch->pid, ch->watch_by, &ch->watch_fd, &ch->watch_report);
+	/* not waited for past the deadline the dead one held (the lease's, last told) */
+	ch->watchdog =
+	    watchdog_await(ch->pid, ch->watch_by, ch->watch_by, &ch->watch_fd, &ch->watch_report);
 	if (!ch->watchdog) {
 		ch->unguarded_errno = errno;
 		return -1;

@@ -89,7 +89,7 @@ static int handover_taken(struct store *s, const struct lock *l, char *to, size_
  * was, on the connection that wrote it (used): a failover to a replica that never saw
  * it, or a restart from an AOF that never had it, brings the lock back and loses the
  * mark (issue 41). hold.h. */
-static void unconfirmed_why(int aof, int replicas, const char *err, char *why, size_t len)
+void release_unconfirmed_why(int aof, int replicas, const char *err, char *why, size_t len)
 {
 	if (!aof)
 		snprintf(why, len,
@@ -111,13 +111,13 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
 
 	why[0] = '\0';
 	if (replicas > 0 && (!used || store_wait_replicas(used, replicas, err, sizeof err) < 0)) {
-		unconfirmed_why(0, replicas, used ? err : "the connection that wrote is gone", why,
-		                len);
+		release_unconfirmed_why(0, replicas,
+		                        used ? err : "the connection that wrote is gone", why, len);
 		return 1;
 	}
 	if (aof && (!used || store_wait_aof(used, aof_local, aof_replicas, err, sizeof err) < 0)) {
-		unconfirmed_why(1, 0, used ? err : "--wait-aof: the connection that wrote is gone",
-		                why, len);
+		release_unconfirmed_why(
+		    1, 0, used ? err : "--wait-aof: the connection that wrote is gone", why, len);
 		return 2;
 	}
 	return 0;
@@ -164,7 +164,7 @@ static int release_unconfirmed_or_signal(struct hold *h, int aof_local, int aof_
 	}
 	if ((rc != 0 || h->interrupted) && (replicas > 0 || aof) && release_interrupted(h)) {
 		snprintf(sig, sizeof sig, "interrupted by SIG%s", signal_name(h->interrupted));
-		unconfirmed_why(rc == 2 || replicas <= 0, replicas, sig, why, len);
+		release_unconfirmed_why(rc == 2 || replicas <= 0, replicas, sig, why, len);
 		rc = 1;
 	}
 	return rc;

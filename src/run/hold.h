@@ -153,8 +153,10 @@ void hold_release_interruptible(struct hold *h, int fd);
 int hold_interrupted(const struct hold *h);
 
 /* After a release on used (NULL: its connection is gone) with --wait-replicas N and
- * --wait-aof L,R (0: not asked): 0 and "" when what it wrote is confirmed, else 1 and
- * the rest of a warning line (whom it is not confirmed by, why, what can follow). */
+ * --wait-aof L,R (0: not asked): 0 and "" when what it wrote is confirmed, else 1 (the
+ * replicas' WAIT) or 2 (the WAITAOF) and the rest of a warning line (whom it is not
+ * confirmed by, why, what can follow: release_unconfirmed_why). */
+void release_unconfirmed_why(int aof, int replicas, const char *err, char *why, size_t len);
 int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct store *used,
                         char *why, size_t len);
 

@@ -609,12 +609,21 @@ static void keeper_mark(const struct lock *l)
 	int len = snprintf(line, sizeof line, "%ld %llu %llu %s\n", (long)getpid(), me.start,
 	                   me.pidns, me.boot);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	int ok = len > 0 && write(fd, line, (size_t)len) == len;
-	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+	ssize_t w = fd < 0 ? -1 : write(fd, line, (size_t)len);
+	int err = fd < 0 || w < 0 ? errno : w != len ? ENOSPC : 0;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	if (!err && rename(tmp, path) < 0)
+		err = errno;
+	if (err) {
+		/* said where the --acquire caller reads it (its stderr: not yet detached) and
+		 * in the keeper's log: --held cannot tell the keeper's own end (ended_note
+		 * goes there too), --release finds it by the server's record alone */
+		if (fd >= 0)
+			unlink(tmp);
+		log_warn("keeper: cannot record who keeps %s in %.*s (%s): --release finds it "
+		         "by the server's record alone, --held cannot tell its end",
+		         l->key, (int)(strrchr(path, '/') - path), path, strerror(err));
 	}
 }
 
@@ -643,14 +652,18 @@ static void ended_note(const struct lock *l, const char *reason)
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         strerror(errno));
 		return;
+	}
 	char line[600];
 	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
 	int ok = len > 0 && write(fd, line, (size_t)len) == len;
 	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
 		unlink(tmp);
-		log_debug("cannot record the end of the hold for --held");
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         strerror(errno));
 	}
 }
 
@@ -725,11 +738,11 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	hold_drop_main(h); /* the renewal thread has its own handle */
 	if (!k->log_file)
 		log_to_syslog();
+	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
 	if (detach_stderr(k) < 0)
 		return hold_release(h, 0), RL_EX_USAGE;
 	if (k->log_file)
 		log_stamped();
-	keeper_mark(l);
 	int reported = report_to_parent(l, inherited);
 	free(inherited);
 	if (reported < 0)
@@ -815,6 +828,17 @@ int keeper_judge(const char *key, const char *token, long long pid)
 	return is_keeper(&id);
 }
 
+/* Without its mark (keeper_mark could not write it: a full disk), the keeper the
+ * server's holder record h names, proven as a plain holder is (holder_process: this
+ * boot and pid namespace, started no later than it took the lock) and still a keeper:
+ * 0 with *id, or -1. */
+static int keeper_by_record(const struct holder *h, struct proc_id *id)
+{
+	memset(id, 0, sizeof *id);
+	id->pid = (long)h->pid;
+	return holder_process(h) == HOLDER_ALIVE && keeper_stat(id->pid, &id->start) == 0 ? 0 : -1;
+}
+
 /* The keeper that holds h (NULL: the server did not say; the mark alone names it),
  * proven to be the process its mark (keeper_mark) names on this boot, seen from this
  * pid namespace: 0 with *id, or -1 (why: a debug line). */
@@ -828,6 +852,8 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 	gethostname(host, sizeof host - 1);
 	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
 		why = "the lock's holder is no keeper on this host";
+	else if (h && mark_read(key, token, id) < 0 && keeper_by_record(h, id) == 0)
+		return 0; /* no mark (a full disk, a runtime directory gone): the record's */
 	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
 		why = "no record of its keeper here";
 	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
@@ -863,6 +889,39 @@ static int signal_keeper(const struct proc_id *id, int *pidfd)
 	return is_keeper(id) && kill((pid_t)id->pid, SIGUSR1) == 0 ? 0 : -1;
 }
 
+/* --release: the signalfd of the terminating signals (-1: none), which ends its waits
+ * (the keeper's stop, the release's --wait-replicas WAIT / --wait-aof WAITAOF) at once,
+ * never the release itself (store_set_abort_fd is off around it); the signal read off
+ * it (release_signal), the caller's to die of. */
+static int release_abort_fd = -1, release_sig;
+
+static int release_signal_pending(void)
+{
+	struct pollfd p = {.fd = release_abort_fd, .events = POLLIN};
+	return release_sig || (release_abort_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN));
+}
+
+/* The terminating signal that ended a wait of --release (read off its fd), or 0. */
+static int release_signal(void)
+{
+	struct signalfd_siginfo si;
+
+	if (!release_sig && release_abort_fd >= 0 &&
+	    read(release_abort_fd, &si, sizeof si) == (ssize_t)sizeof si)
+		release_sig = (int)si.ssi_signo;
+	return release_sig;
+}
+
+/* store_release, never cut short by a terminating signal (its reply is waited for as
+ * long as --io-timeout says: the lock is never left held by a Ctrl-C). */
+static int release_whole(struct store *s, struct lock *l, int flags, char *err, size_t n)
+{
+	store_set_abort_fd(-1);
+	int rc = store_release(s, l, flags, STORE_NO_CAP, err, n);
+	store_set_abort_fd(release_abort_fd);
+	return rc;
+}
+
 /* Stop the keeper of the lock (SIGUSR1: it stops renewing and exits without releasing)
  * when it runs on this host; wait for it, bounded (a renewal in flight ends within
  * connect + io timeouts). A keeper elsewhere finds the lock gone at its next renewal.
@@ -885,13 +944,19 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 	if (h && h->pttl_ms > 0 && wait > h->pttl_ms / 2)
 		wait = h->pttl_ms / 2;
 	int64_t until = clock_ms() + wait;
-	while (is_keeper(&id) && clock_ms() < until) {
-		struct pollfd pf = {.fd = pidfd, .events = POLLIN};
-		poll(&pf, pidfd >= 0 ? 1 : 0, 10);
+	/* A terminating signal (release_abort_fd, left pending) ends the wait, not the
+	 * release that follows: the keeper no longer renews, the lock is given back now. */
+	while (is_keeper(&id) && clock_ms() < until && !release_signal_pending()) {
+		struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN},
+		                       {.fd = release_abort_fd, .events = POLLIN}};
+		poll(pidfd >= 0 ? pf : pf + 1, (pidfd >= 0) + (release_abort_fd >= 0), 10);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	if (is_keeper(&id))
+	if (is_keeper(&id) && release_signal_pending())
+		log_warn("keeper pid %ld not waited for (a terminating signal)%s", pid,
+		         h ? "; releasing anyway" : "");
+	else if (is_keeper(&id))
 		log_warn("keeper pid %ld did not stop in time%s", pid,
 		         h ? "; releasing anyway" : "");
 	else
@@ -987,7 +1052,7 @@ void keeper_release_unreached(const struct lock *l, const struct keeper_args *k)
 	          stopped ? " (the keeper is stopped)" : "");
 }
 
-int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k)
+int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k, int abort_fd)
 {
 	static struct holders hs; /* large */
 	const struct holder *h = NULL;
@@ -998,7 +1063,16 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	/* Its keeper (on this host) said the hold ended, e.g. lost by its own clock while the
 	 * lease still ran on the server: the job was no longer guarded, as --held says. The
 	 * token may still hold the lock: given back all the same, and 79. */
+	release_abort_fd = abort_fd;
 	rc = store_status(s, l, clock_ms() + k->io_timeout_ms, &hs, err, sizeof err);
+	if (rc != LOCK_OK && release_signal()) {
+		/* nothing sent yet: the keeper is left holding the lock, as before the call */
+		log_error("rlock --release interrupted by SIG%s before the release: nothing "
+		          "released, the keeper of '%s' (if any) still holds it",
+		          signal_name(release_sig), k->name);
+		store_close(s);
+		child_die_of(release_sig);
+	}
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
 		if (hs.h[i].held && !strcmp(hs.h[i].token, k->token))
 			h = &hs.h[i];
@@ -1039,7 +1113,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		 * when the nodes that did not answer are fewer than a majority (quorum.c). */
 		int stopped = stop_keeper(NULL, l->key, k) == 0;
 		mine.lost_declared = gone != 0;
-		int r = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
+		int r = release_whole(s, &mine, 0, err, sizeof err);
 		if (r == LOCK_OK && gone) {
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
 			          ended);
@@ -1083,17 +1157,38 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		/* its keeper gave the lease up as lost: the run's end record says lost, as the
 		 * exit status (79) does, not released */
 		mine.lost_declared = gone != 0;
-		rc = store_release(s, &mine, 0, STORE_NO_CAP, err, sizeof err);
+		rc = release_whole(s, &mine, 0, err, sizeof err);
+		int unconfirmed = 0;
+		if (rc == LOCK_OK && !gone) {
+			/* --wait-replicas, --wait-aof: the release confirmed as the acquire was
+			 * (hold.c's release_one; --wait-aof: for the --once-per mark); a
+			 * terminating signal ends the wait, said on the line */
+			unconfirmed =
+			    release_signal_pending()
+			        ? -1
+			        : release_unconfirmed(k->wait_replicas,
+			                              mine.mark_done ? k->wait_aof_local : 0,
+			                              mine.mark_done ? k->wait_aof_replicas : 0, s,
+			                              err, sizeof err);
+			int aof =
+			    mine.mark_done && (k->wait_aof_local > 0 || k->wait_aof_replicas > 0);
+			if (unconfirmed != 0 && (k->wait_replicas > 0 || aof) && release_signal()) {
+				char sig[64];
+				snprintf(sig, sizeof sig, "interrupted by SIG%s",
+				         signal_name(release_sig));
+				release_unconfirmed_why(unconfirmed == 2 || k->wait_replicas <= 0,
+				                        k->wait_replicas, sig, err, sizeof err);
+				unconfirmed = 1;
+			} else if (unconfirmed < 0) {
+				unconfirmed =
+				    0; /* nothing to wait for: the signal is died of below */
+			}
+		}
 		if (rc == LOCK_OK && gone) {
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
 			          ended);
 			rc = RL_EX_LOST;
-		} else if (rc == LOCK_OK &&
-		           /* --wait-replicas, --wait-aof: the release confirmed as the acquire
-		            * was (hold.c's release_one; --wait-aof: for the --once-per mark) */
-		           release_unconfirmed(
-		               k->wait_replicas, mine.mark_done ? k->wait_aof_local : 0,
-		               mine.mark_done ? k->wait_aof_replicas : 0, s, err, sizeof err)) {
+		} else if (rc == LOCK_OK && unconfirmed) {
 			log_warn(
 			    "released %s on the master, %s%s", l->key, err,
 			    mine.mark_done && mode == 'x'
@@ -1141,5 +1236,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	    record_path("keeper", l->key, k->token, 0, path, sizeof path) == 0)
 		unlink(path);
 	store_close(s);
+	if (release_sig) /* read off its fd: the caller's die_if_signalled cannot see it */
+		child_die_of(release_sig);
 	return rc;
 }

@@ -85,8 +85,12 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
  * lock's mode, its keeper not stopped first). Closes s (as report.h's commands do).
  * Returns 0 (released), 79 (the token does not hold the lock: lost — expired, broken,
  * taken over — or a wrong token; nothing is touched, no keeper stopped) or 69 (Redis
- * unavailable). */
-int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k);
+ * unavailable). A terminating signal readable on abort_fd (a signalfd; -1: none) ends
+ * its waits at once (the status read: nothing released, the keeper left holding; the
+ * keeper's stop; the --wait-replicas WAIT / --wait-aof WAITAOF, said not confirmed on
+ * the release's line), never the release itself; rlock then dies of it. */
+int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k,
+                   int abort_fd);
 
 /* --release that could not reach Redis at all (its connection failed before any
  * request): the keeper on this host is stopped all the same (found by its mark), so
