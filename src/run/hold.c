@@ -202,6 +202,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		rc = LOCK_OK;
 		keep_ms = 0;
 	}
+	/* sent again (its first reply lost): kept, and the keep is over already */
+	int keep_over = rc == LOCK_KEEP_OVER;
+	if (keep_over)
+		rc = LOCK_OK;
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
 	 * acquire: a master demoted by a failover a moment ago still answers as one, and
@@ -253,6 +257,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
 		               "may run again"
 		             : "");
+	else if (rc == LOCK_OK && keep_over)
+		log_info("released %s; its --min-hold keep is over already", l->key);
 	else if (rc == LOCK_OK && keep_ms > 0)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);

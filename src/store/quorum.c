@@ -1009,7 +1009,8 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0, handed = 0, handed_on = 0, said[STORE_NODES_MAX] = {0};
+	int ok = 0, notours = 0, handed = 0, handed_on = 0, keep_over = 0,
+	    said[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -1030,11 +1031,13 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 			ok++;
 		handed += v == 3;                   /* handed to the --preempt request (lock.h) */
 		handed_on += v == 1 && keep_ms > 0; /* not kept: handed to a --preempt request */
+		keep_over += v == 4;                /* sent again: kept, the keep over (lock.h) */
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
 		return handed >= q->need      ? LOCK_HANDED_OVER
 		       : handed_on >= q->need ? LOCK_HANDED_ON
+		       : keep_over >= q->need ? LOCK_KEEP_OVER
 		                              : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;

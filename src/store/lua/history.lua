@@ -166,7 +166,9 @@ end
 -- released_before(lock, token): did a release of token end its run already (a release
 -- sent again after its reply was lost)? Its first answer (1 released, 2 kept for
 -- --min-hold, 3 handed to the --preempt request that stopped it: release.lua), or false: PREFIX{NAME}:rel:<token>
--- (released_mark), or its end record in the history (released: 1, preempted: 3), newer
+-- (released_mark; "2" is always written for a keep, whose end record says released as a
+-- hand-on's does: the caller answers 4 then, the keep over), or its end record in the
+-- history (released: 1, preempted: 3), newer
 -- than its acquired record, among the last 1000 entries.
 local function released_before(lock, token)
   local mark = redis.pcall('GET', lock .. ':rel:' .. token) -- here.lua
