@@ -613,11 +613,13 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	if (rc != WAIT_ACQUIRED)
 		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
-	 * short command costs no second connection and no INFO. */
+	 * short command costs no second connection and no INFO. The first lock's server,
+	 * or each lock's where they may differ (a Cluster's masters). */
 	h->sent[h->n] = sent;
 	events_emit(EV_ACQUIRED, &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
-	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
-	                h->n == 0 && sp->check_now, err, errlen) < 0) {
+	int check = h->n == 0 || store_locks_spread(h->cfg);
+	if (renew_start(&h->rn[h->n], h->cfg, l, sent, check ? sp->warn_key : NULL,
+	                check && sp->check_now, err, errlen) < 0) {
 		h->rn[h->n] = NULL;
 		h->n++; /* given back with the others */
 		return WAIT_OSERR;

@@ -1703,7 +1703,7 @@ static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 
 /* Each node on its own, one after the other, each within a node timeout; not those the
  * quorum could not connect to (each would cost its timeout). */
-static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+static void quorum_check_eviction(void *ctx, const char *warn_key, const char *key, int64_t cap_ms)
 {
 	struct quorum *q = ctx;
 	char err[300];
@@ -1722,7 +1722,7 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 		/* the node as a single server: its peer behind the same interface */
 		conn_fault_clear(); /* as store_open() does */
 		if (routed_backend.open(&t, one, 0, d, err, sizeof err) == STORE_OK) {
-			routed_backend.check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+			routed_backend.check_eviction(t, warn_key, key, d < cap_ms ? d : cap_ms);
 			routed_backend.close(t);
 		}
 		free(one);

@@ -4,6 +4,7 @@
  * notifications a waiter listens for. */
 #include "store.h"
 #include "backend.h"
+#include "cluster.h"
 #include "tls.h"
 #include "tlsload.h"
 
@@ -353,9 +354,14 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
 	return s->be->list(s->ctx, match, cap_ms, list_page, &w, err, errlen);
 }
 
-void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+void store_check_eviction(struct store *s, const char *warn_key, const char *key, int64_t cap_ms)
 {
-	s->be->check_eviction(s->ctx, warn_key, cap_ms);
+	s->be->check_eviction(s->ctx, warn_key, key, cap_ms);
+}
+
+int store_locks_spread(const struct store_config *cfg)
+{
+	return cfg->route == &cluster_route;
 }
 
 void store_learn(struct store *s, int64_t cap_ms)
