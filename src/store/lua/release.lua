@@ -136,8 +136,8 @@ end
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
 local hist = (tonumber(run[1] or '0') or 0) > 0
-local open = hist and run_of(redis.pcall('GET', KEYS[1] .. ':history:run'))
-open = open and open.token == ARGV[1]
+local orun = hist and run_of(redis.pcall('GET', KEYS[1] .. ':history:run'))
+local open = orun and orun.token == ARGV[1]
 local by = run[4] == '1' and
            redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 -- The request whose mark lives gets the lock (below); preempted: it stopped the command.
@@ -162,6 +162,12 @@ if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- ends untaken, the holder's rlock records it released (ARGV[10] "untaken", above), or
 -- --break does (break.lua); else the next acquire finds it expired.
 if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+-- Left open: with the command's status, for the acquire that finds it so once the
+-- reservation ended untaken (history.lua's handed: released, not expired).
+if open and preempted then
+  history_set(KEYS[1] .. ':history:run', run_pack(orun.fence, orun.token, orun.host, orun.pid,
+              orun.user, orun.label, orun.len, orun.ret, 's' .. (ARGV[7] or '')), orun.ret)
+end
 local recorded
 if open and ARGV[10] == 'attempt' then
   -- A grant given back unused (a Redlock attempt without a quorum, quorum.c; a reply
