@@ -30,6 +30,9 @@ setup() {
 # a test that stops a master (SIGSTOP) resumes it, and gives the cluster back its
 # settings, on any way out
 teardown() {
+	if [[ -n ${EVICT_PORT:-} ]]; then # the eviction test's master, on any way out
+		redis-cli -p "$EVICT_PORT" CONFIG SET maxmemory-policy noeviction >/dev/null 2>&1 || true
+	fi
 	if [[ -n ${PAUSED_PID:-} ]]; then
 		kill -CONT "$PAUSED_PID" 2>/dev/null || true
 		cluster_settings_back
@@ -317,6 +320,30 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	[[ $port != "${REDIS_URL##*:}" ]] || at=''
 	assert_regex "$stderr" "^rlock: lock '$first': ${at}only [01] of 2 replicas acknowledged the writes within 2000 ms: not running the command$"
 	[[ ! -e ran ]] || fail "the command ran"
+}
+
+@test "-k on two masters, the second lock's master may evict: -v warns about that master, once a day (the marker on it)" {
+	local m first second
+	# neither the URL's node (where the check went) nor the first lock's master
+	for m in $(cluster_masters); do
+		[[ $m == "$REDIS_PORT" ]] && continue
+		if [[ -z ${EVICT_PORT:-} ]]; then EVICT_PORT=$m; else first=$m; fi
+	done
+	[[ -n $EVICT_PORT && -n ${first:-} ]] || first=$REDIS_PORT
+	# names sorted a... before z...: taken, and renewed, in that order
+	first=$(cluster_name_on "$first" a)
+	second=$(cluster_name_on "$EVICT_PORT" z)
+	redis-cli -p "$EVICT_PORT" CONFIG SET maxmemory-policy allkeys-lru >/dev/null
+	run -0 --separate-stderr rlock -v -k "$first" -k "$second" -- true
+	assert_regex "$stderr" "warning: 127\.0\.0\.1:$EVICT_PORT has maxmemory-policy allkeys-lru"
+	assert_equal "$(grep -c maxmemory-policy <<<"$stderr")" 1
+	# the marker lives on that master (the plain one, when that master owns its slot;
+	# else with the lock's hash tag): not warned again
+	[[ $(redis-cli -p "$EVICT_PORT" EXISTS rlock:eviction-warned) == 1 ||
+		$(redis-cli -p "$EVICT_PORT" EXISTS "rlock:eviction-warned{$second}") == 1 ]] ||
+		fail "no marker on 127.0.0.1:$EVICT_PORT"
+	run -0 --separate-stderr rlock -v -k "$first" -k "$second" -- true
+	[[ $stderr != *maxmemory-policy* ]] || fail "warned twice: $stderr"
 }
 
 @test "several -u URLs that are the cluster's nodes: refused, 64, one line saying to give one node's URL (issue 41)" {

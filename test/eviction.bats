@@ -72,3 +72,13 @@ warned() { [[ $stderr =~ warning:.*maxmemory-policy\ allkeys-lru.*evict ]]; }
 	warned || fail "not warned after the first renewal: $stderr"
 	assert_equal "$(grep -c maxmemory-policy <<<"$stderr")" 1
 }
+
+@test "several -k on one server: one warning, one INFO" {
+	rcli DEL rlock:eviction-warned >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+	run -0 --separate-stderr rlock -v -k e1 -k e2 -k e3 -- true
+	warned || fail "not warned: $stderr"
+	assert_equal "$(grep -c maxmemory-policy <<<"$stderr")" 1
+	[[ $(rcli INFO commandstats | tr -d '\r' | grep ^cmdstat_info:) == cmdstat_info:calls=1,* ]] ||
+		fail "$(rcli INFO commandstats | grep cmdstat_info)"
+}

@@ -655,11 +655,38 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	run ! grep -q 'r ran' log
 	grep -q 'w ran' log
 	assert_equal "$(rcli EXISTS 'rlock:{p}:preempt')" 0
-	# its run ends once, never preempted: released (its rlock saw the reservation end),
-	# or expired (the waiter's grant came first: the next acquisition records it)
+	# its run ends once, never preempted nor expired (its holder did not die): released
+	# with its command's status, by its rlock that saw the reservation end, or by the
+	# waiter's grant when that came first (the status kept with the open run)
 	run -0 rlock -k p --history --json
 	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
-		length == 1 and (.[0].event == "released" or .[0].event == "expired")' >/dev/null ||
+		length == 1 and .[0].event == "released" and (.[0].status | tostring) == "3"' >/dev/null ||
+		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
+}
+
+@test "a --preempt request SIGKILLed while the name is kept for it, the waiter's grant before the holder's rlock looks: the holder's run ends released with its status, not expired" {
+	slow_job
+	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 60s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -STOP "$r_pid"
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	# the holder's rlock sees the reservation end only after the waiter got in
+	kill -STOP "$h_pid"
+	kill -KILL "$r_pid"
+	rlock_wait "$r_pid" 10
+	run -0 --separate-stderr rlock -k p -w 10s -c 'echo "w ran" >>log'
+	kill -CONT "$h_pid"
+	rlock_wait "$h_pid" 30
+	((RLOCK_STATUS == 3)) || fail "exit $RLOCK_STATUS: $(cat "$h_err")"
+	grep -q 'w ran' log
+	run -0 rlock -k p --history --json
+	echo "$output" | jq -e '[.entries[] | select(.label == "nightly" and .event != "acquired")] |
+		length == 1 and .[0].event == "released" and (.[0].status | tostring) == "3"' >/dev/null ||
 		fail "$(echo "$output" | jq -c '[.entries[] | [.event, .label, .status]]')"
 }
 

@@ -212,6 +212,35 @@ failover_now() {
 # blpop_on PORT: a client blocked in BLPOP (a waiter's place) on the server at PORT.
 blpop_on() { (($(sent_cli "$1" CLIENT LIST | grep -c ' flags=b .* cmd=blpop ') >= 1)); }
 
+@test "a waiter whose sentinel's ACL refuses SUBSCRIBE +switch-master: said once at -v, not asked again" {
+	local port dir pid
+	# A fourth sentinel, alone, whose default user may not SUBSCRIBE.
+	port=$(free_port)
+	dir=$(mktemp -d "$BATS_TEST_TMPDIR/sentinel.XXXXXX")
+	printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %s 1\n' \
+		"$port" "$dir" "$SENT_MASTER" "$MASTER_PORT" >"$dir/sentinel.conf"
+	redis-server "$dir/sentinel.conf" --sentinel </dev/null >"$dir/log" 2>&1 3>&- 4>&- &
+	pid=$!
+	track_pid "$pid"
+	wait_until 30 sh -c "redis-cli -p $port SENTINEL master $SENT_MASTER | grep -q ^flags"
+	[[ $(redis-cli -p "$port" ACL SETUSER default -subscribe) == OK ]]
+	rlock_bg -u "$SENT_URL" -k wd -- "$HOLD" a
+	wait_until 30 test -e a.started
+	# Past STORE_WATCH_RETRY_MS (10 s), when a watch that failed is tried again.
+	rlock_bg -v -u "redis-sentinel://127.0.0.1:$port/$SENT_MASTER" -w 11500ms -k wd -- true
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 75
+	[[ $(grep -c 'failover announcements refused (.*NOPERM.*): not watching' "$RLOCK_ERR") == 1 ]] ||
+		fail "$(cat "$RLOCK_ERR")"
+	# asked once only: the sentinel's ACL LOG counts the refusals (one entry)
+	local log
+	log=$(redis-cli -p "$port" ACL LOG)
+	[[ $(grep -c '^subscribe$' <<<"$log") == 1 && $(grep -A1 '^count$' <<<"$log" | tail -1) == 1 ]] ||
+		fail "refused more than once: $log"
+	touch a.release
+	kill "$pid"
+}
+
 @test "a waiter across a SENTINEL FAILOVER listens on the new master (+switch-master): woken by the release there" {
 	local replica=$SENT_REPLICA_PORT
 	[[ $replica != "$MASTER_PORT" ]] || replica=$SENT_MASTER_PORT

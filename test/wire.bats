@@ -123,7 +123,12 @@ release_kept_swallowed() {
 	swallowed || fail "the release's reply was not swallowed: $(cat "$HOLDER_ERR")"
 	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS after a run that held its lock to the end: $(cat "$HOLDER_ERR")"
 	run ! grep -q 'lost' "$HOLDER_ERR"
-	key_absent "rlock:{$name}:history"
+	# -v says what happened: kept, the keep over (not "keeps it", nor "handed on")
+	grep -q "released rlock:{$name}; its --min-hold keep is over already" "$HOLDER_ERR" ||
+		fail "-v: $(cat "$HOLDER_ERR")"
+	if [[ -n ${RLOCK_CONFIG:-} ]]; then
+		key_absent "rlock:{$name}:history"
+	fi
 	run -0 --separate-stderr rlock -k "$name" -n "$@" -- true
 }
 
@@ -132,6 +137,11 @@ release_kept_swallowed() {
 	export RLOCK_CONFIG=$PWD/conf
 	release_kept_swallowed rk
 	release_kept_swallowed rks -s
+}
+
+@test "a release with --min-hold whose reply is lost and that is sent again after the keep ended, the history on: -v says the keep is over, not a hand-on (exclusive, -s)" {
+	release_kept_swallowed rkh
+	release_kept_swallowed rkhs -s
 }
 
 @test "--once-per: a release whose reply is lost and whose retry cannot reach the server: 0, and the line does not say the name is unmarked (the first release marked it)" {

@@ -202,6 +202,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		rc = LOCK_OK;
 		keep_ms = 0;
 	}
+	/* sent again (its first reply lost): kept, and the keep is over already */
+	int keep_over = rc == LOCK_KEEP_OVER;
+	if (keep_over)
+		rc = LOCK_OK;
 	/* --wait-replicas covers what the release wrote (the lock gone, the --once-per
 	 * mark, the lock-delay's entry, the history's end record) as it covers the
 	 * acquire: a master demoted by a failover a moment ago still answers as one, and
@@ -253,6 +257,8 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		             ? ", and lose the mark: not confirmed done (--once-per), a later run "
 		               "may run again"
 		             : "");
+	else if (rc == LOCK_OK && keep_over)
+		log_info("released %s; its --min-hold keep is over already", l->key);
 	else if (rc == LOCK_OK && keep_ms > 0)
 		log_info("released %s; --min-hold keeps it %.1f s more", l->key,
 		         (double)keep_ms / 1000);
@@ -607,11 +613,13 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 	if (rc != WAIT_ACQUIRED)
 		return name_failure(rc, sp->nnames > 1, name, err, errlen);
 	/* -v looks at the eviction policy at once; otherwise at the first renewal, so a
-	 * short command costs no second connection and no INFO. */
+	 * short command costs no second connection and no INFO. The first lock's server,
+	 * or each lock's where they may differ (a Cluster's masters). */
 	h->sent[h->n] = sent;
 	events_emit(EV_ACQUIRED, &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
-	if (renew_start(&h->rn[h->n], h->cfg, l, sent, h->n == 0 ? sp->warn_key : NULL,
-	                h->n == 0 && sp->check_now, err, errlen) < 0) {
+	int check = h->n == 0 || store_locks_spread(h->cfg);
+	if (renew_start(&h->rn[h->n], h->cfg, l, sent, check ? sp->warn_key : NULL,
+	                check && sp->check_now, err, errlen) < 0) {
 		h->rn[h->n] = NULL;
 		h->n++; /* given back with the others */
 		return WAIT_OSERR;

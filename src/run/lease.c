@@ -42,7 +42,8 @@ int lease_release(struct store *s, const struct store_config *cfg, const struct 
 	if (s)
 		rc = store_release(s, l, keep_ms, cap, err, errlen);
 	store_close(fresh);
-	if (rc != LOCK_OK && rc != LOCK_NOTOURS && rc != LOCK_HANDED_OVER && rc != LOCK_HANDED_ON) {
+	if (rc != LOCK_OK && rc != LOCK_NOTOURS && rc != LOCK_HANDED_OVER && rc != LOCK_HANDED_ON &&
+	    rc != LOCK_KEEP_OVER) {
 		if (clock_ms() >= lease_end)
 			snprintf(err, errlen, "the lease ended meanwhile");
 		rc = LOCK_ERR;

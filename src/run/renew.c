@@ -93,7 +93,7 @@ static int open_store(struct renew *r, struct store **s, int check, int64_t cap)
 
 	if (check && store_open(s, r->cfg, 1, cap, err, sizeof err) == STORE_OK) {
 		int64_t due = r->confirmed_sent + r->lock->ask.ttl_ms / 3;
-		store_check_eviction(*s, r->warn_key, due < cap ? due : cap);
+		store_check_eviction(*s, r->warn_key, r->lock->key, due < cap ? due : cap);
 		return 0;
 	}
 	if (check) {
@@ -220,7 +220,8 @@ static void *renew_main(void *arg)
 		if (!checked) {
 			/* Best effort, and never past the next renewal. */
 			checked = 1;
-			store_check_eviction(s, r->warn_key, r->confirmed_sent + ttl / 3);
+			store_check_eviction(s, r->warn_key, r->lock->key,
+			                     r->confirmed_sent + ttl / 3);
 		}
 		if (!learnt) {
 			/* The same: a Cluster's slot map, should the URL's node fail (store.h) */

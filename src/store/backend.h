@@ -95,7 +95,7 @@ struct store_backend {
 	int (*list)(void *ctx, const char *match, int64_t cap_ms,
 	            int (*page)(void *arg, const struct resp_reply *names), void *arg, char *err,
 	            size_t errlen);
-	void (*check_eviction)(void *ctx, const char *warn_key, int64_t cap_ms);
+	void (*check_eviction)(void *ctx, const char *warn_key, const char *key, int64_t cap_ms);
 	void (*learn)(void *ctx, int64_t cap_ms); /* store_learn; optional */
 	/* Release notifications: the k-th server to listen on (from 0; NULL after the
 	 * last), with *wait_ms each request's deadline there. Optional: NULL, the store's

@@ -907,6 +907,7 @@ int lock_release(struct client *c, const struct lock *l, int64_t keep_ms, int64_
 	return v == 0                  ? LOCK_NOTOURS
 	       : v == 3                ? LOCK_HANDED_OVER
 	       : v == 1 && keep_ms > 0 ? LOCK_HANDED_ON
+	       : v == 4                ? LOCK_KEEP_OVER
 	                               : LOCK_OK;
 }
 

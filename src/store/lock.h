@@ -315,6 +315,9 @@ enum lock_rc {
 	 * kept, as a --preempt request's mark lived (the command ended before it was
 	 * stopped): the lock went to that request (release.lua's reply 1 to a keep) */
 	LOCK_HANDED_ON = 7,
+	/* release with keep_ms > 0 sent again (its first reply lost): the first call kept
+	 * the lock for --min-hold, and that keep is over now (release.lua's reply 4) */
+	LOCK_KEEP_OVER = 8,
 	LOCK_ERR = -1, /* connection or server error; reason in err */
 	/* NOAUTH / NOPERM / WRONGPASS, or a fence counter that cannot count (RLOCKFENCE:
 	 * not an integer, at the maximum): refusals that waiting cannot fix. */
@@ -459,7 +462,8 @@ int lock_renew(struct client *c, const struct lock *l, int64_t deadline_ms, stru
  * LOCK_ERR, or LOCK_HANDED_OVER (l->preempted_declared, and the --preempt request's mark
  * still lived: the lock went to it, --min-hold notwithstanding; a release sent again
  * answers as the first did), or LOCK_HANDED_ON (keep_ms > 0, the command not stopped:
- * not kept, handed to a --preempt request whose mark lived). With the history on, a token that no
+ * not kept, handed to a --preempt request whose mark lived), or LOCK_KEEP_OVER (keep_ms > 0,
+ * sent again: kept by the first call, the keep over now). With the history on, a token that no
  * longer holds it records its run lost (once: src/store/lua/history.lua); keep_ms LOCK_KEEP_LOST
  * releases nothing and records the run lost (the lease is over by the holder's clock, lease.h:
  * never a release then). */

@@ -1009,7 +1009,8 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	struct lock_request *rl = &q->rel;
 	struct req rq = {.script = rl};
-	int ok = 0, notours = 0, handed = 0, handed_on = 0, said[STORE_NODES_MAX] = {0};
+	int ok = 0, notours = 0, handed = 0, handed_on = 0, keep_over = 0,
+	    said[STORE_NODES_MAX] = {0};
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
@@ -1030,11 +1031,13 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 			ok++;
 		handed += v == 3;                   /* handed to the --preempt request (lock.h) */
 		handed_on += v == 1 && keep_ms > 0; /* not kept: handed to a --preempt request */
+		keep_over += v == 4;                /* sent again: kept, the keep over (lock.h) */
 	}
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
 	if (ok >= q->need)
 		return handed >= q->need      ? LOCK_HANDED_OVER
 		       : handed_on >= q->need ? LOCK_HANDED_ON
+		       : keep_over >= q->need ? LOCK_KEEP_OVER
 		                              : LOCK_OK;
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
@@ -1700,7 +1703,7 @@ static int quorum_wait_replicas(void *ctx, int n, char *err, size_t errlen)
 
 /* Each node on its own, one after the other, each within a node timeout; not those the
  * quorum could not connect to (each would cost its timeout). */
-static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+static void quorum_check_eviction(void *ctx, const char *warn_key, const char *key, int64_t cap_ms)
 {
 	struct quorum *q = ctx;
 	char err[300];
@@ -1719,7 +1722,7 @@ static void quorum_check_eviction(void *ctx, const char *warn_key, int64_t cap_m
 		/* the node as a single server: its peer behind the same interface */
 		conn_fault_clear(); /* as store_open() does */
 		if (routed_backend.open(&t, one, 0, d, err, sizeof err) == STORE_OK) {
-			routed_backend.check_eviction(t, warn_key, d < cap_ms ? d : cap_ms);
+			routed_backend.check_eviction(t, warn_key, key, d < cap_ms ? d : cap_ms);
 			routed_backend.close(t);
 		}
 		free(one);

@@ -5,6 +5,7 @@
  * replaces, with one retry on a fresh connection where that is safe (store.h). */
 #include "backend.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,10 +116,11 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 /* With any maxmemory-policy but noeviction, Redis may evict the lock key under memory
  * pressure: another client then acquires it while we still run. *policy gets the
  * policy to warn about, or "" (none, or another run warned within the day: the first
- * run to SET the marker says it). A server that refuses INFO (ACL) is not
+ * run to SET the marker says it; tagged, when not NULL: the marker a Cluster's node
+ * takes that does not own warn_key's slot). A server that refuses INFO (ACL) is not
  * second-guessed. LOCK_OK or LOCK_ERR. */
-static int eviction_policy(struct client *c, const char *warn_key, int64_t d, char *policy,
-                           size_t n, char *err, size_t errlen)
+static int eviction_policy(struct client *c, const char *warn_key, const char *tagged, int64_t d,
+                           char *policy, size_t n, char *err, size_t errlen)
 {
 	struct resp_reply *rep = NULL;
 	const char *info[] = {"INFO", "memory"};
@@ -143,6 +145,15 @@ static int eviction_policy(struct client *c, const char *warn_key, int64_t d, ch
 	rep = NULL;
 	if (client_call(c, 6, set, set_lens, d, &rep, err, errlen) < 0)
 		return LOCK_OK; /* warn anyway */
+	if (tagged && (resp_is_error(rep, "MOVED") || resp_is_error(rep, "ASK"))) {
+		/* a Cluster's node that does not own warn_key's slot (tagged: the lock's) */
+		set[1] = tagged;
+		set_lens[1] = strlen(tagged);
+		resp_free(rep);
+		rep = NULL;
+		if (client_call(c, 6, set, set_lens, d, &rep, err, errlen) < 0)
+			return LOCK_OK;
+	}
 	if (rep->type == RESP_NIL)
 		policy[0] = '\0';
 	resp_free(rep);
@@ -954,14 +965,59 @@ static int routed_list(void *ctx, const char *match, int64_t cap_ms,
 struct eviction_args {
 	struct routed *s;
 	const char *warn_key;
+	const char *key; /* the lock's, or NULL */
 };
+
+/* The servers this process looked at (each lock's renewal thread asks for its own
+ * lock's: several locks on one server cost one INFO). */
+static pthread_mutex_t looked_mu = PTHREAD_MUTEX_INITIALIZER;
+static char looked[STORE_NODES_MAX][sizeof((struct server *)0)->name];
+static int nlooked;
+
+static int looked_at_before(const char *name)
+{
+	int seen = 0;
+
+	pthread_mutex_lock(&looked_mu);
+	for (int i = 0; i < nlooked && !seen; i++)
+		seen = strcmp(looked[i], name) == 0;
+	if (!seen && nlooked < STORE_NODES_MAX)
+		snprintf(looked[nlooked++], sizeof looked[0], "%s", name);
+	pthread_mutex_unlock(&looked_mu);
+	return seen;
+}
 
 static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t errlen)
 {
 	struct eviction_args *a = arg;
-	char policy[64];
+	char policy[64], tagged[512];
+	const char *tag = a->key ? strchr(a->key, '{') : NULL;
+	const char *end = tag ? strchr(tag, '}') : NULL;
 
-	int rc = eviction_policy(c, a->warn_key, d, policy, sizeof policy, err, errlen);
+	/* The lock's own server: a fresh handle (-v's look at start) knows no Cluster's
+	 * slot map yet, and INFO names no key; a keyed read is redirected there. */
+	if (a->key && a->s->cfg->route && a->s->at == &a->s->cfg->srv[0]) {
+		const char *argv[] = {"EXISTS", a->key};
+		size_t lens[] = {6, strlen(a->key)};
+		struct resp_reply *r = NULL;
+		if (client_call(c, 2, argv, lens, d, &r, err, errlen) < 0)
+			return LOCK_ERR;
+		int moved = resp_is_error(r, "MOVED") || resp_is_error(r, "ASK");
+		if (moved)
+			snprintf(err, errlen, "%.300s", r->str);
+		resp_free(r);
+		if (moved)
+			return LOCK_REDIRECT;
+	}
+	if (looked_at_before(a->s->at->name))
+		return LOCK_OK;
+	/* A Cluster's node that does not own the marker's slot: the marker with the
+	 * lock's hash tag, on its master (once a day per lock name's slot there). */
+	if (!end || snprintf(tagged, sizeof tagged, "%s%.*s", a->warn_key, (int)(end - tag + 1),
+	                     tag) >= (int)sizeof tagged)
+		tagged[0] = '\0';
+	int rc = eviction_policy(c, a->warn_key, tagged[0] ? tagged : NULL, d, policy,
+	                         sizeof policy, err, errlen);
 	if (rc == LOCK_OK && policy[0])
 		log_warn("warning: %s has maxmemory-policy %s: under memory pressure the lock can "
 		         "be evicted and taken by another holder; use noeviction (said once a "
@@ -970,13 +1026,14 @@ static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t
 	return rc;
 }
 
-static void routed_check_eviction(void *ctx, const char *warn_key, int64_t cap_ms)
+/* At the server of key (a lock's: on a Cluster each lock's master; NULL: the URL's). */
+static void routed_check_eviction(void *ctx, const char *warn_key, const char *key, int64_t cap_ms)
 {
 	struct routed *s = ctx;
-	struct eviction_args a = {s, warn_key};
+	struct eviction_args a = {s, warn_key, key};
 	char err[300];
 
-	if (run(s, NULL, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
+	if (run(s, key, s->cfg->route ? NULL : &s->cfg->srv[0], 0, op_eviction, &a, cap_ms, err,
 	        sizeof err) != LOCK_OK)
 		log_debug("eviction policy: %s", err);
 }

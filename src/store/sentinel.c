@@ -459,6 +459,8 @@ static void route_recheck(void *ctx)
 static int watch_one(const struct sentinel *s, const struct server *srv, struct client **c,
                      int64_t cap, char *err, size_t errlen)
 {
+	int denied = 0;
+
 	const char *argv[] = {"SUBSCRIBE", "+switch-master"};
 	size_t lens[] = {9, 14};
 	struct resp_reply *r = NULL;
@@ -469,14 +471,17 @@ static int watch_one(const struct sentinel *s, const struct server *srv, struct 
 	int64_t d = min64(clock_ms() + srv->io_timeout_ms, cap);
 	if (client_send(*c, 2, argv, lens, d, e, sizeof e) < 0 ||
 	    client_recv(*c, d, &r, e, sizeof e) != 1 || r->type != RESP_ARRAY) {
-		if (r)
+		if (r) {
 			snprintf(e, sizeof e, "SUBSCRIBE +switch-master: %.200s",
 			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+			/* the sentinel's ACL: asked again, it refuses again */
+			denied = r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0;
+		}
 		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
 		resp_free(r);
 		client_close(*c);
 		*c = NULL;
-		return STORE_ERR;
+		return denied ? STORE_DENIED : STORE_ERR;
 	}
 	resp_free(r);
 	return STORE_OK;
@@ -484,7 +489,8 @@ static int watch_one(const struct sentinel *s, const struct server *srv, struct 
 
 /* The sentinels in turn from the one asked first, within one sentinel's deadlines in
  * all (a waiter is not held up long); the one that subscribed is asked first from then
- * on, so that its re-check names the master it announced. */
+ * on, so that its re-check names the master it announced. STORE_DENIED when every
+ * sentinel that answered refused the SUBSCRIBE (NOPERM) and all answered. */
 static int route_watch(void *ctx, int64_t cap_ms, struct client **c, char *err, size_t errlen)
 {
 	struct route *x = ctx;
@@ -494,14 +500,17 @@ static int route_watch(void *ctx, int64_t cap_ms, struct client **c, char *err, 
 
 	*c = NULL;
 	snprintf(err, errlen, "no sentinel answered in time");
+	int denied = 0;
 	for (int k = 0; k < s->n && clock_ms() < cap; k++) {
 		int i = (x->first + k) % s->n;
-		if (watch_one(s, &s->sent[i], c, cap, err, errlen) == STORE_OK) {
+		int rc = watch_one(s, &s->sent[i], c, cap, err, errlen);
+		if (rc == STORE_OK) {
 			x->first = i;
 			return STORE_OK;
 		}
+		denied += rc == STORE_DENIED;
 	}
-	return STORE_ERR;
+	return denied == s->n ? STORE_DENIED : STORE_ERR;
 }
 
 /* +switch-master's message: "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT". */

@@ -4,6 +4,7 @@
  * notifications a waiter listens for. */
 #include "store.h"
 #include "backend.h"
+#include "cluster.h"
 #include "tls.h"
 #include "tlsload.h"
 
@@ -27,6 +28,7 @@ struct store {
 	int no_channel;       /* SUBSCRIBE refused (NOPERM) by every server tried: poll (store.h) */
 	struct client *watch; /* the route's announcements (store_watch_fd) */
 	int64_t watch_retry_at; /* a watch that failed is not tried again before */
+	int watch_denied;       /* refused by the ACL (NOPERM): said once, never asked again */
 };
 
 int store_resolve(struct store_config *cfg, int64_t deadline_ms, char *err, size_t errlen)
@@ -352,9 +354,14 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
 	return s->be->list(s->ctx, match, cap_ms, list_page, &w, err, errlen);
 }
 
-void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms)
+void store_check_eviction(struct store *s, const char *warn_key, const char *key, int64_t cap_ms)
 {
-	s->be->check_eviction(s->ctx, warn_key, cap_ms);
+	s->be->check_eviction(s->ctx, warn_key, key, cap_ms);
+}
+
+int store_locks_spread(const struct store_config *cfg)
+{
+	return cfg->route == &cluster_route;
 }
 
 void store_learn(struct store *s, int64_t cap_ms)
@@ -441,9 +448,16 @@ static void watch_open(struct store *s, int64_t cap)
 {
 	char err[300];
 
-	if (s->watch || !s->be->watch || clock_ms() < s->watch_retry_at)
+	if (s->watch || s->watch_denied || !s->be->watch || clock_ms() < s->watch_retry_at)
 		return;
-	if (s->be->watch(s->ctx, cap, &s->watch, err, sizeof err) != STORE_OK) {
+	int rc = s->be->watch(s->ctx, cap, &s->watch, err, sizeof err);
+	if (rc == STORE_DENIED) {
+		/* The ACL refuses it: asked again, it refuses again (as the release
+		 * notifications: wait.c). Said once; the periodic re-check stays. */
+		s->watch = NULL;
+		s->watch_denied = 1;
+		log_info("failover announcements refused (%s): not watching for a new master", err);
+	} else if (rc != STORE_OK) {
 		log_debug("no watch on the server's changes: %s", err);
 		s->watch = NULL;
 		s->watch_retry_at = clock_ms() + STORE_WATCH_RETRY_MS;

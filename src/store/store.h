@@ -225,9 +225,15 @@ int store_list(struct store *s, const char *prefix, int64_t cap_ms,
                            const struct holders *hs),
                void *arg, char *err, size_t errlen);
 
-/* The eviction policy of the server(s), warned about once a day per server (warn_key:
- * the marker). Best effort, nothing past cap_ms. */
-void store_check_eviction(struct store *s, const char *warn_key, int64_t cap_ms);
+/* The eviction policy of the server(s) of key (a lock's; NULL: the URL's), warned about
+ * once a day per server (warn_key: the marker; on a Cluster, per key's slot). Best
+ * effort, nothing past cap_ms. */
+void store_check_eviction(struct store *s, const char *warn_key, const char *key, int64_t cap_ms);
+/* 1 when one run's locks may live on different servers (a TCP URL: a Cluster's masters,
+ * known only once a node redirects): each lock's server is checked then (one INFO per
+ * server: routed.c), else the first lock's (a Unix socket, Sentinel's one master, the
+ * first lock's check looks at every Redlock node). */
+int store_locks_spread(const struct store_config *cfg);
 
 /* Learn what the server is behind the URL, where that is not on the command's path
  * (the renewal thread, after its first renewal): a Cluster node's slot map, so that a

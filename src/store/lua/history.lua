@@ -32,10 +32,17 @@ local function history_add(lock, len, ret, ...)
 end
 -- A run as one string: its fields, each ended by a NUL (none of them holds one: they
 -- come from C strings); run_of reads it back (nil: not a run, e.g. 'shared').
-local RUN_FIELDS = {'fence', 'token', 'host', 'pid', 'user', 'label', 'len', 'ret'}
-local function run_pack(fence, token, host, pid, user, label, len, ret)
-  return table.concat({fence, token, host or '', pid or '', user or '', label or '', len or '0',
-                       ret or '0', ''}, '\0')
+-- handed: "s" and the command's status, once the holder's release handed the lock to a
+-- --preempt request's reservation and left the run open for that request's grant to end
+-- (release.lua); a reservation that ended untaken leaves it to the next acquire, which
+-- records it released with that status, as the holder's rlock would (not expired: the
+-- holder did not die).
+local RUN_FIELDS = {'fence', 'token', 'host', 'pid', 'user', 'label', 'len', 'ret', 'handed'}
+local function run_pack(fence, token, host, pid, user, label, len, ret, handed)
+  local t = {fence, token, host or '', pid or '', user or '', label or '', len or '0', ret or '0'}
+  if handed then t[#t + 1] = handed end
+  t[#t + 1] = ''
+  return table.concat(t, '\0')
 end
 local function run_of(v)
   if type(v) ~= 'string' or not string.find(v, '\0', 1, true) then return nil end
@@ -114,7 +121,11 @@ local function history_acquired(lock, kind, fence, token, host, pid, user, label
     history_set(lock .. ':history:run', old, ret)
     return
   end
-  if r then history_end(lock, r, 'expired') end
+  if r and r.handed and r.handed ~= '' then
+    history_end(lock, r, 'released', 'status', string.sub(r.handed, 2))
+  elseif r then
+    history_end(lock, r, 'expired')
+  end
   if kind ~= 'x' then
     local runs = lock .. ':history:runs'
     redis.pcall('ZADD', runs, sem_score(token), run)
@@ -166,7 +177,9 @@ end
 -- released_before(lock, token): did a release of token end its run already (a release
 -- sent again after its reply was lost)? Its first answer (1 released, 2 kept for
 -- --min-hold, 3 handed to the --preempt request that stopped it: release.lua), or false: PREFIX{NAME}:rel:<token>
--- (released_mark), or its end record in the history (released: 1, preempted: 3), newer
+-- (released_mark; "2" is always written for a keep, whose end record says released as a
+-- hand-on's does: the caller answers 4 then, the keep over), or its end record in the
+-- history (released: 1, preempted: 3), newer
 -- than its acquired record, among the last 1000 entries.
 local function released_before(lock, token)
   local mark = redis.pcall('GET', lock .. ':rel:' .. token) -- here.lua

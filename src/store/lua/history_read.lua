@@ -23,8 +23,16 @@ local out = {}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function unended(r)
-  out[#out + 1] = {now .. '-0', 'ev', 'expired', 'fence', r.fence, 'token', r.token, 'host',
-                   r.host, 'pid', r.pid, 'user', r.user, 'label', r.label, 'seen', 'read'}
+  -- handed to a --preempt reservation that ended untaken: released (history.lua)
+  local handed = r.handed and r.handed ~= ''
+  local row = {now .. '-0', 'ev', handed and 'released' or 'expired', 'fence', r.fence, 'token',
+               r.token, 'host', r.host, 'pid', r.pid, 'user', r.user, 'label', r.label,
+               'seen', 'read'}
+  if handed then
+    row[#row + 1] = 'status'
+    row[#row + 1] = string.sub(r.handed, 2)
+  end
+  out[#out + 1] = row
 end
 -- a reply refused (an ACL, a key of another type) tells nothing: no run is ended by it
 local function read(...)

@@ -20,7 +20,9 @@
 -- but the mark gone (the request gave up or died before this release): 1, the run ends
 -- released with the command's status. The mark there but not told preempted (the
 -- command ended on its own first): the lock is handed over all the same, 1, released.
--- A hand-over overrides --min-hold's keep: the request takes the lock now.
+-- A hand-over overrides --min-hold's keep: the request takes the lock now. 4: a release
+-- sent again (its first reply lost) whose first call kept the lock for --min-hold (2),
+-- once the keep has ended (-v says so, neither "keeps it" nor "handed on").
 -- (publish: PUBLISH, or SPUBLISH in a Redis >= 7 cluster)
 -- done_ms > 0 (--once-per, the command succeeded): mark the name done for done_ms,
 -- PREFIX{NAME}:done = the holder's fence, in this same step, only while the lock is ours,
@@ -72,7 +74,7 @@ end
 local before = ARGV[2] ~= '-1' and held ~= ARGV[1] and released_before(KEYS[1], ARGV[1])
 if before then
   stamp_again(KEYS[1] .. ':rel:' .. ARGV[1], KEYS[1] .. ':history', KEYS[1] .. ':done')
-  return before
+  return before == 2 and 4 or before -- 2: kept, and the keep is over (the lock not ours)
 end
 -- A --preempt request's mark or reservation that names this token, on a node where it
 -- holds nothing (Redlock: it took its quorum on the other nodes, and this node's holder
@@ -134,8 +136,8 @@ end
 -- released (--min-hold's keep too): no lock-delay (an entry only when the holder's record
 -- asks for one, or is gone)
 local hist = (tonumber(run[1] or '0') or 0) > 0
-local open = hist and run_of(redis.pcall('GET', KEYS[1] .. ':history:run'))
-open = open and open.token == ARGV[1]
+local orun = hist and run_of(redis.pcall('GET', KEYS[1] .. ':history:run'))
+local open = orun and orun.token == ARGV[1]
 local by = run[4] == '1' and
            redis.pcall('HMGET', KEYS[1] .. ':preempt', 'host', 'pid', 'label', 'token')
 -- The request whose mark lives gets the lock (below); preempted: it stopped the command.
@@ -147,15 +149,25 @@ local preempted = to and ARGV[10] == 'preempted'
 -- lost end is also written by a release that found the lock not its own, answer 0).
 local keeps = open and ARGV[10] ~= 'lost' and history_keeps(run[1])
 local done = tonumber(ARGV[6] or '0') > 0 and ARGV[10] ~= 'lost'
+-- A keep (--min-hold) always writes the mark: its end record says released, as a
+-- hand-on's does (reply 1), and a release sent again once the keep ended must tell them
+-- apart (4).
+local kept = tonumber(ARGV[2]) > 0 and not to
 here((run[8] or not run[3]) and KEYS[1] .. ':delay', done and KEYS[1] .. ':done',
      hist and KEYS[1] .. ':history', hist and KEYS[1] .. ':history:run',
-     (preempted or not keeps) and KEYS[1] .. ':rel:' .. ARGV[1])
+     (preempted or kept or not keeps) and KEYS[1] .. ':rel:' .. ARGV[1])
 if run[8] or not run[3] then delay_open(KEYS[1], ARGV[1]) end
 -- Preempted: the run stays open, its end not known yet. The request's grant records it
 -- preempted (acquire.lua, from the reservation's from and fstatus); a reservation that
 -- ends untaken, the holder's rlock records it released (ARGV[10] "untaken", above), or
 -- --break does (break.lua); else the next acquire finds it expired.
 if open and not preempted then redis.pcall('DEL', KEYS[1] .. ':history:run') end
+-- Left open: with the command's status, for the acquire that finds it so once the
+-- reservation ended untaken (history.lua's handed: released, not expired).
+if open and preempted then
+  history_set(KEYS[1] .. ':history:run', run_pack(orun.fence, orun.token, orun.host, orun.pid,
+              orun.user, orun.label, orun.len, orun.ret, 's' .. (ARGV[7] or '')), orun.ret)
+end
 local recorded
 if open and ARGV[10] == 'attempt' then
   -- A grant given back unused (a Redlock attempt without a quorum, quorum.c; a reply
@@ -172,14 +184,12 @@ if done then
 end
 -- A --preempt request whose mark lives (to) gets the lock now, whether or not it stopped
 -- the command: a hand-over does not wait for --min-hold's keep.
-if tonumber(ARGV[2]) > 0 and not to then
+if kept then
   -- Marked, so that --status says the command has exited (not a stuck lock to break).
   redis.call('HSET', KEYS[2], 'kept', '1')
   -- A release sent again once the keep has ended (its first reply lost) finds the
-  -- answer here, when no end record of a long enough history says it (as below).
-  if not (recorded and keeps) then
-    released_mark(KEYS[1], ARGV[1], false, redis.call('PTTL', KEYS[1]), 2)
-  end
+  -- answer here, the end record notwithstanding (released: a hand-on's too).
+  released_mark(KEYS[1], ARGV[1], false, redis.call('PTTL', KEYS[1]), 2)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return 2

@@ -53,7 +53,7 @@ else
   local before = keep >= 0 and released_before(lock, tok) -- 2: kept, its keep over
   if before then
     stamp_again(lock .. ':rel:' .. tok, lock .. ':history')
-    return before
+    return before == 2 and 4 or before -- 4: kept, the keep over (release.lua)
   end
 end
 if not s or tonumber(s) <= now or keep < 0 then
@@ -87,7 +87,7 @@ local rec_ok, rec = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}'
 local delayed = rec_ok and type(rec) == 'table' and rec.delay
 here(delayed and lock .. ':delay', hist and lock .. ':history',
      hist and lock .. ':history:run', hist and lock .. ':history:runs',
-     not keeps and lock .. ':rel:' .. tok)
+     (keep > 0 or not keeps) and lock .. ':rel:' .. tok)
 delay_open(lock, tok) -- no lock-delay after a release
 local recorded
 if ARGV[10] == 'attempt' then
@@ -98,7 +98,8 @@ else
 end
 if keep > 0 then
   -- sent again once the keep has ended (its first reply lost): the answer (release.lua)
-  released_mark(lock, tok, recorded and keeps, tonumber(s) - now, 2)
+  -- always: the end record says released, which a release sent again reads as 1
+  released_mark(lock, tok, false, tonumber(s) - now, 2)
   redis.call('ZADD', KEYS[1], 'XX', now + keep, tok)
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[2], tok) or '{}')
   if ok and type(m) == 'table' then
