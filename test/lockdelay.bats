@@ -68,9 +68,14 @@ crashed_delay() {
 START='redis-cli -p "$PORT" EVAL "local t = redis.call('"'TIME'"') return t[1] * 1000 + math.floor(t[2] / 1000)" 0 >started.ms'
 
 # only_fence NAME: the lock's keys are gone but its fence counter (its run history,
-# expiring, and the record of a --break, kept an hour).
+# expiring, the record of a --break, kept an hour, and a --min-hold keep's release
+# mark, :rel:TOKEN, expiring with the lease: it closes nothing).
 only_fence() {
-	[[ $(rcli --scan --pattern "rlock:{$1}*" | grep -v -e ':history$' -e ':broken$' | sort | tr '\n' ' ') == "rlock:{$1}:fence " ]] &&
+	local k
+	for k in $(rcli --scan --pattern "rlock:{$1}:rel:*"); do
+		(($(rcli PTTL "$k") > 0)) || return 1
+	done
+	[[ $(rcli --scan --pattern "rlock:{$1}*" | grep -v -e ':history$' -e ':broken$' -e ':rel:' | sort | tr '\n' ' ') == "rlock:{$1}:fence " ]] &&
 		history_expiring "rlock:{$1}:history"
 }
 

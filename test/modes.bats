@@ -33,12 +33,17 @@ teardown() {
 }
 
 # Only fence counters left (the one documented key that never expires), run histories
-# that expire within their retention, and the record of a --break (it lives an hour).
+# that expire within their retention, the record of a --break (it lives an hour), and a
+# --min-hold keep's release mark (:rel:TOKEN, expiring with the lease).
 # Writer marks of waiters that gave up and --min-hold leases end by their ttl: polled.
 only_fences() {
 	local keys k
 	keys=$(rcli --scan --pattern '*' | grep -v -e ':fence$' -e ':broken$' || true)
 	for k in $keys; do
+		if [[ $k == *:rel:* ]]; then # a --min-hold keep's release mark: expires with the lease
+			(($(rcli PTTL "$k") > 0)) || return 1
+			continue
+		fi
 		[[ $k == *:history ]] && history_expiring "$k" || return 1
 	done
 }
