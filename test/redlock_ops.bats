@@ -521,6 +521,43 @@ preempt_marks() {
 	assert_equal "$RLOCK_STATUS" 0
 }
 
+# writer_marks NAME: how many nodes hold NAME's writer mark (an exclusive request's, set
+# where shared holders or live --fair places make it wait)
+writer_marks() {
+	local i n=0
+	for ((i = 0; i < N; i++)); do
+		[[ $(node_cli "$i" EXISTS "rlock:{$1}:writer") == 1 ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
+
+@test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later" {
+	# node 0 has a single-server shared holder, the Redlock holder the other four: a
+	# Redlock waiter's attempts set their writer mark on node 0, which holds back new
+	# shared requests there for as long as it lives
+	rlock_bg -u "redis://127.0.0.1:$(node_port 0)" -s -k wm -t 30s -- "$HOLD" s
+	local s_pid=$RLOCK_PID
+	wait_until 10 test -e s.started
+	rlock_bg -k wm -t 30s -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 10 test -e h.started
+	run -75 --separate-stderr rlock -k wm -t 30s -w 300ms -- true
+	assert_equal "$(writer_marks wm)" 0
+	rlock_bg -k wm -t 30s -w 60s -- true
+	local w_pid=$RLOCK_PID
+	wait_until 10 writer_marked wm 1
+	kill -TERM "$w_pid"
+	rlock_wait "$w_pid"
+	assert_equal "$RLOCK_STATUS" 143
+	assert_equal "$(writer_marks wm)" 0
+	touch h.release s.release
+	rlock_wait "$h_pid"
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$s_pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
 @test "Redlock: another lock's stale variables (a --release'd --acquire's) are not passed on to a run's command; a live ancestor's are (--held inside: 0)" {
 	eval "$(rlock -k OTHER -n --acquire)"
 	run -0 rlock -k OTHER --release

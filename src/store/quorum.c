@@ -1674,11 +1674,16 @@ static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
 	return rc;
 }
 
-/* Redlock has no queue to leave (cli.c refuses --fair), but a --preempt request gives
- * up on every node, as on one server (leave.lua): its mark, renewed by its attempts,
- * would stop a --preemptible holder for up to 5 s after it left, and a reservation a
- * preempted holder's release made for it would keep the name from every other waiter
- * as long. Best effort: what a node does not hear of expires by its lease. */
+/* A waiter gives up (its -w deadline, a signal): it leaves every node, as on one server
+ * (leave.lua). Redlock takes no place among the waiters (places: 0) and refuses -s,
+ * --limit and --fair (cli.c), yet its attempts leave marks on a node: the writer mark,
+ * where single-server shared holders or live --fair places make the exclusive request
+ * wait there (it holds back their new shared requests, up to 5 s after the waiter
+ * left), and a --preempt request's mark and a reservation a preempted holder's release
+ * made for it (they stop a --preemptible holder, or keep the name from every other
+ * waiter, as long). One round, bounded by cap_ms (wait.c: one --io-timeout at most);
+ * its token makes it safe to repeat. Best effort: what a node does not hear of expires
+ * by its lease. */
 static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
                         char *err, size_t errlen)
 {
@@ -1686,8 +1691,6 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	struct req rq = {.script = &q->rel};
 
 	(void)newer;
-	if (!l->ask.preempt)
-		return LOCK_OK;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
 	round_all_again(q, &rq, cap_ms);
