@@ -521,6 +521,48 @@ preempt_marks() {
 	assert_equal "$RLOCK_STATUS" 0
 }
 
+@test "a paused node that owes a waiter's attempts: the connection is kept until the attempt's give-back is queued behind them, so that the node, resumed, holds no grant of a waiter that left" {
+	# 3 nodes; the holder has all three, the waiter connects to all three; then node 2
+	# loses the key and is paused: each attempt is busy on 0 and 1, unanswered on 2,
+	# and given back. A connection that owed more than 4 replies was replaced after
+	# the third attempt, before that attempt's give-back: resumed, node 2 ran the
+	# attempt and held the waiter's grant for its ttl, the waiter long gone.
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -t 60s -u "$three" -k ow -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -vv -t 60s -w 3s --node-timeout 100ms -u "$three" -k ow -- true
+	local waiter=$RLOCK_PID werr=$RLOCK_ERR
+	wait_until 10 grep -q 'listening for the release' "$werr"
+	local fence
+	fence=$(node_cli 2 GET 'rlock:{ow}:fence')
+	node_cli 2 DEL 'rlock:{ow}' 'rlock:{ow}:owner' >/dev/null
+	node_pause 2
+	rlock_wait "$waiter"
+	((RLOCK_STATUS == 75)) || fail "waiter: $RLOCK_STATUS: $(tail -5 "$werr")"
+	node_resume 2
+	# node 2 runs what it was sent: at least two of the waiter's attempts (each
+	# counts its fence), each followed by its give-back
+	wait_until 10 counted_past 2 'rlock:{ow}:fence' $((fence + 2))
+	assert_equal "$(node_cli 2 EXISTS 'rlock:{ow}')" 0
+	touch h.release
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 0))
+}
+
+@test "a release a paused node answers late, its scripts flushed there (NOSCRIPT): sent again whole (EVAL) right behind, it runs when the node wakes; the node keeps no lock of a run that ended" {
+	# The command flushes node 2's scripts (an operator's SCRIPT FLUSH) and stops it:
+	# the release, sent by its SHA, goes unanswered; node 2, resumed, answered it
+	# NOSCRIPT, a reply owed and dropped: the release never ran there, and node 2 kept
+	# the ended run's lock for the rest of its ttl.
+	local p2 pid2
+	p2=$(node_port 2) pid2=$(node_pid 2)
+	run -0 --separate-stderr rlock -t 30s -k nf -- sh -c "redis-cli -p $p2 SCRIPT FLUSH >/dev/null && kill -STOP $pid2"
+	node_resume 2
+	wait_until 5 no_key 2 'rlock:{nf}' || fail "node 2 keeps the lock: PTTL $(node_cli 2 PTTL 'rlock:{nf}')"
+}
+
 # writer_marks NAME: how many nodes hold NAME's writer mark (an exclusive request's, set
 # where shared holders or live --fair places make it wait)
 writer_marks() {
@@ -530,6 +572,7 @@ writer_marks() {
 	done
 	echo "$n"
 }
+no_key() { [[ $(node_cli "$1" EXISTS "$2") == 0 ]]; } # no_key I KEY
 writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 
 @test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later" {
