@@ -687,14 +687,22 @@ static int64_t busy_nap(struct wait_run *w)
 }
 
 /* A Redlock split vote (some nodes granted and were given back, no quorum): the next
- * attempt after a random delay, as the Redlock algorithm says, that grows with each
- * split in a row and ends by the -w deadline, or at once at a holder's release. Not at
- * an attempt's give-back (release.lua publishes "attempt", this waiter's own too, on a
- * node it listens on): two waiters that split the vote would wake each other, or one
- * itself, and split again at once, on and on. Those heard meanwhile are ignored. */
+ * attempt after a short random delay, as the Redlock algorithm says (to desynchronise
+ * the clients that split it) and as redsync does (50-250 ms, the same for every try):
+ * not the waiter's backoff, which grows while it waits (up to 5 s) though a split vote
+ * says the name may be free now. It ends by the -w deadline, or at once at a holder's
+ * release. Not at an attempt's give-back (release.lua publishes "attempt", this
+ * waiter's own too, on a node it listens on): two waiters that split the vote would
+ * wake each other, or one itself, and split again at once, on and on. Those heard
+ * meanwhile are ignored. */
+#define SPLIT_PAUSE_MIN_MS 50
+#define SPLIT_PAUSE_MAX_MS 250
 static enum wait_state split_pause(struct wait_run *w)
 {
-	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
+	int64_t pause = SPLIT_PAUSE_MIN_MS +
+	                jittered(2 * (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS), &w->seed) -
+	                (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS);
+	int64_t until = before_deadline(w, clock_ms() + pause);
 	int slept, rounds = 0;
 
 	do {

@@ -18,6 +18,7 @@ struct node {
 	const struct server *srv;
 	struct client *c;
 	int skip;                 /* replies owed to requests a deadline left unanswered */
+	int owes_grant;           /* among them an acquire that no give-back follows yet */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
@@ -99,9 +100,12 @@ struct quorum {
 	char name[32]; /* "N Redlock nodes" */
 };
 
-/* One node's request in a round: a script, or a plain command. */
+/* One node's request in a round: a script, or a plain command. An acquire may take the
+ * lock (grants), a release gives it back (gives): what a connection owes must not be
+ * left behind on it (round_trip). */
 struct req {
 	const struct lock_request *script;
+	int grants, gives;
 	int argc;
 	const char *argv[8];
 	size_t lens[8];
@@ -116,7 +120,7 @@ static void node_drop(struct node *nd)
 {
 	client_close(nd->c);
 	nd->c = NULL;
-	nd->skip = 0;
+	nd->skip = nd->owes_grant = 0;
 }
 
 static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
@@ -403,6 +407,9 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			nd->retry_at = clock_ms() + q->cfg->node_timeout_ms;
 			continue;
 		}
+		/* A give-back sent on this connection runs after what it owes. */
+		if (rq[i] && rq[i]->gives && nd->c)
+			nd->owes_grant = 0;
 		if (!nd->waiting)
 			continue;
 		/* Sent but not answered: its reply is owed; a later request on this
@@ -412,7 +419,27 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 		conn_fault_note(CONN_FAULT_PASSING);
 		nd->fault |= CONN_FAULT_PASSING;
-		if (++nd->skip > SKIP_MAX)
+		/* An acquire unanswered (a paused node: it runs when the node wakes) is
+		 * given back on this same connection, never on a fresh one (a paused node
+		 * does not answer its handshake: never sent; or it runs first), or the
+		 * node, resumed, runs the acquire and keeps its grant for the ttl. So the
+		 * connection is replaced only once no acquire it owes lacks a give-back
+		 * behind it (one follows every acquire: a failed attempt's, the hold's). */
+		nd->owes_grant = nd->owes_grant || rq[i]->grants;
+		/* A give-back sent by its SHA and not answered (a slow or paused node):
+		 * its reply, when it comes, is owed, and a NOSCRIPT then (the node's
+		 * scripts flushed meanwhile: SCRIPT FLUSH, a restart of its cache) could
+		 * not be answered with EVAL, and the node would keep the lock for its ttl.
+		 * So it goes again, whole (EVAL), right behind: if the first ran, the
+		 * second answers as it did (release.lua: a release sent again). */
+		if (rq[i]->gives && rq[i]->script && !nd->full) {
+			nd->full = 1;
+			if (node_send(nd, rq[i], clock_ms() + q->cfg->node_timeout_ms) == 0) {
+				nd->waiting = 0;
+				nd->skip++;
+			}
+		}
+		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
 			node_drop(nd);
 	}
 }
@@ -619,7 +646,7 @@ static const struct server *quorum_listen_at(void *ctx, int k, int64_t *wait_ms)
 static void release_all(struct quorum *q, const struct lock *l)
 {
 	struct lock_request rl;
-	struct req rq = {.script = &rl};
+	struct req rq = {.script = &rl, .gives = 1};
 	struct lock a = *l;
 	char err[200];
 
@@ -862,7 +889,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 {
 	struct quorum *q = ctx;
 
-	struct req rq = {.script = &q->acq}, fr = {.script = &q->fence};
+	struct req rq = {.script = &q->acq, .grants = 1}, fr = {.script = &q->fence};
 	struct tally t = {0};
 	char why[300] = "", missing[600];
 
@@ -920,7 +947,8 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	struct quorum *q = ctx;
 
 	struct lock_request *rr = &q->renew, *ra = &q->reacq;
-	struct req rq = {.script = rr}, aq = {.script = ra}, fr = {.script = &q->fence};
+	struct req rq = {.script = rr}, aq = {.script = ra, .grants = 1},
+	           fr = {.script = &q->fence};
 	const struct req *again[STORE_NODES_MAX] = {0}, *behind[STORE_NODES_MAX] = {0};
 	int nbehind = 0;
 	struct lock_meta none = {"", "", "", 0, 0, NULL, NULL};
@@ -1008,7 +1036,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	struct quorum *q = ctx;
 
 	struct lock_request *rl = &q->rel;
-	struct req rq = {.script = rl};
+	struct req rq = {.script = rl, .gives = 1};
 	int ok = 0, notours = 0, handed = 0, handed_on = 0, keep_over = 0,
 	    said[STORE_NODES_MAX] = {0};
 
@@ -1674,11 +1702,16 @@ static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
 	return rc;
 }
 
-/* Redlock has no queue to leave (cli.c refuses --fair), but a --preempt request gives
- * up on every node, as on one server (leave.lua): its mark, renewed by its attempts,
- * would stop a --preemptible holder for up to 5 s after it left, and a reservation a
- * preempted holder's release made for it would keep the name from every other waiter
- * as long. Best effort: what a node does not hear of expires by its lease. */
+/* A waiter gives up (its -w deadline, a signal): it leaves every node, as on one server
+ * (leave.lua). Redlock takes no place among the waiters (places: 0) and refuses -s,
+ * --limit and --fair (cli.c), yet its attempts leave marks on a node: the writer mark,
+ * where single-server shared holders or live --fair places make the exclusive request
+ * wait there (it holds back their new shared requests, up to 5 s after the waiter
+ * left), and a --preempt request's mark and a reservation a preempted holder's release
+ * made for it (they stop a --preemptible holder, or keep the name from every other
+ * waiter, as long). One round, bounded by cap_ms (wait.c: one --io-timeout at most);
+ * its token makes it safe to repeat. Best effort: what a node does not hear of expires
+ * by its lease. */
 static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct holder *newer,
                         char *err, size_t errlen)
 {
@@ -1686,8 +1719,6 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	struct req rq = {.script = &q->rel};
 
 	(void)newer;
-	if (!l->ask.preempt)
-		return LOCK_OK;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
 	round_all_again(q, &rq, cap_ms);
