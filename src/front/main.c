@@ -168,7 +168,8 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 	                        o->mode == MODE_ACQUIRE,
 	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX,
 	                        o->wait_ms != 0,
-	                        termfd};
+	                        termfd,
+	                        getenv("RLOCK_WARN_SIGNAL") != NULL};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;

@@ -96,20 +96,28 @@ static int64_t cap(int64_t io_ms, int64_t deadline_ms)
 }
 
 /* inherit.h */
+int inherited_lock(const struct inherited *h, struct lock *l)
+{
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key);
+	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX];
+
+	if (!open || kn < 3 || h->key[kn - 1] != '}')
+		return -1; /* no key of ours */
+	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	return lock_init(l, prefix, name, 0) < 0 ? -1 : 0;
+}
+
+/* inherit.h */
 int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms)
 {
 	static struct lock probe; /* large */
-	const char *open = strrchr(h->key, '{');
-	size_t kn = strlen(h->key);
-	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
+	char err[300];
 	struct holding hd;
 
-	if (!open || kn < 3 || h->key[kn - 1] != '}' || !s)
+	if (!s || inherited_lock(h, &probe) < 0)
 		return 0; /* no key of ours: nothing to ask */
-	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
-	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
-	if (lock_init(&probe, prefix, name, 0) < 0)
-		return 0;
 	int rc =
 	    store_is_holder(s, &probe, h->token, cap(io_ms, deadline_ms), &hd, err, sizeof err);
 	h->live = rc == 1;

@@ -48,6 +48,10 @@ void inherited_read(struct inherited_holds *ih);
  * and length (0 at the end); *p moves past it. */
 size_t inherit_word(const char **p, const char **start);
 
+/* Into *l (only its key names are set) the lock h's key names: 0, or -1 when h's key
+ * is not of rlock's form PREFIX{NAME} (or no randomness). */
+int inherited_lock(const struct inherited *h, struct lock *l);
+
 /* Are h's variables stale: does this server say (each request within io_ms, and by
  * deadline_ms) that h's token holds its key no more and that it held it once
  * (store_knew_token)? 1 stale; 0 not (held; never this server's: another database,

@@ -247,10 +247,20 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	 * not those this server says are stale (variables a CI runner or a finished step
 	 * exported, whose --held inside the command would say 79). --acquire asks the
 	 * same itself (keeper.c) for the holds it lists. */
-	for (int j = 0; !o->keeper && j < r->ih.n; j++)
-		if (!asked[j] && !r->ih.in[j].stale &&
-		    inherited_gone(s, &r->ih.in[j], o->io_timeout_ms, o->deadline_ms))
-			r->ih.in[j].stale = 1;
+	for (int j = 0; !o->keeper && j < r->ih.n; j++) {
+		struct inherited *h = &r->ih.in[j];
+		long long pid = -1;
+		if (asked[j] || h->stale)
+			continue;
+		if (inherited_gone(s, h, o->io_timeout_ms, o->deadline_ms))
+			h->stale = 1;
+		/* A keeper's hold (or a dead holder's) sends no --warn signal: the caller's
+		 * RLOCK_WARN_SIGNAL is no live ancestor's because of it (main.c). */
+		else if (h->live && o->warn_inherited && inherited_lock(h, &probe) == 0 &&
+		         holder_gone(s, &probe, h->token, o->io_timeout_ms, o->deadline_ms, &pid,
+		                     h))
+			h->live = 0;
+	}
 	o->nnames = left;
 	return left;
 }

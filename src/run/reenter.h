@@ -39,6 +39,10 @@ struct reenter_ask {
 	 * pausing on sigfd (a terminating signal ends the pause) */
 	int waits;
 	int sigfd;
+	/* the caller's RLOCK_WARN_SIGNAL is set: the holder of each live inherited hold not
+	 * asked for is asked too whether it is a keeper or gone (neither sends a --warn
+	 * signal: that variable is then not passed on, main.c) */
+	int warn_inherited;
 };
 
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of
