@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "exitcodes.h"
+#include "log.h"
 #include "parse.h"
 #include "store.h"
 
@@ -27,18 +29,13 @@ static void add(struct inherited_holds *r, const char *key, size_t kn, const cha
 	struct inherited *h = &r->in[r->n];
 
 	/* What does not fit is no token of ours: nothing to inherit. */
-	if (r->n == REENTER_MAX || kn == 0 || kn >= sizeof h->key || tn == 0 ||
-	    tn >= sizeof h->token || fn >= sizeof h->fence)
+	if (kn == 0 || kn >= sizeof h->key || tn == 0 || tn >= sizeof h->token ||
+	    fn >= sizeof h->fence)
 		return;
+	memset(h, 0, sizeof *h);
 	memcpy(h->key, key, kn);
-	h->key[kn] = '\0';
 	memcpy(h->token, tok, tn);
-	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
-	h->fence[fn] = '\0';
-	h->stale = h->live = 0;
-	h->ttl_ms = 0;
-	h->keeper = 0;
 	long long v;
 	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
@@ -65,22 +62,26 @@ void inherited_read(struct inherited_holds *r)
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
 	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
 	           *fs = getenv("RLOCK_FENCES");
+	int n = count(ks), first = k && t;
 
+	free(r->in);
+	r->in = NULL;
 	r->n = 0;
-	r->rest_keys = r->rest_tokens = r->rest_fences = NULL;
-	if (k && t)
-		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
-	int n = count(ks);
 	if (n == 0 || count(ts) != n)
-		return;
+		n = 0;
+	if (n + first == 0)
+		return; /* the common case: no allocation */
+	r->in = malloc((size_t)(n + first) * sizeof *r->in);
+	if (!r->in) {
+		log_error("out of memory for the %d locks RLOCK_KEYS names", n + first);
+		exit(RL_EX_OSERR);
+	}
+	if (first)
+		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
 	if (count(fs) != n)
 		fs = NULL;
 	for (int i = 0; i < n; i++) {
 		const char *kw, *tw, *fw = "";
-		if (r->n == REENTER_MAX) { /* a cap: what it does not read goes on as it is */
-			r->rest_keys = ks, r->rest_tokens = ts, r->rest_fences = fs;
-			return;
-		}
 		size_t kn = inherit_word(&ks, &kw), tn = inherit_word(&ts, &tw),
 		       fn = fs ? inherit_word(&fs, &fw) : 0;
 		add(r, kw, kn, tw, tn, fw, fn);

@@ -12,8 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REENTER_MAX (2 * HOLD_LOCKS_MAX)
-
 struct inherited {
 	char key[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
@@ -28,20 +26,19 @@ struct inherited {
 	 * unknown (the command's RLOCK_TTL_MS), */
 	long long ttl_ms;
 	int keeper; /* and its holder is an --acquire keeper (which sends no --warn signal) */
+	int asked;  /* reenter_plan: its key is a name asked for */
 };
 
 struct inherited_holds {
-	int n; /* inherited holds read from the environment */
-	/* The pairs of RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES past REENTER_MAX, as the
-	 * environment has them (rest_fences NULL: no fences): not read, passed on. */
-	const char *rest_keys, *rest_tokens, *rest_fences;
-	struct inherited in[REENTER_MAX];
+	int n;                /* inherited holds read from the environment, */
+	struct inherited *in; /* each of them (NULL when none) */
 };
 
-/* Only read the inherited holds (ih->n, ih->in): RLOCK_KEY + RLOCK_TOKEN first, then the
- * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; a pair that is no token of ours
- * is skipped, and the pairs past REENTER_MAX are left in ih->rest_* (never dropped:
- * reenter_environment passes them on). */
+/* Read the inherited holds (ih->n, ih->in): RLOCK_KEY + RLOCK_TOKEN first, then the
+ * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each, every one of them (no cap: a
+ * pair left unread would be passed on unchecked, or its name waited for by a nested
+ * run of the tree that holds it); a pair that is no token of ours is skipped. ih is
+ * zeroed or read before (what it held is freed). Out of memory: exits 71 with a line. */
 void inherited_read(struct inherited_holds *ih);
 
 /* The next space-separated word of *p (RLOCK_KEYS' and the others' form): its start

@@ -143,7 +143,6 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	int left = 0;
 
 	inherited_read(&r->ih);
-	int asked[REENTER_MAX] = {0}; /* per inherited hold: its key is a name asked for */
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -159,7 +158,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 			struct holding hd;
 			if (strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
-			asked[j] = 1;
+			r->ih.in[j].asked = 1;
 			int rc =
 			    ask_holder(s, &probe, name, r->ih.in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
@@ -250,7 +249,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	for (int j = 0; !o->keeper && j < r->ih.n; j++) {
 		struct inherited *h = &r->ih.in[j];
 		long long pid = -1;
-		if (asked[j] || h->stale)
+		if (h->asked || h->stale)
 			continue;
 		if (inherited_gone(s, h, o->io_timeout_ms, o->deadline_ms))
 			h->stale = 1;
@@ -294,9 +293,12 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	int n = 0, taken = 0, fail = 0;
 	/* A pair is listed once: its key and its token (one key string can name locks of
 	 * other databases, servers or Redlock sets, each its own token's). */
-	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX], *listed_tok[REENTER_MAX + HOLD_LOCKS_MAX];
+	size_t most = (size_t)r->nnames + (size_t)r->ih.n + 1;
+	const char **listed = malloc(most * sizeof *listed),
+	           **listed_tok = malloc(most * sizeof *listed_tok);
 
-	for (int i = 0; i < r->nnames; i++) {
+	fail = !listed || !listed_tok;
+	for (int i = 0; !fail && i < r->nnames; i++) {
 		const char *k, *t, *f;
 		char fence[24];
 		if (r->held[i] >= 0) {
@@ -326,7 +328,7 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	 * server found stale. An inherited pair of a name taken anew whose token this server
 	 * never knew stays: it may hold that key on another database or server (a deeper run
 	 * there must find it, not wait for its own ancestor). */
-	for (int j = 0; j < r->ih.n; j++) {
+	for (int j = 0; !fail && j < r->ih.n; j++) {
 		int dup = r->ih.in[j].stale;
 		for (int i = 0; i < n && !dup; i++)
 			dup = !strcmp(listed[i], r->ih.in[j].key) &&
@@ -339,32 +341,6 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		        append(&tokens, &tl, r->ih.in[j].token) |
 		        append(&fences, &fl, r->ih.in[j].fence[0] ? r->ih.in[j].fence : "0");
 	}
-	/* Then the pairs past what one run reads, as they came (a deeper run may hold them),
-	 * once per pair: not one listed above, nor one earlier among them (listed[] holds
-	 * only the first n0; the rest are words of rest_keys and rest_tokens). */
-	const int n0 = n;
-	for (const char *ks = r->ih.rest_keys, *ts = r->ih.rest_tokens, *fs = r->ih.rest_fences;;) {
-		const char *kw, *tw, *fw = "0";
-		size_t kn = ks ? inherit_word(&ks, &kw) : 0, tn = kn ? inherit_word(&ts, &tw) : 0,
-		       fn = fs ? inherit_word(&fs, &fw) : 1;
-		if (kn == 0)
-			break;
-		int dup = 0;
-		for (int i = 0; i < n0 && !dup; i++)
-			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn) &&
-			      strlen(listed_tok[i]) == tn && !strncmp(listed_tok[i], tw, tn);
-		for (const char *p = r->ih.rest_keys, *q = r->ih.rest_tokens, *pw, *qw;
-		     !dup && inherit_word(&p, &pw) > 0 && pw < kw;) {
-			size_t qn = inherit_word(&q, &qw);
-			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn) && qn == tn &&
-			      !strncmp(qw, tw, tn);
-		}
-		if (dup)
-			continue;
-		fail |= append_n(&keys, &kl, kw, kn) | append_n(&tokens, &tl, tw, tn) |
-		        append_n(&fences, &fl, fw, fn);
-		n++;
-	}
 	if (n > 1 && !fail) {
 		setenv("RLOCK_KEYS", keys, 1);
 		setenv("RLOCK_TOKENS", tokens, 1);
@@ -374,6 +350,8 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		unsetenv("RLOCK_TOKENS");
 		unsetenv("RLOCK_FENCES");
 	}
+	free(listed);
+	free(listed_tok);
 	free(keys);
 	free(tokens);
 	free(fences);

@@ -17,10 +17,8 @@
 struct reenter {
 	int nnames; /* the names asked for (o->names before the plan) */
 	const char *names[HOLD_LOCKS_MAX];
-	int held[HOLD_LOCKS_MAX]; /* per name: index in ih.in[] that grants it, or -1 */
-	/* last: a run without inherited holds writes only the fields above and ih's count
-	 * (a page fault) */
-	struct inherited_holds ih;
+	int held[HOLD_LOCKS_MAX];  /* per name: index in ih.in[] that grants it, or -1 */
+	struct inherited_holds ih; /* none allocated without inherited holds */
 };
 
 /* What a nested rlock asks for (the front end builds it). */
