@@ -240,12 +240,19 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 		echo "parent $RLOCK_FENCE"
 		RLOCK_FENCE=999 "$RLOCK" -k F -- sh -c "echo \"garbled \$RLOCK_FENCE\""
 		env -u RLOCK_FENCE "$RLOCK" -k F -- sh -c "echo \"missing \$RLOCK_FENCE\""
-		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""'
+		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""
+		RLOCK_FENCE=999 "$RLOCK" -k H -- sh -c "echo \"passed on \$RLOCK_FENCES\""
+		RLOCK_FENCE=999 "$RLOCK" -n -k J --acquire >acq
+		grep "^RLOCK_FENCES=" acq
+		eval "$(cat acq)" && "$RLOCK" -k J --release'
 	assert_line 'parent 2'
 	assert_line 'garbled 2'
 	assert_line 'missing 2'
 	# F inherited (2), G taken here (its first fence)
 	assert_line 'several 2 1'
+	# F only passed on, by a nested run or --acquire: its fence is the server's too
+	assert_line 'passed on 1 2'
+	assert_line "RLOCK_FENCES='1 2'; export RLOCK_FENCES"
 }
 
 @test "a server that cannot answer as a nested run asks about its inherited token (CLIENT PAUSE) is asked again within the wait: re-entered, not a wait for its own ancestor" {

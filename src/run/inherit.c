@@ -122,5 +122,10 @@ int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t 
 	int rc =
 	    store_is_holder(s, &probe, h->token, cap(io_ms, deadline_ms), &hd, err, sizeof err);
 	h->live = rc == 1;
+	/* The fence passed on is the server's for that token, not what the variable says
+	 * (a stale or forged RLOCK_FENCES would fence the command's writes wrong), as a
+	 * granted name's (reenter_plan). */
+	if (rc == 1 && hd.has_fence)
+		snprintf(h->fence, sizeof h->fence, "%lld", hd.fence);
 	return rc == 0 && store_knew_token(s, &probe, h->token, cap(io_ms, deadline_ms));
 }

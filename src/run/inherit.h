@@ -53,8 +53,9 @@ int inherited_lock(const struct inherited *h, struct lock *l);
  * deadline_ms) that h's token holds its key no more and that it held it once
  * (store_knew_token)? 1 stale; 0 not (held; never this server's: another database,
  * server or Redlock set may hold it; cannot say; a key not of rlock's form). h->live
- * set when it holds. Read by --acquire (the job's holds it lists on) and by a run (the
- * inherited holds its command is told of besides the names it asks for). */
+ * set when it holds, and h->fence to the server's fence for it. Read by --acquire (the
+ * job's holds it lists on) and by a run (the inherited holds its command is told of
+ * besides the names it asks for). */
 int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms);
 
 #endif
