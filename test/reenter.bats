@@ -304,6 +304,20 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	key_absent 'rlock:{L}'
 }
 
+@test "inherited pairs no rlock wrote (a key not PREFIX{NAME}, a token not 32 hex digits) are not passed on: the command's --held judges its own lock" {
+	# They were listed on to the command, whose rlock --held then refused them (64)
+	local tok=0123456789abcdef0123456789abcdef
+	local -a junk=(RLOCK_KEY=plain "RLOCK_TOKEN=$tok" "RLOCK_KEYS=plain rlock:{x} rlock:{B}"
+		"RLOCK_TOKENS=$tok zz 0123")
+	run -0 --separate-stderr env "${junk[@]}" "$RLOCK" -k B -- \
+		sh -c 'echo "keys=${RLOCK_KEYS-unset}"; "$RLOCK" --held && echo held'
+	assert_equal "${lines[0]}" keys=unset
+	assert_equal "${lines[1]}" 'held'
+	run -0 --separate-stderr env "${junk[@]}" "$RLOCK" -n -k J --acquire
+	assert_line 'unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES'
+	run -0 bash -c "$output"$'\n''"$RLOCK" -k J --release'
+}
+
 @test "far more inherited locks than one rlock takes (32 + 20): each one passed on exactly once, in order; a duplicate among them once" {
 	# The run must not read past what it listed while checking the pairs for duplicates
 	# (it crashed, or dropped pairs).

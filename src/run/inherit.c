@@ -97,6 +97,21 @@ static int64_t cap(int64_t io_ms, int64_t deadline_ms)
 }
 
 /* inherit.h */
+int inherited_ours(const struct inherited *h)
+{
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key), tn = strspn(h->token, "0123456789abcdef");
+	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[200];
+
+	if (tn != LOCK_TOKEN_LEN || h->token[tn] || !open || kn < 3 || h->key[kn - 1] != '}')
+		return 0;
+	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	return parse_prefix(prefix, err, sizeof err) == 0 &&
+	       parse_lock_name(name, err, sizeof err) == 0;
+}
+
+/* inherit.h */
 int inherited_lock(const struct inherited *h, struct lock *l)
 {
 	const char *open = strrchr(h->key, '{');
@@ -117,8 +132,10 @@ int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t 
 	char err[300];
 	struct holding hd;
 
+	if (!inherited_ours(h))
+		return 1; /* no pair rlock wrote: nothing to pass on */
 	if (!s || inherited_lock(h, &probe) < 0)
-		return 0; /* no key of ours: nothing to ask */
+		return 0;
 	int rc =
 	    store_is_holder(s, &probe, h->token, cap(io_ms, deadline_ms), &hd, err, sizeof err);
 	h->live = rc == 1;

@@ -45,14 +45,19 @@ void inherited_read(struct inherited_holds *ih);
  * and length (0 at the end); *p moves past it. */
 size_t inherit_word(const char **p, const char **start);
 
+/* Is h a pair rlock writes: a token of 32 lowercase hex digits, a key PREFIX{NAME} of a
+ * valid prefix and name? 1 yes, 0 no (another tool's or a hand-made variable's: it
+ * names no hold of rlock's, and a --held inside the command would refuse it, 64). */
+int inherited_ours(const struct inherited *h);
+
 /* Into *l (only its key names are set) the lock h's key names: 0, or -1 when h's key
  * is not of rlock's form PREFIX{NAME} (or no randomness). */
 int inherited_lock(const struct inherited *h, struct lock *l);
 
-/* Are h's variables stale: does this server say (each request within io_ms, and by
- * deadline_ms) that h's token holds its key no more and that it held it once
- * (store_knew_token)? 1 stale; 0 not (held; never this server's: another database,
- * server or Redlock set may hold it; cannot say; a key not of rlock's form). h->live
+/* Are h's variables stale: not a pair of rlock's (inherited_ours), or does this server
+ * say (each request within io_ms, and by deadline_ms) that h's token holds its key no
+ * more and that it held it once (store_knew_token)? 1 stale; 0 not (held; never this
+ * server's: another database, server or Redlock set may hold it; cannot say). h->live
  * set when it holds, and h->fence to the server's fence for it. Read by --acquire (the
  * job's holds it lists on) and by a run (the inherited holds its command is told of
  * besides the names it asks for). */

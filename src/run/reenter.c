@@ -143,6 +143,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	int left = 0;
 
 	inherited_read(&r->ih);
+	for (int j = 0; j < r->ih.n; j++) /* no pair of rlock's: neither granted nor passed on */
+		r->ih.in[j].stale = !inherited_ours(&r->ih.in[j]);
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -156,7 +158,7 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 		for (int j = 0; known && j < r->ih.n && r->held[i] < 0; j++) {
 			char err[300], have[64], want[64];
 			struct holding hd;
-			if (strcmp(probe.key, r->ih.in[j].key) != 0)
+			if (r->ih.in[j].stale || strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
 			r->ih.in[j].asked = 1;
 			int rc =
