@@ -316,6 +316,12 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	run -0 --separate-stderr env "${junk[@]}" "$RLOCK" -n -k J --acquire
 	assert_line 'unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES'
 	run -0 bash -c "$output"$'\n''"$RLOCK" -k J --release'
+	# one with a newline in it shifted --acquire's lines for $GITHUB_ENV (tokens as fences)
+	run -0 --separate-stderr env "RLOCK_KEYS=rlock:{x}"$'\n'"A=1 rlock:{y}" \
+		"RLOCK_TOKENS=$tok $tok" "$RLOCK" -n -k J --acquire --format github
+	assert_line "RLOCK_KEYS=rlock:{J} rlock:{y}"
+	assert_line --regexp "^RLOCK_FENCES=[0-9]+ 0$"
+	run -0 env "RLOCK_TOKEN=$(sed -n 's/^RLOCK_TOKEN=//p' <<<"$output")" "$RLOCK" -k J --release
 }
 
 @test "far more inherited locks than one rlock takes (32 + 20): each one passed on exactly once, in order; a duplicate among them once" {

@@ -392,8 +392,8 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 		}
 		for (int i = 0; i < r.n; i++) {
 			struct inherited *h = &r.in[i];
-			if (s && inherited_gone(s, h, io_ms, INT64_MAX))
-				continue; /* gone: stale variables */
+			if (!inherited_ours(h) || (s && inherited_gone(s, h, io_ms, INT64_MAX)))
+				continue; /* no pair of rlock's, or gone: stale variables */
 			fprintf(m[0], "%s%s", sep, h->key);
 			fprintf(m[1], "%s%s", sep, h->token);
 			fprintf(m[2], "%s%s", sep, h->fence[0] ? h->fence : "0");
