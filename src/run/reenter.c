@@ -299,8 +299,8 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	const char **listed = malloc(most * sizeof *listed),
 	           **listed_tok = malloc(most * sizeof *listed_tok);
 
-	fail = !listed || !listed_tok;
-	for (int i = 0; !fail && i < r->nnames; i++) {
+	fail = !listed || !listed_tok; /* then the lists are unset, RLOCK_KEY still set */
+	for (int i = 0; i < r->nnames; i++) {
 		const char *k, *t, *f;
 		char fence[24];
 		if (r->held[i] >= 0) {
@@ -322,6 +322,8 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 			setenv("RLOCK_TOKEN", t, 1);
 			setenv("RLOCK_FENCE", f, 1);
 		}
+		if (fail)
+			continue;
 		listed_tok[n] = t;
 		listed[n++] = k;
 		fail |= append(&keys, &kl, k) | append(&tokens, &tl, t) | append(&fences, &fl, f);
