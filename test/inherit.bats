@@ -437,5 +437,26 @@ copier_foreground() {
 	assert_output 'warn=unset'
 	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k A -k B -- sh -c "$show"
 	assert_output 'warn=unset'
+	# nor when the keeper's lock is only passed on, not asked for (it was kept: the
+	# server said the keeper's token holds it, as an ancestor rlock's would)
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	# beside it, a live ancestor's --warn still reaches the command
+	RLOCK_WARN_SIGNAL=USR2 run -0 rlock --warn USR1 -k C -- "$RLOCK" -k B -- sh -c "$show"
+	assert_output 'warn=USR1'
 	run -0 rlock -k A --release
+	# nor under the variables of a --warn holder killed unheard: its lease lives on,
+	# but nobody renews it or sends its signal
+	rlock_bg --warn USR1 -t 30s -k D -- sh -c 'echo $$ >cmd.pid
+env | grep -E "^RLOCK_(KEY|TOKEN|FENCE|WARN_SIGNAL)=" >dead.env; exec sleep 30'
+	wait_until 10 test -s dead.env
+	track_pidfile cmd.pid
+	kill -KILL "$RLOCK_PID"
+	rlock_wait
+	wait_until 10 proc_gone "$(cat cmd.pid)" # its watchdog stops the command
+	local -a dead
+	mapfile -t dead <dead.env
+	run -0 env "${dead[@]}" "$RLOCK" -k B -- sh -c "$show"
+	assert_output 'warn=unset'
+	rcli DEL 'rlock:{D}' >/dev/null
 }

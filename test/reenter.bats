@@ -240,12 +240,19 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 		echo "parent $RLOCK_FENCE"
 		RLOCK_FENCE=999 "$RLOCK" -k F -- sh -c "echo \"garbled \$RLOCK_FENCE\""
 		env -u RLOCK_FENCE "$RLOCK" -k F -- sh -c "echo \"missing \$RLOCK_FENCE\""
-		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""'
+		RLOCK_FENCE="2 x" "$RLOCK" -k F -k G -- sh -c "echo \"several \$RLOCK_FENCES\""
+		RLOCK_FENCE=999 "$RLOCK" -k H -- sh -c "echo \"passed on \$RLOCK_FENCES\""
+		RLOCK_FENCE=999 "$RLOCK" -n -k J --acquire >acq
+		grep "^RLOCK_FENCES=" acq
+		eval "$(cat acq)" && "$RLOCK" -k J --release'
 	assert_line 'parent 2'
 	assert_line 'garbled 2'
 	assert_line 'missing 2'
 	# F inherited (2), G taken here (its first fence)
 	assert_line 'several 2 1'
+	# F only passed on, by a nested run or --acquire: its fence is the server's too
+	assert_line 'passed on 1 2'
+	assert_line "RLOCK_FENCES='1 2'; export RLOCK_FENCES"
 }
 
 @test "a server that cannot answer as a nested run asks about its inherited token (CLIENT PAUSE) is asked again within the wait: re-entered, not a wait for its own ancestor" {
@@ -259,28 +266,67 @@ vars_of() { sed -n "s/^$2=//p" "$1"; }
 	assert_regex "$stderr" "lock 'P': 127\.0\.0\.1:$REDIS_PORT answers again after [0-9.]+ s"
 }
 
-@test "more inherited locks than one rlock keeps (32): every one is passed on to the command, none dropped; --held cannot tell (69)" {
-	# A tree of nested runs can hold more names than one run reads (2 x 16 -k); what a
-	# run does not read it passes on untouched, so a deeper run still finds its lock.
-	local keys='' tokens='' fences='' i
+@test "more inherited locks than one rlock takes (32): every one is checked; past the 32th, a stale pair is dropped and a live one re-entered, found by --held and --release" {
+	# A tree of nested runs can hold more names than one run takes (2 x 16 -k). The pairs
+	# past 32 were passed on unchecked (a stale one too), a nested run of a name held
+	# there waited for its own ancestor (75 with -n), --held -k and --release -k did not
+	# find its token, and --held exited 69.
+	local keys='' tokens='' fences='' i stale live
 	for i in $(seq 1 33); do
 		keys+="${keys:+ }rlock:{a$i}"
 		tokens+="${tokens:+ }$(printf '%032x' "$i")"
 		fences+="${fences:+ }$i"
 	done
-	RLOCK_KEYS=$keys RLOCK_TOKENS=$tokens RLOCK_FENCES=$fences \
-		run -0 --separate-stderr rlock -k z -- sh -c 'echo "$RLOCK_KEYS"; echo "$RLOCK_TOKENS"; echo "$RLOCK_FENCES"'
-	assert_equal "${lines[0]}" "rlock:{z} $keys"
-	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens"
-	assert_equal "${lines[2]}" "${lines[2]%% *} $fences"
-	# --held checks every inherited lock or says it cannot (never 0 for one unchecked)
-	RLOCK_KEYS=$keys RLOCK_TOKENS=$tokens RLOCK_FENCES=$fences run -69 --separate-stderr rlock --held
-	assert_one_line_error
+	stale=$(rlock -k s -- sh -c 'echo "$RLOCK_TOKEN"') # released: stale variables
+	eval "$(rlock -k L -n --acquire)"
+	track_pid "$(rcli HGET 'rlock:{L}:owner' pid)"
+	live=$RLOCK_TOKEN
+	local -a tree=("RLOCK_KEY=rlock:{a1}" "RLOCK_TOKEN=$(printf '%032x' 1)" RLOCK_FENCE=1
+		"RLOCK_KEYS=$keys rlock:{s} rlock:{L}" "RLOCK_TOKENS=$tokens $stale $live"
+		"RLOCK_FENCES=$fences 1 1")
+	run -0 --separate-stderr env "${tree[@]}" "$RLOCK" -n -k z -- \
+		sh -c 'echo "$RLOCK_KEYS"; echo "$RLOCK_TOKENS"'
+	assert_equal "${lines[0]}" "rlock:{z} $keys rlock:{L}"
+	assert_equal "${lines[1]}" "${lines[1]%% *} $tokens $live"
+	run -0 --separate-stderr env "${tree[@]}" "$RLOCK" -n -k L -- sh -c 'echo "$RLOCK_TOKEN"'
+	assert_output "$live"
+	run -0 env "${tree[@]}" "$RLOCK" --held -k L
+	# --acquire lists the job's holds on, every one checked too
+	run -0 --separate-stderr env "${tree[@]}" "$RLOCK" -n -k M --acquire
+	track_pid "$(rcli HGET 'rlock:{M}:owner' pid)"
+	assert_output --partial "rlock:{a33} rlock:{L}"
+	refute_output --partial 'rlock:{s}'
+	run -0 bash -c "$output"$'\n''"$RLOCK" -k M --release'
+	# --held checks every inherited lock (the 33 never held: 79, a line each)
+	run -79 --separate-stderr env "${tree[@]}" "$RLOCK" --held
+	assert_equal "$(grep -c 'is not held by token' <<<"$stderr")" 34
+	run -0 env "${tree[@]}" "$RLOCK" -k L --release
+	key_absent 'rlock:{L}'
 }
 
-@test "far more inherited locks than one rlock keeps (32 + 20): each one past the cap passed on exactly once, in order; a duplicate among them once" {
-	# The pairs past the cap are passed on as they came; the run must not read past
-	# what it listed while checking them for duplicates (it crashed, or dropped pairs).
+@test "inherited pairs no rlock wrote (a key not PREFIX{NAME}, a token not 32 hex digits) are not passed on: the command's --held judges its own lock" {
+	# They were listed on to the command, whose rlock --held then refused them (64)
+	local tok=0123456789abcdef0123456789abcdef
+	local -a junk=(RLOCK_KEY=plain "RLOCK_TOKEN=$tok" "RLOCK_KEYS=plain rlock:{x} rlock:{B}"
+		"RLOCK_TOKENS=$tok zz 0123")
+	run -0 --separate-stderr env "${junk[@]}" "$RLOCK" -k B -- \
+		sh -c 'echo "keys=${RLOCK_KEYS-unset}"; "$RLOCK" --held && echo held'
+	assert_equal "${lines[0]}" keys=unset
+	assert_equal "${lines[1]}" 'held'
+	run -0 --separate-stderr env "${junk[@]}" "$RLOCK" -n -k J --acquire
+	assert_line 'unset RLOCK_KEYS RLOCK_TOKENS RLOCK_FENCES'
+	run -0 bash -c "$output"$'\n''"$RLOCK" -k J --release'
+	# one with a newline in it shifted --acquire's lines for $GITHUB_ENV (tokens as fences)
+	run -0 --separate-stderr env "RLOCK_KEYS=rlock:{x}"$'\n'"A=1 rlock:{y}" \
+		"RLOCK_TOKENS=$tok $tok" "$RLOCK" -n -k J --acquire --format github
+	assert_line "RLOCK_KEYS=rlock:{J} rlock:{y}"
+	assert_line --regexp "^RLOCK_FENCES=[0-9]+ 0$"
+	run -0 env "RLOCK_TOKEN=$(sed -n 's/^RLOCK_TOKEN=//p' <<<"$output")" "$RLOCK" -k J --release
+}
+
+@test "far more inherited locks than one rlock takes (32 + 20): each one passed on exactly once, in order; a duplicate among them once" {
+	# The run must not read past what it listed while checking the pairs for duplicates
+	# (it crashed, or dropped pairs).
 	local keys='' tokens='' fences='' i
 	for i in $(seq 1 52); do
 		keys+="${keys:+ }rlock:{a$i}"

@@ -576,18 +576,34 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
-@test "no TLS module beside the binary nor installed: 71 (this host cannot do it), one line, not 69; as for --status and -n" {
+@test "no TLS module beside the binary nor installed: 71 (this host cannot do it), one line, not 69; in every mode and topology" {
 	# An installation fault of this host: the server was never asked (exitcodes.h).
+	# --check called it "unreachable" (69), a Redlock run waited for a quorum for ever
+	# and its --list said 69: the module is loaded before any mode starts.
 	mkdir bare
 	cp "$RLOCK" bare/
+	local a="rediss://127.0.0.1:$TLS_A_PORT" tok=0123456789abcdef0123456789abcdef
+	local redlock="$a,rediss://127.0.0.2:$TLS_A_PORT,rediss://localhost:$TLS_A_PORT"
 	local mode
-	for mode in "-- touch ran" "-n -- touch ran" "--status" "--break"; do
+	for mode in "$a -k t -- touch ran" "$a -k t -n -- touch ran" "$a -k t --status" \
+		"$a -k t --break" "$a --check" "$a --list" "$a -k t --reset" \
+		"$a -k t --held --token $tok" "$a -k t --history" \
+		"rediss-sentinel://127.0.0.1:$TLS_A_PORT/m --check" \
+		"$redlock --check" "$redlock --list" "$redlock -k t -n -- touch ran"; do
 		# shellcheck disable=SC2086 # the mode's words
 		run --separate-stderr env -u RLOCK_TLS_MODULE timeout -k 5 20 bare/rlock \
-			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" -k t $mode
+			--cacert "$CA" --connect-timeout 2s -u $mode
 		assert_equal "$status" 71
 		assert_one_line_error
 		assert_regex "$stderr" "^rlock: .*TLS support is not available"
+		assert_equal "$output" ""
 	done
+	# --acquire says it in the form eval reads, and starts no keeper
+	run --separate-stderr env -u RLOCK_TLS_MODULE timeout -k 5 20 bare/rlock \
+		--cacert "$CA" -u "$a" -k t --acquire
+	assert_equal "$status" 71
+	assert_one_line_error
+	assert_output --partial '(exit 71)'
 	[[ ! -e ran ]]
+	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
 }

@@ -168,7 +168,8 @@ static void reenter_plan_names(struct reenter *r, struct store *s, struct opts *
 	                        o->mode == MODE_ACQUIRE,
 	                        o->wait_ms > 0 ? start + o->wait_ms : INT64_MAX,
 	                        o->wait_ms != 0,
-	                        termfd};
+	                        termfd,
+	                        getenv("RLOCK_WARN_SIGNAL") != NULL};
 
 	int left = reenter_plan(r, s, &q);
 	o->nnames = q.nnames;
@@ -737,9 +738,17 @@ int main(int argc, char **argv)
 	if (setup_signals(&sigfd, &termfd, &orig) < 0)
 		return RL_EX_OSERR;
 	char why[4096 + 700];
-	if (o.tls.enabled && store_tls_init(why, sizeof why) < 0) {
+	int tls = o.tls.enabled ? store_tls_init(why, sizeof why) : 0;
+	if (tls == -1) {
 		log_error("%s", why);
 		return RL_EX_NOINPUT;
+	}
+	/* No TLS module that loads: this host's installation fault, in every mode (--check
+	 * too, which would call the servers unreachable). --release goes on: its connect
+	 * fails the same way, but the keeper it asked to stop is stopped all the same. */
+	if (tls == -2 && o.mode != MODE_RELEASE) {
+		log_error("TLS support is not available: %s", why);
+		return RL_EX_OSERR;
 	}
 	cfg = store_configure_from_opts(&o);
 	if (o.mode == MODE_CHECK)

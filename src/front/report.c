@@ -904,9 +904,9 @@ int report_list(struct store *s, const struct report_ask *o)
 
 static struct {
 	int n;
-	int by_key; /* -k NAME, its token the environment's for the key: another may be meant */
-	struct lock l[REENTER_MAX];
-	char token[REENTER_MAX][LOCK_TOKEN_LEN + 1];
+	int by_key;     /* -k NAME, its token the environment's for the key: another may be meant */
+	struct lock *l; /* n of them: every lock the environment names (no cap) */
+	char (*token)[LOCK_TOKEN_LEN + 1];
 } plan;
 
 static void held_usage(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -935,9 +935,16 @@ static void plan_add(const char *prefix, const char *name, const char *token, co
 
 void held_plan(const struct report_ask *o)
 {
-	static struct inherited_holds r; /* large */
+	static struct inherited_holds r;
 
 	inherited_read(&r);
+	int most = r.n > 0 ? r.n : 1;
+	plan.l = malloc((size_t)most * sizeof *plan.l);
+	plan.token = malloc((size_t)most * sizeof *plan.token);
+	if (!plan.l || !plan.token) {
+		log_error("--held: out of memory for the %d locks to check", most);
+		exit(RL_EX_OSERR);
+	}
 	if (o->name) {
 		struct lock k;
 		const char *tok = o->token;
@@ -953,12 +960,6 @@ void held_plan(const struct report_ask *o)
 		plan_add(o->prefix, o->name, tok, o->token ? "--token" : "the inherited token");
 		plan.by_key = !o->token;
 		return;
-	}
-	if (r.rest_keys) { /* more than one run reads: some would go unchecked */
-		log_error("--held: RLOCK_KEYS names more than %d locks, more than --held checks "
-		          "at once; give -k NAME for each",
-		          REENTER_MAX);
-		exit(RL_EX_UNAVAILABLE);
 	}
 	if (r.n == 0)
 		held_usage("--held needs a lock: run it inside the job (%s), or give -k NAME "
@@ -1001,16 +1002,22 @@ static void held_json(FILE *f, const char *head, const char *key, int held,
 
 int report_held(struct store *s, const struct report_ask *o)
 {
-	int held[REENTER_MAX], all = 1, unknown = 0;
-	struct holding hd[REENTER_MAX];
+	int *held = malloc((size_t)plan.n * sizeof *held), all = 1, unknown = 0;
+	struct holding *hd = malloc((size_t)plan.n * sizeof *hd);
 	long long least = -1, pid = -1;
 	char err[400];
+
+	if (!held || !hd) {
+		log_error("--held: out of memory for the %d locks to check", plan.n);
+		store_close(s);
+		return RL_EX_OSERR;
+	}
 
 	/* -k NAME without --token: the environment may name its key more than once, a hold
 	 * on another database or server besides (RLOCK_KEY is only the first): the one this
 	 * server says holds it is asked about, the first when none does. */
 	if (plan.by_key) {
-		static struct inherited_holds r; /* large */
+		static struct inherited_holds r;
 		inherited_read(&r);
 		for (int j = 0; j < r.n; j++)
 			if (!strcmp(r.in[j].key, plan.l[0].key) &&
@@ -1079,6 +1086,8 @@ int report_held(struct store *s, const struct report_ask *o)
 		}
 		fputs("]}\n", stdout);
 	}
+	free(held);
+	free(hd);
 	int wrc = cli_close_stdout();
 	return wrc ? wrc : rc;
 }

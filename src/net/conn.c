@@ -566,11 +566,11 @@ static int open_tcp(struct conn *c, const struct endpoint *ep, int64_t start, in
 
 int conn_tls_init(char *why, size_t n)
 {
-	/* Load the module (and initialise OpenSSL) before threads start; a failure is
-	 * reported by the first TLS connection, which gets the same answer, but for a
-	 * module refused as untrusted: the caller says so at once. */
-	(void)tlsload(why, n);
-	return tlsload_refused() ? -1 : 0;
+	/* Load the module (and initialise OpenSSL) before threads start; the first TLS
+	 * connection gets the same answer. */
+	if (tlsload(why, n))
+		return 0;
+	return tlsload_refused() ? -1 : -2;
 }
 
 /* A handshake that ended: a certificate that does not verify, or a peer that is no

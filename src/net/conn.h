@@ -184,9 +184,9 @@ ssize_t conn_read(struct conn *c, void *buf, size_t cap, int64_t deadline_ms, ch
 void conn_close(struct conn *c);
 
 /* Load the TLS module and set up OpenSSL, before threads start; safe to call more
- * than once. A failure is reported by conn_open() of a TLS endpoint ("TLS support is
- * not available: ..."); a module refused as untrusted (tlsload.h) also here: -1 with
- * why, else 0. */
+ * than once. -1 with why: a module refused as untrusted (tlsload.h); -2 with why: none
+ * that loads (missing, or not rlock's), which conn_open() of a TLS endpoint reports too
+ * ("TLS support is not available: ..."); else 0. */
 int conn_tls_init(char *why, size_t n);
 
 #endif

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "exitcodes.h"
+#include "log.h"
 #include "parse.h"
 #include "store.h"
 
@@ -27,18 +29,13 @@ static void add(struct inherited_holds *r, const char *key, size_t kn, const cha
 	struct inherited *h = &r->in[r->n];
 
 	/* What does not fit is no token of ours: nothing to inherit. */
-	if (r->n == REENTER_MAX || kn == 0 || kn >= sizeof h->key || tn == 0 ||
-	    tn >= sizeof h->token || fn >= sizeof h->fence)
+	if (kn == 0 || kn >= sizeof h->key || tn == 0 || tn >= sizeof h->token ||
+	    fn >= sizeof h->fence)
 		return;
+	memset(h, 0, sizeof *h);
 	memcpy(h->key, key, kn);
-	h->key[kn] = '\0';
 	memcpy(h->token, tok, tn);
-	h->token[tn] = '\0';
 	memcpy(h->fence, fence, fn);
-	h->fence[fn] = '\0';
-	h->stale = h->live = 0;
-	h->ttl_ms = 0;
-	h->keeper = 0;
 	long long v;
 	if (fn > 0 && parse_int(h->fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		h->fence[0] = '\0'; /* garbled: no fence known (the server's, if it says) */
@@ -65,22 +62,26 @@ void inherited_read(struct inherited_holds *r)
 	const char *k = getenv("RLOCK_KEY"), *t = getenv("RLOCK_TOKEN"), *f = getenv("RLOCK_FENCE");
 	const char *ks = getenv("RLOCK_KEYS"), *ts = getenv("RLOCK_TOKENS"),
 	           *fs = getenv("RLOCK_FENCES");
+	int n = count(ks), first = k && t;
 
+	free(r->in);
+	r->in = NULL;
 	r->n = 0;
-	r->rest_keys = r->rest_tokens = r->rest_fences = NULL;
-	if (k && t)
-		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
-	int n = count(ks);
 	if (n == 0 || count(ts) != n)
-		return;
+		n = 0;
+	if (n + first == 0)
+		return; /* the common case: no allocation */
+	r->in = malloc((size_t)(n + first) * sizeof *r->in);
+	if (!r->in) {
+		log_error("out of memory for the %d locks RLOCK_KEYS names", n + first);
+		exit(RL_EX_OSERR);
+	}
+	if (first)
+		add(r, k, strlen(k), t, strlen(t), f ? f : "", f ? strlen(f) : 0);
 	if (count(fs) != n)
 		fs = NULL;
 	for (int i = 0; i < n; i++) {
 		const char *kw, *tw, *fw = "";
-		if (r->n == REENTER_MAX) { /* a cap: what it does not read goes on as it is */
-			r->rest_keys = ks, r->rest_tokens = ts, r->rest_fences = fs;
-			return;
-		}
 		size_t kn = inherit_word(&ks, &kw), tn = inherit_word(&ts, &tw),
 		       fn = fs ? inherit_word(&fs, &fw) : 0;
 		add(r, kw, kn, tw, tn, fw, fn);
@@ -96,22 +97,52 @@ static int64_t cap(int64_t io_ms, int64_t deadline_ms)
 }
 
 /* inherit.h */
+int inherited_ours(const struct inherited *h)
+{
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key), tn = strspn(h->token, "0123456789abcdef");
+	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[200];
+
+	if (tn != LOCK_TOKEN_LEN || h->token[tn] || !open || kn < 3 || h->key[kn - 1] != '}')
+		return 0;
+	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	return parse_prefix(prefix, err, sizeof err) == 0 &&
+	       parse_lock_name(name, err, sizeof err) == 0;
+}
+
+/* inherit.h */
+int inherited_lock(const struct inherited *h, struct lock *l)
+{
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key);
+	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX];
+
+	if (!open || kn < 3 || h->key[kn - 1] != '}')
+		return -1; /* no key of ours */
+	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	return lock_init(l, prefix, name, 0) < 0 ? -1 : 0;
+}
+
+/* inherit.h */
 int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms)
 {
 	static struct lock probe; /* large */
-	const char *open = strrchr(h->key, '{');
-	size_t kn = strlen(h->key);
-	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[300];
+	char err[300];
 	struct holding hd;
 
-	if (!open || kn < 3 || h->key[kn - 1] != '}' || !s)
-		return 0; /* no key of ours: nothing to ask */
-	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
-	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
-	if (lock_init(&probe, prefix, name, 0) < 0)
+	if (!inherited_ours(h))
+		return 1; /* no pair rlock wrote: nothing to pass on */
+	if (!s || inherited_lock(h, &probe) < 0)
 		return 0;
 	int rc =
 	    store_is_holder(s, &probe, h->token, cap(io_ms, deadline_ms), &hd, err, sizeof err);
 	h->live = rc == 1;
+	/* The fence passed on is the server's for that token, not what the variable says
+	 * (a stale or forged RLOCK_FENCES would fence the command's writes wrong), as a
+	 * granted name's (reenter_plan). */
+	if (rc == 1 && hd.has_fence)
+		snprintf(h->fence, sizeof h->fence, "%lld", hd.fence);
 	return rc == 0 && store_knew_token(s, &probe, h->token, cap(io_ms, deadline_ms));
 }

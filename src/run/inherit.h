@@ -12,8 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REENTER_MAX (2 * HOLD_LOCKS_MAX)
-
 struct inherited {
 	char key[LOCK_KEY_MAX];
 	char token[LOCK_TOKEN_LEN + 1];
@@ -28,32 +26,41 @@ struct inherited {
 	 * unknown (the command's RLOCK_TTL_MS), */
 	long long ttl_ms;
 	int keeper; /* and its holder is an --acquire keeper (which sends no --warn signal) */
+	int asked;  /* reenter_plan: its key is a name asked for */
 };
 
 struct inherited_holds {
-	int n; /* inherited holds read from the environment */
-	/* The pairs of RLOCK_KEYS/RLOCK_TOKENS/RLOCK_FENCES past REENTER_MAX, as the
-	 * environment has them (rest_fences NULL: no fences): not read, passed on. */
-	const char *rest_keys, *rest_tokens, *rest_fences;
-	struct inherited in[REENTER_MAX];
+	int n;                /* inherited holds read from the environment, */
+	struct inherited *in; /* each of them (NULL when none) */
 };
 
-/* Only read the inherited holds (ih->n, ih->in): RLOCK_KEY + RLOCK_TOKEN first, then the
- * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each; a pair that is no token of ours
- * is skipped, and the pairs past REENTER_MAX are left in ih->rest_* (never dropped:
- * reenter_environment passes them on). */
+/* Read the inherited holds (ih->n, ih->in): RLOCK_KEY + RLOCK_TOKEN first, then the
+ * other pairs of RLOCK_KEYS + RLOCK_TOKENS, once each, every one of them (no cap: a
+ * pair left unread would be passed on unchecked, or its name waited for by a nested
+ * run of the tree that holds it); a pair that is no token of ours is skipped. ih is
+ * zeroed or read before (what it held is freed). Out of memory: exits 71 with a line. */
 void inherited_read(struct inherited_holds *ih);
 
 /* The next space-separated word of *p (RLOCK_KEYS' and the others' form): its start
  * and length (0 at the end); *p moves past it. */
 size_t inherit_word(const char **p, const char **start);
 
-/* Are h's variables stale: does this server say (each request within io_ms, and by
- * deadline_ms) that h's token holds its key no more and that it held it once
- * (store_knew_token)? 1 stale; 0 not (held; never this server's: another database,
- * server or Redlock set may hold it; cannot say; a key not of rlock's form). h->live
- * set when it holds. Read by --acquire (the job's holds it lists on) and by a run (the
- * inherited holds its command is told of besides the names it asks for). */
+/* Is h a pair rlock writes: a token of 32 lowercase hex digits, a key PREFIX{NAME} of a
+ * valid prefix and name? 1 yes, 0 no (another tool's or a hand-made variable's: it
+ * names no hold of rlock's, and a --held inside the command would refuse it, 64). */
+int inherited_ours(const struct inherited *h);
+
+/* Into *l (only its key names are set) the lock h's key names: 0, or -1 when h's key
+ * is not of rlock's form PREFIX{NAME} (or no randomness). */
+int inherited_lock(const struct inherited *h, struct lock *l);
+
+/* Are h's variables stale: not a pair of rlock's (inherited_ours), or does this server
+ * say (each request within io_ms, and by deadline_ms) that h's token holds its key no
+ * more and that it held it once (store_knew_token)? 1 stale; 0 not (held; never this
+ * server's: another database, server or Redlock set may hold it; cannot say). h->live
+ * set when it holds, and h->fence to the server's fence for it. Read by --acquire (the
+ * job's holds it lists on) and by a run (the inherited holds its command is told of
+ * besides the names it asks for). */
 int inherited_gone(struct store *s, struct inherited *h, int64_t io_ms, int64_t deadline_ms);
 
 #endif

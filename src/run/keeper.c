@@ -378,7 +378,7 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 
 	list[0] = list[1] = list[2] = NULL;
 	inherited_read(&r);
-	if (r.n == 0 && !r.rest_keys)
+	if (r.n == 0)
 		return 0;
 	for (int v = 0; v < 3; v++)
 		m[v] = open_memstream(&list[v], &len[v]);
@@ -392,18 +392,12 @@ static int inherited_lists(const struct lock *l, struct store *s, int64_t io_ms,
 		}
 		for (int i = 0; i < r.n; i++) {
 			struct inherited *h = &r.in[i];
-			if (s && inherited_gone(s, h, io_ms, INT64_MAX))
-				continue; /* gone: stale variables */
+			if (!inherited_ours(h) || (s && inherited_gone(s, h, io_ms, INT64_MAX)))
+				continue; /* no pair of rlock's, or gone: stale variables */
 			fprintf(m[0], "%s%s", sep, h->key);
 			fprintf(m[1], "%s%s", sep, h->token);
 			fprintf(m[2], "%s%s", sep, h->fence[0] ? h->fence : "0");
 			sep = " ";
-			n++;
-		}
-		if (r.rest_keys) { /* past what one run reads: passed on as they came */
-			fprintf(m[0], "%s%s", sep, r.rest_keys);
-			fprintf(m[1], "%s%s", sep, r.rest_tokens);
-			fprintf(m[2], "%s%s", sep, r.rest_fences ? r.rest_fences : "");
 			n++;
 		}
 	}

@@ -143,7 +143,8 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	int left = 0;
 
 	inherited_read(&r->ih);
-	int asked[REENTER_MAX] = {0}; /* per inherited hold: its key is a name asked for */
+	for (int j = 0; j < r->ih.n; j++) /* no pair of rlock's: neither granted nor passed on */
+		r->ih.in[j].stale = !inherited_ours(&r->ih.in[j]);
 	r->nnames = o->nnames;
 	for (int i = 0; i < o->nnames; i++) {
 		r->names[i] = o->names[i];
@@ -157,9 +158,9 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 		for (int j = 0; known && j < r->ih.n && r->held[i] < 0; j++) {
 			char err[300], have[64], want[64];
 			struct holding hd;
-			if (strcmp(probe.key, r->ih.in[j].key) != 0)
+			if (r->ih.in[j].stale || strcmp(probe.key, r->ih.in[j].key) != 0)
 				continue;
-			asked[j] = 1;
+			r->ih.in[j].asked = 1;
 			int rc =
 			    ask_holder(s, &probe, name, r->ih.in[j].token, o, &hd, err, sizeof err);
 			char mode = hd.mode;
@@ -247,10 +248,20 @@ int reenter_plan(struct reenter *r, struct store *s, struct reenter_ask *o)
 	 * not those this server says are stale (variables a CI runner or a finished step
 	 * exported, whose --held inside the command would say 79). --acquire asks the
 	 * same itself (keeper.c) for the holds it lists. */
-	for (int j = 0; !o->keeper && j < r->ih.n; j++)
-		if (!asked[j] && !r->ih.in[j].stale &&
-		    inherited_gone(s, &r->ih.in[j], o->io_timeout_ms, o->deadline_ms))
-			r->ih.in[j].stale = 1;
+	for (int j = 0; !o->keeper && j < r->ih.n; j++) {
+		struct inherited *h = &r->ih.in[j];
+		long long pid = -1;
+		if (h->asked || h->stale)
+			continue;
+		if (inherited_gone(s, h, o->io_timeout_ms, o->deadline_ms))
+			h->stale = 1;
+		/* A keeper's hold (or a dead holder's) sends no --warn signal: the caller's
+		 * RLOCK_WARN_SIGNAL is no live ancestor's because of it (main.c). */
+		else if (h->live && o->warn_inherited && inherited_lock(h, &probe) == 0 &&
+		         holder_gone(s, &probe, h->token, o->io_timeout_ms, o->deadline_ms, &pid,
+		                     h))
+			h->live = 0;
+	}
 	o->nnames = left;
 	return left;
 }
@@ -284,8 +295,11 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	int n = 0, taken = 0, fail = 0;
 	/* A pair is listed once: its key and its token (one key string can name locks of
 	 * other databases, servers or Redlock sets, each its own token's). */
-	const char *listed[REENTER_MAX + HOLD_LOCKS_MAX], *listed_tok[REENTER_MAX + HOLD_LOCKS_MAX];
+	size_t most = (size_t)r->nnames + (size_t)r->ih.n + 1;
+	const char **listed = malloc(most * sizeof *listed),
+	           **listed_tok = malloc(most * sizeof *listed_tok);
 
+	fail = !listed || !listed_tok; /* then the lists are unset, RLOCK_KEY still set */
 	for (int i = 0; i < r->nnames; i++) {
 		const char *k, *t, *f;
 		char fence[24];
@@ -308,6 +322,8 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 			setenv("RLOCK_TOKEN", t, 1);
 			setenv("RLOCK_FENCE", f, 1);
 		}
+		if (fail)
+			continue;
 		listed_tok[n] = t;
 		listed[n++] = k;
 		fail |= append(&keys, &kl, k) | append(&tokens, &tl, t) | append(&fences, &fl, f);
@@ -316,7 +332,7 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 	 * server found stale. An inherited pair of a name taken anew whose token this server
 	 * never knew stays: it may hold that key on another database or server (a deeper run
 	 * there must find it, not wait for its own ancestor). */
-	for (int j = 0; j < r->ih.n; j++) {
+	for (int j = 0; !fail && j < r->ih.n; j++) {
 		int dup = r->ih.in[j].stale;
 		for (int i = 0; i < n && !dup; i++)
 			dup = !strcmp(listed[i], r->ih.in[j].key) &&
@@ -329,32 +345,6 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		        append(&tokens, &tl, r->ih.in[j].token) |
 		        append(&fences, &fl, r->ih.in[j].fence[0] ? r->ih.in[j].fence : "0");
 	}
-	/* Then the pairs past what one run reads, as they came (a deeper run may hold them),
-	 * once per pair: not one listed above, nor one earlier among them (listed[] holds
-	 * only the first n0; the rest are words of rest_keys and rest_tokens). */
-	const int n0 = n;
-	for (const char *ks = r->ih.rest_keys, *ts = r->ih.rest_tokens, *fs = r->ih.rest_fences;;) {
-		const char *kw, *tw, *fw = "0";
-		size_t kn = ks ? inherit_word(&ks, &kw) : 0, tn = kn ? inherit_word(&ts, &tw) : 0,
-		       fn = fs ? inherit_word(&fs, &fw) : 1;
-		if (kn == 0)
-			break;
-		int dup = 0;
-		for (int i = 0; i < n0 && !dup; i++)
-			dup = strlen(listed[i]) == kn && !strncmp(listed[i], kw, kn) &&
-			      strlen(listed_tok[i]) == tn && !strncmp(listed_tok[i], tw, tn);
-		for (const char *p = r->ih.rest_keys, *q = r->ih.rest_tokens, *pw, *qw;
-		     !dup && inherit_word(&p, &pw) > 0 && pw < kw;) {
-			size_t qn = inherit_word(&q, &qw);
-			dup = (size_t)(p - pw) == kn && !strncmp(pw, kw, kn) && qn == tn &&
-			      !strncmp(qw, tw, tn);
-		}
-		if (dup)
-			continue;
-		fail |= append_n(&keys, &kl, kw, kn) | append_n(&tokens, &tl, tw, tn) |
-		        append_n(&fences, &fl, fw, fn);
-		n++;
-	}
 	if (n > 1 && !fail) {
 		setenv("RLOCK_KEYS", keys, 1);
 		setenv("RLOCK_TOKENS", tokens, 1);
@@ -364,6 +354,8 @@ void reenter_environment(const struct reenter *r, const struct lock *taken_locks
 		unsetenv("RLOCK_TOKENS");
 		unsetenv("RLOCK_FENCES");
 	}
+	free(listed);
+	free(listed_tok);
 	free(keys);
 	free(tokens);
 	free(fences);

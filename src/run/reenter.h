@@ -17,10 +17,8 @@
 struct reenter {
 	int nnames; /* the names asked for (o->names before the plan) */
 	const char *names[HOLD_LOCKS_MAX];
-	int held[HOLD_LOCKS_MAX]; /* per name: index in ih.in[] that grants it, or -1 */
-	/* last: a run without inherited holds writes only the fields above and ih's count
-	 * (a page fault) */
-	struct inherited_holds ih;
+	int held[HOLD_LOCKS_MAX];  /* per name: index in ih.in[] that grants it, or -1 */
+	struct inherited_holds ih; /* none allocated without inherited holds */
 };
 
 /* What a nested rlock asks for (the front end builds it). */
@@ -39,6 +37,10 @@ struct reenter_ask {
 	 * pausing on sigfd (a terminating signal ends the pause) */
 	int waits;
 	int sigfd;
+	/* the caller's RLOCK_WARN_SIGNAL is set: the holder of each live inherited hold not
+	 * asked for is asked too whether it is a keeper or gone (neither sends a --warn
+	 * signal: that variable is then not passed on, main.c) */
+	int warn_inherited;
 };
 
 /* Read the inherited holds and ask the store (within io_timeout_ms) which names of
