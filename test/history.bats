@@ -807,6 +807,23 @@ kept_then_broken() {
 	done
 }
 
+@test "history: an open run whose --preempt reservation was withdrawn reads as ended; a leftover 'from' without the hand-over keeps nothing open" {
+	# the run a preempted holder's release left open, its reservation gone (a withdrawn
+	# request left 'from' behind): --history read it as still kept, no end shown
+	local t=0123456789abcdef0123456789abcdef
+	rcli XADD 'rlock:{wd}:history' '*' ev acquired fence 1 token "$t" >/dev/null
+	printf '%s\0' 1 "$t" h 42 u '' 100 60000 s0 | rcli -x SET 'rlock:{wd}:history:run' >/dev/null
+	rcli HSET 'rlock:{wd}:preempt' from "$t" fstatus 0 >/dev/null
+	rcli PEXPIRE 'rlock:{wd}:preempt' 60000 >/dev/null
+	run -0 --separate-stderr rlock -k wd --history --json
+	assert_equal "$(jq -r '[.entries[] | "\(.event) \(.recorded)"] | join(", ")' <<<"$output")" \
+		"released false, acquired true"
+	# kept by a live reservation (handover 1): still open, no end
+	rcli HSET 'rlock:{wd}:preempt' handover 1 token "$t" >/dev/null
+	run -0 --separate-stderr rlock -k wd --history --json
+	assert_equal "$(jq -r '[.entries[].event] | join(" ")' <<<"$output")" "acquired"
+}
+
 # holds_again PORT NAME: the node on PORT holds NAME's lock (the renewal locked it again).
 holds_again() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 

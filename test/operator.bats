@@ -840,6 +840,46 @@ forge_holder() {
 	assert_equal "${left//$'\n'/ }" ""
 }
 
+@test "operator messages over leftover keys name no fence the name does not have: a lock key whose record is gone ('fence ?', not 0), a fence counter of another type (not 'last fence 0')" {
+	local t=0123456789abcdef0123456789abcdef
+	# the lock key left without its :owner record (deleted, evicted): a refused
+	# compare-and-break said "fence 0", a fence the holder never had
+	rcli SET 'rlock:{lf}' "$t" PX 30000 >/dev/null
+	run -79 --separate-stderr rlock -k lf --break --if-fence 3
+	assert_regex "$stderr" "it is held by \? pid \?, token $t, fence \? \(nothing removed\)"
+	run -79 --separate-stderr rlock -k lf --break --token "$t" --if-fence 3
+	assert_regex "$stderr" "token $t, fence \? \(nothing removed\)"
+	# a counter of another type (set by hand), the name closed by a lock-delay entry:
+	# --status said "last fence 0" (only its free line told the truth)
+	rcli DEL 'rlock:{lf}' >/dev/null
+	rcli SADD 'rlock:{lf}:fence' stray >/dev/null
+	rcli ZADD 'rlock:{lf}:delay' $(($(now_ms) + 60000)) "$t" >/dev/null
+	run -75 --separate-stderr rlock -k lf --status
+	assert_regex "$output" 'closed by lock-delay .*\(the fence counter holds no 64-bit integer\)'
+	refute_regex "$output" 'last fence 0'
+	rcli DEL 'rlock:{lf}:delay' >/dev/null
+	run -0 --separate-stderr rlock -k lf --status
+	assert_output 'rlock:{lf} is free (the fence counter holds no 64-bit integer)'
+}
+
+@test "--reset leaves the keys named by a request's token (:wake:, :rel:, :superseded:, of any type): no later run reads them, in any mode" {
+	# documented in rlock-protocol(7): only the request of that token reads one, and
+	# deleting one would take a live request's wake-up, retry answer or notice
+	local t=0123456789abcdef0123456789abcdef mode
+	rcli RPUSH "rlock:{pt}:wake:$t" preempted >/dev/null
+	rcli SET "rlock:{pt}:rel:$t" 3 PX 60000 >/dev/null
+	rcli HSET "rlock:{pt}:superseded:$t" host h pid 1 >/dev/null
+	rcli SADD "rlock:{pt}:wake:${t%?}0" stray >/dev/null # another type: no WRONGTYPE
+	rcli SADD "rlock:{pt}:rel:${t%?}0" stray >/dev/null
+	run -0 --separate-stderr rlock -k pt --reset
+	assert_regex "$stderr" 'nothing cleared'
+	for mode in -x -s '-l 2' --fair --supersede --preempt; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -0 --separate-stderr rlock -k pt $mode -w 1 -- true
+	done
+	key_exists "rlock:{pt}:superseded:$t"
+}
+
 @test "a stray key of another type at any key of the layout: acquires stay loud (69, naming --reset); --reset, or --break, deletes it and names it; the next acquire runs" {
 	local sfx verb fence
 	for verb in reset break; do

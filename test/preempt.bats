@@ -631,6 +631,31 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	done
 }
 
+@test "a --preempt request that leaves while the name is kept for it takes the hand-over's fields with it: nothing of it left in the :preempt record" {
+	# the withdrawal deleted the request's fields and left the hand-over's (from,
+	# fstatus, hist, hret) till the key's end: --history read 'from' as a live
+	# reservation and hid the preempted run's end
+	slow_job
+	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 h_trapped
+	kill -STOP "$r_pid" # away when the holder's release keeps the name for it
+	touch h.go
+	wait_until 30 key_absent 'rlock:{p}'
+	assert_equal "$(rcli HGET 'rlock:{p}:preempt' handover)" 1
+	kill -TERM "$r_pid"
+	kill -CONT "$r_pid"
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 143
+	assert_equal "$(rcli HMGET 'rlock:{p}:preempt' token handover from fstatus hist hret | tr -d '\n')" ""
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 3
+	run ! grep -q 'r ran' log
+}
+
 @test "a --preempt request SIGKILLed while the name is kept for it: the reservation ends by its own lease (5 s at most), a waiter gets in, the holder exits with its command's status" {
 	slow_job
 	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob

@@ -99,6 +99,29 @@ release_swallowed() {
 	rcli ACL DELUSER nohist >/dev/null
 }
 
+@test "a release whose reply is lost ends 0 with a history above 1000 entries, more than 1000 written before it is sent again" {
+	# released_before reads the last 1000 entries: other holders' records written
+	# between the release and its retry hid its end record (79, "lost"); the mark answers
+	printf 'history = 2000\n' >conf
+	export RLOCK_CONFIG=$PWD/conf
+	run -0 rlock -k warm -- true # the scripts are cached: EVALSHA runs as sent
+	swallow_proxy_start
+	start_holder rh -u "$PROXY_URL"
+	# the retry comes late (800 ms each way): the records are written before it
+	echo "swallow-slow :released" >"$PROXY_MODE"
+	wait_until 10 grep -qsxF "swallow-slow :released" "$PROXY_MODE.seen"
+	touch rh.release
+	wait_until 20 swallowed
+	local i
+	for ((i = 0; i < 1001; i++)); do
+		echo "XADD rlock:{rh}:history * ev acquired token other$i"
+	done | rcli >/dev/null
+	rlock_wait "$HOLDER_PID" 30
+	((RLOCK_STATUS == 0)) || fail "exit $RLOCK_STATUS: $(cat "$HOLDER_ERR")"
+	run ! grep -q 'lost' "$HOLDER_ERR"
+	key_absent 'rlock:{rh}'
+}
+
 @test "a release with --min-hold whose reply is lost ends 0, kept once" {
 	release_swallowed rm --min-hold 2s
 }

@@ -432,9 +432,20 @@ static const char *split_text(char *buf, size_t n, const struct holders *hs)
 	return buf;
 }
 
+/* "last fence N", or what the counter holds when it is no fence (a key of another type, a
+ * string of no 64-bit integer): never a 0 the counter does not hold. */
+static const char *last_fence_text(char *buf, size_t n, const struct holders *hs)
+{
+	if (hs->has_last_fence)
+		snprintf(buf, n, "last fence %lld", hs->last_fence);
+	else
+		snprintf(buf, n, "the fence counter holds no 64-bit integer");
+	return buf;
+}
+
 static void print_holders(const char *key, const struct holders *hs)
 {
-	char closed[160], reserved[2400], split[320], queued[160];
+	char closed[160], reserved[2400], split[320], queued[160], lf[64];
 
 	if (!hs->n && hs->split_nodes) {
 		char until[64], left[32], when[128] = " while they hold (no expiry: set by hand?)";
@@ -445,26 +456,24 @@ static void print_holders(const char *key, const struct holders *hs)
 			holder_human_ms(left, sizeof left, hs->split_ms);
 			snprintf(when, sizeof when, " until %s (%s left)", until, left);
 		}
-		printf("%s is not free: %s; an acquire is refused%s (last fence %lld)\n", key,
-		       split_text(split, sizeof split, hs), when, hs->last_fence);
+		printf("%s is not free: %s; an acquire is refused%s (%s)\n", key,
+		       split_text(split, sizeof split, hs), when,
+		       last_fence_text(lf, sizeof lf, hs));
 	} else if (!hs->n && hs->reserved.known) {
 		printf("%s is %s: its preempted holder released it to that request, which takes "
-		       "it next (last fence %lld)\n",
+		       "it next (%s)\n",
 		       key, reserved_text(reserved, sizeof reserved, &hs->reserved, 0),
-		       hs->last_fence);
+		       last_fence_text(lf, sizeof lf, hs));
 		if (hs->closed_ms > 0)
 			printf("and %s\n", closed_text(closed, sizeof closed, hs));
 	} else if (!hs->n && hs->closed_ms > 0) {
-		printf("%s is %s: a lease ended without a release (last fence %lld); --reset opens "
-		       "it\n",
-		       key, closed_text(closed, sizeof closed, hs), hs->last_fence);
+		printf("%s is %s: a lease ended without a release (%s); --reset opens it\n", key,
+		       closed_text(closed, sizeof closed, hs), last_fence_text(lf, sizeof lf, hs));
 	} else if (!hs->n && hs->queued > 0) { /* an acquire now would wait its turn */
-		printf("%s is %s (last fence %lld)\n", key, queued_text(queued, sizeof queued, hs),
-		       hs->last_fence);
-	} else if (!hs->n && !hs->has_last_fence) {
-		printf("%s is free (the fence counter holds no 64-bit integer)\n", key);
+		printf("%s is %s (%s)\n", key, queued_text(queued, sizeof queued, hs),
+		       last_fence_text(lf, sizeof lf, hs));
 	} else if (!hs->n) {
-		printf("%s is free (last fence %lld)\n", key, hs->last_fence);
+		printf("%s is free (%s)\n", key, last_fence_text(lf, sizeof lf, hs));
 	} else if (hs->h[0].mode == 'x') {
 		printf("%s is held%s\n", key, hs->h[0].kept ? " (kept by --min-hold)" : "");
 		print_holder(&hs->h[0], key);
@@ -571,13 +580,16 @@ static const char *breaker_user(void)
 /* --break --token/--if-fence found no such holder: nothing was broken. */
 static int break_refused(const struct lock *l, const struct report_ask *o, const struct holders *hs)
 {
-	char who[2500] = "it is free", h[2400];
+	char who[2500] = "it is free", h[2400], fence[32] = "?";
 
-	/* not free when something else keeps a new holder out: said as --status says it */
+	/* not free when something else keeps a new holder out: said as --status says it; a
+	 * holder whose record is gone (or has no fence) has no fence to name: "?", not 0 */
+	if (hs->n && hs->h[0].has_fence)
+		snprintf(fence, sizeof fence, "%lld", hs->h[0].fence);
 	if (hs->n)
-		snprintf(who, sizeof who, "it is held by %s, token %s, fence %lld",
+		snprintf(who, sizeof who, "it is held by %s, token %s, fence %s",
 		         holder_format(&hs->h[0], HOLDER_RAW, h, sizeof h),
-		         hs->h[0].token[0] ? hs->h[0].token : "?", hs->h[0].fence);
+		         hs->h[0].token[0] ? hs->h[0].token : "?", fence);
 	else if (hs->closed_ms > 0)
 		snprintf(who, sizeof who, "it is %s", closed_text(h, sizeof h, hs));
 	else if (hs->reserved.known)

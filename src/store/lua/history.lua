@@ -180,7 +180,8 @@ end
 -- (released_mark; "2" is always written for a keep, whose end record says released as a
 -- hand-on's does: the caller answers 4 then, the keep over), or its end record in the
 -- history (released: 1, preempted: 3), newer
--- than its acquired record, among the last 1000 entries.
+-- than its acquired record, among the last 1000 entries (history_keeps: above
+-- 1000, the mark answers).
 local function released_before(lock, token)
   local mark = redis.pcall('GET', lock .. ':rel:' .. token) -- here.lua
   if mark == '3' then return 3 elseif mark == '2' then return 2 end
@@ -214,12 +215,17 @@ local function stamp_again(...)
     end
   end
 end
--- history_keeps(len): a record written now outlives the next few (history = len): the
--- cap trims whole nodes of 100 from the oldest end (MAXLEN ~) from 100 on; below, it is
--- exact, and the next record (a waiter's acquired, woken by the release) may trim it
--- (history = 1) before a release sent again looks for it: then the mark is written too.
+-- history_keeps(len): a record written now outlives the next few (history = len) and a
+-- release sent again finds it: the cap trims whole nodes of 100 from the oldest end
+-- (MAXLEN ~) from 100 on; below, it is exact, and the next record (a waiter's acquired,
+-- woken by the release) may trim it (history = 1) before a release sent again looks for
+-- it: then the mark is written too. Above 1000 the mark is written as well: released_before
+-- reads the last 1000 entries only (a bounded step), and other holders (-s, -l N) may
+-- write more than that between the release and its retry; the mark answers exactly. The
+-- default history (100) writes no mark: a plain release makes no call more.
 local function history_keeps(len)
-  return (tonumber(len or '0') or 0) >= 100
+  len = tonumber(len or '0') or 0
+  return len >= 100 and len <= 1000
 end
 -- released_mark(lock, token, recorded, left_ms[, answer]): unless the release's end record
 -- was written (recorded), the mark a release sent again finds (PREFIX{NAME}:rel:<token>,

@@ -44,7 +44,9 @@ local open = read('GET', k .. ':run')
 local r = run_of(open)
 if r then
   local holder, e1 = read('GET', KEYS[1])
-  local from, e2 = read('HGET', KEYS[1] .. ':preempt', 'from')
+  -- kept open by a reservation only while it lives (handover 1: release.lua)
+  local ho, e2 = read('HMGET', KEYS[1] .. ':preempt', 'handover', 'from')
+  local from = not e2 and ho[1] == '1' and ho[2]
   if not e1 and not e2 and holder ~= r.token and from ~= r.token then unended(r) end
 elseif open == 'shared' then
   local ms = read('ZRANGE', k .. ':runs', 0, 999)
