@@ -98,7 +98,7 @@ local function supersede(fence)
     -- so no holder is stopped for it, nor the name kept for it
     local pk, call = KEYS[1] .. ':preempt', redis.call
     if call('HGET', pk, 'token') == cur[1] then
-      --@preempt_withdraw
+      --@preempt_drop
     end
     redis.pcall('RPUSH', wk, 'superseded') -- a wake-up: best effort (here.lua)
     redis.pcall('PEXPIRE', wk, ARGV[2])

@@ -35,7 +35,7 @@ local pre = redis.pcall('HMGET', pk, 'token', 'handover')
 local kept = false
 if type(pre) == 'table' and not pre.err and pre[1] == ARGV[1] then
   kept = pre[2] == '1' and redis.call('EXISTS', KEYS[1]) == 0
-  --@preempt_withdraw
+  --@preempt_drop
 end
 local by = redis.pcall('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
 if type(by) ~= 'table' or by.err or not by[1] then by = nil end
