@@ -187,8 +187,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	else
 		renew_drop(h->rn[i]);
 	h->rn[i] = NULL;
+	/* no handle left (a keeper's: its main one closed, its renewal not yet run): the
+	 * fresh one that writes the release is kept for its WAIT, as live would be */
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
-	                       STORE_NO_CAP, err, sizeof err);
+	                       STORE_NO_CAP, live || h->s ? NULL : &live, err, sizeof err);
 	int handed = rc == LOCK_HANDED_OVER; /* released, to the --preempt request */
 	if (handed) {
 		h->handed_over = 1;
