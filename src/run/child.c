@@ -1393,13 +1393,21 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 	ch->timeout_status = !ch->timed_out            ? 0
 	                     : ch->term_sig == SIGKILL ? RL_EX_TIMEOUT_KILLED
 	                                               : RL_EX_TIMEOUT;
+	/* The watchdog died and none could be started: the host's fault (71), also when the
+	 * lease ended meanwhile (the same shortage often stops the renewals, or the loss
+	 * came while the command was being stopped for it); the history still records the
+	 * run lost (ch->lost). */
+	if (ch->unguarded_stop || (s->lost && ch->unguarded)) {
+		if (!ch->unguarded_stop)
+			log_error("the watchdog process died and no new one can be started (%s): "
+			          "the host's fault (71), the lease lost meanwhile",
+			          strerror(ch->unguarded_errno));
+		ch->term_sig = 0;
+		return RL_EX_OSERR;
+	}
 	if (s->lost) {
 		ch->term_sig = 0;
 		return RL_EX_LOST;
-	}
-	if (ch->unguarded_stop) {
-		ch->term_sig = 0;
-		return RL_EX_OSERR;
 	}
 	if (ch->timed_out) {
 		ch->term_sig = 0;
