@@ -4,7 +4,7 @@
 # continued in the background); one Ctrl-C ends a loop of rlock runs (rlock dies of
 # the command's SIGINT, so bash knows the user interrupted).
 
-# shellcheck disable=SC2016,SC2154  # quoted $: typed into the shell; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: typed into the shell; bats sets $stderr; a test sets REDIS_URL for itself
 load helpers
 
 setup() {
@@ -333,4 +333,27 @@ stopped_or_gone() { grep -q Stopped tty-out || proc_gone "$1"; }
 	echo "# $(cat rl.err)" >&3
 	assert_equal "$(grep -c . rl.err)" 1
 	grep -q 'released rlock:{rw} on the master, not confirmed by 1 replica(s)' rl.err
+}
+
+@test "Ctrl-Z after the command exited, its group's last process still running (it has the terminal): the job stops, rlock with it, the shell gets control back; fg resumes it, the command's status" {
+	# The Ctrl-Z goes to the command's group, which has the terminal: its leftover
+	# (sleep) stopped while rlock waited for the group on, the shell never got control
+	# back, and the lease was renewed under a job nobody could resume but by kill -CONT.
+	local cmd rl left
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zd -- sh -c 'echo \$\$ \$PPID > pids; sleep 1 & echo \$! > left; exit 3'" >&5
+	wait_until 30 test -s left
+	read -r cmd rl <pids
+	left=$(cat left)
+	track_pid "$rl" "$left"
+	wait_until 30 proc_gone "$cmd"
+	printf '\032' >&5
+	wait_until 30 not running "$left"
+	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 5 not running "$rl"
+	key_exists 'rlock:{zd}'
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=3"
+	key_absent 'rlock:{zd}'
 }

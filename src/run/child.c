@@ -1013,7 +1013,7 @@ static void restart_watchdog(struct child *ch)
  * stop signal when it was stopped on a terminal, else 0. */
 static int reap(struct child *ch, int *st)
 {
-	int flags = WNOHANG | ((ch->tty >= 0 || ch->suspend) && !ch->reaped ? WUNTRACED : 0);
+	int flags = WNOHANG | (ch->tty >= 0 || ch->suspend ? WUNTRACED : 0);
 
 	for (;;) {
 		int s;
@@ -1029,6 +1029,13 @@ static int reap(struct child *ch, int *st)
 			*st = s;
 		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
 			restart_watchdog(ch);
+		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog &&
+		           getpgid(w) == ch->pid) {
+			/* The command exited, and what is left of its group (reparented to us)
+			 * stopped: a Ctrl-Z to the group, which still has the terminal, is the
+			 * job's stop, followed as the command's would be (else the shell never
+			 * gets control back while rlock waits for a stopped group). */
+			return WSTOPSIG(s);
 		}
 	}
 }
