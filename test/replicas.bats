@@ -265,7 +265,7 @@ cut_proxy_start() {
 		[[ $how == max-hold ]] || kill "-$how" "$kp"
 		wait_until 20 proc_gone "$kp"
 		took=$(($(now_ms) - start))
-		echo "# $how: $took ms: $(cat "kr$how.log")" >&3
+		sed "s/^/# $how: $took ms: /" "kr$how.log" >&3
 		key_absent "rlock:{kr$how}"
 		assert_regex "$(cat "kr$how.log")" "released rlock:\{kr$how\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged the writes within 1000 ms"
 		assert_equal "$(grep -c 'not confirmed' "kr$how.log")" 1

@@ -87,7 +87,7 @@ unguarded_run_stops() {
 	# second in which rlock tries again to start a watchdog
 	rcli DEL 'rlock:{g}' >/dev/null
 	rlock_wait "$RLOCK_PID" 20
-	echo "# $(cat "$RLOCK_ERR")" >&3
+	sed 's/^/# /' "$RLOCK_ERR" >&3
 	[[ $RLOCK_STATUS == 71 ]] || fail "status $RLOCK_STATUS, not 71: $(cat "$RLOCK_ERR")"
 	grep -q 'watchdog process died and no new one can be started' "$RLOCK_ERR" ||
 		fail "no line says why 71: $(cat "$RLOCK_ERR")"
