@@ -312,6 +312,8 @@ stopped_or_gone() { grep -q Stopped tty-out || proc_gone "$1"; }
 @test "Ctrl-Z during the release's --wait-replicas WAIT (the release sent): rlock stops at once, not when the WAIT ends; fg: it waits on, one line says not confirmed, the command's status" {
 	# The replica is stopped: the WAIT can only end by its deadline (--io-timeout 3s).
 	local replica rpid master=$REDIS_PORT url=$REDIS_URL t0 rl
+	# its first sync at once, not after the default 5 s of diskless-sync delay
+	rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
 	redis_start --replicaof 127.0.0.1 "$master"
 	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
 	REDIS_PORT=$master REDIS_URL=$url
