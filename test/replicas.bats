@@ -18,10 +18,10 @@ teardown() {
 	[[ -z ${REPLICA_PID:-} ]] || redis_stop "$REPLICA_PID"
 	# keepers a test started (keeper.pids): killed only while still keepers
 	local p
-	for p in $(cat keeper.pids 2>/dev/null); do
+	while read -r p; do
 		[[ $p =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-keeper ]] &&
 			kill -KILL "$p" 2>/dev/null
-	done
+	done < <(cat keeper.pids 2>/dev/null)
 	common_teardown
 }
 
