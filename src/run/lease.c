@@ -32,6 +32,8 @@ int lease_release(struct store *s, const struct store_config *cfg, const struct 
 	int64_t cap = cap_ms < lease_end ? cap_ms : lease_end;
 	int rc = LOCK_ERR;
 
+	if (opened)
+		*opened = NULL;
 	if (clock_ms() >= lease_end) {
 		snprintf(err, errlen, "%s", LEASE_OVER);
 		return LOCK_ERR;
