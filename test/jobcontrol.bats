@@ -4,7 +4,7 @@
 # continued in the background); one Ctrl-C ends a loop of rlock runs (rlock dies of
 # the command's SIGINT, so bash knows the user interrupted).
 
-# shellcheck disable=SC2016,SC2154  # quoted $: typed into the shell; bats sets $stderr
+# shellcheck disable=SC2016,SC2154,SC2030,SC2031  # quoted $: typed into the shell; bats sets $stderr; a test sets REDIS_URL for itself
 load helpers
 
 setup() {
@@ -20,6 +20,8 @@ setup() {
 
 teardown() {
 	exec 5>&- || true
+	# a replica a test started: stopped (resumed first) even when the test fails
+	[[ -z ${REPLICA_PID:-} ]] || redis_stop "$REPLICA_PID"
 	common_teardown
 }
 
@@ -305,4 +307,55 @@ stopped_or_gone() { grep -q Stopped tty-out || proc_gone "$1"; }
 	assert_equal "$(cat after)" "status=0"
 	[[ $("$RLOCK" -u "$REDIS_URL" -k rz --history) == *released* ]]
 	[[ $("$RLOCK" -u "$REDIS_URL" -k rz --history) != *lost* ]]
+}
+
+@test "Ctrl-Z during the release's --wait-replicas WAIT (the release sent): rlock stops at once, not when the WAIT ends; fg: it waits on, one line says not confirmed, the command's status" {
+	# The replica is stopped: the WAIT can only end by its deadline (--io-timeout 3s).
+	local replica rpid master=$REDIS_PORT url=$REDIS_URL t0 rl
+	# its first sync at once, not after the default 5 s of diskless-sync delay
+	rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+	redis_start --replicaof 127.0.0.1 "$master"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	REDIS_PORT=$master REDIS_URL=$url
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	printf '%s\n' "$RLOCK -u $REDIS_URL --wait-replicas 1 --io-timeout 3s -k rw -- sh -c 'echo \$PPID > rl.pid; kill -STOP $rpid' 2>rl.err" >&5
+	wait_until 30 test -s rl.pid
+	rl=$(cat rl.pid)
+	track_pid "$rl"
+	wait_until 30 key_absent 'rlock:{rw}' # released on the master: the WAIT is on
+	t0=$(now_ms)
+	printf '\032' >&5
+	wait_until 30 grep -q Stopped tty-out
+	echo "# stopped $(($(now_ms) - t0)) ms after Ctrl-Z" >&3
+	(($(now_ms) - t0 < 1500)) || fail "rlock stopped only when the WAIT ended"
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=0"
+	echo "# $(cat rl.err)" >&3
+	assert_equal "$(grep -c . rl.err)" 1
+	grep -q 'released rlock:{rw} on the master, not confirmed by 1 replica(s)' rl.err
+}
+
+@test "Ctrl-Z after the command exited, its group's last process still running (it has the terminal): the job stops, rlock with it, the shell gets control back; fg resumes it, the command's status" {
+	# The Ctrl-Z goes to the command's group, which has the terminal: its leftover
+	# (sleep) stopped while rlock waited for the group on, the shell never got control
+	# back, and the lease was renewed under a job nobody could resume but by kill -CONT.
+	local cmd rl left
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zd -- sh -c 'echo \$\$ \$PPID > pids; sleep 1 & echo \$! > left; exit 3'" >&5
+	wait_until 30 test -s left
+	read -r cmd rl <pids
+	left=$(cat left)
+	track_pid "$rl" "$left"
+	wait_until 30 proc_gone "$cmd"
+	printf '\032' >&5
+	wait_until 30 not running "$left"
+	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 5 not running "$rl"
+	key_exists 'rlock:{zd}'
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=3"
+	key_absent 'rlock:{zd}'
 }

@@ -25,7 +25,8 @@ teardown() {
 			kill -KILL "$p" 2>/dev/null
 	done
 	# a test's full tmpfs (full_runtime_dir)
-	[[ -z ${FULL_MNT:-} ]] || umount "$FULL_MNT" 2>/dev/null || true
+	# (lazily: a keeper just killed may still hold its log file there)
+	[[ -z ${FULL_MNT:-} ]] || umount "$FULL_MNT" 2>/dev/null || umount -l "$FULL_MNT" 2>/dev/null || true
 	common_teardown
 }
 
@@ -794,4 +795,36 @@ acquire_stopped_after_grant() {
 	key_absent 'rlock:{ci}'
 	# stopped now, not at its next renewal (20 s away)
 	wait_until 5 proc_gone "$kp"
+}
+
+@test "a keeper whose --log-file is on a full disk: the lines it cannot write go to syslog, and once space returns one line in the file counts them" {
+	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
+	FULL_MNT=$BATS_TEST_TMPDIR/full
+	mkdir "$FULL_MNT"
+	mount -t tmpfs -o size=64k,mode=700 tmpfs "$FULL_MNT" || {
+		FULL_MNT=
+		skip "cannot mount a tmpfs here"
+	}
+	local kp log=$FULL_MNT/keeper.log
+	# -vv: a line per renewal (every 1/3 s)
+	eval "$(timeout 20 "$RLOCK" -vv -k ci -t 1s --log-file "$log" --acquire)"
+	kp=$(keeper_pid)
+	echo "$kp" >>keeper.pids
+	wait_until 10 grep -q 'renewed rlock:{ci}' "$log"
+	dd if=/dev/zero of="$FULL_MNT/fill" bs=1k 2>/dev/null || true
+	# and the room left in the log file's own last page
+	yes filler >>"$log" 2>/dev/null || true
+	# three renewals, whose lines find the disk full
+	renewed_reset
+	wait_until 10 renewed 3 'rlock:{ci}' rcli
+	rm "$FULL_MNT/fill"
+	wait_until 10 grep -q 'line(s) not written to this log file (No space left on device): sent to syslog' "$log"
+	echo "# $(grep 'not written' "$log")" >&3
+	# on a line of its own, stamped as every line is
+	grep -qE '^[0-9-]+T[0-9:+-]+ rlock\[[0-9]+\]: [0-9]+ line\(s\) not written' "$log"
+	# said once, not again at the next line
+	wait_until 10 eval '[[ $(tail -n 1 "$log") == *"renewed rlock:{ci}"* ]]'
+	assert_equal "$(grep -c 'not written' "$log")" 1
+	run -0 timeout 20 "$RLOCK" -k ci --release
+	wait_until 10 proc_gone "$kp"
 }

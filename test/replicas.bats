@@ -8,12 +8,20 @@ load helpers
 setup_file() {
 	common_setup_file
 	export MASTER_PORT=$REDIS_PORT MASTER_URL=$REDIS_URL MASTER_PID=$REDIS_PID
+	# a replica's first sync at once, not after the default 5 s of diskless-sync delay
+	rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
 }
 
 # A replica a test started (REPLICA_PID): stopped (and resumed first) even when the
 # test fails, so that the next test's master has none but its own.
 teardown() {
 	[[ -z ${REPLICA_PID:-} ]] || redis_stop "$REPLICA_PID"
+	# keepers a test started (keeper.pids): killed only while still keepers
+	local p
+	while read -r p; do
+		[[ $p =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$p/comm" 2>/dev/null) == rlock-keeper ]] &&
+			kill -KILL "$p" 2>/dev/null
+	done < <(cat keeper.pids 2>/dev/null)
 	common_teardown
 }
 
@@ -240,6 +248,40 @@ cut_proxy_start() {
 		key_absent "rlock:{kw$sig}"
 		kill -CONT "$rpid"
 		wait_until 20 sh -c "redis-cli -p $MASTER_PORT info replication | grep -q 'slave0:.*state=online'"
+	done
+	redis_stop "$rpid"
+}
+
+@test "the keeper's own release (SIGTERM, --max-hold) waits for --wait-replicas, bounded by --io-timeout; its --log-file says in one line when it was not confirmed" {
+	# As a plain run's release does: a failover right after it can bring the lock back,
+	# and nobody is told. With the replica stopped the WAIT can only end by its deadline.
+	# (SIGHUP, SIGINT: the same path as SIGTERM's.) Both keepers at once: one wait.
+	local replica rpid how start took
+	redis_start --replicaof 127.0.0.1 "$MASTER_PORT"
+	replica=$REDIS_PORT rpid=$REDIS_PID REPLICA_PID=$REDIS_PID
+	wait_until 20 sh -c "redis-cli -p $replica info replication | grep -q master_link_status:up"
+	REDIS_PORT=$MASTER_PORT # rcli: the master, not the stopped replica
+	timeout 20 "$RLOCK" -u "$MASTER_URL" --wait-replicas 1 --io-timeout 1s \
+		--log-file krTERM.log -k krTERM --acquire >/dev/null
+	timeout 20 "$RLOCK" -u "$MASTER_URL" --wait-replicas 1 --io-timeout 1s \
+		--log-file krmax.log -k krmax --max-hold 2s --acquire >/dev/null
+	local -A kp
+	for how in TERM max; do
+		kp[$how]=$(rcli HGET "rlock:{kr$how}:owner" pid)
+		[[ ${kp[$how]} =~ ^[0-9]+$ ]]
+		echo "${kp[$how]}" >>keeper.pids
+	done
+	kill -STOP "$rpid"
+	start=$(now_ms)
+	kill -TERM "${kp[TERM]}"
+	for how in TERM max; do
+		wait_until 20 proc_gone "${kp[$how]}"
+		took=$(($(now_ms) - start))
+		sed "s/^/# $how: $took ms: /" "kr$how.log" >&3
+		key_absent "rlock:{kr$how}"
+		assert_regex "$(cat "kr$how.log")" "released rlock:\{kr$how\} on the master, not confirmed by 1 replica\(s\) \(--wait-replicas\): only 0 of 1 replicas acknowledged the writes within 1000 ms"
+		assert_equal "$(grep -c 'not confirmed' "kr$how.log")" 1
+		[[ $how != TERM ]] || ((took >= 900)) || fail "the keeper did not wait for the replica ($took ms)"
 	done
 	redis_stop "$rpid"
 }

@@ -74,6 +74,27 @@ unguarded_run_stops() {
 	unguarded_run_stops
 }
 
+@test "the watchdog dies, none can be started, and the lease ends before the retries are over: 71 (the host's fault, as without the loss), not 79" {
+	require_tool prlimit
+	make_step
+	rlock_bg --pgrp --kill-after 1s -t 1s -k g -c './step; true'
+	wait_until 30 test -e started
+	local w
+	w=$(watchdog_of "$RLOCK_PID") || fail "no watchdog"
+	prlimit --pid "$RLOCK_PID" --nofile=3:3
+	kill -KILL "$w"
+	# the lease ends now (its next renewal, within 1/3 s, finds it gone), inside the
+	# second in which rlock tries again to start a watchdog
+	rcli DEL 'rlock:{g}' >/dev/null
+	rlock_wait "$RLOCK_PID" 20
+	sed 's/^/# /' "$RLOCK_ERR" >&3
+	[[ $RLOCK_STATUS == 71 ]] || fail "status $RLOCK_STATUS, not 71: $(cat "$RLOCK_ERR")"
+	grep -q 'watchdog process died and no new one can be started' "$RLOCK_ERR" ||
+		fail "no line says why 71: $(cat "$RLOCK_ERR")"
+	track_pidfile step.pid
+	wait_until 5 pidfile_gone step.pid || fail "the command's own child runs on"
+}
+
 @test "the watchdog dies while the command runs and no process slot is left for a new one (RLIMIT_NPROC): the command is stopped, the lock given back, 71" {
 	require_tool prlimit setpriv
 	((EUID == 0)) || skip "needs root: to run rlock as another user, whose process limit binds"

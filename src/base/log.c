@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h> /* after log.h: in this file LOG_INFO is syslog's priority */
 #include <time.h>
 #include <unistd.h>
@@ -24,8 +26,14 @@ void log_to_syslog(void)
 
 static _Atomic int stamped; /* set by the keeper while its renewal thread runs */
 
+static void file_lost_note(void);
+
 void log_stamped(void)
 {
+	static int registered;
+
+	if (!registered && atexit(log_flush) == 0)
+		registered = 1; /* the count of lines lost to a full disk, a last try */
 	stamped = 1;
 }
 
@@ -145,6 +153,8 @@ void log_flush(void)
 
 	pthread_mutex_lock(&out_lock);
 	flush_pending(1);
+	if (stamped)
+		file_lost_note();
 	if (dropped) {
 		size_t pre = log_prefix(note, 64);
 		int w = snprintf(note + pre, sizeof note - pre,
@@ -179,6 +189,76 @@ void log_flush_until(int fd)
 	pthread_mutex_unlock(&out_lock);
 }
 
+/* A log file (log_stamped: the keeper's --log-file) that cannot take a line (a full
+ * disk, a quota): the line goes to syslog instead, and the count of lines lost here is
+ * written before the next line the file takes (or at exit), so that its reader sees
+ * the gap. Under out_lock. */
+static unsigned long file_lost; /* lines the log file did not take */
+static int file_lost_errno;
+
+static int write_whole(const char *buf, size_t n)
+{
+	ssize_t w;
+
+	do
+		w = write(STDERR_FILENO, buf, n);
+	while (w < 0 && errno == EINTR);
+	if (w >= 0 && (size_t)w < n)
+		errno = ENOSPC; /* a short write to a file: no room for the rest */
+	return w >= 0 && (size_t)w == n ? 0 : -1;
+}
+
+/* The count of lost lines, once the file takes it, on a line of its own (a line cut
+ * short by the full disk, ours or another writer's, left the file without its end).
+ * Under out_lock. */
+static void file_lost_note(void)
+{
+	char note[300], last = '\n';
+	struct stat st;
+
+	if (!file_lost)
+		return;
+	/* its last byte, read on a descriptor of its own (ours is write-only) */
+	if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+		int fd = open("/proc/self/fd/2", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		struct stat same;
+		if (fd >= 0 &&
+		    (fstat(fd, &same) < 0 || same.st_ino != st.st_ino || same.st_dev != st.st_dev ||
+		     pread(fd, &last, 1, st.st_size - 1) != 1))
+			last = '\n';
+		if (fd >= 0)
+			close(fd);
+	}
+	size_t pre = last != '\n';
+	note[0] = '\n';
+	pre += log_prefix(note + pre, 64);
+	int w = snprintf(note + pre, sizeof note - pre,
+	                 "%lu line(s) not written to this log file (%s): sent to syslog\n",
+	                 file_lost, strerror(file_lost_errno));
+	if (w > 0 && write_whole(note, pre + (size_t)w) == 0)
+		file_lost = 0;
+}
+
+static void write_file_line(const char *line, size_t n)
+{
+	static int opened;
+
+	file_lost_note();
+	/* a note still owed: the line after it, never before (it would hide the gap) */
+	if (!file_lost && write_whole(line, n) == 0)
+		return;
+	if (!file_lost)
+		file_lost_errno = errno;
+	file_lost++;
+	if (!opened && !use_syslog)
+		openlog("rlock-keeper", LOG_PID, LOG_USER);
+	opened = 1;
+	const char *text = strstr(line, "]: "); /* without the file's stamp */
+	text = text ? text + 3 : line;
+	syslog(LOG_WARNING, "(not written to the log file) %.*s",
+	       (int)(n - (size_t)(text - line) - 1), text);
+}
+
 /* A line while deferring, or with lines pending: in order after them. */
 static void write_in_order(const char *line, size_t n)
 {
@@ -191,6 +271,8 @@ static void write_in_order(const char *line, size_t n)
 			dropped++;
 		}
 		flush_pending(0);
+	} else if (stamped) {
+		write_file_line(line, n);
 	} else {
 		flush_pending(1);
 		ssize_t w;
@@ -203,7 +285,7 @@ static void write_in_order(const char *line, size_t n)
 
 void log_write(const char *line, size_t n)
 {
-	if (deferring || any_pending) {
+	if (deferring || any_pending || stamped) {
 		write_in_order(line, n);
 		return;
 	}

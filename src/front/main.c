@@ -556,6 +556,12 @@ static int late_signal(int sigfd)
 	return 0;
 }
 
+/* hold_on_sent's: every release is sent, a Ctrl-Z may stop rlock (child_unlisten_stop). */
+static void unlisten_stop(void *ch)
+{
+	child_unlisten_stop(ch);
+}
+
 /* Run the command under the hold, supervise it, give the locks back. The status. */
 static int run(struct hold *h, const struct opts *o, const struct reenter *re, int sigfd,
                int termfd, const sigset_t *orig)
@@ -631,8 +637,11 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	/* The command is gone: a terminating signal now ends the release's WAITs at once
 	 * (never the release), said on its line; rlock dies of it below. */
 	hold_release_interruptible(h, termfd);
+	/* released: a Ctrl-Z since then stops rlock now, not after the release's WAIT
+	 * (continued, it waits on) */
+	hold_on_sent(h, unlisten_stop, &ch);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
-	child_unlisten_stop(&ch); /* released: a Ctrl-Z since then stops rlock now */
+	child_unlisten_stop(&ch); /* done already by hold_on_sent's call: a no-op then */
 	if (asked)
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
 	if (released == HOLD_LOST && (!ch.lost || asked)) {

@@ -1013,7 +1013,7 @@ static void restart_watchdog(struct child *ch)
  * stop signal when it was stopped on a terminal, else 0. */
 static int reap(struct child *ch, int *st)
 {
-	int flags = WNOHANG | ((ch->tty >= 0 || ch->suspend) && !ch->reaped ? WUNTRACED : 0);
+	int flags = WNOHANG | (ch->tty >= 0 || ch->suspend ? WUNTRACED : 0);
 
 	for (;;) {
 		int s;
@@ -1029,6 +1029,13 @@ static int reap(struct child *ch, int *st)
 			*st = s;
 		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
 			restart_watchdog(ch);
+		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog &&
+		           getpgid(w) == ch->pid) {
+			/* The command exited, and what is left of its group (reparented to us)
+			 * stopped: a Ctrl-Z to the group, which still has the terminal, is the
+			 * job's stop, followed as the command's would be (else the shell never
+			 * gets control back while rlock waits for a stopped group). */
+			return WSTOPSIG(s);
 		}
 	}
 }
@@ -1393,13 +1400,21 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 	ch->timeout_status = !ch->timed_out            ? 0
 	                     : ch->term_sig == SIGKILL ? RL_EX_TIMEOUT_KILLED
 	                                               : RL_EX_TIMEOUT;
+	/* The watchdog died and none could be started: the host's fault (71), also when the
+	 * lease ended meanwhile (the same shortage often stops the renewals, or the loss
+	 * came while the command was being stopped for it); the history still records the
+	 * run lost (ch->lost). */
+	if (ch->unguarded_stop || (s->lost && ch->unguarded)) {
+		if (!ch->unguarded_stop)
+			log_error("the watchdog process died and no new one can be started (%s): "
+			          "the host's fault (71), the lease lost meanwhile",
+			          strerror(ch->unguarded_errno));
+		ch->term_sig = 0;
+		return RL_EX_OSERR;
+	}
 	if (s->lost) {
 		ch->term_sig = 0;
 		return RL_EX_LOST;
-	}
-	if (ch->unguarded_stop) {
-		ch->term_sig = 0;
-		return RL_EX_OSERR;
 	}
 	if (ch->timed_out) {
 		ch->term_sig = 0;

@@ -153,7 +153,9 @@ int child_supervise(struct child *ch, const struct supervise_args *a);
  * wait for it: it exits on its own. */
 void child_finish(struct child *ch);
 
-/* After child_finish and the release: from here on a SIGTSTP (Ctrl-Z to rlock's group)
+/* After child_finish and the release (once the last release is sent: its --wait-replicas
+ * WAIT may take up to --io-timeout, and the lock is no longer rlock's to keep from a
+ * stop; continued, rlock waits on): from here on a SIGTSTP (Ctrl-Z to rlock's group)
  * stops rlock at once, as before the command, and one that came since the command ended
  * (kept blocked meanwhile, so that rlock never stops with a lock to give back) stops it
  * now: the shell gets its job's stop, `fg` the exit. */

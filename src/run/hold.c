@@ -187,8 +187,15 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	else
 		renew_drop(h->rn[i]);
 	h->rn[i] = NULL;
+	/* no handle left (a keeper's: its main one closed, its renewal not yet run): the
+	 * fresh one that writes the release is kept for its WAIT, as live would be */
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
-	                       STORE_NO_CAP, err, sizeof err);
+	                       STORE_NO_CAP, live || h->s ? NULL : &live, err, sizeof err);
+	if (i == 0 && h->sent_fn) { /* the last one sent (released in reverse order) */
+		void (*fn)(void *) = h->sent_fn;
+		h->sent_fn = NULL;
+		fn(h->sent_ctx);
+	}
 	int handed = rc == LOCK_HANDED_OVER; /* released, to the --preempt request */
 	if (handed) {
 		h->handed_over = 1;
@@ -372,6 +379,12 @@ void hold_release_interruptible(struct hold *h, int fd)
 int hold_interrupted(const struct hold *h)
 {
 	return h->interrupted;
+}
+
+void hold_on_sent(struct hold *h, void (*fn)(void *ctx), void *ctx)
+{
+	h->sent_fn = fn;
+	h->sent_ctx = ctx;
 }
 
 int hold_release(struct hold *h, int64_t keep_ms)
@@ -658,6 +671,7 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 	h->epfd = -1;
 	h->abort_fd = -1;
 	h->interrupted = 0;
+	h->sent_fn = NULL;
 	h->failed = sp->names[0];
 	h->wait_replicas = sp->wait_replicas;
 	h->wait_aof_local = sp->wait_aof_local;

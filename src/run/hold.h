@@ -61,6 +61,9 @@ struct hold {
 	/* hold_release_interruptible: the signalfd that ends the release's waits (-1: none),
 	 * and the signal that did (0: none) */
 	int abort_fd, interrupted;
+	/* hold_on_sent: called once the last release is sent, before its waits (NULL: none) */
+	void (*sent_fn)(void *ctx);
+	void *sent_ctx;
 	/* last: a run writes the fields above and its locks, each page a page fault */
 	struct lock l[HOLD_LOCKS_MAX];
 };
@@ -151,6 +154,12 @@ enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
  * (not left pending): hold_interrupted() names it, the caller's to die of. */
 void hold_release_interruptible(struct hold *h, int fd);
 int hold_interrupted(const struct hold *h);
+
+/* The next hold_release calls fn(ctx) once its last release is sent (answered, or
+ * failed), before that release's waits (--wait-replicas, --wait-aof, a --preempt
+ * hand-over's watch): nothing is left that a stop could keep from being sent before
+ * the lease ends (a run: a Ctrl-Z stops rlock from then on, child_unlisten_stop). */
+void hold_on_sent(struct hold *h, void (*fn)(void *ctx), void *ctx);
 
 /* After a release on used (NULL: its connection is gone) with --wait-replicas N and
  * --wait-aof L,R (0: not asked): 0 and "" when what it wrote is confirmed, else 1 (the

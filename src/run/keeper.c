@@ -714,6 +714,16 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 	}
 }
 
+/* A lock that nobody learnt the token of (the keeper could not report it) is given back
+ * as a run's lock that no command ran under is (hold.c): no --wait-replicas or
+ * --wait-aof of its own, no line beside the failure's, no more --io-timeout. */
+static int give_back(struct hold *h, int rc)
+{
+	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
+	hold_release(h, 0);
+	return rc;
+}
+
 static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
@@ -734,18 +744,18 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
 	if (detach_stderr(k) < 0)
-		return hold_release(h, 0), RL_EX_USAGE;
+		return give_back(h, RL_EX_USAGE);
 	if (k->log_file)
 		log_stamped();
 	int reported = report_to_parent(l, inherited);
 	free(inherited);
 	if (reported < 0)
-		return hold_release(h, 0), RL_EX_OSERR;
+		return give_back(h, RL_EX_OSERR);
 	if (parent_printed(h, sigfd) < 0) {
 		log_error("rlock --acquire ended before it printed the token: nobody could "
 		          "release %s; the keeper gives it back",
 		          l->key);
-		return hold_release(h, 0), RL_EX_OSERR;
+		return give_back(h, RL_EX_OSERR);
 	}
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);

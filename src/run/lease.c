@@ -25,12 +25,15 @@ int64_t lease_warn_after(int64_t ttl_ms)
 }
 
 int lease_release(struct store *s, const struct store_config *cfg, const struct lock *l,
-                  int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen)
+                  int64_t keep_ms, int64_t lease_end, int64_t cap_ms, struct store **opened,
+                  char *err, size_t errlen)
 {
 	struct store *fresh = NULL;
 	int64_t cap = cap_ms < lease_end ? cap_ms : lease_end;
 	int rc = LOCK_ERR;
 
+	if (opened)
+		*opened = NULL;
 	if (clock_ms() >= lease_end) {
 		snprintf(err, errlen, "%s", LEASE_OVER);
 		return LOCK_ERR;
@@ -41,7 +44,10 @@ int lease_release(struct store *s, const struct store_config *cfg, const struct 
 		s = fresh;
 	if (s)
 		rc = store_release(s, l, keep_ms, cap, err, errlen);
-	store_close(fresh);
+	if (opened)
+		*opened = fresh; /* the caller's: its WAIT goes where the release was written */
+	else
+		store_close(fresh);
 	if (rc != LOCK_OK && rc != LOCK_NOTOURS && rc != LOCK_HANDED_OVER && rc != LOCK_HANDED_ON &&
 	    rc != LOCK_KEEP_OVER) {
 		if (clock_ms() >= lease_end)

@@ -22,12 +22,15 @@ int64_t lease_warn_after(int64_t ttl_ms); /* ttl * 2/3 */
 #define LEASE_OVER "the lease is over" /* lease_release's reason when it was too late */
 
 /* Release l on s, else (s NULL) on a fresh handle of cfg (cfg NULL: none), never at or
- * after lease_end nor past cap_ms. LOCK_OK, LOCK_NOTOURS (no longer ours) or LOCK_ERR
- * with the reason in err (LEASE_OVER when it was too late: nothing was sent), or
- * LOCK_HANDED_OVER (released to the --preempt request that stopped the command: lock.h),
- * LOCK_HANDED_ON (keep_ms > 0: not kept, released to a --preempt request: lock.h), or
- * LOCK_KEEP_OVER (keep_ms > 0, sent again: kept, the keep over now: lock.h). */
+ * after lease_end nor past cap_ms; that fresh handle into *opened (NULL: none opened),
+ * for the caller to close, else (opened NULL) closed here. LOCK_OK, LOCK_NOTOURS (no
+ * longer ours) or LOCK_ERR with the reason in err (LEASE_OVER when it was too late:
+ * nothing was sent), or LOCK_HANDED_OVER (released to the --preempt request that
+ * stopped the command: lock.h), LOCK_HANDED_ON (keep_ms > 0: not kept, released to a
+ * --preempt request: lock.h), or LOCK_KEEP_OVER (keep_ms > 0, sent again: kept, the
+ * keep over now: lock.h). */
 int lease_release(struct store *s, const struct store_config *cfg, const struct lock *l,
-                  int64_t keep_ms, int64_t lease_end, int64_t cap_ms, char *err, size_t errlen);
+                  int64_t keep_ms, int64_t lease_end, int64_t cap_ms, struct store **opened,
+                  char *err, size_t errlen);
 
 #endif

@@ -256,7 +256,7 @@ static void give_back(struct store *s, const struct wait_args *a, int64_t budget
 	l.attempt_declared = 1;
 	/* When the lease would end is not known here (a reply may not have come): the
 	 * budget bounds it. */
-	if (lease_release(s, NULL, &l, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), err,
+	if (lease_release(s, NULL, &l, 0, STORE_NO_CAP, cleanup_deadline(a, budget_ms), NULL, err,
 	                  sizeof err) == LOCK_ERR)
 		log_debug("cannot give the lock back (%s); it expires within %lld ms", err,
 		          (long long)a->lock->ask.ttl_ms);
