@@ -975,6 +975,14 @@ static int follow_stop(struct child *ch, int stopsig)
 	return 1;
 }
 
+/* Why no watchdog could be started, for a line: watchdog_await's ETIMEDOUT is one that
+ * never said it was ready (stopped, starved), not a connection's timeout. */
+static const char *unguarded_why(const struct child *ch)
+{
+	return ch->unguarded_errno == ETIMEDOUT ? "none said it was ready in time"
+	                                        : strerror(ch->unguarded_errno);
+}
+
 /* Start a watchdog in place of one that died: 0, or -1 with ch->unguarded_errno. */
 static int rewatch_start(struct child *ch)
 {
@@ -1005,7 +1013,7 @@ static void restart_watchdog(struct child *ch)
 	}
 	ch->unguarded = clock_ms();
 	log_debug("the watchdog process died and no new one can be started (%s): trying again",
-	          strerror(ch->unguarded_errno));
+	          unguarded_why(ch));
 }
 
 /* Reap every exited child: the command (its status into *st), the orphans of its
@@ -1231,7 +1239,7 @@ static void retry_watchdog(struct sup *s, int64_t now)
 	log_error("the watchdog process died and no new one can be started (%s): the command "
 	          "is stopped (SIGTERM, SIGKILL in %lld ms), as nothing would stop it if rlock "
 	          "were killed",
-	          strerror(ch->unguarded_errno), (long long)(s->kill_at - now));
+	          unguarded_why(ch), (long long)(s->kill_at - now));
 }
 
 static int64_t min_left(int64_t cur, int64_t at, int64_t now)
@@ -1408,7 +1416,7 @@ static int supervised_status(struct child *ch, const struct sup *s, int st)
 		if (!ch->unguarded_stop)
 			log_error("the watchdog process died and no new one can be started (%s): "
 			          "the host's fault (71), the lease lost meanwhile",
-			          strerror(ch->unguarded_errno));
+			          unguarded_why(ch));
 		ch->term_sig = 0;
 		return RL_EX_OSERR;
 	}
