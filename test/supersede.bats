@@ -163,9 +163,9 @@ superseded_at() {
 }
 
 @test "--supersede waiting out a --lock-delay, stopped past its place's lease: the newer request that took the place replaces it (80), the older never runs" {
-	# (scripts/explore seed 81831831 single 13: a Ctrl-Z'd request; the lock-delay's
-	# busy answer took the place but the request did not know it had, so when continued
-	# it took the place back from the newer one as if it were the newer)
+	# (found triaging scripts/explore's Ctrl-Z: the lock-delay's busy answer took the
+	# place but the request did not know it had, so when continued it took the place
+	# back from the newer one as if it were the newer)
 	rlock_bg -k dep -t 1s --lock-delay 4s -- "$HOLD" h
 	local h_pid=$RLOCK_PID
 	wait_until 30 test -e h.started
