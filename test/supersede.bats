@@ -162,6 +162,31 @@ superseded_at() {
 	key_absent 'rlock:{dep}:supersede'
 }
 
+@test "--supersede waiting out a --lock-delay, stopped past its place's lease: the newer request that took the place replaces it (80), the older never runs" {
+	# (found triaging scripts/explore's Ctrl-Z: the lock-delay's busy answer took the
+	# place but the request did not know it had, so when continued it took the place
+	# back from the newer one as if it were the newer)
+	rlock_bg -k dep -t 1s --lock-delay 4s -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	run -0 rlock -k dep --break
+	rlock_wait "$h_pid" 30
+	rlock_bg -k dep --supersede --label req1 -t 1s -w 60s -c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 place_is req1
+	kill -STOP "$a"
+	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
+	request 2 -w 60s
+	wait_until 30 place_is req2
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	wait_until 30 test -s exit.2
+	assert_equal "$(cut -d' ' -f1 exit.2)" 0
+	assert_equal "$(cat log)" "run 2"
+}
+
 @test "--acquire --supersede: a keeper's request is replaced too (eval gets 80)" {
 	rlock_bg -k dep -- "$HOLD" h
 	local h_pid=$RLOCK_PID

@@ -503,6 +503,10 @@ int lock_decode_acquire(const struct resp_reply *r, struct lock *l, struct holde
 		h->pttl_ms = r->element[1]->integer;
 		h->pid = h->start_ms = h->ttl_ms = -1;
 		l->placed = 0;
+		/* a --supersede request took the waiting place here too (acquire.lua): its next
+		 * attempts check that they still have it, or a request away past the place's
+		 * lease takes it back from a newer one */
+		l->supersede_placed = l->ask.supersede;
 		return LOCK_BUSY;
 	}
 	if ((is_array(r, 9) || is_array(r, 10) || is_array(r, 12) || is_array(r, 13) ||
