@@ -204,3 +204,53 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 --separate-stderr "$RLOCK" -k ev --events "$PWD/evdir" -- echo ran
 	[[ $stderr == *"s a directory"* ]] || fail "stderr: $stderr"
 }
+
+@test "events: every way of not getting the lock ends with a line and the exit status (superseded 80, a usage mismatch 64, killed while waiting 143)" {
+	rlock_bg -k ev -s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	# held shared, asked with --limit: 64, found at the server
+	run -64 "$RLOCK" -n -k ev --limit 2 --events ev.jsonl -- true
+	[[ $(jq -c -s 'map([.event, .status])' ev.jsonl) == '[["failed",64]]' ]] ||
+		fail "$(cat ev.jsonl)"
+	# a waiter superseded by a newer --supersede request: 80
+	rlock_bg -k ev --supersede --events sup.jsonl -- true
+	local old=$RLOCK_PID
+	wait_until 10 grep -q '"event":"waiting"' sup.jsonl
+	rlock_bg -k ev --supersede -w 100ms -- true
+	rlock_wait "$old"
+	((RLOCK_STATUS == 80)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .status])' sup.jsonl) == '[["waiting",null],["superseded",80]]' ]] ||
+		fail "$(cat sup.jsonl)"
+	[[ $(jq -r -s 'map(.token) | unique | length' sup.jsonl) == 1 ]]
+	# a waiter killed by SIGTERM dies of it, its last line says so
+	rlock_bg -k ev --events sig.jsonl -- true
+	wait_until 10 grep -q '"event":"waiting"' sig.jsonl
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .status])' sig.jsonl) == '[["waiting",null],["failed",143]]' ]] ||
+		fail "$(cat sig.jsonl)"
+	[[ $(jq -r 'select(.event == "failed") | .reason' sig.jsonl) == *SIGTERM* ]]
+	touch h.release
+	rlock_wait "$holder"
+}
+
+@test "events: --release --events ends the keeper's run: keeper-released, or keeper-lost with 79" {
+	run -0 --separate-stderr "$RLOCK" -k kp --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	run -0 "$RLOCK" -k kp --release --events ev.jsonl
+	[[ $(jq -r .event ev.jsonl | tr '\n' ' ') == "acquired keeper-started keeper-stopped keeper-released " ]] ||
+		fail "$(cat ev.jsonl)"
+	[[ $(jq -r -s 'map(.token) | unique | .[]' ev.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
+	# deleted under the keeper (its renewal not due yet): the release finds it gone
+	run -0 --separate-stderr "$RLOCK" -k kq -t 30s --acquire --events ev2.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev2.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev2.jsonl)"
+	rcli DEL 'rlock:{kq}' >/dev/null
+	run -79 "$RLOCK" -k kq --release --events ev2.jsonl
+	[[ $(jq -r .event ev2.jsonl | tail -n 1) == keeper-lost ]] || fail "$(cat ev2.jsonl)"
+}

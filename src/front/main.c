@@ -274,6 +274,25 @@ static void die_if_signalled(int termfd)
 		child_die_of((int)si.ssi_signo);
 }
 
+/* rlock dies of signo before it held the lock (connecting, waiting): the events file's
+ * last line says so (failed, 128+N), not a "waiting" left without an end. */
+static void die_unheld(const struct lock *l, int signo)
+{
+	char why[80];
+
+	snprintf(why, sizeof why, "killed by SIG%s before the lock was held", signal_name(signo));
+	events_emit(EV_FAILED, &(struct ev_facts){.lock = l, .status = 128 + signo, .reason = why});
+	child_die_of(signo);
+}
+
+static void die_unheld_if_signalled(int termfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si)
+		die_unheld(NULL, (int)si.ssi_signo);
+}
+
 static struct keeper_args keeper_args_of(const struct opts *o)
 {
 	struct keeper_args k = {.github = o->format_github,
@@ -293,7 +312,8 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	return k;
 }
 
-/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+/* --events and --metrics-file, for a run, a keeper or --release (which ends the keeper's
+ * run): set up before the keeper's fork
  * (which changes to "/"); a bad path is a usage error. */
 static void events_of(const struct opts *o)
 {
@@ -306,7 +326,7 @@ static void events_of(const struct opts *o)
 	                          .conflict_exit = o->conflict_exit};
 	char err[300];
 
-	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE || o->mode == MODE_RELEASE) &&
 	    events_setup(&e, err, sizeof err) < 0) {
 		log_error("%s", err);
 		exit(RL_EX_USAGE);
@@ -364,13 +384,32 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	}
 	if (rc == STORE_OK)
 		return 0;
-	die_if_signalled(termfd);
+	die_unheld_if_signalled(termfd);
 	log_error("%s", err);
 	rc = rc == STORE_USAGE     ? RL_EX_USAGE
 	     : store_fault_local() ? RL_EX_OSERR /* the host, not the server */
 	                           : RL_EX_UNAVAILABLE;
 	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
 	return rc;
+}
+
+/* --release's outcome in the events file (the keeper, told to stop, wrote
+ * keeper-stopped: this run releases): released, lost, or why not. */
+static void released_record(const struct lock *l, int rc)
+{
+	if (rc == 0)
+		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
+	else if (rc == RL_EX_LOST)
+		events_emit(
+		    EV_KEEPER_LOST,
+		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+	else if (rc == RL_EX_UNAVAILABLE || rc == RL_EX_OSERR)
+		events_emit(
+		    EV_UNAVAILABLE,
+		    &(struct ev_facts){.lock = l, .status = rc, .reason = "the release failed"});
+	else
+		events_emit(EV_FAILED,
+		            &(struct ev_facts){.lock = l, .status = rc, .reason = "not released"});
 }
 
 /* --status, --break, --release, --list, --held. */
@@ -389,6 +428,9 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k, termfd);
+		if (k->token) /* the line names the token released, not this run's own */
+			snprintf(l.token, sizeof l.token, "%s", k->token);
+		released_record(&l, rc);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);
@@ -423,13 +465,16 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 }
 
 /* --supersede: a newer request took this one's place; it leaves, saying which. */
-static int superseded(const struct opts *o, const char *name, const struct holder *newer)
+static int superseded(const struct opts *o, const char *name, const struct lock *l,
+                      const struct holder *newer)
 {
 	char who[800];
 
 	log_warn("lock '%s': superseded by a newer --supersede request (%s); exiting %d", name,
 	         holder_format(newer, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
 	         o->superseded_exit);
+	events_emit(EV_SUPERSEDED,
+	            &(struct ev_facts){.lock = l, .status = o->superseded_exit, .reason = who});
 	return o->superseded_exit;
 }
 
@@ -459,17 +504,21 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
+	/* the request that failed (its token in the events line), if any */
+	const struct lock *req = h->n < o->nnames ? &h->l[h->n] : NULL;
 	if (rc == WAIT_SIGNAL)
-		child_die_of(signo);
+		die_unheld(req, signo);
 	if (rc == WAIT_BUSY)
 		exit(busy(o, h->failed, &who));
 	if (rc == WAIT_DONE)
 		exit(done_already(o, h->failed, &who));
 	if (rc == WAIT_SUPERSEDED)
-		exit(superseded(o, h->failed, &who));
+		exit(superseded(o, h->failed, req, &who));
 	if (rc == WAIT_MISMATCH) {
 		/* Holders that disagree on the kind of lock or on N: a usage error. */
 		log_error("lock '%s': %s", h->failed, err);
+		events_emit(EV_FAILED,
+		            &(struct ev_facts){.lock = req, .status = RL_EX_USAGE, .reason = err});
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);

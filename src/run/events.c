@@ -36,6 +36,8 @@ static const char *const kind_names[] = {
     [EV_KEEPER_LOST] = "keeper-lost",
     [EV_KEEPER_STOPPED] = "keeper-stopped",
     [EV_KEEPER_RELEASED] = "keeper-released",
+    [EV_SUPERSEDED] = "superseded",
+    [EV_FAILED] = "failed",
 };
 
 /* Set once by events_setup (before threads), read by every thread. */
@@ -249,6 +251,8 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 		put(buf, n, at, ",\"hold_ms\":%lld,\"status\":%d", (long long)hold_ms, f->status);
 		break;
 	case EV_UNAVAILABLE:
+	case EV_SUPERSEDED:
+	case EV_FAILED:
 		put(buf, n, at, ",\"status\":%d", f->status);
 		/* fall through */
 	case EV_RENEW_FAILED:
