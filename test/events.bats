@@ -254,3 +254,17 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -79 "$RLOCK" -k kq --release --events ev2.jsonl
 	[[ $(jq -r .event ev2.jsonl | tail -n 1) == keeper-lost ]] || fail "$(cat ev2.jsonl)"
 }
+
+@test "events: a run preempted (81) reads preempted, not lost, then released; the metrics say ran" {
+	rlock_bg -k pe -t 1s --preemptible --events ev.jsonl --metrics-file m.prom -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	run -0 "$RLOCK" -k pe --preempt -w 10s -- true
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 81)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired preempted released " ]] || fail "$output"
+	[[ $(jq -r 'select(.event == "released") | .status' ev.jsonl) == 81 ]]
+	[[ $(jq -r 'select(.event == "preempted") | .reason' ev.jsonl) == *"pid "* ]]
+	grep -q '^rlock_outcome{key="pe",outcome="ran"} 1' m.prom || fail "$(cat m.prom)"
+}

@@ -584,6 +584,13 @@ static int preempted(const struct hold *h, const struct opts *o, const char *who
 	return timeout ? timeout : own;
 }
 
+static int lease_preempted(const void *ctx)
+{
+	char who[300];
+
+	return hold_preempted(ctx, who, sizeof who);
+}
+
 static int64_t lease_renew_due(const void *ctx)
 {
 	return hold_renew_due(ctx);
@@ -648,6 +655,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .renew_due = lease_renew_due,
 	    .renew_launch = lease_renew_launch,
 	    .renew_ctx = h,
+	    .preempted = lease_preempted,
+	    .preempt_ctx = h,
 	};
 	/* names granted by re-entrance: their holder's leases are watched too */
 	struct rewatch *w = &rewatch;
@@ -682,8 +691,13 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	hold_release_interruptible(h, termfd);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
 	child_unlisten_stop(&ch); /* released: a Ctrl-Z since then stops rlock now */
-	if (asked)
+	if (asked) {
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
+		if (rc == RL_EX_PREEMPTED) /* handed over: else released (or lost) says it */
+			events_emit(
+			    EV_PREEMPTED,
+			    &(struct ev_facts){.reason = h->handed_to[0] ? h->handed_to : who});
+	}
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */

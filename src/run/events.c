@@ -37,6 +37,7 @@ static const char *const kind_names[] = {
     [EV_KEEPER_STOPPED] = "keeper-stopped",
     [EV_KEEPER_RELEASED] = "keeper-released",
     [EV_SUPERSEDED] = "superseded",
+    [EV_PREEMPTED] = "preempted",
     [EV_FAILED] = "failed",
 };
 
@@ -256,6 +257,7 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 		put(buf, n, at, ",\"status\":%d", f->status);
 		/* fall through */
 	case EV_RENEW_FAILED:
+	case EV_PREEMPTED:
 	case EV_LOST:
 	case EV_KEEPER_LOST:
 		put(buf, n, at, ",\"reason\":");

@@ -25,6 +25,8 @@ enum ev_kind {
 	EV_KEEPER_RELEASED, /* the keeper, or --release, released (status: its exit status) */
 	EV_SUPERSEDED,      /* not acquired: a newer --supersede request took its place (status,
 	                     * reason: who) */
+	EV_PREEMPTED,       /* --preemptible: a --preempt request stopped the command and the
+	                     * release handed the lock to it (reason: who); released follows */
 	EV_FAILED,          /* not acquired, or --release did not release, for another reason:
 	                     * a usage error found at the server, rlock killed by a signal
 	                     * before it held the lock (status: the exit status, reason) */
