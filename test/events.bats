@@ -213,6 +213,15 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -64 "$RLOCK" -n -k ev --limit 2 --events ev.jsonl -- true
 	[[ $(jq -c -s 'map([.event, .status])' ev.jsonl) == '[["failed",64]]' ]] ||
 		fail "$(cat ev.jsonl)"
+	# Redlock nodes that are one server (another name for it): 64 at the connect
+	local other="redis://localhost:$REDIS_PORT"
+	if [[ -n $REDIS_SOCKET ]]; then
+		ln -s "$REDIS_SOCKET" alias.sock
+		other="unix://$PWD/alias.sock"
+	fi
+	run -64 "$RLOCK" -n -u "$REDIS_URL" -u "$other" -k ev --events one.jsonl -- true
+	[[ $(jq -c -s 'map([.event, .status])' one.jsonl) == '[["failed",64]]' ]] ||
+		fail "$(cat one.jsonl)"
 	# a waiter superseded by a newer --supersede request: 80
 	rlock_bg -k ev --supersede --events sup.jsonl -- true
 	local old=$RLOCK_PID

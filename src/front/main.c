@@ -389,7 +389,10 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	rc = rc == STORE_USAGE     ? RL_EX_USAGE
 	     : store_fault_local() ? RL_EX_OSERR /* the host, not the server */
 	                           : RL_EX_UNAVAILABLE;
-	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	/* a usage error found at the servers (Redlock nodes that are one server, a
+	 * Cluster or Sentinel given as nodes): failed, not unavailable */
+	events_emit(rc == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc, .reason = err});
 	return rc;
 }
 
