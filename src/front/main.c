@@ -636,6 +636,10 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 				hold_set_all_lost(h, 1);
 			events_emit(EV_LOST, &(struct ev_facts){
 			                         .reason = "ran out before the command started"});
+		} else {
+			/* not run (126, 127 as a shell says; 71): the history's released
+			 * record carries that status, as the events line and the exit do */
+			hold_set_status(h, rc);
 		}
 		hold_release(h, 0);
 		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
