@@ -277,3 +277,24 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $(jq -r 'select(.event == "preempted") | .reason' ev.jsonl) == *"pid "* ]]
 	grep -q '^rlock_outcome{key="pe",outcome="ran"} 1' m.prom || fail "$(cat m.prom)"
 }
+
+@test "events: -k a -k b with b busy: a, taken then given back, ends released (75, or 143 killed while b is waited for)" {
+	rlock_bg -k evb -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	run -75 "$RLOCK" -n -k eva -k evb --events ev.jsonl -- true
+	[[ $(jq -c -s 'map([.event, .name, .status])' ev.jsonl) == \
+		'[["acquired","eva",null],["busy","evb",null],["released","eva",75]]' ]] || fail "$(cat ev.jsonl)"
+	rlock_bg -k eva -k evb --events sig.jsonl -- true
+	wait_until 10 grep -q '"event":"waiting"' sig.jsonl
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .name, .status])' sig.jsonl) == \
+		'[["acquired","eva",null],["waiting","evb",null],["failed","evb",143],["released","eva",143]]' ]] ||
+		fail "$(cat sig.jsonl)"
+	# the failed line carries the waiting request's token, not the first lock's
+	[[ $(jq -r -s '(map(select(.event == "waiting"))[0].token) == (map(select(.event == "failed"))[0].token)' sig.jsonl) == true ]]
+	touch h.release
+	rlock_wait "$holder"
+}

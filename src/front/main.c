@@ -507,8 +507,11 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
-	/* the request that failed (its token in the events line), if any */
-	const struct lock *req = h->n < o->nnames ? &h->l[h->n] : NULL;
+	/* the request that failed (its token in the events line), if any: the name's */
+	const struct lock *req = NULL;
+	for (int i = 0; i < o->nnames && !req; i++)
+		if (o->names[i] == h->failed)
+			req = &h->l[i];
 	if (rc == WAIT_SIGNAL)
 		die_unheld(req, signo);
 	if (rc == WAIT_BUSY)
