@@ -298,3 +298,21 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	touch h.release
 	rlock_wait "$holder"
 }
+
+@test "events: --release killed before its release reaches the server says failed (143), the keeper left holding" {
+	run -0 --separate-stderr "$RLOCK" -k kt --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	kill -STOP "$REDIS_PID"
+	rlock_bg -k kt --release --io-timeout 20s --events rel.jsonl
+	# its signalfd is open: a SIGTERM now ends the status read, not rlock at once
+	wait_until 10 eval 'ls -l /proc/$RLOCK_PID/fd 2>/dev/null | grep -q signalfd'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["failed",143]]' ]] || fail "$(cat rel.jsonl)"
+	[[ $(jq -r .token rel.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
+	run -0 "$RLOCK" -k kt --release
+}

@@ -396,25 +396,6 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	return rc;
 }
 
-/* --release's outcome in the events file (the keeper, told to stop, wrote
- * keeper-stopped: this run releases): released, lost, or why not. */
-static void released_record(const struct lock *l, int rc)
-{
-	if (rc == 0)
-		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
-	else if (rc == RL_EX_LOST)
-		events_emit(
-		    EV_KEEPER_LOST,
-		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
-	else if (rc == RL_EX_UNAVAILABLE || rc == RL_EX_OSERR)
-		events_emit(
-		    EV_UNAVAILABLE,
-		    &(struct ev_facts){.lock = l, .status = rc, .reason = "the release failed"});
-	else
-		events_emit(EV_FAILED,
-		            &(struct ev_facts){.lock = l, .status = rc, .reason = "not released"});
-}
-
 /* --status, --break, --release, --list, --held. */
 static int command(struct store *c, const struct opts *o, const struct lock_ask *ask,
                    const struct keeper_args *k, int termfd)
@@ -431,9 +412,7 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k, termfd);
-		if (k->token) /* the line names the token released, not this run's own */
-			snprintf(l.token, sizeof l.token, "%s", k->token);
-		released_record(&l, rc);
+		keeper_release_record(&l, k, rc);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);
