@@ -405,10 +405,13 @@ PY
 
 @test "every --events kind (src/run/events.c) and --history event (src/store/lua) is documented" {
 	local kinds evs k missing=()
-	kinds=$(sed -n '/kind_names\[\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/run/events.c" | grep -oE '"[a-z-]+"' | tr -d '"')
-	[[ $(wc -w <<<"$kinds") -ge 13 ]] || fail "no kinds read from events.c: $kinds"
+	kinds=$(sed -n '/kind_names\[\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/run/events.c" | grep -oE '"[a-z-]+"' | tr -d '"' | grep -vx renewed)
+	# (renewed: counted for the metrics, never a line)
+	[[ $(wc -w <<<"$kinds") -ge 12 ]] || fail "no kinds read from events.c: $kinds"
 	for k in $kinds; do
 		grep -q "\`$k\`" "$RLOCK_SOURCE_DIR/docs/operations.md" || missing+=("operations.md: $k")
+		[[ $k == keeper-* ]] || sed -n '/^### `--events FILE`/,/^### /p' "$OPTIONS_MD" | grep -q "\*\*$k\*\*" ||
+			missing+=("options.md --events: $k")
 		[[ $k == keeper-* ]] || "$RLOCK" --help | grep -qw -- "$k" || missing+=("--help: $k")
 	done
 	# the history's ev values: 'ev', 'X' and the ends history_end writes ('X' or 'Y' too)
