@@ -219,9 +219,12 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 		ln -s "$REDIS_SOCKET" alias.sock
 		other="unix://$PWD/alias.sock"
 	fi
-	run -64 "$RLOCK" -n -u "$REDIS_URL" -u "$other" -k ev --events one.jsonl -- true
+	run -64 "$RLOCK" -n -u "$REDIS_URL" -u "$other" -k ev --events one.jsonl --metrics-file m.prom -- true
 	[[ $(jq -c -s 'map([.event, .status])' one.jsonl) == '[["failed",64]]' ]] ||
 		fail "$(cat one.jsonl)"
+	# the metrics end the run too, as before failed existed: unavailable, 64
+	grep -q '^rlock_outcome{key="ev",outcome="unavailable"} 1' m.prom || fail "$(cat m.prom)"
+	grep -q '^rlock_exit_code{key="ev"} 64' m.prom || fail "$(cat m.prom)"
 	# a waiter superseded by a newer --supersede request: 80
 	rlock_bg -k ev --supersede --events sup.jsonl -- true
 	local old=$RLOCK_PID

@@ -428,6 +428,7 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 		*code = f->status;
 		return O_BUSY;
 	case EV_UNAVAILABLE:
+	case EV_FAILED: /* not acquired, not busy: as a usage error at connect always was */
 		*code = f->status;
 		return O_UNAVAILABLE;
 	case EV_KEEPER_LOST:
@@ -460,7 +461,8 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 	if (o >= 0) {
 		r.outcome = (enum outcome)o;
 		m.wrote_end = 1;
-		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED
+		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED ||
+		                   kind == EV_FAILED
 		               ? 0
 		               : (double)hold_ms / 1000;
 	}
