@@ -402,3 +402,26 @@ PY
 	missing=$(comm -23 <(echo "$used") <(echo "$rights"))
 	[[ -z $missing ]] || fail "called by the scripts, not checked by --check: $missing"
 }
+
+@test "every --events kind (src/run/events.c) and --history event (src/store/lua) is documented" {
+	local kinds evs k missing=()
+	kinds=$(sed -n '/kind_names\[\] = {/,/^};/p' "$RLOCK_SOURCE_DIR/src/run/events.c" | grep -oE '"[a-z-]+"' | tr -d '"' | grep -vx renewed)
+	# (renewed: counted for the metrics, never a line)
+	[[ $(wc -w <<<"$kinds") -ge 12 ]] || fail "no kinds read from events.c: $kinds"
+	for k in $kinds; do
+		grep -q "\`$k\`" "$RLOCK_SOURCE_DIR/docs/operations.md" || missing+=("operations.md: $k")
+		[[ $k == keeper-* ]] || sed -n '/^### `--events FILE`/,/^### /p' "$OPTIONS_MD" | grep -q "\*\*$k\*\*" ||
+			missing+=("options.md --events: $k")
+		[[ $k == keeper-* ]] || "$RLOCK" --help | grep -qw -- "$k" || missing+=("--help: $k")
+	done
+	# the history's ev values: 'ev', 'X' and the ends history_end writes ('X' or 'Y' too)
+	evs=$(grep -ohE "'ev', *'[a-z]+'|history_end\([^,]+, *[a-z]+, *'[a-z]+'|'[a-z]+' or '[a-z]+'" \
+		"$RLOCK_SOURCE_DIR"/src/store/lua/*.lua | grep -oE "'[a-z]{3,}'" | tr -d "'" | sort -u |
+		grep -vx -e ev -e shared)
+	[[ $(wc -w <<<"$evs") -ge 8 ]] || fail "no history events read: $evs"
+	for k in $evs; do
+		grep -A2 'prints one line per event' "$MAN" | grep -qw "$k" || missing+=("rlock.1: $k")
+		grep -q "$k" "$OPTIONS_MD" || missing+=("options.md: $k")
+	done
+	((${#missing[@]} == 0)) || fail "undocumented: ${missing[*]}"
+}

@@ -204,3 +204,118 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 --separate-stderr "$RLOCK" -k ev --events "$PWD/evdir" -- echo ran
 	[[ $stderr == *"s a directory"* ]] || fail "stderr: $stderr"
 }
+
+@test "events: every way of not getting the lock ends with a line and the exit status (superseded 80, a usage mismatch 64, killed while waiting 143)" {
+	rlock_bg -k ev -s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	# held shared, asked with --limit: 64, found at the server
+	run -64 "$RLOCK" -n -k ev --limit 2 --events ev.jsonl -- true
+	[[ $(jq -c -s 'map([.event, .status])' ev.jsonl) == '[["failed",64]]' ]] ||
+		fail "$(cat ev.jsonl)"
+	# Redlock nodes that are one server (another name for it): 64 at the connect
+	local other="redis://localhost:$REDIS_PORT"
+	if [[ -n $REDIS_SOCKET ]]; then
+		ln -s "$REDIS_SOCKET" alias.sock
+		other="unix://$PWD/alias.sock"
+	fi
+	run -64 "$RLOCK" -n -u "$REDIS_URL" -u "$other" -k ev --events one.jsonl --metrics-file m.prom -- true
+	[[ $(jq -c -s 'map([.event, .status])' one.jsonl) == '[["failed",64]]' ]] ||
+		fail "$(cat one.jsonl)"
+	# the metrics end the run too, as before failed existed: unavailable, 64
+	grep -q '^rlock_outcome{key="ev",outcome="unavailable"} 1' m.prom || fail "$(cat m.prom)"
+	grep -q '^rlock_exit_code{key="ev"} 64' m.prom || fail "$(cat m.prom)"
+	# a waiter superseded by a newer --supersede request: 80
+	rlock_bg -k ev --supersede --events sup.jsonl -- true
+	local old=$RLOCK_PID
+	wait_until 10 grep -q '"event":"waiting"' sup.jsonl
+	rlock_bg -k ev --supersede -w 100ms -- true
+	rlock_wait "$old"
+	((RLOCK_STATUS == 80)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .status])' sup.jsonl) == '[["waiting",null],["superseded",80]]' ]] ||
+		fail "$(cat sup.jsonl)"
+	[[ $(jq -r -s 'map(.token) | unique | length' sup.jsonl) == 1 ]]
+	# a waiter killed by SIGTERM dies of it, its last line says so
+	rlock_bg -k ev --events sig.jsonl -- true
+	wait_until 10 grep -q '"event":"waiting"' sig.jsonl
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .status])' sig.jsonl) == '[["waiting",null],["failed",143]]' ]] ||
+		fail "$(cat sig.jsonl)"
+	[[ $(jq -r 'select(.event == "failed") | .reason' sig.jsonl) == *SIGTERM* ]]
+	touch h.release
+	rlock_wait "$holder"
+}
+
+@test "events: --release --events ends the keeper's run: keeper-released, or keeper-lost with 79" {
+	run -0 --separate-stderr "$RLOCK" -k kp --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	run -0 "$RLOCK" -k kp --release --events ev.jsonl
+	[[ $(jq -r .event ev.jsonl | tr '\n' ' ') == "acquired keeper-started keeper-stopped keeper-released " ]] ||
+		fail "$(cat ev.jsonl)"
+	[[ $(jq -r -s 'map(.token) | unique | .[]' ev.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
+	# deleted under the keeper (its renewal not due yet): the release finds it gone
+	run -0 --separate-stderr "$RLOCK" -k kq -t 30s --acquire --events ev2.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev2.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev2.jsonl)"
+	rcli DEL 'rlock:{kq}' >/dev/null
+	run -79 "$RLOCK" -k kq --release --events ev2.jsonl
+	[[ $(jq -r .event ev2.jsonl | tail -n 1) == keeper-lost ]] || fail "$(cat ev2.jsonl)"
+}
+
+@test "events: a run preempted (81) reads preempted, not lost, then released; the metrics say ran" {
+	rlock_bg -k pe -t 1s --preemptible --events ev.jsonl --metrics-file m.prom -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	run -0 "$RLOCK" -k pe --preempt -w 10s -- true
+	rlock_wait "$holder"
+	((RLOCK_STATUS == 81)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	run -0 events ev.jsonl
+	[[ $(tr '\n' ' ' <<<"$output") == "acquired preempted released " ]] || fail "$output"
+	[[ $(jq -r 'select(.event == "released") | .status' ev.jsonl) == 81 ]]
+	[[ $(jq -r 'select(.event == "preempted") | .reason' ev.jsonl) == *"pid "* ]]
+	grep -q '^rlock_outcome{key="pe",outcome="ran"} 1' m.prom || fail "$(cat m.prom)"
+}
+
+@test "events: -k a -k b with b busy: a, taken then given back, ends released (75, or 143 killed while b is waited for)" {
+	rlock_bg -k evb -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID
+	run -75 "$RLOCK" -n -k eva -k evb --events ev.jsonl -- true
+	[[ $(jq -c -s 'map([.event, .name, .status])' ev.jsonl) == \
+		'[["acquired","eva",null],["busy","evb",null],["released","eva",75]]' ]] || fail "$(cat ev.jsonl)"
+	rlock_bg -k eva -k evb --events sig.jsonl -- true
+	wait_until 10 grep -q '"event":"waiting"' sig.jsonl
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS"
+	[[ $(jq -c -s 'map([.event, .name, .status])' sig.jsonl) == \
+		'[["acquired","eva",null],["waiting","evb",null],["failed","evb",143],["released","eva",143]]' ]] ||
+		fail "$(cat sig.jsonl)"
+	# the failed line carries the waiting request's token, not the first lock's
+	[[ $(jq -r -s '(map(select(.event == "waiting"))[0].token) == (map(select(.event == "failed"))[0].token)' sig.jsonl) == true ]]
+	touch h.release
+	rlock_wait "$holder"
+}
+
+@test "events: --release killed before its release reaches the server says failed (143), the keeper left holding" {
+	run -0 --separate-stderr "$RLOCK" -k kt --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	kill -STOP "$REDIS_PID"
+	rlock_bg -k kt --release --io-timeout 20s --events rel.jsonl
+	# its signalfd is open: a SIGTERM now ends the status read, not rlock at once
+	wait_until 10 eval 'ls -l /proc/$RLOCK_PID/fd 2>/dev/null | grep -q signalfd'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["failed",143]]' ]] || fail "$(cat rel.jsonl)"
+	[[ $(jq -r .token rel.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
+	run -0 "$RLOCK" -k kt --release
+}

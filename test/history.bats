@@ -868,3 +868,14 @@ holds_again() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	[[ $(grep -oF "$want" <<<"$output" | wc -l) == 2 ]] || fail "--history: $output"
 	assert_equal "$(jq -r '.label' st.json)" "$(printf 'j\xc3\xa9\xe2\x9c\x93\x01\xef\xbf\xbd"\\/x')"
 }
+
+@test "history: a command that cannot run (127, 126) ends released with that status, as its exit and its events line say" {
+	run -127 rlock -k nr --label nf --events ev.jsonl -- "$BATS_TEST_TMPDIR/no-such-command"
+	assert_equal "$(runs_of nr nf)" 'acquired null
+released 127'
+	[[ $(jq -r 'select(.event == "released") | .status' ev.jsonl) == 127 ]]
+	: >not-exec
+	run -126 rlock -k nr --label nx -- "$BATS_TEST_TMPDIR/not-exec"
+	assert_equal "$(runs_of nr nx)" 'acquired null
+released 126'
+}

@@ -312,7 +312,8 @@ static const struct optdef options[] = {
     OPT("events", 0, F_ARG, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
-        "released, keeper-*) to FILE; - for stderr",
+        "preempted, released, superseded, failed,\n"
+        "keeper-*) to FILE; - for stderr",
         STRING(events_file, 0)),
     OPT("metrics-file", 0, F_ARG, "PATH",
         "write the run's metrics to PATH (Prometheus\n"

@@ -274,6 +274,25 @@ static void die_if_signalled(int termfd)
 		child_die_of((int)si.ssi_signo);
 }
 
+/* rlock dies of signo before it held the lock (connecting, waiting): the events file's
+ * last line says so (failed, 128+N), not a "waiting" left without an end. */
+static void die_unheld(const struct lock *l, int signo)
+{
+	char why[80];
+
+	snprintf(why, sizeof why, "killed by SIG%s before the lock was held", signal_name(signo));
+	events_emit(EV_FAILED, &(struct ev_facts){.lock = l, .status = 128 + signo, .reason = why});
+	child_die_of(signo);
+}
+
+static void die_unheld_if_signalled(int termfd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si)
+		die_unheld(NULL, (int)si.ssi_signo);
+}
+
 static struct keeper_args keeper_args_of(const struct opts *o)
 {
 	struct keeper_args k = {.github = o->format_github,
@@ -293,7 +312,8 @@ static struct keeper_args keeper_args_of(const struct opts *o)
 	return k;
 }
 
-/* --events and --metrics-file, for a run or a keeper: set up before the keeper's fork
+/* --events and --metrics-file, for a run, a keeper or --release (which ends the keeper's
+ * run): set up before the keeper's fork
  * (which changes to "/"); a bad path is a usage error. */
 static void events_of(const struct opts *o)
 {
@@ -306,7 +326,7 @@ static void events_of(const struct opts *o)
 	                          .conflict_exit = o->conflict_exit};
 	char err[300];
 
-	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE) &&
+	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE || o->mode == MODE_RELEASE) &&
 	    events_setup(&e, err, sizeof err) < 0) {
 		log_error("%s", err);
 		exit(RL_EX_USAGE);
@@ -364,12 +384,15 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	}
 	if (rc == STORE_OK)
 		return 0;
-	die_if_signalled(termfd);
+	die_unheld_if_signalled(termfd);
 	log_error("%s", err);
 	rc = rc == STORE_USAGE     ? RL_EX_USAGE
 	     : store_fault_local() ? RL_EX_OSERR /* the host, not the server */
 	                           : RL_EX_UNAVAILABLE;
-	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = rc, .reason = err});
+	/* a usage error found at the servers (Redlock nodes that are one server, a
+	 * Cluster or Sentinel given as nodes): failed, not unavailable */
+	events_emit(rc == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = rc, .reason = err});
 	return rc;
 }
 
@@ -389,6 +412,7 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k, termfd);
+		keeper_release_record(&l, k, rc);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);
@@ -423,13 +447,16 @@ static struct lock_meta owner_record(const struct opts *o, char *cmd, size_t cmd
 }
 
 /* --supersede: a newer request took this one's place; it leaves, saying which. */
-static int superseded(const struct opts *o, const char *name, const struct holder *newer)
+static int superseded(const struct opts *o, const char *name, const struct lock *l,
+                      const struct holder *newer)
 {
 	char who[800];
 
 	log_warn("lock '%s': superseded by a newer --supersede request (%s); exiting %d", name,
 	         holder_format(newer, HOLDER_LABEL | HOLDER_RAW, who, sizeof who),
 	         o->superseded_exit);
+	events_emit(EV_SUPERSEDED,
+	            &(struct ev_facts){.lock = l, .status = o->superseded_exit, .reason = who});
 	return o->superseded_exit;
 }
 
@@ -459,17 +486,24 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	int rc = hold_acquire(h, c, cfg, &sp, &meta, termfd, &who, &signo, err, sizeof err);
 	if (rc == WAIT_ACQUIRED)
 		return;
+	/* the request that failed (its token in the events line), if any: the name's */
+	const struct lock *req = NULL;
+	for (int i = 0; i < o->nnames && !req; i++)
+		if (o->names[i] == h->failed)
+			req = &h->l[i];
 	if (rc == WAIT_SIGNAL)
-		child_die_of(signo);
+		die_unheld(req, signo);
 	if (rc == WAIT_BUSY)
 		exit(busy(o, h->failed, &who));
 	if (rc == WAIT_DONE)
 		exit(done_already(o, h->failed, &who));
 	if (rc == WAIT_SUPERSEDED)
-		exit(superseded(o, h->failed, &who));
+		exit(superseded(o, h->failed, req, &who));
 	if (rc == WAIT_MISMATCH) {
 		/* Holders that disagree on the kind of lock or on N: a usage error. */
 		log_error("lock '%s': %s", h->failed, err);
+		events_emit(EV_FAILED,
+		            &(struct ev_facts){.lock = req, .status = RL_EX_USAGE, .reason = err});
 		exit(RL_EX_USAGE);
 	}
 	log_error("%s", err);
@@ -535,6 +569,13 @@ static int preempted(const struct hold *h, const struct opts *o, const char *who
 	return timeout ? timeout : own;
 }
 
+static int lease_preempted(const void *ctx)
+{
+	char who[300];
+
+	return hold_preempted(ctx, who, sizeof who);
+}
+
 static int64_t lease_renew_due(const void *ctx)
 {
 	return hold_renew_due(ctx);
@@ -583,6 +624,10 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 				hold_set_all_lost(h, 1);
 			events_emit(EV_LOST, &(struct ev_facts){
 			                         .reason = "ran out before the command started"});
+		} else {
+			/* not run (126, 127 as a shell says; 71): the history's released
+			 * record carries that status, as the events line and the exit do */
+			hold_set_status(h, rc);
 		}
 		hold_release(h, 0);
 		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
@@ -605,6 +650,8 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	    .renew_due = lease_renew_due,
 	    .renew_launch = lease_renew_launch,
 	    .renew_ctx = h,
+	    .preempted = lease_preempted,
+	    .preempt_ctx = h,
 	};
 	/* names granted by re-entrance: their holder's leases are watched too */
 	struct rewatch *w = &rewatch;
@@ -642,8 +689,13 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	hold_on_sent(h, unlisten_stop, &ch);
 	int released = hold_release(h, o->min_hold_ms - (clock_ms() - started));
 	child_unlisten_stop(&ch); /* done already by hold_on_sent's call: a no-op then */
-	if (asked)
+	if (asked) {
 		rc = preempted(h, o, who, released, ch.status, ch.timeout_status);
+		if (rc == RL_EX_PREEMPTED) /* handed over: else released (or lost) says it */
+			events_emit(
+			    EV_PREEMPTED,
+			    &(struct ev_facts){.reason = h->handed_to[0] ? h->handed_to : who});
+	}
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */

@@ -1118,6 +1118,14 @@ static int cover_live(const struct sup *s)
 	return live;
 }
 
+/* The loss's events line: lost, but for a --preempt request's stop (the release says
+ * whether the lock went to it: the caller's line, preempted, or none). */
+static void loss_event(const struct supervise_args *a, const char *why)
+{
+	if (!a->preempted || !a->preempted(a->preempt_ctx))
+		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
+}
+
 /* The lease is lost: signal the group first (nothing may delay that, not even a log
  * line to a stderr that blocks), then say so. */
 static void on_loss(struct sup *s, int timed_out)
@@ -1133,7 +1141,7 @@ static void on_loss(struct sup *s, int timed_out)
 		a->lost_reason(a->ctx, timed_out, why, sizeof why);
 		/* shown even with -q: with ignore, the exit status cannot say it */
 		log_error("lock lost: %s; the command goes on (--on-lost ignore)", why);
-		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
+		loss_event(a, why);
 		return;
 	}
 	s->lost = 1;
@@ -1179,7 +1187,7 @@ static void on_loss(struct sup *s, int timed_out)
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 		          signal_name(a->lost_signal), when);
-	events_emit(EV_LOST, &(struct ev_facts){.reason = why});
+	loss_event(a, why);
 }
 
 /* --max-hold is over: stop the group as timeout(1) does (SIGTERM, SIGCONT, SIGKILL

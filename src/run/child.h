@@ -116,6 +116,10 @@ struct supervise_args {
 	/* Why the lease is lost (copied into buf). */
 	void (*lost_reason)(const void *ctx, int timed_out, char *buf, size_t n);
 	const void *ctx;
+	/* Is the loss a --preempt request's (NULL: never)? Its events line is written once
+	 * the release tells whether the lock went to it (preempted), not a lost one. */
+	int (*preempted)(const void *preempt_ctx);
+	const void *preempt_ctx;
 	enum lost_action action;
 	int lost_signal; /* first signal on loss (SIGTERM, SIGKILL, ...) */
 	/* --warn: warn_signal (0: none) once to the group when warn_at(ctx) passes; a later

@@ -36,6 +36,9 @@ static const char *const kind_names[] = {
     [EV_KEEPER_LOST] = "keeper-lost",
     [EV_KEEPER_STOPPED] = "keeper-stopped",
     [EV_KEEPER_RELEASED] = "keeper-released",
+    [EV_SUPERSEDED] = "superseded",
+    [EV_PREEMPTED] = "preempted",
+    [EV_FAILED] = "failed",
 };
 
 /* Set once by events_setup (before threads), read by every thread. */
@@ -49,6 +52,7 @@ static struct {
 	int rfd; /* the same file read-only (a regular file's), for its last byte */
 	pthread_once_t opened;
 	atomic_flag warned;
+	int conflict_exit; /* -E: a busy run's exit status */
 } ev = {.fd = -1, .rfd = -1, .opened = PTHREAD_ONCE_INIT, .warned = ATOMIC_FLAG_INIT};
 
 /* Main thread only (acquired happens before the renewal thread of that lock starts). */
@@ -74,6 +78,7 @@ int events_setup(const struct events_config *c, char *err, size_t errlen)
 	ev.prefix = c->prefix;
 	ev.name = c->nnames > 0 ? c->names[0] : "";
 	ev.label = c->label;
+	ev.conflict_exit = c->conflict_exit;
 	gethostname(ev.host, sizeof ev.host - 1);
 	if (c->events_path) {
 		if (!c->events_path[0] ||
@@ -249,9 +254,12 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 		put(buf, n, at, ",\"hold_ms\":%lld,\"status\":%d", (long long)hold_ms, f->status);
 		break;
 	case EV_UNAVAILABLE:
+	case EV_SUPERSEDED:
+	case EV_FAILED:
 		put(buf, n, at, ",\"status\":%d", f->status);
 		/* fall through */
 	case EV_RENEW_FAILED:
+	case EV_PREEMPTED:
 	case EV_LOST:
 	case EV_KEEPER_LOST:
 		put(buf, n, at, ",\"reason\":");
@@ -320,4 +328,13 @@ void events_emit(enum ev_kind kind, const struct ev_facts *f)
 	if (ev.on)
 		write_line(kind, f, f->lock ? f->lock : first_lock, hold_ms);
 	metrics_note(kind, f, hold_ms, lost);
+	/* Not acquired after all, a lock taken first (-k a -k b, b busy; a signal while b was
+	 * waited for): that one is given back, and the run that acquired ends with released,
+	 * its status the exit status, as every such run does. */
+	int unheld =
+	    kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED || kind == EV_FAILED;
+	if (unheld && acquired_at >= 0)
+		events_emit(
+		    EV_RELEASED,
+		    &(struct ev_facts){.status = kind == EV_BUSY ? ev.conflict_exit : f->status});
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* What a run did, for the operator: --events FILE (one JSON object per line, each
  * appended with one write(2): waiting, acquired, busy, unavailable, renew-failed,
- * warned, lost, released, keeper-*) and --metrics-file (metrics.h, fed from here).
- * The rooms where these things happen call events_emit() with what they know; the
- * rest (the time, the host, the pid, the token's prefix, the label, the hold time)
- * is added here. A file that cannot be written never stops the job: one warning on
- * stderr, once. The line format is a stable interface (docs/operations.md, "Events and metrics").
+ * warned, lost, preempted, released, superseded, failed, keeper-*) and --metrics-file
+ * (metrics.h, fed from here). The rooms where these things happen call events_emit()
+ * with what they know; the rest (the time, the host, the pid, the token's prefix, the
+ * label, the hold time) is added here. A file that cannot be written never stops the
+ * job: one warning on stderr, once. The line format is a stable interface
+ * (docs/operations.md, "Events and metrics").
  */
 #ifndef RLOCK_EVENTS_H
 #define RLOCK_EVENTS_H

@@ -22,16 +22,24 @@ enum ev_kind {
 	EV_KEEPER_STARTED,  /* --acquire: the keeper holds the lock, the caller has its token */
 	EV_KEEPER_LOST,     /* the keeper's lock was lost (reason); it exits 79 */
 	EV_KEEPER_STOPPED,  /* told by --release to stop (that run releases) */
-	EV_KEEPER_RELEASED, /* the keeper released (status: its exit status) */
+	EV_KEEPER_RELEASED, /* the keeper, or --release, released (status: its exit status) */
+	EV_SUPERSEDED,      /* not acquired: a newer --supersede request took its place (status,
+	                     * reason: who) */
+	EV_PREEMPTED,       /* --preemptible: a --preempt request stopped the command and the
+	                     * release handed the lock to it (reason: who); released follows */
+	EV_FAILED,          /* not acquired, or --release did not release, for another reason:
+	                     * a usage error found at the server, rlock killed by a signal
+	                     * before it held the lock (status: the exit status, reason) */
 };
 
 /* What the caller knows; the fields a kind does not use are ignored. */
 struct ev_facts {
 	const struct lock *lock; /* the lock (NULL: the run's first, else its first name) */
 	int64_t wait_ms;         /* acquired, busy: since the lock was asked for */
-	int status;              /* unavailable, released, keeper-released: exit status */
-	const char *reason;      /* renew-failed, lost, keeper-lost, unavailable */
-	int repeat;              /* renew-failed: a retry of the same outage */
+	int status;              /* unavailable, released, keeper-released, superseded, failed:
+	                          * the exit status */
+	const char *reason; /* renew-failed, lost, keeper-lost, unavailable, superseded, failed */
+	int repeat;         /* renew-failed: a retry of the same outage */
 };
 
 /* What the front end gives, once, before any thread or the keeper's fork. Strings are

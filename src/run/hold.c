@@ -706,6 +706,8 @@ int hold_acquire(struct hold *h, struct store *s, const struct store_config *cfg
 			h->failed = sp->names[0];
 			memset(who, 0, sizeof *who);
 			rc = WAIT_BUSY;
+			events_emit(EV_BUSY, &(struct ev_facts){.lock = &h->l[0],
+			                                        .wait_ms = clock_ms() - asked});
 			break;
 		}
 	}

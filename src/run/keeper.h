@@ -92,6 +92,11 @@ int keeper_hold(struct hold *h, int sigfd, const struct keeper_args *k);
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k,
                    int abort_fd);
 
+/* --release's outcome (its status rc) in the events file, the line naming k's token:
+ * keeper-released, keeper-lost (79), unavailable, or failed. The keeper, told to stop,
+ * wrote keeper-stopped: this run ends its run. */
+void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc);
+
 /* --release that could not reach Redis at all (its connection failed before any
  * request): the keeper on this host is stopped all the same (found by its mark), so
  * that the lock does expire by its TTL, and a line says so. */

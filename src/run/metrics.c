@@ -424,7 +424,11 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 	case EV_BUSY:
 		*code = m.conflict_exit;
 		return O_BUSY;
+	case EV_SUPERSEDED:
+		*code = f->status;
+		return O_BUSY;
 	case EV_UNAVAILABLE:
+	case EV_FAILED: /* not acquired, not busy: as a usage error at connect always was */
 		*code = f->status;
 		return O_UNAVAILABLE;
 	case EV_KEEPER_LOST:
@@ -457,7 +461,10 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 	if (o >= 0) {
 		r.outcome = (enum outcome)o;
 		m.wrote_end = 1;
-		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE ? 0 : (double)hold_ms / 1000;
+		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED ||
+		                   kind == EV_FAILED
+		               ? 0
+		               : (double)hold_ms / 1000;
 	}
 	r.wait_s = m.wait_ms < 0 ? 0 : (double)m.wait_ms / 1000;
 	r.renewals = atomic_load(&renewals);
