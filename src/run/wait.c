@@ -775,11 +775,13 @@ static enum wait_rc finish(struct wait_run *w)
 		status_clear();
 	store_unsubscribe(w->s);
 	store_unwatch(w->s);
-	/* A --supersede request that gives up at its -w deadline may have been replaced
+	/* Every give-up of a request that waited, or rode out an outage (its attempts may
+	 * have reached the server, or some Redlock nodes), leaves what they left: the
+	 * writer mark, the queue places, the --preempt request (69 too: an outage that
+	 * outlasted the -w deadline, the server back late or only some nodes back). A
+	 * --supersede request that gives up at its -w deadline may have been replaced
 	 * before it (a wake-up it did not see in time): superseded (80), not busy (75). */
-	if (w->waiting &&
-	    (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
-	     w->rc == WAIT_SUPERSEDED) &&
+	if ((w->waiting || w->outage) && w->rc != WAIT_ACQUIRED &&
 	    leave(w->s, w->a,
 	          w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms),
 	          w->rc == WAIT_BUSY ? w->h : NULL) == LOCK_SUPERSEDED &&
