@@ -697,11 +697,21 @@ static int64_t busy_nap(struct wait_run *w)
  * meanwhile are ignored. */
 #define SPLIT_PAUSE_MIN_MS 50
 #define SPLIT_PAUSE_MAX_MS 250
+static int64_t busy_nap(struct wait_run *w);
 static enum wait_state split_pause(struct wait_run *w)
 {
 	int64_t pause = SPLIT_PAUSE_MIN_MS +
 	                jittered(2 * (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS), &w->seed) -
 	                (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS);
+	/* The nodes that did not grant are closed by a lock-delay (or kept for a --preempt
+	 * request) and said until when: nobody releases it, a try before its end splits
+	 * again. Pause until then, as a waiter on one server does (busy_nap: the
+	 * marks' leases kept meanwhile); a release still ends the pause at once. */
+	if ((w->h->delayed || w->h->reserved) && w->h->pttl_ms >= 0) {
+		int64_t end = busy_nap(w);
+		if (end > pause)
+			pause = end;
+	}
 	int64_t until = before_deadline(w, clock_ms() + pause);
 	int slept, rounds = 0;
 
