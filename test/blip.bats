@@ -72,6 +72,12 @@ ran_after_outage() {
 	ran_after_outage p "127\.0\.0\.1:$REDIS_PORT" "127\.0\.0\.1:$REDIS_PORT did not answer [A-Z]+ in time"
 }
 
+@test "a release the paused server answers late, its scripts flushed (NOSCRIPT): sent again whole (EVAL) right behind, it runs when the server wakes; no lock kept for its ttl" {
+	run -0 --separate-stderr rlock -t 30s --io-timeout 300ms -k nf -- sh -c "redis-cli -p $REDIS_PORT SCRIPT FLUSH >/dev/null && kill -STOP $REDIS_PID"
+	kill -CONT "$REDIS_PID"
+	wait_until 5 key_absent 'rlock:{nf}' || fail "the lock is kept: PTTL $(rcli PTTL 'rlock:{nf}')"
+}
+
 @test "a server that cannot serve yet (READONLY: a replica) is retried until it can: the job runs" {
 	local port
 	blip_serve --replicaof 127.0.0.1 "$(dead_port)"

@@ -423,6 +423,24 @@ closed_only() {
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
 
+@test "lock-delay: Redlock, a split vote where the other nodes are closed by a lock-delay: the waiter pauses until the delay's end they report, not 50-250 ms at a time; then it takes the lock" {
+	# nodes 0 and 2 closed for 1.5 s by their clocks, node 1 free: every attempt is a
+	# split vote (node 1 grants, given back). Retried every 50-250 ms it split ~10 times.
+	local u pids urls i now
+	three_nodes
+	for i in 0 2; do
+		now=$(node_ms "${u[$i]}")
+		redis-cli -u "${u[$i]}" ZADD 'rlock:{sd}:delay' $((now + 1500)) deadbeef >/dev/null
+		redis-cli -u "${u[$i]}" PEXPIRE 'rlock:{sd}:delay' 1500 >/dev/null
+	done
+	run -0 --separate-stderr "$RLOCK" --url "$urls" -vv -w 10s -k sd -- true
+	local n
+	n=$(grep -c 'split vote' <<<"$stderr" || true)
+	echo "# split votes while the delay lasted: $n" >&3
+	((n >= 1 && n <= 3)) || fail "$n split votes: $(grep 'split vote' <<<"$stderr" | tail -3)"
+	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
+}
+
 @test "lock-delay: a reservation or a split with no expiry (set by hand) is said without a time, never 'until ?' or '- left'" {
 	# single server: a --preempt hand-over set by hand, no PTTL
 	rcli HSET 'rlock:{rv}:preempt' handover 1 token tok1 host h1 pid 42 >/dev/null

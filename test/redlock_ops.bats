@@ -601,6 +601,26 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	assert_equal "$RLOCK_STATUS" 0
 }
 
+@test "a waiter that gives up after an outage (69: a majority of the nodes gone) leaves the nodes it reaches: its writer mark goes at once, not 5 s later" {
+	rlock_bg -u "redis://127.0.0.1:$(node_port 0)" -s -k wo -t 30s -- "$HOLD" s
+	local s_pid=$RLOCK_PID
+	wait_until 10 test -e s.started
+	rlock_bg -k wo -t 30s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	rlock_bg -k wo -t 30s -w 1500ms --node-timeout 200ms -- true
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 10 writer_marked wo 1
+	node_kill 2
+	node_kill 3
+	node_kill 4
+	rlock_wait "$w_pid"
+	assert_equal "$RLOCK_STATUS" 69
+	assert_equal "$(writer_marks wo)" 0 || fail "$(cat "$w_err")"
+	touch s.release
+	rlock_wait "$s_pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
 @test "Redlock: another lock's stale variables (a --release'd --acquire's) are not passed on to a run's command; a live ancestor's are (--held inside: 0)" {
 	eval "$(rlock -k OTHER -n --acquire)"
 	run -0 rlock -k OTHER --release

@@ -122,3 +122,52 @@ subscribed() { (($(waiters w) >= ${1:-1})); }
 	done
 	assert_equal "$(cat n)" 30
 }
+
+@test "a waiter that gives up after an outage (69: the server paused past its -w, its scripts flushed) leaves: its writer mark goes when the server wakes, not 5 s later" {
+	rlock_bg -s -k w -t 30s -- "$HOLD" s
+	local s_pid=$RLOCK_PID
+	wait_until 10 test -e s.started
+	rlock_bg -k w -t 30s -w 1500ms --io-timeout 200ms -- true
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 10 key_exists 'rlock:{w}:writer'
+	# the leave's script not loaded: sent by its SHA, its NOSCRIPT would go unread
+	rcli SCRIPT FLUSH >/dev/null
+	kill -STOP "$REDIS_PID"
+	rlock_wait "$w_pid" 20
+	kill -CONT "$REDIS_PID"
+	assert_equal "$RLOCK_STATUS" 69
+	# the mark lives 5 s from the last attempt: gone within 2 s is the leave's doing
+	wait_until 2 key_absent 'rlock:{w}:writer' ||
+		fail "writer mark left: PTTL $(rcli PTTL 'rlock:{w}:writer'); $(cat "$w_err")"
+	touch s.release
+	rlock_wait "$s_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "--fair and --preempt waiters whose leave the paused server answers late (its scripts flushed: NOSCRIPT): their queue place and request go when it wakes, not at their lease's end" {
+	rlock_bg -k f -t 30s -- "$HOLD" f
+	local f_pid=$RLOCK_PID
+	rlock_bg -k p -t 30s --preemptible -- "$HOLD" p
+	local p_pid=$RLOCK_PID
+	wait_until 10 test -e f.started -a -e p.started
+	rlock_bg --fair -k f -t 30s -w 1500ms --io-timeout 200ms -- true
+	local a_pid=$RLOCK_PID
+	rlock_bg --preempt -k p -t 30s -w 1500ms --io-timeout 200ms -- true
+	local b_pid=$RLOCK_PID
+	wait_until 10 key_exists 'rlock:{f}:queue'
+	wait_until 10 key_exists 'rlock:{p}:preempt'
+	rcli SCRIPT FLUSH >/dev/null
+	kill -STOP "$REDIS_PID"
+	rlock_wait "$a_pid" 20
+	rlock_wait "$b_pid" 20
+	kill -CONT "$REDIS_PID"
+	local k
+	for k in 'rlock:{f}:queue' 'rlock:{f}:qlease' 'rlock:{f}:qmeta' 'rlock:{p}:preempt' 'rlock:{p}:waiters'; do
+		wait_until 2 key_absent "$k" || fail "$k left: PTTL $(rcli PTTL "$k")"
+	done
+	touch f.release p.release
+	rlock_wait "$f_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$p_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+}

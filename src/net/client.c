@@ -254,6 +254,15 @@ int client_call(struct client *c, int argc, const char **argv, const size_t *len
 	return 0;
 }
 
+int client_send_owed(struct client *c, int argc, const char **argv, const size_t *lens,
+                     int64_t deadline_ms, char *err, size_t errlen)
+{
+	if (client_send(c, argc, argv, lens, deadline_ms, err, errlen) < 0)
+		return -1;
+	c->unanswered++;
+	return 0;
+}
+
 static int auth_error(const struct resp_reply *r)
 {
 	return resp_is_error(r, "WRONGPASS") || resp_is_error(r, "NOAUTH") ||

@@ -104,6 +104,11 @@ int client_send(struct client *c, int argc, const char **argv, const size_t *len
 int client_recv(struct client *c, int64_t deadline_ms, struct resp_reply **reply, char *err,
                 size_t errlen);
 
+/* Send a request whose reply is not awaited: owed, and skipped by the next call (as
+ * one a timeout left unanswered). */
+int client_send_owed(struct client *c, int argc, const char **argv, const size_t *lens,
+                     int64_t deadline_ms, char *err, size_t errlen);
+
 /* True once a call failed in a way that leaves nothing more to send on c (see
  * client_call): close it. */
 int client_broken(const struct client *c);

@@ -697,11 +697,21 @@ static int64_t busy_nap(struct wait_run *w)
  * meanwhile are ignored. */
 #define SPLIT_PAUSE_MIN_MS 50
 #define SPLIT_PAUSE_MAX_MS 250
+static int64_t busy_nap(struct wait_run *w);
 static enum wait_state split_pause(struct wait_run *w)
 {
 	int64_t pause = SPLIT_PAUSE_MIN_MS +
 	                jittered(2 * (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS), &w->seed) -
 	                (SPLIT_PAUSE_MAX_MS - SPLIT_PAUSE_MIN_MS);
+	/* The nodes that did not grant are closed by a lock-delay (or kept for a --preempt
+	 * request) and said until when: nobody releases it, a try before its end splits
+	 * again. Pause until then, as a waiter on one server does (busy_nap: the
+	 * marks' leases kept meanwhile); a release still ends the pause at once. */
+	if ((w->h->delayed || w->h->reserved) && w->h->pttl_ms >= 0) {
+		int64_t end = busy_nap(w);
+		if (end > pause)
+			pause = end;
+	}
 	int64_t until = before_deadline(w, clock_ms() + pause);
 	int slept, rounds = 0;
 
@@ -775,11 +785,13 @@ static enum wait_rc finish(struct wait_run *w)
 		status_clear();
 	store_unsubscribe(w->s);
 	store_unwatch(w->s);
-	/* A --supersede request that gives up at its -w deadline may have been replaced
+	/* Every give-up of a request that waited, or rode out an outage (its attempts may
+	 * have reached the server, or some Redlock nodes), leaves what they left: the
+	 * writer mark, the queue places, the --preempt request (69 too: an outage that
+	 * outlasted the -w deadline, the server back late or only some nodes back). A
+	 * --supersede request that gives up at its -w deadline may have been replaced
 	 * before it (a wake-up it did not see in time): superseded (80), not busy (75). */
-	if (w->waiting &&
-	    (w->rc == WAIT_BUSY || w->rc == WAIT_DONE || w->rc == WAIT_SIGNAL ||
-	     w->rc == WAIT_SUPERSEDED) &&
+	if ((w->waiting || w->outage) && w->rc != WAIT_ACQUIRED &&
 	    leave(w->s, w->a,
 	          w->rc == WAIT_SIGNAL ? GIVE_BACK_MS : by_deadline(w, w->a->io_timeout_ms),
 	          w->rc == WAIT_BUSY ? w->h : NULL) == LOCK_SUPERSEDED &&

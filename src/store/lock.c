@@ -148,8 +148,21 @@ static int send_request(struct client *c, const struct lock_request *q, int64_t 
 	size_t lens[LOCK_ARGV_MAX];
 
 	int argc = lock_request_argv(q, 0, argv, lens);
-	if (client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen) < 0)
+	if (client_call(c, argc, argv, lens, deadline_ms, reply, err, errlen) < 0) {
+		/* A clean-up (a release, a waiter's leave: safe to run twice, by its token)
+		 * sent by its SHA and not answered (a paused server): if its reply, when it
+		 * comes, is NOSCRIPT (the script never loaded there, or flushed), nobody
+		 * reads it to send the EVAL, and what it should remove stays for its TTL. So
+		 * it goes again, whole, right behind (quorum.c does the same per node). */
+		if (!client_broken(c) && (q->script == S_RELEASE || q->script == S_RELEASE_SEM ||
+		                          q->script == S_LEAVE)) {
+			char ignored[200];
+			argc = lock_request_argv(q, 1, argv, lens);
+			(void)client_send_owed(c, argc, argv, lens, deadline_ms, ignored,
+			                       sizeof ignored);
+		}
 		return -1;
+	}
 	if (!resp_is_error(*reply, "NOSCRIPT"))
 		return 0;
 	resp_free(*reply);
