@@ -438,6 +438,9 @@ closed_only() {
 	n=$(grep -c 'split vote' <<<"$stderr" || true)
 	echo "# split votes while the delay lasted: $n" >&3
 	((n >= 1 && n <= 3)) || fail "$n split votes: $(grep 'split vote' <<<"$stderr" | tail -3)"
+	# -vv names the cause: not "held by another token" (no token holds them)
+	grep 'split vote' <<<"$stderr" | grep -q 'closed by a lock-delay' ||
+		fail "the split vote's line does not say the lock-delay: $(grep 'split vote' <<<"$stderr")"
 	for i in 0 1 2; do redis_stop "${pids[$i]}"; done
 }
 

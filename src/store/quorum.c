@@ -856,9 +856,11 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 			/* a split vote: no expiry to wait for; a node closed by a lock-delay
 			 * (kept for a --preempt request): the longest a busy node said so */
 			h->pttl_ms = h->delayed || h->reserved ? t->nobody_ms : -1;
-			log_debug("Redlock: split vote: %d of %d nodes granted, %d held by "
-			          "another token; given back",
-			          t->ok, q->n, t->busy);
+			log_debug("Redlock: split vote: %d of %d nodes granted, %d %s; given back",
+			          t->ok, q->n, t->busy,
+			          h->delayed    ? "held or closed by a lock-delay"
+			          : h->reserved ? "held or kept for a --preempt request"
+			                        : "held by another token");
 		}
 		return LOCK_BUSY;
 	}
