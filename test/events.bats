@@ -319,3 +319,21 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $(jq -r .token rel.jsonl) == "${RLOCK_TOKEN:0:8}" ]]
 	run -0 "$RLOCK" -k kt --release
 }
+
+@test "events: a release that fails (the server stopped as the command ends) says so in its released line, as stderr does; a good one carries no reason" {
+	# the command stops the server: the release gets no reply within --io-timeout
+	run --separate-stderr "$RLOCK" -k rf -t 10s --io-timeout 300ms --events ev.jsonl \
+		-- sh -c "kill -STOP $REDIS_PID"
+	kill -CONT "$REDIS_PID"
+	echo "# status $status: $stderr" >&3
+	assert_equal "$status" 0 # the command's own: the release's fate is said, not exited
+	[[ $stderr == *"cannot release"* ]] || fail "stderr says nothing: $stderr"
+	local line
+	line=$(event ev.jsonl released)
+	[[ -n $line ]] || fail "no released line: $(cat ev.jsonl)"
+	[[ $(jq -r .status <<<"$line") == 0 ]] || fail "$line"
+	[[ $(jq -r .reason <<<"$line") == "the release failed: "* ]] || fail "no reason: $line"
+	# a release that worked: no reason
+	run -0 "$RLOCK" -k rf2 --events ok.jsonl -- true
+	[[ $(event ok.jsonl released | jq -r 'has("reason")') == false ]] || fail "$(cat ok.jsonl)"
+}

@@ -629,8 +629,12 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			 * record carries that status, as the events line and the exit do */
 			hold_set_status(h, rc);
 		}
-		hold_release(h, 0);
-		events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+		int released = hold_release(h, 0);
+		events_emit(EV_RELEASED,
+		            &(struct ev_facts){.status = rc,
+		                               .reason = released == HOLD_ERR
+		                                             ? HOLD_RELEASE_FAILED_REASON
+		                                             : NULL});
 		return rc;
 	}
 	struct supervise_args sa = {
@@ -715,7 +719,10 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */
-	events_emit(EV_RELEASED, &(struct ev_facts){.status = rc});
+	events_emit(
+	    EV_RELEASED,
+	    &(struct ev_facts){.status = rc,
+	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
 	/* What stderr could not take (log_defer), written now; a terminating signal ends
 	 * that wait (dropping what nobody read) and is died of below. */
 	log_flush_until(hold_interrupted(h) ? -1 : termfd);

@@ -252,6 +252,10 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 	case EV_RELEASED:
 	case EV_KEEPER_RELEASED:
 		put(buf, n, at, ",\"hold_ms\":%lld,\"status\":%d", (long long)hold_ms, f->status);
+		if (f->reason) { /* the release itself failed (RELEASE_FAILED_REASON) */
+			put(buf, n, at, ",\"reason\":");
+			put_str(buf, n, at, f->reason);
+		}
 		break;
 	case EV_UNAVAILABLE:
 	case EV_SUPERSEDED:

@@ -174,6 +174,8 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
  * (hold.c, keeper.c). */
 #define HOLD_RELEASE_FAILED                                                                        \
 	"unless the server got the release (its reply lost), it expires by its TTL"
+/* The reason a released line (--events) carries when hold_release said HOLD_ERR. */
+#define HOLD_RELEASE_FAILED_REASON "the release failed: " HOLD_RELEASE_FAILED
 
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh

@@ -783,7 +783,8 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		hold_abandon(h);
 		return rc;
 	}
-	if (hold_release(h, 0) == HOLD_LOST) {
+	int released = hold_release(h, 0);
+	if (released == HOLD_LOST) {
 		const char *by = h->gone_why, *sep = by[0] ? ": " : "";
 		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
 		          l->key, sep, by);
@@ -794,7 +795,12 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
 		rc = RL_EX_LOST;
 	} else {
-		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = l, .status = rc});
+		events_emit(EV_KEEPER_RELEASED,
+		            &(struct ev_facts){.lock = l,
+		                               .status = rc,
+		                               .reason = released == HOLD_ERR
+		                                             ? HOLD_RELEASE_FAILED_REASON
+		                                             : NULL});
 	}
 	ended_note(l, why);
 	return rc;
