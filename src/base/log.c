@@ -196,6 +196,16 @@ void log_flush_until(int fd)
 static unsigned long file_lost; /* lines the log file did not take */
 static int file_lost_errno;
 
+/* log.h */
+int log_ends_cut(int rfd)
+{
+	struct stat st;
+	char last;
+
+	return rfd >= 0 && fstat(rfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	       pread(rfd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+}
+
 static int write_whole(const char *buf, size_t n)
 {
 	ssize_t w;
@@ -213,8 +223,9 @@ static int write_whole(const char *buf, size_t n)
  * Under out_lock. */
 static void file_lost_note(void)
 {
-	char note[300], last = '\n';
+	char note[300];
 	struct stat st;
+	int cut = 0;
 
 	if (!file_lost)
 		return;
@@ -222,14 +233,12 @@ static void file_lost_note(void)
 	if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
 		int fd = open("/proc/self/fd/2", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		struct stat same;
-		if (fd >= 0 &&
-		    (fstat(fd, &same) < 0 || same.st_ino != st.st_ino || same.st_dev != st.st_dev ||
-		     pread(fd, &last, 1, st.st_size - 1) != 1))
-			last = '\n';
+		cut = fd >= 0 && fstat(fd, &same) == 0 && same.st_ino == st.st_ino &&
+		      same.st_dev == st.st_dev && log_ends_cut(fd);
 		if (fd >= 0)
 			close(fd);
 	}
-	size_t pre = last != '\n';
+	size_t pre = (size_t)cut;
 	note[0] = '\n';
 	pre += log_prefix(note + pre, 64);
 	int w = snprintf(note + pre, sizeof note - pre,

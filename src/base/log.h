@@ -66,6 +66,11 @@ void log_flush(void);
  * terminating signal) is dropped, so that a pipe nobody reads never keeps rlock from
  * its Ctrl-C at the end (fd -1: the signal came already; what it takes at once). */
 void log_flush_until(int fd);
+
+/* Whether the regular file open on rfd (read-only) ends inside a line: its last byte is
+ * not a newline (a write cut short by a full disk). Then the next line written there
+ * starts with one, so that it stands on a line of its own. */
+int log_ends_cut(int rfd);
 /* Write n bytes (whole lines) to stderr as log_msg writes its line: in order with it,
  * not blocking while deferring (--events -). */
 void log_write(const char *line, size_t n);

@@ -128,11 +128,7 @@ static void open_file(void)
  * not glued to that piece and lost with it. */
 static int ends_cut(void)
 {
-	struct stat st;
-	char last;
-
-	return ev.rfd >= 0 && fstat(ev.rfd, &st) == 0 && st.st_size > 0 &&
-	       pread(ev.rfd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+	return log_ends_cut(ev.rfd);
 }
 
 /* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */

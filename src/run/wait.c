@@ -697,7 +697,6 @@ static int64_t busy_nap(struct wait_run *w)
  * meanwhile are ignored. */
 #define SPLIT_PAUSE_MIN_MS 50
 #define SPLIT_PAUSE_MAX_MS 250
-static int64_t busy_nap(struct wait_run *w);
 static enum wait_state split_pause(struct wait_run *w)
 {
 	int64_t pause = SPLIT_PAUSE_MIN_MS +
