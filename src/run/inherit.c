@@ -96,32 +96,38 @@ static int64_t cap(int64_t io_ms, int64_t deadline_ms)
 	return c < deadline_ms ? c : deadline_ms;
 }
 
+/* PREFIX{NAME} of h's key into prefix and name (LOCK_KEY_MAX each): 0, or -1 when the
+ * key has not that shape. */
+static int split_key(const struct inherited *h, char *prefix, char *name)
+{
+	const char *open = strrchr(h->key, '{');
+	size_t kn = strlen(h->key);
+
+	if (!open || kn < 3 || h->key[kn - 1] != '}')
+		return -1;
+	snprintf(prefix, LOCK_KEY_MAX, "%.*s", (int)(open - h->key), h->key);
+	snprintf(name, LOCK_KEY_MAX, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
+	return 0;
+}
+
 /* inherit.h */
 int inherited_ours(const struct inherited *h)
 {
-	const char *open = strrchr(h->key, '{');
-	size_t kn = strlen(h->key), tn = strspn(h->token, "0123456789abcdef");
+	size_t tn = strspn(h->token, "0123456789abcdef");
 	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX], err[200];
 
-	if (tn != LOCK_TOKEN_LEN || h->token[tn] || !open || kn < 3 || h->key[kn - 1] != '}')
-		return 0;
-	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
-	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
-	return parse_prefix(prefix, err, sizeof err) == 0 &&
+	return tn == LOCK_TOKEN_LEN && !h->token[tn] && split_key(h, prefix, name) == 0 &&
+	       parse_prefix(prefix, err, sizeof err) == 0 &&
 	       parse_lock_name(name, err, sizeof err) == 0;
 }
 
 /* inherit.h */
 int inherited_lock(const struct inherited *h, struct lock *l)
 {
-	const char *open = strrchr(h->key, '{');
-	size_t kn = strlen(h->key);
 	char prefix[LOCK_KEY_MAX], name[LOCK_KEY_MAX];
 
-	if (!open || kn < 3 || h->key[kn - 1] != '}')
+	if (split_key(h, prefix, name) < 0)
 		return -1; /* no key of ours */
-	snprintf(prefix, sizeof prefix, "%.*s", (int)(open - h->key), h->key);
-	snprintf(name, sizeof name, "%.*s", (int)(kn - (size_t)(open - h->key) - 2), open + 1);
 	return lock_init(l, prefix, name, 0) < 0 ? -1 : 0;
 }
 
