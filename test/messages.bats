@@ -163,3 +163,37 @@ load helpers
 	rlock_wait "$RLOCK_PID" 15
 	assert_equal "$RLOCK_STATUS" 79
 }
+
+@test "text another client wrote is shown, never obeyed: no CI runner command (##[, ##vso[, a row's ::) nor C1 or bidi control reaches text, stderr, JSON or --events" {
+	# A holder record written by hand, as any client of the server can: its name starts
+	# a --list row, its host and label hold GitHub's "##[" and Azure's "##vso[" (read
+	# anywhere in a line of a job's log), a C1 CSI (U+009B) and a bidi override (U+202E).
+	local k='rlock:{::warning::pwned}' now c1=$'\xc2\x9b' rlo=$'\xe2\x80\xae'
+	local label="##vso[task.setvariable variable=PATH]/tmp/evil $rlo $c1 ##[add-mask]rlock"
+	now=$(now_ms)
+	rcli SET "$k" 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+	rcli HSET "$k:owner" pid 1 host 'h ##[error]x' user u cmd c label "$label" start "$now" \
+		renewed "$now" ttl 60000 fence 7 proc x >/dev/null
+	rcli PEXPIRE "$k:owner" 60000 >/dev/null
+	local out
+	for args in '--list' '--list --json' '-k ::warning::pwned --status' '-k ::warning::pwned --status --json'; do
+		# shellcheck disable=SC2086 # the words of args
+		run --separate-stderr rlock $args
+		out=$output$stderr
+		[[ $out != *'##'* && $out != *"$c1"* && $out != *"$rlo"* ]] ||
+			fail "rlock $args: a command mark or a control, raw: $(cat -v <<<"$out")"
+		! grep -qE '^ *::' <<<"$out" || fail "rlock $args: a row starts with '::': $out"
+	done
+	run -0 rlock --list
+	[[ $output == *'\x3a:warning::pwned'*'h #\x23[error]x'*'[#\x23vso[task'* ]] || fail "$output"
+	# JSON: the same text to a JSON reader
+	run -0 rlock --list --json
+	assert_equal "$(jq -r '.locks[0] | .name, .host, .label' <<<"$output")" \
+		"$(printf '%s\n%s\n%s' '::warning::pwned' 'h ##[error]x' "$label")"
+	# stderr (-v) and --events, of a run that finds it busy
+	run -75 --separate-stderr rlock -v -n --events ev -k ::warning::pwned --label '##[error]own' -- touch ran
+	[[ $stderr != *'##'* && $stderr == *'held by h #\x23[error]x'* ]] || fail "$(cat -v <<<"$stderr")"
+	[[ $(cat ev) != *'##'* ]] || fail "$(cat ev)"
+	assert_equal "$(jq -r .label ev | sort -u)" '##[error]own'
+	[[ ! -e ran ]]
+}

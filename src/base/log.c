@@ -51,6 +51,18 @@ static size_t log_prefix(char *buf, size_t n)
 	return w < 0 ? used : used + (size_t)w;
 }
 
+/* log.h */
+int log_ci_command_at(const char *s, size_t i, size_t len)
+{
+	if (s[i] == '#') /* "##[" (GitHub, anywhere in a line), "##vso[" (Azure) */
+		return i > 0 && s[i - 1] == '#';
+	if (s[i] != ':' || i + 1 >= len || s[i + 1] != ':')
+		return 0;
+	while (i > 0 && s[i - 1] == ' ') /* "::" (GitHub) where a line may start */
+		i--;
+	return i == 0;
+}
+
 void log_escape(char *dst, size_t n, const char *src, size_t srclen)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -60,7 +72,7 @@ void log_escape(char *dst, size_t n, const char *src, size_t srclen)
 		return;
 	for (size_t i = 0; i < srclen; i++) {
 		unsigned char ch = (unsigned char)src[i];
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\' && !log_ci_command_at(src, i, srclen)) {
 			if (o + 1 >= n)
 				break;
 			dst[o++] = (char)ch;

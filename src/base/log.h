@@ -75,8 +75,17 @@ int log_ends_cut(int rfd);
  * not blocking while deferring (--events -). */
 void log_write(const char *line, size_t n);
 
-/* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN; always
- * terminates. For untrusted text: server replies, holder metadata, file names. */
+/* Whether the byte at s[i] (of len) would let a CI runner read the text as one of its
+ * commands: the second '#' of "##" ("##[add-mask]", "##vso[task.setvariable"), read
+ * anywhere in a line, or the first ':' of a "::" that only spaces precede (a row that
+ * starts with the text: "::warning::"). The text sinks escape it (log_escape: \x23,
+ * \x3a; json_escape: \u0023, \u003a), so that text another client wrote is shown, never
+ * obeyed, whichever sink it reaches. */
+int log_ci_command_at(const char *s, size_t i, size_t len);
+
+/* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN, and a CI
+ * runner's command marks (log_ci_command_at); always terminates. For untrusted text:
+ * server replies, holder metadata, file names. */
 void log_escape(char *dst, size_t n, const char *src, size_t srclen);
 
 #endif
