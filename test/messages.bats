@@ -197,3 +197,15 @@ load helpers
 	assert_equal "$(jq -r .label ev | sort -u)" '##[error]own'
 	[[ ! -e ran ]]
 }
+
+@test "a long text in a message is cut in the middle, and the cut shown ('...'): the end that says why stays" {
+	local long ctl
+	long=$(printf 'x%.0s' {1..3000})
+	run -126 --separate-stderr rlock -k e -- "$long"
+	assert_regex "$stderr" '^rlock: x{100,}\.\.\.x{100,}: File name too long$'
+	# escaped, longer than a line holds: the path of a file that cannot be opened
+	ctl=$(printf '\001%.0s' {1..900})
+	run -0 --separate-stderr rlock -k e --events "none/$ctl" -- true
+	assert_regex "$stderr" "^rlock: cannot write the events file '[^']*/none/(\\\\x01)+\\.\\.\\.(\\\\x01)+' \\(No such file or directory\\): the job goes on without it$"
+	(( ${#stderr} <= 2048 )) || fail "a line of ${#stderr} bytes"
+}

@@ -63,29 +63,60 @@ int log_ci_command_at(const char *s, size_t i, size_t len)
 	return i == 0;
 }
 
-void log_escape(char *dst, size_t n, const char *src, size_t srclen)
+/* The escaped width of src[i]: 1, or 4 for \xNN. */
+static size_t escaped_width(const char *src, size_t i, size_t srclen)
+{
+	unsigned char ch = (unsigned char)src[i];
+
+	return ch >= 0x20 && ch < 0x7f && ch != '\\' && !log_ci_command_at(src, i, srclen) ? 1 : 4;
+}
+
+/* src[from..to) escaped at dst + o. */
+static size_t escape_run(char *dst, size_t o, const char *src, size_t from, size_t to,
+                         size_t srclen)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
 
-	if (n == 0)
-		return;
-	for (size_t i = 0; i < srclen; i++) {
+	for (size_t i = from; i < to; i++) {
 		unsigned char ch = (unsigned char)src[i];
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\' && !log_ci_command_at(src, i, srclen)) {
-			if (o + 1 >= n)
-				break;
+		if (escaped_width(src, i, srclen) == 1) {
 			dst[o++] = (char)ch;
 		} else {
-			if (o + 4 >= n)
-				break;
 			dst[o++] = '\\';
 			dst[o++] = 'x';
 			dst[o++] = hex[ch >> 4];
 			dst[o++] = hex[ch & 15];
 		}
 	}
-	dst[o] = '\0';
+	return o;
+}
+
+void log_escape(char *dst, size_t n, const char *src, size_t srclen)
+{
+	static const char cut[] = "...";
+	size_t need = 0, head = 0, tail = srclen, used = 0;
+
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < srclen; i++)
+		need += escaped_width(src, i, srclen);
+	if (need < n) {
+		dst[escape_run(dst, 0, src, 0, srclen, srclen)] = '\0';
+		return;
+	}
+	/* Too long: its start and its end (where a message says why), "..." between, so
+	 * that the cut shows; a piece never splits an escape. */
+	size_t room = n - 1 > sizeof cut - 1 ? n - 1 - (sizeof cut - 1) : 0;
+	while (head < srclen && used + escaped_width(src, head, srclen) <= room / 2)
+		used += escaped_width(src, head++, srclen);
+	while (tail > head && used + escaped_width(src, tail - 1, srclen) <= room)
+		used += escaped_width(src, --tail, srclen);
+	size_t o = escape_run(dst, 0, src, 0, head, srclen);
+	if (o + sizeof cut <= n) {
+		memcpy(dst + o, cut, sizeof cut - 1);
+		o += sizeof cut - 1;
+	}
+	dst[escape_run(dst, o, src, tail, srclen, srclen)] = '\0';
 }
 
 size_t log_utf8_len(const unsigned char *p)
@@ -318,21 +349,35 @@ void log_write(const char *line, size_t n)
 
 void log_msg(int level, const char *fmt, ...)
 {
-	char raw[1024], line[2048];
-	va_list ap;
+	char raw[1024], line[2048], *text = raw, *whole = NULL;
+	va_list ap, again;
 	int saved = errno;
 
 	if (level > log_verbosity && !(level == LOG_ERROR))
 		return;
 	va_start(ap, fmt);
+	va_copy(again, ap);
 	int len = vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
-	if (len < 0)
+	if (len >= 0 && (size_t)len >= sizeof raw) {
+		/* A long text (a path, a command, what a server said): all of it, for
+		 * log_escape to cut in the middle, keeping the end that says why. */
+		whole = malloc((size_t)len + 1);
+		if (whole && vsnprintf(whole, (size_t)len + 1, fmt, again) == len) {
+			text = whole;
+		} else {
+			len = sizeof raw - 1;
+			memcpy(raw + len - 3, "...", 3); /* no memory: cut at the end, shown */
+		}
+	}
+	va_end(again);
+	if (len < 0) {
+		free(whole);
 		return;
-	if ((size_t)len >= sizeof raw)
-		len = sizeof raw - 1;
+	}
 	size_t pre = log_prefix(line, 64);
-	log_escape(line + pre, sizeof line - pre - 1, raw, (size_t)len);
+	log_escape(line + pre, sizeof line - pre - 1, text, (size_t)len);
+	free(whole);
 	size_t n = strlen(line);
 	line[n++] = '\n';
 	/* One write, so lines from the renewal thread never interleave mid-line. */

@@ -84,8 +84,10 @@ void log_write(const char *line, size_t n);
 int log_ci_command_at(const char *s, size_t i, size_t len);
 
 /* Copy src into dst (size n), replacing control and non-ASCII bytes by \xNN, and a CI
- * runner's command marks (log_ci_command_at); always terminates. For untrusted text:
- * server replies, holder metadata, file names. */
+ * runner's command marks (log_ci_command_at); always terminates. What does not fit is
+ * cut in the middle, shown by "..." (its start and its end stay: the end of a message
+ * says why), never mid-escape. For untrusted text: server replies, holder metadata,
+ * file names; log_msg passes it the whole message, however long. */
 void log_escape(char *dst, size_t n, const char *src, size_t srclen);
 
 #endif

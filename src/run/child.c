@@ -709,8 +709,8 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		          strerror(e));
 		return RL_EX_OSERR;
 	}
-	/* what is escaped by the log, once */
-	log_error("%.300s: %s", what, e == ENOENT ? "command not found" : strerror(e));
+	/* what is escaped by the log, once, and cut in the middle when long (the reason stays) */
+	log_error("%s: %s", what, e == ENOENT ? "command not found" : strerror(e));
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
