@@ -337,3 +337,14 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 "$RLOCK" -k rf2 --events ok.jsonl -- true
 	[[ $(event ok.jsonl released | jq -r 'has("reason")') == false ]] || fail "$(cat ok.jsonl)"
 }
+
+@test "events: the longest name, prefix and label, each escaped six times over, still make one whole JSON line" {
+	# '#' after '#' and a control byte are 6 bytes each in JSON (\u0023, \u0001)
+	local name prefix label
+	name=$(printf '#%.0s' {1..512})
+	prefix=$(printf '#%.0s' {1..128})
+	label=$(printf '\001%.0s' {1..256})
+	run -0 rlock --prefix "$prefix" -k "$name" --label "$label" --events ev.jsonl -- true
+	assert_equal "$(jq -r '[.event, (.name | length), (.key | length), (.label | length)] | join(" ")' ev.jsonl)" \
+		"$(printf 'acquired 512 642 256\nreleased 512 642 256')"
+}

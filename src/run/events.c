@@ -131,7 +131,13 @@ static int ends_cut(void)
 	return log_ends_cut(ev.rfd);
 }
 
-/* printf at buf + *at (of n bytes), moving *at on; nothing once the line is full. */
+/* A string field escaped is at most FIELD_MAX bytes (what is cut shows as "..." at its
+ * end); the six of a line (name, key, host, token, label, reason) and the rest fit in
+ * LINE_MAX: a line is always whole, valid JSON, however long what another wrote. */
+#define FIELD_MAX 4096
+#define LINE_MAX  (8 * FIELD_MAX)
+
+/* printf at buf + *at (of n bytes), moving *at on; nothing unless all of it fits. */
 __attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_t *at,
                                                       const char *fmt, ...)
 {
@@ -142,41 +148,53 @@ __attribute__((format(printf, 4, 5))) static void put(char *buf, size_t n, size_
 	va_start(ap, fmt);
 	int w = vsnprintf(buf + *at, n - *at, fmt, ap);
 	va_end(ap);
-	if (w > 0)
+	if (w > 0 && (size_t)w < n - *at)
 		*at += (size_t)w;
+	else
+		buf[*at] = '\0';
 }
 
-/* Escaped pieces into buf (json_escape): once fewer than 8 bytes are left, none but the
- * closing quote, so truncation shows as a short line. */
+/* Escaped pieces into buf (json_escape), up to limit; the quotes always. */
 struct sink {
 	char *buf;
-	size_t n, *at;
-	int full;
+	size_t n, *at, limit;
+	int opened, full;
 };
 
-static void put_piece(void *arg, const char *p, size_t len)
+static void add(struct sink *k, const char *p, size_t len)
 {
-	struct sink *k = arg;
-	int quote = len == 1 && *p == '"'; /* the opening or the closing one */
-
-	if (!quote && (k->full || *k->at + 7 >= k->n)) {
-		k->full = 1;
-		return;
-	}
 	if (*k->at + len < k->n) {
 		memcpy(k->buf + *k->at, p, len);
 		*k->at += len;
 	}
 }
 
-/* JSON string s (NULL: null) at buf + *at, escaped; truncation shows as a short line. */
+static void put_piece(void *arg, const char *p, size_t len)
+{
+	struct sink *k = arg;
+
+	if (len == 1 && *p == '"') { /* the opening or the closing quote (one inside: \") */
+		if (k->opened && k->full)
+			add(k, "...", 3);
+		k->opened = 1;
+		add(k, p, len);
+		return;
+	}
+	if (k->full || *k->at + len > k->limit) {
+		k->full = 1;
+		return;
+	}
+	add(k, p, len);
+}
+
+/* JSON string s (NULL: null) at buf + *at, escaped, at most FIELD_MAX bytes. */
 static void put_str(char *buf, size_t n, size_t *at, const char *s)
 {
 	if (!s) {
 		put(buf, n, at, "null");
 		return;
 	}
-	struct sink k = {buf, n, at, 0};
+	struct sink k = {buf, n, at, *at + FIELD_MAX - 4, 0, 0};
 
 	json_escape(s, put_piece, &k);
 	buf[*at < n ? *at : n - 1] = '\0';
@@ -273,7 +291,7 @@ static void put_facts(char *buf, size_t n, size_t *at, enum ev_kind kind, const 
 static void write_line(enum ev_kind kind, const struct ev_facts *f, const struct lock *l,
                        int64_t hold_ms)
 {
-	char buf[8192]; /* the longest label and reason, escaped, fit */
+	char buf[LINE_MAX]; /* every field at its longest (FIELD_MAX) fits */
 	size_t at = 0;
 
 	pthread_once(&ev.opened, open_file);
