@@ -209,3 +209,22 @@ load helpers
 	assert_regex "$stderr" "^rlock: cannot write the events file '[^']*/none/(\\\\x01)+\\.\\.\\.(\\\\x01)+' \\(No such file or directory\\): the job goes on without it$"
 	(( ${#stderr} <= 2048 )) || fail "a line of ${#stderr} bytes"
 }
+
+@test "a field another client wrote, longer than rlock keeps of it, shows its cut ('...') in text and JSON, never passed off as whole" {
+	local long
+	long=$(printf 'L%.0s' {1..3000})
+	rlock -k f -- true
+	rcli XADD 'rlock:{f}:history' '*' ev released fence 9 host h pid 12 label "$long" status 0 >/dev/null
+	run -0 rlock -k f --history
+	[[ ${lines[0]} == *'LLL...]  status 0' ]] || fail "${lines[0]}"
+	run -0 rlock -k f --history --json
+	[[ $(jq -r '.entries[0].label' <<<"$output") == LLL*'...' ]] || fail "$output"
+	# a holder's record: --status and --list, text and JSON
+	rcli SET 'rlock:{g}' 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+	rcli HSET 'rlock:{g}:owner' pid 1 host h user u cmd "c$long" label "$long" start "$(now_ms)" \
+		renewed "$(now_ms)" ttl 60000 fence 7 proc x >/dev/null
+	run rlock -k g --status
+	[[ $output == *'command  cLLL'*'...'$'\n'*'label    LLL'*'...'$'\n'* ]] || fail "$output"
+	run rlock -k g --status --json
+	assert_equal "$(jq -r '.command[-3:], .label[-3:]' <<<"$output")" $'...\n...'
+}

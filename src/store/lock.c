@@ -354,13 +354,15 @@ static int sem_held(const struct lock *l)
 
 /* A field as stored, for display (escaped by each sink). A NUL byte (anyone can HSET
  * one) would end the C string and hide the rest: it becomes the pair C0 80, which is not
- * UTF-8, so that a terminal line shows \xc0\x80 and JSON two U+FFFD in its place. */
+ * UTF-8, so that a terminal line shows \xc0\x80 and JSON two U+FFFD in its place. One
+ * longer than dst (only another client writes one: rlock caps what it writes) ends in
+ * "..." where it is cut, in every sink, never passed off as the whole. */
 static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 {
 	dst[0] = '\0';
 	if (r && (r->type == RESP_STRING || r->type == RESP_STATUS)) {
-		size_t o = 0;
-		for (size_t i = 0; i < r->len && o + 1 < n; i++) {
+		size_t o = 0, i = 0;
+		for (; i < r->len && o + 1 < n; i++) {
 			if (r->str[i]) {
 				dst[o++] = r->str[i];
 			} else if (o + 2 < n) {
@@ -369,6 +371,11 @@ static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 			} else {
 				break;
 			}
+		}
+		if (i < r->len && n >= 8) {
+			o = o > n - 4 ? n - 4 : o;
+			memcpy(dst + o, "...", 3);
+			o += 3;
 		}
 		dst[o] = '\0';
 	} else if (r && r->type == RESP_INTEGER)
