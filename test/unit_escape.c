@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* The two escapers every sink uses: log_escape (a terminal, a log, syslog) and
+ * json_escape (JSON): what they take, and how log_escape shows a cut. */
+#include <string.h>
+
+#include "json.h"
+#include "log.h"
+#include "unit.h"
+
+static int esc_is(const char *src, size_t n, const char *want)
+{
+	char dst[256];
+
+	log_escape(dst, n, src, strlen(src));
+	if (strcmp(dst, want) != 0)
+		fprintf(stderr, "log_escape(\"%s\", %zu) gave \"%s\", not \"%s\"\n", src, n, dst,
+		        want);
+	return strcmp(dst, want) == 0;
+}
+
+static void put_buf(void *arg, const char *p, size_t len)
+{
+	strncat(arg, p, len);
+}
+
+static int json_is(const char *src, const char *want)
+{
+	char dst[512] = "";
+
+	json_escape(src, put_buf, dst);
+	if (strcmp(dst, want) != 0)
+		fprintf(stderr, "json_escape(\"%s\") gave %s, not %s\n", src, dst, want);
+	return strcmp(dst, want) == 0;
+}
+
+static void test_ci_marks(void)
+{
+	CHECK(esc_is("##[add-mask]x", 256, "#\\x23[add-mask]x"));
+	CHECK(esc_is("a ###vso[", 256, "a #\\x23\\x23vso["));
+	CHECK(esc_is("#a#b", 256, "#a#b"));
+	CHECK(esc_is("::warning::x", 256, "\\x3a:warning::x"));
+	CHECK(esc_is("  ::error::x", 256, "  \\x3a:error::x"));
+	CHECK(esc_is("[::1]:6379 a::b", 256, "[::1]:6379 a::b")); /* only where a line starts */
+	CHECK(esc_is(":x", 256, ":x"));
+}
+
+static void test_cut(void)
+{
+	CHECK(esc_is("abcdef", 7, "abcdef"));
+	CHECK(esc_is("abcdefghij", 8, "ab...ij"));                  /* start, "...", end */
+	CHECK(esc_is("\x01\x02\x03\x04\x05", 12, "\\x01...\\x05")); /* never mid-escape */
+	CHECK(esc_is("\x01\x02\x03\x04\x05", 16, "\\x01...\\x04\\x05"));
+	CHECK(esc_is("abcdef", 3, ""));
+	CHECK(esc_is("abcdef", 1, ""));
+}
+
+static void test_json(void)
+{
+	CHECK(json_is("a\"b\\", "\"a\\\"b\\\\\""));
+	CHECK(json_is("\x1b[31m", "\"\\u001b[31m\""));
+	CHECK(json_is("\xc2\x9b"
+	              "2J",
+	              "\"\\u009b2J\"")); /* C1 CSI */
+	CHECK(json_is("\xe2\x80\xae"
+	              "x",
+	              "\"\\u202ex\""));                                     /* bidi override */
+	CHECK(json_is("\xe2\x80\xa8\xef\xbb\xbf", "\"\\u2028\\ufeff\""));   /* LS, BOM */
+	CHECK(json_is("\xc3\xa9\xe2\x82\xac", "\"\xc3\xa9\xe2\x82\xac\"")); /* é € as they are */
+	CHECK(json_is("\xff", "\"\\ufffd\""));
+	CHECK(json_is("##[x", "\"#\\u0023[x\""));
+	CHECK(json_is("::w", "\"\\u003a:w\""));
+}
+
+int main(void)
+{
+	test_ci_marks();
+	test_cut();
+	test_json();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
