@@ -41,9 +41,30 @@ static const int passed_on[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 #define PRINTED 'p'
 
+/* The report's cap, the parent's buffer: the job's three lists as the keeper read them
+ * from its environment (each at most the kernel's MAX_ARG_STRLEN, 128 KiB), this lock
+ * added to each, its key, token and fence: all of it fits, none is ever cut (a list
+ * dropped here would be unset by eval: the job's locks forgotten). */
+#define REPORT_MAX (512u << 10)
+#define ENV_MAX    (128u << 10) /* MAX_ARG_STRLEN: one "NAME=value" of the environment */
+
+/* A variable eval exports that no command could then be started with (execve: E2BIG):
+ * said, once per variable; the text is printed all the same, never cut. */
+static void warn_env_size(const char *name, const char *v)
+{
+	size_t len = strlen(name) + 1 + strlen(v) + 1;
+
+	if (len > ENV_MAX)
+		log_warn("%s is %zu bytes, more than one environment variable can hold (128 KiB): "
+		         "a command started after eval fails (Argument list too long); --release "
+		         "some of the job's locks",
+		         name, len);
+}
+
 /* Single-quoted for sh: ' becomes '\''. */
 static void print_sh(const char *name, const char *v)
 {
+	warn_env_size(name, v);
 	printf("%s='", name);
 	for (; *v; v++)
 		if (*v == '\'')
@@ -119,7 +140,8 @@ void keeper_report_failure(struct store *s, int rc, int64_t io_ms)
 		fputs("\n", f);
 		if (n > 0)
 			fprintf(f, "%s\n%s\n%s\n", list[0], list[1], list[2]);
-		if (fclose(f) == 0 && len < 60000 && write(report_fd, msg, len) == (ssize_t)len)
+		if (fclose(f) == 0 && len < REPORT_MAX &&
+		    write(report_fd, msg, len) == (ssize_t)len)
 			shutdown(report_fd, SHUT_WR);
 	}
 	free(msg);
@@ -164,7 +186,7 @@ interrupted(pid_t keeper, int sig, const struct keeper_args *k)
 static void __attribute__((noreturn))
 parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 {
-	static char buf[65536];
+	static char buf[REPORT_MAX];
 	size_t got = 0;
 	int sig = 0; /* the first signal that reached us: the run is interrupted */
 
@@ -235,10 +257,12 @@ parent_wait(pid_t keeper, int rfd, int sfd, const struct keeper_args *k)
 			at = end + 1;
 		}
 		for (int i = 0; lines == 3 && i < 3; i++)
-			if (k->github)
+			if (k->github) {
+				warn_env_size(var[i], line[i]);
 				printf("%s=%s\n", var[i], line[i]);
-			else
+			} else {
 				print_sh(var[i], line[i]);
+			}
 		/* none held besides: lists of the past (a released lock's) would outlive it */
 		if (lines != 3 && getenv("RLOCK_KEYS")) {
 			if (k->github)
@@ -431,7 +455,7 @@ static int report_to_parent(const struct lock *l, const char *inherited)
 	if (!f)
 		return -1;
 	fprintf(f, "%s\n%s\n%lld\n", l->key, l->token, l->fence);
-	if (inherited && strlen(inherited) < 60000) /* the parent's buffer */
+	if (inherited && strlen(inherited) < REPORT_MAX - 4096) /* the parent's buffer */
 		fputs(inherited, f);
 	if (fclose(f) != 0) {
 		free(msg);
