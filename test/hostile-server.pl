@@ -51,8 +51,9 @@ my %reply = (
 	badcrlf => "\$3\r\nabcXY:1\r\n",
 	http    => "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
 	tlsalert => "\x15\x03\x03\x00\x02\x02\x32",    # a TLS port's answer to plain text
-	# an error text with a terminal escape, a C1 CSI and a line that is a workflow command
-	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J\r\n",
+	# an error text with a terminal escape, a C1 CSI (raw, and as UTF-8) and a CI
+	# runner's command (GitHub reads "##[" anywhere in a line)
+	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J \xc2\x9b ##[add-mask]rlock\r\n",
 	loadescape => "-LOADING \e[31mred\e]0;title\a \x9b2J\r\n",
 );
 

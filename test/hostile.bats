@@ -153,8 +153,13 @@ expect_69_at_once() {
 	[[ $output$stderr == *'\x1b[31mred'* ]] || fail "not shown escaped: $output $stderr"
 	[[ $output$stderr != *$'\e'* && $output$stderr != *$'\x9b'* && $output$stderr != *$'\a'* ]] ||
 		fail "a raw escape reached the terminal: $(printf '%s\n%s' "$output" "$stderr" | cat -v)"
+	[[ $output$stderr == *'#\x23[add-mask]rlock'* && $output$stderr != *'##'* ]] ||
+		fail "a CI runner's command, raw: $output $stderr"
 	run --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json
 	jq -e . <<<"$output" >/dev/null || fail "not JSON: $output"
+	# JSON too: nothing a terminal or a runner obeys (the C1 CSI as UTF-8, "##[")
+	[[ $output != *$'\xc2\x9b'* && $output != *'##'* && $output == *'\u009b #\u0023[add-mask]'* ]] ||
+		fail "raw in JSON: $(cat -v <<<"$output")"
 }
 
 @test "a sentinel's error text is escaped once on the line that prints it (not \\x5cx1b)" {
@@ -162,7 +167,7 @@ expect_69_at_once() {
 	run -69 --separate-stderr timeout -s KILL 60 "$RLOCK" -u "redis-sentinel://127.0.0.1:$HPORT/mymaster" \
 		--io-timeout 1s -k h -- touch ran
 	[[ ! -e ran ]] || fail "the command ran"
-	[[ $stderr == *"sentinel 127.0.0.1:$HPORT: ERR \x1b[31mred\x1b]0;title\x07 \x9b2J"* ]] ||
+	[[ $stderr == *"sentinel 127.0.0.1:$HPORT: ERR \x1b[31mred\x1b]0;title\x07 \x9b2J \xc2\x9b #\x23[add-mask]rlock"* ]] ||
 		fail "not escaped exactly once: $stderr"
 	[[ $stderr != *$'\e'* && $stderr != *'\x5c'* ]] || fail "raw or escaped twice: $(cat -v <<<"$stderr")"
 }
