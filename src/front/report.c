@@ -554,8 +554,13 @@ int report_status(struct store *s, const struct report_ask *o)
 		fputc('\n', stdout);
 	} else {
 		print_holders(l.key, &hs);
-		if (via)
-			printf("  master   %s (Sentinel '%s')\n", via, o->master);
+		if (via) {
+			/* The address is what the sentinels said: text another client wrote. */
+			char via_e[1024], name_e[1024];
+			esc(via_e, sizeof via_e, via);
+			esc(name_e, sizeof name_e, o->master);
+			printf("  master   %s (Sentinel '%s')\n", via_e, name_e);
+		}
 	}
 	int rc = cli_close_stdout();
 	/* --status has its own rule: held (or closed by a lock-delay, or kept for a --preempt
