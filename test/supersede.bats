@@ -257,3 +257,24 @@ superseded_at() {
 		assert_equal "$(cat log)" "run 2"
 	done
 }
+
+@test "--supersede stopped past its place's lease while a newer request found the name free and ran: the older never runs after it (80)" {
+	# (the place had expired: nothing but the name's last --supersede request,
+	# PREFIX{NAME}:supersede:last, kept as long as the history, tells the older one)
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k dep --supersede --label req1 -t 1s -w 60s -c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 place_is req1
+	kill -STOP "$a"
+	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
+	touch h.release
+	rlock_wait "$h_pid" 30
+	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	assert_equal "$(cat log)" "run 2"
+}

@@ -707,6 +707,10 @@ static int queue_args(const struct lock *l, const char **args, int n, const char
 	if (l->ask.supersede) {
 		args[n++] = "@supersede";
 		args[n++] = l->supersede_placed ? "2" : "1";
+		/* how long the name's newest --supersede request is kept: the history's
+		 * retention (acquire.lua's PREFIX{NAME}:supersede:last) */
+		args[n++] = "@sret";
+		args[n++] = hret;
 	}
 	if (l->ask.preempt) {
 		args[n++] = "@preempt";

@@ -391,7 +391,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 44
+#define LOCK_ARGV_MAX 48
 
 struct lock_request {
 	int script, argc;

@@ -61,9 +61,26 @@ if not fast then
 end
 -- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
 -- final on every path, a free lock too (the newer one may have run and released).
+-- The name's newest --supersede request (PREFIX{NAME}:supersede:last, written as one
+-- takes the place or the lock, kept as long as the history, '@sret'): one that took the
+-- place before ('2') and finds another named there was replaced, also when it was away
+-- past its place's lease and the newer one, finding no place to take, ran (no mark).
+-- Read by every --supersede request before any write (a Cluster slot that migrates).
+local lk = KEYS[1] .. ':supersede:last'
 if q['@supersede'] and not mine then
   local by = redis.call('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
   if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
+  by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label')
+  if q['@supersede'] == '2' and by[1] and by[1] ~= ARGV[1] then
+    return {5, by[2] or false, by[3] or false, by[4] or false}
+  end
+end
+-- This --supersede request is the name's newest (above): it takes the place or the lock.
+local function supersede_last()
+  redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
+             q.label or '')
+  redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
+                                     60000))
 end
 -- The place among the waiters: a lease of the ttl, renewed by every attempt (wake_one.lua).
 local function place()
@@ -109,6 +126,7 @@ local function supersede(fence)
                 'by_label', q.label or '')
   end
   if cur[1] ~= ARGV[1] then
+    supersede_last()
     redis.call('DEL', sk)
     redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
                'label', q.label or '')
@@ -284,8 +302,11 @@ local tr = redis.call('TIME')
 redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',
            tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3), unpack(fields))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
-  redis.call('DEL', KEYS[1] .. ':supersede')
+if q['@supersede'] and not mine then
+  supersede_last()
+  if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+    redis.call('DEL', KEYS[1] .. ':supersede')
+  end
 end
 if not mine then
   -- the preempted holder's run (left open by its release) ends preempted, by this request
