@@ -32,6 +32,10 @@
  *   PREFIX{NAME}:superseded:TOKEN  hash host pid label: who replaced TOKEN's --supersede
  *                          request, PX 3 x the newer ttl (60 s at least): LOCK_SUPERSEDED
  *                          on every later attempt, the lock held or free
+ *   PREFIX{NAME}:supersede:last  hash token host pid label: the newest --supersede request
+ *                          (written as it takes the place or the lock), PX the history's
+ *                          retention: an attempt that had the place and finds another
+ *                          token there is LOCK_SUPERSEDED (it was away past its place)
  *   PREFIX{NAME}:preempt   hash token host pid label [handover]: a --preempt request for a
  *                          --preemptible holder, PX min(ttl, 5 s), renewed by its attempts
  *                          (its renewal: LOCK_PREEMPTED); handover 1: the holder released
