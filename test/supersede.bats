@@ -277,4 +277,8 @@ superseded_at() {
 	assert_equal "$RLOCK_STATUS" 80
 	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
 	assert_equal "$(cat log)" "run 2"
+	# its one history record names the newer request, as a replacement that found it would
+	run -0 --separate-stderr rlock -k dep --history --json
+	jq -e '[.entries[] | select(.event == "superseded")] | length == 1 and
+		.[0].label == "req1" and .[0].by.label == "req2"' <<<"$output" >/dev/null || fail "$output"
 }

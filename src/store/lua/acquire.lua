@@ -72,6 +72,14 @@ if q['@supersede'] and not mine then
   if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
   by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label')
   if q['@supersede'] == '2' and by[1] and by[1] ~= ARGV[1] then
+    -- said once, as a replacement that found the place says it (supersede, below): the
+    -- history's record, and the mark that answers this request's next attempts
+    local mk = KEYS[1] .. ':superseded:' .. ARGV[1]
+    redis.call('HSET', mk, 'host', by[2] or '', 'pid', by[3] or '', 'label', by[4] or '')
+    redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
+    history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', '', 'token', ARGV[1],
+                'host', q.host or '', 'pid', q.pid or '', 'label', q.label or '', 'by_host',
+                by[2] or '', 'by_pid', by[3] or '', 'by_label', by[4] or '')
     return {5, by[2] or false, by[3] or false, by[4] or false}
   end
 end
