@@ -66,8 +66,8 @@ end
 -- place before ('2') and finds another named there was replaced, also when it was away
 -- past its place's lease and the newer one, finding no place to take, ran (no mark).
 -- Read by every --supersede request before any write (a Cluster slot that migrates).
-local lk = KEYS[1] .. ':supersede:last'
 if q['@supersede'] and not mine then
+  local lk = KEYS[1] .. ':supersede:last'
   local by = redis.call('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
   if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
   by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label')
@@ -82,13 +82,6 @@ if q['@supersede'] and not mine then
                 by[2] or '', 'by_pid', by[3] or '', 'by_label', by[4] or '')
     return {5, by[2] or false, by[3] or false, by[4] or false}
   end
-end
--- This --supersede request is the name's newest (above): it takes the place or the lock.
-local function supersede_last()
-  redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
-             q.label or '')
-  redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
-                                     60000))
 end
 -- The place among the waiters: a lease of the ttl, renewed by every attempt (wake_one.lua).
 local function place()
@@ -134,7 +127,13 @@ local function supersede(fence)
                 'by_label', q.label or '')
   end
   if cur[1] ~= ARGV[1] then
-    supersede_last()
+    -- the name's newest request (above), written as it takes the place (no closure made
+    -- for it: the plain acquire would pay for it; the grant below writes the same)
+    local lk = KEYS[1] .. ':supersede:last'
+    redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
+               q.label or '')
+    redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
+                                       60000))
     redis.call('DEL', sk)
     redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
                'label', q.label or '')
@@ -311,7 +310,11 @@ redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',
            tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3), unpack(fields))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 if q['@supersede'] and not mine then
-  supersede_last()
+  local lk = KEYS[1] .. ':supersede:last' -- the name's newest request, as supersede writes it
+  redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
+             q.label or '')
+  redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
+                                     60000))
   if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
     redis.call('DEL', KEYS[1] .. ':supersede')
   end
