@@ -34,8 +34,9 @@
  *                          on every later attempt, the lock held or free
  *   PREFIX{NAME}:supersede:last  hash token host pid label: the newest --supersede request
  *                          (written as it takes the place or the lock), PX the history's
- *                          retention: an attempt that had the place and finds another
- *                          token there is LOCK_SUPERSEDED (it was away past its place)
+ *                          retention, at (server ms): an attempt that had the place,
+ *                          or whose first attempt went unanswered and finds it written
+ *                          since then, and finds another token is LOCK_SUPERSEDED
  *   PREFIX{NAME}:preempt   hash token host pid label [handover]: a --preempt request for a
  *                          --preemptible holder, PX min(ttl, 5 s), renewed by its attempts
  *                          (its renewal: LOCK_PREEMPTED); handover 1: the holder released
@@ -128,6 +129,10 @@ struct lock {
 	 * have it; run_status: the command's exit status for the release's record (-1:
 	 * none). */
 	int supersede_placed;
+	/* --supersede: when its first attempt was sent (clock_ms; 0: not yet), and how long
+	 * before this attempt: the script takes the name's newest request written since then
+	 * for a newer one (an attempt whose first reply never came cannot tell otherwise) */
+	int64_t supersede_first_ms, supersede_age_ms;
 	int run_status;
 	/* set before the release: rlock declared the lease lost by its own clock (its
 	 * renewal gave up, the command was stopped, exit 79): the release, when it still

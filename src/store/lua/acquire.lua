@@ -62,16 +62,25 @@ end
 -- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
 -- final on every path, a free lock too (the newer one may have run and released).
 -- The name's newest --supersede request (PREFIX{NAME}:supersede:last, written as one
--- takes the place or the lock, kept as long as the history, '@sret'): one that took the
--- place before ('2') and finds another named there was replaced, also when it was away
--- past its place's lease and the newer one, finding no place to take, ran (no mark).
+-- takes the place or the lock, with the server's time, kept as long as the history,
+-- '@sret'): another one there replaced this request when this one took the place before
+-- ('2'), or was written after this request's first attempt was sent ('@sage' ms before
+-- this one: a first attempt whose reply never came may have taken the place), also when
+-- this one was away past its place's lease and the newer one, finding no place, ran.
 -- Read by every --supersede request before any write (a Cluster slot that migrates).
 if q['@supersede'] and not mine then
   local lk = KEYS[1] .. ':supersede:last'
   local by = redis.call('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
   if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
-  by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label')
-  if q['@supersede'] == '2' and by[1] and by[1] ~= ARGV[1] then
+  by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label', 'at')
+  local age = tonumber(q['@sage'] or '0') or 0
+  local newer = by[1] and by[1] ~= ARGV[1] and q['@supersede'] == '2'
+  if by[1] and by[1] ~= ARGV[1] and not newer and age > 0 then
+    local t = redis.call('TIME')
+    newer = (tonumber(by[5] or '0') or 0) > tonumber(t[1]) * 1000 +
+                                               math.floor(tonumber(t[2]) / 1000) - age
+  end
+  if newer then
     -- said once, as a replacement that found the place says it (supersede, below): the
     -- history's record, and the mark that answers this request's next attempts
     local mk = KEYS[1] .. ':superseded:' .. ARGV[1]
@@ -129,9 +138,9 @@ local function supersede(fence)
   if cur[1] ~= ARGV[1] then
     -- the name's newest request (above), written as it takes the place (no closure made
     -- for it: the plain acquire would pay for it; the grant below writes the same)
-    local lk = KEYS[1] .. ':supersede:last'
+    local lk, t = KEYS[1] .. ':supersede:last', redis.call('TIME')
     redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
-               q.label or '')
+               q.label or '', 'at', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
     redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
                                        60000))
     redis.call('DEL', sk)
@@ -312,7 +321,7 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 if q['@supersede'] and not mine then
   local lk = KEYS[1] .. ':supersede:last' -- the name's newest request, as supersede writes it
   redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
-             q.label or '')
+             q.label or '', 'at', tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3))
   redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
                                      60000))
   if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
