@@ -777,8 +777,9 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   m->proc ? m->proc : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		char sage[24];
-		snprintf(sage, sizeof sage, "%lld", (long long)l->supersede_age_ms);
+		char sage[24] = "0";
+		if (l->ask.supersede) /* a plain request formats nothing more (issue 40) */
+			snprintf(sage, sizeof sage, "%lld", (long long)l->supersede_age_ms);
 		int na = queue_args(l, args, l->ask.delay_ms > 0 ? 21 : 19, hist, hret, sage);
 		return request(q, S_ACQUIRE, l, nk, keys, na, args, err, errlen);
 	} else {
