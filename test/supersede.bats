@@ -343,3 +343,15 @@ superseded_at() {
 	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
 	assert_equal "$(cat log)" "run 2"
 }
+
+@test "a :supersede:last of another type (set by hand): a --supersede request exits 69 having written nothing, --reset deletes it, then it runs" {
+	rcli SET 'rlock:{dep}:supersede:last' stray >/dev/null
+	run -69 --separate-stderr rlock -k dep --supersede -c 'echo run 1 >>log'
+	[[ $stderr == *WRONGTYPE* ]] || fail "$stderr"
+	key_absent 'rlock:{dep}:supersede'
+	key_absent 'rlock:{dep}'
+	run -0 --separate-stderr rlock -k dep --reset
+	assert_regex "$stderr" 'deleted rlock:\{dep\}:supersede:last: it held a string'
+	run -0 --separate-stderr rlock -k dep --supersede -c 'echo run 2 >>log'
+	assert_equal "$(cat log)" "run 2"
+}
