@@ -742,3 +742,24 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	echo "# ran $((w_at - left)) ms after the request left" >&3
 	((w_at - left < 500)) || fail "the waiter ran $((w_at - left)) ms after the request left"
 }
+
+@test "--preemptible whose rlock is stopped after the command's stop, past its lease: not 'the release failed' (nothing was sent), the command's status, the requester runs after" {
+	rlock_bg -k p -t 1s --preemptible --events "$PWD/ev" -- sh -c \
+		'trap "touch trapped; sleep 10" TERM; touch h.started; sleep 30 & wait'
+	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
+	wait_until 30 test -e h.started
+	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
+	local r_pid=$RLOCK_PID
+	wait_until 30 test -e trapped
+	kill -STOP "$h_pid"
+	wait_until 30 grep -q 'r ran' log # the lease ran out; the watchdog stopped the command
+	kill -CONT "$h_pid"
+	rlock_wait "$h_pid" 30
+	assert_equal "$RLOCK_STATUS" 137
+	grep -q "its lease ended before rlock could release it" "$h_err" || fail "$(cat "$h_err")"
+	run ! grep -q 'release failed' "$h_err"
+	jq -e 'select(.event == "released") | .status == 137 and .reason == null' ev >/dev/null ||
+		fail "$(cat ev)"
+	rlock_wait "$r_pid" 30
+	assert_equal "$RLOCK_STATUS" 0
+}

@@ -23,6 +23,42 @@ place_is() { [[ $(rcli HGET 'rlock:{dep}:supersede' label) == "$1" ]]; }
 past() { (($(now_ms) > $1)); }
 queued_one() { [[ $(rcli ZCARD 'rlock:{dep}:queue') == 1 ]]; }
 
+# mute_proxy_start: a loopback proxy to the test server that drops every reply while
+# the file mute exists (the server acts; the client never hears of it, its connection
+# open: a path that loses replies). Exports PROXY_URL.
+mute_proxy_start() {
+	local port ready=$BATS_TEST_TMPDIR/mute.ready
+	port=$(free_port) || return 1
+	# shellcheck disable=SC2016  # Perl's own $
+	perl -e '
+use strict; use warnings; use IO::Socket::INET; use IO::Select;
+my ($lport, $uport, $ready, $mute) = @ARGV;
+my $l = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $lport, Listen => 64,
+	ReuseAddr => 1) or die "listen: $!";
+my $sel = IO::Select->new($l); my (%peer, %up);
+open my $r, ">", $ready or die; print $r "$$\n"; close $r;
+for (;;) {
+	for my $h ($sel->can_read(1)) {
+		if ($h == $l) {
+			my $c = $l->accept or next;
+			my $u = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $uport)
+				or do { close $c; next };
+			$peer{$c} = $u; $peer{$u} = $c; $up{$u} = 1; $sel->add($c, $u); next;
+		}
+		my $o = $peer{$h} or next;
+		my $n = sysread($h, my $buf, 65536);
+		if (!$n) { $sel->remove($h, $o); close $h; close $o; delete @peer{$h, $o}; next; }
+		next if $up{$h} && -e $mute;
+		syswrite($o, $buf);
+	}
+}' "$port" "$REDIS_PORT" "$ready" "$BATS_TEST_TMPDIR/mute" </dev/null >/dev/null 2>&1 3>&- 4>&- &
+	local pid=$!
+	disown "$pid" # no "Killed" job message when teardown stops it
+	track_pid "$pid"
+	wait_until 10 test -s "$ready"
+	export PROXY_URL="redis://127.0.0.1:$port"
+}
+
 # request I [ARGS...]: a --supersede request labelled reqI in the background, whose
 # command logs "run I"; its wrapper writes "STATUS EXIT_MS" to exit.I when rlock ends.
 request() {
@@ -256,4 +292,66 @@ superseded_at() {
 		assert_equal "$st" 0
 		assert_equal "$(cat log)" "run 2"
 	done
+}
+
+@test "--supersede stopped past its place's lease while a newer request found the name free and ran: the older never runs after it (80)" {
+	# (the place had expired: nothing but the name's last --supersede request,
+	# PREFIX{NAME}:supersede:last, kept as long as the history, tells the older one)
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	rlock_bg -k dep --supersede --label req1 -t 1s -w 60s -c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 place_is req1
+	kill -STOP "$a"
+	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
+	touch h.release
+	rlock_wait "$h_pid" 30
+	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	assert_equal "$(cat log)" "run 2"
+	# its one history record names the newer request, as a replacement that found it would
+	run -0 --separate-stderr rlock -k dep --history --json
+	jq -e '[.entries[] | select(.event == "superseded")] | length == 1 and
+		.[0].label == "req1" and .[0].by.label == "req2"' <<<"$output" >/dev/null || fail "$output"
+}
+
+@test "--supersede whose first attempt's reply never came, stopped past its place's lease while a newer request ran: the older never runs after it (80)" {
+	# (its first attempt took the place, but it never heard so: only the time of the
+	# name's newest request, against the age of its own first attempt, tells it)
+	rlock_bg -k dep -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 30 test -e h.started
+	mute_proxy_start
+	touch mute # the replies through it are lost
+	rlock_bg -u "$PROXY_URL" --io-timeout 1s -k dep --supersede --label req1 -t 1s -w 60s \
+		-c 'echo run 1 >>log'
+	local a=$RLOCK_PID a_err=$RLOCK_ERR
+	wait_until 30 place_is req1
+	kill -STOP "$a"
+	rm mute
+	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
+	touch h.release
+	rlock_wait "$h_pid" 30
+	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	assert_equal "$(cat log)" "run 2"
+}
+
+@test "a :supersede:last of another type (set by hand): a --supersede request exits 69 having written nothing, --reset deletes it, then it runs" {
+	rcli SET 'rlock:{dep}:supersede:last' stray >/dev/null
+	run -69 --separate-stderr rlock -k dep --supersede -c 'echo run 1 >>log'
+	[[ $stderr == *WRONGTYPE* ]] || fail "$stderr"
+	key_absent 'rlock:{dep}:supersede'
+	key_absent 'rlock:{dep}'
+	run -0 --separate-stderr rlock -k dep --reset
+	assert_regex "$stderr" 'deleted rlock:\{dep\}:supersede:last: it held a string'
+	run -0 --separate-stderr rlock -k dep --supersede -c 'echo run 2 >>log'
+	assert_equal "$(cat log)" "run 2"
 }

@@ -559,10 +559,13 @@ static int preempted(const struct hold *h, const struct opts *o, const char *who
 	if (released == HOLD_LOST)
 		return own; /* the caller says lost: 79 */
 	log_error("lock '%s': %s: the command was stopped, but %s; exiting %d (%s)", o->name, who,
-	          released == HOLD_ERR  ? "the release failed: the lock was not handed to that "
-	                                  "request"
-	          : h->handover_untaken ? "that request never took the lock (it gave up or died)"
-	                                : "that request gave up before the lock was released",
+	          released == HOLD_ERR    ? "the release failed: the lock was not handed to that "
+	                                    "request"
+	          : released == HOLD_OVER ? "its lease ended before rlock could release it (rlock "
+	                                    "stopped or starved): the lock was not handed to that "
+	                                    "request"
+	          : h->handover_untaken   ? "that request never took the lock (it gave up or died)"
+	                                  : "that request gave up before the lock was released",
 	          timeout ? timeout : own,
 	          timeout ? "--max-hold expired: the command was stopped for it too"
 	                  : "the command's status");

@@ -243,7 +243,9 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 		release_unconfirmed_or_signal(h, keeps ? h->wait_aof_local : 0,
 		                              keeps ? h->wait_aof_replicas : 0, used, unconfirmed,
 		                              sizeof unconfirmed);
-	if (rc == LOCK_ERR && !strcmp(err, LEASE_OVER))
+	/* not sent, the lease over by rlock's clock: no failure (hold_release's HOLD_OVER) */
+	h->over = rc == LOCK_ERR && !strcmp(err, LEASE_OVER);
+	if (h->over)
 		record_lost(h, l, live ? live : h->s);
 	h->gone_why[0] = '\0';
 	if (rc == LOCK_NOTOURS) /* who broke it, on the handle that found it gone */
@@ -402,8 +404,8 @@ int hold_release(struct hold *h, int64_t keep_ms)
 			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
 		if (r == LOCK_NOTOURS)
 			rc = HOLD_LOST;
-		else if (r != LOCK_OK && rc == HOLD_OK)
-			rc = HOLD_ERR;
+		else if (r != LOCK_OK && rc != HOLD_LOST && rc != HOLD_ERR)
+			rc = h->over ? HOLD_OVER : HOLD_ERR;
 	}
 	close_all(h);
 	return rc;

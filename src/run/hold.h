@@ -49,6 +49,7 @@ struct hold {
 	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
 	int wait_aof_local, wait_aof_replicas; /* --wait-aof: the release WAITAOFed too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
+	int over;           /* release_one: its lease had ended before the release (HOLD_OVER) */
 	/* hold_release: the release handed the lock to the --preempt request that stopped
 	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
 	int handed_over;
@@ -145,7 +146,7 @@ void hold_abandon_lost(struct hold *h);
 /* Close the main handle (a keeper: its renewal threads have their own). */
 void hold_drop_main(struct hold *h);
 
-enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_ERR = -1 };
+enum { HOLD_OK = 0, HOLD_LOST = 1, HOLD_OVER = 2, HOLD_ERR = -1 };
 
 /* From here on, a terminating signal readable on fd (a signalfd; -1: none) ends the
  * waits hold_release makes after a release was sent (--wait-replicas, --wait-aof, a
@@ -181,7 +182,9 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
  * on its renewal thread's handle when it renewed, else on the main one, else a fresh
  * one; never after its lease ended. Closes every handle. HOLD_OK, HOLD_LOST (a lock was
  * no longer ours; a single lock's loss is the caller's to say, with h->gone_why; each of
- * several is named here) or HOLD_ERR (a release failed: HOLD_RELEASE_FAILED);
+ * several is named here), HOLD_OVER (a lease had ended by rlock's clock before its release
+ * could be sent, rlock stopped or starved: nothing sent, nothing failed) or HOLD_ERR (a
+ * release failed: HOLD_RELEASE_FAILED; it outranks HOLD_OVER);
  * h->handed_over says whether a release handed its lock to a --preempt request. */
 int hold_release(struct hold *h, int64_t keep_ms);
 

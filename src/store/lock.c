@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock.h"
 #include "parse.h"
 
 /* The protocol is the scripts in src/store/lua/ (one screen each): each checks and changes
@@ -709,11 +710,17 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * '@' pairs are read by the script, the others stored with the owner. Returns the new
  * number of args. */
 static int queue_args(const struct lock *l, const char **args, int n, const char *hist,
-                      const char *hret)
+                      const char *hret, const char *sage)
 {
 	if (l->ask.supersede) {
 		args[n++] = "@supersede";
 		args[n++] = l->supersede_placed ? "2" : "1";
+		/* how long the name's newest --supersede request is kept: the history's
+		 * retention (acquire.lua's PREFIX{NAME}:supersede:last) */
+		args[n++] = "@sret";
+		args[n++] = hret;
+		args[n++] = "@sage";
+		args[n++] = sage;
 	}
 	if (l->ask.preempt) {
 		args[n++] = "@preempt";
@@ -777,7 +784,10 @@ int lock_request_acquire(struct lock_request *q, const struct lock *l, const str
 		                                   m->proc ? m->proc : "",
 		                                   "delay", /* --lock-delay: the holder's field */
 		                                   delay};
-		int na = queue_args(l, args, l->ask.delay_ms > 0 ? 21 : 19, hist, hret);
+		char sage[24] = "0";
+		if (l->ask.supersede) /* a plain request formats nothing more (issue 40) */
+			snprintf(sage, sizeof sage, "%lld", (long long)l->supersede_age_ms);
+		int na = queue_args(l, args, l->ask.delay_ms > 0 ? 21 : 19, hist, hret, sage);
 		return request(q, S_ACQUIRE, l, nk, keys, na, args, err, errlen);
 	} else {
 		if (l->ask.mode == LOCK_SHARED)
@@ -819,6 +829,12 @@ int lock_acquire(struct client *c, struct lock *l, const struct lock_meta *m, in
 	struct lock_request q;
 	struct resp_reply *r;
 
+	if (l->ask.supersede) { /* only --supersede reads the clock here (issue 40) */
+		int64_t now = clock_ms();
+		if (!l->supersede_first_ms)
+			l->supersede_first_ms = now;
+		l->supersede_age_ms = now - l->supersede_first_ms;
+	}
 	if (lock_request_acquire(&q, l, m, err, errlen) < 0)
 		return LOCK_ERR;
 	int sent = send_request(c, &q, deadline_ms, &r, err, errlen);

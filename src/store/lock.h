@@ -32,6 +32,11 @@
  *   PREFIX{NAME}:superseded:TOKEN  hash host pid label: who replaced TOKEN's --supersede
  *                          request, PX 3 x the newer ttl (60 s at least): LOCK_SUPERSEDED
  *                          on every later attempt, the lock held or free
+ *   PREFIX{NAME}:supersede:last  hash token host pid label: the newest --supersede request
+ *                          (written as it takes the place or the lock), PX the history's
+ *                          retention, at (server ms): an attempt that had the place,
+ *                          or whose first attempt went unanswered and finds it written
+ *                          since then, and finds another token is LOCK_SUPERSEDED
  *   PREFIX{NAME}:preempt   hash token host pid label [handover]: a --preempt request for a
  *                          --preemptible holder, PX min(ttl, 5 s), renewed by its attempts
  *                          (its renewal: LOCK_PREEMPTED); handover 1: the holder released
@@ -124,6 +129,10 @@ struct lock {
 	 * have it; run_status: the command's exit status for the release's record (-1:
 	 * none). */
 	int supersede_placed;
+	/* --supersede: when its first attempt was sent (clock_ms; 0: not yet), and how long
+	 * before this attempt: the script takes the name's newest request written since then
+	 * for a newer one (an attempt whose first reply never came cannot tell otherwise) */
+	int64_t supersede_first_ms, supersede_age_ms;
 	int run_status;
 	/* set before the release: rlock declared the lease lost by its own clock (its
 	 * renewal gave up, the command was stopped, exit 79): the release, when it still
@@ -391,7 +400,7 @@ int lock_decode_holders(const struct resp_reply *r, const char *what, struct hol
  * and returns argc. Decode the reply with lock_decode_*: acquire; int (renew,
  * release: 0 is not ours); fence (the counter after the merge); holders (status,
  * break). The builders return 0, or -1 with the reason. */
-#define LOCK_ARGV_MAX 44
+#define LOCK_ARGV_MAX 48
 
 struct lock_request {
 	int script, argc;

@@ -61,9 +61,36 @@ if not fast then
 end
 -- Replaced by a newer --supersede request (PREFIX{NAME}:superseded:<token>, below):
 -- final on every path, a free lock too (the newer one may have run and released).
+-- The name's newest --supersede request (PREFIX{NAME}:supersede:last, written as one
+-- takes the place or the lock, with the server's time, kept as long as the history,
+-- '@sret'): another one there replaced this request when this one took the place before
+-- ('2'), or was written after this request's first attempt was sent ('@sage' ms before
+-- this one: a first attempt whose reply never came may have taken the place), also when
+-- this one was away past its place's lease and the newer one, finding no place, ran.
+-- Read by every --supersede request before any write (a Cluster slot that migrates).
 if q['@supersede'] and not mine then
+  local lk = KEYS[1] .. ':supersede:last'
   local by = redis.call('HMGET', KEYS[1] .. ':superseded:' .. ARGV[1], 'host', 'pid', 'label')
   if by[1] then return {5, by[1], by[2] or false, by[3] or false} end
+  by = redis.call('HMGET', lk, 'token', 'host', 'pid', 'label', 'at')
+  local age = tonumber(q['@sage'] or '0') or 0
+  local newer = by[1] and by[1] ~= ARGV[1] and q['@supersede'] == '2'
+  if by[1] and by[1] ~= ARGV[1] and not newer and age > 0 then
+    local t = redis.call('TIME')
+    newer = (tonumber(by[5] or '0') or 0) > tonumber(t[1]) * 1000 +
+                                               math.floor(tonumber(t[2]) / 1000) - age
+  end
+  if newer then
+    -- said once, as a replacement that found the place says it (supersede, below): the
+    -- history's record, and the mark that answers this request's next attempts
+    local mk = KEYS[1] .. ':superseded:' .. ARGV[1]
+    redis.call('HSET', mk, 'host', by[2] or '', 'pid', by[3] or '', 'label', by[4] or '')
+    redis.call('PEXPIRE', mk, math.max(3 * tonumber(ARGV[2]), 60000))
+    history_add(KEYS[1], q.hist, q.hret, 'ev', 'superseded', 'fence', '', 'token', ARGV[1],
+                'host', q.host or '', 'pid', q.pid or '', 'label', q.label or '', 'by_host',
+                by[2] or '', 'by_pid', by[3] or '', 'by_label', by[4] or '')
+    return {5, by[2] or false, by[3] or false, by[4] or false}
+  end
 end
 -- The place among the waiters: a lease of the ttl, renewed by every attempt (wake_one.lua).
 local function place()
@@ -109,6 +136,13 @@ local function supersede(fence)
                 'by_label', q.label or '')
   end
   if cur[1] ~= ARGV[1] then
+    -- the name's newest request (above), written as it takes the place (no closure made
+    -- for it: the plain acquire would pay for it; the grant below writes the same)
+    local lk, t = KEYS[1] .. ':supersede:last', redis.call('TIME')
+    redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
+               q.label or '', 'at', t[1] .. string.sub(string.format('%06d', t[2]), 1, 3))
+    redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
+                                       60000))
     redis.call('DEL', sk)
     redis.call('HSET', sk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '',
                'label', q.label or '')
@@ -284,8 +318,15 @@ local tr = redis.call('TIME')
 redis.call('HSET', KEYS[2], 'fence', fence, 'renewed',
            tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3), unpack(fields))
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
-if q['@supersede'] and redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
-  redis.call('DEL', KEYS[1] .. ':supersede')
+if q['@supersede'] and not mine then
+  local lk = KEYS[1] .. ':supersede:last' -- the name's newest request, as supersede writes it
+  redis.call('HSET', lk, 'token', ARGV[1], 'host', q.host or '', 'pid', q.pid or '', 'label',
+             q.label or '', 'at', tr[1] .. string.sub(string.format('%06d', tr[2]), 1, 3))
+  redis.call('PEXPIRE', lk, math.max(tonumber(q['@sret'] or '0') or 0, 3 * tonumber(ARGV[2]),
+                                     60000))
+  if redis.call('HGET', KEYS[1] .. ':supersede', 'token') == ARGV[1] then
+    redis.call('DEL', KEYS[1] .. ':supersede')
+  end
 end
 if not mine then
   -- the preempted holder's run (left open by its release) ends preempted, by this request

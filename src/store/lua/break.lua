@@ -36,7 +36,8 @@ do
                        {':holders', 'zset'}, {':meta', 'hash'}, {':limit', 'string'},
                        {':queue', 'zset'}, {':qlease', 'zset'}, {':qmeta', 'hash'},
                        {':writer', 'string'}, {':waiters', 'zset'}, {':delay', 'zset'},
-                       {':preempt', 'hash'}, {':supersede', 'hash'}, {':broken', 'hash'},
+                       {':preempt', 'hash'}, {':supersede', 'hash'},
+                       {':supersede:last', 'hash'}, {':broken', 'hash'},
                        {':history', 'stream'}, {':history:run', 'string'},
                        {':history:runs', 'zset'}}) do
     local t = redis.pcall('TYPE', KEYS[1] .. st[1])
