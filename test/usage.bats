@@ -316,3 +316,40 @@ usage_error() {
 	run -0 bash -c '"$RLOCK" -v -k u -- touch ran <&- >&- 2>&-'
 	[[ -e ran ]]
 }
+
+# ---------------------------------------------------------------------------------
+# bad input at the class: every option that takes a value, read from --help's table
+# (help_options, helpers.bash: a new option is walked without editing this), fed the
+# values no option of its kind takes (bad_values)
+
+@test "every option with a value: a bad value is one line naming the option, 64, no server asked (walks --help)" {
+	# no server: a value let through would end in 69 (or in "no command to run")
+	local port
+	port=$(dead_port)
+	export REDIS_URL="redis://127.0.0.1:$port"
+	local opt arg v n=0 st
+	local -a lines
+	while read -r opt arg; do
+		bad_values "$opt" "$arg" >/dev/null || fail "$opt $arg: a kind of value bad_values does not know"
+		local -a bad=()
+		mapfile -t bad < <(bad_values "$opt" "$arg")
+		for v in "${bad[@]}"; do
+			n=$((n + 1))
+			"$RLOCK" "$opt" "$v" -k u >out 2>err && st=0 || st=$?
+			# (not bats' run: some hundred values, in the asan pass too)
+			mapfile -t lines <err
+			if ((st != 64)) || [[ -s out || ${#lines[@]} -ne 1 || ${lines[0]} != "rlock: $opt"* ]]; then
+				fail "$opt $(printf %q "$v"): status $st, stderr: $(cat err)"
+			fi
+		done
+	done < <(help_options)
+	((n > 100)) || fail "only $n values tried: is --help's table read?"
+}
+
+@test "an option only one mode reads, given to another on the command line: 64 (--log-file, --format, as --token)" {
+	usage_error --log-file log -k u -- touch ran
+	assert_equal "$stderr" "rlock: --log-file goes with --acquire (try 'rlock --help')"
+	usage_error --format sh -k u -- touch ran
+	assert_equal "$stderr" "rlock: --format goes with --acquire (try 'rlock --help')"
+	[[ ! -e log ]]
+}

@@ -51,6 +51,8 @@ enum {
 	F_CONFIG = 4,  /* config file only: never on the command line, not in --help */
 	F_DEF = 8,     /* .def is the default of the target */
 	F_SECRET = 16, /* its value is (or names) a password: consumed at once, never kept */
+	F_PATH = 32,   /* its value is a file's path: not empty; absolute in a config file */
+	F_NAME = 64,   /* its value names something: not empty */
 };
 
 enum otype {
@@ -129,6 +131,31 @@ static int check_sni(const char *s, char *err, size_t errlen)
 			snprintf(err, errlen, "a server name has no space or control character");
 			return -1;
 		}
+	return 0;
+}
+
+/* --token: what --acquire printed (32 lowercase hex digits), judged when read as every
+ * other value (RLOCK_TOKEN, read by the mode that uses it, is judged there). */
+static int check_token(const char *s, char *err, size_t errlen)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	if (n != 32 || s[n]) {
+		snprintf(err, errlen, "not an rlock token (32 hex digits)");
+		return -1;
+	}
+	return 0;
+}
+
+/* --if-fence: a fence is a 64-bit integer (validate_break keeps it in the counter's form). */
+static int check_fence(const char *s, char *err, size_t errlen)
+{
+	long long v;
+
+	if (parse_int(s, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0) {
+		snprintf(err, errlen, "'%.30s' is not a fence (a 64-bit integer)", s);
+		return -1;
+	}
 	return 0;
 }
 
@@ -228,26 +255,28 @@ static const struct optdef options[] = {
         "then redis://127.0.0.1:6379; several (repeated\n"
         "or comma-separated): Redlock on those masters",
         SPECIAL(opt_url)),
-    OPT("user", 0, F_ARG, "NAME", "ACL user name", SPECIAL(opt_user)),
-    OPT("password-file", 0, F_ARG | F_SECRET, "FILE",
+    OPT("user", 0, F_ARG | F_NAME, "NAME", "ACL user name", SPECIAL(opt_user)),
+    OPT("password-file", 0, F_ARG | F_SECRET | F_PATH, "FILE",
         "read the password from FILE (must not be\n"
         "accessible by others); cred:NAME: the systemd\n"
         "credential NAME; env REDISCLI_AUTH or\n"
         "RLOCK_PASSWORD also work; else, under systemd,\n"
         "$CREDENTIALS_DIRECTORY/rlock-password",
         SPECIAL(opt_password_file), .value = SECRET_DATA),
-    OPT("sentinel-user", 0, F_ARG, "NAME", "the sentinels' ACL user name",
+    OPT("sentinel-user", 0, F_ARG | F_NAME, "NAME", "the sentinels' ACL user name",
         SPECIAL(opt_sentinel_user)),
-    OPT("sentinel-password-file", 0, F_ARG | F_SECRET, "FILE",
+    OPT("sentinel-password-file", 0, F_ARG | F_SECRET | F_PATH, "FILE",
         "read the sentinels' password from FILE; env\n"
         "RLOCK_SENTINEL_PASSWORD also works",
         SPECIAL(opt_password_file), .value = SECRET_SENTINEL),
     OPT("tls", 0, 0, NULL, "connect with TLS (as rediss://)", SWITCH(tls.enabled, 1)),
-    OPT("cacert", 0, F_ARG, "FILE", "CA certificates that verify the server",
+    OPT("cacert", 0, F_ARG | F_PATH, "FILE", "CA certificates that verify the server",
         STRING(tls.cacert, 0)),
-    OPT("cacertdir", 0, F_ARG, "DIR", "directory of CA certificates", STRING(tls.cacertdir, 0)),
-    OPT("cert", 0, F_ARG, "FILE", "client certificate", STRING(tls.cert, 0)),
-    OPT("tls-key", 0, F_ARG, "FILE", "client certificate's private key", STRING(tls.key, 0)),
+    OPT("cacertdir", 0, F_ARG | F_PATH, "DIR", "directory of CA certificates",
+        STRING(tls.cacertdir, 0)),
+    OPT("cert", 0, F_ARG | F_PATH, "FILE", "client certificate", STRING(tls.cert, 0)),
+    OPT("tls-key", 0, F_ARG | F_PATH, "FILE", "client certificate's private key",
+        STRING(tls.key, 0)),
     OPT("sni", 0, F_ARG, "NAME", "server name to send and verify", STRING(tls.sni, 255),
         .check = check_sni),
     OPT("insecure", 0, 0, NULL, "do not verify the server's certificate (unsafe)",
@@ -293,7 +322,8 @@ static const struct optdef options[] = {
     OPT("format", 0, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)",
         SPECIAL(opt_format), AT(format_github)),
-    OPT("log-file", 0, F_ARG, "FILE", "the keeper's log (default: syslog)", STRING(log_file, 0)),
+    OPT("log-file", 0, F_ARG | F_PATH, "FILE", "the keeper's log (default: syslog)",
+        STRING(log_file, 0)),
     OPT("release", 0, F_RUN, NULL,
         "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
         "(or\nthe token is not the holder)",
@@ -301,7 +331,7 @@ static const struct optdef options[] = {
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
         "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
         "that holder\n(else nothing, exit 79)",
-        STRING(token, 0)),
+        STRING(token, 0), .check = check_token),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -309,13 +339,13 @@ static const struct optdef options[] = {
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
     HEADING("Events and metrics:"),
-    OPT("events", 0, F_ARG, "FILE",
+    OPT("events", 0, F_ARG | F_PATH, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
         "preempted, released, superseded, failed,\n"
         "keeper-*) to FILE; - for stderr",
         STRING(events_file, 0)),
-    OPT("metrics-file", 0, F_ARG, "PATH",
+    OPT("metrics-file", 0, F_ARG | F_PATH, "PATH",
         "write the run's metrics to PATH (Prometheus\n"
         "textfile format), atomically, when acquired\n"
         "and at exit; other keys' series are kept",
@@ -344,7 +374,7 @@ static const struct optdef options[] = {
     OPT("if-fence", 0, F_ARG | F_RUN, "N",
         "--break: only the holder of fence N (with\n"
         "--token: only that token); else nothing, exit 79",
-        STRING(if_fence, 24)),
+        STRING(if_fence, 24), .check = check_fence),
     OPT("list", 0, F_RUN, NULL,
         "list the locks held under the prefix, and the\n"
         "free names an acquire is refused on (closed,\n"
@@ -891,6 +921,11 @@ static void apply(struct state *s, const struct optdef *d, const char *val, cons
 
 	if (cli)
 		s->on_cli[d - options] = 1;
+	/* An empty path or name names nothing: said here, as every other bad value, not
+	 * found later as a file that cannot be read or a server that refuses the login.
+	 * (A config file's empty value and an empty variable never get here.) */
+	if ((d->flags & (F_PATH | F_NAME)) && val && !*val)
+		usage_error("%s: empty %s", src, d->flags & F_PATH ? "path" : "name");
 	switch (d->type) {
 	case T_NONE:
 		break;
@@ -1278,19 +1313,6 @@ static int flag_value(const char *v)
 	return -1;
 }
 
-/* A setting whose value is a file's path. */
-static int config_path(const char *name)
-{
-	static const char *const paths[] = {"cacert",   "cacertdir",     "cert",
-	                                    "tls-key",  "password-file", "sentinel-password-file",
-	                                    "log-file", "events",        "metrics-file"};
-
-	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		if (!strcmp(name, paths[i]))
-			return 1;
-	return 0;
-}
-
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	struct stat st = {0};
@@ -1351,7 +1373,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			if (!on)
 				continue;
 		}
-		if (val && val[0] != '/' && config_path(d->name) &&
+		if (val && val[0] != '/' && (d->flags & F_PATH) &&
 		    !(d->set == opt_password_file && !strncmp(val, "cred:", 5)) &&
 		    !(!strcmp(d->name, "events") && !strcmp(val, "-")))
 			usage_error(
@@ -2270,8 +2292,13 @@ static void validate(struct state *s, int nargs)
 	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD && o->mode != MODE_BREAK)
 		usage_error("--token goes with --release, --held or --break");
 	validate_break(o);
-	if (o->format_github && o->mode != MODE_ACQUIRE)
+	/* What only --acquire reads, given on the command line of another mode (where the
+	 * keeper's log would be ignored): refused as --token and --json are. A config
+	 * file's log-file serves the --acquire runs that read it. */
+	if (on_cli(s, "format") && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
+	if (on_cli(s, "log-file") && o->mode != MODE_ACQUIRE)
+		usage_error("--log-file goes with --acquire");
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
