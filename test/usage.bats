@@ -353,3 +353,21 @@ usage_error() {
 	assert_equal "$stderr" "rlock: --format goes with --acquire (try 'rlock --help')"
 	[[ ! -e log ]]
 }
+
+@test "what acts on a command, given to a mode that runs none: 64 (every such mode, every such option)" {
+	local m o tok=0123456789abcdef0123456789abcdef
+	local -a k
+	for m in status list break reset history check held release; do
+		for o in max-hold min-hold on-lost kill-after warn; do
+			local -a val=(1s)
+			[[ $o == on-lost ]] && val=(kill)
+			[[ $o == warn ]] && val=(USR1)
+			k=(-k u)
+			[[ $m == @(list|check) ]] && k=()
+			[[ $m == @(held|release) ]] && k+=(--token "$tok")
+			usage_error "${k[@]}" "--$m" "--$o" "${val[@]}"
+			[[ $o == min-hold && $m == release ]] && continue # its own line (above)
+			assert_equal "$stderr" "rlock: --$o acts on a command: --$m runs none (try 'rlock --help')"
+		done
+	done
+}

@@ -2198,6 +2198,23 @@ static void validate_keeper(const struct state *s)
 			            *n);
 }
 
+/* What acts on the running command (its deadline, its keep, what a lost lease does to
+ * it, its warning), given on the command line of a mode that runs none and leaves no
+ * keeper (--status, --list, --break, --reset, --history, --check, --held, --release):
+ * it would be ignored, so it is refused, as --json or --format outside their modes.
+ * A config file's settings serve the runs that read them. */
+static void validate_command_options(const struct state *s)
+{
+	static const char *const acts[] = {"max-hold",   "min-hold", "on-lost",
+	                                   "kill-after", "warn",     NULL};
+
+	if (s->o->mode == MODE_RUN || s->o->mode == MODE_ACQUIRE)
+		return;
+	for (const char *const *n = acts; *n; n++)
+		if (on_cli(s, *n))
+			usage_error("--%s acts on a command: --%s runs none", *n, s->mode_opt);
+}
+
 /* --preemptible with --min-hold on the command line contradict each other (a preempted
  * holder gives the lock to the request at once, the release hands it over whatever a
  * keep says); a configuration file's min-hold gives way to the hand-over quietly. */
@@ -2208,21 +2225,17 @@ static void validate_preemptible(const struct state *s)
 		            "--min-hold");
 }
 
-/* --break --token T / --if-fence N: break only that holder. The fence is kept in the
- * form the counter stores (the scripts compare the text). */
+/* --break --token T / --if-fence N: break only that holder (both judged when read:
+ * check_token, check_fence). The fence is kept in the form the counter stores (the
+ * scripts compare the text). */
 static void validate_break(struct opts *o)
 {
 	static char fence[24];
 	long long v;
-	size_t n = o->token ? strspn(o->token, "0123456789abcdef") : 0;
 
 	if (o->if_fence && o->mode != MODE_BREAK)
 		usage_error("--if-fence goes with --break");
-	if (o->mode != MODE_BREAK)
-		return;
-	if (o->token && (n != 32 || o->token[n]))
-		usage_error("--token: not an rlock token (32 hex digits)");
-	if (!o->if_fence)
+	if (o->mode != MODE_BREAK || !o->if_fence)
 		return;
 	if (parse_int(o->if_fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		usage_error("--if-fence: '%s' is not a fence (a 64-bit integer)", o->if_fence);
@@ -2302,6 +2315,7 @@ static void validate(struct state *s, int nargs)
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
+	validate_command_options(s);
 	validate_preemptible(s);
 	keeper_paths(o);
 }
