@@ -371,3 +371,15 @@ usage_error() {
 		done
 	done
 }
+
+@test "--node-timeout with one server: 64 (Redlock only, as --wait-replicas is refused with Redlock)" {
+	usage_error -k u --node-timeout 1s -- touch ran
+	assert_equal "$stderr" "rlock: --node-timeout applies to Redlock (several --url), not to one server (try 'rlock --help')"
+	usage_error --check --node-timeout 1s
+	# with several URLs it is read (a dead port each: no quorum, 69)
+	local p1 p2 p3
+	p1=$(dead_port) p2=$(dead_port) p3=$(dead_port)
+	run -69 rlock -n -u "redis://127.0.0.1:$p1,redis://127.0.0.1:$p2,redis://127.0.0.1:$p3" \
+		--node-timeout 100ms -k u -- touch ran
+	[[ ! -e ran ]]
+}

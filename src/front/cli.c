@@ -2317,6 +2317,10 @@ static void validate(struct state *s, int nargs)
 	validate_keeper(s);
 	validate_command_options(s);
 	validate_preemptible(s);
+	/* the pair of --wait-replicas with Redlock (validate_server): a round of requests
+	 * to several masters is all --node-timeout bounds; one server has none */
+	if (o->nurls <= 1 && on_cli(s, "node-timeout"))
+		usage_error("--node-timeout applies to Redlock (several --url), not to one server");
 	keeper_paths(o);
 }
 
