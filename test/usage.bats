@@ -383,3 +383,11 @@ usage_error() {
 		--node-timeout 100ms -k u -- touch ran
 	[[ ! -e ran ]]
 }
+
+@test "--held: bad input has the usage shape (points to --help), as every other usage error" {
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_KEYS
+	usage_error --held
+	assert_regex "$stderr" "^rlock: --held needs a lock: .* \(try 'rlock --help'\)$"
+	RLOCK_KEY=junk RLOCK_TOKEN=0123456789abcdef0123456789abcdef usage_error --held
+	assert_regex "$stderr" "is not an rlock key \(try 'rlock --help'\)$"
+}
