@@ -372,6 +372,23 @@ usage_error() {
 	done
 }
 
+@test "--events, --metrics-file with a mode that makes no run: 64 (--release's release is an event); a bad path has the usage shape" {
+	local m o
+	local -a k
+	for m in status list break reset history check held; do
+		for o in events metrics-file; do
+			k=(-k u)
+			[[ $m == @(list|check) ]] && k=()
+			[[ $m == held ]] && k+=(--token 0123456789abcdef0123456789abcdef)
+			usage_error "${k[@]}" "--$m" "--$o" rec
+			assert_equal "$stderr" "rlock: --$o records a run: --$m makes none (try 'rlock --help')"
+		done
+	done
+	[[ ! -e rec ]]
+	usage_error -k u --metrics-file - -- touch ran
+	assert_equal "$stderr" "rlock: --metrics-file: '-': not a usable path (try 'rlock --help')"
+}
+
 @test "--node-timeout with one server: 64 (Redlock only, as --wait-replicas is refused with Redlock)" {
 	usage_error -k u --node-timeout 1s -- touch ran
 	assert_equal "$stderr" "rlock: --node-timeout applies to Redlock (several --url), not to one server (try 'rlock --help')"

@@ -2201,7 +2201,8 @@ static void validate_keeper(const struct state *s)
 /* What acts on the running command (its deadline, its keep, what a lost lease does to
  * it, its warning), given on the command line of a mode that runs none and leaves no
  * keeper (--status, --list, --break, --reset, --history, --check, --held, --release):
- * it would be ignored, so it is refused, as --json or --format outside their modes.
+ * it would be ignored, so it is refused, as --json or --format outside their modes;
+ * and so are --events and --metrics-file, but for --release (its release is an event).
  * A config file's settings serve the runs that read them. */
 static void validate_command_options(const struct state *s)
 {
@@ -2213,6 +2214,10 @@ static void validate_command_options(const struct state *s)
 	for (const char *const *n = acts; *n; n++)
 		if (on_cli(s, *n))
 			usage_error("--%s acts on a command: --%s runs none", *n, s->mode_opt);
+	/* what records a run (main.c's events_of): --release's is its last event */
+	for (const char *const *n = (const char *const[]){"events", "metrics-file", NULL}; *n; n++)
+		if (s->o->mode != MODE_RELEASE && on_cli(s, *n))
+			usage_error("--%s records a run: --%s makes none", *n, s->mode_opt);
 }
 
 /* --preemptible with --min-hold on the command line contradict each other (a preempted
