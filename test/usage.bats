@@ -408,3 +408,12 @@ usage_error() {
 	RLOCK_KEY=junk RLOCK_TOKEN=0123456789abcdef0123456789abcdef usage_error --held
 	assert_regex "$stderr" "is not an rlock key \(try 'rlock --help'\)$"
 }
+
+@test "an option given twice: the last counts (as flock and timeout); two kinds or two modes that differ: 64" {
+	run -0 rlock -t 1s -t 2s --prefix a: --prefix b: -k u -c 'echo "$RLOCK_TTL_MS $RLOCK_KEY"'
+	assert_output '2000 b:{u}'
+	run -0 rlock -l 3 -l 2 -k u -c 'echo "$RLOCK_TTL_MS"'
+	usage_error -x -s -k u -- touch ran
+	usage_error -l 2 -s -k u -- touch ran
+	usage_error -k u --status --reset
+}
