@@ -929,7 +929,7 @@ EOF
 	refute_output ran
 }
 
-@test "every setting with a value: a bad value is one line naming FILE:LINE, 64, no server asked (walks --help)" {
+@test "every setting with a value: a bad value is one line naming FILE:LINE (and the setting), 64, no server asked (walks --help)" {
 	# the option table's rows (help_options, helpers.bash), each as a config line; a row
 	# that names one run is refused as such, also one line
 	local port
@@ -953,6 +953,10 @@ EOF
 			if ((st != 64)) || [[ -s out || ${#lines[@]} -ne 1 || ${lines[0]} != "rlock: c.conf:2: "* ]]; then
 				fail "${opt#--} = $(printf %q "$v"): status $st, stderr: $(cat err)"
 			fi
+			# a duration's or a number's line names the setting, as the command line's
+			# names the option
+			[[ $arg != @(DUR|N) || ${lines[0]} == *"${opt#--}"* ]] ||
+				fail "${opt#--} = $(printf %q "$v"): the line does not name it: ${lines[0]}"
 		done
 	done < <(help_options)
 	((n > 100)) || fail "only $n values tried: is --help's table read?"

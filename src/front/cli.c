@@ -1388,7 +1388,12 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			explicit_bzero(line, sizeof line);
 			continue;
 		}
-		apply(s, d, val ? keep_string(val) : NULL, src, 0);
+		/* A plain value's error names the setting, as the command line's names the
+		 * option ("FILE:LINE: ttl: bad duration ..."); a setter keeps FILE:LINE, which
+		 * it may record as where a URL, a user or a password came from. */
+		char vsrc[sizeof src + 64];
+		snprintf(vsrc, sizeof vsrc, "%s: %.60s", src, key);
+		apply(s, d, val ? keep_string(val) : NULL, d->type == T_SPECIAL ? src : vsrc, 0);
 	}
 	explicit_bzero(line, sizeof line);
 	fclose(f);
