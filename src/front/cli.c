@@ -46,13 +46,14 @@ typedef void setter_fn(struct state *s, const struct optdef *d, const char *val,
                        int cli);
 
 enum {
-	F_ARG = 1,     /* takes a value */
-	F_RUN = 2,     /* names one run (or is about this invocation): not in a config file */
-	F_CONFIG = 4,  /* config file only: never on the command line, not in --help */
-	F_DEF = 8,     /* .def is the default of the target */
-	F_SECRET = 16, /* its value is (or names) a password: consumed at once, never kept */
-	F_PATH = 32,   /* its value is a file's path: not empty; absolute in a config file */
-	F_NAME = 64,   /* its value names something: not empty */
+	F_ARG = 1,       /* takes a value */
+	F_RUN = 2,       /* names one run (or is about this invocation): not in a config file */
+	F_CONFIG = 4,    /* config file only: never on the command line, not in --help */
+	F_DEF = 8,       /* .def is the default of the target */
+	F_SECRET = 16,   /* its value is (or names) a password: consumed at once, never kept */
+	F_PATH = 32,     /* its value is a file's path: not empty; absolute in a config file */
+	F_NAME = 64,     /* its value names something: not empty */
+	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
 };
 
 enum otype {
@@ -285,7 +286,7 @@ static const struct optdef options[] = {
             DURATION(connect_timeout_ms, 1)),
     OPT_DEF("io-timeout", 0, F_ARG, "DUR", "deadline for each request (default 2s)", 2000,
             DURATION(io_timeout_ms, 1)),
-    OPT_DEF("node-timeout", 0, F_ARG, "DUR",
+    OPT_DEF("node-timeout", 0, F_ARG | F_REDLOCK, "DUR",
             "Redlock: deadline of each node's reply\n(default 200ms)", 200,
             DURATION(node_timeout_ms, 1)),
     OPT("wait-replicas", 0, F_ARG, "N",
@@ -593,6 +594,8 @@ struct state {
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
+	int format_given;     /* --format sh|github (the check: no option lookup on a run) */
+	const struct optdef *redlock_opt; /* an F_REDLOCK row the command line gave */
 	int kind_opt; /* x, s or l: the command line's option that chose the kind of lock, or 0 */
 	int config_has_secret;
 	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
@@ -921,6 +924,8 @@ static void apply(struct state *s, const struct optdef *d, const char *val, cons
 
 	if (cli)
 		s->on_cli[d - options] = 1;
+	if (cli && (d->flags & F_REDLOCK))
+		s->redlock_opt = d;
 	/* An empty path or name names nothing: said here, as every other bad value, not
 	 * found later as a file that cannot be read or a server that refuses the login.
 	 * (A config file's empty value and an empty variable never get here.) */
@@ -1179,6 +1184,7 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 	(void)cli;
 	if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
 		usage_error("%s: '%.100s' is not sh or github", src, val);
+	s->format_given = 1; /* F_RUN: the command line's */
 	*(int *)target(s, d) = !strcmp(val, "github");
 }
 
@@ -2318,9 +2324,9 @@ static void validate(struct state *s, int nargs)
 	/* What only --acquire reads, given on the command line of another mode (where the
 	 * keeper's log would be ignored): refused as --token and --json are. A config
 	 * file's log-file serves the --acquire runs that read it. */
-	if (on_cli(s, "format") && o->mode != MODE_ACQUIRE)
+	if (s->format_given && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
-	if (on_cli(s, "log-file") && o->mode != MODE_ACQUIRE)
+	if (o->log_file && o->mode != MODE_ACQUIRE && on_cli(s, "log-file"))
 		usage_error("--log-file goes with --acquire");
 	validate_once_per(s);
 	validate_queue(s);
@@ -2329,8 +2335,9 @@ static void validate(struct state *s, int nargs)
 	validate_preemptible(s);
 	/* the pair of --wait-replicas with Redlock (validate_server): a round of requests
 	 * to several masters is all --node-timeout bounds; one server has none */
-	if (o->nurls <= 1 && on_cli(s, "node-timeout"))
-		usage_error("--node-timeout applies to Redlock (several --url), not to one server");
+	if (s->redlock_opt && o->nurls <= 1)
+		usage_error("--%s applies to Redlock (several --url), not to one server",
+		            s->redlock_opt->name);
 	keeper_paths(o);
 }
 
