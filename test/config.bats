@@ -928,3 +928,36 @@ EOF
 	RLOCK_URL=$REDIS_URL run -69 --separate-stderr rlock --config notls.conf -k x -- echo ran
 	refute_output ran
 }
+
+@test "every setting with a value: a bad value is one line naming FILE:LINE (and the setting), 64, no server asked (walks --help)" {
+	# the option table's rows (help_options, helpers.bash), each as a config line; a row
+	# that names one run is refused as such, also one line
+	local port
+	port=$(dead_port)
+	export REDIS_URL="redis://127.0.0.1:$port"
+	local opt arg v n=0 st
+	local -a lines
+	write_conf c.conf </dev/null
+	while read -r opt arg; do
+		bad_values "$opt" "$arg" >/dev/null || fail "$opt $arg: a kind of value bad_values does not know"
+		local -a bad=()
+		mapfile -t bad < <(bad_values "$opt" "$arg")
+		# a path in a config file: also a relative one
+		[[ $arg != @(FILE|DIR|PATH) || $opt == --config ]] || bad+=(rel/x)
+		for v in "${bad[@]}"; do
+			n=$((n + 1))
+			printf '# %s\n%s = %s\n' "$n" "${opt#--}" "$v" >c.conf # (its mode stays 600)
+			"$RLOCK" --config c.conf -k u >out 2>err && st=0 || st=$?
+			# (not bats' run: some hundred values, in the asan pass too)
+			mapfile -t lines <err
+			if ((st != 64)) || [[ -s out || ${#lines[@]} -ne 1 || ${lines[0]} != "rlock: c.conf:2: "* ]]; then
+				fail "${opt#--} = $(printf %q "$v"): status $st, stderr: $(cat err)"
+			fi
+			# a duration's or a number's line names the setting, as the command line's
+			# names the option
+			[[ $arg != @(DUR|N) || ${lines[0]} == *"${opt#--}"* ]] ||
+				fail "${opt#--} = $(printf %q "$v"): the line does not name it: ${lines[0]}"
+		done
+	done < <(help_options)
+	((n > 100)) || fail "only $n values tried: is --help's table read?"
+}

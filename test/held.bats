@@ -122,7 +122,7 @@ let_go() {
 	[[ $stderr == *"--held -k a needs the holder's token"* ]]
 	run -64 --separate-stderr "$RLOCK" -k a --token nothex --held
 	assert_one_line_error
-	[[ $stderr == *"--token is not an rlock token"* ]]
+	[[ $stderr == *"--token: not an rlock token"* ]]
 	run -64 --separate-stderr "$RLOCK" --token "$tok" --held
 	assert_one_line_error
 	[[ $stderr == *"--token goes with -k NAME"* ]]

@@ -884,3 +884,29 @@ lease_end() {
 	((t > 0)) || return 1
 	echo "$t"
 }
+
+# help_options: "--NAME ARG" for each option of rlock --help that takes a value (the
+# option table of src/front/cli.c): the bad-input walks of usage.bats and config.bats.
+help_options() {
+	"$RLOCK" --help | sed -n '/^Lock:/,/^Durations/p' |
+		grep -E '^  (-[a-zA-Z], |    )--[a-z]' | sed -E 's/^ +//; s/^-[a-zA-Z], //' |
+		awk '$2 ~ /^[A-Z][][A-Z,]*$/ { print $1, $2 }'
+}
+
+# bad_values OPTION ARG: the values no option of its argument's kind takes, one a line
+# (none for free text); fails for a kind it does not know, so a new kind is added here.
+bad_values() {
+	local junk=$'\x01\xff\xfe'
+	case $2 in
+	DUR) printf '%s\n' '' -1 99999999999999999999d 1e400ms '5 parsecs' 5sx "$junk" --wait nan inf ;;
+	N) printf '%s\n' '' 99999999999999999999 1e400 5x "$junk" --wait nan ;;
+	# '' is no path (--config '': none, as documented)
+	FILE | DIR | PATH) [[ $1 == --config ]] || printf '\n' ;;
+	NAME) printf '\n' ;;
+	URL) printf '%s\n' '' nope://x "$junk" ;;
+	TOKEN) printf '%s\n' '' nothex "$junk" --wait ;;
+	ACTION | SIGNAL | FMT | 'L[,R]') printf '%s\n' '' x5 "$junk" --wait ;;
+	STR | TEXT) ;; # any text (--label's length: usage.bats)
+	*) return 1 ;;
+	esac
+}

@@ -316,3 +316,104 @@ usage_error() {
 	run -0 bash -c '"$RLOCK" -v -k u -- touch ran <&- >&- 2>&-'
 	[[ -e ran ]]
 }
+
+# ---------------------------------------------------------------------------------
+# bad input at the class: every option that takes a value, read from --help's table
+# (help_options, helpers.bash: a new option is walked without editing this), fed the
+# values no option of its kind takes (bad_values)
+
+@test "every option with a value: a bad value is one line naming the option, 64, no server asked (walks --help)" {
+	# no server: a value let through would end in 69 (or in "no command to run")
+	local port
+	port=$(dead_port)
+	export REDIS_URL="redis://127.0.0.1:$port"
+	local opt arg v n=0 st
+	local -a lines
+	while read -r opt arg; do
+		bad_values "$opt" "$arg" >/dev/null || fail "$opt $arg: a kind of value bad_values does not know"
+		local -a bad=()
+		mapfile -t bad < <(bad_values "$opt" "$arg")
+		for v in "${bad[@]}"; do
+			n=$((n + 1))
+			"$RLOCK" "$opt" "$v" -k u >out 2>err && st=0 || st=$?
+			# (not bats' run: some hundred values, in the asan pass too)
+			mapfile -t lines <err
+			if ((st != 64)) || [[ -s out || ${#lines[@]} -ne 1 || ${lines[0]} != "rlock: $opt"* ]]; then
+				fail "$opt $(printf %q "$v"): status $st, stderr: $(cat err)"
+			fi
+		done
+	done < <(help_options)
+	((n > 100)) || fail "only $n values tried: is --help's table read?"
+}
+
+@test "an option only one mode reads, given to another on the command line: 64 (--log-file, --format, as --token)" {
+	usage_error --log-file log -k u -- touch ran
+	assert_equal "$stderr" "rlock: --log-file goes with --acquire (try 'rlock --help')"
+	usage_error --format sh -k u -- touch ran
+	assert_equal "$stderr" "rlock: --format goes with --acquire (try 'rlock --help')"
+	[[ ! -e log ]]
+}
+
+@test "what acts on a command, given to a mode that runs none: 64 (every such mode, every such option)" {
+	local m o tok=0123456789abcdef0123456789abcdef
+	local -a k
+	for m in status list break reset history check held release; do
+		for o in max-hold min-hold on-lost kill-after warn; do
+			local -a val=(1s)
+			[[ $o == on-lost ]] && val=(kill)
+			[[ $o == warn ]] && val=(USR1)
+			k=(-k u)
+			[[ $m == @(list|check) ]] && k=()
+			[[ $m == @(held|release) ]] && k+=(--token "$tok")
+			usage_error "${k[@]}" "--$m" "--$o" "${val[@]}"
+			[[ $o == min-hold && $m == release ]] && continue # its own line (above)
+			assert_equal "$stderr" "rlock: --$o acts on a command: --$m runs none (try 'rlock --help')"
+		done
+	done
+}
+
+@test "--events, --metrics-file with a mode that makes no run: 64 (--release's release is an event); a bad path has the usage shape" {
+	local m o
+	local -a k
+	for m in status list break reset history check held; do
+		for o in events metrics-file; do
+			k=(-k u)
+			[[ $m == @(list|check) ]] && k=()
+			[[ $m == held ]] && k+=(--token 0123456789abcdef0123456789abcdef)
+			usage_error "${k[@]}" "--$m" "--$o" rec
+			assert_equal "$stderr" "rlock: --$o records a run: --$m makes none (try 'rlock --help')"
+		done
+	done
+	[[ ! -e rec ]]
+	usage_error -k u --metrics-file - -- touch ran
+	assert_equal "$stderr" "rlock: --metrics-file: '-': not a usable path (try 'rlock --help')"
+}
+
+@test "--node-timeout with one server: 64 (Redlock only, as --wait-replicas is refused with Redlock)" {
+	usage_error -k u --node-timeout 1s -- touch ran
+	assert_equal "$stderr" "rlock: --node-timeout applies to Redlock (several --url), not to one server (try 'rlock --help')"
+	usage_error --check --node-timeout 1s
+	# with several URLs it is read (a dead port each: no quorum, 69)
+	local p1 p2 p3
+	p1=$(dead_port) p2=$(dead_port) p3=$(dead_port)
+	run -69 rlock -n -u "redis://127.0.0.1:$p1,redis://127.0.0.1:$p2,redis://127.0.0.1:$p3" \
+		--node-timeout 100ms -k u -- touch ran
+	[[ ! -e ran ]]
+}
+
+@test "--held: bad input has the usage shape (points to --help), as every other usage error" {
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_KEYS
+	usage_error --held
+	assert_regex "$stderr" "^rlock: --held needs a lock: .* \(try 'rlock --help'\)$"
+	RLOCK_KEY=junk RLOCK_TOKEN=0123456789abcdef0123456789abcdef usage_error --held
+	assert_regex "$stderr" "is not an rlock key \(try 'rlock --help'\)$"
+}
+
+@test "an option given twice: the last counts (as flock and timeout); two kinds or two modes that differ: 64" {
+	run -0 rlock -t 1s -t 2s --prefix a: --prefix b: -k u -c 'echo "$RLOCK_TTL_MS $RLOCK_KEY"'
+	assert_output '2000 b:{u}'
+	run -0 rlock -l 3 -l 2 -k u -c 'echo "$RLOCK_TTL_MS"'
+	usage_error -x -s -k u -- touch ran
+	usage_error -l 2 -s -k u -- touch ran
+	usage_error -k u --status --reset
+}

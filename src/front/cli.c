@@ -46,11 +46,14 @@ typedef void setter_fn(struct state *s, const struct optdef *d, const char *val,
                        int cli);
 
 enum {
-	F_ARG = 1,     /* takes a value */
-	F_RUN = 2,     /* names one run (or is about this invocation): not in a config file */
-	F_CONFIG = 4,  /* config file only: never on the command line, not in --help */
-	F_DEF = 8,     /* .def is the default of the target */
-	F_SECRET = 16, /* its value is (or names) a password: consumed at once, never kept */
+	F_ARG = 1,       /* takes a value */
+	F_RUN = 2,       /* names one run (or is about this invocation): not in a config file */
+	F_CONFIG = 4,    /* config file only: never on the command line, not in --help */
+	F_DEF = 8,       /* .def is the default of the target */
+	F_SECRET = 16,   /* its value is (or names) a password: consumed at once, never kept */
+	F_PATH = 32,     /* its value is a file's path: not empty; absolute in a config file */
+	F_NAME = 64,     /* its value names something: not empty */
+	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
 };
 
 enum otype {
@@ -129,6 +132,31 @@ static int check_sni(const char *s, char *err, size_t errlen)
 			snprintf(err, errlen, "a server name has no space or control character");
 			return -1;
 		}
+	return 0;
+}
+
+/* --token: what --acquire printed (32 lowercase hex digits), judged when read as every
+ * other value (RLOCK_TOKEN, read by the mode that uses it, is judged there). */
+static int check_token(const char *s, char *err, size_t errlen)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	if (n != 32 || s[n]) {
+		snprintf(err, errlen, "not an rlock token (32 hex digits)");
+		return -1;
+	}
+	return 0;
+}
+
+/* --if-fence: a fence is a 64-bit integer (validate_break keeps it in the counter's form). */
+static int check_fence(const char *s, char *err, size_t errlen)
+{
+	long long v;
+
+	if (parse_int(s, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0) {
+		snprintf(err, errlen, "'%.30s' is not a fence (a 64-bit integer)", s);
+		return -1;
+	}
 	return 0;
 }
 
@@ -228,26 +256,28 @@ static const struct optdef options[] = {
         "then redis://127.0.0.1:6379; several (repeated\n"
         "or comma-separated): Redlock on those masters",
         SPECIAL(opt_url)),
-    OPT("user", 0, F_ARG, "NAME", "ACL user name", SPECIAL(opt_user)),
-    OPT("password-file", 0, F_ARG | F_SECRET, "FILE",
+    OPT("user", 0, F_ARG | F_NAME, "NAME", "ACL user name", SPECIAL(opt_user)),
+    OPT("password-file", 0, F_ARG | F_SECRET | F_PATH, "FILE",
         "read the password from FILE (must not be\n"
         "accessible by others); cred:NAME: the systemd\n"
         "credential NAME; env REDISCLI_AUTH or\n"
         "RLOCK_PASSWORD also work; else, under systemd,\n"
         "$CREDENTIALS_DIRECTORY/rlock-password",
         SPECIAL(opt_password_file), .value = SECRET_DATA),
-    OPT("sentinel-user", 0, F_ARG, "NAME", "the sentinels' ACL user name",
+    OPT("sentinel-user", 0, F_ARG | F_NAME, "NAME", "the sentinels' ACL user name",
         SPECIAL(opt_sentinel_user)),
-    OPT("sentinel-password-file", 0, F_ARG | F_SECRET, "FILE",
+    OPT("sentinel-password-file", 0, F_ARG | F_SECRET | F_PATH, "FILE",
         "read the sentinels' password from FILE; env\n"
         "RLOCK_SENTINEL_PASSWORD also works",
         SPECIAL(opt_password_file), .value = SECRET_SENTINEL),
     OPT("tls", 0, 0, NULL, "connect with TLS (as rediss://)", SWITCH(tls.enabled, 1)),
-    OPT("cacert", 0, F_ARG, "FILE", "CA certificates that verify the server",
+    OPT("cacert", 0, F_ARG | F_PATH, "FILE", "CA certificates that verify the server",
         STRING(tls.cacert, 0)),
-    OPT("cacertdir", 0, F_ARG, "DIR", "directory of CA certificates", STRING(tls.cacertdir, 0)),
-    OPT("cert", 0, F_ARG, "FILE", "client certificate", STRING(tls.cert, 0)),
-    OPT("tls-key", 0, F_ARG, "FILE", "client certificate's private key", STRING(tls.key, 0)),
+    OPT("cacertdir", 0, F_ARG | F_PATH, "DIR", "directory of CA certificates",
+        STRING(tls.cacertdir, 0)),
+    OPT("cert", 0, F_ARG | F_PATH, "FILE", "client certificate", STRING(tls.cert, 0)),
+    OPT("tls-key", 0, F_ARG | F_PATH, "FILE", "client certificate's private key",
+        STRING(tls.key, 0)),
     OPT("sni", 0, F_ARG, "NAME", "server name to send and verify", STRING(tls.sni, 255),
         .check = check_sni),
     OPT("insecure", 0, 0, NULL, "do not verify the server's certificate (unsafe)",
@@ -256,7 +286,7 @@ static const struct optdef options[] = {
             DURATION(connect_timeout_ms, 1)),
     OPT_DEF("io-timeout", 0, F_ARG, "DUR", "deadline for each request (default 2s)", 2000,
             DURATION(io_timeout_ms, 1)),
-    OPT_DEF("node-timeout", 0, F_ARG, "DUR",
+    OPT_DEF("node-timeout", 0, F_ARG | F_REDLOCK, "DUR",
             "Redlock: deadline of each node's reply\n(default 200ms)", 200,
             DURATION(node_timeout_ms, 1)),
     OPT("wait-replicas", 0, F_ARG, "N",
@@ -293,7 +323,8 @@ static const struct optdef options[] = {
     OPT("format", 0, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)",
         SPECIAL(opt_format), AT(format_github)),
-    OPT("log-file", 0, F_ARG, "FILE", "the keeper's log (default: syslog)", STRING(log_file, 0)),
+    OPT("log-file", 0, F_ARG | F_PATH, "FILE", "the keeper's log (default: syslog)",
+        STRING(log_file, 0)),
     OPT("release", 0, F_RUN, NULL,
         "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
         "(or\nthe token is not the holder)",
@@ -301,7 +332,7 @@ static const struct optdef options[] = {
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
         "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
         "that holder\n(else nothing, exit 79)",
-        STRING(token, 0)),
+        STRING(token, 0), .check = check_token),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -309,13 +340,13 @@ static const struct optdef options[] = {
         "Redis cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
     HEADING("Events and metrics:"),
-    OPT("events", 0, F_ARG, "FILE",
+    OPT("events", 0, F_ARG | F_PATH, "FILE",
         "append one JSON line per event (waiting,\n"
         "acquired, busy, renew-failed, warned, lost,\n"
         "preempted, released, superseded, failed,\n"
         "keeper-*) to FILE; - for stderr",
         STRING(events_file, 0)),
-    OPT("metrics-file", 0, F_ARG, "PATH",
+    OPT("metrics-file", 0, F_ARG | F_PATH, "PATH",
         "write the run's metrics to PATH (Prometheus\n"
         "textfile format), atomically, when acquired\n"
         "and at exit; other keys' series are kept",
@@ -344,7 +375,7 @@ static const struct optdef options[] = {
     OPT("if-fence", 0, F_ARG | F_RUN, "N",
         "--break: only the holder of fence N (with\n"
         "--token: only that token); else nothing, exit 79",
-        STRING(if_fence, 24)),
+        STRING(if_fence, 24), .check = check_fence),
     OPT("list", 0, F_RUN, NULL,
         "list the locks held under the prefix, and the\n"
         "free names an acquire is refused on (closed,\n"
@@ -563,6 +594,8 @@ struct state {
 	enum rank pw_rank, user_rank, spw_rank, suser_rank;
 	char pw_from[600];    /* where the servers' password came from, for -v (never the secret) */
 	const char *mode_opt; /* the long option that chose o->mode ("status"), or NULL */
+	int format_given;     /* --format sh|github (the check: no option lookup on a run) */
+	const struct optdef *redlock_opt; /* an F_REDLOCK row the command line gave */
 	int kind_opt; /* x, s or l: the command line's option that chose the kind of lock, or 0 */
 	int config_has_secret;
 	unsigned char on_cli[NOPTIONS]; /* the rows the command line gave (not a layer) */
@@ -891,6 +924,13 @@ static void apply(struct state *s, const struct optdef *d, const char *val, cons
 
 	if (cli)
 		s->on_cli[d - options] = 1;
+	if (cli && (d->flags & F_REDLOCK))
+		s->redlock_opt = d;
+	/* An empty path or name names nothing: said here, as every other bad value, not
+	 * found later as a file that cannot be read or a server that refuses the login.
+	 * (A config file's empty value and an empty variable never get here.) */
+	if ((d->flags & (F_PATH | F_NAME)) && val && !*val)
+		usage_error("%s: empty %s", src, d->flags & F_PATH ? "path" : "name");
 	switch (d->type) {
 	case T_NONE:
 		break;
@@ -1144,6 +1184,7 @@ static void opt_format(struct state *s, const struct optdef *d, const char *val,
 	(void)cli;
 	if (strcmp(val, "sh") != 0 && strcmp(val, "github") != 0)
 		usage_error("%s: '%.100s' is not sh or github", src, val);
+	s->format_given = 1; /* F_RUN: the command line's */
 	*(int *)target(s, d) = !strcmp(val, "github");
 }
 
@@ -1278,19 +1319,6 @@ static int flag_value(const char *v)
 	return -1;
 }
 
-/* A setting whose value is a file's path. */
-static int config_path(const char *name)
-{
-	static const char *const paths[] = {"cacert",   "cacertdir",     "cert",
-	                                    "tls-key",  "password-file", "sentinel-password-file",
-	                                    "log-file", "events",        "metrics-file"};
-
-	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-		if (!strcmp(name, paths[i]))
-			return 1;
-	return 0;
-}
-
 static void load_config(struct state *s, const char *path, int explicit_path)
 {
 	struct stat st = {0};
@@ -1351,7 +1379,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			if (!on)
 				continue;
 		}
-		if (val && val[0] != '/' && config_path(d->name) &&
+		if (val && val[0] != '/' && (d->flags & F_PATH) &&
 		    !(d->set == opt_password_file && !strncmp(val, "cred:", 5)) &&
 		    !(!strcmp(d->name, "events") && !strcmp(val, "-")))
 			usage_error(
@@ -1366,7 +1394,12 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			explicit_bzero(line, sizeof line);
 			continue;
 		}
-		apply(s, d, val ? keep_string(val) : NULL, src, 0);
+		/* A plain value's error names the setting, as the command line's names the
+		 * option ("FILE:LINE: ttl: bad duration ..."); a setter keeps FILE:LINE, which
+		 * it may record as where a URL, a user or a password came from. */
+		char vsrc[sizeof src + 64];
+		snprintf(vsrc, sizeof vsrc, "%s: %.60s", src, key);
+		apply(s, d, val ? keep_string(val) : NULL, d->type == T_SPECIAL ? src : vsrc, 0);
 	}
 	explicit_bzero(line, sizeof line);
 	fclose(f);
@@ -2176,6 +2209,28 @@ static void validate_keeper(const struct state *s)
 			            *n);
 }
 
+/* What acts on the running command (its deadline, its keep, what a lost lease does to
+ * it, its warning), given on the command line of a mode that runs none and leaves no
+ * keeper (--status, --list, --break, --reset, --history, --check, --held, --release):
+ * it would be ignored, so it is refused, as --json or --format outside their modes;
+ * and so are --events and --metrics-file, but for --release (its release is an event).
+ * A config file's settings serve the runs that read them. */
+static void validate_command_options(const struct state *s)
+{
+	static const char *const acts[] = {"max-hold",   "min-hold", "on-lost",
+	                                   "kill-after", "warn",     NULL};
+
+	if (s->o->mode == MODE_RUN || s->o->mode == MODE_ACQUIRE)
+		return;
+	for (const char *const *n = acts; *n; n++)
+		if (on_cli(s, *n))
+			usage_error("--%s acts on a command: --%s runs none", *n, s->mode_opt);
+	/* what records a run (main.c's events_of): --release's is its last event */
+	for (const char *const *n = (const char *const[]){"events", "metrics-file", NULL}; *n; n++)
+		if (s->o->mode != MODE_RELEASE && on_cli(s, *n))
+			usage_error("--%s records a run: --%s makes none", *n, s->mode_opt);
+}
+
 /* --preemptible with --min-hold on the command line contradict each other (a preempted
  * holder gives the lock to the request at once, the release hands it over whatever a
  * keep says); a configuration file's min-hold gives way to the hand-over quietly. */
@@ -2186,21 +2241,17 @@ static void validate_preemptible(const struct state *s)
 		            "--min-hold");
 }
 
-/* --break --token T / --if-fence N: break only that holder. The fence is kept in the
- * form the counter stores (the scripts compare the text). */
+/* --break --token T / --if-fence N: break only that holder (both judged when read:
+ * check_token, check_fence). The fence is kept in the form the counter stores (the
+ * scripts compare the text). */
 static void validate_break(struct opts *o)
 {
 	static char fence[24];
 	long long v;
-	size_t n = o->token ? strspn(o->token, "0123456789abcdef") : 0;
 
 	if (o->if_fence && o->mode != MODE_BREAK)
 		usage_error("--if-fence goes with --break");
-	if (o->mode != MODE_BREAK)
-		return;
-	if (o->token && (n != 32 || o->token[n]))
-		usage_error("--token: not an rlock token (32 hex digits)");
-	if (!o->if_fence)
+	if (o->mode != MODE_BREAK || !o->if_fence)
 		return;
 	if (parse_int(o->if_fence, LLONG_MIN, LLONG_MAX, &v, NULL, 0) < 0)
 		usage_error("--if-fence: '%s' is not a fence (a 64-bit integer)", o->if_fence);
@@ -2270,12 +2321,23 @@ static void validate(struct state *s, int nargs)
 	if (o->token && o->mode != MODE_RELEASE && o->mode != MODE_HELD && o->mode != MODE_BREAK)
 		usage_error("--token goes with --release, --held or --break");
 	validate_break(o);
-	if (o->format_github && o->mode != MODE_ACQUIRE)
+	/* What only --acquire reads, given on the command line of another mode (where the
+	 * keeper's log would be ignored): refused as --token and --json are. A config
+	 * file's log-file serves the --acquire runs that read it. */
+	if (s->format_given && o->mode != MODE_ACQUIRE)
 		usage_error("--format goes with --acquire");
+	if (o->log_file && o->mode != MODE_ACQUIRE && on_cli(s, "log-file"))
+		usage_error("--log-file goes with --acquire");
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
+	validate_command_options(s);
 	validate_preemptible(s);
+	/* the pair of --wait-replicas with Redlock (validate_server): a round of requests
+	 * to several masters is all --node-timeout bounds; one server has none */
+	if (s->redlock_opt && o->nurls <= 1)
+		usage_error("--%s applies to Redlock (several --url), not to one server",
+		            s->redlock_opt->name);
 	keeper_paths(o);
 }
 

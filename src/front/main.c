@@ -328,7 +328,7 @@ static void events_of(const struct opts *o)
 
 	if ((o->mode == MODE_RUN || o->mode == MODE_ACQUIRE || o->mode == MODE_RELEASE) &&
 	    events_setup(&e, err, sizeof err) < 0) {
-		log_error("%s", err);
+		log_error("%s (try 'rlock --help')", err); /* a bad path: cli.c's usage shape */
 		exit(RL_EX_USAGE);
 	}
 }

@@ -935,7 +935,7 @@ static void held_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	log_error("%s", buf);
+	log_error("%s (try 'rlock --help')", buf); /* cli.c's usage shape */
 	exit(RL_EX_USAGE);
 }
 
