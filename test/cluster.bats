@@ -33,6 +33,13 @@ teardown() {
 	if [[ -n ${EVICT_PORT:-} ]]; then # the eviction test's master, on any way out
 		redis-cli -p "$EVICT_PORT" CONFIG SET maxmemory-policy noeviction >/dev/null 2>&1 || true
 	fi
+	local p
+	if [[ -n ${ACL_USERS:-} ]]; then # the ACL test's users, on any way out
+		for p in $CLUSTER_PORTS; do
+			# shellcheck disable=SC2086  # user names
+			redis-cli -p "$p" ACL DELUSER $ACL_USERS >/dev/null 2>&1 || true
+		done
+	fi
 	if [[ -n ${PAUSED_PID:-} ]]; then
 		kill -CONT "$PAUSED_PID" 2>/dev/null || true
 		cluster_settings_back
@@ -363,6 +370,26 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_regex "$output" "unsafe .*Redis Cluster's nodes: rlock refuses them"
 	# one node's URL is the Cluster, as before
 	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
+}
+
+@test "--check as the least-privilege ACL user of docs/production.md: every master's cluster and acl findings ok (CLUSTER SLOTS, a throwaway key in its own slots)" {
+	local p acl
+	# the line from the doc itself (as credentials.bats takes it): CLUSTER SLOTS, no CLUSTER INFO
+	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ -n $acl ]]
+	ACL_USERS=locker
+	for p in $CLUSTER_PORTS; do
+		# shellcheck disable=SC2086  # a list of ACL rules
+		redis-cli -p "$p" ACL SETUSER locker reset on '>lk-pw-9' $acl >/dev/null
+	done
+	RLOCK_PASSWORD=lk-pw-9 run --separate-stderr rlock --user locker --check
+	# CONFIG GET is refused to it (persistence: warn), nothing is unsafe
+	assert_equal "$status" 1
+	! grep -q '^unsafe ' <<<"$output" || fail "unsafe: $output"
+	(($(grep -Ec '^ok +127\.0\.0\.1:[0-9]+ cluster: every slot served, 3 master' <<<"$output") == 3)) ||
+		fail "not every master's slots read from CLUSTER SLOTS: $output"
+	(($(grep -Ec "^ok +127\.0\.0\.1:[0-9]+ acl: user 'locker' has the rights rlock uses \(tried on a throwaway key\)" <<<"$output") == 3)) ||
+		fail "the rights not tried on every master: $output"
 }
 
 @test "the lost-update checker finds no overlap against the cluster" {
