@@ -728,12 +728,16 @@ static const struct right rights[] = {
 
 /* Without ACL DRYRUN: the rights inside the scripts, tried by one script with pcall on
  * a throwaway key (deleted after each write; never written without the right to
- * delete it). Returns the names refused. */
+ * delete it). Returns the names refused. A refusal inside a script has no NOPERM code
+ * on every server: Redis 7.0 says "ERR The user executing the script can't run this
+ * command or subcommand", 7.2 "ERR ACL failure in script: ... no permissions to run". */
 static const char trial_script[] =
     "local k, ch, miss = KEYS[1], ARGV[1], {}\n"
     "local function try(...)\n"
     "  local r = redis.pcall(...)\n"
-    "  if type(r) == 'table' and r.err and string.find(r.err, 'NOPERM', 1, true) then\n"
+    "  local e = type(r) == 'table' and r.err\n"
+    "  if e and (string.find(e, 'NOPERM', 1, true) or string.find(e, \"can't run\", 1, true)\n"
+    "            or string.find(e, 'no permissions', 1, true)) then\n"
     "    table.insert(miss, string.lower((...)))\n"
     "    return false\n"
     "  end\n"
