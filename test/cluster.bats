@@ -392,6 +392,29 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 		fail "the rights not tried on every master: $output"
 }
 
+@test "an ACL user without +cluster|slots: --list is 69 with one line (not one master's locks as the listing); locks on every master still work" {
+	local p acl m
+	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ $acl == *'+cluster|slots'* ]]
+	ACL_USERS=noslots
+	for p in $CLUSTER_PORTS; do
+		# shellcheck disable=SC2086  # a list of ACL rules
+		redis-cli -p "$p" ACL SETUSER noslots reset on '>lk-pw-9' ${acl/+cluster|slots/} >/dev/null
+	done
+	# a lock on every master (the URL's node's too): each taken and released through MOVED
+	for m in $(cluster_masters); do
+		RLOCK_PASSWORD=lk-pw-9 run -0 rlock --user noslots -n -k "$(name_on "$m")" -- true
+	done
+	rlock_bg -k "$(name_on "$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)")" -- "$HOLD" a
+	wait_until 30 test -e a.started
+	RLOCK_PASSWORD=lk-pw-9 run -69 --separate-stderr rlock --user noslots --list
+	assert_output ''
+	assert_one_line_error
+	assert_regex "$stderr" 'CLUSTER SLOTS refused .*\+cluster\|slots'
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
+}
+
 @test "the lost-update checker finds no overlap against the cluster" {
 	run -0 "$CHECK" -p 4 -i 10 -k lu --rlock "$RLOCK"
 	echo "# $output" >&3
