@@ -377,10 +377,12 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	# the line from the doc itself (as credentials.bats takes it): CLUSTER SLOTS, no CLUSTER INFO
 	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
 	[[ -n $acl ]]
-	ACL_USERS=locker
+	ACL_USERS='locker noincr'
 	for p in $CLUSTER_PORTS; do
 		# shellcheck disable=SC2086  # a list of ACL rules
 		redis-cli -p "$p" ACL SETUSER locker reset on '>lk-pw-9' $acl >/dev/null
+		# shellcheck disable=SC2086
+		redis-cli -p "$p" ACL SETUSER noincr reset on '>lk-pw-9' ${acl/+incr /} >/dev/null
 	done
 	RLOCK_PASSWORD=lk-pw-9 run --separate-stderr rlock --user locker --check
 	# CONFIG GET is refused to it (persistence: warn), nothing is unsafe
@@ -390,6 +392,10 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 		fail "not every master's slots read from CLUSTER SLOTS: $output"
 	(($(grep -Ec "^ok +127\.0\.0\.1:[0-9]+ acl: user 'locker' has the rights rlock uses \(tried on a throwaway key\)" <<<"$output") == 3)) ||
 		fail "the rights not tried on every master: $output"
+	# a right refused inside the scripts is found on every master
+	RLOCK_PASSWORD=lk-pw-9 run -2 --separate-stderr rlock --user noincr --check
+	(($(grep -Ec "^unsafe +127\.0\.0\.1:[0-9]+ acl: user 'noincr' lacks incr \(tried on a throwaway key\)" <<<"$output") == 3)) ||
+		fail "incr not found missing on every master: $output"
 }
 
 @test "an ACL user without +cluster|slots: --list is 69 with one line (not one master's locks as the listing); locks on every master still work" {

@@ -645,28 +645,47 @@ static void set_key(struct node *n, int suffix)
 	snprintf(n->channel, sizeof n->channel, "%s:released", n->key);
 }
 
+/* A tag of master idx's in m for n's key (about 1 in its share of the slots): 0, or
+ * -1 when none was found. */
+static int key_of(struct node *n, const struct cluster_map *m, int idx)
+{
+	for (int j = 0; j < CLUSTER_SLOTS * 64; j++) {
+		set_key(n, j);
+		if (m->owner[cluster_keyslot(n->key, strlen(n->key))] == idx)
+			return 0;
+	}
+	return -1;
+}
+
 /* On a Cluster node, a throwaway key in a slot that node serves: the rights tried on
  * another slot's key would be answered MOVED (not tried: a refusal missed, and the
  * script trial given up). The slot map names the masters by the addresses the
- * cluster gives, which need not be the one n was reached at: a key for each master
- * in turn, until n runs a no-op script on it without a redirect. Unchanged when the
- * map cannot be read (the trial then says why). */
+ * cluster gives, which need not be the one n was reached at: the master named so
+ * first, then each other in turn, until n runs a no-op script on the key without a
+ * redirect. Unchanged when the map cannot be read (the trial then says why). */
 static void cluster_key(struct node *n)
 {
 	struct cluster_map *m = calloc(1, sizeof *m);
 	char why[512];
+	int self = -1;
 
 	set_key(n, -1);
 	if (!m || node_map(n, m, why, sizeof why) < 0) {
 		free(m);
 		return;
 	}
-	for (int i = 0, idx; (idx = cluster_map_master(m, i)) >= 0; i++) {
-		int j = 0; /* a tag of master idx's: about 1 in (its share of the slots) */
-		for (set_key(n, j); j < CLUSTER_SLOTS * 64; set_key(n, ++j))
-			if (m->owner[cluster_keyslot(n->key, strlen(n->key))] == idx)
-				break;
-		if (j == CLUSTER_SLOTS * 64)
+	for (int i = 0; i < m->n; i++)
+		if (m->node[i].port == n->srv->ep.port && n->srv->ep.host &&
+		    !strcmp(m->node[i].host, n->srv->ep.host))
+			self = i;
+	for (int i = -1, idx; i < 0 || (idx = cluster_map_master(m, i)) >= 0; i++) {
+		if (i < 0 && self < 0)
+			continue;
+		if (i < 0)
+			idx = self;
+		else if (idx == self)
+			continue;
+		if (key_of(n, m, idx) < 0)
 			continue;
 		struct resp_reply *r = NULL;
 		int moved =
