@@ -33,6 +33,13 @@ teardown() {
 	if [[ -n ${EVICT_PORT:-} ]]; then # the eviction test's master, on any way out
 		redis-cli -p "$EVICT_PORT" CONFIG SET maxmemory-policy noeviction >/dev/null 2>&1 || true
 	fi
+	local p
+	if [[ -n ${ACL_USERS:-} ]]; then # the ACL test's users, on any way out
+		for p in $CLUSTER_PORTS; do
+			# shellcheck disable=SC2086  # user names
+			redis-cli -p "$p" ACL DELUSER $ACL_USERS >/dev/null 2>&1 || true
+		done
+	fi
 	if [[ -n ${PAUSED_PID:-} ]]; then
 		kill -CONT "$PAUSED_PID" 2>/dev/null || true
 		cluster_settings_back
@@ -363,6 +370,55 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_regex "$output" "unsafe .*Redis Cluster's nodes: rlock refuses them"
 	# one node's URL is the Cluster, as before
 	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
+}
+
+@test "--check as the least-privilege ACL user of docs/production.md: every master's cluster and acl findings ok (CLUSTER SLOTS, a throwaway key in its own slots)" {
+	local p acl
+	# the line from the doc itself (as credentials.bats takes it): CLUSTER SLOTS, no CLUSTER INFO
+	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ -n $acl ]]
+	ACL_USERS='locker noincr'
+	for p in $CLUSTER_PORTS; do
+		# shellcheck disable=SC2086  # a list of ACL rules
+		redis-cli -p "$p" ACL SETUSER locker reset on '>lk-pw-9' $acl >/dev/null
+		# shellcheck disable=SC2086
+		redis-cli -p "$p" ACL SETUSER noincr reset on '>lk-pw-9' ${acl/+incr /} >/dev/null
+	done
+	RLOCK_PASSWORD=lk-pw-9 run --separate-stderr rlock --user locker --check
+	# CONFIG GET is refused to it (persistence: warn), nothing is unsafe
+	assert_equal "$status" 1
+	! grep -q '^unsafe ' <<<"$output" || fail "unsafe: $output"
+	(($(grep -Ec '^ok +127\.0\.0\.1:[0-9]+ cluster: every slot served, 3 master' <<<"$output") == 3)) ||
+		fail "not every master's slots read from CLUSTER SLOTS: $output"
+	(($(grep -Ec "^ok +127\.0\.0\.1:[0-9]+ acl: user 'locker' has the rights rlock uses \(tried on a throwaway key\)" <<<"$output") == 3)) ||
+		fail "the rights not tried on every master: $output"
+	# a right refused inside the scripts is found on every master
+	RLOCK_PASSWORD=lk-pw-9 run -2 --separate-stderr rlock --user noincr --check
+	(($(grep -Ec "^unsafe +127\.0\.0\.1:[0-9]+ acl: user 'noincr' lacks incr \(tried on a throwaway key\)" <<<"$output") == 3)) ||
+		fail "incr not found missing on every master: $output"
+}
+
+@test "an ACL user without +cluster|slots: --list is 69 with one line (not one master's locks as the listing); locks on every master still work" {
+	local p acl m
+	acl=$(sed -n 's/^ *ACL SETUSER locker reset on >PASSWORD //p' "$RLOCK_SOURCE_DIR/docs/production.md")
+	[[ $acl == *'+cluster|slots'* ]]
+	ACL_USERS=noslots
+	for p in $CLUSTER_PORTS; do
+		# shellcheck disable=SC2086  # a list of ACL rules
+		redis-cli -p "$p" ACL SETUSER noslots reset on '>lk-pw-9' ${acl/+cluster|slots/} >/dev/null
+	done
+	# a lock on every master (the URL's node's too): each taken and released through MOVED
+	for m in $(cluster_masters); do
+		RLOCK_PASSWORD=lk-pw-9 run -0 rlock --user noslots -n -k "$(name_on "$m")" -- true
+	done
+	rlock_bg -k "$(name_on "$(cluster_masters | grep -vx "$REDIS_PORT" | head -1)")" -- "$HOLD" a
+	wait_until 30 test -e a.started
+	RLOCK_PASSWORD=lk-pw-9 run -69 --separate-stderr rlock --user noslots --list
+	assert_output ''
+	assert_one_line_error
+	assert_regex "$stderr" 'CLUSTER SLOTS refused .*\+cluster\|slots'
+	touch a.release
+	rlock_wait "$RLOCK_PID" 30
 }
 
 @test "the lost-update checker finds no overlap against the cluster" {

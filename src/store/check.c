@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cluster.h"
 #include "exitcodes.h"
 #include "json.h"
 #include "lock.h"
@@ -41,6 +42,7 @@ struct node {
 	int waitaof_early;       /* WAITAOF can return before the fsync with everysec */
 	char key[300]; /* the throwaway key of the rights tried: PREFIX{rlock-check-HEX} */
 	char channel[320];
+	char tag[40]; /* rlock-check-HEX: the key's tag; on a Cluster node, -N is added */
 };
 
 static void finding(struct out *out, enum level lv, const char *node, const char *check,
@@ -556,6 +558,29 @@ static void check_role(struct node *n, int cluster)
 		        replicas);
 }
 
+/* The slot map as the Cluster node n gives it (CLUSTER SLOTS, the right rlock itself
+ * uses; an empty host in it is n's). 0, or -1 with why (refused, unreadable). */
+static int node_map(struct node *n, struct cluster_map *m, char *why, size_t len)
+{
+	struct resp_reply *r = NULL;
+	struct cluster_addr at = {.port = n->srv->ep.port};
+
+	snprintf(at.host, sizeof at.host, "%s", n->srv->ep.host ? n->srv->ep.host : "");
+	cluster_map_init(m);
+	if (cmd(n, &r, why, len, "CLUSTER", "SLOTS", NULL) != LOCK_OK || r->type == RESP_ERROR) {
+		if (r && r->type == RESP_ERROR)
+			snprintf(why, len, "%.300s", r->str);
+		resp_free(r);
+		return -1;
+	}
+	int rc = cluster_map_parse(m, r, &at, why, len);
+	resp_free(r);
+	return rc;
+}
+
+/* CLUSTER INFO's cluster_state; a user that may not run it (the least-privilege line of
+ * docs/production.md allows only CLUSTER SLOTS, all rlock uses) is told from the slot
+ * map: every slot served, or how many are not. */
 static void check_cluster(struct node *n)
 {
 	struct resp_reply *r = NULL;
@@ -568,6 +593,39 @@ static void check_cluster(struct node *n)
 		info_field(n, "cluster_state", state, sizeof state);
 		info_field(n, "cluster_size", size, sizeof size);
 		n->info = keep;
+	} else if (r && resp_is_error(r, "NOPERM")) {
+		char why[512];
+		struct cluster_map *m = calloc(1, sizeof *m);
+		int unserved = 0, masters = 0;
+		if (m && node_map(n, m, why, sizeof why) == 0) {
+			for (int s = 0; s < CLUSTER_SLOTS; s++)
+				unserved += m->owner[s] < 0;
+			while (cluster_map_master(m, masters) >= 0)
+				masters++;
+			if (unserved == 0)
+				finding(
+				    n->out, L_OK, n->srv->name, "cluster", NULL,
+				    "every slot served, %d master(s) (CLUSTER SLOTS; CLUSTER INFO "
+				    "refused to the user)",
+				    masters);
+			else
+				finding(
+				    n->out, L_UNSAFE, n->srv->name, "cluster",
+				    "bring every slot's master up (CLUSTER SLOTS)",
+				    "%d slot(s) no master serves, %d master(s) serving the rest "
+				    "(CLUSTER SLOTS; CLUSTER INFO refused to the user)",
+				    unserved, masters);
+		} else {
+			finding(n->out, L_WARN, n->srv->name, "cluster",
+			        "allow CLUSTER SLOTS for the user (+cluster|slots)",
+			        "cannot tell whether every slot is served: CLUSTER INFO refused "
+			        "(%.200s); "
+			        "CLUSTER SLOTS: %s",
+			        r->str, m ? why : "out of memory");
+		}
+		free(m);
+		resp_free(r);
+		return;
 	} else {
 		snprintf(state, sizeof state, "unknown");
 	}
@@ -575,6 +633,69 @@ static void check_cluster(struct node *n)
 	finding(n->out, strcmp(state, "ok") == 0 ? L_OK : L_UNSAFE, n->srv->name, "cluster",
 	        strcmp(state, "ok") == 0 ? NULL : "bring every slot's master up (CLUSTER INFO)",
 	        "cluster_state %s, %s master(s) serving slots", state, size[0] ? size : "?");
+}
+
+/* The throwaway key's name, PREFIX{TAG} or PREFIX{TAG-N}. */
+static void set_key(struct node *n, int suffix)
+{
+	if (suffix < 0)
+		snprintf(n->key, sizeof n->key, "%s{%s}", n->o->prefix, n->tag);
+	else
+		snprintf(n->key, sizeof n->key, "%s{%s-%d}", n->o->prefix, n->tag, suffix);
+	snprintf(n->channel, sizeof n->channel, "%s:released", n->key);
+}
+
+/* A tag of master idx's in m for n's key (about 1 in its share of the slots): 0, or
+ * -1 when none was found. */
+static int key_of(struct node *n, const struct cluster_map *m, int idx)
+{
+	for (int j = 0; j < CLUSTER_SLOTS * 64; j++) {
+		set_key(n, j);
+		if (m->owner[cluster_keyslot(n->key, strlen(n->key))] == idx)
+			return 0;
+	}
+	return -1;
+}
+
+/* On a Cluster node, a throwaway key in a slot that node serves: the rights tried on
+ * another slot's key would be answered MOVED (not tried: a refusal missed, and the
+ * script trial given up). The slot map names the masters by the addresses the
+ * cluster gives, which need not be the one n was reached at: the master named so
+ * first, then each other in turn, until n runs a no-op script on the key without a
+ * redirect. Unchanged when the map cannot be read (the trial then says why). */
+static void cluster_key(struct node *n)
+{
+	struct cluster_map *m = calloc(1, sizeof *m);
+	char why[512];
+	int self = -1;
+
+	set_key(n, -1);
+	if (!m || node_map(n, m, why, sizeof why) < 0) {
+		free(m);
+		return;
+	}
+	for (int i = 0; i < m->n; i++)
+		if (m->node[i].port == n->srv->ep.port && n->srv->ep.host &&
+		    !strcmp(m->node[i].host, n->srv->ep.host))
+			self = i;
+	for (int i = -1, idx; i < 0 || (idx = cluster_map_master(m, i)) >= 0; i++) {
+		if (i < 0 && self < 0)
+			continue;
+		if (i < 0)
+			idx = self;
+		else if (idx == self)
+			continue;
+		if (key_of(n, m, idx) < 0)
+			continue;
+		struct resp_reply *r = NULL;
+		int moved =
+		    cmd(n, &r, why, sizeof why, "EVAL", "return 0", "1", n->key, NULL) == LOCK_OK &&
+		    (resp_is_error(r, "MOVED") || resp_is_error(r, "ASK"));
+		resp_free(r);
+		if (!moved)
+			break; /* served here (or EVAL refused: the trial says so) */
+	}
+	free(m);
 }
 
 /* The rights rlock uses: on the node (top) or inside its scripts. K: the lock's key,
@@ -626,12 +747,16 @@ static const struct right rights[] = {
 
 /* Without ACL DRYRUN: the rights inside the scripts, tried by one script with pcall on
  * a throwaway key (deleted after each write; never written without the right to
- * delete it). Returns the names refused. */
+ * delete it). Returns the names refused. A refusal inside a script has no NOPERM code
+ * on every server: Redis 7.0 says "ERR The user executing the script can't run this
+ * command or subcommand", 7.2 "ERR ACL failure in script: ... no permissions to run". */
 static const char trial_script[] =
     "local k, ch, miss = KEYS[1], ARGV[1], {}\n"
     "local function try(...)\n"
     "  local r = redis.pcall(...)\n"
-    "  if type(r) == 'table' and r.err and string.find(r.err, 'NOPERM', 1, true) then\n"
+    "  local e = type(r) == 'table' and r.err\n"
+    "  if e and (string.find(e, 'NOPERM', 1, true) or string.find(e, \"can't run\", 1, true)\n"
+    "            or string.find(e, 'no permissions', 1, true)) then\n"
     "    table.insert(miss, string.lower((...)))\n"
     "    return false\n"
     "  end\n"
@@ -832,8 +957,10 @@ static int check_node(struct node *n)
 	check_persistence(n);
 	int cluster = info_int(n, "cluster_enabled", 0) == 1;
 	check_role(n, cluster);
-	if (cluster)
+	if (cluster) {
 		check_cluster(n);
+		cluster_key(n);
+	}
 	check_acl(n);
 	if (rtt0 >= 0)
 		check_clock(n, off0, rtt0);
@@ -894,9 +1021,9 @@ static void check_nodes(struct store *s, const struct check_ask *o, struct out *
 	unsigned char rnd[8] = {0};
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
 		memcpy(rnd, &(int64_t){clock_us(CLOCK_REALTIME)}, sizeof rnd); /* a name only */
-	snprintf(n.key, sizeof n.key, "%s{rlock-check-%02x%02x%02x%02x%02x%02x%02x%02x}", o->prefix,
-	         rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	snprintf(n.channel, sizeof n.channel, "%s:released", n.key);
+	snprintf(n.tag, sizeof n.tag, "rlock-check-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+	         rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	set_key(&n, -1);
 	for (int k = 0; k < STORE_NODES_MAX; k++) {
 		int64_t cap = clock_ms() + 4 * (o->connect_timeout_ms + o->io_timeout_ms);
 		n.srv = store_node(s, k, cap, err, sizeof err);

@@ -202,7 +202,8 @@ struct cluster_state {
 struct cluster_ctx {
 	const struct server *seed; /* the URL given */
 	int plain;                 /* a probe found a server without cluster support */
-	int seed_down;             /* in a cluster, the URL's node stopped answering */
+	int refused;   /* a Cluster node refused CLUSTER SLOTS (its ACL): not asked again */
+	int seed_down; /* in a cluster, the URL's node stopped answering */
 	struct cluster_state *st;
 };
 
@@ -334,20 +335,26 @@ static int cluster_enabled(struct client *c, const struct server *srv, int64_t c
 	return rc;
 }
 
+/* read_slots_on: a Cluster node whose ACL refuses CLUSTER SLOTS (NOPERM). */
+#define SLOTS_REFUSED (-2)
+
 /* CLUSTER SLOTS on c (a connection to srv) into the map, after INFO cluster when
  * nothing has shown srv to be a Cluster node yet. 1 read, 0 srv is no cluster node, -1
- * failed (*failed set when c itself failed: a timeout leaves a reply on its way). */
+ * failed (*failed set when c itself failed: a timeout leaves a reply on its way),
+ * SLOTS_REFUSED (err says so) when a node known to be a Cluster's refuses it: its
+ * masters cannot be found, which is no single server (--list would scan one master
+ * of several and call that the listing). */
 static int read_slots_on(struct cluster_ctx *x, const struct server *srv, struct client *c,
                          int64_t cap_ms, int *failed, char *err, size_t errlen)
 {
 	struct resp_reply *r = NULL;
 	const char *argv[] = {"CLUSTER", "SLOTS"};
 	size_t lens[] = {7, 5};
-	int rc = -1;
+	int rc = -1, on = 1;
 
 	*failed = 0;
 	if (!x->st) {
-		int on = cluster_enabled(c, srv, cap_ms, failed, err, errlen);
+		on = cluster_enabled(c, srv, cap_ms, failed, err, errlen);
 		if (on == 0)
 			log_debug("%s: cluster_enabled:0", srv->name);
 		if (on == 0 || *failed)
@@ -356,9 +363,17 @@ static int read_slots_on(struct cluster_ctx *x, const struct server *srv, struct
 	int64_t d = clock_ms() + srv->io_timeout_ms;
 	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) < 0) {
 		*failed = 1;
+	} else if (r->type == RESP_ERROR && on == 1 && resp_is_error(r, "NOPERM")) {
+		snprintf(
+		    err, errlen,
+		    "%s: CLUSTER SLOTS refused (%.200s): the Cluster's masters cannot be found; "
+		    "give the ACL user +cluster|slots",
+		    srv->name, r->str);
+		rc = SLOTS_REFUSED;
 	} else if (r->type == RESP_ERROR) {
-		/* "ERR This instance has cluster support disabled"; or an ACL without CLUSTER:
-		 * then the URL's node is all we can use. */
+		/* "ERR This instance has cluster support disabled"; or a server that may not
+		 * say whether it is one (no +info, no +cluster|slots): the URL's node is all
+		 * we can use. */
 		log_debug("%s: CLUSTER SLOTS: %s", srv->name, r->str);
 		rc = 0;
 	} else if (state(x)) {
@@ -394,7 +409,7 @@ static int read_slots(struct cluster_ctx *x, const struct server *srv, int64_t c
 
 /* Read the slot map again, from the node of the last redirect, then any other known
  * node, then the seed: best effort within cap_ms. 1 read, 0 not a cluster, -1 no node
- * answered (err). */
+ * answered (err), SLOTS_REFUSED the last one asked refused it (err). */
 static int refresh(struct cluster_ctx *x, int64_t cap_ms, char *err, size_t errlen)
 {
 	struct cluster_state *st = x->st;
@@ -404,15 +419,18 @@ static int refresh(struct cluster_ctx *x, int64_t cap_ms, char *err, size_t errl
 		st->refresh = 0;
 		if (st->hint >= 0)
 			rc = read_slots(x, &st->srv[st->hint], cap_ms, err, errlen);
-		for (int i = 0; rc < 0 && i < st->map.n && clock_ms() < cap_ms; i++)
+		/* a refusal is the ACL's, the same on every node: not asked on */
+		for (int i = 0; rc == -1 && i < st->map.n && clock_ms() < cap_ms; i++)
 			if (i != st->hint)
 				rc = read_slots(x, &st->srv[i], cap_ms, err, errlen);
 		st->hint = -1;
 	}
-	if (rc < 0 && clock_ms() < cap_ms)
+	if (rc == -1 && clock_ms() < cap_ms)
 		rc = read_slots(x, x->seed, cap_ms, err, errlen);
 	if (rc == 0)
 		x->plain = 1;
+	if (rc == SLOTS_REFUSED)
+		x->refused = 1;
 	return rc;
 }
 
@@ -483,7 +501,7 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 			return STORE_ROUTE_ASK;
 		}
 		x->st->map.owner[slot] = (int16_t)i;
-		if (!x->st->loaded)
+		if (!x->st->loaded && !x->refused)
 			x->st->refresh = 1, x->st->hint = i;
 		return STORE_ROUTE_RETRY;
 	}
@@ -530,7 +548,8 @@ static void route_probe(void *ctx, int64_t cap_ms)
 	struct cluster_ctx *x = ctx;
 	char err[300];
 
-	if (!x->plain && (!x->st || !x->st->loaded) && refresh(x, cap_ms, err, sizeof err) < 0)
+	if (!x->plain && !x->refused && (!x->st || !x->st->loaded) &&
+	    refresh(x, cap_ms, err, sizeof err) < 0)
 		log_debug("cluster: no slot map: %s", err);
 }
 
@@ -551,7 +570,7 @@ static int route_learn(void *ctx, const struct server *at, struct client *c, int
 	int failed = 0, rc = -1;
 
 	pthread_mutex_lock(&known_mu);
-	int ask = !learnt && !x->plain && !x->st;
+	int ask = !learnt && !x->plain && !x->refused && !x->st;
 	learnt = 1;
 	pthread_mutex_unlock(&known_mu);
 	if (!ask)
@@ -568,6 +587,10 @@ static int route_learn(void *ctx, const struct server *at, struct client *c, int
 	} else if (rc > 0) {
 		x->st->refresh = 0;
 		x->st->aside = 1;
+	} else if (rc == SLOTS_REFUSED) {
+		log_debug("cluster: %s", err);
+		x->refused = 1; /* asked once: an ACL does not change between renewals */
+		rc = 0;
 	}
 out:
 	if (rc < 0) {
