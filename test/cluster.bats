@@ -253,7 +253,7 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 }
 
 @test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status and --held" {
-	local m name names=() pids=() last last_pid lastname p
+	local m name names=() pids=() last last_pid lastname p waitname waiter waiter_err
 	for m in $(cluster_masters); do
 		name=$(name_on "$m")
 		names+=("$name")
@@ -275,8 +275,14 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 		redis-cli -p "$p" CONFIG SET cluster-replica-no-failover yes >/dev/null
 	done
 	PAUSED_PID=$last_pid
+	waitname=$(cluster_name_on "$last" w) # asked before the pause: it asks every master
 	kill -STOP "$last_pid"
 	local t=(--connect-timeout 300ms --io-timeout 300ms)
+	# a waiter whose lock lives on the paused master: its lines name that master, not the
+	# URL's node, which answered all along
+	rlock_bg "${t[@]}" -w 60s -k "$waitname" -- touch "$waitname.ran"
+	waiter=$RLOCK_PID waiter_err=$RLOCK_ERR
+	wait_until 30 grep -q "; retrying" "$waiter_err"
 	run -69 --separate-stderr rlock "${t[@]}" --list --json
 	assert_one_line_error
 	assert_equal "$output" ""
@@ -299,6 +305,10 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_equal "$(echo "$output" | jq -r '.findings[] | select(.check == "topology") | .fact')" 'Cluster: 2 of 3 masters reachable'
 	kill -CONT "$last_pid"
 	PAUSED_PID=
+	rlock_wait "$waiter" 30
+	assert_equal "$RLOCK_STATUS" 0
+	grep -q "lock '$waitname': 127\.0\.0\.1:$last answers again after" "$waiter_err" ||
+		fail "the waiter's lines: $(cat "$waiter_err")"
 	cluster_settings_back
 	# shellcheck disable=SC2086 # one port a word
 	wait_until 60 cluster_no_fail $CLUSTER_PORTS

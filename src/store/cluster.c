@@ -205,6 +205,7 @@ struct cluster_ctx {
 	int refused;   /* a Cluster node refused CLUSTER SLOTS (its ACL): not asked again */
 	int seed_down; /* in a cluster, the URL's node stopped answering */
 	struct cluster_state *st;
+	const struct server *last; /* the node the last locate chose: named in messages */
 };
 
 static void *route_open(const void *arg)
@@ -440,7 +441,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	struct cluster_ctx *x = ctx;
 	struct cluster_state *st = x->st;
 
-	*srv = x->seed;
+	*srv = x->last = x->seed;
 	if (!st || (st->aside && !x->seed_down))
 		return STORE_OK;
 	if (st->refresh) {
@@ -454,6 +455,7 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		i = cluster_map_master(&st->map, 0) >= 0 ? cluster_map_master(&st->map, 0) : 0;
 	if (i >= 0)
 		*srv = &st->srv[i];
+	x->last = *srv;
 	(void)err;
 	(void)errlen;
 	return STORE_OK;
@@ -611,6 +613,15 @@ static const char *route_subscribe_cmd(void *ctx, const char *key)
 	return x->st && x->st->loaded && x->st->map.sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
 }
 
+/* The node a message about the last request should name: the master its key's slot
+ * led to (srv[] addresses are stable), not the URL's node, which may be fine. */
+static const char *route_name(void *ctx)
+{
+	struct cluster_ctx *x = ctx;
+
+	return (x->last ? x->last : x->seed)->name;
+}
+
 const struct store_route cluster_route = {
     .open = route_open,
     .close = route_close,
@@ -620,4 +631,5 @@ const struct store_route cluster_route = {
     .subscribe_cmd = route_subscribe_cmd,
     .probe = route_probe,
     .learn = route_learn,
+    .name = route_name,
 };
