@@ -621,6 +621,35 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	assert_equal "$RLOCK_STATUS" 0
 }
 
+@test "a waiter that gives up while a node is paused and owes it several attempts: the leave is queued behind them, so that the node, resumed, keeps no writer mark of a waiter that left" {
+	# 3 nodes; a single-server shared holder on node 2 makes each of the waiter's
+	# attempts set its writer mark there; the Redlock holder has nodes 0 and 1. Node 2
+	# paused: the waiter's attempts go unanswered there; its connection was replaced
+	# (more than 4 replies owed) before the give-up's leave, which never reached node 2:
+	# resumed, it ran the attempts and kept the writer mark for its 5 s lease.
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -u "redis://127.0.0.1:$(node_port 2)" -s -k lv -t 30s -- "$HOLD" s
+	local s_pid=$RLOCK_PID
+	wait_until 10 test -e s.started
+	rlock_bg -u "$three" -k lv -t 30s -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -vv -u "$three" -k lv -t 30s -w 2s --node-timeout 100ms -- true
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 10 writer_marked lv 1
+	node_pause 2
+	rlock_wait "$w_pid"
+	((RLOCK_STATUS == 75)) || fail "waiter: $RLOCK_STATUS: $(tail -5 "$w_err")"
+	node_resume 2
+	wait_until 3 no_key 2 'rlock:{lv}:writer' || fail "node 2 keeps the writer mark: PTTL $(node_cli 2 PTTL 'rlock:{lv}:writer')"
+	touch h.release s.release
+	rlock_wait "$h_pid"
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$s_pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
 @test "Redlock: another lock's stale variables (a --release'd --acquire's) are not passed on to a run's command; a live ancestor's are (--held inside: 0)" {
 	eval "$(rlock -k OTHER -n --acquire)"
 	run -0 rlock -k OTHER --release

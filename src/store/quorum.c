@@ -19,6 +19,7 @@ struct node {
 	struct client *c;
 	int skip;                 /* replies owed to requests a deadline left unanswered */
 	int owes_grant;           /* among them an acquire that no give-back follows yet */
+	int owes_leave;           /* a waiter's acquire went on it, and no leave since */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
@@ -97,6 +98,11 @@ struct quorum {
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
 	 * handle is used by one thread at a time (store.h). */
 	struct lock_request acq, fence, renew, reacq, rel, hold;
+	/* The leave of the waiter whose acquire went last (built with it; leave_ok when
+	 * built): sent on a connection that owes its acquires before it is replaced
+	 * (round_trip), as the waiter's give-up would have sent it. */
+	struct lock_request leave;
+	int leave_ok;
 	char name[32]; /* "N Redlock nodes" */
 };
 
@@ -106,6 +112,9 @@ struct quorum {
 struct req {
 	const struct lock_request *script;
 	int grants, gives;
+	int marks;  /* a waiter's acquire: it may leave marks there (the writer mark, a
+	             * --preempt request) that only its leave removes */
+	int leaves; /* that leave (quorum_leave) */
 	int argc;
 	const char *argv[8];
 	size_t lens[8];
@@ -120,7 +129,7 @@ static void node_drop(struct node *nd)
 {
 	client_close(nd->c);
 	nd->c = NULL;
-	nd->skip = nd->owes_grant = 0;
+	nd->skip = nd->owes_grant = nd->owes_leave = 0;
 }
 
 static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
@@ -140,6 +149,7 @@ static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
 		return -1;
 	}
 	nd->waiting = 1;
+	nd->owes_leave = (nd->owes_leave || rq->marks) && !rq->leaves;
 	return 0;
 }
 
@@ -357,6 +367,24 @@ static void round_probe(struct quorum *q, const struct req *const *rq, int64_t c
 		round_poll(q, rq, end, 1);
 }
 
+/* Drop nd's connection, which owes too many replies (a paused node), so that the next
+ * round connects afresh. The waiter's acquires it carried may leave marks there when
+ * the node wakes (the writer mark, a --preempt request), which the waiter's leave
+ * removes; the give-up's leave would find no connection to go on (a paused node
+ * answers no handshake), and the node, resumed, would keep them for their lease, the
+ * waiter long gone. So the leave goes first, whole (EVAL: its NOSCRIPT could not be
+ * answered), behind them: the node runs what was written before the close. The
+ * waiter's next acquire there, on a fresh connection, marks again. */
+static void node_replace(struct quorum *q, struct node *nd)
+{
+	if (nd->owes_leave && q->leave_ok) {
+		struct req lv = {.script = &q->leave, .leaves = 1};
+		nd->full = 1;
+		node_send(nd, &lv, clock_ms() + q->cfg->node_timeout_ms);
+	}
+	node_drop(nd);
+}
+
 /* Send rq[i] to every node i that has one, connecting those without a connection, and
  * collect the replies in one poll loop until the round's deadline: node_timeout after
  * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
@@ -440,7 +468,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			}
 		}
 		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
-			node_drop(nd);
+			node_replace(q, nd);
 	}
 }
 
@@ -891,13 +919,15 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 {
 	struct quorum *q = ctx;
 
-	struct req rq = {.script = &q->acq, .grants = 1}, fr = {.script = &q->fence};
+	struct req rq = {.script = &q->acq, .grants = 1, .marks = 1}, fr = {.script = &q->fence};
 	struct tally t = {0};
 	char why[300] = "", missing[600];
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
 	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
 		return LOCK_ERR;
+	q->leave_ok = lock_request_leave(&q->leave, l, why, sizeof why) == 0;
+	why[0] = '\0';
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	q->busy = -1;
@@ -1718,7 +1748,7 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
                         char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
-	struct req rq = {.script = &q->rel};
+	struct req rq = {.script = &q->rel, .leaves = 1};
 
 	(void)newer;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
