@@ -94,7 +94,7 @@ load redlock
 @test "a run's release with its lock on 3 of 5 nodes, one paused: given back where nodes answer, says so, never 'cannot release'; the command's status" {
 	node_kill 3
 	node_kill 4
-	rlock_bg -t 120s -k kq -- "$HOLD" h
+	rlock_bg -t 120s --io-timeout 500ms -k kq -- "$HOLD" h
 	local holder=$RLOCK_PID herr=$RLOCK_ERR
 	wait_until 10 test -e h.started
 	node_start 3
@@ -105,13 +105,30 @@ load redlock
 	rlock_wait "$holder" 60
 	((RLOCK_STATUS == 0))
 	run -1 grep -c 'cannot release' "$herr"
-	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL' "$herr"
+	# SIGSTOPped: waited for up to --io-timeout, then said until when
+	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most 1[01][0-9]\.[0-9] s\), fewer than a majority: 127\.0\.0\.1:[0-9]+ \(127\.0\.0\.1:[0-9]+ did not answer within [0-9]+ ms\)' "$herr" || fail "$(cat "$herr")"
 	local i
 	for i in 0 1 3 4; do
 		[[ $(node_cli "$i" EXISTS 'rlock:{kq}') == 0 ]]
 	done
 	run -0 rlock -n -k kq -- true
 	node_resume 2
+}
+
+@test "a run's release that a node under CLIENT PAUSE WRITE holds back: waited for up to --io-timeout (released there when the pause ends in time); past it, one line names the node and the TTL left; the command's status" {
+	# Redis holds a paused client's write back, and drops it with the connection: the
+	# release was given up after --node-timeout and the node kept the lock for its TTL.
+	local p2
+	p2=$(node_port 2)
+	run -3 --separate-stderr rlock -t 30s -k cw -- sh -c "redis-cli -p $p2 CLIENT PAUSE 600 WRITE >/dev/null; exit 3"
+	assert_equal "$(node_cli 2 EXISTS 'rlock:{cw}')" 0
+	assert_equal "$(keys_left cw)" 0
+	[[ $stderr != *'may keep it'* ]] || fail "$stderr"
+	# a pause longer than --io-timeout: released on the others, the line says until when
+	run -0 --separate-stderr rlock -t 30s --io-timeout 300ms -k cx -- redis-cli -p "$p2" CLIENT PAUSE 1500 WRITE
+	assert_regex "$stderr" "released rlock:\{cx\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most 29\.[0-9] s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
+	assert_equal "$(grep -c . <<<"$stderr")" 1
+	node_cli 2 CLIENT UNPAUSE >/dev/null
 }
 
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
@@ -558,7 +575,7 @@ preempt_marks() {
 	# the ended run's lock for the rest of its ttl.
 	local p2 pid2
 	p2=$(node_port 2) pid2=$(node_pid 2)
-	run -0 --separate-stderr rlock -t 30s -k nf -- sh -c "redis-cli -p $p2 SCRIPT FLUSH >/dev/null && kill -STOP $pid2"
+	run -0 --separate-stderr rlock -t 30s --io-timeout 300ms -k nf -- sh -c "redis-cli -p $p2 SCRIPT FLUSH >/dev/null && kill -STOP $pid2"
 	node_resume 2
 	wait_until 5 no_key 2 'rlock:{nf}' || fail "node 2 keeps the lock: PTTL $(node_cli 2 PTTL 'rlock:{nf}')"
 }

@@ -20,6 +20,7 @@ struct node {
 	int skip;                 /* replies owed to requests a deadline left unanswered */
 	int owes_grant;           /* among them an acquire that no give-back follows yet */
 	int owes_leave;           /* a waiter's acquire went on it, and no leave since */
+	int own;                  /* of skip: the last round's request's own, still owed */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
@@ -129,7 +130,7 @@ static void node_drop(struct node *nd)
 {
 	client_close(nd->c);
 	nd->c = NULL;
-	nd->skip = nd->owes_grant = nd->owes_leave = 0;
+	nd->skip = nd->owes_grant = nd->owes_leave = nd->own = 0;
 }
 
 static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
@@ -402,7 +403,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		struct node *nd = &q->node[i];
 		resp_free(nd->reply);
 		nd->reply = NULL;
-		nd->full = nd->waiting = nd->opening = nd->probing = 0;
+		nd->full = nd->waiting = nd->opening = nd->probing = nd->own = 0;
 		nd->err[0] = '\0';
 		nd->fault = 0;
 		if (!rq[i])
@@ -443,6 +444,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		/* Sent but not answered: its reply is owed; a later request on this
 		 * connection runs after it on the server (a release after an acquire). */
 		nd->waiting = 0;
+		nd->own = 1;
 		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 		conn_fault_note(CONN_FAULT_PASSING);
@@ -465,10 +467,68 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			if (node_send(nd, rq[i], clock_ms() + q->cfg->node_timeout_ms) == 0) {
 				nd->waiting = 0;
 				nd->skip++;
+				nd->own++;
 			}
 		}
 		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
 			node_replace(q, nd);
+	}
+}
+
+/* Read what nd has of the replies its last round left owed, without waiting: the older
+ * ones are skipped; the first of its own that is no NOSCRIPT (its EVAL, sent again
+ * right behind, follows) becomes its reply. */
+static void node_late(struct node *nd)
+{
+	char why[sizeof nd->err];
+
+	while (nd->own > 0 && !nd->reply) {
+		struct resp_reply *r = NULL;
+		int got = client_recv(nd->c, 0, &r, why, sizeof why);
+		if (got == 0)
+			return;
+		if (got != 1) {
+			snprintf(nd->err, sizeof nd->err, "%s", why);
+			node_drop(nd);
+			return;
+		}
+		int older = nd->skip-- > nd->own;
+		if (older || (--nd->own > 0 && resp_is_error(r, "NOSCRIPT"))) {
+			resp_free(r);
+			continue;
+		}
+		nd->reply = r;
+		nd->err[0] = '\0';
+	}
+}
+
+/* The nodes that did not answer the last round in time and still owe its reply: their
+ * replies waited for until deadline. A node paused for writes (CLIENT PAUSE WRITE) holds
+ * a script back and drops it with the connection, and a SIGSTOPped one runs it only when
+ * resumed: a release must not be given up on them after one node timeout. */
+static void round_late(struct quorum *q, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p[STORE_NODES_MAX];
+		int idx[STORE_NODES_MAX], np = 0, ready = 0;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			if (!nd->c || nd->own == 0 || nd->reply)
+				continue;
+			ready |= client_buffered(nd->c);
+			p[np].fd = client_fd(nd->c);
+			p[np].events = POLLIN;
+			p[np].revents = 0;
+			idx[np++] = i;
+		}
+		int64_t left = deadline - clock_ms();
+		if (np == 0 || left <= 0 || conn_abort_pending())
+			return;
+		if (poll(p, (nfds_t)np, ready ? 0 : (int)left) < 0)
+			continue; /* EINTR; the deadline still holds */
+		for (int k = 0; k < np; k++)
+			if (ready || p[k].revents)
+				node_late(&q->node[idx[k]]);
 	}
 }
 
@@ -1062,6 +1122,38 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	return LOCK_ERR;
 }
 
+/* A release that fewer than a majority of the nodes left unanswered: one line naming
+ * them (sent: only those that had it and never answered, not those unreachable, which
+ * a quorum's acquire may never have reached) and until when they may keep the lock
+ * (cap_ms: the lease's end, or STORE_NO_CAP, unknown). */
+static void silent_nodes(const struct quorum *q, const struct lock *l, const int *said, int sent,
+                         int64_t cap_ms, int answered)
+{
+	char buf[600], until[80] = "";
+	size_t used = 0;
+	int silent = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
+		const struct node *nd = &q->node[i];
+		if (said[i] || (sent && !(nd->c && nd->own > 0)))
+			continue;
+		silent++;
+		int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", used ? ", " : "",
+		                 q->cfg->srv[i].name, nd->err[0] ? nd->err : "no answer");
+		used = w < 0 ? used : used + (size_t)w;
+	}
+	if (!silent)
+		return;
+	int64_t left = cap_ms == STORE_NO_CAP ? -1 : cap_ms - clock_ms();
+	if (left > 0)
+		snprintf(until, sizeof until, " ends (in at most %lld.%lld s)",
+		         (long long)(left / 1000), (long long)(left % 1000 / 100));
+	log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and may "
+	         "keep it until its TTL%s, fewer than a majority: %s",
+	         l->key, answered, q->n, silent, until, buf);
+}
+
 static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
                           char *err, size_t errlen)
 {
@@ -1074,10 +1166,20 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	/* A connection that sat idle (a run's command between renewals) and that the
 	 * server (its `timeout`) or a NAT closed: the release once more on a fresh one
 	 * (its token makes it safe to repeat: a release sent again answers as the first). */
 	round_all_again(q, &rq, cap_ms);
+	/* A node that has the release but did not answer within the node timeout (paused,
+	 * slow): its answer is waited for up to one --io-timeout, as on one server. */
+	round_late(q, late < cap_ms ? late : cap_ms);
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (nd->c && nd->own > 0 && !nd->reply)
+			snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
+			         nd->srv->name, (long long)(clock_ms() - t0));
+	}
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		long long v = 0;
@@ -1093,12 +1195,15 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		handed_on += v == 1 && keep_ms > 0; /* not kept: handed to a --preempt request */
 		keep_over += v == 4;                /* sent again: kept, the keep over (lock.h) */
 	}
-	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
-	if (ok >= q->need)
+	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. A
+	 * node that had the release and never answered it may keep the lock (said). */
+	if (ok >= q->need) {
+		silent_nodes(q, l, said, 1, cap_ms, ok + notours);
 		return handed >= q->need      ? LOCK_HANDED_OVER
 		       : handed_on >= q->need ? LOCK_HANDED_ON
 		       : keep_over >= q->need ? LOCK_KEEP_OVER
 		                              : LOCK_OK;
+	}
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
 	/* Fewer than a quorum released it, yet the token may still hold a majority with
@@ -1106,22 +1211,8 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	 * token names only this holder), it stays on the silent ones alone. Fewer than a
 	 * majority: nobody is kept from the lock by it, only those nodes' votes until
 	 * their TTL; released, and said. Else it may hold on: not released. */
-	int silent = q->n - ok - notours;
-	if (silent < q->need) {
-		char buf[600];
-		size_t used = 0;
-		buf[0] = '\0';
-		for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
-			if (said[i])
-				continue;
-			int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)",
-			                 used ? ", " : "", q->cfg->srv[i].name,
-			                 q->node[i].err[0] ? q->node[i].err : "no answer");
-			used = w < 0 ? used : used + (size_t)w;
-		}
-		log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and "
-		         "may keep it until its TTL, fewer than a majority: %s",
-		         l->key, ok + notours, q->n, silent, buf);
+	if (q->n - ok - notours < q->need) {
+		silent_nodes(q, l, said, 0, cap_ms, ok + notours);
 		return LOCK_OK;
 	}
 	no_quorum(q, ok, "released it", err, errlen);
