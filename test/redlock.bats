@@ -300,6 +300,12 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	assert_one_line_error
 	assert_regex "$stderr" 'wrong user name or password'
 	[[ $stderr != *s3cret* ]]
+	# a node that wants a password the others do not (none given): its NOAUTH named as
+	# such, not as an ACL refusing INFO ("allow INFO (+info)")
+	node_cli 4 CONFIG SET requirepass s3cret >/dev/null
+	run -0 --separate-stderr rlock -k pa -- true
+	assert_regex "$stderr" "^rlock: Redlock degraded: rlock:\{pa\} held by 4 of 5 nodes; missing: 127\.0\.0\.1:$(node_port 4) \(Redlock node 127\.0\.0\.1:$(node_port 4): the server requires a password \(NOAUTH\); see --password-file\)$"
+	node_cli 4 -a s3cret --no-auth-warning CONFIG SET requirepass '' >/dev/null
 }
 
 @test "TLS: the handshakes run in the round's poll loop too (2 of 5 nodes never answer theirs)" {
