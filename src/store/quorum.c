@@ -1087,7 +1087,11 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			                             sizeof q->node[i].err);
 			if (rc == LOCK_OK) {
 				ok++;
-				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+				/* documented unsafe (docs/scaling.md): said, once per relock */
+				log_warn("Redlock node %s had lost %s (restarted without "
+				         "persistence, or its key deleted): locked it again; while "
+				         "it had not, it was another holder's to take",
+				         q->node[i].srv->name, l->key);
 				/* it counted from what it kept (nothing, restarted empty):
 				 * brought up to this holder's fence, so that the next
 				 * restart of another node cannot leave a majority below
