@@ -592,7 +592,7 @@ writer_marks() {
 no_key() { [[ $(node_cli "$1" EXISTS "$2") == 0 ]]; } # no_key I KEY
 writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 
-@test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later" {
+@test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later; also from a node paused for writes" {
 	# node 0 has a single-server shared holder, the Redlock holder the other four: a
 	# Redlock waiter's attempts set their writer mark on node 0, which holds back new
 	# shared requests there for as long as it lives
@@ -607,6 +607,16 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	rlock_bg -k wm -t 30s -w 60s -- true
 	local w_pid=$RLOCK_PID
 	wait_until 10 writer_marked wm 1
+	kill -TERM "$w_pid"
+	rlock_wait "$w_pid"
+	assert_equal "$RLOCK_STATUS" 143
+	assert_equal "$(writer_marks wm)" 0
+	# node 0 paused for writes as the waiter gives up: the leave it holds back (and
+	# would drop with the connection) is waited for within the give-up's 500 ms
+	rlock_bg -k wm -t 30s -w 60s -- true
+	w_pid=$RLOCK_PID
+	wait_until 10 writer_marked wm 1
+	node_cli 0 CLIENT PAUSE 300 WRITE >/dev/null
 	kill -TERM "$w_pid"
 	rlock_wait "$w_pid"
 	assert_equal "$RLOCK_STATUS" 143

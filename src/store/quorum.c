@@ -1848,7 +1848,11 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	(void)newer;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
+	int64_t late = clock_ms() + q->cfg->srv[0].io_timeout_ms;
 	round_all_again(q, &rq, cap_ms);
+	/* a node paused for writes (CLIENT PAUSE WRITE) drops the leave it holds back with
+	 * the connection: waited for within the give-up's budget, as a release is */
+	round_late(q, late < cap_ms ? late : cap_ms);
 	return LOCK_OK;
 }
 
