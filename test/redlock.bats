@@ -536,6 +536,24 @@ scripts_run() {
 	[[ $(keys_left bk) == 0 ]]
 }
 
+@test "--break that a node paused for writes holds back (its scripts flushed): waited for up to --io-timeout, sent whole on NOSCRIPT, broken there too; past it, one line names the node" {
+	# CLIENT PAUSE WRITE holds the break back and drops it with the connection; a late
+	# NOSCRIPT was taken for an answer: node 2 kept the broken holder's lock for its TTL
+	node_cli 2 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 3 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 2 SCRIPT FLUSH >/dev/null
+	node_cli 2 CLIENT PAUSE 600 WRITE >/dev/null
+	run -0 --separate-stderr rlock -k pb --break
+	assert_equal "$(keys_left pb)" 0
+	[[ $stderr != *'did not answer'* ]] || fail "$stderr"
+	node_cli 2 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 3 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 2 CLIENT PAUSE 1500 WRITE >/dev/null
+	run -0 --separate-stderr rlock -k pb --io-timeout 300ms --break
+	assert_regex "$stderr" "broke rlock:\{pb\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL, fewer than a majority: 127\.0\.0\.1:$(node_port 2) \(127\.0\.0\.1:$(node_port 2) did not answer within 3[0-9][0-9] ms\)"
+	node_cli 2 CLIENT UNPAUSE >/dev/null
+}
+
 @test "a keeper's lock broken on every node: the keeper ends at its next renewal; --held and --release say 79 (explorer: seed 1947886235 round 27)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"

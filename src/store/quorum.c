@@ -475,10 +475,11 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 	}
 }
 
-/* Read what nd has of the replies its last round left owed, without waiting: the older
- * ones are skipped; the first of its own that is no NOSCRIPT (its EVAL, sent again
- * right behind, follows) becomes its reply. */
-static void node_late(struct node *nd)
+/* Read what nd has of the replies its last round (rq) left owed, without waiting: the
+ * older ones are skipped; the first of its own that is no NOSCRIPT (its EVAL, sent again
+ * right behind, follows) becomes its reply. A NOSCRIPT to the last of them (the script
+ * not loaded there yet) is answered with the script whole, as node_read does. */
+static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
 {
 	char why[sizeof nd->err];
 
@@ -497,6 +498,16 @@ static void node_late(struct node *nd)
 			resp_free(r);
 			continue;
 		}
+		if (rq->script && !nd->full && resp_is_error(r, "NOSCRIPT")) {
+			resp_free(r);
+			nd->full = 1;
+			if (node_send(nd, rq, deadline) == 0) {
+				nd->waiting = 0;
+				nd->skip++;
+				nd->own++;
+			}
+			continue;
+		}
 		nd->reply = r;
 		nd->err[0] = '\0';
 	}
@@ -506,7 +517,7 @@ static void node_late(struct node *nd)
  * replies waited for until deadline. A node paused for writes (CLIENT PAUSE WRITE) holds
  * a script back and drops it with the connection, and a SIGSTOPped one runs it only when
  * resumed: a release must not be given up on them after one node timeout. */
-static void round_late(struct quorum *q, int64_t deadline)
+static void round_late(struct quorum *q, const struct req *rq, int64_t since, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd p[STORE_NODES_MAX];
@@ -523,12 +534,18 @@ static void round_late(struct quorum *q, int64_t deadline)
 		}
 		int64_t left = deadline - clock_ms();
 		if (np == 0 || left <= 0 || conn_abort_pending())
-			return;
+			break;
 		if (poll(p, (nfds_t)np, ready ? 0 : (int)left) < 0)
 			continue; /* EINTR; the deadline still holds */
 		for (int k = 0; k < np; k++)
 			if (ready || p[k].revents)
-				node_late(&q->node[idx[k]]);
+				node_late(&q->node[idx[k]], rq, deadline);
+	}
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (nd->c && nd->own > 0 && !nd->reply)
+			snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
+			         nd->srv->name, (long long)(clock_ms() - since));
 	}
 }
 
@@ -1130,8 +1147,8 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
  * them (sent: only those that had it and never answered, not those unreachable, which
  * a quorum's acquire may never have reached) and until when they may keep the lock
  * (cap_ms: the lease's end, or STORE_NO_CAP, unknown). */
-static void silent_nodes(const struct quorum *q, const struct lock *l, const int *said, int sent,
-                         int64_t cap_ms, int answered)
+static void silent_nodes(const struct quorum *q, const struct lock *l, const char *verb,
+                         const int *said, int sent, int64_t cap_ms, int answered)
 {
 	char buf[600], until[80] = "";
 	size_t used = 0;
@@ -1153,9 +1170,9 @@ static void silent_nodes(const struct quorum *q, const struct lock *l, const int
 	if (left > 0)
 		snprintf(until, sizeof until, " ends (in at most %lld.%lld s)",
 		         (long long)(left / 1000), (long long)(left % 1000 / 100));
-	log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and may "
+	log_warn("%s %s on the %d of %d Redlock nodes that answered; %d did not and may "
 	         "keep it until its TTL%s, fewer than a majority: %s",
-	         l->key, answered, q->n, silent, until, buf);
+	         verb, l->key, answered, q->n, silent, until, buf);
 }
 
 static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
@@ -1177,13 +1194,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	round_all_again(q, &rq, cap_ms);
 	/* A node that has the release but did not answer within the node timeout (paused,
 	 * slow): its answer is waited for up to one --io-timeout, as on one server. */
-	round_late(q, late < cap_ms ? late : cap_ms);
-	for (int i = 0; i < q->n; i++) {
-		struct node *nd = &q->node[i];
-		if (nd->c && nd->own > 0 && !nd->reply)
-			snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
-			         nd->srv->name, (long long)(clock_ms() - t0));
-	}
+	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		long long v = 0;
@@ -1202,7 +1213,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. A
 	 * node that had the release and never answered it may keep the lock (said). */
 	if (ok >= q->need) {
-		silent_nodes(q, l, said, 1, cap_ms, ok + notours);
+		silent_nodes(q, l, "released", said, 1, cap_ms, ok + notours);
 		return handed >= q->need      ? LOCK_HANDED_OVER
 		       : handed_on >= q->need ? LOCK_HANDED_ON
 		       : keep_over >= q->need ? LOCK_KEEP_OVER
@@ -1216,7 +1227,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	 * majority: nobody is kept from the lock by it, only those nodes' votes until
 	 * their TTL; released, and said. Else it may hold on: not released. */
 	if (q->n - ok - notours < q->need) {
-		silent_nodes(q, l, said, 0, cap_ms, ok + notours);
+		silent_nodes(q, l, "released", said, 0, cap_ms, ok + notours);
 		return LOCK_OK;
 	}
 	no_quorum(q, ok, "released it", err, errlen);
@@ -1236,7 +1247,12 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 
 	if (lock_request_holders(rs, l, brk, err, errlen) < 0)
 		return -1;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	round_all(q, &rq, cap_ms);
+	/* a break (a write) that a node paused for writes holds back is dropped with the
+	 * connection: waited for up to one --io-timeout, as a release is */
+	if (brk)
+		round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		if (!nd->reply || lock_decode_holders(nd->reply,
@@ -1674,8 +1690,18 @@ static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
                         char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
+	int said[STORE_NODES_MAX], answered = 0;
+	int rc = holders(q, l, 1, cap_ms, h, err, errlen);
 
-	return holders(q, l, 1, cap_ms, h, err, errlen);
+	/* broken on a majority: a node that had the break and never answered may keep the
+	 * holder until its TTL (said, as a release does) */
+	for (int i = 0; i < q->n; i++) {
+		said[i] = q->node[i].reply && q->node[i].reply->type != RESP_ERROR;
+		answered += said[i];
+	}
+	if (rc == LOCK_OK && !l->reset && answered >= q->need)
+		silent_nodes(q, l, "broke", said, 1, STORE_NO_CAP, answered);
+	return rc;
 }
 
 /* Redlock locks are exclusive only (cli.c): hd->mode stays 'x'. Held when a majority
@@ -1848,11 +1874,11 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	(void)newer;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
-	int64_t late = clock_ms() + q->cfg->srv[0].io_timeout_ms;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	round_all_again(q, &rq, cap_ms);
 	/* a node paused for writes (CLIENT PAUSE WRITE) drops the leave it holds back with
 	 * the connection: waited for within the give-up's budget, as a release is */
-	round_late(q, late < cap_ms ? late : cap_ms);
+	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	return LOCK_OK;
 }
 
