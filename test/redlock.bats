@@ -35,7 +35,11 @@ load redlock
 	local i
 	for i in 0 1; do node_cli "$i" SET 'rlock:{sp}' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa PX 20000 >/dev/null; done
 	for i in 2 3; do node_cli "$i" SET 'rlock:{sp}' bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb PX 20000 >/dev/null; done
+	# -n over a split (node 4 grants, the others are busy): 75, one line, and node 4's
+	# grant given back before it exits
 	run -75 --separate-stderr rlock -k sp -n -- true
+	assert_one_line_error
+	assert_equal "$(node_cli 4 EXISTS 'rlock:{sp}')" 0
 	run -75 --separate-stderr rlock --status -k sp
 	assert_line --index 0 --regexp '^rlock:\{sp\} is not free: held on 4 of 5 Redlock nodes by 2 tokens, none on a majority; an acquire is refused until .* \(1[0-9]s left\)'
 	run -75 --separate-stderr rlock --status -k sp --json
