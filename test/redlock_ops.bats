@@ -129,6 +129,11 @@ load redlock
 	assert_regex "$stderr" "released rlock:\{cx\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most 29\.[0-9] s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
 	assert_equal "$(grep -c . <<<"$stderr")" 1
 	node_cli 2 CLIENT UNPAUSE >/dev/null
+	# SIGSTOPped before the renewal's handle (the release's) ever reached it: a node the
+	# run reached once (its acquire) is named all the same
+	run -0 --separate-stderr rlock -t 900ms --io-timeout 300ms -k cs -- sh -c "kill -STOP $(node_pid 2); sleep 0.7"
+	node_resume 2
+	assert_regex "$stderr" "released rlock:\{cs\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most [0-9.]+ s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
 }
 
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {

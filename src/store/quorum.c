@@ -85,6 +85,34 @@ static void probe_set(const struct server *srv, int probed, const char *plain)
 	pthread_mutex_unlock(&probe_mu);
 }
 
+/* The servers that a handshake of this process reached once (any handle: a run's
+ * release goes on its renewal's, which may never have reached a node that the acquire
+ * did): such a node may hold what this process took. A full table forgets (a node not
+ * named in a warning, never a wrong verdict). */
+static const struct server *seen_memo[4 * STORE_NODES_MAX];
+
+static void seen_set(const struct server *srv)
+{
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof seen_memo / sizeof seen_memo[0]; i++)
+		if (seen_memo[i] == srv || !seen_memo[i]) {
+			seen_memo[i] = srv;
+			break;
+		}
+	pthread_mutex_unlock(&probe_mu);
+}
+
+static int seen_get(const struct server *srv)
+{
+	int seen = 0;
+
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof seen_memo / sizeof seen_memo[0] && !seen; i++)
+		seen = seen_memo[i] == srv;
+	pthread_mutex_unlock(&probe_mu);
+	return seen;
+}
+
 struct quorum {
 	const struct store_config *cfg;
 	int n, need;
@@ -227,6 +255,7 @@ static int node_ready(struct quorum *q, int i)
 		node_drop(nd);
 		return -1;
 	}
+	seen_set(nd->srv);
 	return 0;
 }
 
@@ -382,6 +411,7 @@ static void node_replace(struct quorum *q, struct node *nd)
 		struct req lv = {.script = &q->leave, .leaves = 1};
 		nd->full = 1;
 		node_send(nd, &lv, clock_ms() + q->cfg->node_timeout_ms);
+		nd->waiting = 0;
 	}
 	node_drop(nd);
 }
@@ -1143,12 +1173,12 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	return LOCK_ERR;
 }
 
-/* A release that fewer than a majority of the nodes left unanswered: one line naming
- * them (sent: only those that had it and never answered, not those unreachable, which
- * a quorum's acquire may never have reached) and until when they may keep the lock
- * (cap_ms: the lease's end, or STORE_NO_CAP, unknown). */
+/* A release or a break (verb) that fewer than a majority of the nodes left unanswered:
+ * one line naming them (seen: only those this process reached once, not those down all
+ * along, which the acquire reached no more than this: the degraded line named them)
+ * and until when they may keep the lock (cap_ms: the lease's end, or STORE_NO_CAP). */
 static void silent_nodes(const struct quorum *q, const struct lock *l, const char *verb,
-                         const int *said, int sent, int64_t cap_ms, int answered)
+                         const int *said, int seen, int64_t cap_ms, int answered)
 {
 	char buf[600], until[80] = "";
 	size_t used = 0;
@@ -1157,7 +1187,7 @@ static void silent_nodes(const struct quorum *q, const struct lock *l, const cha
 	buf[0] = '\0';
 	for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
 		const struct node *nd = &q->node[i];
-		if (said[i] || (sent && !(nd->c && nd->own > 0)))
+		if (said[i] || (seen && !seen_get(nd->srv)))
 			continue;
 		silent++;
 		int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", used ? ", " : "",
@@ -1700,7 +1730,7 @@ static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 		answered += said[i];
 	}
 	if (rc == LOCK_OK && !l->reset && answered >= q->need)
-		silent_nodes(q, l, "broke", said, 1, STORE_NO_CAP, answered);
+		silent_nodes(q, l, "broke", said, 0, STORE_NO_CAP, answered);
 	return rc;
 }
 
