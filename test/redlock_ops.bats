@@ -674,7 +674,7 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	rlock_wait "$w_pid"
 	((RLOCK_STATUS == 75)) || fail "waiter: $RLOCK_STATUS: $(tail -5 "$w_err")"
 	node_resume 2
-	wait_until 3 no_key 2 'rlock:{lv}:writer' || fail "node 2 keeps the writer mark: PTTL $(node_cli 2 PTTL 'rlock:{lv}:writer')"
+	wait_until 3 no_key 2 'rlock:{lv}:writer' || fail "node 2 keeps the writer mark: PTTL $(node_cli 2 PTTL 'rlock:{lv}:writer'): $(cat "$w_err")"
 	touch h.release s.release
 	rlock_wait "$h_pid"
 	assert_equal "$RLOCK_STATUS" 0

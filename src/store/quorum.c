@@ -397,23 +397,29 @@ static void round_probe(struct quorum *q, const struct req *const *rq, int64_t c
 		round_poll(q, rq, end, 1);
 }
 
-/* Drop nd's connection, which owes too many replies (a paused node), so that the next
- * round connects afresh. The waiter's acquires it carried may leave marks there when
- * the node wakes (the writer mark, a --preempt request), which the waiter's leave
- * removes; the give-up's leave would find no connection to go on (a paused node
+/* nd's connection owes too many replies (a paused node) and is about to be dropped, so
+ * that the next round connects afresh. The waiter's acquires it carried may leave marks
+ * there when the node wakes (the writer mark, a --preempt request), which the waiter's
+ * leave removes; the give-up's leave would find no connection to go on (a paused node
  * answers no handshake), and the node, resumed, would keep them for their lease, the
- * waiter long gone. So the leave goes first, whole (EVAL: its NOSCRIPT could not be
- * answered), behind them: the node runs what was written before the close. The
+ * waiter long gone. So the leave is written on it first, whole (EVAL: its NOSCRIPT
+ * could not be answered), behind them: the node runs what was written before the close.
+ * Before the release sent again whole (round_trip): a paused node's TCP window takes
+ * about 64 KiB, and what does not fit is never written (node_send gives up). The
  * waiter's next acquire there, on a fresh connection, marks again. */
-static void node_replace(struct quorum *q, struct node *nd)
+static void leave_first(struct quorum *q, struct node *nd)
 {
 	if (nd->owes_leave && q->leave_ok) {
 		struct req lv = {.script = &q->leave, .leaves = 1};
+		int full = nd->full;
 		nd->full = 1;
-		node_send(nd, &lv, clock_ms() + q->cfg->node_timeout_ms);
+		int rc = node_send(nd, &lv, clock_ms() + q->cfg->node_timeout_ms);
 		nd->waiting = 0;
+		nd->full = full;
+		log_debug("%s owes %d replies: its connection is replaced, the waiter's leave "
+		          "written on it first%s",
+		          nd->srv->name, nd->skip, rc == 0 ? "" : " (not written)");
 	}
-	node_drop(nd);
 }
 
 /* Send rq[i] to every node i that has one, connecting those without a connection, and
@@ -492,7 +498,10 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		 * not be answered with EVAL, and the node would keep the lock for its ttl.
 		 * So it goes again, whole (EVAL), right behind: if the first ran, the
 		 * second answers as it did (release.lua: a release sent again). */
-		if (rq[i]->gives && rq[i]->script && !nd->full) {
+		int again = rq[i]->gives && rq[i]->script && !nd->full;
+		if (nd->skip + 1 + again > SKIP_MAX && !nd->owes_grant)
+			leave_first(q, nd); /* the connection is replaced below */
+		if (again && nd->c) {
 			nd->full = 1;
 			if (node_send(nd, rq[i], clock_ms() + q->cfg->node_timeout_ms) == 0) {
 				nd->waiting = 0;
@@ -501,7 +510,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			}
 		}
 		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
-			node_replace(q, nd);
+			node_drop(nd);
 	}
 }
 
