@@ -102,5 +102,6 @@ teardown() {
 		node_cli "$i" REPLICAOF NO ONE >/dev/null 2>&1 || true
 		node_cli "$i" ACL DELUSER rl >/dev/null 2>&1 || true
 		node_cli "$i" CONFIG SET timeout 0 >/dev/null 2>&1 || true
+		node_cli "$i" -a s3cret --no-auth-warning CONFIG SET requirepass '' >/dev/null 2>&1 || true
 	done
 }

@@ -35,7 +35,11 @@ load redlock
 	local i
 	for i in 0 1; do node_cli "$i" SET 'rlock:{sp}' aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa PX 20000 >/dev/null; done
 	for i in 2 3; do node_cli "$i" SET 'rlock:{sp}' bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb PX 20000 >/dev/null; done
+	# -n over a split (node 4 grants, the others are busy): 75, one line, and node 4's
+	# grant given back before it exits
 	run -75 --separate-stderr rlock -k sp -n -- true
+	assert_one_line_error
+	assert_equal "$(node_cli 4 EXISTS 'rlock:{sp}')" 0
 	run -75 --separate-stderr rlock --status -k sp
 	assert_line --index 0 --regexp '^rlock:\{sp\} is not free: held on 4 of 5 Redlock nodes by 2 tokens, none on a majority; an acquire is refused until .* \(1[0-9]s left\)'
 	run -75 --separate-stderr rlock --status -k sp --json
@@ -300,6 +304,12 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	assert_one_line_error
 	assert_regex "$stderr" 'wrong user name or password'
 	[[ $stderr != *s3cret* ]]
+	# a node that wants a password the others do not (none given): its NOAUTH named as
+	# such, not as an ACL refusing INFO ("allow INFO (+info)")
+	node_cli 4 CONFIG SET requirepass s3cret >/dev/null
+	run -0 --separate-stderr rlock -k pa -- true
+	assert_regex "$stderr" "^rlock: Redlock degraded: rlock:\{pa\} held by 4 of 5 nodes; missing: 127\.0\.0\.1:$(node_port 4) \(Redlock node 127\.0\.0\.1:$(node_port 4): the server requires a password \(NOAUTH\); see --password-file\)$"
+	node_cli 4 -a s3cret --no-auth-warning CONFIG SET requirepass '' >/dev/null
 }
 
 @test "TLS: the handshakes run in the round's poll loop too (2 of 5 nodes never answer theirs)" {
@@ -491,6 +501,8 @@ scripts_run() {
 	rlock_wait
 	((RLOCK_STATUS == 0))
 	[[ $(keys_left r) == 0 ]]
+	# documented unsafe (a node must keep what it granted): said, in one line
+	assert_equal "$(grep -c "^rlock: Redlock node 127\.0\.0\.1:$(node_port 0) had lost rlock:{r} (restarted without persistence, or its key deleted): locked it again" "$RLOCK_ERR")" 1
 }
 
 @test "rolling restart of 3 nodes, one slow for a round: the fence never goes back (issue 41)" {
@@ -526,6 +538,24 @@ scripts_run() {
 	rlock_wait "$RLOCK_PID" 20
 	((RLOCK_STATUS == 79)) || fail "the run exited $RLOCK_STATUS after its lock was broken: $(cat "$RLOCK_ERR")"
 	[[ $(keys_left bk) == 0 ]]
+}
+
+@test "--break that a node paused for writes holds back (its scripts flushed): waited for up to --io-timeout, sent whole on NOSCRIPT, broken there too; past it, one line names the node" {
+	# CLIENT PAUSE WRITE holds the break back and drops it with the connection; a late
+	# NOSCRIPT was taken for an answer: node 2 kept the broken holder's lock for its TTL
+	node_cli 2 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 3 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 2 SCRIPT FLUSH >/dev/null
+	node_cli 2 CLIENT PAUSE 600 WRITE >/dev/null
+	run -0 --separate-stderr rlock -k pb --break
+	assert_equal "$(keys_left pb)" 0
+	[[ $stderr != *'did not answer'* ]] || fail "$stderr"
+	node_cli 2 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 3 SET 'rlock:{pb}' tok PX 30000 >/dev/null
+	node_cli 2 CLIENT PAUSE 1500 WRITE >/dev/null
+	run -0 --separate-stderr rlock -k pb --io-timeout 300ms --break
+	assert_regex "$stderr" "broke rlock:\{pb\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL, fewer than a majority: 127\.0\.0\.1:$(node_port 2) \(127\.0\.0\.1:$(node_port 2) did not answer within 3[0-9][0-9] ms\)"
+	node_cli 2 CLIENT UNPAUSE >/dev/null
 }
 
 @test "a keeper's lock broken on every node: the keeper ends at its next renewal; --held and --release say 79 (explorer: seed 1947886235 round 27)" {

@@ -94,7 +94,7 @@ load redlock
 @test "a run's release with its lock on 3 of 5 nodes, one paused: given back where nodes answer, says so, never 'cannot release'; the command's status" {
 	node_kill 3
 	node_kill 4
-	rlock_bg -t 120s -k kq -- "$HOLD" h
+	rlock_bg -t 120s --io-timeout 500ms -k kq -- "$HOLD" h
 	local holder=$RLOCK_PID herr=$RLOCK_ERR
 	wait_until 10 test -e h.started
 	node_start 3
@@ -105,13 +105,35 @@ load redlock
 	rlock_wait "$holder" 60
 	((RLOCK_STATUS == 0))
 	run -1 grep -c 'cannot release' "$herr"
-	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL' "$herr"
+	# SIGSTOPped: waited for up to --io-timeout, then said until when
+	grep -Eq 'released rlock:\{kq\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most 1[01][0-9]\.[0-9] s\), fewer than a majority: 127\.0\.0\.1:[0-9]+ \(127\.0\.0\.1:[0-9]+ did not answer within [0-9]+ ms\)' "$herr" || fail "$(cat "$herr")"
 	local i
 	for i in 0 1 3 4; do
 		[[ $(node_cli "$i" EXISTS 'rlock:{kq}') == 0 ]]
 	done
 	run -0 rlock -n -k kq -- true
 	node_resume 2
+}
+
+@test "a run's release that a node under CLIENT PAUSE WRITE holds back: waited for up to --io-timeout (released there when the pause ends in time); past it, one line names the node and the TTL left; the command's status" {
+	# Redis holds a paused client's write back, and drops it with the connection: the
+	# release was given up after --node-timeout and the node kept the lock for its TTL.
+	local p2
+	p2=$(node_port 2)
+	run -3 --separate-stderr rlock -t 30s -k cw -- sh -c "redis-cli -p $p2 CLIENT PAUSE 600 WRITE >/dev/null; exit 3"
+	assert_equal "$(node_cli 2 EXISTS 'rlock:{cw}')" 0
+	assert_equal "$(keys_left cw)" 0
+	[[ $stderr != *'may keep it'* ]] || fail "$stderr"
+	# a pause longer than --io-timeout: released on the others, the line says until when
+	run -0 --separate-stderr rlock -t 30s --io-timeout 300ms -k cx -- redis-cli -p "$p2" CLIENT PAUSE 1500 WRITE
+	assert_regex "$stderr" "released rlock:\{cx\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most 29\.[0-9] s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
+	assert_equal "$(grep -c . <<<"$stderr")" 1
+	node_cli 2 CLIENT UNPAUSE >/dev/null
+	# SIGSTOPped before the renewal's handle (the release's) ever reached it: a node the
+	# run reached once (its acquire) is named all the same
+	run -0 --separate-stderr rlock -t 900ms --io-timeout 300ms -k cs -- sh -c "kill -STOP $(node_pid 2); sleep 0.7"
+	node_resume 2
+	assert_regex "$stderr" "released rlock:\{cs\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most [0-9.]+ s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
 }
 
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
@@ -558,7 +580,7 @@ preempt_marks() {
 	# the ended run's lock for the rest of its ttl.
 	local p2 pid2
 	p2=$(node_port 2) pid2=$(node_pid 2)
-	run -0 --separate-stderr rlock -t 30s -k nf -- sh -c "redis-cli -p $p2 SCRIPT FLUSH >/dev/null && kill -STOP $pid2"
+	run -0 --separate-stderr rlock -t 30s --io-timeout 300ms -k nf -- sh -c "redis-cli -p $p2 SCRIPT FLUSH >/dev/null && kill -STOP $pid2"
 	node_resume 2
 	wait_until 5 no_key 2 'rlock:{nf}' || fail "node 2 keeps the lock: PTTL $(node_cli 2 PTTL 'rlock:{nf}')"
 }
@@ -575,7 +597,7 @@ writer_marks() {
 no_key() { [[ $(node_cli "$1" EXISTS "$2") == 0 ]]; } # no_key I KEY
 writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 
-@test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later" {
+@test "a waiter that gives up (-w, SIGTERM) leaves every node: its writer mark, set where a single-server -s holder is, goes at once (as on one server), not 5 s later; also from a node paused for writes" {
 	# node 0 has a single-server shared holder, the Redlock holder the other four: a
 	# Redlock waiter's attempts set their writer mark on node 0, which holds back new
 	# shared requests there for as long as it lives
@@ -590,6 +612,16 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	rlock_bg -k wm -t 30s -w 60s -- true
 	local w_pid=$RLOCK_PID
 	wait_until 10 writer_marked wm 1
+	kill -TERM "$w_pid"
+	rlock_wait "$w_pid"
+	assert_equal "$RLOCK_STATUS" 143
+	assert_equal "$(writer_marks wm)" 0
+	# node 0 paused for writes as the waiter gives up: the leave it holds back (and
+	# would drop with the connection) is waited for within the give-up's 500 ms
+	rlock_bg -k wm -t 30s -w 60s -- true
+	w_pid=$RLOCK_PID
+	wait_until 10 writer_marked wm 1
+	node_cli 0 CLIENT PAUSE 300 WRITE >/dev/null
 	kill -TERM "$w_pid"
 	rlock_wait "$w_pid"
 	assert_equal "$RLOCK_STATUS" 143
@@ -617,6 +649,35 @@ writer_marked() { [[ $(writer_marks "$1") == "$2" ]]; } # writer_marked NAME N
 	assert_equal "$RLOCK_STATUS" 69
 	assert_equal "$(writer_marks wo)" 0 || fail "$(cat "$w_err")"
 	touch s.release
+	rlock_wait "$s_pid"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
+@test "a waiter that gives up while a node is paused and owes it several attempts: the leave is queued behind them, so that the node, resumed, keeps no writer mark of a waiter that left" {
+	# 3 nodes; a single-server shared holder on node 2 makes each of the waiter's
+	# attempts set its writer mark there; the Redlock holder has nodes 0 and 1. Node 2
+	# paused: the waiter's attempts go unanswered there; its connection was replaced
+	# (more than 4 replies owed) before the give-up's leave, which never reached node 2:
+	# resumed, it ran the attempts and kept the writer mark for its 5 s lease.
+	local three
+	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
+	rlock_bg -u "redis://127.0.0.1:$(node_port 2)" -s -k lv -t 30s -- "$HOLD" s
+	local s_pid=$RLOCK_PID
+	wait_until 10 test -e s.started
+	rlock_bg -u "$three" -k lv -t 30s -- "$HOLD" h
+	local h_pid=$RLOCK_PID
+	wait_until 10 test -e h.started
+	rlock_bg -vv -u "$three" -k lv -t 30s -w 2s --node-timeout 100ms -- true
+	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
+	wait_until 10 writer_marked lv 1
+	node_pause 2
+	rlock_wait "$w_pid"
+	((RLOCK_STATUS == 75)) || fail "waiter: $RLOCK_STATUS: $(tail -5 "$w_err")"
+	node_resume 2
+	wait_until 3 no_key 2 'rlock:{lv}:writer' || fail "node 2 keeps the writer mark: PTTL $(node_cli 2 PTTL 'rlock:{lv}:writer'): $(cat "$w_err")"
+	touch h.release s.release
+	rlock_wait "$h_pid"
+	assert_equal "$RLOCK_STATUS" 0
 	rlock_wait "$s_pid"
 	assert_equal "$RLOCK_STATUS" 0
 }

@@ -419,12 +419,28 @@ static int info_reply(struct client *c, const struct resp_reply *r, char *err, s
 		         m ? m + at : "");
 		return CLIENT_OK;
 	}
+	/* A node that wants a password the others do not (none given): said as one server
+	 * says it, not as an ACL that refuses INFO. */
+	if (resp_is_noauth(r)) {
+		snprintf(err, errlen,
+		         "Redlock node %s: the server requires a password (NOAUTH); see "
+		         "--password-file",
+		         c->srv->name);
+		return CLIENT_AUTH;
+	}
+	if (r->type == RESP_ERROR && !resp_is_error(r, "NOPERM")) {
+		snprintf(err, errlen, "INFO server on Redlock node %s failed: %.200s", c->srv->name,
+		         r->str);
+		if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
+			conn_fault_note(CONN_FAULT_PASSING);
+		return CLIENT_ERR;
+	}
 	snprintf(err, errlen,
 	         "Redlock node %s cannot tell who it is (%s), so rlock cannot check that the "
 	         "nodes are distinct servers; allow INFO (+info) to rlock's ACL user",
 	         c->srv->name,
 	         resp_is_error(r, "NOPERM") ? "INFO refused: NOPERM" : "no run_id in INFO server");
-	return resp_is_error(r, "NOPERM") || resp_is_noauth(r) ? CLIENT_AUTH : CLIENT_ERR;
+	return resp_is_error(r, "NOPERM") ? CLIENT_AUTH : CLIENT_ERR;
 }
 
 const char *client_run_id(const struct client *c)

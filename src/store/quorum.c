@@ -19,6 +19,8 @@ struct node {
 	struct client *c;
 	int skip;                 /* replies owed to requests a deadline left unanswered */
 	int owes_grant;           /* among them an acquire that no give-back follows yet */
+	int owes_leave;           /* a waiter's acquire went on it, and no leave since */
+	int own;                  /* of skip: the last round's request's own, still owed */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
@@ -83,6 +85,34 @@ static void probe_set(const struct server *srv, int probed, const char *plain)
 	pthread_mutex_unlock(&probe_mu);
 }
 
+/* The servers that a handshake of this process reached once (any handle: a run's
+ * release goes on its renewal's, which may never have reached a node that the acquire
+ * did): such a node may hold what this process took. A full table forgets (a node not
+ * named in a warning, never a wrong verdict). */
+static const struct server *seen_memo[4 * STORE_NODES_MAX];
+
+static void seen_set(const struct server *srv)
+{
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof seen_memo / sizeof seen_memo[0]; i++)
+		if (seen_memo[i] == srv || !seen_memo[i]) {
+			seen_memo[i] = srv;
+			break;
+		}
+	pthread_mutex_unlock(&probe_mu);
+}
+
+static int seen_get(const struct server *srv)
+{
+	int seen = 0;
+
+	pthread_mutex_lock(&probe_mu);
+	for (size_t i = 0; i < sizeof seen_memo / sizeof seen_memo[0] && !seen; i++)
+		seen = seen_memo[i] == srv;
+	pthread_mutex_unlock(&probe_mu);
+	return seen;
+}
+
 struct quorum {
 	const struct store_config *cfg;
 	int n, need;
@@ -97,6 +127,11 @@ struct quorum {
 	 * thread's TLS block, Redlock or not, would be ~100 KiB to zero at its start); a
 	 * handle is used by one thread at a time (store.h). */
 	struct lock_request acq, fence, renew, reacq, rel, hold;
+	/* The leave of the waiter whose acquire went last (built with it; leave_ok when
+	 * built): sent on a connection that owes its acquires before it is replaced
+	 * (round_trip), as the waiter's give-up would have sent it. */
+	struct lock_request leave;
+	int leave_ok;
 	char name[32]; /* "N Redlock nodes" */
 };
 
@@ -106,6 +141,9 @@ struct quorum {
 struct req {
 	const struct lock_request *script;
 	int grants, gives;
+	int marks;  /* a waiter's acquire: it may leave marks there (the writer mark, a
+	             * --preempt request) that only its leave removes */
+	int leaves; /* that leave (quorum_leave) */
 	int argc;
 	const char *argv[8];
 	size_t lens[8];
@@ -120,7 +158,7 @@ static void node_drop(struct node *nd)
 {
 	client_close(nd->c);
 	nd->c = NULL;
-	nd->skip = nd->owes_grant = 0;
+	nd->skip = nd->owes_grant = nd->owes_leave = nd->own = 0;
 }
 
 static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
@@ -140,6 +178,7 @@ static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
 		return -1;
 	}
 	nd->waiting = 1;
+	nd->owes_leave = (nd->owes_leave || rq->marks) && !rq->leaves;
 	return 0;
 }
 
@@ -216,6 +255,7 @@ static int node_ready(struct quorum *q, int i)
 		node_drop(nd);
 		return -1;
 	}
+	seen_set(nd->srv);
 	return 0;
 }
 
@@ -357,6 +397,33 @@ static void round_probe(struct quorum *q, const struct req *const *rq, int64_t c
 		round_poll(q, rq, end, 1);
 }
 
+/* nd's connection owes too many replies (a paused node) and is about to be dropped, so
+ * that the next round connects afresh. The waiter's acquires it carried may leave marks
+ * there when the node wakes (the writer mark, a --preempt request), which the waiter's
+ * leave removes; the give-up's leave would find no connection to go on (a paused node
+ * answers no handshake), and the node, resumed, would keep them for their lease, the
+ * waiter long gone. So the leave is written on it first, whole (EVAL: its NOSCRIPT
+ * could not be answered), behind them: the node runs what was written before the close.
+ * Before the release sent again whole (round_trip, 32 KiB): a resumed Redis runs what a
+ * closed connection left only until its replies meet the closed socket (128 KiB ran,
+ * 256 KiB did not, on Redis 7.0; less under load), so the fewer bytes ahead of the
+ * leave the better. The waiter's next acquire there, on a fresh connection, marks
+ * again. */
+static void leave_first(struct quorum *q, struct node *nd)
+{
+	if (nd->owes_leave && q->leave_ok) {
+		struct req lv = {.script = &q->leave, .leaves = 1};
+		int full = nd->full;
+		nd->full = 1;
+		int rc = node_send(nd, &lv, clock_ms() + q->cfg->node_timeout_ms);
+		nd->waiting = 0;
+		nd->full = full;
+		log_debug("%s owes %d replies: its connection is replaced, the waiter's leave "
+		          "written on it first%s",
+		          nd->srv->name, nd->skip, rc == 0 ? "" : " (not written)");
+	}
+}
+
 /* Send rq[i] to every node i that has one, connecting those without a connection, and
  * collect the replies in one poll loop until the round's deadline: node_timeout after
  * it started (and cap_ms). Connects, TLS handshakes and AUTH run in the same loop, so
@@ -374,7 +441,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		struct node *nd = &q->node[i];
 		resp_free(nd->reply);
 		nd->reply = NULL;
-		nd->full = nd->waiting = nd->opening = nd->probing = 0;
+		nd->full = nd->waiting = nd->opening = nd->probing = nd->own = 0;
 		nd->err[0] = '\0';
 		nd->fault = 0;
 		if (!rq[i])
@@ -415,6 +482,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		/* Sent but not answered: its reply is owed; a later request on this
 		 * connection runs after it on the server (a release after an acquire). */
 		nd->waiting = 0;
+		nd->own = 1;
 		snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
 		         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 		conn_fault_note(CONN_FAULT_PASSING);
@@ -432,15 +500,93 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		 * not be answered with EVAL, and the node would keep the lock for its ttl.
 		 * So it goes again, whole (EVAL), right behind: if the first ran, the
 		 * second answers as it did (release.lua: a release sent again). */
-		if (rq[i]->gives && rq[i]->script && !nd->full) {
+		int again = rq[i]->gives && rq[i]->script && !nd->full;
+		if (nd->skip + 1 + again > SKIP_MAX && !nd->owes_grant)
+			leave_first(q, nd); /* the connection is replaced below */
+		if (again && nd->c) {
 			nd->full = 1;
 			if (node_send(nd, rq[i], clock_ms() + q->cfg->node_timeout_ms) == 0) {
 				nd->waiting = 0;
 				nd->skip++;
+				nd->own++;
 			}
 		}
 		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
 			node_drop(nd);
+	}
+}
+
+/* Read what nd has of the replies its last round (rq) left owed, without waiting: the
+ * older ones are skipped; the first of its own that is no NOSCRIPT (its EVAL, sent again
+ * right behind, follows) becomes its reply. A NOSCRIPT to the last of them (the script
+ * not loaded there yet) is answered with the script whole, as node_read does. */
+static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
+{
+	char why[sizeof nd->err];
+
+	while (nd->own > 0 && !nd->reply) {
+		struct resp_reply *r = NULL;
+		int got = client_recv(nd->c, 0, &r, why, sizeof why);
+		if (got == 0)
+			return;
+		if (got != 1) {
+			snprintf(nd->err, sizeof nd->err, "%s", why);
+			node_drop(nd);
+			return;
+		}
+		int older = nd->skip-- > nd->own;
+		if (older || (--nd->own > 0 && resp_is_error(r, "NOSCRIPT"))) {
+			resp_free(r);
+			continue;
+		}
+		if (rq->script && !nd->full && resp_is_error(r, "NOSCRIPT")) {
+			resp_free(r);
+			nd->full = 1;
+			if (node_send(nd, rq, deadline) == 0) {
+				nd->waiting = 0;
+				nd->skip++;
+				nd->own++;
+			}
+			continue;
+		}
+		nd->reply = r;
+		nd->err[0] = '\0';
+	}
+}
+
+/* The nodes that did not answer the last round in time and still owe its reply: their
+ * replies waited for until deadline. A node paused for writes (CLIENT PAUSE WRITE) holds
+ * a script back and drops it with the connection, and a SIGSTOPped one runs it only when
+ * resumed: a release must not be given up on them after one node timeout. */
+static void round_late(struct quorum *q, const struct req *rq, int64_t since, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p[STORE_NODES_MAX];
+		int idx[STORE_NODES_MAX], np = 0, ready = 0;
+		for (int i = 0; i < q->n; i++) {
+			struct node *nd = &q->node[i];
+			if (!nd->c || nd->own == 0 || nd->reply)
+				continue;
+			ready |= client_buffered(nd->c);
+			p[np].fd = client_fd(nd->c);
+			p[np].events = POLLIN;
+			p[np].revents = 0;
+			idx[np++] = i;
+		}
+		int64_t left = deadline - clock_ms();
+		if (np == 0 || left <= 0 || conn_abort_pending())
+			break;
+		if (poll(p, (nfds_t)np, ready ? 0 : (int)left) < 0)
+			continue; /* EINTR; the deadline still holds */
+		for (int k = 0; k < np; k++)
+			if (ready || p[k].revents)
+				node_late(&q->node[idx[k]], rq, deadline);
+	}
+	for (int i = 0; i < q->n; i++) {
+		struct node *nd = &q->node[i];
+		if (nd->c && nd->own > 0 && !nd->reply)
+			snprintf(nd->err, sizeof nd->err, "%.150s did not answer within %lld ms",
+			         nd->srv->name, (long long)(clock_ms() - since));
 	}
 }
 
@@ -891,13 +1037,15 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 {
 	struct quorum *q = ctx;
 
-	struct req rq = {.script = &q->acq, .grants = 1}, fr = {.script = &q->fence};
+	struct req rq = {.script = &q->acq, .grants = 1, .marks = 1}, fr = {.script = &q->fence};
 	struct tally t = {0};
 	char why[300] = "", missing[600];
 
 	(void)cap_ms; /* one round is bounded by the node timeout */
 	if (lock_request_acquire(&q->acq, l, m, err, errlen) < 0)
 		return LOCK_ERR;
+	q->leave_ok = lock_request_leave(&q->leave, l, why, sizeof why) == 0;
+	why[0] = '\0';
 	int64_t t0 = clock_ms();
 	round_all(q, &rq, STORE_NO_CAP);
 	q->busy = -1;
@@ -997,7 +1145,11 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 			                             sizeof q->node[i].err);
 			if (rc == LOCK_OK) {
 				ok++;
-				log_debug("Redlock: locked %s again", q->node[i].srv->name);
+				/* documented unsafe (docs/scaling.md): said, once per relock */
+				log_warn("Redlock node %s had lost %s (restarted without "
+				         "persistence, or its key deleted): locked it again; while "
+				         "it had not, it was another holder's to take",
+				         q->node[i].srv->name, l->key);
 				/* it counted from what it kept (nothing, restarted empty):
 				 * brought up to this holder's fence, so that the next
 				 * restart of another node cannot leave a majority below
@@ -1032,6 +1184,38 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 	return LOCK_ERR;
 }
 
+/* A release or a break (verb) that fewer than a majority of the nodes left unanswered:
+ * one line naming them (seen: only those this process reached once, not those down all
+ * along, which the acquire reached no more than this: the degraded line named them)
+ * and until when they may keep the lock (cap_ms: the lease's end, or STORE_NO_CAP). */
+static void silent_nodes(const struct quorum *q, const struct lock *l, const char *verb,
+                         const int *said, int seen, int64_t cap_ms, int answered)
+{
+	char buf[600], until[80] = "";
+	size_t used = 0;
+	int silent = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
+		const struct node *nd = &q->node[i];
+		if (said[i] || (seen && !seen_get(nd->srv)))
+			continue;
+		silent++;
+		int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", used ? ", " : "",
+		                 q->cfg->srv[i].name, nd->err[0] ? nd->err : "no answer");
+		used = w < 0 ? used : used + (size_t)w;
+	}
+	if (!silent)
+		return;
+	int64_t left = cap_ms == STORE_NO_CAP ? -1 : cap_ms - clock_ms();
+	if (left > 0)
+		snprintf(until, sizeof until, " ends (in at most %lld.%lld s)",
+		         (long long)(left / 1000), (long long)(left % 1000 / 100));
+	log_warn("%s %s on the %d of %d Redlock nodes that answered; %d did not and may "
+	         "keep it until its TTL%s, fewer than a majority: %s",
+	         verb, l->key, answered, q->n, silent, until, buf);
+}
+
 static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
                           char *err, size_t errlen)
 {
@@ -1044,10 +1228,14 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 
 	if (lock_request_release(rl, l, keep_ms, err, errlen) < 0)
 		return LOCK_ERR;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	/* A connection that sat idle (a run's command between renewals) and that the
 	 * server (its `timeout`) or a NAT closed: the release once more on a fresh one
 	 * (its token makes it safe to repeat: a release sent again answers as the first). */
 	round_all_again(q, &rq, cap_ms);
+	/* A node that has the release but did not answer within the node timeout (paused,
+	 * slow): its answer is waited for up to one --io-timeout, as on one server. */
+	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		long long v = 0;
@@ -1063,12 +1251,15 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 		handed_on += v == 1 && keep_ms > 0; /* not kept: handed to a --preempt request */
 		keep_over += v == 4;                /* sent again: kept, the keep over (lock.h) */
 	}
-	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. */
-	if (ok >= q->need)
+	/* The request takes the lock with a quorum: kept for it on a quorum of nodes. A
+	 * node that had the release and never answered it may keep the lock (said). */
+	if (ok >= q->need) {
+		silent_nodes(q, l, "released", said, 1, cap_ms, ok + notours);
 		return handed >= q->need      ? LOCK_HANDED_OVER
 		       : handed_on >= q->need ? LOCK_HANDED_ON
 		       : keep_over >= q->need ? LOCK_KEEP_OVER
 		                              : LOCK_OK;
+	}
 	if (notours > q->n - q->need)
 		return LOCK_NOTOURS;
 	/* Fewer than a quorum released it, yet the token may still hold a majority with
@@ -1076,22 +1267,8 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	 * token names only this holder), it stays on the silent ones alone. Fewer than a
 	 * majority: nobody is kept from the lock by it, only those nodes' votes until
 	 * their TTL; released, and said. Else it may hold on: not released. */
-	int silent = q->n - ok - notours;
-	if (silent < q->need) {
-		char buf[600];
-		size_t used = 0;
-		buf[0] = '\0';
-		for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
-			if (said[i])
-				continue;
-			int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)",
-			                 used ? ", " : "", q->cfg->srv[i].name,
-			                 q->node[i].err[0] ? q->node[i].err : "no answer");
-			used = w < 0 ? used : used + (size_t)w;
-		}
-		log_warn("released %s on the %d of %d Redlock nodes that answered; %d did not and "
-		         "may keep it until its TTL, fewer than a majority: %s",
-		         l->key, ok + notours, q->n, silent, buf);
+	if (q->n - ok - notours < q->need) {
+		silent_nodes(q, l, "released", said, 0, cap_ms, ok + notours);
 		return LOCK_OK;
 	}
 	no_quorum(q, ok, "released it", err, errlen);
@@ -1111,7 +1288,12 @@ static int round_holders(struct quorum *q, const struct lock *l, int brk, int64_
 
 	if (lock_request_holders(rs, l, brk, err, errlen) < 0)
 		return -1;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	round_all(q, &rq, cap_ms);
+	/* a break (a write) that a node paused for writes holds back is dropped with the
+	 * connection: waited for up to one --io-timeout, as a release is */
+	if (brk)
+		round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		if (!nd->reply || lock_decode_holders(nd->reply,
@@ -1549,8 +1731,18 @@ static int quorum_break(void *ctx, const struct lock *l, int64_t cap_ms, struct 
                         char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
+	int said[STORE_NODES_MAX], answered = 0;
+	int rc = holders(q, l, 1, cap_ms, h, err, errlen);
 
-	return holders(q, l, 1, cap_ms, h, err, errlen);
+	/* broken on a majority: a node that had the break and never answered may keep the
+	 * holder until its TTL (said, as a release does) */
+	for (int i = 0; i < q->n; i++) {
+		said[i] = q->node[i].reply && q->node[i].reply->type != RESP_ERROR;
+		answered += said[i];
+	}
+	if (rc == LOCK_OK && !l->reset && answered >= q->need)
+		silent_nodes(q, l, "broke", said, 0, STORE_NO_CAP, answered);
+	return rc;
 }
 
 /* Redlock locks are exclusive only (cli.c): hd->mode stays 'x'. Held when a majority
@@ -1718,12 +1910,16 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
                         char *err, size_t errlen)
 {
 	struct quorum *q = ctx;
-	struct req rq = {.script = &q->rel};
+	struct req rq = {.script = &q->rel, .leaves = 1};
 
 	(void)newer;
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
+	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
 	round_all_again(q, &rq, cap_ms);
+	/* a node paused for writes (CLIENT PAUSE WRITE) drops the leave it holds back with
+	 * the connection: waited for within the give-up's budget, as a release is */
+	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
 	return LOCK_OK;
 }
 
