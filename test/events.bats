@@ -337,3 +337,27 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 "$RLOCK" -k rf2 --events ok.jsonl -- true
 	[[ $(event ok.jsonl released | jq -r 'has("reason")') == false ]] || fail "$(cat ok.jsonl)"
 }
+
+@test "events: a keeper that gives its lock back before it starts (its --acquire killed while it waited) ends its acquired with keeper-released; the metrics say unavailable" {
+	rlock_bg -k kg -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID keeper
+	rlock_bg -k kg -w 30s --acquire --events ev.jsonl --metrics-file m.prom
+	wait_until 10 grep -q '"event":"waiting"' ev.jsonl
+	keeper=$(jq -r 'select(.event == "waiting") | .pid' ev.jsonl)
+	track_pid "$keeper"
+	# the --acquire that would print the token dies: nobody learns it
+	kill -KILL "$RLOCK_PID"
+	rlock_wait
+	touch h.release
+	rlock_wait "$holder"
+	wait_until 20 proc_gone "$keeper"
+	[[ $(jq -c -s 'map([.event, .status])' ev.jsonl) == \
+		'[["waiting",null],["acquired",null],["keeper-released",71]]' ]] || fail "$(cat ev.jsonl)"
+	[[ $(jq -r 'select(.event == "keeper-released") | .reason' ev.jsonl) == "given back: "* ]]
+	# no step ran under it: counted as failed is (unavailable), not ran
+	grep -q '^rlock_outcome{key="kg",outcome="unavailable"} 1' m.prom || fail "$(cat m.prom)"
+	grep -q '^rlock_exit_code{key="kg"} 71' m.prom || fail "$(cat m.prom)"
+	# given back, not left to its TTL
+	run -0 "$RLOCK" -k kg -n -- true
+}

@@ -716,11 +716,18 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 
 /* A lock that nobody learnt the token of (the keeper could not report it) is given back
  * as a run's lock that no command ran under is (hold.c): no --wait-replicas or
- * --wait-aof of its own, no line beside the failure's, no more --io-timeout. */
-static int give_back(struct hold *h, int rc)
+ * --wait-aof of its own, no line beside the failure's, no more --io-timeout. Its
+ * acquired event gets its end all the same: keeper-released, rc and why. */
+static int give_back(struct hold *h, int rc, const char *why)
 {
 	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
-	hold_release(h, 0);
+	int released = hold_release(h, 0);
+	events_emit(
+	    EV_KEEPER_RELEASED,
+	    &(struct ev_facts){.lock = &h->l[0],
+	                       .status = rc,
+	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : why,
+	                       .given_back = 1});
 	return rc;
 }
 
@@ -744,18 +751,23 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
 	if (detach_stderr(k) < 0)
-		return give_back(h, RL_EX_USAGE);
+		return give_back(h, RL_EX_USAGE,
+		                 "given back: the keeper cannot detach its standard error");
 	if (k->log_file)
 		log_stamped();
 	int reported = report_to_parent(l, inherited);
 	free(inherited);
 	if (reported < 0)
-		return give_back(h, RL_EX_OSERR);
+		return give_back(h, RL_EX_OSERR,
+		                 "given back: rlock --acquire ended before the "
+		                 "token was reported (nobody could release it)");
 	if (parent_printed(h, sigfd) < 0) {
 		log_error("rlock --acquire ended before it printed the token: nobody could "
 		          "release %s; the keeper gives it back",
 		          l->key);
-		return give_back(h, RL_EX_OSERR);
+		return give_back(h, RL_EX_OSERR,
+		                 "given back: rlock --acquire ended before it "
+		                 "printed the token (nobody could release it)");
 	}
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);

@@ -431,6 +431,11 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 	case EV_FAILED: /* not acquired, not busy: as a usage error at connect always was */
 		*code = f->status;
 		return O_UNAVAILABLE;
+	case EV_KEEPER_RELEASED:
+		*code = f->status;
+		if (f->given_back)
+			return O_UNAVAILABLE; /* as failed: nothing ran under the lock */
+		return lost || f->status == RL_EX_LOST ? O_LOST : O_RAN;
 	case EV_KEEPER_LOST:
 		*code = RL_EX_LOST;
 		return O_LOST;
@@ -438,7 +443,6 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 		*code = 0;
 		return O_RAN;
 	case EV_RELEASED:
-	case EV_KEEPER_RELEASED:
 		*code = f->status;
 		return lost || f->status == RL_EX_LOST ? O_LOST : O_RAN;
 	default:
@@ -462,7 +466,7 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 		r.outcome = (enum outcome)o;
 		m.wrote_end = 1;
 		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED ||
-		                   kind == EV_FAILED
+		                   kind == EV_FAILED || f->given_back
 		               ? 0
 		               : (double)hold_ms / 1000;
 	}
