@@ -175,6 +175,11 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
 #define HOLD_RELEASE_FAILED                                                                        \
 	"unless the server got the release (its reply lost), it expires by its TTL"
 /* The reason a released line (--events) carries when hold_release said HOLD_ERR. */
+/* A lock its release found gone (reply 0) before the lease's end by rlock's clock: the
+ * server's expiry is no sooner, so it was taken away (the history's end: lost). */
+#define HOLD_TAKEN_AWAY                                                                            \
+	"taken away while it ran, before its lease could end (deleted, evicted or flushed on "     \
+	"the server), not expired"
 #define HOLD_RELEASE_FAILED_REASON "the release failed: " HOLD_RELEASE_FAILED
 
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)

@@ -797,12 +797,13 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	}
 	int released = hold_release(h, 0);
 	if (released == HOLD_LOST) {
-		const char *by = h->gone_why, *sep = by[0] ? ": " : "";
+		/* as a run's (main.c): found so before the lease's end, taken away */
+		const char *by = h->gone_why[0] ? h->gone_why : HOLD_TAKEN_AWAY, *sep = ": ";
+		char reason[sizeof h->gone_why + 200];
+		snprintf(reason, sizeof reason, "no longer held at the release: %s", by);
 		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
 		          l->key, sep, by);
-		events_emit(
-		    EV_KEEPER_LOST,
-		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = reason});
 		snprintf(why, sizeof why,
 		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
 		rc = RL_EX_LOST;

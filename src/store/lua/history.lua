@@ -158,6 +158,36 @@ local function history_unacquired(lock, token)
     end
   end
 end
+-- history_taken(lock, token, arg): was the lock of token's run, found gone at its release
+-- (neither the lock nor its holder's record there, as after an expiry), taken away
+-- (deleted by hand, evicted, flushed) before its lease could end? arg, the release's
+-- ARGV[11]: "taken", a renewal found the token no longer holding, before the lease's end
+-- by the holder's clock (it renews no later); else the lease's end by the holder's clock
+-- in ms after the acquire was sent: the token's acquired record (its stream ID: the
+-- server's time of the acquire, no sooner than it was sent) younger than that by the
+-- server's clock, the release ran before the lease's end by the holder's clock, and the
+-- server set each expiry no sooner than the holder counts it: the key cannot have
+-- expired by itself. (A reply of 0 that reaches rlock before the lease's end, its exit
+-- 79, is always such a case.) Unknown (no number, the record not among the last 1000
+-- entries): false, expired as before. Read only on that path, never on a plain release.
+local function history_taken(lock, token, arg)
+  if arg == 'taken' then return true end
+  local lease = tonumber(arg or '')
+  if not lease or lease <= 0 then return false end
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
+  for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == token and ev == 'acquired' then
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      return now - (tonumber(string.match(e[1], '^(%d+)')) or now) < lease
+    end
+  end
+  return false
+end
 -- history_close(lock, token): the open run of token, taken out of the open runs (its
 -- end is the caller's to write), or nil when it is not open (ended already).
 local function history_close(lock, token)
