@@ -140,6 +140,16 @@ end
 -- reply came after the lease) goes with it. Written a moment ago, but other holders
 -- (-s, --limit) may have written many since, while the reply was late: the newest
 -- acquired of its token among the last 1000. Any other end of it (a --break) stays.
+-- The bound keeps the step short (a history may be set to 1000000 entries), and it is no
+-- correctness problem: only the token's own entries go, and only for a grant its rlock
+-- already knows was no run (the caller decides that, never this scan), so no real run is
+-- ever judged unacquired and no other run's record is touched. A miss (none of the
+-- token's entries among the last 1000) needs a stream that holds more: a history longer
+-- than about 900 (MAXLEN ~ keeps up to len + 99 entries; the default 100 never does)
+-- and more than 1000 entries written between the grant and its give-back (some 500
+-- runs of other holders while one reply was late). Then its acquired record stays,
+-- with no end: --history shows an acquired that was no run (its open run is gone, so
+-- no expired is made up for it) until the stream's cap trims it. History, best effort.
 local function history_unacquired(lock, token)
   local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   local ids = {}
