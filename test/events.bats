@@ -361,3 +361,21 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	# given back, not left to its TTL
 	run -0 "$RLOCK" -k kg -n -- true
 }
+
+@test "events: -k a -k b, b taken away: the lost line names b (its name, key and token), found by a renewal or by the release" {
+	# by the release: the command deletes b and ends before any renewal
+	local cli=(redis-cli -p "$REDIS_PORT")
+	[[ -z ${REDIS_SOCKET:-} ]] || cli=(redis-cli -s "$REDIS_SOCKET")
+	run -79 "$RLOCK" -k la -k lb -t 20s --events rel.jsonl -- "${cli[@]}" DEL 'rlock:{lb}'
+	[[ $(jq -c -s 'map([.event, .name])' rel.jsonl) == \
+		'[["acquired","la"],["acquired","lb"],["lost","lb"],["released","la"]]' ]] || fail "$(cat rel.jsonl)"
+	[[ $(jq -r -s '(map(select(.event == "acquired" and .name == "lb"))[0].token) == (map(select(.event == "lost"))[0].token)' rel.jsonl) == true ]]
+	# by a renewal (ttl/3), --on-lost ignore: the command goes on, then ends
+	rlock_bg -k ra -k rb -t 3s --on-lost ignore --events ren.jsonl -- "$HOLD" h
+	wait_until 10 test -e h.started
+	rcli DEL 'rlock:{rb}' >/dev/null
+	wait_until 20 grep -q '"event":"lost"' ren.jsonl
+	touch h.release
+	rlock_wait
+	[[ $(jq -r 'select(.event == "lost") | "\(.name) \(.key)"' ren.jsonl) == 'rb rlock:{rb}' ]] || fail "$(cat ren.jsonl)"
+}

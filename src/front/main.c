@@ -513,9 +513,9 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	exit(st);
 }
 
-static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
+static const struct lock *lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
-	hold_lost_reason(ctx, timed_out, buf, n);
+	return hold_lost_reason(ctx, timed_out, buf, n);
 }
 
 static int64_t lease_lost_at(const void *ctx)
@@ -719,7 +719,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 		}
 		char reason[sizeof why + 40];
 		snprintf(reason, sizeof reason, "no longer held at the release%s", why);
-		events_emit(EV_LOST, &(struct ev_facts){.reason = reason});
+		events_emit(EV_LOST, &(struct ev_facts){.lock = h->gone, .reason = reason});
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */

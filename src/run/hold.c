@@ -401,8 +401,14 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	h->handed_over = 0;
 	h->handover_untaken = 0;
 	h->handed_to[0] = '\0';
+	h->gone = NULL;
+	char gone_why[sizeof h->gone_why] = "";
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
+		if (r == LOCK_NOTOURS && !h->gone) { /* kept: the next lock's release clears it */
+			h->gone = &h->l[i];
+			memcpy(gone_why, h->gone_why, sizeof gone_why);
+		}
 		/* A single lock's loss is the caller's to say; one of several is named. */
 		if (r == LOCK_NOTOURS && h->n > 1)
 			log_error("lock lost: %s was no longer held at the release: %s",
@@ -412,6 +418,7 @@ int hold_release(struct hold *h, int64_t keep_ms)
 		else if (r != LOCK_OK && rc == HOLD_OK)
 			rc = HOLD_ERR;
 	}
+	memcpy(h->gone_why, gone_why, sizeof gone_why);
 	close_all(h);
 	return rc;
 }
@@ -495,7 +502,7 @@ int hold_lost_fd(const struct hold *h)
 	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
 }
 
-void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
+const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 {
 	int64_t now = clock_ms();
 
@@ -507,17 +514,18 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 			char why[300];
 			renew_reason(h->rn[i], timed_out, why, sizeof why);
 			snprintf(buf, n, "%s: %s", h->l[i].key, why);
-			return;
+			return &h->l[i];
 		}
 	}
 	if (h->n == 1) {
 		renew_reason(h->rn[0], timed_out, buf, n);
-		return;
+		return &h->l[0];
 	}
 	/* Several locks: say which, the first as the others. */
 	char why[300];
 	renew_reason(h->rn[0], timed_out, why, sizeof why);
 	snprintf(buf, n, "%s: %s", h->l[0].key, why);
+	return &h->l[0];
 }
 
 int64_t hold_renew_due(const struct hold *h)

@@ -49,6 +49,7 @@ struct hold {
 	int wait_replicas;  /* --wait-replicas: the release and its mark are WAITed for too */
 	int wait_aof_local, wait_aof_replicas; /* --wait-aof: the release WAITAOFed too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
+	const struct lock *gone; /* and that lock (the events line's), or NULL */
 	/* hold_release: the release handed the lock to the --preempt request that stopped
 	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
 	int handed_over;
@@ -94,8 +95,9 @@ const char *hold_late_key(const struct hold *h);
 /* Readable once a renewal heard from the server that a lock is no longer ours. */
 int hold_lost_fd(const struct hold *h);
 
-/* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd). */
-void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
+/* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd); the
+ * lock it names (with several, the one lost). */
+const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
 
 /* The renewal threads start when their first renewal is due (renew.h), so that a short
  * command costs none: hold_renew_due() says when (INT64_MAX: none is waiting), and
