@@ -63,6 +63,23 @@ outcome() {
 	[[ $(outcome m.prom job) == ran ]]
 }
 
+@test "metrics: a keeper's run keeps the wait and hold its keeper wrote when --release ends it (not 0)" {
+	run -0 --separate-stderr "$RLOCK" -k kp --acquire --metrics-file m.prom --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(sed -n 's/.*"event":"keeper-started".*"pid":\([0-9]*\).*/\1/p' ev.jsonl)"
+	local wait
+	wait=$(sample m.prom 'rlock_wait_seconds{key="kp"}')
+	[[ -n $wait ]]
+	run -0 "$RLOCK" -k kp --release --metrics-file m.prom
+	valid m.prom
+	[[ $(outcome m.prom kp) == ran ]]
+	[[ $(sample m.prom 'rlock_running{key="kp"}') == 0 ]]
+	# the keeper's own figures, written as it stopped: its wait, a hold above 0
+	[[ $(sample m.prom 'rlock_wait_seconds{key="kp"}') == "$wait" ]] || fail "$(cat m.prom)"
+	[[ $(sample m.prom 'rlock_hold_seconds{key="kp"}') != 0.000 ]] || fail "$(cat m.prom)"
+}
+
 @test "metrics: busy, unavailable and lost outcomes; other keys and the last success are kept" {
 	run -0 "$RLOCK" -k nightly --metrics-file m.prom -- true
 	run -0 "$RLOCK" -k other --metrics-file m.prom -- true

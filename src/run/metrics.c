@@ -246,7 +246,7 @@ static int read_old(int fd, char **buf, struct sample **out, int *n, const char 
 struct run_state {
 	enum outcome outcome; /* O_RUNNING: written at the acquire */
 	int exit_code;
-	double wait_s, hold_s, now_s;
+	double wait_s, hold_s, now_s; /* wait_s, hold_s < 0: unknown, the file's kept */
 	long long renewals, failures;
 };
 
@@ -276,12 +276,14 @@ static int series_of(struct new_sample *ns, int n, const char *name, const struc
 	char key[LOCK_NAME_MAX * 2 + 1];
 
 	escape_label(key, sizeof key, name);
-	n = add(ns, n, F_WAIT, key, NULL, 3, r->wait_s);
+	if (r->wait_s >= 0)
+		n = add(ns, n, F_WAIT, key, NULL, 3, r->wait_s);
 	n = add(ns, n, F_RUNNING, key, NULL, 0, r->outcome == O_RUNNING);
 	n = add(ns, n, F_LAST_RUN, key, NULL, 3, r->now_s);
 	if (r->outcome == O_RUNNING)
 		return n;
-	n = add(ns, n, F_HOLD, key, NULL, 3, r->hold_s);
+	if (r->hold_s >= 0)
+		n = add(ns, n, F_HOLD, key, NULL, 3, r->hold_s);
 	n = add(ns, n, F_EXIT, key, NULL, 0, r->exit_code);
 	for (int o = 0; o < O_N; o++)
 		n = add(ns, n, F_OUTCOME, key, outcome_names[o], 0, o == (int)r->outcome);
@@ -471,6 +473,11 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 		               : (double)hold_ms / 1000;
 	}
 	r.wait_s = m.wait_ms < 0 ? 0 : (double)m.wait_ms / 1000;
+	/* --release ending a keeper's run (keeper-released, keeper-lost, in a process that
+	 * never held the lock): the keeper wrote the run's wait and hold, which it alone
+	 * knows; they stay (they read 0 after every --release) */
+	if ((kind == EV_KEEPER_RELEASED || kind == EV_KEEPER_LOST) && m.wait_ms < 0)
+		r.wait_s = r.hold_s = -1;
 	r.renewals = atomic_load(&renewals);
 	r.failures = atomic_load(&failures);
 	write_metrics(&r);
