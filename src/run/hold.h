@@ -181,7 +181,7 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
  * server's expiry is no sooner, so it was taken away (the history's end: lost). */
 #define HOLD_TAKEN_AWAY                                                                            \
 	"taken away while it ran, before its lease could end (deleted, evicted or flushed on "     \
-	"the server), not expired"
+	"the server, or its clock jumped)"
 #define HOLD_RELEASE_FAILED_REASON "the release failed: " HOLD_RELEASE_FAILED
 
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)

@@ -136,7 +136,7 @@ static void lost_reason(struct renew *r, struct store *s, int64_t sent, int64_t 
 	else
 		snprintf(why, sizeof why,
 		         "the lock is no longer ours: taken away %.1f s before its lease could end "
-		         "(deleted, evicted or flushed on the server), not expired",
+		         "(deleted, evicted or flushed on the server, or its clock jumped)",
 		         (double)(left > 0 ? left : 0) / 1000);
 	set_text(r, r->reason, why);
 }
