@@ -42,6 +42,9 @@ struct ev_facts {
 	int repeat;         /* renew-failed: a retry of the same outage */
 	int given_back;     /* keeper-released: before the keeper started (nobody learnt the
 	                     * token, no step ran under it): the metrics count it as failed */
+	int elsewhere;      /* --release's lines: the run is a keeper's, held by another
+	                     * process (the metrics keep its wait and hold; a --release
+	                     * killed before its release leaves them all: the keeper holds on) */
 };
 
 /* What the front end gives, once, before any thread or the keeper's fork. Strings are

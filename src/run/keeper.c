@@ -1082,24 +1082,30 @@ void keeper_release_record(const struct lock *l, const struct keeper_args *k, in
 	if (k->token) /* the token released, not this run's own */
 		snprintf(named.token, sizeof named.token, "%s", k->token);
 	if (rc == 0)
-		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = &named, .status = rc});
+		events_emit(EV_KEEPER_RELEASED,
+		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = rc});
 	else if (rc == RL_EX_LOST)
-		events_emit(
-		    EV_KEEPER_LOST,
-		    &(struct ev_facts){.lock = &named, .reason = "no longer held at the release"});
+		events_emit(EV_KEEPER_LOST,
+		            &(struct ev_facts){.elsewhere = 1,
+		                               .lock = &named,
+		                               .reason = "no longer held at the release"});
 	else if (rc == RL_EX_UNAVAILABLE || rc == RL_EX_OSERR)
-		events_emit(EV_UNAVAILABLE, &(struct ev_facts){.lock = &named,
+		events_emit(EV_UNAVAILABLE, &(struct ev_facts){.elsewhere = 1,
+		                                               .lock = &named,
 		                                               .status = rc,
 		                                               .reason = "the release failed"});
 	else if (rc > 128) /* interrupted before the release */
 		events_emit(EV_FAILED,
 		            &(struct ev_facts){
+		                .elsewhere = 1,
 		                .lock = &named,
 		                .status = rc,
 		                .reason = "interrupted before the release: nothing released"});
 	else
-		events_emit(EV_FAILED, &(struct ev_facts){
-		                           .lock = &named, .status = rc, .reason = "not released"});
+		events_emit(EV_FAILED, &(struct ev_facts){.elsewhere = 1,
+		                                          .lock = &named,
+		                                          .status = rc,
+		                                          .reason = "not released"});
 }
 
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k, int abort_fd)

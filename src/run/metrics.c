@@ -456,6 +456,10 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 {
 	if (!m.on || m.wrote_end)
 		return;
+	/* a --release killed before its release (failed, 128+N): the keeper holds on, its
+	 * run's series (running 1) stay as the keeper wrote them */
+	if (f->elsewhere && kind == EV_FAILED && f->status > 128)
+		return;
 	struct run_state r = {.outcome = O_RUNNING, .now_s = now_s()};
 	int first = kind == EV_ACQUIRED && m.wait_ms < 0;
 
@@ -473,10 +477,10 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 		               : (double)hold_ms / 1000;
 	}
 	r.wait_s = m.wait_ms < 0 ? 0 : (double)m.wait_ms / 1000;
-	/* --release ending a keeper's run (keeper-released, keeper-lost, in a process that
-	 * never held the lock): the keeper wrote the run's wait and hold, which it alone
-	 * knows; they stay (they read 0 after every --release) */
-	if ((kind == EV_KEEPER_RELEASED || kind == EV_KEEPER_LOST) && m.wait_ms < 0)
+	/* --release ending a keeper's run (keeper-released, keeper-lost: elsewhere): the
+	 * keeper wrote the run's wait and hold, which it alone knows; they stay (they read 0
+	 * after every --release) */
+	if (f->elsewhere)
 		r.wait_s = r.hold_s = -1;
 	r.renewals = atomic_load(&renewals);
 	r.failures = atomic_load(&failures);
