@@ -348,3 +348,45 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	assert_equal "$(jq -r '[.event, (.name | length), (.key | length), (.label | length)] | join(" ")' ev.jsonl)" \
 		"$(printf 'acquired 512 642 256\nreleased 512 642 256')"
 }
+
+@test "events: a keeper that gives its lock back before it starts (its --acquire killed while it waited) ends its acquired with keeper-released; the metrics say unavailable" {
+	rlock_bg -k kg -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID keeper
+	rlock_bg -k kg -w 30s --acquire --events ev.jsonl --metrics-file m.prom
+	wait_until 10 grep -q '"event":"waiting"' ev.jsonl
+	keeper=$(jq -r 'select(.event == "waiting") | .pid' ev.jsonl)
+	track_pid "$keeper"
+	# the --acquire that would print the token dies: nobody learns it
+	kill -KILL "$RLOCK_PID"
+	rlock_wait
+	touch h.release
+	rlock_wait "$holder"
+	wait_until 20 proc_gone "$keeper"
+	[[ $(jq -c -s 'map([.event, .status])' ev.jsonl) == \
+		'[["waiting",null],["acquired",null],["keeper-released",71]]' ]] || fail "$(cat ev.jsonl)"
+	[[ $(jq -r 'select(.event == "keeper-released") | .reason' ev.jsonl) == "given back: "* ]]
+	# no step ran under it: counted as failed is (unavailable), not ran
+	grep -q '^rlock_outcome{key="kg",outcome="unavailable"} 1' m.prom || fail "$(cat m.prom)"
+	grep -q '^rlock_exit_code{key="kg"} 71' m.prom || fail "$(cat m.prom)"
+	# given back, not left to its TTL
+	run -0 "$RLOCK" -k kg -n -- true
+}
+
+@test "events: -k a -k b, b taken away: the lost line names b (its name, key and token), found by a renewal or by the release" {
+	# by the release: the command deletes b and ends before any renewal
+	local cli=(redis-cli -p "$REDIS_PORT")
+	[[ -z ${REDIS_SOCKET:-} ]] || cli=(redis-cli -s "$REDIS_SOCKET")
+	run -79 "$RLOCK" -k la -k lb -t 20s --events rel.jsonl -- "${cli[@]}" DEL 'rlock:{lb}'
+	[[ $(jq -c -s 'map([.event, .name])' rel.jsonl) == \
+		'[["acquired","la"],["acquired","lb"],["lost","lb"],["released","la"]]' ]] || fail "$(cat rel.jsonl)"
+	[[ $(jq -r -s '(map(select(.event == "acquired" and .name == "lb"))[0].token) == (map(select(.event == "lost"))[0].token)' rel.jsonl) == true ]]
+	# by a renewal (ttl/3), --on-lost ignore: the command goes on, then ends
+	rlock_bg -k ra -k rb -t 3s --on-lost ignore --events ren.jsonl -- "$HOLD" h
+	wait_until 10 test -e h.started
+	rcli DEL 'rlock:{rb}' >/dev/null
+	wait_until 20 grep -q '"event":"lost"' ren.jsonl
+	touch h.release
+	rlock_wait
+	[[ $(jq -r 'select(.event == "lost") | "\(.name) \(.key)"' ren.jsonl) == 'rb rlock:{rb}' ]] || fail "$(cat ren.jsonl)"
+}

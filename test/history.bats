@@ -664,6 +664,61 @@ expired null'
 	done
 }
 
+# take_away URL NAME MODE: delete NAME's lock as an expiry leaves it (the lock and its
+# holder's record, or a permit's entries and records) on every server of URL, by hand.
+take_away() {
+	local keys=("rlock:{$2}" "rlock:{$2}:owner") p
+	[[ -z $3 ]] || keys=("rlock:{$2}:holders" "rlock:{$2}:meta")
+	case $1 in
+	"$NODES") for p in $NODE_PORTS; do redis-cli -p "$p" DEL "${keys[@]}" >/dev/null; done ;;
+	"$CLUSTER_URL") redis-cli -c -p "$CLUSTER_FIRST" DEL "${keys[@]}" >/dev/null ;;
+	*) rcli DEL "${keys[@]}" >/dev/null ;;
+	esac
+}
+
+@test "history: a lock taken away before its lease could end (its keys deleted as an expiry leaves them) records lost, as rlock's 79 and its lost line say, never expired (exclusive, -s, --limit; a Cluster; Redlock)" {
+	# found by the release (the command ends before any renewal): exit 79; found by a
+	# renewal with --on-lost ignore: the command's 0. Each run at once, in parallel.
+	local u m k n=0 cases=() pids=()
+	for u in "$REDIS_URL" "$CLUSTER_URL" "$NODES"; do
+		for m in "" -s "-l 2"; do
+			[[ $u == "$REDIS_URL" || -z $m ]] || continue
+			for k in rel ren; do
+				n=$((n + 1))
+				cases+=("$u|$m|$k$n")
+				if [[ $k == rel ]]; then
+					# shellcheck disable=SC2086 # the mode: none or one or two words
+					rlock_bg -u "$u" -k "$k$n" $m -t 20s --label gone --events "$k$n.jsonl" -- "$HOLD" "$k$n"
+				else
+					# shellcheck disable=SC2086
+					rlock_bg -u "$u" -k "$k$n" $m -t 3s --on-lost ignore --label gone --events "$k$n.jsonl" -- "$HOLD" "$k$n"
+				fi
+				pids+=("$RLOCK_PID")
+			done
+		done
+	done
+	local c i=0
+	for c in "${cases[@]}"; do
+		IFS='|' read -r u m k <<<"$c"
+		wait_until 30 test -e "$k.started"
+		take_away "$u" "$k" "$m"
+	done
+	for c in "${cases[@]}"; do
+		IFS='|' read -r u m k <<<"$c"
+		[[ $k != ren* ]] || wait_until 30 grep -q '"event":"lost"' "$k.jsonl"
+		touch "$k.release"
+	done
+	for c in "${cases[@]}"; do
+		IFS='|' read -r u m k <<<"$c"
+		rlock_wait "${pids[i++]}" 30
+		assert_equal "$k ${m:--x} status $RLOCK_STATUS" "$k ${m:--x} status $([[ $k == rel* ]] && echo 79 || echo 0)"
+		# its one run, one end (one_end's check)
+		assert_equal "$k ${m:--x}: $(URL=$u runs_of "$k" gone | tr '\n' ' ')" "$k ${m:--x}: acquired null lost 0 "
+		[[ $(jq -r 'select(.event == "lost") | .reason' "$k.jsonl") == *'taken away'*'before its lease could end'* ]] ||
+			fail "$k: $(cat "$k.jsonl")"
+	done
+}
+
 @test "history over three Redlock nodes: a holder stopped past its lease records lost on the nodes" {
 	URL=$NODES
 	local p

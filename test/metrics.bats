@@ -63,6 +63,34 @@ outcome() {
 	[[ $(outcome m.prom job) == ran ]]
 }
 
+@test "metrics: a keeper's run keeps the wait and hold its keeper wrote when --release ends it (not 0); a --release killed before its release leaves it running" {
+	run -0 --separate-stderr "$RLOCK" -k kp --acquire --metrics-file m.prom --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(sed -n 's/.*"event":"keeper-started".*"pid":\([0-9]*\).*/\1/p' ev.jsonl)"
+	local wait
+	wait=$(sample m.prom 'rlock_wait_seconds{key="kp"}')
+	[[ -n $wait ]]
+	[[ $(sample m.prom 'rlock_running{key="kp"}') == 1 ]]
+	# killed before its release reaches the server: the keeper holds on, still running
+	kill -STOP "$REDIS_PID"
+	rlock_bg -k kp --release --io-timeout 20s --metrics-file m.prom
+	wait_until 10 eval 'ls -l /proc/$RLOCK_PID/fd 2>/dev/null | grep -q signalfd'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	valid m.prom
+	[[ $(sample m.prom 'rlock_running{key="kp"}') == 1 ]] || fail "$(cat m.prom)"
+	run -0 "$RLOCK" -k kp --release --metrics-file m.prom
+	valid m.prom
+	[[ $(outcome m.prom kp) == ran ]]
+	[[ $(sample m.prom 'rlock_running{key="kp"}') == 0 ]]
+	# the keeper's own figures, written as it stopped: its wait, a hold above 0
+	[[ $(sample m.prom 'rlock_wait_seconds{key="kp"}') == "$wait" ]] || fail "$(cat m.prom)"
+	[[ $(sample m.prom 'rlock_hold_seconds{key="kp"}') != 0.000 ]] || fail "$(cat m.prom)"
+}
+
 @test "metrics: busy, unavailable and lost outcomes; other keys and the last success are kept" {
 	run -0 "$RLOCK" -k nightly --metrics-file m.prom -- true
 	run -0 "$RLOCK" -k other --metrics-file m.prom -- true

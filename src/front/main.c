@@ -513,9 +513,9 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	exit(st);
 }
 
-static void lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
+static const struct lock *lease_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
-	hold_lost_reason(ctx, timed_out, buf, n);
+	return hold_lost_reason(ctx, timed_out, buf, n);
 }
 
 static int64_t lease_lost_at(const void *ctx)
@@ -706,7 +706,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	if (released == HOLD_LOST && (!ch.lost || asked)) {
 		/* Broken, deleted, expired or flushed while the command ran, and not seen by
 		 * a renewal before it ended: mutual exclusion did not hold. */
-		char why[sizeof h->gone_why + 8] = " (expired, broken or taken over while it ran)";
+		/* found so before the lease's end by rlock's clock (the reply came by then),
+		 * the server's expiry no sooner: taken away, not expired (the history: lost) */
+		char why[sizeof h->gone_why + 8] = ": " HOLD_TAKEN_AWAY;
 		if (h->gone_why[0])
 			snprintf(why, sizeof why, ": %s", h->gone_why);
 		if (o->on_lost == LOST_IGNORE) { /* shown even with -q: the status cannot say it */
@@ -718,7 +720,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			log_error("lock lost: it was no longer held when the command ended%s", why);
 			rc = RL_EX_LOST;
 		}
-		events_emit(EV_LOST, &(struct ev_facts){.reason = "no longer held at the release"});
+		char reason[sizeof why + 40];
+		snprintf(reason, sizeof reason, "no longer held at the release%s", why);
+		events_emit(EV_LOST, &(struct ev_facts){.lock = h->gone, .reason = reason});
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */

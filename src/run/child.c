@@ -1120,10 +1120,10 @@ static int cover_live(const struct sup *s)
 
 /* The loss's events line: lost, but for a --preempt request's stop (the release says
  * whether the lock went to it: the caller's line, preempted, or none). */
-static void loss_event(const struct supervise_args *a, const char *why)
+static void loss_event(const struct supervise_args *a, const char *why, const struct lock *l)
 {
 	if (!a->preempted || !a->preempted(a->preempt_ctx))
-		events_emit(EV_LOST, &(struct ev_facts){.reason = why});
+		events_emit(EV_LOST, &(struct ev_facts){.lock = l, .reason = why});
 }
 
 /* The lease is lost: signal the group first (nothing may delay that, not even a log
@@ -1138,10 +1138,10 @@ static void on_loss(struct sup *s, int timed_out)
 	s->ch->lost = 1;
 	if (a->action == ACT_IGNORE) {
 		tell_watchdog(s->ch, WATCHDOG_NONE);
-		a->lost_reason(a->ctx, timed_out, why, sizeof why);
+		const struct lock *l = a->lost_reason(a->ctx, timed_out, why, sizeof why);
 		/* shown even with -q: with ignore, the exit status cannot say it */
 		log_error("lock lost: %s; the command goes on (--on-lost ignore)", why);
-		loss_event(a, why);
+		loss_event(a, why, l);
 		return;
 	}
 	s->lost = 1;
@@ -1179,7 +1179,7 @@ static void on_loss(struct sup *s, int timed_out)
 			         "--kill-after %lld ms)",
 			         (long long)(s->kill_at - now), (long long)a->kill_after_ms);
 	}
-	a->lost_reason(a->ctx, timed_out, why, sizeof why);
+	const struct lock *l = a->lost_reason(a->ctx, timed_out, why, sizeof why);
 	if (killed_already)
 		log_error("lock lost: %s; the watchdog killed the command's process group "
 		          "before the lease could end (rlock could not renew in time: stopped?)",
@@ -1187,7 +1187,7 @@ static void on_loss(struct sup *s, int timed_out)
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 		          signal_name(a->lost_signal), when);
-	loss_event(a, why);
+	loss_event(a, why, l);
 }
 
 /* --max-hold is over: stop the group as timeout(1) does (SIGTERM, SIGCONT, SIGKILL

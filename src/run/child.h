@@ -102,6 +102,8 @@ int child_spawn(struct child *ch, char *const *argv, const char *shell_command,
 
 enum lost_action { ACT_SIGNAL, ACT_IGNORE };
 
+struct lock; /* lock.h: only pointed to */
+
 /* The lease, as the supervisor sees it. The main thread decides loss on its own clock
  * (nothing it waits on can delay that): the lease counts as lost at lost_at(), and the
  * group's SIGKILL lands by kill_at() at the latest, whatever kill_after_ms says (the
@@ -113,8 +115,9 @@ struct supervise_args {
 	 * ms, from the last confirmed renewal: hold.h); thread-safe. */
 	int64_t (*lost_at)(const void *ctx);
 	int64_t (*kill_at)(const void *ctx);
-	/* Why the lease is lost (copied into buf). */
-	void (*lost_reason)(const void *ctx, int timed_out, char *buf, size_t n);
+	/* Why the lease is lost (copied into buf); the lock said lost (the events line's:
+	 * with several -k, the one whose lease it was), or NULL (the run's first). */
+	const struct lock *(*lost_reason)(const void *ctx, int timed_out, char *buf, size_t n);
 	const void *ctx;
 	/* Is the loss a --preempt request's (NULL: never)? Its events line is written once
 	 * the release tells whether the lock went to it (preempted), not a lost one. */

@@ -40,6 +40,11 @@ struct ev_facts {
 	                          * the exit status */
 	const char *reason; /* renew-failed, lost, keeper-lost, unavailable, superseded, failed */
 	int repeat;         /* renew-failed: a retry of the same outage */
+	int given_back;     /* keeper-released: before the keeper started (nobody learnt the
+	                     * token, no step ran under it): the metrics count it as failed */
+	int elsewhere;      /* --release's lines: the run is a keeper's, held by another
+	                     * process (the metrics keep its wait and hold; a --release
+	                     * killed before its release leaves them all: the keeper holds on) */
 };
 
 /* What the front end gives, once, before any thread or the keeper's fork. Strings are

@@ -187,6 +187,10 @@ static int release_one(struct hold *h, int i, int64_t keep_ms)
 	else
 		renew_drop(h->rn[i]);
 	h->rn[i] = NULL;
+	/* the lease's end after the acquire was sent: a lock found gone at the release
+	 * sooner than that after its acquired record, by the server's clock, was taken away,
+	 * not expired (history.lua); its reply before the lease's end (exit 79) is that */
+	h->l[i].lease_ms = confirmed + l->ask.ttl_ms - h->sent[i];
 	/* no handle left (a keeper's: its main one closed, its renewal not yet run): the
 	 * fresh one that writes the release is kept for its WAIT, as live would be */
 	int rc = lease_release(live ? live : h->s, h->cfg, l, keep_ms, confirmed + l->ask.ttl_ms,
@@ -328,10 +332,11 @@ void hold_set_status(struct hold *h, int status)
 		h->l[i].run_status = status;
 }
 
-static void set_lost(struct hold *h, int i, int declared)
+static void set_lost(struct hold *h, int i, int declared, int heard)
 {
 	h->l[i].lost_seen = 1;
 	h->l[i].lost_declared = declared;
+	h->l[i].taken_seen |= heard;
 }
 
 int hold_set_lost(struct hold *h, int declared)
@@ -341,9 +346,11 @@ int hold_set_lost(struct hold *h, int declared)
 
 	for (int i = 0; i < h->n; i++) {
 		struct pollfd p = {.fd = renew_fd(h->rn[i]), .events = POLLIN};
-		if (now >= renew_confirmed_sent(h->rn[i]) + h->loss_after_ms ||
-		    poll(&p, 1, 0) == 1) {
-			set_lost(h, i, declared);
+		/* heard: the renewal found the token no longer holding (renew.h), before
+		 * the lease's end by rlock's clock (it renews no later): taken away */
+		int heard = poll(&p, 1, 0) == 1;
+		if (heard || now >= renew_confirmed_sent(h->rn[i]) + h->loss_after_ms) {
+			set_lost(h, i, declared, heard);
 			n++;
 		}
 	}
@@ -353,7 +360,7 @@ int hold_set_lost(struct hold *h, int declared)
 void hold_set_all_lost(struct hold *h, int declared)
 {
 	for (int i = 0; i < h->n; i++)
-		set_lost(h, i, declared);
+		set_lost(h, i, declared, 0);
 }
 
 void hold_set_preempted(struct hold *h)
@@ -396,17 +403,24 @@ int hold_release(struct hold *h, int64_t keep_ms)
 	h->handed_over = 0;
 	h->handover_untaken = 0;
 	h->handed_to[0] = '\0';
+	h->gone = NULL;
+	char gone_why[sizeof h->gone_why] = "";
 	for (int i = h->n - 1; i >= 0; i--) {
 		int r = release_one(h, i, keep_ms);
+		if (r == LOCK_NOTOURS && !h->gone) { /* kept: the next lock's release clears it */
+			h->gone = &h->l[i];
+			memcpy(gone_why, h->gone_why, sizeof gone_why);
+		}
 		/* A single lock's loss is the caller's to say; one of several is named. */
 		if (r == LOCK_NOTOURS && h->n > 1)
-			log_error("lock lost: %s was no longer held at the release%s%s",
-			          h->l[i].key, h->gone_why[0] ? ": " : "", h->gone_why);
+			log_error("lock lost: %s was no longer held at the release: %s",
+			          h->l[i].key, h->gone_why[0] ? h->gone_why : HOLD_TAKEN_AWAY);
 		if (r == LOCK_NOTOURS)
 			rc = HOLD_LOST;
 		else if (r != LOCK_OK && rc != HOLD_LOST && rc != HOLD_ERR)
 			rc = h->over ? HOLD_OVER : HOLD_ERR;
 	}
+	memcpy(h->gone_why, gone_why, sizeof gone_why);
 	close_all(h);
 	return rc;
 }
@@ -490,7 +504,7 @@ int hold_lost_fd(const struct hold *h)
 	return h->n == 1 ? renew_fd(h->rn[0]) : h->epfd;
 }
 
-void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
+const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 {
 	int64_t now = clock_ms();
 
@@ -502,17 +516,18 @@ void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n)
 			char why[300];
 			renew_reason(h->rn[i], timed_out, why, sizeof why);
 			snprintf(buf, n, "%s: %s", h->l[i].key, why);
-			return;
+			return &h->l[i];
 		}
 	}
 	if (h->n == 1) {
 		renew_reason(h->rn[0], timed_out, buf, n);
-		return;
+		return &h->l[0];
 	}
 	/* Several locks: say which, the first as the others. */
 	char why[300];
 	renew_reason(h->rn[0], timed_out, why, sizeof why);
 	snprintf(buf, n, "%s: %s", h->l[0].key, why);
+	return &h->l[0];
 }
 
 int64_t hold_renew_due(const struct hold *h)

@@ -50,6 +50,7 @@ struct hold {
 	int wait_aof_local, wait_aof_replicas; /* --wait-aof: the release WAITAOFed too */
 	char gone_why[300]; /* hold_release's HOLD_LOST: who broke the first lock, "" unknown */
 	int over;           /* release_one: its lease had ended before the release (HOLD_OVER) */
+	const struct lock *gone; /* and that lock (the events line's), or NULL */
 	/* hold_release: the release handed the lock to the --preempt request that stopped
 	 * the command (hold_set_preempted; its mark still lived: the request is alive) */
 	int handed_over;
@@ -95,8 +96,9 @@ const char *hold_late_key(const struct hold *h);
 /* Readable once a renewal heard from the server that a lock is no longer ours. */
 int hold_lost_fd(const struct hold *h);
 
-/* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd). */
-void hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
+/* Why the hold is lost, into buf (timed_out: by hold_lost_at, else by the lost fd); the
+ * lock it names (with several, the one lost). */
+const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *buf, size_t n);
 
 /* The renewal threads start when their first renewal is due (renew.h), so that a short
  * command costs none: hold_renew_due() says when (INT64_MAX: none is waiting), and
@@ -176,6 +178,11 @@ int release_unconfirmed(int replicas, int aof_local, int aof_replicas, struct st
 #define HOLD_RELEASE_FAILED                                                                        \
 	"unless the server got the release (its reply lost), it expires by its TTL"
 /* The reason a released line (--events) carries when hold_release said HOLD_ERR. */
+/* A lock its release found gone (reply 0) before the lease's end by rlock's clock: the
+ * server's expiry is no sooner, so it was taken away (the history's end: lost). */
+#define HOLD_TAKEN_AWAY                                                                            \
+	"taken away while it ran, before its lease could end (deleted, evicted or flushed on "     \
+	"the server, or its clock jumped)"
 #define HOLD_RELEASE_FAILED_REASON "the release failed: " HOLD_RELEASE_FAILED
 
 /* Stop the renewals and give every lock back (in the reverse order, keep_ms: --min-hold)

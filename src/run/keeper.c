@@ -740,11 +740,18 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 
 /* A lock that nobody learnt the token of (the keeper could not report it) is given back
  * as a run's lock that no command ran under is (hold.c): no --wait-replicas or
- * --wait-aof of its own, no line beside the failure's, no more --io-timeout. */
-static int give_back(struct hold *h, int rc)
+ * --wait-aof of its own, no line beside the failure's, no more --io-timeout. Its
+ * acquired event gets its end all the same: keeper-released, rc and why. */
+static int give_back(struct hold *h, int rc, const char *why)
 {
 	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
-	hold_release(h, 0);
+	int released = hold_release(h, 0);
+	events_emit(
+	    EV_KEEPER_RELEASED,
+	    &(struct ev_facts){.lock = &h->l[0],
+	                       .status = rc,
+	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : why,
+	                       .given_back = 1});
 	return rc;
 }
 
@@ -768,18 +775,23 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_to_syslog();
 	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
 	if (detach_stderr(k) < 0)
-		return give_back(h, RL_EX_USAGE);
+		return give_back(h, RL_EX_USAGE,
+		                 "given back: the keeper cannot detach its standard error");
 	if (k->log_file)
 		log_stamped();
 	int reported = report_to_parent(l, inherited);
 	free(inherited);
 	if (reported < 0)
-		return give_back(h, RL_EX_OSERR);
+		return give_back(h, RL_EX_OSERR,
+		                 "given back: rlock --acquire ended before the "
+		                 "token was reported (nobody could release it)");
 	if (parent_printed(h, sigfd) < 0) {
 		log_error("rlock --acquire ended before it printed the token: nobody could "
 		          "release %s; the keeper gives it back",
 		          l->key);
-		return give_back(h, RL_EX_OSERR);
+		return give_back(h, RL_EX_OSERR,
+		                 "given back: rlock --acquire ended before it "
+		                 "printed the token (nobody could release it)");
 	}
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);
@@ -809,12 +821,13 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	}
 	int released = hold_release(h, 0);
 	if (released == HOLD_LOST) {
-		const char *by = h->gone_why, *sep = by[0] ? ": " : "";
+		/* as a run's (main.c): found so before the lease's end, taken away */
+		const char *by = h->gone_why[0] ? h->gone_why : HOLD_TAKEN_AWAY, *sep = ": ";
+		char reason[sizeof h->gone_why + 200];
+		snprintf(reason, sizeof reason, "no longer held at the release: %s", by);
 		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
 		          l->key, sep, by);
-		events_emit(
-		    EV_KEEPER_LOST,
-		    &(struct ev_facts){.lock = l, .reason = "no longer held at the release"});
+		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = reason});
 		snprintf(why, sizeof why,
 		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
 		rc = RL_EX_LOST;
@@ -1093,24 +1106,30 @@ void keeper_release_record(const struct lock *l, const struct keeper_args *k, in
 	if (k->token) /* the token released, not this run's own */
 		snprintf(named.token, sizeof named.token, "%s", k->token);
 	if (rc == 0)
-		events_emit(EV_KEEPER_RELEASED, &(struct ev_facts){.lock = &named, .status = rc});
+		events_emit(EV_KEEPER_RELEASED,
+		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = rc});
 	else if (rc == RL_EX_LOST)
-		events_emit(
-		    EV_KEEPER_LOST,
-		    &(struct ev_facts){.lock = &named, .reason = "no longer held at the release"});
+		events_emit(EV_KEEPER_LOST,
+		            &(struct ev_facts){.elsewhere = 1,
+		                               .lock = &named,
+		                               .reason = "no longer held at the release"});
 	else if (rc == RL_EX_UNAVAILABLE || rc == RL_EX_OSERR)
-		events_emit(EV_UNAVAILABLE, &(struct ev_facts){.lock = &named,
+		events_emit(EV_UNAVAILABLE, &(struct ev_facts){.elsewhere = 1,
+		                                               .lock = &named,
 		                                               .status = rc,
 		                                               .reason = "the release failed"});
 	else if (rc > 128) /* interrupted before the release */
 		events_emit(EV_FAILED,
 		            &(struct ev_facts){
+		                .elsewhere = 1,
 		                .lock = &named,
 		                .status = rc,
 		                .reason = "interrupted before the release: nothing released"});
 	else
-		events_emit(EV_FAILED, &(struct ev_facts){
-		                           .lock = &named, .status = rc, .reason = "not released"});
+		events_emit(EV_FAILED, &(struct ev_facts){.elsewhere = 1,
+		                                          .lock = &named,
+		                                          .status = rc,
+		                                          .reason = "not released"});
 }
 
 int keeper_release(struct store *s, const struct lock *l, const struct keeper_args *k, int abort_fd)

@@ -246,7 +246,7 @@ static int read_old(int fd, char **buf, struct sample **out, int *n, const char 
 struct run_state {
 	enum outcome outcome; /* O_RUNNING: written at the acquire */
 	int exit_code;
-	double wait_s, hold_s, now_s;
+	double wait_s, hold_s, now_s; /* wait_s, hold_s < 0: unknown, the file's kept */
 	long long renewals, failures;
 };
 
@@ -276,12 +276,14 @@ static int series_of(struct new_sample *ns, int n, const char *name, const struc
 	char key[LOCK_NAME_MAX * 2 + 1];
 
 	escape_label(key, sizeof key, name);
-	n = add(ns, n, F_WAIT, key, NULL, 3, r->wait_s);
+	if (r->wait_s >= 0)
+		n = add(ns, n, F_WAIT, key, NULL, 3, r->wait_s);
 	n = add(ns, n, F_RUNNING, key, NULL, 0, r->outcome == O_RUNNING);
 	n = add(ns, n, F_LAST_RUN, key, NULL, 3, r->now_s);
 	if (r->outcome == O_RUNNING)
 		return n;
-	n = add(ns, n, F_HOLD, key, NULL, 3, r->hold_s);
+	if (r->hold_s >= 0)
+		n = add(ns, n, F_HOLD, key, NULL, 3, r->hold_s);
 	n = add(ns, n, F_EXIT, key, NULL, 0, r->exit_code);
 	for (int o = 0; o < O_N; o++)
 		n = add(ns, n, F_OUTCOME, key, outcome_names[o], 0, o == (int)r->outcome);
@@ -431,6 +433,11 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 	case EV_FAILED: /* not acquired, not busy: as a usage error at connect always was */
 		*code = f->status;
 		return O_UNAVAILABLE;
+	case EV_KEEPER_RELEASED:
+		*code = f->status;
+		if (f->given_back)
+			return O_UNAVAILABLE; /* as failed: nothing ran under the lock */
+		return lost || f->status == RL_EX_LOST ? O_LOST : O_RAN;
 	case EV_KEEPER_LOST:
 		*code = RL_EX_LOST;
 		return O_LOST;
@@ -438,7 +445,6 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 		*code = 0;
 		return O_RAN;
 	case EV_RELEASED:
-	case EV_KEEPER_RELEASED:
 		*code = f->status;
 		return lost || f->status == RL_EX_LOST ? O_LOST : O_RAN;
 	default:
@@ -449,6 +455,10 @@ static int ending(enum ev_kind kind, const struct ev_facts *f, int lost, int *co
 void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, int lost)
 {
 	if (!m.on || m.wrote_end)
+		return;
+	/* a --release killed before its release (failed, 128+N): the keeper holds on, its
+	 * run's series (running 1) stay as the keeper wrote them */
+	if (f->elsewhere && kind == EV_FAILED && f->status > 128)
 		return;
 	struct run_state r = {.outcome = O_RUNNING, .now_s = now_s()};
 	int first = kind == EV_ACQUIRED && m.wait_ms < 0;
@@ -462,11 +472,16 @@ void metrics_note(enum ev_kind kind, const struct ev_facts *f, int64_t hold_ms, 
 		r.outcome = (enum outcome)o;
 		m.wrote_end = 1;
 		r.hold_s = kind == EV_BUSY || kind == EV_UNAVAILABLE || kind == EV_SUPERSEDED ||
-		                   kind == EV_FAILED
+		                   kind == EV_FAILED || f->given_back
 		               ? 0
 		               : (double)hold_ms / 1000;
 	}
 	r.wait_s = m.wait_ms < 0 ? 0 : (double)m.wait_ms / 1000;
+	/* --release ending a keeper's run (keeper-released, keeper-lost: elsewhere): the
+	 * keeper wrote the run's wait and hold, which it alone knows; they stay (they read 0
+	 * after every --release) */
+	if (f->elsewhere)
+		r.wait_s = r.hold_s = -1;
 	r.renewals = atomic_load(&renewals);
 	r.failures = atomic_load(&failures);
 	write_metrics(&r);

@@ -122,13 +122,22 @@ static void preempted(struct renew *r, int64_t sent, const char *who)
 	(void)!write(r->lost_fd, &one, sizeof one);
 }
 
-/* The token no longer holds the lock: say why in r->reason (renew_broken_why). */
-static void lost_reason(struct renew *r, struct store *s, int64_t cap)
+/* The token no longer holds the lock (found by the renewal sent at sent): say why in
+ * r->reason (renew_broken_why). A renewal is sent before the lease can end by rlock's
+ * clock, and the server's expiry is no sooner: gone then, the lock was taken away, not
+ * expired; the history's end record says lost (hold.c's taken_seen). */
+static void lost_reason(struct renew *r, struct store *s, int64_t sent, int64_t cap)
 {
-	char why[340] = "the lock is no longer ours (expired, broken or taken over)", by[300];
+	char why[340], by[300];
+	int64_t left = r->confirmed_sent + r->lock->ask.ttl_ms - sent;
 
 	if (renew_broken_why(s, NULL, r->lock, cap, by, sizeof by))
 		snprintf(why, sizeof why, "the lock is no longer ours: %s", by);
+	else
+		snprintf(why, sizeof why,
+		         "the lock is no longer ours: taken away %.1f s before its lease could end "
+		         "(deleted, evicted or flushed on the server, or its clock jumped)",
+		         (double)(left > 0 ? left : 0) / 1000);
 	set_text(r, r->reason, why);
 }
 
@@ -203,7 +212,7 @@ static void *renew_main(void *arg)
 				goto stuck;
 			}
 			if (rc == LOCK_NOTOURS) {
-				lost_reason(r, s, lost_at);
+				lost_reason(r, s, sent, lost_at);
 				uint64_t one = 1;
 				(void)!write(r->lost_fd, &one, sizeof one);
 				goto stuck;

@@ -132,7 +132,7 @@ static int64_t rewatch_lost_at(const void *ctx)
 	return atomic_load(&((const struct rewatch *)ctx)->lost_by);
 }
 
-static void rewatch_reason(const void *ctx, int timed_out, char *buf, size_t n)
+static const struct lock *rewatch_reason(const void *ctx, int timed_out, char *buf, size_t n)
 {
 	const struct rewatch *w = ctx;
 
@@ -142,6 +142,7 @@ static void rewatch_reason(const void *ctx, int timed_out, char *buf, size_t n)
 		         "(the server did not answer)");
 	else
 		snprintf(buf, n, "%s", w->why);
+	return NULL; /* not one of the run's own: the events line names its first */
 }
 
 /* A run that took some names and was granted the others: its own lease and the
@@ -174,14 +175,13 @@ static int64_t both_renew_due(const void *ctx)
 	return hold_renew_due(((const struct rewatch *)ctx)->h);
 }
 
-static void both_lost(const void *ctx, int timed_out, char *buf, size_t n)
+static const struct lock *both_lost(const void *ctx, int timed_out, char *buf, size_t n)
 {
 	const struct rewatch *w = ctx;
 
 	if (timed_out ? clock_ms() >= rewatch_lost_at(w) : rewatch_fired(w))
-		rewatch_reason(w, timed_out, buf, n);
-	else
-		hold_lost_reason(w->h, timed_out, buf, n);
+		return rewatch_reason(w, timed_out, buf, n);
+	return hold_lost_reason(w->h, timed_out, buf, n);
 }
 
 void rewatch_supervise(struct rewatch *w, struct supervise_args *sa)

@@ -908,8 +908,14 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	                 : keep_ms == LOCK_KEEP_LOST && !l->lost_seen ? "expired"
 	                 : l->lost_seen                               ? "seen"
 	                                                              : "";
-	const char *args[] = {l->token, keep,   l->channel, l->publish_cmd, l->wake_prefix,
-	                      done,     status, hist,       hret,           ev};
+	char lease[24] = "";
+	if (l->taken_seen)
+		snprintf(lease, sizeof lease, "taken");
+	else if (l->lease_ms > 0)
+		snprintf(lease, sizeof lease, "%lld", (long long)l->lease_ms);
+	const char *args[] = {l->token,       keep, l->channel, l->publish_cmd,
+	                      l->wake_prefix, done, status,     hist,
+	                      hret,           ev,   lease};
 	/* the history's records take the command's status and the history's length and
 	 * retention (ARGV[7..9]: the holder's record may be gone); ARGV[10] "lost": rlock
 	 * declared the lease lost (its end record says so, as its exit status does),
@@ -917,10 +923,11 @@ int lock_request_release(struct lock_request *q, const struct lock *l, int64_t k
 	 * whether the lock went to it: exit 81), told with the history off too; "attempt":
 	 * a Redlock attempt's give-back, no run (its acquired record is taken back);
 	 * "seen": the loss was found (--on-lost ignore). A loss is told with the history off
-	 * too: without it, a node where the token no longer holds opens its lock-delay */
-	int hargs =
-	    l->ask.history_len > 0 || l->preempted_declared || l->lost_seen || l->lost_declared ? 10
-	                                                                                        : 5;
+	 * too: without it, a node where the token no longer holds opens its lock-delay.
+	 * ARGV[11], with the history: "taken" (taken_seen), or lease_ms, or "" */
+	int hargs = l->ask.history_len > 0                                      ? 11
+	            : l->preempted_declared || l->lost_seen || l->lost_declared ? 10
+	                                                                        : 5;
 	/* --once-per is an exclusive lock's (cli.c): only release.lua writes the mark. */
 	if (sem_held(l))
 		return request(q, S_RELEASE_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},

@@ -142,6 +142,13 @@ struct lock {
 	 * with --on-lost ignore); unset, a lease over by rlock's clock at the release
 	 * ended after the command did: the run held the lock to its end, "expired" */
 	int lost_seen;
+	/* set before the release: a renewal found the token no longer holding, before the
+	 * lease's end by rlock's clock: the lock was taken away (deleted, evicted, broken),
+	 * the run ends lost, never expired; lease_ms: the lease's end by rlock's clock, in ms
+	 * after the acquire was sent (0: unknown), for the script to tell a lock found gone
+	 * sooner than that by the server's clock (taken away) from one that expired */
+	int taken_seen;
+	int64_t lease_ms;
 	/* set before the release: rlock stopped the command for a --preempt request (exit
 	 * 81): the release records the run preempted; unset, it records released even when
 	 * a request waits (the command ended on its own; the request gets the lock) */

@@ -140,6 +140,16 @@ end
 -- reply came after the lease) goes with it. Written a moment ago, but other holders
 -- (-s, --limit) may have written many since, while the reply was late: the newest
 -- acquired of its token among the last 1000. Any other end of it (a --break) stays.
+-- The bound keeps the step short (a history may be set to 1000000 entries), and it is no
+-- correctness problem: only the token's own entries go, and only for a grant its rlock
+-- already knows was no run (the caller decides that, never this scan), so no real run is
+-- ever judged unacquired and no other run's record is touched. A miss (none of the
+-- token's entries among the last 1000) needs a stream that holds more: a history longer
+-- than about 900 (MAXLEN ~ keeps up to len + 99 entries; the default 100 never does)
+-- and more than 1000 entries written between the grant and its give-back (some 500
+-- runs of other holders while one reply was late). Then its acquired record stays,
+-- with no end: --history shows an acquired that was no run (its open run is gone, so
+-- no expired is made up for it) until the stream's cap trims it. History, best effort.
 local function history_unacquired(lock, token)
   local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
   local ids = {}
@@ -157,6 +167,36 @@ local function history_unacquired(lock, token)
       return
     end
   end
+end
+-- history_taken(lock, token, arg): was the lock of token's run, found gone at its release
+-- (neither the lock nor its holder's record there, as after an expiry), taken away
+-- (deleted by hand, evicted, flushed) before its lease could end? arg, the release's
+-- ARGV[11]: "taken", a renewal found the token no longer holding, before the lease's end
+-- by the holder's clock (it renews no later); else the lease's end by the holder's clock
+-- in ms after the acquire was sent: the token's acquired record (its stream ID: the
+-- server's time of the acquire, no sooner than it was sent) younger than that by the
+-- server's clock, the release ran before the lease's end by the holder's clock, and the
+-- server set each expiry no sooner than the holder counts it: the key cannot have
+-- expired by itself. (A reply of 0 that reaches rlock before the lease's end, its exit
+-- 79, is always such a case.) Unknown (no number, the record not among the last 1000
+-- entries): false, expired as before. Read only on that path, never on a plain release.
+local function history_taken(lock, token, arg)
+  if arg == 'taken' then return true end
+  local lease = tonumber(arg or '')
+  if not lease or lease <= 0 then return false end
+  local es = redis.pcall('XREVRANGE', lock .. ':history', '+', '-', 'COUNT', 1000)
+  for _, e in ipairs(type(es) == 'table' and not es.err and es or {}) do
+    local f, ev, tok = e[2], nil, nil
+    for i = 1, #f - 1, 2 do
+      if f[i] == 'ev' then ev = f[i + 1] elseif f[i] == 'token' then tok = f[i + 1] end
+    end
+    if tok == token and ev == 'acquired' then
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      return now - (tonumber(string.match(e[1], '^(%d+)')) or now) < lease
+    end
+  end
+  return false
 end
 -- history_close(lock, token): the open run of token, taken out of the open runs (its
 -- end is the caller's to write), or nil when it is not open (ended already).

@@ -5,7 +5,9 @@
 -- (wake_one.lua), and the release channel is told for everyone else who listens there
 -- (requests of other modes, Redlock waiters, older rlocks).
 -- KEYS: lock owner
--- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost]]]]
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms [status [hist hret [lost [lease]]]]]
+-- (lease, with the history: "taken" or a number, history.lua's history_taken: a lock
+-- found gone sooner than its lease could end was taken away, the run ends lost)
 -- (lost: "lost" when rlock declared the lease lost by its own clock and exits 79: the
 -- lock, still its own, is released all the same, and the run ends lost, not released;
 -- "seen" when rlock found the lease lost while the command ran and went on (--on-lost
@@ -122,6 +124,10 @@ if held ~= ARGV[1] or ARGV[2] == '-1' then
     r.len, r.ret = ARGV[8], ARGV[9]
     local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and ARGV[10] ~= 'preempted' and
                  ARGV[2] ~= '-1' and not held and redis.call('EXISTS', KEYS[2]) == 0
+    -- gone as an expiry leaves it, but sooner than the lease could end (ARGV[11]): lost
+    if late and ARGV[10] ~= 'expired' and history_taken(KEYS[1], ARGV[1], ARGV[11]) then
+      late = false
+    end
     history_end(KEYS[1], r, late and 'expired' or 'lost', 'status', ARGV[7] or '', 'by_host', by[1] or '', 'by_pid',
                 by[2] or '', 'by_label', by[3] or '')
   end

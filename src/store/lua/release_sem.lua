@@ -3,7 +3,8 @@
 -- --min-hold) and wake the head of the queue only; when there is none, one waiting
 -- permit request (its place, wake_one.lua) and the release channel's listeners.
 -- KEYS: holders meta limit (the queue, lock .. ':queue', only read: redis.pcall, here.lua)
--- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost]]
+-- ARGV: token keep_ms channel publish wake_prefix [done_ms status hist hret [lost [lease]]]
+-- (lease: release.lua's)
 -- (lost: "lost", rlock declared the lease lost by its own clock, exit 79: the permit,
 -- still its own, is released, and the run ends lost; as release.lua, "seen" too; "attempt": a grant
 -- given back unused, no run: its acquired record goes, no end)
@@ -61,8 +62,11 @@ if not s or tonumber(s) <= now or keep < 0 then
   -- clock and rlock saw no loss (nor a --break): the lease ended with this release
   -- (release.lua, delay.lua)
   if keep >= 0 and ARGV[10] ~= 'lost' and ARGV[10] ~= 'seen' then delay_released(lock, tok) end
+  -- its entry and record gone as an expiry leaves them, but sooner than the lease could
+  -- end (ARGV[11], history.lua's history_taken): taken away, lost
   local late = ARGV[10] == 'expired' or ARGV[10] ~= 'lost' and keep >= 0 and
-               (s or not redis.call('HGET', KEYS[2], tok))
+               (s or not redis.call('HGET', KEYS[2], tok) and
+                not (hist and history_taken(lock, tok, ARGV[11])))
   if ARGV[10] ~= 'attempt' then
     history_ends(late and 'expired' or 'lost')
   elseif hist then
