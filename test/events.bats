@@ -337,3 +337,20 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	run -0 "$RLOCK" -k rf2 --events ok.jsonl -- true
 	[[ $(event ok.jsonl released | jq -r 'has("reason")') == false ]] || fail "$(cat ok.jsonl)"
 }
+
+@test "events: a SIGTERM that comes while rlock releases (its command done) is died of, and the released line says so (143), not the command's 0" {
+	# the command stops the server: the release waits for a reply (up to --io-timeout)
+	rlock_bg -k lt -t 3s --io-timeout 1500ms --events ev.jsonl -c "kill -STOP $REDIS_PID; touch ended"
+	wait_until 10 test -e ended
+	# the command has exited (only the watchdog, or nothing, left under rlock): rlock
+	# is in the release
+	wait_until 10 not eval 'ps -o comm= --ppid "$RLOCK_PID" | grep -qx sh'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	local line
+	line=$(event ev.jsonl released)
+	echo "# $line" >&3
+	[[ $(jq -r .status <<<"$line") == 143 ]] || fail "the released line is not the exit status: $line"
+}

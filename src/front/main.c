@@ -719,22 +719,26 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */
-	events_emit(
-	    EV_RELEASED,
-	    &(struct ev_facts){.status = rc,
-	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
-	/* What stderr could not take (log_defer), written now; a terminating signal ends
-	 * that wait (dropping what nobody read) and is died of below. */
-	log_flush_until(hold_interrupted(h) ? -1 : termfd);
-	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
-		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	/* A terminating signal that came while rlock released (the command gone: nothing
 	 * to forward it to) is not lost: released, rlock dies of it, as before the command
 	 * started, so that a calling shell or loop sees the interrupt. Not over a status
-	 * of rlock's own (79, 81, 124, 137). */
-	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out
+	 * of rlock's own (79, 81, 124, 137), nor over the signal the command died of (its
+	 * 128+N already). Known before the released line, whose status is the exit status
+	 * (128+N), not the command's. */
+	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out && !ch.term_sig
 	               ? hold_interrupted(h) ? hold_interrupted(h) : late_signal(sigfd)
 	               : 0;
+	events_emit(
+	    EV_RELEASED,
+	    &(struct ev_facts){.status = late ? 128 + late : rc,
+	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
+	/* What stderr could not take (log_defer), written now; a terminating signal ends
+	 * that wait (dropping what nobody read) and is died of below. */
+	log_flush_until(hold_interrupted(h) || late ? -1 : termfd);
+	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
+		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
+	if (!late && rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out)
+		late = late_signal(sigfd); /* one that ended the flush's wait, past the line */
 	if (late)
 		child_die_of(late);
 	return rc;
