@@ -734,11 +734,12 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
 	/* What stderr could not take (log_defer), written now; a terminating signal ends
 	 * that wait (dropping what nobody read) and is died of below. */
-	log_flush_until(hold_interrupted(h) || late ? -1 : termfd);
+	int cut = log_flush_until(hold_interrupted(h) || late ? -1 : termfd);
 	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
 		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
-	if (!late && rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out)
-		late = late_signal(sigfd); /* one that ended the flush's wait, past the line */
+	/* one that ended the flush's wait, past the line (no read else: issue 40) */
+	if (cut && !late && rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out)
+		late = late_signal(sigfd);
 	if (late)
 		child_die_of(late);
 	return rc;
