@@ -354,3 +354,19 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	echo "# $line" >&3
 	[[ $(jq -r .status <<<"$line") == 143 ]] || fail "the released line is not the exit status: $line"
 }
+
+@test "events: --release interrupted in its --wait-replicas WAIT (the release done) dies of the signal, and its keeper-released line says 143, the exit status" {
+	run -0 --separate-stderr "$RLOCK" -k kw --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	# no replica: the release's WAIT for one runs until --io-timeout
+	rlock_bg -k kw --release --wait-replicas 1 --io-timeout 5s --events rel.jsonl
+	wait_until 10 eval 'rcli client list | grep -q "cmd=wait "'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	echo "# $(cat rel.jsonl)" >&3
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["keeper-released",143]]' ]] ||
+		fail "$(cat rel.jsonl)"
+}

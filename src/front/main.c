@@ -412,7 +412,14 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k, termfd);
-		keeper_release_record(&l, k, rc);
+		/* a terminating signal not yet read (died of below): the line's status is the
+		 * exit status, 128+N, as a run's released line's is */
+		struct signalfd_siginfo si;
+		int sig =
+		    read(termfd, &si, sizeof si) == (ssize_t)sizeof si ? (int)si.ssi_signo : 0;
+		keeper_release_record(&l, k, rc, sig);
+		if (sig)
+			child_die_of(sig);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);
