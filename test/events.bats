@@ -390,3 +390,36 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	rlock_wait
 	[[ $(jq -r 'select(.event == "lost") | "\(.name) \(.key)"' ren.jsonl) == 'rb rlock:{rb}' ]] || fail "$(cat ren.jsonl)"
 }
+
+@test "events: a SIGTERM that comes while rlock releases (its command done) is died of, and the released line says so (143), not the command's 0" {
+	# the command stops the server: the release waits for a reply (up to --io-timeout)
+	rlock_bg -k lt -t 3s --io-timeout 1500ms --events ev.jsonl -c "kill -STOP $REDIS_PID; touch ended"
+	wait_until 10 test -e ended
+	# the command has exited (only the watchdog, or nothing, left under rlock): rlock
+	# is in the release
+	wait_until 10 not eval 'ps -o comm= --ppid "$RLOCK_PID" | grep -qx sh'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 20
+	kill -CONT "$REDIS_PID"
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	local line
+	line=$(event ev.jsonl released)
+	echo "# $line" >&3
+	[[ $(jq -r .status <<<"$line") == 143 ]] || fail "the released line is not the exit status: $line"
+}
+
+@test "events: --release interrupted in its --wait-replicas WAIT (the release done) dies of the signal, and its keeper-released line says 143, the exit status" {
+	run -0 --separate-stderr "$RLOCK" -k kw --acquire --events ev.jsonl
+	eval "$output"
+	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
+	track_pid "$(jq -r 'select(.event == "keeper-started") | .pid' ev.jsonl)"
+	# no replica: the release's WAIT for one runs until --io-timeout
+	rlock_bg -k kw --release --wait-replicas 1 --io-timeout 5s --events rel.jsonl
+	wait_until 10 eval 'rcli client list | grep -q "cmd=wait "'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	echo "# $(cat rel.jsonl)" >&3
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["keeper-released",143]]' ]] ||
+		fail "$(cat rel.jsonl)"
+}

@@ -209,8 +209,9 @@ void log_flush(void)
 	pthread_mutex_unlock(&out_lock);
 }
 
-void log_flush_until(int fd)
+int log_flush_until(int fd)
 {
+	int cut = 0;
 	pthread_mutex_lock(&out_lock);
 	if (fd < 0) /* interrupted already: what stderr takes at once */
 		flush_pending(0);
@@ -224,12 +225,14 @@ void log_flush_until(int fd)
 			npending = 0; /* the user's signal wins over what nobody read */
 			any_pending = 0;
 			dropped = 0;
+			cut = fd >= 0;
 			break;
 		}
 		if (rc > 0 && p[0].revents)
 			flush_pending(0);
 	}
 	pthread_mutex_unlock(&out_lock);
+	return cut;
 }
 
 /* A log file (log_stamped: the keeper's --log-file) that cannot take a line (a full

@@ -64,8 +64,9 @@ void log_defer(int on);
 void log_flush(void);
 /* log_flush, but what stderr has not taken by the time fd is readable (a signalfd: a
  * terminating signal) is dropped, so that a pipe nobody reads never keeps rlock from
- * its Ctrl-C at the end (fd -1: the signal came already; what it takes at once). */
-void log_flush_until(int fd);
+ * its Ctrl-C at the end (fd -1: the signal came already; what it takes at once).
+ * Returns 1 when fd became readable while lines waited (they were dropped), else 0. */
+int log_flush_until(int fd);
 
 /* Whether the regular file open on rfd (read-only) ends inside a line: its last byte is
  * not a newline (a write cut short by a full disk). Then the next line written there

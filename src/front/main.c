@@ -412,7 +412,14 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		/* --release --once-per DUR: the --acquire's steps succeeded, the name is done */
 		l.mark_done = l.ask.once_per_ms > 0;
 		rc = keeper_release(c, &l, k, termfd);
-		keeper_release_record(&l, k, rc);
+		/* a terminating signal not yet read (died of below): the line's status is the
+		 * exit status, 128+N, as a run's released line's is */
+		struct signalfd_siginfo si;
+		int sig =
+		    read(termfd, &si, sizeof si) == (ssize_t)sizeof si ? (int)si.ssi_signo : 0;
+		keeper_release_record(&l, k, rc, sig);
+		if (sig)
+			child_die_of(sig);
 	} else {
 		struct report_ask ra;
 		report_ask_from_opts(&ra, o);
@@ -726,22 +733,27 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
 		rc = RL_EX_LOST; /* said by rewatch_end */
-	events_emit(
-	    EV_RELEASED,
-	    &(struct ev_facts){.status = rc,
-	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
-	/* What stderr could not take (log_defer), written now; a terminating signal ends
-	 * that wait (dropping what nobody read) and is died of below. */
-	log_flush_until(hold_interrupted(h) ? -1 : termfd);
-	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
-		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
 	/* A terminating signal that came while rlock released (the command gone: nothing
 	 * to forward it to) is not lost: released, rlock dies of it, as before the command
 	 * started, so that a calling shell or loop sees the interrupt. Not over a status
-	 * of rlock's own (79, 81, 124, 137). */
-	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out
+	 * of rlock's own (79, 81, 124, 137), nor over the signal the command died of (its
+	 * 128+N already). Known before the released line, whose status is the exit status
+	 * (128+N), not the command's. */
+	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out && !ch.term_sig
 	               ? hold_interrupted(h) ? hold_interrupted(h) : late_signal(sigfd)
 	               : 0;
+	events_emit(
+	    EV_RELEASED,
+	    &(struct ev_facts){.status = late ? 128 + late : rc,
+	                       .reason = released == HOLD_ERR ? HOLD_RELEASE_FAILED_REASON : NULL});
+	/* What stderr could not take (log_defer), written now; a terminating signal ends
+	 * that wait (dropping what nobody read) and is died of below. */
+	int cut = log_flush_until(hold_interrupted(h) || late ? -1 : termfd);
+	if (rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && ch.term_sig)
+		child_die_of(ch.term_sig); /* so a calling shell or loop sees the interrupt */
+	/* one that ended the flush's wait, past the line (no read else: issue 40) */
+	if (cut && !late && rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out)
+		late = late_signal(sigfd);
 	if (late)
 		child_die_of(late);
 	return rc;

@@ -1099,15 +1099,16 @@ void keeper_release_unreached(const struct lock *l, const struct keeper_args *k)
 	          stopped ? " (the keeper is stopped)" : "");
 }
 
-void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc)
+void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc, int sig)
 {
 	static struct lock named; /* large */
 	named = *l;
-	if (k->token) /* the token released, not this run's own */
+	int status = sig ? 128 + sig : rc; /* the exit status */
+	if (k->token)                      /* the token released, not this run's own */
 		snprintf(named.token, sizeof named.token, "%s", k->token);
 	if (rc == 0)
 		events_emit(EV_KEEPER_RELEASED,
-		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = rc});
+		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = status});
 	else if (rc == RL_EX_LOST)
 		events_emit(EV_KEEPER_LOST,
 		            &(struct ev_facts){.elsewhere = 1,
@@ -1116,19 +1117,19 @@ void keeper_release_record(const struct lock *l, const struct keeper_args *k, in
 	else if (rc == RL_EX_UNAVAILABLE || rc == RL_EX_OSERR)
 		events_emit(EV_UNAVAILABLE, &(struct ev_facts){.elsewhere = 1,
 		                                               .lock = &named,
-		                                               .status = rc,
+		                                               .status = status,
 		                                               .reason = "the release failed"});
 	else if (rc > 128) /* interrupted before the release */
 		events_emit(EV_FAILED,
 		            &(struct ev_facts){
 		                .elsewhere = 1,
 		                .lock = &named,
-		                .status = rc,
+		                .status = status,
 		                .reason = "interrupted before the release: nothing released"});
 	else
 		events_emit(EV_FAILED, &(struct ev_facts){.elsewhere = 1,
 		                                          .lock = &named,
-		                                          .status = rc,
+		                                          .status = status,
 		                                          .reason = "not released"});
 }
 
@@ -1151,7 +1152,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		          "released, the keeper of '%s' (if any) still holds it",
 		          signal_name(release_sig), k->name);
 		store_close(s);
-		keeper_release_record(l, k, 128 + release_sig);
+		keeper_release_record(l, k, 128 + release_sig, release_sig);
 		child_die_of(release_sig);
 	}
 	for (int i = 0; rc == LOCK_OK && i < hs.n; i++)
@@ -1318,7 +1319,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		unlink(path);
 	store_close(s);
 	if (release_sig) { /* read off its fd: the caller's die_if_signalled cannot see it */
-		keeper_release_record(l, k, rc); /* what the release did */
+		keeper_release_record(l, k, rc, release_sig); /* what it did, as it exits */
 		child_die_of(release_sig);
 	}
 	return rc;

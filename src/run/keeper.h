@@ -94,8 +94,9 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 
 /* --release's outcome (its status rc) in the events file, the line naming k's token:
  * keeper-released, keeper-lost (79), unavailable, or failed. The keeper, told to stop,
- * wrote keeper-stopped: this run ends its run. */
-void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc);
+ * wrote keeper-stopped: this run ends its run. sig: the terminating signal rlock dies of
+ * next (0: none), whose 128+N is then the line's status, the exit status. */
+void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc, int sig);
 
 /* --release that could not reach Redis at all (its connection failed before any
  * request): the keeper on this host is stopped all the same (found by its mark), so
