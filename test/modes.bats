@@ -40,7 +40,9 @@ only_fences() {
 	local keys k
 	keys=$(rcli --scan --pattern '*' | grep -v -e ':fence$' -e ':broken$' || true)
 	for k in $keys; do
-		if [[ $k == *:rel:* ]]; then # a --min-hold keep's release mark: expires with the lease
+		# a --min-hold keep's release mark (expires with the lease); the newest --supersede
+		# request (:supersede:last, kept as long as the history)
+		if [[ $k == *:rel:* || $k == *:supersede:last ]]; then
 			(($(rcli PTTL "$k") > 0)) || return 1
 			continue
 		fi
