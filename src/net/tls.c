@@ -41,7 +41,7 @@ struct tls_session {
 	SSL *ssl;
 	short events;   /* what the last CONN_AGAIN waits for */
 	int verify;     /* check the chain and the name */
-	int own_ca;     /* the chain is checked against --cacert/--cacertdir */
+	int own_ca;     /* the chain is checked against --cacert (1) or only --cacertdir (2) */
 	int tls_ready;  /* handshake completed */
 	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
 	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
@@ -61,8 +61,12 @@ static const char *ca_hint(const struct tls_session *s, long vr)
 	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
 	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
 	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-		return s->own_ca ? "; is --cacert the CA that signed the server's certificate?"
-		                 : "; a private CA? name its certificate with --cacert FILE";
+		/* A --cacertdir is searched by hash name only: a CA copied in without
+		 * `openssl rehash` is not found. */
+		return s->own_ca == 1 ? "; is --cacert the CA that signed the server's certificate?"
+		       : s->own_ca    ? "; does --cacertdir hold the CA that signed the server's "
+		                        "certificate, under its hash name (openssl rehash DIR)?"
+		                      : "; a private CA? name its certificate with --cacert FILE";
 	default:
 		return "";
 	}
@@ -640,7 +644,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	s->fd = fd;
 	s->events = POLLOUT;
 	s->verify = !t->insecure;
-	s->own_ca = t->cacert || t->cacertdir;
+	s->own_ca = t->cacert ? 1 : t->cacertdir ? 2 : 0;
 	/* A longer peer name is cut short in messages only. */
 	(void)snprintf(s->peer, sizeof s->peer, "%s", peer);
 	ctx = tls_ctx_get(t, err, errlen);
