@@ -148,6 +148,10 @@ teardown() {
 	assert_one_line_error
 	assert_regex "$stderr" 'authentication to sentinel .* failed: wrong user name or password'
 	[[ $stderr != *Sent1nelPw* ]]
+	# --check: a sentinel that refuses our login is up; its fix is the password, not
+	# "bring it up"
+	run -69 rlock -u "$url" --check
+	assert_regex "$output" "warn +127\.0\.0\.1:$port sentinel: .*NOAUTH.*; fix: give the sentinels' user and password"
 	kill "$pid"
 }
 

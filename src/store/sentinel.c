@@ -209,7 +209,9 @@ int sentinel_view(const struct sentinel *s, int i, int64_t cap_ms, struct sentin
 
 	memset(v, 0, sizeof *v);
 	enum ask a = ask_sentinel(s, &s->sent[i], host, &port, cap_ms, err, errlen);
-	if (a == ASK_DENIED || a == ASK_FAILED)
+	if (a == ASK_DENIED)
+		return -2;
+	if (a == ASK_FAILED)
 		return -1;
 	v->knows = a == ASK_FOUND;
 	v->quorum = -1;

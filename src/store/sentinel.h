@@ -78,8 +78,9 @@ struct sentinel_route {
 /* --check: what sentinel i of s says of its master: known (its address in addr, as
  * get-master-addr-by-name gives it) or not, and, when known, SENTINEL CKQUORUM's
  * verdict (quorum 1: the quorum and a failover's authorization can be reached, 0: they
- * cannot, -1: no answer; its words in words). Returns 0, or -1 when the sentinel does
- * not answer or refuses us (why in err). Read-only; before cap_ms. */
+ * cannot, -1: no answer; its words in words). Returns 0, -1 when the sentinel does
+ * not answer, or -2 when it refuses us (NOAUTH, WRONGPASS, NOPERM) (why in err).
+ * Read-only; before cap_ms. */
 struct sentinel_view {
 	int knows, quorum;
 	char addr[URL_HOST_MAX + 8];
