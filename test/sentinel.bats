@@ -95,6 +95,27 @@ teardown() {
 	[[ ! -e ran ]]
 }
 
+@test "a first sentinel that accepts and never answers costs one --io-timeout, not one per handle, renewal and release" {
+	# A listener that completes TCP (kernel backlog) but never speaks, first in the URL.
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 50, ReuseAddr => 1) or die "listen: $!";
+		open my $f, ">", "$ARGV[0].tmp" or die; print $f $s->sockport, "\n"; close $f;
+		rename "$ARGV[0].tmp", $ARGV[0]; sleep 60' "$BATS_TEST_TMPDIR/silent.port") &
+	track_pid $!
+	wait_until 30 test -s silent.port
+	local silent
+	silent=$(cat silent.port)
+	# -t 1s: the renewals' re-checks ask the sentinels every 250 ms; the release asks too
+	run -0 --separate-stderr rlock -vv --io-timeout 1s -t 1s \
+		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:${SENT_PORTS// /,127.0.0.1:}/mymaster" \
+		-k stall -- sleep 1
+	assert_regex "$stderr" "released rlock:\{stall\}"
+	# asked first once; from then on every handle asks first the one that answered
+	(($(grep -c "sentinel 127\.0\.0\.1:$silent: .*did not answer" <<<"$stderr") == 1)) ||
+		fail "the silent sentinel was asked first more than once: $stderr"
+}
+
 @test "the sentinels' own password: from a file, the URL or the environment; never shown" {
 	local port dir pid
 	# A fourth sentinel, alone, with a password of its own (the data servers have none).
@@ -127,6 +148,10 @@ teardown() {
 	assert_one_line_error
 	assert_regex "$stderr" 'authentication to sentinel .* failed: wrong user name or password'
 	[[ $stderr != *Sent1nelPw* ]]
+	# --check: a sentinel that refuses our login is up; its fix is the password, not
+	# "bring it up"
+	run -69 rlock -u "$url" --check
+	assert_regex "$output" "warn +127\.0\.0\.1:$port sentinel: .*NOAUTH.*; fix: give the sentinels' user and password"
 	kill "$pid"
 }
 

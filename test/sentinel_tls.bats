@@ -158,6 +158,20 @@ FAIL_FAST=(--connect-timeout 1s --io-timeout 500ms)
 	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{h}:fence') == 0 ]]
 }
 
+@test "--sni over Sentinel: the name sent to, and verified on, the sentinels and the master alike" {
+	# the master named at 127.0.0.2 (not in its certificate) is verified as localhost
+	run -0 --separate-stderr rlock -u "rediss-sentinel://127.0.0.1:${S_PORTS%% *}/misnamed" \
+		--cacert "$CA" --sni localhost -k sni -- touch ran
+	[[ -e ran ]]
+	rm ran
+	# a name neither carries: the sentinels refuse it first, one line, never run
+	run -69 --separate-stderr rlock -u "$S_URL" --cacert "$CA" --sni example.com \
+		"${FAIL_FAST[@]}" -k sni -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'not valid for example\.com'
+	[[ ! -e ran ]]
+}
+
 # mixed_sentinel_start PORT plain|tls MASTER_PORT: one sentinel on PORT that monitors
 # 'mixed' at 127.0.0.1:MASTER_PORT. plain: it listens without TLS and speaks TLS to its
 # master (the TLS master of this file); tls: it listens with TLS and speaks plaintext to

@@ -74,6 +74,16 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		--cacertdir otherdir -k t -- touch ran
 	assert_one_line_error
 	[[ ! -e ran ]]
+	# the hint names the option given (not --cacert), and the hash names it is searched by
+	assert_regex "$stderr" '; does --cacertdir hold the CA that signed the server.s certificate, under its hash name \(openssl rehash DIR\)\?$'
+	# the right CA copied in without its hash name: not found, the same hint
+	mkdir nohash
+	cp "$CA" nohash/
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
+		--cacertdir nohash -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'openssl rehash DIR\)\?$'
+	[[ ! -e ran ]]
 	# a missing directory: a file that cannot be read (66), with a one-line reason
 	run -66 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" \
 		--cacertdir "$BATS_TEST_TMPDIR/nope" -k t -- touch ran
@@ -287,6 +297,10 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		-k t -- touch ran
 	assert_one_line_error
 	[[ ! -e ran ]]
+	# the server's alert ("certificate required") comes with what to do (a reset that
+	# carried no alert says only that)
+	[[ $stderr != *alert* ]] ||
+		assert_regex "$stderr" 'alert .*; the server asks for a client certificate: give --cert and --tls-key$'
 	run -0 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 		--cert "$TLS_CERTS/client.pem" --tls-key "$TLS_CERTS/client.key" -k t -- echo ran
 	assert_output ran
@@ -295,6 +309,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" -k t -- touch ran
 	assert_one_line_error
+	[[ $stderr != *'give --cert'* ]] || fail "a hint to give --cert that was given: $stderr"
 	[[ ! -e ran ]]
 }
 

@@ -41,9 +41,10 @@ struct tls_session {
 	SSL *ssl;
 	short events;   /* what the last CONN_AGAIN waits for */
 	int verify;     /* check the chain and the name */
-	int own_ca;     /* the chain is checked against --cacert/--cacertdir */
+	int own_ca;     /* the chain is checked against --cacert (1) or only --cacertdir (2) */
 	int tls_ready;  /* handshake completed */
 	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
+	int asked_cert; /* the server asked for a client certificate and we had none */
 	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
 	int heard;      /* the peer has sent us at least one byte */
 	char *name;     /* the name the certificate must match, or NULL */
@@ -61,8 +62,12 @@ static const char *ca_hint(const struct tls_session *s, long vr)
 	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
 	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
 	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-		return s->own_ca ? "; is --cacert the CA that signed the server's certificate?"
-		                 : "; a private CA? name its certificate with --cacert FILE";
+		/* A --cacertdir is searched by hash name only: a CA copied in without
+		 * `openssl rehash` is not found. */
+		return s->own_ca == 1 ? "; is --cacert the CA that signed the server's certificate?"
+		       : s->own_ca    ? "; does --cacertdir hold the CA that signed the server's "
+		                        "certificate, under its hash name (openssl rehash DIR)?"
+		                      : "; a private CA? name its certificate with --cacert FILE";
 	default:
 		return "";
 	}
@@ -395,6 +400,20 @@ done:
 	return rc;
 }
 
+/* Called when the server asks for a client certificate and none was given (--cert):
+ * noted, so that the alert that follows says what to do; the handshake goes on
+ * without one (a server may only ask). */
+static int no_client_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+	struct tls_session *s = SSL_get_app_data(ssl);
+
+	(void)x509;
+	(void)pkey;
+	if (s)
+		s->asked_cert = 1;
+	return 0;
+}
+
 static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 {
 	SSL_CTX *ctx = NULL, *ret = NULL;
@@ -421,6 +440,7 @@ static SSL_CTX *tls_ctx_new(const struct tls_opts *t, char *err, size_t errlen)
 #endif
 	if (tls_load_trust(ctx, t, err, errlen) < 0 || tls_load_identity(ctx, t, err, errlen) < 0)
 		goto cleanup;
+	SSL_CTX_set_client_cert_cb(ctx, no_client_cert);
 	ret = ctx;
 	ctx = NULL;
 cleanup:
@@ -503,6 +523,24 @@ static int plaintext_reply(void)
 	       (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG);
 }
 
+/* What an alert from the server means when it asked for a client certificate that we
+ * did not have (tls-auth-clients yes): empty otherwise. alert: the failure is the
+ * peer's alert (an error queue reason, or peer_alert's). */
+static const char *cert_hint(const struct tls_session *s, int alert)
+{
+	return s->asked_cert && alert
+	           ? "; the server asks for a client certificate: give --cert and --tls-key"
+	           : "";
+}
+
+/* Does the queued error carry an alert the peer sent? */
+static int queued_alert(void)
+{
+	unsigned long e = ERR_peek_error();
+
+	return ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
+}
+
 static int is_ip_literal(const char *s)
 {
 	unsigned char a[sizeof(struct in6_addr)];
@@ -560,10 +598,13 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 			           s->peer, X509_verify_cert_error_string(vr),
 			           mismatch ? ": certificate not valid for " : "",
 			           mismatch && s->name ? s->name : "", ca_hint(s, vr));
-		else
-			log_reason(err, errlen, "TLS handshake with %s: %s%s", s->peer,
+		else {
+			int alert = queued_alert();
+			log_reason(err, errlen, "TLS handshake with %s: %s%s%s", s->peer,
 			           tls_reason(s, e, buf, sizeof buf),
-			           plaintext_reply() ? " (is it a TLS port?)" : "");
+			           plaintext_reply() ? " (is it a TLS port?)" : "",
+			           cert_hint(s, alert));
+		}
 		goto cleanup;
 	}
 	if (s->verify) {
@@ -640,7 +681,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	s->fd = fd;
 	s->events = POLLOUT;
 	s->verify = !t->insecure;
-	s->own_ca = t->cacert || t->cacertdir;
+	s->own_ca = t->cacert ? 1 : t->cacertdir ? 2 : 0;
 	/* A longer peer name is cut short in messages only. */
 	(void)snprintf(s->peer, sizeof s->peer, "%s", peer);
 	ctx = tls_ctx_get(t, err, errlen);
@@ -652,6 +693,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 		log_reason(err, errlen, "TLS: out of memory");
 		goto cleanup;
 	}
+	SSL_set_app_data(s->ssl, s);
 	BIO_set_data(bio, s);
 	BIO_set_init(bio, 1);
 	SSL_set_bio(s->ssl, bio, bio); /* one reference, now owned by the SSL */
@@ -739,12 +781,14 @@ static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len
 	}
 	if (e == SSL_ERROR_SYSCALL && peer_alert(s, ebuf, sizeof ebuf)) {
 		s->tls_broken = 1;
-		log_reason(err, errlen, "write to %s: %s", s->peer, ebuf);
+		log_reason(err, errlen, "write to %s: %s%s", s->peer, ebuf, cert_hint(s, 1));
 		return CONN_ERR;
 	}
 	if (e != SSL_ERROR_ZERO_RETURN)
 		s->tls_broken = 1;
-	log_reason(err, errlen, "write to %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	int alert = queued_alert();
+	log_reason(err, errlen, "write to %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
+	           cert_hint(s, alert));
 	ERR_clear_error();
 	return CONN_ERR;
 }
@@ -787,7 +831,9 @@ static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char 
 		break;
 	}
 	s->tls_broken = 1;
-	log_reason(err, errlen, "read from %s: %s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf));
+	int alert = queued_alert();
+	log_reason(err, errlen, "read from %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
+	           cert_hint(s, alert));
 	ERR_clear_error();
 	return CONN_ERR;
 }

@@ -1053,9 +1053,15 @@ static int check_sentinel(struct out *out, const struct sentinel *st, int i, int
 	char err[512];
 	const char *name = st->sent[i].name;
 
-	if (sentinel_view(st, i, cap, &v, err, sizeof err) < 0) {
-		finding(out, L_WARN, name, "sentinel", "bring it up, or drop it from the URL", "%s",
-		        err);
+	int rc = sentinel_view(st, i, cap, &v, err, sizeof err);
+	if (rc < 0) {
+		/* One that refuses our login is up: the fix is the sentinels' credentials. */
+		finding(out, L_WARN, name, "sentinel",
+		        rc == -2 ? "give the sentinels' user and password (the URL's "
+		                   "user:password@, --sentinel-user, --sentinel-password-file or "
+		                   "RLOCK_SENTINEL_PASSWORD)"
+		                 : "bring it up, or drop it from the URL",
+		        "%s", err);
 		return 0;
 	}
 	*known = v.knows;

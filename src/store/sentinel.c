@@ -209,7 +209,9 @@ int sentinel_view(const struct sentinel *s, int i, int64_t cap_ms, struct sentin
 
 	memset(v, 0, sizeof *v);
 	enum ask a = ask_sentinel(s, &s->sent[i], host, &port, cap_ms, err, errlen);
-	if (a == ASK_DENIED || a == ASK_FAILED)
+	if (a == ASK_DENIED)
+		return -2;
+	if (a == ASK_FAILED)
 		return -1;
 	v->knows = a == ASK_FOUND;
 	v->quorum = -1;
@@ -271,15 +273,18 @@ static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int
 }
 
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
-                      char *err, size_t errlen)
+                      int *first, char *err, size_t errlen)
 {
 	int64_t pause = ROUND_PAUSE_MIN_MS;
 	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time", e[512];
 	int port, complete = 0;
 
+	int start = *first;
+
 	for (;;) {
 		int unknown = 0, denied = 0, final = 0;
-		for (int i = 0; i < s->n; i++) {
+		for (int k = 0; k < s->n; k++) {
+			int i = (start + k) % s->n;
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
 				snprintf(err, errlen,
 				         "no master found for '%.300s' in time (%.300s)", s->master,
@@ -320,6 +325,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
 				          s->sent[i].name, s->master, srv->name);
+				*first = i;
 				return 0;
 			}
 			if (ok == CLIENT_AUTH) { /* the master refused our login: final */
@@ -359,7 +365,8 @@ struct route {
 	char host[2][URL_HOST_MAX];
 	int cur;   /* srv[cur] is the master; -1: to be found */
 	int last;  /* the slot found last */
-	int first; /* the sentinel that answered the last re-check */
+	int first; /* the sentinel asked first (the shared hint's copy, below) */
+	int *hint; /* sh->first: where every handle says which sentinel answered */
 	int64_t checked_ms;
 	int recheck; /* the next locate asks the sentinels again (route_recheck) */
 };
@@ -370,6 +377,7 @@ static void *route_open(const void *arg)
 
 	if (x) {
 		x->sh = arg;
+		x->hint = (int *)&x->sh->first; /* not a const object: sentinel_route_config */
 		x->cur = -1;
 		x->last = 1;
 	}
@@ -381,21 +389,37 @@ static void route_close(void *ctx)
 	free(ctx);
 }
 
+/* The sentinel to ask first, as any handle found it last: a new handle (the release's,
+ * a renewal's) does not ask first again the one that stalled another. */
+static void first_load(struct route *x)
+{
+	x->first = __atomic_load_n(x->hint, __ATOMIC_RELAXED);
+}
+
+static void first_store(const struct route *x)
+{
+	__atomic_store_n(x->hint, x->first, __ATOMIC_RELAXED);
+}
+
 /* Ask the sentinels in turn, once each, where the master is, starting with the one
  * that answered last time (*first): 1 with host and *port from the first that knows,
- * 0 when none could say before cap_ms. */
+ * 0 when none could say before cap_ms. One that did not say is not asked first next
+ * time: a sentinel that stalls would spend every re-check's time, and the others,
+ * which may know of a failover, would never be asked. */
 static int ask_once(const struct sentinel *s, int *first, char *host, int *port, int64_t cap_ms)
 {
 	char err[512];
+	int start = *first;
 
 	for (int k = 0; k < s->n && clock_ms() < cap_ms; k++) {
-		int i = (*first + k) % s->n;
+		int i = (start + k) % s->n;
 		if (ask_sentinel(s, &s->sent[i], host, port, cap_ms, err, sizeof err) ==
 		    ASK_FOUND) {
 			*first = i;
 			return 1;
 		}
 		log_debug("%s", err);
+		*first = (i + 1) % s->n;
 	}
 	return 0;
 }
@@ -422,7 +446,10 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 			cap = min64(cap, now + (cap_ms - now) / 2);
 		x->checked_ms = now;
 		x->recheck = 0;
-		if (ask_once(&sh->s, &x->first, host, &port, cap) &&
+		first_load(x);
+		int said = ask_once(&sh->s, &x->first, host, &port, cap);
+		first_store(x);
+		if (said &&
 		    (port != x->srv[x->cur].ep.port || strcmp(host, x->host[x->cur]) != 0)) {
 			log_info("the sentinels name a new master for '%s' (was %s)", sh->s.master,
 			         x->srv[x->cur].name);
@@ -433,7 +460,11 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		int slot = 1 - x->last;
 		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&sh->s));
 		x->srv[slot] = sh->data;
-		if (sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap, err, errlen) < 0)
+		first_load(x);
+		int found = sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap, &x->first,
+		                              err, errlen);
+		first_store(x);
+		if (found < 0)
 			return STORE_ERR;
 		x->cur = x->last = slot;
 		x->checked_ms = clock_ms();
@@ -500,16 +531,20 @@ static int route_watch(void *ctx, int64_t cap_ms, struct client **c, char *err, 
 
 	*c = NULL;
 	snprintf(err, errlen, "no sentinel answered in time");
-	int denied = 0;
+	first_load(x);
+	int denied = 0, start = x->first;
 	for (int k = 0; k < s->n && clock_ms() < cap; k++) {
-		int i = (x->first + k) % s->n;
+		int i = (start + k) % s->n;
 		int rc = watch_one(s, &s->sent[i], c, cap, err, errlen);
 		if (rc == STORE_OK) {
 			x->first = i;
+			first_store(x);
 			return STORE_OK;
 		}
 		denied += rc == STORE_DENIED;
+		x->first = (i + 1) % s->n; /* as ask_once: not the first asked next time */
 	}
+	first_store(x);
 	return denied == s->n ? STORE_DENIED : STORE_ERR;
 }
 
@@ -603,6 +638,7 @@ void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, i
 {
 	r->data = cfg->srv[0];
 	r->recheck_ms = recheck_ms;
+	r->first = 0;
 	snprintf(r->label, sizeof r->label, "master '%s'", r->s.master);
 	snprintf(cfg->srv[0].name, sizeof cfg->srv[0].name, "%s", r->label);
 	cfg->route = &sentinel_route;

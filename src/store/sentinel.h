@@ -44,7 +44,9 @@ void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opt
  * sentinel and the master, each with its connect and io deadlines. */
 int64_t sentinel_budget_ms(const struct sentinel *s);
 
-/* Find the master, before cap_ms. srv comes in with the data servers' settings
+/* Find the master, before cap_ms, asking the sentinels in turn from *first (in/out:
+ * set to the one whose master was confirmed, so that later questions go to a sentinel
+ * that answers, not again first to one that stalls). srv comes in with the data servers' settings
  * (user, password, db, tls, timeouts: as for client_open); on success it points at
  * the confirmed master: srv->ep.host is host (the caller's buffer of URL_HOST_MAX
  * bytes), srv->ep.port, srv->ep.addrs looked up, srv->name "HOST:PORT". Returns 0,
@@ -52,7 +54,7 @@ int64_t sentinel_budget_ms(const struct sentinel *s);
  * ("no sentinel knows master 'X'", connect errors, NOAUTH...). A discovery cut short
  * by the thread's abort fd (conn.h) also returns -1. */
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
-                      char *err, size_t errlen);
+                      int *first, char *err, size_t errlen);
 
 /* The store's route (store.h) for a redis-sentinel:// URL. Each store handle finds
  * the master on first use (within sentinel_budget_ms() when its caller gives no closer
@@ -68,13 +70,17 @@ struct sentinel_route {
 	struct server data; /* the master's settings: user, password, db, TLS, deadlines */
 	int64_t recheck_ms;
 	char label[URL_MASTER_MAX + 16];
+	/* The one field written after the threads start (__atomic, relaxed): the
+	 * sentinel that answered last on any handle, asked first by the others too. */
+	int first;
 };
 
 /* --check: what sentinel i of s says of its master: known (its address in addr, as
  * get-master-addr-by-name gives it) or not, and, when known, SENTINEL CKQUORUM's
  * verdict (quorum 1: the quorum and a failover's authorization can be reached, 0: they
- * cannot, -1: no answer; its words in words). Returns 0, or -1 when the sentinel does
- * not answer or refuses us (why in err). Read-only; before cap_ms. */
+ * cannot, -1: no answer; its words in words). Returns 0, -1 when the sentinel does
+ * not answer, or -2 when it refuses us (NOAUTH, WRONGPASS, NOPERM) (why in err).
+ * Read-only; before cap_ms. */
 struct sentinel_view {
 	int knows, quorum;
 	char addr[URL_HOST_MAX + 8];
