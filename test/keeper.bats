@@ -657,6 +657,7 @@ acquire_stopped_after_grant() {
 
 @test "--release -k A takes A's token by its key, not whatever lock RLOCK_TOKEN is: after a later --acquire -k B in the same shell, each released with its own; RLOCK_TOKEN of another lock alone: 64 (not 79 'lost'), A's keeper left holding" {
 	eval "$(rlock -k ka --acquire)"
+	# shellcheck disable=SC2153 # set by the eval above
 	local ka_token=$RLOCK_TOKEN ka_keeper
 	ka_keeper=$(rcli HGET 'rlock:{ka}:owner' pid)
 	track_pid "$ka_keeper"
