@@ -57,12 +57,12 @@ enum {
 };
 
 /* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
- * on the command line of another mode it would be ignored: 64 (mode_reads); a config
+ * on the command line of another mode it would be ignored: 64 (validate_mode_reads); a config
  * file's setting serves the modes that read it and is quietly not read by the others. */
 #define IN(m)       (1u << (m))
 #define IN_RUNS     (IN(MODE_RUN) | IN(MODE_ACQUIRE))
 #define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
-/* .not_read: what the refusal says (mode_reads) */
+/* .not_read: what the refusal says (validate_mode_reads) */
 enum { NOT_APPLY, ACTS, RECORDS };
 
 enum otype {
