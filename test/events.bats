@@ -60,6 +60,31 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $(jq -r -s 'map(.name + " " + .key) | unique | .[]' ev.jsonl) == 'ev rlock:{ev}' ]]
 }
 
+@test "events: a renewal that fails only as the lease ends never writes renew-failed after lost (--on-lost ignore; four runs)" {
+	# -t 1s and the default --io-timeout (2s): a renewal sent into the frozen server is
+	# capped by the lease's end, the moment the main thread says lost; without the order
+	# most runs wrote renew-failed after lost
+	local i pids=()
+	for i in 1 2 3 4; do
+		rlock_bg -k "o$i" -t 1s --on-lost ignore --events "o$i.jsonl" \
+			-c "touch o$i.started; sleep 2"
+		pids+=("$RLOCK_PID")
+	done
+	for i in 1 2 3 4; do wait_until 10 test -e "o$i.started"; done
+	kill -STOP "$REDIS_PID"
+	for i in 1 2 3 4; do
+		wait_until 10 grep -q '"lost"' "o$i.jsonl" || { kill -CONT "$REDIS_PID"; fail "o$i: no lost line"; }
+	done
+	kill -CONT "$REDIS_PID"
+	for i in "${pids[@]}"; do rlock_wait "$i" 20; done
+	for i in 1 2 3 4; do
+		run -0 events "o$i.jsonl"
+		[[ $(grep -E '^(acquired|renew-failed|lost|released)$' <<<"$output" | tr '\n' ' ') == \
+			@("acquired renew-failed lost released "|"acquired lost released ") ]] ||
+			fail "o$i: order: $(tr '\n' ' ' <<<"$output")"
+	done
+}
+
 @test "events: busy with -n (exit 75), and the holder's acquired/released with its status" {
 	rlock_bg -k ev --events ev.jsonl -- "$HOLD" h 3
 	wait_until 10 test -e h.started

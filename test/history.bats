@@ -934,3 +934,30 @@ released 127'
 	assert_equal "$(runs_of nr nx)" 'acquired null
 released 126'
 }
+
+# keeper_end NAME: the status on NAME's newest history record if it is released (else
+# nothing): what the keeper's end wrote.
+keeper_end() {
+	rlock -k "$1" --history --json -n 1 | jq -er '.entries[0] | select(.event == "released") | .status'
+}
+
+@test "history: a keeper's end records the status its events line says (--release, SIGTERM, --max-hold)" {
+	local pid
+	eval "$(rlock -k kr --acquire)"
+	run -0 rlock -k kr --release --events ev
+	assert_equal "$(jq -r 'select(.event == "keeper-released") | .status' ev)" 0
+	assert_equal "$(keeper_end kr)" 0
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	eval "$(rlock -k kt --acquire --events ev2)"
+	pid=$(rlock -k kt --status --json | jq -r .pid)
+	kill -TERM "$pid"
+	wait_until 5 keeper_end kt
+	assert_equal "$(keeper_end kt)" 0
+	assert_equal "$(jq -r 'select(.event == "keeper-released") | .status' ev2)" 0
+	unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+	eval "$(rlock -k km --acquire --max-hold 200ms --events ev3)"
+	wait_until 5 keeper_end km
+	assert_equal "$(keeper_end km)" 124
+	wait_until 5 grep -q keeper-released ev3
+	assert_equal "$(jq -r 'select(.event == "keeper-released") | .status' ev3)" 124
+}

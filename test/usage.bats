@@ -372,6 +372,74 @@ usage_error() {
 	done
 }
 
+# mode_reads MODE: what MODE reads of the options of --help's Lock, Across steps, Events and
+# Operator sections (and --wait-replicas, --wait-aof), given on its command line, one
+# line "MODE: opt opt ..."; an option it refuses (64, its line naming it) is left out.
+# A 64 whose line does not name the option fails the walk.
+mode_reads() {
+	local m=$1 ov o a st tok=0123456789abcdef0123456789abcdef reads=
+	local -a v k
+	for ov in $("$RLOCK" --help | sed -n '/^Lock:/,/^Server:/p; /^Across steps/,/^Durations/p' |
+		grep -E '^  (-[a-zA-Z], |    )--[a-z]' | sed -E 's/^ +//; s/^-[a-zA-Z], //' |
+		awk '{ print $1 ($2 ~ /^[A-Z][][A-Z,]*$/ ? "=" $2 : "") }') --wait-replicas=N --wait-aof=L[,R]; do
+		o=${ov%%=*} a=
+		[[ $ov == *=* ]] && a=${ov#*=}
+		case ${o#--} in key | command | config | help | version | acquire | release | held | status | break | reset | history | list | check) continue ;; esac
+		case $a in
+		'') v=() ;;
+		DUR) v=(1s) ;;
+		N) v=(1) ;;
+		TOKEN) v=("$tok") ;;
+		ACTION) v=(kill) ;;
+		SIGNAL) v=(USR1) ;;
+		FMT) v=(sh) ;;
+		'L[,R]') v=(1) ;;
+		FILE | PATH) v=("$BATS_TEST_TMPDIR/f") ;;
+		*) v=(x) ;;
+		esac
+		[[ $m == history && $o == --no-wait ]] && v=(5) # --history -n N: the count
+		k=(-k u)
+		[[ $m == @(list|check) ]] && k=()
+		[[ $m == @(held|release) ]] && k+=(--token "$tok")
+		"$RLOCK" "${k[@]}" "--$m" "$o" "${v[@]}" >/dev/null 2>err && st=0 || st=$?
+		if ((st != 64)); then
+			reads+=" ${o#--}"
+		elif ! grep -qE -- "^rlock: .*$o\b" err; then
+			echo "$m $o: 64 without naming it: $(cat err)"
+			return 1
+		fi
+	done
+	echo "$m:$reads"
+}
+
+@test "every operator mode x every option: what the mode does not read is refused from the command line (64), quiet from a config file (walks --help)" {
+	# no server: what is read ends in 69 (or 79, 2), never 64
+	REDIS_URL="redis://127.0.0.1:$(dead_port)"
+	export REDIS_URL RLOCK_URL=$REDIS_URL
+	local m got
+	local -A want=(
+		[status]='prefix exclusive no-wait wait timeout conflict-exit-code json verbose quiet'
+		[break]='prefix exclusive no-wait wait timeout label token if-fence verbose quiet'
+		[reset]='prefix exclusive no-wait wait timeout label verbose quiet'
+		[history]='prefix exclusive no-wait wait timeout json verbose quiet'
+		[list]='prefix exclusive no-wait wait timeout json verbose quiet'
+		[check]='prefix exclusive no-wait wait timeout json verbose quiet wait-replicas wait-aof'
+		[held]='prefix exclusive no-wait wait timeout token json verbose quiet'
+		[release]='prefix exclusive no-wait wait timeout once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
+	)
+	for m in status break reset history list check held release; do
+		got=$(mode_reads "$m") || fail "$got"
+		assert_equal "$got" "$m: ${want[$m]}"
+	done
+	# the same settings in a config file serve the runs that read them: no refusal
+	printf 'ttl = 5s\nlock-delay = 1s\nonce-per = 1h\nwait-aof = 1\nconflict-exit-code = 3\nmax-hold = 1s\n' >cfg
+	chmod 600 cfg
+	for m in status break reset history; do
+		run -69 env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" -k u "--$m"
+	done
+	run -69 env RLOCK_CONFIG="$PWD/cfg" "$RLOCK" --list
+}
+
 @test "--events, --metrics-file with a mode that makes no run: 64 (--release's release is an event); a bad path has the usage shape" {
 	local m o
 	local -a k

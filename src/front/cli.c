@@ -56,6 +56,15 @@ enum {
 	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
 };
 
+/* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
+ * on the command line of another mode it would be ignored: 64 (validate_mode_reads); a config
+ * file's setting serves the modes that read it and is quietly not read by the others. */
+#define IN(m)       (1u << (m))
+#define IN_RUNS     (IN(MODE_RUN) | IN(MODE_ACQUIRE))
+#define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
+/* .not_read: what the refusal says (validate_mode_reads) */
+enum { NOT_APPLY, ACTS, RECORDS };
+
 enum otype {
 	T_NONE,     /* read by cli_parse itself (--config, --help, --version) */
 	T_SWITCH,   /* int target := .value */
@@ -85,6 +94,8 @@ struct optdef {
 	const char *env;      /* an environment variable above the config file */
 	int (*check)(const char *, char *, size_t); /* T_STRING: a parser that says why not */
 	setter_fn *set;                             /* T_SPECIAL */
+	unsigned modes;                             /* the modes that read it (IN), 0: all */
+	int not_read; /* why another mode does not: NOT_APPLY, ACTS, RECORDS */
 };
 
 static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, opt_sentinel_user,
@@ -172,11 +183,12 @@ static const struct optdef options[] = {
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
         SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
-        SPECIAL(opt_kind), .value = KIND_SHARED),
+        SPECIAL(opt_kind), .value = KIND_SHARED, .modes = IN_RUNS),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
-        SPECIAL(opt_kind), .value = KIND_LIMIT, AT(lock.limit), .min = 1, .max = LOCK_LIMIT_MAX),
+        SPECIAL(opt_kind), .value = KIND_LIMIT, AT(lock.limit), .min = 1, .max = LOCK_LIMIT_MAX,
+        .modes = IN_RUNS),
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)",
-        SWITCH(lock.fair, 1)),
+        SWITCH(lock.fair, 1), .modes = IN_RUNS),
     OPT("no-wait", 'n', 0, NULL,
         "fail at once when the lock is busy (flock's\n"
         "--nb, --nonblock, --nonblocking also work)",
@@ -188,62 +200,62 @@ static const struct optdef options[] = {
     OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
     OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
-            RL_EX_CONFLICT, INT(conflict_exit, 0, 255)),
+            RL_EX_CONFLICT, INT(conflict_exit, 0, 255), .modes = IN_RUNS | IN(MODE_STATUS)),
     OPT_DEF("ttl", 't', F_ARG, "DUR", "lease length, renewed every ttl/3 (default 30s)", 30000,
-            DURATION(lock.ttl_ms, 100)),
+            DURATION(lock.ttl_ms, 100), .modes = IN_RUNS),
     OPT("on-lost", 0, F_ARG, "ACTION",
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
-        SPECIAL(opt_on_lost), .def_text = "term"),
+        SPECIAL(opt_on_lost), .def_text = "term", .modes = IN_RUNS, .not_read = ACTS),
     OPT("warn", 0, F_ARG, "SIGNAL",
         "send SIGNAL once to the command's group when a\n"
         "renewal is a third of the ttl late, before\n"
         "--on-lost acts; a renewal re-arms it (env\n"
         "RLOCK_WARN_SIGNAL tells the command)",
-        SPECIAL(opt_warn)),
+        SPECIAL(opt_warn), .modes = IN_RUNS, .not_read = ACTS),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
-            DURATION(kill_after_ms, 0)),
+            DURATION(kill_after_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
     OPT("min-hold", 0, F_ARG, "DUR", "keep the lock at least DUR after the command\nstarted",
-        DURATION(min_hold_ms, 0)),
+        DURATION(min_hold_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
     OPT("once-per", 0, F_ARG, "DUR",
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
         "failed run marks nothing (exclusive, one -k);\n"
         "--release --once-per DUR marks an --acquire's",
-        DURATION(lock.once_per_ms, 0)),
+        DURATION(lock.once_per_ms, 0), .modes = IN_RELEASES),
     OPT("lock-delay", 0, F_ARG, "DUR",
         "if the lease ends without a release (a crash,\n"
         "a lost lease, --break), keep the name closed\n"
         "DUR more: a stalled holder cannot race the next",
-        DURATION(lock.delay_ms, 0)),
+        DURATION(lock.delay_ms, 0), .modes = IN_RUNS),
     OPT("max-hold", 0, F_ARG, "DUR",
         "stop the command after DUR as timeout(1) does,\n"
         "release, exit 124 (137 if it took SIGKILL;\n0: no limit)",
-        DURATION(max_hold_ms, 0)),
+        DURATION(max_hold_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
     OPT("supersede", 0, F_RUN, NULL,
         "wait as the newest request only: a newer\n"
         "--supersede takes this one's place, which then\n"
         "exits 80 (exclusive, not --fair; one server,\n"
         "not Redlock)",
-        SWITCH(lock.supersede, 1)),
+        SWITCH(lock.supersede, 1), .modes = IN_RUNS),
     OPT_DEF("superseded-exit-code", 0, F_ARG, "N",
             "exit status when superseded (default 80;\n0: a skipped job passes)", RL_EX_SUPERSEDED,
-            INT(superseded_exit, 0, 255)),
+            INT(superseded_exit, 0, 255), .modes = IN_RUNS),
     OPT("preempt", 0, F_RUN, NULL,
         "ask a --preemptible holder to stop its command\n"
         "and release; then take the lock",
-        SWITCH(lock.preempt, 1)),
+        SWITCH(lock.preempt, 1), .modes = IN_RUNS),
     OPT("preemptible", 0, F_RUN, NULL,
         "let a --preempt request stop the command (as\n"
         "on a lost lease: --warn, then --on-lost), exit 81",
-        SWITCH(lock.preemptible, 1)),
+        SWITCH(lock.preemptible, 1), .modes = IN_RUNS),
     OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(lock.history_len, 0, 1000000), .def = 100),
     OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(lock.history_ms, 1000),
                .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
         "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
-        STRING(label, LOCK_LABEL_MAX)),
+        STRING(label, LOCK_LABEL_MAX), .modes = IN_RELEASES | IN(MODE_BREAK) | IN(MODE_RESET)),
     OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0)),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
@@ -293,7 +305,7 @@ static const struct optdef options[] = {
         "after acquiring, wait (up to --io-timeout) until\n"
         "N replicas have the lock; else release, exit 69;\n"
         "the release too (else a warning: not confirmed)",
-        INT(wait_replicas, 0, 1000)),
+        INT(wait_replicas, 0, 1000), .modes = IN_RELEASES | IN(MODE_CHECK)),
     OPT("wait-aof", 0, F_ARG, "L[,R]",
         "after acquiring, WAITAOF (up to --io-timeout)\n"
         "until the lock is in the AOF of the master (L=1)\n"
@@ -301,7 +313,7 @@ static const struct optdef options[] = {
         "off) release, exit 69; a release that writes a\n"
         "--once-per mark or --min-hold keep too (else a\n"
         "warning: not confirmed)",
-        SPECIAL(opt_wait_aof)),
+        SPECIAL(opt_wait_aof), .modes = IN_RELEASES | IN(MODE_CHECK)),
     OPT("config", 0, F_ARG | F_RUN, "FILE",
         "config file instead of the layers (default:\n"
         "$RLOCK_CONFIG; '' or /dev/null: none); the layers,\n"
@@ -345,12 +357,12 @@ static const struct optdef options[] = {
         "acquired, busy, renew-failed, warned, lost,\n"
         "preempted, released, superseded, failed,\n"
         "keeper-*) to FILE; - for stderr",
-        STRING(events_file, 0)),
+        STRING(events_file, 0), .modes = IN_RELEASES, .not_read = RECORDS),
     OPT("metrics-file", 0, F_ARG | F_PATH, "PATH",
         "write the run's metrics to PATH (Prometheus\n"
         "textfile format), atomically, when acquired\n"
         "and at exit; other keys' series are kept",
-        STRING(metrics_file, 0)),
+        STRING(metrics_file, 0), .modes = IN_RELEASES, .not_read = RECORDS),
     HEADING("Operator:"),
     OPT("status", 0, F_RUN, NULL,
         "show who holds NAME; exit 0 if free, 75 (or the\n"
@@ -2209,26 +2221,25 @@ static void validate_keeper(const struct state *s)
 			            *n);
 }
 
-/* What acts on the running command (its deadline, its keep, what a lost lease does to
- * it, its warning), given on the command line of a mode that runs none and leaves no
- * keeper (--status, --list, --break, --reset, --history, --check, --held, --release):
- * it would be ignored, so it is refused, as --json or --format outside their modes;
- * and so are --events and --metrics-file, but for --release (its release is an event).
- * A config file's settings serve the runs that read them. */
-static void validate_command_options(const struct state *s)
+/* What a mode does not read (the table's .modes), given on its command line: it would
+ * be ignored, so it is refused, as --json or --format outside their modes: what acts on
+ * the running command (its deadline, its keep, what a lost lease does to it, its
+ * warning) with a mode that runs none and leaves no keeper; --events and --metrics-file
+ * with one that makes no run (--release's release is an event); the lock's kind, lease
+ * and queue (-s, -l, --fair, -t, --lock-delay, --supersede, ...) with a mode that takes
+ * no lock. A config file's settings serve the runs that read them. */
+static void validate_mode_reads(const struct state *s)
 {
-	static const char *const acts[] = {"max-hold",   "min-hold", "on-lost",
-	                                   "kill-after", "warn",     NULL};
-
-	if (s->o->mode == MODE_RUN || s->o->mode == MODE_ACQUIRE)
-		return;
-	for (const char *const *n = acts; *n; n++)
-		if (on_cli(s, *n))
-			usage_error("--%s acts on a command: --%s runs none", *n, s->mode_opt);
-	/* what records a run (main.c's events_of): --release's is its last event */
-	for (const char *const *n = (const char *const[]){"events", "metrics-file", NULL}; *n; n++)
-		if (s->o->mode != MODE_RELEASE && on_cli(s, *n))
-			usage_error("--%s records a run: --%s makes none", *n, s->mode_opt);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct optdef *d = &options[i];
+		if (!d->name || !d->modes || (d->modes & IN(s->o->mode)) || !s->on_cli[i])
+			continue;
+		if (d->not_read == ACTS)
+			usage_error("--%s acts on a command: --%s runs none", d->name, s->mode_opt);
+		if (d->not_read == RECORDS)
+			usage_error("--%s records a run: --%s makes none", d->name, s->mode_opt);
+		usage_error("--%s does not apply to --%s", d->name, s->mode_opt);
+	}
 }
 
 /* --preemptible with --min-hold on the command line contradict each other (a preempted
@@ -2331,7 +2342,7 @@ static void validate(struct state *s, int nargs)
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
-	validate_command_options(s);
+	validate_mode_reads(s);
 	validate_preemptible(s);
 	/* the pair of --wait-replicas with Redlock (validate_server): a round of requests
 	 * to several masters is all --node-timeout bounds; one server has none */

@@ -60,6 +60,14 @@ static const struct lock *first_lock;
 static int64_t acquired_at = -1;
 static int lost;
 
+/* The order of a renewal's failure and the loss (docs/operations.md: renew-failed, then
+ * lost): the renewal thread's line and the main thread's are written under one lock, and
+ * a renewal's failure learnt after the loss was said is not written (the lost line's
+ * reason names the failures known before it: renew.c says its line before it records
+ * the error the reason reads). */
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static int lost_said; /* under order_mu */
+
 /* The absolute form of path into dst (size n), "-" kept: a keeper changes to "/"
  * before it writes. 0, or -1 (no working directory, too long). */
 static int events_absolute(char *dst, size_t n, const char *path)
@@ -337,14 +345,24 @@ void events_emit(enum ev_kind kind, const struct ev_facts *f)
 	if (kind == EV_RENEWED || kind == EV_RENEW_FAILED) {
 		/* A renewal thread: it touches nothing of the main thread's. */
 		metrics_count_renewal(kind == EV_RENEWED);
-		if (ev.on && kind == EV_RENEW_FAILED && !f->repeat)
-			write_line(kind, f, f->lock, 0);
+		if (ev.on && kind == EV_RENEW_FAILED && !f->repeat) {
+			pthread_mutex_lock(&order_mu);
+			if (!lost_said)
+				write_line(kind, f, f->lock, 0);
+			pthread_mutex_unlock(&order_mu);
+		}
 		return;
 	}
 	note(kind, f);
 	int64_t hold_ms = acquired_at < 0 ? 0 : clock_ms() - acquired_at;
-	if (ev.on)
+	if (ev.on && (kind == EV_LOST || kind == EV_KEEPER_LOST)) {
+		pthread_mutex_lock(&order_mu);
+		lost_said = 1;
 		write_line(kind, f, f->lock ? f->lock : first_lock, hold_ms);
+		pthread_mutex_unlock(&order_mu);
+	} else if (ev.on) {
+		write_line(kind, f, f->lock ? f->lock : first_lock, hold_ms);
+	}
 	metrics_note(kind, f, hold_ms, lost);
 	/* Not acquired after all, a lock taken first (-k a -k b, b busy; a signal while b was
 	 * waited for): that one is given back, and the run that acquired ends with released,

@@ -745,6 +745,7 @@ static int watch(struct hold *h, int sigfd, int64_t stop_at, const struct keeper
 static int give_back(struct hold *h, int rc, const char *why)
 {
 	h->wait_replicas = h->wait_aof_local = h->wait_aof_replicas = 0;
+	hold_set_status(h, rc); /* the history's end record says it, as the events line does */
 	int released = hold_release(h, 0);
 	events_emit(
 	    EV_KEEPER_RELEASED,
@@ -819,6 +820,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		hold_abandon(h);
 		return rc;
 	}
+	hold_set_status(h, rc); /* the history's released record says it, as the events line */
 	int released = hold_release(h, 0);
 	if (released == HOLD_LOST) {
 		/* as a run's (main.c): found so before the lease's end, taken away */
@@ -1195,6 +1197,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		 * when the nodes that did not answer are fewer than a majority (quorum.c). */
 		int stopped = stop_keeper(NULL, l->key, k) == 0;
 		mine.lost_declared = gone != 0;
+		mine.run_status = gone ? -1 : 0; /* released: status 0, as keeper-released says */
 		int r = release_whole(s, &mine, 0, err, sizeof err);
 		if (r == LOCK_OK && gone) {
 			log_error("lock '%s': %s; released what was left of its lease", k->name,
@@ -1239,6 +1242,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		/* its keeper gave the lease up as lost: the run's end record says lost, as the
 		 * exit status (79) does, not released */
 		mine.lost_declared = gone != 0;
+		mine.run_status = gone ? -1 : 0; /* released: status 0, as keeper-released says */
 		rc = release_whole(s, &mine, 0, err, sizeof err);
 		int unconfirmed = 0;
 		if (rc == LOCK_OK && !gone) {

@@ -218,10 +218,11 @@ static void *renew_main(void *arg)
 				goto stuck;
 			}
 			log_debug("renewal failed: %s", err);
-			set_text(r, r->last_err, err);
+			/* its line first: a loss whose reason names this error follows it */
 			events_emit(EV_RENEW_FAILED, &(struct ev_facts){.lock = r->lock,
 			                                                .reason = err,
 			                                                .repeat = failed++ > 0});
+			set_text(r, r->last_err, err);
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;
