@@ -425,7 +425,7 @@ mode_reads() {
 		[list]='prefix exclusive no-wait wait timeout json verbose quiet'
 		[check]='prefix exclusive no-wait wait timeout json verbose quiet wait-replicas wait-aof'
 		[held]='prefix exclusive no-wait wait timeout token json verbose quiet'
-		[release]='prefix exclusive no-wait wait timeout once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
+		[release]='prefix exclusive shared limit fair no-wait wait timeout ttl once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
 	)
 	for m in status break reset history list check held release; do
 		got=$(mode_reads "$m") || fail "$got"

@@ -59,8 +59,10 @@ enum {
 /* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
  * on the command line of another mode it would be ignored: 64 (validate_mode_reads); a config
  * file's setting serves the modes that read it and is quietly not read by the others. */
-#define IN(m)       (1u << (m))
-#define IN_RUNS     (IN(MODE_RUN) | IN(MODE_ACQUIRE))
+#define IN(m)   (1u << (m))
+#define IN_RUNS (IN(MODE_RUN) | IN(MODE_ACQUIRE))
+/* --release also takes what its --acquire was given (-t, -s, -l N, --fair), so a script
+ * may pass both the same options: the token says the holder's kind (keeper.c). */
 #define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
 /* .not_read: what the refusal says (validate_mode_reads) */
 enum { NOT_APPLY, ACTS, RECORDS };
@@ -183,12 +185,12 @@ static const struct optdef options[] = {
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
         SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
-        SPECIAL(opt_kind), .value = KIND_SHARED, .modes = IN_RUNS),
+        SPECIAL(opt_kind), .value = KIND_SHARED, .modes = IN_RELEASES),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
         SPECIAL(opt_kind), .value = KIND_LIMIT, AT(lock.limit), .min = 1, .max = LOCK_LIMIT_MAX,
-        .modes = IN_RUNS),
+        .modes = IN_RELEASES),
     OPT("fair", 0, F_RUN, NULL, "waiters acquire in arrival order (a FIFO queue)",
-        SWITCH(lock.fair, 1), .modes = IN_RUNS),
+        SWITCH(lock.fair, 1), .modes = IN_RELEASES),
     OPT("no-wait", 'n', 0, NULL,
         "fail at once when the lock is busy (flock's\n"
         "--nb, --nonblock, --nonblocking also work)",
@@ -202,7 +204,7 @@ static const struct optdef options[] = {
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
             RL_EX_CONFLICT, INT(conflict_exit, 0, 255), .modes = IN_RUNS | IN(MODE_STATUS)),
     OPT_DEF("ttl", 't', F_ARG, "DUR", "lease length, renewed every ttl/3 (default 30s)", 30000,
-            DURATION(lock.ttl_ms, 100), .modes = IN_RUNS),
+            DURATION(lock.ttl_ms, 100), .modes = IN_RELEASES),
     OPT("on-lost", 0, F_ARG, "ACTION",
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
