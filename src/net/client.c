@@ -344,7 +344,16 @@ static int select_reply(const struct server *srv, const struct resp_reply *r, ch
 		         "SELECT %d on %s: the server requires a password (NOAUTH); see "
 		         "--password-file",
 		         srv->db, srv->name);
-	else
+	else if (resp_is_error(r, "ERR") && strstr(r->str, "cluster mode")) {
+		/* The URL's database is wrong for this server, not the server down: a Redis
+		 * Cluster has database 0 only ("ERR SELECT is not allowed in cluster mode"). */
+		snprintf(err, errlen,
+		         "database %d in the URL: %s is a Redis Cluster node, and a Cluster has "
+		         "only database 0 (drop /%d from the URL)",
+		         srv->db, srv->name, srv->db);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		return CLIENT_ERR;
+	} else
 		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
 	if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
 		conn_fault_note(CONN_FAULT_PASSING); /* a script runs, a dataset loads: it ends */

@@ -31,13 +31,19 @@ struct out {
 	int count[3];
 	int reached, nodes;
 	int bad_file; /* a TLS file named (--cacert /etc/hosts) did not load: exit 66 */
+	int bad_url;  /* the URL is wrong for the server (/2 on a Cluster node): exit 64 */
 };
 
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
- * the connection cannot be read or is not of its type (store_fault_file): no network
- * fix helps that. */
+ * the connection cannot be read or is not of its type (store_fault_file), or the URL
+ * cannot be for that server (store_fault_config): no network fix helps those. */
 static const char *reach_fix(struct out *out, const char *dflt)
 {
+	if (store_fault_config()) {
+		out->bad_url = 1;
+		return "drop the database number from the URL: a Redis Cluster has only "
+		       "database 0";
+	}
 	if (!store_fault_file())
 		return dflt;
 	out->bad_file = 1;
@@ -1145,12 +1151,14 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 		        "the servers' certificate chains and host names are verified");
 	if (sentinel_of(cfg))
 		check_sentinels(&out, sentinel_of(cfg), o);
-	int rc = out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
-	         : out.reached == 0               ? RL_EX_UNAVAILABLE
-	         : out.count[L_UNSAFE]            ? 2
-	         : out.count[L_WARN]              ? 1
-	                                          : 0;
-	const char *verdict = rc == RL_EX_NOINPUT       ? "bad-file"
+	int rc = out.reached == 0 && out.bad_url    ? RL_EX_USAGE
+	         : out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
+	         : out.reached == 0                 ? RL_EX_UNAVAILABLE
+	         : out.count[L_UNSAFE]              ? 2
+	         : out.count[L_WARN]                ? 1
+	                                            : 0;
+	const char *verdict = rc == RL_EX_USAGE         ? "bad-url"
+	                      : rc == RL_EX_NOINPUT     ? "bad-file"
 	                      : rc == RL_EX_UNAVAILABLE ? "unreachable"
 	                                                : level_name[rc];
 	if (o->json)
