@@ -399,7 +399,7 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 		assert_regex "$stderr" "^rlock: database 2 in the URL: 127.0.0.1:$p is a Redis Cluster node, and a Cluster has only database 0"
 	done
 	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "$u" --check
-	assert_output --partial 'fix: drop the database number from the URL: a Redis Cluster has only database 0'
+	assert_output --partial 'fix: name a database the server has in the URL (a Redis Cluster has only database 0)'
 	assert_output --partial 'verdict: bad-url'
 	[[ ! -e ran ]]
 }

@@ -422,6 +422,16 @@ acquire_swallowed() {
 	key_absent 'rlock:{p}'
 }
 
+@test "a database past the server's (/99, its databases 16): 64, one line naming it, not 69; --check's verdict bad-url" {
+	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "redis://127.0.0.1:$REDIS_PORT/99" \
+		-w 20s -k d -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: database 99 in the URL: 127.0.0.1:$REDIS_PORT has no such database"
+	[[ ! -e ran ]]
+	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "redis://127.0.0.1:$REDIS_PORT/99" --check
+	assert_output --partial 'verdict: bad-url'
+}
+
 @test "an acquire whose reply is lost is sent again: one fence (exclusive)" {
 	acquire_swallowed a
 }

@@ -397,6 +397,15 @@ static int select_reply(const struct server *srv, const struct resp_reply *r, ch
 		         srv->db, srv->name, srv->db);
 		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
 		return CLIENT_ERR;
+	} else if (resp_is_error(r, "ERR") && strstr(r->str, "out of range")) {
+		/* The same: a database past the server's `databases` ("ERR DB index is out
+		 * of range"), the URL's to fix. */
+		snprintf(err, errlen,
+		         "database %d in the URL: %s has no such database (see its `databases` "
+		         "setting, 16 by default)",
+		         srv->db, srv->name);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		return CLIENT_ERR;
 	} else
 		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
 	if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))

@@ -90,7 +90,8 @@ void conn_idle_now(void);
  * lookup: rl_ex_host_short): the server was never asked; FILE (with FINAL) where a
  * file the user named for the connection (--cacert, --cert, --tls-key) cannot be read
  * or is not of its type: exit 66, not the server's fault; CONFIG (with FINAL) where the
- * server says the user's URL cannot be for it (a database but 0 on a Cluster node): 64.
+ * server says the user's URL cannot be for it (a database but 0 on a Cluster node, one
+ * past its `databases`): 64.
  * A caller that retries until a deadline clears it before each try. */
 enum {
 	CONN_FAULT_PASSING = 1,

@@ -36,13 +36,14 @@ struct out {
 
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
- * cannot be for that server (store_fault_config): no network fix helps those. */
+ * cannot be for that server (store_fault_config: a database but 0 on a Cluster node, one
+ * past its `databases`): no network fix helps those. */
 static const char *reach_fix(struct out *out, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
-		return "drop the database number from the URL: a Redis Cluster has only "
-		       "database 0";
+		return "name a database the server has in the URL (a Redis Cluster has only "
+		       "database 0)";
 	}
 	if (!store_fault_file())
 		return dflt;
