@@ -382,6 +382,28 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
 }
 
+@test "a database in a Cluster node's URL (/2): 64, one line saying a Cluster has only database 0, in every mode; --check's finding says so (not unreachable)" {
+	# Redis answers SELECT 2 with "ERR SELECT is not allowed in cluster mode": the
+	# user's URL, not a server that is down (69) nor one to wait for.
+	local p u m redlock=()
+	p=$(cluster_masters | head -1)
+	u="redis://127.0.0.1:$p/2"
+	for m in $(cluster_masters | tail -n +2); do redlock+=(-u "redis://127.0.0.1:$m/2"); done
+	local mode
+	for mode in "-k db -- touch ran" "-k db -w 20s -- touch ran" "-k db --status" "--list" \
+		"-k db --acquire" "${redlock[*]} -k db -w 20s -- touch ran"; do
+		# shellcheck disable=SC2086 # the mode's words
+		run --separate-stderr timeout -k 5 20 "$RLOCK" -u "$u" $mode
+		assert_equal "$status" 64
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: database 2 in the URL: 127.0.0.1:$p is a Redis Cluster node, and a Cluster has only database 0"
+	done
+	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "$u" --check
+	assert_output --partial 'fix: name a database the server has in the URL (a Redis Cluster has only database 0)'
+	assert_output --partial 'verdict: bad-url'
+	[[ ! -e ran ]]
+}
+
 @test "--check as the least-privilege ACL user of docs/production.md: every master's cluster and acl findings ok (CLUSTER SLOTS, a throwaway key in its own slots)" {
 	local p acl
 	# the line from the doc itself (as credentials.bats takes it): CLUSTER SLOTS, no CLUSTER INFO

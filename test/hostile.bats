@@ -114,10 +114,20 @@ expect_69_at_once() {
 	expect_69
 }
 
-@test "server closes the connection at once" {
+@test "server closes the connection at once: an outage -w rides out (not a TLS port: it does not answer a ClientHello), then 69" {
+	# (it was 69 at once, "is it a TLS port?", as any first connection closed so)
 	hostile close
-	expect_69
+	local t0 ms
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" -u "redis://127.0.0.1:$HPORT" \
+		--io-timeout 1s -w 2s -k h -- touch ran
+	ms=$(($(now_ms) - t0))
+	((status == 69)) || fail "exit $status, not 69, after $ms ms; stderr: $stderr"
+	[[ ! -e ran ]] || fail "the command ran against a hostile server"
+	assert_regex "$stderr" 'retrying for up to'
 	assert_regex "$stderr" 'closed the connection'
+	[[ $stderr != *TLS* ]] || fail "a port that does not answer TLS called a TLS port: $stderr"
+	((ms >= 1500)) || fail "gave up after $ms ms, within the -w 2s"
 }
 
 @test "a connection closed mid-reply: 69, one line, and no hint about a TLS port (it spoke RESP)" {

@@ -334,10 +334,11 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
-@test "client key file not matching: 69 or 64; missing: 66 (a file that cannot be read); one line, never run" {
+@test "client key file not matching: 66 (the user's file, not the server); missing: 66 (a file that cannot be read); one line, never run" {
 	run --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 		--cert "$TLS_CERTS/client.pem" --tls-key "$TLS_CERTS/server.key" -k t -- touch ran
-	[[ $status == 69 || $status == 64 ]] || fail "status $status"
+	[[ $status == 66 ]] || fail "status $status"
+	assert_regex "$stderr" "client key .*server.key"
 	assert_one_line_error
 	run --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 		--cert "$TLS_CERTS/client.pem" --tls-key "$BATS_TEST_TMPDIR/none.key" -k t -- touch ran
@@ -619,6 +620,43 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_equal "$status" 71
 	assert_one_line_error
 	assert_output --partial '(exit 71)'
+	[[ ! -e ran ]]
+	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
+}
+
+@test "a --cacert, --cert or --tls-key that is not PEM of its kind: 66, one line naming the file, in every mode and topology (not 69 nor a network fix)" {
+	# The module read the file but found no certificate or key in it: the user's file,
+	# as one that cannot be read (exitcodes.h), not an unavailable server; -w does not
+	# wait for it, --check's finding says which file to fix.
+	printf 'not a certificate\n' >bad.pem
+	chmod 600 bad.pem
+	local a="rediss://127.0.0.1:$TLS_A_PORT" tok=0123456789abcdef0123456789abcdef
+	local redlock="$a,rediss://127.0.0.2:$TLS_A_PORT,rediss://localhost:$TLS_A_PORT"
+	local sentinel="rediss-sentinel://127.0.0.1:$TLS_A_PORT/m"
+	local mode files
+	for mode in "$a -k t -- touch ran" "$a -k t -w 20s -- touch ran" "$a -k t --status" \
+		"$a --list" "$a -k t --held --token $tok" "$sentinel -k t -n -- touch ran" \
+		"$redlock -k t -w 20s -- touch ran"; do
+		for files in "--cacert bad.pem" "--cacert $CA --cert bad.pem --tls-key bad.pem" \
+			"--cacert $CA --cert $TLS_CERTS/client.pem --tls-key bad.pem"; do
+			# shellcheck disable=SC2086 # the mode's and the files' words
+			run --separate-stderr timeout -k 5 20 "$RLOCK" $files --connect-timeout 2s -u $mode
+			assert_equal "$status" 66
+			assert_one_line_error
+			assert_regex "$stderr" "^rlock: .*TLS: cannot load .*bad.pem"
+		done
+	done
+	for mode in "$a" "$sentinel" "$redlock"; do
+		run --separate-stderr timeout -k 5 20 "$RLOCK" --cacert bad.pem --connect-timeout 2s \
+			-u "$mode" --check
+		assert_equal "$status" 66
+		assert_output --partial 'bad.pem: no certificate in it; fix: give --cacert'
+		assert_output --partial 'verdict: bad-file'
+		refute_output --partial 'the network'
+	done
+	run --separate-stderr timeout -k 5 20 "$RLOCK" --cacert bad.pem -u "$a" -k t --acquire
+	assert_equal "$status" 66
+	assert_output --partial '(exit 66)'
 	[[ ! -e ran ]]
 	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
 }

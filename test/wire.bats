@@ -401,9 +401,35 @@ acquire_swallowed() {
 	swallow ':{g}:fence'
 	run -69 --separate-stderr rlock -u "$PROXY_URL" -n -k g -- touch ran
 	swallowed || fail "the acquire's reply was not swallowed: $stderr"
+	[[ $stderr != *TLS* ]] || fail "a plaintext Redis called a TLS port: $stderr"
 	[[ ! -e ran ]]
 	assert_equal "$(fence_of g)" 1 # the server ran it
 	key_absent 'rlock:{g}' || fail "the lock was left held for its ttl: $(rcli PTTL 'rlock:{g}') ms"
+}
+
+@test "the first request of a run whose reply is lost with its connection (a proxy that died): no 'TLS port?' (the port does not answer TLS), -w rides it out and takes its own lock (one fence); was 69 at once" {
+	run -0 rlock -k warm -- true # the scripts are cached: the acquire is the first request
+	swallow_proxy_start
+	swallow ':{p}:fence'
+	run --separate-stderr timeout -k 5 30 "$RLOCK" -u "$PROXY_URL" --io-timeout 5s -w 20s \
+		-k p -t 30s -- touch ran
+	swallowed || fail "the acquire's reply was not swallowed: $stderr"
+	((status == 0)) || fail "exit $status: $stderr"
+	[[ -e ran ]]
+	[[ $stderr != *TLS* ]] || fail "a plaintext Redis called a TLS port: $stderr"
+	assert_regex "$stderr" 'retrying for up to'
+	assert_equal "$(fence_of p)" 1 # its own grant recognised by the token, not a second one
+	key_absent 'rlock:{p}'
+}
+
+@test "a database past the server's (/99, its databases 16): 64, one line naming it, not 69; --check's verdict bad-url" {
+	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "redis://127.0.0.1:$REDIS_PORT/99" \
+		-w 20s -k d -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: database 99 in the URL: 127.0.0.1:$REDIS_PORT has no such database"
+	[[ ! -e ran ]]
+	run -64 --separate-stderr timeout -k 5 20 "$RLOCK" -u "redis://127.0.0.1:$REDIS_PORT/99" --check
+	assert_output --partial 'verdict: bad-url'
 }
 
 @test "an acquire whose reply is lost is sent again: one fence (exclusive)" {

@@ -386,9 +386,11 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		return 0;
 	die_unheld_if_signalled(termfd);
 	log_error("%s", err);
-	rc = rc == STORE_USAGE     ? RL_EX_USAGE
-	     : store_fault_local() ? RL_EX_OSERR /* the host, not the server */
-	                           : RL_EX_UNAVAILABLE;
+	rc = rc == STORE_USAGE      ? RL_EX_USAGE
+	     : store_fault_config() ? RL_EX_USAGE   /* a /2 on a Cluster node */
+	     : store_fault_local()  ? RL_EX_OSERR   /* the host, not the server */
+	     : store_fault_file()   ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
+	                            : RL_EX_UNAVAILABLE;
 	/* a usage error found at the servers (Redlock nodes that are one server, a
 	 * Cluster or Sentinel given as nodes): failed, not unavailable */
 	events_emit(rc == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,
@@ -515,8 +517,12 @@ static void acquire(struct hold *h, struct store *c, const struct store_config *
 	}
 	log_error("%s", err);
 	/* the host short of a descriptor, of memory: not the server's fault */
-	int st = rc == WAIT_OSERR || store_fault_local() ? RL_EX_OSERR : RL_EX_UNAVAILABLE;
-	events_emit(EV_UNAVAILABLE, &(struct ev_facts){.status = st, .reason = err});
+	int st = rc == WAIT_OSERR || store_fault_local() ? RL_EX_OSERR
+	         : store_fault_config()                  ? RL_EX_USAGE   /* /2 on a Cluster */
+	         : store_fault_file()                    ? RL_EX_NOINPUT /* a TLS file */
+	                                                 : RL_EX_UNAVAILABLE;
+	events_emit(st == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,
+	            &(struct ev_facts){.status = st, .reason = err});
 	exit(st);
 }
 

@@ -77,18 +77,62 @@ static int server_was_heard(const struct server *srv)
 	return yes;
 }
 
+/* The longest the TLS question below may take; its answer is awaited for three times
+ * the connect's round trip, CONN_PROBE_MS at least: a TLS server answers a ClientHello
+ * at once, a plaintext Redis never (a run that meets one waits no longer than that). */
+#define TLS_ASK_MS 1000
+
+/* Does the port answer TLS? Asked on a fresh connection with a ClientHello (a record
+ * header and a truncated hello: any TLS server answers it with a handshake record or
+ * an alert, 0x16/0x15 0x03); a plaintext Redis keeps it as the start of an inline
+ * command (no newline in it) and says nothing. Nobody listening, silence, anything
+ * else: no (a proxy whose backend is gone, a server killed mid-reply, restarting).
+ * The question's own faults are not the request's. */
+static int answers_tls(const struct client *c)
+{
+	static const unsigned char hello[] = {0x16, 0x03, 0x01, 0x00, 0x05,
+	                                      0x01, 0x00, 0x00, 0x01, 0x00};
+	int64_t cap = c->srv->connect_timeout_ms > 0 && c->srv->connect_timeout_ms < TLS_ASK_MS
+	                  ? c->srv->connect_timeout_ms
+	                  : TLS_ASK_MS;
+	int64_t start = clock_ms(), deadline = start + cap;
+	unsigned char b[2];
+	char e[256];
+	struct conn *p = NULL;
+	int saved = conn_fault_push(), got = 0;
+
+	if (conn_open(&p, &c->srv->ep, deadline, deadline, e, sizeof e) == CONN_OK &&
+	    conn_write_all(p, hello, sizeof hello, deadline, e, sizeof e) == CONN_OK) {
+		int64_t rtt = clock_ms() - start,
+		        wait = 3 * rtt > CONN_PROBE_MS ? 3 * rtt : CONN_PROBE_MS;
+		if (clock_ms() + wait < deadline)
+			deadline = clock_ms() + wait;
+		for (ssize_t n = 1; got < 2 && n > 0; got += n > 0 ? (int)n : 0)
+			n = conn_read(p, b + got, sizeof b - (size_t)got, deadline, e, sizeof e);
+	}
+	conn_close(p);
+	conn_fault_pop(saved, 0);
+	return got == 2 && (b[0] == 0x16 || b[0] == 0x15) && b[1] == 0x03;
+}
+
 /* A plain connection that ended before a byte of reply, to a server never heard in this
- * process: a TLS port, most likely. Waiting will not make it speak plaintext: a final
- * fault, as a TLS handshake answered in plaintext is (conn.c), so that a Redlock round
- * that cannot do without the node ends as one server does (no_quorum_final). */
+ * process, whose port answers TLS when asked: a TLS port. Waiting will not make it speak
+ * plaintext: a final fault, as a TLS handshake answered in plaintext is (conn.c), so
+ * that a Redlock round that cannot do without the node ends as one server does
+ * (no_quorum_final). A port that does not answer TLS had a connection closed (a proxy
+ * that died, a server killed mid-reply): no hint, an outage -w rides out. */
 static void add_tls_hint(const struct client *c, char *err, size_t errlen)
 {
 	size_t used = strlen(err);
 
-	if (!c->replied && !c->heard && !c->srv->tls.enabled && used < errlen &&
-	    !server_was_heard(c->srv)) {
+	if (c->replied || c->heard || c->srv->tls.enabled || used >= errlen ||
+	    server_was_heard(c->srv))
+		return;
+	if (answers_tls(c)) {
 		snprintf(err + used, errlen - used, " (is it a TLS port?%s", tls_hint(c));
 		conn_fault_note(CONN_FAULT_FINAL);
+	} else {
+		conn_fault_note(CONN_FAULT_PASSING); /* the first contact's doubt is gone */
 	}
 }
 
@@ -344,7 +388,25 @@ static int select_reply(const struct server *srv, const struct resp_reply *r, ch
 		         "SELECT %d on %s: the server requires a password (NOAUTH); see "
 		         "--password-file",
 		         srv->db, srv->name);
-	else
+	else if (resp_is_error(r, "ERR") && strstr(r->str, "cluster mode")) {
+		/* The URL's database is wrong for this server, not the server down: a Redis
+		 * Cluster has database 0 only ("ERR SELECT is not allowed in cluster mode"). */
+		snprintf(err, errlen,
+		         "database %d in the URL: %s is a Redis Cluster node, and a Cluster has "
+		         "only database 0 (drop /%d from the URL)",
+		         srv->db, srv->name, srv->db);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		return CLIENT_ERR;
+	} else if (resp_is_error(r, "ERR") && strstr(r->str, "out of range")) {
+		/* The same: a database past the server's `databases` ("ERR DB index is out
+		 * of range"), the URL's to fix. */
+		snprintf(err, errlen,
+		         "database %d in the URL: %s has no such database (see its `databases` "
+		         "setting, 16 by default)",
+		         srv->db, srv->name);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		return CLIENT_ERR;
+	} else
 		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
 	if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
 		conn_fault_note(CONN_FAULT_PASSING); /* a script runs, a dataset loads: it ends */

@@ -599,10 +599,14 @@ static int tls_wrap(struct conn *c, const struct endpoint *ep, char *err, size_t
 		return CONN_ERR;
 	}
 	c->plain_hint = ep->hint_wants_plain ? ep->hint_wants_plain : CONN_HINT_WANTS_PLAIN;
-	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, err, errlen);
+	int why_not = 0;
+	c->tls = ops->wrap(c->fd, c->peer, ep->host, ep->tls, &why_not, err, errlen);
 	if (!c->tls) {
-		note_host_short(errno);            /* its files unread for want of a descriptor */
-		conn_fault_note(CONN_FAULT_FINAL); /* the TLS settings themselves */
+		note_host_short(errno); /* its files unread for want of a descriptor */
+		/* the TLS settings themselves; a file of them unreadable or not of its type
+		 * is the user's (66), as a password file that is */
+		conn_fault_note(CONN_FAULT_FINAL |
+		                (why_not & TLS_FAULT_FILE ? CONN_FAULT_FILE : 0));
 		return CONN_ERR;
 	}
 	c->tls_ops = ops;

@@ -87,9 +87,19 @@ void conn_idle_now(void);
  * a server loading or failing over), FINAL where it cannot (a certificate that does
  * not verify, a peer that does not speak RESP, a master no sentinel knows), LOCAL
  * where this host was short (no descriptor for a socket, no memory, no thread for a
- * lookup: rl_ex_host_short): the server was never asked. A caller that retries until
- * a deadline clears it before each try. */
-enum { CONN_FAULT_PASSING = 1, CONN_FAULT_FINAL = 2, CONN_FAULT_LOCAL = 4 };
+ * lookup: rl_ex_host_short): the server was never asked; FILE (with FINAL) where a
+ * file the user named for the connection (--cacert, --cert, --tls-key) cannot be read
+ * or is not of its type: exit 66, not the server's fault; CONFIG (with FINAL) where the
+ * server says the user's URL cannot be for it (a database but 0 on a Cluster node, one
+ * past its `databases`): 64.
+ * A caller that retries until a deadline clears it before each try. */
+enum {
+	CONN_FAULT_PASSING = 1,
+	CONN_FAULT_FINAL = 2,
+	CONN_FAULT_LOCAL = 4,
+	CONN_FAULT_FILE = 8,
+	CONN_FAULT_CONFIG = 16,
+};
 void conn_fault_note(int what);
 void conn_fault_clear(void);
 int conn_fault(void);

@@ -34,7 +34,8 @@
 #include <openssl/x509v3.h>
 
 #include "clock.h"
-#include "log.h" /* log_reason */
+#include "exitcodes.h" /* rl_ex_host_short */
+#include "log.h"       /* log_reason */
 
 struct tls_session {
 	int fd; /* owned by the caller */
@@ -203,6 +204,11 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
 	return 0;
 }
 
+/* A file the user named (--cacert, --cacert-dir, --cert, --tls-key) that cannot be read
+ * or is not of its type: set by the loaders below, for this thread's wrap() to tell its
+ * caller (TLS_FAULT_FILE, tls.h: exit 66 as any such file, not a server's fault). */
+static __thread int file_fault;
+
 /* What a TLS file may weigh: a CA bundle of the whole web is some 200 KiB. More is
  * refused, never cut. */
 #define TLS_FILE_MAX (16 << 20)
@@ -219,7 +225,10 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 	char *data = NULL;
 
 	if (fd < 0) {
-		log_reason(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(errno));
+		int e = errno;
+		log_reason(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(e));
+		file_fault = !rl_ex_host_short(e); /* short of descriptors: the host's (71) */
+		errno = e;
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TLS_FILE_MAX) {
@@ -227,6 +236,7 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 		           S_ISDIR(st.st_mode)    ? "is a directory"
 		           : !S_ISREG(st.st_mode) ? "is not a regular file"
 		                                  : "larger than 16 MiB");
+		file_fault = 1;
 		goto done;
 	}
 	data = malloc((size_t)st.st_size + 1);
@@ -241,6 +251,7 @@ static BIO *read_pem(const char *what, const char *path, char *err, size_t errle
 		if (r < 0) {
 			log_reason(err, errlen, "TLS: cannot read %s %s: %s", what, path,
 			           strerror(errno));
+			file_fault = 1;
 			goto done;
 		}
 		got += r;
@@ -283,9 +294,11 @@ static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errl
 	}
 	rc = added > 0 ? 0 : -1;
 done:
-	if (rc < 0)
+	if (rc < 0) {
 		log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
 		           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "no certificate in it");
+		file_fault = 1; /* read, but no CA certificate in it */
+	}
 	sk_X509_INFO_pop_free(infos, X509_INFO_free);
 	BIO_free(b);
 	return rc;
@@ -308,10 +321,12 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 	 * "unable to get local issuer certificate" later. */
 	if (t->cacertdir && stat(t->cacertdir, &st) < 0) {
 		log_reason(err, errlen, "TLS: CA directory %s: %s", t->cacertdir, strerror(errno));
+		file_fault = !rl_ex_host_short(errno);
 		return -1;
 	}
 	if (t->cacertdir && !S_ISDIR(st.st_mode)) {
 		log_reason(err, errlen, "TLS: CA directory %s: not a directory", t->cacertdir);
+		file_fault = 1;
 		return -1;
 	}
 	if (t->cacert || t->cacertdir) {
@@ -324,6 +339,7 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 			log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s",
 			           t->cacertdir,
 			           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
+			file_fault = 1;
 			return -1;
 		}
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
@@ -389,6 +405,10 @@ static int tls_load_identity(SSL_CTX *ctx, const struct tls_opts *t, char *err, 
 		           t->cert);
 	else
 		rc = 0;
+	/* A file that did not load is the user's (not PEM, not a certificate or a key, a
+	 * key of another certificate); read_pem judged those it could not read. */
+	if (rc < 0 && cb && (!chained || kb))
+		file_fault = 1;
 done:
 	EVP_PKEY_free(pk);
 	X509_free(x);
@@ -656,7 +676,7 @@ static void tls_close(struct tls_session *s)
 }
 
 static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
-                                    const struct tls_opts *t, char *err, size_t errlen)
+                                    const struct tls_opts *t, int *fault, char *err, size_t errlen)
 {
 	const char *name = t->sni ? t->sni : host;
 	struct tls_session *s = NULL, *ret = NULL;
@@ -664,6 +684,7 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	BIO *bio = NULL;
 	int ip;
 
+	*fault = 0;
 	if (tls_init(err, errlen) != CONN_OK)
 		goto cleanup;
 	if (!name && !t->insecure) {
@@ -684,9 +705,12 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 	s->own_ca = t->cacert ? 1 : t->cacertdir ? 2 : 0;
 	/* A longer peer name is cut short in messages only. */
 	(void)snprintf(s->peer, sizeof s->peer, "%s", peer);
+	file_fault = 0;
 	ctx = tls_ctx_get(t, err, errlen);
-	if (!ctx)
+	if (!ctx) {
+		*fault = file_fault ? TLS_FAULT_FILE : 0;
 		goto cleanup;
+	}
 	s->ssl = SSL_new(ctx);
 	bio = BIO_new(bio_method);
 	if (!s->ssl || !bio) {

@@ -23,10 +23,13 @@
 
 #include "conncodes.h"
 
-#define RLOCK_TLS_ABI    1
+#define RLOCK_TLS_ABI    2
 #define RLOCK_TLS_SYMBOL "rlock_tls_ops"
 
 struct tls_session;
+
+/* wrap()'s *fault. */
+enum { TLS_FAULT_FILE = 1 };
 
 struct tls_ops {
 	int abi; /* RLOCK_TLS_ABI the module was built with */
@@ -39,9 +42,11 @@ struct tls_ops {
 
 	/* Set up TLS over fd for endpoint host (may be NULL for a Unix socket; t->sni
 	 * overrides it) with the chain and host-name checks t asks for. peer names the
-	 * connection in messages. Returns a session ready for handshake(), or NULL. */
+	 * connection in messages. Returns a session ready for handshake(), or NULL with
+	 * *fault TLS_FAULT_FILE when a file t names cannot be read or is not of its type
+	 * (the user's to fix: exit 66), else 0. */
 	struct tls_session *(*wrap)(int fd, const char *peer, const char *host,
-	                            const struct tls_opts *t, char *err, size_t errlen);
+	                            const struct tls_opts *t, int *fault, char *err, size_t errlen);
 
 	/* Advance the handshake: CONN_OK (done and verified), CONN_AGAIN or CONN_ERR. The
 	 * caller owns the deadline. */

@@ -498,9 +498,9 @@ static void announce_busy(struct wait_run *w)
 
 /* A request of a run that the server answered already (a lock of several before this
  * one was taken) that got no reply (the connection dropped, the server may have run
- * it): not the first contact's doubt (a TLS port?), an outage within the wait, as a
- * waiting request's; the retry recognises the grant it may have made. An error reply
- * is an answer: not this. */
+ * it): an outage within the wait, as a waiting request's; the retry recognises the
+ * grant it may have made. An error reply is an answer: not this. (The first contact's
+ * closed connection is passing unless its port answers TLS: client.c add_tls_hint.) */
 static int lost_reply(const struct wait_run *w)
 {
 	return w->a->served && store_unanswered(w->s) && !store_fault_final();

@@ -30,7 +30,26 @@ struct out {
 	int json;
 	int count[3];
 	int reached, nodes;
+	int bad_file; /* a TLS file named (--cacert /etc/hosts) did not load: exit 66 */
+	int bad_url;  /* the URL is wrong for the server (/2 on a Cluster node): exit 64 */
 };
+
+/* The fix for a node that cannot be reached: dflt, unless a file the user named for
+ * the connection cannot be read or is not of its type (store_fault_file), or the URL
+ * cannot be for that server (store_fault_config: a database but 0 on a Cluster node, one
+ * past its `databases`): no network fix helps those. */
+static const char *reach_fix(struct out *out, const char *dflt)
+{
+	if (store_fault_config()) {
+		out->bad_url = 1;
+		return "name a database the server has in the URL (a Redis Cluster has only "
+		       "database 0)";
+	}
+	if (!store_fault_file())
+		return dflt;
+	out->bad_file = 1;
+	return "give --cacert, --cert and --tls-key readable PEM files of their kind";
+}
 
 /* One node being checked. */
 struct node {
@@ -153,7 +172,8 @@ static int check_reach(struct node *n)
 	if (rc != LOCK_OK) {
 		finding(n->out, down, name, "reach",
 		        rc == LOCK_DENIED ? "check the user and password (--user, --password-file)"
-		                          : "check the URL, the network and that the server runs",
+		                          : reach_fix(n->out, "check the URL, the network and that "
+		                                              "the server runs"),
 		        "%s", err);
 		return -1;
 	}
@@ -1030,8 +1050,9 @@ static void check_nodes(struct store *s, const struct check_ask *o, struct out *
 		if (!n.srv) {
 			if (err[0])
 				finding(out, L_UNSAFE, o->server, "reach",
-				        "check the URL, the network and that the servers run", "%s",
-				        err);
+				        reach_fix(out, "check the URL, the network and that the "
+				                       "servers run"),
+				        "%s", err);
 			return;
 		}
 		if (k == 0)
@@ -1060,7 +1081,7 @@ static int check_sentinel(struct out *out, const struct sentinel *st, int i, int
 		        rc == -2 ? "give the sentinels' user and password (the URL's "
 		                   "user:password@, --sentinel-user, --sentinel-password-file or "
 		                   "RLOCK_SENTINEL_PASSWORD)"
-		                 : "bring it up, or drop it from the URL",
+		                 : reach_fix(out, "bring it up, or drop it from the URL"),
 		        "%s", err);
 		return 0;
 	}
@@ -1118,7 +1139,8 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	if (store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err) != STORE_OK ||
 	    store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err) != STORE_OK)
 		finding(&out, L_UNSAFE, o->server, "reach",
-		        "check the URL, the network and that the servers run", "%s", err);
+		        reach_fix(&out, "check the URL, the network and that the servers run"),
+		        "%s", err);
 	else
 		check_nodes(s, o, &out, &w, master, sizeof master);
 	store_close(s);
@@ -1136,11 +1158,16 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 		        "the servers' certificate chains and host names are verified");
 	if (sentinel_of(cfg))
 		check_sentinels(&out, sentinel_of(cfg), o);
-	int rc = out.reached == 0      ? RL_EX_UNAVAILABLE
-	         : out.count[L_UNSAFE] ? 2
-	         : out.count[L_WARN]   ? 1
-	                               : 0;
-	const char *verdict = rc == RL_EX_UNAVAILABLE ? "unreachable" : level_name[rc];
+	int rc = out.reached == 0 && out.bad_url    ? RL_EX_USAGE
+	         : out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
+	         : out.reached == 0                 ? RL_EX_UNAVAILABLE
+	         : out.count[L_UNSAFE]              ? 2
+	         : out.count[L_WARN]                ? 1
+	                                            : 0;
+	const char *verdict = rc == RL_EX_USAGE         ? "bad-url"
+	                      : rc == RL_EX_NOINPUT     ? "bad-file"
+	                      : rc == RL_EX_UNAVAILABLE ? "unreachable"
+	                                                : level_name[rc];
 	if (o->json)
 		printf("],\"verdict\":\"%s\",\"ok\":%d,\"warn\":%d,\"unsafe\":%d,\"exit\":%d}\n",
 		       verdict, out.count[L_OK], out.count[L_WARN], out.count[L_UNSAFE], rc);

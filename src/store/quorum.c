@@ -732,6 +732,14 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			quorum_close(q);
 			return STORE_USAGE;
 		}
+		for (int i = 0; i < q->n; i++)
+			if (q->node[i].fault & CONN_FAULT_CONFIG) {
+				/* its URL cannot be for it (/2 on a Cluster node): 64, as one
+				 * server's, not a node that is down */
+				snprintf(err, errlen, "%s", q->node[i].err);
+				quorum_close(q);
+				return STORE_USAGE;
+			}
 		if (q->dup_a >= 0) {
 			snprintf(
 			    err, errlen,

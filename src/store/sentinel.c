@@ -295,7 +295,9 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			int before = conn_fault_push();
 			enum ask a = ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, e, sizeof e);
 			int fault = conn_fault_pop(before, 0);
-			conn_fault_note(fault & CONN_FAULT_LOCAL); /* this host's is the round's */
+			/* this host's, a TLS file's are the round's */
+			conn_fault_note(fault &
+			                (CONN_FAULT_LOCAL | CONN_FAULT_FILE | CONN_FAULT_CONFIG));
 			unknown += a == ASK_UNKNOWN;
 			denied += a == ASK_DENIED;
 			final += a == ASK_FAILED && (fault & CONN_FAULT_FINAL);
@@ -320,7 +322,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			        ? confirm_master(srv, cap_ms, e, sizeof e)
 			        : -1;
 			fault = conn_fault_pop(before, 0);
-			conn_fault_note(fault & CONN_FAULT_LOCAL);
+			conn_fault_note(fault &
+			                (CONN_FAULT_LOCAL | CONN_FAULT_FILE | CONN_FAULT_CONFIG));
 			final += ok == -1 && (fault & CONN_FAULT_FINAL);
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",

@@ -134,6 +134,16 @@ int store_fault_local(void)
 	return (conn_fault() & CONN_FAULT_LOCAL) != 0;
 }
 
+int store_fault_file(void)
+{
+	return (conn_fault() & CONN_FAULT_FILE) != 0;
+}
+
+int store_fault_config(void)
+{
+	return (conn_fault() & CONN_FAULT_CONFIG) != 0;
+}
+
 void store_close(struct store *s)
 {
 	if (!s)

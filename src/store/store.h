@@ -131,6 +131,14 @@ int store_fault_final(void);
  * no memory, no thread for a lookup (the caller exits 71, not 69). */
 int store_fault_local(void);
 
+/* True when that failure was, among others, a file the user named for the connection
+ * that cannot be read or is not of its type (--cacert /etc/hosts): the caller exits 66. */
+int store_fault_file(void);
+
+/* True when that failure was, among others, the user's URL wrong for the server (a
+ * database but 0 on a Cluster node): the caller exits 64. */
+int store_fault_config(void);
+
 /* In the calling thread only: run fn once, the next time a request of this thread waits
  * for its reply (the request is on its way), then forget it: local work that may
  * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */
