@@ -923,10 +923,13 @@ EOF
 	refute_output ran
 	assert_regex "$stderr" "sentinel password .* in the clear"
 	# a config file that names no server of its own: its tls is for whichever server
-	# the run names (RLOCK_URL per host), never dropped (it spoke plain to it)
+	# the run names (RLOCK_URL per host), never dropped (it spoke plain to it): TLS is
+	# set up, so its (empty) CA file is read and refused: 66 naming it, nothing ran
 	printf 'tls\ncacert = %s/ca.pem\n' "$PWD" | write_conf notls.conf
-	RLOCK_URL=$REDIS_URL run -69 --separate-stderr rlock --config notls.conf -k x -- echo ran
+	RLOCK_URL=$REDIS_URL run -66 --separate-stderr rlock --config notls.conf -k x -- echo ran
 	refute_output ran
+	assert_regex "$stderr" 'ca\.pem'
+	[[ ${#stderr_lines[@]} == 1 ]] || fail "$stderr"
 }
 
 @test "every setting with a value: a bad value is one line naming FILE:LINE (and the setting), 64, no server asked (walks --help)" {
