@@ -294,6 +294,22 @@ superseded_at() {
 	done
 }
 
+# newer_runs_while_stopped PID ERR HOLDER: the stopped --supersede request PID (req1)
+# outlives its place's lease, the holder lets go, a newer request (req2) runs; PID,
+# resumed, never runs: 80, its stderr names req2, only "run 2" logged.
+newer_runs_while_stopped() {
+	local a=$1 a_err=$2 h_pid=$3
+	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
+	touch h.release
+	rlock_wait "$h_pid" 30
+	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
+	kill -CONT "$a"
+	rlock_wait "$a" 30
+	assert_equal "$RLOCK_STATUS" 80
+	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
+	assert_equal "$(cat log)" "run 2"
+}
+
 @test "--supersede stopped past its place's lease while a newer request found the name free and ran: the older never runs after it (80)" {
 	# (the place had expired: nothing but the name's last --supersede request,
 	# PREFIX{NAME}:supersede:last, kept as long as the history, tells the older one)
@@ -304,15 +320,7 @@ superseded_at() {
 	local a=$RLOCK_PID a_err=$RLOCK_ERR
 	wait_until 30 place_is req1
 	kill -STOP "$a"
-	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
-	touch h.release
-	rlock_wait "$h_pid" 30
-	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
-	kill -CONT "$a"
-	rlock_wait "$a" 30
-	assert_equal "$RLOCK_STATUS" 80
-	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
-	assert_equal "$(cat log)" "run 2"
+	newer_runs_while_stopped "$a" "$a_err" "$h_pid"
 	# its one history record names the newer request, as a replacement that found it would
 	run -0 --separate-stderr rlock -k dep --history --json
 	jq -e '[.entries[] | select(.event == "superseded")] | length == 1 and
@@ -333,15 +341,7 @@ superseded_at() {
 	wait_until 30 place_is req1
 	kill -STOP "$a"
 	rm mute
-	wait_until 30 key_absent 'rlock:{dep}:supersede' # its place's lease (1 s) ran out
-	touch h.release
-	rlock_wait "$h_pid" 30
-	run -0 --separate-stderr rlock -k dep --supersede --label req2 -c 'echo run 2 >>log'
-	kill -CONT "$a"
-	rlock_wait "$a" 30
-	assert_equal "$RLOCK_STATUS" 80
-	grep -q 'superseded by a newer --supersede request (.*\[req2\])' "$a_err" || fail "$(cat "$a_err")"
-	assert_equal "$(cat log)" "run 2"
+	newer_runs_while_stopped "$a" "$a_err" "$h_pid"
 }
 
 @test "a :supersede:last of another type (set by hand): a --supersede request exits 69 having written nothing, --reset deletes it, then it runs" {
