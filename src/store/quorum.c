@@ -22,6 +22,8 @@ struct node {
 	int owes_leave;           /* a waiter's acquire went on it, and no leave since */
 	int own;                  /* of skip: the last round's request's own, still owed */
 	int full;                 /* this round's script went again as EVAL (NOSCRIPT) */
+	unsigned bodies;          /* scripts sent whole on this connection (1 << script) */
+	size_t queued;            /* bytes sent on it since it last owed nothing (-vv) */
 	int waiting;              /* this round: a reply is awaited */
 	int opening;              /* this round: connecting (client_start) */
 	int probing;              /* this round: probing a silent TLS handshake (conn_probe) */
@@ -159,6 +161,8 @@ static void node_drop(struct node *nd)
 	client_close(nd->c);
 	nd->c = NULL;
 	nd->skip = nd->owes_grant = nd->owes_leave = nd->own = 0;
+	nd->bodies = 0;
+	nd->queued = 0;
 }
 
 static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
@@ -168,15 +172,26 @@ static int node_send(struct node *nd, const struct req *rq, int64_t deadline)
 	int argc = rq->argc;
 
 	if (rq->script) {
-		argc = lock_request_argv(rq->script, nd->full, argv, lens);
+		/* The script's text goes once per connection: an EVAL of it queued ahead
+		 * (unanswered: a paused node) loads it before what follows runs. A NOSCRIPT
+		 * read on the connection forgets them (node_read, node_late). */
+		unsigned bit = 1u << rq->script->script;
+		int full = nd->full && !(nd->bodies & bit);
+		argc = lock_request_argv(rq->script, full, argv, lens);
+		if (full)
+			nd->bodies |= bit;
 	} else {
 		memcpy(argv, rq->argv, sizeof rq->argv);
 		memcpy(lens, rq->lens, sizeof rq->lens);
 	}
+	size_t size = 0;
+	for (int k = 0; k < argc; k++)
+		size += lens[k] + 32; /* RESP's framing, at most */
 	if (client_send(nd->c, argc, argv, lens, deadline, nd->err, sizeof nd->err) < 0) {
 		node_drop(nd);
 		return -1;
 	}
+	nd->queued += size;
 	nd->waiting = 1;
 	nd->owes_leave = (nd->owes_leave || rq->marks) && !rq->leaves;
 	return 0;
@@ -200,6 +215,8 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 			node_drop(nd);
 			return;
 		}
+		if (resp_is_error(r, "NOSCRIPT"))
+			nd->bodies = 0; /* its scripts flushed (or never loaded) */
 		if (nd->skip > 0) {
 			nd->skip--;
 			resp_free(r);
@@ -215,6 +232,8 @@ static void node_read(struct quorum *q, int i, const struct req *rq, int64_t dea
 		nd->reply = r;
 		q->any = i;
 	}
+	if (nd->c && !nd->waiting && nd->skip == 0)
+		nd->queued = 0;
 }
 
 /* Node i's handshake is done: its server said who it is. The same server as another
@@ -419,8 +438,8 @@ static void leave_first(struct quorum *q, struct node *nd)
 		nd->waiting = 0;
 		nd->full = full;
 		log_debug("%s owes %d replies: its connection is replaced, the waiter's leave "
-		          "written on it first%s",
-		          nd->srv->name, nd->skip, rc == 0 ? "" : " (not written)");
+		          "written on it first%s, %zu bytes queued",
+		          nd->srv->name, nd->skip, rc == 0 ? "" : " (not written)", nd->queued);
 	}
 }
 
@@ -499,8 +518,13 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		 * scripts flushed meanwhile: SCRIPT FLUSH, a restart of its cache) could
 		 * not be answered with EVAL, and the node would keep the lock for its ttl.
 		 * So it goes again, whole (EVAL), right behind: if the first ran, the
-		 * second answers as it did (release.lua: a release sent again). */
-		int again = rq[i]->gives && rq[i]->script && !nd->full;
+		 * second answers as it did (release.lua: a release sent again). Once per
+		 * connection: behind a give-back whole already queued on it, the SHA finds
+		 * the script that one loads (node_send), and repeated give-backs must not
+		 * pile up 35 KiB each ahead of what follows: a node stopped and resumed runs
+		 * only the first 128-160 KiB a closed connection had queued (Redis 7.0). */
+		int again = rq[i]->gives && rq[i]->script && !nd->full &&
+		            !(nd->bodies & (1u << rq[i]->script->script));
 		if (nd->skip + 1 + again > SKIP_MAX && !nd->owes_grant)
 			leave_first(q, nd); /* the connection is replaced below */
 		if (again && nd->c) {
@@ -511,8 +535,12 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 				nd->own++;
 			}
 		}
-		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant)
+		if (nd->c && ++nd->skip > SKIP_MAX && !nd->owes_grant) {
+			log_debug("%s owes %d replies to %zu bytes queued: its connection is "
+			          "replaced",
+			          nd->srv->name, nd->skip, nd->queued);
 			node_drop(nd);
+		}
 	}
 }
 
@@ -534,6 +562,8 @@ static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
 			node_drop(nd);
 			return;
 		}
+		if (resp_is_error(r, "NOSCRIPT"))
+			nd->bodies = 0; /* its scripts flushed (or never loaded) */
 		int older = nd->skip-- > nd->own;
 		if (older || (--nd->own > 0 && resp_is_error(r, "NOSCRIPT"))) {
 			resp_free(r);
@@ -552,6 +582,8 @@ static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
 		nd->reply = r;
 		nd->err[0] = '\0';
 	}
+	if (nd->c && nd->skip == 0)
+		nd->queued = 0;
 }
 
 /* The nodes that did not answer the last round in time and still owe its reply: their
@@ -681,8 +713,13 @@ static void quorum_close(void *ctx)
 	if (!q)
 		return;
 	for (int i = 0; i < q->n; i++) {
-		resp_free(q->node[i].reply);
-		client_close(q->node[i].c);
+		const struct node *nd = &q->node[i];
+		if (nd->c && nd->skip > 0)
+			log_debug("%s owes %d replies to %zu bytes queued: its connection is "
+			          "closed",
+			          nd->srv->name, nd->skip, nd->queued);
+		resp_free(nd->reply);
+		client_close(nd->c);
 	}
 	free(q);
 }
