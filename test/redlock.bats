@@ -211,6 +211,26 @@ node_fair_places() {
 	rlock_wait "$real"
 }
 
+@test "two holders on two nodes each, none on a majority: the busy and waiting lines name both, each with its nodes, never one as the holder" {
+	rlock_bg -u "redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1)" --label one -t 30s -k two -- "$HOLD" one
+	local one=$RLOCK_PID
+	rlock_bg -u "redis://127.0.0.1:$(node_port 2),redis://127.0.0.1:$(node_port 3)" --label two -t 30s -k two -- "$HOLD" two
+	local two=$RLOCK_PID
+	wait_until 10 test -e one.started -a -e two.started
+	run -75 --separate-stderr rlock -n -k two -- true
+	assert_one_line_error
+	[[ $stderr == *"held on 4 of 5 Redlock nodes by 2 holders, none on a majority: "*"[one] on 2, "*"[two] on 2" ]] || fail "$stderr"
+	[[ $stderr != *"held by"* ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -v -w 200ms -k two -- true
+	[[ $stderr == *"is busy (held on 4 of 5 Redlock nodes by 2 holders, none on a majority: "*"[one] on 2, "*"[two] on 2); waiting"* ]] || fail "$stderr"
+	[[ $stderr != *"held by"* ]] || fail "$stderr"
+	touch one.release two.release
+	rlock_wait "$one"
+	assert_equal "$RLOCK_STATUS" 0
+	rlock_wait "$two"
+	assert_equal "$RLOCK_STATUS" 0
+}
+
 # relocked I NAME: node I holds NAME's lock again (the renewal locked it after a flush).
 relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 

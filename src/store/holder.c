@@ -69,6 +69,13 @@ const char *holder_format(const struct holder *h, unsigned what, char *buf, size
 	struct holder_text t;
 	int raw = (what & HOLDER_RAW) != 0;
 
+	if (h->split[0]) { /* Redlock: nobody holds a majority of the nodes (lock.h) */
+		if (raw)
+			snprintf(buf, n, "%s", h->split);
+		else
+			log_escape(buf, n, h->split, strlen(h->split));
+		return buf;
+	}
 	if (h->delayed) { /* nobody holds it: a lease ended unreleased (lock.h) */
 		char left[32];
 		holder_human_ms(left, sizeof left, h->pttl_ms);

@@ -221,13 +221,18 @@ struct holder {
 	int queued;
 	/* no holder: a waiting exclusive request's mark keeps a shared or permit request out */
 	int writer;
+	/* Redlock busy, no holder on a majority of the nodes, several on some: "held on K of
+	 * N Redlock nodes by M holders, none on a majority: HOST pid PID [LABEL] on K, ..."
+	 * (not escaped, as HOLDER_RAW), else "" */
+	char split[640];
 };
 
 /* Nobody holds the name, and holder_format says why (lock-delay, a --preempt
- * reservation): a message says its text, never "held by". */
+ * reservation, Redlock nodes split between holders): a message says its text, never
+ * "held by". */
 static inline int holder_nobody(const struct holder *h)
 {
-	return h->delayed || h->reserved || h->queued || h->writer;
+	return h->delayed || h->reserved || h->queued || h->writer || h->split[0];
 }
 
 struct waiter {

@@ -904,11 +904,47 @@ static int owner_named(const struct holder *h)
 	return h->held && !holder_nobody(h) && !relocked(h) && h->host[0];
 }
 
+/* The busy nodes named holders (who[i], by key[i]; named[i] set) and none of them holds
+ * a majority, several some: h->split names them all, each with its nodes' count, so that
+ * no line names one of them as the holder (--status says the same, by tokens). */
+static void split_holders(const struct quorum *q, const int *named, const unsigned long long *key,
+                          char (*who)[300], struct holder *h)
+{
+	int first[STORE_NODES_MAX], count[STORE_NODES_MAX], m = 0, nodes = 0, most = 0;
+
+	for (int i = 0; i < q->n; i++) {
+		if (!named[i])
+			continue;
+		int k = 0;
+		while (k < m && key[first[k]] != key[i])
+			k++;
+		if (k == m) {
+			first[m] = i;
+			count[m++] = 0;
+		}
+		most = ++count[k] > most ? count[k] : most;
+		nodes++;
+	}
+	if (m < 2 || most >= q->need)
+		return;
+	int used = snprintf(
+	    h->split, sizeof h->split,
+	    "held on %d of %d Redlock nodes by %d holders, none on a majority: ", nodes, q->n, m);
+	for (int k = 0; k < m && used > 0 && (size_t)used < sizeof h->split; k++) {
+		int w = snprintf(h->split + used, sizeof h->split - (size_t)used, "%s%s on %d",
+		                 k ? ", " : "", who[first[k]], count[k]);
+		used = w < 0 ? used : used + w;
+	}
+}
+
 static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr, struct holder *h,
                           struct tally *t)
 {
 	unsigned long long kept_for[STORE_NODES_MAX], held_by[STORE_NODES_MAX];
 	int kept = 0, most = 0, named = 0, most_named = 0;
+	int named_at[STORE_NODES_MAX] = {0};
+	unsigned long long key_at[STORE_NODES_MAX];
+	char who_at[STORE_NODES_MAX][300];
 
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
@@ -950,6 +986,12 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 				*h = nh;
 				q->busy = i;
 			}
+			if (owner_named(&nh)) {
+				named_at[i] = 1;
+				key_at[i] = request_of(&nh);
+				holder_format(&nh, HOLDER_LABEL | HOLDER_RAW, who_at[i],
+				              sizeof who_at[i]);
+			}
 		} else if (rc == LOCK_SUPERSEDED) {
 			if (!t->superseded++)
 				t->newer = nh;
@@ -960,6 +1002,8 @@ static void tally_acquire(struct quorum *q, struct lock *l, const struct req *fr
 				nd->fault |= CONN_FAULT_FINAL;
 		}
 	}
+	if (t->busy && owner_named(h))
+		split_holders(q, named_at, key_at, who_at, h);
 }
 
 /* A majority granted. Fencing: every node counted its own INCR; the largest of this
