@@ -136,6 +136,17 @@ load redlock
 	assert_regex "$stderr" "released rlock:\{cs\} on the 4 of 5 Redlock nodes that answered; 1 did not and may keep it until its TTL ends \(in at most [0-9.]+ s\), fewer than a majority: 127\.0\.0\.1:$p2 \("
 }
 
+@test "a node paused for writes under a run's renewals: the connection that owes them is replaced without a second round on a fresh one, so the renewal confirms with the others in time (not 79)" {
+	# Each renewal waits --node-timeout for the paused node; after SKIP_MAX unanswered
+	# its connection was replaced, and the renewal was "retried on a fresh connection"
+	# (as for one closed while idle): a second node timeout, past the lease's 4/5.
+	local p2
+	p2=$(node_port 2)
+	run -0 --separate-stderr rlock -vv -t 400ms --node-timeout 100ms -k rp -- sh -c "redis-cli -p $p2 CLIENT PAUSE 1500 WRITE >/dev/null; sleep 1.8"
+	[[ $stderr == *'its connection is replaced'* ]] || fail "no connection replaced: $stderr"
+	[[ $stderr != *'retrying on fresh connections'* ]] || fail "$stderr"
+}
+
 @test "a waiter listens where the holder is: a node that granted it (split vote) and was given back never wakes it; the holder's release does" {
 	# 3 nodes; the holder has 0 and 1 (node 2 was down), node 2 restarted empty and
 	# reached through a proxy that delays its replies, so that it answers the waiter's

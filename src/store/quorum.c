@@ -25,6 +25,7 @@ struct node {
 	unsigned bodies;          /* scripts sent whole on this connection (1 << script) */
 	size_t queued;            /* bytes sent on it since it last owed nothing (-vv) */
 	int waiting;              /* this round: a reply is awaited */
+	int replaced;             /* this round: its connection dropped for owing (SKIP_MAX) */
 	int opening;              /* this round: connecting (client_start) */
 	int probing;              /* this round: probing a silent TLS handshake (conn_probe) */
 	int denied;               /* the last connect was refused (AUTH) */
@@ -460,7 +461,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 		struct node *nd = &q->node[i];
 		resp_free(nd->reply);
 		nd->reply = NULL;
-		nd->full = nd->waiting = nd->opening = nd->probing = nd->own = 0;
+		nd->full = nd->waiting = nd->opening = nd->probing = nd->own = nd->replaced = 0;
 		nd->err[0] = '\0';
 		nd->fault = 0;
 		if (!rq[i])
@@ -540,6 +541,7 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			          "replaced",
 			          nd->srv->name, nd->skip, nd->queued);
 			node_drop(nd);
+			nd->replaced = 1;
 		}
 	}
 }
@@ -635,8 +637,14 @@ static void round_all(struct quorum *q, const struct req *one, int64_t cap_ms)
 /* round_all for a request safe to repeat (its token makes it so: a renewal, a
  * release): a node whose connection, open before the round, was found closed (it sat
  * idle: the server's `timeout`, a NAT, a restart) gets it once more on a fresh one, as
- * on one server (routed.c: RUN_RETRY). The other nodes keep their replies and reasons. */
-static void round_all_again(struct quorum *q, const struct req *one, int64_t cap_ms)
+ * on one server (routed.c: RUN_RETRY). The other nodes keep their replies and reasons.
+ * A connection the round itself replaced (it owed SKIP_MAX replies: a node paused or
+ * stopped) was not found closed: with `replaced` 0 (a renewal, which needs only a
+ * quorum's answers) such a node is not retried, as the retry would wait on it for a
+ * second node timeout, past the lease's renewal window (-t 600ms, --node-timeout 200ms,
+ * one node paused: lost); a release's (1) is, as it may have been dropped with the
+ * connection (CLIENT PAUSE WRITE). */
+static void round_all_again(struct quorum *q, const struct req *one, int64_t cap_ms, int replaced)
 {
 	const struct req *again[STORE_NODES_MAX] = {0};
 	struct resp_reply *kept[STORE_NODES_MAX] = {0};
@@ -648,7 +656,7 @@ static void round_all_again(struct quorum *q, const struct req *one, int64_t cap
 	round_all(q, one, cap_ms);
 	for (int i = 0; i < q->n; i++) {
 		const struct node *nd = &q->node[i];
-		if (!nd->reply && had[i] && !nd->c) {
+		if (!nd->reply && had[i] && !nd->c && (replaced || !nd->replaced)) {
 			again[i] = one;
 			retry = 1;
 		}
@@ -1199,7 +1207,7 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 		return LOCK_ERR;
 	int64_t t0 = clock_ms();
 	/* idle connections closed (a renewal every ttl/3): once more on fresh ones */
-	round_all_again(q, &rq, cap_ms);
+	round_all_again(q, &rq, cap_ms, 0);
 	for (int i = 0; i < q->n; i++) {
 		struct node *nd = &q->node[i];
 		long long v = 0;
@@ -1321,7 +1329,7 @@ static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int6
 	/* A connection that sat idle (a run's command between renewals) and that the
 	 * server (its `timeout`) or a NAT closed: the release once more on a fresh one
 	 * (its token makes it safe to repeat: a release sent again answers as the first). */
-	round_all_again(q, &rq, cap_ms);
+	round_all_again(q, &rq, cap_ms, 1);
 	/* A node that has the release but did not answer within the node timeout (paused,
 	 * slow): its answer is waited for up to one --io-timeout, as on one server. */
 	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
@@ -2005,7 +2013,7 @@ static int quorum_leave(void *ctx, const struct lock *l, int64_t cap_ms, struct 
 	if (lock_request_leave(&q->rel, l, err, errlen) < 0)
 		return LOCK_ERR;
 	int64_t t0 = clock_ms(), late = t0 + q->cfg->srv[0].io_timeout_ms;
-	round_all_again(q, &rq, cap_ms);
+	round_all_again(q, &rq, cap_ms, 1);
 	/* a node paused for writes (CLIENT PAUSE WRITE) drops the leave it holds back with
 	 * the connection: waited for within the give-up's budget, as a release is */
 	round_late(q, &rq, t0, late < cap_ms ? late : cap_ms);
