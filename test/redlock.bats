@@ -642,6 +642,15 @@ scripts_run() {
 	[[ $stderr != *$'\n'* ]]
 	run -64 --separate-stderr rlock --supersede --acquire -w 10s -k u
 	[[ ! -e ran ]]
+	# a lease whose renewal cannot wait out one slow node (--node-timeout) before it
+	# counts as lost: lost (79) whenever a node is paused, or never acquired
+	run -64 --separate-stderr rlock -t 500ms -k u -- touch ran
+	assert_equal "$stderr" "rlock: -t 500ms is too short for Redlock with --node-timeout 200ms: a renewal that waits out one slow node must be confirmed before the lease counts as lost; give -t 600ms or more, or a shorter --node-timeout (try 'rlock --help')"
+	run -64 --separate-stderr rlock -t 1s --node-timeout 500ms --acquire -k u
+	assert_regex "$stderr" 'give -t 1400ms or more'
+	[[ ! -e ran ]]
+	run -0 rlock -t 600ms -k u -- touch ran
+	run -0 rlock -t 500ms --node-timeout 150ms -k u -- true
 }
 
 @test "distinct nodes: the same host:port twice is refused before any traffic (64); three distinct nodes are fine" {

@@ -353,7 +353,7 @@ load redlock
 	three="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),redis://127.0.0.1:$(node_port 2)"
 	list="redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$(node_port 1),$PROXY_URL"
 	run -0 rlock -u "$three" -k sg -- true # scripts loaded: the attempt is one round
-	rlock_bg -w 30s -u "$list" --node-timeout 20s -k sg --label stopped -- touch ran
+	rlock_bg -w 30s -t 60s -u "$list" --node-timeout 20s -k sg --label stopped -- touch ran
 	local r=$RLOCK_PID
 	for i in 0 1 2; do
 		wait_until 30 newest_has "$i" sg stopped

@@ -21,6 +21,7 @@
 #include "exitcodes.h"
 #include "inherit.h"
 #include "keeper.h"
+#include "lease.h"
 #include "lock.h"
 #include "log.h"
 #include "secret.h"
@@ -301,8 +302,9 @@ static const struct optdef options[] = {
     OPT_DEF("io-timeout", 0, F_ARG, "DUR", "deadline for each request (default 2s)", 2000,
             DURATION(io_timeout_ms, 1)),
     OPT_DEF("node-timeout", 0, F_ARG | F_REDLOCK, "DUR",
-            "Redlock: deadline of each node's reply\n(default 200ms)", 200,
-            DURATION(node_timeout_ms, 1)),
+            "Redlock: deadline of each node's reply\n(default 200ms; a -t under about 2.8\n"
+            "times it is refused: 600ms by default)",
+            200, DURATION(node_timeout_ms, 1)),
     OPT("wait-replicas", 0, F_ARG, "N",
         "after acquiring, wait (up to --io-timeout) until\n"
         "N replicas have the lock; else release, exit 69;\n"
@@ -2006,6 +2008,33 @@ static int not_read_here(const struct state *s, const char *name)
 	return 1;
 }
 
+/* Redlock: a renewal waits for a slow node (paused, overloaded: a minority that Redlock
+ * is to ride out) up to --node-timeout, and its lease is counted from before its round
+ * less the drift (quorum.c): a lease whose renewal window cannot hold that round, with a
+ * quarter of it to spare (the round's own work, a thread woken late), is lost whenever
+ * one node is slow (-t 500ms, --node-timeout 200ms: 79), or never acquired (-t 150ms:
+ * "too long for a 150 ms lease"). Refused, naming the shortest -t that holds. */
+static int64_t redlock_slack(int64_t ttl_ms, int64_t node_timeout_ms)
+{
+	return lease_renew_window(ttl_ms) - (ttl_ms / 100 + 2) - node_timeout_ms * 5 / 4;
+}
+
+static void redlock_ttl(const struct opts *o)
+{
+	if (o->nurls <= 1 || (o->mode != MODE_RUN && o->mode != MODE_ACQUIRE) ||
+	    redlock_slack(o->lock.ttl_ms, o->node_timeout_ms) > 0)
+		return;
+	/* 4/5 - 1/3 - 1/100 of the ttl is 137/300 of it: from there, the integer steps */
+	int64_t least = (o->node_timeout_ms * 5 / 4 + 2) * 300 / 137;
+	while (redlock_slack(least, o->node_timeout_ms) <= 0)
+		least++;
+	least = (least + 99) / 100 * 100;
+	usage_error("-t %lldms is too short for Redlock with --node-timeout %lldms: a renewal "
+	            "that waits out one slow node must be confirmed before the lease counts as "
+	            "lost; give -t %lldms or more, or a shorter --node-timeout",
+	            (long long)o->lock.ttl_ms, (long long)o->node_timeout_ms, (long long)least);
+}
+
 static void validate_server(struct state *s)
 {
 	struct opts *o = s->o;
@@ -2021,6 +2050,7 @@ static void validate_server(struct state *s)
 		usage_error("--wait-aof does not apply to Redlock (several --url)");
 	if (o->nurls > 1 && (o->kind != KIND_EXCLUSIVE || o->lock.fair))
 		usage_error("-s, --limit and --fair use one server, not Redlock (several --url)");
+	redlock_ttl(o);
 	distinct_nodes(o);
 	if (o->tls.enabled && o->url->scheme == URL_UNIX)
 		usage_error("--tls: TLS over a Unix socket is not supported");

@@ -14,6 +14,11 @@ int64_t lease_loss_after(int64_t ttl_ms)
 	return ttl_ms * LOSS_NUM / LOSS_DEN;
 }
 
+int64_t lease_renew_window(int64_t ttl_ms)
+{
+	return lease_loss_after(ttl_ms) - ttl_ms / 3;
+}
+
 int64_t lease_kill_by(int64_t ttl_ms)
 {
 	return ttl_ms * KILL_NUM / KILL_DEN;

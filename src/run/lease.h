@@ -16,6 +16,9 @@
 /* When a lease sent at s counts as lost, and when the command's group must be dead. */
 int64_t lease_loss_after(int64_t ttl_ms); /* ttl * 4/5 */
 int64_t lease_kill_by(int64_t ttl_ms);    /* ttl * 9/10 */
+/* The time a renewal has, from when it is due (s + ttl/3) until the lease counts as
+ * lost (s + ttl * 4/5): a round of requests (Redlock: --node-timeout) must fit in it. */
+int64_t lease_renew_window(int64_t ttl_ms);
 /* --warn: a renewal sent at s + ttl/3 not confirmed within another third. */
 int64_t lease_warn_after(int64_t ttl_ms); /* ttl * 2/3 */
 
