@@ -1069,6 +1069,7 @@ struct sup {
 	int64_t kill_at;   /* pending SIGKILL escalation, or -1 */
 	int64_t killed;    /* when SIGKILL was first sent, or -1 */
 	int first_sig;     /* the signal the escalation follows */
+	sigset_t stopsigs; /* the stops' signals the cover got (stop_with): each once */
 	int stopping;      /* the --max-hold deadline is still ahead */
 	int lost_fd;       /* the hold's lost fd until it fired, then -1 */
 	int announced;     /* said that the rest of the group is waited for */
@@ -1104,6 +1105,21 @@ static void escalate_by(struct sup *s, int64_t at)
 static void stop_cover(const struct sup *s, int sig)
 {
 	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig);
+}
+
+/* A stop's signal (a loss's, --max-hold's, a lost watchdog's) to the cover, then SIGCONT
+ * (a stopped group must hear it), unless an earlier stop sent that signal already: one
+ * SIGTERM, as timeout(1) sends one, for a command that traps it to clean up (a second
+ * would cut its cleanup short); the later stop only brings SIGKILL forward. 1 when sent
+ * now, 0 when the cover had it. */
+static int stop_with(struct sup *s, int sig)
+{
+	if (sigismember(&s->stopsigs, sig) == 1)
+		return 0;
+	sigaddset(&s->stopsigs, sig);
+	stop_cover(s, sig);
+	stop_cover(s, SIGCONT);
+	return 1;
 }
 
 /* Can a process of the command's cover still run? */
@@ -1145,8 +1161,6 @@ static void on_loss(struct sup *s, int timed_out)
 		return;
 	}
 	s->lost = 1;
-	s->signalled = now;
-	s->first_sig = a->lost_signal;
 	/* rlock was stopped past the watchdog's deadline and learnt of the loss (a renewal
 	 * refused, its own clock) before it reaped the group: the watchdog's SIGKILL came
 	 * first. What rlock sees of the cover gets SIGKILL too, and nothing is escalated. */
@@ -1156,13 +1170,20 @@ static void on_loss(struct sup *s, int timed_out)
 	 * to warn of: the --warn signal first, so the command hears it before the stop. */
 	if (!timed_out && a->warn_signal && s->warned < 0 && !killed_already)
 		kill(-s->ch->pid, a->warn_signal);
-	stop_cover(s, killed_already ? SIGKILL : a->lost_signal);
+	int sent = 1; /* 0: a stop under way (--max-hold) sent that signal already */
+	if (killed_already || a->lost_signal == SIGKILL)
+		stop_cover(s, SIGKILL);
+	else
+		sent = stop_with(s, a->lost_signal);
+	if (sent) {
+		s->signalled = now;
+		s->first_sig = a->lost_signal;
+	}
 	char when[160] = "";
 	if (killed_already || a->lost_signal == SIGKILL) {
 		s->killed = now;
 		s->kill_at = -1;
 	} else {
-		stop_cover(s, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
 		tell_deadline(s);
@@ -1184,6 +1205,10 @@ static void on_loss(struct sup *s, int timed_out)
 		log_error("lock lost: %s; the watchdog killed the command's process group "
 		          "before the lease could end (rlock could not renew in time: stopped?)",
 		          why);
+	else if (!sent)
+		log_error("lock lost: %s; the command's process group had SIG%s %lld ms ago "
+		          "already (not sent again)%s",
+		          why, signal_name(a->lost_signal), (long long)(now - s->signalled), when);
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 		          signal_name(a->lost_signal), when);
@@ -1204,13 +1229,17 @@ static void on_max_hold(struct sup *s)
 		s->signalled = now;
 		s->first_sig = SIGTERM;
 	}
-	stop_cover(s, SIGTERM);
-	stop_cover(s, SIGCONT);
+	int sent = stop_with(s, SIGTERM);
 	escalate_by(s, now + a->kill_after_ms);
 	tell_deadline(s); /* before the line, which may block */
-	log_error("--max-hold is over: sending SIGTERM to the command's process group "
-	          "(SIGKILL in %lld ms if it still runs)",
-	          (long long)(s->kill_at - now));
+	if (sent)
+		log_error("--max-hold is over: sending SIGTERM to the command's process group "
+		          "(SIGKILL in %lld ms if it still runs)",
+		          (long long)(s->kill_at - now));
+	else
+		log_error("--max-hold is over: the command's process group had SIGTERM %lld ms "
+		          "ago already (not sent again; SIGKILL in %lld ms if it still runs)",
+		          (long long)(now - s->signalled), (long long)(s->kill_at - now));
 }
 
 /* The watchdog died and none could replace it (restart_watchdog): try again, every
@@ -1241,8 +1270,7 @@ static void retry_watchdog(struct sup *s, int64_t now)
 		s->signalled = now;
 		s->first_sig = SIGTERM;
 	}
-	stop_cover(s, SIGTERM);
-	stop_cover(s, SIGCONT);
+	stop_with(s, SIGTERM);
 	escalate_by(s, now + s->a->kill_after_ms);
 	log_error("the watchdog process died and no new one can be started (%s): the command "
 	          "is stopped (SIGTERM, SIGKILL in %lld ms), as nothing would stop it if rlock "
@@ -1464,6 +1492,8 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	                .group_check = -1,
 	                .warned = -1};
 	int st = 0;
+
+	sigemptyset(&s.stopsigs);
 
 	ch->status = -1; /* until it has exited */
 	for (;;) {
