@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -681,6 +682,61 @@ static void __attribute__((noreturn)) command_child(const struct setup *u)
 	setup_failed(u->ep, STEP_EXEC, errno);
 }
 
+/* The file an exec of name tried (execvp: name itself when it has a '/', else the first
+ * regular file of that name on PATH, the default path when PATH is unset) into buf; 0,
+ * or -1 when there is none. */
+static int exec_file(const char *name, char *buf, size_t n)
+{
+	struct stat st;
+
+	if (strchr(name, '/'))
+		return snprintf(buf, n, "%s", name) < (int)n && stat(buf, &st) == 0 ? 0 : -1;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		/* an empty entry is the current directory */
+		int w = snprintf(buf, n, "%.*s%s%s", (int)len, p, len ? "/" : "", name);
+		if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+		if (!end)
+			return -1;
+		p = end;
+	}
+}
+
+/* An exec that failed with ENOENT, said as bash and timeout(1) say it: a name that is
+ * nowhere on PATH is "command not found", a path to nothing "No such file or
+ * directory"; but a file that is there names an interpreter that is not (its #! line,
+ * or a program loader): said so, not "not found" of a file the user can see. */
+static void say_enoent(const char *what)
+{
+	char file[4096], head[256] = "";
+
+	if (exec_file(what, file, sizeof file) < 0) {
+		log_error("%s: %s", what,
+		          strchr(what, '/') ? strerror(ENOENT) : "command not found");
+		return;
+	}
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		ssize_t r = read(fd, head, sizeof head - 1);
+		head[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	if (head[0] == '#' && head[1] == '!') {
+		char *interp = head + 2 + strspn(head + 2, " \t");
+		interp[strcspn(interp, " \t\r\n")] = '\0';
+		log_error("%s: bad interpreter %s: %s", what, *interp ? interp : "(none)",
+		          strerror(ENOENT));
+	} else {
+		log_error("%s: %s (the file is there: a program loader it needs is missing)", what,
+		          strerror(ENOENT));
+	}
+}
+
 /* The child could not be set up (the watchdog, or a step of command_child): wait for
  * it, take the terminal back and say why. Returns the exit status to use. */
 static int spawn_failed(struct child *ch, const char *what, int step, int e)
@@ -710,7 +766,10 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		return RL_EX_OSERR;
 	}
 	/* what is escaped by the log, once, and cut in the middle when long (the reason stays) */
-	log_error("%s: %s", what, e == ENOENT ? "command not found" : strerror(e));
+	if (e == ENOENT)
+		say_enoent(what);
+	else
+		log_error("%s: %s", what, strerror(e));
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
