@@ -1160,10 +1160,14 @@ static void escalate_by(struct sup *s, int64_t at)
 }
 
 /* A stop (a loss, --max-hold, SIGKILL): to the command's whole cover, not its group
- * alone: what it moved to another group stops with it. */
+ * alone: what it moved to another group stops with it; but a signal that a nested
+ * rlock of the cover forwards reaches its command through it alone (cover_kill). */
 static void stop_cover(const struct sup *s, int sig)
 {
-	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig);
+	int fwd = 0;
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		fwd |= forwarded[i] == sig;
+	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig, fwd);
 }
 
 /* A stop's signal (a loss's, --max-hold's, a lost watchdog's) to the cover, then SIGCONT
