@@ -145,6 +145,38 @@ forward_once() {
 	key_absent 'rlock:{i}' # its command ended: the nested rlock released its lock
 }
 
+# reentered_once FIRST: a nested run of the holder's own name (re-entered: no lease of
+# its own, it watches the holder's token) and its holder both find the lock gone (its
+# key deleted) and stop their covers, FIRST the one that acts first (the other stopped
+# meanwhile). Its command hears SIGTERM once, from the nested rlock (the old code: once
+# forwarded, once for its own watch's loss, in either order).
+reentered_once() {
+	SIGCATCH_SENDER=1 rlock_bg -t 3s -k o -- "$RLOCK" -k o -- "$SIGCATCH" s.log s.ready
+	wait_until 30 test -s s.ready
+	local nested
+	nested=$(awk '{print $4}' "/proc/$(cat s.ready)/stat")
+	if [[ $1 == holder ]]; then
+		kill -STOP "$nested" # continued by the holder's stop
+		rcli DEL 'rlock:{o}' >/dev/null
+	else
+		kill -STOP "$RLOCK_PID"
+		rcli DEL 'rlock:{o}' >/dev/null
+		wait_until 30 test -s s.log
+		kill -CONT "$RLOCK_PID"
+	fi
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(cat s.log)" "TERM $nested"
+}
+
+@test "a re-entered nested run whose holder loses the lock first: its command hears SIGTERM once, not again for its own watch's loss" {
+	reentered_once holder
+}
+
+@test "a re-entered nested run that sees the loss before its holder: its command hears SIGTERM once, not again when the holder's comes" {
+	reentered_once nested
+}
+
 @test "forwarded signal with default action: rlock exits 128+N" {
 	rlock_bg -k s -- sh -c 'echo $$ >c.pid; exec sleep 30'
 	wait_until 30 eval '[[ -s c.pid && $(cat /proc/$(cat c.pid)/comm 2>/dev/null) == sleep ]]'

@@ -1129,6 +1129,7 @@ struct sup {
 	int64_t killed;    /* when SIGKILL was first sent, or -1 */
 	int first_sig;     /* the signal the escalation follows */
 	sigset_t stopsigs; /* the stops' signals the cover got (stop_with): each once */
+	sigset_t fromrl;   /* signals another rlock sent that were forwarded (on_events) */
 	int stopping;      /* the --max-hold deadline is still ahead */
 	int lost_fd;       /* the hold's lost fd until it fired, then -1 */
 	int announced;     /* said that the rest of the group is waited for */
@@ -1162,27 +1163,30 @@ static void escalate_by(struct sup *s, int64_t at)
 /* A stop (a loss, --max-hold, SIGKILL): to the command's whole cover, not its group
  * alone: what it moved to another group stops with it; but a signal that a nested
  * rlock of the cover forwards reaches its command through it alone (cover_kill). */
-static void stop_cover(const struct sup *s, int sig)
+static void stop_cover(const struct sup *s, int sig, unsigned how)
 {
-	int fwd = 0;
 	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		fwd |= forwarded[i] == sig;
-	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig, fwd);
+		if (forwarded[i] == sig)
+			how |= COVER_LEAVE_NESTED;
+	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig, how);
 }
 
 /* A stop's signal (a loss's, --max-hold's, a lost watchdog's) to the cover, then SIGCONT
  * (a stopped group must hear it), unless an earlier stop sent that signal already: one
  * SIGTERM, as timeout(1) sends one, for a command that traps it to clean up (a second
- * would cut its cleanup short); the later stop only brings SIGKILL forward. 1 when sent
- * now, 0 when the cover had it. */
+ * would cut its cleanup short); the later stop only brings SIGKILL forward. Nor to the
+ * command's group when another rlock sent it that signal (forwarded: a nested run's
+ * holder stopping its cover for the same loss). 1 when the command's group got it now,
+ * 0 when it had it. */
 static int stop_with(struct sup *s, int sig)
 {
 	if (sigismember(&s->stopsigs, sig) == 1)
 		return 0;
 	sigaddset(&s->stopsigs, sig);
-	stop_cover(s, sig);
-	stop_cover(s, SIGCONT);
-	return 1;
+	int had = sigismember(&s->fromrl, sig) == 1;
+	stop_cover(s, sig, had ? COVER_NOT_CMD : 0);
+	stop_cover(s, SIGCONT, 0);
+	return !had;
 }
 
 /* Can a process of the command's cover still run? */
@@ -1233,12 +1237,12 @@ static void on_loss(struct sup *s, int timed_out)
 	 * to warn of: the --warn signal first, so the command hears it before the stop. */
 	if (!timed_out && a->warn_signal && s->warned < 0 && !killed_already)
 		kill(-s->ch->pid, a->warn_signal);
-	int sent = 1; /* 0: a stop under way (--max-hold) sent that signal already */
+	int sent = 1; /* 0: a stop under way (--max-hold), or another rlock, sent it already */
 	if (killed_already || a->lost_signal == SIGKILL)
-		stop_cover(s, SIGKILL);
+		stop_cover(s, SIGKILL, 0);
 	else
 		sent = stop_with(s, a->lost_signal);
-	if (sent) {
+	if (sent || s->signalled < 0) {
 		s->signalled = now;
 		s->first_sig = a->lost_signal;
 	}
@@ -1269,9 +1273,9 @@ static void on_loss(struct sup *s, int timed_out)
 		          "before the lease could end (rlock could not renew in time: stopped?)",
 		          why);
 	else if (!sent)
-		log_error("lock lost: %s; the command's process group had SIG%s %lld ms ago "
-		          "already (not sent again)%s",
-		          why, signal_name(a->lost_signal), (long long)(now - s->signalled), when);
+		log_error("lock lost: %s; the command's process group had SIG%s already (not "
+		          "sent again)%s",
+		          why, signal_name(a->lost_signal), when);
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 		          signal_name(a->lost_signal), when);
@@ -1300,9 +1304,9 @@ static void on_max_hold(struct sup *s)
 		          "(SIGKILL in %lld ms if it still runs)",
 		          (long long)(s->kill_at - now));
 	else
-		log_error("--max-hold is over: the command's process group had SIGTERM %lld ms "
-		          "ago already (not sent again; SIGKILL in %lld ms if it still runs)",
-		          (long long)(now - s->signalled), (long long)(s->kill_at - now));
+		log_error("--max-hold is over: the command's process group had SIGTERM already "
+		          "(not sent again; SIGKILL in %lld ms if it still runs)",
+		          (long long)(s->kill_at - now));
 }
 
 /* The watchdog died and none could replace it (restart_watchdog): try again, every
@@ -1378,7 +1382,7 @@ static void on_timers(struct sup *s, int64_t now)
 	}
 	if (s->kill_at >= 0 && now >= s->kill_at) {
 		int live = cover_live(s);
-		stop_cover(s, SIGKILL);
+		stop_cover(s, SIGKILL, 0);
 		s->kill_at = -1;
 		s->killed = now;
 		/* Said when true: the group still ran, or the watchdog's SIGKILL at the same
@@ -1410,7 +1414,7 @@ static int group_done(struct sup *s, int64_t now)
 			         "for them");
 			return 1;
 		}
-		stop_cover(s, SIGKILL); /* anything forked meanwhile */
+		stop_cover(s, SIGKILL, 0); /* anything forked meanwhile */
 	}
 	return 0;
 }
@@ -1457,6 +1461,18 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			int sig = (int)si.ssi_signo;
 			if (sig == SIGCHLD)
 				continue;
+			/* From another rlock (a nested run's holder stopping its cover, or
+			 * forwarding): a stop of ours that sent it already was for the same
+			 * loss; the command hears it once (stop_with, the other way round). */
+			int rl = si.ssi_code == SI_USER && cover_is_rlock((pid_t)si.ssi_pid);
+			if (rl && sigismember(&s->stopsigs, sig) == 1) {
+				log_debug(
+				    "SIG%s from rlock %ld: the command's group had it already",
+				    signal_name(sig), (long)si.ssi_pid);
+				continue;
+			}
+			if (rl)
+				sigaddset(&s->fromrl, sig);
 			kill(-s->ch->pid, sig);
 			kill(-s->ch->pid, SIGCONT);
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
@@ -1557,6 +1573,7 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	int st = 0;
 
 	sigemptyset(&s.stopsigs);
+	sigemptyset(&s.fromrl);
 
 	ch->status = -1; /* until it has exited */
 	for (;;) {

@@ -178,31 +178,39 @@ int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, 
 	return ng;
 }
 
-/* Is group g a nested rlock's command's: its leader a child of another process of this
- * rlock's executable (not this one: its own command's group is the cover's first)? */
+/* cover.h */
+int cover_is_rlock(pid_t pid)
+{
+	struct stat self, other;
+	char exe[64];
+
+	if (pid <= 1 || pid == getpid())
+		return 0;
+	snprintf(exe, sizeof exe, "/proc/%ld/exe", (long)pid);
+	return stat("/proc/self/exe", &self) == 0 && stat(exe, &other) == 0 &&
+	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
+/* Is group g a nested rlock's command's: its leader a child of another rlock (not this
+ * one: its own command's group is the cover's first)? */
 static int nested_command_group(pid_t g)
 {
 	struct proc_stat st;
-	struct stat self, parent;
-	char exe[64];
 
-	if (proc_stat_read(g, &st) < 0 || st.ppid == getpid() || st.ppid <= 1)
-		return 0;
-	snprintf(exe, sizeof exe, "/proc/%ld/exe", (long)st.ppid);
-	return stat("/proc/self/exe", &self) == 0 && stat(exe, &parent) == 0 &&
-	       self.st_dev == parent.st_dev && self.st_ino == parent.st_ino;
+	return proc_stat_read(g, &st) == 0 && cover_is_rlock(st.ppid);
 }
 
 /* cover.h */
-void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig, int forwarded)
+void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig, unsigned how)
 {
 	pid_t g[COVER_MAX];
 	int live;
 
-	kill(-cmd, sig);
+	if (!(how & COVER_NOT_CMD))
+		kill(-cmd, sig);
 	int n = cover_groups(cmd, sid, orphans, 0, skip, NULL, 0, g, &live);
 	for (int i = 1; i < n; i++)
-		if (!forwarded || !nested_command_group(g[i]))
+		if (!(how & COVER_LEAVE_NESTED) || !nested_command_group(g[i]))
 			kill(-g[i], sig);
 }
 
