@@ -61,29 +61,6 @@ load helpers
 	wait_until 30 pidfile_gone bg.pid || fail "the background job survived rlock"
 }
 
-@test "a job in a session of its own that the command waits for (setsid -w) is covered: --max-hold stops it, SIGKILL when it ignores SIGTERM, and rlock waits for it" {
-	# The old code held the lock for it (its parent waits) but stopped only the parent:
-	# the job ran on, unprotected, after rlock's 124 (or 79 on a loss: the same stop).
-	rlock_bg --max-hold 500ms --kill-after 300ms -k sw -- \
-		setsid -w sh -c 'trap "" TERM; echo $$ >j.pid; exec sleep 60'
-	wait_until 30 test -s j.pid
-	track_pidfile j.pid
-	rlock_wait "$RLOCK_PID" 30
-	assert_equal "$RLOCK_STATUS" 124
-	run -0 pidfile_gone j.pid
-	grep -q 'still runs [0-9]* ms after SIGTERM: sending SIGKILL' "$RLOCK_ERR" ||
-		fail "$(cat "$RLOCK_ERR")"
-	key_absent 'rlock:{sw}'
-}
-
-@test "rlock SIGKILLed while the command waits for a job in a session of its own (setsid -w): the watchdog kills the job too" {
-	rlock_bg -k swd -- setsid -w sh -c 'echo $$ >j.pid; exec sleep 60'
-	wait_until 30 test -s j.pid
-	track_pidfile j.pid
-	kill -KILL "$RLOCK_PID"
-	wait_until 30 pidfile_gone j.pid || fail "the job survived rlock"
-}
-
 @test "a forwarded signal reaches the background job left in the group" {
 	rlock_bg -k fwd -c 'echo $$ > sh.pid; sleep 300 & echo $! > bg.pid; exit 0'
 	wait_until 30 test -s bg.pid

@@ -139,51 +139,9 @@ int cover_orphans(pid_t cmd, pid_t watchdog, pid_t *out, int max)
 	return n;
 }
 
-/* The processes in a session of their own that a stop reached (walk's remember) while a
- * process of the cover was their parent (setsid -w, sudo's pty): covered until they
- * exit, also once that parent died of the stop and left them to rlock; a daemon that an
- * exit, not a stop, left to rlock is not here (it left). Named by pid and start time. */
-#define HELD_MAX 16
-static struct {
-	pid_t pid;
-	unsigned long long start;
-} held[HELD_MAX];
-static int nheld;
-
-static int is_held(pid_t pid, unsigned long long start)
-{
-	for (int i = 0; i < nheld; i++)
-		if (held[i].pid == pid && held[i].start == start)
-			return 1;
-	return 0;
-}
-
-static void hold_foreign(pid_t pid, unsigned long long start)
-{
-	if (is_held(pid, start))
-		return;
-	if (nheld == HELD_MAX) /* the oldest first: most likely gone */
-		memmove(held, held + 1, sizeof held[0] * (HELD_MAX - 1));
-	else
-		nheld++;
-	held[nheld - 1].pid = pid;
-	held[nheld - 1].start = start;
-}
-
-/* cover_groups, remembering (remember: a stop's walk) the processes of other sessions
- * that it covers. */
-static int walk(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
-                int nroots, pid_t *g, int *live, int remember);
-
 /* cover.h */
 int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
                  int nroots, pid_t *g, int *live)
-{
-	return walk(cmd, sid, orphans, watchdog, skip, roots, nroots, g, live, 0);
-}
-
-static int walk(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
-                int nroots, pid_t *g, int *live, int remember)
 {
 	static pid_t q[COVER_WALK]; /* the watchdog and the supervisor: one thread each */
 	int n = 0, ng = 1;
@@ -202,24 +160,11 @@ static int walk(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, c
 		own_children(q, &n, COVER_WALK);
 		keep_orphans(q, from, &n, walked ? cmd : 0, watchdog);
 	}
-	/* From here on q holds children of the cover's processes: one in a session of its
-	 * own is still covered while such a parent is (setsid -w, sudo's pty, a shell that
-	 * waits for `setsid job &`): the lock is held for it, so a stop must reach it. A
-	 * root in one (an orphan: its parent gone, a daemon) has left, unless a stop
-	 * reached it before (held). */
-	int roots_end = n;
 	for (int i = 0; i < n; i++) {
-		struct proc_stat st;
-		if (proc_stat_read(q[i], &st) < 0)
-			continue; /* gone */
-		pid_t pg = st.pgrp;
-		int lv = proc_stat_live(&st);
-		if (st.sid != sid) {
-			if (i < roots_end && !is_held(q[i], st.start_ticks))
-				continue; /* a daemon's session: not below it either */
-			if (remember && lv)
-				hold_foreign(q[i], st.start_ticks);
-		}
+		pid_t pg, ps;
+		int lv;
+		if (proc_facts(q[i], &pg, &ps, &lv) < 0 || ps != sid)
+			continue; /* gone, or a session of its own: not below it either */
 		if (pg != skip && pg != cmd) {
 			*live |= lv;
 			int k = 1;
@@ -261,12 +206,9 @@ void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig, unsigned
 	pid_t g[COVER_MAX];
 	int live;
 
-	/* The walk first: a process of another session below the command's group (setsid
-	 * -w) would be left to rlock, out of the walk's sight, by a kill of that group. A
-	 * walk of the cover alone: its size, not the machine's. */
-	int n = walk(cmd, sid, orphans, 0, skip, NULL, 0, g, &live, 1);
 	if (!(how & COVER_NOT_CMD))
 		kill(-cmd, sig);
+	int n = cover_groups(cmd, sid, orphans, 0, skip, NULL, 0, g, &live);
 	for (int i = 1; i < n; i++)
 		if (!(how & COVER_LEAVE_NESTED) || !nested_command_group(g[i]))
 			kill(-g[i], sig);

@@ -3,18 +3,14 @@
  *
  * The lock covers the command's process group and every process group of rlock's
  * session that a process the command started moved to (setpgid: timeout(1) without
- * --foreground, a job-control shell's jobs), and a process in a session of its own while
- * its parent is in the cover (setsid -w, sudo's pty: the lock is held for it) or once a
- * stop reached it there. One that started a session of its own and was then left to
- * rlock by its parent's exit (a daemon) leaves the cover, as documented. The cover is
- * walked down the kernel's child lists (/proc/PID/task/TID/children) from its roots: the
- * command, and rlock's children that are the command's orphans (reparented to rlock, its
- * child subreaper) — never a child rlock had before the command (one it inherited through
- * exec, the watchdog); for the watchdog, also the orphans rlock told it of (child.c). Its
- * cost is the cover's size, not the machine's; a stop walks it before it signals the
- * command's group (whose death would leave a child of another session to rlock, out of
- * the walk's sight). Used by the supervisor (child.c) and by the watchdog, in a process
- * of its own.
+ * --foreground, a job-control shell's jobs). A process that started a session of its own
+ * (a daemon) leaves the cover, as documented. The cover is walked down the kernel's
+ * child lists (/proc/PID/task/TID/children) from its roots: the command, and rlock's
+ * children that are the command's orphans (reparented to rlock, its child subreaper) —
+ * never a child rlock had before the command (one it inherited through exec, the
+ * watchdog); for the watchdog, also the orphans rlock told it of (child.c). Its cost is the cover's
+ * size, not the machine's; the command's group is signalled before the walk, so nothing the walk
+ * costs delays that. Used by the supervisor (child.c) and by the watchdog, in a process of its own.
  */
 #ifndef RLOCK_COVER_H
 #define RLOCK_COVER_H
@@ -39,9 +35,8 @@ int cover_orphans(pid_t cmd, pid_t watchdog, pid_t *out, int max);
 int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, const pid_t *roots,
                  int nroots, pid_t *g, int *live);
 
-/* Send sig to the command's group, then to the other groups of its cover, walked first
- * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked; a
- * process of another session it reaches stays in the cover until it exits).
+/* Send sig to the command's group at once, then to the other groups of its cover
+ * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked).
  * how: COVER_LEAVE_NESTED when sig is one a nested rlock forwards to its command
  * (child.c's list): a group of the cover that is a nested rlock's command's is left to
  * that rlock, which has it too (its group is in the cover), so that its command hears
