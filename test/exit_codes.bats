@@ -38,6 +38,21 @@ load helpers
 	key_absent 'rlock:{e}'
 }
 
+@test "an exec that fails with ENOENT says what is missing, as bash and timeout(1) do: a path, a name on no PATH entry, a script's #! interpreter; 127" {
+	run -127 --separate-stderr rlock -k e -- ./not-here
+	assert_equal "$stderr" 'rlock: ./not-here: No such file or directory'
+	run -127 --separate-stderr rlock -k e -- not-a-command-rlock-test
+	assert_equal "$stderr" 'rlock: not-a-command-rlock-test: command not found'
+	# the file is there (the old line said "command not found" of it)
+	printf '#!/nonexistent/interp -x\necho ran\n' >badint
+	chmod +x badint
+	run -127 --separate-stderr rlock -k e -- ./badint
+	assert_equal "$stderr" 'rlock: ./badint: bad interpreter /nonexistent/interp: No such file or directory'
+	PATH=$PWD:$PATH run -127 --separate-stderr rlock -k e -- badint
+	assert_equal "$stderr" 'rlock: badint: bad interpreter /nonexistent/interp: No such file or directory'
+	key_absent 'rlock:{e}'
+}
+
 @test "command not executable: 126, lock released" {
 	printf '#!/bin/sh\necho should not run\n' >notexec
 	chmod 644 notexec

@@ -77,3 +77,34 @@ teardown() {
 	assert_equal "$RLOCK_STATUS" 137
 	key_absent 'rlock:{mh}' || fail "the lock was not released"
 }
+
+# term_once FIRST: a command that traps SIGTERM (counting each in terms) is stopped by
+# --max-hold and by a loss (its key deleted: the next renewal finds it gone), FIRST the
+# one that comes first. The stop already under way sent SIGTERM: the second sends none
+# (timeout(1) sends one; a second cuts a cleanup short), it only brings SIGKILL on; 79.
+term_once() {
+	local mh=1s
+	[[ $1 == loss ]] && mh=1200ms # after the loss at the first renewal (-t 2s: ~670 ms)
+	rlock_bg -t 2s -k mh --max-hold "$mh" --kill-after 5s \
+		-c 'trap "echo TERM >>terms" TERM; echo $$ >c.pid; while :; do sleep 0.05 || :; done'
+	wait_until 30 test -s c.pid
+	if [[ $1 == max-hold ]]; then
+		wait_until 30 grep -q 'max-hold is over' "$RLOCK_ERR"
+	fi
+	rcli DEL 'rlock:{mh}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	grep -q 'max-hold is over' "$RLOCK_ERR" || fail "no --max-hold: $(cat "$RLOCK_ERR")"
+	grep -q 'lock lost' "$RLOCK_ERR" || fail "no loss: $(cat "$RLOCK_ERR")"
+	assert_equal "$(cat terms)" TERM
+	grep -q 'not sent again' "$RLOCK_ERR" || fail "$(cat "$RLOCK_ERR")"
+	run -0 pidfile_gone c.pid
+}
+
+@test "--max-hold's SIGTERM, then the lock lost: the command hears SIGTERM once, then SIGKILL before the lease ends; 79" {
+	term_once max-hold
+}
+
+@test "the lock lost (SIGTERM), then --max-hold over: the command hears SIGTERM once, then SIGKILL before the lease ends; 79" {
+	term_once loss
+}

@@ -8,8 +8,9 @@ load helpers
 
 # sigcatch LOG READY: a tiny C program (bash traps coalesce repeated signals, so they
 # cannot count deliveries). Logs one line per delivery of INT TERM HUP QUIT USR1 USR2
-# with write(2) from the handler; after the first one it lingers 500 ms to catch a
-# duplicate, then exits 3. Writes its pid to READY once the handlers are installed.
+# with write(2) from the handler (with SIGCATCH_SENDER set, the sender's pid after the
+# name); after the first one it lingers 500 ms to catch a duplicate, then exits 3.
+# Writes its pid to READY once the handlers are installed.
 setup_file() {
 	common_setup_file
 	export SIGCATCH=$BATS_FILE_TMPDIR/sigcatch
@@ -18,20 +19,25 @@ setup_file() {
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static int logfd = -1;
+static int logfd = -1, sender;
 static volatile sig_atomic_t got;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	const char *s = sig == SIGINT ? "INT\n" : sig == SIGTERM ? "TERM\n" :
-		sig == SIGHUP ? "HUP\n" : sig == SIGQUIT ? "QUIT\n" :
-		sig == SIGUSR1 ? "USR1\n" : sig == SIGUSR2 ? "USR2\n" : "OTHER\n";
-	ssize_t n = write(logfd, s, strlen(s));
+	const char *s = sig == SIGINT ? "INT" : sig == SIGTERM ? "TERM" :
+		sig == SIGHUP ? "HUP" : sig == SIGQUIT ? "QUIT" :
+		sig == SIGUSR1 ? "USR1" : sig == SIGUSR2 ? "USR2" : "OTHER";
+	char line[64];
+	int len = sender ? snprintf(line, sizeof line, "%s %d\n", s, (int)si->si_pid)
+	                 : snprintf(line, sizeof line, "%s\n", s);
+	ssize_t n = write(logfd, line, (size_t)len);
 	(void)n;
+	(void)uc;
 	got = 1;
 }
 
@@ -53,8 +59,10 @@ int main(int argc, char **argv)
 	logfd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (logfd < 0)
 		return 2;
+	sender = getenv("SIGCATCH_SENDER") != NULL;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < 6; i++)
 		sigaction(sigs[i], &sa, NULL);
@@ -118,6 +126,55 @@ forward_once() {
 }
 @test "SIGHUP to the whole process group reaches the command once" {
 	forward_once HUP --group
+}
+
+@test "a nested rlock's command hears its holder's loss SIGTERM once: from the nested rlock, which forwards it, not also from the holder" {
+	# The holder stops its whole cover, the nested rlock's command's group among it;
+	# the nested rlock, in the cover too, forwards the SIGTERM it gets. The old code
+	# sent it straight to that group too: twice. Stopped, the nested rlock forwards only
+	# after the holder's SIGCONT: a TERM of the holder's own would come first.
+	SIGCATCH_SENDER=1 rlock_bg -t 3s -k o -- "$RLOCK" -k i -- "$SIGCATCH" s.log s.ready
+	wait_until 30 test -s s.ready
+	local nested
+	nested=$(awk '{print $4}' "/proc/$(cat s.ready)/stat")
+	kill -STOP "$nested"
+	rcli DEL 'rlock:{o}' >/dev/null
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(cat s.log)" "TERM $nested"
+	key_absent 'rlock:{i}' # its command ended: the nested rlock released its lock
+}
+
+# reentered_once FIRST: a nested run of the holder's own name (re-entered: no lease of
+# its own, it watches the holder's token) and its holder both find the lock gone (its
+# key deleted) and stop their covers, FIRST the one that acts first (the other stopped
+# meanwhile). Its command hears SIGTERM once, from the nested rlock (the old code: once
+# forwarded, once for its own watch's loss, in either order).
+reentered_once() {
+	SIGCATCH_SENDER=1 rlock_bg -t 3s -k o -- "$RLOCK" -k o -- "$SIGCATCH" s.log s.ready
+	wait_until 30 test -s s.ready
+	local nested
+	nested=$(awk '{print $4}' "/proc/$(cat s.ready)/stat")
+	if [[ $1 == holder ]]; then
+		kill -STOP "$nested" # continued by the holder's stop
+		rcli DEL 'rlock:{o}' >/dev/null
+	else
+		kill -STOP "$RLOCK_PID"
+		rcli DEL 'rlock:{o}' >/dev/null
+		wait_until 30 test -s s.log
+		kill -CONT "$RLOCK_PID"
+	fi
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 79
+	assert_equal "$(cat s.log)" "TERM $nested"
+}
+
+@test "a re-entered nested run whose holder loses the lock first: its command hears SIGTERM once, not again for its own watch's loss" {
+	reentered_once holder
+}
+
+@test "a re-entered nested run that sees the loss before its holder: its command hears SIGTERM once, not again when the holder's comes" {
+	reentered_once nested
 }
 
 @test "forwarded signal with default action: rlock exits 128+N" {

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -681,6 +682,61 @@ static void __attribute__((noreturn)) command_child(const struct setup *u)
 	setup_failed(u->ep, STEP_EXEC, errno);
 }
 
+/* The file an exec of name tried (execvp: name itself when it has a '/', else the first
+ * regular file of that name on PATH, the default path when PATH is unset) into buf; 0,
+ * or -1 when there is none. */
+static int exec_file(const char *name, char *buf, size_t n)
+{
+	struct stat st;
+
+	if (strchr(name, '/'))
+		return snprintf(buf, n, "%s", name) < (int)n && stat(buf, &st) == 0 ? 0 : -1;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/bin:/usr/bin";
+	for (const char *p = path;; p++) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		/* an empty entry is the current directory */
+		int w = snprintf(buf, n, "%.*s%s%s", (int)len, p, len ? "/" : "", name);
+		if (w > 0 && (size_t)w < n && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+		if (!end)
+			return -1;
+		p = end;
+	}
+}
+
+/* An exec that failed with ENOENT, said as bash and timeout(1) say it: a name that is
+ * nowhere on PATH is "command not found", a path to nothing "No such file or
+ * directory"; but a file that is there names an interpreter that is not (its #! line,
+ * or a program loader): said so, not "not found" of a file the user can see. */
+static void say_enoent(const char *what)
+{
+	char file[4096], head[256] = "";
+
+	if (exec_file(what, file, sizeof file) < 0) {
+		log_error("%s: %s", what,
+		          strchr(what, '/') ? strerror(ENOENT) : "command not found");
+		return;
+	}
+	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		ssize_t r = read(fd, head, sizeof head - 1);
+		head[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	if (head[0] == '#' && head[1] == '!') {
+		char *interp = head + 2 + strspn(head + 2, " \t");
+		interp[strcspn(interp, " \t\r\n")] = '\0';
+		log_error("%s: bad interpreter %s: %s", what, *interp ? interp : "(none)",
+		          strerror(ENOENT));
+	} else {
+		log_error("%s: %s (the file is there: a program loader it needs is missing)", what,
+		          strerror(ENOENT));
+	}
+}
+
 /* The child could not be set up (the watchdog, or a step of command_child): wait for
  * it, take the terminal back and say why. Returns the exit status to use. */
 static int spawn_failed(struct child *ch, const char *what, int step, int e)
@@ -710,7 +766,10 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		return RL_EX_OSERR;
 	}
 	/* what is escaped by the log, once, and cut in the middle when long (the reason stays) */
-	log_error("%s: %s", what, e == ENOENT ? "command not found" : strerror(e));
+	if (e == ENOENT)
+		say_enoent(what);
+	else
+		log_error("%s: %s", what, strerror(e));
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
@@ -1069,6 +1128,8 @@ struct sup {
 	int64_t kill_at;   /* pending SIGKILL escalation, or -1 */
 	int64_t killed;    /* when SIGKILL was first sent, or -1 */
 	int first_sig;     /* the signal the escalation follows */
+	sigset_t stopsigs; /* the stops' signals the cover got (stop_with): each once */
+	sigset_t fromrl;   /* signals another rlock sent that were forwarded (on_events) */
 	int stopping;      /* the --max-hold deadline is still ahead */
 	int lost_fd;       /* the hold's lost fd until it fired, then -1 */
 	int announced;     /* said that the rest of the group is waited for */
@@ -1100,10 +1161,32 @@ static void escalate_by(struct sup *s, int64_t at)
 }
 
 /* A stop (a loss, --max-hold, SIGKILL): to the command's whole cover, not its group
- * alone: what it moved to another group stops with it. */
-static void stop_cover(const struct sup *s, int sig)
+ * alone: what it moved to another group stops with it; but a signal that a nested
+ * rlock of the cover forwards reaches its command through it alone (cover_kill). */
+static void stop_cover(const struct sup *s, int sig, unsigned how)
 {
-	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		if (forwarded[i] == sig)
+			how |= COVER_LEAVE_NESTED;
+	cover_kill(s->ch->pid, getsid(0), 1, getpgrp(), sig, how);
+}
+
+/* A stop's signal (a loss's, --max-hold's, a lost watchdog's) to the cover, then SIGCONT
+ * (a stopped group must hear it), unless an earlier stop sent that signal already: one
+ * SIGTERM, as timeout(1) sends one, for a command that traps it to clean up (a second
+ * would cut its cleanup short); the later stop only brings SIGKILL forward. Nor to the
+ * command's group when another rlock sent it that signal (forwarded: a nested run's
+ * holder stopping its cover for the same loss). 1 when the command's group got it now,
+ * 0 when it had it. */
+static int stop_with(struct sup *s, int sig)
+{
+	if (sigismember(&s->stopsigs, sig) == 1)
+		return 0;
+	sigaddset(&s->stopsigs, sig);
+	int had = sigismember(&s->fromrl, sig) == 1;
+	stop_cover(s, sig, had ? COVER_NOT_CMD : 0);
+	stop_cover(s, SIGCONT, 0);
+	return !had;
 }
 
 /* Can a process of the command's cover still run? */
@@ -1145,8 +1228,6 @@ static void on_loss(struct sup *s, int timed_out)
 		return;
 	}
 	s->lost = 1;
-	s->signalled = now;
-	s->first_sig = a->lost_signal;
 	/* rlock was stopped past the watchdog's deadline and learnt of the loss (a renewal
 	 * refused, its own clock) before it reaped the group: the watchdog's SIGKILL came
 	 * first. What rlock sees of the cover gets SIGKILL too, and nothing is escalated. */
@@ -1156,13 +1237,20 @@ static void on_loss(struct sup *s, int timed_out)
 	 * to warn of: the --warn signal first, so the command hears it before the stop. */
 	if (!timed_out && a->warn_signal && s->warned < 0 && !killed_already)
 		kill(-s->ch->pid, a->warn_signal);
-	stop_cover(s, killed_already ? SIGKILL : a->lost_signal);
+	int sent = 1; /* 0: a stop under way (--max-hold), or another rlock, sent it already */
+	if (killed_already || a->lost_signal == SIGKILL)
+		stop_cover(s, SIGKILL, 0);
+	else
+		sent = stop_with(s, a->lost_signal);
+	if (sent || s->signalled < 0) {
+		s->signalled = now;
+		s->first_sig = a->lost_signal;
+	}
 	char when[160] = "";
 	if (killed_already || a->lost_signal == SIGKILL) {
 		s->killed = now;
 		s->kill_at = -1;
 	} else {
-		stop_cover(s, SIGCONT); /* a stopped group must hear it too */
 		/* SIGKILL lands before the lease can end, whatever --kill-after says. */
 		escalate_by(s, now + a->kill_after_ms < by ? now + a->kill_after_ms : by);
 		tell_deadline(s);
@@ -1184,6 +1272,10 @@ static void on_loss(struct sup *s, int timed_out)
 		log_error("lock lost: %s; the watchdog killed the command's process group "
 		          "before the lease could end (rlock could not renew in time: stopped?)",
 		          why);
+	else if (!sent)
+		log_error("lock lost: %s; the command's process group had SIG%s already (not "
+		          "sent again)%s",
+		          why, signal_name(a->lost_signal), when);
 	else
 		log_error("lock lost: %s; sending SIG%s to the command's process group%s", why,
 		          signal_name(a->lost_signal), when);
@@ -1204,13 +1296,17 @@ static void on_max_hold(struct sup *s)
 		s->signalled = now;
 		s->first_sig = SIGTERM;
 	}
-	stop_cover(s, SIGTERM);
-	stop_cover(s, SIGCONT);
+	int sent = stop_with(s, SIGTERM);
 	escalate_by(s, now + a->kill_after_ms);
 	tell_deadline(s); /* before the line, which may block */
-	log_error("--max-hold is over: sending SIGTERM to the command's process group "
-	          "(SIGKILL in %lld ms if it still runs)",
-	          (long long)(s->kill_at - now));
+	if (sent)
+		log_error("--max-hold is over: sending SIGTERM to the command's process group "
+		          "(SIGKILL in %lld ms if it still runs)",
+		          (long long)(s->kill_at - now));
+	else
+		log_error("--max-hold is over: the command's process group had SIGTERM already "
+		          "(not sent again; SIGKILL in %lld ms if it still runs)",
+		          (long long)(s->kill_at - now));
 }
 
 /* The watchdog died and none could replace it (restart_watchdog): try again, every
@@ -1241,8 +1337,7 @@ static void retry_watchdog(struct sup *s, int64_t now)
 		s->signalled = now;
 		s->first_sig = SIGTERM;
 	}
-	stop_cover(s, SIGTERM);
-	stop_cover(s, SIGCONT);
+	stop_with(s, SIGTERM);
 	escalate_by(s, now + s->a->kill_after_ms);
 	log_error("the watchdog process died and no new one can be started (%s): the command "
 	          "is stopped (SIGTERM, SIGKILL in %lld ms), as nothing would stop it if rlock "
@@ -1287,7 +1382,7 @@ static void on_timers(struct sup *s, int64_t now)
 	}
 	if (s->kill_at >= 0 && now >= s->kill_at) {
 		int live = cover_live(s);
-		stop_cover(s, SIGKILL);
+		stop_cover(s, SIGKILL, 0);
 		s->kill_at = -1;
 		s->killed = now;
 		/* Said when true: the group still ran, or the watchdog's SIGKILL at the same
@@ -1319,7 +1414,7 @@ static int group_done(struct sup *s, int64_t now)
 			         "for them");
 			return 1;
 		}
-		stop_cover(s, SIGKILL); /* anything forked meanwhile */
+		stop_cover(s, SIGKILL, 0); /* anything forked meanwhile */
 	}
 	return 0;
 }
@@ -1366,6 +1461,18 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			int sig = (int)si.ssi_signo;
 			if (sig == SIGCHLD)
 				continue;
+			/* From another rlock (a nested run's holder stopping its cover, or
+			 * forwarding): a stop of ours that sent it already was for the same
+			 * loss; the command hears it once (stop_with, the other way round). */
+			int rl = si.ssi_code == SI_USER && cover_is_rlock((pid_t)si.ssi_pid);
+			if (rl && sigismember(&s->stopsigs, sig) == 1) {
+				log_debug(
+				    "SIG%s from rlock %ld: the command's group had it already",
+				    signal_name(sig), (long)si.ssi_pid);
+				continue;
+			}
+			if (rl)
+				sigaddset(&s->fromrl, sig);
 			kill(-s->ch->pid, sig);
 			kill(-s->ch->pid, SIGCONT);
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
@@ -1464,6 +1571,9 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 	                .group_check = -1,
 	                .warned = -1};
 	int st = 0;
+
+	sigemptyset(&s.stopsigs);
+	sigemptyset(&s.fromrl);
 
 	ch->status = -1; /* until it has exited */
 	for (;;) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,15 +179,39 @@ int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, 
 }
 
 /* cover.h */
-void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig)
+int cover_is_rlock(pid_t pid)
+{
+	struct stat self, other;
+	char exe[64];
+
+	if (pid <= 1 || pid == getpid())
+		return 0;
+	snprintf(exe, sizeof exe, "/proc/%ld/exe", (long)pid);
+	return stat("/proc/self/exe", &self) == 0 && stat(exe, &other) == 0 &&
+	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
+/* Is group g a nested rlock's command's: its leader a child of another rlock (not this
+ * one: its own command's group is the cover's first)? */
+static int nested_command_group(pid_t g)
+{
+	struct proc_stat st;
+
+	return proc_stat_read(g, &st) == 0 && cover_is_rlock(st.ppid);
+}
+
+/* cover.h */
+void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig, unsigned how)
 {
 	pid_t g[COVER_MAX];
 	int live;
 
-	kill(-cmd, sig);
+	if (!(how & COVER_NOT_CMD))
+		kill(-cmd, sig);
 	int n = cover_groups(cmd, sid, orphans, 0, skip, NULL, 0, g, &live);
 	for (int i = 1; i < n; i++)
-		kill(-g[i], sig);
+		if (!(how & COVER_LEAVE_NESTED) || !nested_command_group(g[i]))
+			kill(-g[i], sig);
 }
 
 /* cover.h */

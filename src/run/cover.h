@@ -36,8 +36,18 @@ int cover_groups(pid_t cmd, pid_t sid, int orphans, pid_t watchdog, pid_t skip, 
                  int nroots, pid_t *g, int *live);
 
 /* Send sig to the command's group at once, then to the other groups of its cover
- * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked). */
-void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig);
+ * (rlock: the orphans of a group that dies meanwhile come to rlock, and are walked).
+ * how: COVER_LEAVE_NESTED when sig is one a nested rlock forwards to its command
+ * (child.c's list): a group of the cover that is a nested rlock's command's is left to
+ * that rlock, which has it too (its group is in the cover), so that its command hears
+ * it once; COVER_NOT_CMD: not to the command's group (it had sig already). */
+#define COVER_LEAVE_NESTED 1u
+#define COVER_NOT_CMD      2u
+void cover_kill(pid_t cmd, pid_t sid, int orphans, pid_t skip, int sig, unsigned how);
+
+/* Is pid another process of this rlock's executable (an ancestor's or a nested rlock)?
+ * Reads /proc: not for a run's hot path. */
+int cover_is_rlock(pid_t pid);
 
 /* The watchdog's kill: every group of the cover, below the command and below the
  * roots (cover_groups), found while the tree is in place, frozen (SIGSTOP: nothing of
