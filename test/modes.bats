@@ -264,6 +264,9 @@ EOF
 	rcli DEL 'rlock:{mk}:limit' >/dev/null
 	run -64 --separate-stderr rlock -l 3 -n -k mk -- true
 	assert_equal "$stderr" "rlock: lock 'mk': acquire: the lock is held with --limit 2, this request asks for --limit 3"
+	# --status says it too (was: "1 of ? permits")
+	run -75 --separate-stderr rlock -k mk --status --json
+	assert_equal "$(jq -c '[.mode, .limit]' <<<"$output")" '["limit",2]'
 	touch a.release
 	rlock_wait
 	assert_equal "$RLOCK_STATUS" 0
