@@ -867,8 +867,8 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	const char *args[] = {l->token, ttl, delay, hret, kind};
 	int nargs = l->ask.history_len > 0 ? 4 : l->ask.delay_ms > 0 ? 3 : 2;
 	if (sem_held(l)) {
-		/* the holder's mode: renew_sem.lua finds the name's another's (its key lost
-		 * while held: a request of another mode got in) and says lost */
+		/* the holder's mode: where renew_sem.lua finds another on the name (its
+		 * :limit key lost while held, a request of another mode got in), it is lost */
 		if (l->ask.mode == LOCK_SHARED)
 			snprintf(kind, sizeof kind, "shared");
 		else
