@@ -258,6 +258,57 @@ EOF
 	assert_equal "$stderr" "rlock: -s and -l do not go together (try 'rlock --help')"
 }
 
+@test "--limit: the mode key lost (evicted, deleted) lets no other N in untold: refused from the holders' records, else the holders are told (79)" {
+	rlock_bg -l 2 -t 60s -k mk -- "$HOLD" a
+	wait_until 20 test -e a.started
+	rcli DEL 'rlock:{mk}:limit' >/dev/null
+	run -64 --separate-stderr rlock -l 3 -n -k mk -- true
+	assert_equal "$stderr" "rlock: lock 'mk': acquire: the lock is held with --limit 2, this request asks for --limit 3"
+	# --status says it too (was: "1 of ? permits")
+	run -75 --separate-stderr rlock -k mk --status --json
+	assert_equal "$(jq -c '[.mode, .limit]' <<<"$output")" '["limit",2]'
+	touch a.release
+	rlock_wait
+	assert_equal "$RLOCK_STATUS" 0
+	# the records lost too: a --limit 3 request gets in, and the --limit 2 holder is told at
+	# its next renewal (ttl/3), its count no longer true
+	rlock_bg -l 2 -t 1500ms -k mk -- "$HOLD" b
+	wait_until 20 test -e b.started
+	rcli DEL 'rlock:{mk}:limit' 'rlock:{mk}:meta' >/dev/null
+	run -0 rlock -l 3 -n -t 10s -k mk -- true
+	rlock_wait "$RLOCK_PID" 10
+	assert_equal "$RLOCK_STATUS" 79
+}
+
+@test "--fair: a place whose lease entry is lost (:qlease evicted or deleted alone) binds neither a plain nor a --fair request (was: the queue's ttl)" {
+	rlock_bg -k qe -- "$HOLD" h
+	local holder=$RLOCK_PID
+	wait_until 20 test -e h.started
+	rlock_bg --fair -t 60s -k qe -- touch fair-ran
+	local victim=$RLOCK_PID
+	wait_until 20 queue_len qe 1
+	kill -KILL "$victim"
+	rcli DEL 'rlock:{qe}:qlease' >/dev/null
+	touch h.release
+	rlock_wait "$holder" 20
+	assert_equal "$RLOCK_STATUS" 0
+	run -0 --separate-stderr rlock -n -k qe -- true
+	# so too for the fair queue's own requests (acquire_sem.lua), a live place kept
+	rlock_bg -k qe -- "$HOLD" h2
+	holder=$RLOCK_PID
+	wait_until 20 test -e h2.started
+	rlock_bg --fair -t 60s -k qe -- touch fair-ran
+	victim=$RLOCK_PID
+	wait_until 20 queue_len qe 1
+	kill -KILL "$victim"
+	rcli DEL 'rlock:{qe}:qlease' >/dev/null
+	touch h2.release
+	rlock_wait "$holder" 20
+	run -0 --separate-stderr rlock --fair -n -k qe -- true
+	[[ ! -e fair-ran ]]
+	assert_equal "$(rcli EXISTS 'rlock:{qe}:queue')" 0
+}
+
 @test "--fair: 8 waiters acquire in their arrival order; only the head is woken" {
 	rlock_bg --fair -k q -- "$HOLD" h
 	wait_until 20 test -e h.started

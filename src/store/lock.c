@@ -856,7 +856,7 @@ static int check_int(struct resp_reply *r, const char *what, char *err, size_t e
 
 int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, size_t errlen)
 {
-	char ttl[24], delay[24], hret[24];
+	char ttl[24], delay[24], hret[24], kind[24] = "";
 
 	snprintf(ttl, sizeof ttl, "%lld", (long long)l->ask.ttl_ms);
 	snprintf(delay, sizeof delay, "%lld", (long long)l->ask.delay_ms);
@@ -864,11 +864,18 @@ int lock_request_renew(struct lock_request *q, const struct lock *l, char *err, 
 	snprintf(hret, sizeof hret, "%lld",
 	         l->ask.history_len > 0 ? (long long)l->ask.history_ms : 0LL);
 	/* delay: --lock-delay's entry moves on */
-	const char *args[] = {l->token, ttl, delay, hret};
+	const char *args[] = {l->token, ttl, delay, hret, kind};
 	int nargs = l->ask.history_len > 0 ? 4 : l->ask.delay_ms > 0 ? 3 : 2;
-	if (sem_held(l))
-		return request(q, S_RENEW_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT},
-		               nargs, args, err, errlen);
+	if (sem_held(l)) {
+		/* the holder's mode: where renew_sem.lua finds another on the name (its
+		 * :limit key lost while held, a request of another mode got in), it is lost */
+		if (l->ask.mode == LOCK_SHARED)
+			snprintf(kind, sizeof kind, "shared");
+		else
+			snprintf(kind, sizeof kind, "%d", l->ask.limit);
+		return request(q, S_RENEW_SEM, l, 3, (const int[]){K_HOLDERS, K_META, K_LIMIT}, 5,
+		               args, err, errlen);
+	}
 	return request(q, S_RENEW, l, 2, (const int[]){K_LOCK, K_OWNER}, nargs, args, err, errlen);
 }
 

@@ -199,6 +199,18 @@ local function queue_live()
     redis.pcall('ZREM', ql, unpack(dead))
     redis.pcall('HDEL', KEYS[1] .. ':qmeta', unpack(dead))
   end
+  -- a place without its lease (:qlease lost alone) is no place (acquire_sem.lua)
+  local nl = redis.pcall('ZCARD', ql)
+  if type(nl) == 'number' and nl < redis.call('ZCARD', KEYS[6]) then
+    local bare = {}
+    for _, w in ipairs(redis.call('ZRANGE', KEYS[6], 0, 499)) do
+      if redis.pcall('ZSCORE', ql, w) == false then bare[#bare + 1] = w end
+    end
+    if #bare > 0 then
+      redis.call('ZREM', KEYS[6], unpack(bare))
+      redis.pcall('HDEL', KEYS[1] .. ':qmeta', unpack(bare))
+    end
+  end
   return redis.call('ZCARD', KEYS[6]) > 0
 end
 -- --preempt against a --preemptible holder whose command has exited, its release keeping

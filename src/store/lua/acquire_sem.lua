@@ -54,9 +54,28 @@ if #dead > 0 then history_sem_expired(KEYS[1], dead) end
 local QLEASE_MS, qmeta = 5000, KEYS[1] .. ':qmeta'
 local gone = prune(KEYS[8], 'ZREM', KEYS[7])
 if #gone > 0 then redis.call('HDEL', qmeta, unpack(gone)) end
+-- A place without its lease (:qlease evicted or deleted alone, the queue kept) is no
+-- place: nothing would end it, and a dead waiter's kept the queue for the queue key's
+-- ttl. One step writes both, so the counts differ only then; our own place stays.
+if redis.call('ZCARD', KEYS[8]) < redis.call('ZCARD', KEYS[7]) then
+  local bare = {}
+  for _, w in ipairs(redis.call('ZRANGE', KEYS[7], 0, 499)) do
+    if w ~= tok and not redis.call('ZSCORE', KEYS[8], w) then bare[#bare + 1] = w end
+  end
+  if #bare > 0 then
+    redis.call('ZREM', KEYS[7], unpack(bare))
+    redis.call('HDEL', qmeta, unpack(bare))
+  end
+end
 local n = redis.call('ZCARD', KEYS[4])
 if kind ~= 'x' and n > 0 then
   local lim = redis.call('GET', KEYS[6])
+  -- The mode key lost alone (evicted, deleted): the holders' records say it (limit), or
+  -- a request of another mode joined holders that count on theirs, none of them told.
+  if not lim then
+    local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
+    lim = first and meta(redis.call('HGET', KEYS[5], first)).limit
+  end
   if lim and lim ~= kind then
     local function name(k) return k == 'shared' and '--shared' or '--limit ' .. k end
     return redis.error_reply('RLOCKMODE the lock is held with ' .. name(lim) ..
@@ -213,7 +232,7 @@ redis.call('ZADD', KEYS[4], now + ttl, tok)
 local delay = (tonumber(ARGV[14] or '0') or 0) > 0 and ARGV[14] or nil
 redis.call('HSET', KEYS[5], tok, cjson.encode({host = ARGV[8], pid = ARGV[9], user = ARGV[10],
            cmd = ARGV[11], start = ARGV[12], ttl = ARGV[2], fence = f,
-           label = ARGV[13], proc = ARGV[17], delay = delay,
+           label = ARGV[13], proc = ARGV[17], delay = delay, limit = kind,
            renewed = t[1] .. string.sub(string.format('%06d', t[2]), 1, 3)}))
 redis.call('SET', KEYS[6], kind, 'KEEPTTL')
 extend(KEYS[4], ttl)

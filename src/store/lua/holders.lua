@@ -29,6 +29,11 @@ if tok then
 end
 n = n + redis.call('ZCOUNT', KEYS[4], '(' .. now, '+inf')
 local live = redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
+-- the mode key lost alone (evicted, deleted): the holders' records say it (acquire_sem.lua)
+if not lim and live[1] then
+  local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], live[1]) or '{}')
+  lim = ok and type(m) == 'table' and type(m.limit) == 'string' and m.limit or false
+end
 for i = 1, #live, 2 do
   local ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], live[i]) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
