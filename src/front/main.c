@@ -734,7 +734,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			rc = RL_EX_LOST;
 		}
 		char reason[sizeof why + 40];
-		snprintf(reason, sizeof reason, "no longer held at the release%s", why);
+		log_reason(reason, sizeof reason, "no longer held at the release%s", why);
 		events_emit(EV_LOST, &(struct ev_facts){.lock = h->gone, .reason = reason});
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)

@@ -515,7 +515,7 @@ const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *b
 		    (!timed_out && poll(&p, 1, 0) == 1)) {
 			char why[300];
 			renew_reason(h->rn[i], timed_out, why, sizeof why);
-			snprintf(buf, n, "%s: %s", h->l[i].key, why);
+			log_reason(buf, n, "%s: %s", h->l[i].key, why);
 			return &h->l[i];
 		}
 	}
@@ -526,7 +526,7 @@ const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *b
 	/* Several locks: say which, the first as the others. */
 	char why[300];
 	renew_reason(h->rn[0], timed_out, why, sizeof why);
-	snprintf(buf, n, "%s: %s", h->l[0].key, why);
+	log_reason(buf, n, "%s: %s", h->l[0].key, why);
 	return &h->l[0];
 }
 
@@ -592,8 +592,8 @@ static int name_failure(int rc, int several, const char *name, char *err, size_t
 	snprintf(named, sizeof named, "lock '%s': ", name);
 	if (rc == WAIT_ERR && several && strncmp(err, named, strlen(named)) != 0) {
 		char why[512];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s%s", named, why);
+		log_reason(why, sizeof why, "%s", err);
+		log_reason(err, errlen, "%s%s", named, why);
 	}
 	return rc;
 }

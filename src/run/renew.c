@@ -115,7 +115,7 @@ static void preempted(struct renew *r, int64_t sent, const char *who)
 	char why[300];
 
 	r->confirmed_sent = sent;
-	snprintf(why, sizeof why, "preempted by %.250s", who);
+	log_reason(why, sizeof why, "preempted by %s", who);
 	set_text(r, r->reason, why);
 	r->preempted = 1;
 	uint64_t one = 1;
@@ -353,7 +353,7 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
 		snprintf(buf, n, "no renewal confirmed in time%s%s", r->last_err[0] ? ": " : "",
 		         r->last_err);
 	else
-		snprintf(buf, n, "%s", r->reason);
+		log_reason(buf, n, "%s", r->reason);
 	pthread_mutex_unlock(&w->mu);
 }
 

@@ -530,7 +530,7 @@ static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
 		if (got == 0)
 			return;
 		if (got != 1) {
-			snprintf(nd->err, sizeof nd->err, "%s", why);
+			log_reason(nd->err, sizeof nd->err, "%s", why);
 			node_drop(nd);
 			return;
 		}
@@ -736,7 +736,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			if (q->node[i].fault & CONN_FAULT_CONFIG) {
 				/* its URL cannot be for it (/2 on a Cluster node): 64, as one
 				 * server's, not a node that is down */
-				snprintf(err, errlen, "%s", q->node[i].err);
+				log_reason(err, errlen, "%s", q->node[i].err);
 				quorum_close(q);
 				return STORE_USAGE;
 			}
@@ -995,7 +995,7 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	if (t->mismatch && t->ok + t->busy < q->need) {
 		for (int i = 0; i < q->n; i++)
 			if (q->node[i].err[0])
-				snprintf(err, errlen, "%s", q->node[i].err);
+				log_reason(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
 	if (t->denied && t->ok + t->busy < q->need && no_quorum_final(q)) {
@@ -1069,7 +1069,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	 * before the release round replaces them with its own. */
 	int rc = LOCK_ERR;
 	if (why[0])
-		snprintf(err, errlen, "%s", why);
+		log_reason(err, errlen, "%s", why);
 	else
 		rc = refusal(q, &t, h, err, errlen);
 	release_all(q, l);
@@ -1860,7 +1860,7 @@ static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
 			    r->element[0]->type != RESP_STRING ||
 			    r->element[1]->type != RESP_ARRAY) {
 				if (r && r->type == RESP_ERROR)
-					snprintf(nd->err, sizeof nd->err, "SCAN: %.150s", r->str);
+					log_reason(nd->err, sizeof nd->err, "SCAN: %s", r->str);
 				resp_free(r);
 				node_drop(nd);
 				break;
