@@ -175,6 +175,25 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $stderr == *"/dev/full"* ]]
 }
 
+@test "events, metrics: a sink past the caller's file size limit (ulimit -f) fails with one line, never kills rlock: the command runs with SIGXFSZ as given, the lock is released" {
+	# RLIMIT_FSIZE: a write past it raises SIGXFSZ, whose default kills; rlock died of it
+	# (153) with the lock held for its TTL, before its command ran
+	head -c 5000 /dev/zero >big.jsonl
+	run -0 --separate-stderr bash -c 'ulimit -f 4; exec "$0" -k fs --events big.jsonl -- sh -c "echo ran; grep SigIgn /proc/self/status"' "$RLOCK"
+	[[ ${lines[0]} == ran ]] || fail "output: $output; stderr: $stderr"
+	# the command gets SIGXFSZ's disposition as given (not ignored: bit 25 clear)
+	(((0x${lines[1]##*[[:space:]]} >> 24 & 1) == 0)) || fail "SIGXFSZ ignored in the command: ${lines[1]}"
+	[[ $stderr == "rlock: cannot write the events file '"*"/big.jsonl' (File too large): the job goes on without it" ]] ||
+		fail "stderr: $stderr"
+	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
+	# a metrics file of 1.5 kB against 1 kB (bats keeps stderr in a file: it needs room)
+	run -0 --separate-stderr bash -c 'ulimit -f 1; exec "$0" -k fs --metrics-file m.prom -- echo ran' "$RLOCK"
+	assert_equal "$output" ran
+	[[ $stderr == "rlock: cannot write the metrics file '"*"m.prom' (write: File too large): the job goes on without it" ]] ||
+		fail "stderr: $stderr"
+	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
+}
+
 @test "events: a line cut short by a full disk is not glued to the next run's first line" {
 	((EUID == 0)) || skip "needs root (a small tmpfs of its own mount namespace)"
 	require_tool unshare
