@@ -194,6 +194,28 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
 }
 
+@test "events: --events - into a full stderr (a pipe nobody reads) holds up neither the command nor the release; a SIGTERM ends the wait for stderr" {
+	# The acquired line was written with a plain blocking write, before the command:
+	# rlock hung holding the lock, its command not started, deaf to SIGTERM
+	mkfifo full
+	sleep 60 <full &
+	track_pid $!
+	exec 7>full
+	# full, then blocking again (the flag is the pipe's, shared with rlock's stderr)
+	perl -e 'use Fcntl; fcntl(STDOUT, F_SETFL, O_NONBLOCK); 1 while syswrite(STDOUT, "x" x 4096); fcntl(STDOUT, F_SETFL, 0)' >&7
+	"$RLOCK" -k fullerr --events - -- touch ran 2>&7 &
+	local pid=$!
+	track_pid "$pid"
+	exec 7>&-
+	wait_until 10 test -e ran
+	wait_until 10 test "$(rcli EXISTS 'rlock:{fullerr}')" = 0
+	# released; its lines wait for stderr, until a terminating signal
+	proc_alive "$pid" || fail "rlock did not wait for stderr"
+	kill -TERM "$pid"
+	rlock_wait "$pid" 10
+	assert_equal "$RLOCK_STATUS" 143
+}
+
 @test "events: a line cut short by a full disk is not glued to the next run's first line" {
 	((EUID == 0)) || skip "needs root (a small tmpfs of its own mount namespace)"
 	require_tool unshare

@@ -631,6 +631,10 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
 		return name_failure(rc, sp->nnames > 1, name, err, errlen);
+	/* A lock is held from here: a full stderr (a pipe nobody reads; --events -) must
+	 * hold up neither the lease's renewals nor the start of the command, nor keep a
+	 * signal from being seen; lines wait (log_defer), as while the command runs. */
+	log_defer(1);
 	/* As flock -v: how long getting the lock took. */
 	if (h->n == 0)
 		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,
