@@ -267,7 +267,7 @@ static int info_field(const struct node *n, const char *name, char *val, size_t 
 	for (const char *p = n->info->str; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
 		if (strncmp(p, name, nl) == 0 && p[nl] == ':') {
 			size_t vl = strcspn(p + nl + 1, "\r\n");
-			snprintf(val, len, "%.*s", (int)(vl < len ? vl : len - 1), p + nl + 1);
+			log_clip(val, len, p + nl + 1, vl); /* a long one: cut, shown */
 			return 1;
 		}
 	}
@@ -359,15 +359,15 @@ static void check_version(struct node *n)
 	info_field(n, "server_name", server, sizeof server);
 	snprintf(key, sizeof key, "%.30s_version", server);
 	if (server[0] && strcmp(server, "redis") != 0 && info_field(n, key, own, sizeof own)) {
-		snprintf(product, sizeof product, "%.30s %.40s",
-		         strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
+		log_reason(product, sizeof product, "%s %s",
+		           strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
 		/* Valkey 8.0 has the WAITAOF bug of Redis 7.4.0-7.4.2 (below) */
 		long ov = version_number(own);
 		n->waitaof_early = strcmp(server, "valkey") == 0 && ov >= 80000 && ov < 80100;
 		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s; speaks as Redis %s)",
 		        product, mode[0] ? mode : "standalone", v[0] ? v : "?");
 	} else {
-		snprintf(product, sizeof product, "Redis %.40s", v[0] ? v : "?");
+		log_reason(product, sizeof product, "Redis %s", v[0] ? v : "?");
 		/* With appendfsync everysec, WAITAOF could count writes as fsynced that were
 		 * written less than a second after the last fsync (redis/redis#13793: 7.4.0
 		 * to 7.4.2); seen on Valkey 8.0.1 by test/faults/run's aof-crash rows. */

@@ -133,7 +133,7 @@ static int eviction_policy(struct client *c, const char *warn_key, const char *t
 	if (p) {
 		p += strlen("maxmemory_policy:");
 		size_t len = strcspn(p, "\r\n");
-		snprintf(policy, n, "%.*s", (int)(len < 63 ? len : 63), p);
+		log_clip(policy, n < 64 ? n : 64, p, len); /* a long one: cut, shown */
 	}
 	resp_free(rep);
 	if (!policy[0] || strcmp(policy, "noeviction") == 0) {
