@@ -675,8 +675,9 @@ static void ended_note(const struct lock *l, const char *reason)
 		         strerror(errno));
 		return;
 	}
-	char line[600];
-	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
+	char line[600], said[501];
+	log_clip(said, sizeof said, reason, strlen(reason)); /* a long one: cut, shown */
+	int len = snprintf(line, sizeof line, "%s at %s\n", said, when);
 	int ok = len > 0 && write(fd, line, (size_t)len) == len;
 	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
 		unlink(tmp);

@@ -132,7 +132,7 @@ static void lost_reason(struct renew *r, struct store *s, int64_t sent, int64_t 
 	int64_t left = r->confirmed_sent + r->lock->ask.ttl_ms - sent;
 
 	if (renew_broken_why(s, NULL, r->lock, cap, by, sizeof by))
-		snprintf(why, sizeof why, "the lock is no longer ours: %s", by);
+		log_reason(why, sizeof why, "the lock is no longer ours: %s", by);
 	else
 		snprintf(why, sizeof why,
 		         "the lock is no longer ours: taken away %.1f s before its lease could end "

@@ -579,10 +579,10 @@ static enum wait_state st_outage(struct wait_run *w)
 	if (clock_ms() >= w->deadline) {
 		char why[300];
 		log_reason(why, sizeof why, "%s", w->err);
-		snprintf(w->err, w->errlen,
-		         "lock '%s': Redis unavailable while waiting (gave up at the --wait "
-		         "deadline): %s",
-		         w->a->name, why);
+		log_reason(w->err, w->errlen,
+		           "lock '%s': Redis unavailable while waiting (gave up at the --wait "
+		           "deadline): %s",
+		           w->a->name, why);
 		return done(w, WAIT_ERR);
 	}
 	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
@@ -897,10 +897,10 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 	if (rc == STORE_ERR && outage) {
 		char why[400];
 		log_reason(why, sizeof why, "%s", err);
-		snprintf(err, errlen,
-		         "lock '%s': Redis unavailable for the whole wait (gave up at the --wait "
-		         "deadline after %.1f s): %s",
-		         name, (double)(clock_ms() - start) / 1000, why);
+		log_reason(err, errlen,
+		           "lock '%s': Redis unavailable for the whole wait (gave up at the --wait "
+		           "deadline after %.1f s): %s",
+		           name, (double)(clock_ms() - start) / 1000, why);
 	}
 	return rc;
 }

@@ -650,8 +650,8 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	for (int i = 0; i < q->n && !*why; i++)
 		if (q->node[i].err[0])
 			why = q->node[i].err;
-	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
-	         what, q->need, *why ? "; " : "", why);
+	log_reason(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
+	           what, q->need, *why ? "; " : "", why);
 }
 
 /* A round without a quorum: can time fix it? Not when the nodes whose failure time
@@ -1330,8 +1330,8 @@ static void cannot_tell(const struct quorum *q, const struct lock *l, const char
 			why = q->node[i].err;
 	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %d did not answer (%d needed)",
 	         votes, q->n, what, q->n - answered, q->need);
-	snprintf(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
-	         *why ? "; " : "", why);
+	log_reason(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
+	           *why ? "; " : "", why);
 	if (hs) {
 		memset(hs, 0, sizeof *hs);
 		snprintf(hs->undecided, sizeof hs->undecided, "%s", says);
