@@ -198,6 +198,8 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	# The acquired line was written with a plain blocking write, before the command:
 	# rlock hung holding the lock, its command not started, deaf to SIGTERM
 	mkfifo full
+	# a reader that holds the pipe open and never reads it
+	# shellcheck disable=SC2217
 	sleep 60 <full &
 	track_pid $!
 	exec 7>full
