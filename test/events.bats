@@ -194,17 +194,22 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
 }
 
-@test "events: --events - into a full stderr (a pipe nobody reads) holds up neither the command nor the release; a SIGTERM ends the wait for stderr" {
-	# The acquired line was written with a plain blocking write, before the command:
-	# rlock hung holding the lock, its command not started, deaf to SIGTERM
+# full_stderr_on_7: fd 7 open on a FIFO that a process holds open and never reads,
+# its buffer full: a stderr that takes no line (2>&7).
+full_stderr_on_7() {
 	mkfifo full
-	# a reader that holds the pipe open and never reads it
 	# shellcheck disable=SC2217
 	sleep 60 <full &
 	track_pid $!
 	exec 7>full
 	# full, then blocking again (the flag is the pipe's, shared with rlock's stderr)
 	perl -e 'use Fcntl; fcntl(STDOUT, F_SETFL, O_NONBLOCK); 1 while syswrite(STDOUT, "x" x 4096); fcntl(STDOUT, F_SETFL, 0)' >&7
+}
+
+@test "events: --events - into a full stderr (a pipe nobody reads) holds up neither the command nor the release; a SIGTERM ends the wait for stderr" {
+	# The acquired line was written with a plain blocking write, before the command:
+	# rlock hung holding the lock, its command not started, deaf to SIGTERM
+	full_stderr_on_7
 	"$RLOCK" -k fullerr --events - -- touch ran 2>&7 &
 	local pid=$!
 	track_pid "$pid"
@@ -215,6 +220,33 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	proc_alive "$pid" || fail "rlock did not wait for stderr"
 	kill -TERM "$pid"
 	rlock_wait "$pid" 10
+	assert_equal "$RLOCK_STATUS" 143
+}
+
+@test "events: a waiter whose stderr is full (--events -: its waiting line waits) still waits, takes the lock when it is free, and a SIGTERM while it waits ends it at once (143)" {
+	# it blocked in the write of its waiting line: deaf to SIGTERM (signals are read
+	# from a signalfd), never taking the lock; -v's first lines, before it even asked
+	start_holder fw
+	full_stderr_on_7
+	"$RLOCK" -k fw -w 30 --events - -- touch a.ran 2>&7 &
+	local a=$!
+	track_pid "$a"
+	wait_until 10 test "$(rcli CLIENT LIST | grep -c 'cmd=blpop')" = 1
+	kill -TERM "$a"
+	rlock_wait "$a" 10
+	assert_equal "$RLOCK_STATUS" 143
+	"$RLOCK" -v -k fw -w 30 --events - -- touch b.ran 2>&7 &
+	local b=$!
+	track_pid "$b"
+	exec 7>&-
+	wait_until 10 test "$(rcli CLIENT LIST | grep -c 'cmd=blpop')" = 1
+	touch fw.release
+	rlock_wait "$HOLDER_PID" 10
+	wait_until 10 test -e b.ran
+	[[ ! -e a.ran ]]
+	# done, its lines wait for stderr until a terminating signal
+	kill -TERM "$b"
+	rlock_wait "$b" 10
 	assert_equal "$RLOCK_STATUS" 143
 }
 
