@@ -194,6 +194,9 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
 }
 
+# blpops N: true when N clients wait in BLPOP (a waiter waits for its wake-up).
+blpops() { [[ $(rcli CLIENT LIST | grep -c 'cmd=blpop') == "$1" ]]; }
+
 # full_stderr_on_7: fd 7 open on a FIFO that a process holds open and never reads,
 # its buffer full: a stderr that takes no line (2>&7).
 full_stderr_on_7() {
@@ -215,7 +218,7 @@ full_stderr_on_7() {
 	track_pid "$pid"
 	exec 7>&-
 	wait_until 10 test -e ran
-	wait_until 10 test "$(rcli EXISTS 'rlock:{fullerr}')" = 0
+	wait_until 10 key_absent 'rlock:{fullerr}'
 	# released; its lines wait for stderr, until a terminating signal
 	proc_alive "$pid" || fail "rlock did not wait for stderr"
 	kill -TERM "$pid"
@@ -231,7 +234,7 @@ full_stderr_on_7() {
 	"$RLOCK" -k fw -w 30 --events - -- touch a.ran 2>&7 &
 	local a=$!
 	track_pid "$a"
-	wait_until 10 test "$(rcli CLIENT LIST | grep -c 'cmd=blpop')" = 1
+	wait_until 10 blpops 1
 	kill -TERM "$a"
 	rlock_wait "$a" 10
 	assert_equal "$RLOCK_STATUS" 143
@@ -239,7 +242,7 @@ full_stderr_on_7() {
 	local b=$!
 	track_pid "$b"
 	exec 7>&-
-	wait_until 10 test "$(rcli CLIENT LIST | grep -c 'cmd=blpop')" = 1
+	wait_until 10 blpops 1
 	touch fw.release
 	rlock_wait "$HOLDER_PID" 10
 	wait_until 10 test -e b.ran
