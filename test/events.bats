@@ -175,6 +175,84 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	[[ $stderr == *"/dev/full"* ]]
 }
 
+@test "events, metrics: a sink past the caller's file size limit (ulimit -f) fails with one line, never kills rlock: the command runs with SIGXFSZ as given, the lock is released" {
+	# RLIMIT_FSIZE: a write past it raises SIGXFSZ, whose default kills; rlock died of it
+	# (153) with the lock held for its TTL, before its command ran
+	head -c 5000 /dev/zero >big.jsonl
+	run -0 --separate-stderr bash -c 'ulimit -f 4; exec "$0" -k fs --events big.jsonl -- sh -c "echo ran; grep SigIgn /proc/self/status"' "$RLOCK"
+	[[ ${lines[0]} == ran ]] || fail "output: $output; stderr: $stderr"
+	# the command gets SIGXFSZ's disposition as given (not ignored: bit 25 clear)
+	(((0x${lines[1]##*[[:space:]]} >> 24 & 1) == 0)) || fail "SIGXFSZ ignored in the command: ${lines[1]}"
+	[[ $stderr == "rlock: cannot write the events file '"*"/big.jsonl' (File too large): the job goes on without it" ]] ||
+		fail "stderr: $stderr"
+	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
+	# a metrics file of 1.5 kB against 1 kB (bats keeps stderr in a file: it needs room)
+	run -0 --separate-stderr bash -c 'ulimit -f 1; exec "$0" -k fs --metrics-file m.prom -- echo ran' "$RLOCK"
+	assert_equal "$output" ran
+	[[ $stderr == "rlock: cannot write the metrics file '"*"m.prom' (write: File too large): the job goes on without it" ]] ||
+		fail "stderr: $stderr"
+	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0
+}
+
+# blpops N: true when N clients wait in BLPOP (a waiter waits for its wake-up).
+blpops() { [[ $(rcli CLIENT LIST | grep -c 'cmd=blpop') == "$1" ]]; }
+
+# full_stderr_on_7: fd 7 open on a FIFO that a process holds open and never reads,
+# its buffer full: a stderr that takes no line (2>&7).
+full_stderr_on_7() {
+	mkfifo full
+	# shellcheck disable=SC2217
+	sleep 60 <full &
+	track_pid $!
+	exec 7>full
+	# full, then blocking again (the flag is the pipe's, shared with rlock's stderr)
+	perl -e 'use Fcntl; fcntl(STDOUT, F_SETFL, O_NONBLOCK); 1 while syswrite(STDOUT, "x" x 4096); fcntl(STDOUT, F_SETFL, 0)' >&7
+}
+
+@test "events: --events - into a full stderr (a pipe nobody reads) holds up neither the command nor the release; a SIGTERM ends the wait for stderr" {
+	# The acquired line was written with a plain blocking write, before the command:
+	# rlock hung holding the lock, its command not started, deaf to SIGTERM
+	full_stderr_on_7
+	"$RLOCK" -k fullerr --events - -- touch ran 2>&7 &
+	local pid=$!
+	track_pid "$pid"
+	exec 7>&-
+	wait_until 10 test -e ran
+	wait_until 10 key_absent 'rlock:{fullerr}'
+	# released; its lines wait for stderr, until a terminating signal
+	proc_alive "$pid" || fail "rlock did not wait for stderr"
+	kill -TERM "$pid"
+	rlock_wait "$pid" 10
+	assert_equal "$RLOCK_STATUS" 143
+}
+
+@test "events: a waiter whose stderr is full (--events -: its waiting line waits) still waits, takes the lock when it is free, and a SIGTERM while it waits ends it at once (143)" {
+	# it blocked in the write of its waiting line: deaf to SIGTERM (signals are read
+	# from a signalfd), never taking the lock; -v's first lines, before it even asked
+	start_holder fw
+	full_stderr_on_7
+	"$RLOCK" -k fw -w 30 --events - -- touch a.ran 2>&7 &
+	local a=$!
+	track_pid "$a"
+	wait_until 10 blpops 1
+	kill -TERM "$a"
+	rlock_wait "$a" 10
+	assert_equal "$RLOCK_STATUS" 143
+	"$RLOCK" -v -k fw -w 30 --events - -- touch b.ran 2>&7 &
+	local b=$!
+	track_pid "$b"
+	exec 7>&-
+	wait_until 10 blpops 1
+	touch fw.release
+	rlock_wait "$HOLDER_PID" 10
+	wait_until 10 test -e b.ran
+	[[ ! -e a.ran ]]
+	# done, its lines wait for stderr until a terminating signal
+	kill -TERM "$b"
+	rlock_wait "$b" 10
+	assert_equal "$RLOCK_STATUS" 143
+}
+
 @test "events: a line cut short by a full disk is not glued to the next run's first line" {
 	((EUID == 0)) || skip "needs root (a small tmpfs of its own mount namespace)"
 	require_tool unshare

@@ -12,6 +12,7 @@
 #   scan  a SCAN reply whose cursor never returns to 0 (each SCAN adds a line to
 #         READYFILE.count too)
 #   escape  an error whose text holds terminal escapes (the %reply below)
+#   longerr  an error whose text (813 bytes, mostly 2-byte UTF-8) ends in END-OF-REASON
 #   loadescape  LOADING (a state that passes: a waiter retries) whose text holds
 #         terminal escapes
 #   scanbreak  a SCAN's first page (cursor 1, no names), then an error for every SCAN
@@ -55,11 +56,14 @@ my %reply = (
 	# runner's command (GitHub reads "##[" anywhere in a line)
 	escape  => "-ERR \e[31mred\e]0;title\a \x9b2J \xc2\x9b ##[add-mask]rlock\r\n",
 	loadescape => "-LOADING \e[31mred\e]0;title\a \x9b2J\r\n",
+	# an error text longer than any buffer rlock copies it into, its UTF-8 (e with an
+	# acute accent, 2 bytes) spread so that any cut lands inside one, its end the reason
+	longerr => "-ERR " . ("\xc3\xa9" x 400) . " END-OF-REASON\r\n",
 );
 
 if ($mode eq 'busy' || $mode eq 'scan' || $mode eq 'escape' || $mode eq 'scanbreak' ||
 	$mode eq 'loadescape' || $mode eq 'busyclose' || $mode eq 'busymute' ||
-	$mode eq 'busysplit') {
+	$mode eq 'busysplit' || $mode eq 'longerr') {
 	require IO::Select;
 	my $pttl = $ENV{HOSTILE_PTTL} // '9223372036854775807';
 	my $pid = $ENV{HOSTILE_PID} // '4242';

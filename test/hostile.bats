@@ -210,3 +210,27 @@ expect_69_at_once() {
 	# the first page was served (the header would have followed it)
 	[[ $(wc -l <ready.count) -ge 4 ]]
 }
+
+@test "a server's error longer than rlock's buffers: cut in the middle, shown, its end kept, never inside a UTF-8 sequence" {
+	# 813 bytes of error text, mostly e-acute (2 bytes of UTF-8), "END-OF-REASON" last:
+	# every copy into a fixed buffer (the acquire's reason, --list's SCAN, --check's
+	# fact, a sentinel's answer, the events file's reason) cuts in the middle, visibly
+	hostile longerr
+	local e='\\xc3\\xa9' cut
+	cut="$e\\.\\.\\.$e( $e)*"
+	expect_69 --events ev.json
+	[[ $stderr =~ ERR\ $e.*$cut.*\ END-OF-REASON$ ]] || fail "not cut in the middle, whole sequences: $stderr"
+	jq -e --arg c '...' '.reason | (contains($c) and endswith(" END-OF-REASON") and (contains("\ufffd") | not))' ev.json ||
+		fail "events: $(cat ev.json)"
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --list
+	[[ $stderr =~ ^rlock:\ SCAN:\ ERR\ $e.*$cut.*\ END-OF-REASON$ ]] || fail "--list: $stderr"
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check
+	[[ $output =~ PING:\ ERR\ $e.*$cut.*\ END-OF-REASON\; ]] || fail "--check: $output"
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json
+	jq -e --arg c 'é...é' '.findings[0].fact | (contains($c) and endswith(" END-OF-REASON") and (contains("\ufffd") | not))' <<<"$output" ||
+		fail "--check --json: $output"
+	# short deadlines: the discovery retries the sentinel until its own cap
+	run -69 --separate-stderr timeout -s KILL 30 "$RLOCK" -u "redis-sentinel://127.0.0.1:$HPORT/mymaster" \
+		--connect-timeout 200ms --io-timeout 500ms -k h -- touch ran
+	[[ $stderr =~ sentinel\ 127.0.0.1:$HPORT:\ ERR\ $e.*$cut.*\ END-OF-REASON\)$ ]] || fail "sentinel: $stderr"
+}

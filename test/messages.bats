@@ -228,3 +228,40 @@ load helpers
 	run rlock -k g --status --json
 	assert_equal "$(jq -r '.command[-3:], .label[-3:]' <<<"$output")" $'...\n...'
 }
+
+@test "tables measure their columns on the text they print (escaped): a wide host, name or event never shifts the columns after it; a token's cut never splits an escape" {
+	# holder records written by hand, as any client can: a name and a host whose
+	# escaped forms (\x01 is 4 columns) are wider than their columns
+	local now k
+	now=$(now_ms)
+	for k in $'n\x01\x02\x03\x04\x05ame-wide' a b; do
+		rcli SET "rlock:{$k}" 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+		rcli HSET "rlock:{$k}:owner" pid 12 host "$([[ $k == a ]] && echo $'w\x01\x02\x03ide-host.example' || echo short)" \
+			user u cmd "cmd-$k" start "$now" renewed "$now" ttl 60000 fence 1 proc x >/dev/null
+		rcli PEXPIRE "rlock:{$k}:owner" 60000 >/dev/null
+	done
+	run -0 rlock --list
+	# every column starts where its header does, on every row
+	local col head=${lines[0]} line
+	for col in HOST PID HELD TTL RENEWED COMMAND; do
+		local at=${head%%"$col"*}
+		for line in "${lines[@]:1}"; do
+			[[ ${line:${#at}-1:2} =~ ^\ [^\ ]$ ]] || fail "$col not at column ${#at}: $(printf '%s\n' "${lines[@]}")"
+		done
+	done
+	[[ $output == *'w\x01\x02\x03ide-host.example 12 '* ]] || fail "$output"
+	# --history: an event of another client's, wider than its column
+	rlock -k hh -- true
+	rcli XADD 'rlock:{hh}:history' '*' ev $'rel\x01\x02\x03eased' fence 9 host h pid 12 status 0 >/dev/null
+	run -0 rlock -k hh --history
+	local fence=${lines[0]%%fence*}
+	for line in "${lines[@]}"; do
+		[[ ${line:${#fence}:6} == 'fence ' ]] || fail "fence not at column ${#fence}: $output"
+	done
+	# --status: the last --break's token, cut after 16 bytes, where an escape begins
+	rcli HSET 'rlock:{bk}:broken' host h pid 5 user u at "$(now_ms)" \
+		tokens $'abcdefghijklmn\x01\x02zz' fence 7 >/dev/null
+	rcli PEXPIRE 'rlock:{bk}:broken' 60000 >/dev/null
+	run -0 rlock -k bk --status
+	assert_line --regexp '^broken .*: token abcdefghijklmn\\x01\\x02\.\.\., fence 7$'
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The two escapers every sink uses: log_escape (a terminal, a log, syslog) and
- * json_escape (JSON): what they take, and how log_escape shows a cut. */
+ * json_escape (JSON): what they take, and how log_escape shows a cut; and how
+ * log_clip and log_reason cut a raw text (a server's error) to a fixed buffer. */
 #include <string.h>
 
 #include "json.h"
@@ -71,11 +72,64 @@ static void test_json(void)
 	CHECK(json_is("::w", "\"\\u003a:w\""));
 }
 
+static int clip_is(const char *src, size_t n, const char *want)
+{
+	char dst[256];
+
+	log_clip(dst, n, src, strlen(src));
+	if (strcmp(dst, want) != 0)
+		fprintf(stderr, "log_clip(\"%s\", %zu) gave \"%s\", not \"%s\"\n", src, n, dst,
+		        want);
+	return strcmp(dst, want) == 0;
+}
+
+/* Whether s is valid UTF-8 throughout. */
+static int utf8_ok(const char *s)
+{
+	for (size_t i = 0, k; s[i]; i += k)
+		if ((k = log_utf8_len((const unsigned char *)s + i)) == 0)
+			return 0;
+	return 1;
+}
+
+static void test_clip(void)
+{
+	CHECK(clip_is("short", 16, "short"));
+	CHECK(clip_is("0123456789", 11, "0123456789"));
+	/* cut in the middle, shown, the end (the reason) kept */
+	CHECK(clip_is("0123456789abcdef", 12, "0123...cdef"));
+	CHECK(clip_is("0123456789abcdef", 13, "0123...bcdef"));
+	/* "\xc3\xa9" (e acute) on both sides of the cut, at either parity: never split */
+	CHECK(clip_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 12,
+	              "\xc3\xa9\xc3\xa9...\xc3\xa9\xc3\xa9"));
+	CHECK(clip_is("x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 12,
+	              "x\xc3\xa9...\xc3\xa9\xc3\xa9"));
+	CHECK(clip_is("abcdef", 4, "..."));
+	CHECK(clip_is("abcdef", 1, ""));
+	/* every size and offset: valid UTF-8 out, "..." in it, never longer than the room */
+	char src[200], err[64];
+	for (size_t off = 0; off < 4; off++) {
+		memset(src, 'x', off);
+		for (size_t i = off; i + 3 < sizeof src; i += 3)
+			memcpy(src + i, "\xe2\x82\xac", 3); /* the euro sign, 3 bytes */
+		src[off + (sizeof src - 1 - off) / 3 * 3] = '\0';
+		for (size_t n = 12; n < sizeof err; n++) {
+			log_reason(err, n, "ERR %s END", src);
+			CHECK(strlen(err) < n && utf8_ok(err) && strstr(err, "...") &&
+			      strcmp(err + strlen(err) - 4, " END") == 0 &&
+			      strncmp(err, "ERR ", 4) == 0);
+		}
+	}
+	log_reason(err, sizeof err, "fits: %s", "yes");
+	CHECK(strcmp(err, "fits: yes") == 0);
+}
+
 int main(void)
 {
 	test_ci_marks();
 	test_cut();
 	test_json();
+	test_clip();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

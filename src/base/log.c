@@ -318,7 +318,9 @@ static void write_file_line(const char *line, size_t n)
 static void write_in_order(const char *line, size_t n)
 {
 	pthread_mutex_lock(&out_lock);
-	if (deferring) {
+	if (stamped) { /* a log file takes a line at once, or fails (syslog then): first */
+		write_file_line(line, n);
+	} else if (deferring) {
 		if (npending + n <= sizeof pending) {
 			memcpy(pending + npending, line, n);
 			npending += n;
@@ -326,8 +328,6 @@ static void write_in_order(const char *line, size_t n)
 			dropped++;
 		}
 		flush_pending(0);
-	} else if (stamped) {
-		write_file_line(line, n);
 	} else {
 		flush_pending(1);
 		ssize_t w;

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum log_level {
 	LOG_ERROR = -1, /* shown even with -q */
@@ -26,19 +28,85 @@ void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
+/* Copy src[0..len) into dst (size n) as it is (the sink that prints it escapes it);
+ * always terminates. What does not fit is cut in the middle, shown by "..." (its start
+ * and its end stay: the end of a server's error says why), never inside a UTF-8
+ * sequence, so that a reply's text cut to a fixed buffer shows it was cut. Inline, as
+ * log_reason is. */
+static inline void log_clip(char *dst, size_t n, const char *src, size_t len)
+{
+	static const char cut[] = "...";
+	size_t head, tail;
+
+	if (!dst || n == 0)
+		return;
+	if (len < n) {
+		memmove(dst, src, len);
+		dst[len] = '\0';
+		return;
+	}
+	if (n - 1 < sizeof cut - 1 + 2) { /* no room for both ends: the start, the cut shown */
+		head = n - 1 > sizeof cut - 1 ? n - 1 - (sizeof cut - 1) : 0;
+		tail = len;
+	} else {
+		head = (n - 1 - (sizeof cut - 1)) / 2;
+		tail = len - (n - 1 - (sizeof cut - 1) - head);
+	}
+	/* a continuation byte (10xxxxxx) at the cut belongs to the sequence before it */
+	for (int k = 0; k < 3 && head > 0 && ((unsigned char)src[head] & 0xc0) == 0x80; k++)
+		head--;
+	for (int k = 0; k < 3 && tail < len && ((unsigned char)src[tail] & 0xc0) == 0x80; k++)
+		tail++;
+	memmove(dst, src, head);
+	size_t o = head;
+	for (size_t i = 0; i < sizeof cut - 1 && o < n - 1; i++)
+		dst[o++] = cut[i];
+	memmove(dst + o, src + tail, len - tail);
+	dst[o + len - tail] = '\0';
+}
+
 /* Format a one-line reason into err[errlen] for the caller to report (nothing when err
- * is NULL or errlen 0); a reason cut to fit is still a reason. Inline: the TLS module
- * (tls.c, loaded on demand) links no log.c. */
+ * is NULL or errlen 0). A reason too long for err (a server's error text in it) is cut
+ * as log_clip cuts: in the middle, shown, its end kept, never inside a UTF-8 sequence.
+ * log_vreason takes a va_list. Inline: the TLS module (tls.c, loaded on demand)
+ * links no log.c. */
+static inline void log_vreason(char *err, size_t errlen, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static inline void log_vreason(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+	va_list again;
+
+	if (!err || errlen == 0)
+		return;
+	va_copy(again, ap);
+	int len = vsnprintf(err, errlen, fmt, ap);
+	if (len >= 0 && (size_t)len >= errlen) {
+		char *whole = malloc((size_t)len + 1);
+		int got = whole ? vsnprintf(whole, (size_t)len + 1, fmt, again) : -1;
+		if (got == len) {
+			log_clip(err, errlen, whole, (size_t)len);
+		} else { /* no memory for all of it: cut at the end, shown, not mid-sequence */
+			size_t o = errlen - 1 > 3 ? errlen - 1 - 3 : 0;
+			for (int k = 0; k < 3 && o > 0 && ((unsigned char)err[o] & 0xc0) == 0x80;
+			     k++)
+				o--;
+			for (int k = 0; k < 3 && o < errlen - 1; k++)
+				err[o++] = '.';
+			err[o] = '\0';
+		}
+		free(whole);
+	}
+	va_end(again);
+}
+
 static inline void log_reason(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static inline void log_reason(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!err || errlen == 0)
-		return;
 	va_start(ap, fmt);
-	(void)vsnprintf(err, errlen, fmt, ap);
+	log_vreason(err, errlen, fmt, ap);
 	va_end(ap);
 }
 

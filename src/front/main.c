@@ -270,8 +270,10 @@ static void die_if_signalled(int termfd)
 {
 	struct signalfd_siginfo si;
 
-	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si)
+	if (read(termfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		log_flush_until(-1); /* what stderr takes at once: the user's signal wins */
 		child_die_of((int)si.ssi_signo);
+	}
 }
 
 /* rlock dies of signo before it held the lock (connecting, waiting): the events file's
@@ -282,6 +284,7 @@ static void die_unheld(const struct lock *l, int signo)
 
 	snprintf(why, sizeof why, "killed by SIG%s before the lock was held", signal_name(signo));
 	events_emit(EV_FAILED, &(struct ev_facts){.lock = l, .status = 128 + signo, .reason = why});
+	log_flush_until(-1); /* what stderr takes at once: the user's signal wins (log.h) */
 	child_die_of(signo);
 }
 
@@ -734,7 +737,7 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 			rc = RL_EX_LOST;
 		}
 		char reason[sizeof why + 40];
-		snprintf(reason, sizeof reason, "no longer held at the release%s", why);
+		log_reason(reason, sizeof reason, "no longer held at the release%s", why);
 		events_emit(EV_LOST, &(struct ev_facts){.lock = h->gone, .reason = reason});
 	}
 	if (inherited_gone && o->on_lost != LOST_IGNORE)
@@ -816,7 +819,15 @@ int main(int argc, char **argv)
 	child_inherit(); /* before anything can write a diagnostic or fork */
 	if (child_std_closed())
 		cli_open_std_fds(); /* an open and a close of /dev/null spared otherwise */
+	/* A run's lines never wait on a full stderr (a pipe nobody reads): from its first
+	 * (-v's, while the options are read) a write would keep a waiter from its lock, and
+	 * from its SIGTERM once signals are read from a signalfd. They wait (log_defer), as
+	 * once a lock is held; a death by a signal drops what stderr does not take at once.
+	 * The other modes write as a plain write does. */
+	log_defer(1);
 	cli_parse(argc, argv, &o);
+	if (o.mode != MODE_RUN)
+		log_defer(0);
 	struct keeper_args k = keeper_args_of(&o);
 	events_of(&o);
 	if (o.mode == MODE_HELD)

@@ -273,6 +273,19 @@ static void esc(char *dst, size_t n, const char *s)
 	log_escape(dst, n, s, strlen(s));
 }
 
+/* The first k bytes of s escaped (a token's head): cut before escaping, so that the cut
+ * never splits an escape; "..." after it when s is longer. */
+static void esc_head(char *dst, size_t n, const char *s, size_t k)
+{
+	if (!*s)
+		s = "?";
+	size_t len = strlen(s);
+
+	log_escape(dst, n, s, len < k ? len : k);
+	if (len > k && strlen(dst) + 4 <= n)
+		strcat(dst, "...");
+}
+
 /* Local wall-clock time of unix_ms, "YYYY-MM-DD HH:MM:SS", or "?". */
 static void local_time(char *buf, size_t n, long long unix_ms)
 {
@@ -312,7 +325,7 @@ static void print_broken(const struct broken *b)
 		return;
 	esc(host, sizeof host, b->host);
 	esc(user, sizeof user, b->user);
-	esc(tok, sizeof tok, b->tokens);
+	esc_head(tok, sizeof tok, b->tokens, 16);
 	holder_human_ms(ago, sizeof ago, b->ago_ms);
 	local_time(when, sizeof when, b->ago_ms >= 0 ? now_unix_ms() - b->ago_ms : -1);
 	log_escape(label, sizeof label, b->label, strlen(b->label));
@@ -320,9 +333,8 @@ static void print_broken(const struct broken *b)
 	char pid[24] = "?"; /* as recorded: "?" when it is no number */
 	if (b->pid >= 0)
 		snprintf(pid, sizeof pid, "%lld", b->pid);
-	printf("broken   %s ago (%s) by %s pid %s (user %s)%s%s%s: token %.16s%s, fence %s\n", ago,
-	       when, host, pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok,
-	       strlen(tok) > 16 ? "..." : "", fence);
+	printf("broken   %s ago (%s) by %s pid %s (user %s)%s%s%s: token %s, fence %s\n", ago, when,
+	       host, pid, user, label[0] ? " [" : "", label, label[0] ? "]" : "", tok, fence);
 }
 
 /* One holder's block of --status. */
@@ -520,10 +532,10 @@ static void print_holders(const char *key, const struct holders *hs)
 		holder_human_ms(lease, sizeof lease, w->lease_left_ms);
 		holder_human_ms(waited, sizeof waited, w->waited_ms);
 		esc(host, sizeof host, w->host);
-		esc(tok, sizeof tok, w->token);
+		log_escape(tok, sizeof tok, w->token, strnlen(w->token, 8)); /* its head */
 		if (w->pid >= 0)
 			snprintf(pid, sizeof pid, "%lld", w->pid);
-		printf("  #%-3d    %s pid %s, waiting %s (token %.8s..., place lease left %s)\n",
+		printf("  #%-3d    %s pid %s, waiting %s (token %s..., place lease left %s)\n",
 		       i + 1, host, pid, waited, tok, lease);
 	}
 	if (hs->nodes_total > 0)
@@ -751,6 +763,46 @@ int report_reset(struct store *s, const struct report_ask *o)
 	return 0;
 }
 
+/* --list's table: the rows are written with their cells apart (US, which escaped text
+ * never holds: log_escape shows it as \x1f), then laid out at once, each column as wide
+ * as the widest text it will print (escaped), at least its usual width, so that a
+ * wide host or name never shifts the columns after it; a row's last cell is not padded.
+ */
+#define US "\x1f"
+enum { LIST_COLS = 7 };
+static const int list_min_width[LIST_COLS - 1] = {24, 20, 8, 9, 9, 9};
+
+static void table_write(FILE *out, const char *buf, size_t len)
+{
+	size_t width[LIST_COLS - 1];
+
+	for (int i = 0; i < LIST_COLS - 1; i++)
+		width[i] = (size_t)list_min_width[i];
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *p = buf, *end = buf + len; p < end;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			nl = nl ? nl : end;
+			for (int c = 0; p < nl; c++) {
+				const char *us =
+				    c < LIST_COLS - 1 ? memchr(p, US[0], (size_t)(nl - p)) : NULL;
+				const char *cell_end = us ? us : nl;
+				size_t w = (size_t)(cell_end - p);
+				if (pass == 0 && us && w > width[c])
+					width[c] = w;
+				if (pass == 1) {
+					fwrite(p, 1, w, out);
+					for (size_t k = w; us && k < width[c] + 1; k++)
+						putc(' ', out);
+				}
+				p = us ? us + 1 : nl;
+			}
+			if (pass == 1 && nl < end)
+				putc('\n', out);
+			p = nl + 1;
+		}
+	}
+}
+
 struct list_out {
 	const struct report_ask *o;
 	FILE *f; /* the answer, in memory until it is complete */
@@ -767,8 +819,8 @@ static void list_head(struct list_out *w)
 		json_str(w->f, w->o->prefix);
 		fputs(",\"locks\":[", w->f);
 	} else {
-		fprintf(w->f, "%-24s %-20s %-8s %-9s %-9s %-9s %s\n", "NAME", "HOST", "PID", "HELD",
-		        "TTL", "RENEWED", "COMMAND");
+		fputs("NAME" US "HOST" US "PID" US "HELD" US "TTL" US "RENEWED" US "COMMAND\n",
+		      w->f);
 	}
 }
 
@@ -798,8 +850,8 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 			        hs->nodes_total);
 		} else {
 			esc(ename, sizeof ename, name);
-			fprintf(f, "%-24s %-20s %-8s %-9s %-9s [cannot tell: %s]\n", ename, "-",
-			        "-", "-", "-", hs->undecided);
+			fprintf(f, "%s" US "-" US "%s" US "%s" US "%s" US "[cannot tell: %s]\n",
+			        ename, "-", "-", "-", hs->undecided);
 		}
 		w->count++;
 		return ferror(f) ? -1 : 0;
@@ -818,8 +870,8 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		holder_text(h, now_unix_ms(), &t);
 		esc(ename, sizeof ename, name);
 		holder_human_ms(renewed, sizeof renewed, h->renewed_ago_ms);
-		fprintf(f, "%-24s %-20s %-8s %-9s %-9s %-9s %s%s%s%s%s%s%s\n", ename, t.host, t.pid,
-		        t.held, t.left, renewed,
+		fprintf(f, "%s" US "%s" US "%s" US "%s" US "%s" US "%s" US "%s%s%s%s%s%s%s\n",
+		        ename, t.host, t.pid, t.held, t.left, renewed,
 		        !h->kept && judged(h, l->key) == HOLDER_GONE ? "[gone] " : "",
 		        h->kept ? "[kept by --min-hold] " : "",
 		        h->mode == 's'   ? "[shared] "
@@ -831,24 +883,24 @@ static int list_lock(void *arg, const char *name, const struct lock *l, const st
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], reserved[2400];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->reserved.left_ms);
-		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		fprintf(f, "%s" US "-" US "-" US "-" US "%s" US "[%s]\n", ename, left,
 		        reserved_text(reserved, sizeof reserved, &hs->reserved, 0));
 	} else if (!o->json && !hs->n && hs->split_nodes) { /* Redlock: no majority holder */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], split[320];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->split_ms);
-		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		fprintf(f, "%s" US "-" US "-" US "-" US "%s" US "[%s]\n", ename, left,
 		        split_text(split, sizeof split, hs));
 	} else if (!o->json && !hs->n && hs->closed_ms > 0) { /* the delay's row */
 		char ename[4 * LOCK_NAME_MAX + 1], left[32], closed[160];
 		esc(ename, sizeof ename, name);
 		holder_human_ms(left, sizeof left, hs->closed_ms);
-		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", left,
+		fprintf(f, "%s" US "-" US "-" US "-" US "%s" US "[%s]\n", ename, left,
 		        closed_text(closed, sizeof closed, hs));
 	} else if (!o->json && !hs->n && hs->queued > 0) { /* the fair queue goes first */
 		char ename[4 * LOCK_NAME_MAX + 1], queued[160];
 		esc(ename, sizeof ename, name);
-		fprintf(f, "%-24s %-20s %-8s %-9s %-9s [%s]\n", ename, "-", "-", "-", "-",
+		fprintf(f, "%s" US "-" US "-" US "-" US "-" US "[%s]\n", ename,
 		        queued_text(queued, sizeof queued, hs));
 	}
 	w->count++;
@@ -908,8 +960,10 @@ int report_list(struct store *s, const struct report_ask *o)
 		log_error("--list: out of memory for the answer; nothing printed");
 		rc = RL_EX_OSERR;
 	}
-	if (!rc)
+	if (!rc && o->json)
 		fwrite(buf, 1, len, stdout);
+	else if (!rc)
+		table_write(stdout, buf, len);
 	free(buf);
 	int wr = cli_close_stdout();
 	/* the whole listing, but a name in it could not be judged (its row says so): 69, as
@@ -1166,12 +1220,12 @@ static void history_json_entry(FILE *f, const struct history_entry *e)
 	fputs("}}", f);
 }
 
-/* One line of --history: when, what, the fence, whose run, and who acted. Every field
- * is the stream's text, which any client can write (XADD): each one escaped. A field
- * the record does not have is left out, never shown as "?": a --break of a --preempt
+/* One line of --history (its event padded to ev_width): when, what, the fence, whose run, and who
+ * acted. Every field is the stream's text, which any client can write (XADD): each one escaped. A
+ * field the record does not have is left out, never shown as "?": a --break of a --preempt
  * reservation has no fence (no run held it), a --reset of a lock-delay alone, or a
  * supersession of a request while the name was free, none either (JSON: null). */
-static void history_line(const struct history_entry *e)
+static void history_line(const struct history_entry *e, int ev_width)
 {
 	char when[32], ev[4 * sizeof e->ev], fence[4 * sizeof e->fence], host[1024],
 	    pid[4 * sizeof e->pid], label[4 * (LOCK_LABEL_MAX + 1)], status[4 * sizeof e->status],
@@ -1184,7 +1238,7 @@ static void history_line(const struct history_entry *e)
 	log_escape(host, sizeof host, e->host, strlen(e->host));
 	log_escape(pid, sizeof pid, e->pid, strlen(e->pid));
 	log_escape(label, sizeof label, e->label, strlen(e->label));
-	printf("%s  %-10s", when, ev);
+	printf("%s  %-*s", when, ev_width, ev);
 	if (fence[0])
 		printf("  fence %s", fence);
 	if (host[0] || pid[0])
@@ -1253,8 +1307,16 @@ int report_history(struct store *s, const struct report_ask *o)
 			printf("%s: no history (config: history = 0 here turns recording off; "
 			       "history = N turns it on)\n",
 			       l.key);
+		/* the event's column as wide as its widest text (escaped: the stream is any
+		 * client's), so that the fences after it line up */
+		int ev_width = 10;
+		for (int i = 0; i < n; i++) {
+			char ev[4 * sizeof e[i].ev];
+			log_escape(ev, sizeof ev, e[i].ev, strlen(e[i].ev));
+			ev_width = (int)strlen(ev) > ev_width ? (int)strlen(ev) : ev_width;
+		}
 		for (int i = 0; i < n; i++)
-			history_line(&e[i]);
+			history_line(&e[i], ev_width);
 	}
 	free(e);
 	return cli_close_stdout();

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h" /* log_reason */
 #include "secret.h"
 
 struct client {
@@ -164,8 +165,8 @@ static void not_resp(const struct client *c, char *err, size_t errlen)
 {
 	char why[256];
 
-	snprintf(why, sizeof why, "%s", err);
-	snprintf(err, errlen, "%s: %s: is this a Redis server?", c->srv->name, why);
+	log_reason(why, sizeof why, "%s", err);
+	log_reason(err, errlen, "%s: %s: is this a Redis server?", c->srv->name, why);
 	conn_fault_note(CONN_FAULT_FINAL);
 }
 
@@ -367,13 +368,13 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
 	           !holds_piece(r->str, strlen(r->str), pw, pwlen);
 	explicit_bzero(pw, sizeof pw);
-	snprintf(err, errlen, "authentication to %s failed: %.300s%s%.260s%s", srv->name,
-	         resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
-	         : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
-	         : echo                        ? r->str
-	                                       : "server refused AUTH",
-	         srv->creds_from ? " (" : "", srv->creds_from ? srv->creds_from : "",
-	         srv->creds_from ? ")" : "");
+	log_reason(err, errlen, "authentication to %s failed: %s%s%s%s", srv->name,
+	           resp_is_error(r, "WRONGPASS") ? "wrong user name or password"
+	           : resp_is_error(r, "NOPERM")  ? "permission denied (NOPERM)"
+	           : echo                        ? r->str
+	                                         : "server refused AUTH",
+	           srv->creds_from ? " (" : "", srv->creds_from ? srv->creds_from : "",
+	           srv->creds_from ? ")" : "");
 	return auth_error(r) ? CLIENT_AUTH : CLIENT_ERR;
 }
 
@@ -407,7 +408,7 @@ static int select_reply(const struct server *srv, const struct resp_reply *r, ch
 		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
 		return CLIENT_ERR;
 	} else
-		snprintf(err, errlen, "SELECT %d on %s failed: %.200s", srv->db, srv->name, r->str);
+		log_reason(err, errlen, "SELECT %d on %s failed: %s", srv->db, srv->name, r->str);
 	if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
 		conn_fault_note(CONN_FAULT_PASSING); /* a script runs, a dataset loads: it ends */
 	return (resp_is_noauth(r) || resp_is_error(r, "NOPERM")) ? CLIENT_AUTH : CLIENT_ERR;
@@ -491,8 +492,8 @@ static int info_reply(struct client *c, const struct resp_reply *r, char *err, s
 		return CLIENT_AUTH;
 	}
 	if (r->type == RESP_ERROR && !resp_is_error(r, "NOPERM")) {
-		snprintf(err, errlen, "INFO server on Redlock node %s failed: %.200s", c->srv->name,
-		         r->str);
+		log_reason(err, errlen, "INFO server on Redlock node %s failed: %s", c->srv->name,
+		           r->str);
 		if (resp_is_error(r, "BUSY") || resp_is_error(r, "LOADING"))
 			conn_fault_note(CONN_FAULT_PASSING);
 		return CLIENT_ERR;

@@ -18,6 +18,7 @@
  * otherwise, remembering what the caller gave (child_exec hands it to the command as
  * given): SIGCHLD to SIG_DFL (ignored, the kernel reaps the command unseen), SIGPIPE
  * ignored (a diagnostic to a reader gone fails with EPIPE instead of killing rlock),
+ * SIGXFSZ ignored (a sink past RLIMIT_FSIZE fails with EFBIG instead of killing rlock),
  * the soft RLIMIT_CORE to 0 (rlock holds secrets), a soft RLIMIT_NOFILE below what
  * rlock may need raised (within the hard limit); note fds 0-2 the caller closed
  * (closed again for the command: cli_open_std_fds puts /dev/null there for rlock); and note the

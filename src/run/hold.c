@@ -515,7 +515,7 @@ const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *b
 		    (!timed_out && poll(&p, 1, 0) == 1)) {
 			char why[300];
 			renew_reason(h->rn[i], timed_out, why, sizeof why);
-			snprintf(buf, n, "%s: %s", h->l[i].key, why);
+			log_reason(buf, n, "%s: %s", h->l[i].key, why);
 			return &h->l[i];
 		}
 	}
@@ -526,7 +526,7 @@ const struct lock *hold_lost_reason(const struct hold *h, int timed_out, char *b
 	/* Several locks: say which, the first as the others. */
 	char why[300];
 	renew_reason(h->rn[0], timed_out, why, sizeof why);
-	snprintf(buf, n, "%s: %s", h->l[0].key, why);
+	log_reason(buf, n, "%s: %s", h->l[0].key, why);
 	return &h->l[0];
 }
 
@@ -592,8 +592,8 @@ static int name_failure(int rc, int several, const char *name, char *err, size_t
 	snprintf(named, sizeof named, "lock '%s': ", name);
 	if (rc == WAIT_ERR && several && strncmp(err, named, strlen(named)) != 0) {
 		char why[512];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s%s", named, why);
+		log_reason(why, sizeof why, "%s", err);
+		log_reason(err, errlen, "%s%s", named, why);
 	}
 	return rc;
 }
@@ -631,6 +631,10 @@ static int take_one(struct hold *h, const struct hold_spec *sp, const struct loc
 		            &(struct ev_facts){.lock = l, .wait_ms = clock_ms() - asked_ms});
 	if (rc != WAIT_ACQUIRED)
 		return name_failure(rc, sp->nnames > 1, name, err, errlen);
+	/* A lock is held from here: a full stderr (a pipe nobody reads; --events -) must
+	 * hold up neither the lease's renewals nor the start of the command, nor keep a
+	 * signal from being seen; lines wait (log_defer), as while the command runs. */
+	log_defer(1);
 	/* As flock -v: how long getting the lock took. */
 	if (h->n == 0)
 		log_info("got the lock %s after %.1f s (fence %lld, ttl %lld ms)", l->key,

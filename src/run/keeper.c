@@ -675,8 +675,9 @@ static void ended_note(const struct lock *l, const char *reason)
 		         strerror(errno));
 		return;
 	}
-	char line[600];
-	int len = snprintf(line, sizeof line, "%.500s at %s\n", reason, when);
+	char line[600], said[501];
+	log_clip(said, sizeof said, reason, strlen(reason)); /* a long one: cut, shown */
+	int len = snprintf(line, sizeof line, "%s at %s\n", said, when);
 	int ok = len > 0 && write(fd, line, (size_t)len) == len;
 	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
 		unlink(tmp);
@@ -811,7 +812,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		hold_abandon_lost(h); /* the history's end record of the run: lost */
 		log_error("lock lost: %s; the keeper exits", err);
 		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = err});
-		snprintf(why, sizeof why, "lost by its keeper (%.400s)", err);
+		log_reason(why, sizeof why, "lost by its keeper (%s)", err);
 		ended_note(l, why);
 		return RL_EX_LOST;
 	}
@@ -830,8 +831,8 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		log_error("lock lost: %s was no longer held when the keeper released it%s%s",
 		          l->key, sep, by);
 		events_emit(EV_KEEPER_LOST, &(struct ev_facts){.lock = l, .reason = reason});
-		snprintf(why, sizeof why,
-		         "lost: no longer held when its keeper released it%s%.300s", sep, by);
+		log_reason(why, sizeof why, "lost: no longer held when its keeper released it%s%s",
+		           sep, by);
 		rc = RL_EX_LOST;
 	} else {
 		events_emit(EV_KEEPER_RELEASED,

@@ -115,7 +115,7 @@ static void preempted(struct renew *r, int64_t sent, const char *who)
 	char why[300];
 
 	r->confirmed_sent = sent;
-	snprintf(why, sizeof why, "preempted by %.250s", who);
+	log_reason(why, sizeof why, "preempted by %s", who);
 	set_text(r, r->reason, why);
 	r->preempted = 1;
 	uint64_t one = 1;
@@ -132,7 +132,7 @@ static void lost_reason(struct renew *r, struct store *s, int64_t sent, int64_t 
 	int64_t left = r->confirmed_sent + r->lock->ask.ttl_ms - sent;
 
 	if (renew_broken_why(s, NULL, r->lock, cap, by, sizeof by))
-		snprintf(why, sizeof why, "the lock is no longer ours: %s", by);
+		log_reason(why, sizeof why, "the lock is no longer ours: %s", by);
 	else
 		snprintf(why, sizeof why,
 		         "the lock is no longer ours: taken away %.1f s before its lease could end "
@@ -353,7 +353,7 @@ void renew_reason(const struct renew *r, int timed_out, char *buf, size_t n)
 		snprintf(buf, n, "no renewal confirmed in time%s%s", r->last_err[0] ? ": " : "",
 		         r->last_err);
 	else
-		snprintf(buf, n, "%s", r->reason);
+		log_reason(buf, n, "%s", r->reason);
 	pthread_mutex_unlock(&w->mu);
 }
 

@@ -141,7 +141,7 @@ static const struct lock *rewatch_reason(const void *ctx, int timed_out, char *b
 		         "the inherited lease could not be seen renewed before it would end "
 		         "(the server did not answer)");
 	else
-		snprintf(buf, n, "%s", w->why);
+		log_reason(buf, n, "%s", w->why);
 	return NULL; /* not one of the run's own: the events line names its first */
 }
 

@@ -578,17 +578,17 @@ static enum wait_state st_outage(struct wait_run *w)
 	w->outage = 1;
 	if (clock_ms() >= w->deadline) {
 		char why[300];
-		snprintf(why, sizeof why, "%s", w->err);
-		snprintf(w->err, w->errlen,
-		         "lock '%s': Redis unavailable while waiting (gave up at the --wait "
-		         "deadline): %s",
-		         w->a->name, why);
+		log_reason(why, sizeof why, "%s", w->err);
+		log_reason(w->err, w->errlen,
+		           "lock '%s': Redis unavailable while waiting (gave up at the --wait "
+		           "deadline): %s",
+		           w->a->name, why);
 		return done(w, WAIT_ERR);
 	}
 	int64_t until = before_deadline(w, clock_ms() + backoff(w, 1));
 	char note[400]; /* what the progress line says it waits for: the server, the error */
-	snprintf(note, sizeof note, "Redis unavailable for %llds, reconnecting; last error: %.300s",
-	         (long long)((clock_ms() - w->outage_at) / 1000), w->err);
+	log_reason(note, sizeof note, "Redis unavailable for %llds, reconnecting; last error: %s",
+	           (long long)((clock_ms() - w->outage_at) / 1000), w->err);
 	if (nap_until(w->a, w->s, w->h, w->start, until, note, &w->drawn, w->signo) == -4)
 		return done(w, WAIT_SIGNAL);
 	/* Woken at the deadline (the last try, LAST_TRY_MS before it, is behind): no try
@@ -896,11 +896,11 @@ int wait_open(struct store **out, const struct store_config *cfg, const char *na
 		outage_ended(name, store_name(*out), start);
 	if (rc == STORE_ERR && outage) {
 		char why[400];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen,
-		         "lock '%s': Redis unavailable for the whole wait (gave up at the --wait "
-		         "deadline after %.1f s): %s",
-		         name, (double)(clock_ms() - start) / 1000, why);
+		log_reason(why, sizeof why, "%s", err);
+		log_reason(err, errlen,
+		           "lock '%s': Redis unavailable for the whole wait (gave up at the --wait "
+		           "deadline after %.1f s): %s",
+		           name, (double)(clock_ms() - start) / 1000, why);
 	}
 	return rc;
 }

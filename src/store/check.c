@@ -74,7 +74,7 @@ static void finding(struct out *out, enum level lv, const char *node, const char
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(fact, sizeof fact, fmt, ap);
+	log_vreason(fact, sizeof fact, fmt, ap); /* a server's long text: cut, shown */
 	va_end(ap);
 	if (out->json) {
 		fputs(out->count[0] + out->count[1] + out->count[2] ? ",{" : "{", stdout);
@@ -160,14 +160,14 @@ static int check_reach(struct node *n)
 		snprintf(fix, sizeof fix, "ACL SETUSER %s +ping",
 		         n->srv->user ? n->srv->user : "default");
 		finding(n->out, L_WARN, name, "reach", fix,
-		        "answers, but user '%s' may not run PING (%.300s): no round trip measured",
+		        "answers, but user '%s' may not run PING (%s): no round trip measured",
 		        n->srv->user ? n->srv->user : "default", r->str);
 		resp_free(r);
 		n->out->reached++;
 		return 0;
 	}
 	if (rc == LOCK_OK && r->type == RESP_ERROR)
-		snprintf(err, sizeof err, "PING: %.300s", r->str), rc = LOCK_DENIED;
+		log_reason(err, sizeof err, "PING: %s", r->str), rc = LOCK_DENIED;
 	resp_free(r);
 	if (rc != LOCK_OK) {
 		finding(n->out, down, name, "reach",
@@ -208,8 +208,8 @@ static int clock_offset(struct node *n, int64_t *off_us, int64_t *rtt_us, char *
 		int64_t t1 = clock_us(CLOCK_REALTIME), m1 = clock_us(CLOCK_MONOTONIC);
 		if (r->type != RESP_ARRAY || r->elements != 2 ||
 		    r->element[0]->type != RESP_STRING || r->element[1]->type != RESP_STRING) {
-			snprintf(why, len, "TIME: %.300s",
-			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+			log_reason(why, len, "TIME: %s",
+			           r->type == RESP_ERROR ? r->str : "unexpected reply");
 			resp_free(r);
 			return -1;
 		}
@@ -267,7 +267,7 @@ static int info_field(const struct node *n, const char *name, char *val, size_t 
 	for (const char *p = n->info->str; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
 		if (strncmp(p, name, nl) == 0 && p[nl] == ':') {
 			size_t vl = strcspn(p + nl + 1, "\r\n");
-			snprintf(val, len, "%.*s", (int)(vl < len ? vl : len - 1), p + nl + 1);
+			log_clip(val, len, p + nl + 1, vl); /* a long one: cut, shown */
 			return 1;
 		}
 	}
@@ -344,7 +344,7 @@ static void check_version(struct node *n)
 		n->info = r;
 	} else {
 		finding(n->out, L_WARN, n->srv->name, "version", "allow INFO for the user (+info)",
-		        "INFO refused (%.300s): version, memory, persistence and role cannot be "
+		        "INFO refused (%s): version, memory, persistence and role cannot be "
 		        "told",
 		        r && r->type == RESP_ERROR ? r->str : err);
 		resp_free(r);
@@ -359,15 +359,15 @@ static void check_version(struct node *n)
 	info_field(n, "server_name", server, sizeof server);
 	snprintf(key, sizeof key, "%.30s_version", server);
 	if (server[0] && strcmp(server, "redis") != 0 && info_field(n, key, own, sizeof own)) {
-		snprintf(product, sizeof product, "%.30s %.40s",
-		         strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
+		log_reason(product, sizeof product, "%s %s",
+		           strcmp(server, "valkey") == 0 ? "Valkey" : server, own);
 		/* Valkey 8.0 has the WAITAOF bug of Redis 7.4.0-7.4.2 (below) */
 		long ov = version_number(own);
 		n->waitaof_early = strcmp(server, "valkey") == 0 && ov >= 80000 && ov < 80100;
 		finding(n->out, L_OK, n->srv->name, "version", NULL, "%s (%s; speaks as Redis %s)",
 		        product, mode[0] ? mode : "standalone", v[0] ? v : "?");
 	} else {
-		snprintf(product, sizeof product, "Redis %.40s", v[0] ? v : "?");
+		log_reason(product, sizeof product, "Redis %s", v[0] ? v : "?");
 		/* With appendfsync everysec, WAITAOF could count writes as fsynced that were
 		 * written less than a second after the last fsync (redis/redis#13793: 7.4.0
 		 * to 7.4.2); seen on Valkey 8.0.1 by test/faults/run's aof-crash rows. */
@@ -395,9 +395,9 @@ static void check_scripts(struct node *n)
 		}
 		int same = r->type == RESP_STRING && strcmp(r->str, sha) == 0;
 		if (!same)
-			snprintf(err, sizeof err, "%.300s",
-			         r->type == RESP_ERROR ? r->str
-			                               : "a SHA-1 that is not the script's");
+			log_reason(err, sizeof err, "%s",
+			           r->type == RESP_ERROR ? r->str
+			                                 : "a SHA-1 that is not the script's");
 		resp_free(r);
 		if (!same && strstr(err, "NOPERM")) {
 			r = NULL;
@@ -445,15 +445,15 @@ static int config_get(struct node *n, const char *name, char *val, size_t len)
 	char err[512];
 
 	if (cmd(n, &r, err, sizeof err, "CONFIG", "GET", name, NULL) != LOCK_OK) {
-		snprintf(val, len, "%.300s", err);
+		log_reason(val, len, "%s", err);
 		return -1;
 	}
 	int ok = r->type == RESP_ARRAY && r->elements == 2 && r->element[1]->type == RESP_STRING;
-	snprintf(val, len, "%.300s",
-	         ok                      ? r->element[1]->str
-	         : r->type == RESP_ERROR ? r->str
-	         : r->type == RESP_ARRAY ? "no such setting"
-	                                 : "unexpected reply");
+	log_reason(val, len, "%s",
+	           ok                      ? r->element[1]->str
+	           : r->type == RESP_ERROR ? r->str
+	           : r->type == RESP_ARRAY ? "no such setting"
+	                                   : "unexpected reply");
 	resp_free(r);
 	return ok;
 }
@@ -589,7 +589,7 @@ static int node_map(struct node *n, struct cluster_map *m, char *why, size_t len
 	cluster_map_init(m);
 	if (cmd(n, &r, why, len, "CLUSTER", "SLOTS", NULL) != LOCK_OK || r->type == RESP_ERROR) {
 		if (r && r->type == RESP_ERROR)
-			snprintf(why, len, "%.300s", r->str);
+			log_reason(why, len, "%s", r->str);
 		resp_free(r);
 		return -1;
 	}
@@ -639,7 +639,7 @@ static void check_cluster(struct node *n)
 			finding(n->out, L_WARN, n->srv->name, "cluster",
 			        "allow CLUSTER SLOTS for the user (+cluster|slots)",
 			        "cannot tell whether every slot is served: CLUSTER INFO refused "
-			        "(%.200s); "
+			        "(%s); "
 			        "CLUSTER SLOTS: %s",
 			        r->str, m ? why : "out of memory");
 		}
@@ -873,8 +873,8 @@ static int acl_trial(struct node *n, int *missing, char *why, size_t len)
 	if (cmd(n, &r, why, len, "EVAL", trial_script, "1", n->key, n->channel, NULL) != LOCK_OK ||
 	    r->type != RESP_ARRAY) {
 		if (r)
-			snprintf(why, len, "%.300s",
-			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+			log_reason(why, len, "%s",
+			           r->type == RESP_ERROR ? r->str : "unexpected reply");
 		resp_free(r);
 		return -1;
 	}

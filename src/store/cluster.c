@@ -365,11 +365,10 @@ static int read_slots_on(struct cluster_ctx *x, const struct server *srv, struct
 	if (client_call(c, 2, argv, lens, d < cap_ms ? d : cap_ms, &r, err, errlen) < 0) {
 		*failed = 1;
 	} else if (r->type == RESP_ERROR && on == 1 && resp_is_error(r, "NOPERM")) {
-		snprintf(
-		    err, errlen,
-		    "%s: CLUSTER SLOTS refused (%.200s): the Cluster's masters cannot be found; "
-		    "give the ACL user +cluster|slots",
-		    srv->name, r->str);
+		log_reason(err, errlen,
+		           "%s: CLUSTER SLOTS refused (%s): the Cluster's masters cannot be found; "
+		           "give the ACL user +cluster|slots",
+		           srv->name, r->str);
 		rc = SLOTS_REFUSED;
 	} else if (r->type == RESP_ERROR) {
 		/* "ERR This instance has cluster support disabled"; or a server that may not

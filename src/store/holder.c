@@ -34,9 +34,9 @@ const char *holder_broken(const struct broken *b, const char *token, char *buf, 
 	if (!b->known || !token[0] || !strstr(b->tokens, token))
 		return NULL;
 	holder_human_ms(ago, sizeof ago, b->ago_ms);
-	snprintf(buf, n, "broken %s ago by --break from %.100s pid %lld (user %.60s)%s%.100s%s",
-	         ago, b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?",
-	         b->label[0] ? " [" : "", b->label, b->label[0] ? "]" : "");
+	log_reason(buf, n, "broken %s ago by --break from %s pid %lld (user %s)%s%s%s", ago,
+	           b->host[0] ? b->host : "?", b->pid, b->user[0] ? b->user : "?",
+	           b->label[0] ? " [" : "", b->label, b->label[0] ? "]" : "");
 	return buf;
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "log.h" /* log_reason */
 #include "parse.h"
 
 /* The protocol is the scripts in src/store/lua/ (one screen each): each checks and changes
@@ -198,7 +199,7 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		if (resp_is_error(r, routing[i])) {
 			if (i >= 2) /* a state that passes (not a redirect) */
 				conn_fault_note(CONN_FAULT_PASSING);
-			snprintf(err, errlen, "%.300s", r->str);
+			log_reason(err, errlen, "%s", r->str);
 			return LOCK_REDIRECT;
 		}
 	}
@@ -209,7 +210,7 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 	if (r->type == RESP_ERROR && r->str &&
 	    strncmp(r->str, CLUSTER_NONLOCAL, strlen(CLUSTER_NONLOCAL)) == 0) {
 		conn_fault_note(CONN_FAULT_PASSING);
-		snprintf(err, errlen, "%.300s", r->str);
+		log_reason(err, errlen, "%s", r->str);
 		return LOCK_REDIRECT;
 	}
 	if (resp_is_noauth(r)) {
@@ -221,23 +222,23 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		/* A fence counter that cannot count (not an integer, at the maximum):
 		 * waiting cannot fix it, so it is refused at once, as a denial is. */
 		const char *why = r->str + strlen("RLOCKFENCE");
-		snprintf(err, errlen, "%s: %.300s%s", what, why + (*why == ' '),
-		         strstr(why, "WRONGTYPE") ? WRONGTYPE_HINT : "");
+		log_reason(err, errlen, "%s: %s%s", what, why + (*why == ' '),
+		           strstr(why, "WRONGTYPE") ? WRONGTYPE_HINT : "");
 		return LOCK_DENIED;
 	}
 	if (resp_is_error(r, "RLOCKMODE")) {
 		/* the code alone ("-RLOCKMODE") has no text after it to skip */
 		const char *why = r->str + strlen("RLOCKMODE");
-		snprintf(err, errlen, "%s: %.300s", what, why + (*why == ' '));
+		log_reason(err, errlen, "%s: %s", what, why + (*why == ' '));
 		return LOCK_MISMATCH;
 	}
 	if (resp_is_error(r, "ERR") && (strstr(r->str, "user executing the script can't run") ||
 	                                strstr(r->str, "ACL failure in script"))) {
 		/* a command the script calls is refused (Redis 7.2 names it, 7.0 does not) */
-		snprintf(
+		log_reason(
 		    err, errlen,
 		    "%s: the ACL user may not run a command rlock's script calls (rlock --check "
-		    "names it; docs/production.md: Credentials): %.300s",
+		    "names it; docs/production.md: Credentials): %s",
 		    what, r->str);
 		return LOCK_DENIED;
 	}
@@ -246,12 +247,11 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		 * it; the operator's --reset (or --break) deletes it (break.lua's strays) */
 		const char *at = strstr(r->str, " script: "); /* Redis's script and line */
 		int n = at ? (int)(at - r->str) : 300;
-		snprintf(err, errlen, "%s: %.*s%s", what, n > 300 ? 300 : n, r->str,
-		         WRONGTYPE_HINT);
+		log_reason(err, errlen, "%s: %.*s%s", what, n, r->str, WRONGTYPE_HINT);
 		return LOCK_ERR;
 	}
 	if (resp_is_error(r, "NOPERM") || resp_is_error(r, "WRONGPASS")) {
-		snprintf(err, errlen, "%s: permission denied: %.300s", what, r->str);
+		log_reason(err, errlen, "%s: permission denied: %s", what, r->str);
 		return LOCK_DENIED;
 	}
 	/* States that pass, refused before the script wrote anything: a script runs (it
@@ -259,7 +259,7 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 	 * memory is freed); writes stopped after a failed BGSAVE (the server retries it). */
 	if (resp_is_error(r, "BUSY") || resp_is_error(r, "OOM") || resp_is_error(r, "MISCONF"))
 		conn_fault_note(CONN_FAULT_PASSING);
-	snprintf(err, errlen, "%s: server error: %.300s", what, r->str);
+	log_reason(err, errlen, "%s: server error: %s", what, r->str);
 	return LOCK_ERR;
 }
 
@@ -375,6 +375,10 @@ static void copy_field(char *dst, size_t n, const struct resp_reply *r)
 		}
 		if (i < r->len && n >= 8) {
 			o = o > n - 4 ? n - 4 : o;
+			/* never inside a UTF-8 sequence: its start goes with it */
+			for (int k = 0; k < 3 && o > 0 && ((unsigned char)dst[o] & 0xc0) == 0x80;
+			     k++)
+				o--;
 			memcpy(dst + o, "...", 3);
 			o += 3;
 		}

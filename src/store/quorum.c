@@ -560,7 +560,7 @@ static void node_late(struct node *nd, const struct req *rq, int64_t deadline)
 		if (got == 0)
 			return;
 		if (got != 1) {
-			snprintf(nd->err, sizeof nd->err, "%s", why);
+			log_reason(nd->err, sizeof nd->err, "%s", why);
 			node_drop(nd);
 			return;
 		}
@@ -690,8 +690,8 @@ static void no_quorum(const struct quorum *q, int ok, const char *what, char *er
 	for (int i = 0; i < q->n && !*why; i++)
 		if (q->node[i].err[0])
 			why = q->node[i].err;
-	snprintf(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
-	         what, q->need, *why ? "; " : "", why);
+	log_reason(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
+	           what, q->need, *why ? "; " : "", why);
 }
 
 /* A round without a quorum: can time fix it? Not when the nodes whose failure time
@@ -781,7 +781,7 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 			if (q->node[i].fault & CONN_FAULT_CONFIG) {
 				/* its URL cannot be for it (/2 on a Cluster node): 64, as one
 				 * server's, not a node that is down */
-				snprintf(err, errlen, "%s", q->node[i].err);
+				log_reason(err, errlen, "%s", q->node[i].err);
 				quorum_close(q);
 				return STORE_USAGE;
 			}
@@ -1084,7 +1084,7 @@ static int refusal(struct quorum *q, const struct tally *t, struct holder *h, ch
 	if (t->mismatch && t->ok + t->busy < q->need) {
 		for (int i = 0; i < q->n; i++)
 			if (q->node[i].err[0])
-				snprintf(err, errlen, "%s", q->node[i].err);
+				log_reason(err, errlen, "%s", q->node[i].err);
 		return LOCK_MISMATCH;
 	}
 	if (t->denied && t->ok + t->busy < q->need && no_quorum_final(q)) {
@@ -1158,7 +1158,7 @@ static int quorum_acquire(void *ctx, struct lock *l, const struct lock_meta *m, 
 	 * before the release round replaces them with its own. */
 	int rc = LOCK_ERR;
 	if (why[0])
-		snprintf(err, errlen, "%s", why);
+		log_reason(err, errlen, "%s", why);
 	else
 		rc = refusal(q, &t, h, err, errlen);
 	release_all(q, l);
@@ -1419,8 +1419,8 @@ static void cannot_tell(const struct quorum *q, const struct lock *l, const char
 			why = q->node[i].err;
 	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %d did not answer (%d needed)",
 	         votes, q->n, what, q->n - answered, q->need);
-	snprintf(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
-	         *why ? "; " : "", why);
+	log_reason(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
+	           *why ? "; " : "", why);
 	if (hs) {
 		memset(hs, 0, sizeof *hs);
 		snprintf(hs->undecided, sizeof hs->undecided, "%s", says);
@@ -1949,7 +1949,7 @@ static int quorum_list(void *ctx, const char *match, int64_t cap_ms,
 			    r->element[0]->type != RESP_STRING ||
 			    r->element[1]->type != RESP_ARRAY) {
 				if (r && r->type == RESP_ERROR)
-					snprintf(nd->err, sizeof nd->err, "SCAN: %.150s", r->str);
+					log_reason(nd->err, sizeof nd->err, "SCAN: %s", r->str);
 				resp_free(r);
 				node_drop(nd);
 				break;

@@ -46,11 +46,11 @@ static int wait_for_replicas(struct client *c, int n, int64_t io_ms, char *err, 
 	size_t lens[] = {4, strlen(cnt), strlen(ms)};
 	if (client_call(c, 3, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
 		char why[300];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "WAIT for replicas: %s", why);
+		log_reason(why, sizeof why, "%s", err);
+		log_reason(err, errlen, "WAIT for replicas: %s", why);
 	} else if (r->type != RESP_INTEGER) {
-		snprintf(err, errlen, "WAIT for replicas: %.300s",
-		         r->type == RESP_ERROR ? r->str : "unexpected reply");
+		log_reason(err, errlen, "WAIT for replicas: %s",
+		           r->type == RESP_ERROR ? r->str : "unexpected reply");
 	} else if (r->integer < n) {
 		snprintf(err, errlen,
 		         "only %lld of %d replicas acknowledged the writes within %s ms",
@@ -78,8 +78,8 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 	size_t lens[] = {7, strlen(nl), strlen(nr), strlen(ms)};
 	if (client_call(c, 4, argv, lens, clock_ms() + 2 * io_ms, &r, err, errlen) < 0) {
 		char why[300];
-		snprintf(why, sizeof why, "%s", err);
-		snprintf(err, errlen, "%s: WAITAOF: %s", asked, why);
+		log_reason(why, sizeof why, "%s", err);
+		log_reason(err, errlen, "%s: WAITAOF: %s", asked, why);
 	} else if (r->type == RESP_ERROR) {
 		/* Redis < 7.2 has no WAITAOF; with appendonly no, numlocal 1 is refused; a
 		 * replica refuses it. The server's own words, and what would make it work. */
@@ -88,11 +88,11 @@ static int wait_for_aof(struct client *c, int local, int replicas, int64_t io_ms
 		while (len > 0 && (r->str[len - 1] == ' ' || r->str[len - 1] == '.'))
 			len--;
 		int noaof = !unknown && strstr(r->str, "appendonly") != NULL;
-		snprintf(err, errlen, "%s: the server refused WAITAOF (%.*s)%s", asked,
-		         len < 200 ? len : 200, r->str,
-		         unknown ? ": it needs Redis 7.2 or later, or Valkey"
-		         : noaof ? ": the master needs appendonly yes"
-		                 : "");
+		log_reason(err, errlen, "%s: the server refused WAITAOF (%.*s)%s", asked, len,
+		           r->str,
+		           unknown ? ": it needs Redis 7.2 or later, or Valkey"
+		           : noaof ? ": the master needs appendonly yes"
+		                   : "");
 	} else if (r->type != RESP_ARRAY || r->elements != 2 ||
 	           r->element[0]->type != RESP_INTEGER || r->element[1]->type != RESP_INTEGER) {
 		snprintf(err, errlen, "%s: WAITAOF: unexpected reply", asked);
@@ -133,7 +133,7 @@ static int eviction_policy(struct client *c, const char *warn_key, const char *t
 	if (p) {
 		p += strlen("maxmemory_policy:");
 		size_t len = strcspn(p, "\r\n");
-		snprintf(policy, n, "%.*s", (int)(len < 63 ? len : 63), p);
+		log_clip(policy, n < 64 ? n : 64, p, len); /* a long one: cut, shown */
 	}
 	resp_free(rep);
 	if (!policy[0] || strcmp(policy, "noeviction") == 0) {
@@ -299,8 +299,8 @@ static int server_error(struct run_call *c)
 {
 	char why[300];
 
-	snprintf(why, sizeof why, "%s", c->err);
-	snprintf(c->err, c->errlen, "%s: server error: %s", c->srv->name, why);
+	log_reason(why, sizeof why, "%s", c->err);
+	log_reason(c->err, c->errlen, "%s: server error: %s", c->srv->name, why);
 	return LOCK_ERR;
 }
 
@@ -337,13 +337,13 @@ static int run_hops(struct run_call *c)
 			return rc;
 	}
 	char why[300];
-	snprintf(why, sizeof why, "%s", c->err);
+	log_reason(why, sizeof why, "%s", c->err);
 	if (unreachable) /* A master gone before its replica is promoted: the slot map (or
 	                  * the sentinels) still name it. Say which node, not "redirects";
 	                  * and what for: a lock's server, or (--list) a master to scan. */
-		snprintf(c->err, c->errlen, "%s (the route still names %s %s after %d lookups)",
-		         why, strstr(why, c->srv->name) ? "it" : c->srv->name,
-		         c->key ? "the lock's server" : "a master", STORE_HOPS_MAX + 1);
+		log_reason(c->err, c->errlen, "%s (the route still names %s %s after %d lookups)",
+		           why, strstr(why, c->srv->name) ? "it" : c->srv->name,
+		           c->key ? "the lock's server" : "a master", STORE_HOPS_MAX + 1);
 	else
 		snprintf(c->err, c->errlen, "more than %d redirects for one request",
 		         STORE_HOPS_MAX);
@@ -371,12 +371,12 @@ static int run(struct routed *s, const char *key, const struct server *fixed, in
 				return server_error(&c);
 			/* a resharding that stopped half-way does not pass: say what it is */
 			char why[200];
-			snprintf(why, sizeof why, "%s", err);
-			snprintf(err, errlen,
-			         "%s: the lock's Cluster slot is being migrated and refuses this "
-			         "request until the migration ends (%.120s); finish or undo it "
-			         "(redis-cli --cluster fix)",
-			         c.srv->name, why);
+			log_reason(why, sizeof why, "%s", err);
+			log_reason(err, errlen,
+			           "%s: the lock's Cluster slot is being migrated and refuses this "
+			           "request until the migration ends (%s); finish or undo it "
+			           "(redis-cli --cluster fix)",
+			           c.srv->name, why);
 			return LOCK_ERR;
 		}
 		log_debug("%s: %s; trying again in %lld ms", c.srv->name, err, (long long)pause);
@@ -827,8 +827,8 @@ static void name_master(const struct routed *s, char *err, size_t errlen)
 	if (!s->cfg->route || !s->at || s->at == &s->cfg->srv[0])
 		return;
 	char why[400];
-	snprintf(why, sizeof why, "%s", err);
-	snprintf(err, errlen, "%s: %s", s->at->name, why);
+	log_reason(why, sizeof why, "%s", err);
+	log_reason(err, errlen, "%s: %s", s->at->name, why);
 }
 
 static int routed_wait_replicas(void *ctx, int n, char *err, size_t errlen)
@@ -893,7 +893,7 @@ static int op_scan(struct client *c, void *arg, int64_t d, char *err, size_t err
 		         "SCAN: the server requires a password (NOAUTH); see "
 		         "--password-file");
 	else if (r->type == RESP_ERROR)
-		snprintf(err, errlen, "SCAN: %.300s", r->str);
+		log_reason(err, errlen, "SCAN: %s", r->str);
 	else
 		snprintf(err, errlen, "SCAN: unexpected reply from the server");
 	return LOCK_ERR;
@@ -1004,7 +1004,7 @@ static int op_eviction(struct client *c, void *arg, int64_t d, char *err, size_t
 			return LOCK_ERR;
 		int moved = resp_is_error(r, "MOVED") || resp_is_error(r, "ASK");
 		if (moved)
-			snprintf(err, errlen, "%.300s", r->str);
+			log_reason(err, errlen, "%s", r->str);
 		resp_free(r);
 		if (moved)
 			return LOCK_REDIRECT;

@@ -79,7 +79,7 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 
 	int rc = client_open(c, srv, cap_ms, e, sizeof e);
 	if (rc != CLIENT_OK) {
-		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		return rc;
 	}
 	if (!s->has_password)
@@ -92,7 +92,7 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	                 min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e, sizeof e);
 	explicit_bzero(pw, sizeof pw);
 	if (rc < 0) {
-		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		rc = CLIENT_ERR;
 	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
@@ -133,7 +133,7 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 		return opened == CLIENT_AUTH ? ASK_DENIED : ASK_FAILED;
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
-		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		goto out;
 	}
 	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
@@ -144,14 +144,14 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 	}
 	if (r->type == RESP_ERROR) {
 		char q[200];
-		snprintf(q, sizeof q, "%.*s", (int)r->len, r->str);
+		log_clip(q, sizeof q, r->str, r->len);
 		if (resp_is_noauth(r))
 			snprintf(err, errlen,
 			         "sentinel %.100s requires a password (NOAUTH); see "
 			         "--sentinel-password-file",
 			         srv->name);
 		else
-			snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, q);
+			log_reason(err, errlen, "sentinel %.100s: %s", srv->name, q);
 		if (resp_is_noauth(r) || resp_is_error(r, "NOPERM"))
 			rc = ASK_DENIED;
 		goto out;
@@ -190,9 +190,9 @@ static void ask_quorum(const struct sentinel *s, const struct server *srv, int64
 		return;
 	if (client_call(c, 3, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
-		snprintf(v->words, sizeof v->words, "%.250s", e);
+		log_reason(v->words, sizeof v->words, "%s", e);
 	} else if (r->type == RESP_STATUS || r->type == RESP_ERROR)
-		snprintf(v->words, sizeof v->words, "%.*s", (int)r->len, r->str);
+		log_clip(v->words, sizeof v->words, r->str, r->len);
 	else
 		snprintf(v->words, sizeof v->words, "unexpected reply to CKQUORUM");
 	if (r && (r->type == RESP_STATUS || r->type == RESP_ERROR))
@@ -235,25 +235,25 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 
 	int opened = client_open(&c, srv, cap_ms, e, sizeof e);
 	if (opened != CLIENT_OK) {
-		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "master %.100s: %s", srv->name, e);
 		return opened == CLIENT_AUTH ? CLIENT_AUTH : -1;
 	}
 	if (client_call(c, 1, argv, lens, min64(clock_ms() + srv->io_timeout_ms, cap_ms), &r, e,
 	                sizeof e) < 0) {
-		snprintf(err, errlen, "master %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "master %.100s: %s", srv->name, e);
 	} else if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING &&
 	           strcmp(r->element[0]->str, "master") == 0) {
 		rc = 0;
 	} else if (r->type == RESP_ERROR) {
 		char q[200];
-		snprintf(q, sizeof q, "%.*s", (int)r->len, r->str);
-		snprintf(err, errlen, "master %.100s: ROLE: %.300s", srv->name, q);
+		log_clip(q, sizeof q, r->str, r->len);
+		log_reason(err, errlen, "master %.100s: ROLE: %s", srv->name, q);
 	} else {
 		char q[64] = "?";
 		if (r->type == RESP_ARRAY && r->elements > 0 && r->element[0]->type == RESP_STRING)
-			snprintf(q, sizeof q, "%.*s", (int)r->element[0]->len, r->element[0]->str);
-		snprintf(err, errlen, "%.100s, named master by the sentinels, says it is a %.300s",
-		         srv->name, q);
+			log_clip(q, sizeof q, r->element[0]->str, r->element[0]->len);
+		log_reason(err, errlen, "%.100s, named master by the sentinels, says it is a %s",
+		           srv->name, q);
 	}
 	resp_free(r);
 	client_close(c);
@@ -268,7 +268,7 @@ static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int
 	int cut = clock_ms() >= cap_ms;
 
 	if (!cut || !*complete)
-		snprintf(last, n, "%s", e);
+		log_reason(last, n, "%s", e);
 	*complete |= !cut;
 }
 
@@ -286,9 +286,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		for (int k = 0; k < s->n; k++) {
 			int i = (start + k) % s->n;
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
-				snprintf(err, errlen,
-				         "no master found for '%.300s' in time (%.300s)", s->master,
-				         last);
+				log_reason(err, errlen, "no master found for '%s' in time (%s)",
+				           s->master, last);
 				return -1;
 			}
 			/* One sentinel's final fault is not the round's while others may answer. */
@@ -332,7 +331,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				return 0;
 			}
 			if (ok == CLIENT_AUTH) { /* the master refused our login: final */
-				snprintf(err, errlen, "%s", e);
+				log_reason(err, errlen, "%s", e);
 				conn_fault_note(CONN_FAULT_FINAL);
 				return -1;
 			}
@@ -349,7 +348,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		 * that does not verify, TLS on one side only), or the master it names cannot
 		 * (README: what time cannot fix fails at once). */
 		if (unknown + denied + final == s->n) {
-			snprintf(err, errlen, "%s", last);
+			log_reason(err, errlen, "%s", last);
 			conn_fault_note(CONN_FAULT_FINAL);
 			return -1;
 		}
@@ -506,12 +505,12 @@ static int watch_one(const struct sentinel *s, const struct server *srv, struct 
 	if (client_send(*c, 2, argv, lens, d, e, sizeof e) < 0 ||
 	    client_recv(*c, d, &r, e, sizeof e) != 1 || r->type != RESP_ARRAY) {
 		if (r) {
-			snprintf(e, sizeof e, "SUBSCRIBE +switch-master: %.200s",
-			         r->type == RESP_ERROR ? r->str : "unexpected reply");
+			log_reason(e, sizeof e, "SUBSCRIBE +switch-master: %s",
+			           r->type == RESP_ERROR ? r->str : "unexpected reply");
 			/* the sentinel's ACL: asked again, it refuses again */
 			denied = r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0;
 		}
-		snprintf(err, errlen, "sentinel %.100s: %.300s", srv->name, e);
+		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		resp_free(r);
 		client_close(*c);
 		*c = NULL;

@@ -76,7 +76,7 @@ static int subscribe(struct client *c, const char *cmd, const struct lock *l, in
 			int refused =
 			    r && r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0;
 			if (r && r->type == RESP_ERROR)
-				snprintf(err, errlen, "%s failed: %.200s", cmd, r->str);
+				log_reason(err, errlen, "%s failed: %s", cmd, r->str);
 			resp_free(r);
 			return refused ? -2 : -1;
 		}
@@ -317,8 +317,8 @@ static int list_page(void *arg, const struct resp_reply *names)
 			/* which of the names (a key of another type under it: anyone can SET one)
 			 */
 			char why[512];
-			snprintf(why, sizeof why, "%s", w->err);
-			snprintf(w->err, w->errlen, "--list: %s: %s", l.key, why);
+			log_reason(why, sizeof why, "%s", w->err);
+			log_reason(w->err, w->errlen, "--list: %s: %s", l.key, why);
 			return -1;
 		}
 		/* A lock-delay's key names a lock only while nobody holds it (else the
@@ -510,8 +510,7 @@ int store_watch_read(struct store *s, int64_t deadline_ms, char *err, size_t err
 	}
 	int says = s->be->watch_says(s->ctx, r);
 	if (says)
-		snprintf(err, errlen, "the sentinels name a new master: %.200s",
-		         r->element[2]->str);
+		log_reason(err, errlen, "the sentinels name a new master: %s", r->element[2]->str);
 	resp_free(r);
 	return says;
 }
@@ -598,8 +597,8 @@ int store_notify_read(struct store *s, int64_t deadline_ms, char *err, size_t er
 		s->sub_armed = 0;
 		int pushed = r->type == RESP_ARRAY;
 		if (!pushed) {
-			snprintf(err, errlen, "%s: %.200s", s->sub_at->name,
-			         r->type == RESP_ERROR ? r->str : "unexpected reply to BLPOP");
+			log_reason(err, errlen, "%s: %s", s->sub_at->name,
+			           r->type == RESP_ERROR ? r->str : "unexpected reply to BLPOP");
 			/* An ACL without BLPOP: the release channel is still published. */
 			if (r->type == RESP_ERROR && strncmp(r->str, "NOPERM", 6) == 0)
 				s->no_wake_list = 1;
