@@ -379,6 +379,8 @@ usage_error() {
 mode_reads() {
 	local m=$1 ov o a st tok=0123456789abcdef0123456789abcdef reads=
 	local -a v k
+	local mhelp listed
+	mhelp=$("$RLOCK" "--$m" --help)
 	for ov in $("$RLOCK" --help | sed -n '/^Lock:/,/^Server:/p; /^Across steps/,/^Durations/p' |
 		grep -E '^  (-[a-zA-Z], |    )--[a-z]' | sed -E 's/^ +//; s/^-[a-zA-Z], //' |
 		awk '{ print $1 ($2 ~ /^[A-Z][][A-Z,]*$/ ? "=" $2 : "") }') --wait-replicas=N --wait-aof=L[,R]; do
@@ -408,6 +410,13 @@ mode_reads() {
 			echo "$m $o: 64 without naming it: $(cat err)"
 			return 1
 		fi
+		# rlock --MODE --help (what the completions are drawn from) says the same
+		listed=0
+		grep -qE -- "^(  -[[:alnum:]], |      )$o( |$)" <<<"$mhelp" && listed=1
+		if (((st != 64) != listed)); then
+			echo "$m $o: exit $st, but rlock --$m --help $( ((listed)) && echo lists || echo lacks) it"
+			return 1
+		fi
 	done
 	echo "$m:$reads"
 }
@@ -418,13 +427,13 @@ mode_reads() {
 	export REDIS_URL RLOCK_URL=$REDIS_URL
 	local m got
 	local -A want=(
-		[status]='prefix exclusive no-wait wait timeout conflict-exit-code json verbose quiet'
-		[break]='prefix exclusive no-wait wait timeout label token if-fence verbose quiet'
-		[reset]='prefix exclusive no-wait wait timeout label verbose quiet'
-		[history]='prefix exclusive no-wait wait timeout json verbose quiet'
-		[list]='prefix exclusive no-wait wait timeout json verbose quiet'
-		[check]='prefix exclusive no-wait wait timeout json verbose quiet wait-replicas wait-aof'
-		[held]='prefix exclusive no-wait wait timeout token json verbose quiet'
+		[status]='prefix no-wait wait timeout conflict-exit-code json verbose quiet'
+		[break]='prefix no-wait wait timeout label token if-fence verbose quiet'
+		[reset]='prefix no-wait wait timeout label verbose quiet'
+		[history]='prefix no-wait wait timeout json verbose quiet'
+		[list]='prefix no-wait wait timeout json verbose quiet'
+		[check]='prefix no-wait wait timeout json verbose quiet wait-replicas wait-aof'
+		[held]='prefix no-wait wait timeout token json verbose quiet'
 		[release]='prefix exclusive shared limit fair no-wait wait timeout ttl once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
 	)
 	for m in status break reset history list check held release; do

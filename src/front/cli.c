@@ -64,6 +64,8 @@ enum {
 /* --release also takes what its --acquire was given (-t, -s, -l N, --fair), so a script
  * may pass both the same options: the token says the holder's kind (keeper.c). */
 #define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
+/* -k: every mode but the two that span every lock (--list, --check) */
+#define IN_NAMED (~0u & ~(IN(MODE_LIST) | IN(MODE_CHECK)))
 /* .not_read: what the refusal says (validate_mode_reads) */
 enum { NOT_APPLY, ACTS, RECORDS };
 
@@ -179,11 +181,11 @@ static const struct optdef options[] = {
         "lock name (printable ASCII, no space or braces);\n"
         "the Redis key is PREFIX{NAME}; repeat it to hold\n"
         "several locks, all or nothing",
-        SPECIAL(opt_key)),
+        SPECIAL(opt_key), .modes = IN_NAMED),
     OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
-        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
+        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e', .modes = IN_RELEASES),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
         SPECIAL(opt_kind), .value = KIND_SHARED, .modes = IN_RELEASES),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
@@ -208,7 +210,7 @@ static const struct optdef options[] = {
     OPT("on-lost", 0, F_ARG, "ACTION",
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
-        SPECIAL(opt_on_lost), .def_text = "term", .modes = IN_RUNS, .not_read = ACTS),
+        SPECIAL(opt_on_lost), .def_text = "term", .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("warn", 0, F_ARG, "SIGNAL",
         "send SIGNAL once to the command's group when a\n"
         "renewal is a third of the ttl late, before\n"
@@ -217,9 +219,9 @@ static const struct optdef options[] = {
         SPECIAL(opt_warn), .modes = IN_RUNS, .not_read = ACTS),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
-            DURATION(kill_after_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
+            DURATION(kill_after_ms, 0), .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("min-hold", 0, F_ARG, "DUR", "keep the lock at least DUR after the command\nstarted",
-        DURATION(min_hold_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
+        DURATION(min_hold_ms, 0), .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("once-per", 0, F_ARG, "DUR",
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
@@ -251,14 +253,15 @@ static const struct optdef options[] = {
     OPT("preemptible", 0, F_RUN, NULL,
         "let a --preempt request stop the command (as\n"
         "on a lost lease: --warn, then --on-lost), exit 81",
-        SWITCH(lock.preemptible, 1), .modes = IN_RUNS),
+        SWITCH(lock.preemptible, 1), .modes = IN(MODE_RUN)),
     OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(lock.history_len, 0, 1000000), .def = 100),
     OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(lock.history_ms, 1000),
                .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
         "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
         STRING(label, LOCK_LABEL_MAX), .modes = IN_RELEASES | IN(MODE_BREAK) | IN(MODE_RESET)),
-    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0)),
+    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0),
+        .modes = IN(MODE_RUN)),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
         "redis://[[user]:password@]host[:port][/db],\n"
@@ -336,9 +339,9 @@ static const struct optdef options[] = {
         SPECIAL(opt_mode), .value = MODE_ACQUIRE),
     OPT("format", 0, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)",
-        SPECIAL(opt_format), AT(format_github)),
+        SPECIAL(opt_format), AT(format_github), .modes = IN(MODE_ACQUIRE)),
     OPT("log-file", 0, F_ARG | F_PATH, "FILE", "the keeper's log (default: syslog)",
-        STRING(log_file, 0)),
+        STRING(log_file, 0), .modes = IN(MODE_ACQUIRE)),
     OPT("release", 0, F_RUN, NULL,
         "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
         "(or\nthe token is not the holder)",
@@ -346,7 +349,8 @@ static const struct optdef options[] = {
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
         "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
         "that holder\n(else nothing, exit 79)",
-        STRING(token, 0), .check = check_token),
+        STRING(token, 0), .check = check_token,
+        .modes = IN(MODE_RELEASE) | IN(MODE_HELD) | IN(MODE_BREAK)),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -389,7 +393,7 @@ static const struct optdef options[] = {
     OPT("if-fence", 0, F_ARG | F_RUN, "N",
         "--break: only the holder of fence N (with\n"
         "--token: only that token); else nothing, exit 79",
-        STRING(if_fence, 24), .check = check_fence),
+        STRING(if_fence, 24), .check = check_fence, .modes = IN(MODE_BREAK)),
     OPT("list", 0, F_RUN, NULL,
         "list the locks held under the prefix, and the\n"
         "free names an acquire is refused on (closed,\n"
@@ -403,13 +407,18 @@ static const struct optdef options[] = {
         "64 a database the server does not have,\n"
         "71 no TLS module that loads",
         SPECIAL(opt_mode), .value = MODE_CHECK),
-    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
+    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list, --held,\n--check and --history",
+        SWITCH(json, 1),
+        .modes =
+            IN(MODE_STATUS) | IN(MODE_LIST) | IN(MODE_HELD) | IN(MODE_CHECK) | IN(MODE_HISTORY)),
     OPT("verbose", 'v', F_RUN, NULL,
         "say what happens on stderr: server, wait,\n"
         "release (-vv: renewals too)",
         .type = T_COUNT, AT(verbose)),
     OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr", SWITCH(verbose, -1)),
-    OPT("help", 'h', F_RUN, NULL, "show this help", .type = T_NONE),
+    OPT("help", 'h', F_RUN, NULL,
+        "show this help (with --status or another\nmode: the options that mode reads)",
+        .type = T_NONE),
     OPT("version", 'V', F_RUN, NULL,
         "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)", .type = T_NONE),
 };
@@ -477,17 +486,40 @@ static void print_exit_table(FILE *f)
 	}
 }
 
-static void print_help(FILE *f)
+/* Whether --help for `mode` (a mode's row; NULL: every mode) shows row d: the options
+ * the mode reads (the table's .modes), not the other modes' switches. */
+static int help_shows(const struct optdef *d, const struct optdef *mode)
+{
+	if (!d->help)
+		return 0;
+	if (!mode)
+		return 1;
+	if (d->set == opt_mode)
+		return d == mode;
+	return !d->modes || (d->modes & IN(mode->value));
+}
+
+/* --help; after (or before) a mode's option, only the options that mode reads (the
+ * others are refused there, 64): `rlock --status --help`. The completions are drawn
+ * from it (scripts/completion-modes). */
+static void print_help(FILE *f, const struct optdef *mode)
 {
 	fputs(usage_head, f);
+	if (mode)
+		fprintf(f, "\nThe options --%s reads (any other is refused, 64):\n", mode->name);
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const struct optdef *d = &options[i];
 		char left[64];
 		if (d->heading) {
-			fprintf(f, "\n%s\n", d->heading);
+			size_t j = i + 1;
+			while (j < NOPTIONS && !options[j].heading &&
+			       !help_shows(&options[j], mode))
+				j++;
+			if (j < NOPTIONS && !options[j].heading)
+				fprintf(f, "\n%s\n", d->heading);
 			continue;
 		}
-		if (!d->help)
+		if (!help_shows(d, mode))
 			continue;
 		int n = snprintf(left, sizeof left, "  %c%c%c --%s%s%s", d->letter ? '-' : ' ',
 		                 d->letter ? d->letter : ' ', d->letter ? ',' : ' ', d->name,
@@ -2411,8 +2443,8 @@ static int count_word(int argc, char **argv, int history, const struct optdef *l
 static const char *first_pass(int argc, char **argv)
 {
 	const char *config_cli = NULL, *count = NULL;
-	const struct optdef *last = NULL;
-	int acquire = 0, github = 0, history = 0, c, idx;
+	const struct optdef *last = NULL, *mode = NULL;
+	int acquire = 0, github = 0, history = 0, help = 0, c, idx;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1 ||
@@ -2427,16 +2459,19 @@ static const char *first_pass(int argc, char **argv)
 			acquire = 1;
 		if (!strcmp(name, "format"))
 			github = optarg && !strcmp(optarg, "github");
-		if (!strcmp(name, "help")) {
-			print_help(stdout);
-			exit(cli_close_stdout());
-		}
-		if (!strcmp(name, "version")) {
+		if (d && d->set == opt_mode)
+			mode = d;
+		help = help || !strcmp(name, "help");
+		if (!help && !strcmp(name, "version")) {
 			print_version();
 			exit(cli_close_stdout());
 		}
 		if (!strcmp(name, "config"))
 			config_cli = optarg;
+	}
+	if (help) {
+		print_help(stdout, mode);
+		exit(cli_close_stdout());
 	}
 	acquire_sh = acquire && !github;
 	return config_cli;
