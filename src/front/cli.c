@@ -54,6 +54,8 @@ enum {
 	F_PATH = 32,     /* its value is a file's path: not empty; absolute in a config file */
 	F_NAME = 64,     /* its value names something: not empty */
 	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
+	F_EMPTY = 256,   /* an empty value is one (--prefix '': none), from every source: not
+	                  * "unset" in the environment, not "needs a value" in a config file */
 };
 
 /* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
@@ -182,7 +184,8 @@ static const struct optdef options[] = {
         "the Redis key is PREFIX{NAME}; repeat it to hold\n"
         "several locks, all or nothing",
         SPECIAL(opt_key), .modes = IN_NAMED),
-    OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
+    OPT("prefix", 0, F_ARG | F_EMPTY, "STR",
+        "key prefix (env RLOCK_PREFIX; default \"rlock:\";\nempty: none, the key is {NAME})",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
         SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e', .modes = IN_RELEASES),
@@ -1026,7 +1029,7 @@ static void apply_env(struct state *s)
 {
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const char *e = options[i].env ? getenv(options[i].env) : NULL;
-		if (e && *e)
+		if (e && (*e || (options[i].flags & F_EMPTY)))
 			apply(s, &options[i], e, options[i].env, 0);
 	}
 }
@@ -1415,7 +1418,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
 			            "command line)",
 			            src, key);
-		if ((d->flags & F_ARG) && (!val || !*val))
+		if ((d->flags & F_ARG) && (!val || (!*val && !(d->flags & F_EMPTY))))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
 		if (!(d->flags & F_ARG)) {
 			int on = flag_value(val);
