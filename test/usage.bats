@@ -33,6 +33,30 @@ usage_error() {
 	run -0 rlock --verb -k u -- true
 }
 
+@test "a value given as its own word that spells one of rlock's options (-k --wait 5s): 64 pointing at --key=, for every option that takes a value" {
+	# the name forgotten: getopt took --wait for it and 5s for the command
+	usage_error -k --wait 5s -- touch ran
+	assert_equal "$stderr" "rlock: --key: '--wait' is one of rlock's options, not a value: was the NAME forgotten? (one so spelled: --key=--wait) (try 'rlock --help')"
+	usage_error -k -n touch ran
+	usage_error -k -- touch ran
+	usage_error -k --wai 5s -- touch ran # an abbreviation getopt would take
+	# every option of --help that takes a value
+	local o n=0
+	for o in $("$RLOCK" --help | grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]* [^ ]+' |
+		sed -E 's/^ +(-[[:alnum:]], )?//; s/ .*//'); do
+		usage_error -k u "$o" --json -- touch ran
+		[[ $stderr == *"one so spelled"* ]] || fail "$o --json: $stderr"
+		n=$((n + 1))
+	done
+	((n > 30)) || fail "only $n options with a value in --help"
+	# the value attached is the value; "-" and a negative number are values
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock --key=--wait -n -- touch ran
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock -k--wait -n -- touch ran
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock -k u --if-fence -5 --break
+	run -0 --separate-stderr rlock -k u --events - -- true
+	[[ ! -e ran ]]
+}
+
 @test "unknown short option: 64" {
 	usage_error -Z -k u -- touch ran
 }

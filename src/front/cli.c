@@ -2441,6 +2441,8 @@ static int count_word(int argc, char **argv, int history, const struct optdef *l
 	return 1;
 }
 
+static void value_not_option(const struct optdef *d, int argc, char **argv);
+
 /* Pass 1 over argv: --help and --version (print and exit), --config, and whether
  * --acquire's sh output is asked for. Errors are left to pass 2. */
 static const char *first_pass(int argc, char **argv)
@@ -2469,8 +2471,11 @@ static const char *first_pass(int argc, char **argv)
 			print_version();
 			exit(cli_close_stdout());
 		}
-		if (!strcmp(name, "config"))
+		if (!strcmp(name, "config")) {
+			if (!help) /* read before pass 2 */
+				value_not_option(d, argc, argv);
 			config_cli = optarg;
+		}
 	}
 	if (help) {
 		print_help(stdout, mode);
@@ -2509,6 +2514,41 @@ static void secret_spelled_out(int argc, char **argv, const struct option *lo)
 		usage_error("'--%.*s' is not an option (its value is not shown): a password is "
 		            "given with --%s FILE or the environment",
 		            (int)(len < 40 ? len : 40), typed, lo->name);
+}
+
+/* A value given as a word of its own that spells one of rlock's options: getopt takes
+ * the next word whatever it is, so `-k --wait 5s -- true` (the name forgotten) locked a
+ * name "--wait" and ran "5s". Refused (64) for every option that takes a value; the
+ * rare value that is so is given attached (--key=--wait, -k--wait). "--" too, and a
+ * long option's abbreviation as getopt_long would take it; "-" (stdin/stderr) and a
+ * negative number are values. */
+static void value_not_option(const struct optdef *d, int argc, char **argv)
+{
+	const char *v = optarg;
+	int ours = 0;
+
+	if (!v || optind < 2 || optind > argc || v != argv[optind - 1] || v[0] != '-' || !v[1])
+		return;
+	if (!strcmp(v, "--")) {
+		ours = 1;
+	} else if (v[1] == '-') {
+		size_t n = strcspn(v + 2, "=");
+		for (size_t i = 0; n > 0 && long_opts[i].name; i++)
+			ours |= !strncmp(long_opts[i].name, v + 2, n);
+	} else {
+		ours = v[1] != ':' && v[1] != '+' && strchr(short_opts, v[1]) != NULL;
+	}
+	if (!ours)
+		return;
+	if (d->flags & F_SECRET)
+		usage_error("--%s: its value is one of rlock's options: a value is missing "
+		            "(one so spelled: --%s=VALUE)",
+		            d->name, d->name);
+	usage_error("--%s: '%.40s' %s, not a value: was the %s forgotten? (one so spelled: "
+	            "--%s=%.40s)",
+	            d->name, v,
+	            v[1] == '-' && !v[2] ? "ends the options" : "is one of rlock's options",
+	            d->arg ? d->arg : "value", d->name, v);
 }
 
 /* -n N --history: flock's -n takes no value, so getopt stops at N, the command, and
@@ -2552,6 +2592,7 @@ static void apply_argv(struct state *s, int argc, char **argv)
 		if (idx >= 0 && (d->flags & F_SECRET))
 			secret_spelled_out(argc, argv, &long_opts[idx]);
 		snprintf(src, sizeof src, "--%s", d->name);
+		value_not_option(d, argc, argv);
 		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
 	}
