@@ -57,6 +57,18 @@ usage_error() {
 	[[ ! -e ran ]]
 }
 
+@test "a command given to a mode that runs none: 64, the line names that mode" {
+	local m
+	for m in status break reset history; do
+		usage_error -k u "--$m" -- touch ran
+		assert_equal "$stderr" "rlock: no command is run with --$m (try 'rlock --help')"
+		usage_error -k u "--$m" -c 'touch ran'
+		assert_equal "$stderr" "rlock: no command is run with --$m (try 'rlock --help')"
+	done
+	usage_error --list -- touch ran
+	assert_equal "$stderr" "rlock: no command is run with --list (try 'rlock --help')"
+}
+
 @test "unknown short option: 64" {
 	usage_error -Z -k u -- touch ran
 }

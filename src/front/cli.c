@@ -2139,7 +2139,7 @@ static void validate_mode(struct state *s, int nargs)
 		            "lock)",
 		            s->mode_opt);
 	if (nargs > 0 || o->shell_command)
-		usage_error("no command is run with --status, --break or --list");
+		usage_error("no command is run with --%s", s->mode_opt);
 	if (o->mode == MODE_RELEASE)
 		release_token(o);
 }
