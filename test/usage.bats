@@ -69,6 +69,12 @@ usage_error() {
 	assert_equal "$stderr" "rlock: no command is run with --list (try 'rlock --help')"
 }
 
+@test "--acquire --events - without --log-file: 64 (the keeper's lines would go to /dev/null)" {
+	run -64 --separate-stderr rlock -k u --acquire --events -
+	assert_equal "$output" "unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 64)"
+	assert_equal "$stderr" "rlock: --events -: the keeper of --acquire outlives this stderr (its own is /dev/null): give --events a file, or --log-file for its lines (try 'rlock --help')"
+}
+
 @test "unknown short option: 64" {
 	usage_error -Z -k u -- touch ran
 }

@@ -2378,6 +2378,12 @@ static void validate(struct state *s, int nargs)
 		usage_error("--format goes with --acquire");
 	if (o->log_file && o->mode != MODE_ACQUIRE && on_cli(s, "log-file"))
 		usage_error("--log-file goes with --acquire");
+	/* The keeper outlives --acquire: its stderr is its --log-file, else /dev/null, where
+	 * its events (keeper-started, keeper-lost) would be lost unsaid. */
+	if (o->mode == MODE_ACQUIRE && o->events_file && !strcmp(o->events_file, "-") &&
+	    !o->log_file)
+		usage_error("--events -: the keeper of --acquire outlives this stderr (its own is "
+		            "/dev/null): give --events a file, or --log-file for its lines");
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
