@@ -142,7 +142,7 @@ complete -c rlock -n "__rlock_offers wait-aof" -l wait-aof -x -a '1 1,1 0,1' -d 
 complete -c rlock -n "__rlock_offers config" -l config -r -F -d 'Config file'
 complete -c rlock -n "__rlock_offers verbose" -s v -l verbose -d 'More diagnostics (repeatable)'
 complete -c rlock -n "__rlock_offers quiet" -s q -l quiet -d 'Only fatal errors'
-complete -c rlock -n "__rlock_offers json" -l json -d 'JSON output for --status, --list and --held'
+complete -c rlock -n "__rlock_offers json" -l json -d 'JSON output for --status, --list, --held, --check and --history'
 complete -c rlock -n "__rlock_offers status" -l status -d 'Show who holds the lock'
 complete -c rlock -n "__rlock_offers break" -l break -d 'Force release the lock'
 complete -c rlock -n "__rlock_offers reset" -l reset -d 'Clear the lock-delay and --once-per marks (not a holder)'
