@@ -469,13 +469,13 @@ mode_reads() {
 	export REDIS_URL RLOCK_URL=$REDIS_URL
 	local m got
 	local -A want=(
-		[status]='prefix no-wait wait timeout conflict-exit-code json verbose quiet'
-		[break]='prefix no-wait wait timeout label token if-fence verbose quiet'
-		[reset]='prefix no-wait wait timeout label verbose quiet'
-		[history]='prefix no-wait wait timeout json verbose quiet'
+		[status]='prefix no-wait conflict-exit-code json verbose quiet'
+		[break]='prefix no-wait label token if-fence verbose quiet'
+		[reset]='prefix no-wait label verbose quiet'
+		[history]='prefix no-wait json verbose quiet'
 		[list]='prefix no-wait wait timeout json verbose quiet'
-		[check]='prefix no-wait wait timeout json verbose quiet wait-replicas wait-aof'
-		[held]='prefix no-wait wait timeout token json verbose quiet'
+		[check]='prefix no-wait json verbose quiet wait-replicas wait-aof'
+		[held]='prefix no-wait token json verbose quiet'
 		[release]='prefix exclusive shared limit fair no-wait wait timeout ttl once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
 	)
 	for m in status break reset history list check held release; do

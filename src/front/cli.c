@@ -66,6 +66,10 @@ enum {
 /* --release also takes what its --acquire was given (-t, -s, -l N, --fair), so a script
  * may pass both the same options: the token says the holder's kind (keeper.c). */
 #define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
+/* -w DUR: the modes that wait (a run, --acquire; --list for a complete answer), and
+ * --release, which takes its --acquire's options; the others ask once (-n, which they
+ * do, is read everywhere: --history's -n N is its count) */
+#define IN_WAITS (IN_RELEASES | IN(MODE_LIST))
 /* -k: every mode but the two that span every lock (--list, --check) */
 #define IN_NAMED (~0u & ~(IN(MODE_LIST) | IN(MODE_CHECK)))
 /* .not_read: what the refusal says (validate_mode_reads) */
@@ -203,8 +207,8 @@ static const struct optdef options[] = {
     OPT_DEF("wait", 'w', F_ARG, "DUR",
             "wait at most DUR for the lock, and for a server\n"
             "that cannot serve yet (default: forever)",
-            -1, DURATION(wait_ms, 0)),
-    OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
+            -1, DURATION(wait_ms, 0), .modes = IN_WAITS),
+    OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0), .modes = IN_WAITS),
     OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
             RL_EX_CONFLICT, INT(conflict_exit, 0, 255), .modes = IN_RUNS | IN(MODE_STATUS)),
