@@ -31,12 +31,14 @@ function defaultLabel() {
 
 function acquireArgs(key, label, logFile) {
   // -E 75 whatever a config file says: a busy lock must not look like a success.
-  const args = ['--key', key, '--acquire', '--format', 'github', '--conflict-exit-code', '75'];
-  args.push('--log-file', logFile);
-  if (label) args.push('--label', label);
+  // Values attached (--key=NAME): rlock refuses a value given as its own word that
+  // spells one of its options (-k --wait), and a name or label may start with '-'.
+  const args = [`--key=${key}`, '--acquire', '--format', 'github', '--conflict-exit-code', '75'];
+  args.push(`--log-file=${logFile}`);
+  if (label) args.push(`--label=${label}`);
   for (const [name, option] of [['wait', '--wait'], ['ttl', '--ttl'], ['max-hold', '--max-hold'],
     ['once-per', '--once-per'], ['lock-delay', '--lock-delay'], ['wait-replicas', '--wait-replicas']]) {
-    if (lib.input(name)) args.push(option, lib.input(name));
+    if (lib.input(name)) args.push(`${option}=${lib.input(name)}`);
   }
   for (const name of ['supersede', 'preempt']) {
     if (bool(name)) args.push(`--${name}`);
@@ -58,7 +60,7 @@ function bool(name) {
 // fence is a 64-bit integer, a JavaScript number only up to 2^53: taken as the text
 // rlock printed (its exact digits), never through JSON.parse's double.
 function doneMark(rlock, key, env) {
-  const r = childProcess.spawnSync(rlock, ['--key', key, '--status', '--json'], {
+  const r = childProcess.spawnSync(rlock, [`--key=${key}`, '--status', '--json'], {
     env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30000,
   });
   try {
@@ -73,7 +75,7 @@ function doneMark(rlock, key, env) {
 
 // Who holds the lock now (their labels, else host and pid); '' when free or unknown.
 function holders(rlock, key, env) {
-  const r = childProcess.spawnSync(rlock, ['--key', key, '--status', '--json'], {
+  const r = childProcess.spawnSync(rlock, [`--key=${key}`, '--status', '--json'], {
     env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30000,
   });
   try {
@@ -149,7 +151,7 @@ function held(ctx, vars) {
 
 // The lock came while the step was being cancelled: give it back now.
 function giveBack(ctx, token, sig) {
-  childProcess.spawnSync(ctx.rlock, ['--key', ctx.key, '--release'], {
+  childProcess.spawnSync(ctx.rlock, [`--key=${ctx.key}`, '--release'], {
     env: Object.assign(ctx.env, { RLOCK_TOKEN: token }), stdio: ['ignore', 'inherit', 'inherit'],
   });
   lib.command('error', `cancelled (${sig}) as the lock '${ctx.key}' came: given back`);

@@ -35,7 +35,7 @@ function main() {
   const doneFile = lib.state('done-file');
   const done = once && doneFile && fs.existsSync(doneFile);
   if (doneFile) fs.rmSync(doneFile, { force: true });
-  const args = ['--key', key, '--release'].concat(done ? ['--once-per', once] : []);
+  const args = [`--key=${key}`, '--release'].concat(done ? [`--once-per=${once}`] : []);
   const r = childProcess.spawnSync(lib.state('rlock'), args, {
     env: lib.rlockEnv(conn, { RLOCK_TOKEN: token }),
     encoding: 'utf8',

@@ -275,6 +275,18 @@ no_password() {
 	run -0 "${STEP[@]}"
 }
 
+@test "action: a lock name and a label that start with '-' (as rlock's options do) are taken as the values they are" {
+	new_job dash
+	step dash main INPUT_KEY=-n1 INPUT_LABEL=-v2 INPUT_WAIT=5s
+	run -0 --separate-stderr "${STEP[@]}"
+	assert_equal "$(job_var dash output acquired)" true
+	run -75 rlock --key=-n1 --status
+	assert_output --partial 'label    -v2'
+	step dash post INPUT_KEY=-n1
+	run -0 --separate-stderr "${STEP[@]}"
+	key_absent 'rlock:{-n1}'
+}
+
 @test "action: on-conflict skip: a busy lock skips (step succeeds, acquired=false); fail (default) fails the step" {
 	new_job holder
 	new_job skipper

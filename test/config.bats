@@ -318,7 +318,8 @@ EOF
 
 @test "a setting that needs a value without one: 64 naming FILE:LINE" {
 	local line
-	for line in 'ttl' 'ttl =' 'prefix = '; do
+	# (prefix = with nothing after it is a value: no prefix)
+	for line in 'ttl' 'ttl =' 'url = ' 'prefix'; do
 		printf '%s\n' "$line" | write_conf c.conf
 		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
 		assert_regex "$stderr" "c\.conf:1:"
@@ -504,6 +505,26 @@ EOF
 	assert_output --partial 'key=env:{x}'
 	RLOCK_PREFIX=env: run -0 rlock --config c.conf --prefix cli: -k x -c "$show_env"
 	assert_output --partial 'key=cli:{x}'
+}
+
+@test "prefix: an empty one is no prefix (the key {NAME}) from every source: --prefix '', RLOCK_PREFIX=, prefix =" {
+	run -0 rlock --config '' --prefix '' -k x -c "$show_env"
+	assert_output --partial 'key={x}'
+	RLOCK_PREFIX='' run -0 rlock --config '' -k x -c "$show_env"
+	assert_output --partial 'key={x}'
+	printf 'prefix =\n' | write_conf c.conf
+	run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'key={x}'
+	# and each layer's empty value still ranks as a value: above the config, below --prefix
+	printf 'prefix = conf:\n' | write_conf c.conf
+	RLOCK_PREFIX='' run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'key={x}'
+	RLOCK_PREFIX='' run -0 rlock --config c.conf --prefix cli: -k x -c "$show_env"
+	assert_output --partial 'key=cli:{x}'
+	# a setting with no '=' at all still needs one
+	printf 'prefix\n' | write_conf c.conf
+	run -64 --separate-stderr rlock --config c.conf -k x -- true
+	assert_regex "$stderr" "'prefix' needs a value"
 }
 
 @test "ttl: --ttl beats the config" {

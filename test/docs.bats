@@ -126,6 +126,55 @@ same_options() {
 	same_options "completions/rlock.fish short options" "$(help_short)" "$short"
 }
 
+# The options of an --help text on stdin, from its option column ("  -k, --key NAME":
+# -k and --key), sorted.
+help_column() {
+	grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]*' | tr -d ',' | tr ' ' '\n' |
+		grep -E '^-' | sort -u
+}
+# The modes: the options whose --help says which options they read.
+help_modes() {
+	local o
+	for o in $(help_long); do
+		"$RLOCK" "$o" --help 2>/dev/null | grep -qF "The options $o reads" && echo "$o"
+	done
+}
+
+@test "after a mode's option, each completion offers exactly the options that mode reads" {
+	need_rlock
+	need fish
+	need zsh
+	local m want got modes=0
+	# flock's spellings of -n are offered beside it; the mode's own switch is on the line
+	drop() { grep -vxE -e '--(nb|nonblock|nonblocking)' -e "$1" || true; }
+	for m in $(help_modes); do
+		modes=$((modes + 1))
+		want=$("$RLOCK" "$m" --help | help_column | drop "$m")
+		# shellcheck disable=SC2016
+		got=$(bash -c 'source "$1"; COMP_WORDS=(rlock "$2" -); COMP_CWORD=2; _rlock
+			printf "%s\n" "${COMPREPLY[@]}"' _ "$COMP/rlock.bash" "$m" | sort -u | drop "$m")
+		same_options "completions/rlock.bash (rlock $m -<TAB>) vs rlock $m --help" "$want" "$got"
+		# shellcheck disable=SC2016
+		got=$(fish -c 'source $argv[1]; complete -C "rlock $argv[2] -"' "$COMP/rlock.fish" "$m" |
+			cut -f1 | sort -u | drop "$m")
+		same_options "completions/rlock.fish (rlock $m -<TAB>) vs rlock $m --help" "$want" "$got"
+		# zsh: the specs _rlock hands to _arguments (after its -s -S -C), by option name
+		# shellcheck disable=SC2016
+		got=$(zsh -f -c 'compdef() { : }
+			_arguments() { local a; shift 3; for a in "$@"; do print -r -- "$a"; done }
+			source $1; words=(rlock $2 ""); CURRENT=$#words; _rlock' _ "$COMP/_rlock" "$m" |
+			sed -E 's/^\([^)]*\)//; s/^\*//; s/[[+=:].*//' | grep -E '^-' | sort -u | drop "$m")
+		same_options "completions/_rlock (rlock $m -<TAB>) vs rlock $m --help" "$want" "$got"
+	done
+	((modes >= 9)) || fail "only $modes modes found in rlock --help: [$(help_modes)]"
+}
+
+@test "the completions' lists of what each mode refuses are those of scripts/completion-modes" {
+	need_rlock
+	run "$RLOCK_SOURCE_DIR/scripts/completion-modes" --check "$RLOCK"
+	assert_success
+}
+
 @test "man pages: mandoc -Tlint -Werror is clean, -Wall finds nothing but missing Xr" {
 	need mandoc
 	local m

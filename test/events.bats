@@ -511,7 +511,7 @@ full_stderr_on_7() {
 	[[ $(jq -r .status <<<"$line") == 143 ]] || fail "the released line is not the exit status: $line"
 }
 
-@test "events: --release interrupted in its --wait-replicas WAIT (the release done) dies of the signal, and its keeper-released line says 143, the exit status" {
+@test "events: --release interrupted in its --wait-replicas WAIT (the release done) dies of the signal (143), and its keeper-released line, its history and its stderr say released (0)" {
 	run -0 --separate-stderr "$RLOCK" -k kw --acquire --events ev.jsonl
 	eval "$output"
 	wait_until 10 grep -q '"event":"keeper-started"' ev.jsonl
@@ -522,7 +522,35 @@ full_stderr_on_7() {
 	kill -TERM "$RLOCK_PID"
 	rlock_wait
 	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
-	echo "# $(cat rel.jsonl)" >&3
-	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["keeper-released",143]]' ]] ||
+	# the lock was released: the line says the hold's end as the history does (0), as
+	# a keeper's own SIGTERM does; the 143 is --release's exit alone
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["keeper-released",0]]' ]] ||
 		fail "$(cat rel.jsonl)"
+	run -0 "$RLOCK" -k kw --history --json -n 1
+	[[ $(jq -c '.entries[0] | [.event, .status]' <<<"$output") == '["released",0]' ]] ||
+		fail "history: $output"
+	grep -q "^rlock: released rlock:{kw} on the master, .*interrupted by SIGTERM" "$RLOCK_ERR" ||
+		fail "stderr: $(cat "$RLOCK_ERR")"
+	run -0 "$RLOCK" -k kw --status
+}
+
+@test "events: --release that a SIGTERM reaches while its release's reply is on its way releases, says so on stderr and in keeper-released (0), then dies of it (143)" {
+	run -0 --separate-stderr "$RLOCK" -k kd --acquire
+	eval "$output"
+	track_pid "$(rlock -k kd --status --json | jq -r .pid)"
+	# every reply 1 s late: the server has released when the key is gone, its reply not
+	# yet read (a release is never cut short: the signal waits for it)
+	delay_proxy_start 1000
+	rlock_bg -u "$PROXY_URL" -k kd --release --io-timeout 5s --events rel.jsonl
+	wait_until 10 key_absent 'rlock:{kd}'
+	kill -TERM "$RLOCK_PID"
+	rlock_wait
+	((RLOCK_STATUS == 143)) || fail "status $RLOCK_STATUS: $(cat "$RLOCK_ERR")"
+	[[ $(jq -c -s 'map([.event, .status])' rel.jsonl) == '[["keeper-released",0]]' ]] ||
+		fail "$(cat rel.jsonl)"
+	assert_equal "$(cat "$RLOCK_ERR")" \
+		"rlock: released 'kd'; then interrupted by SIGTERM (rlock --release dies of it: 143)"
+	run -0 "$RLOCK" -k kd --history --json -n 1
+	[[ $(jq -c '.entries[0] | [.event, .status]' <<<"$output") == '["released",0]' ]] ||
+		fail "history: $output"
 }

@@ -33,6 +33,48 @@ usage_error() {
 	run -0 rlock --verb -k u -- true
 }
 
+@test "a value given as its own word that spells one of rlock's options (-k --wait 5s): 64 pointing at --key=, for every option that takes a value" {
+	# the name forgotten: getopt took --wait for it and 5s for the command
+	usage_error -k --wait 5s -- touch ran
+	assert_equal "$stderr" "rlock: --key: '--wait' is one of rlock's options, not a value: was the NAME forgotten? (one so spelled: --key=--wait) (try 'rlock --help')"
+	usage_error -k -n touch ran
+	usage_error -k -- touch ran
+	usage_error -k --wai 5s -- touch ran # an abbreviation getopt would take
+	# every option of --help that takes a value
+	local o n=0
+	for o in $("$RLOCK" --help | grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]* [^ ]+' |
+		sed -E 's/^ +(-[[:alnum:]], )?//; s/ .*//'); do
+		usage_error -k u "$o" --json -- touch ran
+		[[ $stderr == *"one so spelled"* ]] || fail "$o --json: $stderr"
+		n=$((n + 1))
+	done
+	((n > 30)) || fail "only $n options with a value in --help"
+	# the value attached is the value; "-" and a negative number are values
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock --key=--wait -n -- touch ran
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock -k--wait -n -- touch ran
+	REDIS_URL=redis://127.0.0.1:$(dead_port) run -69 rlock -k u --if-fence -5 --break
+	run -0 --separate-stderr rlock -k u --events - -- true
+	[[ ! -e ran ]]
+}
+
+@test "a command given to a mode that runs none: 64, the line names that mode" {
+	local m
+	for m in status break reset history; do
+		usage_error -k u "--$m" -- touch ran
+		assert_equal "$stderr" "rlock: no command is run with --$m (try 'rlock --help')"
+		usage_error -k u "--$m" -c 'touch ran'
+		assert_equal "$stderr" "rlock: no command is run with --$m (try 'rlock --help')"
+	done
+	usage_error --list -- touch ran
+	assert_equal "$stderr" "rlock: no command is run with --list (try 'rlock --help')"
+}
+
+@test "--acquire --events - without --log-file: 64 (the keeper's lines would go to /dev/null)" {
+	run -64 --separate-stderr rlock -k u --acquire --events -
+	assert_equal "$output" "unset RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE; (exit 64)"
+	assert_equal "$stderr" "rlock: --events -: the keeper of --acquire outlives this stderr (its own is /dev/null): give --events a file, or --log-file for its lines (try 'rlock --help')"
+}
+
 @test "unknown short option: 64" {
 	usage_error -Z -k u -- touch ran
 }
@@ -379,6 +421,8 @@ usage_error() {
 mode_reads() {
 	local m=$1 ov o a st tok=0123456789abcdef0123456789abcdef reads=
 	local -a v k
+	local mhelp listed
+	mhelp=$("$RLOCK" "--$m" --help)
 	for ov in $("$RLOCK" --help | sed -n '/^Lock:/,/^Server:/p; /^Across steps/,/^Durations/p' |
 		grep -E '^  (-[a-zA-Z], |    )--[a-z]' | sed -E 's/^ +//; s/^-[a-zA-Z], //' |
 		awk '{ print $1 ($2 ~ /^[A-Z][][A-Z,]*$/ ? "=" $2 : "") }') --wait-replicas=N --wait-aof=L[,R]; do
@@ -408,6 +452,13 @@ mode_reads() {
 			echo "$m $o: 64 without naming it: $(cat err)"
 			return 1
 		fi
+		# rlock --MODE --help (what the completions are drawn from) says the same
+		listed=0
+		grep -qE -- "^(  -[[:alnum:]], |      )$o( |$)" <<<"$mhelp" && listed=1
+		if (((st != 64) != listed)); then
+			echo "$m $o: exit $st, but rlock --$m --help $( ((listed)) && echo lists || echo lacks) it"
+			return 1
+		fi
 	done
 	echo "$m:$reads"
 }
@@ -418,13 +469,13 @@ mode_reads() {
 	export REDIS_URL RLOCK_URL=$REDIS_URL
 	local m got
 	local -A want=(
-		[status]='prefix exclusive no-wait wait timeout conflict-exit-code json verbose quiet'
-		[break]='prefix exclusive no-wait wait timeout label token if-fence verbose quiet'
-		[reset]='prefix exclusive no-wait wait timeout label verbose quiet'
-		[history]='prefix exclusive no-wait wait timeout json verbose quiet'
-		[list]='prefix exclusive no-wait wait timeout json verbose quiet'
-		[check]='prefix exclusive no-wait wait timeout json verbose quiet wait-replicas wait-aof'
-		[held]='prefix exclusive no-wait wait timeout token json verbose quiet'
+		[status]='prefix no-wait conflict-exit-code json verbose quiet'
+		[break]='prefix no-wait label token if-fence verbose quiet'
+		[reset]='prefix no-wait label verbose quiet'
+		[history]='prefix no-wait json verbose quiet'
+		[list]='prefix no-wait wait timeout json verbose quiet'
+		[check]='prefix no-wait json verbose quiet wait-replicas wait-aof'
+		[held]='prefix no-wait token json verbose quiet'
 		[release]='prefix exclusive shared limit fair no-wait wait timeout ttl once-per label token events metrics-file verbose quiet wait-replicas wait-aof'
 	)
 	for m in status break reset history list check held release; do

@@ -55,6 +55,8 @@ enum {
 	F_PATH = 32,     /* its value is a file's path: not empty; absolute in a config file */
 	F_NAME = 64,     /* its value names something: not empty */
 	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
+	F_EMPTY = 256,   /* an empty value is one (--prefix '': none), from every source: not
+	                  * "unset" in the environment, not "needs a value" in a config file */
 };
 
 /* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
@@ -65,6 +67,12 @@ enum {
 /* --release also takes what its --acquire was given (-t, -s, -l N, --fair), so a script
  * may pass both the same options: the token says the holder's kind (keeper.c). */
 #define IN_RELEASES (IN_RUNS | IN(MODE_RELEASE))
+/* -w DUR: the modes that wait (a run, --acquire; --list for a complete answer), and
+ * --release, which takes its --acquire's options; the others ask once (-n, which they
+ * do, is read everywhere: --history's -n N is its count) */
+#define IN_WAITS (IN_RELEASES | IN(MODE_LIST))
+/* -k: every mode but the two that span every lock (--list, --check) */
+#define IN_NAMED (~0u & ~(IN(MODE_LIST) | IN(MODE_CHECK)))
 /* .not_read: what the refusal says (validate_mode_reads) */
 enum { NOT_APPLY, ACTS, RECORDS };
 
@@ -180,11 +188,12 @@ static const struct optdef options[] = {
         "lock name (printable ASCII, no space or braces);\n"
         "the Redis key is PREFIX{NAME}; repeat it to hold\n"
         "several locks, all or nothing",
-        SPECIAL(opt_key)),
-    OPT("prefix", 0, F_ARG, "STR", "key prefix (env RLOCK_PREFIX; default \"rlock:\")",
+        SPECIAL(opt_key), .modes = IN_NAMED),
+    OPT("prefix", 0, F_ARG | F_EMPTY, "STR",
+        "key prefix (env RLOCK_PREFIX; default \"rlock:\";\nempty: none, the key is {NAME})",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
-        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e'),
+        SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e', .modes = IN_RELEASES),
     OPT("shared", 's', F_RUN, NULL, "shared lock: many shared holders, no exclusive one",
         SPECIAL(opt_kind), .value = KIND_SHARED, .modes = IN_RELEASES),
     OPT("limit", 'l', F_ARG | F_RUN, "N", "at most N holders at once (a semaphore)",
@@ -199,8 +208,8 @@ static const struct optdef options[] = {
     OPT_DEF("wait", 'w', F_ARG, "DUR",
             "wait at most DUR for the lock, and for a server\n"
             "that cannot serve yet (default: forever)",
-            -1, DURATION(wait_ms, 0)),
-    OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0)),
+            -1, DURATION(wait_ms, 0), .modes = IN_WAITS),
+    OPT("timeout", 0, F_ARG, "DUR", "same as --wait", DURATION(wait_ms, 0), .modes = IN_WAITS),
     OPT_DEF("conflict-exit-code", 'E', F_ARG, "N",
             "exit status when the lock is not acquired\n(default 75; 0: skip silently)",
             RL_EX_CONFLICT, INT(conflict_exit, 0, 255), .modes = IN_RUNS | IN(MODE_STATUS)),
@@ -209,7 +218,7 @@ static const struct optdef options[] = {
     OPT("on-lost", 0, F_ARG, "ACTION",
         "when the lease can no longer be guaranteed: term,\n"
         "kill, a signal name, or ignore (default term)",
-        SPECIAL(opt_on_lost), .def_text = "term", .modes = IN_RUNS, .not_read = ACTS),
+        SPECIAL(opt_on_lost), .def_text = "term", .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("warn", 0, F_ARG, "SIGNAL",
         "send SIGNAL once to the command's group when a\n"
         "renewal is a third of the ttl late, before\n"
@@ -218,9 +227,9 @@ static const struct optdef options[] = {
         SPECIAL(opt_warn), .modes = IN_RUNS, .not_read = ACTS),
     OPT_DEF("kill-after", 0, F_ARG, "DUR",
             "grace between the first signal and SIGKILL\n(default 10s)", 10000,
-            DURATION(kill_after_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
+            DURATION(kill_after_ms, 0), .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("min-hold", 0, F_ARG, "DUR", "keep the lock at least DUR after the command\nstarted",
-        DURATION(min_hold_ms, 0), .modes = IN_RUNS, .not_read = ACTS),
+        DURATION(min_hold_ms, 0), .modes = IN(MODE_RUN), .not_read = ACTS),
     OPT("once-per", 0, F_ARG, "DUR",
         "after the command succeeds, skip later runs\n"
         "for DUR (exit as -E, say when it ends); a\n"
@@ -252,14 +261,15 @@ static const struct optdef options[] = {
     OPT("preemptible", 0, F_RUN, NULL,
         "let a --preempt request stop the command (as\n"
         "on a lost lease: --warn, then --on-lost), exit 81",
-        SWITCH(lock.preemptible, 1), .modes = IN_RUNS),
+        SWITCH(lock.preemptible, 1), .modes = IN(MODE_RUN)),
     OPT_HIDDEN("history", F_ARG | F_CONFIG | F_DEF, INT(lock.history_len, 0, 1000000), .def = 100),
     OPT_HIDDEN("history-retention", F_ARG | F_CONFIG | F_DEF, DURATION(lock.history_ms, 1000),
                .def = 7 * 86400000LL),
     OPT("label", 0, F_ARG | F_RUN, "TEXT",
         "why the lock is held (e.g. a CI job URL), shown\nby --status, --list and waiters",
         STRING(label, LOCK_LABEL_MAX), .modes = IN_RELEASES | IN(MODE_BREAK) | IN(MODE_RESET)),
-    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0)),
+    OPT("command", 'c', F_ARG | F_RUN, "STR", "run STR with /bin/sh -c", STRING(shell_command, 0),
+        .modes = IN(MODE_RUN)),
     HEADING("Server:"),
     OPT("url", 'u', F_ARG, "URL",
         "redis://[[user]:password@]host[:port][/db],\n"
@@ -338,9 +348,9 @@ static const struct optdef options[] = {
         SPECIAL(opt_mode), .value = MODE_ACQUIRE),
     OPT("format", 0, F_ARG | F_RUN, "FMT",
         "--acquire output: sh (default) or github\n(KEY=VALUE lines for $GITHUB_ENV)",
-        SPECIAL(opt_format), AT(format_github)),
+        SPECIAL(opt_format), AT(format_github), .modes = IN(MODE_ACQUIRE)),
     OPT("log-file", 0, F_ARG | F_PATH, "FILE", "the keeper's log (default: syslog)",
-        STRING(log_file, 0)),
+        STRING(log_file, 0), .modes = IN(MODE_ACQUIRE)),
     OPT("release", 0, F_RUN, NULL,
         "stop the keeper and release NAME (in the\nholder's mode); 79 if the lock was lost "
         "(or\nthe token is not the holder)",
@@ -348,7 +358,8 @@ static const struct optdef options[] = {
     OPT("token", 0, F_ARG | F_RUN, "TOKEN",
         "--release, --held: the holder's token (default:\n$RLOCK_TOKEN); --break: break only "
         "that holder\n(else nothing, exit 79)",
-        STRING(token, 0), .check = check_token),
+        STRING(token, 0), .check = check_token,
+        .modes = IN(MODE_RELEASE) | IN(MODE_HELD) | IN(MODE_BREAK)),
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
@@ -391,7 +402,7 @@ static const struct optdef options[] = {
     OPT("if-fence", 0, F_ARG | F_RUN, "N",
         "--break: only the holder of fence N (with\n"
         "--token: only that token); else nothing, exit 79",
-        STRING(if_fence, 24), .check = check_fence),
+        STRING(if_fence, 24), .check = check_fence, .modes = IN(MODE_BREAK)),
     OPT("list", 0, F_RUN, NULL,
         "list the locks held under the prefix, and the\n"
         "free names an acquire is refused on (closed,\n"
@@ -405,13 +416,18 @@ static const struct optdef options[] = {
         "64 a database the server does not have,\n"
         "71 no TLS module that loads",
         SPECIAL(opt_mode), .value = MODE_CHECK),
-    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list and --held", SWITCH(json, 1)),
+    OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list, --held,\n--check and --history",
+        SWITCH(json, 1),
+        .modes =
+            IN(MODE_STATUS) | IN(MODE_LIST) | IN(MODE_HELD) | IN(MODE_CHECK) | IN(MODE_HISTORY)),
     OPT("verbose", 'v', F_RUN, NULL,
         "say what happens on stderr: server, wait,\n"
         "release (-vv: renewals too)",
         .type = T_COUNT, AT(verbose)),
     OPT("quiet", 'q', F_RUN, NULL, "only errors on stderr", SWITCH(verbose, -1)),
-    OPT("help", 'h', F_RUN, NULL, "show this help", .type = T_NONE),
+    OPT("help", 'h', F_RUN, NULL,
+        "show this help (with --status or another\nmode: the options that mode reads)",
+        .type = T_NONE),
     OPT("version", 'V', F_RUN, NULL,
         "show the version of rlock, hiredis and OpenSSL,\nand the license (MIT)", .type = T_NONE),
 };
@@ -479,17 +495,40 @@ static void print_exit_table(FILE *f)
 	}
 }
 
-static void print_help(FILE *f)
+/* Whether --help for `mode` (a mode's row; NULL: every mode) shows row d: the options
+ * the mode reads (the table's .modes), not the other modes' switches. */
+static int help_shows(const struct optdef *d, const struct optdef *mode)
+{
+	if (!d->help)
+		return 0;
+	if (!mode)
+		return 1;
+	if (d->set == opt_mode)
+		return d == mode;
+	return !d->modes || (d->modes & IN(mode->value));
+}
+
+/* --help; after (or before) a mode's option, only the options that mode reads (the
+ * others are refused there, 64): `rlock --status --help`. The completions are drawn
+ * from it (scripts/completion-modes). */
+static void print_help(FILE *f, const struct optdef *mode)
 {
 	fputs(usage_head, f);
+	if (mode)
+		fprintf(f, "\nThe options --%s reads (any other is refused, 64):\n", mode->name);
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const struct optdef *d = &options[i];
 		char left[64];
 		if (d->heading) {
-			fprintf(f, "\n%s\n", d->heading);
+			size_t j = i + 1;
+			while (j < NOPTIONS && !options[j].heading &&
+			       !help_shows(&options[j], mode))
+				j++;
+			if (j < NOPTIONS && !options[j].heading)
+				fprintf(f, "\n%s\n", d->heading);
 			continue;
 		}
-		if (!d->help)
+		if (!help_shows(d, mode))
 			continue;
 		int n = snprintf(left, sizeof left, "  %c%c%c --%s%s%s", d->letter ? '-' : ' ',
 		                 d->letter ? d->letter : ' ', d->letter ? ',' : ' ', d->name,
@@ -996,7 +1035,7 @@ static void apply_env(struct state *s)
 {
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const char *e = options[i].env ? getenv(options[i].env) : NULL;
-		if (e && *e)
+		if (e && (*e || (options[i].flags & F_EMPTY)))
 			apply(s, &options[i], e, options[i].env, 0);
 	}
 }
@@ -1385,7 +1424,7 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
 			            "command line)",
 			            src, key);
-		if ((d->flags & F_ARG) && (!val || !*val))
+		if ((d->flags & F_ARG) && (!val || (!*val && !(d->flags & F_EMPTY))))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
 		if (!(d->flags & F_ARG)) {
 			int on = flag_value(val);
@@ -2134,7 +2173,7 @@ static void validate_mode(struct state *s, int nargs)
 		            "lock)",
 		            s->mode_opt);
 	if (nargs > 0 || o->shell_command)
-		usage_error("no command is run with --status, --break or --list");
+		usage_error("no command is run with --%s", s->mode_opt);
 	if (o->mode == MODE_RELEASE)
 		release_token(o);
 }
@@ -2373,6 +2412,12 @@ static void validate(struct state *s, int nargs)
 		usage_error("--format goes with --acquire");
 	if (o->log_file && o->mode != MODE_ACQUIRE && on_cli(s, "log-file"))
 		usage_error("--log-file goes with --acquire");
+	/* The keeper outlives --acquire: its stderr is its --log-file, else /dev/null, where
+	 * its events (keeper-started, keeper-lost) would be lost unsaid. */
+	if (o->mode == MODE_ACQUIRE && o->events_file && !strcmp(o->events_file, "-") &&
+	    !o->log_file)
+		usage_error("--events -: the keeper of --acquire outlives this stderr (its own is "
+		            "/dev/null): give --events a file, or --log-file for its lines");
 	validate_once_per(s);
 	validate_queue(s);
 	validate_keeper(s);
@@ -2436,13 +2481,15 @@ static int count_word(int argc, char **argv, int history, const struct optdef *l
 	return 1;
 }
 
+static void value_not_option(const struct optdef *d, int argc, char **argv);
+
 /* Pass 1 over argv: --help and --version (print and exit), --config, and whether
  * --acquire's sh output is asked for. Errors are left to pass 2. */
 static const char *first_pass(int argc, char **argv)
 {
 	const char *config_cli = NULL, *count = NULL;
-	const struct optdef *last = NULL;
-	int acquire = 0, github = 0, history = 0, c, idx;
+	const struct optdef *last = NULL, *mode = NULL;
+	int acquire = 0, github = 0, history = 0, help = 0, c, idx;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, short_opts, long_opts, &idx)) != -1 ||
@@ -2457,16 +2504,22 @@ static const char *first_pass(int argc, char **argv)
 			acquire = 1;
 		if (!strcmp(name, "format"))
 			github = optarg && !strcmp(optarg, "github");
-		if (!strcmp(name, "help")) {
-			print_help(stdout);
-			exit(cli_close_stdout());
-		}
-		if (!strcmp(name, "version")) {
+		if (d && d->set == opt_mode)
+			mode = d;
+		help = help || !strcmp(name, "help");
+		if (!help && !strcmp(name, "version")) {
 			print_version();
 			exit(cli_close_stdout());
 		}
-		if (!strcmp(name, "config"))
+		if (!strcmp(name, "config")) {
+			if (!help) /* read before pass 2 */
+				value_not_option(d, argc, argv);
 			config_cli = optarg;
+		}
+	}
+	if (help) {
+		print_help(stdout, mode);
+		exit(cli_close_stdout());
 	}
 	acquire_sh = acquire && !github;
 	return config_cli;
@@ -2501,6 +2554,41 @@ static void secret_spelled_out(int argc, char **argv, const struct option *lo)
 		usage_error("'--%.*s' is not an option (its value is not shown): a password is "
 		            "given with --%s FILE or the environment",
 		            (int)(len < 40 ? len : 40), typed, lo->name);
+}
+
+/* A value given as a word of its own that spells one of rlock's options: getopt takes
+ * the next word whatever it is, so `-k --wait 5s -- true` (the name forgotten) locked a
+ * name "--wait" and ran "5s". Refused (64) for every option that takes a value; the
+ * rare value that is so is given attached (--key=--wait, -k--wait). "--" too, and a
+ * long option's abbreviation as getopt_long would take it; "-" (stdin/stderr) and a
+ * negative number are values. */
+static void value_not_option(const struct optdef *d, int argc, char **argv)
+{
+	const char *v = optarg;
+	int ours = 0;
+
+	if (!v || optind < 2 || optind > argc || v != argv[optind - 1] || v[0] != '-' || !v[1])
+		return;
+	if (!strcmp(v, "--")) {
+		ours = 1;
+	} else if (v[1] == '-') {
+		size_t n = strcspn(v + 2, "=");
+		for (size_t i = 0; n > 0 && long_opts[i].name; i++)
+			ours |= !strncmp(long_opts[i].name, v + 2, n);
+	} else {
+		ours = v[1] != ':' && v[1] != '+' && strchr(short_opts, v[1]) != NULL;
+	}
+	if (!ours)
+		return;
+	if (d->flags & F_SECRET)
+		usage_error("--%s: its value is one of rlock's options: a value is missing "
+		            "(one so spelled: --%s=VALUE)",
+		            d->name, d->name);
+	usage_error("--%s: '%.40s' %s, not a value: was the %s forgotten? (one so spelled: "
+	            "--%s=%.40s)",
+	            d->name, v,
+	            v[1] == '-' && !v[2] ? "ends the options" : "is one of rlock's options",
+	            d->arg ? d->arg : "value", d->name, v);
 }
 
 /* -n N --history: flock's -n takes no value, so getopt stops at N, the command, and
@@ -2544,6 +2632,7 @@ static void apply_argv(struct state *s, int argc, char **argv)
 		if (idx >= 0 && (d->flags & F_SECRET))
 			secret_spelled_out(argc, argv, &long_opts[idx]);
 		snprintf(src, sizeof src, "--%s", d->name);
+		value_not_option(d, argc, argv);
 		wait_once(s, d, &wait_seen);
 		apply(s, d, optarg, src, 1);
 	}

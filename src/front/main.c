@@ -423,6 +423,10 @@ static int command(struct store *c, const struct opts *o, const struct lock_ask 
 		int sig =
 		    read(termfd, &si, sizeof si) == (ssize_t)sizeof si ? (int)si.ssi_signo : 0;
 		keeper_release_record(&l, k, rc, sig);
+		if (sig && rc == 0) /* 128+N alone would read as "not released" */
+			log_warn("released '%s'; then interrupted by SIG%s (rlock --release dies "
+			         "of it: %d)",
+			         o->name, signal_name(sig), 128 + sig);
 		if (sig)
 			child_die_of(sig);
 	} else {

@@ -1109,9 +1109,10 @@ void keeper_release_record(const struct lock *l, const struct keeper_args *k, in
 	int status = sig ? 128 + sig : rc; /* the exit status */
 	if (k->token)                      /* the token released, not this run's own */
 		snprintf(named.token, sizeof named.token, "%s", k->token);
-	if (rc == 0)
+	if (rc == 0) /* released: the hold's end, 0, as its history record and a keeper's own
+	              * SIGTERM say; a signal that came after it is --release's exit alone */
 		events_emit(EV_KEEPER_RELEASED,
-		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = status});
+		            &(struct ev_facts){.elsewhere = 1, .lock = &named, .status = 0});
 	else if (rc == RL_EX_LOST)
 		events_emit(EV_KEEPER_LOST,
 		            &(struct ev_facts){.elsewhere = 1,
