@@ -220,6 +220,30 @@ has_sections() {
 	((${#unnamed[@]} == 0)) || fail "read by rlock, not in rlock(1)'s ENVIRONMENT: ${unnamed[*]}"
 }
 
+@test "rlock.conf(5) names exactly the options a config file refuses, and every setting only the file has" {
+	# Asked of the program: each option of --help written in a config file. A setting
+	# the file takes fails later (a bad value, the closed port 1), never with this line.
+	need_rlock
+	local conf=$BATS_TEST_TMPDIR/c.conf page refused=() o want
+	page=$(tr '\n' ' ' <"$RLOCK_SOURCE_DIR/man/rlock.conf.5")
+	while read -r o; do
+		printf '%s = 1\n' "${o#--}" >"$conf"
+		chmod 600 "$conf"
+		run -- timeout 10 "$RLOCK" --config "$conf" -u redis://127.0.0.1:1 -k docs -n -- true
+		[[ $output != *"is not allowed in a config file"* ]] || refused+=("$o")
+	done < <("$RLOCK" --help | grep -oE -- '^(  -[[:alnum:]], |      )--[a-z][a-z0-9-]*' |
+		sed -E 's/^ +(-[[:alnum:]], )?//' | sort -u)
+	want=$(sed -E 's/.*Options that name one run[^.]* \.Po (.*) \.Pc are not allowed in a configuration file.*/\1/' <<<"$page" |
+		grep -oE -- '\\-[a-z][a-z0-9-]*' | sed 's/^\\/-/' | sort -u)
+	same_options "rlock.conf(5)'s options not allowed in a file" "$(printf '%s\n' "${refused[@]}" | sort -u)" "$want"
+	# The settings only a file has (hidden from --help): each named where the page says so.
+	want=$(sed -nE 's/^ *OPT_HIDDEN\("([a-z-]+)", [^)]*F_CONFIG.*/\1/p' "$RLOCK_SOURCE_DIR/src/front/cli.c" | sort -u)
+	[[ -n $want ]] || fail "no file-only setting found in src/front/cli.c"
+	page=$(sed -E 's/.*The settings (.*) exist only in the file.*/\1/' <<<"$page" |
+		grep -oE '\.Ql [a-z-]+' | sed 's/^\.Ql //' | sort -u)
+	same_options "rlock.conf(5)'s settings that exist only in the file" "$want" "$page"
+}
+
 @test "man pages have the sections a user looks for, and name each other" {
 	has_sections man/rlock.1 NAME SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT FILES \
 		"EXIT STATUS" EXAMPLES "SEE ALSO"

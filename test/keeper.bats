@@ -307,6 +307,11 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	kill -CONT "$REDIS_PID"
 	((status == 79)) # the keeper's record answers, not Redis (69)
 	[[ $stderr == *"--max-hold"* ]]
+	# a server that refuses the connection (down, not paused): the record answers too
+	step held-redis-down "rlock --held --json -u redis://127.0.0.1:$(dead_port)"
+	((status == 79))
+	[[ $stderr == *"given up by its keeper at --max-hold"* ]]
+	[[ $output == '{"schema":1,"key":"rlock:{ci}","held":false,"ttl_left_ms":null,"fence":null}' ]]
 	step release 'rlock -k ci --release'
 	((status == 79))
 	[[ $stderr == *"given up by its keeper at --max-hold"* ]]

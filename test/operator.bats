@@ -147,7 +147,8 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	local token fence
 	token=$(env_of b RLOCK_TOKEN)
 	fence=$(env_of b RLOCK_FENCE)
-	run -0 --separate-stderr rlock -k b --break
+	# an operator's action is said even with -q (options.md, -q)
+	run -0 --separate-stderr rlock -q -k b --break
 	assert_equal "$output" ""
 	assert_regex "$stderr" "broke rlock:\{b\}: token $token, held by $(hostname) pid $HOLDER_PID \($HOLD b\), fence $fence"
 	key_absent 'rlock:{b}'
@@ -190,10 +191,12 @@ has_waiter() { [[ $(waiters "$1") -ge 1 ]]; }
 	# the broken holder goes on until its renewal notices; kill it in teardown
 }
 
-@test "--break on a free lock: warns 'not held', exit 0" {
+@test "--break on a free lock: warns 'not held', exit 0; -q: nothing" {
 	run -0 --separate-stderr rlock -k b --break
 	assert_regex "$stderr" 'not held'
 	assert_equal "$output" ""
+	run -0 --separate-stderr rlock -q -k b --break
+	assert_equal "$stderr$output" ""
 }
 
 @test "--break on a lock held by a plain SET: removed" {

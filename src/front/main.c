@@ -869,6 +869,12 @@ int main(int argc, char **argv)
 		if (lock_init_ask(&l, &req, o.name) == 0)
 			keeper_release_unreached(&l, &k);
 	}
+	if (rc == RL_EX_UNAVAILABLE && o.mode == MODE_HELD) {
+		/* a keeper's record of its end answers without Redis (report.h) */
+		struct report_ask ra;
+		report_ask_from_opts(&ra, &o);
+		return report_held(NULL, &ra);
+	}
 	if (rc != 0)
 		return rc;
 	if (o.mode != MODE_RUN && o.mode != MODE_ACQUIRE)

@@ -1083,11 +1083,24 @@ int report_held(struct store *s, const struct report_ask *o)
 		store_close(s);
 		return RL_EX_OSERR;
 	}
+	/* Redis unreachable (no store): only a keeper's record on this host can answer (it
+	 * gave the lock up: 79 whatever Redis could say); without one, nothing is printed
+	 * and the caller's 69 stands. */
+	int recorded = 0;
+	for (int i = 0; !s && !recorded && i < plan.n; i++) {
+		char ended[600];
+		recorded = keeper_ended(plan.l[i].key, plan.token[i], ended, sizeof ended);
+	}
+	if (!s && !recorded) {
+		free(held);
+		free(hd);
+		return RL_EX_UNAVAILABLE;
+	}
 
 	/* -k NAME without --token: the environment may name its key more than once, a hold
 	 * on another database or server besides (RLOCK_KEY is only the first): the one this
 	 * server says holds it is asked about, the first when none does. */
-	if (plan.by_key) {
+	if (plan.by_key && s) {
 		static struct inherited_holds r;
 		inherited_read(&r);
 		for (int j = 0; j < r.n; j++)
@@ -1110,6 +1123,11 @@ int report_held(struct store *s, const struct report_ask *o)
 			all = 0;
 			log_warn("%s is not held by token %s: %s", plan.l[i].key, plan.token[i],
 			         ended);
+			continue;
+		}
+		if (!s) { /* unreachable: its error said so */
+			held[i] = -1;
+			unknown = 1;
 			continue;
 		}
 		held[i] = store_is_holder(s, &plan.l[i], plan.token[i],

@@ -47,7 +47,9 @@ void held_plan(const struct report_ask *o);
  * lock of the plan, 79 when one is not held (its key on stderr unless -q), else 69 (the
  * store cannot say). --json: {"schema":1,"key":…,"held":…,"ttl_left_ms":…,"fence":…} for
  * one lock; for several, "held" true only when every one is, "ttl_left_ms" the least,
- * "fence" null and "locks" the per-lock objects. Closes s. */
+ * "fence" null and "locks" the per-lock objects. Closes s. s NULL (Redis unreachable,
+ * said already): the locks whose keeper on this host recorded its end are answered (79);
+ * with none, 69 and nothing printed. */
 int report_held(struct store *s, const struct report_ask *o);
 
 #endif
