@@ -318,8 +318,7 @@ EOF
 
 @test "a setting that needs a value without one: 64 naming FILE:LINE" {
 	local line
-	# (prefix = with nothing after it is a value: no prefix)
-	for line in 'ttl' 'ttl =' 'url = ' 'prefix'; do
+	for line in 'ttl' 'ttl =' 'url = ' 'prefix' 'prefix = '; do
 		printf '%s\n' "$line" | write_conf c.conf
 		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
 		assert_regex "$stderr" "c\.conf:1:"
@@ -507,24 +506,23 @@ EOF
 	assert_output --partial 'key=cli:{x}'
 }
 
-@test "prefix: an empty one is no prefix (the key {NAME}) from every source: --prefix '', RLOCK_PREFIX=, prefix =" {
+@test "prefix: an empty one is no prefix only on the command line; RLOCK_PREFIX= and prefix = are 64, never a silent other key" {
 	run -0 rlock --config '' --prefix '' -k x -c "$show_env"
 	assert_output --partial 'key={x}'
-	RLOCK_PREFIX='' run -0 rlock --config '' -k x -c "$show_env"
+	# set and empty (a template that expanded to nothing): refused, not the default nor none
+	RLOCK_PREFIX='' run -64 --separate-stderr rlock --config '' -k x -- touch ran
+	assert_regex "$stderr" "RLOCK_PREFIX is set but empty: .*--prefix ''"
+	assert_equal "${#lines[@]}" 0
+	assert [ ! -e ran ]
+	# the command line above it decides
+	RLOCK_PREFIX='' run -0 rlock --config '' --prefix cli: -k x -c "$show_env"
+	assert_output --partial 'key=cli:{x}'
+	RLOCK_PREFIX='' run -0 rlock --config '' --prefix '' -k x -c "$show_env"
 	assert_output --partial 'key={x}'
 	printf 'prefix =\n' | write_conf c.conf
-	run -0 rlock --config c.conf -k x -c "$show_env"
-	assert_output --partial 'key={x}'
-	# and each layer's empty value still ranks as a value: above the config, below --prefix
-	printf 'prefix = conf:\n' | write_conf c.conf
-	RLOCK_PREFIX='' run -0 rlock --config c.conf -k x -c "$show_env"
-	assert_output --partial 'key={x}'
-	RLOCK_PREFIX='' run -0 rlock --config c.conf --prefix cli: -k x -c "$show_env"
-	assert_output --partial 'key=cli:{x}'
-	# a setting with no '=' at all still needs one
-	printf 'prefix\n' | write_conf c.conf
-	run -64 --separate-stderr rlock --config c.conf -k x -- true
-	assert_regex "$stderr" "'prefix' needs a value"
+	run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+	assert_regex "$stderr" "c\.conf:1: 'prefix' needs a value .*--prefix ''"
+	assert [ ! -e ran ]
 }
 
 @test "ttl: --ttl beats the config" {

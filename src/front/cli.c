@@ -55,8 +55,9 @@ enum {
 	F_PATH = 32,     /* its value is a file's path: not empty; absolute in a config file */
 	F_NAME = 64,     /* its value names something: not empty */
 	F_REDLOCK = 128, /* Redlock only: on the command line of a run on one server, 64 */
-	F_EMPTY = 256,   /* an empty value is one (--prefix '': none), from every source: not
-	                  * "unset" in the environment, not "needs a value" in a config file */
+	F_EMPTY = 256,   /* an empty value is one on the command line (--prefix '': none);
+	                  * set and empty in the environment or a config file, 64: a
+	                  * template that expanded to nothing must not move the key */
 };
 
 /* The modes whose run reads an option (struct optdef's .modes; none: every mode). Given
@@ -190,7 +191,7 @@ static const struct optdef options[] = {
         "several locks, all or nothing",
         SPECIAL(opt_key), .modes = IN_NAMED),
     OPT("prefix", 0, F_ARG | F_EMPTY, "STR",
-        "key prefix (env RLOCK_PREFIX; default \"rlock:\";\nempty: none, the key is {NAME})",
+        "key prefix (env RLOCK_PREFIX; default \"rlock:\";\n--prefix '': none, the key is {NAME})",
         STRING(prefix, 0), .check = parse_prefix, .def_text = "rlock:", .env = "RLOCK_PREFIX"),
     OPT("exclusive", 'x', 0, NULL, "exclusive lock (the default; as flock -x or -e)",
         SPECIAL(opt_kind), .value = KIND_EXCLUSIVE, .alias_letter = 'e', .modes = IN_RELEASES),
@@ -661,6 +662,7 @@ struct state {
 	int tls_set_aside; /* the config file's TLS (for its own server) gave way to a URL above */
 	char user_from[600];   /* where the user came from */
 	const char *history_n; /* --history -n N: the command line's N (count_word), or NULL */
+	const struct optdef *empty_env; /* an F_EMPTY row's variable, set and empty */
 };
 
 static int on_cli(const struct state *s, const char *name);
@@ -1035,7 +1037,9 @@ static void apply_env(struct state *s)
 {
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const char *e = options[i].env ? getenv(options[i].env) : NULL;
-		if (e && (*e || (options[i].flags & F_EMPTY)))
+		if (e && !*e && (options[i].flags & F_EMPTY))
+			s->empty_env = &options[i]; /* 64 unless the command line gives it */
+		else if (e && *e)
 			apply(s, &options[i], e, options[i].env, 0);
 	}
 }
@@ -1424,7 +1428,11 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			usage_error("%s: '%s' is not allowed in a config file (give it on the "
 			            "command line)",
 			            src, key);
-		if ((d->flags & F_ARG) && (!val || (!*val && !(d->flags & F_EMPTY))))
+		if ((d->flags & F_ARG) && (!val || !*val) && (d->flags & F_EMPTY))
+			usage_error("%s: '%s' needs a value ('%s = VALUE'; for none, give --%s '' "
+			            "on the command line)",
+			            src, key, key, d->name);
+		if ((d->flags & F_ARG) && (!val || !*val))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
 		if (!(d->flags & F_ARG)) {
 			int on = flag_value(val);
@@ -2658,6 +2666,11 @@ void cli_parse(int argc, char **argv, struct opts *o)
 	env_passwords(&s);
 	apply_argv(&s, argc, argv);
 	log_verbosity = o->verbose;
+	if (s.empty_env && !s.on_cli[s.empty_env - options])
+		usage_error(
+		    "%s is set but empty: unset it for the default (\"%s\"), or give --%s '' "
+		    "for none",
+		    s.empty_env->env, s.empty_env->def_text, s.empty_env->name);
 
 	choose_url(&s);
 	credential_password(&s);
