@@ -278,6 +278,14 @@ usage_error() {
 	REDIS_URL="redis://127.0.0.1:$port" run -0 rlock --version
 }
 
+@test "--history --help says what -n is there: its count, not 'fail at once'" {
+	run -0 rlock --history --help
+	assert_output --regexp '-n, --no-wait +with --history, -n N: the last N records'
+	refute_output --partial 'fail at once'
+	run -0 rlock --status --help
+	assert_output --partial 'fail at once when the lock is busy'
+}
+
 # ---------------------------------------------------------------------------------
 # issue 7 items 10, 13, 15; issue 14 item 16
 

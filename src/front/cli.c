@@ -537,7 +537,12 @@ static void print_help(FILE *f, const struct optdef *mode)
 		fprintf(f, "%-*s", HELP_COLUMN, left);
 		if (n >= HELP_COLUMN - 1)
 			fprintf(f, "\n%*s", HELP_COLUMN, "");
-		print_text(f, d->help, HELP_COLUMN);
+		/* --history's -n N is its count, not "fail at once" (count_word) */
+		print_text(f,
+		           mode && mode->value == MODE_HISTORY && d->letter == 'n'
+		               ? "with --history, -n N: the last N records\n(default 20)"
+		               : d->help,
+		           HELP_COLUMN);
 	}
 	fputs(usage_tail, f);
 	print_exit_table(f);
