@@ -43,7 +43,11 @@ load helpers
 	assert_equal "$stderr" 'rlock: ./not-here: No such file or directory'
 	run -127 --separate-stderr rlock -k e -- not-a-command-rlock-test
 	assert_equal "$stderr" 'rlock: not-a-command-rlock-test: command not found'
-	# the file is there (the old line said "command not found" of it)
+	key_absent 'rlock:{e}'
+	# the file is there (the old line said "command not found" of it). Not under
+	# valgrind: its execve cannot recover from a script's missing interpreter (the
+	# child dies, 101: "EXEC FAILED: I can't recover from execve() failing").
+	[[ $RLOCK != *valgrind* ]] || return 0
 	printf '#!/nonexistent/interp -x\necho ran\n' >badint
 	chmod +x badint
 	run -127 --separate-stderr rlock -k e -- ./badint
