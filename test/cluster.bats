@@ -252,7 +252,7 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
 }
 
-@test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status and --held" {
+@test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status, --held and -n" {
 	local m name names=() pids=() last last_pid lastname p waitname waiter waiter_err
 	for m in $(cluster_masters); do
 		name=$(name_on "$m")
@@ -298,6 +298,11 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_equal "$output" ""
 	run -69 --separate-stderr rlock "${t[@]}" -k "$lastname" --held --token 0123456789abcdef0123456789abcdef --json
 	assert_equal "$(echo "$output" | jq -c '[.held, .ttl_left_ms, .fence]')" '[null,null,null]'
+	# -n looks once (README: it fails at once): the paused master is asked once, not
+	# again at each of the route's lookups, and the line names it
+	run -69 --separate-stderr rlock "${t[@]}" -n -k "$lastname" -- touch ran
+	assert_equal "${stderr##*$'\n'}" "rlock: 127.0.0.1:$last did not answer EVALSHA in time"
+	[[ ! -e ran ]]
 	# --check reports per node: the paused one is a finding, and the verdict says so
 	run -2 --separate-stderr rlock "${t[@]}" --check --json
 	assert_equal "$(echo "$output" | jq -r '.verdict')" unsafe

@@ -1066,44 +1066,71 @@ static void check_nodes(struct store *s, const struct check_ask *o, struct out *
 	}
 }
 
-/* One sentinel's answer (sentinel_view): 1 when it answered, with *known set. */
-static int check_sentinel(struct out *out, const struct sentinel *st, int i, int64_t cap,
-                          int *known, char *addr, size_t alen)
-{
+/* What one sentinel said (sentinel_view), asked before the nodes (the master is then
+ * found through one that answered, not after the deadlines of those that do not), and
+ * printed after them. */
+struct sentinel_said {
+	int rc; /* sentinel_view's: 0, -1 no answer, -2 refused */
 	struct sentinel_view v;
+	const char *fix; /* rc < 0 */
 	char err[512];
+};
+
+/* Ask every sentinel of st once: the index of the first that knows the master (-1:
+ * none), *answered how many answered. */
+static int ask_sentinels(struct out *out, const struct sentinel *st, const struct check_ask *o,
+                         struct sentinel_said *said, int *answered)
+{
+	int first = -1;
+
+	*answered = 0;
+	for (int i = 0; i < st->n; i++) {
+		struct sentinel_said *s = &said[i];
+		int64_t cap = clock_ms() + 2 * (o->connect_timeout_ms + o->io_timeout_ms);
+		s->rc = sentinel_view(st, i, cap, &s->v, s->err, sizeof s->err);
+		/* One that refuses our login is up: the fix is the sentinels' credentials. */
+		s->fix = s->rc == -2 ? "give the sentinels' user and password (the URL's "
+		                       "user:password@, --sentinel-user, --sentinel-password-file "
+		                       "or RLOCK_SENTINEL_PASSWORD)"
+		         : s->rc < 0 ? reach_fix(out, "bring it up, or drop it from the URL")
+		                     : NULL;
+		*answered += s->rc == 0;
+		if (s->rc == 0 && s->v.knows && first < 0)
+			first = i;
+	}
+	return first;
+}
+
+/* One sentinel's finding: 1 when it answered, with *known set. */
+static int check_sentinel(struct out *out, const struct sentinel *st, int i,
+                          const struct sentinel_said *s, int *known, char *addr, size_t alen)
+{
 	const char *name = st->sent[i].name;
 
-	int rc = sentinel_view(st, i, cap, &v, err, sizeof err);
-	if (rc < 0) {
-		/* One that refuses our login is up: the fix is the sentinels' credentials. */
-		finding(out, L_WARN, name, "sentinel",
-		        rc == -2 ? "give the sentinels' user and password (the URL's "
-		                   "user:password@, --sentinel-user, --sentinel-password-file or "
-		                   "RLOCK_SENTINEL_PASSWORD)"
-		                 : reach_fix(out, "bring it up, or drop it from the URL"),
-		        "%s", err);
+	if (s->rc < 0) {
+		finding(out, L_WARN, name, "sentinel", s->fix, "%s", s->err);
 		return 0;
 	}
-	*known = v.knows;
-	snprintf(addr, alen, "%s", v.addr);
-	if (!v.knows)
+	*known = s->v.knows;
+	snprintf(addr, alen, "%s", s->v.addr);
+	if (!s->v.knows)
 		finding(out, L_WARN, name, "sentinel",
 		        "SENTINEL MONITOR the master on it, or drop it from the URL",
 		        "does not know master '%s': it takes no part in its failovers", st->master);
 	else
-		finding(out, v.quorum == 1 ? L_OK : L_WARN, name, "sentinel",
-		        v.quorum == 1 ? NULL
-		                      : "bring the sentinels up: a majority of those that know the "
-		                        "master must answer for a failover",
-		        "knows master '%s' at %s; CKQUORUM: %s%s", st->master, v.addr, v.words,
-		        v.quorum == 0 ? " (a failover cannot be authorized)" : "");
+		finding(out, s->v.quorum == 1 ? L_OK : L_WARN, name, "sentinel",
+		        s->v.quorum == 1 ? NULL
+		                         : "bring the sentinels up: a majority of those that know "
+		                           "the master must answer for a failover",
+		        "knows master '%s' at %s; CKQUORUM: %s%s", st->master, s->v.addr,
+		        s->v.words, s->v.quorum == 0 ? " (a failover cannot be authorized)" : "");
 	return 1;
 }
 
 /* The sentinels themselves (a redis-sentinel:// URL): each one's answer, then how many
  * answered and know the master, and whether they name the same address. */
-static void check_sentinels(struct out *out, const struct sentinel *st, const struct check_ask *o)
+static void check_sentinels(struct out *out, const struct sentinel *st,
+                            const struct sentinel_said *said)
 {
 	int answered = 0, known = 0, differ = 0;
 	char first[URL_HOST_MAX + 8] = "";
@@ -1111,8 +1138,7 @@ static void check_sentinels(struct out *out, const struct sentinel *st, const st
 	for (int i = 0; i < st->n; i++) {
 		char addr[URL_HOST_MAX + 8];
 		int k = 0;
-		int64_t cap = clock_ms() + 2 * (o->connect_timeout_ms + o->io_timeout_ms);
-		answered += check_sentinel(out, st, i, cap, &k, addr, sizeof addr);
+		answered += check_sentinel(out, st, i, &said[i], &k, addr, sizeof addr);
 		known += k;
 		if (k && first[0] && strcmp(first, addr) != 0)
 			differ = 1;
@@ -1127,6 +1153,19 @@ static void check_sentinels(struct out *out, const struct sentinel *st, const st
 	        differ ? "; they name different addresses (a failover under way?)" : "");
 }
 
+/* None of st's sentinels answered: the run's line (sentinel_discover's), from what
+ * each said. */
+static void no_sentinel(char *err, size_t errlen, const struct sentinel *st,
+                        const struct sentinel_said *said)
+{
+	size_t used = (size_t)snprintf(
+	    err, errlen, "no master found for '%s' (each sentinel asked once)", st->master);
+
+	for (int i = 0; i < st->n && used < errlen; i++)
+		used += (size_t)snprintf(err + used, errlen - used, "%s %.200s", i ? ";" : ":",
+		                         said[i].err);
+}
+
 int check_run(struct store_config *cfg, const struct check_ask *o)
 {
 	struct out out = {.json = o->json};
@@ -1136,8 +1175,24 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 
 	if (o->json)
 		fputs("{\"schema\":1,\"findings\":[", stdout);
-	if (store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err) != STORE_OK ||
-	    store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err) != STORE_OK)
+	int opened = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+	/* A Sentinel URL: its sentinels first, each once; the master is found through one
+	 * that knows it, and not at all when none answered (each costs its deadline once). */
+	const struct sentinel *st = opened == STORE_OK ? sentinel_of(cfg) : NULL;
+	static struct sentinel_said said[URL_SENTINELS_MAX];
+	int answered = 0;
+	if (st) {
+		int k = ask_sentinels(&out, st, o, said, &answered);
+		if (k >= 0)
+			sentinel_ask_first(cfg, k);
+		if (answered == 0) {
+			no_sentinel(err, sizeof err, st, said);
+			opened = STORE_ERR;
+		}
+	}
+	if (opened == STORE_OK)
+		opened = store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err);
+	if (opened != STORE_OK)
 		finding(&out, L_UNSAFE, o->server, "reach",
 		        reach_fix(&out, "check the URL, the network and that the servers run"),
 		        "%s", err);
@@ -1156,8 +1211,8 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	else if (o->tls && out.reached > 0)
 		finding(&out, L_OK, o->server, "tls", NULL,
 		        "the servers' certificate chains and host names are verified");
-	if (sentinel_of(cfg))
-		check_sentinels(&out, sentinel_of(cfg), o);
+	if (st)
+		check_sentinels(&out, st, said);
 	int rc = out.reached == 0 && out.bad_url    ? RL_EX_USAGE
 	         : out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
 	         : out.reached == 0                 ? RL_EX_UNAVAILABLE

@@ -14,6 +14,8 @@
  * named a master that answers as one), so give them time to agree on a new one. */
 #define ROUND_PAUSE_MIN_MS 100
 #define ROUND_PAUSE_MAX_MS 1000
+/* One sentinel's reason in a message that names them all. */
+#define SENTINEL_WHY_MAX 200
 
 static void hostport_name(char *buf, size_t n, const char *host, int port)
 {
@@ -137,8 +139,8 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 		goto out;
 	}
 	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
-		snprintf(err, errlen, "no sentinel knows master '%.100s' (asked %.100s last)",
-		         s->master, srv->name);
+		snprintf(err, errlen, "sentinel %.100s does not know master '%.100s'", srv->name,
+		         s->master);
 		rc = ASK_UNKNOWN;
 		goto out;
 	}
@@ -260,9 +262,9 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	return rc;
 }
 
-/* The reason to report when no master is found: the last failure, unless it only ran
- * into cap_ms (a timeout that says nothing) after a complete attempt said more (a
- * certificate refused, a master that is not one). */
+/* The reason to report for one sentinel when no master is found: its last failure,
+ * unless that only ran into cap_ms (a timeout that says nothing) after a complete
+ * attempt said more (a certificate refused, a master that is not one). */
 static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int *complete)
 {
 	int cut = clock_ms() >= cap_ms;
@@ -272,12 +274,30 @@ static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int
 	*complete |= !cut;
 }
 
+/* "HEAD: why1; why2; ..." in err: every sentinel's reason, in the order asked from
+ * start (one that was never asked, cut short by cap_ms, has none). */
+static void say_reasons(char *err, size_t errlen, const char *head, const struct sentinel *s,
+                        int start, char why[][SENTINEL_WHY_MAX])
+{
+	size_t used = (size_t)snprintf(err, errlen, "%s", head);
+
+	for (int k = 0, sep = ':'; k < s->n && used < errlen; k++) {
+		const char *w = why[(start + k) % s->n];
+		if (!w[0])
+			continue;
+		used += (size_t)snprintf(err + used, errlen - used, "%c %s", sep, w);
+		sep = ';';
+	}
+}
+
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
-                      int *first, char *err, size_t errlen)
+                      int once, int *first, char *err, size_t errlen)
 {
 	int64_t pause = ROUND_PAUSE_MIN_MS;
-	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time", e[512];
-	int port, complete = 0;
+	char cand[URL_HOST_MAX], e[512], head[URL_MASTER_MAX + 64];
+	char why[URL_SENTINELS_MAX][SENTINEL_WHY_MAX] = {{0}};
+	int complete[URL_SENTINELS_MAX] = {0};
+	int port;
 
 	int start = *first;
 
@@ -286,9 +306,9 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		for (int k = 0; k < s->n; k++) {
 			int i = (start + k) % s->n;
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
-				snprintf(err, errlen,
-				         "no master found for '%.300s' in time (%.300s)", s->master,
-				         last);
+				snprintf(head, sizeof head, "no master found for '%s' in time",
+				         s->master);
+				say_reasons(err, errlen, head, s, start, why);
 				return -1;
 			}
 			/* One sentinel's final fault is not the round's while others may answer. */
@@ -303,7 +323,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			final += a == ASK_FAILED && (fault & CONN_FAULT_FINAL);
 			if (a != ASK_FOUND) {
 				log_debug("%s", e);
-				keep_reason(last, sizeof last, e, cap_ms, &complete);
+				keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
 				continue;
 			}
 			memcpy(host, cand, URL_HOST_MAX);
@@ -337,7 +357,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				return -1;
 			}
 			log_debug("%s", e);
-			keep_reason(last, sizeof last, e, cap_ms, &complete);
+			/* the master it named failed: that sentinel's reason ("master ...") */
+			keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
 		}
 		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {
@@ -349,8 +370,16 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		 * that does not verify, TLS on one side only), or the master it names cannot
 		 * (README: what time cannot fix fails at once). */
 		if (unknown + denied + final == s->n) {
-			snprintf(err, errlen, "%s", last);
+			snprintf(head, sizeof head, "no master found for '%s'", s->master);
+			say_reasons(err, errlen, head, s, start, why);
 			conn_fault_note(CONN_FAULT_FINAL);
+			return -1;
+		}
+		/* One look (-n, an operator's command): one pass, each sentinel once. */
+		if (once) {
+			snprintf(head, sizeof head,
+			         "no master found for '%s' (each sentinel asked once)", s->master);
+			say_reasons(err, errlen, head, s, start, why);
 			return -1;
 		}
 		conn_pause_until(min64(clock_ms() + pause, cap_ms));
@@ -464,8 +493,8 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&sh->s));
 		x->srv[slot] = sh->data;
 		first_load(x);
-		int found = sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap, &x->first,
-		                              err, errlen);
+		int found = sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap,
+		                              store_looking_once(), &x->first, err, errlen);
 		first_store(x);
 		if (found < 0)
 			return STORE_ERR;
@@ -635,6 +664,12 @@ const struct sentinel *sentinel_of(const struct store_config *cfg)
 {
 	return cfg->route == &sentinel_route ? &((const struct sentinel_route *)cfg->route_arg)->s
 	                                     : NULL;
+}
+
+void sentinel_ask_first(struct store_config *cfg, int i)
+{
+	if (sentinel_of(cfg))
+		((struct sentinel_route *)cfg->route_arg)->first = i;
 }
 
 void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms)
