@@ -381,8 +381,9 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	done
 	run -64 --separate-stderr rlock "${urls[@]}" --status -k seeds
 	assert_regex "$stderr" 'is a Redis Cluster node'
-	run -2 rlock "${urls[@]}" --check
-	assert_regex "$output" "unsafe .*Redis Cluster's nodes: rlock refuses them"
+	run -64 rlock "${urls[@]}" --check # the run's rule: bad-url
+	assert_regex "$output" "unsafe .* reach: .*is a Redis Cluster node.*give one node.s URL"
+	assert_line --regexp '^verdict: bad-url '
 	# one node's URL is the Cluster, as before
 	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
 }

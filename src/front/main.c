@@ -392,11 +392,10 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		return 0;
 	die_unheld_if_signalled(termfd);
 	log_error("%s", err);
-	rc = rc == STORE_USAGE      ? RL_EX_USAGE
-	     : store_fault_config() ? RL_EX_USAGE   /* a /2 on a Cluster node */
-	     : store_fault_local()  ? RL_EX_OSERR   /* the host, not the server */
-	     : store_fault_file()   ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
-	                            : RL_EX_UNAVAILABLE;
+	rc = store_refused_url(rc) ? RL_EX_USAGE   /* a /2 on a Cluster node: --check's too */
+	     : store_fault_local() ? RL_EX_OSERR   /* the host, not the server */
+	     : store_fault_file()  ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
+	                           : RL_EX_UNAVAILABLE;
 	/* a usage error found at the servers (Redlock nodes that are one server, a
 	 * Cluster or Sentinel given as nodes): failed, not unavailable */
 	events_emit(rc == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,

@@ -34,6 +34,8 @@ struct out {
 	int bad_url;  /* the URL is wrong for the server (/2 on a Cluster node): exit 64 */
 };
 
+#define BAD_DB_FIX "name a database the server has in the URL (a Redis Cluster has only database 0)"
+
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
  * cannot be for that server (store_fault_config: a database but 0 on a Cluster node, one
@@ -42,8 +44,7 @@ static const char *reach_fix(struct out *out, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
-		return "name a database the server has in the URL (a Redis Cluster has only "
-		       "database 0)";
+		return BAD_DB_FIX;
 	}
 	if (!store_fault_file())
 		return dflt;
@@ -170,11 +171,13 @@ static int check_reach(struct node *n)
 		snprintf(err, sizeof err, "PING: %.300s", r->str), rc = LOCK_DENIED;
 	resp_free(r);
 	if (rc != LOCK_OK) {
-		finding(n->out, down, name, "reach",
-		        rc == LOCK_DENIED ? "check the user and password (--user, --password-file)"
-		                          : reach_fix(n->out, "check the URL, the network and that "
-		                                              "the server runs"),
-		        "%s", err);
+		const char *fix = rc == LOCK_DENIED
+		                      ? "check the user and password (--user, --password-file)"
+		                      : reach_fix(n->out, "check the URL, the network and that "
+		                                          "the server runs");
+		/* a URL the run refuses (64) is not a node down, whatever the topology */
+		finding(n->out, store_fault_config() ? L_UNSAFE : down, name, "reach", fix, "%s",
+		        err);
 		return -1;
 	}
 	for (int i = 0; i < PINGS; i++) {
@@ -1006,7 +1009,10 @@ static void check_topology(struct out *out, const struct check_ask *o, const str
 	if (o->sentinels)
 		finding(out, L_OK, name, "topology", NULL,
 		        "Sentinel '%s' names %s as master (ROLE confirmed)", o->master, master);
-	if (w->cluster && o->redlock) /* rlock refuses them (quorum.c, issue 41) */
+	/* What the run refuses (quorum.c, issue 41) is bad-url, as store_refused_url says
+	 * when the nodes that answered were a quorum (check_run). */
+	out->bad_url |= w->cluster && o->redlock;
+	if (w->cluster && o->redlock)
 		finding(out, L_UNSAFE, name, "topology",
 		        "give one node's URL: rlock finds the Cluster's other nodes",
 		        "several URLs are Redlock nodes, and these are a Redis Cluster's nodes: "
@@ -1024,11 +1030,13 @@ static void check_topology(struct out *out, const struct check_ask *o, const str
 		        "Redlock: %d of %d nodes reachable", n - bad, n);
 	for (int i = 0; o->redlock && i < n; i++)
 		for (int j = i + 1; j < n; j++)
-			if (w->run_id[i][0] && !strcmp(w->run_id[i], w->run_id[j]))
+			if (w->run_id[i][0] && !strcmp(w->run_id[i], w->run_id[j])) {
+				out->bad_url = 1;
 				finding(out, L_UNSAFE, name, "topology",
 				        "give independent servers: one vote each",
 				        "Redlock nodes %d and %d are one server (run_id %.12s...)",
 				        i + 1, j + 1, w->run_id[i]);
+			}
 }
 
 /* Every node in turn. */
@@ -1175,6 +1183,9 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 
 	if (o->json)
 		fputs("{\"schema\":1,\"findings\":[", stdout);
+	/* Connected as a run connects, so that the URLs are judged by the run's rule
+	 * (store_refused_url): what it refuses (64) is the verdict bad-url, whatever the
+	 * other nodes say. A Redlock quorum short of nodes is checked node by node. */
 	int opened = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	/* A Sentinel URL: its sentinels first, each once; the master is found through one
 	 * that knows it, and not at all when none answered (each costs its deadline once). */
@@ -1191,13 +1202,24 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 		}
 	}
 	if (opened == STORE_OK)
-		opened = store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err);
-	if (opened != STORE_OK)
+		opened = store_open(&s, cfg, 1, STORE_NO_CAP, err, sizeof err);
+	if (store_refused_url(opened)) {
+		out.bad_url = 1;
+		finding(&out, L_UNSAFE, o->server, "reach",
+		        store_fault_config() ? BAD_DB_FIX
+		                             : "give independent masters as Redlock nodes (a "
+		                               "Cluster: one node's URL; Sentinel: "
+		                               "redis-sentinel://)",
+		        "%s", err);
+	} else if (opened == STORE_ERR && o->redlock &&
+	           store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err) == STORE_OK)
+		opened = STORE_OK;
+	if (opened == STORE_OK)
+		check_nodes(s, o, &out, &w, master, sizeof master);
+	else if (!out.bad_url)
 		finding(&out, L_UNSAFE, o->server, "reach",
 		        reach_fix(&out, "check the URL, the network and that the servers run"),
 		        "%s", err);
-	else
-		check_nodes(s, o, &out, &w, master, sizeof master);
 	store_close(s);
 	if (out.reached > 0)
 		check_topology(&out, o, &w, master);
@@ -1213,7 +1235,7 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 		        "the servers' certificate chains and host names are verified");
 	if (st)
 		check_sentinels(&out, st, said);
-	int rc = out.reached == 0 && out.bad_url    ? RL_EX_USAGE
+	int rc = out.bad_url                        ? RL_EX_USAGE
 	         : out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
 	         : out.reached == 0                 ? RL_EX_UNAVAILABLE
 	         : out.count[L_UNSAFE]              ? 2
