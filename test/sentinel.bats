@@ -142,6 +142,37 @@ teardown() {
 	assert_equal "$(silent_conns "$silent")" 1
 }
 
+@test "sentinels that all name a master that does not answer: one look asks it once, and says so once" {
+	# a "sentinel" that names the silent port as master, to every question
+	local master fake
+	master=$(silent_port)
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -MIO::Select -e '
+		my ($file, $port) = @ARGV;
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 50, ReuseAddr => 1) or die "listen: $!";
+		open my $f, ">", "$file.tmp" or die; print $f $s->sockport, "\n"; close $f;
+		rename "$file.tmp", $file;
+		$SIG{ALRM} = sub { exit 0 }; alarm 60;
+		my $sel = IO::Select->new($s);
+		for (;;) { for my $h ($sel->can_read) {
+			if ($h == $s) { $sel->add($s->accept); next }
+			my $n = sysread($h, my $buf, 4096);
+			if (!$n) { $sel->remove($h); close $h; next }
+			syswrite($h, "*2\r\n\$9\r\n127.0.0.1\r\n\$" . length($port) . "\r\n$port\r\n")
+				if $buf =~ /get-master-addr-by-name/i;
+		} }' "$BATS_TEST_TMPDIR/fake.port" "$master") </dev/null >/dev/null 2>&1 &
+	track_pid $!
+	wait_until 30 test -s fake.port
+	fake=$(cat fake.port)
+	run -69 --separate-stderr rlock --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$fake,localhost:$fake,[::ffff:127.0.0.1]:$fake/mymaster" -k once -n -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: no master found for 'mymaster' \(each sentinel asked once\): master 127\.0\.0\.1:$master: .*did not answer ROLE in time\$"
+	wait_until 5 test "$(silent_conns "$master")" -ge 1
+	assert_equal "$(silent_conns "$master")" 1
+	[[ ! -e ran ]]
+}
+
 @test "a first sentinel that accepts and never answers costs one --io-timeout, not one per handle, renewal and release" {
 	# A listener that completes TCP (kernel backlog) but never speaks, first in the URL.
 	(exec 3>&- 4>&- perl -MIO::Socket::INET -e '

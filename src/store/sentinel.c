@@ -275,7 +275,7 @@ static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int
 }
 
 /* "HEAD: why1; why2; ..." in err: every sentinel's reason, in the order asked from
- * start (one that was never asked, cut short by cap_ms, has none). */
+ * start, each said once (one that was never asked, cut short by cap_ms, has none). */
 static void say_reasons(char *err, size_t errlen, const char *head, const struct sentinel *s,
                         int start, char why[][SENTINEL_WHY_MAX])
 {
@@ -283,7 +283,10 @@ static void say_reasons(char *err, size_t errlen, const char *head, const struct
 
 	for (int k = 0, sep = ':'; k < s->n && used < errlen; k++) {
 		const char *w = why[(start + k) % s->n];
-		if (!w[0])
+		int said = 0; /* the master that several named, said once */
+		for (int j = 0; j < k && !said; j++)
+			said = strcmp(why[(start + j) % s->n], w) == 0;
+		if (!w[0] || said)
 			continue;
 		used += (size_t)snprintf(err + used, errlen - used, "%c %s", sep, w);
 		sep = ';';
@@ -303,6 +306,14 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 
 	for (;;) {
 		int unknown = 0, denied = 0, final = 0;
+		/* the masters named in this pass that failed: not asked again in it (several
+		 * sentinels name one master: a silent one costs its deadline once a pass) */
+		struct {
+			char name[sizeof srv->name];
+			int final;
+			char why[SENTINEL_WHY_MAX];
+		} failed[URL_SENTINELS_MAX];
+		int nfailed = 0;
 		for (int k = 0; k < s->n; k++) {
 			int i = (start + k) % s->n;
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
@@ -324,6 +335,17 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			if (a != ASK_FOUND) {
 				log_debug("%s", e);
 				keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
+				continue;
+			}
+			char named[sizeof srv->name];
+			hostport_name(named, sizeof named, cand, port);
+			int seen = -1;
+			for (int j = 0; j < nfailed && seen < 0; j++)
+				seen = strcmp(failed[j].name, named) == 0 ? j : -1;
+			if (seen >= 0) {
+				final += failed[seen].final;
+				keep_reason(why[i], sizeof why[i], failed[seen].why, cap_ms,
+				            &complete[i]);
 				continue;
 			}
 			memcpy(host, cand, URL_HOST_MAX);
@@ -359,6 +381,10 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			log_debug("%s", e);
 			/* the master it named failed: that sentinel's reason ("master ...") */
 			keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
+			snprintf(failed[nfailed].name, sizeof failed[nfailed].name, "%s",
+			         srv->name);
+			snprintf(failed[nfailed].why, sizeof failed[nfailed].why, "%.190s", e);
+			failed[nfailed++].final = ok == -1 && (fault & CONN_FAULT_FINAL);
 		}
 		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {
