@@ -15,7 +15,7 @@
 #define ROUND_PAUSE_MIN_MS 100
 #define ROUND_PAUSE_MAX_MS 1000
 /* One sentinel's reason in a message that names them all. */
-#define SENTINEL_WHY_MAX 200
+#define SENTINEL_WHY_MAX 400
 
 static void hostport_name(char *buf, size_t n, const char *host, int port)
 {
@@ -383,7 +383,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
 			snprintf(failed[nfailed].name, sizeof failed[nfailed].name, "%s",
 			         srv->name);
-			snprintf(failed[nfailed].why, sizeof failed[nfailed].why, "%.190s", e);
+			snprintf(failed[nfailed].why, sizeof failed[nfailed].why, "%.390s", e);
 			failed[nfailed++].final = ok == -1 && (fault & CONN_FAULT_FINAL);
 		}
 		/* Every sentinel gave an answer that asking again will not change. */
