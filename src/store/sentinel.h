@@ -62,11 +62,11 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 
 /* The store's route (store.h) for a redis-sentinel:// URL. Each store handle finds
  * the master on first use (within sentinel_budget_ms() when its caller gives no closer
- * deadline), asks the sentinels again, at most every recheck_ms, whether it is still
- * the master (a master that lost a failover keeps taking writes until a sentinel
- * reconfigures it; that re-check takes at most one sentinel's deadlines and half the
- * time its caller has, and keeps the master when no sentinel answers), and finds it
- * anew after READONLY, MASTERDOWN or a failed connection.
+ * deadline; in one pass under store_look_once), asks the sentinels again, at most every recheck_ms,
+ * whether it is still the master (a master that lost a failover keeps taking writes until a
+ * sentinel reconfigures it; that re-check takes at most one sentinel's deadlines and half the time
+ * its caller has, and keeps the master when no sentinel answers), and finds it anew after READONLY,
+ * MASTERDOWN or a failed connection.
  *
  * The route's context: what every handle shares, read-only once the threads start. */
 struct sentinel_route {
