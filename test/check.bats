@@ -380,10 +380,30 @@ all_sentinels_ok() {
 	line unsafe topology 'Redlock: 1 of 3 nodes reachable'
 	# one server named twice (TCP and its Unix socket) is one vote
 	safe_start --unixsocket "$BATS_TEST_TMPDIR/r.sock"
-	run -2 rlock -u "${urls%%,*},$REDIS_URL,unix://$BATS_TEST_TMPDIR/r.sock" --check
-	line unsafe topology 'Redlock nodes 2 and 3 are one server'
+	run -64 rlock -u "${urls%%,*},$REDIS_URL,unix://$BATS_TEST_TMPDIR/r.sock" --check
+	assert_line --regexp '^unsafe .* reach: Redlock nodes must be distinct servers: .* are the same server'
+	assert_line --regexp '^verdict: bad-url '
 	redis_stop "$REDIS_PID"
 	redis_stop "${pids[0]}"
+}
+
+@test "--check judges Redlock nodes' URLs by the run's rule: a database a node lacks is bad-url (64), not a node down (warn)" {
+	local urls bad pid
+	safe_start
+	bad=$REDIS_PORT pid=$REDIS_PID
+	safe_start
+	# /99: past the server's 16 databases (a Cluster node's /2 is the same rule)
+	urls="$GOOD_URL,$REDIS_URL,redis://127.0.0.1:$bad/99"
+	run -64 --separate-stderr rlock -u "$urls" -k db -- touch ran
+	assert_regex "$stderr" "database 99 in the URL: 127\.0\.0\.1:$bad has no such database"
+	run -64 --separate-stderr rlock -u "$urls" --check
+	assert_line --regexp "^unsafe .* reach: database 99 in the URL: 127\.0\.0\.1:$bad has no such database"
+	assert_line --regexp '^verdict: bad-url '
+	run -64 --separate-stderr rlock -u "$urls" --check --json
+	jq -e '.verdict == "bad-url" and .exit == 64' <<<"$output"
+	[[ ! -e ran ]]
+	redis_stop "$REDIS_PID"
+	redis_stop "$pid"
 }
 
 @test "--check: 69 when unreachable; bad combinations are usage errors" {

@@ -252,7 +252,7 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	for m in "${pids[@]}"; do rlock_wait "$m" 30; done
 }
 
-@test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status and --held" {
+@test "--list on a Cluster whose last master does not answer (SIGSTOP): nothing on stdout, 69, one line; --check says which node, and so do --status, --held and -n" {
 	local m name names=() pids=() last last_pid lastname p waitname waiter waiter_err
 	for m in $(cluster_masters); do
 		name=$(name_on "$m")
@@ -298,6 +298,15 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	assert_equal "$output" ""
 	run -69 --separate-stderr rlock "${t[@]}" -k "$lastname" --held --token 0123456789abcdef0123456789abcdef --json
 	assert_equal "$(echo "$output" | jq -c '[.held, .ttl_left_ms, .fence]')" '[null,null,null]'
+	# -n looks once (README: it fails at once): the paused master is asked once (for the
+	# slot map, or the acquire), not again at each of the route's lookups (6 io
+	# timeouts, and the map asked of it first each time), and the line names it
+	local t0
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock "${t[@]}" -n -k "$lastname" -- touch ran
+	echo "# -n, the lock's master paused: 69 after $(($(now_ms) - t0)) ms (io timeout 300 ms)" >&3
+	assert_regex "${stderr##*$'\n'}" "^rlock: 127\.0\.0\.1:$last did not answer (CLUSTER|EVALSHA) in time\$"
+	[[ ! -e ran ]]
 	# --check reports per node: the paused one is a finding, and the verdict says so
 	run -2 --separate-stderr rlock "${t[@]}" --check --json
 	assert_equal "$(echo "$output" | jq -r '.verdict')" unsafe
@@ -376,8 +385,9 @@ supersede_placed() { [[ $(redis-cli -p "$1" EXISTS "rlock:{$2}:supersede") == 1 
 	done
 	run -64 --separate-stderr rlock "${urls[@]}" --status -k seeds
 	assert_regex "$stderr" 'is a Redis Cluster node'
-	run -2 rlock "${urls[@]}" --check
-	assert_regex "$output" "unsafe .*Redis Cluster's nodes: rlock refuses them"
+	run -64 rlock "${urls[@]}" --check # the run's rule: bad-url
+	assert_regex "$output" "unsafe .* reach: .*is a Redis Cluster node.*give one node.s URL"
+	assert_line --regexp '^verdict: bad-url '
 	# one node's URL is the Cluster, as before
 	run -0 rlock -u "redis://127.0.0.1:$(cluster_masters | head -1)" -k seeds -- true
 }

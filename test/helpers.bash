@@ -311,6 +311,35 @@ redis_stop_all() {
 # dead_port: a loopback port with nothing listening (for "Redis unavailable" tests).
 dead_port() { free_port; }
 
+# silent_port: print a loopback port that accepts connections and never answers a
+# byte: a stopped server, a sentinel or a proxy that hangs. Each connection it accepted
+# is a line of $BATS_TEST_TMPDIR/silent.PORT.conns (silent_conns PORT counts them). The
+# listener is tracked (kill_tracked stops it) and exits by itself after 120 s.
+silent_port() {
+	local f
+	f=$(mktemp "$BATS_TEST_TMPDIR/silent.XXXXXX") || return 1
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -MIO::Handle -e '
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 50, ReuseAddr => 1) or die "listen: $!";
+		my $port = $s->sockport;
+		open my $log, ">>", "$ARGV[1]/silent.$port.conns" or die; $log->autoflush(1);
+		open my $f, ">", "$ARGV[0].tmp" or die; print $f "$port\n"; close $f;
+		rename "$ARGV[0].tmp", $ARGV[0];
+		$SIG{ALRM} = sub { exit 0 }; alarm 120;
+		my @held;
+		while (my $c = $s->accept) { push @held, $c; print $log "conn\n"; }' \
+		"$f" "$BATS_TEST_TMPDIR") </dev/null >/dev/null 2>&1 &
+	track_pid $!
+	wait_until 30 test -s "$f" || return 1
+	cat "$f"
+}
+
+# silent_conns PORT: how many connections the silent_port listener on PORT accepted.
+silent_conns() {
+	local f=$BATS_TEST_TMPDIR/silent.$1.conns
+	if [[ -e $f ]]; then wc -l <"$f"; else echo 0; fi
+}
+
 # ---------------------------------------------------------------------------------
 # running rlock
 

@@ -95,6 +95,84 @@ teardown() {
 	[[ ! -e ran ]]
 }
 
+@test "-n and the operator's commands ask each sentinel once: none answers, 69 at once naming each (not the discovery's rounds)" {
+	local d1 d2 silent url mode t0 t1 token=0123456789abcdef0123456789abcdef
+	d1=$(dead_port) && d2=$(dead_port)
+	url="redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2/mymaster"
+	for mode in "-k once -n -- touch ran" "-k once --status" "--list" "-k once --token $token --held" \
+		"-k once --break" "-k once --reset" "-k once --history"; do
+		# shellcheck disable=SC2086 # the mode's words
+		run -69 --separate-stderr rlock -u "$url" $mode
+		assert_one_line_error
+		assert_regex "$stderr" "no master found for 'mymaster' \(each sentinel asked once\): sentinel 127\.0\.0\.1:$d1: .*refused; sentinel 127\.0\.0\.1:$d2: .*refused"
+	done
+	run -69 --separate-stderr rlock -u "$url" --check
+	assert_line --regexp "^unsafe .* reach: no master found for 'mymaster' \(each sentinel asked once\)"
+	# one pass (the rounds of a discovery asked each dead sentinel again and again for
+	# 3 connect + 3 io timeouts: 10 s with the defaults)
+	run -69 --separate-stderr rlock -vv -u "$url" -k once -n -- touch ran
+	(($(grep -c "^rlock: sentinel 127\.0\.0\.1:$d1: connect" <<<"$stderr") == 1)) ||
+		fail "sentinel $d1 asked more than once: $stderr"
+	# A sentinel that accepts and never answers costs its --io-timeout once.
+	silent=$(silent_port)
+	t0=$(now_ms)
+	run -69 --separate-stderr rlock -vv --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:$d1/mymaster" -k once -n -- touch ran
+	t1=$(now_ms)
+	echo "# -n, a silent and a dead sentinel: 69 after $((t1 - t0)) ms (io timeout 300 ms)" >&3
+	(($(grep -c "^rlock: sentinel 127\.0\.0\.1:$silent: .*did not answer" <<<"$stderr") == 1)) ||
+		fail "the silent sentinel was asked more than once: $stderr"
+	assert_regex "${stderr##*$'\n'}" "^rlock: no master found .*sentinel 127\.0\.0\.1:$silent: .*did not answer SENTINEL in time; sentinel 127\.0\.0\.1:$d1: .*refused"
+	[[ ! -e ran ]]
+	# --check too: its sentinels' findings and its search for the master ask each once
+	# (it asked each twice, after the discovery's rounds: 18 s with the defaults)
+	silent=$(silent_port)
+	run -69 --separate-stderr rlock --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:$d1/mymaster" --check
+	assert_line --regexp "^unsafe .* reach: no master found for 'mymaster' \(each sentinel asked once\): sentinel 127\.0\.0\.1:$silent: .*did not answer SENTINEL in time; sentinel 127\.0\.0\.1:$d1: .*refused"
+	assert_line --regexp "^warn +127\.0\.0\.1:$silent sentinel: .*did not answer SENTINEL in time"
+	wait_until 5 test "$(silent_conns "$silent")" -ge 1
+	assert_equal "$(silent_conns "$silent")" 1
+	# one that answers, after it: the master is found through it
+	silent=$(silent_port)
+	run -2 --separate-stderr rlock --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:${SENT_PORTS%% *}/mymaster" --check
+	assert_line --regexp "^ok +127\.0\.0\.1:$MASTER_PORT reach: "
+	wait_until 5 test "$(silent_conns "$silent")" -ge 1
+	assert_equal "$(silent_conns "$silent")" 1
+}
+
+@test "sentinels that all name a master that does not answer: one look asks it once, and says so once" {
+	# a "sentinel" that names the silent port as master, to every question
+	local master fake
+	master=$(silent_port)
+	(exec 3>&- 4>&- perl -MIO::Socket::INET -MIO::Select -e '
+		my ($file, $port) = @ARGV;
+		my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0,
+			Listen => 50, ReuseAddr => 1) or die "listen: $!";
+		open my $f, ">", "$file.tmp" or die; print $f $s->sockport, "\n"; close $f;
+		rename "$file.tmp", $file;
+		$SIG{ALRM} = sub { exit 0 }; alarm 60;
+		my $sel = IO::Select->new($s);
+		for (;;) { for my $h ($sel->can_read) {
+			if ($h == $s) { $sel->add($s->accept); next }
+			my $n = sysread($h, my $buf, 4096);
+			if (!$n) { $sel->remove($h); close $h; next }
+			syswrite($h, "*2\r\n\$9\r\n127.0.0.1\r\n\$" . length($port) . "\r\n$port\r\n")
+				if $buf =~ /get-master-addr-by-name/i;
+		} }' "$BATS_TEST_TMPDIR/fake.port" "$master") </dev/null >/dev/null 2>&1 &
+	track_pid $!
+	wait_until 30 test -s fake.port
+	fake=$(cat fake.port)
+	run -69 --separate-stderr rlock --io-timeout 300ms \
+		-u "redis-sentinel://127.0.0.1:$fake,localhost:$fake,[::ffff:127.0.0.1]:$fake/mymaster" -k once -n -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: no master found for 'mymaster' \(each sentinel asked once\): master 127\.0\.0\.1:$master: .*did not answer ROLE in time\$"
+	wait_until 5 test "$(silent_conns "$master")" -ge 1
+	assert_equal "$(silent_conns "$master")" 1
+	[[ ! -e ran ]]
+}
+
 @test "a first sentinel that accepts and never answers costs one --io-timeout, not one per handle, renewal and release" {
 	# A listener that completes TCP (kernel backlog) but never speaks, first in the URL.
 	(exec 3>&- 4>&- perl -MIO::Socket::INET -e '

@@ -414,7 +414,8 @@ static const struct optdef options[] = {
         "findings and a verdict (--json: one object);\n"
         "exit 0 ok, 1 warnings, 2 unsafe, 69 unreachable,\n"
         "66 a --cacert, --cert or --tls-key not PEM,\n"
-        "64 a database the server does not have,\n"
+        "64 URLs a run refuses (a database the server\n"
+        "does not have, Redlock nodes that are one server),\n"
         "71 no TLS module that loads",
         SPECIAL(opt_mode), .value = MODE_CHECK),
     OPT("json", 0, F_RUN, NULL, "machine-readable --status, --list, --held,\n--check and --history",

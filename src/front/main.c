@@ -376,8 +376,14 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		rc = STORE_OK;
 	if (wait > 0) /* what the lookup left of the wait (at least a try) */
 		wait = clock_ms() - start < wait ? wait - (clock_ms() - start) : 1;
+	/* One look (README: -n fails at once; so does an operator's command): each source
+	 * of the route asked once, not its rounds. --release is owed them: a lock given
+	 * back after a failover frees the name for the next holder now, not at its TTL. */
+	store_look_once(wait == 0 && o->mode != MODE_RELEASE);
 	if (rc == STORE_OK)
 		rc = wait_open(c, cfg, o->name, wait, termfd, err, sizeof err);
+	if (waits) /* the run's own calls follow the route (-n's first try: wait.c) */
+		store_look_once(0);
 	if (rc == STORE_OK)
 		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
 	if (rc == STORE_OK && o->wait_ms > 0) {
@@ -389,11 +395,10 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 		return 0;
 	die_unheld_if_signalled(termfd);
 	log_error("%s", err);
-	rc = rc == STORE_USAGE      ? RL_EX_USAGE
-	     : store_fault_config() ? RL_EX_USAGE   /* a /2 on a Cluster node */
-	     : store_fault_local()  ? RL_EX_OSERR   /* the host, not the server */
-	     : store_fault_file()   ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
-	                            : RL_EX_UNAVAILABLE;
+	rc = store_refused_url(rc) ? RL_EX_USAGE   /* a /2 on a Cluster node: --check's too */
+	     : store_fault_local() ? RL_EX_OSERR   /* the host, not the server */
+	     : store_fault_file()  ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
+	                           : RL_EX_UNAVAILABLE;
 	/* a usage error found at the servers (Redlock nodes that are one server, a
 	 * Cluster or Sentinel given as nodes): failed, not unavailable */
 	events_emit(rc == RL_EX_USAGE ? EV_FAILED : EV_UNAVAILABLE,
@@ -801,6 +806,7 @@ static int check(struct store_config *cfg, const struct opts *o, int termfd)
 	struct check_ask ca;
 
 	check_ask_from_opts(&ca, o);
+	store_look_once(1); /* one look, as every operator's command (open_store) */
 	int rc = check_run(cfg, &ca);
 	int wrc = cli_close_stdout();
 	die_if_signalled(termfd);

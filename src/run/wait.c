@@ -354,10 +354,16 @@ static int attempt(struct store *s, const struct wait_args *a, int first, int64_
                    int64_t *sent_ms, struct holder *h, char *err, size_t errlen)
 {
 	/* The first try of -n is not waiting: it may connect (a cluster's redirect to the
-	 * slot's node); its hops are bounded by their own timeouts. Every other try, the
-	 * first of -w too, ends by the wait's deadline: connect, reply and all. */
-	int64_t cap = first && a->lock->ask.nowait ? STORE_NO_CAP : deadline;
+	 * slot's node); its hops are bounded by their own timeouts, each server tried once.
+	 * Every other try, the first of -w too, ends by the wait's deadline: connect, reply
+	 * and all. */
+	int once = first && a->lock->ask.nowait;
+	int64_t cap = once ? STORE_NO_CAP : deadline;
+	/* -n looks once (README: fails at once): no server tried twice, one pass over
+	 * the sentinels should the route look again; its release follows the route. */
+	store_look_once(once);
 	int rc = store_acquire(s, a->lock, a->meta, cap, sent_ms, h, err, errlen);
+	store_look_once(0);
 	if (rc == LOCK_OK && clock_ms() - *sent_ms >= lease_floor(a->lock)) {
 		/* Granted, but the reply came so late that the lease, which runs from when
 		 * the request was sent, is (nearly) over: someone else may hold it by now.

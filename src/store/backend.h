@@ -17,6 +17,9 @@
 #define STORE_HOPS_MAX   5 /* redirects followed by one call */
 #define STORE_PAUSES_MAX 5 /* STORE_ROUTE_LATER: 50+100+200+400+800 ms at most */
 
+/* store_look_once's setting in the calling thread: 1 while every source is asked once. */
+int store_looking_once(void);
+
 enum { STORE_ROUTE_FAIL = 0, STORE_ROUTE_RETRY = 1, STORE_ROUTE_ASK = 2, STORE_ROUTE_LATER = 3 };
 
 struct store_route {

@@ -34,6 +34,8 @@ struct out {
 	int bad_url;  /* the URL is wrong for the server (/2 on a Cluster node): exit 64 */
 };
 
+#define BAD_DB_FIX "name a database the server has in the URL (a Redis Cluster has only database 0)"
+
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
  * cannot be for that server (store_fault_config: a database but 0 on a Cluster node, one
@@ -42,8 +44,7 @@ static const char *reach_fix(struct out *out, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
-		return "name a database the server has in the URL (a Redis Cluster has only "
-		       "database 0)";
+		return BAD_DB_FIX;
 	}
 	if (!store_fault_file())
 		return dflt;
@@ -170,11 +171,13 @@ static int check_reach(struct node *n)
 		log_reason(err, sizeof err, "PING: %s", r->str), rc = LOCK_DENIED;
 	resp_free(r);
 	if (rc != LOCK_OK) {
-		finding(n->out, down, name, "reach",
-		        rc == LOCK_DENIED ? "check the user and password (--user, --password-file)"
-		                          : reach_fix(n->out, "check the URL, the network and that "
-		                                              "the server runs"),
-		        "%s", err);
+		const char *fix = rc == LOCK_DENIED
+		                      ? "check the user and password (--user, --password-file)"
+		                      : reach_fix(n->out, "check the URL, the network and that "
+		                                          "the server runs");
+		/* a URL the run refuses (64) is not a node down, whatever the topology */
+		finding(n->out, store_fault_config() ? L_UNSAFE : down, name, "reach", fix, "%s",
+		        err);
 		return -1;
 	}
 	for (int i = 0; i < PINGS; i++) {
@@ -1006,7 +1009,10 @@ static void check_topology(struct out *out, const struct check_ask *o, const str
 	if (o->sentinels)
 		finding(out, L_OK, name, "topology", NULL,
 		        "Sentinel '%s' names %s as master (ROLE confirmed)", o->master, master);
-	if (w->cluster && o->redlock) /* rlock refuses them (quorum.c, issue 41) */
+	/* What the run refuses (quorum.c, issue 41) is bad-url, as store_refused_url says
+	 * when the nodes that answered were a quorum (check_run). */
+	out->bad_url |= w->cluster && o->redlock;
+	if (w->cluster && o->redlock)
 		finding(out, L_UNSAFE, name, "topology",
 		        "give one node's URL: rlock finds the Cluster's other nodes",
 		        "several URLs are Redlock nodes, and these are a Redis Cluster's nodes: "
@@ -1024,11 +1030,13 @@ static void check_topology(struct out *out, const struct check_ask *o, const str
 		        "Redlock: %d of %d nodes reachable", n - bad, n);
 	for (int i = 0; o->redlock && i < n; i++)
 		for (int j = i + 1; j < n; j++)
-			if (w->run_id[i][0] && !strcmp(w->run_id[i], w->run_id[j]))
+			if (w->run_id[i][0] && !strcmp(w->run_id[i], w->run_id[j])) {
+				out->bad_url = 1;
 				finding(out, L_UNSAFE, name, "topology",
 				        "give independent servers: one vote each",
 				        "Redlock nodes %d and %d are one server (run_id %.12s...)",
 				        i + 1, j + 1, w->run_id[i]);
+			}
 }
 
 /* Every node in turn. */
@@ -1066,44 +1074,71 @@ static void check_nodes(struct store *s, const struct check_ask *o, struct out *
 	}
 }
 
-/* One sentinel's answer (sentinel_view): 1 when it answered, with *known set. */
-static int check_sentinel(struct out *out, const struct sentinel *st, int i, int64_t cap,
-                          int *known, char *addr, size_t alen)
-{
+/* What one sentinel said (sentinel_view), asked before the nodes (the master is then
+ * found through one that answered, not after the deadlines of those that do not), and
+ * printed after them. */
+struct sentinel_said {
+	int rc; /* sentinel_view's: 0, -1 no answer, -2 refused */
 	struct sentinel_view v;
+	const char *fix; /* rc < 0 */
 	char err[512];
+};
+
+/* Ask every sentinel of st once: the index of the first that knows the master (-1:
+ * none), *answered how many answered. */
+static int ask_sentinels(struct out *out, const struct sentinel *st, const struct check_ask *o,
+                         struct sentinel_said *said, int *answered)
+{
+	int first = -1;
+
+	*answered = 0;
+	for (int i = 0; i < st->n; i++) {
+		struct sentinel_said *s = &said[i];
+		int64_t cap = clock_ms() + 2 * (o->connect_timeout_ms + o->io_timeout_ms);
+		s->rc = sentinel_view(st, i, cap, &s->v, s->err, sizeof s->err);
+		/* One that refuses our login is up: the fix is the sentinels' credentials. */
+		s->fix = s->rc == -2 ? "give the sentinels' user and password (the URL's "
+		                       "user:password@, --sentinel-user, --sentinel-password-file "
+		                       "or RLOCK_SENTINEL_PASSWORD)"
+		         : s->rc < 0 ? reach_fix(out, "bring it up, or drop it from the URL")
+		                     : NULL;
+		*answered += s->rc == 0;
+		if (s->rc == 0 && s->v.knows && first < 0)
+			first = i;
+	}
+	return first;
+}
+
+/* One sentinel's finding: 1 when it answered, with *known set. */
+static int check_sentinel(struct out *out, const struct sentinel *st, int i,
+                          const struct sentinel_said *s, int *known, char *addr, size_t alen)
+{
 	const char *name = st->sent[i].name;
 
-	int rc = sentinel_view(st, i, cap, &v, err, sizeof err);
-	if (rc < 0) {
-		/* One that refuses our login is up: the fix is the sentinels' credentials. */
-		finding(out, L_WARN, name, "sentinel",
-		        rc == -2 ? "give the sentinels' user and password (the URL's "
-		                   "user:password@, --sentinel-user, --sentinel-password-file or "
-		                   "RLOCK_SENTINEL_PASSWORD)"
-		                 : reach_fix(out, "bring it up, or drop it from the URL"),
-		        "%s", err);
+	if (s->rc < 0) {
+		finding(out, L_WARN, name, "sentinel", s->fix, "%s", s->err);
 		return 0;
 	}
-	*known = v.knows;
-	snprintf(addr, alen, "%s", v.addr);
-	if (!v.knows)
+	*known = s->v.knows;
+	snprintf(addr, alen, "%s", s->v.addr);
+	if (!s->v.knows)
 		finding(out, L_WARN, name, "sentinel",
 		        "SENTINEL MONITOR the master on it, or drop it from the URL",
 		        "does not know master '%s': it takes no part in its failovers", st->master);
 	else
-		finding(out, v.quorum == 1 ? L_OK : L_WARN, name, "sentinel",
-		        v.quorum == 1 ? NULL
-		                      : "bring the sentinels up: a majority of those that know the "
-		                        "master must answer for a failover",
-		        "knows master '%s' at %s; CKQUORUM: %s%s", st->master, v.addr, v.words,
-		        v.quorum == 0 ? " (a failover cannot be authorized)" : "");
+		finding(out, s->v.quorum == 1 ? L_OK : L_WARN, name, "sentinel",
+		        s->v.quorum == 1 ? NULL
+		                         : "bring the sentinels up: a majority of those that know "
+		                           "the master must answer for a failover",
+		        "knows master '%s' at %s; CKQUORUM: %s%s", st->master, s->v.addr,
+		        s->v.words, s->v.quorum == 0 ? " (a failover cannot be authorized)" : "");
 	return 1;
 }
 
 /* The sentinels themselves (a redis-sentinel:// URL): each one's answer, then how many
  * answered and know the master, and whether they name the same address. */
-static void check_sentinels(struct out *out, const struct sentinel *st, const struct check_ask *o)
+static void check_sentinels(struct out *out, const struct sentinel *st,
+                            const struct sentinel_said *said)
 {
 	int answered = 0, known = 0, differ = 0;
 	char first[URL_HOST_MAX + 8] = "";
@@ -1111,8 +1146,7 @@ static void check_sentinels(struct out *out, const struct sentinel *st, const st
 	for (int i = 0; i < st->n; i++) {
 		char addr[URL_HOST_MAX + 8];
 		int k = 0;
-		int64_t cap = clock_ms() + 2 * (o->connect_timeout_ms + o->io_timeout_ms);
-		answered += check_sentinel(out, st, i, cap, &k, addr, sizeof addr);
+		answered += check_sentinel(out, st, i, &said[i], &k, addr, sizeof addr);
 		known += k;
 		if (k && first[0] && strcmp(first, addr) != 0)
 			differ = 1;
@@ -1127,6 +1161,19 @@ static void check_sentinels(struct out *out, const struct sentinel *st, const st
 	        differ ? "; they name different addresses (a failover under way?)" : "");
 }
 
+/* None of st's sentinels answered: the run's line (sentinel_discover's), from what
+ * each said. */
+static void no_sentinel(char *err, size_t errlen, const struct sentinel *st,
+                        const struct sentinel_said *said)
+{
+	size_t used = (size_t)snprintf(
+	    err, errlen, "no master found for '%s' (each sentinel asked once)", st->master);
+
+	for (int i = 0; i < st->n && used < errlen; i++)
+		used += (size_t)snprintf(err + used, errlen - used, "%s %.200s", i ? ";" : ":",
+		                         said[i].err);
+}
+
 int check_run(struct store_config *cfg, const struct check_ask *o)
 {
 	struct out out = {.json = o->json};
@@ -1136,13 +1183,43 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 
 	if (o->json)
 		fputs("{\"schema\":1,\"findings\":[", stdout);
-	if (store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err) != STORE_OK ||
-	    store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err) != STORE_OK)
+	/* Connected as a run connects, so that the URLs are judged by the run's rule
+	 * (store_refused_url): what it refuses (64) is the verdict bad-url, whatever the
+	 * other nodes say. A Redlock quorum short of nodes is checked node by node. */
+	int opened = store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+	/* A Sentinel URL: its sentinels first, each once; the master is found through one
+	 * that knows it, and not at all when none answered (each costs its deadline once). */
+	const struct sentinel *st = opened == STORE_OK ? sentinel_of(cfg) : NULL;
+	static struct sentinel_said said[URL_SENTINELS_MAX];
+	int answered = 0;
+	if (st) {
+		int k = ask_sentinels(&out, st, o, said, &answered);
+		if (k >= 0)
+			sentinel_ask_first(cfg, k);
+		if (answered == 0) {
+			no_sentinel(err, sizeof err, st, said);
+			opened = STORE_ERR;
+		}
+	}
+	if (opened == STORE_OK)
+		opened = store_open(&s, cfg, 1, STORE_NO_CAP, err, sizeof err);
+	if (store_refused_url(opened)) {
+		out.bad_url = 1;
+		finding(&out, L_UNSAFE, o->server, "reach",
+		        store_fault_config() ? BAD_DB_FIX
+		                             : "give independent masters as Redlock nodes (a "
+		                               "Cluster: one node's URL; Sentinel: "
+		                               "redis-sentinel://)",
+		        "%s", err);
+	} else if (opened == STORE_ERR && o->redlock &&
+	           store_open(&s, cfg, 0, STORE_NO_CAP, err, sizeof err) == STORE_OK)
+		opened = STORE_OK;
+	if (opened == STORE_OK)
+		check_nodes(s, o, &out, &w, master, sizeof master);
+	else if (!out.bad_url)
 		finding(&out, L_UNSAFE, o->server, "reach",
 		        reach_fix(&out, "check the URL, the network and that the servers run"),
 		        "%s", err);
-	else
-		check_nodes(s, o, &out, &w, master, sizeof master);
 	store_close(s);
 	if (out.reached > 0)
 		check_topology(&out, o, &w, master);
@@ -1156,9 +1233,9 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	else if (o->tls && out.reached > 0)
 		finding(&out, L_OK, o->server, "tls", NULL,
 		        "the servers' certificate chains and host names are verified");
-	if (sentinel_of(cfg))
-		check_sentinels(&out, sentinel_of(cfg), o);
-	int rc = out.reached == 0 && out.bad_url    ? RL_EX_USAGE
+	if (st)
+		check_sentinels(&out, st, said);
+	int rc = out.bad_url                        ? RL_EX_USAGE
 	         : out.reached == 0 && out.bad_file ? RL_EX_NOINPUT
 	         : out.reached == 0                 ? RL_EX_UNAVAILABLE
 	         : out.count[L_UNSAFE]              ? 2

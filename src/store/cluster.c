@@ -192,10 +192,12 @@ int cluster_map_master(const struct cluster_map *m, int i)
  * (a MOVED or ASK, or a probe), so that a single server costs nothing. */
 struct cluster_state {
 	struct cluster_map map;
-	int loaded;  /* map read from CLUSTER SLOTS at least once */
-	int refresh; /* read it again before the next locate */
-	int hint;    /* the node to ask first (the last redirect's), or -1 */
-	int aside;   /* learnt (route_learn), kept aside: the URL's node is asked first */
+	int loaded;         /* map read from CLUSTER SLOTS at least once */
+	int refresh;        /* read it again before the next locate */
+	int hint;           /* the node to ask first (the last redirect's), or -1 */
+	int aside;          /* learnt (route_learn), kept aside: the URL's node is asked first */
+	int down;           /* the node that last failed to answer, asked last for the map; or -1 */
+	char down_why[300]; /* why, when the map's reading found it ("": a request's) */
 	struct server srv[CLUSTER_NODES_MAX]; /* node i's server: stable addresses */
 };
 
@@ -234,6 +236,8 @@ static struct cluster_state *state(struct cluster_ctx *x)
 		x->st->refresh = 1;
 		x->st->hint = -1;
 		x->st->aside = 0;
+		x->st->down = -1;
+		x->st->down_why[0] = '\0';
 	}
 	return x->st;
 }
@@ -408,8 +412,9 @@ static int read_slots(struct cluster_ctx *x, const struct server *srv, int64_t c
 }
 
 /* Read the slot map again, from the node of the last redirect, then any other known
- * node, then the seed: best effort within cap_ms. 1 read, 0 not a cluster, -1 no node
- * answered (err), SLOTS_REFUSED the last one asked refused it (err). */
+ * node, the one that last failed to answer last, then the seed: best effort within
+ * cap_ms. 1 read, 0 not a cluster, -1 no node answered (err), SLOTS_REFUSED the last one
+ * asked refused it (err). A node that does not answer is the one that failed (down). */
 static int refresh(struct cluster_ctx *x, int64_t cap_ms, char *err, size_t errlen)
 {
 	struct cluster_state *st = x->st;
@@ -417,12 +422,19 @@ static int refresh(struct cluster_ctx *x, int64_t cap_ms, char *err, size_t errl
 
 	if (st) {
 		st->refresh = 0;
-		if (st->hint >= 0)
-			rc = read_slots(x, &st->srv[st->hint], cap_ms, err, errlen);
-		/* a refusal is the ACL's, the same on every node: not asked on */
-		for (int i = 0; rc == -1 && i < st->map.n && clock_ms() < cap_ms; i++)
-			if (i != st->hint)
-				rc = read_slots(x, &st->srv[i], cap_ms, err, errlen);
+		int down = st->down, first = st->hint != down ? st->hint : -1;
+		for (int k = -1; rc == -1 && k <= st->map.n && clock_ms() < cap_ms; k++) {
+			/* the hint first, then every other node, the one down last */
+			int i = k < 0 ? first : k < st->map.n ? k : down;
+			if (i < 0 || (k >= 0 && k < st->map.n && (i == first || i == down)))
+				continue;
+			rc = read_slots(x, &st->srv[i], cap_ms, err, errlen);
+			if (rc == -1) {
+				st->down = i;
+				snprintf(st->down_why, sizeof st->down_why, "%s", err);
+			} else if (i == st->down)
+				st->down = -1;
+		}
 		st->hint = -1;
 	}
 	if (rc == -1 && clock_ms() < cap_ms)
@@ -455,8 +467,12 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 	if (i >= 0)
 		*srv = &st->srv[i];
 	x->last = *srv;
-	(void)err;
-	(void)errlen;
+	/* One look (store_look_once): the node the map names did not answer us in this
+	 * look already (asked for the map): not asked again. */
+	if (i >= 0 && i == st->down && st->down_why[0] && store_looking_once()) {
+		snprintf(err, errlen, "%s", st->down_why);
+		return STORE_ERR;
+	}
 	return STORE_OK;
 }
 
@@ -490,6 +506,8 @@ static int route_redirect(void *ctx, const char *key, const struct server *srv, 
 			if (x->st->map.owner[s] == dead)
 				x->st->map.owner[s] = -1;
 		x->st->refresh = 1;
+		x->st->down = dead; /* not asked first for the map (routed.c said why) */
+		x->st->down_why[0] = '\0';
 		return STORE_ROUTE_RETRY;
 	}
 	int rc = cluster_parse_redirect(errtext, &is_ask, &slot, &to);

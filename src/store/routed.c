@@ -220,7 +220,35 @@ struct run_call {
 	size_t errlen;
 	int retried;              /* the one retry on a fresh connection is spent */
 	const struct server *srv; /* the server of the last try */
+	int nfailed;              /* the servers that failed in this call: their names' */
+	uint64_t failed[STORE_HOPS_MAX + 1]; /* hashes (a route may rebuild its servers) */
 };
+
+/* FNV-1a of a server's name ("host:port"). */
+static uint64_t name_hash(const struct server *srv)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const char *p = srv->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return h;
+}
+
+/* One look (store_look_once): srv failed in this call already, and the route names it
+ * again (a Cluster's map that still names a master that does not answer). */
+static int failed_before(const struct run_call *c, const struct server *srv)
+{
+	for (int i = 0; store_looking_once() && i < c->nfailed; i++)
+		if (c->failed[i] == name_hash(srv))
+			return 1;
+	return 0;
+}
+
+static void note_failed(struct run_call *c, const struct server *srv)
+{
+	if (store_looking_once() && c->nfailed < STORE_HOPS_MAX + 1 && !failed_before(c, srv))
+		c->failed[c->nfailed++] = name_hash(srv);
+}
 
 #define HOP_ELSEWHERE (-100) /* srv is unreachable and the route knows another way */
 #define HOP_LATER     (-101) /* the route says: a passing state, pause and repeat */
@@ -315,6 +343,8 @@ static int run_hops(struct run_call *c)
 		int opened, rc = target(c, ask, &c->srv);
 		if (rc != LOCK_OK)
 			return rc;
+		if (failed_before(c, c->srv))
+			return LOCK_ERR; /* err: why it failed */
 		rc = try_on(c, c->srv, ask != NULL, &opened);
 		ask = NULL;
 		if (rc == LOCK_REDIRECT) {
@@ -331,9 +361,10 @@ static int run_hops(struct run_call *c)
 		}
 		if (rc == LOCK_ERR)
 			rc = after_failure(c, c->srv, opened);
-		if (rc == HOP_ELSEWHERE)
+		if (rc == HOP_ELSEWHERE) {
 			unreachable = 1;
-		else if (rc != HOP_AGAIN)
+			note_failed(c, c->srv);
+		} else if (rc != HOP_AGAIN)
 			return rc;
 	}
 	char why[300];
@@ -358,7 +389,7 @@ static int run_hops(struct run_call *c)
 static int run(struct routed *s, const char *key, const struct server *fixed, int flags, op_fn op,
                void *arg, int64_t cap_ms, char *err, size_t errlen)
 {
-	struct run_call c = {s, key, fixed, flags, op, arg, cap_ms, err, errlen, 0, NULL};
+	struct run_call c = {s, key, fixed, flags, op, arg, cap_ms, err, errlen, 0, NULL, 0, {0}};
 	int64_t pause = PAUSE_FIRST_MS;
 
 	for (int pauses = 0;; pauses++) {

@@ -14,6 +14,8 @@
  * named a master that answers as one), so give them time to agree on a new one. */
 #define ROUND_PAUSE_MIN_MS 100
 #define ROUND_PAUSE_MAX_MS 1000
+/* One sentinel's reason in a message that names them all. */
+#define SENTINEL_WHY_MAX 400
 
 static void hostport_name(char *buf, size_t n, const char *host, int port)
 {
@@ -137,8 +139,8 @@ static enum ask ask_sentinel(const struct sentinel *s, const struct server *srv,
 		goto out;
 	}
 	if (r->type == RESP_NIL || (r->type == RESP_ARRAY && r->elements == 0)) {
-		snprintf(err, errlen, "no sentinel knows master '%.100s' (asked %.100s last)",
-		         s->master, srv->name);
+		snprintf(err, errlen, "sentinel %.100s does not know master '%.100s'", srv->name,
+		         s->master);
 		rc = ASK_UNKNOWN;
 		goto out;
 	}
@@ -260,9 +262,9 @@ static int confirm_master(const struct server *srv, int64_t cap_ms, char *err, s
 	return rc;
 }
 
-/* The reason to report when no master is found: the last failure, unless it only ran
- * into cap_ms (a timeout that says nothing) after a complete attempt said more (a
- * certificate refused, a master that is not one). */
+/* The reason to report for one sentinel when no master is found: its last failure,
+ * unless that only ran into cap_ms (a timeout that says nothing) after a complete
+ * attempt said more (a certificate refused, a master that is not one). */
 static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int *complete)
 {
 	int cut = clock_ms() >= cap_ms;
@@ -272,22 +274,55 @@ static void keep_reason(char *last, size_t n, const char *e, int64_t cap_ms, int
 	*complete |= !cut;
 }
 
+/* "HEAD: why1; why2; ..." in err: every sentinel's reason, in the order asked from
+ * start, each said once (one that was never asked, cut short by cap_ms, has none). */
+static void say_reasons(char *err, size_t errlen, const char *head, const struct sentinel *s,
+                        int start, char why[][SENTINEL_WHY_MAX])
+{
+	/* all of it first, then cut as every reason is: in the middle, shown (log_clip) */
+	char all[URL_MASTER_MAX + 64 + URL_SENTINELS_MAX * (SENTINEL_WHY_MAX + 2)];
+	size_t used = (size_t)snprintf(all, sizeof all, "%s", head);
+
+	for (int k = 0, sep = ':'; k < s->n && used < sizeof all; k++) {
+		const char *w = why[(start + k) % s->n];
+		int said = 0; /* the master that several named, said once */
+		for (int j = 0; j < k && !said; j++)
+			said = strcmp(why[(start + j) % s->n], w) == 0;
+		if (!w[0] || said)
+			continue;
+		used += (size_t)snprintf(all + used, sizeof all - used, "%c %s", sep, w);
+		sep = ';';
+	}
+	log_clip(err, errlen, all, used < sizeof all ? used : sizeof all - 1);
+}
+
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
-                      int *first, char *err, size_t errlen)
+                      int once, int *first, char *err, size_t errlen)
 {
 	int64_t pause = ROUND_PAUSE_MIN_MS;
-	char cand[URL_HOST_MAX], last[512] = "no sentinel answered in time", e[512];
-	int port, complete = 0;
+	char cand[URL_HOST_MAX], e[512], head[URL_MASTER_MAX + 64];
+	char why[URL_SENTINELS_MAX][SENTINEL_WHY_MAX] = {{0}};
+	int complete[URL_SENTINELS_MAX] = {0};
+	int port;
 
 	int start = *first;
 
 	for (;;) {
 		int unknown = 0, denied = 0, final = 0;
+		/* the masters named in this pass that failed: not asked again in it (several
+		 * sentinels name one master: a silent one costs its deadline once a pass) */
+		struct {
+			char name[sizeof srv->name];
+			int final;
+			char why[SENTINEL_WHY_MAX];
+		} failed[URL_SENTINELS_MAX];
+		int nfailed = 0;
 		for (int k = 0; k < s->n; k++) {
 			int i = (start + k) % s->n;
 			if (clock_ms() >= cap_ms || conn_abort_pending()) {
-				log_reason(err, errlen, "no master found for '%s' in time (%s)",
-				           s->master, last);
+				snprintf(head, sizeof head, "no master found for '%s' in time",
+				         s->master);
+				say_reasons(err, errlen, head, s, start, why);
 				return -1;
 			}
 			/* One sentinel's final fault is not the round's while others may answer. */
@@ -302,7 +337,18 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			final += a == ASK_FAILED && (fault & CONN_FAULT_FINAL);
 			if (a != ASK_FOUND) {
 				log_debug("%s", e);
-				keep_reason(last, sizeof last, e, cap_ms, &complete);
+				keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
+				continue;
+			}
+			char named[sizeof srv->name];
+			hostport_name(named, sizeof named, cand, port);
+			int seen = -1;
+			for (int j = 0; j < nfailed && seen < 0; j++)
+				seen = strcmp(failed[j].name, named) == 0 ? j : -1;
+			if (seen >= 0) {
+				final += failed[seen].final;
+				keep_reason(why[i], sizeof why[i], failed[seen].why, cap_ms,
+				            &complete[i]);
 				continue;
 			}
 			memcpy(host, cand, URL_HOST_MAX);
@@ -336,7 +382,12 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 				return -1;
 			}
 			log_debug("%s", e);
-			keep_reason(last, sizeof last, e, cap_ms, &complete);
+			/* the master it named failed: that sentinel's reason ("master ...") */
+			keep_reason(why[i], sizeof why[i], e, cap_ms, &complete[i]);
+			snprintf(failed[nfailed].name, sizeof failed[nfailed].name, "%s",
+			         srv->name);
+			snprintf(failed[nfailed].why, sizeof failed[nfailed].why, "%.390s", e);
+			failed[nfailed++].final = ok == -1 && (fault & CONN_FAULT_FINAL);
 		}
 		/* Every sentinel gave an answer that asking again will not change. */
 		if (unknown == s->n) {
@@ -348,8 +399,16 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 		 * that does not verify, TLS on one side only), or the master it names cannot
 		 * (README: what time cannot fix fails at once). */
 		if (unknown + denied + final == s->n) {
-			log_reason(err, errlen, "%s", last);
+			snprintf(head, sizeof head, "no master found for '%s'", s->master);
+			say_reasons(err, errlen, head, s, start, why);
 			conn_fault_note(CONN_FAULT_FINAL);
+			return -1;
+		}
+		/* One look (-n, an operator's command): one pass, each sentinel once. */
+		if (once) {
+			snprintf(head, sizeof head,
+			         "no master found for '%s' (each sentinel asked once)", s->master);
+			say_reasons(err, errlen, head, s, start, why);
 			return -1;
 		}
 		conn_pause_until(min64(clock_ms() + pause, cap_ms));
@@ -463,8 +522,8 @@ static int route_locate(void *ctx, const char *key, int64_t cap_ms, const struct
 		int64_t cap = min64(cap_ms, clock_ms() + sentinel_budget_ms(&sh->s));
 		x->srv[slot] = sh->data;
 		first_load(x);
-		int found = sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap, &x->first,
-		                              err, errlen);
+		int found = sentinel_discover(&sh->s, &x->srv[slot], x->host[slot], cap,
+		                              store_looking_once(), &x->first, err, errlen);
 		first_store(x);
 		if (found < 0)
 			return STORE_ERR;
@@ -634,6 +693,12 @@ const struct sentinel *sentinel_of(const struct store_config *cfg)
 {
 	return cfg->route == &sentinel_route ? &((const struct sentinel_route *)cfg->route_arg)->s
 	                                     : NULL;
+}
+
+void sentinel_ask_first(struct store_config *cfg, int i)
+{
+	if (sentinel_of(cfg))
+		((struct sentinel_route *)cfg->route_arg)->first = i;
 }
 
 void sentinel_route_config(struct store_config *cfg, struct sentinel_route *r, int64_t recheck_ms)

@@ -6,7 +6,8 @@
  * gives, log in as a data client (password, db) and confirm with ROLE that the server
  * says "master"; a sentinel whose answer fails any of that is passed over for the
  * next. Rounds over all sentinels repeat (with a short pause) until the caller's
- * deadline, unless every sentinel that answered said it does not know MASTER.
+ * deadline, unless every sentinel that answered said it does not know MASTER, or the
+ * caller asked for one pass (one look: -n, the operator's commands).
  * Errors are matched by their code, never by their text.
  *
  * The sentinels' own login (user, password in secret.h's SECRET_SENTINEL slot) is
@@ -46,23 +47,26 @@ int64_t sentinel_budget_ms(const struct sentinel *s);
 
 /* Find the master, before cap_ms, asking the sentinels in turn from *first (in/out:
  * set to the one whose master was confirmed, so that later questions go to a sentinel
- * that answers, not again first to one that stalls). srv comes in with the data servers' settings
- * (user, password, db, tls, timeouts: as for client_open); on success it points at
- * the confirmed master: srv->ep.host is host (the caller's buffer of URL_HOST_MAX
- * bytes), srv->ep.port, srv->ep.addrs looked up, srv->name "HOST:PORT". Returns 0,
- * or -1 with one line in err: the last reason a sentinel or a master candidate failed
- * ("no sentinel knows master 'X'", connect errors, NOAUTH...). A discovery cut short
- * by the thread's abort fd (conn.h) also returns -1. */
+ * that answers, not again first to one that stalls), in rounds until cap_ms, or in one
+ * pass when once is set (store_look_once: -n and the operator's commands). srv comes in
+ * with the data servers' settings (user, password, db, tls, timeouts: as for
+ * client_open); on success it points at the confirmed master: srv->ep.host is host (the
+ * caller's buffer of URL_HOST_MAX bytes), srv->ep.port, srv->ep.addrs looked up,
+ * srv->name "HOST:PORT". Returns 0, or -1 with one line in err: "no sentinel knows
+ * master 'X'", the master's refusal of our login, or "no master found for 'X'" followed
+ * by each sentinel's last reason (a connect error, a timeout, NOAUTH, the master it
+ * named that failed). A discovery cut short by the thread's abort fd (conn.h) also
+ * returns -1. */
 int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, int64_t cap_ms,
-                      int *first, char *err, size_t errlen);
+                      int once, int *first, char *err, size_t errlen);
 
 /* The store's route (store.h) for a redis-sentinel:// URL. Each store handle finds
  * the master on first use (within sentinel_budget_ms() when its caller gives no closer
- * deadline), asks the sentinels again, at most every recheck_ms, whether it is still
- * the master (a master that lost a failover keeps taking writes until a sentinel
- * reconfigures it; that re-check takes at most one sentinel's deadlines and half the
- * time its caller has, and keeps the master when no sentinel answers), and finds it
- * anew after READONLY, MASTERDOWN or a failed connection.
+ * deadline; in one pass under store_look_once), asks the sentinels again, at most every recheck_ms,
+ * whether it is still the master (a master that lost a failover keeps taking writes until a
+ * sentinel reconfigures it; that re-check takes at most one sentinel's deadlines and half the time
+ * its caller has, and keeps the master when no sentinel answers), and finds it anew after READONLY,
+ * MASTERDOWN or a failed connection.
  *
  * The route's context: what every handle shares, read-only once the threads start. */
 struct sentinel_route {
@@ -92,6 +96,11 @@ int sentinel_view(const struct sentinel *s, int i, int64_t cap_ms, struct sentin
 /* The sentinels behind cfg's route, or NULL when it is no Sentinel route. */
 struct store_config;
 const struct sentinel *sentinel_of(const struct store_config *cfg);
+
+/* --check: the sentinel asked first by the next discovery of cfg's Sentinel route is
+ * i (one --check found answering); nothing when cfg has no Sentinel route. Before the
+ * threads start. */
+void sentinel_ask_first(struct store_config *cfg, int i);
 
 /* Fill cfg's route (cfg->srv[0] holds the data servers' settings) with r, whose
  * sentinels are initialised: r is the route's context and must outlive cfg. No I/O. */

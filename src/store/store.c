@@ -144,6 +144,23 @@ int store_fault_config(void)
 	return (conn_fault() & CONN_FAULT_CONFIG) != 0;
 }
 
+int store_refused_url(int rc)
+{
+	return rc == STORE_USAGE || (rc != STORE_OK && store_fault_config());
+}
+
+static _Thread_local int look_once;
+
+void store_look_once(int on)
+{
+	look_once = on;
+}
+
+int store_looking_once(void)
+{
+	return look_once;
+}
+
 void store_close(struct store *s)
 {
 	if (!s)

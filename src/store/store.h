@@ -139,6 +139,20 @@ int store_fault_file(void);
  * database but 0 on a Cluster node): the caller exits 64. */
 int store_fault_config(void);
 
+/* One look (README: -n fails at once; so do --status, --list, --held, --break, --reset,
+ * --history and --check): in the calling thread, while on, a route asks each of its
+ * sources once (one pass over the sentinels, each within the connect and io timeouts)
+ * and a call tries no server twice, then fails naming what did not answer. Off (the
+ * default): a discovery repeats its rounds for its budget and a call follows the route
+ * back to a server that failed (what a -w wait and a release after a failover need). */
+void store_look_once(int on);
+
+/* True when rc, a failed store_open() of this thread, is the URLs' fault, not the
+ * servers': Redlock nodes that are one server, or a Cluster's or a sentinel's among them
+ * (STORE_USAGE), or a URL wrong for its server (store_fault_config). The one rule for
+ * the run (exit 64) and --check (verdict bad-url). */
+int store_refused_url(int rc);
+
 /* In the calling thread only: run fn once, the next time a request of this thread waits
  * for its reply (the request is on its way), then forget it: local work that may
  * overlap a round trip (the command's watchdog during the acquire). NULL forgets it. */
