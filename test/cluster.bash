@@ -81,7 +81,9 @@ ccli() { redis-cli -c -p "$REDIS_PORT" "$@"; }
 
 # cluster_masters: the ports of the masters, one a line.
 cluster_masters() {
-	redis-cli -p "$REDIS_PORT" CLUSTER NODES | awk '$3 ~ /master/ && $3 !~ /fail/ {
+	# a master flagged "fail?" (PFAIL: suspected by this node alone, as a loaded host's
+	# late cluster-bus ping makes it) still serves its slots: only "fail" leaves it out
+	redis-cli -p "$REDIS_PORT" CLUSTER NODES | awk '$3 ~ /master/ && ("," $3 ",") !~ /,fail,/ {
 		split($2, a, "[:@]"); print a[2] }'
 }
 
@@ -90,7 +92,9 @@ cluster_masters() {
 cluster_name_on() {
 	local i
 	for ((i = 0; i < 300; i++)); do
-		if [[ $(cluster_owner "rlock:{$2$i}") == "$1" ]]; then
+		# asked of PORT itself (a number, not a MOVED): not through cluster_masters,
+		# which leaves out a master another node flags "fail?" (PFAIL) on a loaded host
+		if [[ $(redis-cli -p "$1" EXISTS "rlock:{$2$i}" 2>&1) =~ ^[0-9]+$ ]]; then
 			echo "$2$i"
 			return 0
 		fi
