@@ -280,27 +280,27 @@ EOF
 	assert_equal "$RLOCK_STATUS" 79
 }
 
+# fair_place_killed NAME H: a holder of NAME (its pid in $holder, its files H.*) and a
+# --fair -t 60s waiter queued behind it, SIGKILLed: its place left in the queue.
+fair_place_killed() {
+	rlock_bg -k "$1" -- "$HOLD" "$2"
+	holder=$RLOCK_PID
+	wait_until 20 test -e "$2.started"
+	rlock_bg --fair -t 60s -k "$1" -- touch fair-ran
+	wait_until 20 queue_len "$1" 1
+	kill -KILL "$RLOCK_PID"
+}
+
 @test "--fair: a place whose lease entry is lost (:qlease evicted or deleted alone) binds neither a plain nor a --fair request (was: the queue's ttl)" {
-	rlock_bg -k qe -- "$HOLD" h
-	local holder=$RLOCK_PID
-	wait_until 20 test -e h.started
-	rlock_bg --fair -t 60s -k qe -- touch fair-ran
-	local victim=$RLOCK_PID
-	wait_until 20 queue_len qe 1
-	kill -KILL "$victim"
+	local holder
+	fair_place_killed qe h
 	rcli DEL 'rlock:{qe}:qlease' >/dev/null
 	touch h.release
 	rlock_wait "$holder" 20
 	assert_equal "$RLOCK_STATUS" 0
 	run -0 --separate-stderr rlock -n -k qe -- true
 	# so too for the fair queue's own requests (acquire_sem.lua), a live place kept
-	rlock_bg -k qe -- "$HOLD" h2
-	holder=$RLOCK_PID
-	wait_until 20 test -e h2.started
-	rlock_bg --fair -t 60s -k qe -- touch fair-ran
-	victim=$RLOCK_PID
-	wait_until 20 queue_len qe 1
-	kill -KILL "$victim"
+	fair_place_killed qe h2
 	rcli DEL 'rlock:{qe}:qlease' >/dev/null
 	touch h2.release
 	rlock_wait "$holder" 20
@@ -366,14 +366,9 @@ qlease_over() {
 }
 
 @test "--fair: a SIGKILLed waiter's place binds no plain exclusive or --supersede request past its queue lease (was: the queue's ttl, 60 s)" {
-	rlock_bg -k qd -- "$HOLD" h
-	local holder=$RLOCK_PID
-	wait_until 20 test -e h.started
+	local holder
 	# a 60 s ttl: the queue's keys live that long; its place, a 5 s lease
-	rlock_bg --fair -t 60s -k qd -- touch fair-ran
-	local victim=$RLOCK_PID
-	wait_until 20 queue_len qd 1
-	kill -KILL "$victim"
+	fair_place_killed qd h
 	touch h.release
 	rlock_wait "$holder" 20
 	assert_equal "$RLOCK_STATUS" 0

@@ -8,15 +8,22 @@
 #include "log.h"
 #include "unit.h"
 
-static int esc_is(const char *src, size_t n, const char *want)
+/* f(dst, n, src, len) gave want: log_escape and log_clip, both (dst, n, src, len). */
+static int gives(void (*f)(char *, size_t, const char *, size_t), const char *fname,
+                 const char *src, size_t n, const char *want)
 {
 	char dst[256];
 
-	log_escape(dst, n, src, strlen(src));
+	f(dst, n, src, strlen(src));
 	if (strcmp(dst, want) != 0)
-		fprintf(stderr, "log_escape(\"%s\", %zu) gave \"%s\", not \"%s\"\n", src, n, dst,
+		fprintf(stderr, "%s(\"%s\", %zu) gave \"%s\", not \"%s\"\n", fname, src, n, dst,
 		        want);
 	return strcmp(dst, want) == 0;
+}
+
+static int esc_is(const char *src, size_t n, const char *want)
+{
+	return gives(log_escape, "log_escape", src, n, want);
 }
 
 static void put_buf(void *arg, const char *p, size_t len)
@@ -74,13 +81,7 @@ static void test_json(void)
 
 static int clip_is(const char *src, size_t n, const char *want)
 {
-	char dst[256];
-
-	log_clip(dst, n, src, strlen(src));
-	if (strcmp(dst, want) != 0)
-		fprintf(stderr, "log_clip(\"%s\", %zu) gave \"%s\", not \"%s\"\n", src, n, dst,
-		        want);
-	return strcmp(dst, want) == 0;
+	return gives(log_clip, "log_clip", src, n, want);
 }
 
 /* Whether s is valid UTF-8 throughout. */
