@@ -179,10 +179,11 @@ event() { jq -c --arg e "$2" 'select(.event == $e)' "$1" | tail -n 1; }
 	# RLIMIT_FSIZE: a write past it raises SIGXFSZ, whose default kills; rlock died of it
 	# (153) with the lock held for its TTL, before its command ran
 	head -c 5000 /dev/zero >big.jsonl
-	run -0 --separate-stderr bash -c 'ulimit -f 4; exec "$0" -k fs --events big.jsonl -- sh -c "echo ran; grep SigIgn /proc/self/status"' "$RLOCK"
+	run -0 --separate-stderr bash -c 'ulimit -f 4; exec "$0" -k fs --events big.jsonl -- sh -c "echo ran; grep -e SigBlk -e SigIgn /proc/self/status"' "$RLOCK"
 	[[ ${lines[0]} == ran ]] || fail "output: $output; stderr: $stderr"
-	# the command gets SIGXFSZ's disposition as given (not ignored: bit 25 clear)
-	(((0x${lines[1]##*[[:space:]]} >> 24 & 1) == 0)) || fail "SIGXFSZ ignored in the command: ${lines[1]}"
+	# the command gets SIGXFSZ as given: neither blocked nor ignored (bit 25 clear)
+	(((0x${lines[1]##*[[:space:]]} >> 24 & 1) == 0)) || fail "SIGXFSZ blocked in the command: ${lines[1]}"
+	(((0x${lines[2]##*[[:space:]]} >> 24 & 1) == 0)) || fail "SIGXFSZ ignored in the command: ${lines[2]}"
 	[[ $stderr == "rlock: cannot write the events file '"*"/big.jsonl' (File too large): the job goes on without it" ]] ||
 		fail "stderr: $stderr"
 	assert_equal "$(rcli EXISTS 'rlock:{fs}')" 0

@@ -35,8 +35,8 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 /* What rlock inherited from its caller and changes for itself (child_inherit), handed
  * back to the command as it was given (child_exec). */
 static struct {
-	struct sigaction chld, pipe, xfsz; /* SIG_DFL or SIG_IGN: exec keeps nothing else */
-	sigset_t ignored;                  /* forwarded signals the caller ignores */
+	struct sigaction chld, pipe; /* SIG_DFL or SIG_IGN: exec keeps nothing else */
+	sigset_t ignored;            /* forwarded signals the caller ignores */
 	struct rlimit core, nofile;
 	int core_saved, nofile_saved;
 	int closed[3]; /* fds 0-2 the caller closed (rlock puts /dev/null there) */
@@ -62,10 +62,6 @@ void child_inherit(void)
 	/* SIGPIPE: a diagnostic to a pipe whose reader left must fail (EPIPE), never kill
 	 * rlock before its command runs. */
 	sigaction(SIGPIPE, &ign, &given.pipe);
-	/* SIGXFSZ: a sink (--events, --metrics-file, a log) past the caller's RLIMIT_FSIZE
-	 * must fail (EFBIG: one line, the job goes on), never kill rlock with its lock held
-	 * and its command unwatched. The command gets the caller's disposition back. */
-	sigaction(SIGXFSZ, &ign, &given.xfsz);
 	/* A forwarded signal the caller ignores (nohup's SIGHUP, a background job's SIGINT)
 	 * is not rlock's either: neither forwarded nor the end of a wait (timeout(1)). */
 	sigemptyset(&given.ignored);
@@ -130,6 +126,11 @@ int child_signals_block(sigset_t *orig)
 	 * and take the terminal back from the command's group without being stopped. */
 	sigaddset(&set, SIGPIPE);
 	sigaddset(&set, SIGTTOU);
+	/* A sink (--events, --metrics-file, the keeper's log, stderr) past the caller's
+	 * RLIMIT_FSIZE fails (EFBIG: one line, the job goes on), never kills rlock with its
+	 * lock held: SIGXFSZ blocked (pending, never delivered; in the same call, no system
+	 * call of its own), and the command gets the caller's mask back (child_exec). */
+	sigaddset(&set, SIGXFSZ);
 	if (sigprocmask(SIG_BLOCK, &set, orig) < 0)
 		return -1;
 	return signalfd(-1, &fdset, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -166,7 +167,6 @@ void child_exec(char *const *argv, const char *shell_command, const sigset_t *or
 	 * reads a signalfd for the rest). System calls only: this runs in a vfork child. */
 	sigaction(SIGCHLD, &given.chld, NULL);
 	sigaction(SIGPIPE, &given.pipe, NULL);
-	sigaction(SIGXFSZ, &given.xfsz, NULL);
 	if (given.core_saved)
 		setrlimit(RLIMIT_CORE, &given.core);
 	if (given.nofile_saved)

@@ -18,7 +18,6 @@
  * otherwise, remembering what the caller gave (child_exec hands it to the command as
  * given): SIGCHLD to SIG_DFL (ignored, the kernel reaps the command unseen), SIGPIPE
  * ignored (a diagnostic to a reader gone fails with EPIPE instead of killing rlock),
- * SIGXFSZ ignored (a sink past RLIMIT_FSIZE fails with EFBIG instead of killing rlock),
  * the soft RLIMIT_CORE to 0 (rlock holds secrets), a soft RLIMIT_NOFILE below what
  * rlock may need raised (within the hard limit); note fds 0-2 the caller closed
  * (closed again for the command: cli_open_std_fds puts /dev/null there for rlock); and note the
@@ -37,9 +36,9 @@ void child_inherit_listen_all(void);
 /* Whether the caller ignored forwarded signal sig (child_inherit). */
 int child_ignored(int sig);
 
-/* Block the supervised signals (the forwarded ones the caller does not ignore); returns a
- * close-on-exec signalfd, or -1. *orig gets the original mask, restored in the child before exec.
- */
+/* Block the supervised signals (the forwarded ones the caller does not ignore), and
+ * SIGPIPE, SIGTTOU and SIGXFSZ (a write fails instead); returns a close-on-exec
+ * signalfd, or -1. *orig gets the original mask, restored in the child before exec. */
 int child_signals_block(sigset_t *orig);
 
 /* A close-on-exec, non-blocking signalfd of the terminating signals alone (those of
