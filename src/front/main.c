@@ -356,9 +356,9 @@ static int setup_signals(int *sigfd, int *termfd, sigset_t *orig)
  * when running a command (wait_open; o->wait_ms then keeps what is left of it). The
  * password stays in memory while connections may need reopening; it is wiped at exit.
  * 0, or the exit status. */
-static int open_store(struct store **c, struct store_config *cfg, struct opts *o, int termfd)
+static int open_store(struct store **c, struct store_config *cfg, struct opts *o, int termfd,
+                      char *err, size_t errlen)
 {
-	char err[700];
 	int64_t start = clock_ms();
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 	int64_t wait = waits ? o->wait_ms : 0;
@@ -366,7 +366,7 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	int64_t cap = start + o->connect_timeout_ms;
 	if (wait > 0 && start + wait < cap)
 		cap = start + wait;
-	int rc = store_resolve(cfg, cap, err, sizeof err);
+	int rc = store_resolve(cfg, cap, err, errlen);
 
 	/* A resolver that may answer later (EAI_AGAIN, silent): each connect of the wait
 	 * looks the name up again; once one succeeded, the addresses are kept. A lookup
@@ -381,11 +381,11 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	 * back after a failover frees the name for the next holder now, not at its TTL. */
 	store_look_once(wait == 0 && o->mode != MODE_RELEASE);
 	if (rc == STORE_OK)
-		rc = wait_open(c, cfg, o->name, wait, termfd, err, sizeof err);
+		rc = wait_open(c, cfg, o->name, wait, termfd, err, errlen);
 	if (waits) /* the run's own calls follow the route (-n's first try: wait.c) */
 		store_look_once(0);
 	if (rc == STORE_OK)
-		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, sizeof err);
+		store_resolve(cfg, clock_ms() + o->connect_timeout_ms, err, errlen);
 	if (rc == STORE_OK && o->wait_ms > 0) {
 		/* The connect was part of the wait: what is left of it (at least a try). */
 		int64_t left = o->wait_ms - (clock_ms() - start);
@@ -394,7 +394,8 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
 	if (rc == STORE_OK)
 		return 0;
 	die_unheld_if_signalled(termfd);
-	log_error("%s", err);
+	if (o->mode != MODE_RELEASE) /* --release says it in its own line (keeper.c) */
+		log_error("%s", err);
 	rc = store_refused_url(rc) ? RL_EX_USAGE   /* a /2 on a Cluster node: --check's too */
 	     : store_fault_local() ? RL_EX_OSERR   /* the host, not the server */
 	     : store_fault_file()  ? RL_EX_NOINPUT /* --cacert not PEM: the user's file */
@@ -867,13 +868,15 @@ int main(int argc, char **argv)
 	cfg = store_configure_from_opts(&o);
 	if (o.mode == MODE_CHECK)
 		return check(cfg, &o, termfd);
-	rc = open_store(&c, cfg, &o, termfd);
+	rc = open_store(&c, cfg, &o, termfd, why, sizeof why);
 	lock_ask_from_opts(&req, &o);
 	if (rc != 0 && o.mode == MODE_RELEASE) {
-		/* the user asked to release: its keeper stops even so (keeper.c) */
+		/* the user asked to release: its keeper stops even so (keeper.c); one line */
 		static struct lock l; /* large */
 		if (lock_init_ask(&l, &req, o.name) == 0)
-			keeper_release_unreached(&l, &k);
+			keeper_release_unreached(&l, &k, why);
+		else
+			log_error("%s", why);
 	}
 	if (rc == RL_EX_UNAVAILABLE && o.mode == MODE_HELD) {
 		/* a keeper's record of its end answers without Redis (report.h) */

@@ -1095,11 +1095,11 @@ static void record_run_lost(struct store *s, struct lock *mine)
 		log_debug("cannot record the loss of %s in its history (%s)", mine->key, err);
 }
 
-void keeper_release_unreached(const struct lock *l, const struct keeper_args *k)
+void keeper_release_unreached(const struct lock *l, const struct keeper_args *k, const char *why)
 {
 	int stopped = stop_keeper(NULL, l->key, k) == 0;
-	log_error("cannot release '%s': Redis cannot be reached; it expires by its TTL%s", k->name,
-	          stopped ? " (the keeper is stopped)" : "");
+	log_error("cannot release '%s' (%s): it expires by its TTL%s", k->name, why,
+	          stopped ? "; the keeper is stopped" : "");
 }
 
 void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc, int sig)

@@ -101,7 +101,7 @@ void keeper_release_record(const struct lock *l, const struct keeper_args *k, in
 /* --release that could not reach Redis at all (its connection failed before any
  * request): the keeper on this host is stopped all the same (found by its mark), so
  * that the lock does expire by its TTL, and a line says so. */
-void keeper_release_unreached(const struct lock *l, const struct keeper_args *k);
+void keeper_release_unreached(const struct lock *l, const struct keeper_args *k, const char *why);
 
 /* How a keeper's hold ended without --release (lost, given up at --max-hold, released on
  * a signal), for --held in the steps, even with Redis down: the keeper records it in
