@@ -2069,7 +2069,7 @@ static int not_read_here(const struct state *s, const char *name)
  * "too long for a 150 ms lease"). Refused, naming the shortest -t that holds. */
 static int64_t redlock_slack(int64_t ttl_ms, int64_t node_timeout_ms)
 {
-	return lease_renew_window(ttl_ms) - (ttl_ms / 100 + 2) - node_timeout_ms * 5 / 4;
+	return lease_renew_window(ttl_ms) - store_drift_ms(ttl_ms) - node_timeout_ms * 5 / 4;
 }
 
 static void redlock_ttl(const struct opts *o)

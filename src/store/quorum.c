@@ -10,6 +10,7 @@
 
 #include "holder.h"
 #include "log.h"
+#include "store.h"
 
 #define SKIP_MAX       4 /* owed replies after which a node's connection is replaced */
 #define LIST_NAMES_MAX 100000
@@ -152,9 +153,14 @@ struct req {
 	size_t lens[8];
 };
 
+int64_t store_drift_ms(int64_t ttl_ms)
+{
+	return ttl_ms / 100 + 2;
+}
+
 static int64_t drift_ms(const struct lock *l)
 {
-	return l->ask.ttl_ms / 100 + 2;
+	return store_drift_ms(l->ask.ttl_ms);
 }
 
 static void node_drop(struct node *nd)

@@ -175,6 +175,10 @@ int store_connected(const struct store *s);
  * server may have run it): given back on a fresh one. */
 int store_unanswered(const struct store *s);
 
+/* Redlock's clock-drift allowance for a lease of ttl_ms: a quorum's lease counts from
+ * that much before its round (store_acquire's *sent_ms). */
+int64_t store_drift_ms(int64_t ttl_ms);
+
 /* Try once. LOCK_OK (l->fence set), LOCK_BUSY (*h filled), LOCK_ERR, LOCK_DENIED (see
  * lock.h). *sent_ms: the time from which the lease counts (the send time; for a quorum,
  * moved earlier by the clock-drift allowance): it cannot end before *sent_ms + ttl.
