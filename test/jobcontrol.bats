@@ -145,7 +145,7 @@ SH
 	wait_until 30 key_exists 'rlock:{pause}'
 	local rpid cpid
 	rpid=$(rcli HGET 'rlock:{pause}:owner' pid)
-	wait_until 30 test -n "$(cmd_pid pause)"
+	wait_until 30 eval '[[ -n $(cmd_pid pause) ]]' # asked again on each poll: the command may not have exec'd yet
 	cpid=$(cmd_pid pause)
 	track_pid "$rpid" "$cpid"
 	kill -STOP "$cpid"

@@ -131,14 +131,14 @@ teardown() {
 		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:$d1/mymaster" --check
 	assert_line --regexp "^unsafe .* reach: no master found for 'mymaster' \(each sentinel asked once\): sentinel 127\.0\.0\.1:$silent: .*did not answer SENTINEL in time; sentinel 127\.0\.0\.1:$d1: .*refused"
 	assert_line --regexp "^warn +127\.0\.0\.1:$silent sentinel: .*did not answer SENTINEL in time"
-	wait_until 5 test "$(silent_conns "$silent")" -ge 1
+	wait_until 5 eval '(($(silent_conns "$silent") >= 1))'
 	assert_equal "$(silent_conns "$silent")" 1
 	# one that answers, after it: the master is found through it
 	silent=$(silent_port)
 	run -2 --separate-stderr rlock --io-timeout 300ms \
 		-u "redis-sentinel://127.0.0.1:$silent,127.0.0.1:${SENT_PORTS%% *}/mymaster" --check
 	assert_line --regexp "^ok +127\.0\.0\.1:$MASTER_PORT reach: "
-	wait_until 5 test "$(silent_conns "$silent")" -ge 1
+	wait_until 5 eval '(($(silent_conns "$silent") >= 1))'
 	assert_equal "$(silent_conns "$silent")" 1
 }
 
@@ -168,7 +168,7 @@ teardown() {
 		-u "redis-sentinel://127.0.0.1:$fake,localhost:$fake,[::ffff:127.0.0.1]:$fake/mymaster" -k once -n -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "^rlock: no master found for 'mymaster' \(each sentinel asked once\): master 127\.0\.0\.1:$master: .*did not answer ROLE in time\$"
-	wait_until 5 test "$(silent_conns "$master")" -ge 1
+	wait_until 5 eval '(($(silent_conns "$master") >= 1))'
 	assert_equal "$(silent_conns "$master")" 1
 	[[ ! -e ran ]]
 }
