@@ -712,20 +712,30 @@ static int exec_file(const char *name, char *buf, size_t n)
 	}
 }
 
-/* An exec that failed with ENOENT, said as bash and timeout(1) say it: a name that is
- * nowhere on PATH is "command not found", a path to nothing "No such file or
- * directory"; but a file that is there names an interpreter that is not (its #! line,
- * or a program loader): said so, not "not found" of a file the user can see. */
-static void say_enoent(const char *what)
+/* An exec that failed, said as bash says it. ENOENT of a name that is nowhere on PATH
+ * is "command not found", of a path to nothing "No such file or directory"; a
+ * directory is "Is a directory". But when the file is there, executable, and starts
+ * with #!, an ENOENT, EACCES, ENOEXEC or ELOOP is its interpreter's: named as the
+ * kernel read it (up to a space, a tab or the line's end; the log shows a DOS line
+ * end's carriage return as \x0d, as bash shows ^M), never blamed on a file the user
+ * can see and run. */
+static void say_exec_failed(const char *what, int e)
 {
 	char file[4096], head[256] = "";
+	struct stat st;
 
-	if (exec_file(what, file, sizeof file) < 0) {
+	if (exec_file(what, file, sizeof file) < 0 || stat(file, &st) < 0) {
 		log_error("%s: %s", what,
-		          strchr(what, '/') ? strerror(ENOENT) : "command not found");
+		          e == ENOENT && !strchr(what, '/') ? "command not found" : strerror(e));
 		return;
 	}
-	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (S_ISDIR(st.st_mode) && e == EACCES) {
+		log_error("%s: %s", what, strerror(EISDIR));
+		return;
+	}
+	int script = e == ENOENT || e == ENOEXEC || e == ELOOP ||
+	             (e == EACCES && S_ISREG(st.st_mode) && access(file, X_OK) == 0);
+	int fd = script ? open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
 	if (fd >= 0) {
 		ssize_t r = read(fd, head, sizeof head - 1);
 		head[r > 0 ? r : 0] = '\0';
@@ -733,12 +743,17 @@ static void say_enoent(const char *what)
 	}
 	if (head[0] == '#' && head[1] == '!') {
 		char *interp = head + 2 + strspn(head + 2, " \t");
-		interp[strcspn(interp, " \t\r\n")] = '\0';
-		log_error("%s: bad interpreter %s: %s", what, *interp ? interp : "(none)",
-		          strerror(ENOENT));
-	} else {
+		size_t len = strcspn(interp, " \t\n");
+		int cr = len > 0 && interp[len - 1] == '\r';
+		interp[len] = '\0';
+		log_error("%s: bad interpreter %s: %s%s", what, *interp ? interp : "(none)",
+		          strerror(e),
+		          cr ? " (its #! line ends in a carriage return: DOS line ends)" : "");
+	} else if (e == ENOENT) {
 		log_error("%s: %s (the file is there: a program loader it needs is missing)", what,
 		          strerror(ENOENT));
+	} else {
+		log_error("%s: %s", what, strerror(e));
 	}
 }
 
@@ -771,10 +786,7 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		return RL_EX_OSERR;
 	}
 	/* what is escaped by the log, once, and cut in the middle when long (the reason stays) */
-	if (e == ENOENT)
-		say_enoent(what);
-	else
-		log_error("%s: %s", what, strerror(e));
+	say_exec_failed(what, e);
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
