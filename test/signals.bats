@@ -86,6 +86,7 @@ teardown() {
 	track_pidfile c.pid
 	track_pidfile g.pid
 	track_pidfile s.ready
+	track_pidfile r.pid
 	common_teardown
 }
 
@@ -288,6 +289,40 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	# before: 0, and a shell loop around rlock went on (the interrupt was lost)
 	assert_equal "$RLOCK_STATUS" 143
 	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
+}
+
+# late_stop RLOCK-ARGS... : the command (RLOCK-ARGS end with it) writes cmd.pid, starts
+# a background job (its pid in g.pid) and exits 0; once rlock has reaped it, SIGTERM to
+# the rlock whose pid is in $1 (a file; "" for rlock_bg's). rlock must die of it (143),
+# the job with it, the lock released: before, the forwarded signal was spent on the
+# group and rlock exited the command's 0 (a calling loop went on).
+late_stop() {
+	local target=$1
+	shift
+	rlock_bg "$@"
+	wait_until 30 test -s g.pid
+	wait_until 30 test -s cmd.pid
+	if [[ -n $target ]]; then
+		wait_until 30 test -s "$target"
+		target=$(cat "$target")
+	else
+		target=$RLOCK_PID
+	fi
+	wait_until 30 reaped "$target" "$(cat cmd.pid)"
+	kill -TERM "$target"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+	wait_until 30 proc_gone "$(cat g.pid)"
+	key_absent 'rlock:{late}'
+}
+
+@test "a signal that comes after the command exited, while the rest of its group runs: passed on to the group, released, rlock dies of it; also a re-entered nested run" {
+	local job='echo $PPID >r.pid; sleep 300 & echo $! >g.pid; echo $$ >cmd.pid; exit 0'
+	late_stop "" -k late -- sh -c "$job"
+	rm -f g.pid cmd.pid r.pid
+	# the nested run's own SIGTERM (not through its holder): it dies of it, its holder
+	# (whose command it is) with it
+	late_stop r.pid -k late -- "$RLOCK" -k late -- sh -c "$job"
 }
 
 # make_beat: ./beat writes its pid to c.pid, then a line to beats every 50 ms, in one

@@ -1493,6 +1493,10 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			kill(-s->ch->pid, sig);
 			kill(-s->ch->pid, SIGCONT);
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
+			/* The command exited before it (its group runs on): its status says
+			 * nothing of this stop, which the caller must still see (main.c). */
+			if (s->ch->reaped && !s->ch->late_sig)
+				s->ch->late_sig = sig;
 		}
 	}
 	if (s->ch->tstp_fd >= 0 && (p[2].revents & POLLIN)) {

@@ -59,6 +59,9 @@ struct child {
 	pid_t pid;           /* the command; also its process group id */
 	int reaped;          /* the command itself has been waited for */
 	int term_sig;        /* the signal it died of, or 0 */
+	int late_sig;        /* a signal of the forwarded ones that came once it had exited
+	                      * (passed on to the rest of its group): rlock dies of it once
+	                      * the lock is given back, as of one that comes then; or 0 */
 	int lost;            /* the lease was found lost while it ran (--on-lost ignore too),
 	                      * or the watchdog killed the group at its deadline */
 	int timed_out;       /* stopped for --max-hold */
