@@ -325,6 +325,24 @@ late_stop() {
 	late_stop r.pid -k late -- "$RLOCK" -k late -- sh -c "$job"
 }
 
+# zombie PID: PID has exited and is not yet reaped (state Z).
+zombie() { [[ $(_proc_field "$1" 3) == Z ]]; }
+
+@test "a signal that comes with the command's exit (rlock reads it before it reaps the command): rlock dies of it, not the command's 0" {
+	rlock_bg -k late -- sh -c 'echo $$ >cmd.pid; while [ ! -e go ]; do sleep 0.02; done; exit 0'
+	wait_until 30 test -s cmd.pid
+	# rlock stopped while the command exits, then SIGTERM: both wait in its signalfd,
+	# SIGTERM read first (the lower number), the command a zombie not yet reaped
+	kill -STOP "$RLOCK_PID"
+	touch go
+	wait_until 30 zombie "$(cat cmd.pid)"
+	kill -TERM "$RLOCK_PID"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+	key_absent 'rlock:{late}'
+}
+
 # make_beat: ./beat writes its pid to c.pid, then a line to beats every 50 ms, in one
 # process: a shell loop forks at each turn, and a SIGTSTP that stops the child before
 # its exec (dash uses vfork) leaves the shell waiting for it, never stopped itself.

@@ -1468,6 +1468,15 @@ static int next_timeout(const struct sup *s, int64_t now)
 	return t < 0 ? -1 : t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t;
 }
 
+/* Has the command exited, not yet reaped? (Left to reap: WNOWAIT.) */
+static int command_exited(const struct child *ch)
+{
+	siginfo_t si = {0};
+
+	return waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == ch->pid;
+}
+
 /* Forward the signals read (SIGCONT after each: as timeout(1), a stopped group would
  * never see them otherwise); hear the hold's loss. */
 static void on_events(struct sup *s, const struct pollfd *p)
@@ -1493,9 +1502,10 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			kill(-s->ch->pid, sig);
 			kill(-s->ch->pid, SIGCONT);
 			log_debug("forwarded SIG%s to the command", signal_name(sig));
-			/* The command exited before it (its group runs on): its status says
+			/* The command exited before it (its group runs on, or it is a zombie
+			 * not yet reaped: the signal came with its SIGCHLD): its status says
 			 * nothing of this stop, which the caller must still see (main.c). */
-			if (s->ch->reaped && !s->ch->late_sig)
+			if (!s->ch->late_sig && (s->ch->reaped || command_exited(s->ch)))
 				s->ch->late_sig = sig;
 		}
 	}
