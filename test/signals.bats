@@ -291,11 +291,11 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
 }
 
-# late_stop RLOCK-ARGS... : the command (RLOCK-ARGS end with it) writes cmd.pid, starts
-# a background job (its pid in g.pid) and exits 0; once rlock has reaped it, SIGTERM to
-# the rlock whose pid is in $1 (a file; "" for rlock_bg's). rlock must die of it (143),
-# the job with it, the lock released: before, the forwarded signal was spent on the
-# group and rlock exited the command's 0 (a calling loop went on).
+# late_stop PIDFILE RLOCK-ARGS... : the command (RLOCK-ARGS end with it) writes cmd.pid,
+# starts a background job (its pid in g.pid) and exits 0; once rlock has reaped it,
+# SIGTERM to the rlock whose pid is in PIDFILE ("" for rlock_bg's). rlock must die of it
+# (143), the job with it, the lock released: before, the forwarded signal was spent on
+# the group and rlock exited the command's 0 (a calling loop went on).
 late_stop() {
 	local target=$1
 	shift
@@ -316,13 +316,17 @@ late_stop() {
 	key_absent 'rlock:{late}'
 }
 
-@test "a signal that comes after the command exited, while the rest of its group runs: passed on to the group, released, rlock dies of it; also a re-entered nested run" {
+@test "a signal that comes after the command exited, while the rest of its cover runs: passed on to all of it, released, rlock dies of it; also a re-entered nested run" {
 	local job='echo $PPID >r.pid; sleep 300 & echo $! >g.pid; echo $$ >cmd.pid; exit 0'
 	late_stop "" -k late -- sh -c "$job"
 	rm -f g.pid cmd.pid r.pid
 	# the nested run's own SIGTERM (not through its holder): it dies of it, its holder
 	# (whose command it is) with it
 	late_stop r.pid -k late -- "$RLOCK" -k late -- sh -c "$job"
+	rm -f g.pid cmd.pid r.pid
+	# a job in a process group of its own (timeout(1) makes one): the command's group
+	# is empty, the signal reaches the job's (before: nobody, rlock waited on for it)
+	late_stop "" -k late -- sh -c "${job/sleep/timeout 300 sleep}"
 }
 
 # zombie PID: PID has exited and is not yet reaped (state Z).

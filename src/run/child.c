@@ -1499,13 +1499,25 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			}
 			if (rl)
 				sigaddset(&s->fromrl, sig);
-			kill(-s->ch->pid, sig);
-			kill(-s->ch->pid, SIGCONT);
-			log_debug("forwarded SIG%s to the command", signal_name(sig));
+			if (!s->ch->reaped && !command_exited(s->ch)) {
+				kill(-s->ch->pid, sig);
+				kill(-s->ch->pid, SIGCONT);
+				log_debug("forwarded SIG%s to the command", signal_name(sig));
+				continue;
+			}
 			/* The command exited before it (its group runs on, or it is a zombie
-			 * not yet reaped: the signal came with its SIGCHLD): its status says
-			 * nothing of this stop, which the caller must still see (main.c). */
-			if (!s->ch->late_sig && (s->ch->reaped || command_exited(s->ch)))
+			 * not yet reaped: the signal came with its SIGCHLD). What rlock waits
+			 * for is the rest of the cover, whose groups no command of theirs
+			 * passes it on to now: all of them hear it (else rlock waits on, the
+			 * lock held, for a job nobody can stop through it: `rlock -c 'timeout
+			 * 1h job &'`). The command's status says nothing of this stop, which
+			 * the caller must still see (main.c). */
+			stop_cover(s, sig, 0);
+			stop_cover(s, SIGCONT, 0);
+			log_debug("forwarded SIG%s to what is left of the command's group and the "
+			          "groups its processes moved to",
+			          signal_name(sig));
+			if (!s->ch->late_sig)
 				s->ch->late_sig = sig;
 		}
 	}
