@@ -996,12 +996,14 @@ static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
 	int sig = stopsig;
+	/* the group that stopped: the command's, or the cover's group with the terminal */
+	pid_t g = ch->stop_pgrp > 0 ? ch->stop_pgrp : ch->pid;
 
 	/* Stopped to read or write the terminal that rlock's group has and did not hand
 	 * over (stdin is not the terminal: a prompt on /dev/tty, as sudo and ssh do): hand
 	 * it over now, as a shell's fg would, and let it go on. */
 	if ((stopsig == SIGTTIN || stopsig == SIGTTOU) && tcgetpgrp(ch->tty) == getpgrp()) {
-		tcsetpgrp(ch->tty, ch->pid);
+		tcsetpgrp(ch->tty, g);
 		ch->tty_given = 1;
 		return 1;
 	}
@@ -1020,10 +1022,10 @@ static int follow_stop(struct child *ch, int stopsig)
 	int job = group_is_job();
 	if (asked && !job)
 		return 1; /* orphaned since: the kernel would discard the stop (on_events) */
-	if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
+	if (!asked && tcgetpgrp(ch->tty) != g && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
 	tell_cover_groups(ch); /* the command is stopped, and rlock about to be */
-	hand_terminal(ch->tty, ch->pid, getpgrp());
+	hand_terminal(ch->tty, g, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
 	sigset_t cur, t;
@@ -1047,7 +1049,7 @@ static int follow_stop(struct child *ch, int stopsig)
 		kill(to, sig);
 	}
 	/* Continued. */
-	hand_terminal(ch->tty, getpgrp(), ch->pid);
+	hand_terminal(ch->tty, getpgrp(), g);
 	return 1;
 }
 
@@ -1107,19 +1109,27 @@ static int reap(struct child *ch, int *st)
 		if (w <= 0)
 			return 0;
 		if (w == ch->pid && !ch->reaped) {
-			if (WIFSTOPPED(s))
+			if (WIFSTOPPED(s)) {
+				ch->stop_pgrp = ch->pid;
 				return WSTOPSIG(s);
+			}
 			ch->reaped = 1;
 			*st = s;
 		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
 			restart_watchdog(ch);
-		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog &&
-		           getpgid(w) == ch->pid) {
+		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog) {
 			/* The command exited, and what is left of its group (reparented to us)
 			 * stopped: a Ctrl-Z to the group, which still has the terminal, is the
 			 * job's stop, followed as the command's would be (else the shell never
-			 * gets control back while rlock waits for a stopped group). */
-			return WSTOPSIG(s);
+			 * gets control back while rlock waits for a stopped group). So is one
+			 * of a group of its cover that the terminal was handed to (a job
+			 * control's foreground job whose shell is gone). */
+			pid_t g = getpgid(w);
+			if (g > 0 && g != getpgrp() &&
+			    (g == ch->pid || (ch->tty >= 0 && tcgetpgrp(ch->tty) == g))) {
+				ch->stop_pgrp = g;
+				return WSTOPSIG(s);
+			}
 		}
 	}
 }
@@ -1632,6 +1642,9 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			if (s.watching && clock_ms() >= a->lost_at(a->ctx))
 				on_loss(&s, 1);
 			kill(-ch->pid, SIGCONT);
+			if (ch->stop_pgrp > 0 && ch->stop_pgrp != ch->pid)
+				kill(-ch->stop_pgrp, SIGCONT);
+			ch->stop_pgrp = 0;
 			continue;
 		}
 		if (group_done(&s, now)) {
