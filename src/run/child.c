@@ -1478,6 +1478,25 @@ static int next_timeout(const struct sup *s, int64_t now)
 	return t < 0 ? -1 : t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t;
 }
 
+/* The group of the command's cover (not its own) that has the terminal: one the command
+ * handed it to (a job-control program's foreground job), or 0. Walks the cover: not
+ * for a hot path. */
+static pid_t tty_cover_group(const struct sup *s)
+{
+	pid_t fg, g[COVER_MAX];
+	int live;
+
+	if (s->ch->tty < 0 || (fg = tcgetpgrp(s->ch->tty)) <= 0 || fg == getpgrp() ||
+	    fg == s->ch->pid)
+		return 0;
+	int n =
+	    cover_groups(s->ch->pid, getsid(0), 1, s->ch->watchdog, getpgrp(), NULL, 0, g, &live);
+	for (int i = 0; i < n; i++)
+		if (g[i] == fg)
+			return fg;
+	return 0;
+}
+
 /* Has the command exited, not yet reaped? (Left to reap: WNOWAIT.) */
 static int command_exited(const struct child *ch)
 {
@@ -1547,12 +1566,21 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			kill(-s->ch->pid, SIGTSTP);
 			log_debug("passed SIGTSTP on to the command's group");
 			s->ch->suspend = 1;
+			/* the command gone: also the group of its cover the terminal went to */
+			pid_t fg = s->ch->reaped ? tty_cover_group(s) : 0;
+			if (fg > 0) {
+				kill(-fg, SIGTSTP);
+				s->ch->stop_pgrp = fg;
+			}
 			if (s->ch->reaped &&
 			    follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
 				if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
 					on_loss(s, 1);
 				kill(-s->ch->pid, SIGCONT);
+				if (fg > 0)
+					kill(-fg, SIGCONT);
 			}
+			s->ch->stop_pgrp = 0;
 		}
 	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
