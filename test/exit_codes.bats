@@ -54,6 +54,12 @@ load helpers
 	assert_equal "$stderr" 'rlock: ./badint: bad interpreter /nonexistent/interp: No such file or directory'
 	PATH=$PWD:$PATH run -127 --separate-stderr rlock -k e -- badint
 	assert_equal "$stderr" 'rlock: badint: bad interpreter /nonexistent/interp: No such file or directory'
+	# a #! line with a DOS line end: the interpreter the kernel looked for ends in \r
+	# (bash shows ^M), never "/bin/sh", which is there
+	printf '#!/bin/sh\r\necho ran\r\n' >crlf
+	chmod +x crlf
+	run -127 --separate-stderr rlock -k e -- ./crlf
+	assert_equal "$stderr" 'rlock: ./crlf: bad interpreter /bin/sh\x0d: No such file or directory (its #! line ends in a carriage return: DOS line ends)'
 	key_absent 'rlock:{e}'
 }
 
@@ -63,7 +69,17 @@ load helpers
 	run -126 rlock -k e -- ./notexec
 	refute_output --partial 'should not run'
 	mkdir adir
-	run -126 rlock -k e -- ./adir
+	run -126 --separate-stderr rlock -k e -- ./adir
+	assert_equal "$stderr" 'rlock: ./adir: Is a directory' # as bash says it
+	key_absent 'rlock:{e}'
+	# an executable script whose interpreter cannot be run: the interpreter is named,
+	# as bash names it, not the script (which the user can see is executable)
+	[[ $RLOCK != *valgrind* ]] || return 0 # (its execve: see the ENOENT test above)
+	printf '#!%s\necho should not run\n' "$PWD/notexec" >badinterp
+	chmod 755 badinterp
+	run -126 --separate-stderr rlock -k e -- ./badinterp
+	assert_equal "$stderr" "rlock: ./badinterp: bad interpreter $PWD/notexec: Permission denied"
+	refute_output --partial 'should not run'
 	key_absent 'rlock:{e}'
 }
 

@@ -359,3 +359,72 @@ stopped_or_gone() { grep -q Stopped tty-out || proc_gone "$1"; }
 	assert_equal "$(cat after)" "status=3"
 	key_absent 'rlock:{zd}'
 }
+
+# make_handoff: ./handoff hands the terminal to a child it puts in a group of its own
+# (sleep 300), as a job-control shell gives it to its foreground job, writes "its pid,
+# rlock's, the child's" to pids, and exits 3.
+make_handoff() {
+	cat >handoff <<'PL'
+#!/usr/bin/perl
+use POSIX qw(setpgid tcsetpgrp);
+$SIG{TTOU} = 'IGNORE';
+my $pid = fork // die "fork: $!";
+if (!$pid) { setpgid(0, 0); exec 'sleep', '300'; exit 127 }
+setpgid($pid, $pid); # whichever of the two comes first
+open my $tty, '+<', '/dev/tty' or die "/dev/tty: $!";
+select undef, undef, undef, 0.01 until getpgrp($pid) == $pid;
+tcsetpgrp(fileno($tty), $pid) or die "tcsetpgrp: $!";
+open my $f, '>', 'pids' or die; print $f "$$ ", getppid(), " $pid\n"; close $f;
+exit 3;
+PL
+	chmod +x handoff
+}
+
+@test "Ctrl-Z after the command exited, a group of its cover holding the terminal (its job-control parent gone): the job stops, rlock with it, the shell gets control back; fg gives that group the terminal again" {
+	# The command hands the terminal to a child it put in a group of its own, as a
+	# job-control shell gives it to its foreground job, and exits. The Ctrl-Z stopped
+	# that child (rlock's now) while rlock waited on for it: the shell never got control
+	# back, and nothing but a kill -CONT from elsewhere could resume the job.
+	make_handoff
+	local cmd rl left
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zh -- ./handoff" >&5
+	wait_until 30 test -s pids
+	read -r cmd rl left <pids
+	track_pid "$rl" "$left"
+	wait_until 30 proc_gone "$cmd"
+	printf '\032' >&5
+	wait_until 30 not running "$left"
+	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 5 not running "$rl"
+	key_exists 'rlock:{zh}'
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 running "$left"
+	wait_until 30 eval '[[ $(ps -o tpgid= -p "$left" | tr -d " ") == "$left" ]]'
+	kill -TERM "$left"
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=3"
+	key_absent 'rlock:{zh}'
+}
+
+@test "kill -TSTP of rlock after the command exited, a group of its cover holding the terminal: that group stops too, rlock with it; fg continues both" {
+	make_handoff
+	local cmd rl left
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k zk -- ./handoff" >&5
+	wait_until 30 test -s pids
+	read -r cmd rl left <pids
+	track_pid "$rl" "$left"
+	wait_until 30 proc_gone "$cmd"
+	kill -TSTP "$rl"
+	wait_until 30 not running "$left"
+	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 5 not running "$rl"
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 running "$left"
+	wait_until 30 eval '[[ $(ps -o tpgid= -p "$left" | tr -d " ") == "$left" ]]'
+	kill -TERM "$left"
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=3"
+	key_absent 'rlock:{zk}'
+}

@@ -86,6 +86,7 @@ teardown() {
 	track_pidfile c.pid
 	track_pidfile g.pid
 	track_pidfile s.ready
+	track_pidfile r.pid
 	common_teardown
 }
 
@@ -288,6 +289,62 @@ reaped() { ! children_of "$1" | grep -qx "$2"; }
 	# before: 0, and a shell loop around rlock went on (the interrupt was lost)
 	assert_equal "$RLOCK_STATUS" 143
 	grep -q 'cannot release rlock:{rel}' "$RLOCK_ERR" || fail "the release was not tried: $(cat "$RLOCK_ERR")"
+}
+
+# late_stop PIDFILE RLOCK-ARGS... : the command (RLOCK-ARGS end with it) writes cmd.pid,
+# starts a background job (its pid in g.pid) and exits 0; once rlock has reaped it,
+# SIGTERM to the rlock whose pid is in PIDFILE ("" for rlock_bg's). rlock must die of it
+# (143), the job with it, the lock released: before, the forwarded signal was spent on
+# the group and rlock exited the command's 0 (a calling loop went on).
+late_stop() {
+	local target=$1
+	shift
+	rlock_bg "$@"
+	wait_until 30 test -s g.pid
+	wait_until 30 test -s cmd.pid
+	if [[ -n $target ]]; then
+		wait_until 30 test -s "$target"
+		target=$(cat "$target")
+	else
+		target=$RLOCK_PID
+	fi
+	wait_until 30 reaped "$target" "$(cat cmd.pid)"
+	kill -TERM "$target"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+	wait_until 30 proc_gone "$(cat g.pid)"
+	key_absent 'rlock:{late}'
+}
+
+@test "a signal that comes after the command exited, while the rest of its cover runs: passed on to all of it, released, rlock dies of it; also a re-entered nested run" {
+	local job='echo $PPID >r.pid; sleep 300 & echo $! >g.pid; echo $$ >cmd.pid; exit 0'
+	late_stop "" -k late -- sh -c "$job"
+	rm -f g.pid cmd.pid r.pid
+	# the nested run's own SIGTERM (not through its holder): it dies of it, its holder
+	# (whose command it is) with it
+	late_stop r.pid -k late -- "$RLOCK" -k late -- sh -c "$job"
+	rm -f g.pid cmd.pid r.pid
+	# a job in a process group of its own (timeout(1) makes one): the command's group
+	# is empty, the signal reaches the job's (before: nobody, rlock waited on for it)
+	late_stop "" -k late -- sh -c "${job/sleep/timeout 300 sleep}"
+}
+
+# zombie PID: PID has exited and is not yet reaped (state Z).
+zombie() { [[ $(_proc_field "$1" 3) == Z ]]; }
+
+@test "a signal that comes with the command's exit (rlock reads it before it reaps the command): rlock dies of it, not the command's 0" {
+	rlock_bg -k late -- sh -c 'echo $$ >cmd.pid; while [ ! -e go ]; do sleep 0.02; done; exit 0'
+	wait_until 30 test -s cmd.pid
+	# rlock stopped while the command exits, then SIGTERM: both wait in its signalfd,
+	# SIGTERM read first (the lower number), the command a zombie not yet reaped
+	kill -STOP "$RLOCK_PID"
+	touch go
+	wait_until 30 zombie "$(cat cmd.pid)"
+	kill -TERM "$RLOCK_PID"
+	kill -CONT "$RLOCK_PID"
+	rlock_wait "$RLOCK_PID" 30
+	assert_equal "$RLOCK_STATUS" 143
+	key_absent 'rlock:{late}'
 }
 
 # make_beat: ./beat writes its pid to c.pid, then a line to beats every 50 ms, in one

@@ -93,6 +93,17 @@ static int64_t never(const void *ctx)
 	return INT64_MAX;
 }
 
+/* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */
+static int late_signal(int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo != SIGCHLD)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
 /* A run re-entered whole holds no lock of its own: the ancestor's lease, renewal, loss
  * action, --min-hold, --lock-delay, label, events and metrics are the ancestor's (its
  * --on-lost signals its group, this rlock with it, which forwards the signal). What is
@@ -145,6 +156,12 @@ run_reentered(const struct opts *o, const struct reenter *r, struct store *s, in
 		exit(RL_EX_LOST);
 	if (ch.term_sig)
 		child_die_of(ch.term_sig); /* as a run that holds its lock */
+	/* and as it, one that came after the command exited (while the rest of its group
+	 * ran, or since): not over a status of rlock's own (79, 124, 137) */
+	int late =
+	    rc != RL_EX_LOST && !ch.timed_out ? ch.late_sig ? ch.late_sig : late_signal(sigfd) : 0;
+	if (late)
+		child_die_of(late);
 	exit(rc);
 }
 
@@ -615,17 +632,6 @@ static void lease_renew_launch(void *ctx)
 	hold_renew_launch(ctx); /* a failure is logged, then tried again (renew_due) */
 }
 
-/* The first terminating signal waiting in sigfd (SIGCHLD skipped), or 0. */
-static int late_signal(int sigfd)
-{
-	struct signalfd_siginfo si;
-
-	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-		if (si.ssi_signo != SIGCHLD)
-			return (int)si.ssi_signo;
-	return 0;
-}
-
 /* hold_on_sent's: every release is sent, a Ctrl-Z may stop rlock (child_unlisten_stop). */
 static void unlisten_stop(void *ch)
 {
@@ -759,7 +765,9 @@ static int run(struct hold *h, const struct opts *o, const struct reenter *re, i
 	 * 128+N already). Known before the released line, whose status is the exit status
 	 * (128+N), not the command's. */
 	int late = rc != RL_EX_LOST && rc != RL_EX_PREEMPTED && !ch.timed_out && !ch.term_sig
-	               ? hold_interrupted(h) ? hold_interrupted(h) : late_signal(sigfd)
+	               ? ch.late_sig           ? ch.late_sig
+	                 : hold_interrupted(h) ? hold_interrupted(h)
+	                                       : late_signal(sigfd)
 	               : 0;
 	events_emit(
 	    EV_RELEASED,

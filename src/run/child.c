@@ -712,20 +712,30 @@ static int exec_file(const char *name, char *buf, size_t n)
 	}
 }
 
-/* An exec that failed with ENOENT, said as bash and timeout(1) say it: a name that is
- * nowhere on PATH is "command not found", a path to nothing "No such file or
- * directory"; but a file that is there names an interpreter that is not (its #! line,
- * or a program loader): said so, not "not found" of a file the user can see. */
-static void say_enoent(const char *what)
+/* An exec that failed, said as bash says it. ENOENT of a name that is nowhere on PATH
+ * is "command not found", of a path to nothing "No such file or directory"; a
+ * directory is "Is a directory". But when the file is there, executable, and starts
+ * with #!, an ENOENT, EACCES, ENOEXEC or ELOOP is its interpreter's: named as the
+ * kernel read it (up to a space, a tab or the line's end; the log shows a DOS line
+ * end's carriage return as \x0d, as bash shows ^M), never blamed on a file the user
+ * can see and run. */
+static void say_exec_failed(const char *what, int e)
 {
 	char file[4096], head[256] = "";
+	struct stat st;
 
-	if (exec_file(what, file, sizeof file) < 0) {
+	if (exec_file(what, file, sizeof file) < 0 || stat(file, &st) < 0) {
 		log_error("%s: %s", what,
-		          strchr(what, '/') ? strerror(ENOENT) : "command not found");
+		          e == ENOENT && !strchr(what, '/') ? "command not found" : strerror(e));
 		return;
 	}
-	int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (S_ISDIR(st.st_mode) && e == EACCES) {
+		log_error("%s: %s", what, strerror(EISDIR));
+		return;
+	}
+	int script = e == ENOENT || e == ENOEXEC || e == ELOOP ||
+	             (e == EACCES && S_ISREG(st.st_mode) && access(file, X_OK) == 0);
+	int fd = script ? open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
 	if (fd >= 0) {
 		ssize_t r = read(fd, head, sizeof head - 1);
 		head[r > 0 ? r : 0] = '\0';
@@ -733,12 +743,17 @@ static void say_enoent(const char *what)
 	}
 	if (head[0] == '#' && head[1] == '!') {
 		char *interp = head + 2 + strspn(head + 2, " \t");
-		interp[strcspn(interp, " \t\r\n")] = '\0';
-		log_error("%s: bad interpreter %s: %s", what, *interp ? interp : "(none)",
-		          strerror(ENOENT));
-	} else {
+		size_t len = strcspn(interp, " \t\n");
+		int cr = len > 0 && interp[len - 1] == '\r';
+		interp[len] = '\0';
+		log_error("%s: bad interpreter %s: %s%s", what, *interp ? interp : "(none)",
+		          strerror(e),
+		          cr ? " (its #! line ends in a carriage return: DOS line ends)" : "");
+	} else if (e == ENOENT) {
 		log_error("%s: %s (the file is there: a program loader it needs is missing)", what,
 		          strerror(ENOENT));
+	} else {
+		log_error("%s: %s", what, strerror(e));
 	}
 }
 
@@ -771,10 +786,7 @@ static int spawn_failed(struct child *ch, const char *what, int step, int e)
 		return RL_EX_OSERR;
 	}
 	/* what is escaped by the log, once, and cut in the middle when long (the reason stays) */
-	if (e == ENOENT)
-		say_enoent(what);
-	else
-		log_error("%s: %s", what, strerror(e));
+	say_exec_failed(what, e);
 	return e == ENOENT ? RL_EX_NOTFOUND : RL_EX_NOEXEC;
 }
 
@@ -984,12 +996,14 @@ static int follow_stop(struct child *ch, int stopsig)
 {
 	struct sigaction sa;
 	int sig = stopsig;
+	/* the group that stopped: the command's, or the cover's group with the terminal */
+	pid_t g = ch->stop_pgrp > 0 ? ch->stop_pgrp : ch->pid;
 
 	/* Stopped to read or write the terminal that rlock's group has and did not hand
 	 * over (stdin is not the terminal: a prompt on /dev/tty, as sudo and ssh do): hand
 	 * it over now, as a shell's fg would, and let it go on. */
 	if ((stopsig == SIGTTIN || stopsig == SIGTTOU) && tcgetpgrp(ch->tty) == getpgrp()) {
-		tcsetpgrp(ch->tty, ch->pid);
+		tcsetpgrp(ch->tty, g);
 		ch->tty_given = 1;
 		return 1;
 	}
@@ -1008,10 +1022,10 @@ static int follow_stop(struct child *ch, int stopsig)
 	int job = group_is_job();
 	if (asked && !job)
 		return 1; /* orphaned since: the kernel would discard the stop (on_events) */
-	if (!asked && tcgetpgrp(ch->tty) != ch->pid && ((!ch->tty_given && !tty_stop) || !job))
+	if (!asked && tcgetpgrp(ch->tty) != g && ((!ch->tty_given && !tty_stop) || !job))
 		return 0;
 	tell_cover_groups(ch); /* the command is stopped, and rlock about to be */
-	hand_terminal(ch->tty, ch->pid, getpgrp());
+	hand_terminal(ch->tty, g, getpgrp());
 	/* Stop as the command did, so the shell says why; SIGTTOU is blocked here, and an
 	 * ignored stop signal would not stop us at all. */
 	sigset_t cur, t;
@@ -1035,7 +1049,7 @@ static int follow_stop(struct child *ch, int stopsig)
 		kill(to, sig);
 	}
 	/* Continued. */
-	hand_terminal(ch->tty, getpgrp(), ch->pid);
+	hand_terminal(ch->tty, getpgrp(), g);
 	return 1;
 }
 
@@ -1095,19 +1109,27 @@ static int reap(struct child *ch, int *st)
 		if (w <= 0)
 			return 0;
 		if (w == ch->pid && !ch->reaped) {
-			if (WIFSTOPPED(s))
+			if (WIFSTOPPED(s)) {
+				ch->stop_pgrp = ch->pid;
 				return WSTOPSIG(s);
+			}
 			ch->reaped = 1;
 			*st = s;
 		} else if (w == ch->watchdog && !WIFSTOPPED(s)) {
 			restart_watchdog(ch);
-		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog &&
-		           getpgid(w) == ch->pid) {
+		} else if (WIFSTOPPED(s) && ch->reaped && w != ch->watchdog) {
 			/* The command exited, and what is left of its group (reparented to us)
 			 * stopped: a Ctrl-Z to the group, which still has the terminal, is the
 			 * job's stop, followed as the command's would be (else the shell never
-			 * gets control back while rlock waits for a stopped group). */
-			return WSTOPSIG(s);
+			 * gets control back while rlock waits for a stopped group). So is one
+			 * of a group of its cover that the terminal was handed to (a job
+			 * control's foreground job whose shell is gone). */
+			pid_t g = getpgid(w);
+			if (g > 0 && g != getpgrp() &&
+			    (g == ch->pid || (ch->tty >= 0 && tcgetpgrp(ch->tty) == g))) {
+				ch->stop_pgrp = g;
+				return WSTOPSIG(s);
+			}
 		}
 	}
 }
@@ -1456,6 +1478,34 @@ static int next_timeout(const struct sup *s, int64_t now)
 	return t < 0 ? -1 : t > CLOCK_NAP_MAX_MS ? CLOCK_NAP_MAX_MS : (int)t;
 }
 
+/* The group of the command's cover (not its own) that has the terminal: one the command
+ * handed it to (a job-control program's foreground job), or 0. Walks the cover: not
+ * for a hot path. */
+static pid_t tty_cover_group(const struct sup *s)
+{
+	pid_t fg, g[COVER_MAX];
+	int live;
+
+	if (s->ch->tty < 0 || (fg = tcgetpgrp(s->ch->tty)) <= 0 || fg == getpgrp() ||
+	    fg == s->ch->pid)
+		return 0;
+	int n =
+	    cover_groups(s->ch->pid, getsid(0), 1, s->ch->watchdog, getpgrp(), NULL, 0, g, &live);
+	for (int i = 0; i < n; i++)
+		if (g[i] == fg)
+			return fg;
+	return 0;
+}
+
+/* Has the command exited, not yet reaped? (Left to reap: WNOWAIT.) */
+static int command_exited(const struct child *ch)
+{
+	siginfo_t si = {0};
+
+	return waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == ch->pid;
+}
+
 /* Forward the signals read (SIGCONT after each: as timeout(1), a stopped group would
  * never see them otherwise); hear the hold's loss. */
 static void on_events(struct sup *s, const struct pollfd *p)
@@ -1478,9 +1528,26 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			}
 			if (rl)
 				sigaddset(&s->fromrl, sig);
-			kill(-s->ch->pid, sig);
-			kill(-s->ch->pid, SIGCONT);
-			log_debug("forwarded SIG%s to the command", signal_name(sig));
+			if (!s->ch->reaped && !command_exited(s->ch)) {
+				kill(-s->ch->pid, sig);
+				kill(-s->ch->pid, SIGCONT);
+				log_debug("forwarded SIG%s to the command", signal_name(sig));
+				continue;
+			}
+			/* The command exited before it (its group runs on, or it is a zombie
+			 * not yet reaped: the signal came with its SIGCHLD). What rlock waits
+			 * for is the rest of the cover, whose groups no command of theirs
+			 * passes it on to now: all of them hear it (else rlock waits on, the
+			 * lock held, for a job nobody can stop through it: `rlock -c 'timeout
+			 * 1h job &'`). The command's status says nothing of this stop, which
+			 * the caller must still see (main.c). */
+			stop_cover(s, sig, 0);
+			stop_cover(s, SIGCONT, 0);
+			log_debug("forwarded SIG%s to what is left of the command's group and the "
+			          "groups its processes moved to",
+			          signal_name(sig));
+			if (!s->ch->late_sig)
+				s->ch->late_sig = sig;
 		}
 	}
 	if (s->ch->tstp_fd >= 0 && (p[2].revents & POLLIN)) {
@@ -1499,12 +1566,21 @@ static void on_events(struct sup *s, const struct pollfd *p)
 			kill(-s->ch->pid, SIGTSTP);
 			log_debug("passed SIGTSTP on to the command's group");
 			s->ch->suspend = 1;
+			/* the command gone: also the group of its cover the terminal went to */
+			pid_t fg = s->ch->reaped ? tty_cover_group(s) : 0;
+			if (fg > 0) {
+				kill(-fg, SIGTSTP);
+				s->ch->stop_pgrp = fg;
+			}
 			if (s->ch->reaped &&
 			    follow_stop(s->ch, SIGTSTP)) { /* the rest of its group */
 				if (s->watching && clock_ms() >= s->a->lost_at(s->a->ctx))
 					on_loss(s, 1);
 				kill(-s->ch->pid, SIGCONT);
+				if (fg > 0)
+					kill(-fg, SIGCONT);
 			}
+			s->ch->stop_pgrp = 0;
 		}
 	}
 	if (s->lost_fd >= 0 && (p[1].revents & POLLIN)) {
@@ -1594,6 +1670,9 @@ int child_supervise(struct child *ch, const struct supervise_args *a)
 			if (s.watching && clock_ms() >= a->lost_at(a->ctx))
 				on_loss(&s, 1);
 			kill(-ch->pid, SIGCONT);
+			if (ch->stop_pgrp > 0 && ch->stop_pgrp != ch->pid)
+				kill(-ch->stop_pgrp, SIGCONT);
+			ch->stop_pgrp = 0;
 			continue;
 		}
 		if (group_done(&s, now)) {

@@ -59,6 +59,9 @@ struct child {
 	pid_t pid;           /* the command; also its process group id */
 	int reaped;          /* the command itself has been waited for */
 	int term_sig;        /* the signal it died of, or 0 */
+	int late_sig;        /* a signal of the forwarded ones that came once it had exited
+	                      * (passed on to the rest of its group): rlock dies of it once
+	                      * the lock is given back, as of one that comes then; or 0 */
 	int lost;            /* the lease was found lost while it ran (--on-lost ignore too),
 	                      * or the watchdog killed the group at its deadline */
 	int timed_out;       /* stopped for --max-hold */
@@ -78,6 +81,8 @@ struct child {
 	int tstp_fd;         /* signalfd of a SIGTSTP sent to rlock (Ctrl-Z to its group), or -1 */
 	int suspend;         /* SIGTSTP passed on to the command: rlock stops when it does */
 	int stop_told;       /* its cover's groups told to the watchdog for this stop */
+	pid_t stop_pgrp;     /* the group whose stop is followed (follow_stop): the command's,
+	                      * or once it exited, the cover's group that has the terminal */
 	int64_t unguarded;   /* when the watchdog died and none could replace it, or 0 */
 	int unguarded_errno; /* why none could */
 	int unguarded_stop;  /* stopped for that (no replacement in time): the exit is 71 */
