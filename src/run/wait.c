@@ -645,12 +645,14 @@ static enum wait_state st_listen(struct wait_run *w)
  * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
  * per lease, so that only a dead waiter loses its place. So is a --preempt request's mark
  * (acquire.lua): a requester that is gone stops no holder; and so is the writer mark of
- * an exclusive request that waits for shared holders, permits or a fair queue (acquire.lua:
- * its busy reply has no lease, pttl -1): a writer that died keeps readers out seconds. */
+ * an exclusive request that waits for shared holders or permits (acquire.lua: its busy
+ * reply names their mode, its pttl the end of the last lease) or a fair queue (pttl -1):
+ * a writer that died keeps readers out seconds. */
 static int64_t queue_nap(const struct lock *l, const struct holder *h, int64_t nap)
 {
 	const char *ch[2];
-	int writer = l->ask.mode == LOCK_EXCLUSIVE && !h->delayed && h->pttl_ms == -1;
+	int writer =
+	    l->ask.mode == LOCK_EXCLUSIVE && !h->delayed && (h->pttl_ms == -1 || h->mode != 'x');
 
 	if (!l->ask.nowait && (lock_channels(l, ch) == 2 || l->ask.preempt || writer) &&
 	    nap > LOCK_QUEUE_LEASE_MS / 3)
