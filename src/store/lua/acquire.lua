@@ -234,9 +234,8 @@ end
 -- its first write (the writer mark), loudly (WRONGTYPE: --reset deletes it, break.lua).
 if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
                                  not handed and queued) then
-  -- the record of the holder whose lease ends last (what this request waits for), read
-  -- before any write (a :meta of another type fails here)
-  local first = redis.call('ZRANGE', KEYS[4], -1, -1)[1]
+  -- the first holder's record, read before any write (a :meta of another type fails here)
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0)[1]
   local ok, m = pcall(cjson.decode, first and redis.call('HGET', KEYS[5], first) or '{}')
   if not ok or type(m) ~= 'table' then m = {} end
   ask_preempt() -- an exclusive holder with --fair waiters behind it
@@ -257,8 +256,14 @@ if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
   end
   -- Their keys live as long as the last lease in them (release_sem.lua): without a
   -- release, the name is free to this request when they expire (a holder that died, a
-  -- --min-hold keep): the waiter wakes then, not a backoff later. Their mode, so that the
-  -- waiter knows it keeps a writer mark alive meanwhile (wait.c).
+  -- --min-hold keep): the waiter wakes then, not a backoff later. The holder said is the
+  -- one whose lease ends last (kept or not), their mode tells the waiter that it keeps a
+  -- writer mark alive meanwhile (wait.c).
+  local last = redis.call('ZRANGE', KEYS[4], -1, -1)[1]
+  if last ~= first then
+    ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], last) or '{}')
+    if not ok or type(m) ~= 'table' then m = {} end
+  end
   return {0, redis.call('PTTL', KEYS[4]), m.host or false, m.pid or false, m.user or false,
           m.cmd or false, m.start or false, m.ttl or false, m.fence or false,
           m.label or false, m.kept or false, false, m.limit == 'shared' and m.limit or 'limit'}
