@@ -199,6 +199,24 @@ closed_only() {
 	only_fence b
 }
 
+@test "lock-delay: a waiter's live line on a terminal counts the delay down (was: the first reply's figure, redrawn unchanged every second)" {
+	rlock_bg -k tl -t 1s --lock-delay 2s -- "$HOLD" h
+	wait_until 10 test -e h.started
+	local holder=$RLOCK_PID left
+	run -0 "$RLOCK" --break -k tl # closed for the lease left (1 s at most), then 2 s
+	(clean_exec script -qfec "$RLOCK -u $REDIS_URL -w 30s -k tl -- true; echo rlock-exit=\$? >exitcode" \
+		/dev/null) </dev/null >tty-out 2>&1
+	assert_equal "$(cat exitcode)" rlock-exit=0
+	left=$(tr '\r' '\n' <tty-out | sed -n 's/.*closed by lock-delay for \([0-9.]*\)s more.*/\1/p')
+	echo "# the live line's time left, each second: $(tr "\n" " " <<<"$left")" >&3
+	(($(wc -l <<<"$left") >= 2)) || fail "drawn less than twice: $(cat -v tty-out)"
+	awk 'NR == 1 { first = $1 } END { exit !($1 < first) }' <<<"$left" ||
+		fail "the time left never went down: $(tr "\n" " " <<<"$left")"
+	rlock_wait "$holder" 30 # its renewal finds the lock broken: lost
+	((RLOCK_STATUS == 79))
+	only_fence tl
+}
+
 @test "lock-delay: every mode (-s, -l, --fair, several -k) is closed after a crash" {
 	local mode
 	for mode in "-s" "-l 2" "--fair" "-k other"; do

@@ -457,6 +457,33 @@ qlease_over() {
 	run -0 rlock -k mh --break
 }
 
+@test "shared holders and permits kept by --min-hold: a request they keep out says so, and an exclusive waiter gets in as the keep ends" {
+	# the busy reply names the holder whose lease ends last, kept, and for how long (was:
+	# "held by HOST pid N" alone, and no lease end, so the waiter polled on its backoff)
+	run -0 rlock -s -k kp --min-hold 60s -- true
+	run -75 --separate-stderr rlock -k kp -n -- true
+	[[ $stderr == *'its command has ended (kept by --min-hold for '*' more)'* ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -k kp --fair -n -- true
+	[[ $stderr == *'(kept by --min-hold for '* ]] || fail "$stderr"
+	run -0 rlock -k kp --break
+	run -0 rlock -l 1 -k kp --min-hold 60s -- true
+	run -75 --separate-stderr rlock -l 1 -k kp -n -- true
+	[[ $stderr == *'(kept by --min-hold for '* ]] || fail "$stderr"
+	run -75 --separate-stderr rlock -k kp -n -- true
+	[[ $stderr == *'(kept by --min-hold for '* ]] || fail "$stderr"
+	run -0 rlock -k kp --break
+	# an exclusive waiter behind a shared keep takes the lock when it ends: never before,
+	# and without a backoff step's delay after it (printed, bounded by a second)
+	local t0 took
+	t0=$(now_ms)
+	run -0 rlock -s -k kw --min-hold 2s -- true
+	run -0 --separate-stderr rlock -k kw -w 20s -- true
+	took=$(($(now_ms) - t0))
+	echo "# exclusive after a 2000 ms shared keep: ${took} ms" >&3
+	((took >= 2000)) || fail "in after ${took} ms, inside the keep"
+	((took < 3000)) || fail "in after ${took} ms: not woken at the keep's end"
+}
+
 @test "lost-update checker: exclusive, --limit 1 and --fair" {
 	local mode out
 	for mode in "" "-l 1" "--fair"; do

@@ -84,6 +84,10 @@ r start"
 	[[ $(grep -c . <<<"$stderr") == 1 ]]
 	run -64 --separate-stderr rlock -k p --preempt --status
 	[[ $(grep -c . <<<"$stderr") == 1 ]]
+	run -64 --separate-stderr rlock -k p --preemptible --min-hold 1s -- true
+	[[ $stderr == *'not with --min-hold'* ]] || fail "$stderr"
+	# --min-hold 0 is no keep (the default; it lifts a config file's): nothing to refuse
+	run -0 --separate-stderr rlock -k p --preemptible --min-hold 5s --min-hold 0 -- true
 }
 
 @test "--preempt that gives up (-w) withdraws its request: the holder is not stopped later" {

@@ -2329,12 +2329,13 @@ static void validate_mode_reads(const struct state *s)
 	}
 }
 
-/* --preemptible with --min-hold on the command line contradict each other (a preempted
+/* --preemptible with a --min-hold on the command line contradict each other (a preempted
  * holder gives the lock to the request at once, the release hands it over whatever a
- * keep says); a configuration file's min-hold gives way to the hand-over quietly. */
+ * keep says); a configuration file's min-hold gives way to the hand-over quietly, and
+ * the command line's --min-hold 0 (no keep: the default) asks for none. */
 static void validate_preemptible(const struct state *s)
 {
-	if (s->o->lock.preemptible && on_cli(s, "min-hold"))
+	if (s->o->lock.preemptible && s->o->min_hold_ms > 0 && on_cli(s, "min-hold"))
 		usage_error("--preemptible gives the lock to the request at once: not with "
 		            "--min-hold");
 }

@@ -323,22 +323,39 @@ static int64_t progress(const struct wait_args *a, const struct holder *h, int64
 	return progress_due;
 }
 
+/* h as it stands now, seen (clock_ms) when its reply came: the time it had left (a
+ * lock-delay, a --min-hold keep, a reservation) counts down while the waiter sleeps on
+ * it, in the live line and the progress lines (was: the reply's figure, redrawn every
+ * second unchanged). h itself, when it says no time left. */
+static const struct holder *aged(const struct holder *h, int64_t seen, struct holder *buf)
+{
+	int64_t gone = clock_ms() - seen;
+
+	if (h->pttl_ms <= 0 || seen <= 0 || gone <= 0)
+		return h;
+	*buf = *h;
+	buf->pttl_ms = h->pttl_ms > gone ? h->pttl_ms - gone : 0;
+	return buf;
+}
+
 /* Sleep until `until`, redrawing the live line every second: what sleep_until says.
  * Work left for a round trip (the command's watchdog, store_while_waiting) runs first,
  * if no round trip has run it: while this waiter sleeps, not in the round trip of the
- * attempt that takes the lock (a hand-off would wait for its fork). */
+ * attempt that takes the lock (a hand-off would wait for its fork). h came at seen. */
 static int nap_until(const struct wait_args *a, struct store *sub, const struct holder *h,
-                     int64_t start, int64_t until, const char *note, int *drawn, int *signo)
+                     int64_t seen, int64_t start, int64_t until, const char *note, int *drawn,
+                     int *signo)
 {
+	struct holder now;
 	int s;
 
 	store_idle_now();
 	do {
-		int64_t tick = until, due = progress(a, h, start, note);
+		int64_t tick = until, due = progress(a, aged(h, seen, &now), start, note);
 		if (due < tick)
 			tick = due;
 		if (a->status_line) {
-			status_draw(a, h, clock_ms() - start, note);
+			status_draw(a, aged(h, seen, &now), clock_ms() - start, note);
 			*drawn = 1;
 			if (clock_ms() + 1000 < tick)
 				tick = clock_ms() + 1000;
@@ -595,7 +612,8 @@ static enum wait_state st_outage(struct wait_run *w)
 	char note[400]; /* what the progress line says it waits for: the server, the error */
 	log_reason(note, sizeof note, "Redis unavailable for %llds, reconnecting; last error: %s",
 	           (long long)((clock_ms() - w->outage_at) / 1000), w->err);
-	if (nap_until(w->a, w->s, w->h, w->start, until, note, &w->drawn, w->signo) == -4)
+	if (nap_until(w->a, w->s, w->h, w->busy_at, w->start, until, note, &w->drawn, w->signo) ==
+	    -4)
 		return done(w, WAIT_SIGNAL);
 	/* Woken at the deadline (the last try, LAST_TRY_MS before it, is behind): no try
 	 * without time, whose "not tried: no time left" would hide the server's last
@@ -645,12 +663,14 @@ static enum wait_state st_listen(struct wait_run *w)
  * shorter): a waiter that may hold one refreshes it (its next attempt) at least three times
  * per lease, so that only a dead waiter loses its place. So is a --preempt request's mark
  * (acquire.lua): a requester that is gone stops no holder; and so is the writer mark of
- * an exclusive request that waits for shared holders, permits or a fair queue (acquire.lua:
- * its busy reply has no lease, pttl -1): a writer that died keeps readers out seconds. */
+ * an exclusive request that waits for shared holders or permits (acquire.lua: its busy
+ * reply names their mode, its pttl the end of the last lease) or a fair queue (pttl -1):
+ * a writer that died keeps readers out seconds. */
 static int64_t queue_nap(const struct lock *l, const struct holder *h, int64_t nap)
 {
 	const char *ch[2];
-	int writer = l->ask.mode == LOCK_EXCLUSIVE && !h->delayed && h->pttl_ms == -1;
+	int writer =
+	    l->ask.mode == LOCK_EXCLUSIVE && !h->delayed && (h->pttl_ms == -1 || h->mode != 'x');
 
 	if (!l->ask.nowait && (lock_channels(l, ch) == 2 || l->ask.preempt || writer) &&
 	    nap > LOCK_QUEUE_LEASE_MS / 3)
@@ -721,7 +741,8 @@ static enum wait_state split_pause(struct wait_run *w)
 	int slept, rounds = 0;
 
 	do {
-		slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
+		slept = nap_until(w->a, w->s, w->h, w->busy_at, w->start, until, NULL, &w->drawn,
+		                  w->signo);
 		if (slept == 2)
 			log_debug("a Redlock attempt's give-back notified (no release): still "
 			          "pausing after the split vote");
@@ -738,7 +759,8 @@ static enum wait_state st_nap(struct wait_run *w)
 	if (w->split)
 		return split_pause(w);
 	int64_t until = before_deadline(w, w->busy_at + busy_nap(w));
-	int slept = nap_until(w->a, w->s, w->h, w->start, until, NULL, &w->drawn, w->signo);
+	int slept =
+	    nap_until(w->a, w->s, w->h, w->busy_at, w->start, until, NULL, &w->drawn, w->signo);
 
 	if (slept == 2)
 		log_debug("woken by a Redlock attempt's give-back (a node freed, no release)");
@@ -763,7 +785,8 @@ static enum wait_state st_nap(struct wait_run *w)
 	 * connection 7 times a second). */
 	if (clock_ms() - w->busy_at < BACKOFF_FIRST_MS) {
 		int64_t pause = w->pttl_woke ? until : before_deadline(w, clock_ms() + busy_nap(w));
-		if (nap_until(w->a, w->s, w->h, w->start, pause, NULL, &w->drawn, w->signo) == -4)
+		if (nap_until(w->a, w->s, w->h, w->busy_at, w->start, pause, NULL, &w->drawn,
+		              w->signo) == -4)
 			return done(w, WAIT_SIGNAL);
 		backoff_grow(w);
 	}

@@ -436,9 +436,11 @@ static void fill_meta(struct holder *h, struct resp_reply **e, size_t n)
 
 /* Fill *h from the busy reply {0, pttl, host, pid, user, cmd, start, ttl, fence[, label[,
  * kept, preemptible[, "reserved"]]]}: "reserved" when nobody holds the name and it is kept
- * for the --preempt request named; or {0, -1, false x 10, "queued", N}: nobody holds it,
- * N --fair waiters go first; or {0, -1, false x 10, "writer", 1}: nobody holds it, a
- * waiting exclusive request goes first (a shared or permit request). */
+ * for the --preempt request named; "shared" or "limit" there when shared holders or
+ * permits hold it (an exclusive request's reply; pttl: until the last lease ends); or
+ * {0, -1, false x 10, "queued", N}: nobody holds it, N --fair waiters go first; or
+ * {0, -1, false x 10, "writer", 1}: nobody holds it, a waiting exclusive request goes
+ * first (a shared or permit request). */
 static void fill_holder(struct holder *h, const struct resp_reply *r)
 {
 	memset(h, 0, sizeof *h);
@@ -456,6 +458,9 @@ static void fill_holder(struct holder *h, const struct resp_reply *r)
 	}
 	h->reserved = r->elements > 12 && r->element[12]->type == RESP_STRING &&
 	              !strcmp(r->element[12]->str, "reserved");
+	if (r->elements > 12 && r->element[12]->type == RESP_STRING &&
+	    (!strcmp(r->element[12]->str, "shared") || !strcmp(r->element[12]->str, "limit")))
+		h->mode = r->element[12]->str[0] == 's' ? 's' : 'l';
 	if (r->elements > 13 && r->element[12]->type == RESP_STRING &&
 	    !strcmp(r->element[12]->str, "queued")) { /* nobody holds it: the fair queue binds */
 		long long q = field_number(r->element[13]);

@@ -254,8 +254,19 @@ if not mine and others > 0 and (redis.call('ZCARD', KEYS[4]) > 0 or
     return {0, -1, false, false, false, false, false, false, false, false, false, false,
             'queued', redis.call('ZCARD', KEYS[6])}
   end
-  return {0, -1, m.host or false, m.pid or false, m.user or false, m.cmd or false,
-          m.start or false, m.ttl or false, m.fence or false, m.label or false}
+  -- Their keys live as long as the last lease in them (release_sem.lua): without a
+  -- release, the name is free to this request when they expire (a holder that died, a
+  -- --min-hold keep): the waiter wakes then, not a backoff later. The holder said is the
+  -- one whose lease ends last (kept or not), their mode tells the waiter that it keeps a
+  -- writer mark alive meanwhile (wait.c).
+  local last = redis.call('ZRANGE', KEYS[4], -1, -1)[1]
+  if last ~= first then
+    ok, m = pcall(cjson.decode, redis.call('HGET', KEYS[5], last) or '{}')
+    if not ok or type(m) ~= 'table' then m = {} end
+  end
+  return {0, redis.call('PTTL', KEYS[4]), m.host or false, m.pid or false, m.user or false,
+          m.cmd or false, m.start or false, m.ttl or false, m.fence or false,
+          m.label or false, m.kept or false, false, m.limit == 'shared' and m.limit or 'limit'}
 end
 if not mine and held then
   local o = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start', 'ttl', 'fence',

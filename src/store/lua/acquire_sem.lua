@@ -130,7 +130,10 @@ if not free then
   local held = redis.call('EXISTS', KEYS[1]) == 1
   local o = held and redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'cmd', 'start',
                                 'ttl', 'fence', 'label', 'kept', 'preemptible')
-  local first = not held and redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  -- the holder whose lease ends first frees a permit; an exclusive request (--fair)
+  -- waits for the one whose lease ends last
+  local pick = kind == 'x' and -1 or 0
+  local first = not held and redis.call('ZRANGE', KEYS[4], pick, pick, 'WITHSCORES')
   local fm = first and first[1] and redis.call('HGET', KEYS[5], first[1])
   local wmark = first and not first[1] and kind ~= 'x' and redis.call('GET', KEYS[9])
   if permit and not queued and ARGV[5] == '0' then
@@ -186,7 +189,8 @@ if not free then
   if not first[1] then return {placed, -1, false, false, false, false, false, false, false} end
   local m = meta(fm)
   return {placed, tonumber(first[2]) - now, m.host or false, m.pid or false, m.user or false,
-          m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false}
+          m.cmd or false, m.start or false, m.ttl or false, m.fence or false, m.label or false,
+          m.kept or false, false}
 end
 -- Count first: a write refused (a user without INCR) then leaves no holder behind.
 -- Before it, a typed read of the keys a shared or limited grant writes that nothing
