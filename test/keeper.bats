@@ -418,7 +418,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_regex "$stderr" "lock 'ci' is not held by this token: it was lost \(expired, broken or taken over\) since --acquire"
 }
 
-@test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34)" {
+@test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34); --held says so with Redis still down (79), a later --release frees it (0)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
 	# a TTL long enough that the keeper cannot give the lock up by its own clock while
@@ -428,13 +428,23 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	keeper_pid >keeper.pids
 	kill -STOP "$REDIS_PID"
 	step release 'rlock -k ci --release --connect-timeout 500ms --io-timeout 500ms'
+	local released=$status err=$stderr
+	# Redis still down: the keeper's end is known here, as when it gave the lock up
+	# (s63-h5: 69, "Redis cannot say", the keeper's mark gone with it)
+	step held-down 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
 	kill -CONT "$REDIS_PID"
-	assert_failure 69
-	assert_regex "$stderr" 'expires by its TTL'
+	assert_equal "$released" 69
+	assert_failure 79
+	assert_regex "$stderr" 'is not held by token [0-9a-f]{32}: left to its TTL by rlock --release \(its keeper stopped\), which could not release it \(.*\) at '
+	assert_regex "$err" 'expires by its TTL; the keeper is stopped$'
 	# main: the keeper renewed on once the server was back; the lock never expired
 	wait_until 10 pidfile_gone keeper.pids ||
 		fail "the keeper still runs after --release said the lock expires by its TTL: $(cat k.log)"
-	wait_until 30 key_absent 'rlock:{ci}'
+	key_exists 'rlock:{ci}'
+	# the release retried: given back (0), not 79 "lost": the steps were guarded
+	step release-again 'rlock -k ci --release'
+	assert_success
+	key_absent 'rlock:{ci}'
 	step held 'rlock --held'
 	assert_failure 79
 }
@@ -442,11 +452,18 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 @test "--release whose connection is refused at once (69) stops the keeper all the same: the lock expires (explorer: seed 1712401040 round 10)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	step acquire 'rlock -k ci --acquire -t 10s --log-file "$PWD/k.log" >vars.sh'
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
 	assert_success
 	keeper_pid >keeper.pids
 	local port
 	port=$(free_port)
+	# from a shell of another runtime directory (no mark of the keeper there, nor the
+	# server's record to find it by): it renews on, and the line must not say the
+	# lock expires (s63-h5: "it expires by its TTL")
+	step elsewhere "XDG_RUNTIME_DIR=\$PWD/rt2 rlock -u redis://127.0.0.1:$port -k ci --release"
+	assert_failure 69
+	assert_equal "$stderr" "rlock: cannot release 'ci' (connect to 127.0.0.1:$port: Connection refused): no keeper of it found on this host to stop (none recorded in $PWD/rt2/rlock): one that runs renews it; run --release again once Redis answers"
+	pidfile_alive keeper.pids || fail "the keeper was stopped"
 	# nothing listens there: the connection fails before any request
 	step release "rlock -u redis://127.0.0.1:$port -k ci --release"
 	assert_failure 69

@@ -503,6 +503,17 @@ static int parent_printed(struct hold *h, int sigfd)
 	return rc;
 }
 
+/* The directory of the local records (keeper.h), into dir (n bytes). */
+static void record_dir(char *dir, size_t n)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+
+	if (rt && rt[0] == '/' && strlen(rt) < 200)
+		snprintf(dir, n, "%s/rlock", rt);
+	else
+		snprintf(dir, n, "/tmp/rlock-%ld", (long)getuid());
+}
+
 /* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
  * ended) or "keeper" (who keeps it, keeper_mark): its path, into path (n bytes). With
  * create, the directory is made if missing. -1 when there is no directory of the
@@ -510,15 +521,11 @@ static int parent_printed(struct hold *h, int sigfd)
 static int record_path(const char *kind, const char *key, const char *token, int create, char *path,
                        size_t n)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
 	char dir[300];
 	struct stat st;
 	uint64_t h = 14695981039346656037ULL; /* FNV-1a of key, NUL, token */
 
-	if (rt && rt[0] == '/' && strlen(rt) < 200)
-		snprintf(dir, sizeof dir, "%s/rlock", rt);
-	else
-		snprintf(dir, sizeof dir, "/tmp/rlock-%ld", (long)getuid());
+	record_dir(dir, sizeof dir);
 	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -1;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
@@ -1095,11 +1102,47 @@ static void record_run_lost(struct store *s, struct lock *mine)
 		log_debug("cannot record the loss of %s in its history (%s)", mine->key, err);
 }
 
+/* The ended note --release leaves when it stopped the keeper but could not release: not
+ * a loss of the steps' guard (a later --release that finds the lock still held frees it
+ * and exits 0), yet no keeper renews the lock any more (--held: 79, even with Redis
+ * down). */
+#define STOPPED_UNRELEASED                                                                         \
+	"left to its TTL by rlock --release (its keeper stopped), which could not release it"
+
+/* --release could not release (cause: why; what: what the lease does then, e.g. "it
+ * expires by its TTL"): one line, true of the keeper. Stopped here (stopped): the lock
+ * is left to its TTL, and a note (ended_note) tells --held and a later --release so.
+ * Not stopped: its keeper ended already (its note says how), or none was found on this
+ * host to stop (one that runs, on another host or recorded under another runtime
+ * directory, renews the lock on once Redis answers: the line must not say it expires). */
+static void unreleased(const struct lock *l, const struct keeper_args *k, int stopped,
+                       const char *why, const char *what)
+{
+	static struct lock mine; /* large */
+	char ended[600], dir[300], note[800];
+
+	mine = *l;
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
+	if (stopped) {
+		log_error("cannot release '%s' (%s): %s; the keeper is stopped", k->name, why,
+		          what);
+		log_reason(note, sizeof note, STOPPED_UNRELEASED " (%s)", why);
+		ended_note(&mine, note);
+	} else if (keeper_ended(l->key, k->token, ended, sizeof ended)) {
+		log_error("cannot release '%s' (%s): %s; its keeper ended already: %s", k->name,
+		          why, what, ended);
+	} else {
+		record_dir(dir, sizeof dir);
+		log_error("cannot release '%s' (%s): no keeper of it found on this host to stop "
+		          "(none recorded in %s): one that runs renews it; run --release again "
+		          "once Redis answers",
+		          k->name, why, dir);
+	}
+}
+
 void keeper_release_unreached(const struct lock *l, const struct keeper_args *k, const char *why)
 {
-	int stopped = stop_keeper(NULL, l->key, k) == 0;
-	log_error("cannot release '%s' (%s): it expires by its TTL%s", k->name, why,
-	          stopped ? "; the keeper is stopped" : "");
+	unreleased(l, k, stop_keeper(NULL, l->key, k) == 0, why, "it expires by its TTL");
 }
 
 void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc, int sig)
@@ -1180,7 +1223,9 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			k = &alt;
 		}
 	}
-	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
+	/* (an earlier --release that stopped the keeper but could not release is no loss) */
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended) &&
+	           strncmp(ended, STOPPED_UNRELEASED, strlen(STOPPED_UNRELEASED)) != 0;
 	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
@@ -1188,9 +1233,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	if (rc != LOCK_OK && !k->redlock) {
 		/* The user asked to release: the keeper on this host is stopped all the same
 		 * (found by its mark alone), so that the lock does expire by its TTL. */
-		int stopped = stop_keeper(NULL, l->key, k) == 0;
-		log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
-		          stopped ? " (the keeper is stopped)" : "");
+		unreleased(l, k, stop_keeper(NULL, l->key, k) == 0, err, "it expires by its TTL");
 		rc = RL_EX_UNAVAILABLE;
 	} else if (rc != LOCK_OK) {
 		/* Redlock (exclusive only): the status could not tell (a node silent) or had
@@ -1211,8 +1254,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		} else if (r == LOCK_NOTOURS) {
 			rc = not_held(s, l, k, NULL);
 		} else {
-			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
-			          err, stopped ? " (the keeper is stopped)" : "");
+			unreleased(l, k, stopped, err, HOLD_RELEASE_FAILED);
 			rc = RL_EX_UNAVAILABLE;
 		}
 	} else if (!h && !unlisted) {
@@ -1311,8 +1353,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			/* an unlisted token's keeper too: else it renews on (found by its mark) */
 			if (!h)
 				stopped = stop_keeper(NULL, l->key, k) == 0;
-			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
-			          err, stopped ? " (the keeper is stopped)" : "");
+			unreleased(l, k, stopped, err, HOLD_RELEASE_FAILED);
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}
