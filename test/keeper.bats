@@ -790,7 +790,7 @@ acquire_stopped_after_grant() {
 	done
 }
 
-@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller, and --release stops it at once, not at its next renewal" {
+@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller and its --log-file, and --release stops it at once, not at its next renewal" {
 	# The mark names the keeper to --release; without it the server's holder record
 	# (this boot, pid namespace, a keeper started before it took the lock) does.
 	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
@@ -804,11 +804,14 @@ acquire_stopped_after_grant() {
 	dd if=/dev/zero of="$FULL_MNT/rlock/fill" bs=4k 2>/dev/null || true
 	export XDG_RUNTIME_DIR=$FULL_MNT
 	local kp
-	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire 2>acquire.err)"
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --log-file "$PWD/k.log" --acquire 2>acquire.err)"
 	echo "# $(cat acquire.err)" >&3
 	# said where the operator who ran --acquire reads it, one line
 	assert_equal "$(wc -l <acquire.err)" 1
 	assert_regex "$(cat acquire.err)" "cannot record who keeps rlock:\{ci\} in $FULL_MNT/rlock \(No space left on device\)"
+	# and in the keeper's log, stamped (s63-h5: the caller's stderr alone had it)
+	grep -qE '^[0-9-]+T[0-9:+-]+ rlock\[[0-9]+\]: keeper: cannot record who keeps rlock:\{ci\}' k.log ||
+		fail "not in the keeper's log: $(cat k.log)"
 	kp=$(keeper_pid)
 	[[ $kp =~ ^[0-9]+$ ]]
 	echo "$kp" >>keeper.pids

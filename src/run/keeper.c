@@ -771,6 +771,11 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
 	int signo, rc;
 
+	/* Every line of the hold in its --log-file, those said to the caller before stderr
+	 * is detached too (keeper_mark's, a renewal's meanwhile): they reached the caller's
+	 * stderr alone, and the log of the keeper had none of them. */
+	if (k->log_file)
+		log_tee(log_fd);
 	/* the job's locks its variables name, asked about on the main handle first */
 	char *inherited = NULL;
 	size_t ilen = 0;
@@ -783,6 +788,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	if (!k->log_file)
 		log_to_syslog();
 	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
+	log_tee(-1);    /* stderr is the log file from here on */
 	if (detach_stderr(k) < 0)
 		return give_back(h, RL_EX_USAGE,
 		                 "given back: the keeper cannot detach its standard error");
