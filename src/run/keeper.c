@@ -514,10 +514,14 @@ static void record_dir(char *dir, size_t n)
 		snprintf(dir, n, "/tmp/rlock-%ld", (long)getuid());
 }
 
+/* Why record_path last found no directory to use (for the line that says so). */
+static char record_why[512];
+
 /* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
  * ended) or "keeper" (who keeps it, keeper_mark): its path, into path (n bytes). With
  * create, the directory is made if missing. -1 when there is no directory of the
- * user's own (another owner, a link, open to others: never trusted). */
+ * user's own (another owner, a link, open to others: never trusted), why in
+ * record_why. */
 static int record_path(const char *kind, const char *key, const char *token, int create, char *path,
                        size_t n)
 {
@@ -526,11 +530,18 @@ static int record_path(const char *kind, const char *key, const char *token, int
 	uint64_t h = 14695981039346656037ULL; /* FNV-1a of key, NUL, token */
 
 	record_dir(dir, sizeof dir);
-	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+	if ((create && mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0) {
+		snprintf(record_why, sizeof record_why, "%s: %s", dir, strerror(errno));
 		return -1;
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-	    (st.st_mode & 077))
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+		snprintf(record_why, sizeof record_why,
+		         !S_ISDIR(st.st_mode)    ? "%s: not a directory"
+		         : st.st_uid != getuid() ? "%s: another user's directory"
+		                                 : "%s: open to other users (mode 0700 wanted)",
+		         dir);
 		return -1;
+	}
 	for (const char *p = key;; p++) {
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 		if (!*p)
@@ -625,9 +636,15 @@ static void keeper_mark(const struct lock *l)
 	char path[400], tmp[420], line[200];
 	struct proc_id me;
 
-	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0 ||
-	    record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0) {
 		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+		return;
+	}
+	if (record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+		/* as a write that fails below: said, not left for --held to find out */
+		log_warn("keeper: cannot record who keeps %s (%s): --release finds it by the "
+		         "server's record alone, --held cannot tell its end",
+		         l->key, record_why);
 		return;
 	}
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -671,8 +688,11 @@ static void ended_note(const struct lock *l, const char *reason)
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0)
+	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0) {
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         record_why);
 		return;
+	}
 	if (localtime_r(&now, &tm))
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
