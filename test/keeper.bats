@@ -528,6 +528,41 @@ ends_of() {
 	assert_equal "$(ends_of "$tok")" lost # main: expired, by the next grant
 }
 
+@test "a keeper whose lock a --release it could not stop (another host) gave back with its token: it says so and exits, not 'lock lost'; --held says released; the run ends once, released; another user's --release says it cannot stop it" {
+	[[ $(id -u) == 0 ]] || skip "needs root (a UTS namespace: another host name)"
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 1s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	# the holder record names another host: the keeper is not this one's to stop
+	step elsewhere 'unshare --uts sh -c "hostname elsewhere.invalid && exec rlock -k ci --release"'
+	assert_success
+	wait_until 10 pidfile_gone keeper.pids || fail "the keeper still runs: $(cat k.log)"
+	# main (s63-h5): "lock lost: the lock is no longer ours: taken away ... (deleted,
+	# evicted or flushed on the server, or its clock jumped)", and --held "lost by its keeper"
+	run cat k.log
+	refute_output --partial 'lock lost'
+	assert_output --partial 'rlock:{ci} was released with its token by an rlock --release at'
+	step held 'rlock --held'
+	assert_failure 79
+	assert_regex "$stderr" 'released with its token by an rlock --release that could not stop its keeper at '
+	assert_equal "$(ends_of "$(token_of vars.sh)")" released
+	# another user's --release (its token given): the keeper is not its to signal; it
+	# says so (it said "no keeper of this lock runs on this host" at -v), and releases
+	redis_start # TCP: a server the other user can reach
+	step acquire2 'rlock -k ci --acquire -t 1s --log-file "$PWD/k2.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent XDG_RUNTIME_DIR= \
+		"$RLOCK" -k ci --release --token "$(token_of vars.sh)"
+	assert_success
+	assert_regex "$stderr" "keeper pid [0-9]+ of 'ci' cannot be stopped \(Operation not permitted\): releasing; it finds the lock released at its next renewal"
+	wait_until 10 pidfile_gone keeper.pids || fail "the keeper still runs: $(cat k2.log)"
+	grep -q 'was released with its token by an rlock --release' k2.log || fail "$(cat k2.log)"
+}
+
 @test "a keeper that found its lock not its own recorded the run lost; its --release, finding the lock its own again, frees it and records no second end" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
@@ -826,7 +861,7 @@ acquire_stopped_after_grant() {
 
 @test "a keeper whose runtime directory is not one it may use (open to others): one line says so to the caller and in its log, not silence; --release still stops it" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
-	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
 	mkdir -m 755 "$XDG_RUNTIME_DIR/rlock"
 	local kp
 	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --log-file "$PWD/k.log" --acquire 2>acquire.err)"

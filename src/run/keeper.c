@@ -784,6 +784,29 @@ static int give_back(struct hold *h, int rc, const char *why)
 	return rc;
 }
 
+static int token_run_end(struct store *s, const struct lock *l, const char *token, int64_t io_ms,
+                         char *ev, size_t evn, char *when, size_t n);
+
+/* The server said the lock is no longer the keeper's (not a renewal unconfirmed in
+ * time): did its run end by a release of its token (the history: "released" after its
+ * grant)? 1 with the time into when. One read, on a handle of its own: only on a loss. */
+static int released_by_token(struct hold *h, const struct keeper_args *k, char *when, size_t n)
+{
+	struct pollfd p = {.fd = hold_lost_fd(h), .events = POLLIN};
+	struct store *s = NULL;
+	char ev[16] = "", err[300];
+
+	if (h->l[0].ask.history_len <= 0 || p.fd < 0 || poll(&p, 1, 0) != 1)
+		return 0;
+	if (store_open(&s, h->cfg, 0, clock_ms() + k->connect_timeout_ms + k->io_timeout_ms, err,
+	               sizeof err) != STORE_OK)
+		return 0;
+	int ended =
+	    token_run_end(s, &h->l[0], h->l[0].token, k->io_timeout_ms, ev, sizeof ev, when, n);
+	store_close(s);
+	return ended && !strcmp(ev, "released");
+}
+
 static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
@@ -831,7 +854,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);
 	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
-	char why[500];
+	char why[500], when[64];
 	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
 		log_error("--max-hold is over: the keeper releases %s", l->key);
 		snprintf(why, sizeof why, "given up by its keeper at --max-hold");
@@ -841,6 +864,20 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		         signo == SIGUSR1 ? "stopping (rlock --release releases)" : "releasing");
 		snprintf(why, sizeof why, "released by its keeper on SIG%s", signal_name(signo));
 		rc = 0;
+	} else if (released_by_token(h, k, when, sizeof when)) {
+		/* Not lost: given back with its token by an rlock --release that could not
+		 * stop this keeper (run on another host, or by another user: EPERM), as the
+		 * docs say it then finds the lock gone at its next renewal. Its log said "lock
+		 * lost: taken away ... (deleted, evicted or flushed ...)" and --held "lost". */
+		log_warn("keeper: %s was released with its token by an rlock --release at %s "
+		         "that could not stop this keeper (another host or user): the keeper "
+		         "exits",
+		         l->key, when);
+		events_emit(EV_KEEPER_STOPPED, &(struct ev_facts){.lock = l});
+		hold_abandon(h); /* the run's end is that release's */
+		ended_note(l, "released with its token by an rlock --release that could not "
+		              "stop its keeper");
+		return 0;
 	} else {
 		hold_abandon_lost(h); /* the history's end record of the run: lost */
 		log_error("lock lost: %s; the keeper exits", err);
@@ -1016,9 +1053,18 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 	struct proc_id id;
 	int pidfd;
 
-	if (find_keeper(h, key, k->token, &id) < 0 || signal_keeper(&id, &pidfd) < 0) {
+	if (find_keeper(h, key, k->token, &id) < 0) {
 		if (h)
 			log_info("no keeper of this lock runs on this host: releasing only");
+		return -1;
+	}
+	if (signal_keeper(&id, &pidfd) < 0) {
+		/* found, yet not ours to signal (another user's: EPERM), or gone meanwhile */
+		if (is_keeper(&id))
+			log_warn("keeper pid %ld of '%s' cannot be stopped (%s)%s", id.pid, k->name,
+			         strerror(errno),
+			         h ? ": releasing; it finds the lock released at its next renewal"
+			           : "");
 		return -1;
 	}
 	long pid = id.pid;
@@ -1053,40 +1099,53 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
  * grant whose reply came too late is given back, released, and the next attempt of the
  * same --acquire takes the lock again), and the end of the first is not the second's. */
 #define RELEASE_HISTORY 100
-static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
-                   size_t n)
+static int token_run_end(struct store *s, const struct lock *l, const char *token, int64_t io_ms,
+                         char *ev, size_t evn, char *when, size_t n)
 {
 	struct history_entry *e = calloc(RELEASE_HISTORY, sizeof *e);
-	char err[300], when[64] = "?";
+	char err[300];
 	int count = RELEASE_HISTORY, found = 0;
 
-	if (!e || store_history(s, l, clock_ms() + k->io_timeout_ms, e, &count, err, sizeof err) !=
-	              LOCK_OK)
+	if (!e || store_history(s, l, clock_ms() + io_ms, e, &count, err, sizeof err) != LOCK_OK)
 		count = 0;
 	for (int i = 0; i < count && !found; i++) { /* newest first */
-		if (strcmp(e[i].token, k->token) != 0 || e[i].seen[0])
+		if (strcmp(e[i].token, token) != 0 || e[i].seen[0])
 			continue; /* seen: an end not recorded (a lease over), no record of it */
 		if (!strcmp(e[i].ev, "acquired"))
 			break; /* the run is still open in the history: no end recorded */
 		time_t t = (time_t)(e[i].at_ms / 1000);
 		struct tm tm;
+		snprintf(when, n, "?");
 		if (localtime_r(&t, &tm))
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+			strftime(when, n, "%Y-%m-%d %H:%M:%S", &tm);
+		snprintf(ev, evn, "%s", e[i].ev);
 		found = 1;
-		if (!strcmp(e[i].ev, "released"))
+	}
+	free(e);
+	return found;
+}
+
+static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
+                   size_t n)
+{
+	char ev[16], when[64];
+	int found =
+	    token_run_end(s, l, k->token, k->io_timeout_ms, ev, sizeof ev, when, sizeof when);
+
+	if (found) {
+		if (!strcmp(ev, "released"))
 			snprintf(buf, n,
 			         "it was already released at %s (a --release before this one)",
 			         when);
-		else if (!strcmp(e[i].ev, "expired"))
+		else if (!strcmp(ev, "expired"))
 			snprintf(buf, n,
 			         "its lease expired unrenewed (recorded at %s): the keeper was "
 			         "gone",
 			         when);
 		else
-			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", e[i].ev,
-			         when, k->name);
+			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", ev, when,
+			         k->name);
 	}
-	free(e);
 	return found;
 }
 
