@@ -462,7 +462,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	# lock expires (s63-h5: "it expires by its TTL")
 	step elsewhere "XDG_RUNTIME_DIR=\$PWD/rt2 rlock -u redis://127.0.0.1:$port -k ci --release"
 	assert_failure 69
-	assert_equal "$stderr" "rlock: cannot release 'ci' (connect to 127.0.0.1:$port: Connection refused): no keeper of it found on this host to stop (none recorded in $PWD/rt2/rlock): one that runs renews it; run --release again once Redis answers"
+	assert_equal "$stderr" "rlock: cannot release 'ci' (connect to 127.0.0.1:$port: Connection refused): no keeper of it stopped on this host (no record of its keeper in $PWD/rt2/rlock): one that runs renews it; run --release again once Redis answers"
 	pidfile_alive keeper.pids || fail "the keeper was stopped"
 	# nothing listens there: the connection fails before any request
 	step release "rlock -u redis://127.0.0.1:$port -k ci --release"
@@ -651,7 +651,7 @@ acquire_stopped_after_grant() {
 # this host was killed unheard (kill -9, the OOM killer): nothing renews the lease, so
 # `rlock --held && ./publish.sh` would publish under a lock about to end. A nested run
 # already refuses such a token (reenter.c); --held said 0.
-@test "--held after the keeper was killed unheard (kill -9), its lease still running on the server: 79, the keeper named; nothing changed" {
+@test "--held after the keeper was killed unheard (kill -9), its lease still running on the server: 79, the keeper named, with Redis down too; nothing changed" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
 	step acquire 'rlock -k ci --acquire -t 60s >vars.sh'
@@ -671,6 +671,18 @@ acquire_stopped_after_grant() {
 	assert_failure 79
 	[[ $output == '{"schema":1,"key":"rlock:{ci}","held":false,"ttl_left_ms":null,"fence":null}' ]] ||
 		fail "json: $output"
+	# Redis down: its mark on this host says as much (s63-h5: 69, "Redis cannot say")
+	kill -STOP "$REDIS_PID"
+	step held-down 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
+	local held_status=$status held_err=$stderr
+	# and --release says the lock expires by its TTL, its keeper gone (s63-h5's first
+	# wording: "no keeper found ... one that runs renews it")
+	step release-down 'rlock -k ci --release --connect-timeout 300ms --io-timeout 300ms'
+	kill -CONT "$REDIS_PID"
+	assert_failure 69
+	assert_regex "$stderr" "it expires by its TTL; its keeper is gone \(its pid names another process, or none\)$"
+	assert_equal "$held_status" 79
+	assert_regex "$held_err" "is not held by token [0-9a-f]{32}: its keeper \(pid $pid\) is gone and nobody renews its lease"
 	key_exists 'rlock:{ci}'
 	# --release gives back what is left of it: the lock was held all along (0)
 	step release 'rlock -k ci --release'

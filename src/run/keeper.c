@@ -948,6 +948,16 @@ int keeper_judge(const char *key, const char *token, long long pid)
 	return is_keeper(&id);
 }
 
+int keeper_gone(const char *key, const char *token, char *buf, size_t n)
+{
+	struct proc_id id;
+
+	if (mark_read(key, token, &id) < 0 || keeper_judge(key, token, id.pid) != 0)
+		return 0;
+	snprintf(buf, n, "its keeper (pid %ld) is gone and nobody renews its lease", id.pid);
+	return 1;
+}
+
 /* Without its mark (keeper_mark could not write it: a full disk), the keeper the
  * server's holder record h names, proven as a plain holder is (holder_process: this
  * boot and pid namespace, started no later than it took the lock) and still a keeper:
@@ -962,10 +972,13 @@ static int keeper_by_record(const struct holder *h, struct proc_id *id)
 /* The keeper that holds h (NULL: the server did not say; the mark alone names it),
  * proven to be the process its mark (keeper_mark) names on this boot, seen from this
  * pid namespace: 0 with *id, or -1 (why: a debug line). */
+static char keeper_why[400]; /* why find_keeper (or stop_keeper) found none to stop */
+static int keeper_dead;      /* and the one recorded is gone: nothing renews the lock */
+
 static int find_keeper(const struct holder *h, const char *key, const char *token,
                        struct proc_id *id)
 {
-	char host[256] = "";
+	char host[256] = "", dir[300];
 	struct proc_id now;
 	const char *why = NULL;
 
@@ -982,6 +995,14 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 		why = "its keeper runs in another pid namespace";
 	else if (!is_keeper(id))
 		why = "its keeper is gone (its pid names another process, or none)";
+	keeper_dead = why && (!strcmp(why, "its keeper ran before this boot") ||
+	                      !strncmp(why, "its keeper is gone", 18));
+	if (why && !strcmp(why, "no record of its keeper here")) {
+		record_dir(dir, sizeof dir);
+		snprintf(keeper_why, sizeof keeper_why, "no record of its keeper in %s", dir);
+	} else if (why) {
+		snprintf(keeper_why, sizeof keeper_why, "%s", why);
+	}
 	if (why)
 		log_debug("%s: not signalled", why);
 	return why ? -1 : 0;
@@ -1060,6 +1081,9 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 	}
 	if (signal_keeper(&id, &pidfd) < 0) {
 		/* found, yet not ours to signal (another user's: EPERM), or gone meanwhile */
+		keeper_dead = !is_keeper(&id);
+		snprintf(keeper_why, sizeof keeper_why, "keeper pid %ld: %s", id.pid,
+		         keeper_dead ? "gone" : strerror(errno));
 		if (is_keeper(&id))
 			log_warn("keeper pid %ld of '%s' cannot be stopped (%s)%s", id.pid, k->name,
 			         strerror(errno),
@@ -1204,7 +1228,7 @@ static void unreleased(const struct lock *l, const struct keeper_args *k, int st
                        const char *why, const char *what)
 {
 	static struct lock mine; /* large */
-	char ended[600], dir[300], note[800];
+	char ended[600], note[800];
 
 	mine = *l;
 	snprintf(mine.token, sizeof mine.token, "%s", k->token);
@@ -1216,12 +1240,12 @@ static void unreleased(const struct lock *l, const struct keeper_args *k, int st
 	} else if (keeper_ended(l->key, k->token, ended, sizeof ended)) {
 		log_error("cannot release '%s' (%s): %s; its keeper ended already: %s", k->name,
 		          why, what, ended);
+	} else if (keeper_dead) { /* killed unheard (kill -9, a reboot): nothing renews it */
+		log_error("cannot release '%s' (%s): %s; %s", k->name, why, what, keeper_why);
 	} else {
-		record_dir(dir, sizeof dir);
-		log_error("cannot release '%s' (%s): no keeper of it found on this host to stop "
-		          "(none recorded in %s): one that runs renews it; run --release again "
-		          "once Redis answers",
-		          k->name, why, dir);
+		log_error("cannot release '%s' (%s): no keeper of it stopped on this host (%s): "
+		          "one that runs renews it; run --release again once Redis answers",
+		          k->name, why, keeper_why);
 	}
 }
 
