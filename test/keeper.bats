@@ -318,6 +318,22 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	[[ -z $(ls -A "$XDG_RUNTIME_DIR/rlock") ]] # --release removed the record
 }
 
+@test "a keeper told to release (SIGTERM) whose release fails (Redis paused): its record says given up, the release failed, not 'released'" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 5s --io-timeout 300ms --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	kill -STOP "$REDIS_PID"
+	kill -TERM "$(cat keeper.pids)"
+	wait_until 10 pidfile_gone keeper.pids # its record is written before it exits
+	step held 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
+	kill -CONT "$REDIS_PID"
+	assert_failure 79
+	# main (s63-h5): "released by its keeper on SIGTERM", while its log said it could not
+	assert_regex "$stderr" 'given up by its keeper on SIGTERM \(its release failed: unless the server got the release \(its reply lost\), it expires by its TTL\) at '
+}
+
 @test "--acquire with a relative --log-file, --events and --metrics-file: resolved in the caller's directory, not in the keeper's /" {
 	local n=rlock-test-keeper-$$-$RANDOM
 	mkdir sub

@@ -911,6 +911,16 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		                               .reason = released == HOLD_ERR
 		                                             ? HOLD_RELEASE_FAILED_REASON
 		                                             : NULL});
+		/* --held reads it: not "released" when its release failed (Redis down) */
+		if (released == HOLD_ERR && rc != RL_EX_TIMEOUT)
+			snprintf(why, sizeof why,
+			         "given up by its keeper on SIG%s (its release "
+			         "failed: " HOLD_RELEASE_FAILED ")",
+			         signal_name(signo));
+		else if (released == HOLD_ERR)
+			snprintf(why, sizeof why,
+			         "given up by its keeper at --max-hold (its release "
+			         "failed: " HOLD_RELEASE_FAILED ")");
 	}
 	ended_note(l, why);
 	return rc;
