@@ -979,18 +979,20 @@ static int keeper_by_record(const struct holder *h, struct proc_id *id)
 	return holder_process(h) == HOLDER_ALIVE && keeper_stat(id->pid, &id->start) == 0 ? 0 : -1;
 }
 
-/* The keeper that holds h (NULL: the server did not say; the mark alone names it),
- * proven to be the process its mark (keeper_mark) names on this boot, seen from this
- * pid namespace: 0 with *id, or -1 (why: a debug line). */
 static char keeper_why[400]; /* why find_keeper (or stop_keeper) found none to stop */
 static int keeper_dead;      /* and the one recorded is gone: nothing renews the lock */
 
+/* The keeper that holds h (NULL: the server did not say; the mark alone names it),
+ * proven to be the process its mark (keeper_mark) names on this boot, seen from this
+ * pid namespace: 0 with *id, or -1 (why: a debug line, keeper_why; keeper_dead when
+ * the one its mark names is gone: killed unheard, or before this boot). */
 static int find_keeper(const struct holder *h, const char *key, const char *token,
                        struct proc_id *id)
 {
 	char host[256] = "", dir[300];
 	struct proc_id now;
 	const char *why = NULL;
+	int dead = 0;
 
 	gethostname(host, sizeof host - 1);
 	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
@@ -1000,13 +1002,12 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
 		why = "no record of its keeper here";
 	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
-		why = "its keeper ran before this boot";
+		why = "its keeper ran before this boot", dead = 1;
 	else if (now.pidns != id->pidns)
 		why = "its keeper runs in another pid namespace";
 	else if (!is_keeper(id))
-		why = "its keeper is gone (its pid names another process, or none)";
-	keeper_dead = why && (!strcmp(why, "its keeper ran before this boot") ||
-	                      !strncmp(why, "its keeper is gone", 18));
+		why = "its keeper is gone (its pid names another process, or none)", dead = 1;
+	keeper_dead = dead;
 	if (why && !strcmp(why, "no record of its keeper here")) {
 		record_dir(dir, sizeof dir);
 		snprintf(keeper_why, sizeof keeper_why, "no record of its keeper in %s", dir);
@@ -1091,12 +1092,13 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 	}
 	if (signal_keeper(&id, &pidfd) < 0) {
 		/* found, yet not ours to signal (another user's: EPERM), or gone meanwhile */
+		int e = errno;
 		keeper_dead = !is_keeper(&id);
 		snprintf(keeper_why, sizeof keeper_why, "keeper pid %ld: %s", id.pid,
-		         keeper_dead ? "gone" : strerror(errno));
-		if (is_keeper(&id))
+		         keeper_dead ? "gone" : strerror(e));
+		if (!keeper_dead)
 			log_warn("keeper pid %ld of '%s' cannot be stopped (%s)%s", id.pid, k->name,
-			         strerror(errno),
+			         strerror(e),
 			         h ? ": releasing; it finds the lock released at its next renewal"
 			           : "");
 		return -1;
