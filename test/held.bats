@@ -110,6 +110,9 @@ let_go() {
 	run -0 held_as m -k a # the token the environment pairs with rlock:{a}
 	run -79 held_as m -k b
 	let_go m
+	# and --help says so (it named only -k NAME --token TOKEN)
+	run -0 "$RLOCK" --help
+	assert_output --partial '-k NAME: that one, with --token TOKEN or the'
 }
 
 @test "held: bad input is a usage error (64) with one line that names it" {

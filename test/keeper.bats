@@ -318,6 +318,22 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	[[ -z $(ls -A "$XDG_RUNTIME_DIR/rlock") ]] # --release removed the record
 }
 
+@test "a keeper told to release (SIGTERM) whose release fails (Redis paused): its record says given up, the release failed, not 'released'" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 5s --io-timeout 300ms --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	kill -STOP "$REDIS_PID"
+	kill -TERM "$(cat keeper.pids)"
+	wait_until 10 pidfile_gone keeper.pids # its record is written before it exits
+	step held 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
+	kill -CONT "$REDIS_PID"
+	assert_failure 79
+	# main (s63-h5): "released by its keeper on SIGTERM", while its log said it could not
+	assert_regex "$stderr" 'given up by its keeper on SIGTERM \(its release failed: unless the server got the release \(its reply lost\), it expires by its TTL\) at '
+}
+
 @test "--acquire with a relative --log-file, --events and --metrics-file: resolved in the caller's directory, not in the keeper's /" {
 	local n=rlock-test-keeper-$$-$RANDOM
 	mkdir sub
@@ -418,7 +434,7 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	assert_regex "$stderr" "lock 'ci' is not held by this token: it was lost \(expired, broken or taken over\) since --acquire"
 }
 
-@test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34)" {
+@test "--release that cannot reach Redis (69, \"it expires by its TTL\") stops the keeper all the same: once Redis is back, the lock expires (explorer: seed 803799252 round 34); --held says so with Redis still down (79), a later --release frees it (0)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
 	# a TTL long enough that the keeper cannot give the lock up by its own clock while
@@ -428,13 +444,23 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 	keeper_pid >keeper.pids
 	kill -STOP "$REDIS_PID"
 	step release 'rlock -k ci --release --connect-timeout 500ms --io-timeout 500ms'
+	local released=$status err=$stderr
+	# Redis still down: the keeper's end is known here, as when it gave the lock up
+	# (s63-h5: 69, "Redis cannot say", the keeper's mark gone with it)
+	step held-down 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
 	kill -CONT "$REDIS_PID"
-	assert_failure 69
-	assert_regex "$stderr" 'expires by its TTL'
+	assert_equal "$released" 69
+	assert_failure 79
+	assert_regex "$stderr" 'is not held by token [0-9a-f]{32}: left to its TTL by rlock --release \(its keeper stopped\), which could not release it \(.*\) at '
+	assert_regex "$err" 'expires by its TTL; the keeper is stopped$'
 	# main: the keeper renewed on once the server was back; the lock never expired
 	wait_until 10 pidfile_gone keeper.pids ||
 		fail "the keeper still runs after --release said the lock expires by its TTL: $(cat k.log)"
-	wait_until 30 key_absent 'rlock:{ci}'
+	key_exists 'rlock:{ci}'
+	# the release retried: given back (0), not 79 "lost": the steps were guarded
+	step release-again 'rlock -k ci --release'
+	assert_success
+	key_absent 'rlock:{ci}'
 	step held 'rlock --held'
 	assert_failure 79
 }
@@ -442,11 +468,18 @@ token_of() { sed -n "s/^RLOCK_TOKEN='\(.*\)'.*/\1/p" "$1"; }
 @test "--release whose connection is refused at once (69) stops the keeper all the same: the lock expires (explorer: seed 1712401040 round 10)" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
-	step acquire 'rlock -k ci --acquire -t 10s --log-file "$PWD/k.log" >vars.sh'
+	step acquire 'rlock -k ci --acquire -t 3s --log-file "$PWD/k.log" >vars.sh'
 	assert_success
 	keeper_pid >keeper.pids
 	local port
 	port=$(free_port)
+	# from a shell of another runtime directory (no mark of the keeper there, nor the
+	# server's record to find it by): it renews on, and the line must not say the
+	# lock expires (s63-h5: "it expires by its TTL")
+	step elsewhere "XDG_RUNTIME_DIR=\$PWD/rt2 rlock -u redis://127.0.0.1:$port -k ci --release"
+	assert_failure 69
+	assert_equal "$stderr" "rlock: cannot release 'ci' (connect to 127.0.0.1:$port: Connection refused): no keeper of it stopped on this host (no record of its keeper in $PWD/rt2/rlock): one that runs renews it; run --release again once Redis answers"
+	pidfile_alive keeper.pids || fail "the keeper was stopped"
 	# nothing listens there: the connection fails before any request
 	step release "rlock -u redis://127.0.0.1:$port -k ci --release"
 	assert_failure 69
@@ -509,6 +542,41 @@ ends_of() {
 	assert_regex "$stderr" "^rlock: lock 'ci' is not held by this token: lost by its keeper \(.*\) at .*; nothing released$"
 	run -0 rlock -k ci -- true
 	assert_equal "$(ends_of "$tok")" lost # main: expired, by the next grant
+}
+
+@test "a keeper whose lock a --release it could not stop (another host) gave back with its token: it says so and exits, not 'lock lost'; --held says released; the run ends once, released; another user's --release says it cannot stop it" {
+	[[ $(id -u) == 0 ]] || skip "needs root (a UTS namespace: another host name)"
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	step acquire 'rlock -k ci --acquire -t 1s --log-file "$PWD/k.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	# the holder record names another host: the keeper is not this one's to stop
+	step elsewhere 'unshare --uts sh -c "hostname elsewhere.invalid && exec rlock -k ci --release"'
+	assert_success
+	wait_until 10 pidfile_gone keeper.pids || fail "the keeper still runs: $(cat k.log)"
+	# main (s63-h5): "lock lost: the lock is no longer ours: taken away ... (deleted,
+	# evicted or flushed on the server, or its clock jumped)", and --held "lost by its keeper"
+	run cat k.log
+	refute_output --partial 'lock lost'
+	assert_output --partial 'rlock:{ci} was released with its token by an rlock --release at'
+	step held 'rlock --held'
+	assert_failure 79
+	assert_regex "$stderr" 'released with its token by an rlock --release that could not stop its keeper at '
+	assert_equal "$(ends_of "$(token_of vars.sh)")" released
+	# another user's --release (its token given): the keeper is not its to signal; it
+	# says so (it said "no keeper of this lock runs on this host" at -v), and releases
+	redis_start # TCP: a server the other user can reach
+	step acquire2 'rlock -k ci --acquire -t 1s --log-file "$PWD/k2.log" >vars.sh'
+	assert_success
+	keeper_pid >keeper.pids
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent XDG_RUNTIME_DIR= \
+		"$RLOCK" -k ci --release --token "$(token_of vars.sh)"
+	assert_success
+	assert_regex "$stderr" "keeper pid [0-9]+ of 'ci' cannot be stopped \(Operation not permitted\): releasing; it finds the lock released at its next renewal"
+	wait_until 10 pidfile_gone keeper.pids || fail "the keeper still runs: $(cat k2.log)"
+	grep -q 'was released with its token by an rlock --release' k2.log || fail "$(cat k2.log)"
 }
 
 @test "a keeper that found its lock not its own recorded the run lost; its --release, finding the lock its own again, frees it and records no second end" {
@@ -599,7 +667,7 @@ acquire_stopped_after_grant() {
 # this host was killed unheard (kill -9, the OOM killer): nothing renews the lease, so
 # `rlock --held && ./publish.sh` would publish under a lock about to end. A nested run
 # already refuses such a token (reenter.c); --held said 0.
-@test "--held after the keeper was killed unheard (kill -9), its lease still running on the server: 79, the keeper named; nothing changed" {
+@test "--held after the keeper was killed unheard (kill -9), its lease still running on the server: 79, the keeper named, with Redis down too; nothing changed" {
 	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
 	mkdir -m 700 "$XDG_RUNTIME_DIR"
 	step acquire 'rlock -k ci --acquire -t 60s >vars.sh'
@@ -619,6 +687,18 @@ acquire_stopped_after_grant() {
 	assert_failure 79
 	[[ $output == '{"schema":1,"key":"rlock:{ci}","held":false,"ttl_left_ms":null,"fence":null}' ]] ||
 		fail "json: $output"
+	# Redis down: its mark on this host says as much (s63-h5: 69, "Redis cannot say")
+	kill -STOP "$REDIS_PID"
+	step held-down 'rlock --held --connect-timeout 300ms --io-timeout 300ms'
+	local held_status=$status held_err=$stderr
+	# and --release says the lock expires by its TTL, its keeper gone (s63-h5's first
+	# wording: "no keeper found ... one that runs renews it")
+	step release-down 'rlock -k ci --release --connect-timeout 300ms --io-timeout 300ms'
+	kill -CONT "$REDIS_PID"
+	assert_failure 69
+	assert_regex "$stderr" "it expires by its TTL; its keeper is gone \(its pid names another process, or none\)$"
+	assert_equal "$held_status" 79
+	assert_regex "$held_err" "is not held by token [0-9a-f]{32}: its keeper \(pid $pid\) is gone and nobody renews its lease"
 	key_exists 'rlock:{ci}'
 	# --release gives back what is left of it: the lock was held all along (0)
 	step release 'rlock -k ci --release'
@@ -773,7 +853,7 @@ acquire_stopped_after_grant() {
 	done
 }
 
-@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller, and --release stops it at once, not at its next renewal" {
+@test "a keeper whose mark could not be written (its runtime directory on a full disk): one line tells the --acquire caller and its --log-file, and --release stops it at once, not at its next renewal" {
 	# The mark names the keeper to --release; without it the server's holder record
 	# (this boot, pid namespace, a keeper started before it took the lock) does.
 	[[ $(id -u) == 0 ]] || skip "needs root (a tiny tmpfs)"
@@ -787,11 +867,14 @@ acquire_stopped_after_grant() {
 	dd if=/dev/zero of="$FULL_MNT/rlock/fill" bs=4k 2>/dev/null || true
 	export XDG_RUNTIME_DIR=$FULL_MNT
 	local kp
-	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --acquire 2>acquire.err)"
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --log-file "$PWD/k.log" --acquire 2>acquire.err)"
 	echo "# $(cat acquire.err)" >&3
 	# said where the operator who ran --acquire reads it, one line
 	assert_equal "$(wc -l <acquire.err)" 1
 	assert_regex "$(cat acquire.err)" "cannot record who keeps rlock:\{ci\} in $FULL_MNT/rlock \(No space left on device\)"
+	# and in the keeper's log, stamped (s63-h5: the caller's stderr alone had it)
+	grep -qE '^[0-9-]+T[0-9:+-]+ rlock\[[0-9]+\]: keeper: cannot record who keeps rlock:\{ci\}' k.log ||
+		fail "not in the keeper's log: $(cat k.log)"
 	kp=$(keeper_pid)
 	[[ $kp =~ ^[0-9]+$ ]]
 	echo "$kp" >>keeper.pids
@@ -802,6 +885,23 @@ acquire_stopped_after_grant() {
 	key_absent 'rlock:{ci}'
 	# stopped now, not at its next renewal (20 s away)
 	wait_until 5 proc_gone "$kp"
+}
+
+@test "a keeper whose runtime directory is not one it may use (open to others): one line says so to the caller and in its log, not silence; --release still stops it" {
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	mkdir -m 755 "$XDG_RUNTIME_DIR/rlock"
+	local kp
+	eval "$(timeout 20 "$RLOCK" -k ci -t 60s --log-file "$PWD/k.log" --acquire 2>acquire.err)"
+	kp=$(keeper_pid)
+	[[ $kp =~ ^[0-9]+$ ]]
+	echo "$kp" >>keeper.pids
+	# main (s63-h5): nothing said (a -vv line); --held then could not tell the keeper's end
+	assert_equal "$(cat acquire.err)" "rlock: keeper: cannot record who keeps rlock:{ci} ($XDG_RUNTIME_DIR/rlock: open to other users (mode 0700 wanted)): --release finds it by the server's record alone, --held cannot tell its end"
+	grep -q 'keeper: cannot record who keeps rlock:{ci}' k.log || fail "not in its log: $(cat k.log)"
+	run -0 timeout 20 "$RLOCK" -k ci --release
+	wait_until 5 proc_gone "$kp"
+	key_absent 'rlock:{ci}'
 }
 
 @test "a keeper whose --log-file is on a full disk: the lines it cannot write go to syslog, and once space returns one line in the file counts them" {

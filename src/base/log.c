@@ -37,18 +37,31 @@ void log_stamped(void)
 	stamped = 1;
 }
 
-/* "rlock: ", or with log_stamped() "2026-11-25T03:15:02+0000 rlock[PID]: ". */
-static size_t log_prefix(char *buf, size_t n)
+static _Atomic int tee_fd = -1; /* log_tee */
+
+void log_tee(int fd)
+{
+	tee_fd = fd;
+}
+
+/* "rlock: ", or stamped "2026-11-25T03:15:02+0000 rlock[PID]: ". */
+static size_t prefix_of(char *buf, size_t n, int stamp)
 {
 	struct tm tm;
 	time_t now = time(NULL);
 	size_t used = 0;
 
-	if (stamped && localtime_r(&now, &tm))
+	if (stamp && localtime_r(&now, &tm))
 		used = strftime(buf, n, "%Y-%m-%dT%H:%M:%S%z ", &tm);
-	int w = stamped ? snprintf(buf + used, n - used, "rlock[%ld]: ", (long)getpid())
-	                : snprintf(buf + used, n - used, "rlock: ");
+	int w = stamp ? snprintf(buf + used, n - used, "rlock[%ld]: ", (long)getpid())
+	              : snprintf(buf + used, n - used, "rlock: ");
 	return w < 0 ? used : used + (size_t)w;
+}
+
+/* The prefix of a line on stderr: stamped once log_stamped() was called. */
+static size_t log_prefix(char *buf, size_t n)
+{
+	return prefix_of(buf, n, stamped);
 }
 
 /* log.h */
@@ -385,6 +398,16 @@ void log_msg(int level, const char *fmt, ...)
 	line[n++] = '\n';
 	/* One write, so lines from the renewal thread never interleave mid-line. */
 	log_write(line, n);
+	int tee = tee_fd;
+	if (tee >= 0) {
+		char t[64 + sizeof line];
+		size_t tp = prefix_of(t, 64, 1);
+		memcpy(t + tp, line + pre, n - pre);
+		ssize_t w;
+		do
+			w = write(tee, t, tp + n - pre);
+		while (w < 0 && errno == EINTR);
+	}
 	if (use_syslog)
 		syslog(level == LOG_ERROR  ? LOG_ERR
 		       : level == LOG_WARN ? LOG_WARNING

@@ -123,6 +123,12 @@ void log_to_syslog(void);
  * outlives the run: the keeper's --log-file). */
 void log_stamped(void);
 
+/* While fd >= 0, also write every line shown, stamped as log_stamped's are, to fd: the
+ * keeper's --log-file while its stderr is still its caller's (the lock held, its token
+ * not yet reported), so that the file has every line of the hold. Best effort (the
+ * caller's stderr has the line too). -1 stops it; before fd is closed. Thread-safe. */
+void log_tee(int fd);
+
 /* While the command runs (on), a line stderr cannot take at once (a full pipe nobody
  * reads) never blocks the caller: it waits, in order, in a bounded buffer (a line that
  * does not fit is counted, and the count said), written as stderr takes it, before any

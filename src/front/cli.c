@@ -364,8 +364,9 @@ static const struct optdef options[] = {
     OPT("held", 0, F_RUN, NULL,
         "inside the job: exit 0 if its token still holds\n"
         "the lock ($RLOCK_KEY, every lock of $RLOCK_KEYS;\n"
-        "or -k NAME --token TOKEN), 79 if not, 69 if\n"
-        "Redis cannot say; one read, no change",
+        "-k NAME: that one, with --token TOKEN or the\n"
+        "job's token of it), 79 if not, 69 if Redis\n"
+        "cannot say; one read, no change",
         SPECIAL(opt_mode), .value = MODE_HELD),
     HEADING("Events and metrics:"),
     OPT("events", 0, F_ARG | F_PATH, "FILE",

@@ -1089,7 +1089,8 @@ int report_held(struct store *s, const struct report_ask *o)
 	int recorded = 0;
 	for (int i = 0; !s && !recorded && i < plan.n; i++) {
 		char ended[600];
-		recorded = keeper_ended(plan.l[i].key, plan.token[i], ended, sizeof ended);
+		recorded = keeper_ended(plan.l[i].key, plan.token[i], ended, sizeof ended) ||
+		           keeper_gone(plan.l[i].key, plan.token[i], ended, sizeof ended);
 	}
 	if (!s && !recorded) {
 		free(held);
@@ -1125,14 +1126,20 @@ int report_held(struct store *s, const struct report_ask *o)
 			         ended);
 			continue;
 		}
-		if (!s) { /* unreachable: its error said so */
-			held[i] = -1;
+		held[i] =
+		    s ? store_is_holder(s, &plan.l[i], plan.token[i], clock_ms() + o->io_timeout_ms,
+		                        &hd[i], err, sizeof err)
+		      : -1;
+		if (held[i] < 0 && keeper_gone(plan.l[i].key, plan.token[i], ended, sizeof ended)) {
+			/* Redis cannot say, but its keeper on this host was killed unheard:
+			 * nothing renews the lease, as with Redis up (reenter_holder_gone) */
+			held[i] = 0;
+			all = 0;
+			log_warn("%s is not held by token %s: %s", plan.l[i].key, plan.token[i],
+			         ended);
+		} else if (!s) { /* unreachable: its error said so */
 			unknown = 1;
-			continue;
-		}
-		held[i] = store_is_holder(s, &plan.l[i], plan.token[i],
-		                          clock_ms() + o->io_timeout_ms, &hd[i], err, sizeof err);
-		if (held[i] < 0) {
+		} else if (held[i] < 0) {
 			request_failed(err);
 			unknown = 1;
 		} else if (held[i] == 0) {

@@ -503,27 +503,45 @@ static int parent_printed(struct hold *h, int sigfd)
 	return rc;
 }
 
+/* The directory of the local records (keeper.h), into dir (n bytes). */
+static void record_dir(char *dir, size_t n)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+
+	if (rt && rt[0] == '/' && strlen(rt) < 200)
+		snprintf(dir, n, "%s/rlock", rt);
+	else
+		snprintf(dir, n, "/tmp/rlock-%ld", (long)getuid());
+}
+
+/* Why record_path last found no directory to use (for the line that says so). */
+static char record_why[512];
+
 /* The local records of a hold bound to its key and token (keeper.h): "ended" (why it
  * ended) or "keeper" (who keeps it, keeper_mark): its path, into path (n bytes). With
  * create, the directory is made if missing. -1 when there is no directory of the
- * user's own (another owner, a link, open to others: never trusted). */
+ * user's own (another owner, a link, open to others: never trusted), why in
+ * record_why. */
 static int record_path(const char *kind, const char *key, const char *token, int create, char *path,
                        size_t n)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
 	char dir[300];
 	struct stat st;
 	uint64_t h = 14695981039346656037ULL; /* FNV-1a of key, NUL, token */
 
-	if (rt && rt[0] == '/' && strlen(rt) < 200)
-		snprintf(dir, sizeof dir, "%s/rlock", rt);
-	else
-		snprintf(dir, sizeof dir, "/tmp/rlock-%ld", (long)getuid());
-	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+	record_dir(dir, sizeof dir);
+	if ((create && mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0) {
+		snprintf(record_why, sizeof record_why, "%s: %s", dir, strerror(errno));
 		return -1;
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-	    (st.st_mode & 077))
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
+		snprintf(record_why, sizeof record_why,
+		         !S_ISDIR(st.st_mode)    ? "%s: not a directory"
+		         : st.st_uid != getuid() ? "%s: another user's directory"
+		                                 : "%s: open to other users (mode 0700 wanted)",
+		         dir);
 		return -1;
+	}
 	for (const char *p = key;; p++) {
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 		if (!*p)
@@ -618,9 +636,15 @@ static void keeper_mark(const struct lock *l)
 	char path[400], tmp[420], line[200];
 	struct proc_id me;
 
-	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0 ||
-	    record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+	if (here(&me) < 0 || keeper_stat(getpid(), &me.start) < 0) {
 		log_debug("keeper: cannot record who keeps the lock: --release will not stop it");
+		return;
+	}
+	if (record_path("keeper", l->key, l->token, 1, path, sizeof path) < 0) {
+		/* as a write that fails below: said, not left for --held to find out */
+		log_warn("keeper: cannot record who keeps %s (%s): --release finds it by the "
+		         "server's record alone, --held cannot tell its end",
+		         l->key, record_why);
 		return;
 	}
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -664,8 +688,11 @@ static void ended_note(const struct lock *l, const char *reason)
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0)
+	if (ended_path(l->key, l->token, 1, path, sizeof path) < 0) {
+		log_warn("keeper: cannot record the end of the hold of %s for --held (%s)", l->key,
+		         record_why);
 		return;
+	}
 	if (localtime_r(&now, &tm))
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", &tm);
 	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -757,6 +784,29 @@ static int give_back(struct hold *h, int rc, const char *why)
 	return rc;
 }
 
+static int token_run_end(struct store *s, const struct lock *l, const char *token, int64_t io_ms,
+                         char *ev, size_t evn, char *when, size_t n);
+
+/* The server said the lock is no longer the keeper's (not a renewal unconfirmed in
+ * time): did its run end by a release of its token (the history: "released" after its
+ * grant)? 1 with the time into when. One read, on a handle of its own: only on a loss. */
+static int released_by_token(struct hold *h, const struct keeper_args *k, char *when, size_t n)
+{
+	struct pollfd p = {.fd = hold_lost_fd(h), .events = POLLIN};
+	struct store *s = NULL;
+	char ev[16] = "", err[300];
+
+	if (h->l[0].ask.history_len <= 0 || p.fd < 0 || poll(&p, 1, 0) != 1)
+		return 0;
+	if (store_open(&s, h->cfg, 0, clock_ms() + k->connect_timeout_ms + k->io_timeout_ms, err,
+	               sizeof err) != STORE_OK)
+		return 0;
+	int ended =
+	    token_run_end(s, &h->l[0], h->l[0].token, k->io_timeout_ms, ev, sizeof ev, when, n);
+	store_close(s);
+	return ended && !strcmp(ev, "released");
+}
+
 static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 {
 	const struct lock *l = &h->l[0];
@@ -764,6 +814,11 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	int64_t stop_at = k->max_hold_ms > 0 ? clock_ms() + k->max_hold_ms : -1;
 	int signo, rc;
 
+	/* Every line of the hold in its --log-file, those said to the caller before stderr
+	 * is detached too (keeper_mark's, a renewal's meanwhile): they reached the caller's
+	 * stderr alone, and the log of the keeper had none of them. */
+	if (k->log_file)
+		log_tee(log_fd);
 	/* the job's locks its variables name, asked about on the main handle first */
 	char *inherited = NULL;
 	size_t ilen = 0;
@@ -776,6 +831,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	if (!k->log_file)
 		log_to_syslog();
 	keeper_mark(l); /* before stderr is detached: a failure is said to the caller too */
+	log_tee(-1);    /* stderr is the log file from here on */
 	if (detach_stderr(k) < 0)
 		return give_back(h, RL_EX_USAGE,
 		                 "given back: the keeper cannot detach its standard error");
@@ -798,7 +854,7 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 	log_info("keeper pid %ld holds %s (fence %lld, ttl %lld ms)", (long)getpid(), l->key,
 	         l->fence, (long long)l->ask.ttl_ms);
 	events_emit(EV_KEEPER_STARTED, &(struct ev_facts){.lock = l});
-	char why[500];
+	char why[500], when[64];
 	if (watch(h, sigfd, stop_at, k, &signo, err, sizeof err) == 1) {
 		log_error("--max-hold is over: the keeper releases %s", l->key);
 		snprintf(why, sizeof why, "given up by its keeper at --max-hold");
@@ -808,6 +864,20 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		         signo == SIGUSR1 ? "stopping (rlock --release releases)" : "releasing");
 		snprintf(why, sizeof why, "released by its keeper on SIG%s", signal_name(signo));
 		rc = 0;
+	} else if (released_by_token(h, k, when, sizeof when)) {
+		/* Not lost: given back with its token by an rlock --release that could not
+		 * stop this keeper (run on another host, or by another user: EPERM), as the
+		 * docs say it then finds the lock gone at its next renewal. Its log said "lock
+		 * lost: taken away ... (deleted, evicted or flushed ...)" and --held "lost". */
+		log_warn("keeper: %s was released with its token by an rlock --release at %s "
+		         "that could not stop this keeper (another host or user): the keeper "
+		         "exits",
+		         l->key, when);
+		events_emit(EV_KEEPER_STOPPED, &(struct ev_facts){.lock = l});
+		hold_abandon(h); /* the run's end is that release's */
+		ended_note(l, "released with its token by an rlock --release that could not "
+		              "stop its keeper");
+		return 0;
 	} else {
 		hold_abandon_lost(h); /* the history's end record of the run: lost */
 		log_error("lock lost: %s; the keeper exits", err);
@@ -841,6 +911,16 @@ static int hold_kept(struct hold *h, int sigfd, const struct keeper_args *k)
 		                               .reason = released == HOLD_ERR
 		                                             ? HOLD_RELEASE_FAILED_REASON
 		                                             : NULL});
+		/* --held reads it: not "released" when its release failed (Redis down) */
+		if (released == HOLD_ERR && rc != RL_EX_TIMEOUT)
+			snprintf(why, sizeof why,
+			         "given up by its keeper on SIG%s (its release "
+			         "failed: " HOLD_RELEASE_FAILED ")",
+			         signal_name(signo));
+		else if (released == HOLD_ERR)
+			snprintf(why, sizeof why,
+			         "given up by its keeper at --max-hold (its release "
+			         "failed: " HOLD_RELEASE_FAILED ")");
 	}
 	ended_note(l, why);
 	return rc;
@@ -878,6 +958,16 @@ int keeper_judge(const char *key, const char *token, long long pid)
 	return is_keeper(&id);
 }
 
+int keeper_gone(const char *key, const char *token, char *buf, size_t n)
+{
+	struct proc_id id;
+
+	if (mark_read(key, token, &id) < 0 || keeper_judge(key, token, id.pid) != 0)
+		return 0;
+	snprintf(buf, n, "its keeper (pid %ld) is gone and nobody renews its lease", id.pid);
+	return 1;
+}
+
 /* Without its mark (keeper_mark could not write it: a full disk), the keeper the
  * server's holder record h names, proven as a plain holder is (holder_process: this
  * boot and pid namespace, started no later than it took the lock) and still a keeper:
@@ -889,15 +979,20 @@ static int keeper_by_record(const struct holder *h, struct proc_id *id)
 	return holder_process(h) == HOLDER_ALIVE && keeper_stat(id->pid, &id->start) == 0 ? 0 : -1;
 }
 
+static char keeper_why[400]; /* why find_keeper (or stop_keeper) found none to stop */
+static int keeper_dead;      /* and the one recorded is gone: nothing renews the lock */
+
 /* The keeper that holds h (NULL: the server did not say; the mark alone names it),
  * proven to be the process its mark (keeper_mark) names on this boot, seen from this
- * pid namespace: 0 with *id, or -1 (why: a debug line). */
+ * pid namespace: 0 with *id, or -1 (why: a debug line, keeper_why; keeper_dead when
+ * the one its mark names is gone: killed unheard, or before this boot). */
 static int find_keeper(const struct holder *h, const char *key, const char *token,
                        struct proc_id *id)
 {
-	char host[256] = "";
+	char host[256] = "", dir[300];
 	struct proc_id now;
 	const char *why = NULL;
+	int dead = 0;
 
 	gethostname(host, sizeof host - 1);
 	if (h && (strcmp(h->cmd, KEEPER_CMD) != 0 || strcmp(h->host, host) != 0 || h->pid <= 1))
@@ -907,11 +1002,18 @@ static int find_keeper(const struct holder *h, const char *key, const char *toke
 	else if (mark_read(key, token, id) < 0 || (h && id->pid != (long)h->pid))
 		why = "no record of its keeper here";
 	else if (here(&now) < 0 || strcmp(now.boot, id->boot) != 0)
-		why = "its keeper ran before this boot";
+		why = "its keeper ran before this boot", dead = 1;
 	else if (now.pidns != id->pidns)
 		why = "its keeper runs in another pid namespace";
 	else if (!is_keeper(id))
-		why = "its keeper is gone (its pid names another process, or none)";
+		why = "its keeper is gone (its pid names another process, or none)", dead = 1;
+	keeper_dead = dead;
+	if (why && !strcmp(why, "no record of its keeper here")) {
+		record_dir(dir, sizeof dir);
+		snprintf(keeper_why, sizeof keeper_why, "no record of its keeper in %s", dir);
+	} else if (why) {
+		snprintf(keeper_why, sizeof keeper_why, "%s", why);
+	}
 	if (why)
 		log_debug("%s: not signalled", why);
 	return why ? -1 : 0;
@@ -983,9 +1085,22 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
 	struct proc_id id;
 	int pidfd;
 
-	if (find_keeper(h, key, k->token, &id) < 0 || signal_keeper(&id, &pidfd) < 0) {
+	if (find_keeper(h, key, k->token, &id) < 0) {
 		if (h)
 			log_info("no keeper of this lock runs on this host: releasing only");
+		return -1;
+	}
+	if (signal_keeper(&id, &pidfd) < 0) {
+		/* found, yet not ours to signal (another user's: EPERM), or gone meanwhile */
+		int e = errno;
+		keeper_dead = !is_keeper(&id);
+		snprintf(keeper_why, sizeof keeper_why, "keeper pid %ld: %s", id.pid,
+		         keeper_dead ? "gone" : strerror(e));
+		if (!keeper_dead)
+			log_warn("keeper pid %ld of '%s' cannot be stopped (%s)%s", id.pid, k->name,
+			         strerror(e),
+			         h ? ": releasing; it finds the lock released at its next renewal"
+			           : "");
 		return -1;
 	}
 	long pid = id.pid;
@@ -1020,40 +1135,53 @@ static int stop_keeper(const struct holder *h, const char *key, const struct kee
  * grant whose reply came too late is given back, released, and the next attempt of the
  * same --acquire takes the lock again), and the end of the first is not the second's. */
 #define RELEASE_HISTORY 100
-static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
-                   size_t n)
+static int token_run_end(struct store *s, const struct lock *l, const char *token, int64_t io_ms,
+                         char *ev, size_t evn, char *when, size_t n)
 {
 	struct history_entry *e = calloc(RELEASE_HISTORY, sizeof *e);
-	char err[300], when[64] = "?";
+	char err[300];
 	int count = RELEASE_HISTORY, found = 0;
 
-	if (!e || store_history(s, l, clock_ms() + k->io_timeout_ms, e, &count, err, sizeof err) !=
-	              LOCK_OK)
+	if (!e || store_history(s, l, clock_ms() + io_ms, e, &count, err, sizeof err) != LOCK_OK)
 		count = 0;
 	for (int i = 0; i < count && !found; i++) { /* newest first */
-		if (strcmp(e[i].token, k->token) != 0 || e[i].seen[0])
+		if (strcmp(e[i].token, token) != 0 || e[i].seen[0])
 			continue; /* seen: an end not recorded (a lease over), no record of it */
 		if (!strcmp(e[i].ev, "acquired"))
 			break; /* the run is still open in the history: no end recorded */
 		time_t t = (time_t)(e[i].at_ms / 1000);
 		struct tm tm;
+		snprintf(when, n, "?");
 		if (localtime_r(&t, &tm))
-			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+			strftime(when, n, "%Y-%m-%d %H:%M:%S", &tm);
+		snprintf(ev, evn, "%s", e[i].ev);
 		found = 1;
-		if (!strcmp(e[i].ev, "released"))
+	}
+	free(e);
+	return found;
+}
+
+static int run_end(struct store *s, const struct lock *l, const struct keeper_args *k, char *buf,
+                   size_t n)
+{
+	char ev[16], when[64];
+	int found =
+	    token_run_end(s, l, k->token, k->io_timeout_ms, ev, sizeof ev, when, sizeof when);
+
+	if (found) {
+		if (!strcmp(ev, "released"))
 			snprintf(buf, n,
 			         "it was already released at %s (a --release before this one)",
 			         when);
-		else if (!strcmp(e[i].ev, "expired"))
+		else if (!strcmp(ev, "expired"))
 			snprintf(buf, n,
 			         "its lease expired unrenewed (recorded at %s): the keeper was "
 			         "gone",
 			         when);
 		else
-			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", e[i].ev,
-			         when, k->name);
+			snprintf(buf, n, "its run ended %.16s at %s (--history -k %s)", ev, when,
+			         k->name);
 	}
-	free(e);
 	return found;
 }
 
@@ -1095,11 +1223,47 @@ static void record_run_lost(struct store *s, struct lock *mine)
 		log_debug("cannot record the loss of %s in its history (%s)", mine->key, err);
 }
 
+/* The ended note --release leaves when it stopped the keeper but could not release: not
+ * a loss of the steps' guard (a later --release that finds the lock still held frees it
+ * and exits 0), yet no keeper renews the lock any more (--held: 79, even with Redis
+ * down). */
+#define STOPPED_UNRELEASED                                                                         \
+	"left to its TTL by rlock --release (its keeper stopped), which could not release it"
+
+/* --release could not release (cause: why; what: what the lease does then, e.g. "it
+ * expires by its TTL"): one line, true of the keeper. Stopped here (stopped): the lock
+ * is left to its TTL, and a note (ended_note) tells --held and a later --release so.
+ * Not stopped: its keeper ended already (its note says how), or none was found on this
+ * host to stop (one that runs, on another host or recorded under another runtime
+ * directory, renews the lock on once Redis answers: the line must not say it expires). */
+static void unreleased(const struct lock *l, const struct keeper_args *k, int stopped,
+                       const char *why, const char *what)
+{
+	static struct lock mine; /* large */
+	char ended[600], note[800];
+
+	mine = *l;
+	snprintf(mine.token, sizeof mine.token, "%s", k->token);
+	if (stopped) {
+		log_error("cannot release '%s' (%s): %s; the keeper is stopped", k->name, why,
+		          what);
+		log_reason(note, sizeof note, STOPPED_UNRELEASED " (%s)", why);
+		ended_note(&mine, note);
+	} else if (keeper_ended(l->key, k->token, ended, sizeof ended)) {
+		log_error("cannot release '%s' (%s): %s; its keeper ended already: %s", k->name,
+		          why, what, ended);
+	} else if (keeper_dead) { /* killed unheard (kill -9, a reboot): nothing renews it */
+		log_error("cannot release '%s' (%s): %s; %s", k->name, why, what, keeper_why);
+	} else {
+		log_error("cannot release '%s' (%s): no keeper of it stopped on this host (%s): "
+		          "one that runs renews it; run --release again once Redis answers",
+		          k->name, why, keeper_why);
+	}
+}
+
 void keeper_release_unreached(const struct lock *l, const struct keeper_args *k, const char *why)
 {
-	int stopped = stop_keeper(NULL, l->key, k) == 0;
-	log_error("cannot release '%s' (%s): it expires by its TTL%s", k->name, why,
-	          stopped ? "; the keeper is stopped" : "");
+	unreleased(l, k, stop_keeper(NULL, l->key, k) == 0, why, "it expires by its TTL");
 }
 
 void keeper_release_record(const struct lock *l, const struct keeper_args *k, int rc, int sig)
@@ -1180,7 +1344,9 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			k = &alt;
 		}
 	}
-	int gone = keeper_ended(l->key, k->token, ended, sizeof ended);
+	/* (an earlier --release that stopped the keeper but could not release is no loss) */
+	int gone = keeper_ended(l->key, k->token, ended, sizeof ended) &&
+	           strncmp(ended, STOPPED_UNRELEASED, strlen(STOPPED_UNRELEASED)) != 0;
 	snprintf(mine.token, sizeof mine.token, "%s", k->token);
 	/* A status read lists HOLDERS_MAX holders: past that, a token not listed may
 	 * still be a shared holder or a permit. */
@@ -1188,9 +1354,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 	if (rc != LOCK_OK && !k->redlock) {
 		/* The user asked to release: the keeper on this host is stopped all the same
 		 * (found by its mark alone), so that the lock does expire by its TTL. */
-		int stopped = stop_keeper(NULL, l->key, k) == 0;
-		log_error("cannot release '%s' (%s); it expires by its TTL%s", k->name, err,
-		          stopped ? " (the keeper is stopped)" : "");
+		unreleased(l, k, stop_keeper(NULL, l->key, k) == 0, err, "it expires by its TTL");
 		rc = RL_EX_UNAVAILABLE;
 	} else if (rc != LOCK_OK) {
 		/* Redlock (exclusive only): the status could not tell (a node silent) or had
@@ -1211,8 +1375,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 		} else if (r == LOCK_NOTOURS) {
 			rc = not_held(s, l, k, NULL);
 		} else {
-			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
-			          err, stopped ? " (the keeper is stopped)" : "");
+			unreleased(l, k, stopped, err, HOLD_RELEASE_FAILED);
 			rc = RL_EX_UNAVAILABLE;
 		}
 	} else if (!h && !unlisted) {
@@ -1311,8 +1474,7 @@ int keeper_release(struct store *s, const struct lock *l, const struct keeper_ar
 			/* an unlisted token's keeper too: else it renews on (found by its mark) */
 			if (!h)
 				stopped = stop_keeper(NULL, l->key, k) == 0;
-			log_error("cannot release '%s' (%s); " HOLD_RELEASE_FAILED "%s", k->name,
-			          err, stopped ? " (the keeper is stopped)" : "");
+			unreleased(l, k, stopped, err, HOLD_RELEASE_FAILED);
 			rc = RL_EX_UNAVAILABLE;
 		}
 	}

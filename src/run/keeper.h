@@ -111,4 +111,10 @@ void keeper_release_unreached(const struct lock *l, const struct keeper_args *k,
  * TIME" in buf when the keeper of key and token recorded its end on this host, else 0. */
 int keeper_ended(const char *key, const char *token, char *buf, size_t n);
 
+/* For --held with Redis down: 1 with why in buf when the keeper that marked itself the
+ * keeper of key under token on this host is gone (killed unheard: kill -9, the OOM
+ * killer; or it ran before this boot), so that nothing renews the lease; else 0 (it
+ * runs, it cannot be judged from here, or no mark). */
+int keeper_gone(const char *key, const char *token, char *buf, size_t n);
+
 #endif
