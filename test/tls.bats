@@ -557,6 +557,25 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "RLOCK_TLS_MODULE not an absolute path: 64 (bad input, as a relative RLOCK_CONFIG), one line, in every mode; a plain URL never reads it" {
+	# It was 66, the status of a file that cannot be read, where every other relative
+	# path rlock refuses in its environment is a usage error.
+	local mod args
+	mod=$(dirname "$RLOCK")/rlock-tls.so
+	cp "$mod" .
+	for args in "-k t -- touch ran" "-k t --status" "--check" "-k t --acquire"; do
+		# shellcheck disable=SC2086 # the mode's words
+		RLOCK_TLS_MODULE=rlock-tls.so run --separate-stderr rlock \
+			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" $args
+		assert_equal "$status" 64
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: RLOCK_TLS_MODULE: 'rlock-tls\.so' is not an absolute path"
+	done
+	[[ ! -e ran ]]
+	RLOCK_TLS_MODULE=rlock-tls.so run -0 rlock -u "redis://127.0.0.1:$REDIS_PORT" -k t -- touch ran
+	[[ -e ran ]]
+}
+
 @test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
 	local mod
 	mod=$(dirname "$RLOCK")/rlock-tls.so

@@ -570,7 +570,14 @@ int conn_tls_init(char *why, size_t n)
 	 * connection gets the same answer. */
 	if (tlsload(why, n))
 		return 0;
-	return tlsload_refused() ? -1 : -2;
+	switch (tlsload_refused()) {
+	case TLSLOAD_NOT_ABSOLUTE:
+		return -3;
+	case TLSLOAD_UNTRUSTED:
+		return -1;
+	default:
+		return -2;
+	}
 }
 
 /* A handshake that ended: a certificate that does not verify, or a peer that is no

@@ -196,7 +196,8 @@ void conn_close(struct conn *c);
 /* Load the TLS module and set up OpenSSL, before threads start; safe to call more
  * than once. -1 with why: a module refused as untrusted (tlsload.h); -2 with why: none
  * that loads (missing, or not rlock's), which conn_open() of a TLS endpoint reports too
- * ("TLS support is not available: ..."); else 0. */
+ * ("TLS support is not available: ..."); -3 with why: RLOCK_TLS_MODULE is not an
+ * absolute path (bad input); else 0. */
 int conn_tls_init(char *why, size_t n);
 
 #endif
