@@ -60,6 +60,10 @@ struct endpoint {
 	 * not redis:// or rediss:// (a sentinel, a master the sentinels name): NULL for
 	 * CONN_HINT_WANTS_TLS and CONN_HINT_WANTS_PLAIN. */
 	const char *hint_wants_tls, *hint_wants_plain;
+	/* The endpoint is one a server announced (a Sentinel's master, a Cluster node), not
+	 * the user's: how the message ends when its certificate does not name its IP
+	 * address (and no --sni named what to verify). NULL: nothing to add. */
+	const char *hint_announced;
 };
 
 struct conn;
