@@ -677,5 +677,10 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_equal "$status" 66
 	assert_output --partial '(exit 66)'
 	[[ ! -e ran ]]
+	# a directory of CA certificates given as the bundle: the line names --cacertdir
+	run -66 --separate-stderr rlock --cacert "$TLS_CERTS/cadir" -u "$a" -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacert: '.*/cadir' is a directory \(a directory of CA certificates: --cacertdir\)$"
+	[[ ! -e ran ]]
 	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
 }

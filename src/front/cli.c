@@ -2024,9 +2024,13 @@ static void tls_files_readable(const struct tls_opts *t)
 		if (!file[i])
 			continue;
 		int fd = userfile_read(file[i], i == 3 ? UF_DIR : UF_REG, &st, why, sizeof why);
+		/* a directory of CA certificates is --cacertdir's, as in redis-cli */
 		if (fd < 0 && errno == EINVAL)
-			input_error("%s: '%s' %s", opt[i], file[i],
-			            i == 3 ? "is not a directory" : why);
+			input_error("%s: '%s' %s%s", opt[i], file[i],
+			            i == 3 ? "is not a directory" : why,
+			            i == 0 && strcmp(why, "is a directory") == 0
+			                ? " (a directory of CA certificates: --cacertdir)"
+			                : "");
 		if (fd < 0)
 			read_error(errno, "%s: cannot read '%s': %s", opt[i], file[i], why);
 		close(fd);
