@@ -257,6 +257,14 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	# not before the connect deadline; far before the io deadline (see above)
 	echo "# TLS handshake to a silent server: 69 after ${ms} ms (connect deadline 1 s)" >&3
 	((ms >= 990 && ms < 15000)) || fail "took ${ms} ms (connect deadline 1 s, io deadline 30 s)"
+	# a Redlock node so: held on the other two, the line names the stage that met the
+	# silence, as one server's does (it said "connect to", TCP's, which had succeeded)
+	run -0 --separate-stderr rlock --cacert "$CA" --cert "$TLS_CERTS/client.pem" \
+		--tls-key "$TLS_CERTS/client.key" \
+		-u "rediss://127.0.0.1:$port,rediss://127.0.0.1:$TLS_A_PORT,rediss://127.0.0.1:$TLS_B_PORT" \
+		-k t -- touch ran
+	[[ -e ran ]]
+	assert_regex "$stderr" "missing: 127\.0\.0\.1:$port \(TLS handshake with 127\.0\.0\.1:$port: no answer within [0-9]+ ms"
 }
 
 @test "TLS handshake to a silent server: no plaintext probe past the --wait deadline" {

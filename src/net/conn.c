@@ -920,6 +920,11 @@ int conn_probe(struct conn *c)
 	return 1;
 }
 
+int conn_in_tls_handshake(const struct conn *c)
+{
+	return c->connecting == 2 || c->connecting == 3;
+}
+
 int conn_plaintext(const struct conn *c)
 {
 	return c->plaintext;

@@ -167,6 +167,9 @@ int64_t conn_wake_ms(const struct conn *c);
 #define CONN_PROBE_MS 250
 int conn_probe(struct conn *c);
 int conn_plaintext(const struct conn *c);
+/* 1 while a conn_start() connection is past TCP and in its TLS handshake (or the
+ * probe that replaced it). */
+int conn_in_tls_handshake(const struct conn *c);
 
 /* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
  * CONN_ERR. */
