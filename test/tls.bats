@@ -318,6 +318,10 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" -k t -- touch ran
 	assert_one_line_error
 	[[ $stderr != *'give --cert'* ]] || fail "a hint to give --cert that was given: $stderr"
+	# the server's alert ("unknown ca") judges our certificate, not its own: said so,
+	# naming the file (as above, a reset that carried no alert says only that)
+	[[ $stderr != *alert* ]] ||
+		assert_regex "$stderr" 'alert unknown ca; the server refused the client certificate \(--cert .*/other-ca\.pem\)$'
 	[[ ! -e ran ]]
 }
 

@@ -46,6 +46,7 @@ struct tls_session {
 	int tls_ready;  /* handshake completed */
 	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
 	int asked_cert; /* the server asked for a client certificate and we had none */
+	char *cert;     /* --cert, the client certificate we present, or NULL */
 	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
 	int heard;      /* the peer has sent us at least one byte */
 	char *name;     /* the name the certificate must match, or NULL */
@@ -543,22 +544,49 @@ static int plaintext_reply(void)
 	       (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG);
 }
 
-/* What an alert from the server means when it asked for a client certificate that we
- * did not have (tls-auth-clients yes): empty otherwise. alert: the failure is the
- * peer's alert (an error queue reason, or peer_alert's). */
-static const char *cert_hint(const struct tls_session *s, int alert)
+/* An alert a server sends about the certificate it was shown: with ours given (--cert),
+ * it judged ours, never its own ("certificate expired" read as the server's). */
+static int about_cert(int alert)
 {
-	return s->asked_cert && alert
-	           ? "; the server asks for a client certificate: give --cert and --tls-key"
-	           : "";
+	switch (alert) {
+	case SSL_AD_BAD_CERTIFICATE:
+	case SSL_AD_UNSUPPORTED_CERTIFICATE:
+	case SSL_AD_CERTIFICATE_REVOKED:
+	case SSL_AD_CERTIFICATE_EXPIRED:
+	case SSL_AD_CERTIFICATE_UNKNOWN:
+	case SSL_AD_UNKNOWN_CA:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
-/* Does the queued error carry an alert the peer sent? */
+/* What an alert from the server means when it asked for a client certificate that we
+ * did not have (tls-auth-clients yes), or refused the one we gave: empty otherwise.
+ * alert: the peer's alert code (queued_alert, peer_alert), 0 for none. The text lives
+ * in buf when it names the file. */
+static const char *cert_hint(const struct tls_session *s, int alert, char *buf, size_t len)
+{
+	if (s->asked_cert && alert)
+		return "; the server asks for a client certificate: give --cert and --tls-key";
+	if (s->cert && about_cert(alert)) {
+		(void)snprintf(buf, len, "; the server refused the client certificate (--cert %s)",
+		               s->cert);
+		return buf;
+	}
+	return "";
+}
+
+/* The alert the peer sent, when the queued error is one: its code (1 for close_notify,
+ * whose code is 0), else 0. */
 static int queued_alert(void)
 {
 	unsigned long e = ERR_peek_error();
 
-	return ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL || ERR_GET_REASON(e) < SSL_AD_REASON_OFFSET)
+		return 0;
+	int code = ERR_GET_REASON(e) - SSL_AD_REASON_OFFSET;
+	return code ? code : 1;
 }
 
 static int is_ip_literal(const char *s)
@@ -619,11 +647,12 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 			           mismatch ? ": certificate not valid for " : "",
 			           mismatch && s->name ? s->name : "", ca_hint(s, vr));
 		else {
+			char hint[PATH_MAX + 64];
 			int alert = queued_alert();
 			log_reason(err, errlen, "TLS handshake with %s: %s%s%s", s->peer,
 			           tls_reason(s, e, buf, sizeof buf),
 			           plaintext_reply() ? " (is it a TLS port?)" : "",
-			           cert_hint(s, alert));
+			           cert_hint(s, alert, hint, sizeof hint));
 		}
 		goto cleanup;
 	}
@@ -672,6 +701,7 @@ static void tls_close(struct tls_session *s)
 		ERR_clear_error();
 	}
 	free(s->name);
+	free(s->cert);
 	free(s);
 }
 
@@ -695,7 +725,8 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 		goto cleanup;
 	}
 	s = calloc(1, sizeof *s);
-	if (!s || (name && !(s->name = strdup(name)))) {
+	if (!s || (name && !(s->name = strdup(name))) ||
+	    (t->cert && !(s->cert = strdup(t->cert)))) {
 		log_reason(err, errlen, "TLS: out of memory");
 		goto cleanup;
 	}
@@ -757,7 +788,7 @@ cleanup:
 /* With TLS 1.3 the server judges our client certificate only after the handshake; it
  * sends an alert and closes, and our next write meets a reset. The alert is usually
  * still queued on our side and says far more ("certificate required", "unknown ca")
- * than "Connection reset by peer": fetch it into buf. */
+ * than "Connection reset by peer": fetch it into buf. Its alert code, or 0 (none). */
 static int peer_alert(struct tls_session *s, char *buf, size_t len)
 {
 	char byte;
@@ -773,7 +804,8 @@ static int peer_alert(struct tls_session *s, char *buf, size_t len)
 	if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET &&
 	    ERR_reason_error_string(e)) {
 		(void)snprintf(buf, len, "%s", ERR_reason_error_string(e));
-		found = 1;
+		found = ERR_GET_REASON(e) - SSL_AD_REASON_OFFSET;
+		found += !found; /* close_notify's code is 0: 1, as queued_alert says */
 	}
 cleanup:
 	ERR_clear_error();
@@ -783,7 +815,7 @@ cleanup:
 static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len, char *err,
                               size_t errlen)
 {
-	char ebuf[256];
+	char ebuf[256], hint[PATH_MAX + 64];
 	ssize_t n;
 	int e;
 
@@ -803,23 +835,25 @@ static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len
 		s->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		return CONN_AGAIN;
 	}
-	if (e == SSL_ERROR_SYSCALL && peer_alert(s, ebuf, sizeof ebuf)) {
+	int alert = e == SSL_ERROR_SYSCALL ? peer_alert(s, ebuf, sizeof ebuf) : 0;
+	if (alert) {
 		s->tls_broken = 1;
-		log_reason(err, errlen, "write to %s: %s%s", s->peer, ebuf, cert_hint(s, 1));
+		log_reason(err, errlen, "write to %s: %s%s", s->peer, ebuf,
+		           cert_hint(s, alert, hint, sizeof hint));
 		return CONN_ERR;
 	}
 	if (e != SSL_ERROR_ZERO_RETURN)
 		s->tls_broken = 1;
-	int alert = queued_alert();
+	alert = queued_alert();
 	log_reason(err, errlen, "write to %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
-	           cert_hint(s, alert));
+	           cert_hint(s, alert, hint, sizeof hint));
 	ERR_clear_error();
 	return CONN_ERR;
 }
 
 static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char *err, size_t errlen)
 {
-	char ebuf[256];
+	char ebuf[256], hint[PATH_MAX + 64];
 	ssize_t n;
 	int e;
 
@@ -857,7 +891,7 @@ static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char 
 	s->tls_broken = 1;
 	int alert = queued_alert();
 	log_reason(err, errlen, "read from %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
-	           cert_hint(s, alert));
+	           cert_hint(s, alert, hint, sizeof hint));
 	ERR_clear_error();
 	return CONN_ERR;
 }
