@@ -170,6 +170,15 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_regex "$stderr" '[Ee]xpired'
 	[[ $stderr != *'--cacert'* ]] || fail "a CA hint for an expired certificate: $stderr"
 	[[ ! -e ran ]]
+	# --check: the fix is the certificate's, not "the network" (the server answered)
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_C_PORT" --cacert "$CA" --check
+	assert_line --regexp "reach: .*certificate has expired.*; fix: make the certificate verify: "
+	# a client certificate the server refuses (of another CA): the fix names --cert
+	# (when its alert came: a reset that carried none says only that)
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" --check
+	[[ $output != *alert* ]] ||
+		assert_line --regexp "reach: .*; fix: give --cert and --tls-key: a client certificate "
 }
 
 @test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {
