@@ -346,13 +346,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_one_line_error
 	# an empty or malformed --sni is a usage error, not an unavailable server (was 69)
 	local sni
-	for sni in '' 'a b' "$(printf 'x%.0s' {1..256})"; do
+	for sni in '' 'a b' "$(printf 'x%.0s' {1..256})" localhost:6379 '[::1]' '*.example.com' \
+		a..b localhost. "$(printf 'x%.0s' {1..64})"; do
 		run -64 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 			--sni "$sni" -k t -- touch ran
 		assert_one_line_error
 		assert_regex "$stderr" '^rlock: --sni: '
 	done
 	[[ ! -e ran ]]
+	# what a certificate can name is taken: an IPv6 address, a name with '_'
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" --sni 127.0.0.1 -k t -- true
+	for sni in ::1 my_host.example; do
+		run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" \
+			--sni "$sni" -k t -- touch ran
+		assert_regex "$stderr" "mismatch: certificate not valid for $sni\\)"
+	done
 }
 
 @test "client key file not matching: 66 (the user's file, not the server); missing: 66 (a file that cannot be read); one line, never run" {
