@@ -181,6 +181,30 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		assert_line --regexp "reach: .*; fix: give --cert and --tls-key: a client certificate "
 }
 
+@test "revocation lists in --cacert are checked: a revoked server certificate is 69 (certificate revoked), one not revoked is accepted" {
+	# OpenSSL kept the CRLs of the bundle in the store and never consulted them: a
+	# revoked certificate was accepted.
+	(
+		cd "$TLS_CERTS" && export OPENSSL_CONF=$TLS_CERTS/openssl.cnf &&
+			openssl ca -batch -config openssl.cnf -notext -days 30 -extfile openssl.cnf \
+				-extensions srv -subj "/CN=rlock revoked server" -in server.csr \
+				-out "$BATS_TEST_TMPDIR/revoked.pem" &&
+			openssl ca -config openssl.cnf -revoke "$BATS_TEST_TMPDIR/revoked.pem" &&
+			openssl ca -config openssl.cnf -gencrl -crldays 30 -out "$BATS_TEST_TMPDIR/crl.pem"
+	) >gen.log 2>&1 || fail "openssl: $(cat gen.log)"
+	cat "$CA" crl.pem >ca+crl.pem
+	tls_redis_start --cert "$BATS_TEST_TMPDIR/revoked.pem"
+	# without the list nothing says it is revoked
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert "$CA" -k t -- echo ran
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert ca+crl.pem \
+		-k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'certificate verify failed \(certificate revoked\)$'
+	[[ ! -e ran ]]
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert ca+crl.pem -k t -- echo ran
+	assert_output ran
+}
+
 @test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {
 	# A server of this test's own, whose certificate is swapped for the expired one
 	# (same key) while the lock is held; the renewal's connection is then dropped.

@@ -55,7 +55,8 @@ struct tls_session {
 
 /* A chain that ends at a CA nobody named: the server's CA is a private one, which the
  * system's trust store does not hold (--cacert names it), or not the one --cacert
- * names. Empty for any other verify result. */
+ * names; or a CRL missing where --cacert's CRLs asked for one (load_ca_bundle). Empty
+ * for any other verify result. */
 static const char *ca_hint(const struct tls_session *s, long vr)
 {
 	switch (vr) {
@@ -70,6 +71,9 @@ static const char *ca_hint(const struct tls_session *s, long vr)
 		       : s->own_ca    ? "; does --cacertdir hold the CA that signed the server's "
 		                        "certificate, under its hash name (openssl rehash DIR)?"
 		                      : "; a private CA? name its certificate with --cacert FILE";
+	case X509_V_ERR_UNABLE_TO_GET_CRL:
+		return "; --cacert holds revocation lists, so the server certificate's issuer "
+		       "needs one there";
 	default:
 		return "";
 	}
@@ -273,12 +277,15 @@ done:
 	return b;
 }
 
-/* The CA certificates of a bundle into the context's store: 0, or -1 with the reason. */
+/* The CA certificates of a bundle into the context's store: 0, or -1 with the reason.
+ * CRLs in it are checked: a revocation list the user put beside the CA is meant to
+ * apply (OpenSSL would keep it in the store and consult it never). The server's
+ * certificate then needs its issuer's CRL there, as curl --crlfile has it. */
 static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 {
 	const char *r;
 	char buf[256];
-	int added = 0, rc = -1;
+	int added = 0, crls = 0, rc = -1;
 	BIO *b = read_pem("CA bundle", path, err, errlen);
 
 	if (!b)
@@ -292,8 +299,11 @@ static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errl
 		if (xi->crl && X509_STORE_add_crl(store, xi->crl) != 1)
 			goto done;
 		added += xi->x509 != NULL;
+		crls += xi->crl != NULL;
 	}
 	rc = added > 0 ? 0 : -1;
+	if (rc == 0 && crls > 0 && X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK) != 1)
+		rc = -1;
 done:
 	if (rc < 0) {
 		log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
