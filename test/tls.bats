@@ -181,7 +181,7 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		assert_line --regexp "reach: .*; fix: give --cert and --tls-key: a client certificate "
 }
 
-@test "revocation lists in --cacert are checked: a revoked server certificate is 69 (certificate revoked), one not revoked is accepted" {
+@test "revocation lists in --cacert or --cacertdir are checked: a revoked server certificate is 69 (certificate revoked), one not revoked is accepted" {
 	# OpenSSL kept the CRLs of the bundle in the store and never consulted them: a
 	# revoked certificate was accepted.
 	(
@@ -203,6 +203,15 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert ca+crl.pem -k t -- echo ran
 	assert_output ran
+	# the same list in a hashed --cacertdir (HASH.r0)
+	mkdir crldir
+	cp "$CA" crl.pem crldir/
+	openssl rehash crldir 2>/dev/null || c_rehash crldir >/dev/null
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacertdir crldir \
+		-k t -- touch ran
+	assert_regex "$stderr" 'certificate verify failed \(certificate revoked\)$'
+	[[ ! -e ran ]]
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacertdir crldir -k t -- echo ran
 }
 
 @test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {

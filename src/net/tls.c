@@ -9,6 +9,7 @@
 #include "tls.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -72,8 +73,10 @@ static const char *ca_hint(const struct tls_session *s, long vr)
 		                        "certificate, under its hash name (openssl rehash DIR)?"
 		                      : "; a private CA? name its certificate with --cacert FILE";
 	case X509_V_ERR_UNABLE_TO_GET_CRL:
-		return "; --cacert holds revocation lists, so the server certificate's issuer "
-		       "needs one there";
+		return s->own_ca == 1 ? "; --cacert holds revocation lists, so the server "
+		                        "certificate's issuer needs one there"
+		                      : "; --cacertdir holds revocation lists (HASH.rN), so the "
+		                        "server certificate's issuer needs one there";
 	default:
 		return "";
 	}
@@ -315,6 +318,25 @@ done:
 	return rc;
 }
 
+/* Does a hashed CA directory hold a revocation list (HASH.rN, as openssl rehash names
+ * them)? Checked then, as those of a --cacert bundle are (load_ca_bundle). */
+static int dir_has_crl(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t hex = strspn(n, "0123456789abcdef");
+		found = hex == 8 && n[8] == '.' && n[9] == 'r' && n[10] &&
+		        strspn(n + 10, "0123456789") == strlen(n + 10);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* Whom to trust: the CA bundle or directory given, else the system's store (nothing
  * with --tls-insecure). 0, or -1 with the reason. */
 static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, size_t errlen)
@@ -351,6 +373,12 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 			           t->cacertdir,
 			           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			file_fault = 1;
+			return -1;
+		}
+		if (t->cacertdir && dir_has_crl(t->cacertdir) &&
+		    X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx), X509_V_FLAG_CRL_CHECK) != 1) {
+			log_reason(err, errlen, "TLS: cannot check the revocation lists in %s",
+			           t->cacertdir);
 			return -1;
 		}
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
