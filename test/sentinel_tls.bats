@@ -148,12 +148,15 @@ FAIL_FAST=(--connect-timeout 1s --io-timeout 500ms)
 	assert_one_line_error
 	assert_regex "$stderr" '[Mm]ismatch'
 	assert_regex "$stderr" '127\.0\.0\.2'
+	[[ $stderr != *announce* ]] || fail "the address the user typed is no announced one"
 	# the sentinels (verified) name the master at 127.0.0.2: the master is refused
 	run -69 --separate-stderr rlock -u "rediss-sentinel://127.0.0.1:${S_PORTS%% *}/misnamed" \
 		--cacert "$CA" "${FAIL_FAST[@]}" -k h -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" '[Mm]ismatch'
 	assert_regex "$stderr" "127\.0\.0\.2:$M_PORT"
+	# an address the user never typed: where it came from, and the way out
+	assert_regex "$stderr" 'not valid for 127\.0\.0\.2\); the sentinels announce that address: give --sni '
 	[[ ! -e ran ]]
 	[[ $(tls_cli "$M_PORT" EXISTS 'rlock:{h}:fence') == 0 ]]
 }

@@ -170,6 +170,48 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_regex "$stderr" '[Ee]xpired'
 	[[ $stderr != *'--cacert'* ]] || fail "a CA hint for an expired certificate: $stderr"
 	[[ ! -e ran ]]
+	# --check: the fix is the certificate's, not "the network" (the server answered)
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_C_PORT" --cacert "$CA" --check
+	assert_line --regexp "reach: .*certificate has expired.*; fix: make the certificate verify: "
+	# a client certificate the server refuses (of another CA): the fix names --cert
+	# (when its alert came: a reset that carried none says only that)
+	run -69 rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
+		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" --check
+	[[ $output != *alert* ]] ||
+		assert_line --regexp "reach: .*; fix: give --cert and --tls-key: a client certificate "
+}
+
+@test "revocation lists in --cacert or --cacertdir are checked: a revoked server certificate is 69 (certificate revoked), one not revoked is accepted" {
+	# OpenSSL kept the CRLs of the bundle in the store and never consulted them: a
+	# revoked certificate was accepted.
+	(
+		cd "$TLS_CERTS" && export OPENSSL_CONF=$TLS_CERTS/openssl.cnf &&
+			openssl ca -batch -config openssl.cnf -notext -days 30 -extfile openssl.cnf \
+				-extensions srv -subj "/CN=rlock revoked server" -in server.csr \
+				-out "$BATS_TEST_TMPDIR/revoked.pem" &&
+			openssl ca -config openssl.cnf -revoke "$BATS_TEST_TMPDIR/revoked.pem" &&
+			openssl ca -config openssl.cnf -gencrl -crldays 30 -out "$BATS_TEST_TMPDIR/crl.pem"
+	) >gen.log 2>&1 || fail "openssl: $(cat gen.log)"
+	cat "$CA" crl.pem >ca+crl.pem
+	tls_redis_start --cert "$BATS_TEST_TMPDIR/revoked.pem"
+	# without the list nothing says it is revoked
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert "$CA" -k t -- echo ran
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacert ca+crl.pem \
+		-k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'certificate verify failed \(certificate revoked\)$'
+	[[ ! -e ran ]]
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert ca+crl.pem -k t -- echo ran
+	assert_output ran
+	# the same list in a hashed --cacertdir (HASH.r0)
+	mkdir crldir
+	cp "$CA" crl.pem crldir/
+	openssl rehash crldir 2>/dev/null || c_rehash crldir >/dev/null
+	run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_PORT" --cacertdir crldir \
+		-k t -- touch ran
+	assert_regex "$stderr" 'certificate verify failed \(certificate revoked\)$'
+	[[ ! -e ran ]]
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacertdir crldir -k t -- echo ran
 }
 
 @test "a renewal's reconnect verifies the certificate again: one expired meanwhile is a lost lock (79), its reason on the line" {
@@ -257,6 +299,14 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	# not before the connect deadline; far before the io deadline (see above)
 	echo "# TLS handshake to a silent server: 69 after ${ms} ms (connect deadline 1 s)" >&3
 	((ms >= 990 && ms < 15000)) || fail "took ${ms} ms (connect deadline 1 s, io deadline 30 s)"
+	# a Redlock node so: held on the other two, the line names the stage that met the
+	# silence, as one server's does (it said "connect to", TCP's, which had succeeded)
+	run -0 --separate-stderr rlock --cacert "$CA" --cert "$TLS_CERTS/client.pem" \
+		--tls-key "$TLS_CERTS/client.key" \
+		-u "rediss://127.0.0.1:$port,rediss://127.0.0.1:$TLS_A_PORT,rediss://127.0.0.1:$TLS_B_PORT" \
+		-k t -- touch ran
+	[[ -e ran ]]
+	assert_regex "$stderr" "missing: 127\.0\.0\.1:$port \(TLS handshake with 127\.0\.0\.1:$port: no answer within [0-9]+ ms"
 }
 
 @test "TLS handshake to a silent server: no plaintext probe past the --wait deadline" {
@@ -310,6 +360,10 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 		--cert "$TLS_CERTS/other-ca.pem" --tls-key "$TLS_CERTS/other-ca.key" -k t -- touch ran
 	assert_one_line_error
 	[[ $stderr != *'give --cert'* ]] || fail "a hint to give --cert that was given: $stderr"
+	# the server's alert ("unknown ca") judges our certificate, not its own: said so,
+	# naming the file (as above, a reset that carried no alert says only that)
+	[[ $stderr != *alert* ]] ||
+		assert_regex "$stderr" 'alert unknown ca; the server refused the client certificate \(--cert .*/other-ca\.pem\)$'
 	[[ ! -e ran ]]
 }
 
@@ -325,13 +379,21 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	assert_one_line_error
 	# an empty or malformed --sni is a usage error, not an unavailable server (was 69)
 	local sni
-	for sni in '' 'a b' "$(printf 'x%.0s' {1..256})"; do
+	for sni in '' 'a b' "$(printf 'x%.0s' {1..256})" localhost:6379 '[::1]' '*.example.com' \
+		a..b localhost. "$(printf 'x%.0s' {1..64})"; do
 		run -64 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_B_PORT" --cacert "$CA" \
 			--sni "$sni" -k t -- touch ran
 		assert_one_line_error
 		assert_regex "$stderr" '^rlock: --sni: '
 	done
 	[[ ! -e ran ]]
+	# what a certificate can name is taken: an IPv6 address, a name with '_'
+	run -0 rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" --sni 127.0.0.1 -k t -- true
+	for sni in ::1 my_host.example; do
+		run -69 --separate-stderr rlock -u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" \
+			--sni "$sni" -k t -- touch ran
+		assert_regex "$stderr" "mismatch: certificate not valid for $sni\\)"
+	done
 }
 
 @test "client key file not matching: 66 (the user's file, not the server); missing: 66 (a file that cannot be read); one line, never run" {
@@ -557,6 +619,25 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	[[ ! -e ran ]]
 }
 
+@test "RLOCK_TLS_MODULE not an absolute path: 64 (bad input, as a relative RLOCK_CONFIG), one line, in every mode; a plain URL never reads it" {
+	# It was 66, the status of a file that cannot be read, where every other relative
+	# path rlock refuses in its environment is a usage error.
+	local mod args
+	mod=$(dirname "$RLOCK")/rlock-tls.so
+	cp "$mod" .
+	for args in "-k t -- touch ran" "-k t --status" "--check" "-k t --acquire"; do
+		# shellcheck disable=SC2086 # the mode's words
+		RLOCK_TLS_MODULE=rlock-tls.so run --separate-stderr rlock \
+			-u "rediss://127.0.0.1:$TLS_A_PORT" --cacert "$CA" $args
+		assert_equal "$status" 64
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: RLOCK_TLS_MODULE: 'rlock-tls\.so' is not an absolute path"
+	done
+	[[ ! -e ran ]]
+	RLOCK_TLS_MODULE=rlock-tls.so run -0 rlock -u "redis://127.0.0.1:$REDIS_PORT" -k t -- touch ran
+	[[ -e ran ]]
+}
+
 @test "the TLS module is refused (66, one line) when another user could have written it or its directory; trusted, it loads" {
 	local mod
 	mod=$(dirname "$RLOCK")/rlock-tls.so
@@ -657,6 +738,11 @@ elapsed_since() { echo $(($(now_ms) - $1)); }
 	run --separate-stderr timeout -k 5 20 "$RLOCK" --cacert bad.pem -u "$a" -k t --acquire
 	assert_equal "$status" 66
 	assert_output --partial '(exit 66)'
+	[[ ! -e ran ]]
+	# a directory of CA certificates given as the bundle: the line names --cacertdir
+	run -66 --separate-stderr rlock --cacert "$TLS_CERTS/cadir" -u "$a" -k t -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: --cacert: '.*/cadir' is a directory \(a directory of CA certificates: --cacertdir\)$"
 	[[ ! -e ran ]]
 	assert_equal "$(tls_cli "$TLS_A_PORT" EXISTS 'rlock:{t}')" 0
 }

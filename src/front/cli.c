@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "cli.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -143,9 +145,16 @@ static setter_fn opt_key, opt_kind, opt_on_lost, opt_warn, opt_url, opt_user, op
 
 /* --sni: a host name or IP address to send and verify. An empty one (or a space, a
  * control character) is no name: OpenSSL refuses it at the first connect, which
- * said 69 as for a server that cannot be reached. */
+ * said 69 as for a server that cannot be reached. So is one that no certificate can
+ * name ("host:6379", "[::1]", "*.example.com", "a..b", "host."): it was sent as SNI
+ * and met "certificate verify failed (hostname mismatch)", the server's fault in
+ * appearance (69). A host name: labels of letters, digits, '-' and '_', 1 to 63 each,
+ * between dots; or an IPv4 or IPv6 address as written in a certificate. */
 static int check_sni(const char *s, char *err, size_t errlen)
 {
+	unsigned char a[sizeof(struct in6_addr)];
+	size_t label = 0;
+
 	if (!*s) {
 		snprintf(err, errlen, "empty server name");
 		return -1;
@@ -155,7 +164,24 @@ static int check_sni(const char *s, char *err, size_t errlen)
 			snprintf(err, errlen, "a server name has no space or control character");
 			return -1;
 		}
-	return 0;
+	if (inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1)
+		return 0;
+	for (const char *p = s;; p++) {
+		if (*p && *p != '.' && (isalnum((unsigned char)*p) || *p == '-' || *p == '_')) {
+			label++;
+			continue;
+		}
+		if (label == 0 || label > 63 || (*p && *p != '.') || (*p == '.' && !p[1])) {
+			snprintf(err, errlen,
+			         "'%s' is not a host name or an IP address (no port, brackets, "
+			         "wildcard or final dot)",
+			         s);
+			return -1;
+		}
+		if (!*p)
+			return 0;
+		label = 0;
+	}
 }
 
 /* --token: what --acquire printed (32 lowercase hex digits), judged when read as every
@@ -2025,9 +2051,13 @@ static void tls_files_readable(const struct tls_opts *t)
 		if (!file[i])
 			continue;
 		int fd = userfile_read(file[i], i == 3 ? UF_DIR : UF_REG, &st, why, sizeof why);
+		/* a directory of CA certificates is --cacertdir's, as in redis-cli */
 		if (fd < 0 && errno == EINVAL)
-			input_error("%s: '%s' %s", opt[i], file[i],
-			            i == 3 ? "is not a directory" : why);
+			input_error("%s: '%s' %s%s", opt[i], file[i],
+			            i == 3 ? "is not a directory" : why,
+			            i == 0 && strcmp(why, "is a directory") == 0
+			                ? " (a directory of CA certificates: --cacertdir)"
+			                : "");
 		if (fd < 0)
 			read_error(errno, "%s: cannot read '%s': %s", opt[i], file[i], why);
 		close(fd);

@@ -862,9 +862,9 @@ int main(int argc, char **argv)
 		return RL_EX_OSERR;
 	char why[4096 + 700];
 	int tls = o.tls.enabled ? store_tls_init(why, sizeof why) : 0;
-	if (tls == -1) {
+	if (tls == -1 || tls == -3) {
 		log_error("%s", why);
-		return RL_EX_NOINPUT;
+		return tls == -3 ? RL_EX_USAGE : RL_EX_NOINPUT;
 	}
 	/* No TLS module that loads: this host's installation fault, in every mode (--check
 	 * too, which would call the servers unreachable). --release goes on: its connect

@@ -638,6 +638,11 @@ int client_plaintext(const struct client *c)
 	return conn_plaintext(c->conn);
 }
 
+int client_in_tls_handshake(const struct client *c)
+{
+	return c->opening == 1 && conn_in_tls_handshake(c->conn);
+}
+
 short client_events(const struct client *c)
 {
 	/* Awaiting the handshake's replies (over TLS the session says what it waits for). */

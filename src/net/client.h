@@ -68,6 +68,9 @@ int client_continue(struct client *c, char *err, size_t errlen);
  * fault that time cannot fix). */
 int client_probe(struct client *c);
 int client_plaintext(const struct client *c);
+/* 1 while a client_start() connection is in its TLS handshake (or the probe that
+ * replaced it): what a deadline that ends it cut short, for the message. */
+int client_in_tls_handshake(const struct client *c);
 
 /* The server's run_id (40 hex digits, new at each start) as the handshake of an
  * identify server read it; "" otherwise. */

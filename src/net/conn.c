@@ -570,16 +570,31 @@ int conn_tls_init(char *why, size_t n)
 	 * connection gets the same answer. */
 	if (tlsload(why, n))
 		return 0;
-	return tlsload_refused() ? -1 : -2;
+	switch (tlsload_refused()) {
+	case TLSLOAD_NOT_ABSOLUTE:
+		return -3;
+	case TLSLOAD_UNTRUSTED:
+		return -1;
+	default:
+		return -2;
+	}
 }
 
 /* A handshake that ended: a certificate that does not verify, or a peer that is no
  * TLS server, is a fault waiting cannot fix (the module's own words say which). */
-static int handshake_verdict(int rc, const char *err)
+static int handshake_verdict(const struct endpoint *ep, int rc, char *err, size_t errlen)
 {
 	if (rc == CONN_ERR &&
 	    (strstr(err, "certificate verify failed") || strstr(err, "is it a TLS port?")))
 		conn_fault_note(CONN_FAULT_FINAL);
+	/* The address verified was one a server announced, an IP the user never typed:
+	 * say where it came from and how to verify a name instead (tls.c's words). */
+	if (rc == CONN_ERR && ep->hint_announced && !ep->tls->sni &&
+	    strstr(err, "(IP address mismatch: certificate not valid for ")) {
+		size_t n = strlen(err);
+		if (n + 1 < errlen)
+			(void)snprintf(err + n, errlen - n, "%s", ep->hint_announced);
+	}
 	return rc;
 }
 
@@ -710,7 +725,7 @@ static int tls_start(struct conn *c, const struct endpoint *ep, int64_t start, i
 	for (;;) {
 		rc = ops->handshake(c->tls, err, errlen);
 		if (rc != CONN_AGAIN)
-			return handshake_verdict(rc, err);
+			return handshake_verdict(ep, rc, err, errlen);
 		w = wait_fd(c->fd, ops->events(c->tls), deadline_ms);
 		if (w == WAIT_ABORT) {
 			log_reason(err, errlen, "TLS handshake with %s: interrupted", c->peer);
@@ -882,7 +897,7 @@ int conn_continue(struct conn *c, char *err, size_t errlen)
 			return CONN_AGAIN;
 		}
 		if (rc != CONN_OK)
-			return handshake_verdict(rc, err);
+			return handshake_verdict(c->ep, rc, err, errlen);
 	}
 	c->connecting = 0;
 	c->ep = NULL;
@@ -903,6 +918,11 @@ int conn_probe(struct conn *c)
 	c->probe_sent = 0;
 	c->events = POLLIN | POLLOUT;
 	return 1;
+}
+
+int conn_in_tls_handshake(const struct conn *c)
+{
+	return c->connecting == 2 || c->connecting == 3;
 }
 
 int conn_plaintext(const struct conn *c)

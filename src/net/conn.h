@@ -60,6 +60,10 @@ struct endpoint {
 	 * not redis:// or rediss:// (a sentinel, a master the sentinels name): NULL for
 	 * CONN_HINT_WANTS_TLS and CONN_HINT_WANTS_PLAIN. */
 	const char *hint_wants_tls, *hint_wants_plain;
+	/* The endpoint is one a server announced (a Sentinel's master, a Cluster node), not
+	 * the user's: how the message ends when its certificate does not name its IP
+	 * address (and no --sni named what to verify). NULL: nothing to add. */
+	const char *hint_announced;
 };
 
 struct conn;
@@ -163,6 +167,9 @@ int64_t conn_wake_ms(const struct conn *c);
 #define CONN_PROBE_MS 250
 int conn_probe(struct conn *c);
 int conn_plaintext(const struct conn *c);
+/* 1 while a conn_start() connection is past TCP and in its TLS handshake (or the
+ * probe that replaced it). */
+int conn_in_tls_handshake(const struct conn *c);
 
 /* Non-blocking: write up to len bytes; returns bytes written (> 0), CONN_AGAIN or
  * CONN_ERR. */
@@ -196,7 +203,8 @@ void conn_close(struct conn *c);
 /* Load the TLS module and set up OpenSSL, before threads start; safe to call more
  * than once. -1 with why: a module refused as untrusted (tlsload.h); -2 with why: none
  * that loads (missing, or not rlock's), which conn_open() of a TLS endpoint reports too
- * ("TLS support is not available: ..."); else 0. */
+ * ("TLS support is not available: ..."); -3 with why: RLOCK_TLS_MODULE is not an
+ * absolute path (bad input); else 0. */
 int conn_tls_init(char *why, size_t n);
 
 #endif

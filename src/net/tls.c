@@ -9,6 +9,7 @@
 #include "tls.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -46,6 +47,7 @@ struct tls_session {
 	int tls_ready;  /* handshake completed */
 	int tls_broken; /* fatal TLS error: OpenSSL forbids SSL_shutdown afterwards */
 	int asked_cert; /* the server asked for a client certificate and we had none */
+	char *cert;     /* --cert, the client certificate we present, or NULL */
 	int sys_errno;  /* errno of the last failed send/recv inside our BIO */
 	int heard;      /* the peer has sent us at least one byte */
 	char *name;     /* the name the certificate must match, or NULL */
@@ -54,7 +56,8 @@ struct tls_session {
 
 /* A chain that ends at a CA nobody named: the server's CA is a private one, which the
  * system's trust store does not hold (--cacert names it), or not the one --cacert
- * names. Empty for any other verify result. */
+ * names; or a CRL missing where --cacert's CRLs asked for one (load_ca_bundle). Empty
+ * for any other verify result. */
 static const char *ca_hint(const struct tls_session *s, long vr)
 {
 	switch (vr) {
@@ -69,6 +72,11 @@ static const char *ca_hint(const struct tls_session *s, long vr)
 		       : s->own_ca    ? "; does --cacertdir hold the CA that signed the server's "
 		                        "certificate, under its hash name (openssl rehash DIR)?"
 		                      : "; a private CA? name its certificate with --cacert FILE";
+	case X509_V_ERR_UNABLE_TO_GET_CRL:
+		return s->own_ca == 1 ? "; --cacert holds revocation lists, so the server "
+		                        "certificate's issuer needs one there"
+		                      : "; --cacertdir holds revocation lists (HASH.rN), so the "
+		                        "server certificate's issuer needs one there";
 	default:
 		return "";
 	}
@@ -272,12 +280,15 @@ done:
 	return b;
 }
 
-/* The CA certificates of a bundle into the context's store: 0, or -1 with the reason. */
+/* The CA certificates of a bundle into the context's store: 0, or -1 with the reason.
+ * CRLs in it are checked: a revocation list the user put beside the CA is meant to
+ * apply (OpenSSL would keep it in the store and consult it never). The server's
+ * certificate then needs its issuer's CRL there, as curl --crlfile has it. */
 static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 {
 	const char *r;
 	char buf[256];
-	int added = 0, rc = -1;
+	int added = 0, crls = 0, rc = -1;
 	BIO *b = read_pem("CA bundle", path, err, errlen);
 
 	if (!b)
@@ -291,8 +302,11 @@ static int load_ca_bundle(SSL_CTX *ctx, const char *path, char *err, size_t errl
 		if (xi->crl && X509_STORE_add_crl(store, xi->crl) != 1)
 			goto done;
 		added += xi->x509 != NULL;
+		crls += xi->crl != NULL;
 	}
 	rc = added > 0 ? 0 : -1;
+	if (rc == 0 && crls > 0 && X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK) != 1)
+		rc = -1;
 done:
 	if (rc < 0) {
 		log_reason(err, errlen, "TLS: cannot load CA certificates from %s: %s", path,
@@ -302,6 +316,25 @@ done:
 	sk_X509_INFO_pop_free(infos, X509_INFO_free);
 	BIO_free(b);
 	return rc;
+}
+
+/* Does a hashed CA directory hold a revocation list (HASH.rN, as openssl rehash names
+ * them)? Checked then, as those of a --cacert bundle are (load_ca_bundle). */
+static int dir_has_crl(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	while (d && !found && (e = readdir(d))) {
+		const char *n = e->d_name;
+		size_t hex = strspn(n, "0123456789abcdef");
+		found = hex == 8 && n[8] == '.' && n[9] == 'r' && n[10] &&
+		        strspn(n + 10, "0123456789") == strlen(n + 10);
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 /* Whom to trust: the CA bundle or directory given, else the system's store (nothing
@@ -340,6 +373,12 @@ static int tls_load_trust(SSL_CTX *ctx, const struct tls_opts *t, char *err, siz
 			           t->cacertdir,
 			           (r = ssl_queue_reason(buf, sizeof buf)) ? r : "unknown error");
 			file_fault = 1;
+			return -1;
+		}
+		if (t->cacertdir && dir_has_crl(t->cacertdir) &&
+		    X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx), X509_V_FLAG_CRL_CHECK) != 1) {
+			log_reason(err, errlen, "TLS: cannot check the revocation lists in %s",
+			           t->cacertdir);
 			return -1;
 		}
 	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
@@ -543,22 +582,49 @@ static int plaintext_reply(void)
 	       (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG);
 }
 
-/* What an alert from the server means when it asked for a client certificate that we
- * did not have (tls-auth-clients yes): empty otherwise. alert: the failure is the
- * peer's alert (an error queue reason, or peer_alert's). */
-static const char *cert_hint(const struct tls_session *s, int alert)
+/* An alert a server sends about the certificate it was shown: with ours given (--cert),
+ * it judged ours, never its own ("certificate expired" read as the server's). */
+static int about_cert(int alert)
 {
-	return s->asked_cert && alert
-	           ? "; the server asks for a client certificate: give --cert and --tls-key"
-	           : "";
+	switch (alert) {
+	case SSL_AD_BAD_CERTIFICATE:
+	case SSL_AD_UNSUPPORTED_CERTIFICATE:
+	case SSL_AD_CERTIFICATE_REVOKED:
+	case SSL_AD_CERTIFICATE_EXPIRED:
+	case SSL_AD_CERTIFICATE_UNKNOWN:
+	case SSL_AD_UNKNOWN_CA:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
-/* Does the queued error carry an alert the peer sent? */
+/* What an alert from the server means when it asked for a client certificate that we
+ * did not have (tls-auth-clients yes), or refused the one we gave: empty otherwise.
+ * alert: the peer's alert code (queued_alert, peer_alert), 0 for none. The text lives
+ * in buf when it names the file. */
+static const char *cert_hint(const struct tls_session *s, int alert, char *buf, size_t len)
+{
+	if (s->asked_cert && alert)
+		return "; the server asks for a client certificate: give --cert and --tls-key";
+	if (s->cert && about_cert(alert)) {
+		(void)snprintf(buf, len, "; the server refused the client certificate (--cert %s)",
+		               s->cert);
+		return buf;
+	}
+	return "";
+}
+
+/* The alert the peer sent, when the queued error is one: its code (1 for close_notify,
+ * whose code is 0), else 0. */
 static int queued_alert(void)
 {
 	unsigned long e = ERR_peek_error();
 
-	return ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL || ERR_GET_REASON(e) < SSL_AD_REASON_OFFSET)
+		return 0;
+	int code = ERR_GET_REASON(e) - SSL_AD_REASON_OFFSET;
+	return code ? code : 1;
 }
 
 static int is_ip_literal(const char *s)
@@ -619,11 +685,12 @@ static int tls_handshake(struct tls_session *s, char *err, size_t errlen)
 			           mismatch ? ": certificate not valid for " : "",
 			           mismatch && s->name ? s->name : "", ca_hint(s, vr));
 		else {
+			char hint[PATH_MAX + 64];
 			int alert = queued_alert();
 			log_reason(err, errlen, "TLS handshake with %s: %s%s%s", s->peer,
 			           tls_reason(s, e, buf, sizeof buf),
 			           plaintext_reply() ? " (is it a TLS port?)" : "",
-			           cert_hint(s, alert));
+			           cert_hint(s, alert, hint, sizeof hint));
 		}
 		goto cleanup;
 	}
@@ -672,6 +739,7 @@ static void tls_close(struct tls_session *s)
 		ERR_clear_error();
 	}
 	free(s->name);
+	free(s->cert);
 	free(s);
 }
 
@@ -695,7 +763,8 @@ static struct tls_session *tls_wrap(int fd, const char *peer, const char *host,
 		goto cleanup;
 	}
 	s = calloc(1, sizeof *s);
-	if (!s || (name && !(s->name = strdup(name)))) {
+	if (!s || (name && !(s->name = strdup(name))) ||
+	    (t->cert && !(s->cert = strdup(t->cert)))) {
 		log_reason(err, errlen, "TLS: out of memory");
 		goto cleanup;
 	}
@@ -757,7 +826,7 @@ cleanup:
 /* With TLS 1.3 the server judges our client certificate only after the handshake; it
  * sends an alert and closes, and our next write meets a reset. The alert is usually
  * still queued on our side and says far more ("certificate required", "unknown ca")
- * than "Connection reset by peer": fetch it into buf. */
+ * than "Connection reset by peer": fetch it into buf. Its alert code, or 0 (none). */
 static int peer_alert(struct tls_session *s, char *buf, size_t len)
 {
 	char byte;
@@ -773,7 +842,8 @@ static int peer_alert(struct tls_session *s, char *buf, size_t len)
 	if (ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET &&
 	    ERR_reason_error_string(e)) {
 		(void)snprintf(buf, len, "%s", ERR_reason_error_string(e));
-		found = 1;
+		found = ERR_GET_REASON(e) - SSL_AD_REASON_OFFSET;
+		found += !found; /* close_notify's code is 0: 1, as queued_alert says */
 	}
 cleanup:
 	ERR_clear_error();
@@ -783,7 +853,7 @@ cleanup:
 static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len, char *err,
                               size_t errlen)
 {
-	char ebuf[256];
+	char ebuf[256], hint[PATH_MAX + 64];
 	ssize_t n;
 	int e;
 
@@ -803,23 +873,25 @@ static ssize_t tls_write_some(struct tls_session *s, const void *buf, size_t len
 		s->events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		return CONN_AGAIN;
 	}
-	if (e == SSL_ERROR_SYSCALL && peer_alert(s, ebuf, sizeof ebuf)) {
+	int alert = e == SSL_ERROR_SYSCALL ? peer_alert(s, ebuf, sizeof ebuf) : 0;
+	if (alert) {
 		s->tls_broken = 1;
-		log_reason(err, errlen, "write to %s: %s%s", s->peer, ebuf, cert_hint(s, 1));
+		log_reason(err, errlen, "write to %s: %s%s", s->peer, ebuf,
+		           cert_hint(s, alert, hint, sizeof hint));
 		return CONN_ERR;
 	}
 	if (e != SSL_ERROR_ZERO_RETURN)
 		s->tls_broken = 1;
-	int alert = queued_alert();
+	alert = queued_alert();
 	log_reason(err, errlen, "write to %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
-	           cert_hint(s, alert));
+	           cert_hint(s, alert, hint, sizeof hint));
 	ERR_clear_error();
 	return CONN_ERR;
 }
 
 static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char *err, size_t errlen)
 {
-	char ebuf[256];
+	char ebuf[256], hint[PATH_MAX + 64];
 	ssize_t n;
 	int e;
 
@@ -857,7 +929,7 @@ static ssize_t tls_read_some(struct tls_session *s, void *buf, size_t cap, char 
 	s->tls_broken = 1;
 	int alert = queued_alert();
 	log_reason(err, errlen, "read from %s: %s%s", s->peer, tls_reason(s, e, ebuf, sizeof ebuf),
-	           cert_hint(s, alert));
+	           cert_hint(s, alert, hint, sizeof hint));
 	ERR_clear_error();
 	return CONN_ERR;
 }

@@ -25,7 +25,7 @@
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const struct tls_ops *loaded;
 static char load_error[PATH_MAX + 640];
-static int load_refused; /* the module is one another user could have written */
+static int load_refused; /* TLSLOAD_* (tlsload.h): why the module was not even tried */
 
 /* rlock-tls.so in the directory of the running executable, if it exists there. */
 static int beside_exe(char *buf, size_t len)
@@ -69,11 +69,14 @@ static void load(void)
 	 * writable by nobody else, nobody else can change it before the dlopen either. */
 	struct stat st;
 	char untrusted[300];
-	if (path[0] != '/') { /* dlopen() would search the library path for a bare name */
+	if (path[0] != '/') {
+		/* dlopen() would search the library path for a bare name, and a relative
+		 * one names another file in each directory a nested rlock runs in. */
 		(void)snprintf(load_error, sizeof load_error,
-		               "TLS module '%s' (RLOCK_TLS_MODULE) is not a full path: refused",
+		               "RLOCK_TLS_MODULE: '%s' is not an absolute path (dlopen would "
+		               "search for it); give an absolute one",
 		               path);
-		load_refused = 1;
+		load_refused = TLSLOAD_NOT_ABSOLUTE;
 		return;
 	}
 	/* dlopen() opens it blocking: a FIFO would hold rlock there for ever. */
@@ -81,7 +84,7 @@ static void load(void)
 	if (found && !S_ISREG(st.st_mode)) {
 		(void)snprintf(load_error, sizeof load_error, "TLS module '%s' %s: refused", path,
 		               S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file");
-		load_refused = 1;
+		load_refused = TLSLOAD_UNTRUSTED;
 		return;
 	}
 	if (found && userfile_trusted(path, &st, untrusted, sizeof untrusted) < 0) {
@@ -89,7 +92,7 @@ static void load(void)
 		               "TLS module '%s' %s: refused (it must be root's or yours, and "
 		               "writable by nobody else)",
 		               path, untrusted);
-		load_refused = 1;
+		load_refused = TLSLOAD_UNTRUSTED;
 		return;
 	}
 	/* RTLD_LOCAL: OpenSSL's symbols stay out of the global namespace, so they cannot

@@ -21,8 +21,13 @@ struct tls_ops;
  * gives the first call's answer. Thread-safe. */
 const struct tls_ops *tlsload(char *err, size_t errlen);
 
-/* Was the module refused because another user could have written it, or a directory
- * above it (userfile.h's rule)? Loads it first, as tlsload() does. */
+/* Why the module was refused before any attempt to load it, or 0 (loaded, or it did
+ * not load: tlsload()'s reason says why). TLSLOAD_UNTRUSTED: another user could have
+ * written it, or a directory above it (userfile.h's rule), or it is no regular file: a
+ * file the user named that rlock will not read (66). TLSLOAD_NOT_ABSOLUTE:
+ * $RLOCK_TLS_MODULE is not an absolute path: bad input, refused as a relative
+ * RLOCK_CONFIG is (64). Loads it first, as tlsload() does. */
+enum { TLSLOAD_UNTRUSTED = 1, TLSLOAD_NOT_ABSOLUTE = 2 };
 int tlsload_refused(void);
 
 #endif

@@ -40,16 +40,27 @@ struct out {
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
  * cannot be for that server (store_fault_config: a database but 0 on a Cluster node, one
  * past its `databases`): no network fix helps those. */
-static const char *reach_fix(struct out *out, const char *dflt)
+static const char *reach_fix(struct out *out, const char *why, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
 		return BAD_DB_FIX;
 	}
-	if (!store_fault_file())
-		return dflt;
-	out->bad_file = 1;
-	return "give --cacert, --cert and --tls-key readable PEM files of their kind";
+	if (store_fault_file()) {
+		out->bad_file = 1;
+		return "give --cacert, --cert and --tls-key readable PEM files of their kind";
+	}
+	/* TLS that answered, but not as trusted: the network and the server are fine
+	 * (tls.c's words, its hint already inside why) */
+	if (strstr(why, "certificate verify failed"))
+		return "make the certificate verify: --cacert naming the CA that signed it, a "
+		       "certificate valid now and naming the host or IP it is reached at (or "
+		       "--sni NAME)";
+	if (strstr(why, "the server refused the client certificate") ||
+	    strstr(why, "the server asks for a client certificate"))
+		return "give --cert and --tls-key: a client certificate valid now, of a CA the "
+		       "server trusts (tls-ca-cert-file)";
+	return dflt;
 }
 
 /* One node being checked. */
@@ -173,8 +184,9 @@ static int check_reach(struct node *n)
 	if (rc != LOCK_OK) {
 		const char *fix = rc == LOCK_DENIED
 		                      ? "check the user and password (--user, --password-file)"
-		                      : reach_fix(n->out, "check the URL, the network and that "
-		                                          "the server runs");
+		                      : reach_fix(n->out, err,
+		                                  "check the URL, the network and that the server "
+		                                  "runs");
 		/* a URL the run refuses (64) is not a node down, whatever the topology */
 		finding(n->out, store_fault_config() ? L_UNSAFE : down, name, "reach", fix, "%s",
 		        err);
@@ -1058,8 +1070,9 @@ static void check_nodes(struct store *s, const struct check_ask *o, struct out *
 		if (!n.srv) {
 			if (err[0])
 				finding(out, L_UNSAFE, o->server, "reach",
-				        reach_fix(out, "check the URL, the network and that the "
-				                       "servers run"),
+				        reach_fix(
+				            out, err,
+				            "check the URL, the network and that the servers run"),
 				        "%s", err);
 			return;
 		}
@@ -1100,8 +1113,9 @@ static int ask_sentinels(struct out *out, const struct sentinel *st, const struc
 		s->fix = s->rc == -2 ? "give the sentinels' user and password (the URL's "
 		                       "user:password@, --sentinel-user, --sentinel-password-file "
 		                       "or RLOCK_SENTINEL_PASSWORD)"
-		         : s->rc < 0 ? reach_fix(out, "bring it up, or drop it from the URL")
-		                     : NULL;
+		         : s->rc < 0
+		             ? reach_fix(out, s->err, "bring it up, or drop it from the URL")
+		             : NULL;
 		*answered += s->rc == 0;
 		if (s->rc == 0 && s->v.knows && first < 0)
 			first = i;
@@ -1218,7 +1232,7 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 		check_nodes(s, o, &out, &w, master, sizeof master);
 	else if (!out.bad_url)
 		finding(&out, L_UNSAFE, o->server, "reach",
-		        reach_fix(&out, "check the URL, the network and that the servers run"),
+		        reach_fix(&out, err, "check the URL, the network and that the servers run"),
 		        "%s", err);
 	store_close(s);
 	if (out.reached > 0)

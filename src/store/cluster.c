@@ -254,6 +254,10 @@ static void make_server(struct cluster_ctx *x, int i)
 	s->ep.host = a->host;
 	s->ep.port = a->port;
 	s->ep.tls = &s->tls;
+	/* the certificate is verified for the address the cluster gave (conn.h) */
+	s->ep.hint_announced = "; the cluster announces that address: give --sni with a name "
+	                       "every node's certificate holds, or cluster-preferred-endpoint-type "
+	                       "hostname";
 	snprintf(s->name, sizeof s->name, strchr(a->host, ':') ? "[%s]:%d" : "%s:%d", a->host,
 	         a->port);
 }

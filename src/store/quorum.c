@@ -32,6 +32,7 @@ struct node {
 	int denied;               /* the last connect was refused (AUTH) */
 	int fault;                /* this round: its conn_fault() bits (conn.h) */
 	int64_t retry_at;         /* no new connect before (the last one timed out) */
+	const char *timed_out;    /* where that one timed out: "connect to", "TLS handshake with" */
 	struct resp_reply *reply; /* this round's reply, or NULL (none) */
 	char err[200];            /* why not */
 	char id[41];              /* its server's run_id, as its last handshake said */
@@ -294,10 +295,10 @@ static void node_start(struct quorum *q, struct node *nd, int64_t now, int64_t d
 		if (probe_get(nd->srv, nd->err) == 2) {
 			conn_fault_note(CONN_FAULT_FINAL);
 		} else {
-			snprintf(
-			    nd->err, sizeof nd->err,
-			    "connect to %.120s: no answer within %lld ms (not tried again yet)",
-			    nd->srv->name, (long long)q->cfg->node_timeout_ms);
+			snprintf(nd->err, sizeof nd->err,
+			         "%s %.120s: no answer within %lld ms (not tried again yet)",
+			         nd->timed_out ? nd->timed_out : "connect to", nd->srv->name,
+			         (long long)q->cfg->node_timeout_ms);
 		}
 		return;
 	}
@@ -487,8 +488,12 @@ static void round_trip(struct quorum *q, const struct req *const *rq, int64_t ca
 			if (probe_get(nd->srv, nd->err) == 2) { /* found earlier: plaintext */
 				conn_fault_note(CONN_FAULT_FINAL);
 			} else {
+				/* past TCP, a TLS handshake: say so, as one server's line does */
+				nd->timed_out = client_in_tls_handshake(nd->c)
+				                    ? "TLS handshake with"
+				                    : "connect to";
 				snprintf(nd->err, sizeof nd->err,
-				         "connect to %.120s: no answer within %lld ms",
+				         "%s %.120s: no answer within %lld ms", nd->timed_out,
 				         nd->srv->name, (long long)q->cfg->node_timeout_ms);
 				conn_fault_note(CONN_FAULT_PASSING); /* paused, overloaded */
 				nd->fault |= CONN_FAULT_PASSING;

@@ -33,6 +33,11 @@ static void hostport_name(char *buf, size_t n, const char *host, int port)
 #define MASTER_WANTS_PLAIN                                                                         \
 	" then its sentinels speak TLS and it does not: rlock speaks TLS to both or "              \
 	"neither)"
+/* The master's certificate does not name the address its sentinels announce (an IP,
+ * unless they announce host names): conn.h's hint_announced. */
+#define MASTER_ANNOUNCED                                                                           \
+	"; the sentinels announce that address: give --sni with a name the certificate holds, "    \
+	"or have them announce one (sentinel announce-hostnames yes)"
 
 void sentinel_init(struct sentinel *s, const struct url *u, const struct tls_opts *tls,
                    const char *user, int has_password, int64_t connect_timeout_ms,
@@ -358,6 +363,7 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			srv->ep.tls = &srv->tls;
 			srv->ep.hint_wants_tls = MASTER_WANTS_TLS;
 			srv->ep.hint_wants_plain = MASTER_WANTS_PLAIN;
+			srv->ep.hint_announced = MASTER_ANNOUNCED;
 			memset(&srv->ep.addrs, 0, sizeof srv->ep.addrs);
 			hostport_name(srv->name, sizeof srv->name, host, port);
 			before = conn_fault_push();

@@ -87,7 +87,8 @@ struct store_ask {
  * soon as fd is readable (-1: none); store_abort_pending: that fd is readable now (a
  * failure just seen may be that interruption); store_tls_init: load the TLS module,
  * before threads start: -1 with why when it is refused as one another user could have
- * written, -2 with why when none loads (missing: an installation fault), else 0. */
+ * written, -2 with why when none loads (missing: an installation fault), -3 with why
+ * when RLOCK_TLS_MODULE is not an absolute path (bad input), else 0. */
 void store_set_abort_fd(int fd);
 int store_abort_pending(void);
 int store_tls_init(char *why, size_t n);
