@@ -226,6 +226,13 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		           strstr(why, "WRONGTYPE") ? WRONGTYPE_HINT : "");
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "RLOCKFOREIGN")) {
+		/* --prefix '': a key of the name's layout that rlock did not write (break.lua):
+		 * left as it is, and no wait changes that */
+		const char *why = r->str + strlen("RLOCKFOREIGN");
+		log_reason(err, errlen, "%s: %s", what, why + (*why == ' '));
+		return LOCK_ERR;
+	}
 	if (resp_is_error(r, "RLOCKMODE")) {
 		/* the code alone ("-RLOCKMODE") has no text after it to skip */
 		const char *why = r->str + strlen("RLOCKMODE");
@@ -281,11 +288,22 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 	else if (len > sizeof qsuf - 1 &&
 	         memcmp(key + len - (sizeof qsuf - 1), qsuf, sizeof qsuf - 1) == 0)
 		len -= sizeof qsuf - 1;
-	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
+	if (len < plen + 2 || memcmp(key, prefix, plen) != 0 || key[plen] != '{' ||
+	    key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
 	name[len - plen - 2] = '\0';
-	return strpbrk(name, "{}") ? -1 : 0;
+	/* a name -k could not give (a space, a control or non-ASCII byte, a NUL, none at
+	 * all) is no lock of rlock's: the key's rule is parse_lock_name's, the one rule */
+	char why[8];
+	if (strlen(name) != len - plen - 2 || parse_lock_name(name, why, sizeof why) < 0)
+		return -1;
+	return 0;
+}
+
+int lock_is_foreign(const struct lock *l, const struct holders *hs)
+{
+	return l->key[0] == '{' && (!hs->has_last_fence || hs->last_fence == 0);
 }
 
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms)
