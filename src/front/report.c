@@ -561,15 +561,6 @@ int report_status(struct store *s, const struct report_ask *o)
 	snprintf(master, sizeof master, "%s", store_name(s));
 	const char *via = o->sentinels ? master : NULL;
 	store_close(s);
-	if (lock_is_foreign(&l, &hs) && (hs.n || hs.split_nodes)) {
-		/* --prefix '': the user's own key at {NAME} (its value is no token of rlock's:
-		 * not shown); an acquire would find it busy */
-		log_error("%s holds a key that rlock did not write (no acquisition counted in "
-		          "%s:fence; --prefix '' shares the keyspace): not an rlock lock, busy for "
-		          "every acquire",
-		          l.key, l.key);
-		return o->conflict_exit ? o->conflict_exit : RL_EX_CONFLICT;
-	}
 	if (o->json) {
 		holders_json(stdout, 1, o->name, l.key, via, &hs);
 		fputc('\n', stdout);

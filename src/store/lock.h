@@ -362,11 +362,11 @@ int lock_init_ask(struct lock *l, const struct lock_ask *a, const char *name);
  * under prefix, or a NAME that -k refuses: parse_lock_name's rule, so not rlock's). */
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
 
-/* 1 when l's keys share the user's keyspace (--prefix '': the key is {NAME}) and hs (its
- * status) shows no acquisition counted in its fence counter (absent, 0, not an integer):
- * what is there was not written by rlock (break.lua's RLOCKFOREIGN rule), so --list
- * leaves it out and --status does not show it as a holder. 0 otherwise. */
-int lock_is_foreign(const struct lock *l, const struct holders *hs);
+/* 1 when err is the refusal of a script's foreign step (RLOCKFOREIGN, foreign.lua: under
+ * --prefix '' a key of the name's shape, the name's fence counter never counted an
+ * acquisition: the user's, not rlock's; the script returned LOCK_DENIED), else 0.
+ * --list leaves such a name out. */
+int lock_err_foreign(const char *err);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
  * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */

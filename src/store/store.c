@@ -330,9 +330,9 @@ static int list_page(void *arg, const struct resp_reply *names)
 			snprintf(w->undecided, sizeof w->undecided, "%s", name);
 			continue;
 		}
-		if (st != LOCK_OK && !*w->prefix && strstr(w->err, "WRONGTYPE")) {
-			/* --prefix '': a key of the user's own under the same {NAME} shape (a
-			 * Cluster hash tag), of another type: not rlock's, not listed */
+		if (st == LOCK_DENIED && lock_err_foreign(w->err)) {
+			/* --prefix '': the user's own key of the {NAME} shape (a Cluster hash
+			 * tag), not rlock's (foreign.lua): not listed */
 			w->err[0] = '\0';
 			continue;
 		}
@@ -355,8 +355,6 @@ static int list_page(void *arg, const struct resp_reply *names)
 		/* A Redlock split (no majority of anything) is listed once, under the first
 		 * of its keys (the keys of one name come together): its nodes may have the
 		 * holder's key, the delay's, --preempt's or the queue's, in any mix. */
-		if (lock_is_foreign(&l, &hs))
-			continue; /* --prefix '': a {NAME} key rlock never counted an acquire of */
 		if (!hs.n && hs.split_nodes) {
 			if (strcmp(w->split, name) != 0)
 				rc = w->each(w->arg, name, &l, &hs);

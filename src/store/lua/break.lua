@@ -30,40 +30,23 @@
 -- stray would fail it, 69, and every acquire after it). The --once-per mark is left out: any key there is a
 -- mark (once_mark), which reset clears and break leaves. TYPE and DEL refused (an ACL): the
 -- key stays, and the step fails on it as before.
-local LAYOUT = {{'', 'string'}, {':fence', 'string'}, {':owner', 'hash'},
-                {':holders', 'zset'}, {':meta', 'hash'}, {':limit', 'string'},
-                {':queue', 'zset'}, {':qlease', 'zset'}, {':qmeta', 'hash'},
-                {':writer', 'string'}, {':waiters', 'zset'}, {':delay', 'zset'},
-                {':preempt', 'hash'}, {':supersede', 'hash'},
-                {':supersede:last', 'hash'}, {':broken', 'hash'},
-                {':history', 'stream'}, {':history:run', 'string'},
-                {':history:runs', 'zset'}, {':done', ''}}
--- The empty prefix (--prefix '': KEYS[1] is {NAME}, a prefix never holds a brace) puts
--- the name's keys among the user's own ({user42} is a common Cluster hash tag): the
--- name is rlock's only once its fence counter has counted an acquisition (every
--- acquire INCRs it, it never expires). Until then no key of the layout is touched: the
--- first one that exists is named in a refusal (RLOCKFOREIGN), not deleted, not broken.
+-- --prefix '': the user's own keys of the name's shape are left as they are (foreign.lua).
 if string.byte(KEYS[1], 1) == 123 then
-  local f = redis.pcall('GET', KEYS[1] .. ':fence')
-  if not (type(f) == 'string' and string.match(f, '^%-?[1-9]%d*$')) then
-    for _, st in ipairs(LAYOUT) do
-      local t = redis.pcall('TYPE', KEYS[1] .. st[1])
-      t = type(t) == 'table' and t.ok
-      if type(t) == 'string' and t ~= 'none' then
-        return redis.error_reply('RLOCKFOREIGN ' .. KEYS[1] .. st[1] .. ' holds a ' .. t ..
-                                 ' that rlock did not write (no acquisition counted in ' ..
-                                 KEYS[1] .. ":fence; --prefix '' shares the keyspace): " ..
-                                 'left as it is')
-      end
-    end
-  end
+--@foreign
 end
 local strays = {}
 do
-  for _, st in ipairs(LAYOUT) do
+  for _, st in ipairs({{'', 'string'}, {':fence', 'string'}, {':owner', 'hash'},
+                       {':holders', 'zset'}, {':meta', 'hash'}, {':limit', 'string'},
+                       {':queue', 'zset'}, {':qlease', 'zset'}, {':qmeta', 'hash'},
+                       {':writer', 'string'}, {':waiters', 'zset'}, {':delay', 'zset'},
+                       {':preempt', 'hash'}, {':supersede', 'hash'},
+                       {':supersede:last', 'hash'}, {':broken', 'hash'},
+                       {':history', 'stream'}, {':history:run', 'string'},
+                       {':history:runs', 'zset'}}) do
     local t = redis.pcall('TYPE', KEYS[1] .. st[1])
     t = type(t) == 'table' and t.ok
-    if type(t) == 'string' and t ~= 'none' and st[2] ~= '' and t ~= st[2] and
+    if type(t) == 'string' and t ~= 'none' and t ~= st[2] and
        redis.pcall('DEL', KEYS[1] .. st[1]) == 1 then
       strays[#strays + 1] = st[1]
       strays[#strays + 1] = t

@@ -14,20 +14,9 @@
 local k = KEYS[1] .. ':history'
 local kt = redis.call('TYPE', k).ok
 if kt == 'none' then return {} end
--- --prefix '' (KEYS[1] is {NAME}): the name is rlock's only once its fence counter has
--- counted an acquisition (break.lua's RLOCKFOREIGN rule); a user's own key is not read.
+-- --prefix '': a key of the user's of the name's shape is not read (foreign.lua).
 if string.byte(KEYS[1], 1) == 123 then
-  local f = redis.pcall('GET', KEYS[1] .. ':fence')
-  if not (type(f) == 'string' and string.match(f, '^%-?[1-9]%d*$')) then
-    return redis.error_reply('RLOCKFOREIGN ' .. k .. ' holds a ' .. kt .. ' that rlock did ' ..
-                             'not write (no acquisition counted in ' .. KEYS[1] ..
-                             ":fence; --prefix '' shares the keyspace): not read")
-  end
-end
-if kt ~= 'stream' then
-  return redis.error_reply('WRONGTYPE ' .. k .. ' is a ' .. kt .. ', not the stream of ' ..
-                           "rlock's history (a key set by hand?): no run of this name is " ..
-                           'recorded')
+--@foreign
 end
 local out = {}
 local t = redis.call('TIME')
