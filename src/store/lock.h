@@ -364,8 +364,8 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 
 /* 1 when err is the refusal of a script's foreign step (RLOCKFOREIGN, foreign.lua: under
  * --prefix '' a key of the name's shape, the name's fence counter never counted an
- * acquisition: the user's, not rlock's; the script returned LOCK_DENIED), else 0.
- * --list leaves such a name out. */
+ * acquisition: the user's, not rlock's; the script returned LOCK_DENIED; Redlock's
+ * "no quorum" quotes it), else 0. --list leaves such a name out. */
 int lock_err_foreign(const char *err);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue

@@ -330,9 +330,10 @@ static int list_page(void *arg, const struct resp_reply *names)
 			snprintf(w->undecided, sizeof w->undecided, "%s", name);
 			continue;
 		}
-		if (st == LOCK_DENIED && lock_err_foreign(w->err)) {
+		if (st != LOCK_OK && lock_err_foreign(w->err)) {
 			/* --prefix '': the user's own key of the {NAME} shape (a Cluster hash
-			 * tag), not rlock's (foreign.lua): not listed */
+			 * tag), not rlock's (foreign.lua; over Redlock, on the nodes that refuse
+			 * short of a quorum): not listed */
 			w->err[0] = '\0';
 			continue;
 		}
