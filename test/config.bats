@@ -525,6 +525,24 @@ EOF
 	assert [ ! -e ran ]
 }
 
+@test "a quoted value in the config file is 64 naming it (it would keep its quotes: prefix = \"rlock:\" moved the keys), a password's quotes stand" {
+	local v
+	for v in '"rlock:"' "'rlock:'"; do
+		printf 'prefix = %s\n' "$v" | write_conf c.conf
+		run -64 --separate-stderr rlock --config c.conf -k x -- touch ran
+		assert_equal "$stderr" "rlock: c.conf:1: prefix = $v: the value is in quotes, which are not removed: write it without them (try 'rlock --help')"
+		assert [ ! -e ran ]
+	done
+	printf 'prefix = a"b"\n' | write_conf c.conf
+	run -0 rlock --config c.conf -k x -c "$show_env"
+	assert_output --partial 'key=a"b"{x}'
+	printf 'password = "pw"\n' | write_conf c.conf
+	chmod 600 c.conf
+	run --separate-stderr rlock --config c.conf -w 1 -k x -- true # the server wants none
+	refute_regex "$stderr" 'in quotes'
+	assert [ "$status" -ne 64 ]
+}
+
 @test "ttl: --ttl beats the config" {
 	printf 'ttl = 5s\n' | write_conf c.conf
 	run -0 rlock --config c.conf -t 7s -k x -c "$show_env"

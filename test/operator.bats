@@ -653,6 +653,55 @@ drawn_at_least() {
 	rlock_wait "$pid1"
 }
 
+@test "--prefix '': rlock leaves the user's own {NAME} keys alone (one line, 69, nothing written or deleted)" {
+	# No prefix puts rlock's keys among the user's ({user42} is a common Cluster hash
+	# tag): --break deleted a string SET at {x} ("broke {x}: token hello") and a hash at
+	# {y}:owner, --reset a list at {z}:history, an acquire overwrote {y}:owner and its
+	# release deleted it, --status showed the user's value as a token, --list failed (69)
+	# on a hash at {h}. A name is rlock's once its fence counter has counted an acquisition.
+	rcli SET '{x}' hello >/dev/null
+	rcli HSET '{y}:owner' name bob >/dev/null
+	rcli RPUSH '{z}:history' a >/dev/null
+	rcli HSET '{h}' a b >/dev/null
+	local tail="that rlock did not write \\(no acquisition counted in \\{.\\}:fence; --prefix '' shares the keyspace\\): left as it is$"
+	run -69 --separate-stderr rlock --prefix '' -k x --break
+	assert_regex "$stderr" "^rlock: break: \\{x\\} holds a string $tail"
+	run -69 --separate-stderr rlock --prefix '' -k y --break
+	assert_regex "$stderr" "^rlock: break: \\{y\\}:owner holds a hash $tail"
+	run -69 --separate-stderr rlock --prefix '' -k z --reset
+	assert_regex "$stderr" "^rlock: reset: \\{z\\}:history holds a list $tail"
+	run -69 --separate-stderr rlock --prefix '' -k z --history
+	assert_regex "$stderr" "^rlock: history: \\{z\\}:history holds a list $tail"
+	run -69 --separate-stderr rlock --prefix '' -k y -- true
+	assert_regex "$stderr" "^rlock: acquire: \\{y\\}:owner holds a hash $tail"
+	run -69 --separate-stderr rlock --prefix '' -k y -s -- true
+	run -69 --separate-stderr rlock --prefix '' -k x -n -- true
+	run -69 --separate-stderr rlock --prefix '' -k x --status
+	assert_equal "$output" ""
+	assert_regex "$stderr" "^rlock: status: \\{x\\} holds a string $tail"
+	run -0 rlock --prefix '' --list --json
+	assert_equal "$(jq -c .locks <<<"$output")" '[]'
+	assert_equal "$(rcli GET '{x}') $(rcli HGETALL '{y}:owner' | xargs) $(rcli LRANGE '{z}:history' 0 -1)" 'hello name bob a'
+	assert_equal "$(rcli EXISTS '{x}:fence' '{y}:fence' '{y}:history' '{z}:fence')" 0
+	# rlock's own names under the empty prefix: taken, listed, broken as under any prefix
+	start_holder mine --prefix '' -t 1s
+	run -0 rlock --prefix '' --list --json
+	assert_equal "$(jq -r '[.locks[].name] | join(",")' <<<"$output")" mine
+	run -0 rlock --prefix '' -k mine --break
+	assert_output --partial 'broke {mine}: token '
+	rlock_wait "$HOLDER_PID"
+	assert_equal "$(rcli GET '{x}') $(rcli HGET '{h}' a)" 'hello b'
+}
+
+@test "--list leaves out keys whose name -k refuses (a space, a newline, a non-ASCII byte, none)" {
+	local k
+	for k in 'rlock:{a b}' $'rlock:{n\nl}' $'rlock:{\xff}' 'rlock:{}'; do
+		rcli SET "$k" 0123456789abcdef0123456789abcdef PX 60000 >/dev/null
+	done
+	run -0 rlock --list --json
+	assert_equal "$(jq -c .locks <<<"$output")" '[]'
+}
+
 # ---------------------------------------------------------------------------------
 # issue 7 items 14, 15; issue 14 items 10, 16
 

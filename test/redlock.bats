@@ -28,6 +28,16 @@ load redlock
 	[[ $(keys_left a) == 0 ]]
 }
 
+@test "--prefix '': a user's {NAME} keys on a majority of nodes are left alone and out of --list (69 naming them, nothing deleted)" {
+	local i
+	for i in 0 1 2; do node_cli "$i" SET '{ux}' hello >/dev/null; done
+	run -0 --separate-stderr rlock --prefix '' --list --json
+	assert_equal "$(jq -c .locks <<<"$output")" '[]'
+	run -69 --separate-stderr rlock --prefix '' -k ux --break
+	assert_regex "$stderr" "break: \\{ux\\} holds a string that rlock did not write .*: left as it is"
+	for i in 0 1 2; do assert_equal "$(node_cli "$i" GET '{ux}')" hello; done
+}
+
 @test "nodes held by different tokens, none on a majority: --status is not free (75, like an acquire), says so; --list lists it" {
 	# Two runs that each got two nodes of five and died (or a split vote's leftovers):
 	# no token holds a majority, and only one node is free, so no acquire can get a

@@ -1467,6 +1467,17 @@ static void load_config(struct state *s, const char *path, int explicit_path)
 			            src, key, key, d->name);
 		if ((d->flags & F_ARG) && (!val || !*val))
 			usage_error("%s: '%s' needs a value ('%s = VALUE')", src, key, key);
+		/* Values stand as written (git config would strip the quotes): a quoted one
+		 * keeps them, and a quoted prefix would move this host's keys away from its
+		 * fleet's, untold. A secret stands as written whatever it holds; a URL's
+		 * parser says it its own way (parse_url). */
+		size_t vn = val ? strlen(val) : 0;
+		if (vn >= 2 && !(d->flags & F_SECRET) && d->set != opt_url &&
+		    (val[0] == '"' || val[0] == '\'') && val[vn - 1] == val[0])
+			usage_error(
+			    "%s: %s = %.200s: the value is in quotes, which are not removed: "
+			    "write it without them",
+			    src, key, val);
 		if (!(d->flags & F_ARG)) {
 			int on = flag_value(val);
 			if (on < 0)

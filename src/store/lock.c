@@ -184,6 +184,9 @@ static int eval(struct client *c, int s, const struct lock *l, int nkeys, const 
 	return send_request(c, &q, deadline_ms, reply, err, errlen);
 }
 
+/* The words of foreign.lua's refusal that lock_err_foreign knows it by (the code itself
+ * is not kept in the message). */
+#define FOREIGN_TEXT "--prefix '' shares the keyspace"
 #define WRONGTYPE_HINT                                                                             \
 	" (a key of this lock's name holds another type than rlock writes there: rlock -k NAME "   \
 	"--reset deletes it)"
@@ -224,6 +227,13 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		const char *why = r->str + strlen("RLOCKFENCE");
 		log_reason(err, errlen, "%s: %s%s", what, why + (*why == ' '),
 		           strstr(why, "WRONGTYPE") ? WRONGTYPE_HINT : "");
+		return LOCK_DENIED;
+	}
+	if (resp_is_error(r, "RLOCKFOREIGN") && strstr(r->str, FOREIGN_TEXT)) {
+		/* --prefix '': a key of the name's layout that rlock did not write (foreign.lua):
+		 * left as it is, and no wait changes that */
+		const char *why = r->str + strlen("RLOCKFOREIGN");
+		log_reason(err, errlen, "%s: %s", what, why + (*why == ' '));
 		return LOCK_DENIED;
 	}
 	if (resp_is_error(r, "RLOCKMODE")) {
@@ -281,11 +291,22 @@ int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name
 	else if (len > sizeof qsuf - 1 &&
 	         memcmp(key + len - (sizeof qsuf - 1), qsuf, sizeof qsuf - 1) == 0)
 		len -= sizeof qsuf - 1;
-	if (len < plen + 2 || key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
+	if (len < plen + 2 || memcmp(key, prefix, plen) != 0 || key[plen] != '{' ||
+	    key[len - 1] != '}' || len - plen - 2 > LOCK_NAME_MAX)
 		return -1;
 	memcpy(name, key + plen + 1, len - plen - 2);
 	name[len - plen - 2] = '\0';
-	return strpbrk(name, "{}") ? -1 : 0;
+	/* a name -k could not give (a space, a control or non-ASCII byte, a NUL, none at
+	 * all) is no lock of rlock's: the key's rule is parse_lock_name's, the one rule */
+	char why[8];
+	if (strlen(name) != len - plen - 2 || parse_lock_name(name, why, sizeof why) < 0)
+		return -1;
+	return 0;
+}
+
+int lock_err_foreign(const char *err)
+{
+	return strstr(err, FOREIGN_TEXT) != NULL;
 }
 
 int lock_init(struct lock *l, const char *prefix, const char *name, int64_t ttl_ms)

@@ -357,10 +357,16 @@ int lock_init_ask(struct lock *l, const struct lock_ask *a, const char *name);
 
 /* The lock NAME of a key of lock_init's: PREFIX{NAME} (exclusive),
  * PREFIX{NAME}:holders (shared, permits), PREFIX{NAME}:delay (--lock-delay) or
- * PREFIX{NAME}:preempt (--preempt) into name
- * (LOCK_NAME_MAX + 1 bytes): 0, or -1 when key is neither (another key of the lock, or not
- * rlock's). */
+ * PREFIX{NAME}:preempt (--preempt) or PREFIX{NAME}:queue (--fair) into name
+ * (LOCK_NAME_MAX + 1 bytes): 0, or -1 when key is neither (another key of the lock, not
+ * under prefix, or a NAME that -k refuses: parse_lock_name's rule, so not rlock's). */
 int lock_name_of_key(const char *prefix, const char *key, size_t len, char *name);
+
+/* 1 when err is the refusal of a script's foreign step (RLOCKFOREIGN, foreign.lua: under
+ * --prefix '' a key of the name's shape, the name's fence counter never counted an
+ * acquisition: the user's, not rlock's; the script returned LOCK_DENIED; Redlock's
+ * "no quorum" quotes it), else 0. --list leaves such a name out. */
+int lock_err_foreign(const char *err);
 
 /* Choose the mode (and its scripts): limit is N for LOCK_LIMIT; fair joins the queue
  * when busy, nowait never does. Call after lock_init (which sets exclusive, not fair). */

@@ -330,6 +330,13 @@ static int list_page(void *arg, const struct resp_reply *names)
 			snprintf(w->undecided, sizeof w->undecided, "%s", name);
 			continue;
 		}
+		if (st != LOCK_OK && lock_err_foreign(w->err)) {
+			/* --prefix '': the user's own key of the {NAME} shape (a Cluster hash
+			 * tag), not rlock's (foreign.lua; over Redlock, on the nodes that refuse
+			 * short of a quorum): not listed */
+			w->err[0] = '\0';
+			continue;
+		}
 		if (st != LOCK_OK) {
 			/* which of the names (a key of another type under it: anyone can SET one)
 			 */

@@ -36,6 +36,11 @@ for i = 4, #ARGV - 1, 2 do
     q[ARGV[i]] = ARGV[i + 1]
   end
 end
+-- --prefix '': a key of the user's of the name's shape is neither waited for as a
+-- holder nor written (foreign.lua); a byte compare under any other prefix.
+if string.byte(KEYS[1], 1) == 123 then
+--@foreign
+end
 local held = redis.call('GET', KEYS[1])
 local mine = held == ARGV[1]
 -- A free lock: one look at every key that could stand in the way (shared holders or

@@ -17,6 +17,11 @@
 --@delay
 --@history
 --@wake_one
+-- --prefix '': a key of the user's of the name's shape is neither waited for nor
+-- written (foreign.lua).
+if string.byte(KEYS[1], 1) == 123 then
+--@foreign
+end
 local why = fence_check(KEYS[3])
 if why then return redis.error_reply(why) end
 local tok, ttl, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]

@@ -30,6 +30,10 @@
 -- stray would fail it, 69, and every acquire after it). The --once-per mark is left out: any key there is a
 -- mark (once_mark), which reset clears and break leaves. TYPE and DEL refused (an ACL): the
 -- key stays, and the step fails on it as before.
+-- --prefix '': the user's own keys of the name's shape are left as they are (foreign.lua).
+if string.byte(KEYS[1], 1) == 123 then
+--@foreign
+end
 local strays = {}
 do
   for _, st in ipairs({{'', 'string'}, {':fence', 'string'}, {':owner', 'hash'},

@@ -9,11 +9,15 @@
 -- failover) comes first as the end the next acquisition will record, expired, marked
 -- 'seen' 'read' (not recorded), at the server's time: no run reads as running forever.
 -- Best effort (redis.pcall): a user whose ACL lacks the reads gets the stream alone.
--- KEYS: lock   ARGV: count
+-- KEYS: lock   ARGV: count   (under --prefix '', foreign.lua reads the name's other keys)
 --@history
 local k = KEYS[1] .. ':history'
 local kt = redis.call('TYPE', k).ok
 if kt == 'none' then return {} end
+-- --prefix '': a key of the user's of the name's shape is not read (foreign.lua).
+if string.byte(KEYS[1], 1) == 123 then
+--@foreign
+end
 if kt ~= 'stream' then
   return redis.error_reply('WRONGTYPE ' .. k .. ' is a ' .. kt .. ', not the stream of ' ..
                            "rlock's history (a key set by hand?): no run of this name is " ..
