@@ -42,8 +42,9 @@ struct opts {
 	int nnames;
 	const char *prefix; /* key prefix */
 
-	int64_t wait_ms;   /* -1: forever; 0: -n */
-	int conflict_exit; /* -E */
+	int64_t wait_ms;       /* -1: forever; 0: -n; once connected, what the connect left */
+	int64_t wait_given_ms; /* -w as given, for the lines that name it */
+	int conflict_exit;     /* -E */
 	/* The lock request (lock.h), written by the option table itself: -t, -l N, --fair,
 	 * --once-per, --lock-delay, --supersede, --preempt, --preemptible, the history.
 	 * Its prefix, mode and nowait are the front end's (frontend.c), from prefix, kind

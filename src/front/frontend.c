@@ -68,6 +68,7 @@ void report_ask_from_opts(struct report_ask *a, const struct opts *o)
 	a->conflict_exit = o->conflict_exit;
 	a->io_timeout_ms = o->io_timeout_ms;
 	a->wait_ms = o->wait_ms;
+	a->wait_given_ms = o->wait_given_ms;
 	a->sentinels = o->url->nsentinels;
 	a->master = o->url->master;
 }

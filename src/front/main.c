@@ -377,6 +377,7 @@ static int open_store(struct store **c, struct store_config *cfg, struct opts *o
                       char *err, size_t errlen)
 {
 	int64_t start = clock_ms();
+	o->wait_given_ms = o->wait_ms;
 	int waits = o->mode == MODE_RUN || o->mode == MODE_ACQUIRE;
 	int64_t wait = waits ? o->wait_ms : 0;
 	/* The lookup is part of the wait too: it ends by the -w deadline. */

@@ -937,7 +937,7 @@ int report_list(struct store *s, const struct report_ask *o)
 				snprintf(err, sizeof err,
 				         "--list: no complete answer within %.1f s (-w); nothing "
 				         "printed",
-				         (double)total / 1000);
+				         (double)o->wait_given_ms / 1000);
 			else
 				snprintf(
 				    err, sizeof err,

@@ -21,9 +21,10 @@ struct report_ask {
 	int json;
 	int conflict_exit; /* -E: --status's exit when held */
 	int64_t io_timeout_ms;
-	int64_t wait_ms;    /* -w: what is left of it (-1: forever; 0: -n) */
-	int sentinels;      /* a Sentinel URL: how many sentinels; else 0 */
-	const char *master; /* a Sentinel URL: the master's name */
+	int64_t wait_ms;       /* -w: what is left of it (-1: forever; 0: -n) */
+	int64_t wait_given_ms; /* -w as given: the lines name it */
+	int sentinels;         /* a Sentinel URL: how many sentinels; else 0 */
+	const char *master;    /* a Sentinel URL: the master's name */
 };
 
 int report_status(struct store *s, const struct report_ask *o);
