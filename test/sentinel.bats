@@ -3,7 +3,7 @@
 # redis-sentinel:// URL, confirms its ROLE, and follows a failover (or reports the
 # loss). One real topology for the file: master + replica + 3 sentinels (sentinel.bash).
 
-# shellcheck disable=SC2154  # bats sets $stderr (run --separate-stderr)
+# shellcheck disable=SC2154,SC2016  # bats sets $stderr (run --separate-stderr); wait_until eval '...': expanded on each poll
 load helpers
 load sentinel
 
