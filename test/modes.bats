@@ -271,11 +271,15 @@ EOF
 	rlock_wait
 	assert_equal "$RLOCK_STATUS" 0
 	# the records lost too: a --limit 3 request gets in, and the --limit 2 holder is told at
-	# its next renewal (ttl/3), its count no longer true
-	rlock_bg -l 2 -t 1500ms -k mk -- "$HOLD" b
+	# its next renewal (ttl/3), its count no longer true. The holder is stopped meanwhile:
+	# a renewal before the request came (a slow start: 0.5 s with -t 1500ms) wrote its
+	# records back, and the request was refused (64)
+	rlock_bg -l 2 -t 3s -k mk -- "$HOLD" b
 	wait_until 20 test -e b.started
+	kill -STOP "$RLOCK_PID"
 	rcli DEL 'rlock:{mk}:limit' 'rlock:{mk}:meta' >/dev/null
 	run -0 rlock -l 3 -n -t 10s -k mk -- true
+	kill -CONT "$RLOCK_PID"
 	rlock_wait "$RLOCK_PID" 10
 	assert_equal "$RLOCK_STATUS" 79
 }

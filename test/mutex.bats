@@ -40,14 +40,16 @@ CHECK=$RLOCK_SOURCE_DIR/scripts/lost-update-check
 	wait "$p" 2>/dev/null || true
 	run -0 pidfile_gone s.pid
 	run -0 proc_gone "$p"
-	# written only after the poll began: the poll waits for it (the old form passed at once)
+	# written only after the poll began: the poll waits for it (the old form passed at once).
+	# t0 before the fork: its pid ends 600 ms after t0 at the earliest, however late the
+	# poll starts (taken after the fork, t0 could come 100 ms late on a loaded machine)
+	local t0
+	t0=$(now_ms)
 	(
 		sleep 0.3
 		sh -c 'echo $$ >late.pid; sleep 0.3'
 	) &
 	track_pid $!
-	local t0
-	t0=$(now_ms)
 	wait_until 30 pidfile_gone late.pid
 	(($(now_ms) - t0 >= 500)) || fail "pidfile_gone answered before late.pid held an ended pid"
 }

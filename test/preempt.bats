@@ -148,7 +148,10 @@ log_order() { awk '{print $1 ($2 == "start" || $2 == "trapped" || $2 == "end" ? 
 
 @test "--preempt takes the lock before --fair and shared waiters that came later, at once (no stall on the reservation)" {
 	slow_job
-	rlock_bg -k p -t 3s --preemptible -- ./slowjob
+	# a 6 s lease: the two waiters start (and listen) before the preempted holder's
+	# SIGKILL, due before its lease ends (a 3 s one left ~2.7 s: too short on a loaded
+	# machine, the holder's command killed before "h end")
+	rlock_bg -k p -t 6s --preemptible -- ./slowjob
 	local h_pid=$RLOCK_PID
 	wait_until 30 test -e h.started
 	rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r $(date +%s%3N)" >>log'
@@ -403,8 +406,6 @@ reserved_dead() {
 
 # mark_past MS: the --preempt request's mark (or the reservation it became) lasts past MS
 mark_past() { (($(now_ms) + $(rcli PTTL 'rlock:{p}:preempt') > $1)); }
-# pttl_below KEY MS: KEY's lease has less than MS left (or the key is gone)
-pttl_below() { (($(rcli PTTL "$1") < $2)); }
 reservation_gone() { [[ $(rcli HGET 'rlock:{p}:preempt' handover) != 1 ]]; }
 
 @test "a reservation that ends untaken lets a waiter in at once, not a nap later (its end wakes nobody)" {
@@ -412,17 +413,22 @@ reservation_gone() { [[ $(rcli HGET 'rlock:{p}:preempt' handover) != 1 ]]; }
 	rlock_bg -k p -t 3s --preemptible --label nightly -- ./slowjob
 	local h_pid=$RLOCK_PID h_err=$RLOCK_ERR
 	wait_until 30 test -e h.started
-	# its mark lives 3 s after each of its attempts (one a second at least)
-	rlock_bg -k p -t 3s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
+	# its mark lives 5 s (its -t) after each of its attempts: past the holder's lease end
+	# from the first (no wait for a later attempt, up to a second)
+	rlock_bg -k p -t 5s --preempt -w 60s --label hotfix -c 'echo "r ran" >>log'
 	local r_pid=$RLOCK_PID
 	wait_until 30 h_trapped
-	# a waiter that comes with less than 2.5 s of the holder's lease left naps until its
-	# end, L, as the holder's next renewal has not moved it yet (a second at most)
-	wait_until 30 pttl_below 'rlock:{p}' 2400
-	local lease_end=$(($(now_ms) + $(rcli PTTL 'rlock:{p}')))
+	# The preempted holder renews no more: its lease ends at L (3 s at most from now),
+	# its command's SIGKILL comes just before (137, not 3). Only the waiter's start
+	# happens in that time (it used to wait first for the lease to run below 2.4 s, then
+	# for the request's next attempt: past the SIGKILL on a loaded machine). Its nap
+	# (2.5-5 s with a listener) passes L at once, or after one that did not; it naps until
+	# L then (its lease left is shorter), and one that tries between the holder's release
+	# and L naps until the reservation's end.
 	rlock_bg -vv -k p -t 30s -w 60s -c 'echo "w $(date +%s%3N)" >>log'
 	local w_pid=$RLOCK_PID w_err=$RLOCK_ERR
 	wait_until 30 grep -q 'listening for the release' "$w_err"
+	local lease_end=$(($(now_ms) + $(rcli PTTL 'rlock:{p}')))
 	# the request stops (alive, it would take the lock at once) when its mark outlives L:
 	# the holder's release keeps the name for it past L, when the waiter tries again
 	wait_until 30 mark_past $((lease_end + 200))
@@ -602,7 +608,10 @@ field_differs() { [[ $(rcli HGET "$1" "$2") != "$3" ]]; }
 	for mode in -s --fair "-l 2"; do
 		rm -f h.started h.go
 		: >log
-		rlock_bg -k p -t 3s --preemptible -- ./slowjob
+		# a 6 s lease: the waiter starts (and listens) before the preempted holder's
+		# SIGKILL, due before its lease ends (a 3 s one left ~2.7 s: 137, not 3, on a
+		# loaded machine)
+		rlock_bg -k p -t 6s --preemptible -- ./slowjob
 		local h_pid=$RLOCK_PID
 		wait_until 30 test -e h.started
 		rlock_bg -k p -t 30s --preempt -w 60s -c 'echo "r ran" >>log'
