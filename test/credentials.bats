@@ -663,14 +663,24 @@ renewed_once() {
 	assert_equal "$RLOCK_STATUS" 0
 }
 
-@test "AUTH to a server without a password: Redis's own message is passed on" {
-	redis_start
-	RLOCK_PASSWORD=whatever run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
+@test "AUTH to a server without a password: 64 (a configuration that does not fit the server), one line naming it, for one server and Redlock nodes" {
+	# redis-cli warns and goes on; rlock was given a password, so the server it meant
+	# is protected: an unprotected one on that address is not it. No wait fixes that.
+	local urls=() i
+	for i in 1 2 3; do
+		redis_start
+		urls+=("redis://127.0.0.1:$REDIS_PORT")
+	done
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[2]}" -w 10 -k a -- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" 'AUTH <password> called without any password configured'
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT has no password set, yet rlock was given one \(password from RLOCK_PASSWORD\)"
 	[[ $stderr != *whatever* ]]
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[2]}" -k a --status
+	assert_one_line_error
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[0]},${urls[1]},${urls[2]}" -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'has no password set, yet rlock was given one'
 	[[ ! -e ran ]]
-	redis_stop "$REDIS_PID"
 }
 
 @test "a server whose error after AUTH quotes the password (AUTH renamed away): no part of it is passed on" {

@@ -233,6 +233,16 @@ teardown() {
 	kill "$pid"
 }
 
+@test "a password given to sentinels or a master that have none: 64, one line naming the server" {
+	RLOCK_SENTINEL_PASSWORD=Sent1nelPw run -64 --separate-stderr rlock -u "$SENT_URL" -k p -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'sentinel 127\.0\.0\.1:[0-9]+ has no password set, yet rlock was given one'
+	RLOCK_PASSWORD=Sent1nelPw run -64 --separate-stderr rlock -u "$SENT_URL" -k p --status
+	assert_one_line_error
+	assert_regex "$stderr" "127\.0\.0\.1:$MASTER_PORT has no password set, yet rlock was given one \(password from RLOCK_PASSWORD\)"
+	[[ ! -e ran && $stderr != *Sent1nelPw* ]]
+}
+
 @test "bad Sentinel URLs and options are usage errors" {
 	run -64 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:1" -k s -- true
 	assert_regex "$stderr" 'missing master name'

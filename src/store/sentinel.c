@@ -96,6 +96,15 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	if (rc < 0) {
 		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		rc = CLIENT_ERR;
+	} else if (!s->user && client_auth_unset(r)) {
+		/* as client.c's AUTH: a configuration that does not fit the sentinel, 64 */
+		snprintf(err, errlen,
+		         "sentinel %.100s has no password set, yet rlock was given one for the "
+		         "sentinels: the sentinel meant is another, or this one is unprotected "
+		         "(then give no sentinel password)",
+		         srv->name);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		rc = CLIENT_ERR;
 	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
 		snprintf(err, errlen, "authentication to sentinel %.100s failed: %.300s", srv->name,
