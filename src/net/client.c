@@ -386,7 +386,7 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 		           "meant is another, or this one is unprotected (then give no password)",
 		           srv->name, srv->creds_from ? " (" : "",
 		           srv->creds_from ? srv->creds_from : "", srv->creds_from ? ")" : "");
-		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG | CONN_FAULT_NOPASS);
 		return CLIENT_ERR;
 	}
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "cluster.h"
+#include "conn.h"
 #include "exitcodes.h"
 #include "json.h"
 #include "lock.h"
@@ -35,6 +36,16 @@ struct out {
 };
 
 #define BAD_DB_FIX "name a database the server has in the URL (a Redis Cluster has only database 0)"
+#define NOPASS_FIX                                                                                 \
+	"give the password of the server meant, or none for a server that has none "               \
+	"(--password-file, "                                                                       \
+	"RLOCK_PASSWORD, REDISCLI_AUTH, the URL)"
+
+/* The fix of a URL the server says cannot be for it (store_fault_config). */
+static const char *config_fix(void)
+{
+	return (conn_fault() & CONN_FAULT_NOPASS) ? NOPASS_FIX : BAD_DB_FIX;
+}
 
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
@@ -44,7 +55,7 @@ static const char *reach_fix(struct out *out, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
-		return BAD_DB_FIX;
+		return config_fix();
 	}
 	if (!store_fault_file())
 		return dflt;
@@ -167,14 +178,28 @@ static int check_reach(struct node *n)
 		n->out->reached++;
 		return 0;
 	}
-	if (rc == LOCK_OK && r->type == RESP_ERROR)
-		log_reason(err, sizeof err, "PING: %s", r->str), rc = LOCK_DENIED;
+	/* an error to PING: a login it wants (NOAUTH) is the credentials' to fix; a state
+	 * (a script that runs, a dataset that loads) is not */
+	const char *said = NULL;
+	if (rc == LOCK_OK && r->type == RESP_ERROR) {
+		log_reason(err, sizeof err, "PING: %s", r->str);
+		rc = LOCK_DENIED;
+		if (resp_is_error(r, "BUSY"))
+			said = "a script runs on the server: check again once it ends (or SCRIPT "
+			       "KILL)";
+		else if (resp_is_error(r, "LOADING"))
+			said = "the server loads its dataset: check again once it is loaded";
+		else if (!resp_is_noauth(r) && !resp_is_error(r, "WRONGPASS"))
+			said = "see the server's error";
+	}
 	resp_free(r);
 	if (rc != LOCK_OK) {
-		const char *fix = rc == LOCK_DENIED
-		                      ? "check the user and password (--user, --password-file)"
-		                      : reach_fix(n->out, "check the URL, the network and that "
-		                                          "the server runs");
+		const char *fix = said ? said
+		                  : rc == LOCK_DENIED
+		                      ? "check the user and password (--user, "
+		                        "--password-file)"
+		                      : reach_fix(n->out, "check the URL, the network "
+		                                          "and that the server runs");
 		/* a URL the run refuses (64) is not a node down, whatever the topology */
 		finding(n->out, store_fault_config() ? L_UNSAFE : down, name, "reach", fix, "%s",
 		        err);
@@ -1206,7 +1231,7 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	if (store_refused_url(opened)) {
 		out.bad_url = 1;
 		finding(&out, L_UNSAFE, o->server, "reach",
-		        store_fault_config() ? BAD_DB_FIX
+		        store_fault_config() ? config_fix()
 		                             : "give independent masters as Redlock nodes (a "
 		                               "Cluster: one node's URL; Sentinel: "
 		                               "redis-sentinel://)",
