@@ -322,7 +322,7 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	RLOCK_PASSWORD=wrong run -69 --separate-stderr rlock -u "$list" -k p -- touch ran
 	[[ ! -e ran ]]
 	assert_one_line_error
-	assert_regex "$stderr" 'wrong user name or password'
+	assert_regex "$stderr" 'no Redlock quorum: 0 of 5 nodes let us in, 5 refused \(3 needed\); authentication to 127\.0\.0\.1:[0-9]+ failed: wrong user name or password'
 	[[ $stderr != *s3cret* ]]
 	# a node that wants a password the others do not (none given): its NOAUTH named as
 	# such, not as an ACL refusing INFO ("allow INFO (+info)")

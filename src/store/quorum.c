@@ -836,7 +836,8 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 		}
 		if (ok < q->need) {
 			int final = no_quorum_final(q);
-			no_quorum(q, ok, "reachable", err, errlen);
+			/* a refused login reached its node: not "unreachable" */
+			no_quorum(q, ok, denied ? "let us in" : "reachable", err, errlen);
 			quorum_close(q);
 			return denied && final ? STORE_DENIED : STORE_ERR;
 		}
