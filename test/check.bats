@@ -423,6 +423,17 @@ all_sentinels_ok() {
 	[[ $output != *nopass-pw* ]]
 }
 
+@test "--check: commands renamed away (rename-command) that rlock sends or its scripts call are named: unsafe when needed, a warning when not" {
+	safe_start --rename-command EVALSHA '' --rename-command INCR ''
+	run -2 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --check
+	line unsafe scripts 'the server does not know EVALSHA, INCR, which rlock needs \(renamed or disabled with rename-command\): no lock can be taken; fix: give these commands their names back'
+	redis_stop "$REDIS_PID"
+	safe_start --rename-command PUBLISH ''
+	run --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --check
+	line warn scripts 'the server does not know PUBLISH, which rlock uses'
+	redis_stop "$REDIS_PID"
+}
+
 @test "--check: 69 when unreachable; bad combinations are usage errors" {
 	local port
 	port=$(dead_port)

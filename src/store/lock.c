@@ -254,9 +254,11 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		log_reason(err, errlen, "%s: permission denied: %s", what, r->str);
 		return LOCK_DENIED;
 	}
-	if (resp_is_error(r, "ERR") && strstr(r->str, "Unknown Redis command called from script")) {
-		/* a command the script calls renamed or disabled (rename-command): Redis
-		 * names the script's line, not the command */
+	if (resp_is_error(r, "ERR") && strstr(r->str, "Unknown ") &&
+	    strstr(r->str, "command called from script")) {
+		/* a command the script calls renamed or disabled (rename-command): "ERR
+		 * Unknown Redis command called from script" (newer servers: "Unknown
+		 * command"), naming the script's line, not the command */
 		const char *at = strstr(r->str, " script: ");
 		log_reason(err, errlen,
 		           "%s: the server does not know a command rlock's script calls (renamed "
