@@ -671,8 +671,8 @@ renewed_once() {
 @test "AUTH to a server without a password: 64 (a configuration that does not fit the server), one line naming it, for one server and Redlock nodes" {
 	# redis-cli warns and goes on; rlock was given a password, so the server it meant
 	# is protected: an unprotected one on that address is not it. No wait fixes that.
-	local urls=() i
-	for i in 1 2 3; do
+	local urls=()
+	while ((${#urls[@]} < 3)); do
 		redis_start
 		urls+=("redis://127.0.0.1:$REDIS_PORT")
 	done
