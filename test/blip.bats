@@ -254,7 +254,7 @@ loading_now() { [[ $(redis-cli -p "$1" PING 2>&1) == LOADING* ]]; }
 	proc_alive "$r1" || fail "rlock (db 1) gave up: $(cat "$e1")"
 	proc_alive "$RLOCK_PID" || fail "rlock (db 0) gave up: $(cat "$RLOCK_ERR")"
 	redis-cli -p "$port" SCRIPT KILL >/dev/null
-	ran_after_outage b0 "127\.0\.0\.1:$port" "acquire: server error: BUSY .*"
+	ran_after_outage b0 "127\.0\.0\.1:$port" "127\\.0\\.0\\.1:$port: acquire: server error: BUSY .*"
 	rlock_wait "$r1" 30
 	assert_equal "$RLOCK_STATUS" 0
 	[[ -e ran1 ]] || fail "the db 1 job did not run"
@@ -319,7 +319,7 @@ bgsave_failed() { redis-cli -p "$1" INFO persistence | grep -q '^rdb_last_bgsave
 	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
 	[[ ! -e ran ]]
 	redis-cli -p "$port" CONFIG SET maxmemory 0 >/dev/null
-	ran_after_outage oom "127\.0\.0\.1:$port" "acquire: server error: OOM .*"
+	ran_after_outage oom "127\.0\.0\.1:$port" "127\\.0\\.0\\.1:$port: acquire: server error: OOM .*"
 }
 
 @test "a server refusing writes after a failed BGSAVE (MISCONF) is waited out, not final: the job runs once it accepts writes" {
@@ -336,7 +336,7 @@ bgsave_failed() { redis-cli -p "$1" INFO persistence | grep -q '^rdb_last_bgsave
 	proc_alive "$RLOCK_PID" || fail "rlock gave up: $(cat "$RLOCK_ERR")"
 	[[ ! -e ran ]]
 	redis-cli -p "$port" CONFIG SET stop-writes-on-bgsave-error no >/dev/null
-	ran_after_outage mc "127\.0\.0\.1:$port" "acquire: server error: MISCONF .*"
+	ran_after_outage mc "127\.0\.0\.1:$port" "127\\.0\\.0\\.1:$port: acquire: server error: MISCONF .*"
 }
 
 # occupy PORT [PASSWORD]: a client (redis-cli blocked in BLPOP, tracked) that holds a

@@ -406,6 +406,34 @@ all_sentinels_ok() {
 	redis_stop "$pid"
 }
 
+@test "--check: a server busy running a script (BUSY) is said so, its fix not the credentials'; a password for a server that has none: bad-url (64), its fix the password" {
+	safe_start --busy-reply-threshold 50
+	local port=$REDIS_PORT pid
+	redis-cli -p "$port" EVAL 'while true do end' 0 >/dev/null 2>&1 &
+	pid=$!
+	track_pid "$pid"
+	wait_until 10 eval "redis-cli -p $port PING | grep -q BUSY"
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$port" --check
+	line unsafe reach 'PING: BUSY .*; fix: a script runs on the server: check again once it ends \(or SCRIPT KILL\)$'
+	redis-cli -p "$port" SCRIPT KILL >/dev/null
+	wait_until 10 proc_gone "$pid"
+	RLOCK_PASSWORD=nopass-pw run -64 --separate-stderr rlock -u "redis://127.0.0.1:$port" --check
+	line unsafe reach "127\.0\.0\.1:$port has no password set, yet rlock was given one .*; fix: give the password of the server meant, or none for a server that has none"
+	assert_line --regexp '^verdict: bad-url '
+	[[ $output != *nopass-pw* ]]
+}
+
+@test "--check: commands renamed away (rename-command) that rlock sends or its scripts call are named: unsafe when needed, a warning when not" {
+	safe_start --rename-command EVALSHA '' --rename-command INCR ''
+	run -2 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --check
+	line unsafe scripts 'the server does not know EVALSHA, INCR, which rlock needs \(renamed or disabled with rename-command\): no lock can be taken; fix: give these commands their names back'
+	redis_stop "$REDIS_PID"
+	safe_start --rename-command PUBLISH ''
+	run --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" --check
+	line warn scripts 'the server does not know PUBLISH, which rlock uses'
+	redis_stop "$REDIS_PID"
+}
+
 @test "--check: 69 when unreachable; bad combinations are usage errors" {
 	local port
 	port=$(dead_port)

@@ -463,10 +463,15 @@ pwfile() {
 	assert_output ran
 }
 
-@test "ACL user not allowed to run scripts: 69, NOPERM-ish message" {
-	RLOCK_PASSWORD=$LPW run -69 --separate-stderr rlock -u "$URL" --user noeval -k c -- touch ran
-	assert_one_line_error
-	assert_regex "$stderr" 'NOPERM|[Pp]ermission'
+@test "ACL user not allowed to run scripts: 69 in every mode, one line naming the server and NOPERM" {
+	local args tok=0123456789abcdef0123456789abcdef
+	for args in "-k c -- touch ran" "-n -k c -- touch ran" "-k c --status" "-k c --break" \
+		"-k c --history" "-k c --held --token $tok" "-k c --acquire"; do
+		# shellcheck disable=SC2086 # one option a word
+		RLOCK_PASSWORD=$LPW run -69 --separate-stderr rlock -u "$URL" --user noeval $args
+		assert_one_line_error
+		assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: [a-z]+: permission denied: NOPERM"
+	done
 	[[ ! -e ran ]]
 }
 
@@ -663,14 +668,24 @@ renewed_once() {
 	assert_equal "$RLOCK_STATUS" 0
 }
 
-@test "AUTH to a server without a password: Redis's own message is passed on" {
-	redis_start
-	RLOCK_PASSWORD=whatever run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
+@test "AUTH to a server without a password: 64 (a configuration that does not fit the server), one line naming it, for one server and Redlock nodes" {
+	# redis-cli warns and goes on; rlock was given a password, so the server it meant
+	# is protected: an unprotected one on that address is not it. No wait fixes that.
+	local urls=()
+	while ((${#urls[@]} < 3)); do
+		redis_start
+		urls+=("redis://127.0.0.1:$REDIS_PORT")
+	done
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[2]}" -w 10 -k a -- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" 'AUTH <password> called without any password configured'
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT has no password set, yet rlock was given one \(password from RLOCK_PASSWORD\)"
 	[[ $stderr != *whatever* ]]
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[2]}" -k a --status
+	assert_one_line_error
+	RLOCK_PASSWORD=whatever run -64 --separate-stderr rlock -u "${urls[0]},${urls[1]},${urls[2]}" -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'has no password set, yet rlock was given one'
 	[[ ! -e ran ]]
-	redis_stop "$REDIS_PID"
 }
 
 @test "a server whose error after AUTH quotes the password (AUTH renamed away): no part of it is passed on" {
@@ -686,6 +701,22 @@ renewed_once() {
 	RLOCK_PASSWORD=$PW run -69 --separate-stderr rlock --user locker -u "redis://127.0.0.1:$REDIS_PORT" -k a -- touch ran
 	assert_one_line_error
 	[[ $stderr != *s3cret* ]] || fail "part of the password in: $stderr"
+	[[ ! -e ran ]]
+	redis_stop "$REDIS_PID"
+}
+
+@test "EVALSHA, or a command a script calls, renamed away (rename-command): 69 at once, one line naming the server and what it does not know" {
+	redis_start --rename-command EVALSHA ''
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -w 10 -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: acquire: the server does not know EVALSHA, which rlock needs \(renamed or disabled with rename-command\?\)\$"
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -k a --status
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: status: the server does not know EVALSHA"
+	redis_stop "$REDIS_PID"
+	redis_start --rename-command INCR ''
+	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -w 10 -k a -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: acquire: the server does not know a command rlock's script calls \(renamed or disabled with rename-command\?\): ERR Unknown Redis command called from script\$"
 	[[ ! -e ran ]]
 	redis_stop "$REDIS_PID"
 }

@@ -223,7 +223,7 @@ expect_69_at_once() {
 	jq -e --arg c '...' '.reason | (contains($c) and endswith(" END-OF-REASON") and (contains("\ufffd") | not))' ev.json ||
 		fail "events: $(cat ev.json)"
 	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --list
-	[[ $stderr =~ ^rlock:\ SCAN:\ ERR\ $e.*$cut.*\ END-OF-REASON$ ]] || fail "--list: $stderr"
+	[[ $stderr =~ ^rlock:\ 127\.0\.0\.1:$HPORT:\ SCAN:\ ERR\ $e.*$cut.*\ END-OF-REASON$ ]] || fail "--list: $stderr"
 	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check
 	[[ $output =~ PING:\ ERR\ $e.*$cut.*\ END-OF-REASON\; ]] || fail "--check: $output"
 	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$HPORT" --io-timeout 1s --check --json

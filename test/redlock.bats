@@ -334,7 +334,7 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 	RLOCK_PASSWORD=wrong run -69 --separate-stderr rlock -u "$list" -k p -- touch ran
 	[[ ! -e ran ]]
 	assert_one_line_error
-	assert_regex "$stderr" 'wrong user name or password'
+	assert_regex "$stderr" 'no Redlock quorum: 0 of 5 nodes let us in, 5 refused \(3 needed\); authentication to 127\.0\.0\.1:[0-9]+ failed: wrong user name or password'
 	[[ $stderr != *s3cret* ]]
 	# a node that wants a password the others do not (none given): its NOAUTH named as
 	# such, not as an ACL refusing INFO ("allow INFO (+info)")
@@ -388,7 +388,7 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 		run -69 --separate-stderr rlock --node-timeout 2s -k hq --history $args
 		assert_equal "$output" ""
 		assert_one_line_error
-		assert_regex "$stderr" 'no Redlock quorum: 2 of 5 nodes answered.*NOPERM'
+		assert_regex "$stderr" "no Redlock quorum: 2 of 5 nodes answered, 3 refused \\(3 needed\\); 127\\.0\\.0\\.1:$(node_port 0): history: permission denied: NOPERM"
 	done
 	for i in 0 1 2; do node_pause "$i"; done
 	for args in "-k hq --history" "--list --json" "--list"; do
@@ -411,9 +411,29 @@ relocked() { [[ $(node_cli "$1" EXISTS "rlock:{$2}") == 1 ]]; }
 		# shellcheck disable=SC2086 # one option a word
 		run -69 --separate-stderr rlock -u "$list" $args -k ro -- touch ran
 		[[ ! -e ran ]]
-		assert_regex "$(tail -1 <<<"$stderr")" 'no Redlock quorum: 1 of 3 nodes answered \(2 needed\); READONLY'
+		assert_regex "$(tail -1 <<<"$stderr")" "no Redlock quorum: 1 of 3 nodes answered, 2 refused \\(2 needed\\); 127\\.0\\.0\\.1:$(node_port 1): READONLY"
 	done
 	for i in 1 2; do node_cli "$i" REPLICAOF NO ONE >/dev/null; done
+}
+
+@test "nodes whose ACL refuses rlock's scripts (NOPERM): counted as refused and named, never as nodes that did not answer" {
+	local p1 p2 list tok=0123456789abcdef0123456789abcdef
+	p1=$(node_port 1) p2=$(node_port 2)
+	list=redis://127.0.0.1:$(node_port 0),redis://127.0.0.1:$p1,redis://127.0.0.1:$p2
+	node_cli 2 ACL SETUSER default -evalsha -eval >/dev/null
+	run -0 --separate-stderr rlock -u "$list" -k np -- true
+	assert_regex "$stderr" "released rlock:\{np\} on the 2 of 3 Redlock nodes that answered; 1 refused and may keep it until its TTL ends \(in at most [0-9.]+ s\), fewer than a majority: 127\.0\.0\.1:$p2 \(release: permission denied: NOPERM"
+	node_cli 1 ACL SETUSER default -evalsha -eval >/dev/null
+	run -69 --separate-stderr rlock -u "$list" -k np --status
+	assert_one_line_error
+	assert_regex "$stderr" "no Redlock quorum: 1 of 3 nodes answered, 2 refused \(2 needed\); 127\.0\.0\.1:$p1: status: permission denied: NOPERM"
+	run -69 --separate-stderr rlock -u "$list" -k np -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" "no Redlock quorum: 1 of 3 nodes let us in, 2 refused \(2 needed\); 127\.0\.0\.1:$p1: acquire: permission denied: NOPERM"
+	run -69 --separate-stderr rlock -u "$list" -k np --held --token "$tok"
+	assert_one_line_error
+	assert_regex "$stderr" "0 of 3 Redlock nodes have the token, 2 refused \(2 needed\); 127\.0\.0\.1:$p1: status: permission denied: NOPERM"
+	[[ $stderr != *'did not'* && ! -e ran ]]
 }
 
 @test "rediss:// nodes that are plaintext Redis servers: 69 at once with the plaintext line, as one such URL (no retry without -w)" {

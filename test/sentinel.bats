@@ -75,7 +75,7 @@ teardown() {
 	[[ $(sent_cli "$MASTER_PORT" GET 'rlock:{lu}:fence') == 40 ]]
 }
 
-@test "any one live sentinel is enough; none, or an unknown master: 69 with one line" {
+@test "any one live sentinel is enough; none, or an unknown master: 69 with one line (a password for a master that has none: 64)" {
 	local d1 d2 live=${SENT_PORTS##* }
 	d1=$(dead_port) && d2=$(dead_port)
 	run -0 rlock -u "redis-sentinel://127.0.0.1:$d1,127.0.0.1:$d2,127.0.0.1:$live/mymaster" \
@@ -88,10 +88,11 @@ teardown() {
 	run -69 --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$live/nosuch" -k s -- touch ran
 	assert_one_line_error
 	assert_regex "$stderr" "no sentinel knows master 'nosuch'"
-	# The master the sentinels name refuses our login (it has no password): final too.
-	REDISCLI_AUTH=not-this-one run -69 --separate-stderr rlock -u "$SENT_URL" -k s -- touch ran
+	# The master the sentinels name refuses our login (it has no password): final too,
+	# a configuration that does not fit it (64)
+	REDISCLI_AUTH=not-this-one run -64 --separate-stderr rlock -u "$SENT_URL" -k s -- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" "authentication to 127\.0\.0\.1:$MASTER_PORT failed"
+	assert_regex "$stderr" "127\.0\.0\.1:$MASTER_PORT has no password set, yet rlock was given one"
 	[[ ! -e ran ]]
 }
 
@@ -231,6 +232,16 @@ teardown() {
 	run -69 rlock -u "$url" --check
 	assert_regex "$output" "warn +127\.0\.0\.1:$port sentinel: .*NOAUTH.*; fix: give the sentinels' user and password"
 	kill "$pid"
+}
+
+@test "a password given to sentinels or a master that have none: 64, one line naming the server" {
+	RLOCK_SENTINEL_PASSWORD=Sent1nelPw run -64 --separate-stderr rlock -u "$SENT_URL" -k p -- touch ran
+	assert_one_line_error
+	assert_regex "$stderr" 'sentinel 127\.0\.0\.1:[0-9]+ has no password set, yet rlock was given one'
+	RLOCK_PASSWORD=Sent1nelPw run -64 --separate-stderr rlock -u "$SENT_URL" -k p --status
+	assert_one_line_error
+	assert_regex "$stderr" "127\.0\.0\.1:$MASTER_PORT has no password set, yet rlock was given one \(password from RLOCK_PASSWORD\)"
+	[[ ! -e ran && $stderr != *Sent1nelPw* ]]
 }
 
 @test "bad Sentinel URLs and options are usage errors" {

@@ -353,6 +353,15 @@ static int holds_piece(const char *text, size_t len, const char *pw, size_t pwle
 	return 0;
 }
 
+int client_auth_unset(const struct resp_reply *r)
+{
+	/* Redis and Valkey: "ERR AUTH <password> called without any password configured
+	 * for the default user" (no code of its own); Redis 5: "ERR Client sent AUTH, but
+	 * no password is set" */
+	return resp_is_error(r, "ERR") &&
+	       (strstr(r->str, "without any password") || strstr(r->str, "no password is set"));
+}
+
 /* AUTH's reply: CLIENT_OK, or CLIENT_AUTH or CLIENT_ERR with the reason. */
 static int auth_reply(const struct server *srv, const struct resp_reply *r, char *err,
                       size_t errlen)
@@ -365,6 +374,21 @@ static int auth_reply(const struct server *srv, const struct resp_reply *r, char
 	 * are passed on only when no piece of it is in them (e.g. "AUTH <password> called
 	 * without any password configured"). */
 	size_t pwlen = secret_reveal(pw, sizeof pw);
+	if (!srv->user && client_auth_unset(r)) {
+		/* A password for a server that has none (Redis: "ERR AUTH <password> called
+		 * without any password configured for the default user"): no wait, no retry
+		 * fixes it, and a careful user's password says the server meant is not this
+		 * unprotected one (another server on that address?). The configuration does
+		 * not fit the server, as a database it lacks: 64, not "unavailable". */
+		explicit_bzero(pw, sizeof pw);
+		log_reason(err, errlen,
+		           "%s has no password set, yet rlock was given one%s%s%s: the server "
+		           "meant is another, or this one is unprotected (then give no password)",
+		           srv->name, srv->creds_from ? " (" : "",
+		           srv->creds_from ? srv->creds_from : "", srv->creds_from ? ")" : "");
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG | CONN_FAULT_NOPASS);
+		return CLIENT_ERR;
+	}
 	int echo = !resp_is_error(r, "WRONGPASS") && !resp_is_error(r, "NOPERM") && pwlen > 0 &&
 	           !holds_piece(r->str, strlen(r->str), pw, pwlen);
 	explicit_bzero(pw, sizeof pw);

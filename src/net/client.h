@@ -126,4 +126,10 @@ int client_buffered(const struct client *c);
 
 void client_close(struct client *c);
 
+/* Does r, AUTH's error reply to a password without a user name, say the server has no
+ * password set? Such a login can never succeed; the callers (one server, a Redlock
+ * node, a sentinel) report it as a configuration that does not fit the server:
+ * conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG | CONN_FAULT_NOPASS), exit 64. */
+int client_auth_unset(const struct resp_reply *r);
+
 #endif

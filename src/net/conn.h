@@ -95,7 +95,8 @@ void conn_idle_now(void);
  * file the user named for the connection (--cacert, --cert, --tls-key) cannot be read
  * or is not of its type: exit 66, not the server's fault; CONFIG (with FINAL) where the
  * server says the user's URL cannot be for it (a database but 0 on a Cluster node, one
- * past its `databases`): 64.
+ * past its `databases`; a password for a server that has none: NOPASS too, so that
+ * --check's fix names the password, not the database): 64.
  * A caller that retries until a deadline clears it before each try. */
 enum {
 	CONN_FAULT_PASSING = 1,
@@ -103,6 +104,7 @@ enum {
 	CONN_FAULT_LOCAL = 4,
 	CONN_FAULT_FILE = 8,
 	CONN_FAULT_CONFIG = 16,
+	CONN_FAULT_NOPASS = 32,
 };
 void conn_fault_note(int what);
 void conn_fault_clear(void);

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "cluster.h"
+#include "conn.h"
 #include "exitcodes.h"
 #include "json.h"
 #include "lock.h"
@@ -35,6 +36,16 @@ struct out {
 };
 
 #define BAD_DB_FIX "name a database the server has in the URL (a Redis Cluster has only database 0)"
+#define NOPASS_FIX                                                                                 \
+	"give the password of the server meant, or none for a server that has none "               \
+	"(--password-file, "                                                                       \
+	"RLOCK_PASSWORD, REDISCLI_AUTH, the URL)"
+
+/* The fix of a URL the server says cannot be for it (store_fault_config). */
+static const char *config_fix(void)
+{
+	return (conn_fault() & CONN_FAULT_NOPASS) ? NOPASS_FIX : BAD_DB_FIX;
+}
 
 /* The fix for a node that cannot be reached: dflt, unless a file the user named for
  * the connection cannot be read or is not of its type (store_fault_file), or the URL
@@ -44,7 +55,7 @@ static const char *reach_fix(struct out *out, const char *why, const char *dflt)
 {
 	if (store_fault_config()) {
 		out->bad_url = 1;
-		return BAD_DB_FIX;
+		return config_fix();
 	}
 	if (store_fault_file()) {
 		out->bad_file = 1;
@@ -178,11 +189,24 @@ static int check_reach(struct node *n)
 		n->out->reached++;
 		return 0;
 	}
-	if (rc == LOCK_OK && r->type == RESP_ERROR)
-		log_reason(err, sizeof err, "PING: %s", r->str), rc = LOCK_DENIED;
+	/* an error to PING: a login it wants (NOAUTH) is the credentials' to fix; a state
+	 * (a script that runs, a dataset that loads) is not */
+	const char *said = NULL;
+	if (rc == LOCK_OK && r->type == RESP_ERROR) {
+		log_reason(err, sizeof err, "PING: %s", r->str);
+		rc = LOCK_DENIED;
+		if (resp_is_error(r, "BUSY"))
+			said = "a script runs on the server: check again once it ends (or SCRIPT "
+			       "KILL)";
+		else if (resp_is_error(r, "LOADING"))
+			said = "the server loads its dataset: check again once it is loaded";
+		else if (!resp_is_noauth(r) && !resp_is_error(r, "WRONGPASS"))
+			said = "see the server's error";
+	}
 	resp_free(r);
 	if (rc != LOCK_OK) {
-		const char *fix = rc == LOCK_DENIED
+		const char *fix = said ? said
+		                  : rc == LOCK_DENIED
 		                      ? "check the user and password (--user, --password-file)"
 		                      : reach_fix(n->out, err,
 		                                  "check the URL, the network and that the server "
@@ -394,7 +418,11 @@ static void check_version(struct node *n)
 	check_features(n, version_number(v), product);
 }
 
-/* SCRIPT LOAD of each script: cached, not run. NOPERM: EVAL of a no-op instead. */
+static int unknown_commands(struct node *n, char *out, size_t len, int *needed);
+
+/* SCRIPT LOAD of each script: cached, not run. NOPERM: EVAL of a no-op instead. Then
+ * whether the server knows every command rlock sends and its scripts call
+ * (rename-command). */
 static void check_scripts(struct node *n)
 {
 	const char *text, *sha, *name = n->srv->name;
@@ -432,6 +460,18 @@ static void check_scripts(struct node *n)
 			        "SCRIPT LOAD: %s", err);
 			return;
 		}
+	}
+	char unknown[300];
+	int needed = 0;
+	if (unknown_commands(n, unknown, sizeof unknown, &needed) > 0) {
+		finding(n->out, needed ? L_UNSAFE : L_WARN, name, "scripts",
+		        "give these commands their names back (rename-command in the server's "
+		        "configuration)",
+		        "the server does not know %s, which rlock %s (renamed or disabled with "
+		        "rename-command)%s",
+		        unknown, needed ? "needs" : "uses",
+		        needed ? ": no lock can be taken" : ": rlock runs without them, less well");
+		return;
 	}
 	finding(n->out, L_OK, name, "scripts", NULL, "the %d scripts of rlock load (SHA-1s match)",
 	        i);
@@ -812,6 +852,73 @@ static const char trial_script[] =
     "  end\n"
     "end\n"
     "return miss\n";
+
+/* Each command the scripts call, called with no arguments by one script: a command the
+ * server does not know (renamed or disabled with rename-command) is refused as unknown
+ * before its arguments are counted, so nothing runs (TIME, which takes none, reads the
+ * clock). */
+static const char unknown_script[] =
+    "local miss = {}\n"
+    "for c in string.gmatch(ARGV[1], '%S+') do\n"
+    "  local r = redis.pcall(c)\n"
+    "  local e = type(r) == 'table' and r.err\n"
+    "  if e and string.find(e, 'Unknown ', 1, true)\n"
+    "       and string.find(e, 'command called from script', 1, true) then\n"
+    "    table.insert(miss, c)\n"
+    "  end\n"
+    "end\n"
+    "return miss\n";
+
+static int is_unknown(const struct resp_reply *r)
+{
+	return r->type == RESP_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0;
+}
+
+/* unknown: right i's command is not known: named in out, *needed set if it is needed. */
+static void unknown_add(size_t i, char *out, size_t len, size_t *used, int *count, int *needed)
+{
+	int w = snprintf(out + *used, len - *used, "%s%s", *count ? ", " : "", rights[i].argv[0]);
+	*used = w < 0 || (size_t)w >= len - *used ? *used : *used + (size_t)w;
+	*needed |= rights[i].needed;
+	(*count)++;
+}
+
+/* The commands rlock sends or its scripts call that the server does not know, named in
+ * out ("EVALSHA, INCR"), *needed set when one is needed: how many (0 when it knows them
+ * all, or when it cannot be told: EVAL refused, which the acl check reports). */
+static int unknown_commands(struct node *n, char *out, size_t len, int *needed)
+{
+	struct resp_reply *r = NULL;
+	char err[512], names[NRIGHTS * 20] = "";
+	size_t used = 0, nused = 0;
+	int count = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < NRIGHTS; i++) {
+		if (!rights[i].top) {
+			int w =
+			    snprintf(names + nused, sizeof names - nused, "%s ", rights[i].argv[0]);
+			nused =
+			    w < 0 || (size_t)w >= sizeof names - nused ? nused : nused + (size_t)w;
+		} else if (!strcmp(rights[i].name, "evalsha") || !strcmp(rights[i].name, "eval")) {
+			/* sent as they are (EVAL of a no-op, EVALSHA of a SHA-1 no script has) */
+			const char *a[] = {rights[i].argv[0], rights[i].argv[1], "0"};
+			if (cmdv(n, &r, err, sizeof err, 3, a) == LOCK_OK && is_unknown(r))
+				unknown_add(i, out, len, &used, &count, needed);
+			resp_free(r);
+			r = NULL;
+		}
+	}
+	if (cmd(n, &r, err, sizeof err, "EVAL", unknown_script, "0", names, NULL) == LOCK_OK &&
+	    r->type == RESP_ARRAY)
+		for (size_t e = 0; e < r->elements; e++)
+			for (size_t i = 0; i < NRIGHTS; i++)
+				if (!rights[i].top && r->element[e]->type == RESP_STRING &&
+				    !strcmp(r->element[e]->str, rights[i].argv[0]))
+					unknown_add(i, out, len, &used, &count, needed);
+	resp_free(r);
+	return count;
+}
 
 /* The argv of right i, K and C filled in. */
 static int right_argv(const struct node *n, size_t i, const char **argv)
@@ -1220,7 +1327,7 @@ int check_run(struct store_config *cfg, const struct check_ask *o)
 	if (store_refused_url(opened)) {
 		out.bad_url = 1;
 		finding(&out, L_UNSAFE, o->server, "reach",
-		        store_fault_config() ? BAD_DB_FIX
+		        store_fault_config() ? config_fix()
 		                             : "give independent masters as Redlock nodes (a "
 		                               "Cluster: one node's URL; Sentinel: "
 		                               "redis-sentinel://)",

@@ -264,6 +264,31 @@ static int server_error(const struct resp_reply *r, const char *what, char *err,
 		log_reason(err, errlen, "%s: permission denied: %s", what, r->str);
 		return LOCK_DENIED;
 	}
+	if (resp_is_error(r, "ERR") && strstr(r->str, "Unknown ") &&
+	    strstr(r->str, "command called from script")) {
+		/* a command the script calls renamed or disabled (rename-command): "ERR
+		 * Unknown Redis command called from script" (newer servers: "Unknown
+		 * command"), naming the script's line, not the command */
+		const char *at = strstr(r->str, " script: ");
+		log_reason(err, errlen,
+		           "%s: the server does not know a command rlock's script calls (renamed "
+		           "or disabled with rename-command?): %.*s",
+		           what, at ? (int)(at - r->str) : 200, r->str);
+		return LOCK_ERR;
+	}
+	if (resp_is_error(r, "ERR") && strncmp(r->str, "ERR unknown command '", 21) == 0) {
+		/* EVALSHA, EVAL or a command a script calls renamed or disabled
+		 * (rename-command): no wait fixes it.
+		 * The server's text goes on to quote the arguments (the keys): only the
+		 * command is named. */
+		const char *cmd = r->str + 21, *end = strchr(cmd, '\'');
+		int n = end && end - cmd < 40 ? (int)(end - cmd) : 0;
+		log_reason(err, errlen,
+		           "%s: the server does not know %.*s, which rlock needs (renamed or "
+		           "disabled with rename-command?)",
+		           what, n ? n : 7, n ? cmd : "EVALSHA");
+		return LOCK_ERR;
+	}
 	/* States that pass, refused before the script wrote anything: a script runs (it
 	 * ends, or is killed); used memory over maxmemory under noeviction (keys expire,
 	 * memory is freed); writes stopped after a failed BGSAVE (the server retries it). */

@@ -693,16 +693,50 @@ static void round_all_again(struct quorum *q, const struct req *one, int64_t cap
 	}
 }
 
-/* err: "no quorum: k of N nodes ..." plus the first node's reason. */
+/* Did node i answer this round with an error (NOPERM, OOM, READONLY, ...), or refuse its
+ * last login (AUTH)? It answered, and said no: not a node that "did not answer". */
+static int node_refused(const struct quorum *q, int i)
+{
+	const struct node *nd = &q->node[i];
+
+	return nd->denied || (nd->reply && nd->reply->type == RESP_ERROR);
+}
+
+static int refused_count(const struct quorum *q)
+{
+	int n = 0;
+
+	for (int i = 0; i < q->n; i++)
+		n += node_refused(q, i);
+	return n;
+}
+
+/* Node i's reason, naming it (a server's error reply, decoded, says what it refused,
+ * not which node did; a connection's reason names it already) into buf. */
+static const char *node_why(const struct quorum *q, int i, char *buf, size_t n)
+{
+	const struct node *nd = &q->node[i];
+
+	if (!nd->err[0] || strstr(nd->err, nd->srv->name))
+		return nd->err;
+	snprintf(buf, n, "%s: %s", nd->srv->name, nd->err);
+	return buf;
+}
+
+/* err: "no quorum: k of N nodes ... (, r refused)" plus the first node's reason,
+ * naming it. */
 static void no_quorum(const struct quorum *q, int ok, const char *what, char *err, size_t errlen)
 {
 	const char *why = "";
+	char buf[sizeof q->node[0].err + 160], refused[40] = "";
 
 	for (int i = 0; i < q->n && !*why; i++)
-		if (q->node[i].err[0])
-			why = q->node[i].err;
-	log_reason(err, errlen, "no Redlock quorum: %d of %d nodes %s (%d needed)%s%s", ok, q->n,
-	           what, q->need, *why ? "; " : "", why);
+		why = node_why(q, i, buf, sizeof buf);
+	int r = refused_count(q);
+	if (r > 0)
+		snprintf(refused, sizeof refused, ", %d refused", r);
+	log_reason(err, errlen, "no Redlock quorum: %d of %d nodes %s%s (%d needed)%s%s", ok, q->n,
+	           what, refused, q->need, *why ? "; " : "", why);
 }
 
 /* A round without a quorum: can time fix it? Not when the nodes whose failure time
@@ -807,7 +841,8 @@ static int quorum_open(void **out, const struct store_config *cfg, int connect, 
 		}
 		if (ok < q->need) {
 			int final = no_quorum_final(q);
-			no_quorum(q, ok, "reachable", err, errlen);
+			/* a refused login reached its node: not "unreachable" */
+			no_quorum(q, ok, denied ? "let us in" : "reachable", err, errlen);
 			quorum_close(q);
 			return denied && final ? STORE_DENIED : STORE_ERR;
 		}
@@ -1299,9 +1334,9 @@ static int quorum_renew(void *ctx, const struct lock *l, int64_t cap_ms, int64_t
 static void silent_nodes(const struct quorum *q, const struct lock *l, const char *verb,
                          const int *said, int seen, int64_t cap_ms, int answered)
 {
-	char buf[600], until[80] = "";
+	char buf[600], until[80] = "", did_not[60];
 	size_t used = 0;
-	int silent = 0;
+	int silent = 0, refused = 0;
 
 	buf[0] = '\0';
 	for (int i = 0; i < q->n && used + 1 < sizeof buf; i++) {
@@ -1309,6 +1344,7 @@ static void silent_nodes(const struct quorum *q, const struct lock *l, const cha
 		if (said[i] || (seen && !seen_get(nd->srv)))
 			continue;
 		silent++;
+		refused += node_refused(q, i);
 		int w = snprintf(buf + used, sizeof buf - used, "%s%s (%s)", used ? ", " : "",
 		                 q->cfg->srv[i].name, nd->err[0] ? nd->err : "no answer");
 		used = w < 0 ? used : used + (size_t)w;
@@ -1319,9 +1355,16 @@ static void silent_nodes(const struct quorum *q, const struct lock *l, const cha
 	if (left > 0)
 		snprintf(until, sizeof until, " ends (in at most %lld.%lld s)",
 		         (long long)(left / 1000), (long long)(left % 1000 / 100));
-	log_warn("%s %s on the %d of %d Redlock nodes that answered; %d did not and may "
-	         "keep it until its TTL%s, fewer than a majority: %s",
-	         verb, l->key, answered, q->n, silent, until, buf);
+	/* a node that refused (NOPERM: its ACL) answered: it is not said to be silent */
+	if (refused == silent)
+		snprintf(did_not, sizeof did_not, "%d refused", refused);
+	else if (refused)
+		snprintf(did_not, sizeof did_not, "%d did not (%d refused)", silent, refused);
+	else
+		snprintf(did_not, sizeof did_not, "%d did not", silent);
+	log_warn("%s %s on the %d of %d Redlock nodes that answered; %s and may keep it until "
+	         "its TTL%s, fewer than a majority: %s",
+	         verb, l->key, answered, q->n, did_not, until, buf);
 }
 
 static int quorum_release(void *ctx, const struct lock *l, int64_t keep_ms, int64_t cap_ms,
@@ -1423,13 +1466,24 @@ static void cannot_tell(const struct quorum *q, const struct lock *l, const char
                         int answered, const int *ok, struct holders *hs, char *err, size_t errlen)
 {
 	const char *why = "";
-	char says[sizeof hs->undecided];
+	char says[sizeof hs->undecided], buf[sizeof q->node[0].err + 160], others[60];
+	int r = 0;
 
-	for (int i = 0; i < q->n && !*why; i++)
-		if (!ok[i] && q->node[i].err[0])
-			why = q->node[i].err;
-	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %d did not answer (%d needed)",
-	         votes, q->n, what, q->n - answered, q->need);
+	for (int i = 0; i < q->n; i++) {
+		if (!ok[i] && !*why)
+			why = node_why(q, i, buf, sizeof buf);
+		r += !ok[i] && node_refused(q, i);
+	}
+	/* a node that refused (NOPERM: its ACL) answered: it is not said to be silent */
+	int silent = q->n - answered - r;
+	if (r > 0 && silent > 0)
+		snprintf(others, sizeof others, "%d did not answer, %d refused", silent, r);
+	else if (r > 0)
+		snprintf(others, sizeof others, "%d refused", r);
+	else
+		snprintf(others, sizeof others, "%d did not answer", silent);
+	snprintf(says, sizeof says, "%d of %d Redlock nodes have %s, %s (%d needed)", votes, q->n,
+	         what, others, q->need);
 	log_reason(err, errlen, "cannot tell whether %s is held: %s%s%s", l->key, says,
 	           *why ? "; " : "", why);
 	if (hs) {

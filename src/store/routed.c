@@ -332,6 +332,21 @@ static int server_error(struct run_call *c)
 	return LOCK_ERR;
 }
 
+/* rc, with err naming the server of the last try when it failed there and err does not
+ * name it yet: a server's error reply, decoded by lock.c ("acquire: server error: OOM
+ * ...", "status: permission denied: NOPERM ..."), says what it refused, not who did; a
+ * connection's reason names it already. */
+static int named(const struct run_call *c, int rc)
+{
+	if ((rc == LOCK_ERR || rc == LOCK_DENIED) && c->srv && c->err[0] &&
+	    !strstr(c->err, c->srv->name)) {
+		char why[300];
+		log_reason(why, sizeof why, "%s", c->err);
+		log_reason(c->err, c->errlen, "%s: %s", c->srv->name, why);
+	}
+	return rc;
+}
+
 /* Follow the route for at most STORE_HOPS_MAX redirects: LOCK_*, or HOP_LATER. */
 static int run_hops(struct run_call *c)
 {
@@ -395,7 +410,7 @@ static int run(struct routed *s, const char *key, const struct server *fixed, in
 	for (int pauses = 0;; pauses++) {
 		int rc = run_hops(&c);
 		if (rc != HOP_LATER)
-			return rc;
+			return named(&c, rc);
 		if (pauses >= STORE_PAUSES_MAX || clock_ms() + pause >= cap_ms ||
 		    conn_abort_pending()) {
 			if (!lock_is_migrating(err))

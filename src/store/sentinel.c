@@ -101,6 +101,15 @@ static int sentinel_open(const struct sentinel *s, const struct server *srv, str
 	if (rc < 0) {
 		log_reason(err, errlen, "sentinel %.100s: %s", srv->name, e);
 		rc = CLIENT_ERR;
+	} else if (!s->user && client_auth_unset(r)) {
+		/* as client.c's AUTH: a configuration that does not fit the sentinel, 64 */
+		snprintf(err, errlen,
+		         "sentinel %.100s has no password set, yet rlock was given one for the "
+		         "sentinels: the sentinel meant is another, or this one is unprotected "
+		         "(then give no sentinel password)",
+		         srv->name);
+		conn_fault_note(CONN_FAULT_FINAL | CONN_FAULT_CONFIG | CONN_FAULT_NOPASS);
+		rc = CLIENT_ERR;
 	} else if (r->type == RESP_ERROR) {
 		/* The server's text is about our secret: never echoed. */
 		snprintf(err, errlen, "authentication to sentinel %.100s failed: %.300s", srv->name,
@@ -335,8 +344,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			enum ask a = ask_sentinel(s, &s->sent[i], cand, &port, cap_ms, e, sizeof e);
 			int fault = conn_fault_pop(before, 0);
 			/* this host's, a TLS file's are the round's */
-			conn_fault_note(fault &
-			                (CONN_FAULT_LOCAL | CONN_FAULT_FILE | CONN_FAULT_CONFIG));
+			conn_fault_note(fault & (CONN_FAULT_LOCAL | CONN_FAULT_FILE |
+			                         CONN_FAULT_CONFIG | CONN_FAULT_NOPASS));
 			unknown += a == ASK_UNKNOWN;
 			denied += a == ASK_DENIED;
 			final += a == ASK_FAILED && (fault & CONN_FAULT_FINAL);
@@ -373,8 +382,8 @@ int sentinel_discover(const struct sentinel *s, struct server *srv, char *host, 
 			        ? confirm_master(srv, cap_ms, e, sizeof e)
 			        : -1;
 			fault = conn_fault_pop(before, 0);
-			conn_fault_note(fault &
-			                (CONN_FAULT_LOCAL | CONN_FAULT_FILE | CONN_FAULT_CONFIG));
+			conn_fault_note(fault & (CONN_FAULT_LOCAL | CONN_FAULT_FILE |
+			                         CONN_FAULT_CONFIG | CONN_FAULT_NOPASS));
 			final += ok == -1 && (fault & CONN_FAULT_FINAL);
 			if (ok == 0) {
 				log_debug("sentinel %s: master '%s' is %s (confirmed by ROLE)",
