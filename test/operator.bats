@@ -665,20 +665,20 @@ drawn_at_least() {
 	rcli HSET '{h}' a b >/dev/null
 	local tail="that rlock did not write \\(no acquisition counted in \\{.\\}:fence; --prefix '' shares the keyspace\\): left as it is$"
 	run -69 --separate-stderr rlock --prefix '' -k x --break
-	assert_regex "$stderr" "^rlock: break: \\{x\\} holds a string $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: break: \\{x\\} holds a string $tail"
 	run -69 --separate-stderr rlock --prefix '' -k y --break
-	assert_regex "$stderr" "^rlock: break: \\{y\\}:owner holds a hash $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: break: \\{y\\}:owner holds a hash $tail"
 	run -69 --separate-stderr rlock --prefix '' -k z --reset
-	assert_regex "$stderr" "^rlock: reset: \\{z\\}:history holds a list $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: reset: \\{z\\}:history holds a list $tail"
 	run -69 --separate-stderr rlock --prefix '' -k z --history
-	assert_regex "$stderr" "^rlock: history: \\{z\\}:history holds a list $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: history: \\{z\\}:history holds a list $tail"
 	run -69 --separate-stderr rlock --prefix '' -k y -- true
-	assert_regex "$stderr" "^rlock: acquire: \\{y\\}:owner holds a hash $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: acquire: \\{y\\}:owner holds a hash $tail"
 	run -69 --separate-stderr rlock --prefix '' -k y -s -- true
 	run -69 --separate-stderr rlock --prefix '' -k x -n -- true
 	run -69 --separate-stderr rlock --prefix '' -k x --status
 	assert_equal "$output" ""
-	assert_regex "$stderr" "^rlock: status: \\{x\\} holds a string $tail"
+	assert_regex "$stderr" "^rlock: 127\\.0\\.0\\.1:[0-9]+: status: \\{x\\} holds a string $tail"
 	run -0 rlock --prefix '' --list --json
 	assert_equal "$(jq -c .locks <<<"$output")" '[]'
 	assert_equal "$(rcli GET '{x}') $(rcli HGETALL '{y}:owner' | xargs) $(rcli LRANGE '{z}:history' 0 -1)" 'hello name bob a'
