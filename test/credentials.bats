@@ -716,7 +716,7 @@ renewed_once() {
 	redis_start --rename-command INCR ''
 	run -69 --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" -w 10 -k a -- touch ran
 	assert_one_line_error
-	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: acquire: the server does not know a command rlock's script calls \(renamed or disabled with rename-command\?\): ERR Unknown Redis command called from script\$"
+	assert_regex "$stderr" "^rlock: 127\.0\.0\.1:$REDIS_PORT: acquire: the server does not know a command rlock's script calls \(renamed or disabled with rename-command\?\): ERR Unknown (Redis )?command called from script\$"
 	[[ ! -e ran ]]
 	redis_stop "$REDIS_PID"
 }
