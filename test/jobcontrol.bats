@@ -380,51 +380,41 @@ PL
 	chmod +x handoff
 }
 
+# handoff_stopped KEY HOW: ./handoff under rlock -k KEY, the command gone and its child
+# group holding the terminal; stopped by HOW (ctrl-z: typed; tstp: kill -TSTP of rlock):
+# that group stops, rlock with it, the shell gets control back; fg continues both and
+# the job ends with the command's status (3), the lock released.
+handoff_stopped() {
+	local key=$1 how=$2 cmd rl left
+	make_handoff
+	printf '%s\n' "$RLOCK -u $REDIS_URL -k $key -- ./handoff" >&5
+	wait_until 30 test -s pids
+	read -r cmd rl left <pids
+	track_pid "$rl" "$left"
+	wait_until 30 proc_gone "$cmd"
+	if [[ $how == ctrl-z ]]; then printf '\032' >&5; else kill -TSTP "$rl"; fi
+	wait_until 30 not running "$left"
+	wait_until 30 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
+	wait_until 30 not running "$rl"
+	key_exists "rlock:{$key}"
+	printf 'fg\n' >&5
+	printf 'echo status=$? > after\n' >&5
+	wait_until 30 running "$left"
+	wait_until 30 eval '[[ $(ps -o tpgid= -p "$left" | tr -d " ") == "$left" ]]'
+	kill -TERM "$left"
+	wait_until 30 test -s after
+	assert_equal "$(cat after)" "status=3"
+	key_absent "rlock:{$key}"
+}
+
 @test "Ctrl-Z after the command exited, a group of its cover holding the terminal (its job-control parent gone): the job stops, rlock with it, the shell gets control back; fg gives that group the terminal again" {
 	# The command hands the terminal to a child it put in a group of its own, as a
 	# job-control shell gives it to its foreground job, and exits. The Ctrl-Z stopped
 	# that child (rlock's now) while rlock waited on for it: the shell never got control
 	# back, and nothing but a kill -CONT from elsewhere could resume the job.
-	make_handoff
-	local cmd rl left
-	printf '%s\n' "$RLOCK -u $REDIS_URL -k zh -- ./handoff" >&5
-	wait_until 30 test -s pids
-	read -r cmd rl left <pids
-	track_pid "$rl" "$left"
-	wait_until 30 proc_gone "$cmd"
-	printf '\032' >&5
-	wait_until 30 not running "$left"
-	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
-	wait_until 5 not running "$rl"
-	key_exists 'rlock:{zh}'
-	printf 'fg\n' >&5
-	printf 'echo status=$? > after\n' >&5
-	wait_until 30 running "$left"
-	wait_until 30 eval '[[ $(ps -o tpgid= -p "$left" | tr -d " ") == "$left" ]]'
-	kill -TERM "$left"
-	wait_until 30 test -s after
-	assert_equal "$(cat after)" "status=3"
-	key_absent 'rlock:{zh}'
+	handoff_stopped zh ctrl-z
 }
 
 @test "kill -TSTP of rlock after the command exited, a group of its cover holding the terminal: that group stops too, rlock with it; fg continues both" {
-	make_handoff
-	local cmd rl left
-	printf '%s\n' "$RLOCK -u $REDIS_URL -k zk -- ./handoff" >&5
-	wait_until 30 test -s pids
-	read -r cmd rl left <pids
-	track_pid "$rl" "$left"
-	wait_until 30 proc_gone "$cmd"
-	kill -TSTP "$rl"
-	wait_until 30 not running "$left"
-	wait_until 5 grep -q Stopped tty-out || fail "the shell did not get control back: $(cat -v tty-out)"
-	wait_until 5 not running "$rl"
-	printf 'fg\n' >&5
-	printf 'echo status=$? > after\n' >&5
-	wait_until 30 running "$left"
-	wait_until 30 eval '[[ $(ps -o tpgid= -p "$left" | tr -d " ") == "$left" ]]'
-	kill -TERM "$left"
-	wait_until 30 test -s after
-	assert_equal "$(cat after)" "status=3"
-	key_absent 'rlock:{zk}'
+	handoff_stopped zk tstp
 }
