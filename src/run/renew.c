@@ -218,11 +218,17 @@ static void *renew_main(void *arg)
 				goto stuck;
 			}
 			log_debug("renewal failed: %s", err);
+			/* An attempt that the lease's end cut short (a handshake begun with 1 ms
+			 * left: "timed out after 1 ms") tells only that time ran out: the reason
+			 * an earlier attempt gave (a certificate expired meanwhile, a refusal)
+			 * stays the loss's. */
+			int cut_short = failed > 0 && clock_ms() >= lost_at;
 			/* its line first: a loss whose reason names this error follows it */
 			events_emit(EV_RENEW_FAILED, &(struct ev_facts){.lock = r->lock,
 			                                                .reason = err,
 			                                                .repeat = failed++ > 0});
-			set_text(r, r->last_err, err);
+			if (!cut_short)
+				set_text(r, r->last_err, err);
 			int64_t retry = clock_ms() + RETRY_MS;
 			if (nap(r, retry < lost_at ? retry : lost_at))
 				goto out;
